@@ -1,0 +1,305 @@
+// Package profiles owns the benchmark profile: its TOML schema, the built-in
+// profiles shipped inside the binary, user profiles from the config folder,
+// and strict validation.
+//
+// Decisions where DESIGN.md is silent:
+//   - A sampling arm is described by its parameters alone: temperature 0 is
+//     greedy; top_k, top_p and min_p narrow sampling and are rejected on a
+//     greedy arm, where they would silently do nothing.
+//   - Every arm sees the same prompt and seed sequence (trial i uses prompt
+//     i mod len(prompts) and seed seed+i), so arms differ only in sampling.
+//   - A profile names a model per backend kind in [models]; which kinds exist
+//     is the runner's business, so this package does not check the names.
+package profiles
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Profile is one resolved, validated benchmark profile.
+type Profile struct {
+	Name        string            `toml:"name"`
+	Description string            `toml:"description"`
+	MaxTokens   int               `toml:"max_tokens"`
+	Warmup      int               `toml:"warmup"`
+	Trials      int               `toml:"trials"`
+	Timeout     string            `toml:"timeout"`
+	Order       string            `toml:"order"`
+	Seed        int64             `toml:"seed"`
+	USDPerHour  float64           `toml:"usd_per_hour"`
+	APIKeyEnv   string            `toml:"api_key_env"`
+	Prompts     []string          `toml:"prompts"`
+	PromptFile  string            `toml:"prompt_file"`
+	Models      map[string]string `toml:"models"`
+	Arms        []Arm             `toml:"arms"`
+
+	// Source is "builtin" or the file the profile was read from.
+	Source string `toml:"-"`
+	// TrialTimeout is Timeout parsed.
+	TrialTimeout time.Duration `toml:"-"`
+
+	keys keyLines
+}
+
+// Arm is one sampling strategy. Zero values mean "not set".
+type Arm struct {
+	Name        string  `toml:"name"`
+	Temperature float64 `toml:"temperature"`
+	TopK        int     `toml:"top_k"`
+	TopP        float64 `toml:"top_p"`
+	MinP        float64 `toml:"min_p"`
+	// Seed overrides the profile seed for this arm's sampling.
+	Seed *int64 `toml:"seed"`
+}
+
+// Greedy reports whether the arm always picks the most likely token.
+func (a Arm) Greedy() bool { return a.Temperature == 0 }
+
+// Strategy describes the arm in a few words, e.g. "temperature 0.8, top-k 40".
+func (a Arm) Strategy() string {
+	if a.Greedy() {
+		return "greedy"
+	}
+	parts := []string{fmt.Sprintf("temperature %g", a.Temperature)}
+	if a.TopK > 0 {
+		parts = append(parts, fmt.Sprintf("top-k %d", a.TopK))
+	}
+	if a.TopP > 0 {
+		parts = append(parts, fmt.Sprintf("top-p %g", a.TopP))
+	}
+	if a.MinP > 0 {
+		parts = append(parts, fmt.Sprintf("min-p %g", a.MinP))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Orders lists the allowed values of `order`.
+var Orders = []string{"alternate", "shuffle"}
+
+const (
+	defaultTimeout = 120 * time.Second
+	maxMaxTokens   = 1 << 20
+)
+
+var armNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// Error is a problem in a profile, located as precisely as the source allows.
+type Error struct {
+	File string
+	Line int // 0 when unknown
+	Key  string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", e.File, e.Line)
+	}
+	if e.Key == "" {
+		return fmt.Sprintf("%s: %s", loc, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", loc, e.Key, e.Msg)
+}
+
+// Load reads and validates the profile file at path.
+func Load(path string) (*Profile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", path, err)
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes and validates a profile. file names it in errors; a relative
+// prompt_file is resolved against file's folder.
+func Parse(file string, data []byte) (*Profile, error) {
+	p := &Profile{Source: file, keys: scanKeyLines(data)}
+	md, err := toml.Decode(string(data), p)
+	if err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			return nil, &Error{File: file, Line: perr.Position.Line, Msg: perr.Message}
+		}
+		return nil, &Error{File: file, Msg: err.Error()}
+	}
+	if undecoded := md.Undecoded(); len(undecoded) > 0 {
+		var errs []error
+		for _, k := range undecoded {
+			errs = append(errs, &Error{File: file, Line: p.keys.find(k, -1), Key: k.String(),
+				Msg: "unknown key; allowed keys are " + allowedKeys(k)})
+		}
+		return nil, errors.Join(errs...)
+	}
+	if err := p.resolve(file); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func allowedKeys(k toml.Key) string {
+	switch {
+	case len(k) > 1 && k[0] == "arms":
+		return "name, temperature, top_k, top_p, min_p, seed"
+	case len(k) > 1 && k[0] == "models":
+		return "one model name per backend kind, e.g. ollama = \"gemma3:270m\""
+	default:
+		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompt_file, [models], [[arms]]"
+	}
+}
+
+// resolve fills defaults, reads the prompt file and validates every field,
+// reporting all problems at once so a user fixes a file in one pass.
+func (p *Profile) resolve(file string) error {
+	var errs []error
+	bad := func(arm int, key, format string, args ...any) {
+		path := toml.Key{key}
+		name := key
+		if arm >= 0 {
+			path = toml.Key{"arms", key}
+			name = fmt.Sprintf("arms[%d].%s", arm, key)
+		}
+		errs = append(errs, &Error{File: file, Line: p.keys.find(path, arm), Key: name, Msg: fmt.Sprintf(format, args...)})
+	}
+
+	if p.Name == "" {
+		p.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	}
+	if p.MaxTokens < 1 || p.MaxTokens > maxMaxTokens {
+		bad(-1, "max_tokens", "%d is out of range; use 1 to %d", p.MaxTokens, maxMaxTokens)
+	}
+	if p.Warmup < 0 {
+		bad(-1, "warmup", "%d is negative; use 0 or more warmup trials per arm", p.Warmup)
+	}
+	if p.Trials < 1 {
+		bad(-1, "trials", "%d is not a trial count; use 1 or more timed trials per arm", p.Trials)
+	}
+	p.TrialTimeout = defaultTimeout
+	if p.Timeout != "" {
+		d, err := time.ParseDuration(p.Timeout)
+		switch {
+		case err != nil:
+			bad(-1, "timeout", "%q is not a duration; write it like \"120s\" or \"2m\"", p.Timeout)
+		case d <= 0:
+			bad(-1, "timeout", "%q must be positive", p.Timeout)
+		default:
+			p.TrialTimeout = d
+		}
+	}
+	if p.Order == "" {
+		p.Order = Orders[0]
+	} else if !contains(Orders, p.Order) {
+		bad(-1, "order", "%q is not allowed; use one of %s", p.Order, strings.Join(Orders, ", "))
+	}
+	if p.USDPerHour < 0 {
+		bad(-1, "usd_per_hour", "%g is negative", p.USDPerHour)
+	}
+	switch {
+	case len(p.Prompts) > 0 && p.PromptFile != "":
+		bad(-1, "prompt_file", "set either prompts or prompt_file, not both")
+	case p.PromptFile != "":
+		prompts, err := readPromptFile(file, p.PromptFile)
+		if err != nil {
+			bad(-1, "prompt_file", "%v", err)
+		}
+		p.Prompts = prompts
+	case len(p.Prompts) == 0:
+		bad(-1, "prompts", "no prompts; give prompts = [\"...\"] or prompt_file = \"prompts.txt\"")
+	}
+	for i, prompt := range p.Prompts {
+		if strings.TrimSpace(prompt) == "" && p.PromptFile == "" {
+			bad(-1, "prompts", "prompt %d is empty", i+1)
+		}
+	}
+	if len(p.Arms) == 0 {
+		errs = append(errs, &Error{File: file, Key: "arms", Msg: "no arms; add at least one [[arms]] table with a name"})
+	}
+	seen := map[string]bool{}
+	for i, a := range p.Arms {
+		switch {
+		case !armNamePattern.MatchString(a.Name):
+			bad(i, "name", "%q is not an arm name; use letters, digits, '.', '_' or '-'", a.Name)
+		case seen[a.Name]:
+			bad(i, "name", "%q is used by another arm; arm names must be unique", a.Name)
+		}
+		seen[a.Name] = true
+		if a.Temperature < 0 {
+			bad(i, "temperature", "%g is negative; use 0 for greedy or a positive temperature", a.Temperature)
+		}
+		if a.TopK < 0 {
+			bad(i, "top_k", "%d is negative; use 0 (off) or a positive count", a.TopK)
+		}
+		if a.TopP < 0 || a.TopP > 1 {
+			bad(i, "top_p", "%g is out of range; use a probability in (0, 1]", a.TopP)
+		}
+		if a.MinP < 0 || a.MinP >= 1 {
+			bad(i, "min_p", "%g is out of range; use a probability in [0, 1)", a.MinP)
+		}
+		if a.Greedy() {
+			for _, knob := range []struct {
+				key string
+				set bool
+			}{{"top_k", a.TopK != 0}, {"top_p", a.TopP != 0}, {"min_p", a.MinP != 0}} {
+				if knob.set {
+					bad(i, knob.key, "has no effect on a greedy arm (temperature 0); remove it or set temperature > 0")
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// readPromptFile reads one prompt per non-blank line.
+func readPromptFile(profileFile, name string) ([]string, error) {
+	path := name
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(filepath.Dir(profileFile), name)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var prompts []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); line != "" {
+			prompts = append(prompts, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(prompts) == 0 {
+		return nil, fmt.Errorf("%s holds no prompts (one prompt per line)", path)
+	}
+	return prompts, nil
+}
+
+// Where locates a key of this profile as "file:line" for errors raised by
+// later stages (for example a [models] entry for an unknown backend).
+func (p *Profile) Where(key ...string) string {
+	if line := p.keys.find(key, -1); line > 0 {
+		return fmt.Sprintf("%s:%d", p.Source, line)
+	}
+	return p.Source
+}

@@ -1,0 +1,167 @@
+package profiles
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const validProfile = `name = "t"
+max_tokens = 16
+warmup = 1
+trials = 5
+timeout = "30s"
+prompts = ["hi"]
+
+[models]
+ollama = "m"
+
+[[arms]]
+name = "greedy"
+
+[[arms]]
+name = "hot"
+temperature = 0.9
+top_k = 40
+`
+
+func TestBuiltinsAreValidAndComplete(t *testing.T) {
+	want := map[string]bool{"greedy-vs-sampling": false, "repeatability": false, "quick": false}
+	for _, p := range Builtins() {
+		want[p.Name] = true
+		if p.Source != "builtin" {
+			t.Errorf("%s: source %q", p.Name, p.Source)
+		}
+	}
+	for name, found := range want {
+		if !found {
+			t.Errorf("built-in profile %s missing", name)
+		}
+	}
+	gvs, err := Find(DefaultName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var strategies []string
+	for _, a := range gvs.Arms {
+		strategies = append(strategies, a.Strategy())
+	}
+	if got := strings.Join(strategies, "; "); got != "greedy; temperature 0.8; temperature 0.8, top-k 40" {
+		t.Errorf("greedy-vs-sampling arms: %s", got)
+	}
+	rep, _ := Find("repeatability")
+	if rep.Warmup != 5 || rep.Trials != 100 || len(rep.Arms) != 1 || len(rep.Prompts) != 3 {
+		t.Errorf("repeatability plan: warmup %d trials %d arms %d prompts %d", rep.Warmup, rep.Trials, len(rep.Arms), len(rep.Prompts))
+	}
+}
+
+func TestParseValid(t *testing.T) {
+	p, err := Parse("t.toml", []byte(validProfile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.TrialTimeout != 30*time.Second || p.Order != "alternate" || p.Models["ollama"] != "m" {
+		t.Errorf("resolved %+v", p)
+	}
+	if !p.Arms[0].Greedy() || p.Arms[1].TopK != 40 {
+		t.Errorf("arms %+v", p.Arms)
+	}
+	if got := p.Where("models", "ollama"); got != "t.toml:9" {
+		t.Errorf("Where = %q", got)
+	}
+}
+
+func TestParseErrorsNameFileLineAndKey(t *testing.T) {
+	cases := []struct {
+		name, edit, want string
+	}{
+		{"syntax", strings.Replace(validProfile, `trials = 5`, `trials = = 5`, 1), "t.toml:4:"},
+		{"unknown key", strings.Replace(validProfile, "temperature = 0.9", "tempreature = 0.9", 1), "t.toml:16: arms.tempreature: unknown key; allowed keys are name, temperature"},
+		{"unknown top key", strings.Replace(validProfile, "warmup = 1", "warmups = 1", 1), "t.toml:3: warmups: unknown key; allowed keys are name, description, max_tokens"},
+		{"negative trials", strings.Replace(validProfile, `trials = 5`, `trials = -3`, 1), "t.toml:4: trials: -3 is not a trial count"},
+		{"negative temperature", strings.Replace(validProfile, "temperature = 0.9", "temperature = -0.5", 1), "t.toml:16: arms[1].temperature: -0.5 is negative"},
+		{"greedy with top_k", strings.Replace(validProfile, "name = \"greedy\"", "name = \"greedy\"\ntop_k = 5", 1), "t.toml:13: arms[0].top_k: has no effect on a greedy arm"},
+		{"bad order", strings.Replace(validProfile, `timeout = "30s"`, "timeout = \"30s\"\norder = \"random\"", 1), `t.toml:6: order: "random" is not allowed; use one of alternate, shuffle`},
+		{"bare int timeout", strings.Replace(validProfile, `timeout = "30s"`, `timeout = 30`, 1), "t.toml"},
+		{"bad timeout", strings.Replace(validProfile, `timeout = "30s"`, `timeout = "soon"`, 1), `t.toml:5: timeout: "soon" is not a duration`},
+		{"duplicate arm", strings.Replace(validProfile, `name = "hot"`, `name = "greedy"`, 1), `t.toml:15: arms[1].name: "greedy" is used by another arm`},
+		{"no prompts", strings.Replace(validProfile, `prompts = ["hi"]`, ``, 1), "prompts: no prompts"},
+		{"top_p range", strings.Replace(validProfile, "top_k = 40", "top_p = 1.5", 1), "t.toml:17: arms[1].top_p: 1.5 is out of range"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("t.toml", []byte(c.edit))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestPromptFileAndFindByPath(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "prompts.txt"), []byte("first prompt\n\n  second prompt  \n"), 0o644)
+	src := strings.Replace(validProfile, `prompts = ["hi"]`, `prompt_file = "prompts.txt"`, 1)
+	path := filepath.Join(dir, "mine.toml")
+	os.WriteFile(path, []byte(src), 0o644)
+	p, err := Find(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Prompts) != 2 || p.Prompts[1] != "second prompt" || p.Source != path {
+		t.Errorf("prompts %q source %q", p.Prompts, p.Source)
+	}
+	os.Remove(filepath.Join(dir, "prompts.txt"))
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "prompt_file") {
+		t.Errorf("missing prompt file: %v", err)
+	}
+}
+
+func TestUserProfilesShadowBuiltinsAndBrokenFilesReported(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", home)
+	dir, err := UserDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "quick.toml"), []byte(strings.Replace(validProfile, `name = "t"`, `name = "quick"`, 1)), 0o644)
+	os.WriteFile(filepath.Join(dir, "broken.toml"), []byte("trials = ["), 0o644)
+	all, errs := All()
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "broken.toml:1") {
+		t.Errorf("errors %v", errs)
+	}
+	p, err := Find("quick")
+	if err != nil || p.Source != filepath.Join(dir, "quick.toml") {
+		t.Errorf("Find(quick) = %v, %v", p, err)
+	}
+	if len(all) != len(Builtins())+1 {
+		t.Errorf("%d profiles", len(all))
+	}
+	if _, err := Find("nope"); err == nil || !strings.Contains(err.Error(), "known profiles: ") {
+		t.Errorf("unknown profile error: %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(validProfile))
+	for _, p := range []string{"greedy-vs-sampling", "repeatability", "quick"} {
+		data, _ := builtinFS.ReadFile("builtin/" + p + ".toml")
+		f.Add(data)
+	}
+	f.Add([]byte("[[arms]]\n[[arms]]\nname = 3"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Parse("fuzz.toml", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.toml") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if p.Trials < 1 || p.MaxTokens < 1 || len(p.Arms) == 0 || len(p.Prompts) == 0 || p.TrialTimeout <= 0 {
+			t.Fatalf("invalid profile accepted: %+v", p)
+		}
+	})
+}
