@@ -1,0 +1,138 @@
+// Package replay serves responses recorded from real servers
+// (../shared/fixtures) from a local httptest server, for backend tests.
+package replay
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// FixturesDir finds ../shared/fixtures beside the repository root.
+func FixturesDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's folder")
+		}
+		dir = parent
+	}
+	fixtures := filepath.Join(dir, "..", "shared", "fixtures")
+	if _, err := os.Stat(fixtures); err != nil {
+		t.Fatalf("recorded fixtures not found at %s: check out ../shared beside the repository (%v)", fixtures, err)
+	}
+	return fixtures
+}
+
+// Exchange is one recorded request/response.
+type Exchange struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+// Load reads fixture name (e.g. "ollama/api_version").
+func Load(t testing.TB, name string) Exchange {
+	t.Helper()
+	base := filepath.Join(FixturesDir(t), name)
+	body, err := os.ReadFile(base + ".body")
+	if err != nil {
+		t.Fatal(err)
+	}
+	headers, err := os.ReadFile(base + ".headers.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := Exchange{Body: body, Status: 200}
+	sc := bufio.NewScanner(strings.NewReader(string(headers)))
+	if sc.Scan() {
+		if fields := strings.Fields(sc.Text()); len(fields) > 1 {
+			ex.Status, _ = strconv.Atoi(fields[1])
+		}
+	}
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.EqualFold(k, "Content-Type") {
+			ex.ContentType = strings.TrimSpace(v)
+		}
+	}
+	return ex
+}
+
+// Route maps "METHOD /path" to how to answer it.
+type Route map[string]http.HandlerFunc
+
+// Serve answers a route with a recorded exchange, flushing the body line
+// by line as a streaming server would.
+func Serve(ex Exchange) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if ex.ContentType != "" {
+			w.Header().Set("Content-Type", ex.ContentType)
+		}
+		w.WriteHeader(ex.Status)
+		flusher, _ := w.(http.Flusher)
+		for _, line := range strings.SplitAfter(string(ex.Body), "\n") {
+			w.Write([]byte(line))
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+	}
+}
+
+// Cut sends the recorded body under chunked encoding and then drops the
+// connection without the final zero-length chunk: what a client sees when
+// the server process is killed mid-stream.
+func Cut(ex Exchange) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		defer conn.Close()
+		buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: " + ex.ContentType + "\r\nTransfer-Encoding: chunked\r\n\r\n")
+		buf.WriteString(strconv.FormatInt(int64(len(ex.Body)), 16) + "\r\n")
+		buf.Write(ex.Body)
+		buf.WriteString("\r\n")
+		buf.Flush()
+	}
+}
+
+// NewServer starts a loopback server for routes; unknown routes are 404.
+func NewServer(t testing.TB, routes Route) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h, ok := routes[r.Method+" "+r.URL.Path]; ok {
+			h(w, r)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// ClosedURL returns a loopback URL on which nothing listens.
+func ClosedURL(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
+}

@@ -1,0 +1,149 @@
+// Package llamacpp talks to llama.cpp's llama-server through its native
+// /completion endpoint (SSE), which reports the tokens of each chunk and
+// the server's own timings in the final event.
+package llamacpp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/internal/stream"
+)
+
+// Kind registers this backend.
+var Kind = backends.Kind{
+	Name:        "llamacpp",
+	Description: "llama.cpp llama-server native API (/completion, SSE)",
+	DefaultURL:  "http://127.0.0.1:8080",
+	New:         func(c backends.Config) (backends.Backend, error) { return &Backend{url: strings.TrimRight(c.URL, "/")}, nil },
+}
+
+// Backend is a llama-server.
+type Backend struct{ url string }
+
+type completionRequest struct {
+	Prompt      string  `json:"prompt"`
+	NPredict    int     `json:"n_predict"`
+	Stream      bool    `json:"stream"`
+	Temperature float64 `json:"temperature"`
+	TopK        int     `json:"top_k"`
+	TopP        float64 `json:"top_p"`
+	MinP        float64 `json:"min_p"`
+	Seed        int64   `json:"seed"`
+}
+
+// RequestBody builds the JSON body. Knobs an arm leaves off go out as
+// neutral values, overriding llama-server's defaults (top_k 40, top_p 0.95,
+// min_p 0.05) that would otherwise shape every "temperature only" arm.
+func RequestBody(req backends.Request) any {
+	topP := req.TopP
+	if topP == 0 {
+		topP = 1
+	}
+	return completionRequest{Prompt: req.Prompt, NPredict: req.MaxTokens, Stream: true,
+		Temperature: req.Temperature, TopK: req.TopK, TopP: topP, MinP: req.MinP, Seed: req.Seed}
+}
+
+type event struct {
+	Content         string          `json:"content"`
+	Tokens          []int           `json:"tokens"`
+	Stop            bool            `json:"stop"`
+	StopType        string          `json:"stop_type"`
+	TokensEvaluated *int            `json:"tokens_evaluated"`
+	Error           json.RawMessage `json:"error"`
+	Timings         *struct {
+		PromptMs    float64 `json:"prompt_ms"`
+		PredictedN  int     `json:"predicted_n"`
+		PredictedMs float64 `json:"predicted_ms"`
+	} `json:"timings"`
+}
+
+// Generate streams one completion from /completion.
+func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
+	resp, err := stream.PostJSON(ctx, b.url+"/completion", "", RequestBody(req))
+	if err != nil {
+		return backends.NewResult(), err
+	}
+	defer resp.Body.Close()
+	return decode(resp.Body, onChunk)
+}
+
+// decode reads a /completion SSE stream. The endpoint sends no [DONE]; the
+// event with stop: true is the end, and a stream without it was cut.
+func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
+	res := backends.NewResult()
+	done := false
+	err := stream.SSE(body, func(data []byte) error {
+		var ev event
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return fmt.Errorf("stream event is not JSON: %.80q", data)
+		}
+		if n := len(ev.Tokens); n > 0 {
+			onChunk(n)
+		} else if ev.Content != "" {
+			onChunk(1)
+		}
+		if len(ev.Error) > 0 && string(ev.Error) != "null" {
+			return fmt.Errorf("server error mid-stream: %s", stream.ErrorMessage(data))
+		}
+		if ev.TokensEvaluated != nil {
+			res.PromptTokens = *ev.TokensEvaluated
+		}
+		if ev.Stop {
+			done = true
+			res.StopReason = backends.NormalizeStopReason(ev.StopType)
+			if t := ev.Timings; t != nil {
+				res.OutputTokens = t.PredictedN
+				res.ServerPrefillMs = t.PromptMs
+				res.ServerDecodeMs = t.PredictedMs
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return res, stream.ReadErr(err)
+	}
+	if !done {
+		return res, stream.ErrTruncated
+	}
+	return res, nil
+}
+
+// Probe checks /health and reads /props for the build and loaded model.
+// llama-server serves the one model it was started with: a different
+// requested name is reported, not refused, since aliases vary.
+func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error) {
+	info := backends.Info{Kind: Kind.Name, URL: b.url}
+	var health struct {
+		Status string `json:"status"`
+	}
+	if err := stream.GetJSON(ctx, b.url+"/health", "", &health); err != nil {
+		return info, err
+	}
+	if health.Status != "ok" {
+		return info, fmt.Errorf("%s/health says %q; wait for the model to load", b.url, health.Status)
+	}
+	var props struct {
+		BuildInfo  string `json:"build_info"`
+		ModelAlias string `json:"model_alias"`
+		ModelPath  string `json:"model_path"`
+		ModelFtype string `json:"model_ftype"`
+	}
+	if err := stream.GetJSON(ctx, b.url+"/props", "", &props); err != nil {
+		return info, err
+	}
+	info.ServerVersion = props.BuildInfo
+	info.Model = props.ModelAlias
+	if info.Model == "" {
+		info.Model = props.ModelPath
+	}
+	info.Quantization = props.ModelFtype
+	if info.Model != "" {
+		info.Models = []string{info.Model}
+	}
+	return info, nil
+}

@@ -1,0 +1,110 @@
+package llamacpp
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/internal/replay"
+	"github.com/tokentop/tokentop/backends/internal/stream"
+)
+
+func generate(t *testing.T, h http.HandlerFunc) (chunks, tokens int, res backends.Result, err error) {
+	t.Helper()
+	srv := replay.NewServer(t, replay.Route{"POST /completion": h})
+	b, _ := Kind.New(backends.Config{URL: srv.URL})
+	res, err = b.Generate(context.Background(), backends.Request{Prompt: "Once upon a time", MaxTokens: 32},
+		func(n int) { chunks++; tokens += n })
+	return
+}
+
+func TestGenerateReplaysRecordedStream(t *testing.T) {
+	chunks, tokens, res, err := generate(t, replay.Serve(replay.Load(t, "llamacpp/completion_t0_stream")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chunks != 32 || tokens != 32 || res.OutputTokens != 32 || res.PromptTokens != 5 || res.StopReason != "length" {
+		t.Errorf("chunks %d tokens %d result %+v", chunks, tokens, res)
+	}
+	if res.ServerPrefillMs != 313.779 || res.ServerDecodeMs != 9815.207 {
+		t.Errorf("timings %+v", res)
+	}
+}
+
+func TestMultiTokenChunkReportsItsTokens(t *testing.T) {
+	body := "data: {\"content\":\"ab\",\"tokens\":[1,2,3],\"stop\":false}\n\n" +
+		"data: {\"content\":\"\",\"tokens\":[],\"stop\":true,\"stop_type\":\"eos\",\"timings\":{\"predicted_n\":3}}\n\n"
+	chunks, tokens, res, err := generate(t, replay.Serve(replay.Exchange{Status: 200, ContentType: "text/event-stream", Body: []byte(body)}))
+	if err != nil || chunks != 1 || tokens != 3 || res.OutputTokens != 3 || res.StopReason != "stop" {
+		t.Errorf("chunks %d tokens %d %+v %v", chunks, tokens, res, err)
+	}
+}
+
+func TestDegradedStreams(t *testing.T) {
+	cases := []struct {
+		name    string
+		handler http.HandlerFunc
+		want    string
+	}{
+		{"prompt too long 400", replay.Serve(replay.Load(t, "llamacpp/error_too_long_prompt_completion_stream")), "HTTP 400: request (402 tokens) exceeds the available context size"},
+		{"malformed request 500", replay.Serve(replay.Load(t, "llamacpp/error_invalid_json_completion")), "HTTP 500"},
+		{"server killed mid-stream", replay.Cut(replay.Load(t, "llamacpp/kill9_completion_stream")), stream.ErrTruncated.Error()},
+		{"event not JSON", replay.Serve(replay.Exchange{Status: 200, Body: []byte("data: {nope\n\n")}), "stream event is not JSON"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, _, err := generate(t, c.handler)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestProbe(t *testing.T) {
+	srv := replay.NewServer(t, replay.Route{
+		"GET /health": replay.Serve(replay.Load(t, "llamacpp/health")),
+		"GET /props":  replay.Serve(replay.Load(t, "llamacpp/props")),
+	})
+	b, _ := Kind.New(backends.Config{URL: srv.URL})
+	info, err := b.Probe(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.ServerVersion != "b10470-34af94cd9" || info.Model != "/opt/models/tinyllm/tiny15m.gguf" || info.Quantization != "F16" {
+		t.Errorf("info %+v", info)
+	}
+	loading := replay.NewServer(t, replay.Route{"GET /health": func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(503)
+		w.Write([]byte(`{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}`))
+	}})
+	b, _ = Kind.New(backends.Config{URL: loading.URL})
+	if _, err := b.Probe(context.Background(), ""); err == nil || !strings.Contains(err.Error(), "Loading model") {
+		t.Errorf("loading server: %v", err)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, name := range []string{"completion_t0_stream", "completion_t08_stream", "kill9_completion_stream", "completion_ctx_limit_stream"} {
+		data, err := os.ReadFile(filepath.Join(replay.FixturesDir(f), "llamacpp", name+".body"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res, err := decode(bytes.NewReader(data), func(n int) {
+			if n < 1 {
+				t.Fatalf("chunk of %d tokens", n)
+			}
+		})
+		if err == nil && !bytes.Contains(data, []byte(`"stop"`)) {
+			t.Fatalf("stream without a final event accepted as complete: %+v", res)
+		}
+	})
+}

@@ -1,0 +1,173 @@
+// Package ollama talks to Ollama's native API: /api/generate streaming
+// NDJSON, with the server's own phase timings from the final line.
+package ollama
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/internal/stream"
+)
+
+// Kind registers this backend.
+var Kind = backends.Kind{
+	Name:        "ollama",
+	Description: "Ollama native API (/api/generate, NDJSON)",
+	DefaultURL:  "http://127.0.0.1:11434",
+	New:         func(c backends.Config) (backends.Backend, error) { return &Backend{url: strings.TrimRight(c.URL, "/")}, nil },
+}
+
+// Backend is an Ollama server.
+type Backend struct{ url string }
+
+type options struct {
+	NumPredict  int     `json:"num_predict"`
+	Temperature float64 `json:"temperature"`
+	TopK        int     `json:"top_k"`
+	TopP        float64 `json:"top_p"`
+	MinP        float64 `json:"min_p"`
+	Seed        int64   `json:"seed"`
+}
+
+type generateRequest struct {
+	Model   string  `json:"model"`
+	Prompt  string  `json:"prompt"`
+	Stream  bool    `json:"stream"`
+	Options options `json:"options"`
+}
+
+// line is one NDJSON object; the final one has Done set and the counts.
+type line struct {
+	Response           string `json:"response"`
+	Done               bool   `json:"done"`
+	DoneReason         string `json:"done_reason"`
+	Error              string `json:"error"`
+	LoadDuration       int64  `json:"load_duration"`
+	PromptEvalCount    *int   `json:"prompt_eval_count"`
+	PromptEvalDuration int64  `json:"prompt_eval_duration"`
+	EvalCount          *int   `json:"eval_count"`
+	EvalDuration       int64  `json:"eval_duration"`
+}
+
+// RequestBody builds the JSON body for req. Sampling knobs an arm leaves
+// off are sent as their neutral values (top_k 0, top_p 1, min_p 0) so that
+// Ollama's defaults (top_k 40, top_p 0.9) do not quietly change the arm.
+func RequestBody(req backends.Request) any {
+	topP := req.TopP
+	if topP == 0 {
+		topP = 1
+	}
+	return generateRequest{Model: req.Model, Prompt: req.Prompt, Stream: true, Options: options{
+		NumPredict: req.MaxTokens, Temperature: req.Temperature, TopK: req.TopK, TopP: topP, MinP: req.MinP, Seed: req.Seed,
+	}}
+}
+
+// Generate streams one completion from /api/generate.
+func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
+	res := backends.NewResult()
+	resp, err := stream.PostJSON(ctx, b.url+"/api/generate", "", RequestBody(req))
+	if err != nil {
+		return res, err
+	}
+	defer resp.Body.Close()
+	return decode(resp.Body, onChunk)
+}
+
+// decode reads a /api/generate NDJSON stream. A stream without its final
+// `done: true` line is incomplete (Ollama ends a repetition abort that way).
+func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
+	res := backends.NewResult()
+	done := false
+	err := stream.Lines(body, func(raw []byte) error {
+		var l line
+		if err := json.Unmarshal(raw, &l); err != nil {
+			return fmt.Errorf("stream line is not JSON: %.80q", raw)
+		}
+		if l.Response != "" {
+			onChunk(1)
+		}
+		if l.Error != "" {
+			return fmt.Errorf("server error mid-stream: %s", l.Error)
+		}
+		if l.Done {
+			done = true
+			parseFinal(&res, l)
+		}
+		return nil
+	})
+	if err != nil {
+		return res, stream.ReadErr(err)
+	}
+	if !done {
+		return res, stream.ErrTruncated
+	}
+	return res, nil
+}
+
+// parseFinal copies the final line's counts and timings into res.
+func parseFinal(res *backends.Result, l line) {
+	res.StopReason = backends.NormalizeStopReason(l.DoneReason)
+	if l.EvalCount != nil {
+		res.OutputTokens = *l.EvalCount
+	}
+	if l.PromptEvalCount != nil {
+		res.PromptTokens = *l.PromptEvalCount
+	}
+	res.ServerLoadMs = nsToMs(l.LoadDuration)
+	res.ServerPrefillMs = nsToMs(l.PromptEvalDuration)
+	res.ServerDecodeMs = nsToMs(l.EvalDuration)
+}
+
+func nsToMs(ns int64) float64 { return float64(ns) / 1e6 }
+
+// Probe checks /api/version and, for a named model, /api/show and /api/tags.
+func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error) {
+	info := backends.Info{Kind: Kind.Name, URL: b.url}
+	var version struct {
+		Version string `json:"version"`
+	}
+	if err := stream.GetJSON(ctx, b.url+"/api/version", "", &version); err != nil {
+		return info, err
+	}
+	info.ServerVersion = version.Version
+	var tags struct {
+		Models []struct {
+			Name   string `json:"name"`
+			Digest string `json:"digest"`
+		} `json:"models"`
+	}
+	if err := stream.GetJSON(ctx, b.url+"/api/tags", "", &tags); err != nil {
+		return info, err
+	}
+	for _, m := range tags.Models {
+		info.Models = append(info.Models, m.Name)
+		if m.Name == model || m.Name == model+":latest" {
+			info.Model, info.Digest = m.Name, m.Digest
+		}
+	}
+	if model == "" {
+		return info, nil
+	}
+	resp, err := stream.PostJSON(ctx, b.url+"/api/show", "", map[string]string{"model": model})
+	if err != nil {
+		return info, fmt.Errorf("model %q is not available on Ollama at %s (%v); pull it with: ollama pull %s", model, b.url, err, model)
+	}
+	defer resp.Body.Close()
+	var show struct {
+		Details struct {
+			QuantizationLevel string `json:"quantization_level"`
+		} `json:"details"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&show); err != nil {
+		return info, fmt.Errorf("%s/api/show: response is not the JSON expected: %v", b.url, err)
+	}
+	info.Quantization = show.Details.QuantizationLevel
+	if info.Model == "" {
+		info.Model = model
+	}
+	return info, nil
+}

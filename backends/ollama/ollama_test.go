@@ -1,0 +1,181 @@
+package ollama
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/internal/replay"
+	"github.com/tokentop/tokentop/backends/internal/stream"
+)
+
+func generate(t *testing.T, h http.HandlerFunc) (chunks, tokens int, res backends.Result, err error) {
+	t.Helper()
+	srv := replay.NewServer(t, replay.Route{"POST /api/generate": h})
+	b, _ := Kind.New(backends.Config{URL: srv.URL})
+	res, err = b.Generate(context.Background(), backends.Request{Model: "tiny15m", Prompt: "Once upon a time", MaxTokens: 32},
+		func(n int) { chunks++; tokens += n })
+	return
+}
+
+func TestGenerateReplaysRecordedStream(t *testing.T) {
+	chunks, tokens, res, err := generate(t, replay.Serve(replay.Load(t, "ollama/api_generate_t0_stream")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The recording has 32 lines with text, then the final line.
+	if chunks != 32 || tokens != 32 || res.OutputTokens != 32 || res.PromptTokens != 32 {
+		t.Errorf("chunks %d tokens %d result %+v", chunks, tokens, res)
+	}
+	if res.StopReason != "length" || res.ServerLoadMs != 0.961778 || res.ServerPrefillMs != 436.187 || res.ServerDecodeMs != 1293.2 {
+		t.Errorf("server phases %+v", res)
+	}
+}
+
+func TestRequestBodyMatchesRecordedRequest(t *testing.T) {
+	recorded, err := os.ReadFile(filepath.Join(replay.FixturesDir(t), "ollama/api_generate_t0_stream.request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]any
+	json.Unmarshal(recorded, &want)
+	sent, _ := json.Marshal(RequestBody(backends.Request{Model: "tiny15m", Prompt: "Once upon a time", MaxTokens: 32, Seed: 42}))
+	var got map[string]any
+	json.Unmarshal(sent, &got)
+	for k, v := range want["options"].(map[string]any) {
+		if got["options"].(map[string]any)[k] != v {
+			t.Errorf("options.%s = %v, recorded %v", k, got["options"].(map[string]any)[k], v)
+		}
+	}
+	for _, k := range []string{"model", "prompt", "stream"} {
+		if got[k] != want[k] {
+			t.Errorf("%s = %v, recorded %v", k, got[k], want[k])
+		}
+	}
+	// Neutral knobs override Ollama's own sampling defaults.
+	if opts := got["options"].(map[string]any); opts["top_k"] != 0.0 || opts["top_p"] != 1.0 || opts["min_p"] != 0.0 {
+		t.Errorf("neutral sampling knobs not sent: %v", opts)
+	}
+}
+
+func TestDegradedStreams(t *testing.T) {
+	cases := []struct {
+		name    string
+		handler http.HandlerFunc
+		want    string
+		chunks  int
+	}{
+		{"unknown model 404", replay.Serve(replay.Load(t, "ollama/error_unknown_model_generate")), "HTTP 404: model 'nope-does-not-exist' not found", 0},
+		{"runner killed: error line under HTTP 200", replay.Serve(replay.Load(t, "ollama/kill9_runner_api_generate_stream")), "server error mid-stream: an error was encountered while running the model: unexpected EOF", 46},
+		{"serve killed: connection cut", replay.Cut(replay.Load(t, "ollama/kill9_serve_api_generate_stream")), stream.ErrTruncated.Error(), 2},
+		{"repeat abort: clean end without done", replay.Serve(replay.Load(t, "ollama/repeat_abort_api_generate_stream")), stream.ErrTruncated.Error(), 84},
+		{"line not JSON", replay.Serve(replay.Exchange{Status: 200, Body: []byte("{\"response\":\"a\",\"done\":false}\n<html>oops</html>\n")}), "stream line is not JSON", 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			chunks, _, _, err := generate(t, c.handler)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+			if chunks != c.chunks {
+				t.Errorf("%d chunks reported before the failure, want %d", chunks, c.chunks)
+			}
+		})
+	}
+}
+
+func TestHugeResponseLineIsRefusedNotBuffered(t *testing.T) {
+	huge := bytes.Repeat([]byte("x"), 30<<20)
+	_, _, _, err := generate(t, func(w http.ResponseWriter, r *http.Request) { w.Write(huge) })
+	if err == nil || !strings.Contains(err.Error(), "stream line longer than") {
+		t.Fatalf("30 MB line: %v", err)
+	}
+}
+
+func TestTimeoutAndRefusedConnection(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv := replay.NewServer(t, replay.Route{"POST /api/generate": func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}})
+	b, _ := Kind.New(backends.Config{URL: srv.URL})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := b.Generate(ctx, backends.Request{Model: "m"}, func(int) {})
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
+		t.Errorf("hung server: %v after %v", err, time.Since(start))
+	}
+
+	url := replay.ClosedURL(t)
+	b, _ = Kind.New(backends.Config{URL: url})
+	_, err = b.Generate(context.Background(), backends.Request{Model: "m"}, func(int) {})
+	if err == nil || !strings.Contains(err.Error(), "connection refused (is the server running?)") {
+		t.Errorf("refused: %v", err)
+	}
+	if _, err := b.Probe(context.Background(), "m"); err == nil || !strings.Contains(err.Error(), url) {
+		t.Errorf("probe refused: %v", err)
+	}
+}
+
+func TestProbe(t *testing.T) {
+	srv := replay.NewServer(t, replay.Route{
+		"GET /api/version": replay.Serve(replay.Load(t, "ollama/api_version")),
+		"GET /api/tags":    replay.Serve(replay.Load(t, "ollama/api_tags")),
+		"POST /api/show": func(w http.ResponseWriter, r *http.Request) {
+			var req struct{ Model string }
+			json.NewDecoder(r.Body).Decode(&req)
+			if req.Model == "tiny15m" {
+				replay.Serve(replay.Load(t, "ollama/api_show"))(w, r)
+				return
+			}
+			replay.Serve(replay.Load(t, "ollama/error_unknown_model_show"))(w, r)
+		},
+	})
+	b, _ := Kind.New(backends.Config{URL: srv.URL})
+	info, err := b.Probe(context.Background(), "tiny15m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.ServerVersion != "0.33.0-rc2" || info.Model != "tiny15m:latest" || info.Quantization != "F16" ||
+		info.Digest != "8bab5908352f4f0e079f8f1544b92eea5ece71746899a118dbbd9243be9c189b" {
+		t.Errorf("info %+v", info)
+	}
+	_, err = b.Probe(context.Background(), "nope")
+	if err == nil || !strings.Contains(err.Error(), "ollama pull nope") || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("unknown model: %v", err)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, name := range []string{"api_generate_t0_stream", "kill9_runner_api_generate_stream", "repeat_abort_api_generate_stream", "api_generate_ctx_overflow_stream"} {
+		data, err := os.ReadFile(filepath.Join(replay.FixturesDir(f), "ollama", name+".body"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res, err := decode(bytes.NewReader(data), func(n int) {
+			if n != 1 {
+				t.Fatalf("NDJSON line reported as %d tokens", n)
+			}
+		})
+		if err == nil && !bytes.Contains(data, []byte(`"done"`)) {
+			t.Fatalf("stream without a final line accepted as complete: %+v", res)
+		}
+	})
+}

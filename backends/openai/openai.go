@@ -1,0 +1,197 @@
+// Package openai talks to any OpenAI-compatible server (vLLM, TGI, SGLang,
+// LM Studio, llama-server's /v1, Ollama's /v1) through /completions or
+// /chat/completions streaming SSE with usage reporting switched on.
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/internal/stream"
+)
+
+// Kind registers this backend.
+var Kind = backends.Kind{
+	Name:        "openai",
+	Description: "any OpenAI-compatible server (/v1/completions or /v1/chat/completions, SSE)",
+	DefaultURL:  "http://127.0.0.1:8000/v1",
+	New:         New,
+}
+
+// Endpoints lists the API flavours this backend speaks.
+var Endpoints = []string{"completions", "chat"}
+
+// Backend is one OpenAI-compatible server.
+type Backend struct {
+	base   string
+	apiKey string
+	chat   bool
+}
+
+// New makes a backend for cfg; Endpoint "" means "completions", which sends
+// the prompt as-is, like the other backends, with no chat template.
+func New(cfg backends.Config) (backends.Backend, error) {
+	b := &Backend{base: strings.TrimRight(cfg.URL, "/"), apiKey: cfg.APIKey}
+	switch cfg.Endpoint {
+	case "", "completions":
+	case "chat":
+		b.chat = true
+	default:
+		return nil, fmt.Errorf("openai endpoint %q is not known; use one of %s", cfg.Endpoint, strings.Join(Endpoints, ", "))
+	}
+	return b, nil
+}
+
+type message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type request struct {
+	Model         string    `json:"model"`
+	Prompt        string    `json:"prompt,omitempty"`
+	Messages      []message `json:"messages,omitempty"`
+	MaxTokens     int       `json:"max_tokens"`
+	Stream        bool      `json:"stream"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Temperature float64 `json:"temperature"`
+	TopP        float64 `json:"top_p"`
+	Seed        int64   `json:"seed"`
+	// top_k and min_p are extensions (vLLM, SGLang, llama-server accept
+	// them); they are sent only when an arm asks, as strict servers reject
+	// unknown fields.
+	TopK int     `json:"top_k,omitempty"`
+	MinP float64 `json:"min_p,omitempty"`
+}
+
+// RequestBody builds the JSON body of one streaming request.
+func (b *Backend) RequestBody(req backends.Request) any {
+	r := request{Model: req.Model, MaxTokens: req.MaxTokens, Stream: true,
+		Temperature: req.Temperature, TopP: req.TopP, Seed: req.Seed, TopK: req.TopK, MinP: req.MinP}
+	if r.TopP == 0 {
+		r.TopP = 1
+	}
+	r.StreamOptions.IncludeUsage = true
+	if b.chat {
+		r.Messages = []message{{Role: "user", Content: req.Prompt}}
+	} else {
+		r.Prompt = req.Prompt
+	}
+	return r
+}
+
+type chunk struct {
+	Choices []struct {
+		Text  string `json:"text"`
+		Delta struct {
+			Content string `json:"content"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+	// llama-server adds its native timings to the usage chunk.
+	Timings *struct {
+		PromptMs    float64 `json:"prompt_ms"`
+		PredictedMs float64 `json:"predicted_ms"`
+	} `json:"timings"`
+	Error json.RawMessage `json:"error"`
+}
+
+// Generate streams one completion.
+func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
+	path := "/completions"
+	if b.chat {
+		path = "/chat/completions"
+	}
+	resp, err := stream.PostJSON(ctx, b.base+path, b.apiKey, b.RequestBody(req))
+	if err != nil {
+		return backends.NewResult(), err
+	}
+	defer resp.Body.Close()
+	return decode(resp.Body, onChunk)
+}
+
+// decode reads an OpenAI-style SSE stream up to "data: [DONE]". A chunk's
+// token count is unknown (servers may batch), so each text chunk counts as
+// one arrival and the usage chunk gives the real total. Ollama repeats a
+// zero usage on every chunk: only a usage with completion tokens counts.
+func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
+	res := backends.NewResult()
+	done := false
+	err := stream.SSE(body, func(data []byte) error {
+		if done {
+			return nil
+		}
+		if string(data) == "[DONE]" {
+			done = true
+			return nil
+		}
+		var c chunk
+		if err := json.Unmarshal(data, &c); err != nil {
+			return fmt.Errorf("stream event is not JSON: %.80q", data)
+		}
+		for _, choice := range c.Choices {
+			if choice.Text != "" || choice.Delta.Content != "" {
+				onChunk(1)
+			}
+			if choice.FinishReason != "" {
+				res.StopReason = backends.NormalizeStopReason(choice.FinishReason)
+			}
+		}
+		if len(c.Error) > 0 && string(c.Error) != "null" {
+			return fmt.Errorf("server error mid-stream: %s", stream.ErrorMessage(data))
+		}
+		if c.Usage != nil && c.Usage.CompletionTokens > 0 {
+			res.OutputTokens = c.Usage.CompletionTokens
+			res.PromptTokens = c.Usage.PromptTokens
+		}
+		if c.Timings != nil {
+			res.ServerPrefillMs = c.Timings.PromptMs
+			res.ServerDecodeMs = c.Timings.PredictedMs
+		}
+		return nil
+	})
+	if err != nil {
+		return res, stream.ReadErr(err)
+	}
+	if !done {
+		return res, stream.ErrTruncated
+	}
+	return res, nil
+}
+
+// Probe lists /models and checks the requested model is among them.
+func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error) {
+	info := backends.Info{Kind: Kind.Name, URL: b.base}
+	var list struct {
+		Data []struct {
+			ID      string `json:"id"`
+			OwnedBy string `json:"owned_by"`
+		} `json:"data"`
+	}
+	if err := stream.GetJSON(ctx, b.base+"/models", b.apiKey, &list); err != nil {
+		return info, err
+	}
+	for _, m := range list.Data {
+		info.Models = append(info.Models, m.ID)
+		if m.ID == model {
+			info.Model = m.ID
+		}
+	}
+	if model == "" {
+		return info, nil
+	}
+	if info.Model == "" {
+		return info, fmt.Errorf("model %q is not served at %s; it offers: %s", model, b.base, strings.Join(info.Models, ", "))
+	}
+	return info, nil
+}

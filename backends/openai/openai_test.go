@@ -1,0 +1,140 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/internal/replay"
+	"github.com/tokentop/tokentop/backends/internal/stream"
+)
+
+type generation struct {
+	chunks int
+	res    backends.Result
+	err    error
+	body   map[string]any
+	auth   string
+}
+
+func generate(t *testing.T, endpoint string, h http.HandlerFunc) generation {
+	t.Helper()
+	var g generation
+	path := "/v1/completions"
+	if endpoint == "chat" {
+		path = "/v1/chat/completions"
+	}
+	srv := replay.NewServer(t, replay.Route{"POST " + path: func(w http.ResponseWriter, r *http.Request) {
+		json.NewDecoder(r.Body).Decode(&g.body)
+		g.auth = r.Header.Get("Authorization")
+		h(w, r)
+	}})
+	b, err := New(backends.Config{URL: srv.URL + "/v1", APIKey: "sk-test", Endpoint: endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.res, g.err = b.Generate(context.Background(), backends.Request{Model: "tiny15m", Prompt: "Once upon a time", MaxTokens: 32, TopK: 40, Temperature: 0.8},
+		func(n int) { g.chunks += n })
+	return g
+}
+
+func TestGenerateReplaysRecordedStreams(t *testing.T) {
+	cases := []struct {
+		fixture, endpoint string
+		prompt            int
+		decodeMs          float64
+		stop              string
+	}{
+		{"llamacpp/v1_chat_stream_usage", "chat", 32, 34.59, "length"},
+		{"llamacpp/v1_completions_stream_usage", "completions", 5, 36.99, "length"},
+		{"ollama/v1_completions_stream_usage", "completions", 32, -1, "length"},
+		{"ollama/v1_chat_stream_usage", "chat", 32, -1, "length"},
+	}
+	for _, c := range cases {
+		t.Run(c.fixture, func(t *testing.T) {
+			g := generate(t, c.endpoint, replay.Serve(replay.Load(t, c.fixture)))
+			if g.err != nil {
+				t.Fatal(g.err)
+			}
+			if g.chunks != 32 || g.res.OutputTokens != 32 || g.res.PromptTokens != c.prompt || g.res.StopReason != c.stop {
+				t.Errorf("chunks %d result %+v", g.chunks, g.res)
+			}
+			if c.decodeMs > 0 && g.res.ServerDecodeMs != c.decodeMs {
+				t.Errorf("server decode %v, want %v", g.res.ServerDecodeMs, c.decodeMs)
+			}
+			if g.body["stream_options"].(map[string]any)["include_usage"] != true || g.body["top_k"] != 40.0 || g.auth != "Bearer sk-test" {
+				t.Errorf("request %v auth %q", g.body, g.auth)
+			}
+			if _, isChat := g.body["messages"]; isChat != (c.endpoint == "chat") {
+				t.Errorf("endpoint %s sent %v", c.endpoint, g.body)
+			}
+		})
+	}
+}
+
+func TestDegradedStreams(t *testing.T) {
+	cases := []struct {
+		name, fixture string
+		cut           bool
+		want          string
+	}{
+		{"unknown model", "ollama/error_unknown_model_v1_chat", false, "HTTP 404: model 'nope-does-not-exist' not found"},
+		{"llama-server killed", "llamacpp/kill9_v1_chat_stream", true, stream.ErrTruncated.Error()},
+		{"llama-server SIGTERM", "llamacpp/sigterm_v1_chat_stream", true, stream.ErrTruncated.Error()},
+		{"ollama runner killed: no [DONE]", "ollama/kill9_runner_v1_chat_stream", false, stream.ErrTruncated.Error()},
+		{"prompt too long", "llamacpp/error_too_long_prompt_v1_chat_stream", false, "HTTP 400: request (428 tokens) exceeds"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := replay.Serve(replay.Load(t, c.fixture))
+			if c.cut {
+				h = replay.Cut(replay.Load(t, c.fixture))
+			}
+			g := generate(t, "chat", h)
+			if g.err == nil || !strings.Contains(g.err.Error(), c.want) {
+				t.Fatalf("error %v, want %q", g.err, c.want)
+			}
+		})
+	}
+}
+
+func TestProbeAndEndpointValidation(t *testing.T) {
+	srv := replay.NewServer(t, replay.Route{"GET /v1/models": replay.Serve(replay.Load(t, "ollama/v1_models"))})
+	b, _ := New(backends.Config{URL: srv.URL + "/v1"})
+	info, err := b.Probe(context.Background(), "tiny15m:latest")
+	if err != nil || info.Model != "tiny15m:latest" {
+		t.Errorf("probe %+v %v", info, err)
+	}
+	if _, err := b.Probe(context.Background(), "gpt-9"); err == nil || !strings.Contains(err.Error(), "it offers: tiny15m:latest") {
+		t.Errorf("missing model: %v", err)
+	}
+	if _, err := New(backends.Config{Endpoint: "embeddings"}); err == nil || !strings.Contains(err.Error(), "completions, chat") {
+		t.Errorf("bad endpoint: %v", err)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, name := range []string{"llamacpp/v1_chat_stream_usage", "llamacpp/kill9_v1_chat_stream", "ollama/v1_completions_stream_usage", "ollama/kill9_runner_v1_chat_stream"} {
+		data, err := os.ReadFile(filepath.Join(replay.FixturesDir(f), name+".body"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res, err := decode(bytes.NewReader(data), func(n int) {
+			if n != 1 {
+				t.Fatalf("SSE chunk reported as %d tokens", n)
+			}
+		})
+		if err == nil && !bytes.Contains(data, []byte("[DONE]")) {
+			t.Fatalf("stream without [DONE] accepted as complete: %+v", res)
+		}
+	})
+}
