@@ -19,7 +19,9 @@ var Kind = backends.Kind{
 	Name:        "llamacpp",
 	Description: "llama.cpp llama-server native API (/completion, SSE)",
 	DefaultURL:  "http://127.0.0.1:8080",
-	New:         func(c backends.Config) (backends.Backend, error) { return &Backend{url: strings.TrimRight(c.URL, "/")}, nil },
+	New: func(c backends.Config) (backends.Backend, error) {
+		return &Backend{url: strings.TrimRight(c.URL, "/")}, nil
+	},
 }
 
 // Backend is a llama-server.

@@ -18,7 +18,9 @@ var Kind = backends.Kind{
 	Name:        "ollama",
 	Description: "Ollama native API (/api/generate, NDJSON)",
 	DefaultURL:  "http://127.0.0.1:11434",
-	New:         func(c backends.Config) (backends.Backend, error) { return &Backend{url: strings.TrimRight(c.URL, "/")}, nil },
+	New: func(c backends.Config) (backends.Backend, error) {
+		return &Backend{url: strings.TrimRight(c.URL, "/")}, nil
+	},
 }
 
 // Backend is an Ollama server.
