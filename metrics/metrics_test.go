@@ -1,0 +1,167 @@
+package metrics
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
+
+func TestDeriveTrialHandComputed(t *testing.T) {
+	arrivals := []Arrival{{100 * time.Millisecond, 1}, {110 * time.Millisecond, 1}, {130 * time.Millisecond, 2}}
+	got := DeriveTrial(arrivals, 131*time.Millisecond, 4)
+	want := Trial{TTFTMs: 100, E2EMs: 131, DecodeMs: 31, TPOTMs: 31.0 / 3,
+		ITLMeanMs: 10, ITLP50Ms: 10, ITLP99Ms: 10, ITLMaxMs: 10, ITLCV: 0,
+		OutputTPS: 4 / 0.131, DecodeTPS: 3 / 0.031}
+	if !near(got.TTFTMs, want.TTFTMs, 1e-9) || !near(got.E2EMs, want.E2EMs, 1e-9) || !near(got.DecodeMs, want.DecodeMs, 1e-9) ||
+		!near(got.TPOTMs, want.TPOTMs, 1e-9) || !near(got.ITLMeanMs, 10, 1e-9) || !near(got.ITLMaxMs, 10, 1e-9) ||
+		!near(got.ITLCV, 0, 1e-12) || !near(got.OutputTPS, want.OutputTPS, 1e-9) || !near(got.DecodeTPS, want.DecodeTPS, 1e-9) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	// The 2-token chunk split its 20 ms gap into two 10 ms gaps.
+	if gaps := InterTokenGaps(arrivals); len(gaps) != 3 || gaps[2] != 10 {
+		t.Errorf("gaps %v", gaps)
+	}
+}
+
+func TestDeriveTrialUnknowns(t *testing.T) {
+	none := DeriveTrial(nil, 50*time.Millisecond, 0)
+	if none.E2EMs != 50 || !math.IsNaN(none.TTFTMs) || !math.IsNaN(none.TPOTMs) || !math.IsNaN(none.OutputTPS) {
+		t.Errorf("no tokens: %+v", none)
+	}
+	one := DeriveTrial([]Arrival{{20 * time.Millisecond, 1}}, 21*time.Millisecond, 1)
+	if one.TTFTMs != 20 || !math.IsNaN(one.TPOTMs) || !math.IsNaN(one.ITLMeanMs) || !math.IsNaN(one.DecodeTPS) {
+		t.Errorf("one token: %+v", one)
+	}
+}
+
+func TestDescribeHandComputed(t *testing.T) {
+	st := Describe([]float64{10, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	if st.N != 10 || st.Mean != 5.5 || st.Median != 5.5 || st.Min != 1 || st.Max != 10 ||
+		!near(st.Std, 3.0276503540974917, 1e-12) || !near(st.P95, 9.55, 1e-12) || !near(st.P99, 9.91, 1e-12) ||
+		!near(st.CV, 3.0276503540974917/5.5, 1e-12) {
+		t.Errorf("%+v", st)
+	}
+	if e := Describe(nil); e.N != 0 || !math.IsNaN(e.Mean) || !math.IsNaN(e.P99) {
+		t.Errorf("empty: %+v", e)
+	}
+}
+
+// naivePercentile is an independent type-7 quantile: rank-based over a
+// fully sorted copy, written from the definition.
+func naivePercentile(values []float64, p float64) float64 {
+	s := slices.Clone(values)
+	slices.Sort(s)
+	rank := 1 + p*float64(len(s)-1) // 1-based
+	below := int(rank)
+	if below >= len(s) {
+		return s[len(s)-1]
+	}
+	return s[below-1] + (rank-float64(below))*(s[below]-s[below-1])
+}
+
+func TestAgainstIndependentImplementations(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 200 {
+		n := 1 + rng.IntN(300)
+		values := make([]float64, n)
+		for i := range values {
+			values[i] = math.Round(rng.ExpFloat64()*100) / 4 // ties included
+		}
+		st := Describe(values)
+		for _, p := range []struct {
+			got, q float64
+		}{{st.P50, 0.5}, {st.P95, 0.95}, {st.P99, 0.99}} {
+			if want := naivePercentile(values, p.q); !near(p.got, want, 1e-9) {
+				t.Fatalf("trial %d: p%.0f = %v, naive %v", trial, p.q*100, p.got, want)
+			}
+		}
+		if m := Median(slices.Clone(values)); m != st.Median {
+			t.Fatalf("trial %d: quickselect median %v, sorted %v", trial, m, st.Median)
+		}
+		sum, sq := 0.0, 0.0
+		for _, v := range values {
+			sum += v
+		}
+		mean := sum / float64(n)
+		for _, v := range values {
+			sq += (v - mean) * (v - mean)
+		}
+		if !near(st.Mean, mean, 1e-9) || (n > 1 && !near(st.Std, math.Sqrt(sq/float64(n-1)), 1e-9)) {
+			t.Fatalf("trial %d: Welford mean/std %v/%v, two-pass %v/%v", trial, st.Mean, st.Std, mean, math.Sqrt(sq/float64(n-1)))
+		}
+	}
+}
+
+func TestSeriesRunningPoints(t *testing.T) {
+	var s Series
+	var last Point
+	for _, v := range []float64{2, 4, 4, 4, 5, 5, 7, 9} {
+		last = s.Add(v)
+	}
+	if last.N != 8 || last.Mean != 5 || !near(last.CV, math.Sqrt(32.0/7)/5, 1e-12) {
+		t.Errorf("%+v", last)
+	}
+	if !near(last.HalfWidth, 2.3646*math.Sqrt(32.0/7)/math.Sqrt(8), 1e-9) {
+		t.Errorf("half-width %v", last.HalfWidth)
+	}
+	if len(s.Values()) != 8 || s.Values()[0] != 2 {
+		t.Errorf("values not kept in arrival order: %v", s.Values())
+	}
+}
+
+func TestTQuantile(t *testing.T) {
+	for _, c := range []struct {
+		df   int
+		want float64
+	}{{1, 12.7062}, {5, 2.5706}, {10, 2.2281}, {11, 2.2010}, {30, 2.0423}, {100, 1.9840}, {1000, 1.9623}} {
+		if got := TQuantile975(c.df); !near(got, c.want, 2e-4) {
+			t.Errorf("t(0.975, %d) = %v, want %v", c.df, got, c.want)
+		}
+	}
+}
+
+func TestConvergedAt(t *testing.T) {
+	// Running means 2, 1, 1, 1: within 1% of the final 1 from n = 2.
+	if got := ConvergedAt([]float64{2, 0, 1, 1}, 0.01); got != 2 {
+		t.Errorf("got %d", got)
+	}
+	if got := ConvergedAt([]float64{5, 5, 5}, 0.01); got != 1 {
+		t.Errorf("constant: %d", got)
+	}
+	// Running means 10, 10, 10, 7.75: only the last is near the final.
+	if got := ConvergedAt([]float64{10, 10, 10, 1}, 0.01); got != 4 {
+		t.Errorf("late jump: %d", got)
+	}
+	if ConvergedAt(nil, 0.01) != 0 {
+		t.Error("empty")
+	}
+}
+
+func TestBootstrapSeededAndCalibrated(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	values := make([]float64, 400)
+	for i := range values {
+		values[i] = 100 + 10*rng.NormFloat64()
+	}
+	a := Bootstrap(values, Mean, DefaultResamples, 42)
+	if b := Bootstrap(values, Mean, DefaultResamples, 42); a != b {
+		t.Errorf("same seed, different CI: %v %v", a, b)
+	}
+	st := Describe(values)
+	// The bootstrap CI of a normal sample's mean approaches ±1.96 s/√n.
+	wantHalf := 1.96 * st.Std / math.Sqrt(float64(len(values)))
+	if half := (a.Hi - a.Lo) / 2; math.Abs(half-wantHalf)/wantHalf > 0.15 || a.Lo > st.Mean || a.Hi < st.Mean {
+		t.Errorf("CI %v around %v: half-width %v, want about %v", a, st.Mean, half, wantHalf)
+	}
+	med := Bootstrap(values, Median, DefaultResamples, 1)
+	if med.Lo > st.Median || med.Hi < st.Median {
+		t.Errorf("median CI %v misses %v", med, st.Median)
+	}
+	if ci := Bootstrap([]float64{1}, Mean, 100, 1); !math.IsNaN(ci.Lo) {
+		t.Errorf("one value: %v", ci)
+	}
+}

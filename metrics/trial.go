@@ -1,0 +1,120 @@
+package metrics
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Arrival is one chunk of generated text reaching the client.
+type Arrival struct {
+	At     time.Duration // since the request was written, monotonic
+	Tokens int
+}
+
+// Trial holds the client-side timings of one generation, in milliseconds.
+type Trial struct {
+	TTFTMs, E2EMs, DecodeMs, TPOTMs         float64
+	ITLMeanMs, ITLP50Ms, ITLP99Ms, ITLMaxMs float64
+	ITLCV                                   float64
+	OutputTPS, DecodeTPS                    float64
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// DeriveTrial computes a trial's timings from its chunk arrivals, the time
+// the stream ended, and the number of generated tokens (the server's count
+// when it gave one).
+func DeriveTrial(arrivals []Arrival, end time.Duration, outputTokens int) Trial {
+	nan := math.NaN()
+	t := Trial{TTFTMs: nan, DecodeMs: nan, TPOTMs: nan, ITLMeanMs: nan, ITLP50Ms: nan, ITLP99Ms: nan,
+		ITLMaxMs: nan, ITLCV: nan, OutputTPS: nan, DecodeTPS: nan, E2EMs: ms(end)}
+	if len(arrivals) == 0 {
+		return t
+	}
+	t.TTFTMs = ms(arrivals[0].At)
+	t.DecodeMs = t.E2EMs - t.TTFTMs
+	if outputTokens > 0 && t.E2EMs > 0 {
+		t.OutputTPS = float64(outputTokens) / (t.E2EMs / 1000)
+	}
+	if outputTokens >= 2 {
+		t.TPOTMs = t.DecodeMs / float64(outputTokens-1)
+		if t.DecodeMs > 0 {
+			t.DecodeTPS = float64(outputTokens-1) / (t.DecodeMs / 1000)
+		}
+	}
+	gaps := InterTokenGaps(arrivals)
+	if len(gaps) > 0 {
+		st := Describe(gaps)
+		t.ITLMeanMs, t.ITLP50Ms, t.ITLP99Ms, t.ITLMaxMs, t.ITLCV = st.Mean, st.P50, st.P99, st.Max, st.CV
+	}
+	return t
+}
+
+// InterTokenGaps returns the per-token gaps in milliseconds, splitting the
+// gap before a k-token chunk into k equal parts (see the package doc).
+func InterTokenGaps(arrivals []Arrival) []float64 {
+	var gaps []float64
+	for i := 1; i < len(arrivals); i++ {
+		k := max(arrivals[i].Tokens, 1)
+		gap := ms(arrivals[i].At-arrivals[i-1].At) / float64(k)
+		for range k {
+			gaps = append(gaps, gap)
+		}
+	}
+	return gaps
+}
+
+// ChunkTokens sums the tokens the chunks said they carried.
+func ChunkTokens(arrivals []Arrival) int {
+	n := 0
+	for _, a := range arrivals {
+		n += a.Tokens
+	}
+	return n
+}
+
+// Stats describes a sample. Std is the sample standard deviation (n-1);
+// percentiles interpolate linearly between order statistics.
+type Stats struct {
+	N                 int
+	Mean, Median, Std float64
+	CV                float64
+	Min, Max          float64
+	P50, P95, P99     float64
+}
+
+// Describe computes Stats of values (left unchanged). Empty input gives
+// N = 0 and NaN everywhere else.
+func Describe(values []float64) Stats {
+	nan := math.NaN()
+	st := Stats{N: len(values), Mean: nan, Median: nan, Std: nan, CV: nan, Min: nan, Max: nan, P50: nan, P95: nan, P99: nan}
+	if len(values) == 0 {
+		return st
+	}
+	sorted := slices.Clone(values)
+	slices.Sort(sorted)
+	var w Welford
+	for _, v := range values {
+		w.Add(v)
+	}
+	st.Mean, st.Std, st.CV = w.Mean(), w.Std(), w.CV()
+	st.Min, st.Max = sorted[0], sorted[len(sorted)-1]
+	st.P50, st.P95, st.P99 = PercentileSorted(sorted, 0.50), PercentileSorted(sorted, 0.95), PercentileSorted(sorted, 0.99)
+	st.Median = st.P50
+	return st
+}
+
+// PercentileSorted returns the p-quantile (0..1) of ascending values by
+// linear interpolation between order statistics (Hyndman & Fan type 7).
+func PercentileSorted(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	h := p * float64(len(sorted)-1)
+	lo := int(math.Floor(h))
+	if lo >= len(sorted)-1 {
+		return sorted[len(sorted)-1]
+	}
+	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+}
