@@ -10,10 +10,10 @@ import (
 
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
 
-func TestDeriveTrialHandComputed(t *testing.T) {
+func TestDeriveTimingsHandComputed(t *testing.T) {
 	arrivals := []Arrival{{100 * time.Millisecond, 1}, {110 * time.Millisecond, 1}, {130 * time.Millisecond, 2}}
-	got := DeriveTrial(arrivals, 131*time.Millisecond, 4)
-	want := Trial{TTFTMs: 100, E2EMs: 131, DecodeMs: 31, TPOTMs: 31.0 / 3,
+	got := DeriveTimings(arrivals, 131*time.Millisecond, 4)
+	want := Timings{TTFTMs: 100, E2EMs: 131, DecodeMs: 31, TPOTMs: 31.0 / 3,
 		ITLMeanMs: 10, ITLP50Ms: 10, ITLP99Ms: 10, ITLMaxMs: 10, ITLCV: 0,
 		OutputTPS: 4 / 0.131, DecodeTPS: 3 / 0.031}
 	if !near(got.TTFTMs, want.TTFTMs, 1e-9) || !near(got.E2EMs, want.E2EMs, 1e-9) || !near(got.DecodeMs, want.DecodeMs, 1e-9) ||
@@ -27,12 +27,12 @@ func TestDeriveTrialHandComputed(t *testing.T) {
 	}
 }
 
-func TestDeriveTrialUnknowns(t *testing.T) {
-	none := DeriveTrial(nil, 50*time.Millisecond, 0)
+func TestDeriveTimingsUnknowns(t *testing.T) {
+	none := DeriveTimings(nil, 50*time.Millisecond, 0)
 	if none.E2EMs != 50 || !math.IsNaN(none.TTFTMs) || !math.IsNaN(none.TPOTMs) || !math.IsNaN(none.OutputTPS) {
 		t.Errorf("no tokens: %+v", none)
 	}
-	one := DeriveTrial([]Arrival{{20 * time.Millisecond, 1}}, 21*time.Millisecond, 1)
+	one := DeriveTimings([]Arrival{{20 * time.Millisecond, 1}}, 21*time.Millisecond, 1)
 	if one.TTFTMs != 20 || !math.IsNaN(one.TPOTMs) || !math.IsNaN(one.ITLMeanMs) || !math.IsNaN(one.DecodeTPS) {
 		t.Errorf("one token: %+v", one)
 	}

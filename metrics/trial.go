@@ -12,8 +12,8 @@ type Arrival struct {
 	Tokens int
 }
 
-// Trial holds the client-side timings of one generation, in milliseconds.
-type Trial struct {
+// Timings holds the client-side timings of one generation, in milliseconds.
+type Timings struct {
 	TTFTMs, E2EMs, DecodeMs, TPOTMs         float64
 	ITLMeanMs, ITLP50Ms, ITLP99Ms, ITLMaxMs float64
 	ITLCV                                   float64
@@ -22,12 +22,12 @@ type Trial struct {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// DeriveTrial computes a trial's timings from its chunk arrivals, the time
+// DeriveTimings computes a trial's timings from its chunk arrivals, the time
 // the stream ended, and the number of generated tokens (the server's count
 // when it gave one).
-func DeriveTrial(arrivals []Arrival, end time.Duration, outputTokens int) Trial {
+func DeriveTimings(arrivals []Arrival, end time.Duration, outputTokens int) Timings {
 	nan := math.NaN()
-	t := Trial{TTFTMs: nan, DecodeMs: nan, TPOTMs: nan, ITLMeanMs: nan, ITLP50Ms: nan, ITLP99Ms: nan,
+	t := Timings{TTFTMs: nan, DecodeMs: nan, TPOTMs: nan, ITLMeanMs: nan, ITLP50Ms: nan, ITLP99Ms: nan,
 		ITLMaxMs: nan, ITLCV: nan, OutputTPS: nan, DecodeTPS: nan, E2EMs: ms(end)}
 	if len(arrivals) == 0 {
 		return t

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -198,7 +199,7 @@ func (p *Profile) resolve(file string) error {
 	}
 	if p.Order == "" {
 		p.Order = Orders[0]
-	} else if !contains(Orders, p.Order) {
+	} else if !slices.Contains(Orders, p.Order) {
 		bad(-1, "order", "%q is not allowed; use one of %s", p.Order, strings.Join(Orders, ", "))
 	}
 	if p.USDPerHour < 0 {
@@ -257,15 +258,6 @@ func (p *Profile) resolve(file string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // readPromptFile reads one prompt per non-blank line.

@@ -1,0 +1,168 @@
+package session
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/tokentop/tokentop/metrics"
+)
+
+// CompareMetrics are compared by default.
+var CompareMetrics = []string{"e2e_ms", "ttft_ms", "tpot_ms", "output_tps"}
+
+// CompareStats are the statistics shown for each metric.
+var CompareStats = []string{"mean", "median", "p95", "p99", "max", "cv"}
+
+// Ref is a compare argument: a manifest path and optionally one arm
+// ("A.toml#greedy").
+type Ref struct {
+	Path string
+	Arm  string
+}
+
+// ParseRef splits "path.toml#arm".
+func ParseRef(arg string) Ref {
+	path, arm, _ := strings.Cut(arg, "#")
+	return Ref{Path: path, Arm: arm}
+}
+
+// Column is one session's arm in a comparison.
+type Column struct {
+	Label   string
+	Arm     string
+	records []*Record
+	// Baseline is the index of the column this one is compared against.
+	Baseline int
+}
+
+// Row is one metric statistic across the columns. Delta is the percent
+// change against each column's baseline (NaN for a baseline itself).
+type Row struct {
+	Metric string
+	Stat   string
+	Values []float64
+	Deltas []float64
+}
+
+// Comparison is a table of statistics across sessions or arms.
+type Comparison struct {
+	Columns  []Column
+	Rows     []Row
+	Warnings []string
+}
+
+// Compare builds the comparison of the given sessions (loaded in ref
+// order). A ref without an arm contributes every arm of its session. The
+// baseline of a column is the first column with the same arm name from the
+// first ref, or else the very first column: comparing A.toml with B.toml
+// pairs their arms by name; A.toml#x with A.toml#y compares y against x.
+func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison, error) {
+	c := &Comparison{}
+	for i, ref := range refs {
+		s := sessions[i]
+		c.Warnings = append(c.Warnings, s.Warnings...)
+		groups := ByArm(s.Records)
+		arms := armOrder(s)
+		if ref.Arm != "" {
+			if !slices.Contains(arms, ref.Arm) {
+				return nil, fmt.Errorf("%s has no arm %q; its arms are %s", ref.Path, ref.Arm, strings.Join(arms, ", "))
+			}
+			arms = []string{ref.Arm}
+		}
+		for _, arm := range arms {
+			c.Columns = append(c.Columns, Column{Label: filepath.Base(ref.Path) + "#" + arm, Arm: arm, records: Counted(groups[arm]), Baseline: -1})
+		}
+	}
+	if len(c.Columns) == 0 {
+		return nil, fmt.Errorf("nothing to compare: the sessions have no arms")
+	}
+	firstRefColumns := len(armsOf(refs[0], sessions[0]))
+	for i := range c.Columns {
+		c.Columns[i].Baseline = 0
+		for j := 0; j < firstRefColumns; j++ {
+			if c.Columns[j].Arm == c.Columns[i].Arm {
+				c.Columns[i].Baseline = j
+				break
+			}
+		}
+	}
+	for _, name := range metricNames {
+		m, ok := LookupMetric(name)
+		if !ok {
+			return nil, fmt.Errorf("unknown metric %q; use one of %s", name, strings.Join(metricList(), ", "))
+		}
+		stats := make([]metrics.Stats, len(c.Columns))
+		for i, col := range c.Columns {
+			stats[i] = metrics.Describe(Values(col.records, m))
+		}
+		for _, stat := range CompareStats {
+			row := Row{Metric: name, Stat: stat, Values: make([]float64, len(c.Columns)), Deltas: make([]float64, len(c.Columns))}
+			for i := range c.Columns {
+				row.Values[i] = pick(stats[i], stat)
+			}
+			for i, col := range c.Columns {
+				row.Deltas[i] = math.NaN()
+				if col.Baseline != i {
+					base := row.Values[col.Baseline]
+					row.Deltas[i] = (row.Values[i] - base) / base * 100
+				}
+			}
+			c.Rows = append(c.Rows, row)
+		}
+	}
+	return c, nil
+}
+
+func armsOf(ref Ref, s *Session) []string {
+	if ref.Arm != "" {
+		return []string{ref.Arm}
+	}
+	return armOrder(s)
+}
+
+// armOrder lists a session's arms as the manifest declares them, then any
+// arm that only appears in the CSV.
+func armOrder(s *Session) []string {
+	var arms []string
+	for _, a := range s.Manifest.Arms {
+		arms = append(arms, a.Name)
+	}
+	var extra []string
+	for arm := range ByArm(s.Records) {
+		if !slices.Contains(arms, arm) {
+			extra = append(extra, arm)
+		}
+	}
+	sort.Strings(extra)
+	return append(arms, extra...)
+}
+
+func pick(st metrics.Stats, stat string) float64 {
+	switch stat {
+	case "mean":
+		return st.Mean
+	case "median":
+		return st.Median
+	case "p95":
+		return st.P95
+	case "p99":
+		return st.P99
+	case "max":
+		return st.Max
+	case "cv":
+		return st.CV
+	}
+	panic("unknown statistic " + stat)
+}
+
+func metricList() []string {
+	var names []string
+	for _, m := range Metrics {
+		names = append(names, m.Name)
+	}
+	return names
+}

@@ -1,0 +1,145 @@
+package session
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/tokentop/tokentop/metrics"
+)
+
+// Writer writes one session's files as the run goes.
+type Writer struct {
+	manifest     *Manifest
+	manifestPath string
+	trials       *os.File
+	tokens       *os.File
+	row          bytes.Buffer
+}
+
+// Stem names a session's files: UTC start time, profile and backend.
+func Stem(created time.Time, profile, backend string) string {
+	return fmt.Sprintf("%s-%s-%s", created.UTC().Format("20060102T150405Z"), profile, backend)
+}
+
+// Create makes the sessions folder if needed, writes the manifest with
+// status running and the two CSV files with their headers. m.ID becomes
+// the file stem.
+func Create(dir string, m *Manifest) (*Writer, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("sessions folder: %w", err)
+	}
+	m.Schema = Schema
+	m.Status = StatusRunning
+	m.TrialsFile = m.ID + ".trials.csv"
+	m.TokensFile = m.ID + ".tokens.csv"
+	w := &Writer{manifest: m, manifestPath: filepath.Join(dir, m.ID+".toml")}
+	if _, err := os.Stat(w.manifestPath); err == nil {
+		return nil, fmt.Errorf("session %s already exists; not overwriting it", w.manifestPath)
+	}
+	var err error
+	if w.trials, err = createCSV(filepath.Join(dir, m.TrialsFile), Header); err != nil {
+		return nil, err
+	}
+	if w.tokens, err = createCSV(filepath.Join(dir, m.TokensFile), TokensHeader); err != nil {
+		w.trials.Close()
+		return nil, err
+	}
+	if err := w.writeManifest(); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func createCSV(path string, header []string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	cw := csv.NewWriter(&buf)
+	cw.Write(header)
+	cw.Flush()
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// ManifestPath is where the manifest lives.
+func (w *Writer) ManifestPath() string { return w.manifestPath }
+
+// Append writes one trial's row and its chunk arrivals and syncs both
+// files, so the trial survives a kill before the next one starts. Each
+// file gets one write, so a kill can cut at most its final line.
+func (w *Writer) Append(r Record, arrivals []metrics.Arrival) error {
+	w.row.Reset()
+	cw := csv.NewWriter(&w.row)
+	cw.Write(r.Fields())
+	cw.Flush()
+	if _, err := w.trials.Write(w.row.Bytes()); err != nil {
+		return fmt.Errorf("writing %s: %w", w.trials.Name(), err)
+	}
+	w.row.Reset()
+	tokens := 0
+	prefix := []byte(csvField(r.Arm) + "," + strconv.Itoa(r.Trial) + ",")
+	for _, a := range arrivals {
+		tokens += a.Tokens
+		w.row.Write(prefix)
+		w.row.WriteString(strconv.Itoa(tokens))
+		w.row.WriteByte(',')
+		w.row.WriteString(strconv.FormatFloat(float64(a.At)/float64(time.Millisecond), 'f', 3, 64))
+		w.row.WriteByte('\n')
+	}
+	if _, err := w.tokens.Write(w.row.Bytes()); err != nil {
+		return fmt.Errorf("writing %s: %w", w.tokens.Name(), err)
+	}
+	if err := w.trials.Sync(); err != nil {
+		return err
+	}
+	return w.tokens.Sync()
+}
+
+// csvField quotes s when CSV needs it. Arm names are restricted by the
+// profile schema, so this is a guard, not a common path.
+func csvField(s string) string {
+	var buf bytes.Buffer
+	cw := csv.NewWriter(&buf)
+	cw.Write([]string{s})
+	cw.Flush()
+	return string(bytes.TrimRight(buf.Bytes(), "\n"))
+}
+
+// Finish rewrites the manifest with its final status and summary.
+func (w *Writer) Finish(status, note string, summary map[string]ArmSummary) error {
+	now := time.Now().UTC()
+	w.manifest.Status = status
+	w.manifest.StopNote = note
+	w.manifest.FinishedAt = &now
+	w.manifest.Summary = summary
+	return w.writeManifest()
+}
+
+func (w *Writer) writeManifest() error {
+	data, err := w.manifest.encode()
+	if err != nil {
+		return err
+	}
+	return writeAtomic(w.manifestPath, data)
+}
+
+// Close closes the CSV files.
+func (w *Writer) Close() error {
+	err1 := w.trials.Close()
+	err2 := w.tokens.Close()
+	if err1 != nil {
+		return err1
+	}
+	return err2
+}

@@ -1,0 +1,150 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Schema is the manifest format version.
+const Schema = 1
+
+// Session statuses.
+const (
+	StatusRunning  = "running"
+	StatusComplete = "complete"
+	StatusPartial  = "partial"
+	StatusFailed   = "failed"
+)
+
+// Manifest is the <stem>.toml file. It never holds a secret.
+type Manifest struct {
+	Schema      int        `toml:"schema"`
+	ID          string     `toml:"id"`
+	ToolVersion string     `toml:"tool_version"`
+	Status      string     `toml:"status"`
+	CreatedAt   time.Time  `toml:"created_at"`
+	FinishedAt  *time.Time `toml:"finished_at,omitempty"`
+	ConfigHash  string     `toml:"config_hash"`
+	TrialsFile  string     `toml:"trials_file"`
+	TokensFile  string     `toml:"tokens_file"`
+	// StopNote says why a run ended early (interrupted, all arms stopped).
+	StopNote    string                `toml:"stop_note,omitempty"`
+	Profile     ProfileInfo           `toml:"profile"`
+	Backend     BackendInfo           `toml:"backend"`
+	Environment Environment           `toml:"environment"`
+	Arms        []ArmInfo             `toml:"arms"`
+	Summary     map[string]ArmSummary `toml:"summary,omitempty"`
+}
+
+// ProfileInfo is the resolved plan as it ran (after CLI overrides).
+type ProfileInfo struct {
+	Name        string   `toml:"name"`
+	Source      string   `toml:"source"`
+	Description string   `toml:"description,omitempty"`
+	MaxTokens   int      `toml:"max_tokens"`
+	Warmup      int      `toml:"warmup"`
+	Trials      int      `toml:"trials"`
+	Timeout     string   `toml:"timeout"`
+	Order       string   `toml:"order"`
+	Seed        int64    `toml:"seed"`
+	USDPerHour  float64  `toml:"usd_per_hour,omitempty"`
+	Prompts     []string `toml:"prompts"`
+}
+
+// BackendInfo is what was asked of the backend and what it reported.
+type BackendInfo struct {
+	Kind           string `toml:"kind"`
+	URL            string `toml:"url"`
+	Endpoint       string `toml:"endpoint,omitempty"`
+	ModelRequested string `toml:"model_requested"`
+	ModelActual    string `toml:"model_actual"`
+	Digest         string `toml:"digest"`
+	Quantization   string `toml:"quantization"`
+	ServerVersion  string `toml:"server_version"`
+}
+
+// Environment describes the machine tokentop ran on.
+type Environment struct {
+	OS        string `toml:"os"`
+	Arch      string `toml:"arch"`
+	Kernel    string `toml:"kernel"`
+	CPUModel  string `toml:"cpu_model"`
+	Cores     int    `toml:"cores"`
+	MemoryMB  int64  `toml:"memory_mb"`
+	GoVersion string `toml:"go_version"`
+	Hostname  string `toml:"hostname"`
+}
+
+// ArmInfo is one arm's sampling settings.
+type ArmInfo struct {
+	Name        string  `toml:"name"`
+	Strategy    string  `toml:"strategy"`
+	Temperature float64 `toml:"temperature"`
+	TopK        int     `toml:"top_k"`
+	TopP        float64 `toml:"top_p"`
+	MinP        float64 `toml:"min_p"`
+	Seed        int64   `toml:"seed"`
+}
+
+// writeAtomic writes data to path through a temp file, fsync and rename,
+// then fsyncs the folder, so a reader sees the old or the new file whole.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+func (m *Manifest) encode() ([]byte, error) {
+	var buf bytes.Buffer
+	if err := toml.NewEncoder(&buf).Encode(m); err != nil {
+		return nil, fmt.Errorf("encoding manifest: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// ReadManifest reads and checks a manifest file.
+func ReadManifest(path string) (*Manifest, error) {
+	var m Manifest
+	if _, err := toml.DecodeFile(path, &m); err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			return nil, fmt.Errorf("%s:%d: %s", path, perr.Position.Line, perr.Message)
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if m.Schema != Schema {
+		return nil, fmt.Errorf("%s: schema %d is not one this tokentop reads (it reads schema %d)", path, m.Schema, Schema)
+	}
+	if m.TrialsFile == "" {
+		return nil, fmt.Errorf("%s: no trials_file; is this a tokentop session manifest?", path)
+	}
+	return &m, nil
+}

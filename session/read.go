@@ -1,0 +1,173 @@
+package session
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Session is a session read back from disk.
+type Session struct {
+	Path     string
+	Manifest *Manifest
+	Records  []Record
+	// Warnings are problems that did not stop the read, e.g. a final CSV
+	// line cut by a kill, or a manifest still saying "running".
+	Warnings []string
+}
+
+// Load reads a manifest and the trials CSV it names.
+func Load(manifestPath string) (*Session, error) {
+	m, err := ReadManifest(manifestPath)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{Path: manifestPath, Manifest: m}
+	trialsPath := filepath.Join(filepath.Dir(manifestPath), filepath.Base(m.TrialsFile))
+	data, err := os.ReadFile(trialsPath)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", manifestPath, err)
+	}
+	s.Records, s.Warnings, err = ParseTrials(trialsPath, data)
+	if err != nil {
+		return nil, err
+	}
+	if m.Status == StatusRunning {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%s: status is still \"running\": the run was killed or is in progress; its %d finished trials are used", manifestPath, len(s.Records)))
+	}
+	return s, nil
+}
+
+// ParseTrials reads a trials CSV. name is used in messages. tokentop ends
+// every row with a newline, so a final line without one was cut by a kill
+// mid-write: it is dropped with a warning even if what is left parses.
+// Any other bad line is an error naming its line and column.
+func ParseTrials(name string, data []byte) ([]Record, []string, error) {
+	var warnings []string
+	if n := len(data); n > 0 && data[n-1] != '\n' {
+		cut := bytes.LastIndexByte(data, '\n')
+		if cut < 0 {
+			return nil, nil, fmt.Errorf("%s:1: the header line is incomplete; this file holds no trials", name)
+		}
+		data = data[:cut+1]
+		warnings = append(warnings, fmt.Sprintf("%s:%d: last line is incomplete (the run was killed while writing it); ignored",
+			name, bytes.Count(data, []byte("\n"))+1))
+	}
+	cr := csv.NewReader(bytes.NewReader(data))
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err == io.EOF {
+		return nil, nil, fmt.Errorf("%s: empty file; expected the trials header", name)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := checkHeader(header); err != nil {
+		return nil, nil, fmt.Errorf("%s:1: %w", name, err)
+	}
+	var records []Record
+	for {
+		fields, err := cr.Read()
+		if err == io.EOF {
+			return records, warnings, nil
+		}
+		if err != nil {
+			return nil, warnings, fmt.Errorf("%s: %w", name, err)
+		}
+		rec, err := parseRecord(fields)
+		if err != nil {
+			line, _ := cr.FieldPos(0)
+			return nil, warnings, fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		records = append(records, rec)
+	}
+}
+
+func checkHeader(header []string) error {
+	for i, want := range Header {
+		if i >= len(header) {
+			return fmt.Errorf("header has %d columns, expected %d; this is not a tokentop trials CSV (or it is from another version)", len(header), len(Header))
+		}
+		if header[i] != want {
+			return fmt.Errorf("header column %d is %q, expected %q; this is not a tokentop trials CSV (or it is from another version)", i+1, header[i], want)
+		}
+	}
+	if len(header) != len(Header) {
+		return fmt.Errorf("header has %d columns, expected %d; this is not a tokentop trials CSV (or it is from another version)", len(header), len(Header))
+	}
+	return nil
+}
+
+func parseRecord(f []string) (Record, error) {
+	if len(f) != len(Header) {
+		return Record{}, fmt.Errorf("%d fields, expected %d", len(f), len(Header))
+	}
+	r := Record{SessionID: f[0], Arm: f[1], Phase: f[3], Status: f[4], Error: f[5], StopReason: f[10], EnergyQuality: f[26]}
+	var err error
+	fail := func(col int, e error) (Record, error) {
+		return Record{}, fmt.Errorf("column %s: %q: %w", Header[col], f[col], e)
+	}
+	if r.Trial, err = strconv.Atoi(f[2]); err != nil {
+		return fail(2, err)
+	}
+	if r.Phase != PhaseWarmup && r.Phase != PhaseTimed {
+		return fail(3, errors.New("phase must be warmup or timed"))
+	}
+	switch r.Status {
+	case StatusOK, StatusError, StatusTimeout, StatusCanceled:
+	default:
+		return fail(4, errors.New("status must be ok, error, timeout or canceled"))
+	}
+	if r.StartedAt, err = time.Parse(time.RFC3339Nano, f[6]); err != nil {
+		return fail(6, err)
+	}
+	if r.PromptID, err = strconv.Atoi(f[7]); err != nil {
+		return fail(7, err)
+	}
+	for i, dst := range []*int{&r.PromptTokens, &r.OutputTokens} {
+		if *dst, err = parseCount(f[8+i]); err != nil {
+			return fail(8+i, err)
+		}
+	}
+	for i, dst := range r.floatFields() {
+		if *dst, err = parseMeasure(f[11+i]); err != nil {
+			return fail(11+i, err)
+		}
+	}
+	for i, dst := range r.tailFloatFields() {
+		if *dst, err = parseMeasure(f[27+i]); err != nil {
+			return fail(27+i, err)
+		}
+	}
+	return r, nil
+}
+
+func parseCount(s string) (int, error) {
+	if s == "" {
+		return -1, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err == nil && n < 0 {
+		err = errors.New("negative count")
+	}
+	return n, err
+}
+
+func parseMeasure(s string) (float64, error) {
+	if s == "" {
+		return math.NaN(), nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
+		err = errors.New("not a finite number")
+	}
+	return v, err
+}

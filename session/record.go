@@ -1,0 +1,120 @@
+// Package session owns a session's files: the trials and tokens CSVs, the
+// TOML manifest, reading them back (including runs killed mid-write), the
+// per-arm summary and the comparison of sessions.
+//
+// Decisions where DESIGN.md is silent:
+//   - Trials are numbered per arm in one sequence across phases (warmup
+//     1..W, timed W+1..), so (arm, trial) names one trial in every file.
+//   - The tokens CSV has one row per chunk arrival; index is the number of
+//     tokens received so far, so a multi-token chunk shows as a jump.
+//   - CSV rows go straight to the file and are fsynced per trial: a kill,
+//     or a power cut, loses at most the trial in flight.
+package session
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/tokentop/tokentop/metrics"
+)
+
+// Phases and statuses of a trial.
+const (
+	PhaseWarmup = "warmup"
+	PhaseTimed  = "timed"
+
+	StatusOK       = "ok"
+	StatusError    = "error"
+	StatusTimeout  = "timeout"
+	StatusCanceled = "canceled"
+)
+
+// Energy quality values (DESIGN.md); only "unavailable" is produced until a
+// power source exists.
+const EnergyUnavailable = "unavailable"
+
+// Record is one trial: one row of the trials CSV. Unknown counts are -1 and
+// unknown measurements NaN; both are written as empty fields.
+type Record struct {
+	SessionID    string
+	Arm          string
+	Trial        int
+	Phase        string
+	Status       string
+	Error        string
+	StartedAt    time.Time
+	PromptID     int
+	PromptTokens int
+	OutputTokens int
+	StopReason   string
+	metrics.Timings
+	ServerLoadMs    float64
+	ServerPrefillMs float64
+	ServerDecodeMs  float64
+	EnergyJ         float64
+	EnergyQuality   string
+	AvgPowerW       float64
+	JPerToken       float64
+	PeakRSSMB       float64
+}
+
+// Counted reports whether the record enters aggregates: timed and ok.
+func (r Record) Counted() bool { return r.Phase == PhaseTimed && r.Status == StatusOK }
+
+// Header is the trials CSV header, in order.
+var Header = []string{"session_id", "arm", "trial", "phase", "status", "error", "started_at", "prompt_id", "prompt_tokens", "output_tokens",
+	"stop_reason", "ttft_ms", "e2e_ms", "decode_ms", "tpot_ms", "itl_mean_ms", "itl_p50_ms", "itl_p99_ms", "itl_max_ms",
+	"itl_cv", "output_tps", "decode_tps", "server_load_ms", "server_prefill_ms", "server_decode_ms", "energy_j",
+	"energy_quality", "avg_power_w", "j_per_token", "peak_rss_mb"}
+
+// TokensHeader is the tokens CSV header.
+var TokensHeader = []string{"arm", "trial", "index", "t_ms"}
+
+// floatFields lists, in Header order from ttft_ms on, the measurement
+// columns; reading and writing share it so the two cannot drift apart.
+func (r *Record) floatFields() []*float64 {
+	return []*float64{&r.TTFTMs, &r.E2EMs, &r.DecodeMs, &r.TPOTMs, &r.ITLMeanMs, &r.ITLP50Ms, &r.ITLP99Ms, &r.ITLMaxMs,
+		&r.ITLCV, &r.OutputTPS, &r.DecodeTPS, &r.ServerLoadMs, &r.ServerPrefillMs, &r.ServerDecodeMs, &r.EnergyJ}
+}
+
+// tailFloatFields are the measurement columns after energy_quality.
+func (r *Record) tailFloatFields() []*float64 {
+	return []*float64{&r.AvgPowerW, &r.JPerToken, &r.PeakRSSMB}
+}
+
+// formatFloat writes milliseconds and rates with microsecond (3 decimal)
+// precision and ratios with 6; NaN is an empty field.
+func formatFloat(v float64, decimals int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'f', decimals, 64)
+}
+
+func formatCount(n int) string {
+	if n < 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+// Fields renders the record as CSV fields in Header order.
+func (r Record) Fields() []string {
+	out := make([]string, 0, len(Header))
+	out = append(out, r.SessionID, r.Arm, strconv.Itoa(r.Trial), r.Phase, r.Status, r.Error,
+		r.StartedAt.UTC().Format(time.RFC3339Nano), strconv.Itoa(r.PromptID), formatCount(r.PromptTokens),
+		formatCount(r.OutputTokens), r.StopReason)
+	for _, f := range r.floatFields() {
+		decimals := 3
+		if f == &r.ITLCV {
+			decimals = 6
+		}
+		out = append(out, formatFloat(*f, decimals))
+	}
+	out = append(out, r.EnergyQuality)
+	for _, f := range r.tailFloatFields() {
+		out = append(out, formatFloat(*f, 3))
+	}
+	return out
+}

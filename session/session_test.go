@@ -1,0 +1,286 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokentop/tokentop/metrics"
+)
+
+func record(arm string, trial int, phase, status string, e2e float64) Record {
+	r := Record{SessionID: "s1", Arm: arm, Trial: trial, Phase: phase, Status: status,
+		StartedAt: time.Date(2026, 11, 21, 5, 0, trial, 123456789, time.UTC), PromptID: 1,
+		PromptTokens: 5, OutputTokens: 32, StopReason: "length", EnergyQuality: EnergyUnavailable,
+		ServerLoadMs: math.NaN(), ServerPrefillMs: 1.5, ServerDecodeMs: math.NaN(),
+		EnergyJ: math.NaN(), AvgPowerW: math.NaN(), JPerToken: math.NaN(), PeakRSSMB: math.NaN()}
+	r.Timings = metrics.DeriveTimings([]metrics.Arrival{{At: 10 * time.Millisecond, Tokens: 1}, {At: time.Duration(e2e * float64(time.Millisecond)), Tokens: 31}},
+		time.Duration(e2e*float64(time.Millisecond)), 32)
+	if status != StatusOK {
+		r.Error = "HTTP 500: boom, \"quoted\""
+		r.OutputTokens = -1
+	}
+	return r
+}
+
+func newManifest(id string) *Manifest {
+	return &Manifest{ID: id, ToolVersion: "test", CreatedAt: time.Date(2026, 11, 21, 5, 0, 0, 0, time.UTC),
+		Arms: []ArmInfo{{Name: "greedy", Strategy: "greedy"}, {Name: "hot", Strategy: "temperature 0.8", Temperature: 0.8}}}
+}
+
+func writeSession(t *testing.T, dir, id string, records []Record) *Writer {
+	t.Helper()
+	w, err := Create(dir, newManifest(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range records {
+		if err := w.Append(r, []metrics.Arrival{{At: 10 * time.Millisecond, Tokens: 1}, {At: 20 * time.Millisecond, Tokens: 3}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+func TestWriteThenLoadRoundTrips(t *testing.T) {
+	dir := t.TempDir()
+	records := []Record{
+		record("greedy", 1, PhaseWarmup, StatusOK, 300),
+		record("greedy", 2, PhaseTimed, StatusOK, 100),
+		record("hot", 1, PhaseWarmup, StatusOK, 310),
+		record("hot", 2, PhaseTimed, StatusError, 5),
+	}
+	w := writeSession(t, dir, "one", records)
+	if m, err := ReadManifest(w.ManifestPath()); err != nil || m.Status != StatusRunning {
+		t.Fatalf("manifest at start: %+v %v", m, err)
+	}
+	summary := map[string]ArmSummary{"greedy": SummarizeArm(ByArm(records)["greedy"], 1, 0.01, 0)}
+	if err := w.Finish(StatusComplete, "", summary); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	s, err := Load(w.ManifestPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Warnings) != 0 || s.Manifest.Status != StatusComplete || s.Manifest.FinishedAt == nil {
+		t.Errorf("warnings %v manifest %+v", s.Warnings, s.Manifest)
+	}
+	if got := s.Manifest.Summary["greedy"]; got.TimedOK != 1 || got.Warmup != 1 || got.Metrics["e2e_ms"].Mean != 100 || got.WarmupRatio != 3 {
+		t.Errorf("summary %+v", got)
+	}
+	if len(s.Records) != len(records) {
+		t.Fatalf("%d records", len(s.Records))
+	}
+	for i := range records {
+		want, got := records[i].Fields(), s.Records[i].Fields()
+		if strings.Join(want, "|") != strings.Join(got, "|") {
+			t.Errorf("record %d:\nwrote %q\nread  %q", i, want, got)
+		}
+	}
+	// Unknown values are empty fields, never 0.
+	f := records[0].Fields()
+	if f[22] != "" || f[25] != "" || f[23] != "1.500" {
+		t.Errorf("server_load_ms %q energy_j %q server_prefill_ms %q", f[22], f[25], f[23])
+	}
+	tokens, _ := os.ReadFile(filepath.Join(dir, "one.tokens.csv"))
+	if !strings.HasPrefix(string(tokens), "arm,trial,index,t_ms\ngreedy,1,1,10.000\ngreedy,1,4,20.000\n") {
+		t.Errorf("tokens CSV:\n%s", tokens)
+	}
+	if _, err := Create(dir, newManifest("one")); err == nil {
+		t.Error("an existing session was overwritten")
+	}
+}
+
+func TestKilledRunLoadsWithWarnings(t *testing.T) {
+	dir := t.TempDir()
+	w := writeSession(t, dir, "killed", []Record{record("greedy", 1, PhaseTimed, StatusOK, 100), record("greedy", 2, PhaseTimed, StatusOK, 110)})
+	w.Close()
+	path := filepath.Join(dir, "killed.trials.csv")
+	data, _ := os.ReadFile(path)
+	// A kill mid-write leaves part of a third row.
+	os.WriteFile(path, append(data, []byte("s1,greedy,3,timed,ok,,2026-11-21T05:00:03Z,1,5,3")...), 0o644)
+	s, err := Load(w.ManifestPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Records) != 2 || len(s.Warnings) != 2 ||
+		!strings.Contains(s.Warnings[0], "killed.trials.csv:4: last line is incomplete") ||
+		!strings.Contains(s.Warnings[1], `status is still "running"`) {
+		t.Errorf("records %d warnings %q", len(s.Records), s.Warnings)
+	}
+}
+
+func TestBadTrialsFiles(t *testing.T) {
+	good := strings.Join(Header, ",") + "\n"
+	row := strings.Join(record("greedy", 1, PhaseTimed, StatusOK, 100).Fields(), ",") + "\n"
+	cases := []struct{ name, data, want string }{
+		{"wrong header", strings.Replace(good, "ttft_ms", "ttft", 1), `x.csv:1: header column 12 is "ttft", expected "ttft_ms"`},
+		{"short header", "session_id,arm\n", "x.csv:1: header has 2 columns, expected 30"},
+		{"empty", "", "x.csv: empty file"},
+		{"bad number mid-file", good + strings.Replace(row, "100.000", "fast", 1) + row, `x.csv:2: column e2e_ms: "fast"`},
+		{"bad phase", good + strings.Replace(row, ",timed,", ",cooldown,", 1), "x.csv:2: column phase"},
+		{"missing fields", good + "a,b,c\n", "x.csv:2: 3 fields, expected 30"},
+		{"cut header", "session_id,arm,tri", "x.csv:1: the header line is incomplete"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := ParseTrials("x.csv", []byte(c.data))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+func loadPair(t *testing.T) (*Session, *Session) {
+	t.Helper()
+	dir := t.TempDir()
+	var a, b []Record
+	for i, v := range []float64{100, 110, 120, 130} {
+		a = append(a, record("greedy", i+1, PhaseTimed, StatusOK, v), record("hot", i+1, PhaseTimed, StatusOK, 2*v))
+		b = append(b, record("greedy", i+1, PhaseTimed, StatusOK, v*1.1), record("hot", i+1, PhaseTimed, StatusOK, 2*v))
+	}
+	a = append(a, record("greedy", 9, PhaseWarmup, StatusOK, 1000), record("greedy", 10, PhaseTimed, StatusTimeout, 5000))
+	wa, wb := writeSession(t, dir, "A", a), writeSession(t, dir, "B", b)
+	wa.Close()
+	wb.Close()
+	sa, err := Load(wa.ManifestPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := Load(wb.ManifestPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa, sb
+}
+
+func TestComparePairsArmsAndComputesDeltas(t *testing.T) {
+	sa, sb := loadPair(t)
+	c, err := Compare([]Ref{{Path: "A.toml"}, {Path: "B.toml"}}, []*Session{sa, sb}, []string{"e2e_ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Columns) != 4 || c.Columns[2].Label != "B.toml#greedy" || c.Columns[2].Baseline != 0 || c.Columns[3].Baseline != 1 {
+		t.Fatalf("columns %+v", c.Columns)
+	}
+	mean := c.Rows[0]
+	// Warmup and timed-out trials are excluded: greedy mean is 115, not more.
+	if mean.Stat != "mean" || mean.Values[0] != 115 || math.Abs(mean.Deltas[2]-10) > 1e-9 || math.Abs(mean.Deltas[3]) > 1e-9 || !math.IsNaN(mean.Deltas[0]) {
+		t.Errorf("mean row %+v", mean)
+	}
+	// Arms of one session: hot against greedy.
+	c, err = Compare([]Ref{{"A.toml", "greedy"}, {"A.toml", "hot"}}, []*Session{sa, sa}, []string{"e2e_ms"})
+	if err != nil || c.Rows[0].Deltas[1] != 100 {
+		t.Errorf("arm compare: %v %+v", err, c)
+	}
+	if _, err := Compare([]Ref{{"A.toml", "nope"}}, []*Session{sa}, []string{"e2e_ms"}); err == nil || !strings.Contains(err.Error(), "its arms are greedy, hot") {
+		t.Errorf("unknown arm: %v", err)
+	}
+	if _, err := Compare([]Ref{{Path: "A.toml"}}, []*Session{sa}, []string{"latency"}); err == nil || !strings.Contains(err.Error(), "use one of e2e_ms") {
+		t.Errorf("unknown metric: %v", err)
+	}
+}
+
+func TestCompareFormats(t *testing.T) {
+	sa, sb := loadPair(t)
+	c, err := Compare([]Ref{{"A.toml", "greedy"}, {"B.toml", "greedy"}}, []*Session{sa, sb}, CompareMetrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, md, csvOut, js bytes.Buffer
+	for format, buf := range map[string]*bytes.Buffer{"text": &text, "md": &md, "csv": &csvOut, "json": &js} {
+		if err := c.Write(buf, format); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(text.String(), "126.5 (+10.0%)") || !strings.Contains(text.String(), "B.toml#greedy is compared with A.toml#greedy.") {
+		t.Errorf("text:\n%s", text.String())
+	}
+	if !strings.Contains(md.String(), "| e2e_ms | mean | 115.0 | 126.5 (+10.0%) |") {
+		t.Errorf("markdown:\n%s", md.String())
+	}
+	if !strings.Contains(csvOut.String(), "e2e_ms,mean,B.toml#greedy,A.toml#greedy,126.5") {
+		t.Errorf("csv:\n%s", csvOut.String())
+	}
+	var parsed struct{ Rows []struct{ Metric string } }
+	if err := json.Unmarshal(js.Bytes(), &parsed); err != nil || len(parsed.Rows) != len(CompareMetrics)*len(CompareStats) {
+		t.Errorf("json: %v rows %d", err, len(parsed.Rows))
+	}
+	if err := c.Write(&text, "xml"); err == nil {
+		t.Error("unknown format accepted")
+	}
+}
+
+func FuzzParseTrials(f *testing.F) {
+	header := strings.Join(Header, ",") + "\n"
+	row := strings.Join(record("greedy", 1, PhaseTimed, StatusOK, 100).Fields(), ",") + "\n"
+	f.Add([]byte(header + row))
+	f.Add([]byte(header + row + row[:40]))
+	f.Add([]byte(header + strings.Join(record("x", 2, PhaseWarmup, StatusError, 1).Fields(), ",") + "\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		records, _, err := ParseTrials("fuzz.csv", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.csv") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		for _, r := range records {
+			// What was read must write back and read again the same.
+			line := strings.Join(r.Fields(), ",")
+			again, _, err := ParseTrials("again.csv", []byte(header+csvLine(r)+"\n"))
+			if err != nil || len(again) != 1 || strings.Join(again[0].Fields(), ",") != line {
+				t.Fatalf("record does not round-trip: %q: %v", line, err)
+			}
+		}
+	})
+}
+
+func csvLine(r Record) string {
+	var b strings.Builder
+	for i, f := range r.Fields() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(csvField(f))
+	}
+	return b.String()
+}
+
+func BenchmarkCompare100kRows(b *testing.B) {
+	dir := b.TempDir()
+	w, err := Create(dir, newManifest("big"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	for i := range 100_000 {
+		arm := []string{"greedy", "hot"}[i%2]
+		buf.WriteString(csvLine(record(arm, i/2+1, PhaseTimed, StatusOK, 100+float64(i%97))) + "\n")
+	}
+	w.trials.Write(buf.Bytes())
+	w.Close()
+	b.SetBytes(int64(buf.Len()))
+	b.ResetTimer()
+	for b.Loop() {
+		s, err := Load(w.ManifestPath())
+		if err != nil || len(s.Records) != 100_000 {
+			b.Fatalf("%v %d", err, len(s.Records))
+		}
+		c, err := Compare([]Ref{{"big.toml", "greedy"}, {"big.toml", "hot"}}, []*Session{s, s}, CompareMetrics)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Write(io.Discard, "text"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

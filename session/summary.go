@@ -1,0 +1,140 @@
+package session
+
+import (
+	"math"
+
+	"github.com/tokentop/tokentop/metrics"
+)
+
+// Metric names a per-trial measurement that can be aggregated.
+type Metric struct {
+	Name  string
+	Value func(*Record) float64
+	// HigherIsBetter is true for rates (tokens per second).
+	HigherIsBetter bool
+}
+
+// Metrics are the per-trial measurements summarised per arm.
+var Metrics = []Metric{
+	{Name: "e2e_ms", Value: func(r *Record) float64 { return r.E2EMs }},
+	{Name: "ttft_ms", Value: func(r *Record) float64 { return r.TTFTMs }},
+	{Name: "tpot_ms", Value: func(r *Record) float64 { return r.TPOTMs }},
+	{Name: "itl_mean_ms", Value: func(r *Record) float64 { return r.ITLMeanMs }},
+	{Name: "output_tps", Value: func(r *Record) float64 { return r.OutputTPS }, HigherIsBetter: true},
+	{Name: "decode_tps", Value: func(r *Record) float64 { return r.DecodeTPS }, HigherIsBetter: true},
+}
+
+// LookupMetric finds a metric by name.
+func LookupMetric(name string) (Metric, bool) {
+	for _, m := range Metrics {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Metric{}, false
+}
+
+// MetricSummary is the aggregate of one metric over an arm's counted trials.
+type MetricSummary struct {
+	N          int     `toml:"n"`
+	Mean       float64 `toml:"mean"`
+	Median     float64 `toml:"median"`
+	Std        float64 `toml:"std"`
+	CV         float64 `toml:"cv"`
+	Min        float64 `toml:"min"`
+	Max        float64 `toml:"max"`
+	P50        float64 `toml:"p50"`
+	P95        float64 `toml:"p95"`
+	P99        float64 `toml:"p99"`
+	MeanCILo   float64 `toml:"mean_ci95_lo"`
+	MeanCIHi   float64 `toml:"mean_ci95_hi"`
+	MedianCILo float64 `toml:"median_ci95_lo"`
+	MedianCIHi float64 `toml:"median_ci95_hi"`
+}
+
+// ArmSummary is one arm's [summary.<arm>] table.
+type ArmSummary struct {
+	TimedOK  int `toml:"timed_ok"`
+	Warmup   int `toml:"warmup"`
+	Degraded int `toml:"degraded"`
+	// WarmupRatio is median(warmup e2e) / median(timed e2e).
+	WarmupRatio float64 `toml:"warmup_ratio"`
+	// ConvergedAt is the first n from which the running mean of e2e stays
+	// within the tolerance of its final value.
+	ConvergedAt          int     `toml:"converged_at"`
+	ConvergeTolerance    float64 `toml:"converge_tolerance"`
+	TokenCountMismatches int     `toml:"token_count_mismatches"`
+	USDPer1MTokens       float64 `toml:"usd_per_1m_tokens,omitempty"`
+	// Metrics holds one table per metric, e.g. [summary.greedy.metrics.e2e_ms].
+	Metrics map[string]MetricSummary `toml:"metrics"`
+}
+
+// Values returns m's finite values over records in their order.
+func Values(records []*Record, m Metric) []float64 {
+	out := make([]float64, 0, len(records))
+	for _, r := range records {
+		if v := m.Value(r); !math.IsNaN(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Counted returns the records that enter aggregates (timed, ok).
+func Counted(records []*Record) []*Record {
+	var out []*Record
+	for _, r := range records {
+		if r.Counted() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ByArm groups records by arm, keeping their order; the groups point into
+// records rather than copying them.
+func ByArm(records []Record) map[string][]*Record {
+	out := map[string][]*Record{}
+	for i := range records {
+		out[records[i].Arm] = append(out[records[i].Arm], &records[i])
+	}
+	return out
+}
+
+// SummarizeArm aggregates one arm's records. Bootstrap intervals are
+// seeded, so the same records give the same summary.
+func SummarizeArm(records []*Record, seed uint64, convergeTol, usdPerHour float64) ArmSummary {
+	s := ArmSummary{ConvergeTolerance: convergeTol, Metrics: map[string]MetricSummary{}}
+	var warmupE2E []float64
+	for _, r := range records {
+		switch {
+		case r.Phase == PhaseWarmup:
+			s.Warmup++
+			if r.Status == StatusOK {
+				warmupE2E = append(warmupE2E, r.E2EMs)
+			}
+		case r.Status == StatusOK:
+			s.TimedOK++
+		default:
+			s.Degraded++
+		}
+	}
+	counted := Counted(records)
+	for _, m := range Metrics {
+		values := Values(counted, m)
+		st := metrics.Describe(values)
+		meanCI := metrics.Bootstrap(values, metrics.Mean, metrics.DefaultResamples, seed)
+		medianCI := metrics.Bootstrap(values, metrics.Median, metrics.DefaultResamples, seed)
+		s.Metrics[m.Name] = MetricSummary{N: st.N, Mean: st.Mean, Median: st.Median, Std: st.Std, CV: st.CV,
+			Min: st.Min, Max: st.Max, P50: st.P50, P95: st.P95, P99: st.P99,
+			MeanCILo: meanCI.Lo, MeanCIHi: meanCI.Hi, MedianCILo: medianCI.Lo, MedianCIHi: medianCI.Hi}
+	}
+	e2e := s.Metrics["e2e_ms"]
+	s.WarmupRatio = metrics.Describe(warmupE2E).Median / e2e.Median
+	timedE2E, _ := LookupMetric("e2e_ms")
+	s.ConvergedAt = metrics.ConvergedAt(Values(counted, timedE2E), convergeTol)
+	if tps := s.Metrics["output_tps"].Mean; usdPerHour > 0 && tps > 0 {
+		s.USDPer1MTokens = (1e6 / tps) / 3600 * usdPerHour
+	}
+	return s
+}
