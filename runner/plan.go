@@ -1,0 +1,172 @@
+// Package runner turns a profile and a backend choice into a Plan and runs
+// it: probe, warmup, timed trials with interleaved arms, stop rules and
+// cancellation. It stamps every chunk with the monotonic clock, writes each
+// trial to the session files before the next starts, and reports progress
+// as Events on a channel for any front end.
+//
+// Decisions where DESIGN.md is silent:
+//   - Each round runs every active arm once, in declared order
+//     ("alternate") or a seeded shuffle ("shuffle"). All arms of a round
+//     get the same prompt and seed offset, so only sampling differs.
+//   - A session in which no trial succeeded is "failed" and the command
+//     exits non-zero; degraded trials alone do not fail a session.
+package runner
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/registry"
+	"github.com/tokentop/tokentop/profiles"
+)
+
+// Options are the user's choices from the command line. Numeric overrides
+// are negative when not given.
+type Options struct {
+	Backend   string
+	URL       string
+	Model     string
+	Endpoint  string
+	APIKeyEnv string
+	OutDir    string
+	Trials    int
+	Warmup    int
+	MaxTokens int
+	// ConvergeTol is the ±fraction for converged_at (0 means 1%).
+	ConvergeTol float64
+}
+
+// NoOverride marks a numeric option the user did not give.
+const NoOverride = -1
+
+// Plan is everything a run needs, resolved and validated.
+type Plan struct {
+	Profile     profiles.Profile // a copy, with overrides applied
+	Kind        backends.Kind
+	Config      backends.Config
+	Model       string
+	APIKeyEnv   string
+	OutDir      string
+	ConvergeTol float64
+	Stop        StopRule
+}
+
+// DefaultAPIKeyEnv is read for the openai backend when nothing else is named.
+const DefaultAPIKeyEnv = "OPENAI_API_KEY"
+
+// Resolve applies opts to profile and checks the result.
+func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
+	for _, name := range sortedKeys(profile.Models) {
+		if _, err := registry.Lookup(name); err != nil {
+			return nil, fmt.Errorf("%s: [models] %w", profile.Where("models", name), err)
+		}
+	}
+	if opts.Backend == "" {
+		return nil, fmt.Errorf("no backend chosen; pass --backend with one of %s", strings.Join(registry.Names(), ", "))
+	}
+	kind, err := registry.Lookup(opts.Backend)
+	if err != nil {
+		return nil, err
+	}
+	plan := &Plan{Profile: *profile, Kind: kind, OutDir: opts.OutDir, ConvergeTol: opts.ConvergeTol}
+	p := &plan.Profile
+	if opts.Trials != NoOverride {
+		if opts.Trials < 1 {
+			return nil, fmt.Errorf("--trials %d: use 1 or more timed trials per arm", opts.Trials)
+		}
+		p.Trials = opts.Trials
+	}
+	if opts.Warmup != NoOverride {
+		if opts.Warmup < 0 {
+			return nil, fmt.Errorf("--warmup %d: use 0 or more warmup trials per arm", opts.Warmup)
+		}
+		p.Warmup = opts.Warmup
+	}
+	if opts.MaxTokens != NoOverride {
+		if opts.MaxTokens < 1 {
+			return nil, fmt.Errorf("--max-tokens %d: use 1 or more", opts.MaxTokens)
+		}
+		p.MaxTokens = opts.MaxTokens
+	}
+	if plan.ConvergeTol == 0 {
+		plan.ConvergeTol = 0.01
+	}
+	if plan.ConvergeTol < 0 || plan.ConvergeTol >= 1 {
+		return nil, fmt.Errorf("convergence tolerance %g: use a fraction in (0, 1)", plan.ConvergeTol)
+	}
+	plan.Model = opts.Model
+	if plan.Model == "" {
+		plan.Model = p.Models[kind.Name]
+	}
+	if plan.Model == "" && kind.Name != "llamacpp" {
+		return nil, fmt.Errorf("no model for backend %s: pass --model, or add %s = \"...\" under [models] in profile %s", kind.Name, kind.Name, p.Name)
+	}
+	plan.Config = backends.Config{URL: opts.URL, Endpoint: opts.Endpoint}
+	if plan.Config.URL == "" {
+		plan.Config.URL = kind.DefaultURL
+	}
+	plan.APIKeyEnv = opts.APIKeyEnv
+	if plan.APIKeyEnv == "" {
+		plan.APIKeyEnv = p.APIKeyEnv
+	}
+	if plan.APIKeyEnv == "" && kind.Name == "openai" {
+		plan.APIKeyEnv = DefaultAPIKeyEnv
+	}
+	if plan.APIKeyEnv != "" {
+		plan.Config.APIKey = os.Getenv(plan.APIKeyEnv)
+	}
+	if plan.OutDir == "" {
+		if plan.OutDir, err = DefaultOutDir(); err != nil {
+			return nil, err
+		}
+	}
+	plan.Stop = TrialCap{N: p.Trials}
+	return plan, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// DefaultOutDir is tokentop/sessions under the user's data folder
+// ($XDG_DATA_HOME, else ~/.local/share).
+func DefaultOutDir() (string, error) {
+	if dir := os.Getenv("XDG_DATA_HOME"); dir != "" {
+		return filepath.Join(dir, "tokentop", "sessions"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no home folder for the default sessions folder (%v); pass --out", err)
+	}
+	return filepath.Join(home, ".local", "share", "tokentop", "sessions"), nil
+}
+
+// ConfigHash is the sha256 of what makes two runs the same experiment: the
+// resolved plan, the backend kind, URL, endpoint and model. It leaves out
+// where files go and any secret.
+func (p *Plan) ConfigHash() string {
+	canonical := struct {
+		Profile                     profiles.Profile
+		Backend, URL, Endpoint, Model string
+		ConvergeTol                 float64
+	}{p.Profile, p.Kind.Name, p.Config.URL, p.Config.Endpoint, p.Model, p.ConvergeTol}
+	canonical.Profile.Source = ""
+	data, err := json.Marshal(canonical)
+	if err != nil {
+		panic(err) // plain data: cannot fail
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,272 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime/debug"
+	"time"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/session"
+)
+
+// Event is what the runner reports to a front end: one of Started,
+// TrialDone, ArmStopped or Finished.
+type Event interface{ isEvent() }
+
+// Started is sent once the probe passed and the manifest exists.
+type Started struct {
+	Manifest     string
+	Info         backends.Info
+	Arms         []string
+	TrialsPerArm int
+	WarmupPerArm int
+}
+
+// TrialDone is sent after a trial is on disk.
+type TrialDone struct {
+	Record session.Record
+	// Point is the arm's running e2e convergence point; zero for warmup
+	// and degraded trials, which do not enter aggregates.
+	Point metrics.Point
+}
+
+// ArmStopped is sent when an arm's stop rule fires.
+type ArmStopped struct{ Arm, Reason string }
+
+// Finished is the last event.
+type Finished struct {
+	Status   string
+	Note     string
+	Manifest string
+	Summary  map[string]session.ArmSummary
+}
+
+func (Started) isEvent()    {}
+func (TrialDone) isEvent()  {}
+func (ArmStopped) isEvent() {}
+func (Finished) isEvent()   {}
+
+// ProbeTimeout bounds the reachability check before a run.
+const ProbeTimeout = 15 * time.Second
+
+// ToolVersion is the module version from the build info.
+func ToolVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "(devel)"
+}
+
+// Run executes plan against b, sending events on events (which it closes
+// when done). It returns the final status, or an error when it could not
+// run at all (probe failed, files could not be written); cancelling ctx
+// ends the run early with status partial and the files consistent.
+func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Event) (status string, err error) {
+	defer close(events)
+	probeCtx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	info, err := b.Probe(probeCtx, plan.Model)
+	cancel()
+	if err != nil {
+		return session.StatusFailed, fmt.Errorf("%s backend at %s: %w", plan.Kind.Name, plan.Config.URL, err)
+	}
+	created := time.Now()
+	p := &plan.Profile
+	m := &session.Manifest{
+		ID: session.Stem(created, p.Name, plan.Kind.Name), ToolVersion: ToolVersion(), CreatedAt: created.UTC(),
+		ConfigHash: plan.ConfigHash(), Environment: Environment(),
+		Profile: session.ProfileInfo{Name: p.Name, Source: p.Source, Description: p.Description, MaxTokens: p.MaxTokens,
+			Warmup: p.Warmup, Trials: p.Trials, Timeout: p.TrialTimeout.String(), Order: p.Order, Seed: p.Seed,
+			USDPerHour: p.USDPerHour, Prompts: p.Prompts},
+		Backend: session.BackendInfo{Kind: plan.Kind.Name, URL: plan.Config.URL, Endpoint: plan.Config.Endpoint,
+			ModelRequested: plan.Model, ModelActual: info.Model, Digest: info.Digest, Quantization: info.Quantization,
+			ServerVersion: info.ServerVersion},
+	}
+	var armNames []string
+	for _, a := range p.Arms {
+		armNames = append(armNames, a.Name)
+		m.Arms = append(m.Arms, session.ArmInfo{Name: a.Name, Strategy: a.Strategy(), Temperature: a.Temperature,
+			TopK: a.TopK, TopP: a.TopP, MinP: a.MinP, Seed: armSeed(p.Seed, a.Seed)})
+	}
+	w, err := session.Create(plan.OutDir, m)
+	if err != nil {
+		return session.StatusFailed, err
+	}
+	defer w.Close()
+	events <- Started{Manifest: w.ManifestPath(), Info: info, Arms: armNames, TrialsPerArm: p.Trials, WarmupPerArm: p.Warmup}
+
+	r := &run{plan: plan, backend: b, writer: w, events: events, sessionID: m.ID,
+		arms: make([]armState, len(p.Arms)), clock: tokenClock{arrivals: make([]metrics.Arrival, 0, p.MaxTokens+8)}}
+	status, note, runErr := r.loop(ctx)
+
+	summary := map[string]session.ArmSummary{}
+	groups := session.ByArm(r.records)
+	for i, a := range p.Arms {
+		s := session.SummarizeArm(groups[a.Name], uint64(p.Seed), plan.ConvergeTol, p.USDPerHour)
+		s.TokenCountMismatches = r.arms[i].mismatches
+		summary[a.Name] = s
+	}
+	if err := w.Finish(status, note, summary); err != nil && runErr == nil {
+		runErr = err
+	}
+	events <- Finished{Status: status, Note: note, Manifest: w.ManifestPath(), Summary: summary}
+	return status, runErr
+}
+
+func armSeed(profileSeed int64, override *int64) int64 {
+	if override != nil {
+		return *override
+	}
+	return profileSeed
+}
+
+type armState struct {
+	next       int // trial number of the arm's next trial, from 1
+	timed      int
+	stopped    bool
+	mismatches int
+	e2e        metrics.Series
+}
+
+type run struct {
+	plan      *Plan
+	backend   backends.Backend
+	writer    *session.Writer
+	events    chan<- Event
+	sessionID string
+	arms      []armState
+	records   []session.Record
+	clock     tokenClock
+}
+
+// loop runs warmup rounds, then timed rounds until every arm has stopped.
+func (r *run) loop(ctx context.Context) (status, note string, err error) {
+	p := &r.plan.Profile
+	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0))
+	order := make([]int, len(p.Arms))
+	for round := 0; ; round++ {
+		phase := session.PhaseTimed
+		if round < p.Warmup {
+			phase = session.PhaseWarmup
+		}
+		for i := range order {
+			order[i] = i
+		}
+		if p.Order == "shuffle" {
+			rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		}
+		active := 0
+		for _, i := range order {
+			if r.arms[i].stopped {
+				continue
+			}
+			active++
+			if ctx.Err() != nil {
+				return session.StatusPartial, "interrupted before the plan finished", nil
+			}
+			rec := r.trial(ctx, i, phase)
+			if err := r.writer.Append(rec, r.clock.arrivals); err != nil {
+				return session.StatusPartial, "stopped: could not write the session files", err
+			}
+			r.records = append(r.records, rec)
+			r.report(i, rec)
+		}
+		if active == 0 {
+			break
+		}
+	}
+	for _, rec := range r.records {
+		if rec.Status == session.StatusOK {
+			return session.StatusComplete, "", nil
+		}
+	}
+	return session.StatusFailed, "no trial succeeded", nil
+}
+
+// report folds a finished trial into its arm and tells the front end.
+func (r *run) report(i int, rec session.Record) {
+	arm := &r.arms[i]
+	var point metrics.Point
+	if rec.Counted() {
+		point = arm.e2e.Add(rec.E2EMs)
+	}
+	r.events <- TrialDone{Record: rec, Point: point}
+	if rec.Phase != session.PhaseTimed {
+		return
+	}
+	arm.timed++
+	if stop, why := r.plan.Stop.Stop(rec.Arm, arm.timed, &arm.e2e); stop {
+		arm.stopped = true
+		r.events <- ArmStopped{Arm: rec.Arm, Reason: why}
+	}
+}
+
+// trial runs one generation and turns it into a Record.
+func (r *run) trial(ctx context.Context, armIndex int, phase string) session.Record {
+	p := &r.plan.Profile
+	arm := p.Arms[armIndex]
+	state := &r.arms[armIndex]
+	state.next++
+	trial := state.next
+	promptID := (trial - 1) % len(p.Prompts)
+	req := backends.Request{Model: r.plan.Model, Prompt: p.Prompts[promptID], MaxTokens: p.MaxTokens,
+		Temperature: arm.Temperature, TopK: arm.TopK, TopP: arm.TopP, MinP: arm.MinP,
+		Seed: armSeed(p.Seed, arm.Seed) + int64(trial)}
+
+	trialCtx, cancel := context.WithTimeout(ctx, p.TrialTimeout)
+	startedAt := time.Now()
+	r.clock.reset(startedAt)
+	res, genErr := r.backend.Generate(trialCtx, req, r.clock.onChunk)
+	end := time.Since(startedAt)
+	cancel()
+
+	rec := session.Record{SessionID: r.sessionID, Arm: arm.Name, Trial: trial, Phase: phase, Status: session.StatusOK,
+		StartedAt: startedAt.UTC(), PromptID: promptID + 1, PromptTokens: res.PromptTokens,
+		StopReason: res.StopReason, ServerLoadMs: res.ServerLoadMs, ServerPrefillMs: res.ServerPrefillMs,
+		ServerDecodeMs: res.ServerDecodeMs, EnergyQuality: session.EnergyUnavailable,
+		EnergyJ: math.NaN(), AvgPowerW: math.NaN(), JPerToken: math.NaN(), PeakRSSMB: math.NaN()}
+	chunkTokens := metrics.ChunkTokens(r.clock.arrivals)
+	rec.OutputTokens = res.OutputTokens
+	if rec.OutputTokens < 0 {
+		rec.OutputTokens = chunkTokens
+	} else if rec.OutputTokens != chunkTokens {
+		state.mismatches++
+	}
+	if genErr != nil {
+		rec.Status, rec.Error = classify(ctx, trialCtx, genErr, p.TrialTimeout)
+	}
+	rec.Timings = metrics.DeriveTimings(r.clock.arrivals, end, rec.OutputTokens)
+	return rec
+}
+
+// classify names a failed trial's status and a one-line error.
+func classify(parent, trialCtx context.Context, err error, timeout time.Duration) (string, string) {
+	switch {
+	case parent.Err() != nil:
+		return session.StatusCanceled, "canceled by the user"
+	case errors.Is(trialCtx.Err(), context.DeadlineExceeded):
+		return session.StatusTimeout, fmt.Sprintf("no complete answer within the %v trial timeout", timeout)
+	}
+	return session.StatusError, err.Error()
+}
+
+// tokenClock stamps chunk arrivals against one monotonic start. onChunk is
+// the per-token hot path: one clock read and an append into a buffer sized
+// for max_tokens, so it does not allocate in steady state.
+type tokenClock struct {
+	start    time.Time
+	arrivals []metrics.Arrival
+}
+
+func (c *tokenClock) reset(start time.Time) {
+	c.start = start
+	c.arrivals = c.arrivals[:0]
+}
+
+func (c *tokenClock) onChunk(tokens int) {
+	c.arrivals = append(c.arrivals, metrics.Arrival{At: time.Since(c.start), Tokens: tokens})
+}

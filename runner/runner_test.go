@@ -1,0 +1,316 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/session"
+)
+
+// fakeBackend replays a script of per-token delays and records when it
+// actually handed each chunk over, so the runner's stamps can be checked
+// against both the script and the truth.
+type fakeBackend struct {
+	mu       sync.Mutex
+	delays   []time.Duration // before each token, from the previous one
+	fail     func(call int) error
+	block    bool // wait for the context instead of answering
+	probeErr error
+	calls    int
+	sent     [][]time.Duration // per call: handover times since Generate began
+	requests []backends.Request
+}
+
+func (f *fakeBackend) Probe(ctx context.Context, model string) (backends.Info, error) {
+	return backends.Info{Kind: "fake", Model: model, ServerVersion: "1.0"}, f.probeErr
+}
+
+func (f *fakeBackend) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
+	begin := time.Now()
+	f.mu.Lock()
+	f.calls++
+	call := f.calls
+	f.requests = append(f.requests, req)
+	f.mu.Unlock()
+	res := backends.NewResult()
+	if f.block {
+		<-ctx.Done()
+		return res, ctx.Err()
+	}
+	if f.fail != nil {
+		if err := f.fail(call); err != nil {
+			return res, err
+		}
+	}
+	var sent []time.Duration
+	due := time.Duration(0)
+	for _, d := range f.delays {
+		due += d
+		time.Sleep(time.Until(begin.Add(due)))
+		sent = append(sent, time.Since(begin))
+		onChunk(1)
+	}
+	f.mu.Lock()
+	f.sent = append(f.sent, sent)
+	f.mu.Unlock()
+	res.OutputTokens, res.StopReason = len(f.delays), "length"
+	return res, nil
+}
+
+func testPlan(t *testing.T, warmup, trials int, arms ...string) *Plan {
+	t.Helper()
+	src := "name = \"t\"\nmax_tokens = 8\ntrials = 1\nseed = 100\ntimeout = \"2s\"\nprompts = [\"a\", \"b\"]\n[models]\nollama = \"m\"\n"
+	for i, a := range arms {
+		src += "[[arms]]\nname = \"" + a + "\"\n"
+		if i > 0 {
+			src += "temperature = 0.8\n"
+		}
+	}
+	p, err := profiles.Parse("t.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Resolve(p, Options{Backend: "ollama", OutDir: t.TempDir(), Trials: trials, Warmup: warmup, MaxTokens: NoOverride})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+func runPlan(t *testing.T, ctx context.Context, plan *Plan, b backends.Backend) (string, error, []Event) {
+	t.Helper()
+	events := make(chan Event, 1024)
+	status, err := Run(ctx, plan, b, events)
+	var got []Event
+	for ev := range events {
+		got = append(got, ev)
+	}
+	return status, err, got
+}
+
+func trials(events []Event) []session.Record {
+	var out []session.Record
+	for _, ev := range events {
+		if td, ok := ev.(TrialDone); ok {
+			out = append(out, td.Record)
+		}
+	}
+	return out
+}
+
+func TestMeasuredTimesMatchTheScript(t *testing.T) {
+	script := []time.Duration{30 * time.Millisecond, 5 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 5 * time.Millisecond}
+	fake := &fakeBackend{delays: script}
+	status, err, events := runPlan(t, context.Background(), testPlan(t, 0, 5, "greedy"), fake)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	recs := trials(events)
+	var ttftErr, itlErr []float64
+	for i, rec := range recs {
+		sent := fake.sent[i]
+		// The runner's stamp vs the moment the fake handed the chunk over.
+		if d := rec.TTFTMs - ms(sent[0]); d < 0 || d > 1 {
+			t.Errorf("trial %d: TTFT %.3f ms, chunk handed over at %.3f ms", i+1, rec.TTFTMs, ms(sent[0]))
+		}
+		ttftErr = append(ttftErr, math.Abs(rec.TTFTMs-30))
+		itlErr = append(itlErr, math.Abs(rec.ITLP50Ms-5), math.Abs(rec.ITLMaxMs-10))
+		if rec.OutputTokens != 5 || math.Abs(rec.TPOTMs-(rec.E2EMs-rec.TTFTMs)/4) > 1e-9 {
+			t.Errorf("trial %d: %+v", i+1, rec)
+		}
+	}
+	// Against the script: the median error, robust to a rare preemption of
+	// the sleeping fake on a loaded machine.
+	sort.Float64s(ttftErr)
+	sort.Float64s(itlErr)
+	if ttftErr[len(ttftErr)/2] > 1 || itlErr[len(itlErr)/2] > 1 {
+		t.Errorf("median error vs script: TTFT %.3f ms, ITL %.3f ms", ttftErr[len(ttftErr)/2], itlErr[len(itlErr)/2])
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func TestInterleavedWarmupThenTimedAndFilesWritten(t *testing.T) {
+	fake := &fakeBackend{delays: []time.Duration{time.Millisecond, time.Millisecond}}
+	plan := testPlan(t, 2, 3, "greedy", "hot")
+	status, err, events := runPlan(t, context.Background(), plan, fake)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	var order []string
+	for _, rec := range trials(events) {
+		order = append(order, rec.Arm+"/"+rec.Phase[:1])
+	}
+	if got := strings.Join(order, " "); got != "greedy/w hot/w greedy/w hot/w greedy/t hot/t greedy/t hot/t greedy/t hot/t" {
+		t.Errorf("order: %s", got)
+	}
+	// Same prompt and seed offset for both arms of a round.
+	if fake.requests[0].Prompt != fake.requests[1].Prompt || fake.requests[0].Seed != fake.requests[1].Seed ||
+		fake.requests[2].Prompt == fake.requests[0].Prompt || fake.requests[1].Temperature != 0.8 {
+		t.Errorf("requests %+v", fake.requests[:3])
+	}
+	fin := events[len(events)-1].(Finished)
+	s, err := session.Load(fin.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Records) != 10 || s.Manifest.Status != session.StatusComplete || s.Manifest.Summary["hot"].TimedOK != 3 ||
+		s.Manifest.Summary["greedy"].Warmup != 2 || s.Manifest.Backend.ServerVersion != "1.0" || len(s.Warnings) != 0 {
+		t.Errorf("session %+v warnings %v", s.Manifest, s.Warnings)
+	}
+	tokens, _ := os.ReadFile(filepath.Join(filepath.Dir(fin.Manifest), s.Manifest.TokensFile))
+	if n := strings.Count(string(tokens), "\n"); n != 1+10*2 {
+		t.Errorf("tokens CSV has %d lines", n)
+	}
+	stopped := 0
+	for _, ev := range events {
+		if _, ok := ev.(ArmStopped); ok {
+			stopped++
+		}
+	}
+	if stopped != 2 {
+		t.Errorf("%d arm-stopped events", stopped)
+	}
+}
+
+func TestDegradedTrialsAreRecordedAndTheRunGoesOn(t *testing.T) {
+	fake := &fakeBackend{delays: []time.Duration{time.Millisecond}, fail: func(call int) error {
+		if call == 2 {
+			return errors.New("stream ended before the server's final message")
+		}
+		return nil
+	}}
+	status, err, events := runPlan(t, context.Background(), testPlan(t, 0, 3, "greedy"), fake)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	recs := trials(events)
+	if len(recs) != 3 || recs[1].Status != session.StatusError || !strings.Contains(recs[1].Error, "final message") {
+		t.Fatalf("%+v", recs)
+	}
+	fin := events[len(events)-1].(Finished)
+	if sum := fin.Summary["greedy"]; sum.TimedOK != 2 || sum.Degraded != 1 {
+		t.Errorf("summary %+v", sum)
+	}
+}
+
+func TestTimeoutAndAllFailed(t *testing.T) {
+	plan := testPlan(t, 0, 2, "greedy")
+	plan.Profile.TrialTimeout = 30 * time.Millisecond
+	status, err, events := runPlan(t, context.Background(), plan, &fakeBackend{block: true})
+	recs := trials(events)
+	if err != nil || status != session.StatusFailed || len(recs) != 2 || recs[0].Status != session.StatusTimeout ||
+		!strings.Contains(recs[0].Error, "30ms trial timeout") {
+		t.Fatalf("%v %v %+v", status, err, recs)
+	}
+}
+
+func TestCancelLeavesAPartialConsistentSession(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	fake := &fakeBackend{delays: []time.Duration{time.Millisecond}}
+	fake.fail = func(call int) error {
+		if call == 3 {
+			cancel() // the user presses ctrl+c during trial 3
+			return context.Canceled
+		}
+		return nil
+	}
+	status, err, events := runPlan(t, ctx, testPlan(t, 0, 50, "greedy"), fake)
+	if err != nil || status != session.StatusPartial {
+		t.Fatal(status, err)
+	}
+	fin := events[len(events)-1].(Finished)
+	s, err := session.Load(fin.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Records) != 3 || s.Records[2].Status != session.StatusCanceled || s.Manifest.Status != session.StatusPartial || s.Manifest.FinishedAt == nil {
+		t.Errorf("records %d last %+v manifest %+v", len(s.Records), s.Records[len(s.Records)-1], s.Manifest)
+	}
+}
+
+func TestProbeFailureWritesNothing(t *testing.T) {
+	plan := testPlan(t, 0, 2, "greedy")
+	_, err, events := runPlan(t, context.Background(), plan, &fakeBackend{probeErr: errors.New("cannot connect")})
+	if err == nil || !strings.Contains(err.Error(), "cannot connect") || len(events) != 0 {
+		t.Fatalf("%v %v", err, events)
+	}
+	if entries, _ := os.ReadDir(plan.OutDir); len(entries) != 0 {
+		t.Errorf("files written: %v", entries)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	p, _ := profiles.Find("greedy-vs-sampling")
+	base := Options{Backend: "ollama", OutDir: t.TempDir(), Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride}
+	plan, err := Resolve(p, base)
+	if err != nil || plan.Model != "gemma3:270m" || plan.Config.URL != "http://127.0.0.1:11434" || plan.Profile.Trials != 30 {
+		t.Fatalf("%+v %v", plan, err)
+	}
+	hash := plan.ConfigHash()
+	if again, _ := Resolve(p, base); again.ConfigHash() != hash {
+		t.Error("config hash not stable")
+	}
+	o := base
+	o.Trials, o.Warmup = 7, 0
+	if changed, _ := Resolve(p, o); changed.ConfigHash() == hash || changed.Profile.Trials != 7 || changed.Profile.Warmup != 0 || p.Trials != 30 {
+		t.Error("overrides not applied, or the profile was changed")
+	}
+	t.Setenv("MY_KEY", "sk-secret")
+	o = base
+	o.Backend, o.Model, o.APIKeyEnv = "openai", "x", "MY_KEY"
+	if plan, _ := Resolve(p, o); plan.Config.APIKey != "sk-secret" || plan.Config.URL != "http://127.0.0.1:8000/v1" {
+		t.Errorf("openai plan %+v", plan.Config)
+	}
+	for _, c := range []struct {
+		edit func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.Backend = "vllm" }, `unknown backend "vllm"; use one of ollama, llamacpp, openai`},
+		{func(o *Options) { o.Backend = "" }, "no backend chosen"},
+		{func(o *Options) { o.Trials = 0 }, "--trials 0"},
+		{func(o *Options) { o.Warmup = -2 }, "--warmup -2"},
+		{func(o *Options) { o.Backend = "openai" }, "no model for backend openai"},
+	} {
+		o := base
+		c.edit(&o)
+		if _, err := Resolve(p, o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error %v, want %q", err, c.want)
+		}
+	}
+	bad, _ := profiles.Parse("bad.toml", []byte("prompts=[\"x\"]\nmax_tokens=1\ntrials=1\n[models]\nolama = \"m\"\n[[arms]]\nname=\"a\"\n"))
+	if _, err := Resolve(bad, base); err == nil || !strings.Contains(err.Error(), `bad.toml:5: [models] unknown backend "olama"`) {
+		t.Errorf("unknown backend in profile: %v", err)
+	}
+}
+
+// BenchmarkOnChunk measures the per-token hot path: the callback, its
+// monotonic timestamp and the append into the trial's arrival buffer.
+// Trials of 1,024 tokens reuse one buffer, as the runner does.
+func BenchmarkOnChunk(b *testing.B) {
+	const maxTokens = 1024
+	c := tokenClock{arrivals: make([]metrics.Arrival, 0, maxTokens+8)}
+	var onChunk backends.OnChunk = c.onChunk
+	c.reset(time.Now())
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		if n == maxTokens {
+			c.reset(time.Now())
+			n = 0
+		}
+		onChunk(1)
+		n++
+	}
+}
