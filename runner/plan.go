@@ -158,9 +158,9 @@ func DefaultOutDir() (string, error) {
 // where files go and any secret.
 func (p *Plan) ConfigHash() string {
 	canonical := struct {
-		Profile                     profiles.Profile
+		Profile                       profiles.Profile
 		Backend, URL, Endpoint, Model string
-		ConvergeTol                 float64
+		ConvergeTol                   float64
 	}{p.Profile, p.Kind.Name, p.Config.URL, p.Config.Endpoint, p.Model, p.ConvergeTol}
 	canonical.Profile.Source = ""
 	data, err := json.Marshal(canonical)

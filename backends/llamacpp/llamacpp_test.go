@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/tokentop/tokentop/backends"
-	"github.com/tokentop/tokentop/backends/internal/replay"
 	"github.com/tokentop/tokentop/backends/internal/stream"
+	"github.com/tokentop/tokentop/backends/replay"
 )
 
 func generate(t *testing.T, h http.HandlerFunc) (chunks, tokens int, res backends.Result, err error) {

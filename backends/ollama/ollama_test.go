@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/tokentop/tokentop/backends"
-	"github.com/tokentop/tokentop/backends/internal/replay"
 	"github.com/tokentop/tokentop/backends/internal/stream"
+	"github.com/tokentop/tokentop/backends/replay"
 )
 
 func generate(t *testing.T, h http.HandlerFunc) (chunks, tokens int, res backends.Result, err error) {

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/tokentop/tokentop/backends"
-	"github.com/tokentop/tokentop/backends/internal/replay"
 	"github.com/tokentop/tokentop/backends/internal/stream"
+	"github.com/tokentop/tokentop/backends/replay"
 )
 
 type generation struct {

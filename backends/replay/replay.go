@@ -1,4 +1,4 @@
-// Package replay serves responses recorded from real servers
+// Package replay is test support: it serves responses recorded from real servers
 // (../shared/fixtures) from a local httptest server, for backend tests.
 package replay
 
@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FixturesDir finds ../shared/fixtures beside the repository root.
@@ -77,7 +78,11 @@ type Route map[string]http.HandlerFunc
 
 // Serve answers a route with a recorded exchange, flushing the body line
 // by line as a streaming server would.
-func Serve(ex Exchange) http.HandlerFunc {
+func Serve(ex Exchange) http.HandlerFunc { return Paced(ex, 0) }
+
+// Paced is Serve with a pause before each line, for a stream that takes
+// time, as a real generation does.
+func Paced(ex Exchange, gap time.Duration) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if ex.ContentType != "" {
 			w.Header().Set("Content-Type", ex.ContentType)
@@ -85,6 +90,13 @@ func Serve(ex Exchange) http.HandlerFunc {
 		w.WriteHeader(ex.Status)
 		flusher, _ := w.(http.Flusher)
 		for _, line := range strings.SplitAfter(string(ex.Body), "\n") {
+			if gap > 0 {
+				select {
+				case <-time.After(gap):
+				case <-r.Context().Done():
+					return
+				}
+			}
 			w.Write([]byte(line))
 			if flusher != nil {
 				flusher.Flush()

@@ -1,0 +1,243 @@
+// Command tokentop benchmarks LLM inference: it runs warmup and timed
+// generation trials against a backend, saves them as a session, and
+// compares sessions. This file is wiring only: flags, subcommands, exit
+// codes.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/registry"
+	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/runner"
+	"github.com/tokentop/tokentop/session"
+	"github.com/tokentop/tokentop/ui"
+)
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitInterrupted = 130
+)
+
+const usage = `tokentop benchmarks LLM inference live.
+
+Usage:
+  tokentop run [flags]                      run a profile's trials against a backend
+  tokentop compare A.toml B.toml [...]      compare sessions (or A.toml#arm1 A.toml#arm2)
+  tokentop profiles                         list built-in and user profiles
+  tokentop backends [--url URL]             show which backends are reachable
+
+Run 'tokentop COMMAND -h' for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(args[1:], stdout, stderr)
+	case "compare":
+		return cmdCompare(args[1:], stdout, stderr)
+	case "profiles":
+		return cmdProfiles(args[1:], stdout, stderr)
+	case "backends":
+		return cmdBackends(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "tokentop: unknown command %q\n\n%s", args[0], usage)
+	return exitUsage
+}
+
+// parseFlags parses flags that may come before, between or after the
+// positional arguments, and returns the positional ones.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("tokentop "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("run", stderr)
+	profileArg := fs.String("profile", profiles.DefaultName, "profile name or path to a .toml file")
+	opts := runner.Options{}
+	fs.StringVar(&opts.Backend, "backend", "", "backend: "+strings.Join(registry.Names(), ", "))
+	fs.StringVar(&opts.URL, "url", "", "server URL (default: the backend's usual local address)")
+	fs.StringVar(&opts.Model, "model", "", "model name (default: the profile's model for the backend)")
+	fs.StringVar(&opts.Endpoint, "endpoint", "", "openai backend: completions (default) or chat")
+	fs.StringVar(&opts.APIKeyEnv, "api-key-env", "", "environment variable holding the API key (openai default: "+runner.DefaultAPIKeyEnv+")")
+	fs.StringVar(&opts.OutDir, "out", "", "sessions folder (default: tokentop/sessions under the user data folder)")
+	fs.IntVar(&opts.Trials, "trials", runner.NoOverride, "timed trials per arm (overrides the profile)")
+	fs.IntVar(&opts.Warmup, "warmup", runner.NoOverride, "warmup trials per arm (overrides the profile)")
+	fs.IntVar(&opts.MaxTokens, "max-tokens", runner.NoOverride, "tokens to generate per trial (overrides the profile)")
+	fs.Bool("headless", true, "print plain progress lines (the only mode until the dashboard lands)")
+	positional, err := parseFlags(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(positional) > 0 {
+		fmt.Fprintf(stderr, "tokentop run: unexpected argument %q\n", positional[0])
+		return exitUsage
+	}
+	profile, err := profiles.Find(*profileArg)
+	if err != nil {
+		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		return exitUsage
+	}
+	plan, err := runner.Resolve(profile, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		return exitUsage
+	}
+	backend, err := plan.Kind.New(plan.Config)
+	if err != nil {
+		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		return exitUsage
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	events := make(chan runner.Event, 64)
+	var printed sync.WaitGroup
+	printed.Go(func() { ui.Headless(stdout, events) })
+	status, err := runner.Run(ctx, plan, backend, events)
+	printed.Wait()
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		return exitFailed
+	case ctx.Err() != nil:
+		fmt.Fprintln(stderr, "tokentop: interrupted; the session is saved as partial")
+		return exitInterrupted
+	case status == session.StatusFailed:
+		fmt.Fprintln(stderr, "tokentop: no trial succeeded; see the error column of the trials CSV")
+		return exitFailed
+	}
+	return exitOK
+}
+
+func cmdCompare(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("compare", stderr)
+	metric := fs.String("metric", "", "compare only this metric (default: "+strings.Join(session.CompareMetrics, ", ")+")")
+	format := fs.String("format", "text", "output format: "+strings.Join(session.Formats, ", "))
+	positional, err := parseFlags(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(positional) == 0 {
+		fmt.Fprintln(stderr, "tokentop compare: name at least one session manifest (A.toml, or A.toml#arm)")
+		return exitUsage
+	}
+	metricNames := session.CompareMetrics
+	if *metric != "" {
+		metricNames = []string{*metric}
+	}
+	refs := make([]session.Ref, len(positional))
+	sessions := make([]*session.Session, len(positional))
+	for i, arg := range positional {
+		refs[i] = session.ParseRef(arg)
+		if sessions[i], err = session.Load(refs[i].Path); err != nil {
+			fmt.Fprintf(stderr, "tokentop: %v\n", err)
+			return exitFailed
+		}
+	}
+	cmp, err := session.Compare(refs, sessions, metricNames)
+	if err == nil {
+		err = cmp.Write(stdout, *format)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		return exitUsage
+	}
+	return exitOK
+}
+
+func cmdProfiles(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("profiles", stderr)
+	if _, err := parseFlags(fs, args); err != nil {
+		return exitUsage
+	}
+	list, problems := profiles.All()
+	dir, err := profiles.UserDir()
+	if err != nil {
+		dir = "(no user config folder: " + err.Error() + ")"
+	}
+	ui.WriteProfiles(stdout, list, dir, problems)
+	return exitOK
+}
+
+func cmdBackends(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("backends", stderr)
+	url := fs.String("url", "", "probe every backend kind at this URL instead of their usual local addresses")
+	apiKeyEnv := fs.String("api-key-env", runner.DefaultAPIKeyEnv, "environment variable holding the openai API key")
+	if _, err := parseFlags(fs, args); err != nil {
+		return exitUsage
+	}
+	reports := make([]ui.ProbeReport, len(registry.Kinds))
+	var wg sync.WaitGroup
+	for i, kind := range registry.Kinds {
+		wg.Go(func() {
+			cfg := backends.Config{URL: kind.DefaultURL, APIKey: os.Getenv(*apiKeyEnv)}
+			if *url != "" {
+				cfg.URL = *url
+			}
+			reports[i] = probe(kind, cfg)
+		})
+	}
+	wg.Wait()
+	ui.WriteBackends(stdout, reports)
+	return exitOK
+}
+
+func probe(kind backends.Kind, cfg backends.Config) ui.ProbeReport {
+	report := ui.ProbeReport{Kind: kind, Info: backends.Info{URL: cfg.URL}}
+	b, err := kind.New(cfg)
+	if err != nil {
+		report.Err = err
+		return report
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	info, err := b.Probe(ctx, "")
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = errors.New("no answer within 3s")
+	}
+	if info.URL != "" {
+		report.Info = info
+	}
+	report.Err = err
+	return report
+}

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tokentop/tokentop/backends/replay"
+	"github.com/tokentop/tokentop/session"
+)
+
+// ollamaServer replays recorded Ollama answers; each generation streams
+// its 33 recorded lines gap apart.
+func ollamaServer(t *testing.T, gap time.Duration) string {
+	t.Helper()
+	srv := replay.NewServer(t, replay.Route{
+		"GET /api/version":   replay.Serve(replay.Load(t, "ollama/api_version")),
+		"GET /api/tags":      replay.Serve(replay.Load(t, "ollama/api_tags")),
+		"POST /api/show":     replay.Serve(replay.Load(t, "ollama/api_show")),
+		"POST /api/generate": replay.Paced(replay.Load(t, "ollama/api_generate_t0_stream"), gap),
+	})
+	return srv.URL
+}
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func manifests(t *testing.T, dir string) []string {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.toml"))
+	return paths
+}
+
+func TestRunHeadlessThenCompare(t *testing.T) {
+	url := ollamaServer(t, 0)
+	out := t.TempDir()
+	code, stdout, stderr := runCLI("run", "--backend", "ollama", "--url", url, "--model", "tiny15m", "--profile", "greedy-vs-sampling",
+		"--trials", "4", "--warmup", "1", "--headless", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"server 0.33.0-rc2", "greedy       warmup    1/5", "temp-0.8     timed     5/5", "top-k-40", "e2e mean", "status complete", "saved " + out} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	paths := manifests(t, out)
+	if len(paths) != 1 {
+		t.Fatalf("manifests %v", paths)
+	}
+	s, err := session.Load(paths[0])
+	if err != nil || len(s.Records) != 15 || s.Manifest.Backend.Digest == "" {
+		t.Fatalf("%v %d %+v", err, len(s.Records), s.Manifest.Backend)
+	}
+	code, stdout, stderr = runCLI("compare", paths[0]+"#greedy", paths[0]+"#temp-0.8", "--metric", "e2e_ms", "--format", "md")
+	if code != exitOK || !strings.Contains(stdout, "| e2e_ms | mean |") || !strings.Contains(stdout, "#temp-0.8 is compared with") {
+		t.Errorf("compare exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+func TestBadInputExitsWithAClearMessage(t *testing.T) {
+	out := t.TempDir()
+	profile := filepath.Join(t.TempDir(), "p.toml")
+	os.WriteFile(profile, []byte("prompts = [\"x\"]\nmax_tokens = 4\ntrials = -1\n[[arms]]\nname = \"a\"\n"), 0o644)
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run", "--backend", "vllm"}, exitUsage, `unknown backend "vllm"`},
+		{[]string{"run", "--backend", "ollama", "--profile", profile}, exitUsage, "p.toml:3: trials: -1 is not a trial count"},
+		{[]string{"run", "--backend", "ollama", "--url", replay.ClosedURL(t), "--out", out}, exitFailed, "connection refused (is the server running?)"},
+		{[]string{"compare", filepath.Join(out, "missing.toml")}, exitFailed, "missing.toml"},
+		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+	}
+	for _, c := range cases {
+		code, _, stderr := runCLI(c.args...)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, stderr, c.code, c.want)
+		}
+	}
+	if len(manifests(t, out)) != 0 {
+		t.Error("a failed start left a session behind")
+	}
+}
+
+func TestUnknownModelIsRefusedBeforeAnyTrial(t *testing.T) {
+	srv := replay.NewServer(t, replay.Route{
+		"GET /api/version": replay.Serve(replay.Load(t, "ollama/api_version")),
+		"GET /api/tags":    replay.Serve(replay.Load(t, "ollama/api_tags")),
+		"POST /api/show":   replay.Serve(replay.Load(t, "ollama/error_unknown_model_show")),
+	})
+	code, _, stderr := runCLI("run", "--backend", "ollama", "--url", srv.URL, "--model", "nope", "--out", t.TempDir())
+	if code != exitFailed || !strings.Contains(stderr, "ollama pull nope") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+func TestProfilesAndBackendsCommands(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	code, stdout, _ := runCLI("profiles")
+	if code != exitOK || !strings.Contains(stdout, "greedy-vs-sampling") || !strings.Contains(stdout, "repeatability") || !strings.Contains(stdout, "quick") {
+		t.Errorf("profiles:\n%s", stdout)
+	}
+	code, stdout, _ = runCLI("backends", "--url", ollamaServer(t, 0))
+	if code != exitOK || !strings.Contains(stdout, "reachable, server 0.33.0-rc2, models: tiny15m:latest") || !strings.Contains(stdout, "not reachable") {
+		t.Errorf("backends:\n%s", stdout)
+	}
+}
+
+// buildBinary compiles tokentop for the signal tests.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tokentop")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startRun starts the binary on a slow replayed server and waits until at
+// least n trials are on disk.
+func startRun(t *testing.T, bin string, n int) (*exec.Cmd, string, *bytes.Buffer) {
+	t.Helper()
+	out := t.TempDir()
+	cmd := exec.Command(bin, "run", "--backend", "ollama", "--url", ollamaServer(t, 2*time.Millisecond), "--model", "tiny15m",
+		"--profile", "quick", "--warmup", "0", "--trials", "1000", "--out", out)
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if paths := manifests(t, out); len(paths) == 1 {
+			data, _ := os.ReadFile(strings.TrimSuffix(paths[0], ".toml") + ".trials.csv")
+			if bytes.Count(data, []byte("\n")) > n {
+				return cmd, paths[0], &stdout
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no %d trials within 30s:\n%s", n, stdout.String())
+	return nil, "", nil
+}
+
+func TestKill9MidRunKeepsEveryFinishedTrial(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	cmd, manifest, _ := startRun(t, buildBinary(t), 3)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	s, err := session.Load(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Manifest.Status != session.StatusRunning || len(s.Records) < 3 {
+		t.Errorf("status %s, %d records", s.Manifest.Status, len(s.Records))
+	}
+	for _, r := range s.Records {
+		if r.Status != session.StatusOK || r.OutputTokens != 32 {
+			t.Errorf("a finished trial was damaged: %+v", r)
+		}
+	}
+	code, stdout, stderr := runCLI("compare", manifest)
+	if code != exitOK || !strings.Contains(stdout, "e2e_ms") || !strings.Contains(stdout, `status is still "running"`) {
+		t.Errorf("compare of a killed session: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+func TestSigintSavesAPartialSessionAndExits130(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	cmd, manifest, output := startRun(t, buildBinary(t), 2)
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if exitErr, ok := err.(*exec.ExitError); !ok || exitErr.ExitCode() != exitInterrupted {
+		t.Fatalf("exit: %v\n%s", err, output.String())
+	}
+	s, err := session.Load(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := s.Records[len(s.Records)-1]
+	if s.Manifest.Status != session.StatusPartial || len(s.Warnings) != 0 || last.Status != session.StatusCanceled || s.Manifest.Summary["greedy"].TimedOK < 2 {
+		t.Errorf("status %s warnings %v last %+v", s.Manifest.Status, s.Warnings, last)
+	}
+}
+
+func TestServerCuttingAStreamDegradesOneTrialOnly(t *testing.T) {
+	good, cut := replay.Serve(replay.Load(t, "ollama/api_generate_t0_stream")), replay.Cut(replay.Load(t, "ollama/kill9_serve_api_generate_stream"))
+	var calls atomic.Int32
+	srv := replay.NewServer(t, replay.Route{
+		"GET /api/version": replay.Serve(replay.Load(t, "ollama/api_version")),
+		"GET /api/tags":    replay.Serve(replay.Load(t, "ollama/api_tags")),
+		"POST /api/show":   replay.Serve(replay.Load(t, "ollama/api_show")),
+		"POST /api/generate": func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) == 2 {
+				cut(w, r)
+				return
+			}
+			good(w, r)
+		},
+	})
+	out := t.TempDir()
+	code, stdout, stderr := runCLI("run", "--backend", "ollama", "--url", srv.URL, "--model", "tiny15m", "--profile", "quick", "--warmup", "0", "--trials", "4", "--out", out)
+	if code != exitOK || !strings.Contains(stdout, "status complete") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	s, err := session.Load(manifests(t, out)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := s.Manifest.Summary["greedy"]; sum.TimedOK != 3 || sum.Degraded != 1 || s.Records[1].Status != session.StatusError ||
+		!strings.Contains(s.Records[1].Error, "stream ended before the server's final message") || s.Records[1].OutputTokens != 2 {
+		t.Errorf("summary %+v, record 2 %+v", sum, s.Records[1])
+	}
+}

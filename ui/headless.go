@@ -1,0 +1,158 @@
+// Package ui holds tokentop's front ends. This file is the headless one:
+// plain progress lines and tables for terminals, logs and CI. It only
+// reads runner events and session data; it never touches the measurement.
+package ui
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/runner"
+	"github.com/tokentop/tokentop/session"
+)
+
+// Headless prints one line per trial and the final summary, reading
+// events until the runner closes the channel.
+func Headless(w io.Writer, events <-chan runner.Event) {
+	planned := map[string]int{}
+	for ev := range events {
+		switch ev := ev.(type) {
+		case runner.Started:
+			fmt.Fprintf(w, "backend %s at %s: model %s, server %s\n", ev.Info.Kind, ev.Info.URL, orDash(ev.Info.Model), orDash(ev.Info.ServerVersion))
+			fmt.Fprintf(w, "session %s\n", ev.Manifest)
+			fmt.Fprintf(w, "arms %s: %d warmup + %d timed trials each\n", strings.Join(ev.Arms, ", "), ev.WarmupPerArm, ev.TrialsPerArm)
+			for _, a := range ev.Arms {
+				planned[a] = ev.WarmupPerArm + ev.TrialsPerArm
+			}
+		case runner.TrialDone:
+			fmt.Fprintln(w, ProgressLine(ev.Record, planned[ev.Record.Arm]))
+		case runner.ArmStopped:
+			fmt.Fprintf(w, "%s stopped: %s\n", ev.Arm, ev.Reason)
+		case runner.Finished:
+			fmt.Fprintln(w)
+			WriteSummary(w, ev.Summary)
+			fmt.Fprintf(w, "\nstatus %s", ev.Status)
+			if ev.Note != "" {
+				fmt.Fprintf(w, " (%s)", ev.Note)
+			}
+			fmt.Fprintf(w, "\nsaved %s\n", ev.Manifest)
+		}
+	}
+}
+
+// ProgressLine describes one finished trial.
+func ProgressLine(r session.Record, planned int) string {
+	status := r.Status
+	if r.Error != "" {
+		status += ": " + r.Error
+	}
+	return fmt.Sprintf("%-12s %-6s %4d/%-4d ttft %9s  e2e %9s  %8s tok/s  %3s tok  %s",
+		r.Arm, r.Phase, r.Trial, planned, millis(r.TTFTMs), millis(r.E2EMs), number(r.OutputTPS, 1), count(r.OutputTokens), status)
+}
+
+func millis(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f ms", v)
+}
+
+func number(v float64, decimals int) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return fmt.Sprintf("%.*f", decimals, v)
+}
+
+func count(n int) string {
+	if n < 0 {
+		return "—"
+	}
+	return fmt.Sprint(n)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// WriteSummary prints the per-arm table of e2e statistics, TTFT, tok/s
+// and the run-quality figures.
+func WriteSummary(w io.Writer, summary map[string]session.ArmSummary) {
+	arms := make([]string, 0, len(summary))
+	for a := range summary {
+		arms = append(arms, a)
+	}
+	sort.Strings(arms)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "arm\tn\tdegraded\te2e mean\tmedian [95% CI]\tp95\tp99\tmax\tCV\tttft p50\ttok/s\twarmup ratio\tconverged at\t")
+	for _, a := range arms {
+		s := summary[a]
+		e2e, ttft, tps := s.Metrics["e2e_ms"], s.Metrics["ttft_ms"], s.Metrics["output_tps"]
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s [%s, %s]\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a, s.TimedOK, s.Degraded,
+			millis(e2e.Mean), millis(e2e.Median), number(e2e.MedianCILo, 1), number(e2e.MedianCIHi, 1),
+			millis(e2e.P95), millis(e2e.P99), millis(e2e.Max), number(e2e.CV, 3), millis(ttft.Median),
+			number(tps.Mean, 1), number(s.WarmupRatio, 2), convergedAt(s))
+	}
+	tw.Flush()
+	for _, a := range arms {
+		if n := summary[a].TokenCountMismatches; n > 0 {
+			fmt.Fprintf(w, "note: %s: in %d trials the server's token count differed from the tokens seen in the stream\n", a, n)
+		}
+	}
+}
+
+func convergedAt(s session.ArmSummary) string {
+	if s.ConvergedAt == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("n=%d (±%g%%)", s.ConvergedAt, s.ConvergeTolerance*100)
+}
+
+// WriteProfiles lists profiles with their plan.
+func WriteProfiles(w io.Writer, list []*profiles.Profile, userDir string, problems []error) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSOURCE\tPLAN\tARMS\tDESCRIPTION")
+	for _, p := range list {
+		var arms []string
+		for _, a := range p.Arms {
+			arms = append(arms, a.Name)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d warmup + %d trials, %d tokens\t%s\t%s\n", p.Name, p.Source, p.Warmup, p.Trials, p.MaxTokens, strings.Join(arms, ", "), p.Description)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nuser profiles: %s/*.toml\n", userDir)
+	for _, err := range problems {
+		fmt.Fprintf(w, "skipped: %v\n", err)
+	}
+}
+
+// ProbeReport is one backend's answer to `tokentop backends`.
+type ProbeReport struct {
+	Kind backends.Kind
+	Info backends.Info
+	Err  error
+}
+
+// WriteBackends prints what each backend's probe found.
+func WriteBackends(w io.Writer, reports []ProbeReport) {
+	for _, r := range reports {
+		if r.Err != nil {
+			fmt.Fprintf(w, "%-9s %s\n          not reachable: %v\n", r.Kind.Name, r.Info.URL, r.Err)
+			continue
+		}
+		fmt.Fprintf(w, "%-9s %s\n          reachable, server %s", r.Kind.Name, r.Info.URL, orDash(r.Info.ServerVersion))
+		if len(r.Info.Models) > 0 {
+			fmt.Fprintf(w, ", models: %s", strings.Join(r.Info.Models, ", "))
+		}
+		fmt.Fprintln(w)
+	}
+}
