@@ -74,7 +74,7 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 			arms = []string{ref.Arm}
 		}
 		for _, arm := range arms {
-			c.Columns = append(c.Columns, Column{Label: filepath.Base(ref.Path) + "#" + arm, Arm: arm, records: Counted(groups[arm]), Baseline: -1})
+			c.Columns = append(c.Columns, Column{Label: strings.TrimSuffix(filepath.Base(ref.Path), ".toml") + "#" + arm, Arm: arm, records: Counted(groups[arm]), Baseline: -1})
 		}
 	}
 	if len(c.Columns) == 0 {

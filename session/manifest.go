@@ -53,7 +53,7 @@ type ProfileInfo struct {
 	Timeout     string   `toml:"timeout"`
 	Order       string   `toml:"order"`
 	Seed        int64    `toml:"seed"`
-	USDPerHour  float64  `toml:"usd_per_hour,omitempty"`
+	USDPerHour  float64  `toml:"usd_per_hour,omitzero"`
 	Prompts     []string `toml:"prompts"`
 }
 

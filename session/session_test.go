@@ -168,7 +168,7 @@ func TestComparePairsArmsAndComputesDeltas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Columns) != 4 || c.Columns[2].Label != "B.toml#greedy" || c.Columns[2].Baseline != 0 || c.Columns[3].Baseline != 1 {
+	if len(c.Columns) != 4 || c.Columns[2].Label != "B#greedy" || c.Columns[2].Baseline != 0 || c.Columns[3].Baseline != 1 {
 		t.Fatalf("columns %+v", c.Columns)
 	}
 	mean := c.Rows[0]
@@ -201,13 +201,13 @@ func TestCompareFormats(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !strings.Contains(text.String(), "126.5 (+10.0%)") || !strings.Contains(text.String(), "B.toml#greedy is compared with A.toml#greedy.") {
+	if !strings.Contains(text.String(), "126.5 (+10.0%)") || !strings.Contains(text.String(), "B#greedy is compared with A#greedy.") {
 		t.Errorf("text:\n%s", text.String())
 	}
 	if !strings.Contains(md.String(), "| e2e_ms | mean | 115.0 | 126.5 (+10.0%) |") {
 		t.Errorf("markdown:\n%s", md.String())
 	}
-	if !strings.Contains(csvOut.String(), "e2e_ms,mean,B.toml#greedy,A.toml#greedy,126.5") {
+	if !strings.Contains(csvOut.String(), "e2e_ms,mean,B#greedy,A#greedy,126.5") {
 		t.Errorf("csv:\n%s", csvOut.String())
 	}
 	var parsed struct{ Rows []struct{ Metric string } }

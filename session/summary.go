@@ -64,7 +64,7 @@ type ArmSummary struct {
 	ConvergedAt          int     `toml:"converged_at"`
 	ConvergeTolerance    float64 `toml:"converge_tolerance"`
 	TokenCountMismatches int     `toml:"token_count_mismatches"`
-	USDPer1MTokens       float64 `toml:"usd_per_1m_tokens,omitempty"`
+	USDPer1MTokens       float64 `toml:"usd_per_1m_tokens,omitzero"`
 	// Metrics holds one table per metric, e.g. [summary.greedy.metrics.e2e_ms].
 	Metrics map[string]MetricSummary `toml:"metrics"`
 }

@@ -20,18 +20,16 @@ import (
 // Headless prints one line per trial and the final summary, reading
 // events until the runner closes the channel.
 func Headless(w io.Writer, events <-chan runner.Event) {
-	planned := map[string]int{}
+	var warmup, trials int
 	for ev := range events {
 		switch ev := ev.(type) {
 		case runner.Started:
 			fmt.Fprintf(w, "backend %s at %s: model %s, server %s\n", ev.Info.Kind, ev.Info.URL, orDash(ev.Info.Model), orDash(ev.Info.ServerVersion))
 			fmt.Fprintf(w, "session %s\n", ev.Manifest)
 			fmt.Fprintf(w, "arms %s: %d warmup + %d timed trials each\n", strings.Join(ev.Arms, ", "), ev.WarmupPerArm, ev.TrialsPerArm)
-			for _, a := range ev.Arms {
-				planned[a] = ev.WarmupPerArm + ev.TrialsPerArm
-			}
+			warmup, trials = ev.WarmupPerArm, ev.TrialsPerArm
 		case runner.TrialDone:
-			fmt.Fprintln(w, ProgressLine(ev.Record, planned[ev.Record.Arm]))
+			fmt.Fprintln(w, ProgressLine(ev.Record, warmup, trials))
 		case runner.ArmStopped:
 			fmt.Fprintf(w, "%s stopped: %s\n", ev.Arm, ev.Reason)
 		case runner.Finished:
@@ -46,14 +44,19 @@ func Headless(w io.Writer, events <-chan runner.Event) {
 	}
 }
 
-// ProgressLine describes one finished trial.
-func ProgressLine(r session.Record, planned int) string {
+// ProgressLine describes one finished trial, counting it within its phase
+// (trial numbers in the files run on across phases).
+func ProgressLine(r session.Record, warmup, trials int) string {
 	status := r.Status
 	if r.Error != "" {
 		status += ": " + r.Error
 	}
+	n, of := r.Trial, warmup
+	if r.Phase == session.PhaseTimed {
+		n, of = r.Trial-warmup, trials
+	}
 	return fmt.Sprintf("%-12s %-6s %4d/%-4d ttft %9s  e2e %9s  %8s tok/s  %3s tok  %s",
-		r.Arm, r.Phase, r.Trial, planned, millis(r.TTFTMs), millis(r.E2EMs), number(r.OutputTPS, 1), count(r.OutputTokens), status)
+		r.Arm, r.Phase, n, of, millis(r.TTFTMs), millis(r.E2EMs), number(r.OutputTPS, 1), count(r.OutputTokens), status)
 }
 
 func millis(v float64) string {

@@ -106,13 +106,7 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return res, stream.ReadErr(err)
-	}
-	if !done {
-		return res, stream.ErrTruncated
-	}
-	return res, nil
+	return res, stream.End(err, done)
 }
 
 // Probe checks /health and reads /props for the build and loaded model.

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -91,11 +89,7 @@ func TestProbe(t *testing.T) {
 
 func FuzzDecode(f *testing.F) {
 	for _, name := range []string{"completion_t0_stream", "completion_t08_stream", "kill9_completion_stream", "completion_ctx_limit_stream"} {
-		data, err := os.ReadFile(filepath.Join(replay.FixturesDir(f), "llamacpp", name+".body"))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
+		f.Add(replay.Load(f, "llamacpp/"+name).Body)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		res, err := decode(bytes.NewReader(data), func(n int) {

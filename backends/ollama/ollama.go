@@ -101,13 +101,7 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return res, stream.ReadErr(err)
-	}
-	if !done {
-		return res, stream.ErrTruncated
-	}
-	return res, nil
+	return res, stream.End(err, done)
 }
 
 // parseFinal copies the final line's counts and timings into res.

@@ -162,11 +162,7 @@ func TestProbe(t *testing.T) {
 
 func FuzzDecode(f *testing.F) {
 	for _, name := range []string{"api_generate_t0_stream", "kill9_runner_api_generate_stream", "repeat_abort_api_generate_stream", "api_generate_ctx_overflow_stream"} {
-		data, err := os.ReadFile(filepath.Join(replay.FixturesDir(f), "ollama", name+".body"))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
+		f.Add(replay.Load(f, "ollama/"+name).Body)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		res, err := decode(bytes.NewReader(data), func(n int) {

@@ -160,13 +160,7 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return res, stream.ReadErr(err)
-	}
-	if !done {
-		return res, stream.ErrTruncated
-	}
-	return res, nil
+	return res, stream.End(err, done)
 }
 
 // Probe lists /models and checks the requested model is among them.
@@ -174,8 +168,7 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 	info := backends.Info{Kind: Kind.Name, URL: b.base}
 	var list struct {
 		Data []struct {
-			ID      string `json:"id"`
-			OwnedBy string `json:"owned_by"`
+			ID string `json:"id"`
 		} `json:"data"`
 	}
 	if err := stream.GetJSON(ctx, b.base+"/models", b.apiKey, &list); err != nil {

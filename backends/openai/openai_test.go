@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -121,11 +119,7 @@ func TestProbeAndEndpointValidation(t *testing.T) {
 
 func FuzzDecode(f *testing.F) {
 	for _, name := range []string{"llamacpp/v1_chat_stream_usage", "llamacpp/kill9_v1_chat_stream", "ollama/v1_completions_stream_usage", "ollama/kill9_runner_v1_chat_stream"} {
-		data, err := os.ReadFile(filepath.Join(replay.FixturesDir(f), name+".body"))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
+		f.Add(replay.Load(f, name).Body)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		res, err := decode(bytes.NewReader(data), func(n int) {

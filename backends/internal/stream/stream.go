@@ -199,6 +199,18 @@ func Describe(err error, url string) error {
 	return fmt.Errorf("%s: %w", url, err)
 }
 
+// End says how a stream ended: a read error is classified by ReadErr, and
+// a clean end without the server's final message is ErrTruncated.
+func End(readErr error, sawFinal bool) error {
+	switch {
+	case readErr != nil:
+		return ReadErr(readErr)
+	case !sawFinal:
+		return ErrTruncated
+	}
+	return nil
+}
+
 // ReadErr classifies an error met while reading a stream body: a cut
 // connection is ErrTruncated, context errors pass through.
 func ReadErr(err error) error {

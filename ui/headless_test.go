@@ -1,0 +1,39 @@
+package ui
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/tokentop/tokentop/session"
+)
+
+func TestProgressLineCountsWithinThePhaseAndShowsErrors(t *testing.T) {
+	r := session.Record{Arm: "greedy", Trial: 4, Phase: session.PhaseTimed, Status: session.StatusError,
+		Error: "HTTP 500: boom", OutputTokens: -1}
+	r.TTFTMs, r.E2EMs, r.OutputTPS = math.NaN(), 12.34, math.NaN()
+	got := ProgressLine(r, 3, 10)
+	for _, want := range []string{"greedy", "timed", "1/10", "ttft         —", "e2e   12.3 ms", "error: HTTP 500: boom"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	r.Phase, r.Trial = session.PhaseWarmup, 2
+	if got := ProgressLine(r, 3, 10); !strings.Contains(got, "2/3") {
+		t.Errorf("warmup line %q", got)
+	}
+}
+
+func TestSummaryTableNotesTokenCountMismatches(t *testing.T) {
+	var buf bytes.Buffer
+	WriteSummary(&buf, map[string]session.ArmSummary{
+		"b": {TimedOK: 3, ConvergedAt: 2, ConvergeTolerance: 0.01, Metrics: map[string]session.MetricSummary{"e2e_ms": {Mean: 100, Median: 99, CV: 0.05}}},
+		"a": {TimedOK: 1, TokenCountMismatches: 2, Metrics: map[string]session.MetricSummary{}},
+	})
+	out := buf.String()
+	if strings.Index(out, "\n  a") > strings.Index(out, "\n  b") || !strings.Contains(out, "n=2 (±1%)") ||
+		!strings.Contains(out, "note: a: in 2 trials the server's token count differed") {
+		t.Errorf("summary:\n%s", out)
+	}
+}
