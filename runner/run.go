@@ -179,6 +179,9 @@ func (r *run) loop(ctx context.Context) (status, note string, err error) {
 			break
 		}
 	}
+	if ctx.Err() != nil {
+		return session.StatusPartial, "interrupted during the last trial", nil
+	}
 	for _, rec := range r.records {
 		if rec.Status == session.StatusOK {
 			return session.StatusComplete, "", nil

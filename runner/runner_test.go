@@ -240,6 +240,22 @@ func TestCancelLeavesAPartialConsistentSession(t *testing.T) {
 	}
 }
 
+func TestCancelDuringTheLastTrialIsStillPartial(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	fake := &fakeBackend{delays: []time.Duration{time.Millisecond}}
+	fake.fail = func(call int) error {
+		if call == 2 {
+			cancel()
+			return context.Canceled
+		}
+		return nil
+	}
+	status, err, _ := runPlan(t, ctx, testPlan(t, 0, 2, "greedy"), fake)
+	if err != nil || status != session.StatusPartial {
+		t.Fatal(status, err)
+	}
+}
+
 func TestProbeFailureWritesNothing(t *testing.T) {
 	plan := testPlan(t, 0, 2, "greedy")
 	_, err, events := runPlan(t, context.Background(), plan, &fakeBackend{probeErr: errors.New("cannot connect")})

@@ -3,7 +3,9 @@ package session
 import (
 	"bytes"
 	"encoding/csv"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,23 +30,32 @@ func Stem(created time.Time, profile, backend string) string {
 
 // Create makes the sessions folder if needed, writes the manifest with
 // status running and the two CSV files with their headers. m.ID becomes
-// the file stem.
+// the file stem, with a suffix if a session of that stem exists.
 func Create(dir string, m *Manifest) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("sessions folder: %w", err)
 	}
 	m.Schema = Schema
 	m.Status = StatusRunning
-	m.TrialsFile = m.ID + ".trials.csv"
-	m.TokensFile = m.ID + ".tokens.csv"
-	w := &Writer{manifest: m, manifestPath: filepath.Join(dir, m.ID+".toml")}
-	if _, err := os.Stat(w.manifestPath); err == nil {
-		return nil, fmt.Errorf("session %s already exists; not overwriting it", w.manifestPath)
-	}
+	w := &Writer{manifest: m}
+	// Two runs started within the same second get -2, -3, … rather than
+	// failing; O_EXCL on the trials file makes the claim race-free.
+	stem := m.ID
 	var err error
-	if w.trials, err = createCSV(filepath.Join(dir, m.TrialsFile), Header); err != nil {
+	for n := 2; ; n++ {
+		w.trials, err = createCSV(filepath.Join(dir, stem+".trials.csv"), Header)
+		if err == nil || !errors.Is(err, fs.ErrExist) || n > 100 {
+			break
+		}
+		stem = fmt.Sprintf("%s-%d", m.ID, n)
+	}
+	if err != nil {
 		return nil, err
 	}
+	m.ID = stem
+	m.TrialsFile = stem + ".trials.csv"
+	m.TokensFile = stem + ".tokens.csv"
+	w.manifestPath = filepath.Join(dir, stem+".toml")
 	if w.tokens, err = createCSV(filepath.Join(dir, m.TokensFile), TokensHeader); err != nil {
 		w.trials.Close()
 		return nil, err

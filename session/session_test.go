@@ -93,8 +93,13 @@ func TestWriteThenLoadRoundTrips(t *testing.T) {
 	if !strings.HasPrefix(string(tokens), "arm,trial,index,t_ms\ngreedy,1,1,10.000\ngreedy,1,4,20.000\n") {
 		t.Errorf("tokens CSV:\n%s", tokens)
 	}
-	if _, err := Create(dir, newManifest("one")); err == nil {
-		t.Error("an existing session was overwritten")
+	again, err := Create(dir, newManifest("one"))
+	if err != nil || again.ManifestPath() != filepath.Join(dir, "one-2.toml") {
+		t.Fatalf("second session with the same stem: %v", err)
+	}
+	again.Close()
+	if s, _ := Load(w.ManifestPath()); len(s.Records) != len(records) {
+		t.Error("the first session was touched by the second")
 	}
 }
 
