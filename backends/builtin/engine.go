@@ -1,0 +1,95 @@
+package builtin
+
+import (
+	"errors"
+	"context"
+	"time"
+)
+
+// Engine runs generations of one model. It is not safe for concurrent
+// use: the runner runs one trial at a time.
+type Engine struct {
+	Model   *Model
+	pool    *Pool
+	state   *State
+	sampler *Sampler
+}
+
+// NewEngine prepares buffers for model with threads workers.
+func NewEngine(m *Model, threads int) *Engine {
+	pool := NewPool(threads)
+	return &Engine{Model: m, pool: pool, state: NewState(m.Weights, pool), sampler: NewSampler(m.Weights.Shape.Vocab)}
+}
+
+// Close stops the worker goroutines.
+func (e *Engine) Close() { e.pool.Close() }
+
+// Threads is the engine's parallelism.
+func (e *Engine) Threads() int { return e.pool.Threads() }
+
+// Generation is what one call of Generate did.
+type Generation struct {
+	PromptTokens int
+	Tokens       []int
+	StopReason   string // "length", "stop" (end of sequence) or "context"
+	Prefill      time.Duration
+	Decode       time.Duration
+}
+
+// Sampling is one trial's strategy.
+type Sampling struct {
+	Temperature float64
+	TopK        int
+	TopP, MinP  float64
+	Seed        int64
+}
+
+// Generate runs prompt through the model (prefill), then samples up to
+// maxTokens tokens, calling emit with each as soon as it is chosen. It
+// stops early at end of sequence (EOS, or BOS, which delimits stories in
+// llama2.c's training data), at the end of the context, or when ctx ends.
+func (e *Engine) Generate(ctx context.Context, prompt []int, maxTokens int, s Sampling, emit func(token int)) (Generation, error) {
+	g := Generation{PromptTokens: len(prompt), StopReason: "length"}
+	if len(prompt) == 0 {
+		return g, errors.New("empty prompt: it needs at least the BOS token")
+	}
+	seqLen := e.Model.Weights.Shape.SeqLen
+	e.sampler.Configure(s.Temperature, s.TopK, s.TopP, s.MinP, s.Seed)
+	start := time.Now()
+	var logits []float32
+	for pos, tok := range prompt {
+		if pos >= seqLen {
+			g.StopReason = "context"
+			return g, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return g, err
+		}
+		logits = e.state.Forward(tok, pos)
+	}
+	g.Prefill = time.Since(start)
+	decodeStart := time.Now()
+	for pos := len(prompt); len(g.Tokens) < maxTokens; pos++ {
+		next := e.sampler.Sample(logits)
+		if next == tokenEOS || next == tokenBOS {
+			g.StopReason = "stop"
+			break
+		}
+		g.Tokens = append(g.Tokens, next)
+		emit(next)
+		if len(g.Tokens) == maxTokens {
+			break
+		}
+		if pos >= seqLen {
+			g.StopReason = "context"
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			g.Decode = time.Since(decodeStart)
+			return g, err
+		}
+		logits = e.state.Forward(next, pos)
+	}
+	g.Decode = time.Since(decodeStart)
+	return g, nil
+}

@@ -1,0 +1,165 @@
+package builtin
+
+import (
+	"math"
+)
+
+// State is one generation's scratch space and KV cache. It is reused across
+// trials: a new generation only resets the position.
+type State struct {
+	w                *Weights
+	x, xb, xb2       []float32 // dim
+	hb, hb2          []float32 // hidden
+	q                []float32 // dim
+	att              []float32 // heads × seq
+	logits           []float32 // vocab
+	keys, values     []float32 // layers × seq × kvdim
+	ropeCos, ropeSin []float32 // seq × headSize/2
+	xq               quantized // x quantized for Q8_0 matrices
+	hq               quantized
+	pool             *Pool
+	job              matJob // the current matvec, kept here so it does not escape per call
+}
+
+type quantized struct {
+	q      []int8
+	scales []float32
+}
+
+func newQuantized(n int) quantized {
+	return quantized{q: make([]int8, n), scales: make([]float32, (n+GroupSize-1)/GroupSize)}
+}
+
+// NewState allocates everything a forward pass needs, up front.
+func NewState(w *Weights, pool *Pool) *State {
+	s := w.Shape
+	seq, hs := s.SeqLen, s.HeadSize()
+	st := &State{w: w, pool: pool,
+		x: make([]float32, s.Dim), xb: make([]float32, s.Dim), xb2: make([]float32, s.Dim), q: make([]float32, s.Dim),
+		hb: make([]float32, s.HiddenDim), hb2: make([]float32, s.HiddenDim),
+		att: make([]float32, s.Heads*seq), logits: make([]float32, s.Vocab),
+		keys: make([]float32, s.Layers*seq*s.KVDim()), values: make([]float32, s.Layers*seq*s.KVDim()),
+		ropeCos: make([]float32, seq*hs/2), ropeSin: make([]float32, seq*hs/2),
+		xq: newQuantized(s.Dim), hq: newQuantized(s.HiddenDim)}
+	// Rotary tables, computed once instead of per token (llama2.c's
+	// frequencies: pair i of a head turns at 10000^(-2i/headSize)).
+	for pos := range seq {
+		for i := 0; i < hs/2; i++ {
+			freq := 1 / math.Pow(10000, float64(2*i)/float64(hs))
+			angle := float64(pos) * freq
+			st.ropeCos[pos*hs/2+i] = float32(math.Cos(angle))
+			st.ropeSin[pos*hs/2+i] = float32(math.Sin(angle))
+		}
+	}
+	return st
+}
+
+// Forward runs token at position pos through the model and returns the
+// logits over the vocabulary (valid until the next call).
+func (st *State) Forward(token, pos int) []float32 {
+	w, s := st.w, st.w.Shape
+	dim, kvDim, hs := s.Dim, s.KVDim(), s.HeadSize()
+	kvMul := s.Heads / s.KVHeads
+	seq := s.SeqLen
+	copy(st.x, w.Embedding[token*dim:(token+1)*dim])
+	scale := float32(1 / math.Sqrt(float64(hs)))
+	cos, sin := st.ropeCos[pos*hs/2:(pos+1)*hs/2], st.ropeSin[pos*hs/2:(pos+1)*hs/2]
+
+	for l := range w.Layers {
+		layer := &w.Layers[l]
+		rmsNorm(st.xb, st.x, layer.AttnNorm, w.NormEps)
+		cacheAt := (l*seq + pos) * kvDim
+		k := st.keys[cacheAt : cacheAt+kvDim]
+		v := st.values[cacheAt : cacheAt+kvDim]
+		st.matVec3(layer.WQ, st.q, layer.WK, k, layer.WV, v, st.xb, &st.xq)
+
+		for h := 0; h < s.Heads; h++ {
+			rope(st.q[h*hs:(h+1)*hs], cos, sin)
+		}
+		for h := 0; h < s.KVHeads; h++ {
+			rope(k[h*hs:(h+1)*hs], cos, sin)
+		}
+
+		layerKeys := st.keys[l*seq*kvDim:]
+		layerValues := st.values[l*seq*kvDim:]
+		for h := 0; h < s.Heads; h++ {
+			q := st.q[h*hs : (h+1)*hs]
+			att := st.att[h*seq : h*seq+pos+1]
+			kvOff := (h / kvMul) * hs
+			for t := 0; t <= pos; t++ {
+				att[t] = dot(q, layerKeys[t*kvDim+kvOff:t*kvDim+kvOff+hs]) * scale
+			}
+			softmax(att)
+			out := st.xb[h*hs : (h+1)*hs]
+			clear(out)
+			for t := 0; t <= pos; t++ {
+				axpy(out, att[t], layerValues[t*kvDim+kvOff:t*kvDim+kvOff+hs])
+			}
+		}
+		st.matVec(layer.WO, st.xb2, st.xb, &st.xq)
+		add(st.x, st.xb2)
+
+		rmsNorm(st.xb, st.x, layer.FFNNorm, w.NormEps)
+		st.matVec2(layer.W1, st.hb, layer.W3, st.hb2, st.xb, &st.xq)
+		swiGLU(st.hb, st.hb2)
+		st.matVec(layer.W2, st.xb, st.hb, &st.hq)
+		add(st.x, st.xb)
+	}
+	rmsNorm(st.x, st.x, w.FinalNorm, w.NormEps)
+	st.matVec(w.Classifier, st.logits, st.x, &st.xq)
+	return st.logits
+}
+
+// rmsNorm writes weight ⊙ x / rms(x) to out (out may be x).
+func rmsNorm(out, x, weight []float32, eps float32) {
+	var ss float32
+	for _, v := range x {
+		ss += v * v
+	}
+	ss = ss/float32(len(x)) + eps
+	inv := float32(1 / math.Sqrt(float64(ss)))
+	for i := range x {
+		out[i] = weight[i] * (inv * x[i])
+	}
+}
+
+// rope rotates consecutive pairs of one head by the position's angles.
+func rope(v, cos, sin []float32) {
+	for i := 0; i < len(v); i += 2 {
+		c, s := cos[i/2], sin[i/2]
+		a, b := v[i], v[i+1]
+		v[i] = a*c - b*s
+		v[i+1] = a*s + b*c
+	}
+}
+
+// softmax normalises x in place, subtracting the max for stability.
+func softmax(x []float32) {
+	maxVal := x[0]
+	for _, v := range x[1:] {
+		maxVal = max(maxVal, v)
+	}
+	var sum float32
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - maxVal)))
+		x[i] = e
+		sum += e
+	}
+	inv := 1 / sum
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+// swiGLU sets hb = silu(hb) ⊙ hb2.
+func swiGLU(hb, hb2 []float32) {
+	for i, v := range hb {
+		hb[i] = v / (1 + float32(math.Exp(float64(-v)))) * hb2[i]
+	}
+}
+
+func add(x, y []float32) {
+	for i := range x {
+		x[i] += y[i]
+	}
+}

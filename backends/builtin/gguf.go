@@ -1,0 +1,383 @@
+package builtin
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// ggml tensor types the engine reads.
+const (
+	ggmlF32  = 0
+	ggmlF16  = 1
+	ggmlQ8_0 = 8
+)
+
+var ggmlTypeNames = map[uint32]string{0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 9: "Q8_1",
+	10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K", 30: "BF16"}
+
+// GGUF is a parsed GGUF header: metadata and tensor directory.
+type GGUF struct {
+	Version    uint32
+	Meta       map[string]any
+	Tensors    map[string]GGUFTensor
+	DataOffset int
+}
+
+// GGUFTensor locates one tensor. Dims are ggml's: Dims[0] varies fastest
+// (the columns of a matrix).
+type GGUFTensor struct {
+	Dims   []uint64
+	Type   uint32
+	Offset uint64
+}
+
+type ggufReader struct {
+	b   []byte
+	pos int
+	err error
+}
+
+var errShort = errors.New("file ends inside the header (truncated?)")
+
+func (r *ggufReader) take(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 || r.pos+n > len(r.b) || r.pos+n < r.pos {
+		r.err = errShort
+		return nil
+	}
+	out := r.b[r.pos : r.pos+n]
+	r.pos += n
+	return out
+}
+
+func (r *ggufReader) u32() uint32 {
+	if b := r.take(4); b != nil {
+		return binary.LittleEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (r *ggufReader) u64() uint64 {
+	if b := r.take(8); b != nil {
+		return binary.LittleEndian.Uint64(b)
+	}
+	return 0
+}
+
+func (r *ggufReader) str() string {
+	n := r.u64()
+	if n > uint64(len(r.b)) {
+		r.err = errShort
+		return ""
+	}
+	return string(r.take(int(n)))
+}
+
+// value reads one metadata value of type t; depth bounds nested arrays.
+func (r *ggufReader) value(t uint32, depth int) any {
+	switch t {
+	case 0, 1:
+		if b := r.take(1); b != nil {
+			if t == 1 {
+				return int64(int8(b[0]))
+			}
+			return uint64(b[0])
+		}
+	case 2, 3:
+		if b := r.take(2); b != nil {
+			v := binary.LittleEndian.Uint16(b)
+			if t == 3 {
+				return int64(int16(v))
+			}
+			return uint64(v)
+		}
+	case 4:
+		return uint64(r.u32())
+	case 5:
+		return int64(int32(r.u32()))
+	case 6:
+		return float64(math.Float32frombits(r.u32()))
+	case 7:
+		if b := r.take(1); b != nil {
+			return b[0] != 0
+		}
+	case 8:
+		return r.str()
+	case 9:
+		elem, n := r.u32(), r.u64()
+		if depth > 2 || n > uint64(len(r.b)-r.pos) { // every element takes at least a byte
+			r.err = fmt.Errorf("metadata array of %d elements does not fit in the file", n)
+			return nil
+		}
+		out := make([]any, 0, n)
+		for i := uint64(0); i < n && r.err == nil; i++ {
+			out = append(out, r.value(elem, depth+1))
+		}
+		return out
+	case 10:
+		return r.u64()
+	case 11:
+		return int64(r.u64())
+	case 12:
+		return math.Float64frombits(r.u64())
+	default:
+		r.err = fmt.Errorf("unknown metadata value type %d", t)
+	}
+	return nil
+}
+
+// ParseGGUF reads a GGUF header, checking every length against the file.
+func ParseGGUF(b []byte) (*GGUF, error) {
+	r := &ggufReader{b: b}
+	if magic := r.take(4); r.err != nil || string(magic) != "GGUF" {
+		return nil, errors.New("not a GGUF file (no GGUF magic)")
+	}
+	g := &GGUF{Version: r.u32(), Meta: map[string]any{}, Tensors: map[string]GGUFTensor{}}
+	if g.Version < 2 || g.Version > 3 {
+		return nil, fmt.Errorf("GGUF version %d is not supported (2 and 3 are)", g.Version)
+	}
+	nTensors, nKV := r.u64(), r.u64()
+	if nTensors > uint64(len(b)) || nKV > uint64(len(b)) {
+		return nil, fmt.Errorf("GGUF header claims %d tensors and %d metadata keys; the file is too small for that", nTensors, nKV)
+	}
+	for i := uint64(0); i < nKV && r.err == nil; i++ {
+		key := r.str()
+		g.Meta[key] = r.value(r.u32(), 0)
+	}
+	for i := uint64(0); i < nTensors && r.err == nil; i++ {
+		name := r.str()
+		nDims := r.u32()
+		if nDims > 4 {
+			return nil, fmt.Errorf("tensor %q has %d dimensions; GGUF allows at most 4", name, nDims)
+		}
+		t := GGUFTensor{Dims: make([]uint64, nDims)}
+		for d := range t.Dims {
+			t.Dims[d] = r.u64()
+		}
+		t.Type, t.Offset = r.u32(), r.u64()
+		g.Tensors[name] = t
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	align := uint64(32)
+	if a, ok := g.Meta["general.alignment"].(uint64); ok && a > 0 && a <= 1<<16 {
+		align = a
+	}
+	g.DataOffset = int((uint64(r.pos) + align - 1) / align * align)
+	return g, nil
+}
+
+func (g *GGUF) metaInt(key string) (int, bool) {
+	switch v := g.Meta[key].(type) {
+	case uint64:
+		return int(min(v, math.MaxInt32)), true
+	case int64:
+		return int(v), true
+	}
+	return 0, false
+}
+
+// LoadGGUF builds a llama model and its tokenizer from a GGUF file.
+func LoadGGUF(b []byte) (*Weights, *Tokenizer, error) {
+	g, err := ParseGGUF(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	if arch, _ := g.Meta["general.architecture"].(string); arch != "llama" {
+		return nil, nil, fmt.Errorf("GGUF architecture is %q; the builtin engine runs llama models only", arch)
+	}
+	tokens, _ := g.Meta["tokenizer.ggml.tokens"].([]any)
+	scores, _ := g.Meta["tokenizer.ggml.scores"].([]any)
+	if len(tokens) == 0 || len(scores) != len(tokens) {
+		return nil, nil, errors.New("GGUF has no tokenizer.ggml.tokens and scores of equal length; the engine needs a sentencepiece vocabulary")
+	}
+	pieces := make([]string, len(tokens))
+	fscores := make([]float32, len(tokens))
+	for i := range tokens {
+		s, ok1 := tokens[i].(string)
+		f, ok2 := scores[i].(float64)
+		if !ok1 || !ok2 {
+			return nil, nil, fmt.Errorf("GGUF tokenizer entry %d is not a string with a float score", i)
+		}
+		pieces[i] = strings.ReplaceAll(s, "\u2581", " ") // sentencepiece's space mark
+		fscores[i] = float32(f)
+	}
+	shape := Shape{Vocab: len(tokens)}
+	for _, field := range []struct {
+		key string
+		dst *int
+	}{{"llama.embedding_length", &shape.Dim}, {"llama.feed_forward_length", &shape.HiddenDim}, {"llama.block_count", &shape.Layers},
+		{"llama.attention.head_count", &shape.Heads}, {"llama.context_length", &shape.SeqLen}} {
+		v, ok := g.metaInt(field.key)
+		if !ok {
+			return nil, nil, fmt.Errorf("GGUF metadata lacks %s", field.key)
+		}
+		*field.dst = v
+	}
+	shape.KVHeads = shape.Heads
+	if v, ok := g.metaInt("llama.attention.head_count_kv"); ok {
+		shape.KVHeads = v
+	}
+	if err := shape.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("GGUF model shape: %w", err)
+	}
+	w := &Weights{Shape: shape, NormEps: 1e-5, Layers: make([]Layer, shape.Layers)}
+	if eps, ok := g.Meta["llama.attention.layer_norm_rms_epsilon"].(float64); ok && eps > 0 {
+		w.NormEps = float32(eps)
+	}
+	if base, ok := g.Meta["llama.rope.freq_base"].(float64); ok && base != 10000 {
+		return nil, nil, fmt.Errorf("GGUF rope.freq_base %g is not supported (the engine uses 10000)", base)
+	}
+	d, h, kv := shape.Dim, shape.HiddenDim, shape.KVDim()
+	load := &tensorLoader{g: g, b: b}
+	w.Embedding = load.vector("token_embd.weight", shape.Vocab, d)
+	w.FinalNorm = load.vector("output_norm.weight", 1, d)
+	if _, ok := g.Tensors["output.weight"]; ok {
+		w.Classifier = load.matrix("output.weight", shape.Vocab, d)
+	} else {
+		w.Classifier = NewF32(shape.Vocab, d, w.Embedding)
+	}
+	for l := range shape.Layers {
+		p := fmt.Sprintf("blk.%d.", l)
+		w.Layers[l] = Layer{
+			AttnNorm: load.vector(p+"attn_norm.weight", 1, d), FFNNorm: load.vector(p+"ffn_norm.weight", 1, d),
+			WQ: load.matrix(p+"attn_q.weight", d, d), WK: load.matrix(p+"attn_k.weight", kv, d),
+			WV: load.matrix(p+"attn_v.weight", kv, d), WO: load.matrix(p+"attn_output.weight", d, d),
+			W1: load.matrix(p+"ffn_gate.weight", h, d), W2: load.matrix(p+"ffn_down.weight", d, h),
+			W3: load.matrix(p+"ffn_up.weight", h, d),
+		}
+	}
+	if load.err != nil {
+		return nil, nil, load.err
+	}
+	return w, NewTokenizer(pieces, fscores), nil
+}
+
+// tensorLoader reads tensors by name, keeping the first error.
+type tensorLoader struct {
+	g   *GGUF
+	b   []byte
+	err error
+}
+
+// data returns tensor name's bytes after checking its shape and type.
+func (l *tensorLoader) data(name string, rows, cols int) (GGUFTensor, []byte) {
+	if l.err != nil {
+		return GGUFTensor{}, nil
+	}
+	t, ok := l.g.Tensors[name]
+	if !ok {
+		l.err = fmt.Errorf("GGUF lacks tensor %s", name)
+		return t, nil
+	}
+	n := uint64(1)
+	for _, d := range t.Dims {
+		n *= d
+	}
+	if n != uint64(rows)*uint64(cols) || (len(t.Dims) > 0 && t.Dims[0] != uint64(cols)) {
+		l.err = fmt.Errorf("tensor %s has dims %v; the model's shape needs %d×%d", name, t.Dims, cols, rows)
+		return t, nil
+	}
+	var size uint64
+	switch t.Type {
+	case ggmlF32:
+		size = n * 4
+	case ggmlF16:
+		size = n * 2
+	case ggmlQ8_0:
+		if n%GroupSize != 0 {
+			l.err = fmt.Errorf("tensor %s: Q8_0 with %d values, not a multiple of %d", name, n, GroupSize)
+			return t, nil
+		}
+		size = n / GroupSize * 34
+	default:
+		typeName := ggmlTypeNames[t.Type]
+		if typeName == "" {
+			typeName = fmt.Sprintf("type %d", t.Type)
+		}
+		l.err = fmt.Errorf("tensor %s is %s; the builtin engine reads F32, F16 and Q8_0", name, typeName)
+		return t, nil
+	}
+	start := uint64(l.g.DataOffset) + t.Offset
+	if start < t.Offset || start+size > uint64(len(l.b)) || start+size < start {
+		l.err = fmt.Errorf("tensor %s runs past the end of the file (truncated?)", name)
+		return t, nil
+	}
+	return t, l.b[start : start+size]
+}
+
+// vector reads a rows × cols tensor as f32 values.
+func (l *tensorLoader) vector(name string, rows, cols int) []float32 {
+	t, raw := l.data(name, rows, cols)
+	if raw == nil {
+		return nil
+	}
+	n := rows * cols
+	switch t.Type {
+	case ggmlF32:
+		return floatsOf(raw)
+	case ggmlF16:
+		out := make([]float32, n)
+		for i := range out {
+			out[i] = f16ToF32(binary.LittleEndian.Uint16(raw[2*i:]))
+		}
+		return out
+	default: // Q8_0
+		out := make([]float32, n)
+		for g := 0; g < n/GroupSize; g++ {
+			block := raw[g*34:]
+			scale := f16ToF32(binary.LittleEndian.Uint16(block))
+			for i := range GroupSize {
+				out[g*GroupSize+i] = float32(int8(block[2+i])) * scale
+			}
+		}
+		return out
+	}
+}
+
+// matrix reads a rows × cols weight; Q8_0 stays quantized.
+func (l *tensorLoader) matrix(name string, rows, cols int) *Matrix {
+	t, raw := l.data(name, rows, cols)
+	if raw == nil {
+		return nil
+	}
+	if t.Type != ggmlQ8_0 {
+		return NewF32(rows, cols, l.vector(name, rows, cols))
+	}
+	m := &Matrix{Rows: rows, Cols: cols, Q8: make([]int8, rows*cols), Scales: make([]float32, rows*cols/GroupSize)}
+	for g := range m.Scales {
+		block := raw[g*34:]
+		m.Scales[g] = f16ToF32(binary.LittleEndian.Uint16(block))
+		for i := range GroupSize {
+			m.Q8[g*GroupSize+i] = int8(block[2+i])
+		}
+	}
+	return m
+}
+
+// f16ToF32 converts an IEEE half-precision value.
+func f16ToF32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := int32(h>>10) & 0x1f
+	mant := uint32(h) & 0x3ff
+	switch {
+	case exp == 0 && mant == 0:
+		return math.Float32frombits(sign)
+	case exp == 0: // subnormal: shift the mantissa up until it is normal
+		exp = 1
+		for mant&0x400 == 0 {
+			mant <<= 1
+			exp--
+		}
+		mant &= 0x3ff
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	}
+	return math.Float32frombits(sign | uint32(exp+112)<<23 | mant<<13)
+}

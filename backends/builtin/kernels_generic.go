@@ -1,0 +1,60 @@
+package builtin
+
+// The portable kernels: plain Go loops, unrolled by four so the compiler
+// keeps independent accumulators. Every kernel is tested against a float64
+// reference.
+
+// dot returns Σ a[i]·b[i] over len(a).
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// axpy sets y += a·x.
+func axpy(y []float32, a float32, x []float32) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] += a * x[i]
+	}
+}
+
+// matVecF32 computes out[r] = m[r]·x for rows [lo, hi).
+func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
+	c := m.Cols
+	for r := lo; r < hi; r++ {
+		out[r] = dot(m.F32[r*c:(r+1)*c], x)
+	}
+}
+
+// matVecQ8 computes out[r] = Σ_groups scale_w·scale_x·Σ q_w·q_x for rows
+// [lo, hi), with integer sums inside each group of 32.
+func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
+	c := m.Cols
+	groups := c / GroupSize
+	for r := lo; r < hi; r++ {
+		w := m.Q8[r*c : (r+1)*c]
+		ws := m.Scales[r*groups : (r+1)*groups]
+		var sum float32
+		for g := range groups {
+			a := w[g*GroupSize : (g+1)*GroupSize]
+			b := x.q[g*GroupSize : (g+1)*GroupSize]
+			var acc int32
+			for i := range GroupSize {
+				acc += int32(a[i]) * int32(b[i])
+			}
+			sum += float32(acc) * ws[g] * x.scales[g]
+		}
+		out[r] = sum
+	}
+}

@@ -1,0 +1,74 @@
+package builtin
+
+import (
+	"fmt"
+	"math"
+)
+
+// DTypes lists the weight formats the engine computes in.
+var DTypes = []string{"f32", "q8_0"}
+
+// GroupSize is the Q8_0 block: 32 weights share one scale (as in
+// llama2.c's runq.c and ggml's Q8_0).
+const GroupSize = 32
+
+// Matrix is a row-major rows × cols weight matrix, in f32 or Q8_0.
+type Matrix struct {
+	Rows, Cols int
+	F32        []float32
+	Q8         []int8    // Q8_0 values, when quantized
+	Scales     []float32 // one per GroupSize values of Q8
+}
+
+// NewF32 wraps data (rows*cols values) without copying it.
+func NewF32(rows, cols int, data []float32) *Matrix {
+	return &Matrix{Rows: rows, Cols: cols, F32: data}
+}
+
+// DType names the matrix's format.
+func (m *Matrix) DType() string {
+	if m.Q8 != nil {
+		return "q8_0"
+	}
+	return "f32"
+}
+
+// Bytes is the memory the weights take.
+func (m *Matrix) Bytes() int64 {
+	if m.Q8 != nil {
+		return int64(len(m.Q8)) + 4*int64(len(m.Scales))
+	}
+	return 4 * int64(len(m.F32))
+}
+
+// Quantize returns m in Q8_0: each group of 32 values along a row shares
+// the scale max|w|/127. It needs cols to be a multiple of 32.
+func (m *Matrix) Quantize() (*Matrix, error) {
+	if m.Cols%GroupSize != 0 {
+		return nil, fmt.Errorf("cannot quantize a %d×%d matrix to Q8_0: columns are not a multiple of %d", m.Rows, m.Cols, GroupSize)
+	}
+	q := &Matrix{Rows: m.Rows, Cols: m.Cols, Q8: make([]int8, len(m.F32)), Scales: make([]float32, len(m.F32)/GroupSize)}
+	quantizeInto(q.Q8, q.Scales, m.F32)
+	return q, nil
+}
+
+// quantizeInto fills q and scales with the Q8_0 form of x.
+func quantizeInto(q []int8, scales []float32, x []float32) {
+	for g := range scales {
+		block := x[g*GroupSize : (g+1)*GroupSize]
+		var amax float32
+		for _, v := range block {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		scale := amax / 127
+		scales[g] = scale
+		inv := float32(0)
+		if scale != 0 {
+			inv = 1 / scale
+		}
+		out := q[g*GroupSize : (g+1)*GroupSize]
+		for i, v := range block {
+			out[i] = int8(math.Round(float64(v * inv)))
+		}
+	}
+}

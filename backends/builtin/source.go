@@ -1,0 +1,265 @@
+package builtin
+
+import (
+	"bufio"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The real stories260K model and its 512-token tokenizer, from Andrej
+// Karpathy's tinyllamas (published with llama2.c, MIT license).
+var (
+	//go:embed models/stories260K.bin
+	stories260K []byte
+	//go:embed models/tok512.bin
+	tok512 []byte
+)
+
+// DefaultModel is what the builtin backend runs when no model is named.
+const DefaultModel = "stories260K"
+
+// SyntheticShapes are the shapes of the llama2.c tinystories models, for
+// seeded synthetic weights.
+var SyntheticShapes = map[string]Shape{
+	"stories15M":  {Dim: 288, HiddenDim: 768, Layers: 6, Heads: 6, KVHeads: 6, Vocab: 32000, SeqLen: 256},
+	"stories42M":  {Dim: 512, HiddenDim: 1376, Layers: 8, Heads: 8, KVHeads: 8, Vocab: 32000, SeqLen: 1024},
+	"stories110M": {Dim: 768, HiddenDim: 2048, Layers: 12, Heads: 12, KVHeads: 12, Vocab: 32000, SeqLen: 1024},
+}
+
+// syntheticSuffix marks a synthetic model name everywhere it appears.
+const syntheticSuffix = "-synthetic"
+
+// SyntheticSeed seeds synthetic weights; the same seed gives the same model.
+const SyntheticSeed = 1
+
+// Model is a loaded model ready to run.
+type Model struct {
+	Name      string
+	Weights   *Weights
+	Tokenizer *Tokenizer
+	// Source says where the weights came from: "embedded", "synthetic
+	// (seed N)", or the file path.
+	Source    string
+	SHA256    string // of the weights file; empty for synthetic weights
+	Synthetic bool
+	LoadTime  time.Duration
+}
+
+// ModelNames lists the names Load understands besides file paths.
+func ModelNames() []string {
+	names := []string{DefaultModel}
+	for _, n := range []string{"stories15M", "stories42M", "stories110M"} {
+		names = append(names, n+syntheticSuffix)
+	}
+	return names
+}
+
+// Load resolves a model name or path and converts its matrices to dtype.
+func Load(name, dtype string) (*Model, error) {
+	start := time.Now()
+	if name == "" {
+		name = DefaultModel
+	}
+	if dtype == "" {
+		dtype = "f32"
+	}
+	if dtype != "f32" && dtype != "q8_0" {
+		return nil, fmt.Errorf("dtype %q is not supported; use one of %s", dtype, strings.Join(DTypes, ", "))
+	}
+	m, err := loadWeights(name)
+	if err != nil {
+		return nil, err
+	}
+	if dtype == "q8_0" {
+		if err := m.Weights.quantize(); err != nil {
+			return nil, fmt.Errorf("model %s: %w", name, err)
+		}
+	}
+	m.LoadTime = time.Since(start)
+	return m, nil
+}
+
+func loadWeights(name string) (*Model, error) {
+	switch {
+	case name == DefaultModel:
+		w, err := LoadLlama2c(stories260K)
+		if err != nil {
+			return nil, fmt.Errorf("embedded stories260K: %w", err)
+		}
+		tok, err := ParseTokenizerBin(tok512, w.Shape.Vocab)
+		if err != nil {
+			return nil, fmt.Errorf("embedded tok512: %w", err)
+		}
+		sum := sha256.Sum256(stories260K)
+		return &Model{Name: name, Weights: w, Tokenizer: tok, Source: "embedded", SHA256: hex.EncodeToString(sum[:])}, nil
+	case strings.HasSuffix(name, syntheticSuffix):
+		shape, ok := SyntheticShapes[strings.TrimSuffix(name, syntheticSuffix)]
+		if !ok {
+			return nil, fmt.Errorf("no synthetic shape %q; known models: %s, or a path to a .bin or .gguf file", name, strings.Join(ModelNames(), ", "))
+		}
+		if err := checkMemory(name, shape.Params(true)*4); err != nil {
+			return nil, err
+		}
+		return &Model{Name: name, Weights: Synthetic(shape, SyntheticSeed), Tokenizer: ByteLevelTokenizer(shape.Vocab),
+			Source: fmt.Sprintf("synthetic (seed %d)", SyntheticSeed), Synthetic: true}, nil
+	case strings.ContainsRune(name, filepath.Separator) || strings.HasSuffix(name, ".bin") || strings.HasSuffix(name, ".gguf"):
+		return loadFile(name)
+	}
+	return nil, fmt.Errorf("unknown builtin model %q; use one of %s, or a path to a llama2.c .bin or a .gguf file", name, strings.Join(ModelNames(), ", "))
+}
+
+// loadFile maps a checkpoint and builds its model, checking before any
+// work that the file exists, is whole, and fits in memory.
+func loadFile(path string) (*Model, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("model file: %w", err)
+	}
+	if err := checkMemory(path, info.Size()); err != nil {
+		return nil, err
+	}
+	data, err := mapFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("model file %s: %w", path, err)
+	}
+	sum := sha256.Sum256(data)
+	m := &Model{Name: filepath.Base(path), Source: path, SHA256: hex.EncodeToString(sum[:])}
+	if strings.HasSuffix(path, ".gguf") {
+		m.Weights, m.Tokenizer, err = LoadGGUF(data)
+	} else {
+		m.Weights, err = LoadLlama2c(data)
+		if err == nil {
+			m.Tokenizer, err = loadTokenizerBeside(path, m.Weights.Shape.Vocab)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("model file %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// loadTokenizerBeside finds a llama2.c checkpoint's tokenizer.bin (or, for
+// a 512-token vocabulary, falls back to the embedded tok512).
+func loadTokenizerBeside(path string, vocab int) (*Tokenizer, error) {
+	for _, name := range []string{"tokenizer.bin", fmt.Sprintf("tok%d.bin", vocab)} {
+		if data, err := os.ReadFile(filepath.Join(filepath.Dir(path), name)); err == nil {
+			return ParseTokenizerBin(data, vocab)
+		}
+	}
+	if vocab == 512 {
+		return ParseTokenizerBin(tok512, vocab)
+	}
+	return nil, fmt.Errorf("no tokenizer.bin beside it; put llama2.c's tokenizer.bin (or tok%d.bin) in %s", vocab, filepath.Dir(path))
+}
+
+// checkMemory refuses a model larger than the memory Linux says is
+// available, before allocating any of it.
+func checkMemory(name string, bytes int64) error {
+	avail := availableMemory()
+	if avail > 0 && bytes > avail {
+		return fmt.Errorf("model %s needs %d MiB of weights but only %d MiB of memory is available", name, bytes>>20, avail>>20)
+	}
+	return nil
+}
+
+// availableMemory reads MemAvailable; 0 when unknown.
+func availableMemory() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(rest, "kB")), 10, 64)
+			if err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}
+
+// Synthetic fills shape with seeded uniform weights scaled by 1/sqrt(fan
+// in), so activations stay in range through every layer as in a trained
+// model; norms are ones. Classifier weights are tied to the embedding.
+func Synthetic(shape Shape, seed uint64) *Weights {
+	rng := rand.New(rand.NewPCG(seed, 0x73796e7468))
+	fill := func(n, fanIn int) []float32 {
+		out := make([]float32, n)
+		scale := float32(2 / math.Sqrt(float64(fanIn)))
+		for i := range out {
+			out[i] = (rng.Float32() - 0.5) * scale
+		}
+		return out
+	}
+	ones := func(n int) []float32 {
+		out := make([]float32, n)
+		for i := range out {
+			out[i] = 1
+		}
+		return out
+	}
+	d, h, kv := shape.Dim, shape.HiddenDim, shape.KVDim()
+	w := &Weights{Shape: shape, NormEps: 1e-5, Embedding: fill(shape.Vocab*d, d), FinalNorm: ones(d)}
+	for range shape.Layers {
+		w.Layers = append(w.Layers, Layer{
+			AttnNorm: ones(d), FFNNorm: ones(d),
+			WQ: NewF32(d, d, fill(d*d, d)), WK: NewF32(kv, d, fill(kv*d, d)), WV: NewF32(kv, d, fill(kv*d, d)),
+			WO: NewF32(d, d, fill(d*d, d)),
+			W1: NewF32(h, d, fill(h*d, d)), W2: NewF32(d, h, fill(d*h, h)), W3: NewF32(h, d, fill(h*d, d)),
+		})
+	}
+	w.Classifier = NewF32(shape.Vocab, d, w.Embedding)
+	return w
+}
+
+// quantize converts every matrix to Q8_0 (the embedding stays f32: rows of
+// it are copied per token, not multiplied).
+func (w *Weights) quantize() error {
+	q := func(m **Matrix) error {
+		if (*m).Q8 != nil {
+			return nil
+		}
+		qm, err := (*m).Quantize()
+		if err != nil {
+			return err
+		}
+		*m = qm
+		return nil
+	}
+	for i := range w.Layers {
+		l := &w.Layers[i]
+		for _, m := range []**Matrix{&l.WQ, &l.WK, &l.WV, &l.WO, &l.W1, &l.W2, &l.W3} {
+			if err := q(m); err != nil {
+				return err
+			}
+		}
+	}
+	return q(&w.Classifier)
+}
+
+// WeightBytes is the memory the weights take.
+func (w *Weights) WeightBytes() int64 {
+	n := 4 * int64(len(w.Embedding)+len(w.FinalNorm))
+	for _, l := range w.Layers {
+		n += 4 * int64(len(l.AttnNorm)+len(l.FFNNorm))
+		for _, m := range []*Matrix{l.WQ, l.WK, l.WV, l.WO, l.W1, l.W2, l.W3} {
+			n += m.Bytes()
+		}
+	}
+	if w.Classifier.Q8 != nil || &w.Classifier.F32[0] != &w.Embedding[0] {
+		n += w.Classifier.Bytes()
+	}
+	return n
+}

@@ -1,0 +1,168 @@
+package builtin
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Token ids shared by llama-family vocabularies.
+const (
+	tokenBOS = 1
+	tokenEOS = 2
+	// byteTokenBase is the id of <0x00>: bytes 0..255 follow the three
+	// special tokens, and stand in for text the vocabulary lacks.
+	byteTokenBase = 3
+)
+
+// Tokenizer is a sentencepiece-style BPE vocabulary with merge scores, as
+// llama2.c's tokenizer.bin and GGUF's tokenizer.ggml.* describe it.
+type Tokenizer struct {
+	Pieces []string
+	Scores []float32
+	ids    map[string]int
+	// byteLevel is set for synthetic models: every prompt byte is its own
+	// token and pieces beyond the byte range decode to a placeholder.
+	byteLevel bool
+}
+
+// NewTokenizer indexes pieces and scores.
+func NewTokenizer(pieces []string, scores []float32) *Tokenizer {
+	t := &Tokenizer{Pieces: pieces, Scores: scores, ids: make(map[string]int, len(pieces))}
+	for i, p := range pieces {
+		if _, dup := t.ids[p]; !dup {
+			t.ids[p] = i
+		}
+	}
+	return t
+}
+
+// ByteLevelTokenizer serves synthetic weights, whose vocabulary has no
+// real pieces: prompts become byte tokens, so any prompt works.
+func ByteLevelTokenizer(vocab int) *Tokenizer {
+	pieces := make([]string, vocab)
+	for i := range pieces {
+		switch {
+		case i == 0:
+			pieces[i] = "<unk>"
+		case i == tokenBOS:
+			pieces[i] = "<s>"
+		case i == tokenEOS:
+			pieces[i] = "</s>"
+		case i < byteTokenBase+256:
+			pieces[i] = fmt.Sprintf("<0x%02X>", i-byteTokenBase)
+		default:
+			pieces[i] = " t" + strconv.Itoa(i)
+		}
+	}
+	t := NewTokenizer(pieces, make([]float32, vocab))
+	t.byteLevel = true
+	return t
+}
+
+// ParseTokenizerBin reads llama2.c's tokenizer.bin: the longest piece's
+// length, then per token a float32 score, an int32 length and the bytes.
+func ParseTokenizerBin(b []byte, vocab int) (*Tokenizer, error) {
+	if len(b) < 4 {
+		return nil, fmt.Errorf("tokenizer file is %d bytes; too short", len(b))
+	}
+	pos := 4
+	pieces := make([]string, vocab)
+	scores := make([]float32, vocab)
+	for i := range vocab {
+		if pos+8 > len(b) {
+			return nil, fmt.Errorf("tokenizer file ends at token %d of %d", i, vocab)
+		}
+		scores[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[pos:]))
+		n := int(int32(binary.LittleEndian.Uint32(b[pos+4:])))
+		pos += 8
+		if n < 0 || pos+n > len(b) {
+			return nil, fmt.Errorf("tokenizer file: token %d has length %d past the end of the file", i, n)
+		}
+		pieces[i] = string(b[pos : pos+n])
+		pos += n
+	}
+	return NewTokenizer(pieces, scores), nil
+}
+
+// Encode turns text into token ids the way llama2.c does: optional BOS, a
+// dummy-prefix space, one token per UTF-8 character (byte tokens for
+// characters the vocabulary lacks), then greedy merges of the adjacent pair
+// whose merged piece scores highest.
+func (t *Tokenizer) Encode(text string, bos bool) []int {
+	var tokens []int
+	if bos {
+		tokens = append(tokens, tokenBOS)
+	}
+	if t.byteLevel {
+		for i := 0; i < len(text); i++ {
+			tokens = append(tokens, byteTokenBase+int(text[i]))
+		}
+		return tokens
+	}
+	if text != "" {
+		if id, ok := t.ids[" "]; ok {
+			tokens = append(tokens, id)
+		}
+	}
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		if r == utf8.RuneError && size <= 1 {
+			size = 1
+		}
+		if id, ok := t.ids[text[i:i+size]]; ok {
+			tokens = append(tokens, id)
+		} else {
+			for _, c := range []byte(text[i : i+size]) {
+				tokens = append(tokens, byteTokenBase+int(c))
+			}
+		}
+		i += size
+	}
+	var merged strings.Builder
+	for {
+		bestScore, bestID, bestAt := float32(-1e10), -1, -1
+		for i := 0; i+1 < len(tokens); i++ {
+			merged.Reset()
+			merged.WriteString(t.Pieces[tokens[i]])
+			merged.WriteString(t.Pieces[tokens[i+1]])
+			if id, ok := t.ids[merged.String()]; ok && t.Scores[id] > bestScore {
+				bestScore, bestID, bestAt = t.Scores[id], id, i
+			}
+		}
+		if bestAt < 0 {
+			return tokens
+		}
+		tokens[bestAt] = bestID
+		tokens = append(tokens[:bestAt+1], tokens[bestAt+2:]...)
+	}
+}
+
+// Decode returns the text of token after prev, as llama2.c prints it: the
+// leading space of the first piece after BOS is dropped, byte tokens
+// become their byte, and control bytes other than whitespace are dropped.
+func (t *Tokenizer) Decode(prev, token int) string {
+	if token < 0 || token >= len(t.Pieces) {
+		return ""
+	}
+	piece := t.Pieces[token]
+	if prev == tokenBOS && strings.HasPrefix(piece, " ") {
+		piece = piece[1:]
+	}
+	if len(piece) == 6 && strings.HasPrefix(piece, "<0x") && piece[5] == '>' {
+		if c, err := strconv.ParseUint(piece[3:5], 16, 8); err == nil {
+			piece = string([]byte{byte(c)})
+		}
+	}
+	if len(piece) == 1 && !printableOrSpace(piece[0]) {
+		return ""
+	}
+	return piece
+}
+
+func printableOrSpace(c byte) bool {
+	return (c >= 0x20 && c < 0x7f) || c == ' ' || (c >= '\t' && c <= '\r') || c >= 0x80
+}
