@@ -94,7 +94,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", stderr)
 	profileArg := fs.String("profile", profiles.DefaultName, "profile name or path to a .toml file")
 	opts := runner.Options{}
-	fs.StringVar(&opts.Backend, "backend", "", "backend: "+strings.Join(registry.Names(), ", "))
+	fs.StringVar(&opts.Backend, "backend", registry.Default, "backend: "+strings.Join(registry.Names(), ", "))
 	fs.StringVar(&opts.URL, "url", "", "server URL (default: the backend's usual local address)")
 	fs.StringVar(&opts.Model, "model", "", "model name (default: the profile's model for the backend)")
 	fs.StringVar(&opts.Endpoint, "endpoint", "", "openai backend: completions (default) or chat")
@@ -103,6 +103,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&opts.Trials, "trials", runner.NoOverride, "timed trials per arm (overrides the profile)")
 	fs.IntVar(&opts.Warmup, "warmup", runner.NoOverride, "warmup trials per arm (overrides the profile)")
 	fs.IntVar(&opts.MaxTokens, "max-tokens", runner.NoOverride, "tokens to generate per trial (overrides the profile)")
+	modelPath := fs.String("model-path", "", "builtin: a llama2.c checkpoint (.bin, tokenizer.bin beside it) or a .gguf file")
+	fs.IntVar(&opts.Threads, "threads", 0, "builtin: worker threads (default: one per core)")
+	fs.StringVar(&opts.DType, "dtype", "", "builtin: weight format, f32 (default) or q8_0")
 	fs.Bool("headless", true, "print plain progress lines (the only mode until the dashboard lands)")
 	positional, err := parseFlags(fs, args)
 	if err != nil {
@@ -111,6 +114,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if len(positional) > 0 {
 		fmt.Fprintf(stderr, "tokentop run: unexpected argument %q\n", positional[0])
 		return exitUsage
+	}
+	if *modelPath != "" {
+		if opts.Model != "" {
+			fmt.Fprintln(stderr, "tokentop run: give --model or --model-path, not both")
+			return exitUsage
+		}
+		opts.Model = *modelPath
 	}
 	profile, err := profiles.Find(*profileArg)
 	if err != nil {

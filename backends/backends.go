@@ -54,6 +54,9 @@ type Info struct {
 	Digest        string
 	Quantization  string
 	Models        []string // what the server offers, when it lists them
+	// Details are backend-specific facts worth keeping with a session
+	// (the builtin engine's shape, weight source, threads, ...).
+	Details map[string]string
 }
 
 // Backend is one inference server (or engine) that tokentop measures.
@@ -76,6 +79,10 @@ type Config struct {
 	// Endpoint picks an API flavour where a backend has several
 	// (openai: "completions" or "chat").
 	Endpoint string
+	// Threads and DType apply to in-process engines (builtin): worker
+	// count (0 = one per core) and weight format ("f32", "q8_0").
+	Threads int
+	DType   string
 }
 
 // Kind describes one backend implementation for the registry.

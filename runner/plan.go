@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/backends/registry"
@@ -39,6 +38,9 @@ type Options struct {
 	Trials    int
 	Warmup    int
 	MaxTokens int
+	// Threads and DType tune the builtin engine (0 and "" for its defaults).
+	Threads int
+	DType   string
 	// ConvergeTol is the ±fraction for converged_at (0 means 1%).
 	ConvergeTol float64
 }
@@ -69,7 +71,7 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 		}
 	}
 	if opts.Backend == "" {
-		return nil, fmt.Errorf("no backend chosen; pass --backend with one of %s", strings.Join(registry.Names(), ", "))
+		opts.Backend = registry.Default
 	}
 	kind, err := registry.Lookup(opts.Backend)
 	if err != nil {
@@ -105,10 +107,18 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	if plan.Model == "" {
 		plan.Model = p.Models[kind.Name]
 	}
-	if plan.Model == "" && kind.Name != "llamacpp" {
+	if (opts.Threads != 0 || opts.DType != "") && kind.Name != registry.Default {
+		return nil, fmt.Errorf("--threads and --dtype tune the %s engine; the %s server chooses its own", registry.Default, kind.Name)
+	}
+	if opts.Threads < 0 {
+		return nil, fmt.Errorf("--threads %d: use 1 or more (or 0 for one per core)", opts.Threads)
+	}
+	// The builtin engine has a default model; llama-server serves the one
+	// it was started with.
+	if plan.Model == "" && kind.Name != registry.Default && kind.Name != "llamacpp" {
 		return nil, fmt.Errorf("no model for backend %s: pass --model, or add %s = \"...\" under [models] in profile %s", kind.Name, kind.Name, p.Name)
 	}
-	plan.Config = backends.Config{URL: opts.URL, Endpoint: opts.Endpoint}
+	plan.Config = backends.Config{URL: opts.URL, Endpoint: opts.Endpoint, Threads: opts.Threads, DType: opts.DType}
 	if plan.Config.URL == "" {
 		plan.Config.URL = kind.DefaultURL
 	}
@@ -158,10 +168,11 @@ func DefaultOutDir() (string, error) {
 // where files go and any secret.
 func (p *Plan) ConfigHash() string {
 	canonical := struct {
-		Profile                       profiles.Profile
-		Backend, URL, Endpoint, Model string
-		ConvergeTol                   float64
-	}{p.Profile, p.Kind.Name, p.Config.URL, p.Config.Endpoint, p.Model, p.ConvergeTol}
+		Profile                              profiles.Profile
+		Backend, URL, Endpoint, Model, DType string
+		Threads                              int
+		ConvergeTol                          float64
+	}{p.Profile, p.Kind.Name, p.Config.URL, p.Config.Endpoint, p.Model, p.Config.DType, p.Config.Threads, p.ConvergeTol}
 	canonical.Profile.Source = ""
 	data, err := json.Marshal(canonical)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"runtime/debug"
@@ -68,6 +69,9 @@ func ToolVersion() string {
 // ends the run early with status partial and the files consistent.
 func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Event) (status string, err error) {
 	defer close(events)
+	if closer, ok := b.(io.Closer); ok {
+		defer closer.Close()
+	}
 	probeCtx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	info, err := b.Probe(probeCtx, plan.Model)
 	cancel()
@@ -84,7 +88,7 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 			USDPerHour: p.USDPerHour, Prompts: p.Prompts},
 		Backend: session.BackendInfo{Kind: plan.Kind.Name, URL: plan.Config.URL, Endpoint: plan.Config.Endpoint,
 			ModelRequested: plan.Model, ModelActual: info.Model, Digest: info.Digest, Quantization: info.Quantization,
-			ServerVersion: info.ServerVersion},
+			ServerVersion: info.ServerVersion, Details: info.Details},
 	}
 	var armNames []string
 	for _, a := range p.Arms {

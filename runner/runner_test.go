@@ -293,8 +293,8 @@ func TestResolve(t *testing.T) {
 		edit func(*Options)
 		want string
 	}{
-		{func(o *Options) { o.Backend = "vllm" }, `unknown backend "vllm"; use one of ollama, llamacpp, openai`},
-		{func(o *Options) { o.Backend = "" }, "no backend chosen"},
+		{func(o *Options) { o.Backend = "vllm" }, `unknown backend "vllm"; use one of builtin, ollama, llamacpp, openai`},
+		{func(o *Options) { o.Threads = 2 }, "--threads and --dtype tune the builtin engine; the ollama server chooses its own"},
 		{func(o *Options) { o.Trials = 0 }, "--trials 0"},
 		{func(o *Options) { o.Warmup = -2 }, "--warmup -2"},
 		{func(o *Options) { o.Backend = "openai" }, "no model for backend openai"},
@@ -304,6 +304,12 @@ func TestResolve(t *testing.T) {
 		if _, err := Resolve(p, o); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("error %v, want %q", err, c.want)
 		}
+	}
+	o = base
+	o.Backend, o.Threads, o.DType = "", 2, "q8_0"
+	if plan, err := Resolve(p, o); err != nil || plan.Kind.Name != "builtin" || plan.Model != "stories260K" || plan.Config.Threads != 2 ||
+		plan.ConfigHash() == hash {
+		t.Errorf("default backend: %+v %v", plan, err)
 	}
 	bad, _ := profiles.Parse("bad.toml", []byte("prompts=[\"x\"]\nmax_tokens=1\ntrials=1\n[models]\nolama = \"m\"\n[[arms]]\nname=\"a\"\n"))
 	if _, err := Resolve(bad, base); err == nil || !strings.Contains(err.Error(), `bad.toml:5: [models] unknown backend "olama"`) {

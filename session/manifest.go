@@ -67,6 +67,9 @@ type BackendInfo struct {
 	Digest         string `toml:"digest"`
 	Quantization   string `toml:"quantization"`
 	ServerVersion  string `toml:"server_version"`
+	// Details holds backend-specific facts, e.g. the builtin engine's shape,
+	// weight source, threads and load time.
+	Details map[string]string `toml:"details,omitempty"`
 }
 
 // Environment describes the machine tokentop ran on.

@@ -1,8 +1,8 @@
 package builtin
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"time"
 )
 

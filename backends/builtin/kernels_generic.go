@@ -1,5 +1,8 @@
 package builtin
 
+// KernelName says which kernels this build computes with.
+const KernelName = "portable Go"
+
 // The portable kernels: plain Go loops, unrolled by four so the compiler
 // keeps independent accumulators. Every kernel is tested against a float64
 // reference.

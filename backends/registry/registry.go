@@ -7,13 +7,17 @@ import (
 	"strings"
 
 	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/builtin"
 	"github.com/tokentop/tokentop/backends/llamacpp"
 	"github.com/tokentop/tokentop/backends/ollama"
 	"github.com/tokentop/tokentop/backends/openai"
 )
 
+// Default is the backend used when none is chosen: it needs no server.
+const Default = "builtin"
+
 // Kinds are the known backends, in the order they are listed to users.
-var Kinds = []backends.Kind{ollama.Kind, llamacpp.Kind, openai.Kind}
+var Kinds = []backends.Kind{builtin.Kind, ollama.Kind, llamacpp.Kind, openai.Kind}
 
 // Names returns the backend names.
 func Names() []string {

@@ -1,0 +1,126 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tokentop/tokentop/backends"
+)
+
+// EngineVersion changes when the engine's arithmetic or sampling changes,
+// so sessions from different engines are told apart.
+const EngineVersion = "tokentop-builtin 1"
+
+// Kind registers the engine as a backend.
+var Kind = backends.Kind{
+	Name:        "builtin",
+	Description: "tokentop's own pure-Go llama engine, in process (no server)",
+	New:         func(c backends.Config) (backends.Backend, error) { return &Backend{cfg: c}, nil },
+}
+
+// Backend adapts an Engine to the backends interface. The model is loaded
+// by Probe, before any trial, so load time never lands in a measurement.
+type Backend struct {
+	cfg    backends.Config
+	engine *Engine
+}
+
+// Probe loads model (the default when empty) and reports what it is.
+func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error) {
+	if model == "" {
+		model = DefaultModel
+	}
+	if b.engine == nil || b.engine.Model.Name != model && b.engine.Model.Source != model {
+		m, err := Load(model, b.cfg.DType)
+		if err != nil {
+			return backends.Info{Kind: Kind.Name}, err
+		}
+		threads := b.cfg.Threads
+		if threads <= 0 {
+			threads = runtime.NumCPU()
+		}
+		b.Close()
+		b.engine = NewEngine(m, threads)
+	}
+	m := b.engine.Model
+	weights := m.Source
+	if m.Synthetic {
+		weights += ": synthetic weights, meaningless text"
+	}
+	dtype := b.cfg.DType
+	if dtype == "" {
+		dtype = "f32"
+	}
+	info := backends.Info{Kind: Kind.Name, ServerVersion: EngineVersion, Model: m.Name, Digest: m.SHA256,
+		Quantization: dtype, Models: ModelNames(),
+		Details: map[string]string{
+			"shape":     m.Weights.Shape.String(),
+			"weights":   weights,
+			"threads":   strconv.Itoa(b.engine.Threads()),
+			"load_ms":   strconv.FormatFloat(float64(m.LoadTime)/float64(time.Millisecond), 'f', 1, 64),
+			"weight_mb": strconv.FormatFloat(float64(m.Weights.WeightBytes())/(1<<20), 'f', 1, 64),
+			"kernels":   KernelName,
+		}}
+	if rss := residentMB(); rss > 0 {
+		info.Details["resident_mb_after_load"] = strconv.FormatFloat(rss, 'f', 1, 64)
+	}
+	return info, nil
+}
+
+// Generate runs one trial in process; each sampled token is reported the
+// moment it is chosen.
+func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
+	res := backends.NewResult()
+	if b.engine == nil {
+		if _, err := b.Probe(ctx, req.Model); err != nil {
+			return res, err
+		}
+	}
+	prompt := b.engine.Model.Tokenizer.Encode(req.Prompt, true)
+	g, err := b.engine.Generate(ctx, prompt, req.MaxTokens,
+		Sampling{Temperature: req.Temperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP, Seed: req.Seed},
+		func(int) { onChunk(1) })
+	res.PromptTokens = g.PromptTokens
+	res.OutputTokens = len(g.Tokens)
+	res.StopReason = g.StopReason
+	res.ServerPrefillMs = float64(g.Prefill) / float64(time.Millisecond)
+	res.ServerDecodeMs = float64(g.Decode) / float64(time.Millisecond)
+	if err != nil {
+		return res, err
+	}
+	if g.StopReason == "context" {
+		return res, fmt.Errorf("reached the model's context of %d positions", b.engine.Model.Weights.Shape.SeqLen)
+	}
+	return res, nil
+}
+
+// Close stops the engine's workers.
+func (b *Backend) Close() error {
+	if b.engine != nil {
+		b.engine.Close()
+		b.engine = nil
+	}
+	return nil
+}
+
+// residentMB reads this process's resident set size; 0 when unknown.
+func residentMB() float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+			if err == nil {
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}
