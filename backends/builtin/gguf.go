@@ -111,7 +111,7 @@ func (r *ggufReader) value(t uint32, depth int) any {
 	case 9:
 		elem, n := r.u32(), r.u64()
 		if depth > 2 || n > uint64(len(r.b)-r.pos) { // every element takes at least a byte
-			r.err = fmt.Errorf("metadata array of %d elements does not fit in the file", n)
+			r.err = fmt.Errorf("metadata array of %d elements does not fit in the file (truncated?)", n)
 			return nil
 		}
 		out := make([]any, 0, n)

@@ -1,0 +1,141 @@
+package builtin
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func randomVec(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	return v
+}
+
+// refMatVec is the float64 reference every kernel is held to.
+func refMatVec(w []float32, rows, cols int, x []float32) []float64 {
+	out := make([]float64, rows)
+	for r := range rows {
+		var s float64
+		for c := range cols {
+			s += float64(w[r*cols+c]) * float64(x[c])
+		}
+		out[r] = s
+	}
+	return out
+}
+
+// relErr is the largest error relative to the output's scale (the L2 norm
+// of |w_r|·|x|, which bounds each row's rounding).
+func relErr(got []float32, want []float64, w []float32, cols int, x []float32) float64 {
+	worst := 0.0
+	for r := range want {
+		var scale float64
+		for c := range cols {
+			scale += math.Abs(float64(w[r*cols+c]) * float64(x[c]))
+		}
+		worst = max(worst, math.Abs(float64(got[r])-want[r])/max(scale, 1e-30))
+	}
+	return worst
+}
+
+var kernelShapes = [][2]int{{1, 1}, {3, 7}, {17, 33}, {64, 64}, {172, 64}, {64, 172}, {288, 288}, {768, 288}, {2048, 768}}
+
+func TestMatVecF32AgainstFloat64(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, shape := range kernelShapes {
+		rows, cols := shape[0], shape[1]
+		w, x := randomVec(rng, rows*cols), randomVec(rng, cols)
+		got := make([]float32, rows)
+		matVecF32(got, NewF32(rows, cols, w), x, 0, rows)
+		if e := relErr(got, refMatVec(w, rows, cols, x), w, cols, x); e > 1e-4 {
+			t.Errorf("%d×%d: relative error %.2e", rows, cols, e)
+		}
+	}
+}
+
+// Q8_0 rounds each weight and input to 1/254 of its block's range: the
+// documented bound is 2/127 of Σ|w||x| (two roundings of half a step each,
+// with headroom), measured errors are far below it.
+const q8Bound = 2.0 / 127
+
+func TestMatVecQ8AgainstFloat64(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	for _, shape := range kernelShapes {
+		rows, cols := shape[0], shape[1]
+		if cols%GroupSize != 0 {
+			continue
+		}
+		w, x := randomVec(rng, rows*cols), randomVec(rng, cols)
+		m, err := NewF32(rows, cols, w).Quantize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		xq := newQuantized(cols)
+		quantizeInto(xq.q, xq.scales, x)
+		got := make([]float32, rows)
+		matVecQ8(got, m, &xq, 0, rows)
+		if e := relErr(got, refMatVec(w, rows, cols, x), w, cols, x); e > q8Bound {
+			t.Errorf("%d×%d: relative error %.2e over the Q8_0 bound %.2e", rows, cols, e, q8Bound)
+		}
+	}
+	if _, err := NewF32(2, 33, make([]float32, 66)).Quantize(); err == nil {
+		t.Error("quantized a matrix whose columns are not a multiple of 32")
+	}
+}
+
+func TestDotAndAxpy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, n := range []int{1, 5, 8, 16, 33, 100} {
+		a, b := randomVec(rng, n), randomVec(rng, n)
+		var want, scale float64
+		for i := range a {
+			want += float64(a[i]) * float64(b[i])
+			scale += math.Abs(float64(a[i]) * float64(b[i]))
+		}
+		if got := dot(a, b); math.Abs(float64(got)-want) > 1e-5*scale {
+			t.Errorf("dot n=%d: %v, want %v", n, got, want)
+		}
+		y := append([]float32(nil), a...)
+		axpy(y, 0.5, b)
+		for i := range y {
+			if math.Abs(float64(y[i])-(float64(a[i])+0.5*float64(b[i]))) > 1e-6 {
+				t.Fatalf("axpy n=%d at %d", n, i)
+			}
+		}
+	}
+}
+
+func TestPoolSplitsRowsExactlyOnce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	rows, cols := 1000, 288 // large enough to fan out
+	w, x := randomVec(rng, rows*cols), randomVec(rng, cols)
+	m := NewF32(rows, cols, w)
+	serial := make([]float32, rows)
+	matVecF32(serial, m, x, 0, rows)
+	for _, threads := range []int{1, 2, 3, 7} {
+		p := NewPool(threads)
+		st := &State{pool: p}
+		out := make([]float32, rows)
+		st.matVec(m, out, x, nil)
+		for i := range out {
+			if out[i] != serial[i] {
+				t.Fatalf("threads %d: row %d = %v, serial %v", threads, i, out[i], serial[i])
+			}
+		}
+		p.Close()
+	}
+}
+
+func TestF16Conversion(t *testing.T) {
+	for h, want := range map[uint16]float32{0x0000: 0, 0x3c00: 1, 0xc000: -2, 0x7bff: 65504, 0x0001: 5.960464477539063e-08, 0x0400: 6.103515625e-05, 0x3555: 0.33325195} {
+		if got := f16ToF32(h); got != want {
+			t.Errorf("f16 %#04x = %v, want %v", h, got, want)
+		}
+	}
+	if !math.IsInf(float64(f16ToF32(0x7c00)), 1) || !math.IsNaN(float64(f16ToF32(0x7e00))) {
+		t.Error("inf/nan")
+	}
+}

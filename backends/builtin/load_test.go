@@ -1,0 +1,205 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tokentop/tokentop/backends"
+)
+
+func TestBadModelFilesFailBeforeAnyTrial(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, data, 0o644)
+		return p
+	}
+	gguf, err := os.ReadFile(sharedModel(t, "stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherArch := append([]byte(nil), gguf...)
+	archAt := bytes.Index(otherArch, []byte("general.architecture"))
+	archAt += bytes.Index(otherArch[archAt:], []byte("llama"))
+	copy(otherArch[archAt:], "gpt2\x00")
+	// Retype the first tensor (token_embd.weight) as Q4_K: its type field sits
+	// 12 bytes after its dims in the directory.
+	q4 := append([]byte(nil), gguf...)
+	at := bytes.Index(q4, []byte("token_embd.weight")) + len("token_embd.weight") + 4 + 16
+	binary.LittleEndian.PutUint32(q4[at:], 12)
+	cases := []struct{ model, want string }{
+		{filepath.Join(dir, "nope.bin"), "model file: stat " + filepath.Join(dir, "nope.bin") + ": no such file or directory"},
+		{write("cut.bin", stories260K[:len(stories260K)/2]), "cut.bin: checkpoint is truncated"},
+		{write("tiny.bin", []byte{1, 2}), "tiny.bin: file is 2 bytes, shorter than a llama2.c header"},
+		{write("noise.bin", bytes.Repeat([]byte{0xff}, 64)), "noise.bin: not a llama2.c checkpoint"},
+		{write("cut.gguf", gguf[:len(gguf)-1000]), "cut.gguf: tensor blk.4.ffn_norm.weight runs past the end of the file"},
+		{write("header.gguf", gguf[:100]), "header.gguf: metadata array of 512 elements does not fit in the file (truncated?)"},
+		{write("gpt2.gguf", otherArch), `gpt2.gguf: GGUF architecture is "gpt2\x00"; the builtin engine runs llama models only`},
+		{write("q4.gguf", q4), "q4.gguf: tensor token_embd.weight is Q4_K; the builtin engine reads F32, F16 and Q8_0"},
+		{"stories7B-synthetic", `no synthetic shape "stories7B-synthetic"`},
+		{"llama3", `unknown builtin model "llama3"`},
+	}
+	for _, c := range cases {
+		if _, err := Load(c.model, "f32"); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", filepath.Base(c.model), err, c.want)
+		}
+	}
+	if _, err := Load(DefaultModel, "int4"); err == nil || !strings.Contains(err.Error(), "use one of f32, q8_0") {
+		t.Errorf("bad dtype: %v", err)
+	}
+	if _, err := Load(DefaultModel, "q8_0"); err == nil || !strings.Contains(err.Error(), "172") {
+		t.Errorf("stories260K's 172-wide hidden layer cannot be Q8_0: %v", err)
+	}
+	if err := checkMemory("huge", 1<<62); err == nil || !strings.Contains(err.Error(), "model huge needs") {
+		t.Errorf("memory check: %v", err)
+	}
+}
+
+func TestLlama2cCheckpointFromDiskWithTokenizerBeside(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "model.bin")
+	os.WriteFile(path, stories260K, 0o644)
+	m, err := Load(path, "f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Source != path || m.SHA256 == "" || len(m.Tokenizer.Pieces) != 512 {
+		t.Errorf("%+v", m)
+	}
+	e := NewEngine(m, 1)
+	defer e.Close()
+	if got, want := llama2cText(t, e, "The cat sat", 200), fixture(t, "stories260K_greedy_n200_The_cat_sat.txt"); got != want {
+		t.Errorf("mmapped checkpoint differs from llama2.c:\n%q", got)
+	}
+}
+
+func TestSyntheticShapesRunAndAreDeterministic(t *testing.T) {
+	shape := Shape{Dim: 64, HiddenDim: 128, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 300, SeqLen: 64}
+	run := func(threads int, q8 bool) []int {
+		w := Synthetic(shape, 9)
+		if q8 {
+			if err := w.quantize(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e := NewEngine(&Model{Weights: w, Tokenizer: ByteLevelTokenizer(shape.Vocab)}, threads)
+		defer e.Close()
+		g, err := e.Generate(context.Background(), e.Model.Tokenizer.Encode("any prompt works", true), 20, Sampling{}, func(int) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Tokens
+	}
+	a, b := run(1, false), run(2, false)
+	if len(a) != 20 {
+		t.Fatalf("generated %d tokens", len(a))
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("threads change greedy output: %v vs %v", a, b)
+		}
+	}
+	q1, q2 := run(1, true), run(2, true)
+	for i := range q1 {
+		if q1[i] != q2[i] {
+			t.Fatalf("threads change Q8_0 greedy output: %v vs %v", q1, q2)
+		}
+	}
+}
+
+func TestBackendAdapter(t *testing.T) {
+	b, _ := Kind.New(backends.Config{Threads: 1})
+	defer b.(*Backend).Close()
+	info, err := b.Probe(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Model != DefaultModel || info.Details["weights"] != "embedded" || info.Details["threads"] != "1" || info.Quantization != "f32" {
+		t.Errorf("info %+v", info)
+	}
+	chunks := 0
+	res, err := b.Generate(context.Background(), backends.Request{Prompt: "Once upon a time", MaxTokens: 10}, func(n int) { chunks += n })
+	if err != nil || chunks != 10 || res.OutputTokens != 10 || res.PromptTokens != 5 || res.StopReason != "length" || res.ServerDecodeMs <= 0 {
+		t.Errorf("%+v %v chunks %d", res, err, chunks)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	chunks = 0
+	_, err = b.Generate(ctx, backends.Request{Prompt: "Once", MaxTokens: 100}, func(int) {
+		chunks++
+		if chunks == 3 {
+			cancel()
+		}
+	})
+	if err == nil || chunks != 3 {
+		t.Errorf("cancel: %v after %d tokens", err, chunks)
+	}
+	if _, err := b.Probe(context.Background(), "stories15M-synthetic"); err != nil {
+		t.Fatal(err)
+	}
+	info, _ = b.Probe(context.Background(), "stories15M-synthetic")
+	if !strings.Contains(info.Details["weights"], "synthetic weights, meaningless text") || !strings.Contains(info.Details["shape"], "dim 288") {
+		t.Errorf("synthetic info %+v", info.Details)
+	}
+}
+
+func TestTokenizerRoundTrip(t *testing.T) {
+	tok, _ := ParseTokenizerBin(tok512, 512)
+	text := "Lily's mom said, \"Let's go!\" ☃"
+	ids := tok.Encode(text, true)
+	var b strings.Builder
+	for i := 1; i < len(ids); i++ {
+		b.WriteString(tok.Decode(ids[i-1], ids[i]))
+	}
+	if b.String() != text {
+		t.Errorf("round trip: %q", b.String())
+	}
+	if got := tok.Encode("", true); len(got) != 1 || got[0] != tokenBOS {
+		t.Errorf("empty prompt: %v", got)
+	}
+	bl := ByteLevelTokenizer(300)
+	if ids := bl.Encode("hé", false); len(ids) != 3 || bl.Decode(0, ids[0]) != "h" {
+		t.Errorf("byte-level: %v", ids)
+	}
+}
+
+func FuzzParseGGUF(f *testing.F) {
+	gguf, err := os.ReadFile(sharedModel(f, "stories260K.gguf"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(gguf[:16000])
+	f.Add([]byte("GGUF\x03\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g, err := ParseGGUF(data)
+		if err == nil && g.DataOffset < 24 {
+			t.Fatalf("data offset %d inside the fixed header", g.DataOffset)
+		}
+		// Loading must fail cleanly or produce a model that validates.
+		if w, _, err := LoadGGUF(data); err == nil {
+			if err := w.Shape.Validate(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+func FuzzParseLlama2cHeader(f *testing.F) {
+	f.Add(stories260K[:64])
+	f.Add(make([]byte, 28))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		shape, _, err := ParseLlama2cHeader(data)
+		if err == nil && shape.Validate() != nil {
+			t.Fatalf("accepted invalid shape %s", shape)
+		}
+		if err == nil {
+			if _, err := LoadLlama2c(data); err == nil && int64(len(data)) < shape.Params(true)*4 {
+				t.Fatalf("loaded %d bytes for a shape that needs more", len(data))
+			}
+		}
+	})
+}
