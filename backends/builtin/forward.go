@@ -27,7 +27,7 @@ type quantized struct {
 }
 
 func newQuantized(n int) quantized {
-	return quantized{q: make([]int8, n), scales: make([]float32, (n+GroupSize-1)/GroupSize)}
+	return quantized{q: make([]int8, n), scales: newScales((n + GroupSize - 1) / GroupSize)}
 }
 
 // NewState allocates everything a forward pass needs, up front.

@@ -350,7 +350,7 @@ func (l *tensorLoader) matrix(name string, rows, cols int) *Matrix {
 	if t.Type != ggmlQ8_0 {
 		return NewF32(rows, cols, l.vector(name, rows, cols))
 	}
-	m := &Matrix{Rows: rows, Cols: cols, Q8: make([]int8, rows*cols), Scales: make([]float32, rows*cols/GroupSize)}
+	m := &Matrix{Rows: rows, Cols: cols, Q8: make([]int8, rows*cols), Scales: newScales(rows * cols / GroupSize)}
 	for g := range m.Scales {
 		block := raw[g*34:]
 		m.Scales[g] = f16ToF32(binary.LittleEndian.Uint16(block))

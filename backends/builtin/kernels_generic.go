@@ -1,14 +1,12 @@
 package builtin
 
-// KernelName says which kernels this build computes with.
-const KernelName = "portable Go"
-
 // The portable kernels: plain Go loops, unrolled by four so the compiler
-// keeps independent accumulators. Every kernel is tested against a float64
-// reference.
+// keeps independent accumulators. They serve builds without
+// GOEXPERIMENT=simd and CPUs without AVX2. Every kernel is tested against a
+// float64 reference.
 
-// dot returns Σ a[i]·b[i] over len(a).
-func dot(a, b []float32) float32 {
+// dotGeneric returns Σ a[i]·b[i] over len(a).
+func dotGeneric(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
@@ -24,25 +22,25 @@ func dot(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// axpy sets y += a·x.
-func axpy(y []float32, a float32, x []float32) {
+// axpyGeneric sets y += a·x.
+func axpyGeneric(y []float32, a float32, x []float32) {
 	x = x[:len(y)]
 	for i := range y {
 		y[i] += a * x[i]
 	}
 }
 
-// matVecF32 computes out[r] = m[r]·x for rows [lo, hi).
-func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
+// matVecF32Generic computes out[r] = m[r]·x for rows [lo, hi).
+func matVecF32Generic(out []float32, m *Matrix, x []float32, lo, hi int) {
 	c := m.Cols
 	for r := lo; r < hi; r++ {
-		out[r] = dot(m.F32[r*c:(r+1)*c], x)
+		out[r] = dotGeneric(m.F32[r*c:(r+1)*c], x)
 	}
 }
 
-// matVecQ8 computes out[r] = Σ_groups scale_w·scale_x·Σ q_w·q_x for rows
+// matVecQ8Generic computes out[r] = Σ_groups scale_w·scale_x·Σ q_w·q_x for rows
 // [lo, hi), with integer sums inside each group of 32.
-func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
+func matVecQ8Generic(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	c := m.Cols
 	groups := c / GroupSize
 	for r := lo; r < hi; r++ {

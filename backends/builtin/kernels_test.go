@@ -43,15 +43,28 @@ func relErr(got []float32, want []float64, w []float32, cols int, x []float32) f
 
 var kernelShapes = [][2]int{{1, 1}, {3, 7}, {17, 33}, {64, 64}, {172, 64}, {64, 172}, {288, 288}, {768, 288}, {2048, 768}}
 
+// Both the kernels this build dispatches to and the portable ones are
+// held to the same references, whatever GOEXPERIMENT says.
+var f32Kernels = map[string]func([]float32, *Matrix, []float32, int, int){"dispatched": matVecF32, "portable": matVecF32Generic}
+var q8Kernels = map[string]func([]float32, *Matrix, *quantized, int, int){"dispatched": matVecQ8, "portable": matVecQ8Generic}
+
 func TestMatVecF32AgainstFloat64(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
-	for _, shape := range kernelShapes {
-		rows, cols := shape[0], shape[1]
-		w, x := randomVec(rng, rows*cols), randomVec(rng, cols)
-		got := make([]float32, rows)
-		matVecF32(got, NewF32(rows, cols, w), x, 0, rows)
-		if e := relErr(got, refMatVec(w, rows, cols, x), w, cols, x); e > 1e-4 {
-			t.Errorf("%d×%d: relative error %.2e", rows, cols, e)
+	for name, kernel := range f32Kernels {
+		for _, shape := range kernelShapes {
+			rows, cols := shape[0], shape[1]
+			w, x := randomVec(rng, rows*cols), randomVec(rng, cols)
+			got := make([]float32, rows)
+			// Rows [1, rows) only, so a kernel writing outside its span shows.
+			got[0] = 42
+			kernel(got, NewF32(rows, cols, w), x, 1, rows)
+			if got[0] != 42 {
+				t.Errorf("%s %d×%d: wrote row 0 outside [1, %d)", name, rows, cols, rows)
+			}
+			got[0] = float32(refMatVec(w[:cols], 1, cols, x)[0])
+			if e := relErr(got, refMatVec(w, rows, cols, x), w, cols, x); e > 1e-4 {
+				t.Errorf("%s %d×%d: relative error %.2e", name, rows, cols, e)
+			}
 		}
 	}
 }
@@ -75,10 +88,22 @@ func TestMatVecQ8AgainstFloat64(t *testing.T) {
 		}
 		xq := newQuantized(cols)
 		quantizeInto(xq.q, xq.scales, x)
-		got := make([]float32, rows)
-		matVecQ8(got, m, &xq, 0, rows)
-		if e := relErr(got, refMatVec(w, rows, cols, x), w, cols, x); e > q8Bound {
-			t.Errorf("%d×%d: relative error %.2e over the Q8_0 bound %.2e", rows, cols, e, q8Bound)
+		want := refMatVec(w, rows, cols, x)
+		var results [][]float32
+		for name, kernel := range q8Kernels {
+			got := make([]float32, rows)
+			kernel(got, m, &xq, 0, rows)
+			if e := relErr(got, want, w, cols, x); e > q8Bound {
+				t.Errorf("%s %d×%d: relative error %.2e over the Q8_0 bound %.2e", name, rows, cols, e, q8Bound)
+			}
+			results = append(results, got)
+		}
+		// Integer sums inside a group are exact, so kernels agree closely.
+		for r := range rows {
+			if d := math.Abs(float64(results[0][r] - results[1][r])); d > 1e-4*math.Abs(want[r])+1e-4 {
+				t.Errorf("%d×%d row %d: Q8_0 kernels disagree: %v vs %v", rows, cols, r, results[0][r], results[1][r])
+				break
+			}
 		}
 	}
 	if _, err := NewF32(2, 33, make([]float32, 66)).Quantize(); err == nil {
@@ -95,14 +120,18 @@ func TestDotAndAxpy(t *testing.T) {
 			want += float64(a[i]) * float64(b[i])
 			scale += math.Abs(float64(a[i]) * float64(b[i]))
 		}
-		if got := dot(a, b); math.Abs(float64(got)-want) > 1e-5*scale {
-			t.Errorf("dot n=%d: %v, want %v", n, got, want)
+		for name, d := range map[string]func(a, b []float32) float32{"dispatched": dot, "portable": dotGeneric} {
+			if got := d(a, b); math.Abs(float64(got)-want) > 1e-5*scale {
+				t.Errorf("%s dot n=%d: %v, want %v", name, n, got, want)
+			}
 		}
-		y := append([]float32(nil), a...)
-		axpy(y, 0.5, b)
-		for i := range y {
-			if math.Abs(float64(y[i])-(float64(a[i])+0.5*float64(b[i]))) > 1e-6 {
-				t.Fatalf("axpy n=%d at %d", n, i)
+		for name, ax := range map[string]func([]float32, float32, []float32){"dispatched": axpy, "portable": axpyGeneric} {
+			y := append([]float32(nil), a...)
+			ax(y, 0.5, b)
+			for i := range y {
+				if math.Abs(float64(y[i])-(float64(a[i])+0.5*float64(b[i]))) > 1e-6 {
+					t.Fatalf("%s axpy n=%d at %d", name, n, i)
+				}
 			}
 		}
 	}

@@ -79,7 +79,8 @@ func TestLlama2cCheckpointFromDiskWithTokenizerBeside(t *testing.T) {
 }
 
 func TestSyntheticShapesRunAndAreDeterministic(t *testing.T) {
-	shape := Shape{Dim: 64, HiddenDim: 128, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 300, SeqLen: 64}
+	// Large enough that every matrix fans out across threads (see minParallelFlops).
+	shape := Shape{Dim: 256, HiddenDim: 512, Layers: 2, Heads: 8, KVHeads: 4, Vocab: 300, SeqLen: 64}
 	run := func(threads int, q8 bool) []int {
 		w := Synthetic(shape, 9)
 		if q8 {

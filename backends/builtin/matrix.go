@@ -47,10 +47,17 @@ func (m *Matrix) Quantize() (*Matrix, error) {
 	if m.Cols%GroupSize != 0 {
 		return nil, fmt.Errorf("cannot quantize a %d×%d matrix to Q8_0: columns are not a multiple of %d", m.Rows, m.Cols, GroupSize)
 	}
-	q := &Matrix{Rows: m.Rows, Cols: m.Cols, Q8: make([]int8, len(m.F32)), Scales: make([]float32, len(m.F32)/GroupSize)}
+	q := &Matrix{Rows: m.Rows, Cols: m.Cols, Q8: make([]int8, len(m.F32)), Scales: newScales(len(m.F32) / GroupSize)}
 	quantizeInto(q.Q8, q.Scales, m.F32)
 	return q, nil
 }
+
+// scalePad is spare capacity after every Q8_0 scale array, so a vector
+// kernel may load eight scales from any group without leaving it.
+const scalePad = 8
+
+// newScales allocates n group scales with scalePad spare capacity.
+func newScales(n int) []float32 { return make([]float32, n, n+scalePad) }
 
 // quantizeInto fills q and scales with the Q8_0 form of x.
 func quantizeInto(q []int8, scales []float32, x []float32) {
