@@ -36,6 +36,7 @@ const (
 const usage = `tokentop benchmarks LLM inference live.
 
 Usage:
+  tokentop                                  run the default study: greedy vs sampling on the built-in engine
   tokentop run [flags]                      run a profile's trials against a backend
   tokentop compare A.toml B.toml [...]      compare sessions (or A.toml#arm1 A.toml#arm2)
   tokentop profiles                         list built-in and user profiles
@@ -49,7 +50,11 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		// The main job: no server, no download, no flags.
+		return cmdRun(nil, stdout, stderr)
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
@@ -221,7 +226,7 @@ func cmdBackends(args []string, stdout, stderr io.Writer) int {
 	for i, kind := range registry.Kinds {
 		wg.Go(func() {
 			cfg := backends.Config{URL: kind.DefaultURL, APIKey: os.Getenv(*apiKeyEnv)}
-			if *url != "" {
+			if *url != "" && kind.DefaultURL != "" { // in-process engines have no URL
 				cfg.URL = *url
 			}
 			reports[i] = probe(kind, cfg)
@@ -245,9 +250,9 @@ func probe(kind backends.Kind, cfg backends.Config) ui.ProbeReport {
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = errors.New("no answer within 3s")
 	}
-	if info.URL != "" {
-		report.Info = info
+	report.Info, report.Err = info, err
+	if report.Info.URL == "" {
+		report.Info.URL = cfg.URL
 	}
-	report.Err = err
 	return report
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -49,7 +50,7 @@ func TestRunHeadlessThenCompare(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"server 0.33.0-rc2", "greedy       warmup    1/1", "temp-0.8     timed     4/4", "top-k-40", "e2e mean", "status complete", "saved " + out} {
+	for _, want := range []string{"backend ollama at " + url, "server 0.33.0-rc2", "greedy       warmup    1/1", "temp-0.8     timed     4/4", "top-k-40", "e2e mean", "status complete", "saved " + out} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
@@ -113,7 +114,7 @@ func TestProfilesAndBackendsCommands(t *testing.T) {
 		t.Errorf("profiles:\n%s", stdout)
 	}
 	code, stdout, _ = runCLI("backends", "--url", ollamaServer(t, 0))
-	if code != exitOK || !strings.Contains(stdout, "reachable, server 0.33.0-rc2, models: tiny15m:latest") || !strings.Contains(stdout, "not reachable") {
+	if code != exitOK || !strings.Contains(stdout, "builtin   (in process)\n          reachable, server tokentop-builtin 1") || !strings.Contains(stdout, "reachable, server 0.33.0-rc2, models: tiny15m:latest") || !strings.Contains(stdout, "not reachable") {
 		t.Errorf("backends:\n%s", stdout)
 	}
 }
@@ -227,5 +228,30 @@ func TestServerCuttingAStreamDegradesOneTrialOnly(t *testing.T) {
 	if sum := s.Manifest.Summary["greedy"]; sum.TimedOK != 3 || sum.Degraded != 1 || s.Records[1].Status != session.StatusError ||
 		!strings.Contains(s.Records[1].Error, "stream ended before the server's final message") || s.Records[1].OutputTokens != 2 {
 		t.Errorf("summary %+v, record 2 %+v", sum, s.Records[1])
+	}
+}
+
+func TestBuiltinEngineIsTheDefault(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runCLI("run", "--profile", "quick", "--trials", "3", "--warmup", "1", "--threads", "1", "--out", out)
+	if code != exitOK || !strings.Contains(stdout, "backend builtin in process") || !strings.Contains(stdout, "model stories260K, server tokentop-builtin") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	s, err := session.Load(manifests(t, out)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := s.Manifest.Backend.Details
+	if s.Manifest.Backend.Kind != "builtin" || d["weights"] != "embedded" || d["threads"] != "1" || d["shape"] == "" || s.Manifest.Backend.Digest == "" {
+		t.Errorf("backend %+v", s.Manifest.Backend)
+	}
+	for _, r := range s.Records {
+		if r.Status != session.StatusOK || r.OutputTokens != 64 || r.PromptTokens != 5 || r.StopReason != "length" || math.IsNaN(r.ServerDecodeMs) {
+			t.Errorf("record %+v", r)
+		}
+	}
+	code, _, stderr = runCLI("run", "--model-path", filepath.Join(t.TempDir(), "missing.gguf"), "--out", out)
+	if code != exitFailed || !strings.Contains(stderr, "missing.gguf: no such file") {
+		t.Errorf("missing model file: exit %d: %s", code, stderr)
 	}
 }

@@ -24,7 +24,11 @@ func Headless(w io.Writer, events <-chan runner.Event) {
 	for ev := range events {
 		switch ev := ev.(type) {
 		case runner.Started:
-			fmt.Fprintf(w, "backend %s at %s: model %s, server %s\n", ev.Info.Kind, ev.Info.URL, orDash(ev.Info.Model), orDash(ev.Info.ServerVersion))
+			where := "in process"
+			if ev.Info.URL != "" {
+				where = "at " + ev.Info.URL
+			}
+			fmt.Fprintf(w, "backend %s %s: model %s, server %s\n", ev.Info.Kind, where, orDash(ev.Info.Model), orDash(ev.Info.ServerVersion))
 			fmt.Fprintf(w, "session %s\n", ev.Manifest)
 			fmt.Fprintf(w, "arms %s: %d warmup + %d timed trials each\n", strings.Join(ev.Arms, ", "), ev.WarmupPerArm, ev.TrialsPerArm)
 			warmup, trials = ev.WarmupPerArm, ev.TrialsPerArm
@@ -148,11 +152,15 @@ type ProbeReport struct {
 // WriteBackends prints what each backend's probe found.
 func WriteBackends(w io.Writer, reports []ProbeReport) {
 	for _, r := range reports {
+		where := r.Info.URL
+		if where == "" {
+			where = "(in process)"
+		}
 		if r.Err != nil {
-			fmt.Fprintf(w, "%-9s %s\n          not reachable: %v\n", r.Kind.Name, r.Info.URL, r.Err)
+			fmt.Fprintf(w, "%-9s %s\n          not reachable: %v\n", r.Kind.Name, where, r.Err)
 			continue
 		}
-		fmt.Fprintf(w, "%-9s %s\n          reachable, server %s", r.Kind.Name, r.Info.URL, orDash(r.Info.ServerVersion))
+		fmt.Fprintf(w, "%-9s %s\n          reachable, server %s", r.Kind.Name, where, orDash(r.Info.ServerVersion))
 		if len(r.Info.Models) > 0 {
 			fmt.Fprintf(w, ", models: %s", strings.Join(r.Info.Models, ", "))
 		}

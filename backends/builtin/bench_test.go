@@ -98,3 +98,25 @@ func BenchmarkSyntheticLoad(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGenerate256 decodes 256 greedy tokens from BOS and reports
+// tok/s over the whole loop, measured as llama2.c's run.c reports it, for
+// comparison with the C baseline in testdata/cref.
+func BenchmarkGenerate256(b *testing.B) {
+	for _, model := range []string{"stories15M-synthetic", "stories42M-synthetic", "stories110M-synthetic"} {
+		for _, dtype := range []string{"f32", "q8_0"} {
+			for _, threads := range []int{1, 2} {
+				b.Run(fmt.Sprintf("%s/%s/threads=%d", model, dtype, threads), func(b *testing.B) {
+					e := benchEngine(b, model, dtype, threads)
+					for b.Loop() {
+						g, _ := e.Generate(context.Background(), []int{tokenBOS}, 255, Sampling{}, func(int) {})
+						if g.StopReason == "stop" {
+							b.Fatal("a synthetic model produced end of sequence; the loop would be short")
+						}
+					}
+					b.ReportMetric(256*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+				})
+			}
+		}
+	}
+}

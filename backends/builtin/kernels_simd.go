@@ -2,11 +2,18 @@
 
 package builtin
 
-import "simd/archsimd"
+import (
+	"simd/archsimd"
+	"unsafe"
+)
 
 // The AVX2+FMA kernels, through Go's experimental simd/archsimd. Each ends
 // with ClearAVXUpperBits: scalar float code compiles to SSE, which runs
 // 3-30x slower while the upper halves of the vector registers are dirty.
+// Inner loops load through pointers into rows whose bounds were checked
+// once: slicing per load cost a bounds check and index masking on every
+// vector and spilled the row slices to the stack.
+//
 // Sums leave the vector unit through a store to a local array; ragged tails
 // (a row length that is not a multiple of 8) are finished in scalar code
 // after the clear. archsimd's *SlicePart helpers are not used: they view a
@@ -27,7 +34,7 @@ func dot(a, b []float32) float32 {
 		return dotGeneric(a, b)
 	}
 	var out [1]float32
-	dotRows1AVX2(out[:], a, b, 0, 1, len(a))
+	dotRowsAVX2(out[:], a, b, 0, 1, len(a))
 	return out[0]
 }
 
@@ -39,8 +46,11 @@ func axpy(y []float32, a float32, x []float32) {
 	x = x[:len(y)]
 	av := archsimd.BroadcastFloat32x8(a)
 	n := len(y) &^ 7
-	for i := 0; i < n; i += 8 {
-		archsimd.LoadFloat32x8Slice(x[i:]).MulAdd(av, archsimd.LoadFloat32x8Slice(y[i:])).StoreSlice(y[i:])
+	if n > 0 {
+		px, py := unsafe.Pointer(&x[0]), unsafe.Pointer(&y[0])
+		for off := uintptr(0); off < uintptr(n)*4; off += 32 {
+			f32x8(px, off).MulAdd(av, f32x8(py, off)).Store((*[8]float32)(unsafe.Add(py, off)))
+		}
 	}
 	archsimd.ClearAVXUpperBits()
 	for i := n; i < len(y); i++ {
@@ -53,79 +63,80 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 		matVecF32Generic(out, m, x, lo, hi)
 		return
 	}
-	if m.Bytes() > streamingBytes {
-		dotRows1AVX2(out, m.F32, x, lo, hi, m.Cols)
-	} else {
-		dotRows4AVX2(out, m.F32, x, lo, hi, m.Cols)
-	}
+	dotRowsAVX2(out, m.F32, x, lo, hi, m.Cols)
 }
 
-// streamingBytes is the matrix size above which rows are streamed one at
-// a time. Measured here (BenchmarkMatVec, one thread): a 37 MB 32000×288
-// matrix ran at 9.0 GFLOP/s one row at a time and 4.0 four at a time; a
-// 6.3 MB 2048×768 one at 12.2 and 18.4.
-const streamingBytes = 16 << 20
-
-// Both row kernels sum a row in exactly the same order (one accumulator
-// over eight lanes, the horizontal sum, then the ragged tail), so a row's
-// result never depends on which kernel or which thread's span computed it:
-// greedy output is the same for every thread count.
-
-// dotRows1AVX2 sets out[r] = w[r]·x for rows [lo, hi) of a row-major matrix
-// with cols columns, one row at a time, streaming each row straight through
-// memory: what a matrix larger than the caches is limited by.
-func dotRows1AVX2(out, w, x []float32, lo, hi, cols int) {
+// dotRowsAVX2 sets out[r] = w[r]·x for rows [lo, hi) of a row-major matrix
+// with cols columns, one row at a time. A model's weights do not fit in
+// cache, so every decode step streams them from memory, and one row at a
+// time is the access pattern that streams fastest. Measured here
+// (BenchmarkGenerate256, stories110M, one thread): 52.7 tok/s this way,
+// 32.1 with four rows interleaved to share loads of x, although the
+// four-row kernel won on a lone matrix small enough to stay in cache.
+//
+// One summation order for every row (four accumulators over eight lanes,
+// the horizontal sum, then the ragged tail) means a row's result does not
+// depend on which thread's span computed it.
+func dotRowsAVX2(out, w, x []float32, lo, hi, cols int) {
 	x = x[:cols]
 	full := cols &^ 7
-	var zero archsimd.Float32x8
+	px := unsafe.Pointer(unsafe.SliceData(x))
+	end := uintptr(full) * 4
+	var acc [4]archsimd.Float32x8
 	var sums [4]float32
-	for r := lo; r < hi; r++ {
-		row := w[r*cols : (r+1)*cols]
-		var a archsimd.Float32x8
-		for j := 0; j < full; j += 8 {
-			a = archsimd.LoadFloat32x8Slice(row[j:]).MulAdd(archsimd.LoadFloat32x8Slice(x[j:]), a)
+	for r0 := lo; r0 < hi; r0 += 4 {
+		n := min(4, hi-r0)
+		for i := range n {
+			acc[i] = archsimd.Float32x8{}
+			if full > 0 {
+				acc[i] = dot1(unsafe.Pointer(&w[(r0+i)*cols : (r0+i+1)*cols][0]), px, end)
+			}
 		}
-		sum4(a, zero, zero, zero).Store(&sums)
+		for i := n; i < 4; i++ {
+			acc[i] = archsimd.Float32x8{}
+		}
+		// Four rows per horizontal sum; each lane's arithmetic is the same
+		// whichever slot its row takes.
+		sum4(acc[0], acc[1], acc[2], acc[3]).Store(&sums)
 		if full < cols {
 			archsimd.ClearAVXUpperBits()
-			sums[0] += dotGeneric(row[full:], x[full:])
+			for i := range n {
+				sums[i] += dotGeneric(w[(r0+i)*cols+full:(r0+i+1)*cols], x[full:])
+			}
 		}
-		out[r] = sums[0]
+		copy(out[r0:r0+n], sums[:n])
 	}
 	archsimd.ClearAVXUpperBits()
 }
 
-// dotRows4AVX2 is dotRows1AVX2 four rows at a time, so each load of x
-// feeds four FMAs: faster while the matrix sits in cache.
-func dotRows4AVX2(out, w, x []float32, lo, hi, cols int) {
-	x = x[:cols]
-	full := cols &^ 7
-	var sums [4]float32
-	r := lo
-	for ; r+4 <= hi; r += 4 {
-		w0, w1, w2, w3 := w[r*cols:(r+1)*cols], w[(r+1)*cols:(r+2)*cols], w[(r+2)*cols:(r+3)*cols], w[(r+3)*cols:(r+4)*cols]
-		var a0, a1, a2, a3 archsimd.Float32x8
-		for j := 0; j < full; j += 8 {
-			xv := archsimd.LoadFloat32x8Slice(x[j:])
-			a0 = archsimd.LoadFloat32x8Slice(w0[j:]).MulAdd(xv, a0)
-			a1 = archsimd.LoadFloat32x8Slice(w1[j:]).MulAdd(xv, a1)
-			a2 = archsimd.LoadFloat32x8Slice(w2[j:]).MulAdd(xv, a2)
-			a3 = archsimd.LoadFloat32x8Slice(w3[j:]).MulAdd(xv, a3)
-		}
-		sum4(a0, a1, a2, a3).Store(&sums)
-		if full < cols {
-			archsimd.ClearAVXUpperBits()
-			sums[0] += dotGeneric(w0[full:], x[full:])
-			sums[1] += dotGeneric(w1[full:], x[full:])
-			sums[2] += dotGeneric(w2[full:], x[full:])
-			sums[3] += dotGeneric(w3[full:], x[full:])
-		}
-		copy(out[r:r+4], sums[:])
+// dot1 returns the lane-wise sums of w[i]·x[i] over end bytes: the inner
+// loop, kept in a small function so that only pointers and offsets are
+// live in it and nothing spills to the stack. Four accumulators keep four
+// FMAs in flight: with one, each waits for the previous (4 cycles), which
+// capped a row at about 8 bytes a cycle, below what memory delivers.
+func dot1(w, x unsafe.Pointer, end uintptr) archsimd.Float32x8 {
+	var a0, a1, a2, a3 archsimd.Float32x8
+	off := uintptr(0)
+	for ; off+128 <= end; off += 128 {
+		a0 = f32x8(w, off).MulAdd(f32x8(x, off), a0)
+		a1 = f32x8(w, off+32).MulAdd(f32x8(x, off+32), a1)
+		a2 = f32x8(w, off+64).MulAdd(f32x8(x, off+64), a2)
+		a3 = f32x8(w, off+96).MulAdd(f32x8(x, off+96), a3)
 	}
-	archsimd.ClearAVXUpperBits()
-	if r < hi {
-		dotRows1AVX2(out, w, x, r, hi, cols)
+	for ; off < end; off += 32 {
+		a0 = f32x8(w, off).MulAdd(f32x8(x, off), a0)
 	}
+	return a0.Add(a1).Add(a2.Add(a3))
+}
+
+// f32x8 loads the eight floats at p plus off bytes.
+func f32x8(p unsafe.Pointer, off uintptr) archsimd.Float32x8 {
+	return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, off)))
+}
+
+// i8x32 loads the 32 int8 values at p plus off bytes.
+func i8x32(p unsafe.Pointer, off uintptr) archsimd.Int8x32 {
+	return archsimd.LoadInt8x32((*[32]int8)(unsafe.Add(p, off)))
 }
 
 // sum4 returns the horizontal sums of four vectors as one 4-wide vector.
@@ -160,26 +171,48 @@ func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	}
 	c := m.Cols
 	groups := c / GroupSize
-	ones := archsimd.BroadcastInt16x16(1)
-	xq, xs := x.q[:c], x.scales[:groups+scalePad]
-	var zero archsimd.Float32x8
+	pxq := unsafe.Pointer(&x.q[:c][0])
+	pxs := unsafe.Pointer(&x.scales[:groups+scalePad][0])
+	var acc [4]archsimd.Float32x8
 	var sums [4]float32
-	for r := lo; r < hi; r++ {
-		w := m.Q8[r*c : (r+1)*c]
-		ws := m.Scales[r*groups : (r+1)*groups+scalePad]
-		var acc archsimd.Float32x8
-		for b := 0; b < groups; b += 8 {
-			scales := archsimd.LoadFloat32x8Slice(ws[b:]).Mul(archsimd.LoadFloat32x8Slice(xs[b:]))
-			for k := range min(8, groups-b) {
-				off := (b + k) * GroupSize
-				wv := archsimd.LoadInt8x32Slice(w[off:])
-				xv := archsimd.LoadInt8x32Slice(xq[off:])
-				p := wv.Abs().AsUint8x32().DotProductPairsSaturated(xv.CopySign(wv)).DotProductPairs(ones)
-				acc = p.ConvertToFloat32().MulAdd(scales.Permute(laneIndex[k]), acc)
-			}
+	for r0 := lo; r0 < hi; r0 += 4 {
+		n := min(4, hi-r0)
+		for i := range n {
+			r := r0 + i
+			acc[i] = q8Row(unsafe.Pointer(&m.Q8[r*c : (r+1)*c][0]), unsafe.Pointer(&m.Scales[r*groups : (r+1)*groups+scalePad][0]), pxq, pxs, groups)
 		}
-		sum4(acc, zero, zero, zero).Store(&sums)
-		out[r] = sums[0]
+		for i := n; i < 4; i++ {
+			acc[i] = archsimd.Float32x8{}
+		}
+		sum4(acc[0], acc[1], acc[2], acc[3]).Store(&sums)
+		copy(out[r0:r0+n], sums[:n])
 	}
 	archsimd.ClearAVXUpperBits()
+}
+
+// q8Row is one row's lane-wise partial sums, two groups per step into two
+// accumulators so consecutive groups' FMAs overlap.
+func q8Row(w, ws, x, xs unsafe.Pointer, groups int) archsimd.Float32x8 {
+	ones := archsimd.BroadcastInt16x16(1)
+	var even, odd archsimd.Float32x8
+	for b := 0; b < groups; b += 8 {
+		scales := f32x8(ws, uintptr(b)*4).Mul(f32x8(xs, uintptr(b)*4))
+		n := min(8, groups-b)
+		k := 0
+		for ; k+2 <= n; k += 2 {
+			off := uintptr(b+k) * GroupSize
+			even = q8Group(w, x, off, ones).MulAdd(scales.Permute(laneIndex[k]), even)
+			odd = q8Group(w, x, off+GroupSize, ones).MulAdd(scales.Permute(laneIndex[k+1]), odd)
+		}
+		if k < n {
+			even = q8Group(w, x, uintptr(b+k)*GroupSize, ones).MulAdd(scales.Permute(laneIndex[k]), even)
+		}
+	}
+	return even.Add(odd)
+}
+
+// q8Group is one group's 32 int8 products, summed into eight float lanes.
+func q8Group(w, x unsafe.Pointer, off uintptr, ones archsimd.Int16x16) archsimd.Float32x8 {
+	wv, xv := i8x32(w, off), i8x32(x, off)
+	return wv.Abs().AsUint8x32().DotProductPairsSaturated(xv.CopySign(wv)).DotProductPairs(ones).ConvertToFloat32()
 }

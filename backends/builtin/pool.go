@@ -1,19 +1,77 @@
 package builtin
 
-import "sync"
+import (
+	"runtime"
+	"sync/atomic"
+	"time"
+)
 
 // minParallelFlops is the matvec size below which fanning out costs more
-// than it saves (a hand-off is about a microsecond).
+// than it saves.
 const minParallelFlops = 1 << 16
 
-// Pool runs matrix-vector products on a fixed set of goroutines. Idle
-// workers park on a channel rather than spin: on a shared machine a
-// spinning barrier collapses when another process holds a core, a parked
-// hand-off degrades gently.
+// spinFor is how long an idle worker (or the caller waiting for workers)
+// polls before it parks. A forward pass hands work out dozens of times per
+// token, a few microseconds apart; waking a parked thread costs tens of
+// microseconds, as much as half of a mid-size matvec, so a short poll keeps
+// the second core useful. The poll is bounded: on a loaded machine a
+// thread parks after this long instead of spinning against the process
+// that holds the core (OpenMP's unbounded spinning made llama2.c collapse
+// 10-100x under load here).
+const spinFor = 50 * time.Microsecond
+
+// Pool runs matrix-vector products on a fixed set of goroutines.
 type Pool struct {
 	threads int
-	work    []chan span
-	done    sync.WaitGroup
+	workers []*worker
+	pending atomic.Int32 // spans handed out and not finished
+	waiter  parker       // the caller, waiting for pending to reach 0
+}
+
+// parker is a goroutine that polls a condition, then sleeps on wake. The
+// protocol has no lost wake-ups: the sleeper sets parked, then re-checks
+// its condition; the waker changes the condition, then checks parked. A
+// token left in wake by a race is harmless, the sleeper re-checks.
+type parker struct {
+	parked atomic.Bool
+	wake   chan struct{}
+}
+
+func newParker() parker { return parker{wake: make(chan struct{}, 1)} }
+
+// await returns once ready() holds.
+func (p *parker) await(ready func() bool) {
+	deadline := time.Now().Add(spinFor)
+	for i := 0; !ready(); i++ {
+		if i%64 != 63 || time.Now().Before(deadline) {
+			runtime.Gosched()
+			continue
+		}
+		p.parked.Store(true)
+		if !ready() {
+			<-p.wake
+		}
+		p.parked.Store(false)
+		deadline = time.Now().Add(spinFor)
+	}
+}
+
+// notify wakes the goroutine if it sleeps; call it after changing what it
+// waits for.
+func (p *parker) notify() {
+	if p.parked.Load() {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+type worker struct {
+	parker
+	seq    atomic.Uint64 // bumped for each new span
+	span   span
+	closed atomic.Bool
 }
 
 type span struct {
@@ -23,18 +81,28 @@ type span struct {
 
 // NewPool starts threads-1 workers; the caller's goroutine is the first.
 func NewPool(threads int) *Pool {
-	p := &Pool{threads: max(threads, 1)}
+	p := &Pool{threads: max(threads, 1), waiter: newParker()}
 	for range p.threads - 1 {
-		ch := make(chan span)
-		p.work = append(p.work, ch)
-		go func() {
-			for s := range ch {
-				s.job.rows(s.lo, s.hi)
-				p.done.Done()
-			}
-		}()
+		w := &worker{parker: newParker()}
+		p.workers = append(p.workers, w)
+		go p.serve(w)
 	}
 	return p
+}
+
+func (p *Pool) serve(w *worker) {
+	var seen uint64
+	for {
+		w.await(func() bool { return w.seq.Load() != seen || w.closed.Load() })
+		if w.closed.Load() {
+			return
+		}
+		seen = w.seq.Load()
+		w.span.job.rows(w.span.lo, w.span.hi)
+		if p.pending.Add(-1) == 0 {
+			p.waiter.notify()
+		}
+	}
 }
 
 // Threads is the pool's parallelism.
@@ -42,28 +110,31 @@ func (p *Pool) Threads() int { return p.threads }
 
 // Close stops the workers.
 func (p *Pool) Close() {
-	for _, ch := range p.work {
-		close(ch)
+	for _, w := range p.workers {
+		w.closed.Store(true)
+		w.notify()
 	}
-	p.work = nil
+	p.workers = nil
 }
 
 // run computes job's rows, split in contiguous spans across the workers.
 func (p *Pool) run(job *matJob) {
 	total := job.totalRows()
-	if len(p.work) == 0 || total*job.cols() < minParallelFlops {
+	if len(p.workers) == 0 || total*job.cols() < minParallelFlops {
 		job.rows(0, total)
 		return
 	}
-	n := len(p.work) + 1
+	n := len(p.workers) + 1
 	per := (total + n - 1) / n
-	p.done.Add(n - 1)
-	for i, ch := range p.work {
+	p.pending.Store(int32(len(p.workers)))
+	for i, w := range p.workers {
 		lo := min((i+1)*per, total)
-		ch <- span{job, lo, min(lo+per, total)}
+		w.span = span{job, lo, min(lo+per, total)}
+		w.seq.Add(1) // publishes span
+		w.notify()
 	}
 	job.rows(0, min(per, total))
-	p.done.Wait()
+	p.waiter.await(func() bool { return p.pending.Load() == 0 })
 }
 
 // matJob is up to three matrices applied to the same input vector (Q, K

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -83,6 +84,9 @@ func Load(name, dtype string) (*Model, error) {
 		if err := m.Weights.quantize(); err != nil {
 			return nil, fmt.Errorf("model %s: %w", name, err)
 		}
+		// The f32 originals are garbage now; hand their pages back so the
+		// resident size reported with the session is the engine's own.
+		debug.FreeOSMemory()
 	}
 	m.LoadTime = time.Since(start)
 	return m, nil
