@@ -18,7 +18,8 @@ type State struct {
 	xq               quantized // x quantized for Q8_0 matrices
 	hq               quantized
 	pool             *Pool
-	job              matJob // the current matvec, kept here so it does not escape per call
+	job              matJob  // the current matvec, kept here so it does not escape per call
+	attn             attnJob // likewise for attention
 }
 
 type quantized struct {
@@ -59,10 +60,8 @@ func NewState(w *Weights, pool *Pool) *State {
 func (st *State) Forward(token, pos int) []float32 {
 	w, s := st.w, st.w.Shape
 	dim, kvDim, hs := s.Dim, s.KVDim(), s.HeadSize()
-	kvMul := s.Heads / s.KVHeads
 	seq := s.SeqLen
 	copy(st.x, w.Embedding[token*dim:(token+1)*dim])
-	scale := float32(1 / math.Sqrt(float64(hs)))
 	cos, sin := st.ropeCos[pos*hs/2:(pos+1)*hs/2], st.ropeSin[pos*hs/2:(pos+1)*hs/2]
 
 	for l := range w.Layers {
@@ -80,22 +79,8 @@ func (st *State) Forward(token, pos int) []float32 {
 			rope(k[h*hs:(h+1)*hs], cos, sin)
 		}
 
-		layerKeys := st.keys[l*seq*kvDim:]
-		layerValues := st.values[l*seq*kvDim:]
-		for h := 0; h < s.Heads; h++ {
-			q := st.q[h*hs : (h+1)*hs]
-			att := st.att[h*seq : h*seq+pos+1]
-			kvOff := (h / kvMul) * hs
-			for t := 0; t <= pos; t++ {
-				att[t] = dot(q, layerKeys[t*kvDim+kvOff:t*kvDim+kvOff+hs]) * scale
-			}
-			softmax(att)
-			out := st.xb[h*hs : (h+1)*hs]
-			clear(out)
-			for t := 0; t <= pos; t++ {
-				axpy(out, att[t], layerValues[t*kvDim+kvOff:t*kvDim+kvOff+hs])
-			}
-		}
+		st.attn = attnJob{st: st, layer: l, pos: pos}
+		st.pool.run(&st.attn)
 		st.matVec(layer.WO, st.xb2, st.xb, &st.xq)
 		add(st.x, st.xb2)
 
@@ -108,6 +93,26 @@ func (st *State) Forward(token, pos int) []float32 {
 	rmsNorm(st.x, st.x, w.FinalNorm, w.NormEps)
 	st.matVec(w.Classifier, st.logits, st.x, &st.xq)
 	return st.logits
+}
+
+// attendHead computes head h's attention output at pos into xb: scores
+// against every cached key, softmax, then the weighted sum of values.
+// Heads write disjoint parts of att and xb, so they run in parallel.
+func (st *State) attendHead(l, pos, h int) {
+	s := st.w.Shape
+	seq, kvDim, hs := s.SeqLen, s.KVDim(), s.HeadSize()
+	layerKeys := st.keys[l*seq*kvDim:]
+	layerValues := st.values[l*seq*kvDim:]
+	scale := float32(1 / math.Sqrt(float64(hs)))
+	q := st.q[h*hs : (h+1)*hs]
+	att := st.att[h*seq : h*seq+pos+1]
+	kvOff := (h / (s.Heads / s.KVHeads)) * hs
+	dotRows(att, layerKeys[kvOff:], q, 0, pos+1, hs, kvDim)
+	for t := range att {
+		att[t] *= scale
+	}
+	softmax(att)
+	weightedSum(st.xb[h*hs:(h+1)*hs], att, layerValues[kvOff:], kvDim)
 }
 
 // rmsNorm writes weight ⊙ x / rms(x) to out (out may be x).

@@ -32,9 +32,23 @@ func axpyGeneric(y []float32, a float32, x []float32) {
 
 // matVecF32Generic computes out[r] = m[r]·x for rows [lo, hi).
 func matVecF32Generic(out []float32, m *Matrix, x []float32, lo, hi int) {
-	c := m.Cols
+	dotRowsGeneric(out, m.F32, x, lo, hi, m.Cols, m.Cols)
+}
+
+// dotRowsGeneric sets out[r] = w[r*stride : r*stride+cols]·x for rows
+// [lo, hi): a matrix product, or attention scores over cached keys.
+func dotRowsGeneric(out, w, x []float32, lo, hi, cols, stride int) {
 	for r := lo; r < hi; r++ {
-		out[r] = dotGeneric(m.F32[r*c:(r+1)*c], x)
+		out[r] = dotGeneric(w[r*stride:r*stride+cols], x)
+	}
+}
+
+// weightedSumGeneric sets out = Σ_t weights[t]·v[t*stride : t*stride+len(out)],
+// attention's mix of cached values.
+func weightedSumGeneric(out, weights, v []float32, stride int) {
+	clear(out)
+	for t, a := range weights {
+		axpyGeneric(out, a, v[t*stride:t*stride+len(out)])
 	}
 }
 

@@ -29,45 +29,48 @@ var KernelName = func() string {
 	return "portable Go (this CPU lacks AVX2/FMA)"
 }()
 
-func dot(a, b []float32) float32 {
-	if !haveAVX2 || len(a) < 8 {
-		return dotGeneric(a, b)
-	}
-	var out [1]float32
-	dotRowsAVX2(out[:], a, b, 0, 1, len(a))
-	return out[0]
-}
-
-func axpy(y []float32, a float32, x []float32) {
-	if !haveAVX2 {
-		axpyGeneric(y, a, x)
-		return
-	}
-	x = x[:len(y)]
-	av := archsimd.BroadcastFloat32x8(a)
-	n := len(y) &^ 7
-	if n > 0 {
-		px, py := unsafe.Pointer(&x[0]), unsafe.Pointer(&y[0])
-		for off := uintptr(0); off < uintptr(n)*4; off += 32 {
-			f32x8(px, off).MulAdd(av, f32x8(py, off)).Store((*[8]float32)(unsafe.Add(py, off)))
-		}
-	}
-	archsimd.ClearAVXUpperBits()
-	for i := n; i < len(y); i++ {
-		y[i] += a * x[i]
-	}
-}
-
 func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 	if !haveAVX2 {
 		matVecF32Generic(out, m, x, lo, hi)
 		return
 	}
-	dotRowsAVX2(out, m.F32, x, lo, hi, m.Cols)
+	dotRowsAVX2(out, m.F32, x, lo, hi, m.Cols, m.Cols)
 }
 
-// dotRowsAVX2 sets out[r] = w[r]·x for rows [lo, hi) of a row-major matrix
-// with cols columns, one row at a time. A model's weights do not fit in
+func dotRows(out, w, x []float32, lo, hi, cols, stride int) {
+	if !haveAVX2 || cols < 8 {
+		dotRowsGeneric(out, w, x, lo, hi, cols, stride)
+		return
+	}
+	dotRowsAVX2(out, w, x, lo, hi, cols, stride)
+}
+
+// weightedSum keeps out's lanes in registers across every t, one chunk of
+// eight lanes at a time, instead of an axpy call per cached position.
+func weightedSum(out, weights, v []float32, stride int) {
+	n := len(out)
+	if !haveAVX2 || n%8 != 0 || len(weights) == 0 {
+		weightedSumGeneric(out, weights, v, stride)
+		return
+	}
+	_ = v[(len(weights)-1)*stride+n-1] // every row read below is in bounds
+	pv := unsafe.Pointer(&v[0])
+	rowBytes := uintptr(stride) * 4
+	for c := uintptr(0); c < uintptr(n)*4; c += 32 {
+		var acc archsimd.Float32x8
+		off := c
+		for _, a := range weights {
+			acc = f32x8(pv, off).MulAdd(archsimd.BroadcastFloat32x8(a), acc)
+			off += rowBytes
+		}
+		acc.Store((*[8]float32)(unsafe.Add(unsafe.Pointer(&out[0]), c)))
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+// dotRowsAVX2 sets out[r] = w[r*stride : r*stride+cols]·x for rows
+// [lo, hi), one row at a time: a matrix product (stride = cols), or
+// attention scores over cached keys (stride = the cache's row width). A model's weights do not fit in
 // cache, so every decode step streams them from memory, and one row at a
 // time is the access pattern that streams fastest. Measured here
 // (BenchmarkGenerate256, stories110M, one thread): 52.7 tok/s this way,
@@ -77,7 +80,7 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 // One summation order for every row (four accumulators over eight lanes,
 // the horizontal sum, then the ragged tail) means a row's result does not
 // depend on which thread's span computed it.
-func dotRowsAVX2(out, w, x []float32, lo, hi, cols int) {
+func dotRowsAVX2(out, w, x []float32, lo, hi, cols, stride int) {
 	x = x[:cols]
 	full := cols &^ 7
 	px := unsafe.Pointer(unsafe.SliceData(x))
@@ -89,7 +92,7 @@ func dotRowsAVX2(out, w, x []float32, lo, hi, cols int) {
 		for i := range n {
 			acc[i] = archsimd.Float32x8{}
 			if full > 0 {
-				acc[i] = dot1(unsafe.Pointer(&w[(r0+i)*cols : (r0+i+1)*cols][0]), px, end)
+				acc[i] = dot1(unsafe.Pointer(&w[(r0+i)*stride : (r0+i)*stride+cols][0]), px, end)
 			}
 		}
 		for i := n; i < 4; i++ {
@@ -101,7 +104,7 @@ func dotRowsAVX2(out, w, x []float32, lo, hi, cols int) {
 		if full < cols {
 			archsimd.ClearAVXUpperBits()
 			for i := range n {
-				sums[i] += dotGeneric(w[(r0+i)*cols+full:(r0+i+1)*cols], x[full:])
+				sums[i] += dotGeneric(w[(r0+i)*stride+full:(r0+i)*stride+cols], x[full:])
 			}
 		}
 		copy(out[r0:r0+n], sums[:n])
@@ -175,19 +178,63 @@ func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	pxs := unsafe.Pointer(&x.scales[:groups+scalePad][0])
 	var acc [4]archsimd.Float32x8
 	var sums [4]float32
+	rowQ8 := func(r int) unsafe.Pointer { return unsafe.Pointer(&m.Q8[r*c : (r+1)*c][0]) }
+	rowScales := func(r int) unsafe.Pointer {
+		return unsafe.Pointer(&m.Scales[r*groups : (r+1)*groups+scalePad][0])
+	}
 	for r0 := lo; r0 < hi; r0 += 4 {
 		n := min(4, hi-r0)
-		for i := range n {
-			r := r0 + i
-			acc[i] = q8Row(unsafe.Pointer(&m.Q8[r*c : (r+1)*c][0]), unsafe.Pointer(&m.Scales[r*groups : (r+1)*groups+scalePad][0]), pxq, pxs, groups)
+		i := 0
+		for ; groups <= pairedRowGroups && i+2 <= n; i += 2 {
+			acc[i], acc[i+1] = q8Rows2(rowQ8(r0+i), rowScales(r0+i), rowQ8(r0+i+1), rowScales(r0+i+1), pxq, pxs, groups)
 		}
-		for i := n; i < 4; i++ {
+		for ; i < n; i++ {
+			acc[i] = q8Row(rowQ8(r0+i), rowScales(r0+i), pxq, pxs, groups)
+		}
+		for ; i < 4; i++ {
 			acc[i] = archsimd.Float32x8{}
 		}
 		sum4(acc[0], acc[1], acc[2], acc[3]).Store(&sums)
 		copy(out[r0:r0+n], sums[:n])
 	}
 	archsimd.ClearAVXUpperBits()
+}
+
+// pairedRowGroups is the longest row (in groups) for which two rows are
+// computed together. Pairing halves the per-row overhead that dominates
+// short rows, but ran 45% slower on long ones here (BenchmarkGenerate256,
+// one thread: stories15M, 9-group rows, 820 → 950 tok/s; stories42M,
+// 16 and 43 groups, 311 → 160).
+const pairedRowGroups = 12
+
+// q8Rows2 is q8Row for two rows at once, sharing every load of x and the
+// loop's overhead; each row is summed exactly as q8Row sums it, so results
+// do not depend on which of the two computed a row.
+func q8Rows2(w0, ws0, w1, ws1, x, xs unsafe.Pointer, groups int) (archsimd.Float32x8, archsimd.Float32x8) {
+	ones := archsimd.BroadcastInt16x16(1)
+	var even0, odd0, even1, odd1 archsimd.Float32x8
+	for b := 0; b < groups; b += 8 {
+		xsv := f32x8(xs, uintptr(b)*4)
+		s0 := f32x8(ws0, uintptr(b)*4).Mul(xsv)
+		s1 := f32x8(ws1, uintptr(b)*4).Mul(xsv)
+		n := min(8, groups-b)
+		k := 0
+		for ; k+2 <= n; k += 2 {
+			off := uintptr(b+k) * GroupSize
+			xa, xb := i8x32(x, off), i8x32(x, off+GroupSize)
+			even0 = q8Dot(i8x32(w0, off), xa, ones).MulAdd(s0.Permute(laneIndex[k]), even0)
+			even1 = q8Dot(i8x32(w1, off), xa, ones).MulAdd(s1.Permute(laneIndex[k]), even1)
+			odd0 = q8Dot(i8x32(w0, off+GroupSize), xb, ones).MulAdd(s0.Permute(laneIndex[k+1]), odd0)
+			odd1 = q8Dot(i8x32(w1, off+GroupSize), xb, ones).MulAdd(s1.Permute(laneIndex[k+1]), odd1)
+		}
+		if k < n {
+			off := uintptr(b+k) * GroupSize
+			xa := i8x32(x, off)
+			even0 = q8Dot(i8x32(w0, off), xa, ones).MulAdd(s0.Permute(laneIndex[k]), even0)
+			even1 = q8Dot(i8x32(w1, off), xa, ones).MulAdd(s1.Permute(laneIndex[k]), even1)
+		}
+	}
+	return even0.Add(odd0), even1.Add(odd1)
 }
 
 // q8Row is one row's lane-wise partial sums, two groups per step into two
@@ -201,18 +248,18 @@ func q8Row(w, ws, x, xs unsafe.Pointer, groups int) archsimd.Float32x8 {
 		k := 0
 		for ; k+2 <= n; k += 2 {
 			off := uintptr(b+k) * GroupSize
-			even = q8Group(w, x, off, ones).MulAdd(scales.Permute(laneIndex[k]), even)
-			odd = q8Group(w, x, off+GroupSize, ones).MulAdd(scales.Permute(laneIndex[k+1]), odd)
+			even = q8Dot(i8x32(w, off), i8x32(x, off), ones).MulAdd(scales.Permute(laneIndex[k]), even)
+			odd = q8Dot(i8x32(w, off+GroupSize), i8x32(x, off+GroupSize), ones).MulAdd(scales.Permute(laneIndex[k+1]), odd)
 		}
 		if k < n {
-			even = q8Group(w, x, uintptr(b+k)*GroupSize, ones).MulAdd(scales.Permute(laneIndex[k]), even)
+			off := uintptr(b+k) * GroupSize
+			even = q8Dot(i8x32(w, off), i8x32(x, off), ones).MulAdd(scales.Permute(laneIndex[k]), even)
 		}
 	}
 	return even.Add(odd)
 }
 
-// q8Group is one group's 32 int8 products, summed into eight float lanes.
-func q8Group(w, x unsafe.Pointer, off uintptr, ones archsimd.Int16x16) archsimd.Float32x8 {
-	wv, xv := i8x32(w, off), i8x32(x, off)
+// q8Dot is one group's 32 int8 products, summed into eight float lanes.
+func q8Dot(wv, xv archsimd.Int8x32, ones archsimd.Int16x16) archsimd.Float32x8 {
 	return wv.Abs().AsUint8x32().DotProductPairsSaturated(xv.CopySign(wv)).DotProductPairs(ones).ConvertToFloat32()
 }

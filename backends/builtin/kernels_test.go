@@ -111,26 +111,42 @@ func TestMatVecQ8AgainstFloat64(t *testing.T) {
 	}
 }
 
-func TestDotAndAxpy(t *testing.T) {
+// Attention's kernels: scores over strided cached keys, and the weighted
+// sum of strided cached values.
+func TestAttentionKernelsAgainstFloat64(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
-	for _, n := range []int{1, 5, 8, 16, 33, 100} {
-		a, b := randomVec(rng, n), randomVec(rng, n)
-		var want, scale float64
-		for i := range a {
-			want += float64(a[i]) * float64(b[i])
-			scale += math.Abs(float64(a[i]) * float64(b[i]))
-		}
-		for name, d := range map[string]func(a, b []float32) float32{"dispatched": dot, "portable": dotGeneric} {
-			if got := d(a, b); math.Abs(float64(got)-want) > 1e-5*scale {
-				t.Errorf("%s dot n=%d: %v, want %v", name, n, got, want)
+	type scoreKernel = func(out, w, x []float32, lo, hi, cols, stride int)
+	type mixKernel = func(out, weights, v []float32, stride int)
+	for _, hs := range []int{8, 12, 48, 64} {
+		stride := 3*hs + 5 // keys of one head sit inside wider cache rows
+		positions := 37
+		cache, q := randomVec(rng, positions*stride), randomVec(rng, hs)
+		weights := randomVec(rng, positions)
+		for name, kernel := range map[string]scoreKernel{"dispatched": dotRows, "portable": dotRowsGeneric} {
+			got := make([]float32, positions)
+			kernel(got, cache, q, 0, positions, hs, stride)
+			for p := range positions {
+				var want, scale float64
+				for i := range hs {
+					want += float64(cache[p*stride+i]) * float64(q[i])
+					scale += math.Abs(float64(cache[p*stride+i]) * float64(q[i]))
+				}
+				if math.Abs(float64(got[p])-want) > 1e-5*scale {
+					t.Fatalf("%s scores hs=%d pos %d: %v, want %v", name, hs, p, got[p], want)
+				}
 			}
 		}
-		for name, ax := range map[string]func([]float32, float32, []float32){"dispatched": axpy, "portable": axpyGeneric} {
-			y := append([]float32(nil), a...)
-			ax(y, 0.5, b)
-			for i := range y {
-				if math.Abs(float64(y[i])-(float64(a[i])+0.5*float64(b[i]))) > 1e-6 {
-					t.Fatalf("%s axpy n=%d at %d", name, n, i)
+		for name, kernel := range map[string]mixKernel{"dispatched": weightedSum, "portable": weightedSumGeneric} {
+			got := make([]float32, hs)
+			kernel(got, weights, cache, stride)
+			for i := range hs {
+				var want, scale float64
+				for p := range positions {
+					want += float64(weights[p]) * float64(cache[p*stride+i])
+					scale += math.Abs(float64(weights[p]) * float64(cache[p*stride+i]))
+				}
+				if math.Abs(float64(got[i])-want) > 1e-5*scale {
+					t.Fatalf("%s weighted sum hs=%d lane %d: %v, want %v", name, hs, i, got[i], want)
 				}
 			}
 		}
@@ -166,5 +182,30 @@ func TestF16Conversion(t *testing.T) {
 	}
 	if !math.IsInf(float64(f16ToF32(0x7c00)), 1) || !math.IsNaN(float64(f16ToF32(0x7e00))) {
 		t.Error("inf/nan")
+	}
+}
+
+func TestQuantizeRoundsHalfAwayFromZero(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	x := randomVec(rng, 4*GroupSize)
+	x[3] = 0 // a zero and a whole block of zeros stay zero
+	for i := GroupSize; i < 2*GroupSize; i++ {
+		x[i] = 0
+	}
+	q := make([]int8, len(x))
+	scales := make([]float32, len(x)/GroupSize)
+	quantizeInto(q, scales, x)
+	for i, v := range x {
+		s := scales[i/GroupSize]
+		want := int8(0)
+		if s != 0 {
+			want = int8(math.Round(float64(v * (1 / s))))
+		}
+		if q[i] != want {
+			t.Fatalf("x[%d] = %v (scale %v): q %d, want %d", i, v, s, q[i], want)
+		}
+	}
+	if scales[1] != 0 {
+		t.Errorf("zero block scale %v", scales[1])
 	}
 }

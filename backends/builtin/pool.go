@@ -74,8 +74,17 @@ type worker struct {
 	closed atomic.Bool
 }
 
+// job is work that splits into parts computed independently: rows of a
+// matrix product, heads of attention.
+type job interface {
+	parts() int
+	// flops estimates the work, to decide whether fanning out pays.
+	flops() int
+	do(lo, hi int)
+}
+
 type span struct {
-	job    *matJob
+	job    job
 	lo, hi int
 }
 
@@ -98,7 +107,7 @@ func (p *Pool) serve(w *worker) {
 			return
 		}
 		seen = w.seq.Load()
-		w.span.job.rows(w.span.lo, w.span.hi)
+		w.span.job.do(w.span.lo, w.span.hi)
 		if p.pending.Add(-1) == 0 {
 			p.waiter.notify()
 		}
@@ -117,11 +126,11 @@ func (p *Pool) Close() {
 	p.workers = nil
 }
 
-// run computes job's rows, split in contiguous spans across the workers.
-func (p *Pool) run(job *matJob) {
-	total := job.totalRows()
-	if len(p.workers) == 0 || total*job.cols() < minParallelFlops {
-		job.rows(0, total)
+// run computes job's parts, split in contiguous spans across the workers.
+func (p *Pool) run(job job) {
+	total := job.parts()
+	if len(p.workers) == 0 || job.flops() < minParallelFlops {
+		job.do(0, total)
 		return
 	}
 	n := len(p.workers) + 1
@@ -133,7 +142,7 @@ func (p *Pool) run(job *matJob) {
 		w.seq.Add(1) // publishes span
 		w.notify()
 	}
-	job.rows(0, min(per, total))
+	job.do(0, min(per, total))
 	p.waiter.await(func() bool { return p.pending.Load() == 0 })
 }
 
@@ -148,7 +157,7 @@ type matJob struct {
 	xq  *quantized
 }
 
-func (j *matJob) totalRows() int {
+func (j *matJob) parts() int {
 	t := 0
 	for i := range j.n {
 		t += j.m[i].Rows
@@ -156,10 +165,10 @@ func (j *matJob) totalRows() int {
 	return t
 }
 
-func (j *matJob) cols() int { return j.m[0].Cols }
+func (j *matJob) flops() int { return j.parts() * j.m[0].Cols }
 
-// rows computes output rows [lo, hi) of the stacked matrices.
-func (j *matJob) rows(lo, hi int) {
+// do computes output rows [lo, hi) of the stacked matrices.
+func (j *matJob) do(lo, hi int) {
 	base := 0
 	for i := range j.n {
 		m := j.m[i]
@@ -195,4 +204,20 @@ func (st *State) runJob(job matJob) {
 	}
 	st.job = job
 	st.pool.run(&st.job)
+}
+
+// attnJob is one layer's attention at one position, split by head.
+type attnJob struct {
+	st         *State
+	layer, pos int
+}
+
+func (j *attnJob) parts() int { return j.st.w.Shape.Heads }
+
+func (j *attnJob) flops() int { return 4 * j.st.w.Shape.Dim * (j.pos + 1) }
+
+func (j *attnJob) do(lo, hi int) {
+	for h := lo; h < hi; h++ {
+		j.st.attendHead(j.layer, j.pos, h)
+	}
 }
