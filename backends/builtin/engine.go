@@ -17,7 +17,6 @@ type Engine struct {
 
 // NewEngine prepares buffers for model with threads workers.
 func NewEngine(m *Model, threads int) *Engine {
-	m.Weights.markCacheResidency(lastLevelCacheBytes())
 	pool := NewPool(threads)
 	return &Engine{Model: m, pool: pool, state: NewState(m.Weights, pool), sampler: NewSampler(m.Weights.Shape.Vocab)}
 }

@@ -185,7 +185,7 @@ func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	for r0 := lo; r0 < hi; r0 += 4 {
 		n := min(4, hi-r0)
 		i := 0
-		for ; m.cacheResident && i+2 <= n; i += 2 {
+		for ; groups <= pairedRowGroups && i+2 <= n; i += 2 {
 			acc[i], acc[i+1] = q8Rows2(rowQ8(r0+i), rowScales(r0+i), rowQ8(r0+i+1), rowScales(r0+i+1), pxq, pxs, groups)
 		}
 		for ; i < n; i++ {
@@ -200,13 +200,16 @@ func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	archsimd.ClearAVXUpperBits()
 }
 
+// pairedRowGroups is the longest row (in groups) for which two rows are
+// computed together. Pairing halves the per-row overhead that dominates
+// short rows, but ran 45% slower on long ones here (BenchmarkGenerate256,
+// one thread: stories15M, 9-group rows, 820 → 950 tok/s; stories42M,
+// 16 and 43 groups, 311 → 160).
+const pairedRowGroups = 12
+
 // q8Rows2 is q8Row for two rows at once, sharing every load of x and the
-// loop's overhead. It is used only when the model's weights stay in cache
-// (Matrix.cacheResident): there it is faster, but with weights streaming
-// from memory two interleaved rows ran half as fast as one row at a time
-// (BenchmarkGenerate256, one thread: stories15M 820 → 950 tok/s with
-// pairing; stories42M 280 → 155). Each row is summed exactly as q8Row sums
-// it, so results do not depend on which of the two computed a row.
+// loop's overhead; each row is summed exactly as q8Row sums it, so results
+// do not depend on which of the two computed a row.
 func q8Rows2(w0, ws0, w1, ws1, x, xs unsafe.Pointer, groups int) (archsimd.Float32x8, archsimd.Float32x8) {
 	ones := archsimd.BroadcastInt16x16(1)
 	var even0, odd0, even1, odd1 archsimd.Float32x8

@@ -17,9 +17,6 @@ type Matrix struct {
 	F32        []float32
 	Q8         []int8    // Q8_0 values, when quantized
 	Scales     []float32 // one per GroupSize values of Q8
-	// cacheResident is set when the whole model fits in the last-level
-	// cache, so kernels may trade sequential streaming for shared loads.
-	cacheResident bool
 }
 
 // NewF32 wraps data (rows*cols values) without copying it.

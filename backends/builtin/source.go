@@ -253,60 +253,17 @@ func (w *Weights) quantize() error {
 	return q(&w.Classifier)
 }
 
-// markCacheResidency records on every matrix whether the whole model fits
-// in a last-level cache of llc bytes (0: unknown, treated as not fitting).
-func (w *Weights) markCacheResidency(llc int64) {
-	fits := llc > 0 && w.WeightBytes() <= llc
-	for _, m := range w.matrices() {
-		m.cacheResident = fits
-	}
-}
-
-// matrices lists every weight matrix once.
-func (w *Weights) matrices() []*Matrix {
-	var out []*Matrix
-	for _, l := range w.Layers {
-		out = append(out, l.WQ, l.WK, l.WV, l.WO, l.W1, l.W2, l.W3)
-	}
-	return append(out, w.Classifier)
-}
-
-// lastLevelCacheBytes reads the largest CPU cache Linux reports; 0 when
-// unknown.
-func lastLevelCacheBytes() int64 {
-	var largest int64
-	paths, _ := filepath.Glob("/sys/devices/system/cpu/cpu0/cache/index*/size")
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		text := strings.TrimSpace(string(data))
-		unit := int64(1)
-		switch {
-		case strings.HasSuffix(text, "K"):
-			unit, text = 1<<10, strings.TrimSuffix(text, "K")
-		case strings.HasSuffix(text, "M"):
-			unit, text = 1<<20, strings.TrimSuffix(text, "M")
-		}
-		if n, err := strconv.ParseInt(text, 10, 64); err == nil {
-			largest = max(largest, n*unit)
-		}
-	}
-	return largest
-}
-
 // WeightBytes is the memory the weights take.
 func (w *Weights) WeightBytes() int64 {
 	n := 4 * int64(len(w.Embedding)+len(w.FinalNorm))
 	for _, l := range w.Layers {
 		n += 4 * int64(len(l.AttnNorm)+len(l.FFNNorm))
-	}
-	for _, m := range w.matrices() {
-		// A classifier tied to the embedding is counted once.
-		if m != w.Classifier || m.Q8 != nil || &m.F32[0] != &w.Embedding[0] {
+		for _, m := range []*Matrix{l.WQ, l.WK, l.WV, l.WO, l.W1, l.W2, l.W3} {
 			n += m.Bytes()
 		}
+	}
+	if w.Classifier.Q8 != nil || &w.Classifier.F32[0] != &w.Embedding[0] {
+		n += w.Classifier.Bytes()
 	}
 	return n
 }
