@@ -201,10 +201,12 @@ func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
 }
 
 // pairedRowGroups is the longest row (in groups) for which two rows are
-// computed together. Pairing halves the per-row overhead that dominates
-// short rows, but ran 45% slower on long ones here (BenchmarkGenerate256,
-// one thread: stories15M, 9-group rows, 820 → 950 tok/s; stories42M,
-// 16 and 43 groups, 311 → 160).
+// computed together. It is an empirical rule from whole-model runs here
+// (BenchmarkGenerate256, one thread): pairing the 9-group rows of
+// stories15M took it from 820 to 950 tok/s, pairing its 24-group rows too
+// cost 15%, and pairing stories42M's 16- and 43-group rows halved its speed
+// (280 → 155), although a lone cache-resident matrix of those shapes ran
+// faster paired. Whole-model cache residency did not explain it either.
 const pairedRowGroups = 12
 
 // q8Rows2 is q8Row for two rows at once, sharing every load of x and the
