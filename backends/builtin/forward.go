@@ -85,8 +85,7 @@ func (st *State) Forward(token, pos int) []float32 {
 		add(st.x, st.xb2)
 
 		rmsNorm(st.xb, st.x, layer.FFNNorm, w.NormEps)
-		st.matVec2(layer.W1, st.hb, layer.W3, st.hb2, st.xb, &st.xq)
-		swiGLU(st.hb, st.hb2)
+		st.gatedFFN(layer.W1, layer.W3, st.hb, st.hb2, st.xb, &st.xq)
 		st.matVec(layer.W2, st.xb, st.hb, &st.hq)
 		add(st.x, st.xb)
 	}

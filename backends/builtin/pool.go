@@ -147,17 +147,23 @@ func (p *Pool) run(job job) {
 }
 
 // matJob is up to three matrices applied to the same input vector (Q, K
-// and V; or gate and up), run as one parallel job so a layer pays one
-// fan-out per input, not one per matrix.
+// and V), run as one parallel job so a layer pays one fan-out per input,
+// not one per matrix. With gated set it is the feed-forward's gate and up
+// matrices instead: a part is a row of both, and the SwiGLU of that row is
+// applied by the same thread, so it runs in parallel too.
 type matJob struct {
-	m   [3]*Matrix
-	out [3][]float32
-	n   int
-	x   []float32
-	xq  *quantized
+	m     [3]*Matrix
+	out   [3][]float32
+	n     int
+	x     []float32
+	xq    *quantized
+	gated bool
 }
 
 func (j *matJob) parts() int {
+	if j.gated {
+		return j.m[0].Rows
+	}
 	t := 0
 	for i := range j.n {
 		t += j.m[i].Rows
@@ -165,22 +171,39 @@ func (j *matJob) parts() int {
 	return t
 }
 
-func (j *matJob) flops() int { return j.parts() * j.m[0].Cols }
+func (j *matJob) flops() int {
+	if j.gated {
+		return 2 * j.m[0].Rows * j.m[0].Cols
+	}
+	return j.parts() * j.m[0].Cols
+}
 
-// do computes output rows [lo, hi) of the stacked matrices.
+// do computes output rows [lo, hi) of the stacked matrices, or for a
+// gated job rows [lo, hi) of gate and up and their SwiGLU.
 func (j *matJob) do(lo, hi int) {
+	if j.gated {
+		j.rows(0, lo, hi)
+		j.rows(1, lo, hi)
+		swiGLU(j.out[0][lo:hi], j.out[1][lo:hi])
+		return
+	}
 	base := 0
 	for i := range j.n {
 		m := j.m[i]
 		a, b := max(lo-base, 0), min(hi-base, m.Rows)
 		if a < b {
-			if m.Q8 != nil {
-				matVecQ8(j.out[i], m, j.xq, a, b)
-			} else {
-				matVecF32(j.out[i], m, j.x, a, b)
-			}
+			j.rows(i, a, b)
 		}
 		base += m.Rows
+	}
+}
+
+// rows computes rows [a, b) of matrix i.
+func (j *matJob) rows(i, a, b int) {
+	if j.m[i].Q8 != nil {
+		matVecQ8(j.out[i], j.m[i], j.xq, a, b)
+	} else {
+		matVecF32(j.out[i], j.m[i], j.x, a, b)
 	}
 }
 
@@ -188,8 +211,9 @@ func (st *State) matVec(m *Matrix, out, x []float32, xq *quantized) {
 	st.runJob(matJob{m: [3]*Matrix{m}, out: [3][]float32{out}, n: 1, x: x, xq: xq})
 }
 
-func (st *State) matVec2(m0 *Matrix, out0 []float32, m1 *Matrix, out1 []float32, x []float32, xq *quantized) {
-	st.runJob(matJob{m: [3]*Matrix{m0, m1}, out: [3][]float32{out0, out1}, n: 2, x: x, xq: xq})
+// gatedFFN sets hb = silu(gate·x) ⊙ (up·x).
+func (st *State) gatedFFN(gate, up *Matrix, hb, hb2, x []float32, xq *quantized) {
+	st.runJob(matJob{m: [3]*Matrix{gate, up}, out: [3][]float32{hb, hb2}, n: 2, x: x, xq: xq, gated: true})
 }
 
 func (st *State) matVec3(m0 *Matrix, out0 []float32, m1 *Matrix, out1 []float32, m2 *Matrix, out2 []float32, x []float32, xq *quantized) {
