@@ -195,9 +195,16 @@ func TestSigintSavesAPartialSessionAndExits130(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := s.Records[len(s.Records)-1]
-	if s.Manifest.Status != session.StatusPartial || len(s.Warnings) != 0 || last.Status != session.StatusCanceled || s.Manifest.Summary["greedy"].TimedOK < 2 {
-		t.Errorf("status %s warnings %v last %+v", s.Manifest.Status, s.Warnings, last)
+	if s.Manifest.Status != session.StatusPartial || len(s.Warnings) != 0 || s.Manifest.Summary["greedy"].TimedOK < 2 {
+		t.Errorf("status %s warnings %v summary %+v", s.Manifest.Status, s.Warnings, s.Manifest.Summary)
+	}
+	// The signal lands during a trial (recorded as canceled) or between
+	// two (nothing to cancel); either way only the last record may differ.
+	for i, r := range s.Records {
+		last := i == len(s.Records)-1
+		if r.Status != session.StatusOK && !(last && r.Status == session.StatusCanceled) {
+			t.Errorf("record %d of %d: %+v", i+1, len(s.Records), r)
+		}
 	}
 }
 
