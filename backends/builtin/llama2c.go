@@ -51,33 +51,22 @@ func LoadLlama2c(b []byte) (*Weights, error) {
 	d, h, kv, L := shape.Dim, shape.HiddenDim, shape.KVDim(), shape.Layers
 	w := &Weights{Shape: shape, NormEps: 1e-5, Layers: make([]Layer, L)}
 	w.Embedding = take(shape.Vocab * d)
-	// The file stores each kind of tensor for all layers together.
-	for l := range L {
-		w.Layers[l].AttnNorm = take(d)
-	}
-	for l := range L {
-		w.Layers[l].WQ = NewF32(d, d, take(d*d))
-	}
-	for l := range L {
-		w.Layers[l].WK = NewF32(kv, d, take(kv*d))
-	}
-	for l := range L {
-		w.Layers[l].WV = NewF32(kv, d, take(kv*d))
-	}
-	for l := range L {
-		w.Layers[l].WO = NewF32(d, d, take(d*d))
-	}
-	for l := range L {
-		w.Layers[l].FFNNorm = take(d)
-	}
-	for l := range L {
-		w.Layers[l].W1 = NewF32(h, d, take(h*d))
-	}
-	for l := range L {
-		w.Layers[l].W2 = NewF32(d, h, take(d*h))
-	}
-	for l := range L {
-		w.Layers[l].W3 = NewF32(h, d, take(h*d))
+	// The file stores each kind of tensor for all layers together, in this
+	// order.
+	for _, read := range []func(*Layer){
+		func(l *Layer) { l.AttnNorm = take(d) },
+		func(l *Layer) { l.WQ = NewF32(d, d, take(d*d)) },
+		func(l *Layer) { l.WK = NewF32(kv, d, take(kv*d)) },
+		func(l *Layer) { l.WV = NewF32(kv, d, take(kv*d)) },
+		func(l *Layer) { l.WO = NewF32(d, d, take(d*d)) },
+		func(l *Layer) { l.FFNNorm = take(d) },
+		func(l *Layer) { l.W1 = NewF32(h, d, take(h*d)) },
+		func(l *Layer) { l.W2 = NewF32(d, h, take(d*h)) },
+		func(l *Layer) { l.W3 = NewF32(h, d, take(h*d)) },
+	} {
+		for l := range L {
+			read(&w.Layers[l])
+		}
 	}
 	w.FinalNorm = take(d)
 	take(shape.SeqLen * headSize) // freq_cis_real and freq_cis_imag, recomputed instead
