@@ -24,7 +24,7 @@ func BenchmarkMatVec(b *testing.B) {
 		for _, m := range []*Matrix{f32, q8} {
 			b.Run(fmt.Sprintf("%dx%d/%s", rows, cols, m.DType()), func(b *testing.B) {
 				for b.Loop() {
-					if m.Q8 != nil {
+					if m.Quantized() {
 						matVecQ8(out, m, &xq, 0, rows)
 					} else {
 						matVecF32(out, m, x, 0, rows)

@@ -350,12 +350,16 @@ func (l *tensorLoader) matrix(name string, rows, cols int) *Matrix {
 	if t.Type != ggmlQ8_0 {
 		return NewF32(rows, cols, l.vector(name, rows, cols))
 	}
-	m := &Matrix{Rows: rows, Cols: cols, Q8: make([]int8, rows*cols), Scales: newScales(rows * cols / GroupSize)}
-	for g := range m.Scales {
-		block := raw[g*34:]
-		m.Scales[g] = f16ToF32(binary.LittleEndian.Uint16(block))
-		for i := range GroupSize {
-			m.Q8[g*GroupSize+i] = int8(block[2+i])
+	m := newQ8Matrix(rows, cols)
+	groups := cols / GroupSize
+	for r := range rows {
+		scales, values := m.q8Row(r)
+		for g := range groups {
+			block := raw[(r*groups+g)*34:]
+			scales[g] = f16ToF32(binary.LittleEndian.Uint16(block))
+			for i := range GroupSize {
+				values[g*GroupSize+i] = int8(block[2+i])
+			}
 		}
 	}
 	return m

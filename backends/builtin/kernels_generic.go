@@ -58,8 +58,7 @@ func matVecQ8Generic(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	c := m.Cols
 	groups := c / GroupSize
 	for r := lo; r < hi; r++ {
-		w := m.Q8[r*c : (r+1)*c]
-		ws := m.Scales[r*groups : (r+1)*groups]
+		ws, w := m.q8Row(r)
 		var sum float32
 		for g := range groups {
 			a := w[g*GroupSize : (g+1)*GroupSize]

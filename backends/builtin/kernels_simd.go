@@ -164,9 +164,7 @@ var laneIndex = func() (idx [8]archsimd.Uint32x8) {
 // with w's sign (VPSIGNB) through VPMADDUBSW into int16 pairs, VPMADDWD
 // against ones into int32, then one FMA per group with the product of the
 // two group scales, computed eight groups at a time and broadcast by
-// VPERMPS so no scalar float runs inside the loop. Scale slices have
-// scalePad values of spare capacity, so those eight-wide loads stay inside
-// their allocation even at a matrix's last row.
+// VPERMPS so no scalar float runs inside the loop.
 func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	if !haveAVX2 {
 		matVecQ8Generic(out, m, x, lo, hi)
@@ -178,10 +176,12 @@ func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	pxs := unsafe.Pointer(&x.scales[:groups+scalePad][0])
 	var acc [4]archsimd.Float32x8
 	var sums [4]float32
-	rowQ8 := func(r int) unsafe.Pointer { return unsafe.Pointer(&m.Q8[r*c : (r+1)*c][0]) }
-	rowScales := func(r int) unsafe.Pointer {
-		return unsafe.Pointer(&m.Scales[r*groups : (r+1)*groups+scalePad][0])
-	}
+	// A stored row is its scales, then its values: one sequential stream.
+	// Eight-wide scale loads past a short row's scales read its own values,
+	// whose lanes are never used.
+	rowBytes := m.q8RowBytes()
+	rowScales := func(r int) unsafe.Pointer { return unsafe.Pointer(&m.q8[r*rowBytes : (r+1)*rowBytes][0]) }
+	rowQ8 := func(r int) unsafe.Pointer { return unsafe.Add(rowScales(r), groups*4) }
 	for r0 := lo; r0 < hi; r0 += 4 {
 		n := min(4, hi-r0)
 		i := 0
@@ -206,7 +206,9 @@ func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
 // stories15M took it from 820 to 950 tok/s, pairing its 24-group rows too
 // cost 15%, and pairing stories42M's 16- and 43-group rows halved its speed
 // (280 → 155), although a lone cache-resident matrix of those shapes ran
-// faster paired. Whole-model cache residency did not explain it either.
+// faster paired. Neither whole-model cache residency nor the number of
+// memory streams (rows are one stream each since the row-interleaved
+// layout) explained it.
 const pairedRowGroups = 12
 
 // q8Rows2 is q8Row for two rows at once, sharing every load of x and the

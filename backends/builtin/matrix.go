@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"fmt"
+	"unsafe"
 )
 
 // DTypes lists the weight formats the engine computes in.
@@ -12,11 +13,37 @@ var DTypes = []string{"f32", "q8_0"}
 const GroupSize = 32
 
 // Matrix is a row-major rows × cols weight matrix, in f32 or Q8_0.
+//
+// Q8_0 rows are stored whole, one after another: a row's group scales
+// (float32), then its int8 values, so reading a row is one sequential
+// stream. With scales and values in separate arrays each row was two
+// streams, and streams, not arithmetic, limit a decode step.
 type Matrix struct {
 	Rows, Cols int
 	F32        []float32
-	Q8         []int8    // Q8_0 values, when quantized
-	Scales     []float32 // one per GroupSize values of Q8
+	q8         []byte // Q8_0 rows, when quantized; see q8Row
+}
+
+// newQ8Matrix allocates a zeroed Q8_0 matrix (cols a multiple of 32).
+func newQ8Matrix(rows, cols int) *Matrix {
+	m := &Matrix{Rows: rows, Cols: cols}
+	m.q8 = make([]byte, rows*m.q8RowBytes())
+	return m
+}
+
+// Quantized reports whether the matrix holds Q8_0 weights.
+func (m *Matrix) Quantized() bool { return m.q8 != nil }
+
+// q8RowBytes is the size of one stored Q8_0 row.
+func (m *Matrix) q8RowBytes() int { return m.Cols/GroupSize*4 + m.Cols }
+
+// q8Row returns row r's group scales and values, viewing its bytes.
+func (m *Matrix) q8Row(r int) (scales []float32, q []int8) {
+	groups := m.Cols / GroupSize
+	row := m.q8[r*m.q8RowBytes() : (r+1)*m.q8RowBytes()]
+	scales = unsafe.Slice((*float32)(unsafe.Pointer(&row[0])), groups)
+	q = unsafe.Slice((*int8)(unsafe.Pointer(&row[groups*4])), m.Cols)
+	return scales, q
 }
 
 // NewF32 wraps data (rows*cols values) without copying it.
@@ -26,7 +53,7 @@ func NewF32(rows, cols int, data []float32) *Matrix {
 
 // DType names the matrix's format.
 func (m *Matrix) DType() string {
-	if m.Q8 != nil {
+	if m.Quantized() {
 		return "q8_0"
 	}
 	return "f32"
@@ -34,8 +61,8 @@ func (m *Matrix) DType() string {
 
 // Bytes is the memory the weights take.
 func (m *Matrix) Bytes() int64 {
-	if m.Q8 != nil {
-		return int64(len(m.Q8)) + 4*int64(len(m.Scales))
+	if m.Quantized() {
+		return int64(len(m.q8))
 	}
 	return 4 * int64(len(m.F32))
 }
@@ -46,13 +73,16 @@ func (m *Matrix) Quantize() (*Matrix, error) {
 	if m.Cols%GroupSize != 0 {
 		return nil, fmt.Errorf("cannot quantize a %d×%d matrix to Q8_0: columns are not a multiple of %d", m.Rows, m.Cols, GroupSize)
 	}
-	q := &Matrix{Rows: m.Rows, Cols: m.Cols, Q8: make([]int8, len(m.F32)), Scales: newScales(len(m.F32) / GroupSize)}
-	quantizeInto(q.Q8, q.Scales, m.F32)
+	q := newQ8Matrix(m.Rows, m.Cols)
+	for r := range m.Rows {
+		scales, values := q.q8Row(r)
+		quantizeInto(values, scales, m.F32[r*m.Cols:(r+1)*m.Cols])
+	}
 	return q, nil
 }
 
-// scalePad is spare capacity after every Q8_0 scale array, so a vector
-// kernel may load eight scales from any group without leaving it.
+// scalePad is spare capacity after a quantized activation's scales, so a
+// vector kernel may load eight scales from any group without leaving it.
 const scalePad = 8
 
 // newScales allocates n group scales with scalePad spare capacity.

@@ -200,7 +200,7 @@ func (j *matJob) do(lo, hi int) {
 
 // rows computes rows [a, b) of matrix i.
 func (j *matJob) rows(i, a, b int) {
-	if j.m[i].Q8 != nil {
+	if j.m[i].Quantized() {
 		matVecQ8(j.out[i], j.m[i], j.xq, a, b)
 	} else {
 		matVecF32(j.out[i], j.m[i], j.x, a, b)
@@ -222,7 +222,7 @@ func (st *State) matVec3(m0 *Matrix, out0 []float32, m1 *Matrix, out1 []float32,
 
 // runJob quantizes the input once when the matrices are Q8_0, then runs.
 func (st *State) runJob(job matJob) {
-	if job.m[0].Q8 != nil {
+	if job.m[0].Quantized() {
 		n := len(job.x)
 		quantizeInto(job.xq.q[:n], job.xq.scales[:n/GroupSize], job.x)
 	}

@@ -232,7 +232,7 @@ func Synthetic(shape Shape, seed uint64) *Weights {
 // it are copied per token, not multiplied).
 func (w *Weights) quantize() error {
 	q := func(m **Matrix) error {
-		if (*m).Q8 != nil {
+		if (*m).Quantized() {
 			return nil
 		}
 		qm, err := (*m).Quantize()
@@ -262,7 +262,7 @@ func (w *Weights) WeightBytes() int64 {
 			n += m.Bytes()
 		}
 	}
-	if w.Classifier.Q8 != nil || &w.Classifier.F32[0] != &w.Embedding[0] {
+	if w.Classifier.Quantized() || &w.Classifier.F32[0] != &w.Embedding[0] {
 		n += w.Classifier.Bytes()
 	}
 	return n
