@@ -70,9 +70,10 @@ func weightedSum(out, weights, v []float32, stride int) {
 
 // dotRowsAVX2 sets out[r] = w[r*stride : r*stride+cols]·x for rows
 // [lo, hi), one row at a time: a matrix product (stride = cols), or
-// attention scores over cached keys (stride = the cache's row width). A model's weights do not fit in
-// cache, so every decode step streams them from memory, and one row at a
-// time is the access pattern that streams fastest. Measured here
+// attention scores over cached keys (stride = the cache's row width).
+// A model's weights do not fit in cache, so every decode step streams them
+// from memory, and one row at a time is the access pattern that streams
+// fastest. Measured here
 // (BenchmarkGenerate256, stories110M, one thread): 52.7 tok/s this way,
 // 32.1 with four rows interleaved to share loads of x, although the
 // four-row kernel won on a lone matrix small enough to stay in cache.
