@@ -91,9 +91,6 @@ func (s *Series) Add(x float64) Point {
 // Values are the samples in the order they arrived; do not modify.
 func (s *Series) Values() []float64 { return s.values }
 
-// Running exposes the running moments.
-func (s *Series) Running() *Welford { return &s.w }
-
 // ConvergedAt returns the first n (1-based) from which the running mean of
 // values stays within ±tol (a fraction, e.g. 0.01) of its final value; 0
 // for no values.

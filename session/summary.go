@@ -10,8 +10,6 @@ import (
 type Metric struct {
 	Name  string
 	Value func(*Record) float64
-	// HigherIsBetter is true for rates (tokens per second).
-	HigherIsBetter bool
 }
 
 // Metrics are the per-trial measurements summarised per arm.
@@ -20,8 +18,8 @@ var Metrics = []Metric{
 	{Name: "ttft_ms", Value: func(r *Record) float64 { return r.TTFTMs }},
 	{Name: "tpot_ms", Value: func(r *Record) float64 { return r.TPOTMs }},
 	{Name: "itl_mean_ms", Value: func(r *Record) float64 { return r.ITLMeanMs }},
-	{Name: "output_tps", Value: func(r *Record) float64 { return r.OutputTPS }, HigherIsBetter: true},
-	{Name: "decode_tps", Value: func(r *Record) float64 { return r.DecodeTPS }, HigherIsBetter: true},
+	{Name: "output_tps", Value: func(r *Record) float64 { return r.OutputTPS }},
+	{Name: "decode_tps", Value: func(r *Record) float64 { return r.DecodeTPS }},
 }
 
 // LookupMetric finds a metric by name.

@@ -156,11 +156,12 @@ func WriteBackends(w io.Writer, reports []ProbeReport) {
 		if where == "" {
 			where = "(in process)"
 		}
+		fmt.Fprintf(w, "%-9s %s\n          %s\n", r.Kind.Name, where, r.Kind.Description)
 		if r.Err != nil {
-			fmt.Fprintf(w, "%-9s %s\n          not reachable: %v\n", r.Kind.Name, where, r.Err)
+			fmt.Fprintf(w, "          not reachable: %v\n", r.Err)
 			continue
 		}
-		fmt.Fprintf(w, "%-9s %s\n          reachable, server %s", r.Kind.Name, where, orDash(r.Info.ServerVersion))
+		fmt.Fprintf(w, "          reachable, server %s", orDash(r.Info.ServerVersion))
 		if len(r.Info.Models) > 0 {
 			fmt.Fprintf(w, ", models: %s", strings.Join(r.Info.Models, ", "))
 		}
