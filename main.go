@@ -226,7 +226,7 @@ func cmdBackends(args []string, stdout, stderr io.Writer) int {
 	for i, kind := range registry.Kinds {
 		wg.Go(func() {
 			cfg := backends.Config{URL: kind.DefaultURL, APIKey: os.Getenv(*apiKeyEnv)}
-			if *url != "" && kind.DefaultURL != "" { // in-process engines have no URL
+			if *url != "" && !kind.InProcess {
 				cfg.URL = *url
 			}
 			reports[i] = probe(kind, cfg)

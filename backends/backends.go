@@ -91,6 +91,12 @@ type Kind struct {
 	Description string
 	DefaultURL  string
 	New         func(Config) (Backend, error)
+	// InProcess backends run inside tokentop: they have no URL, and
+	// Config.Threads and Config.DType tune them.
+	InProcess bool
+	// ModelOptional backends can run without a model name: they have a
+	// default, or serve the one model they were started with.
+	ModelOptional bool
 }
 
 // NormalizeStopReason maps the servers' words for why generation stopped

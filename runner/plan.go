@@ -107,15 +107,13 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	if plan.Model == "" {
 		plan.Model = p.Models[kind.Name]
 	}
-	if (opts.Threads != 0 || opts.DType != "") && kind.Name != registry.Default {
-		return nil, fmt.Errorf("--threads and --dtype tune the %s engine; the %s server chooses its own", registry.Default, kind.Name)
+	if (opts.Threads != 0 || opts.DType != "") && !kind.InProcess {
+		return nil, fmt.Errorf("--threads and --dtype tune an in-process engine such as %s; the %s server chooses its own", registry.Default, kind.Name)
 	}
 	if opts.Threads < 0 {
 		return nil, fmt.Errorf("--threads %d: use 1 or more (or 0 for one per core)", opts.Threads)
 	}
-	// The builtin engine has a default model; llama-server serves the one
-	// it was started with.
-	if plan.Model == "" && kind.Name != registry.Default && kind.Name != "llamacpp" {
+	if plan.Model == "" && !kind.ModelOptional {
 		return nil, fmt.Errorf("no model for backend %s: pass --model, or add %s = \"...\" under [models] in profile %s", kind.Name, kind.Name, p.Name)
 	}
 	plan.Config = backends.Config{URL: opts.URL, Endpoint: opts.Endpoint, Threads: opts.Threads, DType: opts.DType}

@@ -22,6 +22,7 @@ type Event interface{ isEvent() }
 // Started is sent once the probe passed and the manifest exists.
 type Started struct {
 	Manifest     string
+	Backend      backends.Kind
 	Info         backends.Info
 	Arms         []string
 	TrialsPerArm int
@@ -101,7 +102,7 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 		return session.StatusFailed, err
 	}
 	defer w.Close()
-	events <- Started{Manifest: w.ManifestPath(), Info: info, Arms: armNames, TrialsPerArm: p.Trials, WarmupPerArm: p.Warmup}
+	events <- Started{Manifest: w.ManifestPath(), Backend: plan.Kind, Info: info, Arms: armNames, TrialsPerArm: p.Trials, WarmupPerArm: p.Warmup}
 
 	r := &run{plan: plan, backend: b, writer: w, events: events, sessionID: m.ID,
 		arms: make([]armState, len(p.Arms)), clock: tokenClock{arrivals: make([]metrics.Arrival, 0, p.MaxTokens+8)}}

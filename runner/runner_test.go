@@ -299,7 +299,7 @@ func TestResolve(t *testing.T) {
 		want string
 	}{
 		{func(o *Options) { o.Backend = "vllm" }, `unknown backend "vllm"; use one of builtin, ollama, llamacpp, openai`},
-		{func(o *Options) { o.Threads = 2 }, "--threads and --dtype tune the builtin engine; the ollama server chooses its own"},
+		{func(o *Options) { o.Threads = 2 }, "--threads and --dtype tune an in-process engine such as builtin; the ollama server chooses its own"},
 		{func(o *Options) { o.Trials = 0 }, "--trials 0"},
 		{func(o *Options) { o.Warmup = -2 }, "--warmup -2"},
 		{func(o *Options) { o.Backend = "openai" }, "no model for backend openai"},

@@ -24,11 +24,7 @@ func Headless(w io.Writer, events <-chan runner.Event) {
 	for ev := range events {
 		switch ev := ev.(type) {
 		case runner.Started:
-			where := "in process"
-			if ev.Info.URL != "" {
-				where = "at " + ev.Info.URL
-			}
-			fmt.Fprintf(w, "backend %s %s: model %s, server %s\n", ev.Info.Kind, where, orDash(ev.Info.Model), orDash(ev.Info.ServerVersion))
+			fmt.Fprintf(w, "backend %s %s: model %s, server %s\n", ev.Backend.Name, location(ev.Backend, ev.Info.URL), orDash(ev.Info.Model), orDash(ev.Info.ServerVersion))
 			fmt.Fprintf(w, "session %s\n", ev.Manifest)
 			fmt.Fprintf(w, "arms %s: %d warmup + %d timed trials each\n", strings.Join(ev.Arms, ", "), ev.WarmupPerArm, ev.TrialsPerArm)
 			warmup, trials = ev.WarmupPerArm, ev.TrialsPerArm
@@ -82,6 +78,14 @@ func count(n int) string {
 		return "—"
 	}
 	return fmt.Sprint(n)
+}
+
+// location says where a backend runs: "in process", or "at URL".
+func location(k backends.Kind, url string) string {
+	if k.InProcess {
+		return "in process"
+	}
+	return "at " + url
 }
 
 func orDash(s string) string {
@@ -152,11 +156,7 @@ type ProbeReport struct {
 // WriteBackends prints what each backend's probe found.
 func WriteBackends(w io.Writer, reports []ProbeReport) {
 	for _, r := range reports {
-		where := r.Info.URL
-		if where == "" {
-			where = "(in process)"
-		}
-		fmt.Fprintf(w, "%-9s %s\n          %s\n", r.Kind.Name, where, r.Kind.Description)
+		fmt.Fprintf(w, "%-9s %s\n          %s\n", r.Kind.Name, location(r.Kind, r.Info.URL), r.Kind.Description)
 		if r.Err != nil {
 			fmt.Fprintf(w, "          not reachable: %v\n", r.Err)
 			continue

@@ -18,9 +18,11 @@ const EngineVersion = "tokentop-builtin 1"
 
 // Kind registers the engine as a backend.
 var Kind = backends.Kind{
-	Name:        "builtin",
-	Description: "tokentop's own pure-Go llama engine, in process (no server)",
-	New:         func(c backends.Config) (backends.Backend, error) { return &Backend{cfg: c}, nil },
+	Name:          "builtin",
+	Description:   "tokentop's own pure-Go llama engine, in process (no server)",
+	InProcess:     true,
+	ModelOptional: true,
+	New:           func(c backends.Config) (backends.Backend, error) { return &Backend{cfg: c}, nil },
 }
 
 // Backend adapts an Engine to the backends interface. The model is loaded

@@ -19,6 +19,8 @@ var Kind = backends.Kind{
 	Name:        "llamacpp",
 	Description: "llama.cpp llama-server native API (/completion, SSE)",
 	DefaultURL:  "http://127.0.0.1:8080",
+	// llama-server serves the one model it was started with.
+	ModelOptional: true,
 	New: func(c backends.Config) (backends.Backend, error) {
 		return &Backend{url: strings.TrimRight(c.URL, "/")}, nil
 	},
