@@ -68,12 +68,7 @@ type event struct {
 
 // Generate streams one completion from /completion.
 func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
-	resp, err := stream.PostJSON(ctx, b.url+"/completion", "", RequestBody(req))
-	if err != nil {
-		return backends.NewResult(), err
-	}
-	defer resp.Body.Close()
-	return decode(resp.Body, onChunk)
+	return stream.Generate(ctx, b.url+"/completion", "", RequestBody(req), decode, onChunk)
 }
 
 // decode reads a /completion SSE stream. The endpoint sends no [DONE]; the

@@ -70,13 +70,7 @@ func RequestBody(req backends.Request) any {
 
 // Generate streams one completion from /api/generate.
 func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
-	res := backends.NewResult()
-	resp, err := stream.PostJSON(ctx, b.url+"/api/generate", "", RequestBody(req))
-	if err != nil {
-		return res, err
-	}
-	defer resp.Body.Close()
-	return decode(resp.Body, onChunk)
+	return stream.Generate(ctx, b.url+"/api/generate", "", RequestBody(req), decode, onChunk)
 }
 
 // decode reads a /api/generate NDJSON stream. A stream without its final

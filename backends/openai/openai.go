@@ -112,12 +112,7 @@ func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk ba
 	if b.chat {
 		path = "/chat/completions"
 	}
-	resp, err := stream.PostJSON(ctx, b.base+path, b.apiKey, b.RequestBody(req))
-	if err != nil {
-		return backends.NewResult(), err
-	}
-	defer resp.Body.Close()
-	return decode(resp.Body, onChunk)
+	return stream.Generate(ctx, b.base+path, b.apiKey, b.RequestBody(req), decode, onChunk)
 }
 
 // decode reads an OpenAI-style SSE stream up to "data: [DONE]". A chunk's

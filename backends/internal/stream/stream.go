@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"strings"
 	"syscall"
+
+	"github.com/tokentop/tokentop/backends"
 )
 
 // MaxLine bounds one NDJSON line or SSE field. A stream chunk is a few
@@ -103,6 +105,22 @@ func PostJSON(ctx context.Context, url, apiKey string, body any) (*http.Response
 	}
 	req.Header.Set("Content-Type", "application/json")
 	return do(req, apiKey)
+}
+
+// Decoder reads one backend's streamed answer, reporting chunks as they
+// arrive.
+type Decoder func(body io.Reader, onChunk backends.OnChunk) (backends.Result, error)
+
+// Generate posts body to url and decodes the streamed answer. A request
+// that fails before any stream arrives returns a Result with every field
+// unknown.
+func Generate(ctx context.Context, url, apiKey string, body any, decode Decoder, onChunk backends.OnChunk) (backends.Result, error) {
+	resp, err := PostJSON(ctx, url, apiKey, body)
+	if err != nil {
+		return backends.NewResult(), err
+	}
+	defer resp.Body.Close()
+	return decode(resp.Body, onChunk)
 }
 
 // GetJSON fetches url and decodes its JSON body into out.
