@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -21,20 +20,21 @@ import (
 // events until the runner closes the channel.
 func Headless(w io.Writer, events <-chan runner.Event) {
 	var warmup, trials int
+	var arms []string
 	for ev := range events {
 		switch ev := ev.(type) {
 		case runner.Started:
 			fmt.Fprintf(w, "backend %s %s: model %s, server %s\n", ev.Backend.Name, location(ev.Backend, ev.Info.URL), orDash(ev.Info.Model), orDash(ev.Info.ServerVersion))
 			fmt.Fprintf(w, "session %s\n", ev.Manifest)
 			fmt.Fprintf(w, "arms %s: %d warmup + %d timed trials each\n", strings.Join(ev.Arms, ", "), ev.WarmupPerArm, ev.TrialsPerArm)
-			warmup, trials = ev.WarmupPerArm, ev.TrialsPerArm
+			warmup, trials, arms = ev.WarmupPerArm, ev.TrialsPerArm, ev.Arms
 		case runner.TrialDone:
 			fmt.Fprintln(w, ProgressLine(ev.Record, warmup, trials))
 		case runner.ArmStopped:
 			fmt.Fprintf(w, "%s stopped: %s\n", ev.Arm, ev.Reason)
 		case runner.Finished:
 			fmt.Fprintln(w)
-			WriteSummary(w, ev.Summary)
+			WriteSummary(w, arms, ev.Summary)
 			fmt.Fprintf(w, "\nstatus %s", ev.Status)
 			if ev.Note != "" {
 				fmt.Fprintf(w, " (%s)", ev.Note)
@@ -96,13 +96,8 @@ func orDash(s string) string {
 }
 
 // WriteSummary prints the per-arm table of e2e statistics, TTFT, tok/s
-// and the run-quality figures.
-func WriteSummary(w io.Writer, summary map[string]session.ArmSummary) {
-	arms := make([]string, 0, len(summary))
-	for a := range summary {
-		arms = append(arms, a)
-	}
-	sort.Strings(arms)
+// and the run-quality figures, arms in the profile's order.
+func WriteSummary(w io.Writer, arms []string, summary map[string]session.ArmSummary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "arm\tn\tdegraded\te2e mean\tmedian [95% CI]\tp95\tp99\tmax\tCV\tttft p50\ttok/s\twarmup ratio\tconverged at\t")
 	for _, a := range arms {

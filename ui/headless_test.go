@@ -27,13 +27,24 @@ func TestProgressLineCountsWithinThePhaseAndShowsErrors(t *testing.T) {
 
 func TestSummaryTableNotesTokenCountMismatches(t *testing.T) {
 	var buf bytes.Buffer
-	WriteSummary(&buf, map[string]session.ArmSummary{
+	WriteSummary(&buf, []string{"b", "a"}, map[string]session.ArmSummary{
 		"b": {TimedOK: 3, ConvergedAt: 2, ConvergeTolerance: 0.01, Metrics: map[string]session.MetricSummary{"e2e_ms": {Mean: 100, Median: 99, CV: 0.05}}},
 		"a": {TimedOK: 1, TokenCountMismatches: 2, Metrics: map[string]session.MetricSummary{}},
 	})
 	out := buf.String()
-	if strings.Index(out, "\n  a") > strings.Index(out, "\n  b") || !strings.Contains(out, "n=2 (±1%)") ||
+	rowA, rowB := rowIndex(out, "a"), rowIndex(out, "b")
+	if rowA < 0 || rowB < 0 || rowB > rowA || !strings.Contains(out, "n=2 (±1%)") ||
 		!strings.Contains(out, "note: a: in 2 trials the server's token count differed") {
-		t.Errorf("summary:\n%s", out)
+		t.Errorf("summary (rows b=%d a=%d, want b first):\n%s", rowB, rowA, out)
 	}
+}
+
+// rowIndex is the line number of the table row for arm, or -1.
+func rowIndex(table, arm string) int {
+	for i, line := range strings.Split(table, "\n") {
+		if fields := strings.Fields(line); len(fields) > 0 && fields[0] == arm {
+			return i
+		}
+	}
+	return -1
 }
