@@ -54,6 +54,9 @@ func (e *Engine) Generate(ctx context.Context, prompt []int, maxTokens int, s Sa
 		return g, errors.New("empty prompt: it needs at least the BOS token")
 	}
 	seqLen := e.Model.Weights.Shape.SeqLen
+	// Sized once: generation never runs past the context, and the decode
+	// loop must not allocate per token.
+	g.Tokens = make([]int, 0, max(0, min(maxTokens, seqLen-len(prompt)+1)))
 	e.sampler.Configure(s.Temperature, s.TopK, s.TopP, s.MinP, s.Seed)
 	start := time.Now()
 	var logits []float32

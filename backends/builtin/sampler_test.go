@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"context"
 	"math"
 	"testing"
 )
@@ -112,5 +113,36 @@ func TestSelectTopK(t *testing.T) {
 		if k < len(probs) && minIn < maxOut {
 			t.Errorf("k=%d: %v", k, idx)
 		}
+	}
+}
+
+// Sampling and decoding sit between a token's arrival and the next; they
+// must not allocate per token (the runner's clock does not either).
+func TestNoAllocationPerToken(t *testing.T) {
+	logits := make([]float32, 512)
+	for i := range logits {
+		logits[i] = float32(i%37) / 9
+	}
+	s := NewSampler(len(logits))
+	for _, c := range []Sampling{{}, {Temperature: 0.8}, {Temperature: 0.8, TopK: 40}, {Temperature: 0.8, TopP: 0.9}, {Temperature: 0.8, MinP: 0.05}} {
+		s.Configure(c.Temperature, c.TopK, c.TopP, c.MinP, 1)
+		if n := testing.AllocsPerRun(50, func() { s.Sample(logits) }); n != 0 {
+			t.Errorf("%+v: %v allocations per sample", c, n)
+		}
+	}
+	m, err := Load(DefaultModel, "f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine(m, 2)
+	defer e.Close()
+	prompt := m.Tokenizer.Encode("Once upon a time", true)
+	generate := func(tokens int) float64 {
+		return testing.AllocsPerRun(5, func() {
+			e.Generate(context.Background(), prompt, tokens, Sampling{Temperature: 0.8, TopP: 0.9, Seed: 3}, func(int) {})
+		})
+	}
+	if short, long := generate(16), generate(64); long != short {
+		t.Errorf("generating 64 tokens allocates %v times, 16 tokens %v: allocation per token", long, short)
 	}
 }
