@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // BenchmarkMatVec reports GFLOP/s of one matrix-vector product on one
@@ -117,6 +118,47 @@ func BenchmarkGenerate256(b *testing.B) {
 					b.ReportMetric(256*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
 				})
 			}
+		}
+	}
+}
+
+// BenchmarkPoolHandOff times one 2048×768 matvec handed to two threads,
+// with the worker still polling (as inside a forward pass) or parked
+// (idle longer than spinFor), against one thread: the cost the pool's
+// bounded poll exists to avoid.
+func BenchmarkPoolHandOff(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const rows, cols = 2048, 768
+	for _, dtype := range []string{"f32", "q8_0"} {
+		m := NewF32(rows, cols, randomVec(rng, rows*cols))
+		if dtype == "q8_0" {
+			m, _ = m.Quantize()
+		}
+		x := randomVec(rng, cols)
+		xq := newQuantized(cols)
+		out := make([]float32, rows)
+		for _, c := range []struct {
+			name    string
+			threads int
+			idle    time.Duration
+		}{
+			{"one-thread", 1, 0}, {"two-threads-polling", 2, 0},
+			// Idle time cools caches too: compare parked with one-thread-after-idle.
+			{"one-thread-after-idle", 1, 4 * spinFor}, {"two-threads-parked", 2, 4 * spinFor},
+		} {
+			b.Run(dtype+"/"+c.name, func(b *testing.B) {
+				p := NewPool(c.threads)
+				defer p.Close()
+				st := &State{pool: p}
+				for b.Loop() {
+					if c.idle > 0 {
+						b.StopTimer()
+						time.Sleep(c.idle)
+						b.StartTimer()
+					}
+					st.matVec(m, out, x, &xq)
+				}
+			})
 		}
 	}
 }
