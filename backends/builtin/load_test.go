@@ -64,6 +64,10 @@ func TestLlama2cCheckpointFromDiskWithTokenizerBeside(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "model.bin")
 	os.WriteFile(path, stories260K, 0o644)
+	if _, err := Load(path, "f32"); err == nil || !strings.Contains(err.Error(), "no tokenizer.bin beside it") {
+		t.Fatalf("checkpoint without its tokenizer: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "tok512.bin"), tok512, 0o644)
 	m, err := Load(path, "f32")
 	if err != nil {
 		t.Fatal(err)

@@ -151,16 +151,14 @@ func loadFile(path string) (*Model, error) {
 	return m, nil
 }
 
-// loadTokenizerBeside finds a llama2.c checkpoint's tokenizer.bin (or, for
-// a 512-token vocabulary, falls back to the embedded tok512).
+// loadTokenizerBeside finds a llama2.c checkpoint's tokenizer.bin (or
+// tok<vocab>.bin, as llama2.c names custom ones). There is no fallback: a
+// tokenizer of the right size but the wrong model would go unnoticed.
 func loadTokenizerBeside(path string, vocab int) (*Tokenizer, error) {
 	for _, name := range []string{"tokenizer.bin", fmt.Sprintf("tok%d.bin", vocab)} {
 		if data, err := os.ReadFile(filepath.Join(filepath.Dir(path), name)); err == nil {
 			return ParseTokenizerBin(data, vocab)
 		}
-	}
-	if vocab == 512 {
-		return ParseTokenizerBin(tok512, vocab)
 	}
 	return nil, fmt.Errorf("no tokenizer.bin beside it; put llama2.c's tokenizer.bin (or tok%d.bin) in %s", vocab, filepath.Dir(path))
 }
