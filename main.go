@@ -132,12 +132,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tokentop: %v\n", err)
 		return exitUsage
 	}
-	plan, err := runner.Resolve(profile, opts)
-	if err != nil {
-		fmt.Fprintf(stderr, "tokentop: %v\n", err)
-		return exitUsage
-	}
-	backend, err := plan.Kind.New(plan.Config)
+	plan, backend, err := runner.Prepare(profile, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "tokentop: %v\n", err)
 		return exitUsage

@@ -58,6 +58,9 @@ type Plan struct {
 	OutDir      string
 	ConvergeTol float64
 	Stop        StopRule
+	// Pause, when set, is checked before each trial; it is a control, not
+	// part of the experiment, so ConfigHash leaves it out.
+	Pause *Pause
 }
 
 // DefaultAPIKeyEnv is read for the openai backend when nothing else is named.
@@ -137,6 +140,20 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	}
 	plan.Stop = TrialCap{N: p.Trials}
 	return plan, nil
+}
+
+// Prepare resolves opts against profile and creates the backend, the
+// steps every front end takes before Run.
+func Prepare(profile *profiles.Profile, opts Options) (*Plan, backends.Backend, error) {
+	plan, err := Resolve(profile, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := plan.Kind.New(plan.Config)
+	if err != nil {
+		return nil, nil, err
+	}
+	return plan, b, nil
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -170,6 +170,7 @@ func (r *run) loop(ctx context.Context) (status, note string, err error) {
 				continue
 			}
 			active++
+			r.plan.Pause.wait(ctx)
 			if ctx.Err() != nil {
 				return session.StatusPartial, "interrupted before the plan finished", nil
 			}

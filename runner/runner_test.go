@@ -341,3 +341,52 @@ func BenchmarkOnChunk(b *testing.B) {
 		n++
 	}
 }
+
+func TestPauseHoldsBetweenTrialsAndResumeGoesOn(t *testing.T) {
+	plan := testPlan(t, 0, 6, "greedy")
+	plan.Pause = &Pause{}
+	fake := &fakeBackend{delays: []time.Duration{time.Millisecond}}
+	fake.fail = func(call int) error {
+		if call == 2 {
+			plan.Pause.Hold() // the user presses p during trial 2
+		}
+		return nil
+	}
+	events := make(chan Event, 1024)
+	done := make(chan string)
+	go func() {
+		status, _ := Run(context.Background(), plan, fake, events)
+		done <- status
+	}()
+	// Trial 2 finishes, then the run must hold: no third call.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(events) < 3 && time.Now().Before(deadline) { // Started + 2 trials
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	fake.mu.Lock()
+	calls := fake.calls
+	fake.mu.Unlock()
+	if calls != 2 || !plan.Pause.Held() {
+		t.Fatalf("while held: %d calls (want 2), held %v", calls, plan.Pause.Held())
+	}
+	plan.Pause.Resume()
+	if status := <-done; status != session.StatusComplete {
+		t.Fatalf("status %s after resume", status)
+	}
+	if fake.calls != 6 {
+		t.Errorf("%d calls after resume, want 6", fake.calls)
+	}
+}
+
+func TestCancelEndsAHeldRun(t *testing.T) {
+	plan := testPlan(t, 0, 6, "greedy")
+	plan.Pause = &Pause{}
+	plan.Pause.Hold()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	status, err, events := runPlan(t, ctx, plan, &fakeBackend{delays: []time.Duration{time.Millisecond}})
+	if err != nil || status != session.StatusPartial || len(trials(events)) != 0 {
+		t.Fatalf("status %s err %v trials %d", status, err, len(trials(events)))
+	}
+}
