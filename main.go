@@ -15,7 +15,9 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/term"
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/backends/registry"
@@ -36,9 +38,9 @@ const (
 const usage = `tokentop benchmarks LLM inference live.
 
 Usage:
-  tokentop                                  run the default study: greedy vs sampling on the built-in engine
-  tokentop run [flags]                      run a profile's trials against a backend
-  tokentop compare A.toml B.toml [...]      compare sessions (or A.toml#arm1 A.toml#arm2)
+  tokentop                                  open the picker (the default study: greedy vs sampling on the built-in engine)
+  tokentop run [flags]                      run a profile's trials against a backend, on the live dashboard
+  tokentop compare A.toml B.toml [...]      compare sessions (or A.toml#arm1 A.toml#arm2); --tui for the compare screen
   tokentop profiles                         list built-in and user profiles
   tokentop backends [--url URL]             show which backends are reachable
 
@@ -51,8 +53,13 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		// The main job: no server, no download, no flags.
-		return cmdRun(nil, stdout, stderr)
+		// The main job: no server, no download, no flags. Without a
+		// terminal there is no picker to show, so the default study runs
+		// headless.
+		if !isTerminal(stdout) {
+			return cmdRun([]string{"--headless"}, stdout, stderr)
+		}
+		return cmdPicker(stdout, stderr)
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, usage)
@@ -111,7 +118,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	modelPath := fs.String("model-path", "", "builtin: a llama2.c checkpoint (.bin, tokenizer.bin beside it) or a .gguf file")
 	fs.IntVar(&opts.Threads, "threads", 0, "builtin: worker threads (default: one per core)")
 	fs.StringVar(&opts.DType, "dtype", "", "builtin: weight format, f32 (default) or q8_0")
-	fs.Bool("headless", true, "print plain progress lines (the only mode until the dashboard lands)")
+	headless := fs.Bool("headless", false, "print plain progress lines instead of the dashboard (the default when stdout is not a terminal)")
 	positional, err := parseFlags(fs, args)
 	if err != nil {
 		return exitUsage
@@ -140,6 +147,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if !*headless && isTerminal(stdout) {
+		return runTUI(ctx, ui.NewRun(ctx, tuiConfig(opts), plan, backend), stdout, stderr)
+	}
 	events := make(chan runner.Event, 64)
 	var printed sync.WaitGroup
 	printed.Go(func() { ui.Headless(stdout, events) })
@@ -163,6 +173,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("compare", stderr)
 	metric := fs.String("metric", "", "compare only this metric (default: "+strings.Join(session.CompareMetrics, ", ")+")")
 	format := fs.String("format", "text", "output format: "+strings.Join(session.Formats, ", "))
+	tui := fs.Bool("tui", false, "open the compare screen instead of printing")
 	positional, err := parseFlags(fs, args)
 	if err != nil {
 		return exitUsage
@@ -183,6 +194,9 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "tokentop: %v\n", err)
 			return exitFailed
 		}
+	}
+	if *tui {
+		return runTUI(context.Background(), ui.NewCompare(context.Background(), tuiConfig(runner.Options{}), refs, sessions), stdout, stderr)
 	}
 	cmp, err := session.Compare(refs, sessions, metricNames)
 	if err == nil {
@@ -224,7 +238,7 @@ func cmdBackends(args []string, stdout, stderr io.Writer) int {
 			if *url != "" && !kind.InProcess {
 				cfg.URL = *url
 			}
-			reports[i] = probe(kind, cfg)
+			reports[i] = ui.Probe(context.Background(), kind, cfg)
 		})
 	}
 	wg.Wait()
@@ -232,22 +246,47 @@ func cmdBackends(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func probe(kind backends.Kind, cfg backends.Config) ui.ProbeReport {
-	report := ui.ProbeReport{Kind: kind, Info: backends.Info{URL: cfg.URL}}
-	b, err := kind.New(cfg)
-	if err != nil {
-		report.Err = err
-		return report
+// cmdPicker opens the TUI on the picker with every profile.
+func cmdPicker(stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	opts := runner.Options{Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride}
+	return runTUI(ctx, ui.New(ctx, tuiConfig(opts)), stdout, stderr)
+}
+
+func tuiConfig(base runner.Options) ui.Config {
+	list, problems := profiles.All()
+	return ui.Config{Profiles: list, Problems: problems, Base: base}
+}
+
+// runTUI runs the program, then waits for any run to save its files and
+// prints where they are, since the alternate screen is gone by then.
+func runTUI(ctx context.Context, app *ui.App, stdout, stderr io.Writer) int {
+	_, err := tea.NewProgram(app, tea.WithContext(ctx), tea.WithOutput(stdout)).Run()
+	outcome := app.Outcome()
+	if err != nil && !errors.Is(err, tea.ErrProgramKilled) {
+		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		return exitFailed
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	info, err := b.Probe(ctx, "")
-	if errors.Is(err, context.DeadlineExceeded) {
-		err = errors.New("no answer within 3s")
+	switch {
+	case outcome.Err != nil:
+		fmt.Fprintf(stderr, "tokentop: %v\n", outcome.Err)
+		return exitFailed
+	case outcome.Finished != nil:
+		ui.WriteFinished(stdout, outcome.Arms, *outcome.Finished)
 	}
-	report.Info, report.Err = info, err
-	if report.Info.URL == "" {
-		report.Info.URL = cfg.URL
+	switch {
+	case ctx.Err() != nil:
+		fmt.Fprintln(stderr, "tokentop: interrupted; the session is saved as partial")
+		return exitInterrupted
+	case outcome.Ran && outcome.Status == session.StatusFailed:
+		fmt.Fprintln(stderr, "tokentop: no trial succeeded; see the error column of the trials CSV")
+		return exitFailed
 	}
-	return report
+	return exitOK
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
 }

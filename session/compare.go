@@ -39,6 +39,9 @@ type Column struct {
 	Baseline int
 }
 
+// Values are the column's counted values of metric m.
+func (c Column) Values(m Metric) []float64 { return Values(c.records, m) }
+
 // Row is one metric statistic across the columns. Delta is the percent
 // change against each column's baseline (NaN for a baseline itself).
 type Row struct {

@@ -10,6 +10,8 @@ import (
 type Metric struct {
 	Name  string
 	Value func(*Record) float64
+	// HigherIsBetter is true for throughputs; for latencies lower is better.
+	HigherIsBetter bool
 }
 
 // Metrics are the per-trial measurements summarised per arm.
@@ -18,8 +20,8 @@ var Metrics = []Metric{
 	{Name: "ttft_ms", Value: func(r *Record) float64 { return r.TTFTMs }},
 	{Name: "tpot_ms", Value: func(r *Record) float64 { return r.TPOTMs }},
 	{Name: "itl_mean_ms", Value: func(r *Record) float64 { return r.ITLMeanMs }},
-	{Name: "output_tps", Value: func(r *Record) float64 { return r.OutputTPS }},
-	{Name: "decode_tps", Value: func(r *Record) float64 { return r.DecodeTPS }},
+	{Name: "output_tps", Value: func(r *Record) float64 { return r.OutputTPS }, HigherIsBetter: true},
+	{Name: "decode_tps", Value: func(r *Record) float64 { return r.DecodeTPS }, HigherIsBetter: true},
 }
 
 // LookupMetric finds a metric by name.

@@ -34,12 +34,7 @@ func Headless(w io.Writer, events <-chan runner.Event) {
 			fmt.Fprintf(w, "%s stopped: %s\n", ev.Arm, ev.Reason)
 		case runner.Finished:
 			fmt.Fprintln(w)
-			WriteSummary(w, arms, ev.Summary)
-			fmt.Fprintf(w, "\nstatus %s", ev.Status)
-			if ev.Note != "" {
-				fmt.Fprintf(w, " (%s)", ev.Note)
-			}
-			fmt.Fprintf(w, "\nsaved %s\n", ev.Manifest)
+			WriteFinished(w, arms, ev)
 		}
 	}
 }
@@ -67,7 +62,7 @@ func millis(v float64) string {
 }
 
 func number(v float64, decimals int) string {
-	if math.IsNaN(v) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "—"
 	}
 	return fmt.Sprintf("%.*f", decimals, v)
@@ -93,6 +88,17 @@ func orDash(s string) string {
 		return "—"
 	}
 	return s
+}
+
+// WriteFinished prints the summary table, the final status and where the
+// session was saved.
+func WriteFinished(w io.Writer, arms []string, fin runner.Finished) {
+	WriteSummary(w, arms, fin.Summary)
+	fmt.Fprintf(w, "\nstatus %s", fin.Status)
+	if fin.Note != "" {
+		fmt.Fprintf(w, " (%s)", fin.Note)
+	}
+	fmt.Fprintf(w, "\nsaved %s\n", fin.Manifest)
 }
 
 // WriteSummary prints the per-arm table of e2e statistics, TTFT, tok/s
@@ -139,13 +145,6 @@ func WriteProfiles(w io.Writer, list []*profiles.Profile, userDir string, proble
 	for _, err := range problems {
 		fmt.Fprintf(w, "skipped: %v\n", err)
 	}
-}
-
-// ProbeReport is one backend's answer to `tokentop backends`.
-type ProbeReport struct {
-	Kind backends.Kind
-	Info backends.Info
-	Err  error
 }
 
 // WriteBackends prints what each backend's probe found.

@@ -1,0 +1,402 @@
+package ui
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/runner"
+	"github.com/tokentop/tokentop/session"
+)
+
+// frameInterval paces redraws during a run: at most 10 frames a second
+// however fast trials arrive.
+const frameInterval = 100 * time.Millisecond
+
+type screen int
+
+const (
+	screenPicker screen = iota
+	screenRun
+	screenDone
+	screenCompare
+)
+
+// Config is what the TUI starts from.
+type Config struct {
+	Profiles []*profiles.Profile
+	Problems []error // user profiles that could not be read
+	// Base holds the command line's choices; the picker fills in the
+	// profile's plan, backend, model and trial counts.
+	Base runner.Options
+	// Now is the clock for elapsed and ETA (tests pin it).
+	Now func() time.Time
+}
+
+// App is the root model: it routes messages to the screen in front and
+// owns the run in progress, so no screen can leave a session half-written.
+type App struct {
+	ctx      context.Context
+	cfg      Config
+	width    int
+	height   int
+	screen   screen
+	help     help.Model
+	picker   *picker
+	dash     *dashboard
+	data     *runData
+	done     *doneView
+	cmp      *compareView
+	run      *activeRun
+	outcome  Outcome
+	confirm  bool // asking whether to stop the run and quit
+	quitting bool // stopping the run, then quitting
+	stale    bool // run data changed since the last frame
+	frame    string
+}
+
+// Outcome is how the last run ended, for the command to print after the
+// TUI closes.
+type Outcome struct {
+	Ran      bool
+	Arms     []string // in the profile's order
+	Status   string
+	Err      error
+	Finished *runner.Finished
+}
+
+// New opens the TUI on the picker.
+func New(ctx context.Context, cfg Config) *App {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	a := &App{ctx: ctx, cfg: cfg, help: help.New(), width: 80, height: 24}
+	a.picker = newPicker(cfg.Profiles, cfg.Problems, cfg.Base)
+	return a
+}
+
+// NewRun opens the TUI on the dashboard of a run that starts at once.
+func NewRun(ctx context.Context, cfg Config, plan *runner.Plan, b backends.Backend) *App {
+	a := New(ctx, cfg)
+	a.startRun(plan, b)
+	return a
+}
+
+// NewCompare opens the TUI on the compare screen.
+func NewCompare(ctx context.Context, cfg Config, refs []session.Ref, sessions []*session.Session) *App {
+	a := New(ctx, cfg)
+	a.cmp = newCompareView(refs, sessions, nil)
+	a.screen = screenCompare
+	return a
+}
+
+// Init starts the picker's probes, or the run's event pump and frame tick.
+func (a *App) Init() tea.Cmd {
+	a.render()
+	switch a.screen {
+	case screenPicker:
+		return a.picker.init(a.ctx)
+	case screenRun:
+		return tea.Batch(a.run.next(), tick())
+	}
+	return nil
+}
+
+// Outcome reports the last run once the program has exited; it waits for
+// the runner, so the session files are final when it returns.
+func (a *App) Outcome() Outcome {
+	if r := a.run; r != nil {
+		r.cancel()
+		r.abandonOnce.Do(func() { close(r.abandoned) })
+		r.wait()
+		a.outcome = Outcome{Ran: true, Arms: r.arms, Status: r.status, Err: r.err, Finished: r.finished}
+	}
+	return a.outcome
+}
+
+type tickMsg time.Time
+
+func tick() tea.Cmd {
+	return tea.Tick(frameInterval, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+// Update routes a message.
+func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		a.width, a.height = msg.Width, msg.Height
+		a.help.SetWidth(msg.Width)
+	case tickMsg:
+		if a.run != nil && !a.run.ended() {
+			cmd = tick()
+		}
+		if !a.stale {
+			return a, cmd
+		}
+	case eventsMsg:
+		for _, ev := range msg {
+			a.data.apply(ev)
+		}
+		a.stale = true
+		return a, a.run.next() // drawn on the next tick
+	case runEndedMsg:
+		if a.quitting {
+			return a, tea.Quit
+		}
+		a.confirm = false
+		a.done = newDoneView(a.data, a.run.status, a.run.err)
+		a.screen = screenDone
+	case tea.KeyPressMsg:
+		var quit bool
+		cmd, quit = a.key(msg)
+		if quit {
+			return a, tea.Quit
+		}
+	default:
+		if a.screen == screenPicker {
+			cmd = a.picker.update(a.ctx, msg)
+		}
+	}
+	a.render()
+	return a, cmd
+}
+
+// key handles a key press; quit reports that the program should end now.
+func (a *App) key(msg tea.KeyPressMsg) (cmd tea.Cmd, quit bool) {
+	running := a.run != nil && !a.run.ended()
+	if a.confirm {
+		switch {
+		case key.Matches(msg, keys.Yes):
+			a.confirm, a.quitting = false, true
+			a.run.cancel() // the runner saves a partial session, then runEndedMsg quits
+		case key.Matches(msg, keys.No):
+			a.confirm = false
+		}
+		return nil, false
+	}
+	typing := a.screen == screenPicker && a.picker.typing()
+	switch {
+	case msg.String() == "ctrl+c" || key.Matches(msg, keys.Quit) && !typing:
+		if running {
+			a.confirm = true
+			return nil, false
+		}
+		return nil, true
+	case key.Matches(msg, keys.Help) && !typing:
+		a.help.ShowAll = !a.help.ShowAll
+		return nil, false
+	}
+	switch a.screen {
+	case screenPicker:
+		if key.Matches(msg, keys.Start) && !a.picker.filtering() {
+			plan, b, err := a.picker.prepare()
+			if err != nil {
+				a.picker.err = err.Error()
+				return nil, false
+			}
+			a.startRun(plan, b)
+			return tea.Batch(a.run.next(), tick()), false
+		}
+		return a.picker.update(a.ctx, msg), false
+	case screenRun:
+		switch {
+		case key.Matches(msg, keys.Pause) && running:
+			if a.dash.paused {
+				a.run.plan.Pause.Resume()
+			} else {
+				a.run.plan.Pause.Hold()
+			}
+			a.dash.paused = !a.dash.paused
+		case key.Matches(msg, keys.Stop) && running:
+			a.data.event = "stopping: the trial in flight is canceled, the session saved as partial"
+			a.run.cancel()
+		default:
+			a.dash.update(msg)
+		}
+	case screenDone:
+		switch {
+		case key.Matches(msg, keys.Compare) && a.data.finished != nil && a.done.choosing == nil:
+			a.done.chooseBaseline(a.data.finished.Manifest)
+		case key.Matches(msg, keys.NewRun) && a.done.choosing == nil:
+			a.screen = screenPicker
+			return a.picker.init(a.ctx), false
+		default:
+			if choice, ok := a.done.update(msg); ok {
+				a.cmp = newCompareView(choice.refs, choice.sessions, choice.err)
+				a.screen = screenCompare
+			}
+		}
+	case screenCompare:
+		if key.Matches(msg, keys.Back) && a.done != nil {
+			a.screen = screenDone
+			return nil, false
+		}
+		a.cmp.update(msg)
+	}
+	return nil, false
+}
+
+func (a *App) startRun(plan *runner.Plan, b backends.Backend) {
+	a.attach(plan, startRun(a.ctx, plan, b))
+}
+
+// attach shows run on the dashboard.
+func (a *App) attach(plan *runner.Plan, run *activeRun) {
+	a.data = newRunData(plan.Profile.Name, plan.Model, plan.ConvergeTol)
+	where := plan.Kind.Name
+	if !plan.Kind.InProcess {
+		where += " " + plan.Config.URL
+	}
+	a.dash = newDashboard(a.data, where, a.cfg.Now())
+	a.run = run
+	a.screen = screenRun
+}
+
+// View returns the last frame; frames are built in Update, paced by the
+// tick during a run, so a burst of trials costs one frame, not many.
+func (a *App) View() tea.View {
+	v := tea.NewView(a.frame)
+	v.AltScreen = true
+	return v
+}
+
+func (a *App) render() {
+	a.stale = false
+	w, h := a.width, a.height
+	helpLine := a.help.View(a.bindings())
+	if a.confirm {
+		helpLine = styleConfirm.Render("Stop the run and quit? Trials so far stay saved. y/n")
+	}
+	bodyH := h - strings.Count(helpLine, "\n") - 1
+	var body string
+	switch a.screen {
+	case screenPicker:
+		body = a.picker.view(w, bodyH)
+	case screenRun:
+		body = a.dash.view(w, bodyH, a.cfg.Now())
+	case screenDone:
+		body = a.done.view(w, bodyH)
+	case screenCompare:
+		body = a.cmp.view(w, bodyH)
+	}
+	a.frame = strings.Join(fitLines(body+"\n"+helpLine, w, h), "\n")
+}
+
+// bindings lists the keys of the screen in front, for the help line.
+func (a *App) bindings() bindings {
+	var short []key.Binding
+	switch a.screen {
+	case screenPicker:
+		short = []key.Binding{keys.Start, keys.NextPanel, keys.Prev, keys.Next}
+	case screenRun:
+		short = []key.Binding{keys.Pause, keys.Stop, keys.Metric, keys.Chart, keys.NextPanel, keys.Zoom}
+	case screenDone:
+		short = []key.Binding{keys.Compare, keys.NewRun}
+	case screenCompare:
+		short = []key.Binding{keys.Metric}
+		if a.done != nil {
+			short = append(short, keys.Back)
+		}
+	}
+	short = append(short, keys.Help, keys.Quit)
+	full := [][]key.Binding{short}
+	if a.screen == screenRun {
+		full = [][]key.Binding{{keys.Pause, keys.Stop}, {keys.Metric, keys.Chart}, {keys.NextPanel, keys.PrevPanel, keys.Zoom}, {keys.Help, keys.Quit}}
+	}
+	return bindings{short: short, full: full}
+}
+
+// activeRun is the runner working in its own goroutine; its events reach
+// Update as messages, in batches. It keeps the start and the end of the
+// run itself, so the command can report them after the program is gone.
+type activeRun struct {
+	plan        *runner.Plan
+	cancel      context.CancelFunc
+	events      chan runner.Event
+	abandoned   chan struct{} // closed once nobody reads events any more
+	abandonOnce sync.Once
+	done        chan struct{} // closed once Run returned; then the fields below are final
+	status      string
+	err         error
+	arms        []string
+	finished    *runner.Finished
+}
+
+type eventsMsg []runner.Event
+
+type runEndedMsg struct{}
+
+func startRun(parent context.Context, plan *runner.Plan, b backends.Backend) *activeRun {
+	ctx, cancel := context.WithCancel(parent)
+	plan.Pause = &runner.Pause{}
+	// A deep buffer so the runner never waits for a frame between trials.
+	r := &activeRun{plan: plan, cancel: cancel, events: make(chan runner.Event, 4096),
+		abandoned: make(chan struct{}), done: make(chan struct{})}
+	internal := make(chan runner.Event)
+	forwarded := make(chan struct{})
+	go func() {
+		defer close(forwarded)
+		defer close(r.events)
+		for ev := range internal {
+			switch ev := ev.(type) {
+			case runner.Started:
+				r.arms = ev.Arms
+			case runner.Finished:
+				r.finished = &ev
+			}
+			select {
+			case r.events <- ev:
+			case <-r.abandoned:
+			}
+		}
+	}()
+	go func() {
+		r.status, r.err = runner.Run(ctx, plan, b, internal)
+		<-forwarded
+		close(r.done)
+	}()
+	return r
+}
+
+// next waits for events and delivers all that are queued at once.
+func (r *activeRun) next() tea.Cmd {
+	return func() tea.Msg {
+		ev, ok := <-r.events
+		if !ok {
+			<-r.done
+			return runEndedMsg{}
+		}
+		batch := eventsMsg{ev}
+		for len(batch) < cap(r.events) {
+			select {
+			case ev, ok := <-r.events:
+				if !ok {
+					return batch // the next call reports the end
+				}
+				batch = append(batch, ev)
+			default:
+				return batch
+			}
+		}
+		return batch
+	}
+}
+
+func (r *activeRun) ended() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *activeRun) wait() { <-r.done }

@@ -1,0 +1,392 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"charm.land/bubbles/v2/list"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/runner"
+	"github.com/tokentop/tokentop/session"
+)
+
+// testStart pins the clock, so elapsed and ETA are the same on any machine.
+var testStart = time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+
+func testConfig(now *time.Time) Config {
+	return Config{Profiles: profiles.Builtins(), Base: runner.Options{Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride},
+		Now: func() time.Time { return *now }}
+}
+
+// testRun is an App showing a run whose events the test delivers.
+type testRun struct {
+	app  *App
+	plan *runner.Plan
+	now  time.Time
+}
+
+func newTestRun(t *testing.T, profile string) *testRun {
+	t.Helper()
+	p, err := profiles.Find(profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := runner.Resolve(p, runner.Options{OutDir: t.TempDir(), Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Pause = &runner.Pause{}
+	tr := &testRun{plan: plan, now: testStart}
+	tr.app = New(context.Background(), testConfig(&tr.now))
+	_, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	tr.app.attach(plan, &activeRun{plan: plan, cancel: cancel, events: make(chan runner.Event), abandoned: make(chan struct{}), done: make(chan struct{})})
+	return tr
+}
+
+// syntheticRun makes the events of a run: every arm gets warmup then
+// timed trials, interleaved, with e2e spread by a fixed pattern and the
+// running convergence points the runner would send.
+func syntheticRun(arms []string, warmup, trials int) []runner.Event {
+	events := []runner.Event{runner.Started{Manifest: "/sessions/s.toml", Arms: arms, WarmupPerArm: warmup, TrialsPerArm: trials}}
+	series := make([]metrics.Series, len(arms))
+	at := testStart
+	for round := 0; round < warmup+trials; round++ {
+		for i, arm := range arms {
+			e2e := 20 + float64(i)*3 + float64((round*7+i*3)%11)
+			if round < warmup {
+				e2e += 15
+			}
+			rec := session.Record{Arm: arm, Trial: round + 1, Phase: session.PhaseTimed, Status: session.StatusOK, StartedAt: at, OutputTokens: 64}
+			if round < warmup {
+				rec.Phase = session.PhaseWarmup
+			}
+			rec.Timings = metrics.Timings{TTFTMs: 1 + float64(round%3)*0.5, E2EMs: e2e, TPOTMs: e2e / 64, ITLMeanMs: e2e / 64,
+				OutputTPS: 64 / (e2e / 1000), ITLP50Ms: math.NaN()}
+			var point metrics.Point
+			if rec.Counted() {
+				point = series[i].Add(e2e)
+			}
+			events = append(events, runner.TrialDone{Record: rec, Point: point})
+			at = at.Add(time.Duration(e2e * float64(time.Millisecond)))
+		}
+	}
+	return events
+}
+
+func finished(events []runner.Event, status string) runner.Finished {
+	var records []session.Record
+	for _, ev := range events {
+		if td, ok := ev.(runner.TrialDone); ok {
+			records = append(records, td.Record)
+		}
+	}
+	summary := map[string]session.ArmSummary{}
+	for arm, recs := range session.ByArm(records) {
+		summary[arm] = session.SummarizeArm(recs, 1, 0.01, 0)
+	}
+	return runner.Finished{Status: status, Manifest: "/sessions/s.toml", Summary: summary}
+}
+
+func (tr *testRun) send(msgs ...tea.Msg) {
+	for _, m := range msgs {
+		tr.app.Update(m)
+	}
+}
+
+func (tr *testRun) screen() string { return ansi.Strip(tr.app.View().Content) }
+
+func press(s string) tea.KeyPressMsg {
+	switch s {
+	case "tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab}
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "ctrl+c":
+		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	}
+	return tea.KeyPressMsg{Code: rune(s[0]), Text: s}
+}
+
+// checkFits fails when the frame is not exactly w×h cells.
+func checkFits(t *testing.T, frame string, w, h int) {
+	t.Helper()
+	lines := strings.Split(frame, "\n")
+	if len(lines) != h {
+		t.Errorf("%d lines at %dx%d", len(lines), w, h)
+	}
+	for i, l := range lines {
+		if got := lipgloss.Width(l); got != w {
+			t.Errorf("line %d is %d cells wide at %dx%d: %q", i, got, w, h, ansi.Strip(l))
+		}
+	}
+}
+
+func TestDashboardShowsEveryPanelAtEverySize(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {120, 40}, {160, 48}, {200, 60}} {
+		tr := newTestRun(t, "greedy-vs-sampling")
+		tr.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		tr.send(eventsMsg(syntheticRun([]string{"greedy", "temp-0.8", "top-k-40"}, 3, 30)))
+		tr.now = testStart.Add(4 * time.Second)
+		tr.send(tickMsg{})
+		frame := tr.app.View().Content
+		checkFits(t, frame, size[0], size[1])
+		screen := tr.screen()
+		for _, want := range []string{"e2e ms", "running mean", "GPU power", "no NVIDIA GPU found", "stats", "greedy", "temp-0.8", "top-k-40", "timed", "0:04", "p pause"} {
+			if !strings.Contains(screen, want) {
+				t.Errorf("%dx%d: %q missing from\n%s", size[0], size[1], want, screen)
+			}
+		}
+	}
+}
+
+func TestResizeRelaysEveryPanel(t *testing.T) {
+	tr := newTestRun(t, "greedy-vs-sampling")
+	tr.send(eventsMsg(syntheticRun([]string{"greedy", "temp-0.8", "top-k-40"}, 3, 10)), tickMsg{})
+	for _, size := range [][2]int{{200, 60}, {80, 24}, {100, 30}} {
+		tr.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		checkFits(t, tr.app.View().Content, size[0], size[1])
+	}
+}
+
+func TestFramesArePacedByTheTick(t *testing.T) {
+	tr := newTestRun(t, "quick")
+	events := syntheticRun([]string{"greedy"}, 1, 10)
+	tr.send(eventsMsg(events[:1]), tickMsg{})
+	before := tr.screen()
+	tr.send(eventsMsg(events[1:]))
+	if tr.screen() != before {
+		t.Error("trials redrew the frame before the tick")
+	}
+	tr.send(tickMsg{})
+	if !strings.Contains(tr.screen(), "10/10 timed") {
+		t.Errorf("the tick did not draw the trials:\n%s", tr.screen())
+	}
+}
+
+func TestStatsTableShowsTheArmsFigures(t *testing.T) {
+	tr := newTestRun(t, "greedy-vs-sampling")
+	events := syntheticRun([]string{"greedy", "temp-0.8"}, 2, 25)
+	tr.send(tea.WindowSizeMsg{Width: 100, Height: 30}, eventsMsg(events), tickMsg{})
+	var e2e, warm []float64
+	for _, ev := range events {
+		if td, ok := ev.(runner.TrialDone); ok && td.Record.Arm == "greedy" {
+			if td.Record.Phase == session.PhaseWarmup {
+				warm = append(warm, td.Record.E2EMs)
+			} else {
+				e2e = append(e2e, td.Record.E2EMs)
+			}
+		}
+	}
+	st := metrics.Describe(e2e)
+	wantRow := []string{"greedy", "25", "0", formatMs(st.Mean), formatMs(st.Median), formatMs(st.P95), formatMs(st.P99), formatMs(st.Max),
+		number(st.CV, 3), number(metrics.Median(warm)/st.Median, 2)}
+	fields := statsRow(t, tr.screen(), "greedy")
+	if len(fields) < 11 {
+		t.Fatalf("stats row %q", fields)
+	}
+	got := append(fields[:9:9], fields[10])
+	if strings.Join(got, " ") != strings.Join(wantRow, " ") {
+		t.Errorf("stats row\n got %v\nwant %v", got, wantRow)
+	}
+}
+
+// statsRow finds arm's row under the stats table's header.
+func statsRow(t *testing.T, screen, arm string) []string {
+	t.Helper()
+	inTable := false
+	for _, line := range strings.Split(screen, "\n") {
+		fields := strings.Fields(strings.Trim(line, "│ "))
+		if len(fields) > 2 && fields[0] == "arm" && fields[2] == "deg" {
+			inTable = true
+		} else if inTable && len(fields) > 0 && fields[0] == arm {
+			return fields
+		}
+	}
+	t.Fatalf("no stats row for %s:\n%s", arm, screen)
+	return nil
+}
+
+func TestDegradedTrialSaysWhy(t *testing.T) {
+	tr := newTestRun(t, "quick")
+	events := syntheticRun([]string{"greedy"}, 0, 3)
+	bad := events[2].(runner.TrialDone)
+	bad.Record.Status, bad.Record.Error = session.StatusTimeout, "no complete answer within the 30s trial timeout"
+	events[2] = bad
+	tr.send(tea.WindowSizeMsg{Width: 120, Height: 30}, eventsMsg(events), tickMsg{})
+	screen := tr.screen()
+	if !strings.Contains(screen, "greedy trial 2 (timed) timeout: no complete answer within the 30s trial timeout") {
+		t.Errorf("event line does not say why:\n%s", screen)
+	}
+	if row := statsRow(t, screen, "greedy"); row[1] != "2" || row[2] != "1" {
+		t.Errorf("stats row %v does not count 2 ok and 1 degraded", row)
+	}
+}
+
+func TestViewKeys(t *testing.T) {
+	tr := newTestRun(t, "greedy-vs-sampling")
+	tr.send(eventsMsg(syntheticRun([]string{"greedy", "temp-0.8"}, 1, 12)), tickMsg{})
+	tr.send(press("m"))
+	if !strings.Contains(tr.screen(), "TTFT ms") {
+		t.Errorf("m did not switch the histogram to TTFT:\n%s", tr.screen())
+	}
+	tr.send(press("m"))
+	if !strings.Contains(tr.screen(), "TPOT ms") {
+		t.Errorf("m does not cycle through the metrics")
+	}
+	tr.send(press("c"))
+	if !strings.Contains(tr.screen(), "running CV") {
+		t.Errorf("c did not switch the chart to CV")
+	}
+	tr.send(press("tab"), press("tab"), press("z"))
+	screen := tr.screen()
+	if !strings.Contains(screen, "GPU power") || strings.Contains(screen, "stats ·") || strings.Contains(screen, "running CV") {
+		t.Errorf("tab tab z should zoom the power panel alone:\n%s", screen)
+	}
+	tr.send(tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}, press("z"))
+	if !strings.Contains(tr.screen(), "stats ·") || tr.app.dash.focus != panelConvergence {
+		t.Errorf("shift+tab moved focus to %d, want the convergence panel", tr.app.dash.focus)
+	}
+	tr.send(press("?"))
+	if !strings.Contains(tr.screen(), "shift+tab") {
+		t.Errorf("? does not show the full help:\n%s", tr.screen())
+	}
+}
+
+func TestPauseAndStop(t *testing.T) {
+	tr := newTestRun(t, "quick")
+	tr.send(eventsMsg(syntheticRun([]string{"greedy"}, 0, 2)), tickMsg{})
+	tr.send(press("p"))
+	if !tr.plan.Pause.Held() || !strings.Contains(tr.screen(), "paused") {
+		t.Fatalf("p did not hold the run:\n%s", tr.screen())
+	}
+	tr.send(press("p"))
+	if tr.plan.Pause.Held() || strings.Contains(tr.screen(), "paused") {
+		t.Fatalf("second p did not resume")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tr.app.run.cancel = cancel
+	tr.send(press("s"))
+	if ctx.Err() == nil || !strings.Contains(tr.screen(), "stopping") {
+		t.Errorf("s did not stop the run:\n%s", tr.screen())
+	}
+}
+
+func TestQuitAsksWhileRunning(t *testing.T) {
+	tr := newTestRun(t, "quick")
+	ctx, cancel := context.WithCancel(context.Background())
+	tr.app.run.cancel = cancel
+	_, cmd := tr.app.Update(press("q"))
+	if cmd != nil || !strings.Contains(tr.screen(), "Stop the run and quit?") {
+		t.Fatalf("q while running must ask first:\n%s", tr.screen())
+	}
+	tr.send(press("n"))
+	if strings.Contains(tr.screen(), "Stop the run and quit?") || ctx.Err() != nil {
+		t.Fatal("n must keep the run going")
+	}
+	tr.send(press("ctrl+c"), press("y"))
+	if ctx.Err() == nil {
+		t.Fatal("y must stop the run")
+	}
+	// The program quits only once the runner has saved the session.
+	close(tr.app.run.done)
+	if _, cmd := tr.app.Update(runEndedMsg{}); cmd == nil || fmt.Sprint(cmd()) != fmt.Sprint(tea.Quit()) {
+		t.Error("the end of the run did not quit")
+	}
+}
+
+func TestDoneViewSaysWhereAndSummarises(t *testing.T) {
+	tr := newTestRun(t, "greedy-vs-sampling")
+	events := syntheticRun([]string{"greedy", "temp-0.8"}, 2, 20)
+	fin := finished(events, session.StatusComplete)
+	tr.send(eventsMsg(append(events, fin)))
+	close(tr.app.run.done)
+	tr.send(runEndedMsg{})
+	screen := tr.screen()
+	e2e := fin.Summary["temp-0.8"].Metrics["e2e_ms"]
+	for _, want := range []string{"Run complete", "saved in /sessions", "s.toml", "s.trials.csv",
+		fmt.Sprintf("%s [%s, %s]", formatMs(e2e.Median), formatMs(e2e.MedianCILo), formatMs(e2e.MedianCIHi)), "c compare with"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("%q missing from the done view:\n%s", want, screen)
+		}
+	}
+	checkFits(t, tr.app.View().Content, 80, 24)
+}
+
+func TestPickerStartsTheChosenRun(t *testing.T) {
+	now := testStart
+	a := New(context.Background(), testConfig(&now))
+	a.Update(probeMsg{0, Probe(context.Background(), a.picker.kinds[0], backends.Config{})})
+	screen := ansi.Strip(a.View().Content)
+	for _, want := range []string{"Profiles", "greedy-vs-sampling", "Backend", "builtin", "probing…", "trials"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("%q missing from the picker:\n%s", want, screen)
+		}
+	}
+	checkFits(t, a.View().Content, 80, 24)
+	// Filter to the quick profile, type 2 trials, start.
+	a.Update(press("/"))
+	for _, r := range "quick" {
+		_, cmd := a.Update(press(string(r)))
+		applyFilterResults(a, cmd)
+	}
+	a.Update(press("enter"))
+	a.Update(press("tab"))
+	a.Update(press("tab"))
+	a.Update(press("tab"))
+	a.Update(press("x"))
+	a.Update(press("enter"))
+	if a.screen != screenPicker || !strings.Contains(ansi.Strip(a.View().Content), `trials: "x" is not a whole number`) {
+		t.Fatalf("a bad count must be refused with a clear message:\n%s", ansi.Strip(a.View().Content))
+	}
+	a.picker.inputs[1].SetValue("2")
+	a.cfg.Base.OutDir = t.TempDir()
+	a.picker.base.OutDir = a.cfg.Base.OutDir
+	a.Update(press("enter"))
+	if a.screen != screenRun || a.run.plan.Profile.Name != "quick" || a.run.plan.Profile.Trials != 2 || a.run.plan.Kind.Name != "builtin" {
+		t.Fatalf("enter did not start quick with 2 trials on builtin: screen %d, %s with %d trials on %s", a.screen, a.run.plan.Profile.Name, a.run.plan.Profile.Trials, a.run.plan.Kind.Name)
+	}
+	a.run.wait() // the real run, on the built-in engine
+	out := a.Outcome()
+	if out.Err != nil || out.Finished == nil {
+		t.Fatalf("outcome %+v", out)
+	}
+	s, err := session.Load(out.Finished.Manifest)
+	if err != nil || len(s.Records) == 0 {
+		t.Fatalf("session %v: %v", out.Finished.Manifest, err)
+	}
+}
+
+// applyFilterResults runs the list's filtering command, which the program
+// would run in the background, and hands its result back.
+func applyFilterResults(a *App, cmd tea.Cmd) {
+	if cmd == nil {
+		return
+	}
+	done := make(chan tea.Msg, 1)
+	go func() { done <- cmd() }()
+	select {
+	case msg := <-done:
+		switch msg := msg.(type) {
+		case list.FilterMatchesMsg:
+			a.Update(msg)
+		case tea.BatchMsg:
+			for _, c := range msg {
+				applyFilterResults(a, c)
+			}
+		}
+	case <-time.After(100 * time.Millisecond): // a blink or tick: not ours
+	}
+}

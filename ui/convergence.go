@@ -1,0 +1,128 @@
+package ui
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/guptarohit/asciigraph"
+)
+
+// renderConvergence plots each arm's running mean (or running CV) of e2e
+// against the trial number on one shared x axis, marks with ▲ where each
+// arm converged, and lists mean ± 95% CI half-width, CV and converged_at
+// per arm. It samples at most one point per column, so a frame costs the
+// same for 10 trials as for 10,000.
+func renderConvergence(arms []*armData, tol float64, showCV bool, w, h int) string {
+	maxN := 0
+	for _, a := range arms {
+		maxN = max(maxN, len(a.points))
+	}
+	legend := convergenceLegend(arms, tol)
+	graphRows := h - len(legend) - 1 // one row for the ▲ markers
+	if maxN < 2 || graphRows < 2 {
+		msg := styleDim.Render("needs 2 timed trials per arm")
+		return strings.Join(fitLines(msg+"\n"+strings.Join(legend, "\n"), w, h), "\n")
+	}
+	const labelW = 9 // a 7-cell label, fixed so the panel never jitters, plus asciigraph's margins
+	cols := min(maxN, w-labelW-1)
+	var data [][]float64
+	var colors []asciigraph.AnsiColor
+	var chars []asciigraph.CharSet
+	for _, a := range arms {
+		if len(a.points) == 0 {
+			continue
+		}
+		series := make([]float64, cols)
+		for c := range series {
+			i := sampleIndex(c, cols, maxN)
+			series[c] = math.NaN()
+			if i < len(a.points) {
+				series[c] = a.points[i].Mean
+				if showCV {
+					series[c] = a.points[i].CV
+				}
+			}
+		}
+		if !hasFinite(series) {
+			continue
+		}
+		data = append(data, series)
+		colors = append(colors, armPalette[a.index%len(armPalette)].graph)
+		chars = append(chars, asciigraph.CreateCharSet(armPalette[a.index%len(armPalette)].glyph))
+	}
+	if len(data) == 0 {
+		return strings.Join(fitLines(strings.Join(legend, "\n"), w, h), "\n")
+	}
+	plot := asciigraph.PlotMany(data, asciigraph.Height(graphRows-1),
+		asciigraph.SeriesColors(colors...), asciigraph.SeriesChars(chars...),
+		asciigraph.YAxisValueFormatter(func(v float64) string { return fmt.Sprintf("%7.3g", v) }))
+	// The first data column is the axis glyph's; find it rather than
+	// assume asciigraph's margins.
+	firstLine := ansi.Strip(strings.SplitN(plot, "\n", 2)[0])
+	axisCol := -1
+	if i := strings.IndexAny(firstLine, "┤┼"); i >= 0 {
+		axisCol = utf8.RuneCountInString(firstLine[:i])
+	}
+	markers := []rune(strings.Repeat(" ", w))
+	for _, a := range arms {
+		if at := a.convergence(tol); at > 0 && len(a.points) > 1 && axisCol >= 0 {
+			col := axisCol + columnOf(at-1, cols, maxN)
+			if col < len(markers) {
+				markers[col] = '▲'
+			}
+		}
+	}
+	lines := append(strings.Split(plot, "\n"), styleDim.Render(string(markers)))
+	return strings.Join(fitLines(strings.Join(append(lines, legend...), "\n"), w, h), "\n")
+}
+
+// sampleIndex maps column c of cols to a trial index in [0, n).
+func sampleIndex(c, cols, n int) int {
+	if cols <= 1 {
+		return n - 1
+	}
+	return int(math.Round(float64(c) * float64(n-1) / float64(cols-1)))
+}
+
+// columnOf is the inverse of sampleIndex.
+func columnOf(i, cols, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	return int(math.Round(float64(i) * float64(cols-1) / float64(n-1)))
+}
+
+func hasFinite(xs []float64) bool {
+	for _, x := range xs {
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// convergenceLegend has one line per arm.
+func convergenceLegend(arms []*armData, tol float64) []string {
+	var lines []string
+	for _, a := range arms {
+		line := armStyle(a.index).Render(armPalette[a.index%len(armPalette)].glyph + " " + a.name)
+		if n := len(a.points); n > 0 {
+			p := a.points[n-1]
+			line += fmt.Sprintf(" %s", formatMs(p.Mean))
+			if !math.IsNaN(p.HalfWidth) {
+				line += "±" + formatMs(p.HalfWidth)
+			}
+			if !math.IsNaN(p.CV) {
+				line += fmt.Sprintf(" cv %.3f", p.CV)
+			}
+			if at := a.convergence(tol); n > 1 && at > 0 {
+				line += fmt.Sprintf(" ▲%d", at)
+			}
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}

@@ -1,0 +1,245 @@
+package ui
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+)
+
+// panel identifies a dashboard panel; tab cycles focus in this order.
+type panel int
+
+const (
+	panelHistogram panel = iota
+	panelConvergence
+	panelPower
+	panelStats
+	panelCount
+)
+
+// dashboard is the run view: header, four panels and the event line. It
+// draws from runData and holds only view choices (metric, chart, focus).
+type dashboard struct {
+	data    *runData
+	backend string // kind and where it runs
+	power   string // why the power panel has no watts
+	metric  int    // index into histMetrics
+	showCV  bool
+	focus   panel
+	zoomed  bool
+	paused  bool
+	begin   time.Time // when the run started, for elapsed and ETA
+	end     time.Time // when it finished
+}
+
+func newDashboard(data *runData, backend string, begin time.Time) *dashboard {
+	return &dashboard{data: data, backend: backend, power: powerStatus(), begin: begin}
+}
+
+// update handles the dashboard's own view keys; run control (pause, stop,
+// quit) belongs to the root model.
+func (d *dashboard) update(msg tea.KeyPressMsg) {
+	switch {
+	case key.Matches(msg, keys.Metric):
+		d.metric = (d.metric + 1) % len(histMetrics)
+	case key.Matches(msg, keys.Chart):
+		d.showCV = !d.showCV
+	case key.Matches(msg, keys.NextPanel):
+		d.focus = (d.focus + 1) % panelCount
+	case key.Matches(msg, keys.PrevPanel):
+		d.focus = (d.focus + panelCount - 1) % panelCount
+	case key.Matches(msg, keys.Zoom):
+		d.zoomed = !d.zoomed
+	}
+}
+
+// view renders the dashboard in exactly w×h cells.
+func (d *dashboard) view(w, h int, now time.Time) string {
+	if d.data.finished != nil && d.end.IsZero() {
+		d.end = now
+	}
+	header := d.header(w, h < 30, now)
+	event := d.eventLine(w)
+	bodyH := h - len(header) - 1
+	body := d.body(w, bodyH)
+	return strings.Join(append(append(header, body), event), "\n")
+}
+
+func (d *dashboard) body(w, h int) string {
+	if d.zoomed {
+		return d.panel(d.focus, w, h)
+	}
+	statsH := len(d.data.arms) + 3
+	powerH := 4 // status and timeline
+	if w >= 140 {
+		bottomH := max(statsH, powerH)
+		if h > 30 {
+			bottomH = max(statsH, h/4)
+		}
+		top := d.topRow(w, h-bottomH)
+		powerW := w * 2 / 5
+		bottom := lipgloss.JoinHorizontal(lipgloss.Top, d.panel(panelPower, powerW, bottomH), d.panel(panelStats, w-powerW, bottomH))
+		return top + "\n" + bottom
+	}
+	topH := max(3, h-statsH-powerH)
+	return strings.Join([]string{d.topRow(w, topH), d.panel(panelPower, w, powerH), d.panel(panelStats, w, h-topH-powerH)}, "\n")
+}
+
+func (d *dashboard) topRow(w, h int) string {
+	left := w / 2
+	return lipgloss.JoinHorizontal(lipgloss.Top, d.panel(panelHistogram, left, h), d.panel(panelConvergence, w-left, h))
+}
+
+// panel draws one panel in its box.
+func (d *dashboard) panel(p panel, w, h int) string {
+	innerW, innerH := w-2, h-2
+	var title, content string
+	switch p {
+	case panelHistogram:
+		title = histogramTitle(histMetrics[d.metric].label)
+		var series []histSeries
+		for _, a := range d.data.arms {
+			series = append(series, histSeries{name: a.name, color: a.index, dist: &a.dists[d.metric]})
+		}
+		content = renderHistogram(series, innerW, innerH)
+	case panelConvergence:
+		title = "running mean e2e ms ±CI · ▲ converged"
+		if d.showCV {
+			title = "running CV of e2e · ▲ converged"
+		}
+		content = renderConvergence(d.data.arms, d.data.convergeTol, d.showCV, innerW, innerH)
+	case panelPower:
+		title = "GPU power · ░ warmup █ timed ╳ degraded │ trial"
+		content = renderPower(d.power, d.data.spans, innerW, innerH)
+	case panelStats:
+		title = "stats · e2e ms · timed ok trials"
+		content = renderStats(d.data.arms, innerW, innerH)
+	}
+	return box(title, content, w, h, p == d.focus)
+}
+
+// header is the title line and one progress line per arm.
+func (d *dashboard) header(w int, compactHeader bool, now time.Time) []string {
+	data := d.data
+	end := now
+	if !d.end.IsZero() {
+		end = d.end
+	}
+	elapsed := end.Sub(d.begin)
+	title := styleTitle.Render("tokentop") + " " + data.profile + " · " + d.backend
+	if data.model != "" {
+		title += " · " + data.model
+	}
+	status := d.phase() + " · " + clock(elapsed)
+	if eta, ok := d.eta(elapsed); ok {
+		status += " · ETA " + clock(eta)
+	}
+	gap := w - lipgloss.Width(title) - lipgloss.Width(status)
+	lines := []string{fit(title+strings.Repeat(" ", max(1, gap))+styleBold.Render(status), w)}
+	if data.started == nil {
+		return lines
+	}
+	nameW := 0
+	for _, a := range data.arms {
+		nameW = max(nameW, len(a.name))
+	}
+	nameW = min(nameW, 12)
+	warmup, trials := data.started.WarmupPerArm, data.started.TrialsPerArm
+	var full, compact []string
+	for _, a := range data.arms {
+		counts := fmt.Sprintf(" %d/%d timed", a.timed, trials)
+		if warmup > 0 {
+			counts += fmt.Sprintf(" · %d/%d warmup", a.warmupDone, warmup)
+		}
+		if a.stopped != "" {
+			counts += " · stopped: " + a.stopped
+		}
+		done := float64(a.warmupDone+a.timed) / float64(max(1, warmup+trials))
+		name := armStyle(a.index).Render(fit(a.name, nameW))
+		barW := max(10, min(40, w-nameW-1-lipgloss.Width(counts)))
+		full = append(full, fit(name+" "+progressBar(done, barW)+counts, w))
+		compact = append(compact, armStyle(a.index).Render(a.name)+" "+progressBar(done, 8)+fmt.Sprintf(" %d/%d", a.warmupDone+a.timed, warmup+trials))
+	}
+	// Short terminals get every arm on one line when it fits, leaving the
+	// rows to the charts.
+	if oneLine := strings.Join(compact, "  "); compactHeader && len(data.arms) > 1 && lipgloss.Width(oneLine) <= w {
+		return append(lines, oneLine)
+	}
+	return append(lines, full...)
+}
+
+// phase names where the run is: probing, warming up, timed, converged
+// (every arm's 95% CI half-width within the tolerance of its mean),
+// paused or done.
+func (d *dashboard) phase() string {
+	data := d.data
+	switch {
+	case data.finished != nil:
+		return "done (" + data.finished.Status + ")"
+	case data.started == nil:
+		return "probing backend…"
+	case d.paused:
+		return "paused"
+	}
+	converged := len(data.arms) > 0
+	for _, a := range data.arms {
+		if a.warmupDone < data.started.WarmupPerArm {
+			return "warming up"
+		}
+		n := len(a.points)
+		if n < 2 || !(a.points[n-1].HalfWidth <= data.convergeTol*a.points[n-1].Mean) {
+			converged = false
+		}
+	}
+	if converged {
+		return "timed · converged"
+	}
+	return "timed"
+}
+
+// eta extrapolates the time per trial so far over the trials left.
+func (d *dashboard) eta(elapsed time.Duration) (time.Duration, bool) {
+	data := d.data
+	done := data.trialsDone()
+	if data.started == nil || data.finished != nil || done == 0 {
+		return 0, false
+	}
+	planned := len(data.arms) * (data.started.WarmupPerArm + data.started.TrialsPerArm)
+	left := planned - done
+	for _, a := range data.arms {
+		if a.stopped != "" {
+			left -= data.started.WarmupPerArm + data.started.TrialsPerArm - a.warmupDone - a.timed
+		}
+	}
+	return time.Duration(float64(elapsed) / float64(done) * float64(max(0, left))), true
+}
+
+func (d *dashboard) eventLine(w int) string {
+	if d.data.event == "" {
+		return fit(styleDim.Render("no errors or warnings"), w)
+	}
+	return fit(styleWarn.Render("⚠ "+d.data.event), w)
+}
+
+// progressBar draws done (0..1) in w cells.
+func progressBar(done float64, w int) string {
+	if math.IsNaN(done) {
+		done = 0
+	}
+	full := int(math.Round(math.Min(1, math.Max(0, done)) * float64(w)))
+	return armBarStyle.Render(strings.Repeat("█", full)) + styleDim.Render(strings.Repeat("░", w-full))
+}
+
+// clock formats a duration as m:ss (h:mm:ss past an hour).
+func clock(d time.Duration) string {
+	s := int(d.Round(time.Second) / time.Second)
+	if s >= 3600 {
+		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
+	}
+	return fmt.Sprintf("%d:%02d", s/60, s%60)
+}

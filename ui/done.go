@@ -1,0 +1,154 @@
+package ui
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/tokentop/tokentop/session"
+)
+
+// doneView says where the session was saved, summarises each arm, and
+// offers the baselines to compare it with.
+type doneView struct {
+	data     *runData
+	status   string
+	err      error
+	choosing *baselineChooser
+}
+
+// baselineChooser lists what the finished session can be compared with:
+// its own arms against each other, then earlier sessions, newest first.
+type baselineChooser struct {
+	options []baselineOption
+	cursor  int
+}
+
+type baselineOption struct {
+	label string
+	refs  []session.Ref
+}
+
+// compareChoice is the chosen comparison, loaded.
+type compareChoice struct {
+	refs     []session.Ref
+	sessions []*session.Session
+	err      error
+}
+
+func newDoneView(data *runData, status string, err error) *doneView {
+	return &doneView{data: data, status: status, err: err}
+}
+
+// maxBaselines bounds the chooser to the most recent sessions.
+const maxBaselines = 20
+
+func (d *doneView) chooseBaseline(manifest string) {
+	c := &baselineChooser{options: []baselineOption{{label: "this session's arms against each other", refs: []session.Ref{{Path: manifest}}}}}
+	others, _ := filepath.Glob(filepath.Join(filepath.Dir(manifest), "*.toml"))
+	modTime := map[string]int64{}
+	for _, o := range others {
+		if info, err := os.Stat(o); err == nil {
+			modTime[o] = info.ModTime().UnixNano()
+		}
+	}
+	sort.Slice(others, func(i, j int) bool { return modTime[others[i]] > modTime[others[j]] })
+	for _, o := range others {
+		if o == manifest || len(c.options) > maxBaselines {
+			continue
+		}
+		c.options = append(c.options, baselineOption{label: "baseline " + filepath.Base(o), refs: []session.Ref{{Path: o}, {Path: manifest}}})
+	}
+	d.choosing = c
+}
+
+// update moves through the chooser; it returns the loaded comparison once
+// one is picked.
+func (d *doneView) update(msg tea.KeyPressMsg) (compareChoice, bool) {
+	c := d.choosing
+	if c == nil {
+		return compareChoice{}, false
+	}
+	switch {
+	case key.Matches(msg, keys.Next):
+		c.cursor = min(len(c.options)-1, c.cursor+1)
+	case key.Matches(msg, keys.Prev):
+		c.cursor = max(0, c.cursor-1)
+	case key.Matches(msg, keys.Back):
+		d.choosing = nil
+	case key.Matches(msg, keys.Start):
+		choice := compareChoice{refs: c.options[c.cursor].refs}
+		for _, ref := range choice.refs {
+			s, err := session.Load(ref.Path)
+			if err != nil {
+				choice.err = err
+				break
+			}
+			choice.sessions = append(choice.sessions, s)
+		}
+		return choice, true
+	}
+	return compareChoice{}, false
+}
+
+func (d *doneView) view(w, h int) string {
+	var lines []string
+	fin := d.data.finished
+	switch {
+	case d.err != nil:
+		lines = append(lines, styleBad.Render("Could not run: "+d.err.Error()))
+	case fin != nil:
+		title := "Run " + fin.Status
+		if fin.Note != "" {
+			title += " (" + fin.Note + ")"
+		}
+		style := styleGood
+		if fin.Status != session.StatusComplete {
+			style = styleWarn
+		}
+		stem := strings.TrimSuffix(filepath.Base(fin.Manifest), ".toml")
+		lines = append(lines, style.Render(title), "", "saved in "+filepath.Dir(fin.Manifest),
+			"  "+stem+".toml", styleDim.Render("  "+stem+".trials.csv, .tokens.csv"), "")
+		lines = append(lines, summaryTable(d.data.arms, fin.Summary)...)
+	}
+	if c := d.choosing; c != nil {
+		lines = append(lines, "", styleBold.Render("Compare with…"))
+		for i, o := range c.options {
+			mark := "  "
+			label := o.label
+			if i == c.cursor {
+				mark, label = styleSelected.Render("▸ "), styleSelected.Render(label)
+			}
+			lines = append(lines, mark+label)
+		}
+		lines = append(lines, styleDim.Render("enter compares · esc goes back"))
+	}
+	return box("Done", strings.Join(lines, "\n"), w, h, true)
+}
+
+// summaryTable is the saved per-arm summary, narrow enough for 80 columns.
+func summaryTable(arms []*armData, summary map[string]session.ArmSummary) []string {
+	nameW := 6
+	for _, a := range arms {
+		nameW = min(10, max(nameW, len(a.name)))
+	}
+	head := fmt.Sprintf("%-*s %4s %4s %19s %7s %6s %7s %5s %7s", nameW, "arm", "n", "deg", "median e2e [95% CI]", "p95", "CV", "tok/s", "wu×", "conv.at")
+	lines := []string{styleBold.Render(head)}
+	for _, a := range arms {
+		s := summary[a.name]
+		e2e, tps := s.Metrics["e2e_ms"], s.Metrics["output_tps"]
+		conv := "—"
+		if s.ConvergedAt > 0 {
+			conv = fmt.Sprintf("n=%d", s.ConvergedAt)
+		}
+		median := fmt.Sprintf("%s [%s, %s]", formatMs(e2e.Median), formatMs(e2e.MedianCILo), formatMs(e2e.MedianCIHi))
+		lines = append(lines, armStyle(a.index).Render(fit(a.name, nameW))+fmt.Sprintf(" %4d %4d %19s %7s %6s %7s %5s %7s",
+			s.TimedOK, s.Degraded, median, formatMs(e2e.P95), number(e2e.CV, 3), number(tps.Mean, 1), number(s.WarmupRatio, 2), conv))
+	}
+	return lines
+}

@@ -1,0 +1,133 @@
+package ui
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"charm.land/lipgloss/v2"
+	"github.com/tokentop/tokentop/metrics"
+)
+
+// histSeries is one arm (or session) drawn in a histogram.
+type histSeries struct {
+	name  string
+	color int
+	dist  *metrics.Distribution
+}
+
+const (
+	medianGlyph = "│"
+	p95Glyph    = "┆"
+)
+
+var eighths = []string{" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"}
+
+// histogramTitle names the metric and the marker glyphs.
+func histogramTitle(metric string) string {
+	return fmt.Sprintf("%s ms  %s p50 %s p95", metric, medianGlyph, p95Glyph)
+}
+
+// renderHistogram draws every series over the same bins, one band of rows
+// per series with the axis under them, in exactly w×h cells. Bins span the
+// smallest value to the largest p99 (beyond it, values pile into the last
+// bin, marked ≥), so one outlier does not squash the rest into a column.
+func renderHistogram(series []histSeries, w, h int) string {
+	var lo, hi = math.Inf(1), math.Inf(-1)
+	var withData []histSeries
+	for _, s := range series {
+		if s.dist.N() == 0 {
+			continue
+		}
+		st := s.dist.Stats()
+		lo, hi = math.Min(lo, st.Min), math.Max(hi, st.P99)
+		withData = append(withData, s)
+	}
+	if len(withData) == 0 {
+		return strings.Join(fitLines(styleDim.Render("waiting for timed trials…"), w, h), "\n")
+	}
+	nameW := 0
+	for _, s := range withData {
+		nameW = max(nameW, lipgloss.Width(s.name))
+	}
+	nameW = min(nameW, 10, w/4)
+	plotW := w - nameW - 1
+	rows := max(1, (h-1)/len(withData))
+	edges := metrics.EqualBins(lo, hi, plotW)
+	var lines []string
+	overflow := false
+	for _, s := range withData {
+		counts := s.dist.Counts(edges)
+		inBins := 0
+		for _, c := range counts {
+			inBins += c
+		}
+		if extra := s.dist.N() - inBins; extra > 0 {
+			counts[len(counts)-1] += extra
+			overflow = true
+		}
+		peak := 0
+		for _, c := range counts {
+			peak = max(peak, c)
+		}
+		st := s.dist.Stats()
+		medianCol, p95Col := binOf(edges, st.Median), binOf(edges, st.P95)
+		style := armStyle(s.color)
+		for r := 0; r < rows; r++ {
+			var b strings.Builder
+			if r == 0 {
+				b.WriteString(style.Render(fit(s.name, nameW)) + " ")
+			} else {
+				b.WriteString(strings.Repeat(" ", nameW+1))
+			}
+			for col, c := range counts {
+				level := int(math.Round(float64(c) / float64(peak) * float64(rows*8)))
+				fill := min(8, max(0, level-(rows-1-r)*8))
+				switch {
+				case fill > 0:
+					b.WriteString(style.Render(eighths[fill]))
+				case col == medianCol:
+					b.WriteString(styleBold.Render(medianGlyph))
+				case col == p95Col:
+					b.WriteString(styleDim.Render(p95Glyph))
+				default:
+					b.WriteByte(' ')
+				}
+			}
+			lines = append(lines, b.String())
+		}
+	}
+	loLabel, hiLabel := formatMs(lo), formatMs(hi)
+	if overflow {
+		hiLabel = "≥" + hiLabel
+	}
+	gap := max(1, plotW-lipgloss.Width(loLabel)-lipgloss.Width(hiLabel))
+	lines = append(lines, strings.Repeat(" ", nameW+1)+styleDim.Render(loLabel+strings.Repeat(" ", gap)+hiLabel))
+	return strings.Join(fitLines(strings.Join(lines, "\n"), w, h), "\n")
+}
+
+// binOf is the bin holding v, or -1 outside the edges.
+func binOf(edges []float64, v float64) int {
+	if math.IsNaN(v) || v < edges[0] || v > edges[len(edges)-1] {
+		return -1
+	}
+	for i := 1; i < len(edges); i++ {
+		if v < edges[i] {
+			return i - 1
+		}
+	}
+	return len(edges) - 2
+}
+
+// formatMs gives a latency three significant figures wide.
+func formatMs(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "—"
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}

@@ -1,0 +1,40 @@
+package ui
+
+import "charm.land/bubbles/v2/key"
+
+// keyMap holds every binding; each screen lists the ones it uses in its
+// help line, so the help never offers a key that does nothing.
+type keyMap struct {
+	Pause, Stop, NextPanel, PrevPanel, Metric, Chart, Zoom key.Binding
+	Start, Next, Prev, Compare, NewRun, Back               key.Binding
+	Help, Quit, Yes, No                                    key.Binding
+}
+
+var keys = keyMap{
+	Pause:     key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause/resume")),
+	Stop:      key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "stop & save")),
+	NextPanel: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next panel")),
+	PrevPanel: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "prev panel")),
+	Metric:    key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "histogram metric")),
+	Chart:     key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "mean/CV chart")),
+	Zoom:      key.NewBinding(key.WithKeys("z"), key.WithHelp("z", "zoom panel")),
+	Start:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "start run")),
+	Next:      key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+	Prev:      key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+	Compare:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "compare with…")),
+	NewRun:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "new run")),
+	Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+	Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+	Quit:      key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+	Yes:       key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes")),
+	No:        key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n", "no")),
+}
+
+// bindings adapts a screen's key lists to Bubbles' help.KeyMap.
+type bindings struct {
+	short []key.Binding
+	full  [][]key.Binding
+}
+
+func (b bindings) ShortHelp() []key.Binding  { return b.short }
+func (b bindings) FullHelp() [][]key.Binding { return b.full }

@@ -1,0 +1,332 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/list"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/registry"
+	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/runner"
+)
+
+// pickerFocus is what tab moves through on the picker.
+type pickerFocus int
+
+const (
+	focusProfiles pickerFocus = iota
+	focusBackends
+	focusModel
+	focusTrials
+	focusWarmup
+	pickerFocusCount
+)
+
+// profileItem shows a profile in the list: name, then its plan, arms and
+// description.
+type profileItem struct{ p *profiles.Profile }
+
+func (i profileItem) Title() string { return i.p.Name + "  " + styleDim.Render("("+i.p.Source+")") }
+func (i profileItem) Description() string {
+	var arms []string
+	for _, a := range i.p.Arms {
+		arms = append(arms, a.Name)
+	}
+	return fmt.Sprintf("%s · %d warmup + %d trials · %s", strings.Join(arms, " vs "), i.p.Warmup, i.p.Trials, i.p.Description)
+}
+func (i profileItem) FilterValue() string { return i.p.Name + " " + i.p.Description }
+
+// picker chooses a profile, a backend and the trial counts, then starts a
+// run. Backends are probed in the background; their rows fill in as the
+// answers come.
+type picker struct {
+	base     runner.Options
+	list     list.Model
+	kinds    []backends.Kind
+	probes   []*ProbeReport // nil while probing
+	backend  int
+	focus    pickerFocus
+	inputs   [3]textinput.Model // model, trials, warmup
+	problems []error
+	err      string
+}
+
+type probeMsg struct {
+	index  int
+	report ProbeReport
+}
+
+func newPicker(list_ []*profiles.Profile, problems []error, base runner.Options) *picker {
+	items := make([]list.Item, len(list_))
+	selected := 0
+	for i, p := range list_ {
+		items[i] = profileItem{p}
+		if p.Name == profiles.DefaultName {
+			selected = i
+		}
+	}
+	delegate := list.NewDefaultDelegate()
+	delegate.SetSpacing(0) // two lines per profile: more of them fit at 80x24
+	l := list.New(items, delegate, 40, 10)
+	l.SetShowTitle(false)
+	l.SetShowHelp(false)
+	l.DisableQuitKeybindings()
+	l.SetStatusBarItemName("profile", "profiles")
+	l.Select(selected)
+	p := &picker{base: base, list: l, kinds: registry.Kinds, probes: make([]*ProbeReport, len(registry.Kinds)), problems: problems}
+	for i, k := range p.kinds {
+		if k.Name == base.Backend || base.Backend == "" && k.Name == registry.Default {
+			p.backend = i
+		}
+	}
+	placeholders := []string{"profile's model", "from profile", "from profile"}
+	prompts := []string{"model   ", "trials  ", "warmup  "}
+	for i := range p.inputs {
+		in := textinput.New()
+		in.Prompt = prompts[i]
+		in.Placeholder = placeholders[i]
+		in.CharLimit = 200
+		p.inputs[i] = in
+	}
+	if base.Model != "" {
+		p.inputs[0].SetValue(base.Model)
+	}
+	if base.Trials != runner.NoOverride {
+		p.inputs[1].SetValue(strconv.Itoa(base.Trials))
+	}
+	if base.Warmup != runner.NoOverride {
+		p.inputs[2].SetValue(strconv.Itoa(base.Warmup))
+	}
+	return p
+}
+
+// init probes every backend concurrently.
+func (p *picker) init(ctx context.Context) tea.Cmd {
+	var cmds []tea.Cmd
+	for i, kind := range p.kinds {
+		p.probes[i] = nil
+		cfg := backends.Config{URL: kind.DefaultURL}
+		if p.base.URL != "" && kind.Name == p.base.Backend {
+			cfg.URL = p.base.URL
+		}
+		cmds = append(cmds, func() tea.Msg { return probeMsg{i, Probe(ctx, kind, cfg)} })
+	}
+	return tea.Batch(cmds...)
+}
+
+// typing reports whether keys go to a text field or the list's filter,
+// so that q and ? are typed rather than obeyed.
+func (p *picker) typing() bool { return p.focus >= focusModel || p.filtering() }
+
+func (p *picker) filtering() bool { return p.list.FilterState() == list.Filtering }
+
+func (p *picker) update(ctx context.Context, msg tea.Msg) tea.Cmd {
+	if m, ok := msg.(probeMsg); ok {
+		p.probes[m.index] = &m.report
+		return nil
+	}
+	if k, ok := msg.(tea.KeyPressMsg); ok && !p.filtering() {
+		switch {
+		case key.Matches(k, keys.NextPanel):
+			return p.setFocus((p.focus + 1) % pickerFocusCount)
+		case key.Matches(k, keys.PrevPanel):
+			return p.setFocus((p.focus + pickerFocusCount - 1) % pickerFocusCount)
+		}
+		if p.focus == focusBackends {
+			switch {
+			case key.Matches(k, keys.Next):
+				p.backend = min(len(p.kinds)-1, p.backend+1)
+			case key.Matches(k, keys.Prev):
+				p.backend = max(0, p.backend-1)
+			}
+			return nil
+		}
+	}
+	var cmd tea.Cmd
+	if p.focus >= focusModel {
+		i := p.focus - focusModel
+		p.inputs[i], cmd = p.inputs[i].Update(msg)
+		return cmd
+	}
+	if p.focus == focusProfiles {
+		p.list, cmd = p.list.Update(msg)
+	}
+	return cmd
+}
+
+func (p *picker) setFocus(f pickerFocus) tea.Cmd {
+	p.focus = f
+	var cmd tea.Cmd
+	for i := range p.inputs {
+		if pickerFocus(i)+focusModel == f {
+			cmd = p.inputs[i].Focus()
+		} else {
+			p.inputs[i].Blur()
+		}
+	}
+	return cmd
+}
+
+func (p *picker) selected() *profiles.Profile {
+	item, ok := p.list.SelectedItem().(profileItem)
+	if !ok {
+		return nil
+	}
+	return item.p
+}
+
+// prepare turns the choices into a plan and a backend.
+func (p *picker) prepare() (*runner.Plan, backends.Backend, error) {
+	profile := p.selected()
+	if profile == nil {
+		return nil, nil, errors.New("no profile matches the filter; press esc to clear it")
+	}
+	opts := p.base
+	opts.Backend = p.kinds[p.backend].Name
+	if opts.Backend != p.base.Backend {
+		opts.URL = "" // a URL given for another backend does not carry over
+	}
+	opts.Model = strings.TrimSpace(p.inputs[0].Value())
+	var err error
+	if opts.Trials, err = countField("trials", p.inputs[1].Value()); err != nil {
+		return nil, nil, err
+	}
+	if opts.Warmup, err = countField("warmup", p.inputs[2].Value()); err != nil {
+		return nil, nil, err
+	}
+	return runner.Prepare(profile, opts)
+}
+
+func countField(name, value string) (int, error) {
+	value = strings.TrimSpace(value)
+	if value == "" {
+		return runner.NoOverride, nil
+	}
+	n, err := strconv.Atoi(value)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not a whole number; type one, or leave it empty for the profile's count", name, value)
+	}
+	return n, nil
+}
+
+func (p *picker) view(w, h int) string {
+	backendsH := len(p.kinds) + 2
+	formH := len(p.inputs) + 2
+	status := p.statusLine()
+	if w >= 120 {
+		left := w / 2
+		p.list.SetSize(left-2, h-1-2)
+		right := lipgloss.JoinVertical(lipgloss.Left, p.backendsBox(w-left, backendsH), p.formBox(w-left, formH))
+		return lipgloss.JoinHorizontal(lipgloss.Top, box("Profiles", p.list.View(), left, h-1, p.focus == focusProfiles), right) + "\n" + fit(status, w)
+	}
+	listH := max(5, h-backendsH-formH-1)
+	p.list.SetSize(w-2, listH-2)
+	return strings.Join([]string{box("Profiles", p.list.View(), w, listH, p.focus == focusProfiles),
+		p.backendsBox(w, backendsH), p.formBox(w, formH), fit(status, w)}, "\n")
+}
+
+func (p *picker) statusLine() string {
+	switch {
+	case p.err != "":
+		return styleBad.Render(p.err)
+	case len(p.problems) > 0:
+		return styleWarn.Render(fmt.Sprintf("skipped %d user profile(s): %v", len(p.problems), p.problems[0]))
+	}
+	return styleDim.Render("enter starts the run · / filters profiles")
+}
+
+func (p *picker) backendsBox(w, h int) string {
+	var lines []string
+	profile := p.selected()
+	for i, k := range p.kinds {
+		mark := "  "
+		name := fmt.Sprintf("%-9s", k.Name)
+		if i == p.backend {
+			mark, name = styleSelected.Render("▸ "), styleSelected.Render(name)
+		}
+		lines = append(lines, mark+name+" "+p.backendStatus(i, profile))
+	}
+	return box("Backend", strings.Join(lines, "\n"), w, h, p.focus == focusBackends)
+}
+
+// backendStatus is a backend's row: reachable or why not, server version,
+// and whether the model the run would use is there.
+func (p *picker) backendStatus(i int, profile *profiles.Profile) string {
+	r := p.probes[i]
+	if r == nil {
+		return styleDim.Render("probing…")
+	}
+	where := location(r.Kind, r.Info.URL)
+	if r.Err != nil {
+		return styleBad.Render("✗ "+where) + styleDim.Render(": "+r.Err.Error())
+	}
+	line := styleGood.Render("✓ "+where) + " " + orDash(r.Info.ServerVersion)
+	model := strings.TrimSpace(p.inputs[0].Value())
+	if model == "" && profile != nil {
+		model = profile.Models[r.Kind.Name]
+	}
+	switch {
+	case model == "" && r.Kind.ModelOptional:
+		line += styleDim.Render(" · built-in model")
+	case model == "":
+		line += styleWarn.Render(" · no model: type one below")
+	case len(r.Info.Models) == 0:
+		line += styleDim.Render(" · model " + model)
+	case slices.Contains(r.Info.Models, model) || slices.Contains(r.Info.Models, model+":latest"):
+		line += styleGood.Render(" · model " + model + " present")
+	default:
+		line += styleBad.Render(" · model " + model + " not found")
+	}
+	return line
+}
+
+func (p *picker) formBox(w, h int) string {
+	var lines []string
+	for i := range p.inputs {
+		p.inputs[i].SetWidth(max(1, w-4-len(p.inputs[i].Prompt)))
+		lines = append(lines, p.inputs[i].View())
+	}
+	return box("Run", strings.Join(lines, "\n"), w, h, p.focus >= focusModel)
+}
+
+// ProbeReport is one backend's answer to a reachability probe.
+type ProbeReport struct {
+	Kind backends.Kind
+	Info backends.Info
+	Err  error
+}
+
+// ProbeTimeout bounds a picker or `tokentop backends` probe.
+const ProbeTimeout = 3 * time.Second
+
+// Probe asks one backend whether it is there and what it serves.
+func Probe(ctx context.Context, kind backends.Kind, cfg backends.Config) ProbeReport {
+	report := ProbeReport{Kind: kind, Info: backends.Info{URL: cfg.URL}}
+	b, err := kind.New(cfg)
+	if err != nil {
+		report.Err = err
+		return report
+	}
+	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	info, err := b.Probe(ctx, "")
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("no answer within %v", ProbeTimeout)
+	}
+	report.Info, report.Err = info, err
+	if report.Info.URL == "" {
+		report.Info.URL = cfg.URL
+	}
+	return report
+}

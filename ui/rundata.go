@@ -1,0 +1,148 @@
+package ui
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/runner"
+	"github.com/tokentop/tokentop/session"
+)
+
+// histMetrics are the metrics the histogram switches between (key m).
+// ITL is each trial's mean inter-token gap: the runner reports trials,
+// not single gaps.
+var histMetrics = [...]struct{ name, label string }{
+	{"e2e_ms", "e2e"},
+	{"ttft_ms", "TTFT"},
+	{"tpot_ms", "TPOT"},
+	{"itl_mean_ms", "ITL mean"},
+}
+
+// armData is everything the panels draw for one arm, folded in one
+// trial at a time so a frame never rescans the run's history.
+type armData struct {
+	name                string
+	index               int // position in the profile, which picks its color
+	warmupDone, timed   int // trials finished per phase, degraded included
+	degraded            int
+	stopped             string // the stop rule's reason, once it fired
+	dists               [len(histMetrics)]metrics.Distribution
+	warmupE2E           metrics.Distribution
+	outputTPS           metrics.Welford
+	points              []metrics.Point // running e2e convergence, one per counted timed trial
+	countedE2E          []float64
+	convergedAt         int
+	convergedAtComputed int // len(countedE2E) when convergedAt was last computed
+}
+
+// trialSpan is one trial on the power panel's timeline.
+type trialSpan struct {
+	start, length time.Duration // from the first trial's start
+	warmup, ok    bool
+}
+
+// runData folds runner events into the dashboard's state.
+type runData struct {
+	started     *runner.Started
+	finished    *runner.Finished
+	profile     string
+	model       string
+	convergeTol float64
+	arms        []*armData
+	spans       []trialSpan
+	firstStart  time.Time
+	event       string // the latest warning or error, for the event line
+}
+
+func newRunData(profile, model string, convergeTol float64) *runData {
+	return &runData{profile: profile, model: model, convergeTol: convergeTol}
+}
+
+func (d *runData) arm(name string) *armData {
+	for _, a := range d.arms {
+		if a.name == name {
+			return a
+		}
+	}
+	a := &armData{name: name, index: len(d.arms)}
+	d.arms = append(d.arms, a)
+	return a
+}
+
+func (d *runData) apply(ev runner.Event) {
+	switch ev := ev.(type) {
+	case runner.Started:
+		d.started = &ev
+		for _, name := range ev.Arms {
+			d.arm(name)
+		}
+		if d.model == "" {
+			d.model = ev.Info.Model
+		}
+	case runner.TrialDone:
+		d.addTrial(ev)
+	case runner.ArmStopped:
+		d.arm(ev.Arm).stopped = ev.Reason
+	case runner.Finished:
+		d.finished = &ev
+	}
+}
+
+func (d *runData) addTrial(ev runner.TrialDone) {
+	rec := ev.Record
+	a := d.arm(rec.Arm)
+	warmup := rec.Phase == session.PhaseWarmup
+	if warmup {
+		a.warmupDone++
+	} else {
+		a.timed++
+	}
+	if d.firstStart.IsZero() {
+		d.firstStart = rec.StartedAt
+	}
+	d.spans = append(d.spans, trialSpan{start: rec.StartedAt.Sub(d.firstStart),
+		length: time.Duration(rec.E2EMs * float64(time.Millisecond)), warmup: warmup, ok: rec.Status == session.StatusOK})
+	if rec.Status != session.StatusOK {
+		if !warmup {
+			a.degraded++
+		}
+		d.event = fmt.Sprintf("%s trial %d (%s) %s: %s", rec.Arm, rec.Trial, rec.Phase, rec.Status, rec.Error)
+		return
+	}
+	if warmup {
+		a.warmupE2E.Add(rec.E2EMs)
+		return
+	}
+	for i, hm := range histMetrics {
+		m, _ := session.LookupMetric(hm.name)
+		a.dists[i].Add(m.Value(&rec))
+	}
+	a.outputTPS.Add(rec.OutputTPS)
+	a.points = append(a.points, ev.Point)
+	a.countedE2E = append(a.countedE2E, rec.E2EMs)
+}
+
+// convergence returns the arm's converged_at so far (against the current
+// mean), recomputed only when a trial arrived since the last frame.
+func (a *armData) convergence(tol float64) int {
+	if a.convergedAtComputed != len(a.countedE2E) {
+		a.convergedAt = metrics.ConvergedAt(a.countedE2E, tol)
+		a.convergedAtComputed = len(a.countedE2E)
+	}
+	return a.convergedAt
+}
+
+// warmupRatio is median(warmup e2e) / median(timed e2e).
+func (a *armData) warmupRatio() float64 {
+	return a.warmupE2E.Stats().Median / a.dists[0].Stats().Median
+}
+
+// trialsDone counts finished trials over all arms and phases.
+func (d *runData) trialsDone() int {
+	n := 0
+	for _, a := range d.arms {
+		n += a.warmupDone + a.timed
+	}
+	return n
+}

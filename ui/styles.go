@@ -1,0 +1,52 @@
+package ui
+
+import (
+	"image/color"
+
+	"charm.land/lipgloss/v2"
+	"github.com/guptarohit/asciigraph"
+)
+
+// Every color and border of the TUI lives here. Colors are plain ANSI
+// indices so that Bubble Tea's color-profile downsampling (NO_COLOR,
+// 16-color terminals) degrades them; nothing is told apart by color
+// alone: arms also differ by name and glyph, deltas by sign.
+
+// armPalette colors arms in the order the profile declares them.
+var armPalette = []struct {
+	color color.Color
+	graph asciigraph.AnsiColor
+	glyph string // convergence line glyph, so arms differ without color
+}{
+	{lipgloss.Color("12"), asciigraph.Blue, "─"},
+	{lipgloss.Color("13"), asciigraph.Magenta, "·"},
+	{lipgloss.Color("11"), asciigraph.Yellow, "="},
+	{lipgloss.Color("14"), asciigraph.Cyan, "~"},
+	{lipgloss.Color("10"), asciigraph.Green, "+"},
+}
+
+func armColor(i int) color.Color { return armPalette[i%len(armPalette)].color }
+
+var (
+	colorDim    = lipgloss.Color("8")
+	colorAccent = lipgloss.Color("12")
+	colorGood   = lipgloss.Color("10")
+	colorBad    = lipgloss.Color("9")
+	colorWarn   = lipgloss.Color("11")
+
+	stylePanel        = lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(colorDim)
+	stylePanelFocused = stylePanel.BorderForeground(colorAccent)
+	stylePanelTitle   = lipgloss.NewStyle().Bold(true)
+	styleTitle        = lipgloss.NewStyle().Bold(true).Foreground(colorAccent)
+	styleDim          = lipgloss.NewStyle().Foreground(colorDim)
+	styleBold         = lipgloss.NewStyle().Bold(true)
+	styleGood         = lipgloss.NewStyle().Foreground(colorGood)
+	styleBad          = lipgloss.NewStyle().Foreground(colorBad)
+	styleWarn         = lipgloss.NewStyle().Foreground(colorWarn)
+	styleSelected     = lipgloss.NewStyle().Bold(true).Foreground(colorAccent)
+	styleConfirm      = lipgloss.NewStyle().Bold(true).Foreground(colorWarn)
+)
+
+func armStyle(i int) lipgloss.Style { return lipgloss.NewStyle().Foreground(armColor(i)) }
+
+var armBarStyle = lipgloss.NewStyle().Foreground(colorAccent)
