@@ -9,6 +9,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tokentop/tokentop/session"
 )
@@ -112,7 +113,9 @@ func (d *doneView) view(w, h int) string {
 			style = styleWarn
 		}
 		stem := strings.TrimSuffix(filepath.Base(fin.Manifest), ".toml")
-		lines = append(lines, style.Render(title), "", "saved in "+filepath.Dir(fin.Manifest),
+		// Long paths wrap rather than lose their end: this is where the
+		// user's files are.
+		lines = append(lines, style.Render(title), "", ansi.Hardwrap("saved in "+filepath.Dir(fin.Manifest), w-2, true),
 			"  "+stem+".toml", styleDim.Render("  "+stem+".trials.csv, .tokens.csv"), "")
 		lines = append(lines, summaryTable(d.data.arms, fin.Summary)...)
 	}

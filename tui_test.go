@@ -1,0 +1,155 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokentop/tokentop/session"
+)
+
+// The real-terminal test: the built binary in tmux, driven with send-keys
+// and read with capture-pane, asserting on what a person would see.
+func TestDashboardInARealTerminal(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("TOKENTOP_REQUIRE_TMUX") != "" {
+			t.Fatal("tmux is missing; .ci/run installs it")
+		}
+		t.Skip("tmux is not installed here; .ci/run installs it, so CI runs this test")
+	}
+	if testing.Short() {
+		t.Skip("builds the binary and runs two short studies")
+	}
+	bin := buildBinary(t)
+	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) { driveDashboard(t, bin, size[0], size[1]) })
+	}
+}
+
+type terminal struct {
+	t      *testing.T
+	socket string
+}
+
+func (term *terminal) tmux(args ...string) string {
+	term.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", term.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		term.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func (term *terminal) screen() string { return term.tmux("capture-pane", "-p", "-t", "tt") }
+
+func (term *terminal) keys(keys ...string) {
+	term.tmux(append([]string{"send-keys", "-t", "tt"}, keys...)...)
+}
+
+func (term *terminal) waitFor(what string, within time.Duration) string {
+	term.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		screen := term.screen()
+		if strings.Contains(screen, what) {
+			return screen
+		}
+		if time.Now().After(deadline) {
+			term.t.Fatalf("%q did not appear within %v; the screen:\n%s", what, within, screen)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func driveDashboard(t *testing.T, bin string, w, h int) {
+	dir := t.TempDir()
+	term := &terminal{t: t, socket: filepath.Join(dir, "tmux.sock")}
+	data := filepath.Join(dir, "data")
+	term.tmux("new-session", "-d", "-s", "tt", "-x", strconv.Itoa(w), "-y", strconv.Itoa(h),
+		fmt.Sprintf("env XDG_DATA_HOME=%s XDG_CONFIG_HOME=%s %s; echo tokentop exited $?; sleep 600", data, filepath.Join(dir, "config"), bin))
+	t.Cleanup(func() { exec.Command("tmux", "-S", term.socket, "kill-server").Run() })
+
+	// The picker: filter the profiles to quick, type a trial count, start.
+	term.waitFor("✓ in process", 20*time.Second)
+	term.keys("/")
+	term.keys("-l", "quick")
+	term.keys("Enter", "Tab", "Tab", "Tab")
+	const trials = 250
+	term.keys("-l", strconv.Itoa(trials))
+	term.keys("Enter")
+
+	screen := term.waitFor(fmt.Sprintf("/%d timed", trials), 20*time.Second)
+	for _, want := range []string{"tokentop quick · builtin · stories260K", "e2e ms", "running mean", "GPU power", "no NVIDIA GPU found", "stats", "p pause/resume"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("%q is not on the dashboard:\n%s", want, screen)
+		}
+	}
+	lines := strings.Split(strings.TrimRight(screen, "\n"), "\n")
+	if len(lines) > h {
+		t.Errorf("the dashboard has %d lines in a %d-line terminal", len(lines), h)
+	}
+
+	// Pause: once the trial in flight is done, the count must stand still.
+	term.keys("p")
+	term.waitFor("paused", 5*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	before := timedCount(t, term.screen(), trials)
+	time.Sleep(700 * time.Millisecond)
+	if after := timedCount(t, term.screen(), trials); after != before || after == trials {
+		t.Fatalf("paused at %d timed trials, then %d", before, after)
+	}
+	term.keys("p")
+
+	screen = term.waitFor("Run complete", 60*time.Second)
+	sessions := filepath.Join(data, "tokentop", "sessions")
+	for _, want := range []string{"saved in " + sessions, "greedy", "median e2e"} {
+		if !strings.Contains(unboxed(screen), want) {
+			t.Errorf("%q is not on the done view:\n%s", want, screen)
+		}
+	}
+	paths, _ := filepath.Glob(filepath.Join(sessions, "*.toml"))
+	if len(paths) != 1 {
+		t.Fatalf("sessions saved: %v", paths)
+	}
+	s, err := session.Load(paths[0])
+	if err != nil || s.Manifest.Status != session.StatusComplete || len(s.Records) != trials+1 {
+		t.Fatalf("session %s: status %s, %d records, %v", paths[0], s.Manifest.Status, len(s.Records), err)
+	}
+
+	// q leaves the alternate screen and prints where the files are.
+	term.keys("q")
+	screen = term.waitFor("tokentop exited 0", 10*time.Second)
+	if !strings.Contains(screen, "saved "+paths[0]) && !strings.Contains(strings.ReplaceAll(screen, "\n", ""), "saved "+paths[0]) {
+		t.Errorf("the saved path is not printed after quitting:\n%s", screen)
+	}
+}
+
+// unboxed joins the screen's lines without panel borders, so that text
+// wrapped inside a panel reads as one string.
+func unboxed(screen string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(screen, "\n") {
+		b.WriteString(strings.TrimRight(strings.Trim(line, "│╭╮╰╯"), " "))
+	}
+	return b.String()
+}
+
+var timedCountPattern = regexp.MustCompile(`(\d+)/(\d+) timed`)
+
+func timedCount(t *testing.T, screen string, trials int) int {
+	t.Helper()
+	for _, m := range timedCountPattern.FindAllStringSubmatch(screen, -1) {
+		if m[2] == strconv.Itoa(trials) {
+			n, _ := strconv.Atoi(m[1])
+			return n
+		}
+	}
+	t.Fatalf("no trial count on the screen:\n%s", screen)
+	return 0
+}

@@ -1,0 +1,89 @@
+package ui
+
+import (
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest/v2"
+
+	"github.com/tokentop/tokentop/runner"
+	"github.com/tokentop/tokentop/session"
+)
+
+// Golden screens: a real Bubble Tea program (teatest) at a fixed size and
+// color profile, fed fixed events with the clock pinned. Regenerate with
+// go test ./ui -run Golden -update, and read the diff before committing.
+
+func finalScreen(t *testing.T, m tea.Model, w, h int, msgs ...tea.Msg) string {
+	t.Helper()
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(w, h),
+		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))
+	for _, msg := range msgs {
+		tm.Send(msg)
+	}
+	if err := tm.Quit(); err != nil {
+		t.Fatal(err)
+	}
+	return ansi.Strip(tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).View().Content)
+}
+
+func midRun(t *testing.T) (*testRun, []tea.Msg) {
+	tr := newTestRun(t, "greedy-vs-sampling")
+	tr.now = testStart.Add(3*time.Second + 400*time.Millisecond)
+	events := syntheticRun([]string{"greedy", "temp-0.8", "top-k-40"}, 3, 30)
+	return tr, []tea.Msg{eventsMsg(events[:len(events)-30]), tickMsg{}}
+}
+
+func TestGoldenDashboard80x24(t *testing.T) {
+	tr, msgs := midRun(t)
+	golden.RequireEqual(t, finalScreen(t, tr.app, 80, 24, msgs...))
+}
+
+func TestGoldenDashboard200x60(t *testing.T) {
+	tr, msgs := midRun(t)
+	golden.RequireEqual(t, finalScreen(t, tr.app, 200, 60, msgs...))
+}
+
+func TestGoldenDone80x24(t *testing.T) {
+	tr := newTestRun(t, "greedy-vs-sampling")
+	events := syntheticRun([]string{"greedy", "temp-0.8", "top-k-40"}, 3, 30)
+	close(tr.app.run.done)
+	golden.RequireEqual(t, finalScreen(t, tr.app, 80, 24, eventsMsg(append(events, finished(events, session.StatusComplete))), runEndedMsg{}))
+}
+
+func TestGoldenCompare80x24(t *testing.T) {
+	dir := t.TempDir()
+	var refs []session.Ref
+	var sessions []*session.Session
+	for i, slower := range []float64{0, 4} {
+		events := syntheticRun([]string{"greedy", "temp-0.8"}, 0, 40)
+		m := &session.Manifest{ID: []string{"A", "B"}[i], CreatedAt: testStart, Arms: []session.ArmInfo{{Name: "greedy"}, {Name: "temp-0.8"}}}
+		w, err := session.Create(dir, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range events {
+			if td, ok := ev.(runner.TrialDone); ok {
+				td.Record.E2EMs += slower
+				if err := w.Append(td.Record, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := w.Finish(session.StatusComplete, "", nil); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		s, err := session.Load(w.ManifestPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs, sessions = append(refs, session.Ref{Path: w.ManifestPath()}), append(sessions, s)
+	}
+	now := testStart
+	golden.RequireEqual(t, finalScreen(t, NewCompare(t.Context(), testConfig(&now), refs, sessions), 80, 24))
+}
