@@ -287,7 +287,17 @@ func (a *App) render() {
 	case screenCompare:
 		body = a.cmp.view(w, bodyH)
 	}
-	a.frame = strings.Join(fitLines(body+"\n"+helpLine, w, h), "\n")
+	// Every screen draws exact w-cell lines (the layout tests check), so
+	// only the line count is settled here.
+	lines := strings.Split(body, "\n")
+	for len(lines) < bodyH {
+		lines = append(lines, strings.Repeat(" ", w))
+	}
+	lines = lines[:bodyH]
+	for _, l := range strings.Split(helpLine, "\n") {
+		lines = append(lines, fit(l, w))
+	}
+	a.frame = strings.Join(lines, "\n")
 }
 
 // bindings lists the keys of the screen in front, for the help line.

@@ -35,7 +35,7 @@ type testRun struct {
 	now  time.Time
 }
 
-func newTestRun(t *testing.T, profile string) *testRun {
+func newTestRun(t testing.TB, profile string) *testRun {
 	t.Helper()
 	p, err := profiles.Find(profile)
 	if err != nil {

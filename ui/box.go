@@ -13,11 +13,15 @@ func fit(line string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	if lipgloss.Width(line) > w {
+	// Measuring is most of a frame's cost: measure once, again only after
+	// cutting.
+	width := ansi.StringWidth(line)
+	if width > w {
 		line = ansi.Truncate(line, w, "…")
+		width = ansi.StringWidth(line)
 	}
-	if pad := w - lipgloss.Width(line); pad > 0 {
-		line += strings.Repeat(" ", pad)
+	if width < w {
+		line += strings.Repeat(" ", w-width)
 	}
 	return line
 }
@@ -36,18 +40,30 @@ func fitLines(content string, w, h int) []string {
 	return out
 }
 
+// sideBySide joins two panels of the same height line by line. Panels
+// are exact rectangles, so unlike lipgloss.JoinHorizontal it need not
+// measure them again; measuring is most of a frame's cost.
+func sideBySide(left, right string) string {
+	l, r := strings.Split(left, "\n"), strings.Split(right, "\n")
+	for i := range l {
+		if i < len(r) {
+			l[i] += r[i]
+		}
+	}
+	return strings.Join(l, "\n")
+}
+
 // box draws a rounded panel of exactly w×h cells with the title set in
 // its top border; content is fitted to the inside.
 func box(title, content string, w, h int, focused bool) string {
 	if w < 4 || h < 2 {
 		return strings.Join(fitLines("", w, h), "\n")
 	}
-	border := stylePanel
-	if focused {
-		border = stylePanelFocused
-	}
 	b := lipgloss.RoundedBorder()
-	edge := border.UnsetBorderStyle().Foreground(border.GetBorderTopForeground())
+	edge := borderPaint
+	if focused {
+		edge = borderPaintFocused
+	}
 	label := ""
 	if title != "" {
 		label = " " + stylePanelTitle.Render(title) + " "
@@ -55,11 +71,11 @@ func box(title, content string, w, h int, focused bool) string {
 			label = fit(label, w-4)
 		}
 	}
-	top := edge.Render(b.TopLeft+b.Top) + label + edge.Render(strings.Repeat(b.Top, max(0, w-3-lipgloss.Width(label)))+b.TopRight)
+	top := edge.apply(b.TopLeft+b.Top) + label + edge.apply(strings.Repeat(b.Top, max(0, w-3-lipgloss.Width(label)))+b.TopRight)
 	lines := []string{top}
 	for _, line := range fitLines(content, w-2, h-2) {
-		lines = append(lines, edge.Render(b.Left)+line+edge.Render(b.Right))
+		lines = append(lines, edge.apply(b.Left)+line+edge.apply(b.Right))
 	}
-	lines = append(lines, edge.Render(b.BottomLeft+strings.Repeat(b.Bottom, w-2)+b.BottomRight))
+	lines = append(lines, edge.apply(b.BottomLeft+strings.Repeat(b.Bottom, w-2)+b.BottomRight))
 	return strings.Join(lines, "\n")
 }

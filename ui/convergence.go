@@ -24,7 +24,7 @@ func renderConvergence(arms []*armData, tol float64, showCV bool, w, h int) stri
 	graphRows := h - len(legend) - 1 // one row for the ▲ markers
 	if maxN < 2 || graphRows < 2 {
 		msg := styleDim.Render("needs 2 timed trials per arm")
-		return strings.Join(fitLines(msg+"\n"+strings.Join(legend, "\n"), w, h), "\n")
+		return msg + "\n" + strings.Join(legend, "\n")
 	}
 	const labelW = 9 // a 7-cell label, fixed so the panel never jitters, plus asciigraph's margins
 	cols := min(maxN, w-labelW-1)
@@ -54,7 +54,7 @@ func renderConvergence(arms []*armData, tol float64, showCV bool, w, h int) stri
 		chars = append(chars, asciigraph.CreateCharSet(armPalette[a.index%len(armPalette)].glyph))
 	}
 	if len(data) == 0 {
-		return strings.Join(fitLines(strings.Join(legend, "\n"), w, h), "\n")
+		return strings.Join(legend, "\n")
 	}
 	plot := asciigraph.PlotMany(data, asciigraph.Height(graphRows-1),
 		asciigraph.SeriesColors(colors...), asciigraph.SeriesChars(chars...),
@@ -76,7 +76,7 @@ func renderConvergence(arms []*armData, tol float64, showCV bool, w, h int) stri
 		}
 	}
 	lines := append(strings.Split(plot, "\n"), styleDim.Render(string(markers)))
-	return strings.Join(fitLines(strings.Join(append(lines, legend...), "\n"), w, h), "\n")
+	return strings.Join(append(lines, legend...), "\n")
 }
 
 // sampleIndex maps column c of cols to a trial index in [0, n).

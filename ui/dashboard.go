@@ -83,7 +83,7 @@ func (d *dashboard) body(w, h int) string {
 		}
 		top := d.topRow(w, h-bottomH)
 		powerW := w * 2 / 5
-		bottom := lipgloss.JoinHorizontal(lipgloss.Top, d.panel(panelPower, powerW, bottomH), d.panel(panelStats, w-powerW, bottomH))
+		bottom := sideBySide(d.panel(panelPower, powerW, bottomH), d.panel(panelStats, w-powerW, bottomH))
 		return top + "\n" + bottom
 	}
 	topH := max(3, h-statsH-powerH)
@@ -92,7 +92,7 @@ func (d *dashboard) body(w, h int) string {
 
 func (d *dashboard) topRow(w, h int) string {
 	left := w / 2
-	return lipgloss.JoinHorizontal(lipgloss.Top, d.panel(panelHistogram, left, h), d.panel(panelConvergence, w-left, h))
+	return sideBySide(d.panel(panelHistogram, left, h), d.panel(panelConvergence, w-left, h))
 }
 
 // panel draws one panel in its box.
@@ -168,7 +168,7 @@ func (d *dashboard) header(w int, compactHeader bool, now time.Time) []string {
 	// Short terminals get every arm on one line when it fits, leaving the
 	// rows to the charts.
 	if oneLine := strings.Join(compact, "  "); compactHeader && len(data.arms) > 1 && lipgloss.Width(oneLine) <= w {
-		return append(lines, oneLine)
+		return append(lines, fit(oneLine, w))
 	}
 	return append(lines, full...)
 }

@@ -18,7 +18,7 @@ import (
 // color profile, fed fixed events with the clock pinned. Regenerate with
 // go test ./ui -run Golden -update, and read the diff before committing.
 
-func finalScreen(t *testing.T, m tea.Model, w, h int, msgs ...tea.Msg) string {
+func finalScreen(t testing.TB, m tea.Model, w, h int, msgs ...tea.Msg) string {
 	t.Helper()
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(w, h),
 		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))

@@ -44,7 +44,7 @@ func renderHistogram(series []histSeries, w, h int) string {
 		withData = append(withData, s)
 	}
 	if len(withData) == 0 {
-		return strings.Join(fitLines(styleDim.Render("waiting for timed trials…"), w, h), "\n")
+		return styleDim.Render("waiting for timed trials…")
 	}
 	nameW := 0
 	for _, s := range withData {
@@ -73,6 +73,7 @@ func renderHistogram(series []histSeries, w, h int) string {
 		st := s.dist.Stats()
 		medianCol, p95Col := binOf(edges, st.Median), binOf(edges, st.P95)
 		style := armStyle(s.color)
+		paints := [4]paint{paintPlain, armPaint(s.color), paintBold, paintDim}
 		for r := 0; r < rows; r++ {
 			var b strings.Builder
 			if r == 0 {
@@ -80,20 +81,35 @@ func renderHistogram(series []histSeries, w, h int) string {
 			} else {
 				b.WriteString(strings.Repeat(" ", nameW+1))
 			}
+			// Cells of one style are rendered as one run: styling each
+			// cell alone was most of the panel's cost.
+			var run strings.Builder
+			runStyle := -1
+			flush := func() {
+				if run.Len() > 0 {
+					b.WriteString(paints[runStyle].apply(run.String()))
+					run.Reset()
+				}
+			}
 			for col, c := range counts {
 				level := int(math.Round(float64(c) / float64(peak) * float64(rows*8)))
 				fill := min(8, max(0, level-(rows-1-r)*8))
+				glyph, kind := " ", cellPlain
 				switch {
 				case fill > 0:
-					b.WriteString(style.Render(eighths[fill]))
+					glyph, kind = eighths[fill], cellBar
 				case col == medianCol:
-					b.WriteString(styleBold.Render(medianGlyph))
+					glyph, kind = medianGlyph, cellMedian
 				case col == p95Col:
-					b.WriteString(styleDim.Render(p95Glyph))
-				default:
-					b.WriteByte(' ')
+					glyph, kind = p95Glyph, cellP95
 				}
+				if kind != runStyle {
+					flush()
+					runStyle = kind
+				}
+				run.WriteString(glyph)
 			}
+			flush()
 			lines = append(lines, b.String())
 		}
 	}
@@ -103,8 +119,16 @@ func renderHistogram(series []histSeries, w, h int) string {
 	}
 	gap := max(1, plotW-lipgloss.Width(loLabel)-lipgloss.Width(hiLabel))
 	lines = append(lines, strings.Repeat(" ", nameW+1)+styleDim.Render(loLabel+strings.Repeat(" ", gap)+hiLabel))
-	return strings.Join(fitLines(strings.Join(lines, "\n"), w, h), "\n")
+	return strings.Join(lines, "\n")
 }
+
+// The kinds of histogram cell, each drawn in its own paint.
+const (
+	cellPlain = iota
+	cellBar
+	cellMedian
+	cellP95
+)
 
 // binOf is the bin holding v, or -1 outside the edges.
 func binOf(edges []float64, v float64) int {

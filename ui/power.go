@@ -24,7 +24,7 @@ func renderPower(status string, spans []trialSpan, w, h int) string {
 	if len(spans) > 0 {
 		lines = append(lines, timeline(spans, w))
 	}
-	return strings.Join(fitLines(strings.Join(lines, "\n"), w, h), "\n")
+	return strings.Join(lines, "\n")
 }
 
 func timeline(spans []trialSpan, w int) string {

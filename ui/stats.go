@@ -42,5 +42,5 @@ func renderStats(arms []*armData, w, h int) string {
 		}
 		lines = append(lines, b.String())
 	}
-	return strings.Join(fitLines(strings.Join(lines, "\n"), w, h), "\n")
+	return strings.Join(lines, "\n")
 }

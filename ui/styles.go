@@ -2,6 +2,7 @@ package ui
 
 import (
 	"image/color"
+	"strings"
 
 	"charm.land/lipgloss/v2"
 	"github.com/guptarohit/asciigraph"
@@ -34,19 +35,48 @@ var (
 	colorBad    = lipgloss.Color("9")
 	colorWarn   = lipgloss.Color("11")
 
-	stylePanel        = lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(colorDim)
-	stylePanelFocused = stylePanel.BorderForeground(colorAccent)
-	stylePanelTitle   = lipgloss.NewStyle().Bold(true)
-	styleTitle        = lipgloss.NewStyle().Bold(true).Foreground(colorAccent)
-	styleDim          = lipgloss.NewStyle().Foreground(colorDim)
-	styleBold         = lipgloss.NewStyle().Bold(true)
-	styleGood         = lipgloss.NewStyle().Foreground(colorGood)
-	styleBad          = lipgloss.NewStyle().Foreground(colorBad)
-	styleWarn         = lipgloss.NewStyle().Foreground(colorWarn)
-	styleSelected     = lipgloss.NewStyle().Bold(true).Foreground(colorAccent)
-	styleConfirm      = lipgloss.NewStyle().Bold(true).Foreground(colorWarn)
+	stylePanelTitle = lipgloss.NewStyle().Bold(true)
+	styleTitle      = lipgloss.NewStyle().Bold(true).Foreground(colorAccent)
+	styleDim        = lipgloss.NewStyle().Foreground(colorDim)
+	styleBold       = lipgloss.NewStyle().Bold(true)
+	styleGood       = lipgloss.NewStyle().Foreground(colorGood)
+	styleBad        = lipgloss.NewStyle().Foreground(colorBad)
+	styleWarn       = lipgloss.NewStyle().Foreground(colorWarn)
+	styleSelected   = lipgloss.NewStyle().Bold(true).Foreground(colorAccent)
+	styleConfirm    = lipgloss.NewStyle().Bold(true).Foreground(colorWarn)
 )
 
 func armStyle(i int) lipgloss.Style { return lipgloss.NewStyle().Foreground(armColor(i)) }
+
+// paint is a style reduced to its escape codes, for glyphs drawn many
+// times a frame: lipgloss's Render does layout work that a run of glyphs
+// does not need, and was most of a large frame's cost.
+type paint struct{ prefix, suffix string }
+
+func newPaint(s lipgloss.Style) paint {
+	r := s.Render("X")
+	i := strings.Index(r, "X")
+	return paint{r[:i], r[i+1:]}
+}
+
+func (p paint) apply(s string) string { return p.prefix + s + p.suffix }
+
+var (
+	paintPlain = paint{}
+	paintBold  = newPaint(styleBold)
+	paintDim   = newPaint(styleDim)
+
+	borderPaint        = newPaint(lipgloss.NewStyle().Foreground(colorDim))
+	borderPaintFocused = newPaint(lipgloss.NewStyle().Foreground(colorAccent))
+	armPaints          = func() []paint {
+		p := make([]paint, len(armPalette))
+		for i := range p {
+			p[i] = newPaint(armStyle(i))
+		}
+		return p
+	}()
+)
+
+func armPaint(i int) paint { return armPaints[i%len(armPaints)] }
 
 var armBarStyle = lipgloss.NewStyle().Foreground(colorAccent)
