@@ -182,6 +182,10 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tokentop compare: name at least one session manifest (A.toml, or A.toml#arm)")
 		return exitUsage
 	}
+	if *tui && !isTerminal(stdout) {
+		fmt.Fprintln(stderr, "tokentop compare: --tui needs a terminal; without it the comparison prints as text")
+		return exitUsage
+	}
 	metricNames := session.CompareMetrics
 	if *metric != "" {
 		metricNames = []string{*metric}

@@ -67,6 +67,10 @@ func TestRunHeadlessThenCompare(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "| e2e_ms | mean |") || !strings.Contains(stdout, "#temp-0.8 is compared with") {
 		t.Errorf("compare exit %d\n%s\n%s", code, stdout, stderr)
 	}
+	code, _, stderr = runCLI("compare", "--tui", paths[0])
+	if code != exitUsage || !strings.Contains(stderr, "--tui needs a terminal") {
+		t.Errorf("compare --tui without a terminal: exit %d, %s", code, stderr)
+	}
 }
 
 func TestBadInputExitsWithAClearMessage(t *testing.T) {

@@ -27,8 +27,10 @@ func TestDashboardInARealTerminal(t *testing.T) {
 		t.Skip("builds the binary and runs two short studies")
 	}
 	bin := buildBinary(t)
+	// The small terminal also runs with NO_COLOR set.
 	for _, size := range [][2]int{{80, 24}, {160, 48}} {
-		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) { driveDashboard(t, bin, size[0], size[1]) })
+		noColor := size[0] == 80
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) { driveDashboard(t, bin, size[0], size[1], noColor) })
 	}
 }
 
@@ -67,12 +69,16 @@ func (term *terminal) waitFor(what string, within time.Duration) string {
 	}
 }
 
-func driveDashboard(t *testing.T, bin string, w, h int) {
+func driveDashboard(t *testing.T, bin string, w, h int, noColor bool) {
 	dir := t.TempDir()
 	term := &terminal{t: t, socket: filepath.Join(dir, "tmux.sock")}
 	data := filepath.Join(dir, "data")
+	env := fmt.Sprintf("XDG_DATA_HOME=%s XDG_CONFIG_HOME=%s", data, filepath.Join(dir, "config"))
+	if noColor {
+		env += " NO_COLOR=1"
+	}
 	term.tmux("new-session", "-d", "-s", "tt", "-x", strconv.Itoa(w), "-y", strconv.Itoa(h),
-		fmt.Sprintf("env XDG_DATA_HOME=%s XDG_CONFIG_HOME=%s %s; echo tokentop exited $?; sleep 600", data, filepath.Join(dir, "config"), bin))
+		fmt.Sprintf("env %s %s; echo tokentop exited $?; sleep 600", env, bin))
 	t.Cleanup(func() { exec.Command("tmux", "-S", term.socket, "kill-server").Run() })
 
 	// The picker: filter the profiles to quick, type a trial count, start.
@@ -89,6 +95,11 @@ func driveDashboard(t *testing.T, bin string, w, h int) {
 		if !strings.Contains(screen, want) {
 			t.Errorf("%q is not on the dashboard:\n%s", want, screen)
 		}
+	}
+	// Arms are colored (foreground SGR 3x/9x/38), unless NO_COLOR is set.
+	colored := regexp.MustCompile(`\x1b\[[0-9;]*(3[0-7]|9[0-7]|38;)`).MatchString(term.tmux("capture-pane", "-p", "-e", "-t", "tt"))
+	if colored == noColor {
+		t.Errorf("NO_COLOR=%v but colors on screen: %v", noColor, colored)
 	}
 	lines := strings.Split(strings.TrimRight(screen, "\n"), "\n")
 	if len(lines) > h {

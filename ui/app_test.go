@@ -2,8 +2,10 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -388,5 +390,85 @@ func applyFilterResults(a *App, cmd tea.Cmd) {
 			}
 		}
 	case <-time.After(100 * time.Millisecond): // a blink or tick: not ours
+	}
+}
+
+func TestDoneOffersComparisonsAndOpensTheCompareScreen(t *testing.T) {
+	dir := t.TempDir()
+	older := writeSession(t, dir, "A", 0)
+	newer := writeSession(t, dir, "B", 5)
+	tr := newTestRun(t, "greedy-vs-sampling")
+	events := syntheticRun([]string{"greedy", "temp-0.8"}, 0, 5)
+	fin := finished(events, session.StatusComplete)
+	fin.Manifest = newer
+	tr.send(eventsMsg(append(events, fin)))
+	close(tr.app.run.done)
+	tr.send(runEndedMsg{}, press("c"))
+	screen := tr.screen()
+	if !strings.Contains(screen, "this session's arms against each other") || !strings.Contains(screen, "baseline "+filepath.Base(older)) {
+		t.Fatalf("the chooser does not offer the arms and the older session:\n%s", screen)
+	}
+	tr.send(press("j"), press("enter"))
+	screen = tr.screen()
+	if tr.app.screen != screenCompare || !strings.Contains(screen, "A#greedy") || !strings.Contains(screen, "B#greedy") || !strings.Contains(screen, "+20.0%") {
+		t.Fatalf("compare screen of B against A:\n%s", screen)
+	}
+	tr.send(press("m"))
+	if !strings.Contains(tr.screen(), "ttft ms") {
+		t.Errorf("m did not switch the compare histogram:\n%s", tr.screen())
+	}
+	tr.send(press("esc"))
+	if tr.app.screen != screenDone {
+		t.Errorf("esc did not go back to the done view")
+	}
+}
+
+// writeSession saves a two-arm session whose e2e is the synthetic pattern
+// plus slower ms.
+func writeSession(t *testing.T, dir, id string, slower float64) string {
+	t.Helper()
+	m := &session.Manifest{ID: id, CreatedAt: testStart, Arms: []session.ArmInfo{{Name: "greedy"}, {Name: "temp-0.8"}}}
+	w, err := session.Create(dir, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, ev := range syntheticRun([]string{"greedy", "temp-0.8"}, 0, 40) {
+		if td, ok := ev.(runner.TrialDone); ok {
+			td.Record.E2EMs += slower
+			if err := w.Append(td.Record, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Finish(session.StatusComplete, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	return w.ManifestPath()
+}
+
+func TestPickerSaysWhetherTheModelIsThere(t *testing.T) {
+	now := testStart
+	a := New(context.Background(), testConfig(&now))
+	ollama := 0
+	for i, k := range a.picker.kinds {
+		if k.Name == "ollama" {
+			ollama = i
+		}
+	}
+	report := ProbeReport{Kind: a.picker.kinds[ollama], Info: backends.Info{URL: "http://127.0.0.1:11434", ServerVersion: "0.33.0", Models: []string{"gemma3:270m"}}}
+	a.Update(probeMsg{ollama, report})
+	if screen := ansi.Strip(a.View().Content); !strings.Contains(screen, "0.33.0 · model gemma3:270m present") {
+		t.Errorf("the profile's ollama model is listed but not shown present:\n%s", screen)
+	}
+	a.picker.inputs[0].SetValue("llama3:8b")
+	a.Update(tea.WindowSizeMsg{Width: 160, Height: 30})
+	if screen := ansi.Strip(a.View().Content); !strings.Contains(screen, "model llama3:8b not found") {
+		t.Errorf("a typed model the server lacks is not flagged:\n%s", screen)
+	}
+	report.Err, report.Info.Models = errors.New("cannot connect"), nil
+	a.Update(probeMsg{ollama, report})
+	if screen := ansi.Strip(a.View().Content); !strings.Contains(screen, "✗ at http://127.0.0.1:11434: cannot connect") {
+		t.Errorf("an unreachable backend does not say why:\n%s", screen)
 	}
 }
