@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -268,9 +269,16 @@ func (a *App) View() tea.View {
 	return v
 }
 
+// Below this size no screen is readable, so none is drawn.
+const minWidth, minHeight = 20, 6
+
 func (a *App) render() {
 	a.stale = false
 	w, h := a.width, a.height
+	if w < minWidth || h < minHeight {
+		a.frame = strings.Join(fitLines(fmt.Sprintf("tokentop needs %d×%d; this terminal is %d×%d", minWidth, minHeight, w, h), w, h), "\n")
+		return
+	}
 	helpLine := a.help.View(a.bindings())
 	if a.confirm {
 		helpLine = styleConfirm.Render("Stop the run and quit? Trials so far stay saved. y/n")

@@ -472,3 +472,21 @@ func TestPickerSaysWhetherTheModelIsThere(t *testing.T) {
 		t.Errorf("an unreachable backend does not say why:\n%s", screen)
 	}
 }
+
+func TestTinyTerminalsDoNotBreakAnyScreen(t *testing.T) {
+	tr := newTestRun(t, "greedy-vs-sampling")
+	tr.send(eventsMsg(syntheticRun([]string{"greedy", "temp-0.8", "top-k-40"}, 3, 12)), tickMsg{})
+	for _, size := range [][2]int{{1, 1}, {10, 5}, {20, 8}, {40, 12}, {60, 16}} {
+		tr.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		checkFits(t, tr.app.View().Content, size[0], size[1])
+		tr.send(press("z"))
+		checkFits(t, tr.app.View().Content, size[0], size[1])
+		tr.send(press("z"))
+	}
+	now := testStart
+	picker := New(context.Background(), testConfig(&now))
+	for _, size := range [][2]int{{1, 1}, {10, 5}, {20, 8}, {40, 12}} {
+		picker.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		checkFits(t, picker.View().Content, size[0], size[1])
+	}
+}

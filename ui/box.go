@@ -29,7 +29,7 @@ func fit(line string, w int) string {
 // fitLines makes content exactly h lines of exactly w cells.
 func fitLines(content string, w, h int) []string {
 	lines := strings.Split(content, "\n")
-	out := make([]string, h)
+	out := make([]string, max(0, h))
 	for i := range out {
 		if i < len(lines) {
 			out[i] = fit(lines[i], w)

@@ -28,6 +28,9 @@ func renderConvergence(arms []*armData, tol float64, showCV bool, w, h int) stri
 	}
 	const labelW = 9 // a 7-cell label, fixed so the panel never jitters, plus asciigraph's margins
 	cols := min(maxN, w-labelW-1)
+	if cols < 2 {
+		return strings.Join(legend, "\n")
+	}
 	var data [][]float64
 	var colors []asciigraph.AnsiColor
 	var chars []asciigraph.CharSet

@@ -86,8 +86,17 @@ func (d *dashboard) body(w, h int) string {
 		bottom := sideBySide(d.panel(panelPower, powerW, bottomH), d.panel(panelStats, w-powerW, bottomH))
 		return top + "\n" + bottom
 	}
-	topH := max(3, h-statsH-powerH)
-	return strings.Join([]string{d.topRow(w, topH), d.panel(panelPower, w, powerH), d.panel(panelStats, w, h-topH-powerH)}, "\n")
+	// Short terminals take rows from the stats, then the power panel.
+	topH := min(h, max(3, h-statsH-powerH))
+	powerH = min(powerH, h-topH)
+	rows := []string{d.topRow(w, topH)}
+	if powerH > 0 {
+		rows = append(rows, d.panel(panelPower, w, powerH))
+	}
+	if statsH = h - topH - powerH; statsH > 0 {
+		rows = append(rows, d.panel(panelStats, w, statsH))
+	}
+	return strings.Join(rows, "\n")
 }
 
 func (d *dashboard) topRow(w, h int) string {

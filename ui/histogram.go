@@ -52,6 +52,9 @@ func renderHistogram(series []histSeries, w, h int) string {
 	}
 	nameW = min(nameW, 10, w/4)
 	plotW := w - nameW - 1
+	if plotW < 2 || h < 2 {
+		return styleDim.Render("too small")
+	}
 	rows := max(1, (h-1)/len(withData))
 	edges := metrics.EqualBins(lo, hi, plotW)
 	var lines []string
