@@ -252,7 +252,7 @@ func cmdBackends(args []string, stdout, stderr io.Writer) int {
 
 // cmdPicker opens the TUI on the picker with every profile.
 func cmdPicker(stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts := runner.Options{Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride}
 	return runTUI(ctx, ui.New(ctx, tuiConfig(opts)), stdout, stderr)

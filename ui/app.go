@@ -185,6 +185,7 @@ func (a *App) key(msg tea.KeyPressMsg) (cmd tea.Cmd, quit bool) {
 	}
 	typing := a.screen == screenPicker && a.picker.typing()
 	switch {
+	// ctrl+c quits even from a text field, where q is just a letter.
 	case msg.String() == "ctrl+c" || key.Matches(msg, keys.Quit) && !typing:
 		if running {
 			a.confirm = true

@@ -67,10 +67,10 @@ type probeMsg struct {
 	report ProbeReport
 }
 
-func newPicker(list_ []*profiles.Profile, problems []error, base runner.Options) *picker {
-	items := make([]list.Item, len(list_))
+func newPicker(all []*profiles.Profile, problems []error, base runner.Options) *picker {
+	items := make([]list.Item, len(all))
 	selected := 0
-	for i, p := range list_ {
+	for i, p := range all {
 		items[i] = profileItem{p}
 		if p.Name == profiles.DefaultName {
 			selected = i
@@ -113,6 +113,7 @@ func newPicker(list_ []*profiles.Profile, problems []error, base runner.Options)
 
 // init probes every backend concurrently.
 func (p *picker) init(ctx context.Context) tea.Cmd {
+	p.err = ""
 	var cmds []tea.Cmd
 	for i, kind := range p.kinds {
 		p.probes[i] = nil
