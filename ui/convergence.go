@@ -6,9 +6,32 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/guptarohit/asciigraph"
 )
+
+// convergencePanel charts the running mean of e2e, or with c its running
+// CV.
+type convergencePanel struct{ showCV bool }
+
+func (p *convergencePanel) update(msg tea.KeyPressMsg) {
+	if key.Matches(msg, keys.Chart) {
+		p.showCV = !p.showCV
+	}
+}
+
+func (p *convergencePanel) title() string {
+	if p.showCV {
+		return "running CV of e2e · ▲ converged"
+	}
+	return "running mean e2e ms ±CI · ▲ converged"
+}
+
+func (p *convergencePanel) view(data *runData, w, h int) string {
+	return renderConvergence(data.arms, data.convergeTol, p.showCV, w, h)
+}
 
 // renderConvergence plots each arm's running mean (or running CV) of e2e
 // against the trial number on one shared x axis, marks with ▲ where each

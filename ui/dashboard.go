@@ -22,14 +22,20 @@ const (
 	panelCount
 )
 
+// panelModel is one dashboard panel: it keeps its own view choices,
+// handles the keys meant for it, and draws itself from the run's data.
+type panelModel interface {
+	update(msg tea.KeyPressMsg)
+	title() string
+	view(data *runData, w, h int) string
+}
+
 // dashboard is the run view: header, four panels and the event line. It
-// draws from runData and holds only view choices (metric, chart, focus).
+// lays the panels out and moves focus; the run's data lives in runData.
 type dashboard struct {
 	data    *runData
 	backend string // kind and where it runs
-	power   string // why the power panel has no watts
-	metric  int    // index into histMetrics
-	showCV  bool
+	panels  [panelCount]panelModel
 	focus   panel
 	zoomed  bool
 	paused  bool
@@ -38,23 +44,25 @@ type dashboard struct {
 }
 
 func newDashboard(data *runData, backend string, begin time.Time) *dashboard {
-	return &dashboard{data: data, backend: backend, power: powerStatus(), begin: begin}
+	return &dashboard{data: data, backend: backend, begin: begin,
+		panels: [panelCount]panelModel{&histogramPanel{}, &convergencePanel{}, &powerPanel{status: powerStatus()}, statsPanel{}}}
 }
 
-// update handles the dashboard's own view keys; run control (pause, stop,
-// quit) belongs to the root model.
+// update handles focus and zoom, and hands other keys to every panel
+// (m and c act whether or not their panel has focus); run control (pause,
+// stop, quit) belongs to the root model.
 func (d *dashboard) update(msg tea.KeyPressMsg) {
 	switch {
-	case key.Matches(msg, keys.Metric):
-		d.metric = (d.metric + 1) % len(histMetrics)
-	case key.Matches(msg, keys.Chart):
-		d.showCV = !d.showCV
 	case key.Matches(msg, keys.NextPanel):
 		d.focus = (d.focus + 1) % panelCount
 	case key.Matches(msg, keys.PrevPanel):
 		d.focus = (d.focus + panelCount - 1) % panelCount
 	case key.Matches(msg, keys.Zoom):
 		d.zoomed = !d.zoomed
+	default:
+		for _, p := range d.panels {
+			p.update(msg)
+		}
 	}
 }
 
@@ -106,30 +114,8 @@ func (d *dashboard) topRow(w, h int) string {
 
 // panel draws one panel in its box.
 func (d *dashboard) panel(p panel, w, h int) string {
-	innerW, innerH := w-2, h-2
-	var title, content string
-	switch p {
-	case panelHistogram:
-		title = histogramTitle(histMetrics[d.metric].label)
-		var series []histSeries
-		for _, a := range d.data.arms {
-			series = append(series, histSeries{name: a.name, color: a.index, dist: &a.dists[d.metric]})
-		}
-		content = renderHistogram(series, innerW, innerH)
-	case panelConvergence:
-		title = "running mean e2e ms ±CI · ▲ converged"
-		if d.showCV {
-			title = "running CV of e2e · ▲ converged"
-		}
-		content = renderConvergence(d.data.arms, d.data.convergeTol, d.showCV, innerW, innerH)
-	case panelPower:
-		title = "GPU power · ░ warmup █ timed ╳ degraded │ trial"
-		content = renderPower(d.power, d.data.spans, innerW, innerH)
-	case panelStats:
-		title = "stats · e2e ms · timed ok trials"
-		content = renderStats(d.data.arms, innerW, innerH)
-	}
-	return box(title, content, w, h, p == d.focus)
+	m := d.panels[p]
+	return box(m.title(), m.view(d.data, w-2, h-2), w, h, p == d.focus)
 }
 
 // header is the title line and one progress line per arm.

@@ -5,9 +5,31 @@ import (
 	"math"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/tokentop/tokentop/metrics"
 )
+
+// histogramPanel shows every arm's distribution of one metric; m cycles
+// the metric.
+type histogramPanel struct{ metric int } // index into histMetrics
+
+func (p *histogramPanel) update(msg tea.KeyPressMsg) {
+	if key.Matches(msg, keys.Metric) {
+		p.metric = (p.metric + 1) % len(histMetrics)
+	}
+}
+
+func (p *histogramPanel) title() string { return histogramTitle(histMetrics[p.metric].label) }
+
+func (p *histogramPanel) view(data *runData, w, h int) string {
+	var series []histSeries
+	for _, a := range data.arms {
+		series = append(series, histSeries{name: a.name, color: a.index, dist: &a.dists[p.metric]})
+	}
+	return renderHistogram(series, w, h)
+}
 
 // histSeries is one arm (or session) drawn in a histogram.
 type histSeries struct {

@@ -4,7 +4,22 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	tea "charm.land/bubbletea/v2"
 )
+
+// powerPanel shows GPU power against the trial timeline.
+type powerPanel struct{ status string }
+
+func (p *powerPanel) update(tea.KeyPressMsg) {}
+
+func (p *powerPanel) title() string {
+	return "GPU power · ░ warmup █ timed ╳ degraded │ trial"
+}
+
+func (p *powerPanel) view(data *runData, w, h int) string {
+	return renderPower(p.status, data.spans, w, h)
+}
 
 // powerStatus says why the power panel has no watts to draw. GPU power
 // sampling (NVML) is not part of this build yet, so the panel never

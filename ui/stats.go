@@ -3,6 +3,8 @@ package ui
 import (
 	"fmt"
 	"strings"
+
+	tea "charm.land/bubbletea/v2"
 )
 
 // statsColumns are the live table's columns; widths fit 80 columns with
@@ -13,6 +15,15 @@ var statsColumns = []struct {
 }{
 	{"n", 5}, {"deg", 4}, {"mean", 7}, {"median", 7}, {"p95", 7}, {"p99", 7}, {"max", 7}, {"CV", 6}, {"tok/s", 7}, {"wu×", 5},
 }
+
+// statsPanel is the per-arm table.
+type statsPanel struct{}
+
+func (statsPanel) update(tea.KeyPressMsg) {}
+
+func (statsPanel) title() string { return "stats · e2e ms · timed ok trials" }
+
+func (statsPanel) view(data *runData, w, h int) string { return renderStats(data.arms, w, h) }
 
 // renderStats draws the per-arm table of timed ok trials (e2e in ms).
 func renderStats(arms []*armData, w, h int) string {
