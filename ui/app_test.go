@@ -421,6 +421,13 @@ func TestDoneOffersComparisonsAndOpensTheCompareScreen(t *testing.T) {
 	if tr.app.screen != screenDone {
 		t.Errorf("esc did not go back to the done view")
 	}
+	// The chooser is still open: up to the session's own arms, temp-0.8
+	// against greedy, named by arm.
+	tr.send(press("k"), press("enter"))
+	screen = tr.screen()
+	if !strings.Contains(screen, "stat    greedy ") || !strings.Contains(screen, "temp-0.8") || !strings.Contains(screen, "33.00  +10.0%") || strings.Contains(screen, "A#") {
+		t.Errorf("the arms of one session are not compared with each other:\n%s", screen)
+	}
 }
 
 // writeSession saves a two-arm session whose e2e is the synthetic pattern

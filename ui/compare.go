@@ -19,6 +19,8 @@ import (
 // histograms overlaid on shared bins.
 type compareView struct {
 	cmp    *session.Comparison
+	labels []string // short column names: the arm, with a session letter when there are several
+	legend []string // which session each letter stands for
 	err    error
 	metric int                      // index into session.CompareMetrics
 	dists  [][]metrics.Distribution // [metric][column]
@@ -36,6 +38,7 @@ func newCompareView(refs []session.Ref, sessions []*session.Session, loadErr err
 		return &compareView{err: err}
 	}
 	v := &compareView{cmp: cmp, dists: make([][]metrics.Distribution, len(session.CompareMetrics))}
+	v.labels, v.legend = shortLabels(cmp.Columns)
 	for i, name := range session.CompareMetrics {
 		m, _ := session.LookupMetric(name)
 		v.dists[i] = make([]metrics.Distribution, len(cmp.Columns))
@@ -58,28 +61,34 @@ func (v *compareView) view(w, h int) string {
 	if v.err != nil {
 		return box("Compare", styleBad.Render(v.err.Error()), w, h, true)
 	}
-	table := v.table(w - 2)
-	tableH := min(len(table)+2, h-5)
+	// The histogram keeps a row per column and its axis; a short terminal
+	// drops the CV rows rather than that.
+	histH := len(v.cmp.Columns) + 3
+	table := v.table(w-2, compareStats)
+	if len(table)+2 > h-histH {
+		table = v.table(w-2, compareStats[:2])
+	}
+	tableH := max(3, min(len(table)+2, h-histH))
 	metric := session.CompareMetrics[v.metric]
 	var series []histSeries
-	for c, col := range v.cmp.Columns {
-		series = append(series, histSeries{name: col.Label, color: c, dist: &v.dists[v.metric][c]})
+	for c := range v.cmp.Columns {
+		series = append(series, histSeries{name: v.labels[c], color: c, dist: &v.dists[v.metric][c]})
 	}
 	return box("Compare · Δ% against the baseline (green better, red worse)", strings.Join(table, "\n"), w, tableH, false) + "\n" +
 		box(histogramTitle(strings.TrimSuffix(metric, "_ms")), renderHistogram(series, w-2, h-tableH-2), w, h-tableH, true)
 }
 
 // table is the header and one row per metric statistic.
-func (v *compareView) table(w int) []string {
+func (v *compareView) table(w int, stats []string) []string {
 	colW := max(12, min(22, (w-18)/max(1, len(v.cmp.Columns))))
 	var head strings.Builder
 	head.WriteString(fmt.Sprintf("%-11s%-7s", "metric", "stat"))
-	for _, col := range v.cmp.Columns {
-		head.WriteString(fmt.Sprintf("%*s", colW, fit(col.Label, colW-1)))
+	for i := range v.cmp.Columns {
+		head.WriteString(fmt.Sprintf("%*s", colW, fit(v.labels[i], colW-1)))
 	}
 	lines := []string{styleBold.Render(head.String())}
 	for _, row := range v.cmp.Rows {
-		if !slices.Contains(compareStats, row.Stat) {
+		if !slices.Contains(stats, row.Stat) {
 			continue
 		}
 		m, _ := session.LookupMetric(row.Metric)
@@ -93,10 +102,42 @@ func (v *compareView) table(w int) []string {
 		}
 		lines = append(lines, b.String())
 	}
+	lines = append(lines, v.legend...)
 	for _, warning := range v.cmp.Warnings {
 		lines = append(lines, styleWarn.Render("⚠ "+warning))
 	}
 	return lines
+}
+
+// shortLabels names the columns by arm when they all come from one
+// session, else "A#arm", "B#arm" with a legend: session stems are long
+// and differ only in their timestamps, which a narrow column would cut.
+func shortLabels(columns []session.Column) (labels, legend []string) {
+	var stems []string
+	for _, col := range columns {
+		stem := strings.TrimSuffix(col.Label, "#"+col.Arm)
+		if !slices.Contains(stems, stem) {
+			stems = append(stems, stem)
+		}
+	}
+	for _, col := range columns {
+		if len(stems) == 1 {
+			labels = append(labels, col.Arm)
+			continue
+		}
+		letter := string(rune('A' + slices.Index(stems, strings.TrimSuffix(col.Label, "#"+col.Arm))))
+		labels = append(labels, letter+"#"+col.Arm)
+	}
+	if len(stems) > 1 {
+		for i, stem := range stems {
+			role := ""
+			if i == 0 {
+				role = " (baseline)"
+			}
+			legend = append(legend, styleDim.Render(fmt.Sprintf("%c = %s%s", 'A'+i, stem, role)))
+		}
+	}
+	return labels, legend
 }
 
 // deltaStyle colors a change by whether it is better: lower latency and

@@ -50,7 +50,12 @@ func newDoneView(data *runData, status string, err error) *doneView {
 const maxBaselines = 20
 
 func (d *doneView) chooseBaseline(manifest string) {
-	c := &baselineChooser{options: []baselineOption{{label: "this session's arms against each other", refs: []session.Ref{{Path: manifest}}}}}
+	// One ref per arm, so that the first arm is every other's baseline.
+	var ownArms []session.Ref
+	for _, a := range d.data.arms {
+		ownArms = append(ownArms, session.Ref{Path: manifest, Arm: a.name})
+	}
+	c := &baselineChooser{options: []baselineOption{{label: "this session's arms against each other", refs: ownArms}}}
 	others, _ := filepath.Glob(filepath.Join(filepath.Dir(manifest), "*.toml"))
 	modTime := map[string]int64{}
 	for _, o := range others {
