@@ -186,7 +186,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tokentop compare: --tui needs a terminal; without it the comparison prints as text")
 		return exitUsage
 	}
-	metricNames := session.CompareMetrics
+	var metricNames []string // the defaults
 	if *metric != "" {
 		metricNames = []string{*metric}
 	}

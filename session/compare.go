@@ -11,8 +11,12 @@ import (
 	"github.com/tokentop/tokentop/metrics"
 )
 
-// CompareMetrics are compared by default.
+// CompareMetrics are compared by default, with energy per token added when
+// every column has it.
 var CompareMetrics = []string{"e2e_ms", "ttft_ms", "tpot_ms", "output_tps"}
+
+// energyMetric joins the default comparison when both sides measured it.
+const energyMetric = "j_per_token"
 
 // CompareStats are the statistics shown for each metric.
 var CompareStats = []string{"mean", "median", "p95", "p99", "max", "cv"}
@@ -53,6 +57,7 @@ type Row struct {
 
 // Comparison is a table of statistics across sessions or arms.
 type Comparison struct {
+	Metrics  []string // in row order
 	Columns  []Column
 	Rows     []Row
 	Warnings []string
@@ -63,6 +68,9 @@ type Comparison struct {
 // baseline of a column is the first column with the same arm name from the
 // first ref, or else the very first column: comparing A.toml with B.toml
 // pairs their arms by name; A.toml#x with A.toml#y compares y against x.
+// No metric names means the defaults (CompareMetrics, and energy per token
+// where every column has it). Sessions taken on different GPUs or drivers
+// are compared with a warning that says so.
 func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison, error) {
 	c := &Comparison{}
 	for i, ref := range refs {
@@ -93,6 +101,14 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 			}
 		}
 	}
+	if len(metricNames) == 0 {
+		metricNames = CompareMetrics
+		if c.allHave(energyMetric) {
+			metricNames = append(slices.Clone(metricNames), energyMetric)
+		}
+	}
+	c.Metrics = metricNames
+	c.Warnings = append(c.Warnings, machineDifferences(refs, sessions)...)
 	for _, name := range metricNames {
 		m, ok := LookupMetric(name)
 		if !ok {
@@ -118,6 +134,45 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 		}
 	}
 	return c, nil
+}
+
+// allHave reports whether every column has a value of the metric.
+func (c *Comparison) allHave(metric string) bool {
+	m, _ := LookupMetric(metric)
+	for _, col := range c.Columns {
+		if len(col.Values(m)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// machineDifferences warns when sessions ran on different GPUs or NVIDIA
+// drivers than the first: their numbers measure the machines as much as
+// the models.
+func machineDifferences(refs []Ref, sessions []*Session) []string {
+	gpus := func(e Environment) string {
+		var names []string
+		for _, g := range e.GPUs {
+			names = append(names, g.Name)
+		}
+		if len(names) == 0 {
+			return "no GPU"
+		}
+		return strings.Join(names, " + ")
+	}
+	base := sessions[0].Manifest.Environment
+	var warnings []string
+	for i, s := range sessions[1:] {
+		env, name := s.Manifest.Environment, filepath.Base(refs[i+1].Path)
+		if a, b := gpus(base), gpus(env); a != b {
+			warnings = append(warnings, fmt.Sprintf("%s ran on %s, %s on %s: different GPUs", filepath.Base(refs[0].Path), a, name, b))
+		}
+		if base.Driver != env.Driver && base.Driver != "" && env.Driver != "" {
+			warnings = append(warnings, fmt.Sprintf("%s ran on NVIDIA driver %s, %s on %s: different drivers", filepath.Base(refs[0].Path), base.Driver, name, env.Driver))
+		}
+	}
+	return warnings
 }
 
 func armsOf(ref Ref, s *Session) []string {

@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/metrics/telemetry"
 )
 
 // Writer writes one session's files as the run goes.
@@ -154,3 +156,58 @@ func (w *Writer) Close() error {
 	}
 	return err2
 }
+
+// PowerHeader is the power CSV's header: DESIGN.md's columns, then the
+// boundary fields read at trial starts and ends.
+var PowerHeader = []string{"t_ms", "power_w", "energy_mj", "gpu_util_pct", "temp_c", "device",
+	"sm_clock_mhz", "mem_used_mb", "throttle_reasons", "event"}
+
+// PowerWriter appends telemetry samples to <stem>.power.csv. The sampler
+// writes from its own goroutine, so it has its own file and buffer.
+type PowerWriter struct {
+	mu   sync.Mutex
+	file *os.File
+	row  bytes.Buffer
+	ids  []string // device IDs by index
+}
+
+// CreatePower creates the session's power CSV; deviceIDs name the
+// devices of the samples by index.
+func (w *Writer) CreatePower(deviceIDs []string) (*PowerWriter, error) {
+	name := w.manifest.ID + ".power.csv"
+	f, err := createCSV(filepath.Join(filepath.Dir(w.manifestPath), name), PowerHeader)
+	if err != nil {
+		return nil, err
+	}
+	return &PowerWriter{file: f, ids: deviceIDs}, nil
+}
+
+// Append writes one sample. It is not synced: a sample is worth less
+// than the cost of an fsync 20 times a second, and a killed process still
+// leaves what it wrote in the page cache.
+func (p *PowerWriter) Append(s telemetry.Sample) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.row.Reset()
+	cw := csv.NewWriter(&p.row)
+	cw.Write([]string{strconv.FormatFloat(float64(s.At)/float64(time.Millisecond), 'f', 3, 64),
+		formatFloat(s.PowerW, 3), formatFloat(s.EnergyMJ, 3), formatFloat(s.UtilPct, 3), formatFloat(s.TempC, 3), p.ids[s.Device],
+		formatFloat(s.SMClockMHz, 3), formatFloat(s.MemUsedMB, 3), s.Throttle, s.Event})
+	cw.Flush()
+	_, err := p.file.Write(p.row.Bytes())
+	return err
+}
+
+// Close syncs and closes the power CSV.
+func (p *PowerWriter) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	err := p.file.Sync()
+	if cerr := p.file.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// SetPower records the [power] table; it is written with the manifest.
+func (w *Writer) SetPower(p *PowerInfo) { w.manifest.Power = p }

@@ -38,8 +38,10 @@ func FormatValue(v float64) string {
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	case a >= 1:
 		return strconv.FormatFloat(v, 'f', 2, 64)
-	default:
+	case a >= 0.001 || a == 0:
 		return strconv.FormatFloat(v, 'f', 4, 64)
+	default: // joules per token of a small model: keep three figures
+		return strconv.FormatFloat(v, 'g', 3, 64)
 	}
 }
 

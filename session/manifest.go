@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/tokentop/tokentop/metrics/telemetry"
 )
 
 // Schema is the manifest format version.
@@ -38,6 +40,7 @@ type Manifest struct {
 	Profile     ProfileInfo           `toml:"profile"`
 	Backend     BackendInfo           `toml:"backend"`
 	Environment Environment           `toml:"environment"`
+	Power       *PowerInfo            `toml:"power,omitempty"`
 	Arms        []ArmInfo             `toml:"arms"`
 	Summary     map[string]ArmSummary `toml:"summary,omitempty"`
 }
@@ -82,6 +85,35 @@ type Environment struct {
 	MemoryMB  int64  `toml:"memory_mb"`
 	GoVersion string `toml:"go_version"`
 	Hostname  string `toml:"hostname"`
+	// VCSRevision is the commit tokentop was built from, with "+dirty"
+	// when the tree had changes.
+	VCSRevision string              `toml:"vcs_revision,omitempty"`
+	GPUs        []telemetry.GPUInfo `toml:"gpus,omitempty"`
+	Driver      string              `toml:"nvidia_driver,omitempty"`
+	CUDADriver  string              `toml:"cuda_driver,omitempty"`
+}
+
+// PowerInfo is the [power] table: what telemetry could see and the idle
+// baseline each device's energy is measured above.
+type PowerInfo struct {
+	GPU string `toml:"gpu"` // "1 NVIDIA GPU through NVML", or why none
+	CPU string `toml:"cpu"` // "CPU package energy through powercap (…)", or why none
+	// EnergySource is the kind of device the trials' energy columns sum:
+	// the GPUs where there are any, else the CPU packages.
+	EnergySource string             `toml:"energy_source,omitempty"`
+	IntervalMs   float64            `toml:"interval_ms,omitzero"`
+	PowerFile    string             `toml:"power_file,omitempty"`
+	SamplerStart *time.Time         `toml:"sampler_started_at,omitempty"` // t_ms = 0 in the power CSV
+	Devices      []telemetry.Device `toml:"devices,omitempty"`
+	Baseline     []DeviceBaseline   `toml:"baseline,omitempty"`
+	// RSSProcess says whose memory peak_rss_mb is.
+	RSSProcess string `toml:"rss_process"`
+}
+
+// DeviceBaseline is one device's idle power before the first trial.
+type DeviceBaseline struct {
+	ID string `toml:"id"`
+	telemetry.Baseline
 }
 
 // ArmInfo is one arm's sampling settings.

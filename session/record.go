@@ -12,6 +12,8 @@
 package session
 
 import (
+	"github.com/tokentop/tokentop/metrics/telemetry"
+
 	"math"
 	"strconv"
 	"time"
@@ -30,9 +32,9 @@ const (
 	StatusCanceled = "canceled"
 )
 
-// Energy quality values (DESIGN.md); only "unavailable" is produced until a
-// power source exists.
-const EnergyUnavailable = "unavailable"
+// EnergyUnavailable is the energy quality of a trial on a machine with no
+// power source; telemetry.Quality names the others.
+const EnergyUnavailable = string(telemetry.QualityUnavailable)
 
 // Record is one trial: one row of the trials CSV. Unknown counts are -1 and
 // unknown measurements NaN; both are written as empty fields.
@@ -84,7 +86,7 @@ func (r *Record) tailFloatFields() []*float64 {
 }
 
 // formatFloat writes milliseconds and rates with microsecond (3 decimal)
-// precision and ratios with 6; NaN is an empty field.
+// precision, ratios and joules with 6; NaN is an empty field.
 func formatFloat(v float64, decimals int) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return ""
@@ -107,14 +109,18 @@ func (r Record) Fields() []string {
 		formatCount(r.OutputTokens), r.StopReason)
 	for _, f := range r.floatFields() {
 		decimals := 3
-		if f == &r.ITLCV {
-			decimals = 6
+		if f == &r.ITLCV || f == &r.EnergyJ {
+			decimals = 6 // a small model's trial can be a few millijoules
 		}
 		out = append(out, formatFloat(*f, decimals))
 	}
 	out = append(out, r.EnergyQuality)
 	for _, f := range r.tailFloatFields() {
-		out = append(out, formatFloat(*f, 3))
+		decimals := 3
+		if f == &r.JPerToken {
+			decimals = 6
+		}
+		out = append(out, formatFloat(*f, decimals))
 	}
 	return out
 }

@@ -3,10 +3,12 @@ package session
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/tokentop/tokentop/metrics/telemetry"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -287,5 +289,84 @@ func BenchmarkCompare100kRows(b *testing.B) {
 		if err := c.Write(io.Discard, "text"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestCompareAddsEnergyOnlyWhenBothSidesHaveIt(t *testing.T) {
+	sa, sb := loadPair(t)
+	refs := []Ref{{Path: "A.toml"}, {Path: "B.toml"}}
+	c, err := Compare(refs, []*Session{sa, sb}, nil)
+	if err != nil || slices.Contains(c.Metrics, "j_per_token") || !slices.Equal(c.Metrics, CompareMetrics) {
+		t.Fatalf("without energy: %v %v", c.Metrics, err)
+	}
+	for _, s := range []*Session{sa, sb} {
+		for i := range s.Records {
+			s.Records[i].JPerToken, s.Records[i].EnergyQuality = 0.002*float64(i+1), string(telemetry.QualityCounter)
+		}
+	}
+	if c, _ = Compare(refs, []*Session{sa, sb}, nil); !slices.Contains(c.Metrics, "j_per_token") {
+		t.Errorf("both sides measured energy, metrics %v", c.Metrics)
+	}
+	for i := range sb.Records {
+		sb.Records[i].JPerToken = math.NaN()
+	}
+	if c, _ = Compare(refs, []*Session{sa, sb}, nil); slices.Contains(c.Metrics, "j_per_token") {
+		t.Errorf("one side without energy, metrics %v", c.Metrics)
+	}
+}
+
+func TestCompareFlagsDifferentGPUsAndDrivers(t *testing.T) {
+	sa, sb := loadPair(t)
+	sa.Manifest.Environment.GPUs, sa.Manifest.Environment.Driver = []telemetry.GPUInfo{{Name: "NVIDIA H100"}}, "580.65.06"
+	sb.Manifest.Environment.GPUs, sb.Manifest.Environment.Driver = []telemetry.GPUInfo{{Name: "NVIDIA H200"}}, "575.57.08"
+	c, err := Compare([]Ref{{Path: "A.toml"}, {Path: "B.toml"}}, []*Session{sa, sb}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(c.Warnings, "\n")
+	if !strings.Contains(joined, "A.toml ran on NVIDIA H100, B.toml on NVIDIA H200: different GPUs") ||
+		!strings.Contains(joined, "A.toml ran on NVIDIA driver 580.65.06, B.toml on 575.57.08: different drivers") {
+		t.Errorf("warnings:\n%s", joined)
+	}
+	sb.Manifest.Environment = sa.Manifest.Environment
+	if c, _ := Compare([]Ref{{Path: "A.toml"}, {Path: "B.toml"}}, []*Session{sa, sb}, nil); strings.Contains(strings.Join(c.Warnings, "\n"), "different") {
+		t.Errorf("same machine, warnings %v", c.Warnings)
+	}
+}
+
+func TestPowerCSVAndPowerTableRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	w := writeSession(t, dir, "P", []Record{record("greedy", 1, PhaseTimed, StatusOK, 100)})
+	p, err := w.CreatePower([]string{"GPU-abc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := telemetry.NewSample(1500*time.Microsecond, 0)
+	s.PowerW, s.EnergyMJ, s.Throttle, s.Event = 312.5, 1e6, "sw_power_cap|hw_thermal", "trial_end greedy#1"
+	if err := p.Append(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Date(2026, 11, 21, 5, 0, 0, 0, time.UTC)
+	w.SetPower(&PowerInfo{GPU: "1 NVIDIA GPU through NVML", EnergySource: "gpu", IntervalMs: 50, PowerFile: "P.power.csv", SamplerStart: &started,
+		Devices:  []telemetry.Device{{Name: "H100", ID: "GPU-abc", Kind: telemetry.KindGPU, PowerLimitW: 700, HasCounter: true}},
+		Baseline: []DeviceBaseline{{ID: "GPU-abc", Baseline: telemetry.Baseline{MeanW: 71.5, StdW: 0.4, Samples: 60}}}, RSSProcess: "tokentop (this process)"})
+	if err := w.Finish(StatusComplete, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	data, _ := os.ReadFile(filepath.Join(dir, "P.power.csv"))
+	want := strings.Join(PowerHeader, ",") + "\n1.500,312.500,1000000.000,,,GPU-abc,,,sw_power_cap|hw_thermal,trial_end greedy#1\n"
+	if string(data) != want {
+		t.Errorf("power CSV\n%s\nwant\n%s", data, want)
+	}
+	loaded, err := Load(w.ManifestPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw := loaded.Manifest.Power; pw == nil || pw.Baseline[0].MeanW != 71.5 || pw.Baseline[0].Samples != 60 || pw.Devices[0].PowerLimitW != 700 || !pw.Devices[0].HasCounter {
+		t.Errorf("power table %+v", loaded.Manifest.Power)
 	}
 }

@@ -22,6 +22,9 @@ var Metrics = []Metric{
 	{Name: "itl_mean_ms", Value: func(r *Record) float64 { return r.ITLMeanMs }},
 	{Name: "output_tps", Value: func(r *Record) float64 { return r.OutputTPS }, HigherIsBetter: true},
 	{Name: "decode_tps", Value: func(r *Record) float64 { return r.DecodeTPS }, HigherIsBetter: true},
+	{Name: "j_per_token", Value: func(r *Record) float64 { return r.JPerToken }},
+	{Name: "avg_power_w", Value: func(r *Record) float64 { return r.AvgPowerW }},
+	{Name: "peak_rss_mb", Value: func(r *Record) float64 { return r.PeakRSSMB }},
 }
 
 // LookupMetric finds a metric by name.
@@ -65,6 +68,12 @@ type ArmSummary struct {
 	ConvergeTolerance    float64 `toml:"converge_tolerance"`
 	TokenCountMismatches int     `toml:"token_count_mismatches"`
 	USDPer1MTokens       float64 `toml:"usd_per_1m_tokens,omitzero"`
+	// EnergyQualities counts the arm's timed trials per energy quality
+	// (counter, sampled, no_data, unavailable).
+	EnergyQualities map[string]int `toml:"energy_quality_counts,omitempty"`
+	// EnergyCounterRejected counts timed trials whose energy counter went
+	// backwards or stalled and so was not used.
+	EnergyCounterRejected int `toml:"energy_counter_rejected,omitzero"`
 	// Metrics holds one table per metric, e.g. [summary.greedy.metrics.e2e_ms].
 	Metrics map[string]MetricSummary `toml:"metrics"`
 }
@@ -117,6 +126,12 @@ func SummarizeArm(records []*Record, seed uint64, convergeTol, usdPerHour float6
 			s.TimedOK++
 		default:
 			s.Degraded++
+		}
+		if r.Phase == PhaseTimed && r.EnergyQuality != "" {
+			if s.EnergyQualities == nil {
+				s.EnergyQualities = map[string]int{}
+			}
+			s.EnergyQualities[r.EnergyQuality]++
 		}
 	}
 	counted := Counted(records)

@@ -69,7 +69,8 @@ func syntheticRun(arms []string, warmup, trials int) []runner.Event {
 			if round < warmup {
 				e2e += 15
 			}
-			rec := session.Record{Arm: arm, Trial: round + 1, Phase: session.PhaseTimed, Status: session.StatusOK, StartedAt: at, OutputTokens: 64}
+			rec := session.Record{Arm: arm, Trial: round + 1, Phase: session.PhaseTimed, Status: session.StatusOK, StartedAt: at, OutputTokens: 64,
+				EnergyQuality: session.EnergyUnavailable, EnergyJ: math.NaN(), AvgPowerW: math.NaN(), JPerToken: math.NaN(), PeakRSSMB: math.NaN()}
 			if round < warmup {
 				rec.Phase = session.PhaseWarmup
 			}

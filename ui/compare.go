@@ -22,7 +22,7 @@ type compareView struct {
 	labels []string // short column names: the arm, with a session letter when there are several
 	legend []string // which session each letter stands for
 	err    error
-	metric int                      // index into session.CompareMetrics
+	metric int                      // index into cmp.Metrics
 	dists  [][]metrics.Distribution // [metric][column]
 }
 
@@ -33,13 +33,13 @@ func newCompareView(refs []session.Ref, sessions []*session.Session, loadErr err
 	if loadErr != nil {
 		return &compareView{err: loadErr}
 	}
-	cmp, err := session.Compare(refs, sessions, session.CompareMetrics)
+	cmp, err := session.Compare(refs, sessions, nil)
 	if err != nil {
 		return &compareView{err: err}
 	}
-	v := &compareView{cmp: cmp, dists: make([][]metrics.Distribution, len(session.CompareMetrics))}
+	v := &compareView{cmp: cmp, dists: make([][]metrics.Distribution, len(cmp.Metrics))}
 	v.labels, v.legend = shortLabels(cmp.Columns)
-	for i, name := range session.CompareMetrics {
+	for i, name := range cmp.Metrics {
 		m, _ := session.LookupMetric(name)
 		v.dists[i] = make([]metrics.Distribution, len(cmp.Columns))
 		for c, col := range cmp.Columns {
@@ -53,7 +53,7 @@ func newCompareView(refs []session.Ref, sessions []*session.Session, loadErr err
 
 func (v *compareView) update(msg tea.KeyPressMsg) {
 	if key.Matches(msg, keys.Metric) {
-		v.metric = (v.metric + 1) % len(session.CompareMetrics)
+		v.metric = (v.metric + 1) % len(v.cmp.Metrics)
 	}
 }
 
@@ -69,7 +69,7 @@ func (v *compareView) view(w, h int) string {
 		table = v.table(w-2, compareStats[:2])
 	}
 	tableH := max(3, min(len(table)+2, h-histH))
-	metric := session.CompareMetrics[v.metric]
+	metric := v.cmp.Metrics[v.metric]
 	var series []histSeries
 	for c := range v.cmp.Columns {
 		series = append(series, histSeries{name: v.labels[c], color: c, dist: &v.dists[v.metric][c]})
@@ -80,9 +80,9 @@ func (v *compareView) view(w, h int) string {
 
 // table is the header and one row per metric statistic.
 func (v *compareView) table(w int, stats []string) []string {
-	colW := max(12, min(22, (w-18)/max(1, len(v.cmp.Columns))))
+	colW := max(12, min(22, (w-19)/max(1, len(v.cmp.Columns))))
 	var head strings.Builder
-	head.WriteString(fmt.Sprintf("%-11s%-7s", "metric", "stat"))
+	head.WriteString(fmt.Sprintf("%-12s%-7s", "metric", "stat"))
 	for i := range v.cmp.Columns {
 		head.WriteString(fmt.Sprintf("%*s", colW, fit(v.labels[i], colW-1)))
 	}
@@ -93,7 +93,7 @@ func (v *compareView) table(w int, stats []string) []string {
 		}
 		m, _ := session.LookupMetric(row.Metric)
 		var b strings.Builder
-		b.WriteString(fmt.Sprintf("%-11s%-7s", row.Metric, row.Stat))
+		b.WriteString(fmt.Sprintf("%-12s%-7s", row.Metric, row.Stat))
 		for i := range v.cmp.Columns {
 			value := session.FormatValue(row.Values[i])
 			delta := session.FormatDelta(row.Deltas[i])
