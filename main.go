@@ -21,6 +21,7 @@ import (
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/backends/registry"
+	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/runner"
 	"github.com/tokentop/tokentop/session"
@@ -118,6 +119,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	modelPath := fs.String("model-path", "", "builtin: a llama2.c checkpoint (.bin, tokenizer.bin beside it) or a .gguf file")
 	fs.IntVar(&opts.Threads, "threads", 0, "builtin: worker threads (default: one per core)")
 	fs.StringVar(&opts.DType, "dtype", "", "builtin: weight format, f32 (default) or q8_0")
+	fs.DurationVar(&opts.PowerInterval, "power-interval", telemetry.DefaultInterval, "power and memory sampling cadence")
+	fs.DurationVar(&opts.IdleBaseline, "idle-baseline", runner.DefaultIdleBaseline, "idle power measured before the first trial (0 skips it; only when a power source exists)")
+	fs.IntVar(&opts.ServerPID, "server-pid", 0, "the server process whose peak memory the trials record (default: found by the backend's local port)")
 	headless := fs.Bool("headless", false, "print plain progress lines instead of the dashboard (the default when stdout is not a terminal)")
 	positional, err := parseFlags(fs, args)
 	if err != nil {
@@ -254,7 +258,7 @@ func cmdBackends(args []string, stdout, stderr io.Writer) int {
 func cmdPicker(stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := runner.Options{Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride}
+	opts := runner.Options{Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride, IdleBaseline: runner.DefaultIdleBaseline}
 	return runTUI(ctx, ui.New(ctx, tuiConfig(opts)), stdout, stderr)
 }
 

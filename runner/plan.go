@@ -20,9 +20,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/backends/registry"
+	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/profiles"
 )
 
@@ -43,6 +45,13 @@ type Options struct {
 	DType   string
 	// ConvergeTol is the ±fraction for converged_at (0 means 1%).
 	ConvergeTol float64
+	// PowerInterval is the telemetry cadence (0: 50 ms); IdleBaseline the
+	// idle power window before the first trial (0 skips it); ServerPID
+	// the server process whose memory is recorded (0: found by the
+	// backend's local port).
+	PowerInterval time.Duration
+	IdleBaseline  time.Duration
+	ServerPID     int
 }
 
 // NoOverride marks a numeric option the user did not give.
@@ -58,8 +67,11 @@ type Plan struct {
 	OutDir      string
 	ConvergeTol float64
 	Stop        StopRule
+	// Telemetry configures power, energy and memory sampling; how a run is
+	// observed is not part of the experiment, so ConfigHash leaves it out.
+	Telemetry TelemetryOptions
 	// Pause, when set, is checked before each trial; it is a control, not
-	// part of the experiment, so ConfigHash leaves it out.
+	// part of the experiment, so ConfigHash leaves it out either.
 	Pause *Pause
 }
 
@@ -138,8 +150,28 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 			return nil, err
 		}
 	}
+	if plan.Telemetry, err = telemetryOptions(opts); err != nil {
+		return nil, err
+	}
 	plan.Stop = TrialCap{N: p.Trials}
 	return plan, nil
+}
+
+func telemetryOptions(opts Options) (TelemetryOptions, error) {
+	t := TelemetryOptions{Interval: opts.PowerInterval, IdleBaseline: opts.IdleBaseline, ServerPID: opts.ServerPID, ProcRoot: "/proc"}
+	if t.Interval == 0 {
+		t.Interval = telemetry.DefaultInterval
+	}
+	if t.Interval < minPowerInterval {
+		return t, fmt.Errorf("--power-interval %v: use %v or more (NVML itself updates no faster)", opts.PowerInterval, minPowerInterval)
+	}
+	if t.IdleBaseline < 0 {
+		return t, fmt.Errorf("--idle-baseline %v: use 0 (none) or a positive duration", opts.IdleBaseline)
+	}
+	if t.ServerPID < 0 {
+		return t, fmt.Errorf("--server-pid %d: use a process id", t.ServerPID)
+	}
+	return t, nil
 }
 
 // Prepare resolves opts against profile and creates the backend, the

@@ -12,12 +12,24 @@ import (
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/session"
 )
 
-// Event is what the runner reports to a front end: one of Started,
-// TrialDone, ArmStopped or Finished.
+// Event is what the runner reports to a front end: one of Measuring,
+// Started, PowerSample, TrialDone, ArmStopped or Finished.
 type Event interface{ isEvent() }
+
+// Measuring is sent while the runner measures something before the
+// first trial (the idle power baseline).
+type Measuring struct {
+	What string
+	For  time.Duration
+}
+
+// PowerSample is one telemetry sample. These are dropped rather than
+// wait for a slow front end; the power CSV has every one.
+type PowerSample struct{ Sample telemetry.Sample }
 
 // Started is sent once the probe passed and the manifest exists.
 type Started struct {
@@ -27,6 +39,8 @@ type Started struct {
 	Arms         []string
 	TrialsPerArm int
 	WarmupPerArm int
+	// Power is what telemetry sees: devices, idle baselines, or why none.
+	Power session.PowerInfo
 }
 
 // TrialDone is sent after a trial is on disk.
@@ -48,10 +62,12 @@ type Finished struct {
 	Summary  map[string]session.ArmSummary
 }
 
-func (Started) isEvent()    {}
-func (TrialDone) isEvent()  {}
-func (ArmStopped) isEvent() {}
-func (Finished) isEvent()   {}
+func (Measuring) isEvent()   {}
+func (PowerSample) isEvent() {}
+func (Started) isEvent()     {}
+func (TrialDone) isEvent()   {}
+func (ArmStopped) isEvent()  {}
+func (Finished) isEvent()    {}
 
 // ProbeTimeout bounds the reachability check before a run.
 const ProbeTimeout = 15 * time.Second
@@ -79,11 +95,14 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 	if err != nil {
 		return session.StatusFailed, fmt.Errorf("%s backend at %s: %w", plan.Kind.Name, plan.Config.URL, err)
 	}
+	mon := startMonitor(plan, events)
+	defer mon.stop() // before events closes: the sampler sends on it
+	mon.measureIdle(ctx, plan.Telemetry.IdleBaseline)
 	created := time.Now()
 	p := &plan.Profile
 	m := &session.Manifest{
 		ID: session.Stem(created, p.Name, plan.Kind.Name), ToolVersion: ToolVersion(), CreatedAt: created.UTC(),
-		ConfigHash: plan.ConfigHash(), Environment: Environment(),
+		ConfigHash: plan.ConfigHash(), Environment: Environment(), Power: &mon.info,
 		Profile: session.ProfileInfo{Name: p.Name, Source: p.Source, Description: p.Description, MaxTokens: p.MaxTokens,
 			Warmup: p.Warmup, Trials: p.Trials, Timeout: p.TrialTimeout.String(), Order: p.Order, Seed: p.Seed,
 			USDPerHour: p.USDPerHour, Prompts: p.Prompts},
@@ -97,14 +116,18 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 		m.Arms = append(m.Arms, session.ArmInfo{Name: a.Name, Strategy: a.Strategy(), Temperature: a.Temperature,
 			TopK: a.TopK, TopP: a.TopP, MinP: a.MinP, Seed: armSeed(p.Seed, a.Seed)})
 	}
+	m.Environment.GPUs, m.Environment.Driver, m.Environment.CUDADriver = mon.found.GPUs, mon.found.Driver, mon.found.CUDADriver
 	w, err := session.Create(plan.OutDir, m)
 	if err != nil {
 		return session.StatusFailed, err
 	}
 	defer w.Close()
-	events <- Started{Manifest: w.ManifestPath(), Backend: plan.Kind, Info: info, Arms: armNames, TrialsPerArm: p.Trials, WarmupPerArm: p.Warmup}
+	if err := mon.attach(w); err != nil {
+		return session.StatusFailed, err
+	}
+	events <- Started{Manifest: w.ManifestPath(), Backend: plan.Kind, Info: info, Arms: armNames, TrialsPerArm: p.Trials, WarmupPerArm: p.Warmup, Power: mon.info}
 
-	r := &run{plan: plan, backend: b, writer: w, events: events, sessionID: m.ID,
+	r := &run{plan: plan, backend: b, writer: w, events: events, sessionID: m.ID, monitor: mon,
 		arms: make([]armState, len(p.Arms)), clock: tokenClock{arrivals: make([]metrics.Arrival, 0, p.MaxTokens+8)}}
 	status, note, runErr := r.loop(ctx)
 
@@ -113,6 +136,7 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 	for i, a := range p.Arms {
 		s := session.SummarizeArm(groups[a.Name], uint64(p.Seed), plan.ConvergeTol, p.USDPerHour)
 		s.TokenCountMismatches = r.arms[i].mismatches
+		s.EnergyCounterRejected = r.arms[i].counterRejected
 		summary[a.Name] = s
 	}
 	if err := w.Finish(status, note, summary); err != nil && runErr == nil {
@@ -134,7 +158,9 @@ type armState struct {
 	timed      int
 	stopped    bool
 	mismatches int
-	e2e        metrics.Series
+	// counterRejected counts timed trials whose energy counter was not used.
+	counterRejected int
+	e2e             metrics.Series
 }
 
 type run struct {
@@ -146,6 +172,7 @@ type run struct {
 	arms      []armState
 	records   []session.Record
 	clock     tokenClock
+	monitor   *monitor
 }
 
 // loop runs warmup rounds, then timed rounds until every arm has stopped.
@@ -226,6 +253,8 @@ func (r *run) trial(ctx context.Context, armIndex int, phase string) session.Rec
 		Temperature: arm.Temperature, TopK: arm.TopK, TopP: arm.TopP, MinP: arm.MinP,
 		Seed: armSeed(p.Seed, arm.Seed) + int64(trial)}
 
+	label := fmt.Sprintf("%s#%d", arm.Name, trial)
+	r.monitor.beginTrial(label)
 	trialCtx, cancel := context.WithTimeout(ctx, p.TrialTimeout)
 	startedAt := time.Now()
 	r.clock.reset(startedAt)
@@ -249,6 +278,9 @@ func (r *run) trial(ctx context.Context, armIndex int, phase string) session.Rec
 		rec.Status, rec.Error = classify(ctx, trialCtx, genErr, p.TrialTimeout)
 	}
 	rec.Timings = metrics.DeriveTimings(r.clock.arrivals, end, rec.OutputTokens)
+	if r.monitor.endTrial(label, startedAt, end, &rec) && phase == session.PhaseTimed {
+		state.counterRejected++
+	}
 	return rec
 }
 

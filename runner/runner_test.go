@@ -14,6 +14,7 @@ import (
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/session"
 )
@@ -84,6 +85,10 @@ func testPlan(t *testing.T, warmup, trials int, arms ...string) *Plan {
 	plan, err := Resolve(p, Options{Backend: "ollama", OutDir: t.TempDir(), Trials: trials, Warmup: warmup, MaxTokens: NoOverride})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// No power source unless a test scripts one, whatever this machine has.
+	plan.Telemetry.Open = func() telemetry.Found {
+		return telemetry.Found{Status: telemetry.Status{GPU: "no NVIDIA GPU found (test)", CPU: "no CPU package energy (test)"}}
 	}
 	return plan
 }
@@ -388,5 +393,166 @@ func TestCancelEndsAHeldRun(t *testing.T) {
 	status, err, events := runPlan(t, ctx, plan, &fakeBackend{delays: []time.Duration{time.Millisecond}})
 	if err != nil || status != session.StatusPartial || len(trials(events)) != 0 {
 		t.Fatalf("status %s err %v trials %d", status, err, len(trials(events)))
+	}
+}
+
+// fakeGPU draws 50 W idle and 250 W while a generation runs, with a
+// counter that integrates exactly that.
+type fakeGPU struct {
+	mu      sync.Mutex
+	busy    bool
+	last    time.Time
+	energyJ float64
+}
+
+func (g *fakeGPU) Devices() []telemetry.Device {
+	return []telemetry.Device{{Name: "Fake GPU", ID: "GPU-fake", Kind: telemetry.KindGPU, PowerLimitW: 300, HasCounter: true}}
+}
+
+func (g *fakeGPU) watts() float64 {
+	if g.busy {
+		return 250
+	}
+	return 50
+}
+
+func (g *fakeGPU) advance() {
+	now := time.Now()
+	if !g.last.IsZero() {
+		g.energyJ += g.watts() * now.Sub(g.last).Seconds()
+	}
+	g.last = now
+}
+
+func (g *fakeGPU) Read(i int, boundary bool) (telemetry.Sample, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.advance()
+	s := telemetry.NewSample(0, i)
+	s.PowerW, s.EnergyMJ = g.watts(), g.energyJ*1000
+	if boundary {
+		s.TempC, s.Throttle = 55, "none"
+	}
+	return s, nil
+}
+
+func (g *fakeGPU) Close() error { return nil }
+
+func (g *fakeGPU) setBusy(busy bool) {
+	g.mu.Lock()
+	g.advance()
+	g.busy = busy
+	g.mu.Unlock()
+}
+
+// busyBackend makes the fake GPU busy while it generates.
+type busyBackend struct {
+	*fakeBackend
+	gpu *fakeGPU
+}
+
+func (b busyBackend) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
+	b.gpu.setBusy(true)
+	defer b.gpu.setBusy(false)
+	return b.fakeBackend.Generate(ctx, req, onChunk)
+}
+
+func TestEnergyPerTrialFromAFakeGPU(t *testing.T) {
+	plan := testPlan(t, 1, 4, "greedy")
+	gpu := &fakeGPU{}
+	plan.Telemetry.Open = func() telemetry.Found {
+		return telemetry.Found{Source: gpu, Status: telemetry.Status{GPU: "1 NVIDIA GPU through NVML", CPU: "no CPU package energy (test)"},
+			GPUs: []telemetry.GPUInfo{{Name: "Fake GPU", UUID: "GPU-fake", PowerLimitW: 300}}, Driver: "580.1"}
+	}
+	plan.Telemetry.Interval, plan.Telemetry.IdleBaseline = 10*time.Millisecond, 300*time.Millisecond
+	plan.Telemetry.ServerPID = os.Getpid() // the "server" whose memory is recorded
+	delays := []time.Duration{40 * time.Millisecond, 40 * time.Millisecond, 40 * time.Millisecond, 40 * time.Millisecond}
+	status, err, events := runPlan(t, context.Background(), plan, busyBackend{&fakeBackend{delays: delays}, gpu})
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	measuredFirst := false
+	for _, ev := range events {
+		if _, ok := ev.(Measuring); ok {
+			measuredFirst = true
+		}
+		if _, ok := ev.(Started); ok {
+			break
+		}
+	}
+	if !measuredFirst {
+		t.Error("no Measuring event (the idle baseline) before Started")
+	}
+	fin := events[len(events)-1].(Finished)
+	s, err := session.Load(fin.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	power := s.Manifest.Power
+	if power == nil || len(power.Baseline) != 1 || math.Abs(power.Baseline[0].MeanW-50) > 1 || power.EnergySource != "gpu" || power.PowerFile == "" {
+		t.Fatalf("power table %+v", power)
+	}
+	if env := s.Manifest.Environment; len(env.GPUs) != 1 || env.Driver != "580.1" {
+		t.Errorf("environment %+v", env)
+	}
+	for _, r := range s.Records {
+		// 200 W above idle while generating, a little less over the
+		// whole window, which also holds the runner's own bookkeeping.
+		want := 200 * r.E2EMs / 1000
+		if r.EnergyQuality != "counter" || r.EnergyJ < 0.8*want || r.EnergyJ > 1.05*want || math.Abs(r.JPerToken-r.EnergyJ/4) > 1e-5 || r.AvgPowerW < 200 || r.AvgPowerW > 260 {
+			t.Errorf("trial %d: %.3f J (want ~%.3f), %.4f J/token, %.1f W, %s", r.Trial, r.EnergyJ, want, r.JPerToken, r.AvgPowerW, r.EnergyQuality)
+		}
+		if math.IsNaN(r.PeakRSSMB) || r.PeakRSSMB <= 0 {
+			t.Errorf("trial %d: peak RSS %v", r.Trial, r.PeakRSSMB)
+		}
+	}
+	if q := s.Manifest.Summary["greedy"].EnergyQualities; q["counter"] != 4 {
+		t.Errorf("quality counts %v", q)
+	}
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(fin.Manifest), power.PowerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	csv := string(data)
+	if !strings.HasPrefix(csv, strings.Join(session.PowerHeader, ",")) || strings.Count(csv, "trial_start greedy#") != 5 || strings.Count(csv, "trial_end greedy#") != 5 || strings.Count(csv, "\n") < 30 {
+		t.Errorf("power CSV:\n%s", csv)
+	}
+}
+
+func TestNoPowerSourceMeansUnavailableAndNoWait(t *testing.T) {
+	plan := testPlan(t, 0, 2, "greedy")
+	plan.Telemetry.IdleBaseline = time.Hour // must not be waited for without a power source
+	status, err, events := runPlan(t, context.Background(), plan, &fakeBackend{delays: []time.Duration{time.Millisecond}})
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	for _, r := range trials(events) {
+		if r.EnergyQuality != session.EnergyUnavailable || !math.IsNaN(r.EnergyJ) {
+			t.Errorf("trial %+v", r)
+		}
+	}
+	if started := events[0].(Started); !strings.Contains(started.Power.GPU, "no NVIDIA GPU") {
+		t.Errorf("power status %+v", started.Power)
+	}
+}
+
+func TestWhoseMemoryIsRecorded(t *testing.T) {
+	for _, c := range []struct {
+		url  string
+		port int
+		ok   bool
+	}{{"http://127.0.0.1:8080", 8080, true}, {"http://localhost/v1", 80, true}, {"https://[::1]:8443", 8443, true}, {"http://10.0.0.7:8000", 0, false}, {"http://gpu-box:11434", 0, false}} {
+		if port, ok := loopbackPort(c.url); port != c.port || ok != c.ok {
+			t.Errorf("%s: port %d local %v", c.url, port, ok)
+		}
+	}
+	plan := testPlan(t, 0, 1, "greedy")
+	plan.Config.URL = "http://10.0.0.7:11434"
+	if w, who := watchMemory(plan); w != nil || !strings.Contains(who, "not on this machine") {
+		t.Errorf("remote server: %v %q", w, who)
+	}
+	plan.Telemetry.ServerPID = os.Getpid()
+	if w, who := watchMemory(plan); w == nil || !strings.Contains(who, "pid") {
+		t.Errorf("--server-pid: %v %q", w, who)
 	}
 }

@@ -171,12 +171,20 @@ type PowerWriter struct {
 	ids  []string // device IDs by index
 }
 
-// CreatePower creates the session's power CSV; deviceIDs name the
-// devices of the samples by index.
+// CreatePower creates the session's power CSV and names it in the
+// manifest's [power] table; deviceIDs name the samples' devices by index.
 func (w *Writer) CreatePower(deviceIDs []string) (*PowerWriter, error) {
+	if w.manifest.Power == nil {
+		w.manifest.Power = &PowerInfo{}
+	}
 	name := w.manifest.ID + ".power.csv"
 	f, err := createCSV(filepath.Join(filepath.Dir(w.manifestPath), name), PowerHeader)
 	if err != nil {
+		return nil, err
+	}
+	w.manifest.Power.PowerFile = name
+	if err := w.writeManifest(); err != nil {
+		f.Close()
 		return nil, err
 	}
 	return &PowerWriter{file: f, ids: deviceIDs}, nil
@@ -208,6 +216,3 @@ func (p *PowerWriter) Close() error {
 	}
 	return err
 }
-
-// SetPower records the [power] table; it is written with the manifest.
-func (w *Writer) SetPower(p *PowerInfo) { w.manifest.Power = p }

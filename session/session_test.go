@@ -336,10 +336,22 @@ func TestCompareFlagsDifferentGPUsAndDrivers(t *testing.T) {
 
 func TestPowerCSVAndPowerTableRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	w := writeSession(t, dir, "P", []Record{record("greedy", 1, PhaseTimed, StatusOK, 100)})
+	started := time.Date(2026, 11, 21, 5, 0, 0, 0, time.UTC)
+	m := newManifest("P")
+	m.Power = &PowerInfo{GPU: "1 NVIDIA GPU through NVML", EnergySource: "gpu", IntervalMs: 50, SamplerStart: &started,
+		Devices:  []telemetry.Device{{Name: "H100", ID: "GPU-abc", Kind: telemetry.KindGPU, PowerLimitW: 700, HasCounter: true}},
+		Baseline: []DeviceBaseline{{ID: "GPU-abc", Baseline: telemetry.Baseline{MeanW: 71.5, StdW: 0.4, Samples: 60}}}, RSSProcess: "tokentop (this process)"}
+	w, err := Create(dir, m)
+	if err != nil {
+		t.Fatal(err)
+	}
 	p, err := w.CreatePower([]string{"GPU-abc"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The manifest names the power CSV as soon as it exists.
+	if early, err := Load(w.ManifestPath()); err != nil || early.Manifest.Power.PowerFile != "P.power.csv" {
+		t.Fatalf("manifest before the end: %v %+v", err, early.Manifest.Power)
 	}
 	s := telemetry.NewSample(1500*time.Microsecond, 0)
 	s.PowerW, s.EnergyMJ, s.Throttle, s.Event = 312.5, 1e6, "sw_power_cap|hw_thermal", "trial_end greedy#1"
@@ -349,10 +361,6 @@ func TestPowerCSVAndPowerTableRoundTrip(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	started := time.Date(2026, 11, 21, 5, 0, 0, 0, time.UTC)
-	w.SetPower(&PowerInfo{GPU: "1 NVIDIA GPU through NVML", EnergySource: "gpu", IntervalMs: 50, PowerFile: "P.power.csv", SamplerStart: &started,
-		Devices:  []telemetry.Device{{Name: "H100", ID: "GPU-abc", Kind: telemetry.KindGPU, PowerLimitW: 700, HasCounter: true}},
-		Baseline: []DeviceBaseline{{ID: "GPU-abc", Baseline: telemetry.Baseline{MeanW: 71.5, StdW: 0.4, Samples: 60}}}, RSSProcess: "tokentop (this process)"})
 	if err := w.Finish(StatusComplete, "", nil); err != nil {
 		t.Fatal(err)
 	}

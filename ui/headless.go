@@ -27,7 +27,10 @@ func Headless(w io.Writer, events <-chan runner.Event) {
 			fmt.Fprintf(w, "backend %s %s: model %s, server %s\n", ev.Backend.Name, location(ev.Backend, ev.Info.URL), orDash(ev.Info.Model), orDash(ev.Info.ServerVersion))
 			fmt.Fprintf(w, "session %s\n", ev.Manifest)
 			fmt.Fprintf(w, "arms %s: %d warmup + %d timed trials each\n", strings.Join(ev.Arms, ", "), ev.WarmupPerArm, ev.TrialsPerArm)
+			fmt.Fprintf(w, "power: %s; %s\nmemory: %s\n", ev.Power.GPU, ev.Power.CPU, ev.Power.RSSProcess)
 			warmup, trials, arms = ev.WarmupPerArm, ev.TrialsPerArm, ev.Arms
+		case runner.Measuring:
+			fmt.Fprintf(w, "measuring the %s for %v\n", ev.What, ev.For)
 		case runner.TrialDone:
 			fmt.Fprintln(w, ProgressLine(ev.Record, warmup, trials))
 		case runner.ArmStopped:

@@ -50,6 +50,9 @@ func StartSampler(src Source, interval time.Duration, sink func(Sample)) *Sample
 // Devices are the sampled devices, indexed as in Sample.Device.
 func (s *Sampler) Devices() []Device { return s.devices }
 
+// Started is when the sampler's clock reads zero.
+func (s *Sampler) Started() time.Time { return s.start }
+
 // Since is the sampler's clock: the time since it started, monotonic.
 func (s *Sampler) Since(t time.Time) time.Duration { return t.Sub(s.start) }
 

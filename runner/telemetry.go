@@ -1,0 +1,259 @@
+package runner
+
+import (
+	"context"
+	"math"
+	"net"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tokentop/tokentop/metrics/telemetry"
+	"github.com/tokentop/tokentop/session"
+)
+
+// TelemetryOptions configure what a run samples besides time.
+type TelemetryOptions struct {
+	Interval     time.Duration // power and memory sampling cadence
+	IdleBaseline time.Duration // idle power window before the first trial; 0 skips it
+	ServerPID    int           // the server process for peak RSS; 0 finds a local one
+	// Open finds the power sources: telemetry.Open unless a test passes
+	// fake devices.
+	Open     func() telemetry.Found
+	ProcRoot string // "/proc"
+}
+
+// Default telemetry settings.
+const (
+	DefaultIdleBaseline = 3 * time.Second
+	minPowerInterval    = 10 * time.Millisecond
+)
+
+// monitor runs the telemetry of one run: the power sampler, the idle
+// baseline, per-trial energy and memory.
+type monitor struct {
+	opts    TelemetryOptions
+	found   telemetry.Found
+	sampler *telemetry.Sampler // nil without a power source
+	info    session.PowerInfo
+	events  chan<- Event
+
+	mu      sync.Mutex
+	csv     *session.PowerWriter
+	pending []telemetry.Sample // taken before the power CSV existed (the idle window)
+
+	baselines []telemetry.Baseline // per device
+	energyOf  []int                // the devices the trial's energy sums
+	memory    *telemetry.MemoryWatch
+}
+
+func startMonitor(plan *Plan, events chan<- Event) *monitor {
+	opts := plan.Telemetry
+	open := opts.Open
+	if open == nil {
+		open = telemetry.Open
+	}
+	m := &monitor{opts: opts, found: open(), events: events}
+	m.info = session.PowerInfo{GPU: m.found.Status.GPU, CPU: m.found.Status.CPU}
+	if src := m.found.Source; src != nil {
+		devices := src.Devices()
+		m.info.Devices, m.info.IntervalMs = devices, float64(opts.Interval)/float64(time.Millisecond)
+		m.baselines = make([]telemetry.Baseline, len(devices))
+		for i := range m.baselines {
+			m.baselines[i] = telemetry.Baseline{MeanW: math.NaN(), StdW: math.NaN()}
+		}
+		m.energyOf, m.info.EnergySource = energyDevices(devices)
+		m.sampler = telemetry.StartSampler(src, opts.Interval, m.sink)
+		started := m.sampler.Started().UTC()
+		m.info.SamplerStart = &started
+	}
+	m.memory, m.info.RSSProcess = watchMemory(plan)
+	return m
+}
+
+// energyDevices picks what a trial's energy columns sum: the GPUs where
+// there are any (that is where inference runs when they exist), else the
+// CPU packages.
+func energyDevices(devices []telemetry.Device) ([]int, string) {
+	for _, kind := range []telemetry.Kind{telemetry.KindGPU, telemetry.KindCPU} {
+		var picked []int
+		for i, d := range devices {
+			if d.Kind == kind {
+				picked = append(picked, i)
+			}
+		}
+		if len(picked) > 0 {
+			return picked, string(kind)
+		}
+	}
+	return nil, ""
+}
+
+// watchMemory picks whose peak RSS the trials record: the given server,
+// this process for an in-process engine, or the local server listening
+// on the backend's port.
+func watchMemory(plan *Plan) (*telemetry.MemoryWatch, string) {
+	opts := plan.Telemetry
+	pid := opts.ServerPID
+	if pid == 0 && !plan.Kind.InProcess {
+		port, local := loopbackPort(plan.Config.URL)
+		if !local {
+			return nil, "none: the server is not on this machine (pass --server-pid for a local one)"
+		}
+		found, err := telemetry.FindListener(opts.ProcRoot, port)
+		if err != nil {
+			return nil, "none: " + err.Error() + " (pass --server-pid)"
+		}
+		pid = found
+	}
+	w, err := telemetry.WatchMemory(opts.ProcRoot, pid, opts.Interval)
+	if err != nil {
+		return nil, "none: " + err.Error()
+	}
+	return w, w.Process
+}
+
+// loopbackPort returns the port of a URL on this machine.
+func loopbackPort(raw string) (int, bool) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return 0, false
+	}
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	ip := net.ParseIP(host)
+	if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(port)
+	return n, err == nil
+}
+
+// sink receives every sample on the sampler's goroutine: into the power
+// CSV (or held until it exists) and, without ever blocking, to the UI.
+func (m *monitor) sink(s telemetry.Sample) {
+	m.mu.Lock()
+	if m.csv != nil {
+		m.csv.Append(s)
+	} else {
+		m.pending = append(m.pending, s)
+	}
+	m.mu.Unlock()
+	select {
+	case m.events <- PowerSample{Sample: s}:
+	default: // the front end is behind; the CSV has the sample
+	}
+}
+
+// measureIdle samples with nothing running for d, before the first trial.
+func (m *monitor) measureIdle(ctx context.Context, d time.Duration) {
+	if m.sampler == nil || d <= 0 {
+		return
+	}
+	m.events <- Measuring{What: "idle power baseline", For: d}
+	from := m.sampler.Since(time.Now())
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+	}
+	to := m.sampler.Since(time.Now())
+	for i, dev := range m.info.Devices {
+		var inWindow []telemetry.Sample
+		for _, s := range m.sampler.Samples(i, from, to) {
+			if s.At >= from && s.At <= to {
+				inWindow = append(inWindow, s)
+			}
+		}
+		m.baselines[i] = telemetry.IdleBaseline(inWindow)
+		m.info.Baseline = append(m.info.Baseline, session.DeviceBaseline{ID: dev.ID, Baseline: m.baselines[i]})
+	}
+}
+
+// attach starts the power CSV beside the session's other files.
+func (m *monitor) attach(w *session.Writer) error {
+	if m.sampler == nil {
+		return nil
+	}
+	var ids []string
+	for _, d := range m.info.Devices {
+		ids = append(ids, d.ID)
+	}
+	csv, err := w.CreatePower(ids)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.csv = csv
+	for _, s := range m.pending {
+		csv.Append(s)
+	}
+	m.pending = nil
+	return nil
+}
+
+// beginTrial marks the start before the runner stamps it.
+func (m *monitor) beginTrial(label string) {
+	if m.sampler != nil {
+		m.sampler.Mark("trial_start " + label)
+	}
+	if m.memory != nil {
+		m.memory.Begin()
+	}
+}
+
+// endTrial marks the end after the runner stamped it, then fills the
+// record's energy and memory; it reports whether a counter was rejected.
+func (m *monitor) endTrial(label string, startedAt time.Time, end time.Duration, rec *session.Record) (counterRejected bool) {
+	if m.memory != nil {
+		rec.PeakRSSMB = m.memory.End()
+	}
+	if m.sampler == nil {
+		return false
+	}
+	m.sampler.Mark("trial_end " + label)
+	from := m.sampler.Since(startedAt)
+	to := from + end
+	gross, net := 0.0, 0.0
+	quality := telemetry.QualityCounter
+	for _, i := range m.energyOf {
+		e := telemetry.TrialEnergy(m.sampler.Samples(i, from, to), from, to, m.baselines[i], m.info.Devices[i].HasCounter)
+		counterRejected = counterRejected || e.Rejected != ""
+		switch {
+		case e.Quality == telemetry.QualityNoData:
+			quality = telemetry.QualityNoData
+		case e.Quality == telemetry.QualitySampled && quality == telemetry.QualityCounter:
+			quality = telemetry.QualitySampled
+		}
+		gross, net = gross+e.GrossJ, net+e.NetJ
+	}
+	rec.EnergyQuality = string(quality)
+	if quality == telemetry.QualityNoData || len(m.energyOf) == 0 {
+		rec.EnergyQuality = string(telemetry.QualityNoData)
+		return counterRejected
+	}
+	rec.EnergyJ = net
+	rec.AvgPowerW = gross / end.Seconds()
+	if rec.OutputTokens > 0 {
+		rec.JPerToken = net / float64(rec.OutputTokens)
+	}
+	return counterRejected
+}
+
+// stop ends sampling and closes the power CSV.
+func (m *monitor) stop() error {
+	if m.sampler == nil {
+		return nil
+	}
+	m.sampler.Stop()
+	m.found.Source.Close()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.csv == nil {
+		return nil
+	}
+	return m.csv.Close()
+}
