@@ -17,6 +17,7 @@ import (
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/runner"
 	"github.com/tokentop/tokentop/session"
@@ -60,7 +61,9 @@ func newTestRun(t testing.TB, profile string) *testRun {
 // timed trials, interleaved, with e2e spread by a fixed pattern and the
 // running convergence points the runner would send.
 func syntheticRun(arms []string, warmup, trials int) []runner.Event {
-	events := []runner.Event{runner.Started{Manifest: "/sessions/s.toml", Arms: arms, WarmupPerArm: warmup, TrialsPerArm: trials}}
+	events := []runner.Event{runner.Started{Manifest: "/sessions/s.toml", Arms: arms, WarmupPerArm: warmup, TrialsPerArm: trials,
+		Power: session.PowerInfo{GPU: "no NVIDIA GPU found (the NVML library is not installed)", CPU: "no CPU package energy (no /sys/class/powercap)",
+			RSSProcess: "tokentop (this process)"}}}
 	series := make([]metrics.Series, len(arms))
 	at := testStart
 	for round := 0; round < warmup+trials; round++ {
@@ -147,7 +150,7 @@ func TestDashboardShowsEveryPanelAtEverySize(t *testing.T) {
 		frame := tr.app.View().Content
 		checkFits(t, frame, size[0], size[1])
 		screen := tr.screen()
-		for _, want := range []string{"e2e ms", "running mean", "GPU power", "no NVIDIA GPU found", "stats", "greedy", "temp-0.8", "top-k-40", "timed", "0:04", "p pause"} {
+		for _, want := range []string{"e2e ms", "running mean", "power ·", "no NVIDIA GPU found", "stats", "greedy", "temp-0.8", "top-k-40", "timed", "0:04", "p pause"} {
 			if !strings.Contains(screen, want) {
 				t.Errorf("%dx%d: %q missing from\n%s", size[0], size[1], want, screen)
 			}
@@ -255,7 +258,7 @@ func TestViewKeys(t *testing.T) {
 	}
 	tr.send(press("tab"), press("tab"), press("z"))
 	screen := tr.screen()
-	if !strings.Contains(screen, "GPU power") || strings.Contains(screen, "stats ·") || strings.Contains(screen, "running CV") {
+	if !strings.Contains(screen, "power ·") || strings.Contains(screen, "stats ·") || strings.Contains(screen, "running CV") {
 		t.Errorf("tab tab z should zoom the power panel alone:\n%s", screen)
 	}
 	tr.send(tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}, press("z"))
@@ -497,4 +500,36 @@ func TestTinyTerminalsDoNotBreakAnyScreen(t *testing.T) {
 		picker.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
 		checkFits(t, picker.View().Content, size[0], size[1])
 	}
+}
+
+func TestPowerPanelDrawsWattsBaselineAndTrialEnergy(t *testing.T) {
+	tr := newTestRun(t, "quick")
+	samplerStart := testStart.Add(-time.Second)
+	started := runner.Started{Manifest: "/sessions/s.toml", Arms: []string{"greedy"}, TrialsPerArm: 3,
+		Power: session.PowerInfo{GPU: "1 NVIDIA GPU through NVML", SamplerStart: &samplerStart,
+			Devices:  []telemetry.Device{{Name: "Fake H100", ID: "GPU-1", Kind: telemetry.KindGPU, HasCounter: true}},
+			Baseline: []session.DeviceBaseline{{ID: "GPU-1", Baseline: telemetry.Baseline{MeanW: 71, StdW: 1, Samples: 60}}}}}
+	var msgs []runner.Event
+	for i := 0; i < 60; i++ { // idle, then 250 W while the trials run
+		s := telemetry.NewSample(time.Duration(i)*50*time.Millisecond, 0)
+		s.PowerW = 71
+		if i >= 20 {
+			s.PowerW = 250
+		}
+		msgs = append(msgs, runner.PowerSample{Sample: s})
+	}
+	msgs = append(msgs, started)
+	for _, ev := range syntheticRun([]string{"greedy"}, 0, 3)[1:] {
+		td := ev.(runner.TrialDone)
+		td.Record.EnergyJ, td.Record.JPerToken, td.Record.EnergyQuality = 1.28, 0.02, "counter"
+		msgs = append(msgs, td)
+	}
+	tr.send(tea.WindowSizeMsg{Width: 100, Height: 40}, eventsMsg(msgs), tickMsg{})
+	screen := tr.screen()
+	for _, want := range []string{"Fake H100  250 W  idle 71 W", "last trial greedy#3: 0.0200 J/token (counter)", " W ┤"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("%q missing from the power panel:\n%s", want, screen)
+		}
+	}
+	checkFits(t, tr.app.View().Content, 100, 40)
 }

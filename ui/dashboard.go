@@ -45,7 +45,7 @@ type dashboard struct {
 
 func newDashboard(data *runData, backend string, begin time.Time) *dashboard {
 	return &dashboard{data: data, backend: backend, begin: begin,
-		panels: [panelCount]panelModel{&histogramPanel{}, &convergencePanel{}, &powerPanel{status: powerStatus()}, statsPanel{}}}
+		panels: [panelCount]panelModel{&histogramPanel{}, &convergencePanel{}, powerPanel{}, statsPanel{}}}
 }
 
 // update handles focus and zoom, and hands other keys to every panel
@@ -84,6 +84,9 @@ func (d *dashboard) body(w, h int) string {
 	}
 	statsH := len(d.data.arms) + 3
 	powerH := 4 // status and timeline
+	if len(d.data.traces) > 0 {
+		powerH = min(12, max(6, h/3)) // room for the watts chart
+	}
 	if w >= 140 {
 		bottomH := max(statsH, powerH)
 		if h > 30 {

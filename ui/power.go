@@ -1,51 +1,151 @@
 package ui
 
 import (
-	"os"
+	"fmt"
+	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/guptarohit/asciigraph"
 )
 
-// powerPanel shows GPU power against the trial timeline.
-type powerPanel struct{ status string }
+// powerPanel shows each device's power over the run, the idle baseline as
+// a line, and the trial timeline under it on the same time axis; without
+// a power source it says why and draws the timeline alone.
+type powerPanel struct{}
 
-func (p *powerPanel) update(tea.KeyPressMsg) {}
+func (powerPanel) update(tea.KeyPressMsg) {}
 
-func (p *powerPanel) title() string {
-	return "GPU power · ░ warmup █ timed ╳ degraded │ trial"
-}
+func (powerPanel) title() string { return "power · ░ warmup █ timed ╳ degraded │ trial" }
 
-func (p *powerPanel) view(data *runData, w, h int) string {
-	return renderPower(p.status, data.spans, w, h)
-}
+func (powerPanel) view(data *runData, w, h int) string { return renderPower(data, w, h) }
 
-// powerStatus says why the power panel has no watts to draw. GPU power
-// sampling (NVML) is not part of this build yet, so the panel never
-// pretends: it names the reason and draws the trial timeline it will
-// plot watts against, warmup shaded and trial boundaries ticked.
-func powerStatus() string {
-	if _, err := os.Stat("/proc/driver/nvidia/gpus"); err != nil {
-		return "no NVIDIA GPU found: no power data"
+func renderPower(data *runData, w, h int) string {
+	switch {
+	case data.measuring != "":
+		return styleWarn.Render(data.measuring + "…")
+	case data.started == nil:
+		return styleDim.Render("probing…")
 	}
-	return "NVIDIA GPU found; this build does not sample its power yet"
+	power := data.started.Power
+	origin := data.spansOrigin()
+	if len(data.traces) == 0 || power.SamplerStart == nil {
+		lines := []string{styleWarn.Render(power.GPU), styleDim.Render(power.CPU)}
+		if len(data.spans) > 0 && h >= 2 {
+			lines = append(lines[:min(len(lines), h-1)], timeline(data.spans, origin, data.spansEnd(origin), w))
+		}
+		return strings.Join(lines, "\n")
+	}
+	return renderWatts(data, w, h, origin)
 }
 
-// renderPower draws the status line and the trial timeline: ░ warmup,
-// █ timed, ╳ a degraded trial, │ a boundary where trials are wide enough.
-func renderPower(status string, spans []trialSpan, w, h int) string {
-	lines := []string{styleWarn.Render(status)}
-	if len(spans) > 0 {
-		lines = append(lines, timeline(spans, w))
+// spansOrigin is time zero of the panel's axis: the sampler's start when
+// there is one (so trials line up with the watts), else the first trial's.
+func (d *runData) spansOrigin() time.Time {
+	if d.started != nil && d.started.Power.SamplerStart != nil {
+		return *d.started.Power.SamplerStart
 	}
+	if len(d.spans) > 0 {
+		return d.spans[0].started
+	}
+	return time.Time{}
+}
+
+func (d *runData) spansEnd(origin time.Time) time.Duration {
+	var end time.Duration
+	if n := len(d.spans); n > 0 {
+		end = d.spans[n-1].started.Sub(origin) + d.spans[n-1].length
+	}
+	for _, t := range d.traces {
+		if n := len(t.at); n > 0 {
+			end = max(end, t.at[n-1])
+		}
+	}
+	return end
+}
+
+// renderWatts draws one line per device (latest watts, idle baseline),
+// the latest trial's energy, the chart and the timeline.
+func renderWatts(data *runData, w, h int, origin time.Time) string {
+	var lines []string
+	for _, t := range data.traces {
+		line := t.device.Name
+		if n := len(t.watts); n > 0 {
+			line += fmt.Sprintf("  %.0f W", t.watts[n-1])
+		}
+		if !math.IsNaN(t.baseline) {
+			line += fmt.Sprintf("  idle %.0f W", t.baseline)
+		}
+		lines = append(lines, line)
+	}
+	if r := data.lastEnergy; r != nil {
+		lines = append(lines, fmt.Sprintf("last trial %s#%d: %s J/token (%s)", r.Arm, r.Trial, number(r.JPerToken, 4), r.EnergyQuality))
+	} else if data.lastEnergy == nil && len(data.spans) > 0 {
+		lines = append(lines, styleDim.Render("no trial energy yet: trials too short for the counter, or no samples inside them"))
+	}
+	end := data.spansEnd(origin)
+	const labelW = 9
+	cols := w - labelW - 1
+	graphRows := h - len(lines) - 1
+	if cols < 4 || graphRows < 2 || end <= 0 {
+		return strings.Join(lines, "\n")
+	}
+	var series [][]float64
+	var colors []asciigraph.AnsiColor
+	for i, t := range data.traces {
+		if len(t.watts) == 0 {
+			continue
+		}
+		series = append(series, resample(t, end, cols))
+		colors = append(colors, armPalette[i%len(armPalette)].graph)
+		if !math.IsNaN(t.baseline) {
+			idle := make([]float64, cols)
+			for c := range idle {
+				idle[c] = t.baseline
+			}
+			series, colors = append(series, idle), append(colors, asciigraph.Default)
+		}
+	}
+	if len(series) == 0 || !hasFinite(series[0]) {
+		return strings.Join(lines, "\n")
+	}
+	plot := asciigraph.PlotMany(series, asciigraph.Height(graphRows-1), asciigraph.SeriesColors(colors...),
+		asciigraph.YAxisValueFormatter(func(v float64) string { return fmt.Sprintf("%5.0f W", v) }))
+	firstLine := ansi.Strip(strings.SplitN(plot, "\n", 2)[0])
+	axisCol := labelW
+	if i := strings.IndexAny(firstLine, "┤┼"); i >= 0 {
+		axisCol = utf8.RuneCountInString(firstLine[:i])
+	}
+	lines = append(lines, plot, strings.Repeat(" ", axisCol)+timeline(data.spans, origin, end, cols))
 	return strings.Join(lines, "\n")
 }
 
-func timeline(spans []trialSpan, w int) string {
-	last := spans[len(spans)-1]
-	total := last.start + last.length
-	if total <= 0 {
+// resample gives the device's watts at cols evenly spaced times over
+// [0, end] (the latest sample at or before each), NaN before the first.
+func resample(t *powerTrace, end time.Duration, cols int) []float64 {
+	out := make([]float64, cols)
+	j := 0
+	for c := range out {
+		at := time.Duration(float64(end) * float64(c) / float64(max(1, cols-1)))
+		for j+1 < len(t.at) && t.at[j+1] <= at {
+			j++
+		}
+		out[c] = math.NaN()
+		if t.at[j] <= at {
+			out[c] = t.watts[j]
+		}
+	}
+	return out
+}
+
+// timeline draws the trials over [0, end] from origin in w cells: ░
+// warmup, █ timed, ╳ a degraded trial, │ a boundary where trials are
+// wide enough to show it.
+func timeline(spans []trialSpan, origin time.Time, end time.Duration, w int) string {
+	if end <= 0 || w <= 0 {
 		return ""
 	}
 	cells := make([]string, w)
@@ -53,9 +153,10 @@ func timeline(spans []trialSpan, w int) string {
 	for i := range cells {
 		cells[i] = " "
 	}
-	cellOf := func(d time.Duration) int { return min(w-1, int(int64(d)*int64(w)/int64(total))) }
+	cellOf := func(d time.Duration) int { return min(w-1, max(0, int(int64(d)*int64(w)/int64(end)))) }
 	for _, s := range spans {
-		from, to := cellOf(s.start), cellOf(s.start+s.length)
+		begin := s.started.Sub(origin)
+		from, to := cellOf(begin), cellOf(begin+s.length)
 		glyph := "█"
 		switch {
 		case !s.ok:
@@ -72,11 +173,11 @@ func timeline(spans []trialSpan, w int) string {
 	// cells; dense runs would otherwise be all ticks.
 	var b strings.Builder
 	for c, g := range cells {
-		if starts[c] == 1 && c > 0 && c+1 < w && cells[c+1] == g && g != " " && (c == 0 || starts[c-1] == 0) {
+		if starts[c] == 1 && c > 0 && c+1 < w && cells[c+1] == g && g != " " && starts[c-1] == 0 {
 			g = "│"
 		}
 		if g == "░" || g == "│" {
-			b.WriteString(styleDim.Render(g))
+			b.WriteString(paintDim.apply(g))
 		} else {
 			b.WriteString(g)
 		}

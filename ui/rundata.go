@@ -2,9 +2,11 @@ package ui
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/runner"
 	"github.com/tokentop/tokentop/session"
 )
@@ -38,8 +40,34 @@ type armData struct {
 
 // trialSpan is one trial on the power panel's timeline.
 type trialSpan struct {
-	start, length time.Duration // from the first trial's start
-	warmup, ok    bool
+	started    time.Time
+	length     time.Duration
+	warmup, ok bool
+}
+
+// powerTrace is one device's power over the run, on the sampler's clock.
+// Devices without a power reading (CPU packages) get theirs from the
+// energy counter's rise between samples.
+type powerTrace struct {
+	device   telemetry.Device
+	at       []time.Duration
+	watts    []float64
+	baseline float64
+	lastMJ   float64
+	lastAt   time.Duration
+}
+
+func (t *powerTrace) add(s telemetry.Sample) {
+	w := s.PowerW
+	if math.IsNaN(w) && !math.IsNaN(s.EnergyMJ) && !math.IsNaN(t.lastMJ) && s.At > t.lastAt {
+		w = (s.EnergyMJ - t.lastMJ) / 1000 / (s.At - t.lastAt).Seconds()
+	}
+	if !math.IsNaN(s.EnergyMJ) {
+		t.lastMJ, t.lastAt = s.EnergyMJ, s.At
+	}
+	if !math.IsNaN(w) {
+		t.at, t.watts = append(t.at, s.At), append(t.watts, w)
+	}
 }
 
 // runData folds runner events into the dashboard's state.
@@ -51,8 +79,10 @@ type runData struct {
 	convergeTol float64
 	arms        []*armData
 	spans       []trialSpan
-	firstStart  time.Time
 	event       string // the latest warning or error, for the event line
+	measuring   string // what the runner measures before the first trial
+	traces      []*powerTrace
+	lastEnergy  *session.Record // the latest trial with an energy figure
 }
 
 func newRunData(profile, model string, convergeTol float64) *runData {
@@ -72,8 +102,22 @@ func (d *runData) arm(name string) *armData {
 
 func (d *runData) apply(ev runner.Event) {
 	switch ev := ev.(type) {
+	case runner.Measuring:
+		d.measuring = fmt.Sprintf("measuring the %s (%v)", ev.What, ev.For)
+	case runner.PowerSample:
+		d.addPower(ev.Sample)
 	case runner.Started:
 		d.started = &ev
+		d.measuring = ""
+		for i, dev := range ev.Power.Devices {
+			for len(d.traces) <= i {
+				d.traces = append(d.traces, &powerTrace{baseline: math.NaN(), lastMJ: math.NaN()})
+			}
+			d.traces[i].device = dev
+			if i < len(ev.Power.Baseline) {
+				d.traces[i].baseline = ev.Power.Baseline[i].MeanW
+			}
+		}
 		for _, name := range ev.Arms {
 			d.arm(name)
 		}
@@ -98,11 +142,11 @@ func (d *runData) addTrial(ev runner.TrialDone) {
 	} else {
 		a.timed++
 	}
-	if d.firstStart.IsZero() {
-		d.firstStart = rec.StartedAt
-	}
-	d.spans = append(d.spans, trialSpan{start: rec.StartedAt.Sub(d.firstStart),
+	d.spans = append(d.spans, trialSpan{started: rec.StartedAt,
 		length: time.Duration(rec.E2EMs * float64(time.Millisecond)), warmup: warmup, ok: rec.Status == session.StatusOK})
+	if !math.IsNaN(rec.EnergyJ) {
+		d.lastEnergy = &rec
+	}
 	if rec.Status != session.StatusOK {
 		if !warmup {
 			a.degraded++
@@ -121,6 +165,16 @@ func (d *runData) addTrial(ev runner.TrialDone) {
 	a.outputTPS.Add(rec.OutputTPS)
 	a.points = append(a.points, ev.Point)
 	a.countedE2E = append(a.countedE2E, rec.E2EMs)
+}
+
+// addPower folds a telemetry sample into its device's trace; the devices
+// are known from the first samples, which come before Started.
+func (d *runData) addPower(s telemetry.Sample) {
+	for len(d.traces) <= s.Device {
+		d.traces = append(d.traces, &powerTrace{device: telemetry.Device{Name: fmt.Sprintf("device %d", len(d.traces))},
+			baseline: math.NaN(), lastMJ: math.NaN()})
+	}
+	d.traces[s.Device].add(s)
 }
 
 // convergence returns the arm's converged_at so far (against the current
