@@ -53,8 +53,12 @@ func ProgressLine(r session.Record, warmup, trials int) string {
 	if r.Phase == session.PhaseTimed {
 		n, of = r.Trial-warmup, trials
 	}
-	return fmt.Sprintf("%-12s %-6s %4d/%-4d ttft %9s  e2e %9s  %8s tok/s  %3s tok  %s",
+	line := fmt.Sprintf("%-12s %-6s %4d/%-4d ttft %9s  e2e %9s  %8s tok/s  %3s tok  %s",
 		r.Arm, r.Phase, n, of, millis(r.TTFTMs), millis(r.E2EMs), number(r.OutputTPS, 1), count(r.OutputTokens), status)
+	if !math.IsNaN(r.JPerToken) {
+		line += fmt.Sprintf("  %s J/tok (%s)", number(r.JPerToken, 4), r.EnergyQuality)
+	}
+	return line
 }
 
 func millis(v float64) string {

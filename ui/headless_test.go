@@ -48,3 +48,16 @@ func rowIndex(table, arm string) int {
 	}
 	return -1
 }
+
+func TestProgressLineShowsEnergyOnlyWhenMeasured(t *testing.T) {
+	r := session.Record{Arm: "greedy", Trial: 2, Phase: session.PhaseTimed, Status: session.StatusOK, OutputTokens: 64,
+		EnergyQuality: session.EnergyUnavailable, EnergyJ: math.NaN(), JPerToken: math.NaN()}
+	r.Timings.E2EMs, r.Timings.TTFTMs, r.Timings.OutputTPS = 20, 1, 3200
+	if line := ProgressLine(r, 1, 10); strings.Contains(line, "J/tok") {
+		t.Errorf("no energy measured, yet %q", line)
+	}
+	r.JPerToken, r.EnergyQuality = 0.0123, "counter"
+	if line := ProgressLine(r, 1, 10); !strings.HasSuffix(line, "ok  0.0123 J/tok (counter)") {
+		t.Errorf("energy missing: %q", line)
+	}
+}
