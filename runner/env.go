@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -19,10 +20,32 @@ func Environment() session.Environment {
 		env.Kernel = strings.TrimSpace(string(data))
 	}
 	env.CPUModel = procField("/proc/cpuinfo", "model name")
+	if info, ok := debug.ReadBuildInfo(); ok {
+		env.VCSRevision = vcsRevision(info.Settings)
+	}
 	if kb, err := strconv.ParseInt(strings.TrimSuffix(procField("/proc/meminfo", "MemTotal"), " kB"), 10, 64); err == nil {
 		env.MemoryMB = kb / 1024
 	}
 	return env
+}
+
+// vcsRevision is the commit the binary was built from, "+dirty" when the
+// tree had uncommitted changes; empty for builds without VCS stamps
+// (go test, go run outside a checkout).
+func vcsRevision(settings []debug.BuildSetting) string {
+	var rev, modified string
+	for _, s := range settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev != "" && modified == "true" {
+		rev += "+dirty"
+	}
+	return rev
 }
 
 // procField returns the value of the first "key: value" line of file.

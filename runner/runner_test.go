@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -554,5 +555,19 @@ func TestWhoseMemoryIsRecorded(t *testing.T) {
 	plan.Telemetry.ServerPID = os.Getpid()
 	if w, who := watchMemory(plan); w == nil || !strings.Contains(who, "pid") {
 		t.Errorf("--server-pid: %v %q", w, who)
+	}
+}
+
+func TestVCSRevision(t *testing.T) {
+	clean := []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "4c2ff17a"}, {Key: "vcs.modified", Value: "false"}}
+	dirty := []debug.BuildSetting{{Key: "vcs.revision", Value: "4c2ff17a"}, {Key: "vcs.modified", Value: "true"}}
+	if got := vcsRevision(clean); got != "4c2ff17a" {
+		t.Errorf("clean %q", got)
+	}
+	if got := vcsRevision(dirty); got != "4c2ff17a+dirty" {
+		t.Errorf("dirty %q", got)
+	}
+	if got := vcsRevision(nil); got != "" {
+		t.Errorf("unstamped %q", got)
 	}
 }

@@ -150,10 +150,10 @@ func (s *nvmlSource) Read(i int, boundary bool) (Sample, error) {
 	if t, ret := h.GetTemperature(nvml.TEMPERATURE_GPU); ret == nvml.SUCCESS {
 		sample.TempC = float64(t)
 	}
+	if c, ret := h.GetClockInfo(nvml.CLOCK_SM); ret == nvml.SUCCESS {
+		sample.SMClockMHz = float64(c)
+	}
 	if boundary {
-		if c, ret := h.GetClockInfo(nvml.CLOCK_SM); ret == nvml.SUCCESS {
-			sample.SMClockMHz = float64(c)
-		}
 		var reasons uint64
 		if s.eventReasons {
 			reasons, ret = h.GetCurrentClocksEventReasons()

@@ -46,8 +46,8 @@ type Sample struct {
 	TempC      float64
 	SMClockMHz float64
 	MemUsedMB  float64
-	// Throttle lists the clock event (throttle) reasons, "" when none or
-	// unknown; filled on trial boundary samples.
+	// Throttle lists the clock event (throttle) reasons ("none" when
+	// there are none, "" when unknown); read on trial boundary samples.
 	Throttle string
 	// Event marks a boundary sample: "trial_start greedy#3" and the like.
 	Event string

@@ -9,8 +9,8 @@ import (
 type Source interface {
 	Devices() []Device
 	// Read takes one sample of device i (At is the sampler's to fill).
-	// boundary asks for the slower fields too (temperature, SM clock,
-	// throttle reasons), read at trial starts and ends. An error means
+	// boundary asks for the throttle reasons too, read at trial starts
+	// and ends. An error means
 	// the device is gone; a field the device does not support stays NaN.
 	Read(i int, boundary bool) (Sample, error)
 	Close() error
