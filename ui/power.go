@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -125,16 +126,15 @@ func renderWatts(data *runData, w, h int, origin time.Time) string {
 
 // resample gives the device's watts at cols evenly spaced times over
 // [0, end] (the latest sample at or before each), NaN before the first.
+// Each column is a binary search, so a long run draws as fast as a short
+// one.
 func resample(t *powerTrace, end time.Duration, cols int) []float64 {
 	out := make([]float64, cols)
-	j := 0
 	for c := range out {
 		at := time.Duration(float64(end) * float64(c) / float64(max(1, cols-1)))
-		for j+1 < len(t.at) && t.at[j+1] <= at {
-			j++
-		}
+		j := sort.Search(len(t.at), func(i int) bool { return t.at[i] > at }) - 1
 		out[c] = math.NaN()
-		if t.at[j] <= at {
+		if j >= 0 {
 			out[c] = t.watts[j]
 		}
 	}
