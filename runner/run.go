@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/tokentop/tokentop/backends"
@@ -130,6 +131,9 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 	r := &run{plan: plan, backend: b, writer: w, events: events, sessionID: m.ID, monitor: mon,
 		arms: make([]armState, len(p.Arms)), clock: tokenClock{arrivals: make([]metrics.Arrival, 0, p.MaxTokens+8)}}
 	status, note, runErr := r.loop(ctx)
+	if err := mon.stop(); err != nil {
+		note = strings.TrimPrefix(note+"; the power CSV is incomplete: "+err.Error(), "; ")
+	}
 
 	summary := map[string]session.ArmSummary{}
 	groups := session.ByArm(r.records)

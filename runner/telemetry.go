@@ -41,7 +41,9 @@ type monitor struct {
 
 	mu      sync.Mutex
 	csv     *session.PowerWriter
+	csvErr  error              // the first failed write; the run goes on
 	pending []telemetry.Sample // taken before the power CSV existed (the idle window)
+	stopped sync.Once
 
 	baselines []telemetry.Baseline // per device
 	energyOf  []int                // the devices the trial's energy sums
@@ -137,7 +139,9 @@ func loopbackPort(raw string) (int, bool) {
 func (m *monitor) sink(s telemetry.Sample) {
 	m.mu.Lock()
 	if m.csv != nil {
-		m.csv.Append(s)
+		if err := m.csv.Append(s); err != nil && m.csvErr == nil {
+			m.csvErr = err
+		}
 	} else {
 		m.pending = append(m.pending, s)
 	}
@@ -243,17 +247,22 @@ func (m *monitor) endTrial(label string, startedAt time.Time, end time.Duration,
 	return counterRejected
 }
 
-// stop ends sampling and closes the power CSV.
+// stop ends sampling and closes the power CSV, once; it returns the
+// first error writing the power CSV, which never stops a run.
 func (m *monitor) stop() error {
 	if m.sampler == nil {
 		return nil
 	}
-	m.sampler.Stop()
-	m.found.Source.Close()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.csv == nil {
-		return nil
-	}
-	return m.csv.Close()
+	m.stopped.Do(func() {
+		m.sampler.Stop()
+		m.found.Source.Close()
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.csv != nil {
+			if err := m.csv.Close(); err != nil && m.csvErr == nil {
+				m.csvErr = err
+			}
+		}
+	})
+	return m.csvErr
 }
