@@ -148,6 +148,12 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		a.stale = true
 		return a, a.run.next() // drawn on the next tick
+	case baselinesMsg:
+		a.done.showBaselines(msg)
+	case compareLoadedMsg:
+		a.done.busy = ""
+		a.cmp = newCompareView(msg.refs, msg.sessions, msg.err)
+		a.screen = screenCompare
 	case runEndedMsg:
 		if a.quitting {
 			return a, tea.Quit
@@ -225,16 +231,13 @@ func (a *App) key(msg tea.KeyPressMsg) (cmd tea.Cmd, quit bool) {
 		}
 	case screenDone:
 		switch {
-		case key.Matches(msg, keys.Compare) && a.data.finished != nil && a.done.choosing == nil:
-			a.done.chooseBaseline(a.data.finished.Manifest)
+		case key.Matches(msg, keys.Compare) && a.data.finished != nil && a.done.choosing == nil && a.done.busy == "":
+			return a.done.listBaselines(a.data.finished.Manifest), false
 		case key.Matches(msg, keys.NewRun) && a.done.choosing == nil:
 			a.screen = screenPicker
 			return a.picker.init(a.ctx), false
 		default:
-			if choice, ok := a.done.update(msg); ok {
-				a.cmp = newCompareView(choice.refs, choice.sessions, choice.err)
-				a.screen = screenCompare
-			}
+			return a.done.update(msg), false
 		}
 	case screenCompare:
 		if key.Matches(msg, keys.Back) && a.done != nil {

@@ -110,6 +110,16 @@ func (tr *testRun) send(msgs ...tea.Msg) {
 	}
 }
 
+// sendAndRun delivers msg and then the message its command answers with,
+// as the program would; for commands that do a little I/O and return.
+func (tr *testRun) sendAndRun(msg tea.Msg) {
+	if _, cmd := tr.app.Update(msg); cmd != nil {
+		if answer := cmd(); answer != nil {
+			tr.app.Update(answer)
+		}
+	}
+}
+
 func (tr *testRun) screen() string { return ansi.Strip(tr.app.View().Content) }
 
 func press(s string) tea.KeyPressMsg {
@@ -308,8 +318,10 @@ func TestQuitAsksWhileRunning(t *testing.T) {
 	}
 	// The program quits only once the runner has saved the session.
 	close(tr.app.run.done)
-	if _, cmd := tr.app.Update(runEndedMsg{}); cmd == nil || fmt.Sprint(cmd()) != fmt.Sprint(tea.Quit()) {
+	if _, cmd := tr.app.Update(runEndedMsg{}); cmd == nil {
 		t.Error("the end of the run did not quit")
+	} else if _, quit := cmd().(tea.QuitMsg); !quit {
+		t.Errorf("the end of the run answered %T, want tea.QuitMsg", cmd())
 	}
 }
 
@@ -407,12 +419,19 @@ func TestDoneOffersComparisonsAndOpensTheCompareScreen(t *testing.T) {
 	fin.Manifest = newer
 	tr.send(eventsMsg(append(events, fin)))
 	close(tr.app.run.done)
-	tr.send(runEndedMsg{}, press("c"))
+	tr.send(runEndedMsg{})
+	tr.sendAndRun(press("c"))
 	screen := tr.screen()
 	if !strings.Contains(screen, "this session's arms against each other") || !strings.Contains(screen, "baseline "+filepath.Base(older)) {
 		t.Fatalf("the chooser does not offer the arms and the older session:\n%s", screen)
 	}
-	tr.send(press("j"), press("enter"))
+	tr.send(press("j"))
+	// Loading is a command: Update only says so and returns at once.
+	_, load := tr.app.Update(press("enter"))
+	if load == nil || tr.app.screen != screenDone || !strings.Contains(tr.screen(), "loading the sessions…") {
+		t.Fatalf("enter should hand the loading to a command:\n%s", tr.screen())
+	}
+	tr.send(load())
 	screen = tr.screen()
 	if tr.app.screen != screenCompare || !strings.Contains(screen, "A#greedy") || !strings.Contains(screen, "B#greedy") || !strings.Contains(screen, "+20.0%") {
 		t.Fatalf("compare screen of B against A:\n%s", screen)
@@ -427,7 +446,8 @@ func TestDoneOffersComparisonsAndOpensTheCompareScreen(t *testing.T) {
 	}
 	// The chooser is still open: up to the session's own arms, temp-0.8
 	// against greedy, named by arm.
-	tr.send(press("k"), press("enter"))
+	tr.send(press("k"))
+	tr.sendAndRun(press("enter"))
 	screen = tr.screen()
 	if !strings.Contains(screen, "stat    greedy ") || !strings.Contains(screen, "temp-0.8") || !strings.Contains(screen, "33.00  +10.0%") || strings.Contains(screen, "A#") {
 		t.Errorf("the arms of one session are not compared with each other:\n%s", screen)

@@ -15,12 +15,14 @@ import (
 )
 
 // doneView says where the session was saved, summarises each arm, and
-// offers the baselines to compare it with.
+// offers the baselines to compare it with. Listing and loading sessions
+// is file I/O, so it runs as commands, never inside Update.
 type doneView struct {
 	data     *runData
 	status   string
 	err      error
 	choosing *baselineChooser
+	busy     string // what a command is doing for the view, shown until it answers
 }
 
 // baselineChooser lists what the finished session can be compared with:
@@ -35,8 +37,11 @@ type baselineOption struct {
 	refs  []session.Ref
 }
 
-// compareChoice is the chosen comparison, loaded.
-type compareChoice struct {
+// baselinesMsg carries the chooser's options, listed off the UI's path.
+type baselinesMsg struct{ options []baselineOption }
+
+// compareLoadedMsg is the chosen comparison, loaded.
+type compareLoadedMsg struct {
 	refs     []session.Ref
 	sessions []*session.Session
 	err      error
@@ -49,36 +54,45 @@ func newDoneView(data *runData, status string, err error) *doneView {
 // maxBaselines bounds the chooser to the most recent sessions.
 const maxBaselines = 20
 
-func (d *doneView) chooseBaseline(manifest string) {
-	// One ref per arm, so that the first arm is every other's baseline.
+// listBaselines lists the comparisons on offer for the session at
+// manifest: its arms (one ref per arm, so the first arm is every other's
+// baseline), then the other sessions of its folder, newest first.
+func (d *doneView) listBaselines(manifest string) tea.Cmd {
+	d.busy = "looking for sessions…"
 	var ownArms []session.Ref
 	for _, a := range d.data.arms {
 		ownArms = append(ownArms, session.Ref{Path: manifest, Arm: a.name})
 	}
-	c := &baselineChooser{options: []baselineOption{{label: "this session's arms against each other", refs: ownArms}}}
-	others, _ := filepath.Glob(filepath.Join(filepath.Dir(manifest), "*.toml"))
-	modTime := map[string]int64{}
-	for _, o := range others {
-		if info, err := os.Stat(o); err == nil {
-			modTime[o] = info.ModTime().UnixNano()
+	return func() tea.Msg {
+		options := []baselineOption{{label: "this session's arms against each other", refs: ownArms}}
+		others, _ := filepath.Glob(filepath.Join(filepath.Dir(manifest), "*.toml"))
+		modTime := map[string]int64{}
+		for _, o := range others {
+			if info, err := os.Stat(o); err == nil {
+				modTime[o] = info.ModTime().UnixNano()
+			}
 		}
-	}
-	sort.Slice(others, func(i, j int) bool { return modTime[others[i]] > modTime[others[j]] })
-	for _, o := range others {
-		if o == manifest || len(c.options) > maxBaselines {
-			continue
+		sort.Slice(others, func(i, j int) bool { return modTime[others[i]] > modTime[others[j]] })
+		for _, o := range others {
+			if o != manifest && len(options) <= maxBaselines {
+				options = append(options, baselineOption{label: "baseline " + filepath.Base(o), refs: []session.Ref{{Path: o}, {Path: manifest}}})
+			}
 		}
-		c.options = append(c.options, baselineOption{label: "baseline " + filepath.Base(o), refs: []session.Ref{{Path: o}, {Path: manifest}}})
+		return baselinesMsg{options}
 	}
-	d.choosing = c
 }
 
-// update moves through the chooser; it returns the loaded comparison once
-// one is picked.
-func (d *doneView) update(msg tea.KeyPressMsg) (compareChoice, bool) {
+func (d *doneView) showBaselines(msg baselinesMsg) {
+	d.busy = ""
+	d.choosing = &baselineChooser{options: msg.options}
+}
+
+// update moves through the chooser; picking one returns the command that
+// loads it.
+func (d *doneView) update(msg tea.KeyPressMsg) tea.Cmd {
 	c := d.choosing
-	if c == nil {
-		return compareChoice{}, false
+	if c == nil || d.busy != "" {
+		return nil
 	}
 	switch {
 	case key.Matches(msg, keys.Next):
@@ -88,18 +102,22 @@ func (d *doneView) update(msg tea.KeyPressMsg) (compareChoice, bool) {
 	case key.Matches(msg, keys.Back):
 		d.choosing = nil
 	case key.Matches(msg, keys.Start):
-		choice := compareChoice{refs: c.options[c.cursor].refs}
-		for _, ref := range choice.refs {
-			s, err := session.Load(ref.Path)
-			if err != nil {
-				choice.err = err
-				break
+		d.busy = "loading the sessions…"
+		refs := c.options[c.cursor].refs
+		return func() tea.Msg {
+			loaded := compareLoadedMsg{refs: refs}
+			for _, ref := range refs {
+				s, err := session.Load(ref.Path)
+				if err != nil {
+					loaded.err = err
+					break
+				}
+				loaded.sessions = append(loaded.sessions, s)
 			}
-			choice.sessions = append(choice.sessions, s)
+			return loaded
 		}
-		return choice, true
 	}
-	return compareChoice{}, false
+	return nil
 }
 
 func (d *doneView) view(w, h int) string {
@@ -135,6 +153,9 @@ func (d *doneView) view(w, h int) string {
 			lines = append(lines, mark+label)
 		}
 		lines = append(lines, styleDim.Render("enter compares · esc goes back"))
+	}
+	if d.busy != "" {
+		lines = append(lines, "", styleDim.Render(d.busy))
 	}
 	return box("Done", strings.Join(lines, "\n"), w, h, true)
 }
