@@ -56,7 +56,6 @@ type App struct {
 	done     *doneView
 	cmp      *compareView
 	run      *activeRun
-	outcome  Outcome
 	confirm  bool // asking whether to stop the run and quit
 	quitting bool // stopping the run, then quitting
 	stale    bool // run data changed since the last frame
@@ -113,13 +112,14 @@ func (a *App) Init() tea.Cmd {
 // Outcome reports the last run once the program has exited; it waits for
 // the runner, so the session files are final when it returns.
 func (a *App) Outcome() Outcome {
-	if r := a.run; r != nil {
-		r.cancel()
-		r.abandonOnce.Do(func() { close(r.abandoned) })
-		r.wait()
-		a.outcome = Outcome{Ran: true, Arms: r.arms, Status: r.status, Err: r.err, Finished: r.finished}
+	r := a.run
+	if r == nil {
+		return Outcome{}
 	}
-	return a.outcome
+	r.cancel()
+	r.abandonOnce.Do(func() { close(r.abandoned) })
+	r.wait()
+	return Outcome{Ran: true, Arms: r.arms, Status: r.status, Err: r.err, Finished: r.finished}
 }
 
 type tickMsg time.Time
@@ -192,7 +192,7 @@ func (a *App) key(msg tea.KeyPressMsg) (cmd tea.Cmd, quit bool) {
 	typing := a.screen == screenPicker && a.picker.typing()
 	switch {
 	// ctrl+c quits even from a text field, where q is just a letter.
-	case msg.String() == "ctrl+c" || key.Matches(msg, keys.Quit) && !typing:
+	case key.Matches(msg, keys.Interrupt) || key.Matches(msg, keys.Quit) && !typing:
 		if running {
 			a.confirm = true
 			return nil, false

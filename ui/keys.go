@@ -7,7 +7,7 @@ import "charm.land/bubbles/v2/key"
 type keyMap struct {
 	Pause, Stop, NextPanel, PrevPanel, Metric, Chart, Zoom key.Binding
 	Start, Next, Prev, Compare, NewRun, Back               key.Binding
-	Help, Quit, Yes, No                                    key.Binding
+	Help, Quit, Interrupt, Yes, No                         key.Binding
 }
 
 var keys = keyMap{
@@ -25,7 +25,8 @@ var keys = keyMap{
 	NewRun:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "new run")),
 	Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
 	Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-	Quit:      key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+	Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
+	Interrupt: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
 	Yes:       key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes")),
 	No:        key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n", "no")),
 }
