@@ -33,7 +33,6 @@ const (
 // monitor runs the telemetry of one run: the power sampler, the idle
 // baseline, per-trial energy and memory.
 type monitor struct {
-	opts    TelemetryOptions
 	found   telemetry.Found
 	sampler *telemetry.Sampler // nil without a power source
 	info    session.PowerInfo
@@ -56,7 +55,7 @@ func startMonitor(plan *Plan, events chan<- Event) *monitor {
 	if open == nil {
 		open = telemetry.Open
 	}
-	m := &monitor{opts: opts, found: open(), events: events}
+	m := &monitor{found: open(), events: events}
 	m.info = session.PowerInfo{GPU: m.found.Status.GPU, CPU: m.found.Status.CPU}
 	if src := m.found.Source; src != nil {
 		devices := src.Devices()
