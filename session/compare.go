@@ -36,7 +36,8 @@ func ParseRef(arg string) Ref {
 
 // Column is one session's arm in a comparison.
 type Column struct {
-	Label   string
+	Label   string // "<session>#<arm>"
+	Session string // the session's file stem
 	Arm     string
 	records []*Record
 	// Baseline is the index of the column this one is compared against.
@@ -85,7 +86,8 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 			arms = []string{ref.Arm}
 		}
 		for _, arm := range arms {
-			c.Columns = append(c.Columns, Column{Label: strings.TrimSuffix(filepath.Base(ref.Path), ".toml") + "#" + arm, Arm: arm, records: Counted(groups[arm]), Baseline: -1})
+			stem := strings.TrimSuffix(filepath.Base(ref.Path), ".toml")
+			c.Columns = append(c.Columns, Column{Label: stem + "#" + arm, Session: stem, Arm: arm, records: Counted(groups[arm]), Baseline: -1})
 		}
 	}
 	if len(c.Columns) == 0 {

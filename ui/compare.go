@@ -115,9 +115,8 @@ func (v *compareView) table(w int, stats []string) []string {
 func shortLabels(columns []session.Column) (labels, legend []string) {
 	var stems []string
 	for _, col := range columns {
-		stem := strings.TrimSuffix(col.Label, "#"+col.Arm)
-		if !slices.Contains(stems, stem) {
-			stems = append(stems, stem)
+		if !slices.Contains(stems, col.Session) {
+			stems = append(stems, col.Session)
 		}
 	}
 	for _, col := range columns {
@@ -125,7 +124,7 @@ func shortLabels(columns []session.Column) (labels, legend []string) {
 			labels = append(labels, col.Arm)
 			continue
 		}
-		letter := string(rune('A' + slices.Index(stems, strings.TrimSuffix(col.Label, "#"+col.Arm))))
+		letter := string(rune('A' + slices.Index(stems, col.Session)))
 		labels = append(labels, letter+"#"+col.Arm)
 	}
 	if len(stems) > 1 {
