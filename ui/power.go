@@ -84,7 +84,7 @@ func renderWatts(data *runData, w, h int, origin time.Time) string {
 	}
 	if r := data.lastEnergy; r != nil {
 		lines = append(lines, fmt.Sprintf("last trial %s#%d: %s J/token (%s)", r.Arm, r.Trial, number(r.JPerToken, 4), r.EnergyQuality))
-	} else if data.lastEnergy == nil && len(data.spans) > 0 {
+	} else if len(data.spans) > 0 {
 		lines = append(lines, styleDim.Render("no trial energy yet: trials too short for the counter, or no samples inside them"))
 	}
 	end := data.spansEnd(origin)
