@@ -78,16 +78,16 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 	done := false
 	err := stream.SSE(body, func(data []byte) error {
 		var ev event
-		if err := json.Unmarshal(data, &ev); err != nil {
-			return fmt.Errorf("stream event is not JSON: %.80q", data)
+		if err := stream.Unmarshal(data, &ev); err != nil {
+			return err
 		}
 		if n := len(ev.Tokens); n > 0 {
 			onChunk(n)
 		} else if ev.Content != "" {
 			onChunk(1)
 		}
-		if len(ev.Error) > 0 && string(ev.Error) != "null" {
-			return fmt.Errorf("server error mid-stream: %s", stream.ErrorMessage(data))
+		if err := stream.FrameError(ev.Error, data); err != nil {
+			return err
 		}
 		if ev.TokensEvaluated != nil {
 			res.PromptTokens = *ev.TokensEvaluated

@@ -52,7 +52,7 @@ func TestDegradedStreams(t *testing.T) {
 		{"prompt too long 400", replay.Serve(replay.Load(t, "llamacpp/error_too_long_prompt_completion_stream")), "HTTP 400: request (402 tokens) exceeds the available context size"},
 		{"malformed request 500", replay.Serve(replay.Load(t, "llamacpp/error_invalid_json_completion")), "HTTP 500"},
 		{"server killed mid-stream", replay.Cut(replay.Load(t, "llamacpp/kill9_completion_stream")), stream.ErrTruncated.Error()},
-		{"event not JSON", replay.Serve(replay.Exchange{Status: 200, Body: []byte("data: {nope\n\n")}), "stream event is not JSON"},
+		{"event not JSON", replay.Serve(replay.Exchange{Status: 200, Body: []byte("data: {nope\n\n")}), "stream data is not JSON"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

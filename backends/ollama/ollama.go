@@ -44,15 +44,15 @@ type generateRequest struct {
 
 // line is one NDJSON object; the final one has Done set and the counts.
 type line struct {
-	Response           string `json:"response"`
-	Done               bool   `json:"done"`
-	DoneReason         string `json:"done_reason"`
-	Error              string `json:"error"`
-	LoadDuration       int64  `json:"load_duration"`
-	PromptEvalCount    *int   `json:"prompt_eval_count"`
-	PromptEvalDuration int64  `json:"prompt_eval_duration"`
-	EvalCount          *int   `json:"eval_count"`
-	EvalDuration       int64  `json:"eval_duration"`
+	Response           string          `json:"response"`
+	Done               bool            `json:"done"`
+	DoneReason         string          `json:"done_reason"`
+	Error              json.RawMessage `json:"error"`
+	LoadDuration       int64           `json:"load_duration"`
+	PromptEvalCount    *int            `json:"prompt_eval_count"`
+	PromptEvalDuration int64           `json:"prompt_eval_duration"`
+	EvalCount          *int            `json:"eval_count"`
+	EvalDuration       int64           `json:"eval_duration"`
 }
 
 // RequestBody builds the JSON body for req. Sampling knobs an arm leaves
@@ -80,14 +80,14 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 	done := false
 	err := stream.Lines(body, func(raw []byte) error {
 		var l line
-		if err := json.Unmarshal(raw, &l); err != nil {
-			return fmt.Errorf("stream line is not JSON: %.80q", raw)
+		if err := stream.Unmarshal(raw, &l); err != nil {
+			return err
 		}
 		if l.Response != "" {
 			onChunk(1)
 		}
-		if l.Error != "" {
-			return fmt.Errorf("server error mid-stream: %s", l.Error)
+		if err := stream.FrameError(l.Error, raw); err != nil {
+			return err
 		}
 		if l.Done {
 			done = true

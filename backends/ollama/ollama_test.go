@@ -77,7 +77,7 @@ func TestDegradedStreams(t *testing.T) {
 		{"runner killed: error line under HTTP 200", replay.Serve(replay.Load(t, "ollama/kill9_runner_api_generate_stream")), "server error mid-stream: an error was encountered while running the model: unexpected EOF", 46},
 		{"serve killed: connection cut", replay.Cut(replay.Load(t, "ollama/kill9_serve_api_generate_stream")), stream.ErrTruncated.Error(), 2},
 		{"repeat abort: clean end without done", replay.Serve(replay.Load(t, "ollama/repeat_abort_api_generate_stream")), stream.ErrTruncated.Error(), 84},
-		{"line not JSON", replay.Serve(replay.Exchange{Status: 200, Body: []byte("{\"response\":\"a\",\"done\":false}\n<html>oops</html>\n")}), "stream line is not JSON", 1},
+		{"line not JSON", replay.Serve(replay.Exchange{Status: 200, Body: []byte("{\"response\":\"a\",\"done\":false}\n<html>oops</html>\n")}), "stream data is not JSON", 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -131,8 +131,8 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 			return nil
 		}
 		var c chunk
-		if err := json.Unmarshal(data, &c); err != nil {
-			return fmt.Errorf("stream event is not JSON: %.80q", data)
+		if err := stream.Unmarshal(data, &c); err != nil {
+			return err
 		}
 		for _, choice := range c.Choices {
 			if choice.Text != "" || choice.Delta.Content != "" {
@@ -142,8 +142,8 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 				res.StopReason = backends.NormalizeStopReason(choice.FinishReason)
 			}
 		}
-		if len(c.Error) > 0 && string(c.Error) != "null" {
-			return fmt.Errorf("server error mid-stream: %s", stream.ErrorMessage(data))
+		if err := stream.FrameError(c.Error, data); err != nil {
+			return err
 		}
 		if c.Usage != nil && c.Usage.CompletionTokens > 0 {
 			res.OutputTokens = c.Usage.CompletionTokens

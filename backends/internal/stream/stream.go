@@ -173,6 +173,25 @@ func errorFromBody(resp *http.Response) error {
 	return &HTTPError{Status: resp.StatusCode, Message: ErrorMessage(body)}
 }
 
+// Unmarshal decodes one stream frame (an NDJSON line or an SSE data
+// payload) into v, with an error that quotes the frame's start.
+func Unmarshal(frame []byte, v any) error {
+	if err := json.Unmarshal(frame, v); err != nil {
+		return fmt.Errorf("stream data is not JSON: %.80q", frame)
+	}
+	return nil
+}
+
+// FrameError is the error a frame reports in its "error" field (given
+// raw), nil when the field is absent or null. A server that fails after
+// the 200 header can only say so this way.
+func FrameError(field json.RawMessage, frame []byte) error {
+	if len(field) == 0 || string(field) == "null" {
+		return nil
+	}
+	return fmt.Errorf("server error mid-stream: %s", ErrorMessage(frame))
+}
+
 // ErrorMessage extracts a one-line message from an error payload in any of
 // the servers' shapes: {"error": "..."} (Ollama), {"error": {"message":
 // ...}} (llama-server, OpenAI), or plain text.
