@@ -1,9 +1,11 @@
 package telemetry
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,13 +91,14 @@ func FuzzParseStatusKB(f *testing.F) {
 }
 
 func FuzzListeningInodes(f *testing.F) {
-	f.Add([]byte("   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 424242 1\n"), 8080)
-	f.Add([]byte("0: :::: 0A a b c d e f\n"), 0)
-	f.Fuzz(func(t *testing.T, data []byte, port int) {
-		for _, inode := range listeningInodes(data, port) {
-			if inode == "" {
-				t.Errorf("empty inode from %q", data)
-			}
+	f.Add([]byte("   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 424242 1\n"), uint16(8080))
+	f.Add([]byte("0: :::: 0A a b c d e f\n"), uint16(0))
+	f.Fuzz(func(t *testing.T, data []byte, port uint16) {
+		// Whatever the table holds, a well-formed LISTEN line for port
+		// added after it must be found.
+		line := fmt.Sprintf("\n   9: 00000000:%04X 00000000:0000 0A 00000000:00000000 00:00000000 00000000  0  0 777777 1\n", port)
+		if !slices.Contains(listeningInodes(append(slices.Clone(data), line...), int(port)), "777777") {
+			t.Errorf("the listener on %d was not found after %q", port, data)
 		}
 	})
 }
