@@ -100,6 +100,5 @@ func Bootstrap(values []float64, stat Statistic, resamples int, seed uint64) CI 
 		}
 		estimates[r] = stat(scratch)
 	}
-	slices.Sort(estimates)
-	return CI{PercentileSorted(estimates, 0.025), PercentileSorted(estimates, 0.975)}
+	return percentileCI(estimates)
 }
