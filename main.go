@@ -178,6 +178,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	metric := fs.String("metric", "", "compare only this metric (default: "+strings.Join(session.CompareMetrics, ", ")+")")
 	format := fs.String("format", "text", "output format: "+strings.Join(session.Formats, ", "))
 	tui := fs.Bool("tui", false, "open the compare screen instead of printing")
+	resamples := fs.Int("resamples", session.DefaultTestOptions.Resamples, "bootstrap resamples behind each interval")
 	positional, err := parseFlags(fs, args)
 	if err != nil {
 		return exitUsage
@@ -188,6 +189,10 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	}
 	if *tui && !isTerminal(stdout) {
 		fmt.Fprintln(stderr, "tokentop compare: --tui needs a terminal; without it the comparison prints as text")
+		return exitUsage
+	}
+	if *resamples < 1 {
+		fmt.Fprintf(stderr, "tokentop compare: --resamples %d: use 1 or more (10000 for a final report)\n", *resamples)
 		return exitUsage
 	}
 	var metricNames []string // the defaults
@@ -208,6 +213,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	}
 	cmp, err := session.Compare(refs, sessions, metricNames)
 	if err == nil {
+		cmp.RunTests(session.TestOptions{Resamples: *resamples, Seed: session.DefaultTestOptions.Seed})
 		err = cmp.Write(stdout, *format)
 	}
 	if err != nil {

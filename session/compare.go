@@ -62,6 +62,9 @@ type Comparison struct {
 	Columns  []Column
 	Rows     []Row
 	Warnings []string
+	// Tests are the A/B statistics, once RunTests has computed them.
+	Tests       []ABTest
+	TestOptions TestOptions
 }
 
 // Compare builds the comparison of the given sessions (loaded in ref
@@ -225,4 +228,34 @@ func metricList() []string {
 		names = append(names, m.Name)
 	}
 	return names
+}
+
+// ShortLabels names the columns by arm when they all come from one
+// session, else "A#arm", "B#arm" with a legend: session stems are long
+// and differ only in their timestamps, which a narrow column would cut.
+func ShortLabels(columns []Column) (labels, legend []string) {
+	var stems []string
+	for _, col := range columns {
+		if !slices.Contains(stems, col.Session) {
+			stems = append(stems, col.Session)
+		}
+	}
+	for _, col := range columns {
+		if len(stems) == 1 {
+			labels = append(labels, col.Arm)
+			continue
+		}
+		letter := string(rune('A' + slices.Index(stems, col.Session)))
+		labels = append(labels, letter+"#"+col.Arm)
+	}
+	if len(stems) > 1 {
+		for i, stem := range stems {
+			role := ""
+			if i == 0 {
+				role = " (baseline)"
+			}
+			legend = append(legend, fmt.Sprintf("%c = %s%s", 'A'+i, stem, role))
+		}
+	}
+	return labels, legend
 }

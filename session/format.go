@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/tokentop/tokentop/metrics"
 )
 
 // Formats lists the comparison output formats.
@@ -83,7 +85,26 @@ func (c *Comparison) writeText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := c.writeVerdicts(w, ""); err != nil {
+		return err
+	}
 	return c.writeFootnotes(w)
+}
+
+// writeVerdicts prints the verdict lines and how they were reached, each
+// line after prefix.
+func (c *Comparison) writeVerdicts(w io.Writer, prefix string) error {
+	if len(c.Tests) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("\n")
+	for _, v := range c.Verdicts() {
+		b.WriteString(prefix + v + "\n")
+	}
+	b.WriteString("\n" + c.TestsNote() + "\n")
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 func (c *Comparison) writeFootnotes(w io.Writer) error {
@@ -113,8 +134,13 @@ func (c *Comparison) writeMarkdown(w io.Writer) error {
 	for _, r := range c.Rows {
 		row(c.cells(r))
 	}
-	b.WriteString("\n")
 	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	if err := c.writeVerdicts(w, "- "); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, "\n"); err != nil {
 		return err
 	}
 	return c.writeFootnotes(w)
@@ -135,8 +161,67 @@ func (c *Comparison) writeCSV(w io.Writer) error {
 			cw.Write([]string{r.Metric, r.Stat, col.Label, c.Columns[col.Baseline].Label, csvNumber(r.Values[i]), csvNumber(r.Deltas[i])})
 		}
 	}
+	if len(c.Tests) > 0 {
+		// The tests are a second table, after a blank line, as a
+		// spreadsheet shows two tables on one sheet.
+		cw.Flush()
+		io.WriteString(w, "\n")
+		cw.Write(testColumns)
+		labels, _ := ShortLabels(c.Columns)
+		for i := range c.Tests {
+			cw.Write(csvCells(c.testRow(&c.Tests[i], labels)))
+		}
+	}
 	cw.Flush()
 	return cw.Error()
+}
+
+var testColumns = []string{"metric", "column", "baseline", "n", "n_baseline",
+	"median_diff", "median_diff_lo", "median_diff_hi", "median_ratio", "median_ratio_lo", "median_ratio_hi",
+	"mean_diff", "mean_diff_lo", "mean_diff_hi", "mean_ratio", "mean_ratio_lo", "mean_ratio_hi",
+	"mann_whitney_u", "p", "p_holm", "exact", "cliffs_delta", "effect", "cohens_d",
+	"cv", "cv_lo", "cv_hi", "cv_baseline", "cv_baseline_lo", "cv_baseline_hi", "cv_ratio", "cv_ratio_lo", "cv_ratio_hi",
+	"brown_forsythe_f", "spread_p", "spread_p_holm", "trials_to_detect_2pct", "verdict", "spread_verdict"}
+
+// testRow is one test's cells in testColumns order, typed, so CSV and
+// JSON write the same values.
+func (c *Comparison) testRow(t *ABTest, labels []string) []any {
+	row := []any{t.Metric.Name, c.Columns[t.Column].Label, c.Columns[t.Baseline].Label, t.NB, t.NA}
+	for _, e := range []metrics.Estimate{t.MedianDiff, t.MedianRatio, t.MeanDiff, t.MeanRatio} {
+		row = append(row, e.Value, e.Lo, e.Hi)
+	}
+	row = append(row, t.MannWhitney.U, t.MannWhitney.P, t.PAdjusted, t.MannWhitney.Exact,
+		t.CliffsDelta, metrics.Magnitude(t.CliffsDelta), t.CohensD)
+	for _, e := range []metrics.Estimate{t.CVB, t.CVA, t.CVRatio} {
+		row = append(row, e.Value, e.Lo, e.Hi)
+	}
+	return append(row, t.SpreadF, t.SpreadP, t.SpreadPAdjusted, t.TrialsToDetect, t.Verdict(labels), t.SpreadVerdict(labels))
+}
+
+// csvCells formats typed cells; an unknown number is an empty field.
+func csvCells(row []any) []string {
+	out := make([]string, len(row))
+	for i, cell := range row {
+		switch v := cell.(type) {
+		case float64:
+			out[i] = csvNumber(v)
+		default:
+			out[i] = fmt.Sprint(v)
+		}
+	}
+	return out
+}
+
+// jsonObject pairs columns with typed cells; an unknown number is null.
+func jsonObject(columns []string, row []any) map[string]any {
+	obj := make(map[string]any, len(columns))
+	for i, name := range columns {
+		obj[name] = row[i]
+		if v, ok := row[i].(float64); ok && (math.IsNaN(v) || math.IsInf(v, 0)) {
+			obj[name] = nil
+		}
+	}
+	return obj
 }
 
 func (c *Comparison) writeJSON(w io.Writer) error {
@@ -158,9 +243,19 @@ func (c *Comparison) writeJSON(w io.Writer) error {
 		return &v
 	}
 	out := struct {
-		Rows     []row    `json:"rows"`
-		Warnings []string `json:"warnings"`
-	}{Warnings: c.Warnings}
+		Rows     []row            `json:"rows"`
+		Tests    []map[string]any `json:"tests,omitempty"`
+		Verdicts []string         `json:"verdicts,omitempty"`
+		Method   string           `json:"method,omitempty"`
+		Warnings []string         `json:"warnings"`
+	}{Warnings: c.Warnings, Method: c.TestsNote()}
+	if len(c.Tests) > 0 {
+		out.Verdicts = c.Verdicts()
+		labels, _ := ShortLabels(c.Columns)
+		for i := range c.Tests {
+			out.Tests = append(out.Tests, jsonObject(testColumns, c.testRow(&c.Tests[i], labels)))
+		}
+	}
 	for _, r := range c.Rows {
 		jr := row{Metric: r.Metric, Stat: r.Stat}
 		for i, col := range c.Columns {

@@ -12,19 +12,31 @@ type Metric struct {
 	Value func(*Record) float64
 	// HigherIsBetter is true for throughputs; for latencies lower is better.
 	HigherIsBetter bool
+	// Label names the metric in a sentence; More and Less say what a
+	// larger or smaller value means ("is slower", "uses less memory").
+	Label, More, Less string
 }
 
 // Metrics are the per-trial measurements summarised per arm.
 var Metrics = []Metric{
-	{Name: "e2e_ms", Value: func(r *Record) float64 { return r.E2EMs }},
-	{Name: "ttft_ms", Value: func(r *Record) float64 { return r.TTFTMs }},
-	{Name: "tpot_ms", Value: func(r *Record) float64 { return r.TPOTMs }},
-	{Name: "itl_mean_ms", Value: func(r *Record) float64 { return r.ITLMeanMs }},
-	{Name: "output_tps", Value: func(r *Record) float64 { return r.OutputTPS }, HigherIsBetter: true},
-	{Name: "decode_tps", Value: func(r *Record) float64 { return r.DecodeTPS }, HigherIsBetter: true},
-	{Name: "j_per_token", Value: func(r *Record) float64 { return r.JPerToken }},
-	{Name: "avg_power_w", Value: func(r *Record) float64 { return r.AvgPowerW }},
-	{Name: "peak_rss_mb", Value: func(r *Record) float64 { return r.PeakRSSMB }},
+	latency("e2e_ms", "e2e", func(r *Record) float64 { return r.E2EMs }),
+	latency("ttft_ms", "TTFT", func(r *Record) float64 { return r.TTFTMs }),
+	latency("tpot_ms", "TPOT", func(r *Record) float64 { return r.TPOTMs }),
+	latency("itl_mean_ms", "ITL", func(r *Record) float64 { return r.ITLMeanMs }),
+	{Name: "output_tps", Label: "output tok/s", More: "is faster", Less: "is slower", HigherIsBetter: true,
+		Value: func(r *Record) float64 { return r.OutputTPS }},
+	{Name: "decode_tps", Label: "decode tok/s", More: "is faster", Less: "is slower", HigherIsBetter: true,
+		Value: func(r *Record) float64 { return r.DecodeTPS }},
+	{Name: "j_per_token", Label: "energy per token", More: "uses more energy per token", Less: "uses less energy per token",
+		Value: func(r *Record) float64 { return r.JPerToken }},
+	{Name: "avg_power_w", Label: "average power", More: "draws more power", Less: "draws less power",
+		Value: func(r *Record) float64 { return r.AvgPowerW }},
+	{Name: "peak_rss_mb", Label: "peak RSS", More: "uses more memory", Less: "uses less memory",
+		Value: func(r *Record) float64 { return r.PeakRSSMB }},
+}
+
+func latency(name, label string, value func(*Record) float64) Metric {
+	return Metric{Name: name, Label: label, More: "is slower", Less: "is faster", Value: value}
 }
 
 // LookupMetric finds a metric by name.

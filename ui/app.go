@@ -105,6 +105,8 @@ func (a *App) Init() tea.Cmd {
 		return a.picker.init(a.ctx)
 	case screenRun:
 		return tea.Batch(a.run.next(), tick())
+	case screenCompare:
+		return a.cmp.init()
 	}
 	return nil
 }
@@ -154,6 +156,10 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		a.done.busy = ""
 		a.cmp = newCompareView(msg.refs, msg.sessions, msg.err)
 		a.screen = screenCompare
+		a.render()
+		return a, a.cmp.init()
+	case compareTestedMsg:
+		a.cmp.showTests(msg)
 	case runEndedMsg:
 		if a.quitting {
 			return a, tea.Quit

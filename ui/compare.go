@@ -15,19 +15,54 @@ import (
 )
 
 // compareView is the compare screen: statistics of each column against
-// its baseline with deltas colored by direction, and the chosen metric's
-// histograms overlaid on shared bins.
+// its baseline with deltas colored by direction, the verdicts in words
+// under them, and the chosen metric's histograms overlaid on shared bins.
 type compareView struct {
-	cmp    *session.Comparison
-	labels []string // short column names: the arm, with a session letter when there are several
-	legend []string // which session each letter stands for
-	err    error
-	metric int                      // index into cmp.Metrics
-	dists  [][]metrics.Distribution // [metric][column]
+	cmp *session.Comparison
+	// tested is false until the verdicts' statistics, computed off the UI
+	// goroutine (10,000 bootstrap resamples per test), have arrived.
+	tested   bool
+	scroll   int // first verdict line shown
+	refs     []session.Ref
+	sessions []*session.Session
+	labels   []string // short column names: the arm, with a session letter when there are several
+	legend   []string // which session each letter stands for
+	err      error
+	metric   int                      // index into cmp.Metrics
+	dists    [][]metrics.Distribution // [metric][column]
 }
 
 // compareStats are the rows shown per metric; cv shows spread.
 var compareStats = []string{"median", "p95", "cv"}
+
+// compareTestedMsg carries the comparison with its A/B statistics.
+type compareTestedMsg struct {
+	view *compareView // the screen that asked, so a late answer for another is dropped
+	cmp  *session.Comparison
+}
+
+// init computes the verdicts on a comparison of its own, so the one on
+// screen is never written while it is drawn.
+func (v *compareView) init() tea.Cmd {
+	if v.err != nil {
+		return nil
+	}
+	refs, sessions, metricNames := v.refs, v.sessions, v.cmp.Metrics
+	return func() tea.Msg {
+		cmp, err := session.Compare(refs, sessions, metricNames)
+		if err != nil { // cannot differ from the first call's outcome
+			return nil
+		}
+		cmp.RunTests(session.DefaultTestOptions)
+		return compareTestedMsg{v, cmp}
+	}
+}
+
+func (v *compareView) showTests(msg compareTestedMsg) {
+	if msg.view == v {
+		v.cmp, v.tested = msg.cmp, true
+	}
+}
 
 func newCompareView(refs []session.Ref, sessions []*session.Session, loadErr error) *compareView {
 	if loadErr != nil {
@@ -37,8 +72,8 @@ func newCompareView(refs []session.Ref, sessions []*session.Session, loadErr err
 	if err != nil {
 		return &compareView{err: err}
 	}
-	v := &compareView{cmp: cmp, dists: make([][]metrics.Distribution, len(cmp.Metrics))}
-	v.labels, v.legend = shortLabels(cmp.Columns)
+	v := &compareView{cmp: cmp, refs: refs, sessions: sessions, dists: make([][]metrics.Distribution, len(cmp.Metrics))}
+	v.labels, v.legend = session.ShortLabels(cmp.Columns)
 	for i, name := range cmp.Metrics {
 		m, _ := session.LookupMetric(name)
 		v.dists[i] = make([]metrics.Distribution, len(cmp.Columns))
@@ -52,8 +87,14 @@ func newCompareView(refs []session.Ref, sessions []*session.Session, loadErr err
 }
 
 func (v *compareView) update(msg tea.KeyPressMsg) {
-	if key.Matches(msg, keys.Metric) {
+	switch {
+	case v.cmp == nil:
+	case key.Matches(msg, keys.Metric):
 		v.metric = (v.metric + 1) % len(v.cmp.Metrics)
+	case key.Matches(msg, keys.Next):
+		v.scroll++ // clamped when drawn, where the height is known
+	case key.Matches(msg, keys.Prev):
+		v.scroll = max(0, v.scroll-1)
 	}
 }
 
@@ -61,21 +102,66 @@ func (v *compareView) view(w, h int) string {
 	if v.err != nil {
 		return box("Compare", styleBad.Render(v.err.Error()), w, h, true)
 	}
-	// The histogram keeps a row per column and its axis; a short terminal
-	// drops the CV rows rather than that.
+	// The histogram keeps a row per column and its axis, and the verdicts
+	// at least three lines; a short terminal drops the CV, then the p95
+	// rows rather than those.
 	histH := len(v.cmp.Columns) + 3
+	const minVerdictH = 5
 	table := v.table(w-2, compareStats)
-	if len(table)+2 > h-histH {
-		table = v.table(w-2, compareStats[:2])
+	for rows := len(compareStats) - 1; rows > 0 && len(table)+2 > h-histH-minVerdictH; rows-- {
+		table = v.table(w-2, compareStats[:rows])
 	}
-	tableH := max(3, min(len(table)+2, h-histH))
+	tableH := max(3, min(len(table)+2, h-histH-minVerdictH))
+	// The histogram has a row per column whatever its height, so the
+	// verdicts take the rest.
+	verdictH, histBoxH := h-tableH-histH, histH
+	if verdictH < 3 { // too short for three boxes: the histogram goes
+		verdictH, histBoxH = h-tableH, 0
+	}
 	metric := v.cmp.Metrics[v.metric]
+	out := box("Compare · Δ% against the baseline (green better, red worse)", strings.Join(table, "\n"), w, tableH, false) + "\n" +
+		box("Verdicts · ↑/↓ scroll", v.verdicts(w-2, verdictH-2), w, verdictH, histBoxH == 0)
+	if histBoxH == 0 {
+		return out
+	}
 	var series []histSeries
 	for c := range v.cmp.Columns {
 		series = append(series, histSeries{name: v.labels[c], color: c, dist: &v.dists[v.metric][c]})
 	}
-	return box("Compare · Δ% against the baseline (green better, red worse)", strings.Join(table, "\n"), w, tableH, false) + "\n" +
-		box(histogramTitle(strings.TrimSuffix(metric, "_ms")), renderHistogram(series, w-2, h-tableH-2), w, h-tableH, true)
+	return out + "\n" + box(histogramTitle(strings.TrimSuffix(metric, "_ms")), renderHistogram(series, w-2, histBoxH-2), w, histBoxH, true)
+}
+
+// verdicts are the comparison's verdict lines wrapped to w, significant
+// ones colored by whether the change is for the better, from the scroll
+// position on.
+func (v *compareView) verdicts(w, h int) string {
+	if !v.tested {
+		return styleDim.Render(fmt.Sprintf("computing the statistics (%d bootstrap resamples per test)…", session.DefaultTestOptions.Resamples))
+	}
+	labels, _ := session.ShortLabels(v.cmp.Columns)
+	var lines []string
+	add := func(text string, style lipgloss.Style) {
+		for _, l := range strings.Split(lipgloss.Wrap(text, w, " "), "\n") {
+			lines = append(lines, style.Render(l))
+		}
+	}
+	for i := range v.cmp.Tests {
+		t := &v.cmp.Tests[i]
+		style := styleDim
+		if t.Significant() {
+			style = styleBad
+			if (t.CliffsDelta < 0) != t.Metric.HigherIsBetter {
+				style = styleGood
+			}
+		}
+		add(t.Verdict(labels), style)
+	}
+	for _, line := range v.cmp.SpreadVerdicts() {
+		add(line, lipgloss.NewStyle())
+	}
+	add(v.cmp.TestsNote(), styleDim)
+	v.scroll = min(v.scroll, max(0, len(lines)-h))
+	return strings.Join(lines[v.scroll:], "\n")
 }
 
 // table is the header and one row per metric statistic.
@@ -102,41 +188,13 @@ func (v *compareView) table(w int, stats []string) []string {
 		}
 		lines = append(lines, b.String())
 	}
-	lines = append(lines, v.legend...)
+	for _, l := range v.legend {
+		lines = append(lines, styleDim.Render(l))
+	}
 	for _, warning := range v.cmp.Warnings {
 		lines = append(lines, styleWarn.Render("⚠ "+warning))
 	}
 	return lines
-}
-
-// shortLabels names the columns by arm when they all come from one
-// session, else "A#arm", "B#arm" with a legend: session stems are long
-// and differ only in their timestamps, which a narrow column would cut.
-func shortLabels(columns []session.Column) (labels, legend []string) {
-	var stems []string
-	for _, col := range columns {
-		if !slices.Contains(stems, col.Session) {
-			stems = append(stems, col.Session)
-		}
-	}
-	for _, col := range columns {
-		if len(stems) == 1 {
-			labels = append(labels, col.Arm)
-			continue
-		}
-		letter := string(rune('A' + slices.Index(stems, col.Session)))
-		labels = append(labels, letter+"#"+col.Arm)
-	}
-	if len(stems) > 1 {
-		for i, stem := range stems {
-			role := ""
-			if i == 0 {
-				role = " (baseline)"
-			}
-			legend = append(legend, styleDim.Render(fmt.Sprintf("%c = %s%s", 'A'+i, stem, role)))
-		}
-	}
-	return labels, legend
 }
 
 // deltaStyle colors a change by whether it is better: lower latency and

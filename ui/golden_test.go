@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -19,10 +20,21 @@ import (
 
 func finalScreen(t testing.TB, m tea.Model, w, h int, msgs ...tea.Msg) string {
 	t.Helper()
+	return finalScreenAfter(t, m, w, h, "", msgs...)
+}
+
+// finalScreenAfter waits, before quitting, until the output shows text
+// that work in the background produces.
+func finalScreenAfter(t testing.TB, m tea.Model, w, h int, text string, msgs ...tea.Msg) string {
+	t.Helper()
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(w, h),
 		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))
 	for _, msg := range msgs {
 		tm.Send(msg)
+	}
+	if text != "" {
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(text)) },
+			teatest.WithDuration(20*time.Second))
 	}
 	if err := tm.Quit(); err != nil {
 		t.Fatal(err)
@@ -67,5 +79,5 @@ func TestGoldenCompare80x24(t *testing.T) {
 		refs, sessions = append(refs, session.Ref{Path: path}), append(sessions, s)
 	}
 	now := testStart
-	golden.RequireEqual(t, finalScreen(t, NewCompare(t.Context(), testConfig(&now), refs, sessions), 80, 24))
+	golden.RequireEqual(t, finalScreenAfter(t, NewCompare(t.Context(), testConfig(&now), refs, sessions), 80, 24, "A#greedy:"))
 }

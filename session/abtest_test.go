@@ -1,0 +1,116 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// abSession holds two arms drawn from lognormal latencies: greedy around
+// 100 ms with the given spread, hot scaled by shift and its spread by
+// spreadFactor.
+func abSession(n int, shift, spreadFactor float64, seed uint64) *Session {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	s := &Session{Manifest: newManifest("A")}
+	for i := range n {
+		g := 100 * math.Exp(0.05*rng.NormFloat64())
+		h := 100 * shift * math.Exp(0.05*spreadFactor*rng.NormFloat64())
+		s.Records = append(s.Records, record("greedy", i+1, PhaseTimed, StatusOK, g), record("hot", i+1, PhaseTimed, StatusOK, h))
+	}
+	return s
+}
+
+func abCompare(t *testing.T, s *Session, metricNames ...string) *Comparison {
+	t.Helper()
+	c, err := Compare([]Ref{{"A.toml", "greedy"}, {"A.toml", "hot"}}, []*Session{s, s}, metricNames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.RunTests(TestOptions{Resamples: 2000, Seed: 1})
+	return c
+}
+
+func TestVerdictSaysDirectionSizeAndSignificance(t *testing.T) {
+	c := abCompare(t, abSession(40, 1.3, 1, 1), "e2e_ms", "output_tps")
+	if len(c.Tests) != 2 {
+		t.Fatalf("%d tests, want one per metric", len(c.Tests))
+	}
+	e2e, tps := c.Tests[0], c.Tests[1]
+	if e2e.MedianRatio.Lo > 1.3 || e2e.MedianRatio.Hi < 1.3 {
+		t.Errorf("median ratio %+v does not cover the true 1.3", e2e.MedianRatio)
+	}
+	v := c.Verdicts()
+	if !strings.HasPrefix(v[0], "hot is slower than greedy: median e2e +") || !strings.HasSuffix(v[0], "p < 0.001, large effect") {
+		t.Errorf("e2e verdict: %q", v[0])
+	}
+	// Throughput falls as latency rises: the same data, the other word.
+	if !strings.HasPrefix(v[1], "hot is slower than greedy: median output tok/s -") || tps.CliffsDelta >= 0 {
+		t.Errorf("tok/s verdict: %q (Cliff's delta %g)", v[1], tps.CliffsDelta)
+	}
+	for _, test := range c.Tests {
+		if test.PAdjusted < test.MannWhitney.P {
+			t.Errorf("Holm never lowers a p-value: %g < %g", test.PAdjusted, test.MannWhitney.P)
+		}
+	}
+	if note := c.TestsNote(); !strings.Contains(note, "Holm-adjusted (family size 2") || !strings.Contains(note, "2000 resamples") {
+		t.Errorf("note: %s", note)
+	}
+}
+
+func TestVerdictWithoutDifferenceSaysHowManyTrialsWouldTell(t *testing.T) {
+	c := abCompare(t, abSession(30, 1, 1, 2), "e2e_ms")
+	test := c.Tests[0]
+	want := "to detect a 2% change you need ~"
+	if v := test.Verdict([]string{"greedy", "hot"}); test.Significant() || !strings.HasPrefix(v, "hot vs greedy: no significant difference in e2e") || !strings.Contains(v, want) {
+		t.Fatalf("verdict: %q", v)
+	}
+	// CV 0.05 and a 2% change: 2·(1.96+0.84)²·(0.05/0.02)² ≈ 98 per arm.
+	if test.TrialsToDetect < 60 || test.TrialsToDetect > 150 {
+		t.Errorf("trials to detect 2%%: %d, want about 98", test.TrialsToDetect)
+	}
+}
+
+func TestSpreadVerdict(t *testing.T) {
+	c := abCompare(t, abSession(60, 1, 3, 3), "e2e_ms")
+	v := c.Verdicts()
+	if len(v) != 2 || !strings.HasPrefix(v[1], "hot varies more than greedy in e2e: CV hot ") || !strings.Contains(v[1], "Brown-Forsythe p < 0.001") {
+		t.Errorf("spread verdict: %q", v)
+	}
+	same := abCompare(t, abSession(60, 1, 1, 4), "e2e_ms").Verdicts()
+	if !strings.HasPrefix(same[1], "hot and greedy vary alike in e2e") {
+		t.Errorf("same spread: %q", same[1])
+	}
+}
+
+func TestCompareFormatsCarryTheVerdicts(t *testing.T) {
+	c := abCompare(t, abSession(20, 1.3, 1, 5), "e2e_ms")
+	for format, want := range map[string]string{
+		"text": "\nhot is slower than greedy",
+		"md":   "\n- hot is slower than greedy",
+		"csv":  "\nmetric,column,baseline,n,n_baseline,median_diff",
+	} {
+		var buf bytes.Buffer
+		if err := c.Write(&buf, format); err != nil || !strings.Contains(buf.String(), want) || !strings.Contains(buf.String(), "holm") && !strings.Contains(buf.String(), "Holm") {
+			t.Errorf("%s (%v):\n%s", format, err, buf.String())
+		}
+	}
+	var buf bytes.Buffer
+	if err := c.Write(&buf, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var parsed struct {
+		Tests []struct {
+			Metric string  `json:"metric"`
+			PHolm  float64 `json:"p_holm"`
+			Effect string  `json:"effect"`
+			Exact  bool    `json:"exact"`
+		}
+		Verdicts []string
+	}
+	if err := json.Unmarshal(buf.Bytes(), &parsed); err != nil || len(parsed.Tests) != 1 || parsed.Tests[0].Effect != "large" || !parsed.Tests[0].Exact || len(parsed.Verdicts) != 2 {
+		t.Errorf("json (%v): %+v\n%s", err, parsed, buf.String())
+	}
+}
