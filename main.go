@@ -10,8 +10,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -103,6 +105,36 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// percentFlag is a fraction written as a percent ("1%") or as a plain
+// fraction ("0.01").
+type percentFlag float64
+
+func (p *percentFlag) String() string { return strconv.FormatFloat(float64(*p)*100, 'g', -1, 64) + "%" }
+
+func (p *percentFlag) Set(s string) error {
+	v, err := parsePercent(s)
+	if err != nil {
+		return err
+	}
+	*p = percentFlag(v)
+	return nil
+}
+
+func parsePercent(s string) (float64, error) {
+	number, percent := strings.CutSuffix(strings.TrimSpace(s), "%")
+	v, err := strconv.ParseFloat(strings.TrimSpace(number), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%q is not a margin; write it like 1%% or 0.01", s)
+	}
+	if percent {
+		v /= 100
+	}
+	if v <= 0 || v >= 1 {
+		return 0, fmt.Errorf("%q is out of range; use a margin between 0%% and 100%%, e.g. 1%%", s)
+	}
+	return v, nil
+}
+
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", stderr)
 	profileArg := fs.String("profile", profiles.DefaultName, "profile name or path to a .toml file")
@@ -122,6 +154,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&opts.PowerInterval, "power-interval", telemetry.DefaultInterval, "power and memory sampling cadence")
 	fs.DurationVar(&opts.IdleBaseline, "idle-baseline", runner.DefaultIdleBaseline, "idle power measured before the first trial (0 skips it; only when a power source exists)")
 	fs.IntVar(&opts.ServerPID, "server-pid", 0, "the server process whose peak memory the trials record (default: found by the backend's local port)")
+	fs.Var((*percentFlag)(&opts.UntilCI), "until-ci", "stop each arm once its e2e is known within this ±margin, e.g. 1% (anytime-valid 95% confidence sequence; --trials stays the cap)")
+	fs.StringVar(&opts.CIStatistic, "ci-statistic", "", "with --until-ci: median (default; exact) or mean (asymptotic, from 30 trials)")
 	headless := fs.Bool("headless", false, "print plain progress lines instead of the dashboard (the default when stdout is not a terminal)")
 	positional, err := parseFlags(fs, args)
 	if err != nil {

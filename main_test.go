@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -269,4 +270,35 @@ func TestBuiltinEngineIsTheDefault(t *testing.T) {
 	if code != exitFailed || !strings.Contains(stderr, "missing.gguf: no such file") {
 		t.Errorf("missing model file: exit %d: %s", code, stderr)
 	}
+}
+
+func TestParsePercent(t *testing.T) {
+	for in, want := range map[string]float64{"1%": 0.01, " 2.5 % ": 0.025, "0.05": 0.05} {
+		if got, err := parsePercent(in); err != nil || math.Abs(got-want) > 1e-15 {
+			t.Errorf("parsePercent(%q) = %g, %v; want %g", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "1", "100%", "0%", "-1%", "one percent", "NaN%"} {
+		if _, err := parsePercent(in); err == nil || !strings.Contains(err.Error(), strconv.Quote(in)) {
+			t.Errorf("parsePercent(%q): %v, want an error naming the input", in, err)
+		}
+	}
+}
+
+func FuzzParsePercent(f *testing.F) {
+	for _, seed := range []string{"1%", "0.01", "5 %", "1e-3", "%", "100%"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		v, err := parsePercent(in)
+		if err != nil {
+			return
+		}
+		if !(v > 0 && v < 1) {
+			t.Fatalf("parsePercent(%q) = %g, outside (0, 1)", in, v)
+		}
+		if again, err := parsePercent(strconv.FormatFloat(v*100, 'g', -1, 64) + "%"); err != nil || math.Abs(again-v) > 1e-9*v+1e-300 {
+			t.Fatalf("%q: %g does not round-trip as a percent (%g, %v)", in, v, again, err)
+		}
+	})
 }

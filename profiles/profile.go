@@ -43,6 +43,7 @@ type Profile struct {
 	PromptFile  string            `toml:"prompt_file"`
 	Models      map[string]string `toml:"models"`
 	Arms        []Arm             `toml:"arms"`
+	Stop        Stop              `toml:"stop"`
 
 	// Source is "builtin" or the file the profile was read from.
 	Source string `toml:"-"`
@@ -61,6 +62,74 @@ type Arm struct {
 	MinP        float64 `toml:"min_p"`
 	// Seed overrides the profile seed for this arm's sampling.
 	Seed *int64 `toml:"seed"`
+}
+
+// Stop is the optional early-stopping rule: an arm ends before its
+// `trials` cap once the anytime-valid 95% confidence interval of its e2e
+// statistic is within ±UntilCI of the estimate.
+type Stop struct {
+	// UntilCI is the target half-width as a fraction (0.01 for ±1%); 0
+	// turns the rule off.
+	UntilCI float64 `toml:"until_ci,omitzero"`
+	// Statistic is "median" (exact at any n, the default) or "mean"
+	// (asymptotic, needs at least 30 trials).
+	Statistic string `toml:"statistic,omitempty"`
+	// MinTrials is the least number of timed trials before an arm may
+	// stop (default 10 for the median, 30 for the mean).
+	MinTrials int `toml:"min_trials,omitzero"`
+}
+
+// StopStatistics lists the allowed values of stop.statistic.
+var StopStatistics = []string{"median", "mean"}
+
+// MinTrialsForMean is the least min_trials for the mean: its confidence
+// sequence is asymptotic, and below about 30 trials of skewed latencies it
+// misses more often than it says.
+const MinTrialsForMean = 30
+
+// Enabled reports whether the rule is switched on.
+func (s Stop) Enabled() bool { return s.UntilCI != 0 }
+
+// Effective is the rule with its defaults filled in: the median, and a
+// minimum of 10 trials (30 for the mean).
+func (s Stop) Effective() Stop {
+	if !s.Enabled() {
+		return s
+	}
+	if s.Statistic == "" {
+		s.Statistic = StopStatistics[0]
+	}
+	if s.MinTrials == 0 {
+		s.MinTrials = 10
+		if s.Statistic == "mean" {
+			s.MinTrials = MinTrialsForMean
+		}
+	}
+	return s
+}
+
+// Check validates the rule against the trial cap, telling bad about each
+// problem by key (e.g. "min_trials").
+func (s Stop) Check(trials int, bad func(key, msg string)) {
+	if s == (Stop{}) {
+		return
+	}
+	if s.UntilCI <= 0 || s.UntilCI >= 1 {
+		bad("until_ci", fmt.Sprintf("%g is out of range; use a fraction in (0, 1), e.g. 0.01 for ±1%%", s.UntilCI))
+		return
+	}
+	s = s.Effective()
+	if !slices.Contains(StopStatistics, s.Statistic) {
+		bad("statistic", fmt.Sprintf("%q is not allowed; use one of %s", s.Statistic, strings.Join(StopStatistics, ", ")))
+	}
+	switch {
+	case s.MinTrials < 2:
+		bad("min_trials", fmt.Sprintf("%d is too few; use 2 or more", s.MinTrials))
+	case s.Statistic == "mean" && s.MinTrials < MinTrialsForMean:
+		bad("min_trials", fmt.Sprintf("%d is too few for the mean, whose interval is only valid from about %d trials; raise it or use statistic = \"median\"", s.MinTrials, MinTrialsForMean))
+	case s.MinTrials > trials:
+		bad("min_trials", fmt.Sprintf("%d is more than trials = %d, the cap; the rule could never stop an arm early", s.MinTrials, trials))
+	}
 }
 
 // Greedy reports whether the arm always picks the most likely token.
@@ -152,10 +221,12 @@ func allowedKeys(k toml.Key) string {
 	switch {
 	case len(k) > 1 && k[0] == "arms":
 		return "name, temperature, top_k, top_p, min_p, seed"
+	case len(k) > 1 && k[0] == "stop":
+		return "until_ci, statistic, min_trials"
 	case len(k) > 1 && k[0] == "models":
 		return "one model name per backend kind, e.g. ollama = \"gemma3:270m\""
 	default:
-		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompt_file, [models], [[arms]]"
+		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompt_file, [models], [[arms]], [stop]"
 	}
 }
 
@@ -222,6 +293,9 @@ func (p *Profile) resolve(file string) error {
 			bad(-1, "prompts", "prompt %d is empty", i+1)
 		}
 	}
+	p.Stop.Check(p.Trials, func(key, msg string) {
+		errs = append(errs, &Error{File: file, Line: p.keys.find(toml.Key{"stop", key}, -1), Key: "stop." + key, Msg: msg})
+	})
 	if len(p.Arms) == 0 {
 		errs = append(errs, &Error{File: file, Key: "arms", Msg: "no arms; add at least one [[arms]] table with a name"})
 	}

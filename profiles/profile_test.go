@@ -89,6 +89,11 @@ func TestParseErrorsNameFileLineAndKey(t *testing.T) {
 		{"duplicate arm", strings.Replace(validProfile, `name = "hot"`, `name = "greedy"`, 1), `t.toml:15: arms[1].name: "greedy" is used by another arm`},
 		{"no prompts", strings.Replace(validProfile, `prompts = ["hi"]`, ``, 1), "prompts: no prompts"},
 		{"top_p range", strings.Replace(validProfile, "top_k = 40", "top_p = 1.5", 1), "t.toml:17: arms[1].top_p: 1.5 is out of range"},
+		{"stop margin", validProfile + "[stop]\nuntil_ci = 1\n", "t.toml:19: stop.until_ci: 1 is out of range; use a fraction in (0, 1)"},
+		{"stop statistic", validProfile + "[stop]\nuntil_ci = 0.01\nstatistic = \"p90\"\n", `t.toml:20: stop.statistic: "p90" is not allowed; use one of median, mean`},
+		{"stop mean too early", validProfile + "[stop]\nuntil_ci = 0.01\nstatistic = \"mean\"\nmin_trials = 3\n", "t.toml:21: stop.min_trials: 3 is too few for the mean"},
+		{"stop after the cap", validProfile + "[stop]\nuntil_ci = 0.01\nmin_trials = 8\n", "t.toml:20: stop.min_trials: 8 is more than trials = 5, the cap"},
+		{"stop unknown key", validProfile + "[stop]\nuntil = 0.01\n", "t.toml:19: stop.until: unknown key; allowed keys are until_ci, statistic, min_trials"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -164,4 +169,20 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("invalid profile accepted: %+v", p)
 		}
 	})
+}
+
+func TestStopRuleDefaults(t *testing.T) {
+	p, err := Parse("t.toml", []byte(strings.Replace(validProfile, "trials = 5", "trials = 100", 1)+"[stop]\nuntil_ci = 0.02\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Stop.Effective(); got != (Stop{UntilCI: 0.02, Statistic: "median", MinTrials: 10}) {
+		t.Errorf("effective rule %+v", got)
+	}
+	if got := (Stop{UntilCI: 0.02, Statistic: "mean"}).Effective(); got.MinTrials != MinTrialsForMean {
+		t.Errorf("mean's default minimum %d, want %d", got.MinTrials, MinTrialsForMean)
+	}
+	if (Stop{}).Enabled() || (Stop{}).Effective() != (Stop{}) {
+		t.Error("no [stop] table must mean no rule")
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,6 +46,10 @@ type Options struct {
 	DType   string
 	// ConvergeTol is the ±fraction for converged_at (0 means 1%).
 	ConvergeTol float64
+	// UntilCI and CIStatistic override the profile's stop rule (0 and ""
+	// keep it).
+	UntilCI     float64
+	CIStatistic string
 	// PowerInterval is the telemetry cadence (0: 50 ms); IdleBaseline the
 	// idle power window before the first trial (0 skips it); ServerPID
 	// the server process whose memory is recorded (0: found by the
@@ -153,7 +158,24 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	if plan.Telemetry, err = telemetryOptions(opts); err != nil {
 		return nil, err
 	}
+	if opts.UntilCI != 0 {
+		p.Stop.UntilCI = opts.UntilCI
+	}
+	if opts.CIStatistic != "" {
+		p.Stop.Statistic = opts.CIStatistic
+	}
+	var stopErrs []error
+	p.Stop.Check(p.Trials, func(key, msg string) {
+		stopErrs = append(stopErrs, fmt.Errorf("stop rule %s: %s (from --until-ci, --ci-statistic or the profile's [stop])", key, msg))
+	})
+	if err := errors.Join(stopErrs...); err != nil {
+		return nil, err
+	}
+	p.Stop = p.Stop.Effective()
 	plan.Stop = TrialCap{N: p.Trials}
+	if p.Stop.Enabled() {
+		plan.Stop = NewUntilCI(p.Stop, p.Trials)
+	}
 	return plan, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/metrics/telemetry"
+	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/session"
 )
 
@@ -106,7 +107,7 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 		ConfigHash: plan.ConfigHash(), Environment: Environment(), Power: &mon.info,
 		Profile: session.ProfileInfo{Name: p.Name, Source: p.Source, Description: p.Description, MaxTokens: p.MaxTokens,
 			Warmup: p.Warmup, Trials: p.Trials, Timeout: p.TrialTimeout.String(), Order: p.Order, Seed: p.Seed,
-			USDPerHour: p.USDPerHour, Prompts: p.Prompts},
+			USDPerHour: p.USDPerHour, Prompts: p.Prompts, Stop: stopInfo(p.Stop)},
 		Backend: session.BackendInfo{Kind: plan.Kind.Name, URL: plan.Config.URL, Endpoint: plan.Config.Endpoint,
 			ModelRequested: plan.Model, ModelActual: info.Model, Digest: info.Digest, Quantization: info.Quantization,
 			ServerVersion: info.ServerVersion, Details: info.Details},
@@ -141,6 +142,7 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 		s := session.SummarizeArm(groups[a.Name], uint64(p.Seed), plan.ConvergeTol, p.USDPerHour)
 		s.TokenCountMismatches = r.arms[i].mismatches
 		s.EnergyCounterRejected = r.arms[i].counterRejected
+		s.StoppedBy = r.arms[i].stoppedBy
 		summary[a.Name] = s
 	}
 	if err := w.Finish(status, note, summary); err != nil && runErr == nil {
@@ -148,6 +150,13 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 	}
 	events <- Finished{Status: status, Note: note, Manifest: w.ManifestPath(), Summary: summary}
 	return status, runErr
+}
+
+func stopInfo(s profiles.Stop) *session.StopInfo {
+	if !s.Enabled() {
+		return nil
+	}
+	return &session.StopInfo{UntilCI: s.UntilCI, Statistic: s.Statistic, MinTrials: s.MinTrials}
 }
 
 func armSeed(profileSeed int64, override *int64) int64 {
@@ -161,6 +170,7 @@ type armState struct {
 	next       int // trial number of the arm's next trial, from 1
 	timed      int
 	stopped    bool
+	stoppedBy  string // the stop rule's reason
 	mismatches int
 	// counterRejected counts timed trials whose energy counter was not used.
 	counterRejected int
@@ -240,7 +250,7 @@ func (r *run) report(i int, rec session.Record) {
 	}
 	arm.timed++
 	if stop, why := r.plan.Stop.Stop(rec.Arm, arm.timed, &arm.e2e); stop {
-		arm.stopped = true
+		arm.stopped, arm.stoppedBy = true, why
 		r.events <- ArmStopped{Arm: rec.Arm, Reason: why}
 	}
 }

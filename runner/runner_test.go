@@ -24,8 +24,10 @@ import (
 // actually handed each chunk over, so the runner's stamps can be checked
 // against both the script and the truth.
 type fakeBackend struct {
-	mu       sync.Mutex
-	delays   []time.Duration // before each token, from the previous one
+	mu     sync.Mutex
+	delays []time.Duration // before each token, from the previous one
+	// extra, when set, delays a request's first token further.
+	extra    func(req backends.Request) time.Duration
 	fail     func(call int) error
 	block    bool // wait for the context instead of answering
 	probeErr error
@@ -57,6 +59,9 @@ func (f *fakeBackend) Generate(ctx context.Context, req backends.Request, onChun
 	}
 	var sent []time.Duration
 	due := time.Duration(0)
+	if f.extra != nil {
+		due = f.extra(req)
+	}
 	for _, d := range f.delays {
 		due += d
 		time.Sleep(time.Until(begin.Add(due)))

@@ -2,12 +2,14 @@ package runner
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/profiles"
 )
 
 // StopRule decides, after each timed trial of an arm, whether that arm is
-// done. The early-stopping rules of the statistics work plug in here.
+// done.
 type StopRule interface {
 	// Stop sees the arm's count of timed trials (degraded included) and
 	// its series of counted e2e values; it returns true and a reason to
@@ -24,4 +26,63 @@ func (c TrialCap) Stop(_ string, timed int, _ *metrics.Series) (bool, string) {
 		return true, fmt.Sprintf("reached the trial cap of %d", c.N)
 	}
 	return false, ""
+}
+
+// UntilCI stops an arm once the 95% confidence sequence of its e2e median
+// (or mean) is within ±Target of the estimate, after at least MinTrials
+// counted trials, and at the cap in any case. A confidence sequence,
+// unlike a fixed-n interval, stays valid although the rule looks after
+// every trial (see metrics.ConfidenceSequence).
+type UntilCI struct {
+	Config profiles.Stop // effective: defaults filled
+	Cap    TrialCap
+	seq    metrics.ConfidenceSequence
+	sorted map[string]*metrics.Distribution // per arm, for the median
+}
+
+// NewUntilCI builds the rule for an effective stop configuration and a
+// cap. The sequence is tuned to be tightest halfway (geometrically)
+// between the minimum and the cap, where a stop is likely.
+func NewUntilCI(stop profiles.Stop, trialCap int) *UntilCI {
+	tuneAt := int(math.Sqrt(float64(stop.MinTrials) * float64(trialCap)))
+	return &UntilCI{Config: stop, Cap: TrialCap{trialCap}, seq: metrics.NewConfidenceSequence(0.05, tuneAt),
+		sorted: map[string]*metrics.Distribution{}}
+}
+
+// Stop implements StopRule.
+func (u *UntilCI) Stop(arm string, timed int, e2e *metrics.Series) (bool, string) {
+	values := e2e.Values()
+	d := u.sorted[arm]
+	if d == nil {
+		d = &metrics.Distribution{}
+		u.sorted[arm] = d
+	}
+	for _, v := range values[d.N():] { // the values since the last call
+		d.Add(v)
+	}
+	if stop, why := u.Cap.Stop(arm, timed, e2e); stop {
+		return stop, why
+	}
+	if len(values) < u.Config.MinTrials {
+		return false, ""
+	}
+	halfWidth, estimate := u.HalfWidth(d.Sorted())
+	if rel := halfWidth / math.Abs(estimate); rel <= u.Config.UntilCI {
+		return true, fmt.Sprintf("%s e2e known within ±%.2g%% (target ±%.2g%%) after %d trials", u.Config.Statistic, rel*100, u.Config.UntilCI*100, len(values))
+	}
+	return false, ""
+}
+
+// HalfWidth is the confidence sequence's half-width around the estimate
+// of the rule's statistic, for ascending values.
+func (u *UntilCI) HalfWidth(sorted []float64) (halfWidth, estimate float64) {
+	if u.Config.Statistic == "mean" {
+		var w metrics.Welford
+		for _, v := range sorted {
+			w.Add(v)
+		}
+		return u.seq.MeanHalfWidth(w.N(), w.Std()), w.Mean()
+	}
+	iv := u.seq.QuantileInterval(sorted, 0.5)
+	return (iv.Hi - iv.Lo) / 2, metrics.PercentileSorted(sorted, 0.5)
 }

@@ -58,6 +58,16 @@ type ProfileInfo struct {
 	Seed        int64    `toml:"seed"`
 	USDPerHour  float64  `toml:"usd_per_hour,omitzero"`
 	Prompts     []string `toml:"prompts"`
+	// Stop is the early-stopping rule, when one was on.
+	Stop *StopInfo `toml:"stop,omitempty"`
+}
+
+// StopInfo is the stop rule as it ran: stop an arm once the 95% confidence
+// sequence of its e2e statistic is within ±UntilCI, from MinTrials on.
+type StopInfo struct {
+	UntilCI   float64 `toml:"until_ci"`
+	Statistic string  `toml:"statistic"`
+	MinTrials int     `toml:"min_trials"`
 }
 
 // BackendInfo is what was asked of the backend and what it reported.

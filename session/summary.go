@@ -79,7 +79,10 @@ type ArmSummary struct {
 	ConvergedAt          int     `toml:"converged_at"`
 	ConvergeTolerance    float64 `toml:"converge_tolerance"`
 	TokenCountMismatches int     `toml:"token_count_mismatches"`
-	USDPer1MTokens       float64 `toml:"usd_per_1m_tokens,omitzero"`
+	// StoppedBy is why the arm's timed trials ended: the trial cap, or the
+	// stop rule with the margin it reached; empty when the run was cut.
+	StoppedBy      string  `toml:"stopped_by,omitempty"`
+	USDPer1MTokens float64 `toml:"usd_per_1m_tokens,omitzero"`
 	// EnergyQualities counts the arm's timed trials per energy quality
 	// (counter, sampled, no_data, unavailable).
 	EnergyQualities map[string]int `toml:"energy_quality_counts,omitempty"`

@@ -1,0 +1,139 @@
+package runner
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/session"
+)
+
+// feed adds values to a series one by one, asking the rule after each, and
+// returns the count at which it stopped (0 if never) and why.
+func feed(rule StopRule, arm string, values []float64) (int, string) {
+	var s metrics.Series
+	for i, v := range values {
+		s.Add(v)
+		if stop, why := rule.Stop(arm, i+1, &s); stop {
+			return i + 1, why
+		}
+	}
+	return 0, ""
+}
+
+func noisy(seed uint64, n int, cv float64) []float64 {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = 100 * (1 + cv*rng.NormFloat64())
+	}
+	return out
+}
+
+func TestUntilCIStopsQuietArmsEarlyAndNoisyOnesAtTheCap(t *testing.T) {
+	for _, statistic := range []string{"median", "mean"} {
+		rule := NewUntilCI(profiles.Stop{UntilCI: 0.01, Statistic: statistic}.Effective(), 500)
+		quiet, why := feed(rule, "quiet", noisy(1, 500, 0.01))
+		if quiet == 0 || quiet < rule.Config.MinTrials || quiet > 100 || !strings.Contains(why, statistic+" e2e known within ±") {
+			t.Errorf("%s, CV 1%%: stopped at %d (%q), want between the minimum and 100", statistic, quiet, why)
+		}
+		// Each arm keeps its own state: a noisy arm asked in between is
+		// not helped by the quiet one.
+		noisyAt, why := feed(rule, "noisy", noisy(2, 500, 0.3))
+		if noisyAt != 500 || why != "reached the trial cap of 500" {
+			t.Errorf("%s, CV 30%%: stopped at %d (%q), want the cap", statistic, noisyAt, why)
+		}
+	}
+}
+
+// The rule's stopping point against the width it promises: once it stops,
+// the sequence's interval is within the target.
+func TestUntilCIStopsOnlyWithinTheTarget(t *testing.T) {
+	rule := NewUntilCI(profiles.Stop{UntilCI: 0.02}.Effective(), 1000)
+	values := noisy(3, 1000, 0.05)
+	n, _ := feed(rule, "a", values)
+	if n == 0 {
+		t.Fatal("never stopped")
+	}
+	var d metrics.Distribution
+	for _, v := range values[:n] {
+		d.Add(v)
+	}
+	halfWidth, median := rule.HalfWidth(d.Sorted())
+	if halfWidth/median > 0.02 {
+		t.Errorf("stopped at %d with ±%.2f%%", n, 100*halfWidth/median)
+	}
+	var before metrics.Distribution
+	for _, v := range values[:n-1] {
+		before.Add(v)
+	}
+	if hw, m := rule.HalfWidth(before.Sorted()); n-1 >= rule.Config.MinTrials && hw/m <= 0.02 {
+		t.Errorf("could have stopped at %d already", n-1)
+	}
+}
+
+func TestResolveBuildsTheStopRule(t *testing.T) {
+	p, err := profiles.Find("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Options{Trials: 200, Warmup: NoOverride, MaxTokens: NoOverride, OutDir: t.TempDir()}
+	plan, err := Resolve(p, base)
+	if _, ok := plan.Stop.(TrialCap); err != nil || !ok {
+		t.Fatalf("no rule asked for: %T %v", plan.Stop, err)
+	}
+	o := base
+	o.UntilCI, o.CIStatistic = 0.01, "mean"
+	plan, err = Resolve(p, o)
+	rule, ok := plan.Stop.(*UntilCI)
+	if err != nil || !ok || rule.Config != (profiles.Stop{UntilCI: 0.01, Statistic: "mean", MinTrials: 30}) || plan.Profile.Stop != rule.Config || rule.Cap.N != 200 {
+		t.Fatalf("rule %+v, profile %+v, %v", rule, plan.Profile.Stop, err)
+	}
+	o.Trials = 20
+	if _, err := Resolve(p, o); err == nil || !strings.Contains(err.Error(), "stop rule min_trials: 30 is more than trials = 20") {
+		t.Errorf("cap below the minimum: %v", err)
+	}
+}
+
+// Through a real run: the steady arm stops by the rule, the other goes on
+// alone to the cap, and the manifest records the rule and both reasons.
+func TestRunStopsEachArmOnItsOwn(t *testing.T) {
+	// greedy always takes about 2 ms; hot takes 2 ms or 8 ms by turns, so
+	// its median cannot settle within ±20%.
+	fake := &fakeBackend{delays: []time.Duration{time.Millisecond, time.Millisecond},
+		extra: func(req backends.Request) time.Duration {
+			if req.Temperature > 0 && req.Seed%2 == 0 {
+				return 6 * time.Millisecond
+			}
+			return 0
+		}}
+	plan := testPlan(t, 0, 40, "greedy", "hot")
+	plan.Profile.Stop = profiles.Stop{UntilCI: 0.2}.Effective()
+	plan.Stop = NewUntilCI(plan.Profile.Stop, 40)
+	status, err, events := runPlan(t, context.Background(), plan, fake)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	fin := events[len(events)-1].(Finished)
+	greedy, hot := fin.Summary["greedy"], fin.Summary["hot"]
+	if !strings.HasPrefix(greedy.StoppedBy, "median e2e known within ±") || greedy.TimedOK >= 40 || hot.StoppedBy != "reached the trial cap of 40" || hot.TimedOK != 40 {
+		t.Fatalf("greedy %d trials (%q), hot %d (%q)", greedy.TimedOK, greedy.StoppedBy, hot.TimedOK, hot.StoppedBy)
+	}
+	recs := trials(events)
+	last := recs[len(recs)-1-(40-greedy.TimedOK)]
+	for _, rec := range recs[len(recs)-(40-greedy.TimedOK):] {
+		if rec.Arm != "hot" {
+			t.Fatalf("a trial of %s after greedy stopped (after %s#%d)", rec.Arm, last.Arm, last.Trial)
+		}
+	}
+	s, err := session.Load(fin.Manifest)
+	if err != nil || s.Manifest.Profile.Stop == nil || *s.Manifest.Profile.Stop != (session.StopInfo{UntilCI: 0.2, Statistic: "median", MinTrials: 10}) ||
+		s.Manifest.Summary["greedy"].StoppedBy != greedy.StoppedBy {
+		t.Errorf("manifest: %v %+v %+v", err, s.Manifest.Profile.Stop, s.Manifest.Summary["greedy"])
+	}
+}
