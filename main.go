@@ -44,6 +44,7 @@ Usage:
   tokentop                                  open the picker (the default study: greedy vs sampling on the built-in engine)
   tokentop run [flags]                      run a profile's trials against a backend, on the live dashboard
   tokentop compare A.toml B.toml [...]      compare sessions (or A.toml#arm1 A.toml#arm2); --tui for the compare screen
+  tokentop report S.toml [...]              repeatability report: distribution shape, outliers, trials needed, warmup
   tokentop profiles                         list built-in and user profiles
   tokentop backends [--url URL]             show which backends are reachable
 
@@ -73,6 +74,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdRun(args[1:], stdout, stderr)
 	case "compare":
 		return cmdCompare(args[1:], stdout, stderr)
+	case "report":
+		return cmdReport(args[1:], stdout, stderr)
 	case "profiles":
 		return cmdProfiles(args[1:], stdout, stderr)
 	case "backends":
@@ -253,6 +256,40 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "tokentop: %v\n", err)
 		return exitUsage
+	}
+	return exitOK
+}
+
+func cmdReport(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("report", stderr)
+	format := fs.String("format", "text", "output format: "+strings.Join(session.Formats, ", "))
+	resamples := fs.Int("resamples", session.DefaultTestOptions.Resamples, "bootstrap resamples behind each interval")
+	positional, err := parseFlags(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(positional) == 0 {
+		fmt.Fprintln(stderr, "tokentop report: name at least one session manifest (S.toml)")
+		return exitUsage
+	}
+	if *resamples < 1 {
+		fmt.Fprintf(stderr, "tokentop report: --resamples %d: use 1 or more (10000 for a final report)\n", *resamples)
+		return exitUsage
+	}
+	for _, path := range positional {
+		s, err := session.Load(path)
+		if err != nil {
+			fmt.Fprintf(stderr, "tokentop: %v\n", err)
+			return exitFailed
+		}
+		for _, warning := range s.Warnings {
+			fmt.Fprintf(stderr, "tokentop: warning: %s\n", warning)
+		}
+		report := session.BuildReport(s, session.TestOptions{Resamples: *resamples, Seed: session.DefaultTestOptions.Seed})
+		if err := report.Write(stdout, *format); err != nil {
+			fmt.Fprintf(stderr, "tokentop: %v\n", err)
+			return exitUsage
+		}
 	}
 	return exitOK
 }

@@ -72,6 +72,13 @@ func TestRunHeadlessThenCompare(t *testing.T) {
 	if code, _, stderr = runCLI("compare", paths[0], "--resamples", "0"); code != exitUsage || !strings.Contains(stderr, "--resamples 0") {
 		t.Errorf("--resamples 0: exit %d, %s", code, stderr)
 	}
+	code, stdout, stderr = runCLI("report", paths[0], "--format", "md")
+	if code != exitOK || !strings.Contains(stdout, "### greedy: 4 timed trials (+1 warmup)") || !strings.Contains(stdout, "too few trials to judge the warmup") {
+		t.Errorf("report exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, _, stderr = runCLI("report", paths[0], "--format", "xml"); code != exitUsage || !strings.Contains(stderr, `unknown format "xml"`) {
+		t.Errorf("report --format xml: exit %d, %s", code, stderr)
+	}
 	code, _, stderr = runCLI("compare", "--tui", paths[0])
 	if code != exitUsage || !strings.Contains(stderr, "--tui needs a terminal") {
 		t.Errorf("compare --tui without a terminal: exit %d, %s", code, stderr)

@@ -2,9 +2,9 @@ package metrics
 
 import "slices"
 
-// mserBatch is MSER-5's batch size: batching smooths trial-to-trial noise
+// MSERBatch is MSER-5's batch size: batching smooths trial-to-trial noise
 // so the rule reacts to trends, not single outliers.
-const mserBatch = 5
+const MSERBatch = 5
 
 // mserSlack is how far above its minimum the MSER statistic may be and
 // still count as settled. Once the series is flat the statistic is flat
@@ -21,13 +21,13 @@ const mserSlack = 1.25
 // values to drop (a multiple of 5), and false when the series is too short
 // to tell (fewer than four batches).
 func MSER5(series []float64) (truncate int, ok bool) {
-	k := len(series) / mserBatch
+	k := len(series) / MSERBatch
 	if k < 4 {
 		return 0, false
 	}
 	batches := make([]float64, k)
 	for j := range batches {
-		batches[j] = Mean(series[j*mserBatch : (j+1)*mserBatch])
+		batches[j] = Mean(series[j*MSERBatch : (j+1)*MSERBatch])
 	}
 	stats := make([]float64, k/2+1)
 	for d := range stats {
@@ -41,5 +41,5 @@ func MSER5(series []float64) (truncate int, ok bool) {
 	}
 	least := slices.Min(stats)
 	settled := slices.IndexFunc(stats, func(stat float64) bool { return stat <= mserSlack*least })
-	return settled * mserBatch, true
+	return settled * MSERBatch, true
 }

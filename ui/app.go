@@ -160,6 +160,8 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, a.cmp.init()
 	case compareTestedMsg:
 		a.cmp.showTests(msg)
+	case reportMsg:
+		a.done.setReport(msg)
 	case runEndedMsg:
 		if a.quitting {
 			return a, tea.Quit
@@ -239,6 +241,8 @@ func (a *App) key(msg tea.KeyPressMsg) (cmd tea.Cmd, quit bool) {
 		switch {
 		case key.Matches(msg, keys.Compare) && a.data.finished != nil && a.done.choosing == nil && a.done.busy == "":
 			return a.done.listBaselines(a.data.finished.Manifest), false
+		case key.Matches(msg, keys.Report) && a.data.finished != nil && a.done.choosing == nil && a.done.busy == "":
+			return a.done.toggleReport(a.data.finished.Manifest), false
 		case key.Matches(msg, keys.NewRun) && a.done.choosing == nil:
 			a.screen = screenPicker
 			return a.picker.init(a.ctx), false
@@ -327,7 +331,7 @@ func (a *App) bindings() bindings {
 	case screenRun:
 		short = []key.Binding{keys.Pause, keys.Stop, keys.Metric, keys.Chart, keys.NextPanel, keys.Zoom}
 	case screenDone:
-		short = []key.Binding{keys.Compare, keys.NewRun}
+		short = []key.Binding{keys.Compare, keys.Report, keys.NewRun}
 	case screenCompare:
 		short = []key.Binding{keys.Metric}
 		if a.done != nil {

@@ -447,10 +447,44 @@ func TestDoneOffersComparisonsAndOpensTheCompareScreen(t *testing.T) {
 	// The chooser is still open: up to the session's own arms, temp-0.8
 	// against greedy, named by arm.
 	tr.send(press("k"))
-	tr.sendAndRun(press("enter"))
+	_, load = tr.app.Update(press("enter"))
+	// The verdicts' statistics are a second command, started by the load.
+	if _, test := tr.app.Update(load()); test != nil {
+		tr.send(test())
+	}
 	screen = tr.screen()
 	if !strings.Contains(screen, "stat    greedy ") || !strings.Contains(screen, "temp-0.8") || !strings.Contains(screen, "33.00  +10.0%") || strings.Contains(screen, "A#") {
 		t.Errorf("the arms of one session are not compared with each other:\n%s", screen)
+	}
+	if !strings.Contains(screen, "temp-0.8 is slower than greedy: median e2e +") {
+		t.Errorf("no verdict under the table:\n%s", screen)
+	}
+}
+
+func TestDoneViewShowsTheRepeatabilityReport(t *testing.T) {
+	tr := newTestRun(t, "greedy-vs-sampling")
+	events := syntheticRun([]string{"greedy", "temp-0.8"}, 0, 5)
+	fin := finished(events, session.StatusComplete)
+	fin.Manifest = writeSession(t, t.TempDir(), "A", 0)
+	tr.send(eventsMsg(append(events, fin)))
+	close(tr.app.run.done)
+	tr.send(runEndedMsg{})
+	_, compute := tr.app.Update(press("r"))
+	if compute == nil || !strings.Contains(tr.screen(), "computing the repeatability report") {
+		t.Fatalf("r should hand the report to a command:\n%s", tr.screen())
+	}
+	tr.send(compute())
+	screen := tr.screen()
+	if !strings.Contains(screen, "Repeatability report") || !strings.Contains(screen, "greedy: 40 timed trials (+0 warmup)") || !strings.Contains(screen, "outliers") {
+		t.Fatalf("report missing:\n%s", screen)
+	}
+	checkFits(t, tr.app.View().Content, 80, 24)
+	tr.send(press("j"), press("j"))
+	if scrolled := tr.screen(); scrolled == screen {
+		t.Errorf("↓ did not scroll the report")
+	}
+	if _, again := tr.app.Update(press("r")); again != nil || !strings.Contains(tr.screen(), "median e2e [95% CI]") {
+		t.Errorf("r again should show the summary without recomputing:\n%s", tr.screen())
 	}
 }
 

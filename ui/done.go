@@ -23,6 +23,41 @@ type doneView struct {
 	err      error
 	choosing *baselineChooser
 	busy     string // what a command is doing for the view, shown until it answers
+	// report is the session's repeatability report once computed; r
+	// shows it in place of the summary.
+	report     []string
+	showReport bool
+	scroll     int
+}
+
+// reportMsg carries the repeatability report, computed off the UI's path.
+type reportMsg struct {
+	lines []string
+	err   error
+}
+
+// toggleReport shows or hides the report, computing it the first time.
+func (d *doneView) toggleReport(manifest string) tea.Cmd {
+	d.showReport = !d.showReport
+	if !d.showReport || d.report != nil {
+		return nil
+	}
+	d.busy = "computing the repeatability report…"
+	return func() tea.Msg {
+		s, err := session.Load(manifest)
+		if err != nil {
+			return reportMsg{err: err}
+		}
+		return reportMsg{lines: session.BuildReport(s, session.DefaultTestOptions).Lines("", "  ")}
+	}
+}
+
+func (d *doneView) setReport(msg reportMsg) {
+	d.busy = ""
+	d.report = msg.lines
+	if msg.err != nil {
+		d.report = []string{styleBad.Render("No report: " + msg.err.Error())}
+	}
 }
 
 // baselineChooser lists what the finished session can be compared with:
@@ -91,6 +126,15 @@ func (d *doneView) showBaselines(msg baselinesMsg) {
 // loads it.
 func (d *doneView) update(msg tea.KeyPressMsg) tea.Cmd {
 	c := d.choosing
+	if c == nil && d.showReport {
+		switch {
+		case key.Matches(msg, keys.Next):
+			d.scroll++ // clamped when drawn, where the height is known
+		case key.Matches(msg, keys.Prev):
+			d.scroll = max(0, d.scroll-1)
+		}
+		return nil
+	}
 	if c == nil || d.busy != "" {
 		return nil
 	}
@@ -140,7 +184,17 @@ func (d *doneView) view(w, h int) string {
 		// user's files are.
 		lines = append(lines, style.Render(title), "", ansi.Hardwrap("saved in "+filepath.Dir(fin.Manifest), w-2, true),
 			"  "+stem+".toml", styleDim.Render("  "+stem+".trials.csv, .tokens.csv"), "")
-		lines = append(lines, summaryTable(d.data.arms, fin.Summary)...)
+		if d.showReport && d.report != nil {
+			lines = append(lines, styleBold.Render("Repeatability report")+styleDim.Render(" · ↑/↓ scroll · r summary"))
+			var wrapped []string
+			for _, l := range d.report {
+				wrapped = append(wrapped, strings.Split(ansi.Wrap(l, w-2, " "), "\n")...)
+			}
+			d.scroll = max(0, min(d.scroll, len(wrapped)-(h-2-len(lines))))
+			lines = append(lines, wrapped[d.scroll:]...)
+		} else {
+			lines = append(lines, summaryTable(d.data.arms, fin.Summary)...)
+		}
 	}
 	if c := d.choosing; c != nil {
 		lines = append(lines, "", styleBold.Render("Compare with…"))

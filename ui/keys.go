@@ -6,7 +6,7 @@ import "charm.land/bubbles/v2/key"
 // help line, so the help never offers a key that does nothing.
 type keyMap struct {
 	Pause, Stop, NextPanel, PrevPanel, Metric, Chart, Zoom key.Binding
-	Start, Next, Prev, Compare, NewRun, Back               key.Binding
+	Start, Next, Prev, Compare, NewRun, Report, Back       key.Binding
 	Help, Quit, Interrupt, Yes, No                         key.Binding
 }
 
@@ -23,6 +23,7 @@ var keys = keyMap{
 	Prev:      key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
 	Compare:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "compare with…")),
 	NewRun:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "new run")),
+	Report:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "report")),
 	Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
 	Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 	Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),

@@ -1,0 +1,297 @@
+package session
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tokentop/tokentop/metrics"
+)
+
+// earlyTrials is how many timed trials right after the warmup count as
+// "early" when outliers are attributed to a warmup that was too short.
+const earlyTrials = 5
+
+// trendP is the significance below which the timed trials MSER-5 would
+// drop count as still trending.
+const trendP = 0.01
+
+// ArmReport is one arm's repeatability: how its e2e is distributed, how
+// fast its mean settled, how many trials its statistics need, and whether
+// its warmup fit.
+type ArmReport struct {
+	Arm           string
+	N, Warmup     int // counted timed trials, warmup trials that succeeded
+	Median, Mean  float64
+	CV            metrics.Estimate
+	Shape         metrics.Shape
+	OutlierTrials []int // trial numbers beyond Tukey's fences
+	EarlyOutliers int   // how many of those were among the first timed trials
+	ConvergedAt   int
+	ConvergeTol   float64
+	// Trials needed for 95% confidence within ±1% and ±5%.
+	MeanNeeds1, MeanNeeds5 int
+	P95Needs5, P99Needs5   metrics.QuantileNeed
+	WarmupRatio            float64
+	// Settle is where MSER-5 finds the series (warmup and timed, in
+	// order) settled; SettleKnown is false below 20 trials.
+	Settle        int
+	SettleKnown   bool
+	WarmupVerdict string
+	StoppedBy     string
+	// Curve is the running mean, its 95% CI half-width and the running CV
+	// after each timed trial.
+	Curve []metrics.Point
+}
+
+// Report is a session's repeatability report, on e2e latency.
+type Report struct {
+	Session string
+	Arms    []ArmReport
+	Options TestOptions
+}
+
+// BuildReport computes the repeatability report of a session.
+func BuildReport(s *Session, opts TestOptions) *Report {
+	r := &Report{Session: strings.TrimSuffix(filepath.Base(s.Path), ".toml"), Options: opts}
+	groups := ByArm(s.Records)
+	for _, arm := range armOrder(s) {
+		r.Arms = append(r.Arms, armReport(arm, groups[arm], s.Manifest.Summary[arm], opts))
+	}
+	return r
+}
+
+func armReport(arm string, records []*Record, summary ArmSummary, opts TestOptions) ArmReport {
+	a := ArmReport{Arm: arm, StoppedBy: summary.StoppedBy, ConvergeTol: summary.ConvergeTolerance}
+	if a.ConvergeTol == 0 {
+		a.ConvergeTol = 0.01
+	}
+	var series, timed, warmup []float64
+	var timedTrials []int
+	for _, rec := range records {
+		if rec.Status != StatusOK {
+			continue
+		}
+		series = append(series, rec.E2EMs)
+		if rec.Phase == PhaseWarmup {
+			warmup = append(warmup, rec.E2EMs)
+		} else {
+			timed = append(timed, rec.E2EMs)
+			timedTrials = append(timedTrials, rec.Trial)
+		}
+	}
+	a.N, a.Warmup = len(timed), len(warmup)
+	st := metrics.Describe(timed)
+	a.Median, a.Mean = st.Median, st.Mean
+	a.CV = metrics.Estimate{Value: st.CV, CI: metrics.Bootstrap(timed, metrics.CV, opts.Resamples, opts.Seed)}
+	a.Shape = metrics.DescribeShape(timed)
+	for _, i := range a.Shape.Outliers {
+		a.OutlierTrials = append(a.OutlierTrials, timedTrials[i])
+		if i < earlyTrials {
+			a.EarlyOutliers++
+		}
+	}
+	a.ConvergedAt = metrics.ConvergedAt(timed, a.ConvergeTol)
+	a.MeanNeeds1, a.MeanNeeds5 = metrics.TrialsForMean(st.CV, 0.01), metrics.TrialsForMean(st.CV, 0.05)
+	ascending := slices.Sorted(slices.Values(timed))
+	a.P95Needs5, a.P99Needs5 = metrics.TrialsForQuantile(ascending, 0.95, 0.05), metrics.TrialsForQuantile(ascending, 0.99, 0.05)
+	a.WarmupRatio = metrics.Describe(warmup).Median / st.Median
+	var s metrics.Series
+	for _, v := range timed {
+		a.Curve = append(a.Curve, s.Add(v))
+	}
+	a.Settle, a.SettleKnown = metrics.MSER5(series)
+	a.WarmupVerdict = warmupVerdict(series, a.Warmup, a.Settle, a.SettleKnown)
+	return a
+}
+
+// warmupVerdict judges the fixed warmup against where MSER-5 finds the
+// series settled. A settling point inside the timed trials counts only
+// when the timed trials before it differ significantly from those after
+// (Mann-Whitney p < 0.01): MSER-5 alone also reacts to noise.
+func warmupVerdict(series []float64, warmup, settle int, known bool) string {
+	switch {
+	case !known:
+		return fmt.Sprintf("too few trials to judge the warmup (MSER-5 needs 20, this arm has %d)", len(series))
+	case settle > warmup:
+		mw := metrics.MannWhitney(series[settle:], series[warmup:settle])
+		if mw.P < trendP {
+			return fmt.Sprintf("warmup of %d was too short: the series settles after trial %d (MSER-5), and the first %d timed trials differ from the rest (%s); raise warmup to %d",
+				warmup, settle, settle-warmup, formatP(mw.P), settle)
+		}
+		return fmt.Sprintf("warmup of %d is enough: MSER-5 marks trial %d, but the timed trials before it do not differ from the rest (%s)",
+			warmup, settle, formatP(mw.P))
+	case settle+metrics.MSERBatch <= warmup:
+		return fmt.Sprintf("warmup of %d was longer than needed: the series %s (MSER-5)", warmup, settledWords(settle))
+	case warmup == 0:
+		return "no warmup needed: the series is steady from the first trial (MSER-5)"
+	}
+	return fmt.Sprintf("warmup of %d fits: the series %s (MSER-5)", warmup, settledWords(settle))
+}
+
+func settledWords(settle int) string {
+	if settle == 0 {
+		return "is steady from the first trial"
+	}
+	return fmt.Sprintf("settles after %d trials", settle)
+}
+
+// Write renders the report in one of Formats.
+func (r *Report) Write(w io.Writer, format string) error {
+	switch format {
+	case "text":
+		return r.writeText(w, "", "  ")
+	case "md":
+		return r.writeText(w, "### ", "- ")
+	case "csv":
+		return r.writeCSV(w)
+	case "json":
+		return r.writeJSON(w)
+	}
+	return fmt.Errorf("unknown format %q; use one of %s", format, strings.Join(Formats, ", "))
+}
+
+// Lines are the report as text: a heading per arm and its facts.
+func (r *Report) Lines(heading, item string) []string {
+	var lines []string
+	add := func(label, format string, args ...any) {
+		lines = append(lines, fmt.Sprintf("%s%-10s %s", item, label, fmt.Sprintf(format, args...)))
+	}
+	for _, a := range r.Arms {
+		lines = append(lines, fmt.Sprintf("%s%s: %d timed trials (+%d warmup), e2e median %s ms, mean %s ms",
+			heading, a.Arm, a.N, a.Warmup, FormatValue(a.Median), FormatValue(a.Mean)))
+		if a.N < 2 {
+			lines = append(lines, item+"too few timed trials to describe", "")
+			continue
+		}
+		add("spread", "CV %s; %s; %s", formatEstimate(a.CV), skewWords(a.Shape.Skewness), modalityWords(a.Shape.Bimodality))
+		add("outliers", "%s", outlierWords(a))
+		add("converged", "running mean within ±%g%% of its final value from n = %d", a.ConvergeTol*100, a.ConvergedAt)
+		add("needed", "for 95%% confidence: mean ±1%% %d, ±5%% %d; p95 ±5%% %s; p99 ±5%% %s",
+			a.MeanNeeds1, a.MeanNeeds5, needWords(a.P95Needs5), needWords(a.P99Needs5))
+		add("warmup", "ratio %s; %s", FormatValue(a.WarmupRatio), a.WarmupVerdict)
+		if a.StoppedBy != "" {
+			add("stopped", "%s", a.StoppedBy)
+		}
+		lines = append(lines, "")
+	}
+	return append(lines, fmt.Sprintf("e2e latency of timed ok trials; CV interval: bootstrap percentile 95%%, %d resamples, seed %d; outliers: Tukey's fences (1.5 IQR); trials needed: Student t for the mean, order-statistic intervals for p95/p99; warmup: MSER-5.",
+		r.Options.Resamples, r.Options.Seed))
+}
+
+func (r *Report) writeText(w io.Writer, heading, item string) error {
+	_, err := io.WriteString(w, strings.Join(r.Lines(heading, item), "\n")+"\n")
+	return err
+}
+
+func skewWords(g float64) string {
+	switch {
+	case math.IsNaN(g):
+		return "skew unknown"
+	case g > 1:
+		return fmt.Sprintf("skew %+.2f (a long tail of slow trials)", g)
+	case g < -1:
+		return fmt.Sprintf("skew %+.2f (a long tail of fast trials)", g)
+	}
+	return fmt.Sprintf("skew %+.2f (roughly symmetric)", g)
+}
+
+func modalityWords(b float64) string {
+	switch {
+	case math.IsNaN(b):
+		return "modality unknown"
+	case b > metrics.BimodalityThreshold:
+		return fmt.Sprintf("possibly more than one mode (bimodality coefficient %.2f > 0.555)", b)
+	}
+	return fmt.Sprintf("one mode (bimodality coefficient %.2f)", b)
+}
+
+func outlierWords(a ArmReport) string {
+	if len(a.OutlierTrials) == 0 {
+		return fmt.Sprintf("none beyond Tukey's fences (%s..%s ms)", FormatValue(a.Shape.LowFence), FormatValue(a.Shape.HighFence))
+	}
+	trials := make([]string, 0, len(a.OutlierTrials))
+	for i, t := range a.OutlierTrials {
+		if i == 10 {
+			trials = append(trials, fmt.Sprintf("… %d more", len(a.OutlierTrials)-10))
+			break
+		}
+		trials = append(trials, strconv.Itoa(t))
+	}
+	return fmt.Sprintf("%d beyond Tukey's fences (%s..%s ms): trials %s; %d among the first %d timed trials",
+		len(a.OutlierTrials), FormatValue(a.Shape.LowFence), FormatValue(a.Shape.HighFence), strings.Join(trials, ", "), a.EarlyOutliers, earlyTrials)
+}
+
+func needWords(q metrics.QuantileNeed) string {
+	if q.AtLeast {
+		return fmt.Sprintf("≥ %d (its interval needs that many)", q.N)
+	}
+	return strconv.Itoa(q.N)
+}
+
+var reportColumns = []string{"arm", "n", "warmup", "median_ms", "mean_ms", "cv", "cv_lo", "cv_hi", "skewness", "bimodality",
+	"outliers", "early_outliers", "converged_at", "converge_tolerance", "trials_mean_1pct", "trials_mean_5pct",
+	"trials_p95_5pct", "trials_p95_5pct_at_least", "trials_p99_5pct", "trials_p99_5pct_at_least",
+	"warmup_ratio", "mser5_settle", "warmup_verdict", "stopped_by"}
+
+func (a *ArmReport) row() []any {
+	settle := any(math.NaN())
+	if a.SettleKnown {
+		settle = a.Settle
+	}
+	return []any{a.Arm, a.N, a.Warmup, a.Median, a.Mean, a.CV.Value, a.CV.Lo, a.CV.Hi, a.Shape.Skewness, a.Shape.Bimodality,
+		len(a.OutlierTrials), a.EarlyOutliers, a.ConvergedAt, a.ConvergeTol, a.MeanNeeds1, a.MeanNeeds5,
+		a.P95Needs5.N, a.P95Needs5.AtLeast, a.P99Needs5.N, a.P99Needs5.AtLeast,
+		a.WarmupRatio, settle, a.WarmupVerdict, a.StoppedBy}
+}
+
+func (r *Report) writeCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	cw.Write(reportColumns)
+	for i := range r.Arms {
+		cw.Write(csvCells(r.Arms[i].row()))
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func (r *Report) writeJSON(w io.Writer) error {
+	type point struct {
+		N         int      `json:"n"`
+		Mean      *float64 `json:"mean"`
+		HalfWidth *float64 `json:"ci95_half_width"`
+		CV        *float64 `json:"cv"`
+	}
+	finite := func(v float64) *float64 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		return &v
+	}
+	type arm struct {
+		Summary       map[string]any `json:"summary"`
+		OutlierTrials []int          `json:"outlier_trials"`
+		Curve         []point        `json:"convergence"`
+	}
+	out := struct {
+		Session string `json:"session"`
+		Arms    []arm  `json:"arms"`
+	}{Session: r.Session}
+	for i := range r.Arms {
+		a := &r.Arms[i]
+		j := arm{Summary: jsonObject(reportColumns, a.row()), OutlierTrials: a.OutlierTrials}
+		for _, p := range a.Curve {
+			j.Curve = append(j.Curve, point{p.N, finite(p.Mean), finite(p.HalfWidth), finite(p.CV)})
+		}
+		out.Arms = append(out.Arms, j)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}

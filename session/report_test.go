@@ -1,0 +1,93 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// reportSession has one arm whose first timed trials are still slow
+// (warmup 2, the series settles at about trial 15) and one steady arm with
+// a long warmup.
+func reportSession() *Session {
+	rng := rand.New(rand.NewPCG(21, 22))
+	s := &Session{Path: "/x/S.toml", Manifest: newManifest("S")}
+	for i := range 80 {
+		phase := PhaseTimed
+		if i < 2 {
+			phase = PhaseWarmup
+		}
+		slow := 100 + 2*rng.NormFloat64()
+		if i < 15 {
+			slow += 40
+		}
+		s.Records = append(s.Records, record("greedy", i+1, phase, StatusOK, slow))
+	}
+	for i := range 60 {
+		phase := PhaseTimed
+		if i < 20 {
+			phase = PhaseWarmup
+		}
+		s.Records = append(s.Records, record("hot", i+1, phase, StatusOK, 100+2*rng.NormFloat64()))
+	}
+	return s
+}
+
+func TestReportJudgesTheWarmupAndCountsEarlyOutliers(t *testing.T) {
+	r := BuildReport(reportSession(), TestOptions{Resamples: 500, Seed: 1})
+	greedy, hot := r.Arms[0], r.Arms[1]
+	if greedy.N != 78 || greedy.Warmup != 2 || hot.N != 40 || hot.Warmup != 20 {
+		t.Fatalf("counts: greedy %d+%d, hot %d+%d", greedy.N, greedy.Warmup, hot.N, hot.Warmup)
+	}
+	if !strings.HasPrefix(greedy.WarmupVerdict, "warmup of 2 was too short: the series settles after trial 15") {
+		t.Errorf("greedy warmup: %s", greedy.WarmupVerdict)
+	}
+	if greedy.EarlyOutliers != 5 || len(greedy.OutlierTrials) < 13 || greedy.OutlierTrials[0] != 3 {
+		t.Errorf("greedy outliers %v, %d early", greedy.OutlierTrials, greedy.EarlyOutliers)
+	}
+	if !strings.HasPrefix(hot.WarmupVerdict, "warmup of 20 was longer than needed: the series is steady from the first trial") {
+		t.Errorf("hot warmup: %s", hot.WarmupVerdict)
+	}
+	if hot.CV.Lo > hot.CV.Value || hot.CV.Hi < hot.CV.Value || hot.MeanNeeds1 <= hot.MeanNeeds5 || !hot.P99Needs5.AtLeast || len(hot.Curve) != 40 {
+		t.Errorf("hot: %+v", hot)
+	}
+	text := strings.Join(r.Lines("", "  "), "\n")
+	for _, want := range []string{"greedy: 78 timed trials (+2 warmup)", "skew +", "beyond Tukey's fences", "5 among the first 5 timed trials",
+		"p99 ±5% ≥ 381", "raise warmup to 15"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+func TestReportFormats(t *testing.T) {
+	r := BuildReport(reportSession(), TestOptions{Resamples: 200, Seed: 1})
+	var md, csvOut, js bytes.Buffer
+	for format, buf := range map[string]*bytes.Buffer{"md": &md, "csv": &csvOut, "json": &js} {
+		if err := r.Write(buf, format); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(md.String(), "### greedy: 78 timed trials") || !strings.Contains(md.String(), "- warmup ") {
+		t.Errorf("md:\n%s", md.String())
+	}
+	if lines := strings.Split(strings.TrimSpace(csvOut.String()), "\n"); len(lines) != 3 || !strings.HasPrefix(lines[0], "arm,n,warmup,median_ms") || !strings.HasPrefix(lines[1], "greedy,78,2,") {
+		t.Errorf("csv:\n%s", csvOut.String())
+	}
+	var parsed struct {
+		Session string
+		Arms    []struct {
+			Summary     map[string]any
+			Convergence []struct{ N int }
+		}
+	}
+	if err := json.Unmarshal(js.Bytes(), &parsed); err != nil || parsed.Session != "S" || len(parsed.Arms) != 2 ||
+		parsed.Arms[0].Summary["mser5_settle"] != 15.0 || len(parsed.Arms[1].Convergence) != 40 {
+		t.Errorf("json (%v): %+v", err, parsed)
+	}
+	if err := r.Write(&md, "xml"); err == nil {
+		t.Error("unknown format accepted")
+	}
+}
