@@ -172,3 +172,16 @@ func TestVerdictErrorRatesOnAKnownScenario(t *testing.T) {
 		t.Errorf("detection rate %.1f%% at n = %d, want about 80%%", 100*detected, n)
 	}
 }
+
+// The final report's statistics for a typical comparison: two arms of 100
+// trials, four metrics, 10,000 resamples per test.
+func BenchmarkRunTests(b *testing.B) {
+	s := abSession(100, 1.05, 1, 9)
+	for b.Loop() {
+		c, err := Compare([]Ref{{"A.toml", "greedy"}, {"A.toml", "hot"}}, []*Session{s, s}, CompareMetrics)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.RunTests(DefaultTestOptions)
+	}
+}

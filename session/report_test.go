@@ -91,3 +91,10 @@ func TestReportFormats(t *testing.T) {
 		t.Error("unknown format accepted")
 	}
 }
+
+func BenchmarkReport(b *testing.B) {
+	s := reportSession()
+	for b.Loop() {
+		BuildReport(s, DefaultTestOptions)
+	}
+}
