@@ -251,6 +251,21 @@ func TestDegradedTrialSaysWhy(t *testing.T) {
 	}
 }
 
+func TestStoppedArmsSayWhy(t *testing.T) {
+	tr := newTestRun(t, "greedy-vs-sampling")
+	why := "median e2e known within ±0.7% (target ±1%) after 12 trials"
+	tr.send(tea.WindowSizeMsg{Width: 160, Height: 48}, eventsMsg(append(syntheticRun([]string{"greedy", "temp-0.8"}, 1, 12),
+		runner.ArmStopped{Arm: "greedy", Reason: why})), tickMsg{})
+	if screen := tr.screen(); !strings.Contains(screen, "stopped: "+why) || strings.Count(screen, "stopped") != 1 {
+		t.Errorf("the header does not say which arm stopped and why:\n%s", screen)
+	}
+	// 80×24 puts the arms on one line: the word stays.
+	tr.send(tea.WindowSizeMsg{Width: 80, Height: 24}, tickMsg{})
+	if screen := tr.screen(); !strings.Contains(screen, "stopped") {
+		t.Errorf("the compact header lost the stop:\n%s", screen)
+	}
+}
+
 func TestViewKeys(t *testing.T) {
 	tr := newTestRun(t, "greedy-vs-sampling")
 	tr.send(eventsMsg(syntheticRun([]string{"greedy", "temp-0.8"}, 1, 12)), tickMsg{})

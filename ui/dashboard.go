@@ -161,7 +161,11 @@ func (d *dashboard) header(w int, compactHeader bool, now time.Time) []string {
 		name := armStyle(a.index).Render(fit(a.name, nameW))
 		barW := max(10, min(40, w-nameW-1-lipgloss.Width(counts)))
 		full = append(full, fit(name+" "+progressBar(done, barW)+counts, w))
-		compact = append(compact, armStyle(a.index).Render(a.name)+" "+progressBar(done, 8)+fmt.Sprintf(" %d/%d", a.warmupDone+a.timed, warmup+trials))
+		short := fmt.Sprintf(" %d/%d", a.warmupDone+a.timed, warmup+trials)
+		if a.stopped != "" {
+			short += " stopped"
+		}
+		compact = append(compact, armStyle(a.index).Render(a.name)+" "+progressBar(done, 8)+short)
 	}
 	// Short terminals get every arm on one line when it fits, leaving the
 	// rows to the charts.
