@@ -12,9 +12,15 @@ func CliffsDelta(mw MannWhitneyResult, na, nb int) float64 {
 	return 2*mw.U/float64(na*nb) - 1
 }
 
-// CohensD is the difference of means, b minus a, in units of the pooled
-// sample standard deviation.
+// CohensD is the difference of means, b minus a, in units of PooledStd.
 func CohensD(a, b []float64) float64 {
+	return (Mean(b) - Mean(a)) / PooledStd(a, b)
+}
+
+// PooledStd is the standard deviation the two samples share, each about
+// its own mean, so a difference between them does not inflate it:
+// √(((na-1)·sa² + (nb-1)·sb²) / (na+nb-2)). NaN below two values a side.
+func PooledStd(a, b []float64) float64 {
 	if len(a) < 2 || len(b) < 2 {
 		return math.NaN()
 	}
@@ -26,8 +32,7 @@ func CohensD(a, b []float64) float64 {
 		wb.Add(v)
 	}
 	na, nb := float64(len(a)), float64(len(b))
-	pooled := math.Sqrt(((na-1)*wa.Std()*wa.Std() + (nb-1)*wb.Std()*wb.Std()) / (na + nb - 2))
-	return (wb.Mean() - wa.Mean()) / pooled
+	return math.Sqrt(((na-1)*wa.Std()*wa.Std() + (nb-1)*wb.Std()*wb.Std()) / (na + nb - 2))
 }
 
 // Magnitude names the size of a Cliff's delta by the thresholds of Romano

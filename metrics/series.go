@@ -60,7 +60,7 @@ func TQuantile975(df int) float64 {
 	if df < len(table) {
 		return table[df]
 	}
-	z := 1.959963984540054
+	z := z975
 	d := float64(df)
 	z3, z5, z7 := z*z*z, math.Pow(z, 5), math.Pow(z, 7)
 	return z + (z3+z)/(4*d) + (5*z5+16*z3+3*z)/(96*d*d) + (3*z7+19*z5+17*z3-15*z)/(384*d*d*d)
@@ -87,6 +87,12 @@ func (s *Series) Add(x float64) Point {
 	s.w.Add(x)
 	return Point{N: s.w.N(), Mean: s.w.Mean(), CV: s.w.CV(), HalfWidth: s.w.HalfWidth95()}
 }
+
+// Mean is the running mean; NaN before the first value.
+func (s *Series) Mean() float64 { return s.w.Mean() }
+
+// Std is the running sample standard deviation; NaN below two values.
+func (s *Series) Std() float64 { return s.w.Std() }
 
 // Values are the samples in the order they arrived; do not modify.
 func (s *Series) Values() []float64 { return s.values }

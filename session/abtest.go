@@ -101,8 +101,7 @@ func (c *Comparison) runTest(t *ABTest, opts TestOptions) {
 	t.CliffsDelta = metrics.CliffsDelta(t.MannWhitney, len(a), len(b))
 	t.CohensD = metrics.CohensD(a, b)
 	t.SpreadF, t.SpreadP = metrics.BrownForsythe(a, b)
-	pooled := metrics.Describe(append(append([]float64{}, a...), b...)).Std
-	t.TrialsToDetect = metrics.TrialsToDetect(pooled, detectableChange*metrics.Mean(a))
+	t.TrialsToDetect = metrics.TrialsToDetect(metrics.PooledStd(a, b), detectableChange*metrics.Mean(a))
 }
 
 // Verdict says in words whether the column differs from its baseline in
@@ -185,10 +184,10 @@ func (c *Comparison) SpreadVerdicts() []string {
 // "+37.4% [+35.1%, +39.8%]".
 func ratioPercent(e metrics.Estimate) string {
 	pct := func(r float64) string {
-		if math.IsNaN(r) || math.IsInf(r, 0) {
-			return "?"
+		if d := FormatDelta((r - 1) * 100); d != "" {
+			return d
 		}
-		return fmt.Sprintf("%+.1f%%", (r-1)*100)
+		return "?"
 	}
 	return fmt.Sprintf("%s [%s, %s]", pct(e.Value), pct(e.Lo), pct(e.Hi))
 }

@@ -44,6 +44,11 @@ func TestVerdictSaysDirectionSizeAndSignificance(t *testing.T) {
 	if e2e.MedianRatio.Lo > 1.3 || e2e.MedianRatio.Hi < 1.3 {
 		t.Errorf("median ratio %+v does not cover the true 1.3", e2e.MedianRatio)
 	}
+	// Sized by the spread within each arm (sd 5 and 6.5 ms), not by the 30%
+	// gap between them: 2·(1.96+0.84)²·(5.8/2)² ≈ 130 trials for a 2% change.
+	if e2e.TrialsToDetect < 80 || e2e.TrialsToDetect > 200 {
+		t.Errorf("trials to detect 2%%: %d, want about 130", e2e.TrialsToDetect)
+	}
 	v := c.Verdicts()
 	if !strings.HasPrefix(v[0], "hot is slower than greedy: median e2e +") || !strings.HasSuffix(v[0], "p < 0.001, large effect") {
 		t.Errorf("e2e verdict: %q", v[0])
@@ -160,7 +165,7 @@ func TestVerdictErrorRatesOnAKnownScenario(t *testing.T) {
 	// The recommendation for a 5% change, as the verdict computes it (for
 	// 2%) from a pilot of 30 trials per arm.
 	pilot := append(draw(30, 1), draw(30, 1)...)
-	n := metrics.TrialsToDetect(metrics.Describe(pilot).Std, 0.05*metrics.Mean(pilot[:30]))
+	n := metrics.TrialsToDetect(metrics.PooledStd(pilot[:30], pilot[30:]), 0.05*metrics.Mean(pilot[:30]))
 	detected := significant(n, 1.05)
 	t.Logf("identical pair: called different in %.1f%% of %d repetitions; 5%% shift at the recommended %d trials per arm: detected in %.1f%%",
 		100*falsePositives, reps, n, 100*detected)
