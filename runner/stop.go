@@ -37,7 +37,7 @@ type UntilCI struct {
 	Config profiles.Stop // effective: defaults filled
 	Cap    TrialCap
 	seq    metrics.ConfidenceSequence
-	sorted map[string]*metrics.Distribution // per arm, for the median
+	byArm  map[string]*metrics.Distribution // each arm's values in order, for the median
 }
 
 // NewUntilCI builds the rule for an effective stop configuration and a
@@ -46,43 +46,47 @@ type UntilCI struct {
 func NewUntilCI(stop profiles.Stop, trialCap int) *UntilCI {
 	tuneAt := int(math.Sqrt(float64(stop.MinTrials) * float64(trialCap)))
 	return &UntilCI{Config: stop, Cap: TrialCap{trialCap}, seq: metrics.NewConfidenceSequence(0.05, tuneAt),
-		sorted: map[string]*metrics.Distribution{}}
+		byArm: map[string]*metrics.Distribution{}}
 }
 
 // Stop implements StopRule.
 func (u *UntilCI) Stop(arm string, timed int, e2e *metrics.Series) (bool, string) {
-	values := e2e.Values()
-	d := u.sorted[arm]
-	if d == nil {
-		d = &metrics.Distribution{}
-		u.sorted[arm] = d
-	}
-	for _, v := range values[d.N():] { // the values since the last call
-		d.Add(v)
-	}
 	if stop, why := u.Cap.Stop(arm, timed, e2e); stop {
 		return stop, why
 	}
-	if len(values) < u.Config.MinTrials {
+	n := len(e2e.Values())
+	if n < u.Config.MinTrials {
 		return false, ""
 	}
-	halfWidth, estimate := u.HalfWidth(d.Sorted())
+	var halfWidth, estimate float64
+	if u.Config.Statistic == "mean" {
+		halfWidth, estimate = u.seq.MeanHalfWidth(n, e2e.Std()), e2e.Mean()
+	} else {
+		halfWidth, estimate = u.medianHalfWidth(u.sorted(arm, e2e))
+	}
 	if rel := halfWidth / math.Abs(estimate); rel <= u.Config.UntilCI {
-		return true, fmt.Sprintf("%s e2e known within ±%.2g%% (target ±%.2g%%) after %d trials", u.Config.Statistic, rel*100, u.Config.UntilCI*100, len(values))
+		return true, fmt.Sprintf("%s e2e known within ±%.2g%% (target ±%.2g%%) after %d trials", u.Config.Statistic, rel*100, u.Config.UntilCI*100, n)
 	}
 	return false, ""
 }
 
-// HalfWidth is the confidence sequence's half-width around the estimate
-// of the rule's statistic, for ascending values.
-func (u *UntilCI) HalfWidth(sorted []float64) (halfWidth, estimate float64) {
-	if u.Config.Statistic == "mean" {
-		var w metrics.Welford
-		for _, v := range sorted {
-			w.Add(v)
-		}
-		return u.seq.MeanHalfWidth(w.N(), w.Std()), w.Mean()
+// sorted keeps the arm's values in order as they arrive, for the median's
+// order statistics, without sorting them again each trial.
+func (u *UntilCI) sorted(arm string, e2e *metrics.Series) []float64 {
+	d := u.byArm[arm]
+	if d == nil {
+		d = &metrics.Distribution{}
+		u.byArm[arm] = d
 	}
+	for _, v := range e2e.Values()[d.N():] { // the values since the last call
+		d.Add(v)
+	}
+	return d.Sorted()
+}
+
+// medianHalfWidth is the confidence sequence's half-width around the
+// median of ascending values.
+func (u *UntilCI) medianHalfWidth(sorted []float64) (halfWidth, median float64) {
 	iv := u.seq.QuantileInterval(sorted, 0.5)
 	return (iv.Hi - iv.Lo) / 2, metrics.PercentileSorted(sorted, 0.5)
 }
