@@ -210,12 +210,41 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// outputFlags are the flags of the commands that print statistics.
+type outputFlags struct {
+	format    *string
+	resamples *int
+}
+
+func addOutputFlags(fs *flag.FlagSet) outputFlags {
+	return outputFlags{
+		format:    fs.String("format", "text", "output format: "+strings.Join(session.Formats, ", ")),
+		resamples: fs.Int("resamples", session.DefaultTestOptions.Resamples, "bootstrap resamples behind each interval"),
+	}
+}
+
+// check says what is wrong with the flags before any session is read.
+func (o outputFlags) check(command string, stderr io.Writer) bool {
+	if err := session.CheckFormat(*o.format); err != nil {
+		fmt.Fprintf(stderr, "tokentop %s: --format: %v\n", command, err)
+		return false
+	}
+	if *o.resamples < 1 {
+		fmt.Fprintf(stderr, "tokentop %s: --resamples %d: use 1 or more (10000 for a final report)\n", command, *o.resamples)
+		return false
+	}
+	return true
+}
+
+func (o outputFlags) testOptions() session.TestOptions {
+	return session.TestOptions{Resamples: *o.resamples, Seed: session.DefaultTestOptions.Seed}
+}
+
 func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("compare", stderr)
 	metric := fs.String("metric", "", "compare only this metric (default: "+strings.Join(session.CompareMetrics, ", ")+")")
-	format := fs.String("format", "text", "output format: "+strings.Join(session.Formats, ", "))
 	tui := fs.Bool("tui", false, "open the compare screen instead of printing")
-	resamples := fs.Int("resamples", session.DefaultTestOptions.Resamples, "bootstrap resamples behind each interval")
+	out := addOutputFlags(fs)
 	positional, err := parseFlags(fs, args)
 	if err != nil {
 		return exitUsage
@@ -228,8 +257,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tokentop compare: --tui needs a terminal; without it the comparison prints as text")
 		return exitUsage
 	}
-	if *resamples < 1 {
-		fmt.Fprintf(stderr, "tokentop compare: --resamples %d: use 1 or more (10000 for a final report)\n", *resamples)
+	if !out.check("compare", stderr) {
 		return exitUsage
 	}
 	var metricNames []string // the defaults
@@ -250,8 +278,8 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	}
 	cmp, err := session.Compare(refs, sessions, metricNames)
 	if err == nil {
-		cmp.RunTests(session.TestOptions{Resamples: *resamples, Seed: session.DefaultTestOptions.Seed})
-		err = cmp.Write(stdout, *format)
+		cmp.RunTests(out.testOptions())
+		err = cmp.Write(stdout, *out.format)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "tokentop: %v\n", err)
@@ -262,8 +290,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 
 func cmdReport(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("report", stderr)
-	format := fs.String("format", "text", "output format: "+strings.Join(session.Formats, ", "))
-	resamples := fs.Int("resamples", session.DefaultTestOptions.Resamples, "bootstrap resamples behind each interval")
+	out := addOutputFlags(fs)
 	positional, err := parseFlags(fs, args)
 	if err != nil {
 		return exitUsage
@@ -272,8 +299,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tokentop report: name at least one session manifest (S.toml)")
 		return exitUsage
 	}
-	if *resamples < 1 {
-		fmt.Fprintf(stderr, "tokentop report: --resamples %d: use 1 or more (10000 for a final report)\n", *resamples)
+	if !out.check("report", stderr) {
 		return exitUsage
 	}
 	for _, path := range positional {
@@ -285,10 +311,9 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		for _, warning := range s.Warnings {
 			fmt.Fprintf(stderr, "tokentop: warning: %s\n", warning)
 		}
-		report := session.BuildReport(s, session.TestOptions{Resamples: *resamples, Seed: session.DefaultTestOptions.Seed})
-		if err := report.Write(stdout, *format); err != nil {
+		if err := session.BuildReport(s, out.testOptions()).Write(stdout, *out.format); err != nil {
 			fmt.Fprintf(stderr, "tokentop: %v\n", err)
-			return exitUsage
+			return exitFailed
 		}
 	}
 	return exitOK

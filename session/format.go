@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -13,22 +14,30 @@ import (
 	"github.com/tokentop/tokentop/metrics"
 )
 
-// Formats lists the comparison output formats.
+// Formats lists the output formats of comparisons and reports.
 var Formats = []string{"text", "md", "csv", "json"}
 
-// Write renders the comparison in format.
-func (c *Comparison) Write(w io.Writer, format string) error {
-	switch format {
-	case "text":
-		return c.writeText(w)
-	case "md":
-		return c.writeMarkdown(w)
-	case "csv":
-		return c.writeCSV(w)
-	case "json":
-		return c.writeJSON(w)
+// CheckFormat says, before any work, whether format is one of Formats.
+func CheckFormat(format string) error {
+	if !slices.Contains(Formats, format) {
+		return fmt.Errorf("unknown format %q; use one of %s", format, strings.Join(Formats, ", "))
 	}
-	return fmt.Errorf("unknown format %q; use one of %s", format, strings.Join(Formats, ", "))
+	return nil
+}
+
+// writers are one output's renderings, one per format.
+type writers struct{ text, md, csv, json func(io.Writer) error }
+
+func (ws writers) write(w io.Writer, format string) error {
+	if err := CheckFormat(format); err != nil {
+		return err
+	}
+	return map[string]func(io.Writer) error{"text": ws.text, "md": ws.md, "csv": ws.csv, "json": ws.json}[format](w)
+}
+
+// Write renders the comparison in one of Formats.
+func (c *Comparison) Write(w io.Writer, format string) error {
+	return writers{c.writeText, c.writeMarkdown, c.writeCSV, c.writeJSON}.write(w, format)
 }
 
 // FormatValue prints a statistic with precision that suits its size.

@@ -144,17 +144,9 @@ func settledWords(settle int) string {
 
 // Write renders the report in one of Formats.
 func (r *Report) Write(w io.Writer, format string) error {
-	switch format {
-	case "text":
-		return r.writeText(w, "", "  ")
-	case "md":
-		return r.writeText(w, "### ", "- ")
-	case "csv":
-		return r.writeCSV(w)
-	case "json":
-		return r.writeJSON(w)
-	}
-	return fmt.Errorf("unknown format %q; use one of %s", format, strings.Join(Formats, ", "))
+	text := func(w io.Writer) error { return r.writeText(w, "", "  ") }
+	md := func(w io.Writer) error { return r.writeText(w, "### ", "- ") }
+	return writers{text, md, r.writeCSV, r.writeJSON}.write(w, format)
 }
 
 // Lines are the report as text: a heading per arm and its facts.
