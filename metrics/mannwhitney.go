@@ -19,7 +19,7 @@ type MannWhitneyResult struct {
 
 // exactMaxPairs bounds the exact distribution's cost (its table has
 // na·nb+1 cells per sample size, and building it is O((na·nb)²/4)); 50
-// against 50 takes about a millisecond.
+// against 50 takes about 2 ms (BenchmarkMannWhitneyExact50x50).
 const exactMaxPairs = 2500
 
 // MannWhitney tests whether b tends to be larger or smaller than a. The
@@ -124,23 +124,26 @@ func exactUPValue(u float64, na, nb int) float64 {
 // Only additions of positive counts, so float64 keeps full relative
 // precision.
 func uFrequencies(na, nb int) []float64 {
-	// prev[j] holds f(i-1, j, ·), cur[j] f(i, j, ·).
-	prev := make([][]float64, nb+1)
+	// prev[j] holds f(i-1, j, ·), cur[j] f(i, j, ·); each row j lives in a
+	// buffer sized for i = na, and the two sets swap, so the table costs
+	// two allocations per j, not one per cell.
+	prev, cur := make([][]float64, nb+1), make([][]float64, nb+1)
 	for j := range prev {
-		prev[j] = []float64{1} // no a's: U = 0
+		prev[j] = make([]float64, 1, na*j+1)
+		cur[j] = make([]float64, 1, na*j+1)
+		prev[j][0], cur[j][0] = 1, 1 // no a's, or no b's: U = 0
 	}
 	for i := 1; i <= na; i++ {
-		cur := make([][]float64, nb+1)
-		cur[0] = []float64{1}
 		for j := 1; j <= nb; j++ {
-			f := make([]float64, i*j+1)
+			f := cur[j][:i*j+1]
+			clear(f)
 			copy(f, prev[j])
 			for u, c := range cur[j-1] {
 				f[u+i] += c
 			}
 			cur[j] = f
 		}
-		prev = cur
+		prev, cur = cur, prev // row 0, f(·, 0, ·) = [1], is never written
 	}
 	return prev[nb]
 }

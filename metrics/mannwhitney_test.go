@@ -73,3 +73,16 @@ func TestMannWhitneyDegenerate(t *testing.T) {
 		t.Errorf("all equal: %+v, want p 1", r)
 	}
 }
+
+// The exact distribution at its size limit, 50 against 50.
+func BenchmarkMannWhitneyExact50x50(b *testing.B) {
+	a, c := make([]float64, 50), make([]float64, 50)
+	for i := range a {
+		a[i], c[i] = float64(2*i), float64(2*i+1)
+	}
+	for b.Loop() {
+		if !MannWhitney(a, c).Exact {
+			b.Fatal("not exact")
+		}
+	}
+}

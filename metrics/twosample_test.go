@@ -64,3 +64,19 @@ func TestBootstrapTwoSampleIsSeeded(t *testing.T) {
 		t.Errorf("one value on a side: %+v, want a point estimate and a NaN interval", short.MedianDiff)
 	}
 }
+
+// The cost of the bootstrap per resampled value (a draw, and its share of
+// the mean, the CV and the median's selection), which sets how long the
+// final report's 10,000 resamples take on large sessions.
+func BenchmarkBootstrapTwoSample(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	a, c := make([]float64, 1000), make([]float64, 1000)
+	for i := range a {
+		a[i], c[i] = rng.Float64(), rng.Float64()
+	}
+	const resamples = 200
+	for b.Loop() {
+		BootstrapTwoSample(a, c, resamples, 1)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(resamples*2000), "ns/value")
+}

@@ -138,7 +138,6 @@ func (v *compareView) verdicts(w, h int) string {
 	if !v.tested {
 		return styleDim.Render(fmt.Sprintf("computing the statistics (%d bootstrap resamples per test)…", session.DefaultTestOptions.Resamples))
 	}
-	labels, _ := session.ShortLabels(v.cmp.Columns)
 	var lines []string
 	add := func(text string, style lipgloss.Style) {
 		for _, l := range strings.Split(lipgloss.Wrap(text, w, " "), "\n") {
@@ -154,7 +153,7 @@ func (v *compareView) verdicts(w, h int) string {
 				style = styleGood
 			}
 		}
-		add(t.Verdict(labels), style)
+		add(t.Verdict(v.labels), style)
 	}
 	for _, line := range v.cmp.SpreadVerdicts() {
 		add(line, lipgloss.NewStyle())
