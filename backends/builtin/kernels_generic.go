@@ -72,3 +72,35 @@ func matVecQ8Generic(out []float32, m *Matrix, x *quantized, lo, hi int) {
 		out[r] = sum
 	}
 }
+
+// quantizeGeneric fills q and scales with the Q8_0 form of x: per group
+// of 32, scale = max|v|/127 and q = round(v/scale), halves away from zero
+// (runq.c's round). y±0.5 truncated in float64 is exactly that rounding
+// for these magnitudes.
+func quantizeGeneric(q []int8, scales []float32, x []float32) {
+	for g := range scales {
+		block := x[g*GroupSize : (g+1)*GroupSize]
+		var amax float32
+		for _, v := range block {
+			if v < 0 {
+				v = -v
+			}
+			amax = max(amax, v)
+		}
+		scale := amax / 127
+		scales[g] = scale
+		inv := float32(0)
+		if scale != 0 {
+			inv = 1 / scale
+		}
+		out := q[g*GroupSize : (g+1)*GroupSize]
+		for i, v := range block {
+			y := float64(v * inv)
+			if y >= 0 {
+				out[i] = int8(y + 0.5)
+			} else {
+				out[i] = int8(y - 0.5)
+			}
+		}
+	}
+}

@@ -12,4 +12,5 @@ func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) { matVecQ8Gene
 func dotRows(out, w, x []float32, lo, hi, cols, stride int) {
 	dotRowsGeneric(out, w, x, lo, hi, cols, stride)
 }
-func weightedSum(out, weights, v []float32, stride int) { weightedSumGeneric(out, weights, v, stride) }
+func weightedSum(out, weights, v []float32, stride int)    { weightedSumGeneric(out, weights, v, stride) }
+func quantizeInto(q []int8, scales []float32, x []float32) { quantizeGeneric(q, scales, x) }

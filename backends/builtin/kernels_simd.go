@@ -268,3 +268,91 @@ func q8Row(w, ws, x, xs unsafe.Pointer, groups int) archsimd.Float32x8 {
 func q8Dot(wv, xv archsimd.Int8x32, ones archsimd.Int16x16) archsimd.Float32x8 {
 	return wv.Abs().AsUint8x32().DotProductPairsSaturated(xv.CopySign(wv)).DotProductPairs(ones).ConvertToFloat32()
 }
+
+// quantizeInto is quantizeGeneric in vectors, with identical results. It
+// runs before every Q8_0 matrix product on the calling thread alone, where
+// the scalar loop (a float64 conversion and an unpredictable sign branch
+// per value) cost ~9 ns a value: a tenth of a two-thread decode step on
+// stories42M, with the other thread idle.
+func quantizeInto(q []int8, scales []float32, x []float32) {
+	if !haveAVX2 {
+		quantizeGeneric(q, scales, x)
+		return
+	}
+	groups := len(scales)
+	_ = x[groups*GroupSize-1]
+	_ = q[groups*GroupSize-1]
+	px, pq := unsafe.Pointer(unsafe.SliceData(x)), unsafe.Pointer(unsafe.SliceData(q))
+	absMask := archsimd.BroadcastUint32x8(0x7fffffff)
+	signMask := archsimd.BroadcastUint32x8(0x80000000)
+	// Adding the float just below ½, with v's sign, then truncating
+	// rounds halves away from zero exactly in float32 (a plain +½ would
+	// round 0.49999997 up).
+	justBelowHalf := archsimd.BroadcastUint32x8(0x3effffff)
+	maxQ := archsimd.BroadcastFloat32x8(127)
+	one := archsimd.BroadcastFloat32x8(1)
+	var zero archsimd.Float32x8
+	lowBytes, highBytes := quantShuffle[0], quantShuffle[1]
+	var scale [8]uint32
+	for g := range groups {
+		off := uintptr(g) * GroupSize * 4
+		v0, v1, v2, v3 := f32x8(px, off), f32x8(px, off+32), f32x8(px, off+64), f32x8(px, off+96)
+		amax := abs32(v0, absMask).Max(abs32(v1, absMask)).Max(abs32(v2, absMask).Max(abs32(v3, absMask)))
+		amax = amax.Max(amax.Permute(laneSwap[0]))
+		amax = amax.Max(amax.Permute(laneSwap[1]))
+		amax = amax.Max(amax.Permute(laneSwap[2]))
+		s := amax.Div(maxQ)
+		s.AsUint32x8().Store(&scale)
+		// Stored as bits: a float32 move would be an SSE instruction here.
+		*(*uint32)(unsafe.Pointer(&scales[g])) = scale[0]
+		inv := one.Div(s).Masked(s.NotEqual(zero))
+		r0 := roundHalfAway(v0.Mul(inv), signMask, justBelowHalf)
+		r1 := roundHalfAway(v1.Mul(inv), signMask, justBelowHalf)
+		r2 := roundHalfAway(v2.Mul(inv), signMask, justBelowHalf)
+		r3 := roundHalfAway(v3.Mul(inv), signMask, justBelowHalf)
+		// Packing works within 128-bit halves: the bytes come out as
+		// r0[0:4] r1[0:4] r2[0:4] r3[0:4] | r0[4:8] r1[4:8] r2[4:8] r3[4:8],
+		// which one dword permute puts in order.
+		lo := r0.SaturateToInt16ConcatGrouped(r1).AsInt8x32().PermuteOrZeroGrouped(lowBytes)
+		hi := r2.SaturateToInt16ConcatGrouped(r3).AsInt8x32().PermuteOrZeroGrouped(highBytes)
+		lo.Or(hi).AsInt32x8().Permute(dwordOrder).AsInt8x32().Store((*[32]int8)(unsafe.Add(pq, uintptr(g)*GroupSize)))
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+func abs32(v archsimd.Float32x8, absMask archsimd.Uint32x8) archsimd.Float32x8 {
+	return v.AsUint32x8().And(absMask).AsFloat32x8()
+}
+
+// roundHalfAway rounds y to the nearest int32, halves away from zero.
+func roundHalfAway(y archsimd.Float32x8, signMask, justBelowHalf archsimd.Uint32x8) archsimd.Int32x8 {
+	return y.Add(y.AsUint32x8().And(signMask).Or(justBelowHalf).AsFloat32x8()).ConvertToInt32()
+}
+
+var (
+	// laneSwap exchanges halves, then pairs, then neighbours: three
+	// max steps leave a vector's maximum in every lane.
+	laneSwap = [3]archsimd.Uint32x8{
+		archsimd.LoadUint32x8(&[8]uint32{4, 5, 6, 7, 0, 1, 2, 3}),
+		archsimd.LoadUint32x8(&[8]uint32{2, 3, 0, 1, 6, 7, 4, 5}),
+		archsimd.LoadUint32x8(&[8]uint32{1, 0, 3, 2, 5, 4, 7, 6}),
+	}
+	// quantShuffle takes the low byte of each int16 of a 128-bit half into
+	// its first (lowBytes) or last (highBytes) eight bytes, zeroing the rest.
+	quantShuffle = func() (idx [2]archsimd.Int8x32) {
+		for h := range idx {
+			var b [32]int8
+			for i := range b {
+				b[i] = -1
+			}
+			for half := 0; half < 32; half += 16 {
+				for k := range 8 {
+					b[half+8*h+k] = int8(2 * k)
+				}
+			}
+			idx[h] = archsimd.LoadInt8x32(&b)
+		}
+		return idx
+	}()
+	dwordOrder = archsimd.LoadUint32x8(&[8]uint32{0, 4, 1, 5, 2, 6, 3, 7})
+)

@@ -185,6 +185,43 @@ func TestF16Conversion(t *testing.T) {
 	}
 }
 
+// TestQuantizeMatchesGeneric holds the build's quantizer (vectorised with
+// GOEXPERIMENT=simd) to the portable one bit for bit, on random blocks and
+// on a block whose scale is exactly 1, where halves and the float just
+// below a half are rounded as they stand.
+func TestQuantizeMatchesGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	x := randomVec(rng, 40*GroupSize)
+	for i := GroupSize; i < 2*GroupSize; i++ {
+		x[i] = 0
+	}
+	ties := []float32{127, 0.5, -0.5, 1.5, -2.5, 126.5, -126.5, 0.49999997, -0.49999997, 2.4999998, 1e-30, -127}
+	copy(x[2*GroupSize:], ties)
+	for i := 3 * GroupSize; i < 4*GroupSize; i++ {
+		x[i] *= 1e6 // large magnitudes
+	}
+	want, got := make([]int8, len(x)), make([]int8, len(x))
+	wantScales, gotScales := make([]float32, len(x)/GroupSize), make([]float32, len(x)/GroupSize)
+	quantizeGeneric(want, wantScales, x)
+	quantizeInto(got, gotScales, x)
+	if wantScales[2] != 1 {
+		t.Fatalf("tie block scale %v, want 1", wantScales[2])
+	}
+	for g := range wantScales {
+		if math.Float32bits(gotScales[g]) != math.Float32bits(wantScales[g]) {
+			t.Fatalf("group %d scale %v, want %v", g, gotScales[g], wantScales[g])
+		}
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("x[%d] = %v (scale %v): q %d, want %d", i, x[i], wantScales[i/GroupSize], got[i], want[i])
+		}
+	}
+	if got[2*GroupSize+1] != 1 || got[2*GroupSize+7] != 0 || got[2*GroupSize+5] != 127 {
+		t.Errorf("ties: %v", got[2*GroupSize:2*GroupSize+len(ties)])
+	}
+}
+
 func TestQuantizeRoundsHalfAwayFromZero(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	x := randomVec(rng, 4*GroupSize)

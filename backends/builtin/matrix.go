@@ -87,35 +87,3 @@ const scalePad = 8
 
 // newScales allocates n group scales with scalePad spare capacity.
 func newScales(n int) []float32 { return make([]float32, n, n+scalePad) }
-
-// quantizeInto fills q and scales with the Q8_0 form of x. It runs before
-// every Q8_0 matrix product on the calling thread, so it avoids function
-// calls per value; y±0.5 truncated in float64 is exactly math.Round's
-// half-away-from-zero for these magnitudes.
-func quantizeInto(q []int8, scales []float32, x []float32) {
-	for g := range scales {
-		block := x[g*GroupSize : (g+1)*GroupSize]
-		var amax float32
-		for _, v := range block {
-			if v < 0 {
-				v = -v
-			}
-			amax = max(amax, v)
-		}
-		scale := amax / 127
-		scales[g] = scale
-		inv := float32(0)
-		if scale != 0 {
-			inv = 1 / scale
-		}
-		out := q[g*GroupSize : (g+1)*GroupSize]
-		for i, v := range block {
-			y := float64(v * inv)
-			if y >= 0 {
-				out[i] = int8(y + 0.5)
-			} else {
-				out[i] = int8(y - 0.5)
-			}
-		}
-	}
-}
