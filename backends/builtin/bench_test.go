@@ -162,3 +162,18 @@ func BenchmarkPoolHandOff(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAttention is one layer's attention (every head, one thread) at
+// position 255 of stories110M's shape: scores, softmax and the weighted sum
+// over 256 cached keys and values.
+func BenchmarkAttention(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	st := NewState(Synthetic(SyntheticShapes["stories110M"], 1), NewPool(1))
+	copy(st.keys, randomVec(rng, len(st.keys)))
+	copy(st.values, randomVec(rng, len(st.values)))
+	copy(st.q, randomVec(rng, len(st.q)))
+	st.attn = attnJob{st: st, layer: 3, pos: 255}
+	for b.Loop() {
+		st.attn.do(0, st.w.Shape.Heads)
+	}
+}

@@ -1,5 +1,7 @@
 package builtin
 
+import "math"
+
 // The portable kernels: plain Go loops, unrolled by four so the compiler
 // keeps independent accumulators. They serve builds without
 // GOEXPERIMENT=simd and CPUs without AVX2. Every kernel is tested against a
@@ -102,5 +104,35 @@ func quantizeGeneric(q []int8, scales []float32, x []float32) {
 				out[i] = int8(y - 0.5)
 			}
 		}
+	}
+}
+
+// softmaxGeneric sets x to softmax(scale·x), subtracting the max for
+// stability.
+func softmaxGeneric(x []float32, scale float32) {
+	for i := range x {
+		x[i] *= scale
+	}
+	maxVal := x[0]
+	for _, v := range x[1:] {
+		maxVal = max(maxVal, v)
+	}
+	var sum float32
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - maxVal)))
+		x[i] = e
+		sum += e
+	}
+	inv := 1 / sum
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+// swiGLUGeneric sets hb = silu(hb) ⊙ hb2.
+func swiGLUGeneric(hb, hb2 []float32) {
+	hb2 = hb2[:len(hb)]
+	for i, v := range hb {
+		hb[i] = v / (1 + float32(math.Exp(float64(-v)))) * hb2[i]
 	}
 }

@@ -3,6 +3,7 @@
 package builtin
 
 import (
+	"math"
 	"simd/archsimd"
 	"unsafe"
 )
@@ -45,8 +46,10 @@ func dotRows(out, w, x []float32, lo, hi, cols, stride int) {
 	dotRowsAVX2(out, w, x, lo, hi, cols, stride)
 }
 
-// weightedSum keeps out's lanes in registers across every t, one chunk of
-// eight lanes at a time, instead of an axpy call per cached position.
+// weightedSum keeps out's lanes in registers across every t, instead of an
+// axpy call per cached position: four chunks of eight lanes at a time, so
+// each pass over the cached values reads 128 of every row's bytes in one
+// stream, then single chunks for what is left.
 func weightedSum(out, weights, v []float32, stride int) {
 	n := len(out)
 	if !haveAVX2 || n%8 != 0 || len(weights) == 0 {
@@ -54,16 +57,33 @@ func weightedSum(out, weights, v []float32, stride int) {
 		return
 	}
 	_ = v[(len(weights)-1)*stride+n-1] // every row read below is in bounds
-	pv := unsafe.Pointer(&v[0])
+	pv, po := unsafe.Pointer(&v[0]), unsafe.Pointer(&out[0])
 	rowBytes := uintptr(stride) * 4
-	for c := uintptr(0); c < uintptr(n)*4; c += 32 {
+	c := uintptr(0)
+	for ; c+128 <= uintptr(n)*4; c += 128 {
+		var a0, a1, a2, a3 archsimd.Float32x8
+		off := c
+		for _, a := range weights {
+			w := archsimd.BroadcastFloat32x8(a)
+			a0 = f32x8(pv, off).MulAdd(w, a0)
+			a1 = f32x8(pv, off+32).MulAdd(w, a1)
+			a2 = f32x8(pv, off+64).MulAdd(w, a2)
+			a3 = f32x8(pv, off+96).MulAdd(w, a3)
+			off += rowBytes
+		}
+		a0.Store((*[8]float32)(unsafe.Add(po, c)))
+		a1.Store((*[8]float32)(unsafe.Add(po, c+32)))
+		a2.Store((*[8]float32)(unsafe.Add(po, c+64)))
+		a3.Store((*[8]float32)(unsafe.Add(po, c+96)))
+	}
+	for ; c < uintptr(n)*4; c += 32 {
 		var acc archsimd.Float32x8
 		off := c
 		for _, a := range weights {
 			acc = f32x8(pv, off).MulAdd(archsimd.BroadcastFloat32x8(a), acc)
 			off += rowBytes
 		}
-		acc.Store((*[8]float32)(unsafe.Add(unsafe.Pointer(&out[0]), c)))
+		acc.Store((*[8]float32)(unsafe.Add(po, c)))
 	}
 	archsimd.ClearAVXUpperBits()
 }
@@ -355,4 +375,99 @@ var (
 		return idx
 	}()
 	dwordOrder = archsimd.LoadUint32x8(&[8]uint32{0, 4, 1, 5, 2, 6, 3, 7})
+)
+
+// softmax sets x to softmax(scale·x). Lengths that are not a multiple of
+// 8 take the portable path; attention pads its scores so they never do.
+func softmax(x []float32, scale float32) {
+	if !haveAVX2 || len(x)%8 != 0 || len(x) == 0 {
+		softmaxGeneric(x, scale)
+		return
+	}
+	p, end := unsafe.Pointer(&x[0]), uintptr(len(x))*4
+	sv := archsimd.BroadcastFloat32x8(scale)
+	top := archsimd.BroadcastFloat32x8(float32(math.Inf(-1)))
+	for off := uintptr(0); off < end; off += 32 {
+		v := f32x8(p, off).Mul(sv)
+		v.Store((*[8]float32)(unsafe.Add(p, off)))
+		top = top.Max(v)
+	}
+	top = top.Max(top.Permute(laneSwap[0]))
+	top = top.Max(top.Permute(laneSwap[1]))
+	top = top.Max(top.Permute(laneSwap[2]))
+	var sum archsimd.Float32x8
+	for off := uintptr(0); off < end; off += 32 {
+		e := exp8(f32x8(p, off).Sub(top))
+		e.Store((*[8]float32)(unsafe.Add(p, off)))
+		sum = sum.Add(e)
+	}
+	sum = sum.Add(sum.Permute(laneSwap[0]))
+	sum = sum.Add(sum.Permute(laneSwap[1]))
+	sum = sum.Add(sum.Permute(laneSwap[2]))
+	inv := archsimd.BroadcastFloat32x8(1).Div(sum)
+	for off := uintptr(0); off < end; off += 32 {
+		f32x8(p, off).Mul(inv).Store((*[8]float32)(unsafe.Add(p, off)))
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+// swiGLU sets hb = silu(hb) ⊙ hb2. A ragged tail goes through the same
+// vector code from a padded copy: threads split hb at arbitrary points, and
+// every element must come out the same whichever span holds it.
+func swiGLU(hb, hb2 []float32) {
+	if !haveAVX2 {
+		swiGLUGeneric(hb, hb2)
+		return
+	}
+	hb2 = hb2[:len(hb)]
+	full := len(hb) &^ 7
+	for i := 0; i < full; i += 8 {
+		h := (*[8]float32)(hb[i : i+8])
+		swiGLU8(archsimd.LoadFloat32x8(h), archsimd.LoadFloat32x8((*[8]float32)(hb2[i:i+8]))).Store(h)
+	}
+	archsimd.ClearAVXUpperBits()
+	if full < len(hb) {
+		var h, g [8]float32
+		copy(h[:], hb[full:])
+		copy(g[:], hb2[full:])
+		swiGLU8(archsimd.LoadFloat32x8(&h), archsimd.LoadFloat32x8(&g)).Store(&h)
+		archsimd.ClearAVXUpperBits()
+		copy(hb[full:], h[:])
+	}
+}
+
+// swiGLU8 is h / (1 + e^-h) · g, in swiGLUGeneric's order of operations.
+func swiGLU8(h, g archsimd.Float32x8) archsimd.Float32x8 {
+	var zero archsimd.Float32x8
+	return h.Div(archsimd.BroadcastFloat32x8(1).Add(exp8(zero.Sub(h)))).Mul(g)
+}
+
+// exp8 is e^x in each lane, Cephes' expf: x = n·ln2 + r with |r| ≤ ln2/2
+// (ln2 split in two so the reduction is exact), a degree-5 polynomial for
+// e^r, and 2^n built in the exponent bits. Its error is a few ulp; below
+// -87.3 (where e^x leaves float32's normal range) it gives 0, -Inf
+// included, and above 88 it gives e^88. It serves softmax (x ≤ 0) and SiLU,
+// where math.Exp per element, in float64, was half of attention's time.
+func exp8(x archsimd.Float32x8) archsimd.Float32x8 {
+	normal := x.GreaterEqual(archsimd.BroadcastFloat32x8(expMin))
+	x = x.Max(archsimd.BroadcastFloat32x8(expMin)).Min(archsimd.BroadcastFloat32x8(expMax))
+	n := x.MulAdd(archsimd.BroadcastFloat32x8(math.Log2E), archsimd.BroadcastFloat32x8(0.5)).Floor()
+	r := n.MulAdd(archsimd.BroadcastFloat32x8(-ln2Hi), x)
+	r = n.MulAdd(archsimd.BroadcastFloat32x8(-ln2Lo), r)
+	y := archsimd.BroadcastFloat32x8(1.9875691500e-4)
+	y = y.MulAdd(r, archsimd.BroadcastFloat32x8(1.3981999507e-3))
+	y = y.MulAdd(r, archsimd.BroadcastFloat32x8(8.3334519073e-3))
+	y = y.MulAdd(r, archsimd.BroadcastFloat32x8(4.1665795894e-2))
+	y = y.MulAdd(r, archsimd.BroadcastFloat32x8(1.6666665459e-1))
+	y = y.MulAdd(r, archsimd.BroadcastFloat32x8(5.0000001201e-1))
+	y = y.MulAdd(r.Mul(r), r.Add(archsimd.BroadcastFloat32x8(1)))
+	pow2n := n.ConvertToInt32().Add(archsimd.BroadcastInt32x8(127)).ShiftAllLeft(23).AsFloat32x8()
+	return y.Mul(pow2n).Masked(normal)
+}
+
+const (
+	expMin = -87.33654 // e^x below this is not a normal float32
+	expMax = 88
+	ln2Hi  = 0.693359375 // ln 2 = ln2Hi + ln2Lo, ln2Hi with few mantissa bits
+	ln2Lo  = -2.12194440e-4
 )

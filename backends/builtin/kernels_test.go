@@ -153,6 +153,66 @@ func TestAttentionKernelsAgainstFloat64(t *testing.T) {
 	}
 }
 
+// Softmax and SiLU compute e^x in float32 vectors with GOEXPERIMENT=simd
+// (Cephes' polynomial) and through math.Exp otherwise; both are held to
+// float64 within 1e-6 relative, on inputs from far below float32's normal
+// range to well above 1.
+func TestSoftmaxAndSwiGLUAgainstFloat64(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, n := range []int{8, 13, 64, 256, 1000} {
+		x := randomVec(rng, n)
+		for i := range x {
+			x[i] *= 60 // scores from about -60 to 60: exp spans e^-120 (0) to 1
+		}
+		if n%8 != 0 {
+			x[n-1] = float32(math.Inf(-1)) // attention's padding has weight 0
+		}
+		const scale = 2
+		for name, kernel := range map[string]func([]float32, float32){"dispatched": softmax, "portable": softmaxGeneric} {
+			got := append([]float32(nil), x...)
+			kernel(got, scale)
+			top := math.Inf(-1)
+			for _, v := range x {
+				top = max(top, float64(v*scale))
+			}
+			var sum float64
+			for _, v := range x {
+				sum += math.Exp(float64(v*scale) - top)
+			}
+			for i, v := range x {
+				want := math.Exp(float64(v*scale)-top) / sum
+				if math.Abs(float64(got[i])-want) > 1e-6*want+1e-38 {
+					t.Fatalf("%s softmax n=%d [%d]: %v, want %v", name, n, i, got[i], want)
+				}
+			}
+		}
+	}
+	h, g := randomVec(rng, 173), randomVec(rng, 173)
+	for i := range h {
+		h[i] *= 100 // SiLU from -100 (where e^-h saturates) to 100
+	}
+	for name, kernel := range map[string]func(hb, hb2 []float32){"dispatched": swiGLU, "portable": swiGLUGeneric} {
+		got := append([]float32(nil), h...)
+		kernel(got, g)
+		for i, v := range h {
+			want := float64(v) / (1 + math.Exp(-float64(v))) * float64(g[i])
+			if math.Abs(float64(got[i])-want) > 1e-6*math.Abs(want)+1e-30 {
+				t.Fatalf("%s swiGLU h=%v: %v, want %v", name, v, got[i], want)
+			}
+		}
+		// Threads split the hidden layer anywhere; an element's value must
+		// not depend on where its span starts or ends.
+		split := append([]float32(nil), h...)
+		kernel(split[:83], g[:83])
+		kernel(split[83:], g[83:])
+		for i := range got {
+			if got[i] != split[i] {
+				t.Fatalf("%s swiGLU [%d]: %v whole, %v split at 83", name, i, got[i], split[i])
+			}
+		}
+	}
+}
+
 func TestPoolSplitsRowsExactlyOnce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	rows, cols := 1000, 288 // large enough to fan out
