@@ -295,11 +295,11 @@ func q8Dot(wv, xv archsimd.Int8x32, ones archsimd.Int16x16) archsimd.Float32x8 {
 // per value) cost ~9 ns a value: a tenth of a two-thread decode step on
 // stories42M, with the other thread idle.
 func quantizeInto(q []int8, scales []float32, x []float32) {
-	if !haveAVX2 {
+	groups := len(scales)
+	if !haveAVX2 || groups == 0 {
 		quantizeGeneric(q, scales, x)
 		return
 	}
-	groups := len(scales)
 	_ = x[groups*GroupSize-1]
 	_ = q[groups*GroupSize-1]
 	px, pq := unsafe.Pointer(unsafe.SliceData(x)), unsafe.Pointer(unsafe.SliceData(q))
@@ -443,11 +443,12 @@ func swiGLU8(h, g archsimd.Float32x8) archsimd.Float32x8 {
 }
 
 // exp8 is e^x in each lane, Cephes' expf: x = n·ln2 + r with |r| ≤ ln2/2
-// (ln2 split in two so the reduction is exact), a degree-5 polynomial for
-// e^r, and 2^n built in the exponent bits. Its error is a few ulp; below
-// -87.3 (where e^x leaves float32's normal range) it gives 0, -Inf
-// included, and above 88 it gives e^88. It serves softmax (x ≤ 0) and SiLU,
-// where math.Exp per element, in float64, was half of attention's time.
+// (ln 2 in two parts, the first with few bits so n times it is exact), a
+// degree-5 polynomial for e^r, and 2^n built in the exponent bits. Its
+// error is a few ulp; below -87.3 (where e^x leaves float32's normal range)
+// it gives 0, -Inf included, and above 88 it gives e^88. It serves softmax
+// (x ≤ 0) and SiLU, where math.Exp per element, in float64, was half of
+// attention's time.
 func exp8(x archsimd.Float32x8) archsimd.Float32x8 {
 	normal := x.GreaterEqual(archsimd.BroadcastFloat32x8(expMin))
 	x = x.Max(archsimd.BroadcastFloat32x8(expMin)).Min(archsimd.BroadcastFloat32x8(expMax))
