@@ -14,8 +14,8 @@ const minParallelFlops = 1 << 16
 // polls before it parks. A forward pass hands work out dozens of times per
 // token, a few microseconds apart, and waking a parked thread costs more
 // than a mid-size matvec: BenchmarkPoolHandOff (2048×768 Q8_0) measured
-// 71 µs on one thread after idling, 123 µs on two with the worker parked,
-// 35 µs with it polling. The poll is bounded: on a loaded machine a
+// 74 µs on one thread after idling, 164 µs on two with the worker parked,
+// 37 µs with it polling. The poll is bounded: on a loaded machine a
 // thread parks after this long instead of spinning against the process
 // that holds the core (OpenMP's unbounded spinning made llama2.c collapse
 // 10-100x under load here).
