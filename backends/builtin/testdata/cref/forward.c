@@ -1,8 +1,10 @@
 // A C baseline for the builtin engine's speed: the forward pass of
 // llama2.c's run.c (fp32) and runq.c (Q8_0, groups of 32), written from
 // their published algorithms: plain loops, one OpenMP parallel-for per
-// matmul, greedy decoding from BOS, tok/s over the whole generation as
-// run.c prints it. Weights are random: speed does not depend on them.
+// matmul, activations quantized once per input vector (Q, K and V share
+// one, as do W1 and W3), greedy decoding from BOS, tok/s over the whole
+// generation as run.c prints it. Weights are random: speed does not
+// depend on them.
 //
 //   gcc -Ofast -march=native -fopenmp forward.c -lm -o forward
 //   OMP_NUM_THREADS=1 ./forward DIM HIDDEN LAYERS HEADS KVHEADS VOCAB SEQ STEPS f32|q8
@@ -66,8 +68,11 @@ static void matmulq(float *out, QT *x, QT *w, int n, int d) {
     }
 }
 
+// prep quantizes the input of the matmuls that follow, in Q8_0 mode.
+static void prep(QT *xt, const float *x, int n) { if (q8) quantize(xt, x, n); }
+
 static void mm(float *out, float *x, QT *xt, float *w, QT *wt, int n, int d) {
-    if (q8) { quantize(xt, x, n); matmulq(out, xt, wt, n, d); }
+    if (q8) matmulq(out, xt, wt, n, d);
     else matmul(out, x, w, n, d);
 }
 
@@ -94,6 +99,7 @@ static float *forward(int token, int pos) {
         float *k = kc + ((long)l * seq + pos) * kvd, *v = vc + ((long)l * seq + pos) * kvd;
         QT sq = {qwq.q + lo * dim, qwq.s + lo * dim / GS}, sk = {qwk.q + (long)l * kvd * dim, qwk.s + (long)l * kvd * dim / GS},
            sv = {qwv.q + (long)l * kvd * dim, qwv.s + (long)l * kvd * dim / GS};
+        prep(&xq, xb, dim);
         mm(q, xb, &xq, wq + lo * dim, &sq, dim, dim);
         mm(k, xb, &xq, wk + (long)l * kvd * dim, &sk, dim, kvd);
         mm(v, xb, &xq, wv + (long)l * kvd * dim, &sv, dim, kvd);
@@ -124,18 +130,22 @@ static float *forward(int token, int pos) {
             }
         }
         QT so = {qwo.q + lo * dim, qwo.s + lo * dim / GS};
+        prep(&xq, xb, dim);
         mm(xb2, xb, &xq, wo + lo * dim, &so, dim, dim);
         for (int i = 0; i < dim; i++) x[i] += xb2[i];
         rmsnorm(xb, x, rms_ffn + lo, dim);
         long lh = (long)l * hidden * dim;
         QT s1 = {qw1.q + lh, qw1.s + lh / GS}, s2 = {qw2.q + lh, qw2.s + lh / GS}, s3 = {qw3.q + lh, qw3.s + lh / GS};
+        prep(&xq, xb, dim);
         mm(hb, xb, &xq, w1 + lh, &s1, dim, hidden);
         mm(hb2, xb, &xq, w3 + lh, &s3, dim, hidden);
         for (int i = 0; i < hidden; i++) hb[i] = hb[i] / (1.0f + expf(-hb[i])) * hb2[i];
+        prep(&hq, hb, hidden);
         mm(xb, hb, &hq, w2 + lh, &s2, hidden, dim);
         for (int i = 0; i < dim; i++) x[i] += xb[i];
     }
     rmsnorm(x, x, rms_final, dim);
+    prep(&xq, x, dim);
     mm(logits, x, &xq, emb, &qcls, dim, vocab);
     return logits;
 }
