@@ -76,9 +76,9 @@ func matVecQ8Generic(out []float32, m *Matrix, x *quantized, lo, hi int) {
 }
 
 // quantizeGeneric fills q and scales with the Q8_0 form of x: per group
-// of 32, scale = max|v|/127 and q = round(v/scale), halves away from zero
-// (runq.c's round). y±0.5 truncated in float64 is exactly that rounding
-// for these magnitudes.
+// of 32, scale = max|v|/127 and q = v·(1/scale) rounded halves away from
+// zero, like C's round. y±0.5 truncated in float64 is exactly that
+// rounding for these magnitudes.
 func quantizeGeneric(q []int8, scales []float32, x []float32) {
 	for g := range scales {
 		block := x[g*GroupSize : (g+1)*GroupSize]
