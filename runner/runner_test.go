@@ -498,6 +498,9 @@ func TestEnergyPerTrialFromAFakeGPU(t *testing.T) {
 	if power == nil || len(power.Baseline) != 1 || math.Abs(power.Baseline[0].MeanW-50) > 1 || power.EnergySource != "gpu" || power.PowerFile == "" {
 		t.Fatalf("power table %+v", power)
 	}
+	if power.RSSAtStartMB <= 0 {
+		t.Errorf("rss_at_start_mb %v", power.RSSAtStartMB)
+	}
 	if env := s.Manifest.Environment; len(env.GPUs) != 1 || env.Driver != "580.1" {
 		t.Errorf("environment %+v", env)
 	}

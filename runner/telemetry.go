@@ -70,6 +70,11 @@ func startMonitor(plan *Plan, events chan<- Event) *monitor {
 		m.info.SamplerStart = &started
 	}
 	m.memory, m.info.RSSProcess = watchMemory(plan)
+	if m.memory != nil {
+		if mb := m.memory.ResidentMB(); mb > 0 {
+			m.info.RSSAtStartMB = mb
+		}
+	}
 	return m
 }
 

@@ -118,6 +118,9 @@ type PowerInfo struct {
 	Baseline     []DeviceBaseline   `toml:"baseline,omitempty"`
 	// RSSProcess says whose memory peak_rss_mb is.
 	RSSProcess string `toml:"rss_process"`
+	// RSSAtStartMB is that process's resident memory before the first
+	// trial, after the probe: for the built-in engine, the loaded model.
+	RSSAtStartMB float64 `toml:"rss_at_start_mb,omitempty"`
 }
 
 // DeviceBaseline is one device's idle power before the first trial.

@@ -3,10 +3,8 @@ package builtin
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/tokentop/tokentop/backends"
@@ -68,9 +66,6 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 			"weight_mb": strconv.FormatFloat(float64(m.Weights.WeightBytes())/(1<<20), 'f', 1, 64),
 			"kernels":   KernelName,
 		}}
-	if rss := residentMB(); rss > 0 {
-		info.Details["resident_mb_after_load"] = strconv.FormatFloat(rss, 'f', 1, 64)
-	}
 	return info, nil
 }
 
@@ -108,21 +103,4 @@ func (b *Backend) Close() error {
 		b.engine = nil
 	}
 	return nil
-}
-
-// residentMB reads this process's resident set size; 0 when unknown.
-func residentMB() float64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
-			if err == nil {
-				return kb / 1024
-			}
-		}
-	}
-	return 0
 }

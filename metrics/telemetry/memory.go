@@ -92,6 +92,16 @@ func (m *MemoryWatch) sample() {
 	m.mu.Unlock()
 }
 
+// ResidentMB is the process's resident memory now, in MB; NaN when it
+// cannot be read.
+func (m *MemoryWatch) ResidentMB() float64 {
+	kb, err := readStatusKB(filepath.Join(m.proc, "status"), "VmRSS")
+	if err != nil {
+		return math.NaN()
+	}
+	return kb / 1024
+}
+
 // End returns the peak resident memory since Begin in MB, NaN when the
 // process could not be read (it exited, say).
 func (m *MemoryWatch) End() float64 {
