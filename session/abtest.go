@@ -54,18 +54,23 @@ type TestOptions struct {
 // DefaultTestOptions are the final report's: 10,000 bootstrap resamples.
 var DefaultTestOptions = TestOptions{Resamples: metrics.ReportResamples, Seed: 1}
 
-// RunTests computes the A/B statistics of every column that has a
-// baseline, for every metric of the comparison, and Holm-adjusts the
-// p-values over all of them. Tests run in parallel; each is seeded alike,
-// so the result does not depend on scheduling.
+// RunTests stores ABTests' results in c.
 func (c *Comparison) RunTests(opts TestOptions) {
-	c.TestOptions = opts
-	c.Tests = nil
+	c.Tests, c.TestOptions = c.ABTests(opts), opts
+}
+
+// ABTests computes the A/B statistics of every column that has a
+// baseline, for every metric of the comparison, and Holm-adjusts the
+// p-values over all of them. It only reads c, so it may run while c is
+// drawn. Tests run in parallel; each is seeded alike, so the result does
+// not depend on scheduling.
+func (c *Comparison) ABTests(opts TestOptions) []ABTest {
+	var tests []ABTest
 	for _, name := range c.Metrics {
 		m, _ := LookupMetric(name)
 		for i, col := range c.Columns {
 			if col.Baseline != i {
-				c.Tests = append(c.Tests, ABTest{Metric: m, Column: i, Baseline: col.Baseline})
+				tests = append(tests, ABTest{Metric: m, Column: i, Baseline: col.Baseline})
 			}
 		}
 	}
@@ -74,23 +79,24 @@ func (c *Comparison) RunTests(opts TestOptions) {
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for i := range next {
-				c.runTest(&c.Tests[i], opts)
+				c.runTest(&tests[i], opts)
 			}
 		})
 	}
-	for i := range c.Tests {
+	for i := range tests {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
-	location, spread := make([]float64, len(c.Tests)), make([]float64, len(c.Tests))
-	for i, t := range c.Tests {
+	location, spread := make([]float64, len(tests)), make([]float64, len(tests))
+	for i, t := range tests {
 		location[i], spread[i] = t.MannWhitney.P, t.SpreadP
 	}
 	location, spread = metrics.Holm(location), metrics.Holm(spread)
-	for i := range c.Tests {
-		c.Tests[i].PAdjusted, c.Tests[i].SpreadPAdjusted = location[i], spread[i]
+	for i := range tests {
+		tests[i].PAdjusted, tests[i].SpreadPAdjusted = location[i], spread[i]
 	}
+	return tests
 }
 
 func (c *Comparison) runTest(t *ABTest, opts TestOptions) {

@@ -21,46 +21,39 @@ type compareView struct {
 	cmp *session.Comparison
 	// tested is false until the verdicts' statistics, computed off the UI
 	// goroutine (10,000 bootstrap resamples per test), have arrived.
-	tested   bool
-	scroll   int // first verdict line shown
-	refs     []session.Ref
-	sessions []*session.Session
-	labels   []string // short column names: the arm, with a session letter when there are several
-	legend   []string // which session each letter stands for
-	err      error
-	metric   int                      // index into cmp.Metrics
-	dists    [][]metrics.Distribution // [metric][column]
+	tested bool
+	scroll int      // first verdict line shown
+	labels []string // short column names: the arm, with a session letter when there are several
+	legend []string // which session each letter stands for
+	err    error
+	metric int                      // index into cmp.Metrics
+	dists  [][]metrics.Distribution // [metric][column]
 }
 
 // compareStats are the rows shown per metric; cv shows spread.
 var compareStats = []string{"median", "p95", "cv"}
 
-// compareTestedMsg carries the comparison with its A/B statistics.
+// compareTestedMsg carries the comparison's A/B statistics.
 type compareTestedMsg struct {
-	view *compareView // the screen that asked, so a late answer for another is dropped
-	cmp  *session.Comparison
+	view  *compareView // the screen that asked, so a late answer for another is dropped
+	tests []session.ABTest
 }
 
-// init computes the verdicts on a comparison of its own, so the one on
-// screen is never written while it is drawn.
+// init computes the verdicts off the UI goroutine. ABTests only reads the
+// comparison, and the result is stored by showTests, in Update.
 func (v *compareView) init() tea.Cmd {
 	if v.err != nil {
 		return nil
 	}
-	refs, sessions, metricNames := v.refs, v.sessions, v.cmp.Metrics
+	cmp := v.cmp
 	return func() tea.Msg {
-		cmp, err := session.Compare(refs, sessions, metricNames)
-		if err != nil { // cannot differ from the first call's outcome
-			return nil
-		}
-		cmp.RunTests(session.DefaultTestOptions)
-		return compareTestedMsg{v, cmp}
+		return compareTestedMsg{v, cmp.ABTests(session.DefaultTestOptions)}
 	}
 }
 
 func (v *compareView) showTests(msg compareTestedMsg) {
 	if msg.view == v {
-		v.cmp, v.tested = msg.cmp, true
+		v.cmp.Tests, v.cmp.TestOptions, v.tested = msg.tests, session.DefaultTestOptions, true
 	}
 }
 
@@ -72,7 +65,7 @@ func newCompareView(refs []session.Ref, sessions []*session.Session, loadErr err
 	if err != nil {
 		return &compareView{err: err}
 	}
-	v := &compareView{cmp: cmp, refs: refs, sessions: sessions, dists: make([][]metrics.Distribution, len(cmp.Metrics))}
+	v := &compareView{cmp: cmp, dists: make([][]metrics.Distribution, len(cmp.Metrics))}
 	v.labels, v.legend = session.ShortLabels(cmp.Columns)
 	for i, name := range cmp.Metrics {
 		m, _ := session.LookupMetric(name)
