@@ -177,3 +177,19 @@ func BenchmarkAttention(b *testing.B) {
 		st.attn.do(0, st.w.Shape.Heads)
 	}
 }
+
+// BenchmarkQuantize is the activation quantizer before a Q8_0 product
+// (stories110M's hidden width), as ns per value: the build's kernel and
+// the portable one.
+func BenchmarkQuantize(b *testing.B) {
+	x := randomVec(rand.New(rand.NewPCG(5, 6)), 2048)
+	xq := newQuantized(len(x))
+	for name, quantize := range map[string]func([]int8, []float32, []float32){"build": quantizeInto, "portable": quantizeGeneric} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				quantize(xq.q, xq.scales, x)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(x)), "ns/value")
+		})
+	}
+}
