@@ -7,8 +7,36 @@ package backends
 
 import (
 	"context"
+	"errors"
 	"math"
 )
+
+// Kinds of failure. Backends wrap their errors into one of these (see
+// Failure) so that the runner can choose what to do (wait, back off,
+// re-probe, give up) without reading messages.
+var (
+	// ErrUnreachable: no answer at all (connection refused, reset or
+	// closed before the response headers).
+	ErrUnreachable = errors.New("server unreachable")
+	// ErrNotReady: the server answers but cannot serve yet (llama-server's
+	// 503 "Loading model"); waiting may help.
+	ErrNotReady = errors.New("server not ready")
+	// ErrOverloaded: the server refused for load (HTTP 429).
+	ErrOverloaded = errors.New("server overloaded")
+	// ErrBadRequest: the server refused the request itself (HTTP 4xx);
+	// sending it again will not help.
+	ErrBadRequest = errors.New("request refused")
+)
+
+// Failure is an error of a known kind: its text is Err's, and errors.Is
+// matches both Kind and whatever Err wraps.
+type Failure struct {
+	Kind error
+	Err  error
+}
+
+func (f *Failure) Error() string   { return f.Err.Error() }
+func (f *Failure) Unwrap() []error { return []error{f.Kind, f.Err} }
 
 // Request is one generation.
 type Request struct {
@@ -20,6 +48,13 @@ type Request struct {
 	TopP        float64 // 0 means off (1.0 is sent to the server)
 	MinP        float64 // 0 means off
 	Seed        int64
+	// PromptCache lets the server reuse a cached prompt prefix; false asks
+	// it to evaluate the whole prompt, where its API lets a client say so.
+	PromptCache bool
+	// IgnoreEOS asks for exactly MaxTokens tokens, past the model's end of
+	// sequence, so that output length does not differ between arms
+	// (Kind.FixedLength says whether the server can be told).
+	IgnoreEOS bool
 }
 
 // OnChunk is called as each chunk of generated text arrives. tokens is how
@@ -30,9 +65,12 @@ type OnChunk func(tokens int)
 // Result is what the server reported about a finished generation. Counts
 // are -1 and durations NaN when the server did not report them.
 type Result struct {
-	StopReason      string // "length", "stop", or the server's own word
-	PromptTokens    int
-	OutputTokens    int // the server's own count of generated tokens
+	StopReason   string // "length", "stop", StopTruncated, or the server's own word
+	PromptTokens int
+	OutputTokens int // the server's own count of generated tokens
+	// CachedTokens is how many prompt tokens came from the server's
+	// prompt cache instead of being evaluated.
+	CachedTokens    int
 	ServerLoadMs    float64
 	ServerPrefillMs float64
 	ServerDecodeMs  float64
@@ -41,7 +79,7 @@ type Result struct {
 // NewResult returns a Result with every field unknown.
 func NewResult() Result {
 	nan := math.NaN()
-	return Result{PromptTokens: -1, OutputTokens: -1, ServerLoadMs: nan, ServerPrefillMs: nan, ServerDecodeMs: nan}
+	return Result{PromptTokens: -1, OutputTokens: -1, CachedTokens: -1, ServerLoadMs: nan, ServerPrefillMs: nan, ServerDecodeMs: nan}
 }
 
 // Info is what a probe learned about a server and the requested model.
@@ -54,6 +92,9 @@ type Info struct {
 	Digest        string
 	Quantization  string
 	Models        []string // what the server offers, when it lists them
+	// PromptCacheSwitch is true when the server takes a per-request
+	// switch for its prompt cache (Request.PromptCache is honoured).
+	PromptCacheSwitch bool
 	// Details are backend-specific facts worth keeping with a session
 	// (the builtin engine's shape, weight source, threads, ...).
 	Details map[string]string
@@ -97,7 +138,15 @@ type Kind struct {
 	// ModelOptional backends can run without a model name: they have a
 	// default, or serve the one model they were started with.
 	ModelOptional bool
+	// FixedLength backends can be told to ignore the end of sequence
+	// (Request.IgnoreEOS).
+	FixedLength bool
 }
+
+// StopTruncated is the stop reason of a generation cut at the end of the
+// context window: not the token limit asked for, and not the model's own
+// end of sequence.
+const StopTruncated = "truncated"
 
 // NormalizeStopReason maps the servers' words for why generation stopped
 // onto "length" (token limit) and "stop" (end of sequence or stop word), so

@@ -70,9 +70,11 @@ func ParseTrials(name string, data []byte) ([]Record, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if err := checkHeader(header); err != nil {
+	cols, err := readHeader(header)
+	if err != nil {
 		return nil, nil, fmt.Errorf("%s:1: %w", name, err)
 	}
+	width := len(header)
 	var records []Record
 	for {
 		fields, err := cr.Read()
@@ -82,7 +84,7 @@ func ParseTrials(name string, data []byte) ([]Record, []string, error) {
 		if err != nil {
 			return nil, warnings, fmt.Errorf("%s: %w", name, err)
 		}
-		rec, err := parseRecord(fields)
+		rec, err := parseRecord(cols, fields, width)
 		if err != nil {
 			line, _ := cr.FieldPos(0)
 			return nil, warnings, fmt.Errorf("%s:%d: %w", name, line, err)
@@ -91,31 +93,51 @@ func ParseTrials(name string, data []byte) ([]Record, []string, error) {
 	}
 }
 
-func checkHeader(header []string) error {
-	for i, want := range Header {
-		if i >= len(header) {
-			return fmt.Errorf("header has %d columns, expected %d; this is not a tokentop trials CSV (or it is from another version)", len(header), len(Header))
+// columns maps each known column of Header to its index in a file's
+// header, or -1 when the file does not have it.
+type columns []int
+
+// readHeader finds the columns by name. Every one of the first
+// baseColumns must be there; the later ones may be missing (older files),
+// and unknown columns (newer files) are skipped.
+func readHeader(header []string) (columns, error) {
+	at := map[string]int{}
+	for i, name := range header {
+		if _, dup := at[name]; dup {
+			return nil, fmt.Errorf("header column %d, %q, appears twice", i+1, name)
 		}
-		if header[i] != want {
-			return fmt.Errorf("header column %d is %q, expected %q; this is not a tokentop trials CSV (or it is from another version)", i+1, header[i], want)
+		at[name] = i
+	}
+	cols := make(columns, len(Header))
+	for i, name := range Header {
+		j, ok := at[name]
+		if !ok && i < baseColumns {
+			return nil, fmt.Errorf("header has no %q column; this is not a tokentop trials CSV (or it is from another version)", name)
 		}
+		if !ok {
+			j = -1
+		}
+		cols[i] = j
 	}
-	if len(header) != len(Header) {
-		return fmt.Errorf("header has %d columns, expected %d; this is not a tokentop trials CSV (or it is from another version)", len(header), len(Header))
-	}
-	return nil
+	return cols, nil
 }
 
-func parseRecord(f []string) (Record, error) {
-	if len(f) != len(Header) {
-		return Record{}, fmt.Errorf("%d fields, expected %d", len(f), len(Header))
+func parseRecord(cols columns, f []string, width int) (Record, error) {
+	if len(f) != width {
+		return Record{}, fmt.Errorf("%d fields, expected %d", len(f), width)
 	}
-	r := Record{SessionID: f[0], Arm: f[1], Phase: f[3], Status: f[4], Error: f[5], StopReason: f[10], EnergyQuality: f[26]}
+	field := func(col int) string {
+		if cols[col] < 0 {
+			return ""
+		}
+		return f[cols[col]]
+	}
+	r := Record{SessionID: field(0), Arm: field(1), Phase: field(3), Status: field(4), Error: field(5), StopReason: field(10), EnergyQuality: field(26)}
 	var err error
 	fail := func(col int, e error) (Record, error) {
-		return Record{}, fmt.Errorf("column %s: %q: %w", Header[col], f[col], e)
+		return Record{}, fmt.Errorf("column %s: %q: %w", Header[col], field(col), e)
 	}
-	if r.Trial, err = strconv.Atoi(f[2]); err != nil {
+	if r.Trial, err = strconv.Atoi(field(2)); err != nil {
 		return fail(2, err)
 	}
 	if r.Phase != PhaseWarmup && r.Phase != PhaseTimed {
@@ -126,27 +148,33 @@ func parseRecord(f []string) (Record, error) {
 	default:
 		return fail(4, errors.New("status must be ok, error, timeout or canceled"))
 	}
-	if r.StartedAt, err = time.Parse(time.RFC3339Nano, f[6]); err != nil {
+	if r.StartedAt, err = time.Parse(time.RFC3339Nano, field(6)); err != nil {
 		return fail(6, err)
 	}
-	if r.PromptID, err = strconv.Atoi(f[7]); err != nil {
+	if r.PromptID, err = strconv.Atoi(field(7)); err != nil {
 		return fail(7, err)
 	}
 	for i, dst := range []*int{&r.PromptTokens, &r.OutputTokens} {
-		if *dst, err = parseCount(f[8+i]); err != nil {
+		if *dst, err = parseCount(field(8 + i)); err != nil {
 			return fail(8+i, err)
 		}
 	}
 	for i, dst := range r.floatFields() {
-		if *dst, err = parseMeasure(f[11+i]); err != nil {
+		if *dst, err = parseMeasure(field(11 + i)); err != nil {
 			return fail(11+i, err)
 		}
 	}
 	for i, dst := range r.tailFloatFields() {
-		if *dst, err = parseMeasure(f[27+i]); err != nil {
+		if *dst, err = parseMeasure(field(27 + i)); err != nil {
 			return fail(27+i, err)
 		}
 	}
+	for i, dst := range []*int{&r.Round, &r.Position, &r.CachedTokens} {
+		if *dst, err = parseCount(field(baseColumns + i)); err != nil {
+			return fail(baseColumns+i, err)
+		}
+	}
+	r.Round, r.Position = max(r.Round, 0), max(r.Position, 0)
 	return r, nil
 }
 

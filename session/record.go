@@ -59,6 +59,13 @@ type Record struct {
 	AvgPowerW       float64
 	JPerToken       float64
 	PeakRSSMB       float64
+	// Round is the round of the run the trial ran in and Position its
+	// place in that round's order, both from 1; 0 in sessions written
+	// before these columns.
+	Round, Position int
+	// CachedTokens is how many prompt tokens the server took from its
+	// prompt cache instead of evaluating them; -1 when it did not say.
+	CachedTokens int
 }
 
 // Counted reports whether the record enters aggregates: timed and ok.
@@ -68,7 +75,12 @@ func (r Record) Counted() bool { return r.Phase == PhaseTimed && r.Status == Sta
 var Header = []string{"session_id", "arm", "trial", "phase", "status", "error", "started_at", "prompt_id", "prompt_tokens", "output_tokens",
 	"stop_reason", "ttft_ms", "e2e_ms", "decode_ms", "tpot_ms", "itl_mean_ms", "itl_p50_ms", "itl_p99_ms", "itl_max_ms",
 	"itl_cv", "output_tps", "decode_tps", "server_load_ms", "server_prefill_ms", "server_decode_ms", "energy_j",
-	"energy_quality", "avg_power_w", "j_per_token", "peak_rss_mb"}
+	"energy_quality", "avg_power_w", "j_per_token", "peak_rss_mb", "round", "position", "cached_tokens"}
+
+// baseColumns is how many of Header's columns every trials CSV has; the
+// ones after them were appended later, and a reader takes a file without
+// them (DESIGN.md: new columns are appended, never inserted).
+const baseColumns = 30
 
 // TokensHeader is the tokens CSV header.
 var TokensHeader = []string{"arm", "trial", "index", "t_ms"}
@@ -122,5 +134,5 @@ func (r Record) Fields() []string {
 		}
 		out = append(out, formatFloat(*f, decimals))
 	}
-	return out
+	return append(out, formatCount(r.Round), formatCount(r.Position), formatCount(r.CachedTokens))
 }

@@ -128,12 +128,14 @@ func TestBadTrialsFiles(t *testing.T) {
 	good := strings.Join(Header, ",") + "\n"
 	row := strings.Join(record("greedy", 1, PhaseTimed, StatusOK, 100).Fields(), ",") + "\n"
 	cases := []struct{ name, data, want string }{
-		{"wrong header", strings.Replace(good, "ttft_ms", "ttft", 1), `x.csv:1: header column 12 is "ttft", expected "ttft_ms"`},
-		{"short header", "session_id,arm\n", "x.csv:1: header has 2 columns, expected 30"},
+		{"wrong header", strings.Replace(good, "ttft_ms", "ttft", 1), `x.csv:1: header has no "ttft_ms" column`},
+		{"short header", "session_id,arm\n", `x.csv:1: header has no "trial" column`},
+		{"column twice", strings.Replace(good, "ttft_ms", "e2e_ms", 1), `x.csv:1: header column 13, "e2e_ms", appears twice`},
+		{"bad appended column", good + strings.Replace(row, ",0,0,0\n", ",0,x,0\n", 1), `x.csv:2: column position: "x"`},
 		{"empty", "", "x.csv: empty file"},
 		{"bad number mid-file", good + strings.Replace(row, "100.000", "fast", 1) + row, `x.csv:2: column e2e_ms: "fast"`},
 		{"bad phase", good + strings.Replace(row, ",timed,", ",cooldown,", 1), "x.csv:2: column phase"},
-		{"missing fields", good + "a,b,c\n", "x.csv:2: 3 fields, expected 30"},
+		{"missing fields", good + "a,b,c\n", "x.csv:2: 3 fields, expected 33"},
 		{"cut header", "session_id,arm,tri", "x.csv:1: the header line is incomplete"},
 	}
 	for _, c := range cases {
@@ -143,6 +145,30 @@ func TestBadTrialsFiles(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestTrialsAreReadByColumnName reads a file from before the round,
+// position and cached_tokens columns, and one whose columns come in
+// another order with a column this version does not know.
+func TestTrialsAreReadByColumnName(t *testing.T) {
+	rec := record("greedy", 1, PhaseTimed, StatusOK, 100)
+	rec.Round, rec.Position, rec.CachedTokens = 3, 2, 4
+	fields := rec.Fields()
+
+	old := strings.Join(Header[:baseColumns], ",") + "\n" + strings.Join(fields[:baseColumns], ",") + "\n"
+	got, _, err := ParseTrials("old.csv", []byte(old))
+	if err != nil || len(got) != 1 || got[0].Round != 0 || got[0].Position != 0 || got[0].CachedTokens != -1 || got[0].E2EMs != 100 {
+		t.Fatalf("old file: %+v %v", got, err)
+	}
+
+	header := append([]string{"future"}, Header...)
+	slices.Reverse(header)
+	row := append([]string{"x"}, fields...)
+	slices.Reverse(row)
+	got, _, err = ParseTrials("new.csv", []byte(strings.Join(header, ",")+"\n"+strings.Join(row, ",")+"\n"))
+	if err != nil || len(got) != 1 || strings.Join(got[0].Fields(), ",") != strings.Join(fields, ",") {
+		t.Fatalf("reordered file: %+v %v", got, err)
 	}
 }
 
@@ -232,6 +258,7 @@ func FuzzParseTrials(f *testing.F) {
 	f.Add([]byte(header + row))
 	f.Add([]byte(header + row + row[:40]))
 	f.Add([]byte(header + strings.Join(record("x", 2, PhaseWarmup, StatusError, 1).Fields(), ",") + "\n"))
+	f.Add([]byte(strings.Join(Header[:baseColumns], ",") + "\n" + strings.Join(record("x", 2, PhaseTimed, StatusOK, 1).Fields()[:baseColumns], ",") + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		records, _, err := ParseTrials("fuzz.csv", data)
 		if err != nil {

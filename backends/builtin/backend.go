@@ -2,7 +2,6 @@ package builtin
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"strconv"
 	"time"
@@ -20,6 +19,7 @@ var Kind = backends.Kind{
 	Description:   "tokentop's own pure-Go llama engine, in process (no server)",
 	InProcess:     true,
 	ModelOptional: true,
+	FixedLength:   true,
 	New:           func(c backends.Config) (backends.Backend, error) { return &Backend{cfg: c}, nil },
 }
 
@@ -56,7 +56,7 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 	if dtype == "" {
 		dtype = "f32"
 	}
-	info := backends.Info{Kind: Kind.Name, ServerVersion: EngineVersion, Model: m.Name, Digest: m.SHA256,
+	info := backends.Info{Kind: Kind.Name, ServerVersion: EngineVersion, PromptCacheSwitch: true, Model: m.Name, Digest: m.SHA256,
 		Quantization: dtype, Models: ModelNames(),
 		Details: map[string]string{
 			"shape":     m.Weights.Shape.String(),
@@ -80,20 +80,16 @@ func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk ba
 	}
 	prompt := b.engine.Model.Tokenizer.Encode(req.Prompt, true)
 	g, err := b.engine.Generate(ctx, prompt, req.MaxTokens,
-		Sampling{Temperature: req.Temperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP, Seed: req.Seed},
+		Sampling{Temperature: req.Temperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP, Seed: req.Seed, IgnoreEOS: req.IgnoreEOS},
 		func(int) { onChunk(1) })
 	res.PromptTokens = g.PromptTokens
 	res.OutputTokens = len(g.Tokens)
 	res.StopReason = g.StopReason
+	// The engine keeps no prompt cache: every trial evaluates its prompt.
+	res.CachedTokens = 0
 	res.ServerPrefillMs = float64(g.Prefill) / float64(time.Millisecond)
 	res.ServerDecodeMs = float64(g.Decode) / float64(time.Millisecond)
-	if err != nil {
-		return res, err
-	}
-	if g.StopReason == "context" {
-		return res, fmt.Errorf("reached the model's context of %d positions", b.engine.Model.Weights.Shape.SeqLen)
-	}
-	return res, nil
+	return res, err
 }
 
 // Close stops the engine's workers.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/tokentop/tokentop/backends"
 )
 
 // Engine runs generations of one model. It is not safe for concurrent
@@ -42,12 +44,16 @@ type Sampling struct {
 	TopK        int
 	TopP, MinP  float64
 	Seed        int64
+	// IgnoreEOS keeps sampling past an end-of-sequence token (it is
+	// emitted and fed back like any other), for fixed-length trials.
+	IgnoreEOS bool
 }
 
 // Generate runs prompt through the model (prefill), then samples up to
 // maxTokens tokens, calling emit with each as soon as it is chosen. It
 // stops early at end of sequence (EOS, or BOS, which delimits stories in
-// llama2.c's training data), at the end of the context, or when ctx ends.
+// llama2.c's training data) unless s.IgnoreEOS, at the end of the context
+// (stop reason backends.StopTruncated), or when ctx ends.
 func (e *Engine) Generate(ctx context.Context, prompt []int, maxTokens int, s Sampling, emit func(token int)) (Generation, error) {
 	g := Generation{PromptTokens: len(prompt), StopReason: "length"}
 	if len(prompt) == 0 {
@@ -62,7 +68,7 @@ func (e *Engine) Generate(ctx context.Context, prompt []int, maxTokens int, s Sa
 	var logits []float32
 	for pos, tok := range prompt {
 		if pos >= seqLen {
-			g.StopReason = "context"
+			g.StopReason = backends.StopTruncated
 			return g, nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -74,7 +80,7 @@ func (e *Engine) Generate(ctx context.Context, prompt []int, maxTokens int, s Sa
 	decodeStart := time.Now()
 	for pos := len(prompt); len(g.Tokens) < maxTokens; pos++ {
 		next := e.sampler.Sample(logits)
-		if next == tokenEOS || next == tokenBOS {
+		if (next == tokenEOS || next == tokenBOS) && !s.IgnoreEOS {
 			g.StopReason = "stop"
 			break
 		}
@@ -84,7 +90,7 @@ func (e *Engine) Generate(ctx context.Context, prompt []int, maxTokens int, s Sa
 			break
 		}
 		if pos >= seqLen {
-			g.StopReason = "context"
+			g.StopReason = backends.StopTruncated
 			break
 		}
 		if err := ctx.Err(); err != nil {

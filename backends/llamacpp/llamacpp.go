@@ -21,6 +21,7 @@ var Kind = backends.Kind{
 	DefaultURL:  "http://127.0.0.1:8080",
 	// llama-server serves the one model it was started with.
 	ModelOptional: true,
+	FixedLength:   true,
 	New: func(c backends.Config) (backends.Backend, error) {
 		return &Backend{url: strings.TrimRight(c.URL, "/")}, nil
 	},
@@ -38,6 +39,9 @@ type completionRequest struct {
 	TopP        float64 `json:"top_p"`
 	MinP        float64 `json:"min_p"`
 	Seed        int64   `json:"seed"`
+	// CachePrompt is always sent: llama-server's default is true.
+	CachePrompt bool `json:"cache_prompt"`
+	IgnoreEOS   bool `json:"ignore_eos,omitempty"`
 }
 
 // RequestBody builds the JSON body. Knobs an arm leaves off go out as
@@ -49,7 +53,8 @@ func RequestBody(req backends.Request) any {
 		topP = 1
 	}
 	return completionRequest{Prompt: req.Prompt, NPredict: req.MaxTokens, Stream: true,
-		Temperature: req.Temperature, TopK: req.TopK, TopP: topP, MinP: req.MinP, Seed: req.Seed}
+		Temperature: req.Temperature, TopK: req.TopK, TopP: topP, MinP: req.MinP, Seed: req.Seed,
+		CachePrompt: req.PromptCache, IgnoreEOS: req.IgnoreEOS}
 }
 
 type event struct {
@@ -57,9 +62,11 @@ type event struct {
 	Tokens          []int           `json:"tokens"`
 	Stop            bool            `json:"stop"`
 	StopType        string          `json:"stop_type"`
+	Truncated       bool            `json:"truncated"`
 	TokensEvaluated *int            `json:"tokens_evaluated"`
 	Error           json.RawMessage `json:"error"`
 	Timings         *struct {
+		CacheN      *int    `json:"cache_n"`
 		PromptMs    float64 `json:"prompt_ms"`
 		PredictedN  int     `json:"predicted_n"`
 		PredictedMs float64 `json:"predicted_ms"`
@@ -95,7 +102,15 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 		if ev.Stop {
 			done = true
 			res.StopReason = backends.NormalizeStopReason(ev.StopType)
+			if ev.Truncated {
+				// The slot's context ran out: stop_type says "limit"
+				// as it does for n_predict.
+				res.StopReason = backends.StopTruncated
+			}
 			if t := ev.Timings; t != nil {
+				if t.CacheN != nil {
+					res.CachedTokens = *t.CacheN
+				}
 				res.OutputTokens = t.PredictedN
 				res.ServerPrefillMs = t.PromptMs
 				res.ServerDecodeMs = t.PredictedMs
@@ -110,7 +125,7 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 // llama-server serves the one model it was started with: a different
 // requested name is reported, not refused, since aliases vary.
 func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error) {
-	info := backends.Info{Kind: Kind.Name, URL: b.url}
+	info := backends.Info{Kind: Kind.Name, URL: b.url, PromptCacheSwitch: true}
 	var health struct {
 		Status string `json:"status"`
 	}

@@ -3,6 +3,8 @@ package llamacpp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -77,18 +79,70 @@ func TestProbe(t *testing.T) {
 	if info.ServerVersion != "b10470-34af94cd9" || info.Model != "/opt/models/tinyllm/tiny15m.gguf" || info.Quantization != "F16" {
 		t.Errorf("info %+v", info)
 	}
-	loading := replay.NewServer(t, replay.Route{"GET /health": func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(503)
-		w.Write([]byte(`{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}`))
-	}})
+	loading := replay.NewServer(t, replay.Route{"GET /health": replay.Serve(replay.Load(t, "llamacpp/loading_503_health"))})
 	b, _ = Kind.New(backends.Config{URL: loading.URL})
-	if _, err := b.Probe(context.Background(), ""); err == nil || !strings.Contains(err.Error(), "Loading model") {
+	_, err = b.Probe(context.Background(), "")
+	if err == nil || !strings.Contains(err.Error(), "Loading model") || !errors.Is(err, backends.ErrNotReady) {
 		t.Errorf("loading server: %v", err)
+	}
+	// A trial sent while it loads is a server not ready, not a bad request.
+	_, _, _, err = generate(t, replay.Serve(replay.Load(t, "llamacpp/loading_503_completion")))
+	if !errors.Is(err, backends.ErrNotReady) || errors.Is(err, backends.ErrBadRequest) {
+		t.Errorf("trial while loading: %v", err)
+	}
+}
+
+// TestPromptCacheIsOffAndHitsAreRecorded replays llama-server's answers to
+// a repeated prompt: with the cache on, the second answer re-evaluated 1
+// of 5 tokens; with cache_prompt false, all 5.
+func TestPromptCacheIsOffAndHitsAreRecorded(t *testing.T) {
+	var sent map[string]any
+	srv := replay.NewServer(t, replay.Route{"POST /completion": func(w http.ResponseWriter, r *http.Request) {
+		json.NewDecoder(r.Body).Decode(&sent)
+		replay.Serve(replay.Load(t, "llamacpp/cache_prompt_false_repeat"))(w, r)
+	}})
+	b, _ := Kind.New(backends.Config{URL: srv.URL})
+	res, err := b.Generate(context.Background(), backends.Request{Prompt: "Once upon a time", MaxTokens: 16}, func(int) {})
+	if err != nil || sent["cache_prompt"] != false || res.CachedTokens != 0 || res.PromptTokens != 5 {
+		t.Errorf("sent %v, result %+v %v", sent, res, err)
+	}
+	_, _, hit, err := generate(t, replay.Serve(replay.Load(t, "llamacpp/cache_prompt_repeat_b")))
+	if err != nil || hit.CachedTokens != 4 || hit.PromptTokens != 5 || hit.ServerPrefillMs != 0.298 {
+		t.Errorf("cache hit %+v %v", hit, err)
+	}
+}
+
+func TestContextLimitIsTruncatedNotLength(t *testing.T) {
+	_, _, res, err := generate(t, replay.Serve(replay.Load(t, "llamacpp/completion_ctx_limit_stream")))
+	if err != nil || res.StopReason != backends.StopTruncated || res.OutputTokens != 251 {
+		t.Errorf("%+v %v", res, err)
+	}
+}
+
+func TestIgnoreEOSIsSentOnlyWhenAsked(t *testing.T) {
+	for _, ignore := range []bool{false, true} {
+		data, _ := json.Marshal(RequestBody(backends.Request{IgnoreEOS: ignore}))
+		if got := strings.Contains(string(data), `"ignore_eos":true`); got != ignore {
+			t.Errorf("IgnoreEOS %v: body %s", ignore, data)
+		}
+	}
+}
+
+// TestServerGoneBeforeItsHeaders: a server that closes the connection
+// before answering (killed, restarting, or a kept-alive connection it had
+// dropped) is unreachable, said in words, not a bare EOF.
+func TestServerGoneBeforeItsHeaders(t *testing.T) {
+	_, _, _, err := generate(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close()
+	})
+	if !errors.Is(err, backends.ErrUnreachable) || !strings.Contains(err.Error(), "closed the connection before answering") {
+		t.Errorf("%v", err)
 	}
 }
 
 func FuzzDecode(f *testing.F) {
-	for _, name := range []string{"completion_t0_stream", "completion_t08_stream", "kill9_completion_stream", "completion_ctx_limit_stream"} {
+	for _, name := range []string{"completion_t0_stream", "completion_t08_stream", "kill9_completion_stream", "completion_ctx_limit_stream", "cache_prompt_repeat_b"} {
 		f.Add(replay.Load(f, "llamacpp/"+name).Body)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

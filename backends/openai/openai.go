@@ -6,6 +6,7 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -20,6 +21,9 @@ var Kind = backends.Kind{
 	Description: "any OpenAI-compatible server (/v1/completions or /v1/chat/completions, SSE)",
 	DefaultURL:  "http://127.0.0.1:8000/v1",
 	New:         New,
+	// ignore_eos is an extension that vLLM, SGLang and llama-server take;
+	// a strict server refuses the request, and the error says so.
+	FixedLength: true,
 }
 
 // Endpoints lists the API flavours this backend speaks.
@@ -30,6 +34,9 @@ type Backend struct {
 	base   string
 	apiKey string
 	chat   bool
+	// llamaServer is set by Probe when the server is llama.cpp's
+	// llama-server, which takes cache_prompt on its /v1 endpoints too.
+	llamaServer bool
 }
 
 // New makes a backend for cfg; Endpoint "" means "completions", which sends
@@ -66,14 +73,21 @@ type request struct {
 	// top_k and min_p are extensions (vLLM, SGLang, llama-server accept
 	// them); they are sent only when an arm asks, as strict servers reject
 	// unknown fields.
-	TopK int     `json:"top_k,omitempty"`
-	MinP float64 `json:"min_p,omitempty"`
+	TopK      int     `json:"top_k,omitempty"`
+	MinP      float64 `json:"min_p,omitempty"`
+	IgnoreEOS bool    `json:"ignore_eos,omitempty"`
+	// CachePrompt goes only to llama-server (found by Probe), whose
+	// default is to reuse the cached prompt.
+	CachePrompt *bool `json:"cache_prompt,omitempty"`
 }
 
 // RequestBody builds the JSON body of one streaming request.
 func (b *Backend) RequestBody(req backends.Request) any {
 	r := request{Model: req.Model, MaxTokens: req.MaxTokens, Stream: true,
-		Temperature: req.Temperature, TopP: req.TopP, Seed: req.Seed, TopK: req.TopK, MinP: req.MinP}
+		Temperature: req.Temperature, TopP: req.TopP, Seed: req.Seed, TopK: req.TopK, MinP: req.MinP, IgnoreEOS: req.IgnoreEOS}
+	if b.llamaServer {
+		r.CachePrompt = &req.PromptCache
+	}
 	if r.TopP == 0 {
 		r.TopP = 1
 	}
@@ -95,8 +109,11 @@ type chunk struct {
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens *int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 	// llama-server adds its native timings to the usage chunk.
 	Timings *struct {
@@ -104,7 +121,15 @@ type chunk struct {
 		PredictedMs float64 `json:"predicted_ms"`
 	} `json:"timings"`
 	Error json.RawMessage `json:"error"`
+	// Content and Stop belong to llama-server's native /completion
+	// stream, which it also serves at /completions without /v1.
+	Content *string `json:"content"`
+	Stop    *bool   `json:"stop"`
 }
+
+// errNativeStream is the answer of llama-server's root /completions, which
+// is its native endpoint, not the OpenAI one.
+var errNativeStream = errors.New("the server answered with llama-server's native stream, not an OpenAI one: its OpenAI API is under /v1 (did you mean --url …/v1?)")
 
 // Generate streams one completion.
 func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
@@ -134,6 +159,9 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 		if err := stream.Unmarshal(data, &c); err != nil {
 			return err
 		}
+		if c.Choices == nil && c.Content != nil && c.Stop != nil {
+			return errNativeStream
+		}
 		for _, choice := range c.Choices {
 			if choice.Text != "" || choice.Delta.Content != "" {
 				onChunk(1)
@@ -145,9 +173,12 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 		if err := stream.FrameError(c.Error, data); err != nil {
 			return err
 		}
-		if c.Usage != nil && c.Usage.CompletionTokens > 0 {
-			res.OutputTokens = c.Usage.CompletionTokens
-			res.PromptTokens = c.Usage.PromptTokens
+		if u := c.Usage; u != nil && u.CompletionTokens > 0 {
+			res.OutputTokens = u.CompletionTokens
+			res.PromptTokens = u.PromptTokens
+			if d := u.PromptTokensDetails; d != nil && d.CachedTokens != nil {
+				res.CachedTokens = *d.CachedTokens
+			}
 		}
 		if c.Timings != nil {
 			res.ServerPrefillMs = c.Timings.PromptMs
@@ -158,7 +189,9 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 	return res, stream.End(err, done)
 }
 
-// Probe lists /models and checks the requested model is among them.
+// Probe lists /models and checks the requested model is among them. It
+// also asks the server's root who it is: llama-server (/props) and Ollama
+// (/api/version) say their version there, which the OpenAI API does not.
 func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error) {
 	info := backends.Info{Kind: Kind.Name, URL: b.base}
 	var list struct {
@@ -169,9 +202,13 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 	if err := stream.GetJSON(ctx, b.base+"/models", b.apiKey, &list); err != nil {
 		return info, err
 	}
+	if err := b.identify(ctx, &info); err != nil {
+		return info, err
+	}
 	for _, m := range list.Data {
 		info.Models = append(info.Models, m.ID)
-		if m.ID == model {
+		// Ollama lists tagged names and serves the bare name as :latest.
+		if m.ID == model || info.Model == "" && m.ID == model+":latest" {
 			info.Model = m.ID
 		}
 	}
@@ -182,4 +219,30 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 		return info, fmt.Errorf("model %q is not served at %s; it offers: %s", model, b.base, strings.Join(info.Models, ", "))
 	}
 	return info, nil
+}
+
+// identify asks the server's root which server it is. Only an answer in
+// the expected shape counts: other servers 404 these paths.
+func (b *Backend) identify(ctx context.Context, info *backends.Info) error {
+	root, underV1 := strings.CutSuffix(b.base, "/v1")
+	var props struct {
+		BuildInfo string `json:"build_info"`
+	}
+	if stream.GetJSON(ctx, root+"/props", b.apiKey, &props) == nil && props.BuildInfo != "" {
+		if !underV1 {
+			// Its root /completions is the native endpoint, which
+			// speaks another protocol.
+			return fmt.Errorf("%s is llama-server's root, not its OpenAI API: use --url %s/v1 (or --backend llamacpp for its native API)", b.base, b.base)
+		}
+		b.llamaServer, info.PromptCacheSwitch = true, true
+		info.ServerVersion = "llama-server " + props.BuildInfo
+		return nil
+	}
+	var version struct {
+		Version string `json:"version"`
+	}
+	if stream.GetJSON(ctx, root+"/api/version", b.apiKey, &version) == nil && version.Version != "" {
+		info.ServerVersion = "ollama " + version.Version
+	}
+	return nil
 }

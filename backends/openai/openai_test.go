@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -117,8 +118,68 @@ func TestProbeAndEndpointValidation(t *testing.T) {
 	}
 }
 
+// TestProbeKnowsLlamaServer replays llama-server: at its root, /models
+// answers like /v1/models but /completions is the native endpoint, so the
+// probe says where the OpenAI API is; under /v1 it reads the version from
+// /props and turns the prompt cache off.
+func TestProbeKnowsLlamaServer(t *testing.T) {
+	srv := replay.NewServer(t, replay.Route{
+		"GET /models":          replay.Serve(replay.Load(t, "llamacpp/root_models")),
+		"GET /v1/models":       replay.Serve(replay.Load(t, "llamacpp/v1_models")),
+		"GET /props":           replay.Serve(replay.Load(t, "llamacpp/props")),
+		"POST /completions":    replay.Serve(replay.Load(t, "llamacpp/root_completions_stream")),
+		"POST /v1/completions": replay.Serve(replay.Load(t, "llamacpp/v1_completions_stream_usage")),
+	})
+	root, _ := New(backends.Config{URL: srv.URL})
+	if _, err := root.Probe(context.Background(), ""); err == nil || !strings.Contains(err.Error(), "use --url "+srv.URL+"/v1") {
+		t.Errorf("root probe: %v", err)
+	}
+	// Had the probe let it through, every trial would fail the same way.
+	if _, err := root.Generate(context.Background(), backends.Request{Prompt: "x", MaxTokens: 16}, func(int) {}); !errors.Is(err, errNativeStream) {
+		t.Errorf("root stream: %v", err)
+	}
+
+	b, _ := New(backends.Config{URL: srv.URL + "/v1"})
+	info, err := b.Probe(context.Background(), "")
+	if err != nil || info.ServerVersion != "llama-server b10470-34af94cd9" || !info.PromptCacheSwitch {
+		t.Fatalf("v1 probe %+v %v", info, err)
+	}
+	body, _ := json.Marshal(b.(*Backend).RequestBody(backends.Request{}))
+	if !strings.Contains(string(body), `"cache_prompt":false`) {
+		t.Errorf("llama-server body %s", body)
+	}
+	res, err := b.Generate(context.Background(), backends.Request{Prompt: "x", MaxTokens: 32}, func(int) {})
+	if err != nil || res.CachedTokens != 4 {
+		t.Errorf("cached tokens %+v %v", res, err)
+	}
+}
+
+// TestProbeTakesOllamasShortName: Ollama lists "stories260k:latest" and
+// serves "stories260k" as that; the version comes from /api/version; no
+// cache_prompt goes to a server that is not llama-server.
+func TestProbeTakesOllamasShortName(t *testing.T) {
+	srv := replay.NewServer(t, replay.Route{
+		"GET /v1/models":       replay.Serve(replay.Load(t, "ollama/v1_models_stories260k")),
+		"GET /api/version":     replay.Serve(replay.Load(t, "ollama/api_version")),
+		"POST /v1/completions": replay.Serve(replay.Load(t, "ollama/v1_completions_short_name")),
+	})
+	b, _ := New(backends.Config{URL: srv.URL + "/v1"})
+	info, err := b.Probe(context.Background(), "stories260k")
+	if err != nil || info.Model != "stories260k:latest" || info.ServerVersion != "ollama 0.33.0-rc2" || info.PromptCacheSwitch {
+		t.Fatalf("probe %+v %v", info, err)
+	}
+	body, _ := json.Marshal(b.(*Backend).RequestBody(backends.Request{}))
+	if strings.Contains(string(body), "cache_prompt") {
+		t.Errorf("body %s", body)
+	}
+	res, err := b.Generate(context.Background(), backends.Request{Model: "stories260k", Prompt: "Once upon a time", MaxTokens: 16}, func(int) {})
+	if err != nil || res.OutputTokens != 16 {
+		t.Errorf("short name %+v %v", res, err)
+	}
+}
+
 func FuzzDecode(f *testing.F) {
-	for _, name := range []string{"llamacpp/v1_chat_stream_usage", "llamacpp/kill9_v1_chat_stream", "ollama/v1_completions_stream_usage", "ollama/kill9_runner_v1_chat_stream"} {
+	for _, name := range []string{"llamacpp/v1_chat_stream_usage", "llamacpp/kill9_v1_chat_stream", "ollama/v1_completions_stream_usage", "ollama/kill9_runner_v1_chat_stream", "llamacpp/root_completions_stream"} {
 		f.Add(replay.Load(f, name).Body)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/tokentop/tokentop/backends"
 )
@@ -32,12 +33,17 @@ var ErrTruncated = errors.New("stream ended before the server's final message (c
 
 // Client is shared by the HTTP backends. Compression is off because a
 // gzip layer would buffer stream chunks and distort arrival times; there is
-// no client timeout because each trial carries its own deadline.
+// no client timeout because each trial carries its own deadline. Idle
+// connections are dropped after idleTimeout, before llama-server's own 5 s
+// keep-alive limit closes them under a request.
 var Client = &http.Client{Transport: &http.Transport{
 	Proxy:               http.ProxyFromEnvironment,
 	DisableCompression:  true,
 	MaxIdleConnsPerHost: 4,
+	IdleConnTimeout:     idleTimeout,
 }}
+
+const idleTimeout = 4 * time.Second
 
 // Lines calls fn with each line of r (without the line ending), reading at
 // most MaxLine bytes per line. A final line without a newline is passed on
@@ -161,6 +167,21 @@ type HTTPError struct {
 	Message string
 }
 
+// Unwrap gives the kind of failure the status means: 503 is a server
+// not ready yet (llama-server while it loads the model), 429 one
+// overloaded, any other 4xx a request refused.
+func (e *HTTPError) Unwrap() error {
+	switch {
+	case e.Status == http.StatusServiceUnavailable:
+		return backends.ErrNotReady
+	case e.Status == http.StatusTooManyRequests:
+		return backends.ErrOverloaded
+	case e.Status/100 == 4:
+		return backends.ErrBadRequest
+	}
+	return nil
+}
+
 func (e *HTTPError) Error() string {
 	if e.Message == "" {
 		return fmt.Sprintf("HTTP %d %s", e.Status, http.StatusText(e.Status))
@@ -222,16 +243,25 @@ func ErrorMessage(body []byte) string {
 	return text
 }
 
-// Describe turns a transport error into one line a user can act on.
+// Describe turns an error met before the response headers into one line a
+// user can act on; a server that gave no answer at all is
+// backends.ErrUnreachable.
 func Describe(err error, url string) error {
 	var opErr *net.OpError
+	unreachable := func(format string, args ...any) error {
+		return &backends.Failure{Kind: backends.ErrUnreachable, Err: fmt.Errorf(format, args...)}
+	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return err
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Errorf("cannot connect to %s: connection refused (is the server running?)", url)
+		return unreachable("cannot connect to %s: connection refused (is the server running?)", url)
 	case errors.As(err, &opErr) && opErr.Op == "dial":
-		return fmt.Errorf("cannot connect to %s: %v", url, opErr.Err)
+		return unreachable("cannot connect to %s: %v", url, opErr.Err)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+		// A server killed or restarted under the request, or a kept-alive
+		// connection it had already closed.
+		return unreachable("%s closed the connection before answering (did the server stop or restart?)", url)
 	}
 	return fmt.Errorf("%s: %w", url, err)
 }
