@@ -157,6 +157,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&opts.PowerInterval, "power-interval", telemetry.DefaultInterval, "power and memory sampling cadence")
 	fs.DurationVar(&opts.IdleBaseline, "idle-baseline", runner.DefaultIdleBaseline, "idle power measured before the first trial (0 skips it; only when a power source exists)")
 	fs.IntVar(&opts.ServerPID, "server-pid", 0, "the server process whose peak memory the trials record (default: found by the backend's local port)")
+	fs.DurationVar(&opts.ServerWait, "server-wait", runner.DefaultServerWait, "how long to wait for a server that is loading its model or stopped answering mid-run")
 	fs.Var((*percentFlag)(&opts.UntilCI), "until-ci", "stop each arm once its e2e is known within this ±margin, e.g. 1% (anytime-valid 95% confidence sequence; --trials stays the cap)")
 	fs.StringVar(&opts.CIStatistic, "ci-statistic", "", "with --until-ci: median (default; exact) or mean (asymptotic, from 30 trials)")
 	headless := fs.Bool("headless", false, "print plain progress lines instead of the dashboard (the default when stdout is not a terminal)")
@@ -197,6 +198,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	status, err := runner.Run(ctx, plan, backend, events)
 	printed.Wait()
 	switch {
+	case errors.Is(err, runner.ErrServerLost):
+		fmt.Fprintf(stderr, "tokentop: %v; what was measured is saved (status %s)\n", err, status)
+		return exitFailed
 	case err != nil:
 		fmt.Fprintf(stderr, "tokentop: %v\n", err)
 		return exitFailed
@@ -204,7 +208,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tokentop: interrupted; the session is saved as partial")
 		return exitInterrupted
 	case status == session.StatusFailed:
-		fmt.Fprintln(stderr, "tokentop: no trial succeeded; see the error column of the trials CSV")
+		fmt.Fprintln(stderr, "tokentop: no timed trial succeeded; see the error column of the trials CSV")
 		return exitFailed
 	}
 	return exitOK
@@ -378,19 +382,18 @@ func runTUI(ctx context.Context, app *ui.App, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tokentop: %v\n", err)
 		return exitFailed
 	}
+	if outcome.Finished != nil {
+		ui.WriteFinished(stdout, outcome.Arms, *outcome.Finished)
+	}
 	switch {
 	case outcome.Err != nil:
 		fmt.Fprintf(stderr, "tokentop: %v\n", outcome.Err)
 		return exitFailed
-	case outcome.Finished != nil:
-		ui.WriteFinished(stdout, outcome.Arms, *outcome.Finished)
-	}
-	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintln(stderr, "tokentop: interrupted; the session is saved as partial")
 		return exitInterrupted
 	case outcome.Ran && outcome.Status == session.StatusFailed:
-		fmt.Fprintln(stderr, "tokentop: no trial succeeded; see the error column of the trials CSV")
+		fmt.Fprintln(stderr, "tokentop: no timed trial succeeded; see the error column of the trials CSV")
 		return exitFailed
 	}
 	return exitOK

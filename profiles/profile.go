@@ -8,6 +8,9 @@
 //     greedy arm, where they would silently do nothing.
 //   - Every arm sees the same prompt and seed sequence (trial i uses prompt
 //     i mod len(prompts) and seed seed+i), so arms differ only in sampling.
+//   - Arms run in a seeded shuffled order per round by default ("shuffle"),
+//     so a prompt cache or warm-up that favours one place in a round falls
+//     on every arm alike; "alternate" keeps the declared order.
 //   - A profile names a model per backend kind in [models]; which kinds exist
 //     is the runner's business, so this package does not check the names.
 package profiles
@@ -44,6 +47,15 @@ type Profile struct {
 	Models      map[string]string `toml:"models"`
 	Arms        []Arm             `toml:"arms"`
 	Stop        Stop              `toml:"stop"`
+	// PromptCache lets a server reuse a cached prompt prefix between
+	// trials. Off by default, where the server takes a switch: arms that
+	// share a round's prompt would otherwise find it cached for all but
+	// the first.
+	PromptCache bool `toml:"prompt_cache"`
+	// FixedLength asks for exactly max_tokens tokens per trial, past the
+	// model's end of sequence, so that arms compare at the same length;
+	// only backends that can be told so take it.
+	FixedLength bool `toml:"fixed_length"`
 
 	// Source is "builtin" or the file the profile was read from.
 	Source string `toml:"-"`
@@ -153,8 +165,8 @@ func (a Arm) Strategy() string {
 	return strings.Join(parts, ", ")
 }
 
-// Orders lists the allowed values of `order`.
-var Orders = []string{"alternate", "shuffle"}
+// Orders lists the allowed values of `order`, the default first.
+var Orders = []string{"shuffle", "alternate"}
 
 const (
 	defaultTimeout = 120 * time.Second
@@ -226,7 +238,7 @@ func allowedKeys(k toml.Key) string {
 	case len(k) > 1 && k[0] == "models":
 		return "one model name per backend kind, e.g. ollama = \"gemma3:270m\""
 	default:
-		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompt_file, [models], [[arms]], [stop]"
+		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompt_file, prompt_cache, fixed_length, [models], [[arms]], [stop]"
 	}
 }
 

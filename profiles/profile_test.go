@@ -62,7 +62,7 @@ func TestParseValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.TrialTimeout != 30*time.Second || p.Order != "alternate" || p.Models["ollama"] != "m" {
+	if p.TrialTimeout != 30*time.Second || p.Order != "shuffle" || p.PromptCache || p.FixedLength || p.Models["ollama"] != "m" {
 		t.Errorf("resolved %+v", p)
 	}
 	if !p.Arms[0].Greedy() || p.Arms[1].TopK != 40 {
@@ -83,7 +83,7 @@ func TestParseErrorsNameFileLineAndKey(t *testing.T) {
 		{"negative trials", strings.Replace(validProfile, `trials = 5`, `trials = -3`, 1), "t.toml:4: trials: -3 is not a trial count"},
 		{"negative temperature", strings.Replace(validProfile, "temperature = 0.9", "temperature = -0.5", 1), "t.toml:16: arms[1].temperature: -0.5 is negative"},
 		{"greedy with top_k", strings.Replace(validProfile, "name = \"greedy\"", "name = \"greedy\"\ntop_k = 5", 1), "t.toml:13: arms[0].top_k: has no effect on a greedy arm"},
-		{"bad order", strings.Replace(validProfile, `timeout = "30s"`, "timeout = \"30s\"\norder = \"random\"", 1), `t.toml:6: order: "random" is not allowed; use one of alternate, shuffle`},
+		{"bad order", strings.Replace(validProfile, `timeout = "30s"`, "timeout = \"30s\"\norder = \"random\"", 1), `t.toml:6: order: "random" is not allowed; use one of shuffle, alternate`},
 		{"bare int timeout", strings.Replace(validProfile, `timeout = "30s"`, `timeout = 30`, 1), "t.toml"},
 		{"bad timeout", strings.Replace(validProfile, `timeout = "30s"`, `timeout = "soon"`, 1), `t.toml:5: timeout: "soon" is not a duration`},
 		{"duplicate arm", strings.Replace(validProfile, `name = "hot"`, `name = "greedy"`, 1), `t.toml:15: arms[1].name: "greedy" is used by another arm`},

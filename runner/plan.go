@@ -5,11 +5,16 @@
 // as Events on a channel for any front end.
 //
 // Decisions where DESIGN.md is silent:
-//   - Each round runs every active arm once, in declared order
-//     ("alternate") or a seeded shuffle ("shuffle"). All arms of a round
-//     get the same prompt and seed offset, so only sampling differs.
-//   - A session in which no trial succeeded is "failed" and the command
-//     exits non-zero; degraded trials alone do not fail a session.
+//   - Each round runs every active arm once, in a seeded shuffle that puts
+//     each arm first equally often ("shuffle", see schedule) or in the
+//     declared order ("alternate"). All arms of a round get the same
+//     prompt and seed offset, so only the arms' settings differ.
+//   - A session in which no timed trial succeeded is "failed" and the
+//     command exits non-zero; degraded trials alone do not fail a session.
+//   - A trial that finds the server unreachable or not ready is recorded
+//     but not counted against the cap; the run waits for the server (up
+//     to ServerWait), runs warmup again if it comes back, and otherwise
+//     ends as partial (or failed) with ErrServerLost.
 package runner
 
 import (
@@ -21,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tokentop/tokentop/backends"
@@ -57,6 +63,9 @@ type Options struct {
 	PowerInterval time.Duration
 	IdleBaseline  time.Duration
 	ServerPID     int
+	// ServerWait is how long to wait for a server that loads its model or
+	// stopped answering (0: DefaultServerWait).
+	ServerWait time.Duration
 }
 
 // NoOverride marks a numeric option the user did not give.
@@ -78,6 +87,9 @@ type Plan struct {
 	// Pause, when set, is checked before each trial; it is a control, not
 	// part of the experiment, so ConfigHash leaves it out either.
 	Pause *Pause
+	// ServerWait bounds the wait for a server that is loading its model or
+	// stopped answering; a control too.
+	ServerWait time.Duration
 }
 
 // DefaultAPIKeyEnv is read for the openai backend when nothing else is named.
@@ -116,6 +128,17 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 			return nil, fmt.Errorf("--max-tokens %d: use 1 or more", opts.MaxTokens)
 		}
 		p.MaxTokens = opts.MaxTokens
+	}
+	plan.ServerWait = opts.ServerWait
+	if plan.ServerWait == 0 {
+		plan.ServerWait = DefaultServerWait
+	}
+	if plan.ServerWait < 0 {
+		return nil, fmt.Errorf("--server-wait %v: use a positive duration", opts.ServerWait)
+	}
+	if p.FixedLength && !kind.FixedLength {
+		return nil, fmt.Errorf("%s: fixed_length: the %s backend cannot be told to ignore the end of sequence; remove fixed_length, or use a backend that can (%s)",
+			p.Where("fixed_length"), kind.Name, strings.Join(fixedLengthKinds(), ", "))
 	}
 	if plan.ConvergeTol == 0 {
 		plan.ConvergeTol = 0.01
@@ -208,6 +231,16 @@ func Prepare(profile *profiles.Profile, opts Options) (*Plan, backends.Backend, 
 		return nil, nil, err
 	}
 	return plan, b, nil
+}
+
+func fixedLengthKinds() []string {
+	var names []string
+	for _, k := range registry.Kinds {
+		if k.FixedLength {
+			names = append(names, k.Name)
+		}
+	}
+	return names
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -56,14 +55,41 @@ type TrialDone struct {
 // ArmStopped is sent when an arm's stop rule fires.
 type ArmStopped struct{ Arm, Reason string }
 
+// Waiting is sent while the runner waits for the server, after each
+// probe that found it not ready: before the first trial while it loads
+// its model, or mid-run after it stopped answering.
+type Waiting struct {
+	What    string // "the model to load", "the server to come back"
+	Why     string // what the last probe said
+	Elapsed time.Duration
+	Limit   time.Duration
+}
+
+// Resumed is sent when a server that stopped answering mid-run came
+// back; each arm runs warmup trials again before its next timed one.
+type Resumed struct {
+	After  time.Duration
+	Warmup int // warmup rounds before timed trials go on
+}
+
+// Warning is something worth saying once, live and in the manifest's note
+// (e.g. generations cut at the context window).
+type Warning struct{ Text string }
+
 // Finished is the last event.
 type Finished struct {
 	Status   string
 	Note     string
 	Manifest string
 	Summary  map[string]session.ArmSummary
+	// Failure says why the run ended before its plan, when a failure (not
+	// the user) ended it; the command then exits non-zero.
+	Failure string
 }
 
+func (Waiting) isEvent()     {}
+func (Resumed) isEvent()     {}
+func (Warning) isEvent()     {}
 func (Measuring) isEvent()   {}
 func (PowerSample) isEvent() {}
 func (Started) isEvent()     {}
@@ -71,8 +97,16 @@ func (TrialDone) isEvent()   {}
 func (ArmStopped) isEvent()  {}
 func (Finished) isEvent()    {}
 
-// ProbeTimeout bounds the reachability check before a run.
+// ProbeTimeout bounds one reachability check.
 const ProbeTimeout = 15 * time.Second
+
+// DefaultServerWait is how long a run waits for a server that is loading
+// its model, or that stopped answering mid-run, before giving up.
+const DefaultServerWait = 60 * time.Second
+
+// ErrServerLost is the error of a run that ended because its server
+// stopped answering and did not come back in time.
+var ErrServerLost = errors.New("server lost")
 
 // ToolVersion is the module version from the build info.
 func ToolVersion() string {
@@ -84,16 +118,18 @@ func ToolVersion() string {
 
 // Run executes plan against b, sending events on events (which it closes
 // when done). It returns the final status, or an error when it could not
-// run at all (probe failed, files could not be written); cancelling ctx
-// ends the run early with status partial and the files consistent.
+// run at all (probe failed, files could not be written) or a failure
+// ended it early (ErrServerLost: the files hold what was measured);
+// cancelling ctx ends the run early with status partial and the files
+// consistent.
 func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Event) (status string, err error) {
 	defer close(events)
 	if closer, ok := b.(io.Closer); ok {
 		defer closer.Close()
 	}
-	probeCtx, cancel := context.WithTimeout(ctx, ProbeTimeout)
-	info, err := b.Probe(probeCtx, plan.Model)
-	cancel()
+	// A server still loading its model is waited for; one that does not
+	// answer at all is most likely not started, and said so at once.
+	info, err := waitForServer(ctx, b, plan, "the model to load", isNotReady, events)
 	if err != nil {
 		return session.StatusFailed, fmt.Errorf("%s backend at %s: %w", plan.Kind.Name, plan.Config.URL, err)
 	}
@@ -107,10 +143,10 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 		ConfigHash: plan.ConfigHash(), Environment: Environment(), Power: &mon.info,
 		Profile: session.ProfileInfo{Name: p.Name, Source: p.Source, Description: p.Description, MaxTokens: p.MaxTokens,
 			Warmup: p.Warmup, Trials: p.Trials, Timeout: p.TrialTimeout.String(), Order: p.Order, Seed: p.Seed,
-			USDPerHour: p.USDPerHour, Prompts: p.Prompts, Stop: stopInfo(p.Stop)},
+			USDPerHour: p.USDPerHour, Prompts: p.Prompts, Stop: stopInfo(p.Stop), PromptCache: p.PromptCache, FixedLength: p.FixedLength},
 		Backend: session.BackendInfo{Kind: plan.Kind.Name, URL: plan.Config.URL, Endpoint: plan.Config.Endpoint,
 			ModelRequested: plan.Model, ModelActual: info.Model, Digest: info.Digest, Quantization: info.Quantization,
-			ServerVersion: info.ServerVersion, Details: info.Details},
+			ServerVersion: info.ServerVersion, PromptCache: promptCacheWords(p.PromptCache, plan.Kind.Name, info), Details: info.Details},
 	}
 	var armNames []string
 	for _, a := range p.Arms {
@@ -132,6 +168,10 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 	r := &run{plan: plan, backend: b, writer: w, events: events, sessionID: m.ID, monitor: mon,
 		arms: make([]armState, len(p.Arms)), clock: tokenClock{arrivals: make([]metrics.Arrival, 0, p.MaxTokens+8)}}
 	status, note, runErr := r.loop(ctx)
+	failure := ""
+	if errors.Is(runErr, ErrServerLost) {
+		failure = note
+	}
 	if err := mon.stop(); err != nil {
 		note = strings.TrimPrefix(note+"; the power CSV is incomplete: "+err.Error(), "; ")
 	}
@@ -148,8 +188,52 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 	if err := w.Finish(status, note, summary); err != nil && runErr == nil {
 		runErr = err
 	}
-	events <- Finished{Status: status, Note: note, Manifest: w.ManifestPath(), Summary: summary}
+	events <- Finished{Status: status, Note: note, Manifest: w.ManifestPath(), Summary: summary, Failure: failure}
 	return status, runErr
+}
+
+// promptCacheWords says in the manifest what became of the server's
+// prompt cache.
+func promptCacheWords(allowed bool, kind string, info backends.Info) string {
+	switch {
+	case allowed:
+		return "allowed (prompt_cache = true): repeated prompts may be served from the cache"
+	case info.PromptCacheSwitch:
+		return "off: every request asks the server to evaluate the whole prompt"
+	}
+	return kind + " has no per-request switch: it may reuse a cached prompt prefix; the cached_tokens column shows hits where the server reports them, and the shuffled arm order spreads them over the arms"
+}
+
+func isNotReady(err error) bool { return errors.Is(err, backends.ErrNotReady) }
+
+func isDown(err error) bool {
+	return errors.Is(err, backends.ErrNotReady) || errors.Is(err, backends.ErrUnreachable)
+}
+
+// waitForServer probes b until it answers. While the failure is one that
+// waiting can cure (retry says which) it probes again with a growing
+// pause, telling the front end, for at most plan.ServerWait.
+func waitForServer(ctx context.Context, b backends.Backend, plan *Plan, what string, retry func(error) bool, events chan<- Event) (backends.Info, error) {
+	start := time.Now()
+	pause := 250 * time.Millisecond
+	for {
+		probeCtx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+		info, err := b.Probe(probeCtx, plan.Model)
+		cancel()
+		if err == nil || !retry(err) || ctx.Err() != nil {
+			return info, err
+		}
+		elapsed := time.Since(start)
+		if elapsed >= plan.ServerWait {
+			return info, fmt.Errorf("%w; still so after waiting %v for %s (--server-wait)", err, plan.ServerWait, what)
+		}
+		events <- Waiting{What: what, Why: err.Error(), Elapsed: elapsed, Limit: plan.ServerWait}
+		select {
+		case <-time.After(min(pause, plan.ServerWait-elapsed)):
+		case <-ctx.Done():
+		}
+		pause = min(2*pause, 4*time.Second)
+	}
 }
 
 func stopInfo(s profiles.Stop) *session.StopInfo {
@@ -187,40 +271,57 @@ type run struct {
 	records   []session.Record
 	clock     tokenClock
 	monitor   *monitor
+	// warnedTruncated is set once a truncated generation was reported.
+	warnedTruncated bool
 }
 
 // loop runs warmup rounds, then timed rounds until every arm has stopped.
+// A trial that finds the server gone is recorded but not counted against
+// the cap: the run waits for the server, runs warmup again when it comes
+// back, and otherwise ends with what it has.
 func (r *run) loop(ctx context.Context) (status, note string, err error) {
 	p := &r.plan.Profile
-	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0))
-	order := make([]int, len(p.Arms))
-	for round := 0; ; round++ {
+	sched := newSchedule(p.Order, p.Seed, len(p.Arms))
+	warmupLeft := p.Warmup
+	for round := 1; ; round++ {
 		phase := session.PhaseTimed
-		if round < p.Warmup {
+		if warmupLeft > 0 {
 			phase = session.PhaseWarmup
-		}
-		for i := range order {
-			order[i] = i
-		}
-		if p.Order == "shuffle" {
-			rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+			warmupLeft--
 		}
 		active := 0
-		for _, i := range order {
+		position := 0
+		for _, i := range sched.next() {
 			if r.arms[i].stopped {
 				continue
 			}
 			active++
+			position++
 			r.plan.Pause.wait(ctx)
 			if ctx.Err() != nil {
 				return session.StatusPartial, "interrupted before the plan finished", nil
 			}
-			rec := r.trial(ctx, i, phase)
+			rec, genErr := r.trial(ctx, i, phase, round, position)
 			if err := r.writer.Append(rec, r.clock.arrivals); err != nil {
 				return session.StatusPartial, "stopped: could not write the session files", err
 			}
 			r.records = append(r.records, rec)
-			r.report(i, rec)
+			down := rec.Status == session.StatusError && isDown(genErr)
+			r.report(i, rec, down)
+			if !down {
+				continue
+			}
+			lostAt := time.Now()
+			if _, err := waitForServer(ctx, r.backend, r.plan, "the server to come back", isDown, r.events); err != nil {
+				if ctx.Err() != nil {
+					return session.StatusPartial, "interrupted while waiting for the server", nil
+				}
+				note := fmt.Sprintf("the server stopped answering at %s trial %d and did not come back: %v", rec.Arm, rec.Trial, err)
+				return r.endStatus(), note, fmt.Errorf("%w: %s", ErrServerLost, note)
+			}
+			warmupLeft = max(p.Warmup, 1)
+			r.events <- Resumed{After: time.Since(lostAt), Warmup: warmupLeft}
+			break // the next round is warmup
 		}
 		if active == 0 {
 			break
@@ -229,23 +330,49 @@ func (r *run) loop(ctx context.Context) (status, note string, err error) {
 	if ctx.Err() != nil {
 		return session.StatusPartial, "interrupted during the last trial", nil
 	}
-	for _, rec := range r.records {
-		if rec.Status == session.StatusOK {
-			return session.StatusComplete, "", nil
-		}
+	if !r.measured() {
+		return session.StatusFailed, "no timed trial succeeded", nil
 	}
-	return session.StatusFailed, "no trial succeeded", nil
+	return session.StatusComplete, "", nil
 }
 
-// report folds a finished trial into its arm and tells the front end.
-func (r *run) report(i int, rec session.Record) {
+// endStatus is the status of a run that a failure ended early: partial
+// when it measured something, else failed.
+func (r *run) endStatus() string {
+	if r.measured() {
+		return session.StatusPartial
+	}
+	return session.StatusFailed
+}
+
+// measured reports whether some timed trial succeeded.
+func (r *run) measured() bool {
+	for _, rec := range r.records {
+		if rec.Counted() {
+			return true
+		}
+	}
+	return false
+}
+
+// report folds a finished trial into its arm and tells the front end. A
+// trial that found the server down (serverDown) is not one of the arm's
+// timed trials: the cap and the stop rule count measurements, not
+// attempts.
+func (r *run) report(i int, rec session.Record, serverDown bool) {
 	arm := &r.arms[i]
 	var point metrics.Point
 	if rec.Counted() {
 		point = arm.e2e.Add(rec.E2EMs)
 	}
 	r.events <- TrialDone{Record: rec, Point: point}
-	if rec.Phase != session.PhaseTimed {
+	if rec.StopReason == backends.StopTruncated && !r.warnedTruncated {
+		r.warnedTruncated = true
+		r.events <- Warning{Text: fmt.Sprintf("%s trial %d was cut at the context window after %d of %d tokens (stop reason truncated): "+
+			"its timings are not those of a full-length trial; lower max_tokens or give the server a larger context",
+			rec.Arm, rec.Trial, rec.OutputTokens, r.plan.Profile.MaxTokens)}
+	}
+	if rec.Phase != session.PhaseTimed || serverDown {
 		return
 	}
 	arm.timed++
@@ -255,8 +382,9 @@ func (r *run) report(i int, rec session.Record) {
 	}
 }
 
-// trial runs one generation and turns it into a Record.
-func (r *run) trial(ctx context.Context, armIndex int, phase string) session.Record {
+// trial runs one generation and turns it into a Record; the error is the
+// backend's, for the caller's policy.
+func (r *run) trial(ctx context.Context, armIndex int, phase string, round, position int) (session.Record, error) {
 	p := &r.plan.Profile
 	arm := p.Arms[armIndex]
 	state := &r.arms[armIndex]
@@ -265,7 +393,7 @@ func (r *run) trial(ctx context.Context, armIndex int, phase string) session.Rec
 	promptID := (trial - 1) % len(p.Prompts)
 	req := backends.Request{Model: r.plan.Model, Prompt: p.Prompts[promptID], MaxTokens: p.MaxTokens,
 		Temperature: arm.Temperature, TopK: arm.TopK, TopP: arm.TopP, MinP: arm.MinP,
-		Seed: armSeed(p.Seed, arm.Seed) + int64(trial)}
+		Seed: armSeed(p.Seed, arm.Seed) + int64(trial), PromptCache: p.PromptCache, IgnoreEOS: p.FixedLength}
 
 	label := fmt.Sprintf("%s#%d", arm.Name, trial)
 	r.monitor.beginTrial(label)
@@ -278,6 +406,7 @@ func (r *run) trial(ctx context.Context, armIndex int, phase string) session.Rec
 
 	rec := session.Record{SessionID: r.sessionID, Arm: arm.Name, Trial: trial, Phase: phase, Status: session.StatusOK,
 		StartedAt: startedAt.UTC(), PromptID: promptID + 1, PromptTokens: res.PromptTokens,
+		Round: round, Position: position, CachedTokens: res.CachedTokens,
 		StopReason: res.StopReason, ServerLoadMs: res.ServerLoadMs, ServerPrefillMs: res.ServerPrefillMs,
 		ServerDecodeMs: res.ServerDecodeMs, EnergyQuality: session.EnergyUnavailable,
 		EnergyJ: math.NaN(), AvgPowerW: math.NaN(), JPerToken: math.NaN(), PeakRSSMB: math.NaN()}
@@ -288,6 +417,11 @@ func (r *run) trial(ctx context.Context, armIndex int, phase string) session.Rec
 	} else if rec.OutputTokens != chunkTokens {
 		state.mismatches++
 	}
+	if rec.StopReason == "length" && rec.OutputTokens >= 0 && rec.OutputTokens < p.MaxTokens {
+		// A token limit reached below the one asked for is the context
+		// window's (the OpenAI API says "length" for both).
+		rec.StopReason = backends.StopTruncated
+	}
 	if genErr != nil {
 		rec.Status, rec.Error = classify(ctx, trialCtx, genErr, p.TrialTimeout)
 	}
@@ -295,7 +429,7 @@ func (r *run) trial(ctx context.Context, armIndex int, phase string) session.Rec
 	if r.monitor.endTrial(label, startedAt, end, &rec) && phase == session.PhaseTimed {
 		state.counterRejected++
 	}
-	return rec
+	return rec, genErr
 }
 
 // classify names a failed trial's status and a one-line error.

@@ -164,12 +164,22 @@ func TestInterleavedWarmupThenTimedAndFilesWritten(t *testing.T) {
 	if err != nil || status != session.StatusComplete {
 		t.Fatal(status, err)
 	}
-	var order []string
-	for _, rec := range trials(events) {
-		order = append(order, rec.Arm+"/"+rec.Phase[:1])
+	// Five rounds of both arms, in the order the schedule gives (each arm
+	// first once in every two rounds), with round and place recorded.
+	var phases []string
+	firsts := map[string]int{}
+	recs := trials(events)
+	for i, rec := range recs {
+		phases = append(phases, rec.Phase[:1])
+		if rec.Round != i/2+1 || rec.Position != i%2+1 || recs[i-i%2].Arm == recs[i-i%2+1].Arm {
+			t.Errorf("trial %d: %s round %d position %d", i, rec.Arm, rec.Round, rec.Position)
+		}
+		if rec.Position == 1 && rec.Round <= 4 {
+			firsts[rec.Arm]++
+		}
 	}
-	if got := strings.Join(order, " "); got != "greedy/w hot/w greedy/w hot/w greedy/t hot/t greedy/t hot/t greedy/t hot/t" {
-		t.Errorf("order: %s", got)
+	if got := strings.Join(phases, ""); got != "wwwwtttttt" || firsts["greedy"] != 2 || firsts["hot"] != 2 {
+		t.Errorf("phases %s, first places in rounds 1-4 %v", got, firsts)
 	}
 	// Same prompt and seed offset for both arms of a round.
 	if fake.requests[0].Prompt != fake.requests[1].Prompt || fake.requests[0].Seed != fake.requests[1].Seed ||
@@ -181,7 +191,7 @@ func TestInterleavedWarmupThenTimedAndFilesWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Records) != 10 || s.Manifest.Status != session.StatusComplete || s.Manifest.Summary["hot"].TimedOK != 3 ||
+	if len(s.Records) != 10 || s.Records[9].Round != 5 || s.Manifest.Status != session.StatusComplete || s.Manifest.Summary["hot"].TimedOK != 3 ||
 		s.Manifest.Summary["greedy"].Warmup != 2 || s.Manifest.Backend.ServerVersion != "1.0" || len(s.Warnings) != 0 {
 		t.Errorf("session %+v warnings %v", s.Manifest, s.Warnings)
 	}

@@ -60,6 +60,10 @@ type ProfileInfo struct {
 	Prompts     []string `toml:"prompts"`
 	// Stop is the early-stopping rule, when one was on.
 	Stop *StopInfo `toml:"stop,omitempty"`
+	// PromptCache is whether servers were allowed to reuse cached
+	// prompts; FixedLength whether trials ignored the end of sequence.
+	PromptCache bool `toml:"prompt_cache"`
+	FixedLength bool `toml:"fixed_length"`
 }
 
 // StopInfo is the stop rule as it ran: stop an arm once the 95% confidence
@@ -80,6 +84,8 @@ type BackendInfo struct {
 	Digest         string `toml:"digest"`
 	Quantization   string `toml:"quantization"`
 	ServerVersion  string `toml:"server_version"`
+	// PromptCache says what became of the server's prompt cache.
+	PromptCache string `toml:"prompt_cache,omitempty"`
 	// Details holds backend-specific facts, e.g. the builtin engine's shape,
 	// weight source, threads and load time.
 	Details map[string]string `toml:"details,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/profiles"
@@ -35,11 +36,27 @@ func Headless(w io.Writer, events <-chan runner.Event) {
 			fmt.Fprintln(w, ProgressLine(ev.Record, warmup, trials))
 		case runner.ArmStopped:
 			fmt.Fprintf(w, "%s stopped: %s\n", ev.Arm, ev.Reason)
+		case runner.Waiting, runner.Resumed, runner.Warning:
+			fmt.Fprintln(w, EventLine(ev))
 		case runner.Finished:
 			fmt.Fprintln(w)
 			WriteFinished(w, arms, ev)
 		}
 	}
+}
+
+// EventLine puts a runner's wait, resume or warning into words, for the
+// headless log and the dashboard's event line alike.
+func EventLine(ev runner.Event) string {
+	switch ev := ev.(type) {
+	case runner.Waiting:
+		return fmt.Sprintf("waiting for %s: %v of %v (%s)", ev.What, ev.Elapsed.Round(time.Second), ev.Limit, ev.Why)
+	case runner.Resumed:
+		return fmt.Sprintf("the server is back after %v: %d warmup round(s) before timed trials go on", ev.After.Round(100*time.Millisecond), ev.Warmup)
+	case runner.Warning:
+		return "warning: " + ev.Text
+	}
+	return ""
 }
 
 // ProgressLine describes one finished trial, counting it within its phase

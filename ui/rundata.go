@@ -128,6 +128,11 @@ func (d *runData) apply(ev runner.Event) {
 		d.addTrial(ev)
 	case runner.ArmStopped:
 		d.arm(ev.Arm).stopped = ev.Reason
+	case runner.Waiting, runner.Resumed, runner.Warning:
+		d.event = EventLine(ev)
+		if d.started == nil {
+			d.measuring = d.event
+		}
 	case runner.Finished:
 		d.finished = &ev
 	}

@@ -1,0 +1,245 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tokentop/tokentop/backends/llamacpp"
+	"github.com/tokentop/tokentop/backends/replay"
+	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/session"
+)
+
+// llamaServer replays recorded llama-server answers on a fixed loopback
+// address, and can be killed (the stream in flight cut, new connections
+// refused) and started again on the same address, as a real server is.
+type llamaServer struct {
+	t        *testing.T
+	addr     string
+	mu       sync.Mutex
+	ln       net.Listener
+	requests atomic.Int32
+	// killAt is the /completion request that dies mid-stream, taking the
+	// server with it (0: none).
+	killAt int32
+	// loading is how many /health probes get llama-server's 503.
+	loading atomic.Int32
+	stream  replay.Exchange
+}
+
+func newLlamaServer(t *testing.T, stream string) *llamaServer {
+	s := &llamaServer{t: t, stream: replay.Load(t, "llamacpp/"+stream)}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.addr = ln.Addr().String()
+	s.serve(ln)
+	t.Cleanup(s.kill)
+	return s
+}
+
+func (s *llamaServer) url() string { return "http://" + s.addr }
+
+func (s *llamaServer) serve(ln net.Listener) {
+	s.mu.Lock()
+	s.ln = ln
+	s.mu.Unlock()
+	routes := replay.Route{
+		"GET /props": replay.Serve(replay.Load(s.t, "llamacpp/props")),
+		"GET /health": func(w http.ResponseWriter, r *http.Request) {
+			if s.loading.Add(-1) >= 0 {
+				replay.Serve(replay.Load(s.t, "llamacpp/loading_503_health"))(w, r)
+				return
+			}
+			replay.Serve(replay.Load(s.t, "llamacpp/health"))(w, r)
+		},
+		"POST /completion": func(w http.ResponseWriter, r *http.Request) {
+			if s.requests.Add(1) == s.killAt {
+				s.kill()
+				replay.Cut(s.stream)(w, r)
+				return
+			}
+			replay.Serve(s.stream)(w, r)
+		},
+	}
+	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h, ok := routes[r.Method+" "+r.URL.Path]; ok {
+			h(w, r)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+}
+
+func (s *llamaServer) kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln != nil {
+		s.ln.Close()
+		s.ln = nil
+	}
+}
+
+func (s *llamaServer) restart() {
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		s.t.Error(err)
+		return
+	}
+	s.serve(ln)
+}
+
+func llamaPlan(t *testing.T, url string, warmup, trials int, wait time.Duration) *Plan {
+	t.Helper()
+	p, err := profiles.Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 32\ntrials = 1\nseed = 3\ntimeout = \"5s\"\nprompts = [\"Once upon a time\"]\n"+
+		"[[arms]]\nname = \"greedy\"\n[[arms]]\nname = \"hot\"\ntemperature = 0.8\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Resolve(p, Options{Backend: "llamacpp", URL: url, OutDir: t.TempDir(), Trials: trials, Warmup: warmup,
+		MaxTokens: NoOverride, ServerWait: wait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Telemetry = testPlan(t, 0, 1, "x").Telemetry
+	return plan
+}
+
+func runLlama(t *testing.T, plan *Plan) (string, error, []Event) {
+	t.Helper()
+	b, err := llamacpp.Kind.New(plan.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runPlan(t, context.Background(), plan, b)
+}
+
+func eventsOf[E Event](events []Event) []E {
+	var out []E
+	for _, ev := range events {
+		if e, ok := ev.(E); ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestDeadServerEndsTheRunAsPartial: kill -9 mid-run. The trial in flight
+// is degraded, the next one finds nobody, and the runner waits for the
+// server instead of burning the rest of the plan in a second; when it
+// does not come back, the session is partial, the error says why, and
+// the remaining trials were never counted as run.
+func TestDeadServerEndsTheRunAsPartial(t *testing.T) {
+	srv := newLlamaServer(t, "completion_t0_stream")
+	srv.killAt = 5
+	plan := llamaPlan(t, srv.url(), 1, 300, 600*time.Millisecond)
+	start := time.Now()
+	status, err, events := runLlama(t, plan)
+	if !errors.Is(err, ErrServerLost) || status != session.StatusPartial || time.Since(start) < 600*time.Millisecond {
+		t.Fatalf("status %s, error %v after %v", status, err, time.Since(start))
+	}
+	recs := trials(events)
+	if len(recs) != 6 || recs[4].Status != session.StatusError || recs[5].Status != session.StatusError ||
+		!strings.Contains(recs[5].Error, "connection refused") {
+		t.Fatalf("%d trials: %+v", len(recs), recs)
+	}
+	if len(eventsOf[Waiting](events)) == 0 {
+		t.Error("no waiting event")
+	}
+	fin := eventsOf[Finished](events)[0]
+	if !strings.Contains(fin.Failure, "did not come back") || fin.Status != session.StatusPartial {
+		t.Errorf("finished %+v", fin)
+	}
+	s, err := session.Load(fin.Manifest)
+	if err != nil || s.Manifest.Status != session.StatusPartial || !strings.Contains(s.Manifest.StopNote, "stopped answering") {
+		t.Errorf("manifest %+v %v", s.Manifest, err)
+	}
+}
+
+// TestServerBackAfterARestart: the server comes back within the wait; the
+// run warms up again and finishes its plan, and the trial that found the
+// server gone is recorded without taking a timed trial's place.
+func TestServerBackAfterARestart(t *testing.T) {
+	srv := newLlamaServer(t, "completion_t0_stream")
+	srv.killAt = 5
+	go func() {
+		for srv.requests.Load() < 5 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(400 * time.Millisecond)
+		srv.restart()
+	}()
+	plan := llamaPlan(t, srv.url(), 1, 4, 10*time.Second)
+	status, err, events := runLlama(t, plan)
+	if err != nil || status != session.StatusComplete {
+		t.Fatalf("status %s, error %v", status, err)
+	}
+	resumed := eventsOf[Resumed](events)
+	if len(resumed) != 1 || resumed[0].Warmup != 1 {
+		t.Fatalf("resumed %+v", resumed)
+	}
+	recs := trials(events)
+	var phases strings.Builder
+	for _, r := range recs {
+		phases.WriteString(r.Phase[:1])
+		if r.Status != session.StatusOK {
+			phases.WriteString("!")
+		}
+	}
+	// warmup round, one timed round, the cut trial, the refused one, a
+	// warmup round again, then timed trials to the cap.
+	if got := phases.String(); !strings.HasPrefix(got, "wwttt!t!ww") || strings.Count(got, "t") != 9 {
+		t.Errorf("phases %s", got)
+	}
+	fin := eventsOf[Finished](events)[0]
+	for arm, sum := range fin.Summary {
+		if sum.TimedOK+sum.Degraded < 4 || sum.TimedOK < 3 {
+			t.Errorf("%s: %+v", arm, sum)
+		}
+	}
+}
+
+// TestWaitsForTheModelToLoad: llama-server answers 503 "Loading model"
+// while it loads; the run waits and says so, then starts.
+func TestWaitsForTheModelToLoad(t *testing.T) {
+	srv := newLlamaServer(t, "completion_t0_stream")
+	srv.loading.Store(3)
+	status, err, events := runLlama(t, llamaPlan(t, srv.url(), 0, 1, 10*time.Second))
+	waits := eventsOf[Waiting](events)
+	if err != nil || status != session.StatusComplete || len(waits) != 3 || waits[0].What != "the model to load" ||
+		!strings.Contains(waits[0].Why, "Loading model") {
+		t.Fatalf("status %s error %v waits %+v", status, err, waits)
+	}
+
+	srv.loading.Store(1000)
+	_, err, _ = runLlama(t, llamaPlan(t, srv.url(), 0, 1, 300*time.Millisecond))
+	if err == nil || !strings.Contains(err.Error(), "Loading model") || !strings.Contains(err.Error(), "--server-wait") {
+		t.Errorf("never loads: %v", err)
+	}
+}
+
+// TestContextTruncationIsWarnedOnce replays llama-server cutting a
+// generation at its context window (stop_type limit, truncated true).
+func TestContextTruncationIsWarnedOnce(t *testing.T) {
+	srv := newLlamaServer(t, "completion_ctx_limit_stream")
+	plan := llamaPlan(t, srv.url(), 0, 2, time.Second)
+	plan.Profile.MaxTokens = 2000
+	status, err, events := runLlama(t, plan)
+	warnings := eventsOf[Warning](events)
+	if err != nil || status != session.StatusComplete || len(warnings) != 1 || !strings.Contains(warnings[0].Text, "after 251 of 2000 tokens") {
+		t.Fatalf("status %s error %v warnings %+v", status, err, warnings)
+	}
+	for _, r := range trials(events) {
+		if r.StopReason != "truncated" || r.CachedTokens != 0 {
+			t.Errorf("%+v", r)
+		}
+	}
+}
