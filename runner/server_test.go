@@ -160,7 +160,21 @@ func TestDeadServerEndsTheRunAsPartial(t *testing.T) {
 	}
 	s, err := session.Load(fin.Manifest)
 	if err != nil || s.Manifest.Status != session.StatusPartial || !strings.Contains(s.Manifest.StopNote, "stopped answering") {
-		t.Errorf("manifest %+v %v", s.Manifest, err)
+		t.Fatalf("manifest %+v %v", s.Manifest, err)
+	}
+	// The report and the comparison say so first.
+	report := session.BuildReport(s, session.TestOptions{Resamples: 100, Seed: 1}).Lines("", "  ")
+	if !strings.HasPrefix(report[0], "caveat: status partial: the run did not finish its plan (the server stopped answering") {
+		t.Errorf("report starts %q", report[0])
+	}
+	cmp, err := session.Compare([]session.Ref{{Path: fin.Manifest}}, []*session.Session{s}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmp.Write(&out, "text")
+	if !strings.HasPrefix(out.String(), "caveat: ") || !strings.Contains(out.String(), "timed trials degraded (most often error: cannot connect to") {
+		t.Errorf("comparison:\n%s", out.String())
 	}
 }
 

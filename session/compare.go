@@ -40,6 +40,8 @@ type Column struct {
 	Session string // the session's file stem
 	Arm     string
 	records []*Record
+	// health counts the arm's degraded, truncated and cached trials.
+	health ArmSummary
 	// Baseline is the index of the column this one is compared against.
 	Baseline int
 }
@@ -62,6 +64,9 @@ type Comparison struct {
 	Columns  []Column
 	Rows     []Row
 	Warnings []string
+	// Caveats come first in every output: sessions that did not finish,
+	// and degraded, truncated or cached trials in any column.
+	Caveats []string
 	// Tests are the A/B statistics, once RunTests has computed them.
 	Tests       []ABTest
 	TestOptions TestOptions
@@ -90,7 +95,9 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 		}
 		for _, arm := range arms {
 			stem := strings.TrimSuffix(filepath.Base(ref.Path), ".toml")
-			c.Columns = append(c.Columns, Column{Label: stem + "#" + arm, Session: stem, Arm: arm, records: Counted(groups[arm]), Baseline: -1})
+			col := Column{Label: stem + "#" + arm, Session: stem, Arm: arm, records: Counted(groups[arm]), Baseline: -1}
+			health(groups[arm], &col.health)
+			c.Columns = append(c.Columns, col)
 		}
 	}
 	if len(c.Columns) == 0 {
@@ -114,6 +121,7 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 	}
 	c.Metrics = metricNames
 	c.Warnings = append(c.Warnings, machineDifferences(refs, sessions)...)
+	c.Caveats = comparisonCaveats(sessions, c.Columns)
 	for _, name := range metricNames {
 		m, ok := LookupMetric(name)
 		if !ok {
@@ -139,6 +147,23 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 		}
 	}
 	return c, nil
+}
+
+// comparisonCaveats are the compared sessions' caveats: each session that
+// did not finish, then each column's degraded, truncated and cached
+// trials, named as the columns are.
+func comparisonCaveats(sessions []*Session, columns []Column) []string {
+	labels, _ := ShortLabels(columns)
+	var out []string
+	for _, s := range sessions {
+		if line := statusCaveat(s.Manifest.Status, s.Manifest.StopNote); line != "" {
+			out = append(out, strings.TrimSuffix(filepath.Base(s.Path), ".toml")+": "+line)
+		}
+	}
+	for i, col := range columns {
+		out = append(out, armCaveats(labels[i], col.health)...)
+	}
+	return slices.Compact(out)
 }
 
 // allHave reports whether every column has a value of the metric.

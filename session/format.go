@@ -84,7 +84,25 @@ func (c *Comparison) header() []string {
 	return h
 }
 
+// writeCaveats puts the caveats first, each line after prefix, with a
+// blank line after them.
+func writeCaveats(w io.Writer, caveats []string, prefix string) error {
+	if len(caveats) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, c := range caveats {
+		b.WriteString(prefix + c + "\n")
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 func (c *Comparison) writeText(w io.Writer) error {
+	if err := writeCaveats(w, c.Caveats, "caveat: "); err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	line := func(cells []string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
 	line(c.header())
@@ -131,6 +149,9 @@ func (c *Comparison) writeFootnotes(w io.Writer) error {
 }
 
 func (c *Comparison) writeMarkdown(w io.Writer) error {
+	if err := writeCaveats(w, c.Caveats, "> **Caveat:** "); err != nil {
+		return err
+	}
 	var b strings.Builder
 	row := func(cells []string) { b.WriteString("| " + strings.Join(cells, " | ") + " |\n") }
 	row(c.header())
@@ -256,8 +277,9 @@ func (c *Comparison) writeJSON(w io.Writer) error {
 		Tests    []map[string]any `json:"tests,omitempty"`
 		Verdicts []string         `json:"verdicts,omitempty"`
 		Method   string           `json:"method,omitempty"`
+		Caveats  []string         `json:"caveats"`
 		Warnings []string         `json:"warnings"`
-	}{Warnings: c.Warnings, Method: c.TestsNote()}
+	}{Caveats: c.Caveats, Warnings: c.Warnings, Method: c.TestsNote()}
 	if len(c.Tests) > 0 {
 		out.Verdicts = c.Verdicts()
 		labels, _ := ShortLabels(c.Columns)

@@ -53,13 +53,16 @@ type ArmReport struct {
 // Report is a session's repeatability report, on e2e latency.
 type Report struct {
 	Session string
+	// Caveats come first: an unfinished run, degraded, truncated or
+	// cached trials.
+	Caveats []string
 	Arms    []ArmReport
 	Options TestOptions
 }
 
 // BuildReport computes the repeatability report of a session.
 func BuildReport(s *Session, opts TestOptions) *Report {
-	r := &Report{Session: strings.TrimSuffix(filepath.Base(s.Path), ".toml"), Options: opts}
+	r := &Report{Session: strings.TrimSuffix(filepath.Base(s.Path), ".toml"), Options: opts, Caveats: SessionCaveats(s)}
 	groups := ByArm(s.Records)
 	for _, arm := range armOrder(s) {
 		r.Arms = append(r.Arms, armReport(arm, groups[arm], s.Manifest.Summary[arm], opts))
@@ -152,6 +155,12 @@ func (r *Report) Write(w io.Writer, format string) error {
 // Lines are the report as text: a heading per arm and its facts.
 func (r *Report) Lines(heading, item string) []string {
 	var lines []string
+	for _, c := range r.Caveats {
+		lines = append(lines, "caveat: "+c)
+	}
+	if len(lines) > 0 {
+		lines = append(lines, "")
+	}
 	add := func(label, format string, args ...any) {
 		lines = append(lines, fmt.Sprintf("%s%-10s %s", item, label, fmt.Sprintf(format, args...)))
 	}
@@ -272,9 +281,10 @@ func (r *Report) writeJSON(w io.Writer) error {
 		Curve         []point        `json:"convergence"`
 	}
 	out := struct {
-		Session string `json:"session"`
-		Arms    []arm  `json:"arms"`
-	}{Session: r.Session}
+		Session string   `json:"session"`
+		Caveats []string `json:"caveats"`
+		Arms    []arm    `json:"arms"`
+	}{Session: r.Session, Caveats: r.Caveats}
 	for i := range r.Arms {
 		a := &r.Arms[i]
 		j := arm{Summary: jsonObject(reportColumns, a.row()), OutlierTrials: a.OutlierTrials}

@@ -405,3 +405,53 @@ func TestPowerCSVAndPowerTableRoundTrip(t *testing.T) {
 		t.Errorf("power table %+v", loaded.Manifest.Power)
 	}
 }
+
+// TestCaveatsComeFirst: degraded, truncated and cached trials, and a run
+// that did not finish, are said before any table, in every format.
+func TestCaveatsComeFirst(t *testing.T) {
+	dir := t.TempDir()
+	var recs []Record
+	for i := 1; i <= 6; i++ {
+		r := record("greedy", i, PhaseTimed, StatusOK, 100+float64(i))
+		if i <= 2 {
+			r.StopReason = "truncated"
+		}
+		r.CachedTokens = 4 * (i % 2)
+		recs = append(recs, r)
+		recs = append(recs, record("hot", i, PhaseTimed, map[bool]string{true: StatusError, false: StatusOK}[i > 3], 120))
+	}
+	w := writeSession(t, dir, "cav", recs)
+	w.Finish(StatusPartial, "the server stopped answering", nil)
+	s, err := Load(w.ManifestPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compare([]Ref{{Path: w.ManifestPath()}}, []*Session{s}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"cav: status partial: the run did not finish its plan (the server stopped answering)",
+		"greedy: 2 of 6 timed trials were cut at the context window (stop reason truncated): not full-length generations",
+		"greedy: 3 of 6 timed trials took prompt tokens from the server's cache: their TTFT is not a full prefill's",
+		`hot: 3 of 6 timed trials degraded (most often error: HTTP 500: boom, "quoted"); they are left out of every statistic`,
+	}
+	if !slices.Equal(c.Caveats, want) {
+		t.Errorf("caveats\n%q\nwant\n%q", c.Caveats, want)
+	}
+	for _, format := range Formats {
+		var b bytes.Buffer
+		if err := c.Write(&b, format); err != nil {
+			t.Fatal(err)
+		}
+		if format != "csv" && !strings.Contains(b.String(), "the server stopped answering") {
+			t.Errorf("%s output has no caveat:\n%s", format, b.String())
+		}
+		if format == "text" && !strings.HasPrefix(b.String(), "caveat: cav: status partial") {
+			t.Errorf("text starts %q", b.String()[:40])
+		}
+	}
+	if lines := BuildReport(s, TestOptions{Resamples: 100, Seed: 1}).Lines("", "  "); lines[0] != "caveat: status partial: the run did not finish its plan (the server stopped answering)" {
+		t.Errorf("report starts %q", lines[0])
+	}
+}

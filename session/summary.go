@@ -72,6 +72,13 @@ type ArmSummary struct {
 	TimedOK  int `toml:"timed_ok"`
 	Warmup   int `toml:"warmup"`
 	Degraded int `toml:"degraded"`
+	// DegradedReason is the most frequent "status: error" of the degraded
+	// timed trials.
+	DegradedReason string `toml:"degraded_reason,omitempty"`
+	// Truncated counts timed ok trials cut at the context window;
+	// CacheHits those that took prompt tokens from the server's cache.
+	Truncated int `toml:"truncated,omitzero"`
+	CacheHits int `toml:"cache_hits,omitzero"`
 	// WarmupRatio is median(warmup e2e) / median(timed e2e).
 	WarmupRatio float64 `toml:"warmup_ratio"`
 	// ConvergedAt is the first n from which the running mean of e2e stays
@@ -129,18 +136,14 @@ func ByArm(records []Record) map[string][]*Record {
 // seeded, so the same records give the same summary.
 func SummarizeArm(records []*Record, seed uint64, convergeTol, usdPerHour float64) ArmSummary {
 	s := ArmSummary{ConvergeTolerance: convergeTol, Metrics: map[string]MetricSummary{}}
+	health(records, &s)
 	var warmupE2E []float64
 	for _, r := range records {
-		switch {
-		case r.Phase == PhaseWarmup:
+		if r.Phase == PhaseWarmup {
 			s.Warmup++
 			if r.Status == StatusOK {
 				warmupE2E = append(warmupE2E, r.E2EMs)
 			}
-		case r.Status == StatusOK:
-			s.TimedOK++
-		default:
-			s.Degraded++
 		}
 		if r.Phase == PhaseTimed && r.EnergyQuality != "" {
 			if s.EnergyQualities == nil {

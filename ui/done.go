@@ -182,7 +182,16 @@ func (d *doneView) view(w, h int) string {
 		stem := strings.TrimSuffix(filepath.Base(fin.Manifest), ".toml")
 		// Long paths wrap rather than lose their end: this is where the
 		// user's files are.
-		lines = append(lines, style.Render(title), "", ansi.Hardwrap("saved in "+filepath.Dir(fin.Manifest), w-2, true),
+		lines = append(lines, style.Render(title))
+		var names []string
+		for _, a := range d.data.arms {
+			names = append(names, a.name)
+		}
+		// The title already says the status; the arms' caveats follow it.
+		for _, c := range session.Caveats(session.StatusComplete, "", names, fin.Summary) {
+			lines = append(lines, strings.Split(ansi.Wrap(styleWarn.Render("⚠ "+c), w-2, " "), "\n")...)
+		}
+		lines = append(lines, "", ansi.Hardwrap("saved in "+filepath.Dir(fin.Manifest), w-2, true),
 			"  "+stem+".toml", styleDim.Render("  "+stem+".trials.csv, .tokens.csv"), "")
 		if d.showReport && d.report != nil {
 			lines = append(lines, styleBold.Render("Repeatability report")+styleDim.Render(" · ↑/↓ scroll · r summary"))

@@ -117,6 +117,9 @@ func orDash(s string) string {
 // WriteFinished prints the summary table, the final status and where the
 // session was saved.
 func WriteFinished(w io.Writer, arms []string, fin runner.Finished) {
+	for _, c := range session.Caveats(fin.Status, fin.Note, arms, fin.Summary) {
+		fmt.Fprintf(w, "caveat: %s\n", c)
+	}
 	WriteSummary(w, arms, fin.Summary)
 	fmt.Fprintf(w, "\nstatus %s", fin.Status)
 	if fin.Note != "" {

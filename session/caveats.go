@@ -1,0 +1,111 @@
+package session
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// health counts, over an arm's timed trials, what a reader must know
+// before trusting its numbers; SummarizeArm stores it in the summary and
+// Compare computes it alone, so both word it through armCaveats.
+func health(records []*Record, s *ArmSummary) {
+	reasons := map[string]int{}
+	for _, r := range records {
+		if r.Phase != PhaseTimed {
+			continue
+		}
+		if r.Status != StatusOK {
+			s.Degraded++
+			reasons[r.Status+": "+r.Error]++
+			continue
+		}
+		s.TimedOK++
+		if r.StopReason == "truncated" {
+			s.Truncated++
+		}
+		if r.CachedTokens > 0 {
+			s.CacheHits++
+		}
+	}
+	s.DegradedReason = mostFrequent(reasons)
+}
+
+func mostFrequent(counts map[string]int) string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	best := ""
+	for _, k := range keys {
+		if best == "" || counts[k] > counts[best] {
+			best = k
+		}
+	}
+	return best
+}
+
+// armCaveats words an arm's health for the top of a report.
+func armCaveats(arm string, s ArmSummary) []string {
+	var out []string
+	attempted := s.TimedOK + s.Degraded
+	if s.Degraded > 0 {
+		out = append(out, fmt.Sprintf("%s: %d of %d timed trials degraded (most often %s); they are left out of every statistic",
+			arm, s.Degraded, attempted, strings.TrimSuffix(s.DegradedReason, ": ")))
+	}
+	if s.Truncated > 0 {
+		out = append(out, fmt.Sprintf("%s: %d of %d timed trials were cut at the context window (stop reason truncated): not full-length generations",
+			arm, s.Truncated, s.TimedOK))
+	}
+	if s.CacheHits > 0 {
+		out = append(out, fmt.Sprintf("%s: %d of %d timed trials took prompt tokens from the server's cache: their TTFT is not a full prefill's",
+			arm, s.CacheHits, s.TimedOK))
+	}
+	return out
+}
+
+// statusCaveat says that a session did not finish its plan, and why;
+// empty for a complete one.
+func statusCaveat(status, note string) string {
+	switch status {
+	case StatusComplete:
+		return ""
+	case StatusRunning:
+		status = "running (the run was killed or is in progress)"
+	}
+	line := "status " + status + ": the run did not finish its plan"
+	if note != "" {
+		line += " (" + note + ")"
+	}
+	return line
+}
+
+// Caveats are what a reader must know first about a session: that it did
+// not finish its plan, and each arm's degraded, truncated and cached
+// trials. Empty for a clean session.
+func Caveats(status, note string, arms []string, summary map[string]ArmSummary) []string {
+	var out []string
+	if line := statusCaveat(status, note); line != "" {
+		out = append(out, line)
+	}
+	for _, arm := range arms {
+		out = append(out, armCaveats(arm, summary[arm])...)
+	}
+	return out
+}
+
+// SessionCaveats are Caveats computed from a session's records, so they
+// hold for a session killed before its summary was written, or written
+// before the summary counted truncation and cache hits.
+func SessionCaveats(s *Session) []string {
+	groups := ByArm(s.Records)
+	arms := armOrder(s)
+	summary := map[string]ArmSummary{}
+	for _, arm := range arms {
+		var sum ArmSummary
+		health(groups[arm], &sum)
+		summary[arm] = sum
+	}
+	return Caveats(s.Manifest.Status, s.Manifest.StopNote, arms, summary)
+}
