@@ -40,6 +40,21 @@ func MannWhitney(a, b []float64) MannWhitneyResult {
 	return MannWhitneyResult{U: u, P: normalUPValue(u, na, nb, tieTerm)}
 }
 
+// MannWhitneyCanReject reports whether a two-sided Mann-Whitney test of
+// na against nb values can reach p < alpha at all: its smallest exact
+// p-value, when the two samples do not overlap, is 2/C(na+nb, na). Below
+// that (3 against 3 at α = 0.05, 4 against 4 at 0.0125) no data could
+// make a verdict, so it is "too few".
+func MannWhitneyCanReject(na, nb int, alpha float64) bool {
+	if na < 1 || nb < 1 {
+		return false
+	}
+	// log C(na+nb, na), through lgamma to stay finite for large samples.
+	lc := func(n int) float64 { v, _ := math.Lgamma(float64(n) + 1); return v }
+	logBinom := lc(na+nb) - lc(na) - lc(nb)
+	return math.Log(2)-logBinom < math.Log(alpha)
+}
+
 // normalUPValue is the two-sided p-value of U = u by the normal
 // approximation, its variance corrected for ties and |U - mean| for
 // continuity.

@@ -54,8 +54,34 @@ func TestTrialsForQuantileNeedsATail(t *testing.T) {
 // Textbook: 63 per group (normal approximation) detect half a standard
 // deviation with 80% power at α = 0.05.
 func TestTrialsToDetect(t *testing.T) {
-	if got := TrialsToDetect(1, 0.5); got != 63 {
-		t.Errorf("TrialsToDetect(1, 0.5) = %d, want 63", got)
+	// sd 1, delta 0.5, one test at α = 0.05: the z formula's 63, over
+	// Mann-Whitney's efficiency 3/π: 66.
+	if got := TrialsToDetect(1, 0.5, 0.05, 1); got != 66 {
+		t.Errorf("TrialsToDetect(1, 0.5, 0.05, 1) = %d, want 66", got)
+	}
+	// In a family of 4, at α/4: 2·(2.498+0.842)²·4/(3/π) = 93.5.
+	if got := TrialsToDetect(1, 0.5, 0.05, 4); got != 94 {
+		t.Errorf("family of 4: %d, want 94", got)
+	}
+	// No spread at all: the exact test's minimum, 4 per arm at 0.05 and 5
+	// at 0.0125, not the formula's 0 (or the old "~2").
+	if got := TrialsToDetect(0, 0.5, 0.05, 1); got != 4 {
+		t.Errorf("zero spread: %d, want 4", got)
+	}
+	if got := TrialsToDetect(0, 0.5, 0.05, 4); got != 5 {
+		t.Errorf("zero spread, family 4: %d, want 5", got)
+	}
+}
+
+func TestMannWhitneyCanReject(t *testing.T) {
+	for _, c := range []struct {
+		na, nb int
+		alpha  float64
+		want   bool
+	}{{3, 3, 0.05, false}, {4, 4, 0.05, true}, {3, 5, 0.05, true}, {3, 4, 0.05, false}, {4, 4, 0.0125, false}, {5, 5, 0.0125, true}, {1, 100, 0.05, true}, {1, 30, 0.05, false}, {0, 9, 0.05, false}, {400, 400, 0.05, true}} {
+		if got := MannWhitneyCanReject(c.na, c.nb, c.alpha); got != c.want {
+			t.Errorf("%d vs %d at %g: %v", c.na, c.nb, c.alpha, got)
+		}
 	}
 }
 

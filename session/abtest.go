@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -18,11 +20,23 @@ const Alpha = 0.05
 // sized for.
 const detectableChange = 0.02
 
+// lengthMetric is tested beside every comparison, outside the Holm
+// family (Comparison.Lengths): arms that write different numbers of
+// tokens differ in e2e for that reason alone, and the verdicts must say
+// so.
+const lengthMetric = "output_tokens"
+
+// perTokenMetrics lead the verdicts when output lengths differ: they do
+// not grow with the length.
+var perTokenMetrics = []string{"tpot_ms", "itl_mean_ms"}
+
 // ABTest is one metric of one column against its baseline column.
 type ABTest struct {
 	Metric           Metric
 	Column, Baseline int
 	NA, NB           int // counted values, baseline and column
+	// MedianA and MedianB are the baseline's and the column's medians.
+	MedianA, MedianB float64
 	metrics.TwoSample
 	MannWhitney          metrics.MannWhitneyResult
 	CliffsDelta, CohensD float64
@@ -35,6 +49,13 @@ type ABTest struct {
 	// TrialsToDetect is the trials per arm that would detect a 2% change
 	// of the baseline's mean with 80% power.
 	TrialsToDetect int
+	// TooFew is set when the values are so few that no Mann-Whitney test
+	// could reach p < Alpha; nothing else is computed then, and the test
+	// stays out of the Holm family.
+	TooFew bool
+	// pooledSD and baselineMean size TrialsToDetect once the family is
+	// known.
+	pooledSD, baselineMean float64
 }
 
 // Significant reports whether the column differs from its baseline in
@@ -56,58 +77,93 @@ var DefaultTestOptions = TestOptions{Resamples: metrics.ReportResamples, Seed: 1
 
 // RunTests stores ABTests' results in c.
 func (c *Comparison) RunTests(opts TestOptions) {
-	c.Tests, c.TestOptions = c.ABTests(opts), opts
+	c.Tests, c.Lengths = c.ABTests(opts)
+	c.TestOptions = opts
 }
 
 // ABTests computes the A/B statistics of every column that has a
 // baseline, for every metric of the comparison, and Holm-adjusts the
-// p-values over all of them. It only reads c, so it may run while c is
-// drawn. Tests run in parallel; each is seeded alike, so the result does
-// not depend on scheduling.
-func (c *Comparison) ABTests(opts TestOptions) []ABTest {
-	var tests []ABTest
-	for _, name := range c.Metrics {
+// p-values over all of them (tests with too few values stay out of the
+// family). lengths are each column's output-token counts tested against
+// its baseline's, alone at Alpha: a difference there explains e2e
+// differences, and the verdicts say so. It only reads c, so it may run
+// while c is drawn. Tests run in parallel; each is seeded alike, so the
+// result does not depend on scheduling.
+func (c *Comparison) ABTests(opts TestOptions) (tests, lengths []ABTest) {
+	length, _ := LookupMetric(lengthMetric)
+	for _, name := range append(slices.Clone(c.Metrics), "") {
 		m, _ := LookupMetric(name)
 		for i, col := range c.Columns {
-			if col.Baseline != i {
+			if col.Baseline == i {
+				continue
+			}
+			if name == "" {
+				lengths = append(lengths, ABTest{Metric: length, Column: i, Baseline: col.Baseline})
+			} else {
 				tests = append(tests, ABTest{Metric: m, Column: i, Baseline: col.Baseline})
 			}
 		}
 	}
+	all := append(tests, lengths...)
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for i := range next {
-				c.runTest(&tests[i], opts)
+				c.runTest(&all[i], opts)
 			}
 		})
 	}
-	for i := range tests {
+	for i := range all {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
+	tests, lengths = all[:len(tests)], all[len(tests):]
+	// NaN keeps a test with too few values out of Holm's count.
 	location, spread := make([]float64, len(tests)), make([]float64, len(tests))
 	for i, t := range tests {
 		location[i], spread[i] = t.MannWhitney.P, t.SpreadP
 	}
 	location, spread = metrics.Holm(location), metrics.Holm(spread)
+	family := familySize(tests)
 	for i := range tests {
-		tests[i].PAdjusted, tests[i].SpreadPAdjusted = location[i], spread[i]
+		t := &tests[i]
+		t.PAdjusted, t.SpreadPAdjusted = location[i], spread[i]
+		t.TrialsToDetect = metrics.TrialsToDetect(t.pooledSD, detectableChange*t.baselineMean, Alpha, family)
 	}
-	return tests
+	for i := range lengths {
+		lengths[i].PAdjusted, lengths[i].SpreadPAdjusted = lengths[i].MannWhitney.P, lengths[i].SpreadP
+	}
+	return tests, lengths
+}
+
+// familySize is how many location tests Holm's correction spans.
+func familySize(tests []ABTest) int {
+	n := 0
+	for _, t := range tests {
+		if !t.TooFew {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *Comparison) runTest(t *ABTest, opts TestOptions) {
 	a, b := c.Columns[t.Baseline].Values(t.Metric), c.Columns[t.Column].Values(t.Metric)
 	t.NA, t.NB = len(a), len(b)
+	if t.TooFew = !metrics.MannWhitneyCanReject(t.NA, t.NB, Alpha); t.TooFew {
+		t.MannWhitney = metrics.MannWhitneyResult{U: math.NaN(), P: math.NaN()}
+		t.SpreadF, t.SpreadP = math.NaN(), math.NaN()
+		return
+	}
+	t.MedianA, t.MedianB = metrics.Median(slices.Clone(a)), metrics.Median(slices.Clone(b))
 	t.TwoSample = metrics.BootstrapTwoSample(a, b, opts.Resamples, opts.Seed)
 	t.MannWhitney = metrics.MannWhitney(a, b)
 	t.CliffsDelta = metrics.CliffsDelta(t.MannWhitney, len(a), len(b))
 	t.CohensD = metrics.CohensD(a, b)
 	t.SpreadF, t.SpreadP = metrics.BrownForsythe(a, b)
-	t.TrialsToDetect = metrics.TrialsToDetect(metrics.PooledStd(a, b), detectableChange*metrics.Mean(a))
+	t.pooledSD, t.baselineMean = metrics.PooledStd(a, b), metrics.Mean(a)
 }
 
 // Verdict says in words whether the column differs from its baseline in
@@ -115,8 +171,9 @@ func (c *Comparison) runTest(t *ABTest, opts TestOptions) {
 // [+35.1%, +39.8%], p < 0.001, large effect".
 func (t *ABTest) Verdict(labels []string) string {
 	a, b := labels[t.Baseline], labels[t.Column]
-	if t.NA < 2 || t.NB < 2 {
-		return fmt.Sprintf("%s vs %s: too few %s values to compare (%d and %d)", b, a, t.Metric.Label, t.NB, t.NA)
+	if t.TooFew {
+		return fmt.Sprintf("%s vs %s: too few %s values to compare (%d and %d): no Mann-Whitney test of so few can reach p < %g",
+			b, a, t.Metric.Label, t.NB, t.NA, Alpha)
 	}
 	change := fmt.Sprintf("median %s %s", t.Metric.Label, ratioPercent(t.MedianRatio))
 	if !t.Significant() {
@@ -134,8 +191,11 @@ func (t *ABTest) Verdict(labels []string) string {
 // baseline, with both CVs and the Brown-Forsythe test.
 func (t *ABTest) SpreadVerdict(labels []string) string {
 	a, b := labels[t.Baseline], labels[t.Column]
-	if t.NA < 2 || t.NB < 2 {
+	if t.TooFew {
 		return fmt.Sprintf("%s vs %s: too few %s values to compare spread", b, a, t.Metric.Label)
+	}
+	if math.IsNaN(t.SpreadP) {
+		return fmt.Sprintf("%s vs %s: the spread of %s cannot be judged (no variation on a side to test)", b, a, t.Metric.Label)
 	}
 	cvs := fmt.Sprintf("CV %s %s vs %s %s, ratio %.2f× [%.2f, %.2f]", b, formatEstimate(t.CVB), a, formatEstimate(t.CVA),
 		t.CVRatio.Value, t.CVRatio.Lo, t.CVRatio.Hi)
@@ -157,19 +217,95 @@ func (c *Comparison) TestsNote() string {
 	return fmt.Sprintf("Verdicts: Mann-Whitney U test (exact without ties up to 50×50 values, else normal approximation), "+
 		"p-values Holm-adjusted (family size %d: metrics %d × comparisons %d), significant below %g; effect size from Cliff's delta; "+
 		"intervals: bootstrap percentile 95%%, %d resamples, seed %d; spread: Brown-Forsythe test, Holm-adjusted alike; "+
-		"trials needed: 80%% power at α = %g.",
-		len(c.Tests), len(c.Metrics), len(c.Tests)/max(1, len(c.Metrics)), Alpha, c.TestOptions.Resamples, c.TestOptions.Seed, Alpha)
+		"trials needed: 80%% power for this test at α = %g over the family (Mann-Whitney efficiency 3/π).",
+		familySize(c.Tests), len(c.Metrics), (len(c.Columns) - baselines(c.Columns)), Alpha, c.TestOptions.Resamples, c.TestOptions.Seed, Alpha)
 }
 
-// Verdicts are the lines under a comparison's table: each column's verdict
-// per metric, then the spread verdicts.
-func (c *Comparison) Verdicts() []string {
+// baselines counts the columns that are their own baseline.
+func baselines(columns []Column) int {
+	n := 0
+	for i, col := range columns {
+		if col.Baseline == i {
+			n++
+		}
+	}
+	return n
+}
+
+// VerdictLine is one line of the verdicts: a test's verdict (Test set),
+// or a note on a column (Test nil), such as output lengths that differ.
+type VerdictLine struct {
+	Text string
+	Test *ABTest
+}
+
+// VerdictLines are the verdicts in reading order: for each column, a note
+// when its output length differs from its baseline's, then its verdict per
+// metric, the per-token metrics first when lengths differ (they do not
+// grow with the length).
+func (c *Comparison) VerdictLines() []VerdictLine {
 	labels, _ := ShortLabels(c.Columns)
+	var lines []VerdictLine
+	for col := range c.Columns {
+		differ := false
+		for i := range c.Lengths {
+			if t := &c.Lengths[i]; t.Column == col && t.LengthsDiffer() {
+				differ = true
+				lines = append(lines, VerdictLine{Text: t.LengthNote(labels)})
+			}
+		}
+		var own []*ABTest
+		for i := range c.Tests {
+			if c.Tests[i].Column == col {
+				own = append(own, &c.Tests[i])
+			}
+		}
+		if differ {
+			slices.SortStableFunc(own, func(x, y *ABTest) int {
+				return cmpBool(slices.Contains(perTokenMetrics, y.Metric.Name), slices.Contains(perTokenMetrics, x.Metric.Name))
+			})
+		}
+		for _, t := range own {
+			lines = append(lines, VerdictLine{Text: t.Verdict(labels), Test: t})
+		}
+	}
+	return lines
+}
+
+// Verdicts are the lines under a comparison's table: VerdictLines, then
+// the spread verdicts.
+func (c *Comparison) Verdicts() []string {
 	var lines []string
-	for i := range c.Tests {
-		lines = append(lines, c.Tests[i].Verdict(labels))
+	for _, l := range c.VerdictLines() {
+		lines = append(lines, l.Text)
 	}
 	return append(lines, c.SpreadVerdicts()...)
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// LengthsDiffer reports whether an output_tokens check found the column
+// writing more or fewer tokens than its baseline.
+func (t *ABTest) LengthsDiffer() bool { return !t.TooFew && t.PAdjusted < Alpha }
+
+// LengthNote says that two arms wrote different numbers of tokens, and
+// what follows for reading e2e.
+func (t *ABTest) LengthNote(labels []string) string {
+	word := "more"
+	if t.CliffsDelta < 0 {
+		word = "fewer"
+	}
+	return fmt.Sprintf("note: %s writes %s tokens than %s (median %s vs %s, %s): its e2e and output tok/s differ partly for that reason; "+
+		"read the per-token metrics (TPOT) first, or set fixed_length = true where the backend can",
+		labels[t.Column], word, labels[t.Baseline], strconv.FormatFloat(t.MedianB, 'f', -1, 64), strconv.FormatFloat(t.MedianA, 'f', -1, 64), formatP(t.PAdjusted))
 }
 
 // SpreadVerdicts are each column's spread verdict for the first metric,

@@ -69,7 +69,7 @@ func armCaveats(arm string, s ArmSummary) []string {
 // empty for a complete one.
 func statusCaveat(status, note string) string {
 	switch status {
-	case StatusComplete:
+	case StatusComplete, "": // "": a comparison built in memory, not read from files
 		return ""
 	case StatusRunning:
 		status = "running (the run was killed or is in progress)"

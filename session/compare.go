@@ -67,8 +67,10 @@ type Comparison struct {
 	// Caveats come first in every output: sessions that did not finish,
 	// and degraded, truncated or cached trials in any column.
 	Caveats []string
-	// Tests are the A/B statistics, once RunTests has computed them.
+	// Tests are the A/B statistics, once RunTests has computed them;
+	// Lengths test each column's output-token counts (see ABTests).
 	Tests       []ABTest
+	Lengths     []ABTest
 	TestOptions TestOptions
 }
 

@@ -23,6 +23,13 @@ var Metrics = []Metric{
 	latency("ttft_ms", "TTFT", func(r *Record) float64 { return r.TTFTMs }),
 	latency("tpot_ms", "TPOT", func(r *Record) float64 { return r.TPOTMs }),
 	latency("itl_mean_ms", "ITL", func(r *Record) float64 { return r.ITLMeanMs }),
+	{Name: "output_tokens", Label: "output tokens", More: "writes more tokens", Less: "writes fewer tokens",
+		Value: func(r *Record) float64 {
+			if r.OutputTokens < 0 {
+				return math.NaN()
+			}
+			return float64(r.OutputTokens)
+		}},
 	{Name: "output_tps", Label: "output tok/s", More: "is faster", Less: "is slower", HigherIsBetter: true,
 		Value: func(r *Record) float64 { return r.OutputTPS }},
 	{Name: "decode_tps", Label: "decode tok/s", More: "is faster", Less: "is slower", HigherIsBetter: true,

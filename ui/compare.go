@@ -35,8 +35,8 @@ var compareStats = []string{"median", "p95", "cv"}
 
 // compareTestedMsg carries the comparison's A/B statistics.
 type compareTestedMsg struct {
-	view  *compareView // the screen that asked, so a late answer for another is dropped
-	tests []session.ABTest
+	view           *compareView // the screen that asked, so a late answer for another is dropped
+	tests, lengths []session.ABTest
 }
 
 // init computes the verdicts off the UI goroutine. ABTests only reads the
@@ -47,13 +47,14 @@ func (v *compareView) init() tea.Cmd {
 	}
 	cmp := v.cmp
 	return func() tea.Msg {
-		return compareTestedMsg{v, cmp.ABTests(session.DefaultTestOptions)}
+		tests, lengths := cmp.ABTests(session.DefaultTestOptions)
+		return compareTestedMsg{v, tests, lengths}
 	}
 }
 
 func (v *compareView) showTests(msg compareTestedMsg) {
 	if msg.view == v {
-		v.cmp.Tests, v.cmp.TestOptions, v.tested = msg.tests, session.DefaultTestOptions, true
+		v.cmp.Tests, v.cmp.Lengths, v.cmp.TestOptions, v.tested = msg.tests, msg.lengths, session.DefaultTestOptions, true
 	}
 }
 
@@ -137,8 +138,12 @@ func (v *compareView) verdicts(w, h int) string {
 			lines = append(lines, style.Render(l))
 		}
 	}
-	for i := range v.cmp.Tests {
-		t := &v.cmp.Tests[i]
+	for _, line := range v.cmp.VerdictLines() {
+		t := line.Test
+		if t == nil {
+			add(line.Text, styleWarn)
+			continue
+		}
 		style := styleDim
 		if t.Significant() {
 			style = styleBad
@@ -146,7 +151,7 @@ func (v *compareView) verdicts(w, h int) string {
 				style = styleGood
 			}
 		}
-		add(t.Verdict(v.labels), style)
+		add(line.Text, style)
 	}
 	for _, line := range v.cmp.SpreadVerdicts() {
 		add(line, lipgloss.NewStyle())
