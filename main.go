@@ -158,7 +158,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&opts.IdleBaseline, "idle-baseline", runner.DefaultIdleBaseline, "idle power measured before the first trial (0 skips it; only when a power source exists)")
 	fs.IntVar(&opts.ServerPID, "server-pid", 0, "the server process whose peak memory the trials record (default: found by the backend's local port)")
 	fs.DurationVar(&opts.ServerWait, "server-wait", runner.DefaultServerWait, "how long to wait for a server that is loading its model or stopped answering mid-run")
-	fs.Var((*percentFlag)(&opts.UntilCI), "until-ci", "stop each arm once its e2e is known within this ±margin, e.g. 1% (anytime-valid 95% confidence sequence; --trials stays the cap)")
+	fs.Var((*percentFlag)(&opts.UntilCI), "until-ci", "stop each arm once both ends of its e2e's anytime-valid 95% interval (confidence sequence) are within this ±margin of the estimate, e.g. 1%; --trials stays the cap")
 	fs.StringVar(&opts.CIStatistic, "ci-statistic", "", "with --until-ci: median (default; exact) or mean (asymptotic, from 30 trials)")
 	headless := fs.Bool("headless", false, "print plain progress lines instead of the dashboard (the default when stdout is not a terminal)")
 	positional, err := parseFlags(fs, args)

@@ -125,16 +125,27 @@ func TestTQuantile(t *testing.T) {
 }
 
 func TestConvergedAt(t *testing.T) {
-	// Running means 2, 1, 1, 1: within 1% of the final 1 from n = 2.
-	if got := ConvergedAt([]float64{2, 0, 1, 1}, 0.01); got != 2 {
+	// Running means 2, then 1 for 11 more values: within 1% of the final
+	// 1 from n = 2, held for 11 of 12 (at least 10 needed).
+	settled := append([]float64{2, 0}, slices.Repeat([]float64{1}, 10)...)
+	if got := ConvergedAt(settled, 0.01); got != 2 {
 		t.Errorf("got %d", got)
 	}
-	if got := ConvergedAt([]float64{5, 5, 5}, 0.01); got != 1 {
+	if got := ConvergedAt(slices.Repeat([]float64{5}, 10), 0.01); got != 1 {
 		t.Errorf("constant: %d", got)
 	}
-	// Running means 10, 10, 10, 7.75: only the last is near the final.
-	if got := ConvergedAt([]float64{10, 10, 10, 1}, 0.01); got != 4 {
+	// Running means 10 ×11, then 9.25: only the last is near the final,
+	// so it has not converged, whatever "n = 12" would suggest.
+	if got := ConvergedAt(append(slices.Repeat([]float64{10}, 11), 1), 0.01); got != 0 {
 		t.Errorf("late jump: %d", got)
+	}
+	// Running means 2, 1, 1.67, then 1.5 for 9 values: held for 9 of 12,
+	// not yet converged. (A fifth of 100 would be 20.)
+	if got := ConvergedAt(append([]float64{2, 0, 3, 1}, slices.Repeat([]float64{1.5}, 8)...), 0.05); got != 0 {
+		t.Errorf("short hold: %d", got)
+	}
+	if SettledFor(30) != 10 || SettledFor(100) != 20 || SettledFor(101) != 21 {
+		t.Errorf("SettledFor %d %d %d", SettledFor(30), SettledFor(100), SettledFor(101))
 	}
 	if ConvergedAt(nil, 0.01) != 0 {
 		t.Error("empty")
@@ -163,5 +174,22 @@ func TestBootstrapSeededAndCalibrated(t *testing.T) {
 	}
 	if ci := Bootstrap([]float64{1}, Mean, 100, 1); !math.IsNaN(ci.Lo) {
 		t.Errorf("one value: %v", ci)
+	}
+}
+
+// TestThroughputIsTotalTokensOverTotalTime: a short fast trial and a long
+// slow one. The mean of their rates (55 tok/s) says nothing the server
+// sustained; Σ tokens / Σ time does (110 tokens in 10.1 s).
+func TestThroughputIsTotalTokensOverTotalTime(t *testing.T) {
+	var tp Throughput
+	if !math.IsNaN(tp.Rate()) {
+		t.Error("empty rate")
+	}
+	tp.Add(10, 100)
+	tp.Add(100, 10000)
+	tp.Add(-1, 50)        // unknown count
+	tp.Add(5, math.NaN()) // unknown time
+	if got := tp.Rate(); math.Abs(got-110/10.1) > 1e-9 {
+		t.Errorf("rate %v, want %v", got, 110/10.1)
 	}
 }

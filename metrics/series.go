@@ -98,8 +98,11 @@ func (s *Series) Std() float64 { return s.w.Std() }
 func (s *Series) Values() []float64 { return s.values }
 
 // ConvergedAt returns the first n (1-based) from which the running mean of
-// values stays within ±tol (a fraction, e.g. 0.01) of its final value; 0
-// for no values.
+// values stays within ±tol (a fraction, e.g. 0.01) of its final value,
+// when it has stayed there for at least SettledFor(len(values)) values;
+// otherwise 0, "not converged". Without that hold every series would
+// "converge" at its last value, since the final mean is within any band
+// of itself.
 func ConvergedAt(values []float64, tol float64) int {
 	if len(values) == 0 {
 		return 0
@@ -112,10 +115,19 @@ func ConvergedAt(values []float64, tol float64) int {
 	}
 	final := running[len(running)-1]
 	band := tol * math.Abs(final)
+	at := 1
 	for i := len(running) - 1; i >= 0; i-- {
 		if math.Abs(running[i]-final) > band {
-			return i + 2
+			at = i + 2
+			break
 		}
 	}
-	return 1
+	if len(values)-at+1 < SettledFor(len(values)) {
+		return 0
+	}
+	return at
 }
+
+// SettledFor is how many of n values the running mean must have stayed in
+// its band to count as converged: a fifth of them, and at least 10.
+func SettledFor(n int) int { return max(10, (n+4)/5) }

@@ -81,14 +81,14 @@ type Stats struct {
 	Mean, Median, Std float64
 	CV                float64
 	Min, Max          float64
-	P50, P95, P99     float64
+	P5, P50, P95, P99 float64
 }
 
 // Describe computes Stats of values (left unchanged). Empty input gives
 // N = 0 and NaN everywhere else.
 func Describe(values []float64) Stats {
 	nan := math.NaN()
-	st := Stats{N: len(values), Mean: nan, Median: nan, Std: nan, CV: nan, Min: nan, Max: nan, P50: nan, P95: nan, P99: nan}
+	st := Stats{N: len(values), Mean: nan, Median: nan, Std: nan, CV: nan, Min: nan, Max: nan, P5: nan, P50: nan, P95: nan, P99: nan}
 	if len(values) == 0 {
 		return st
 	}
@@ -100,7 +100,8 @@ func Describe(values []float64) Stats {
 	}
 	st.Mean, st.Std, st.CV = w.Mean(), w.Std(), w.CV()
 	st.Min, st.Max = sorted[0], sorted[len(sorted)-1]
-	st.P50, st.P95, st.P99 = PercentileSorted(sorted, 0.50), PercentileSorted(sorted, 0.95), PercentileSorted(sorted, 0.99)
+	st.P5, st.P50 = PercentileSorted(sorted, 0.05), PercentileSorted(sorted, 0.50)
+	st.P95, st.P99 = PercentileSorted(sorted, 0.95), PercentileSorted(sorted, 0.99)
 	st.Median = st.P50
 	return st
 }
@@ -117,4 +118,32 @@ func PercentileSorted(sorted []float64, p float64) float64 {
 		return sorted[len(sorted)-1]
 	}
 	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+}
+
+// Throughput sums tokens and time over trials, for the rate a server
+// sustained: Σ tokens / Σ time. The mean of per-trial rates is another
+// figure: it weighs a short trial's rate as much as a long one's, and
+// with e2e that varies it can differ by half and even order arms
+// differently.
+type Throughput struct {
+	tokens int
+	ms     float64
+}
+
+// Add counts one trial's output tokens over its e2e milliseconds;
+// unknown counts or times are skipped.
+func (t *Throughput) Add(tokens int, e2eMs float64) {
+	if tokens < 0 || math.IsNaN(e2eMs) || e2eMs <= 0 {
+		return
+	}
+	t.tokens += tokens
+	t.ms += e2eMs
+}
+
+// Rate is tokens per second over every trial added; NaN before any.
+func (t *Throughput) Rate() float64 {
+	if t.ms == 0 {
+		return math.NaN()
+	}
+	return float64(t.tokens) / (t.ms / 1000)
 }

@@ -53,7 +53,10 @@ type TrialDone struct {
 }
 
 // ArmStopped is sent when an arm's stop rule fires.
-type ArmStopped struct{ Arm, Reason string }
+type ArmStopped struct {
+	Arm string
+	Decision
+}
 
 // Waiting is sent while the runner waits for the server, after each
 // probe that found it not ready: before the first trial while it loads
@@ -182,7 +185,12 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 		s := session.SummarizeArm(groups[a.Name], uint64(p.Seed), plan.ConvergeTol, p.USDPerHour)
 		s.TokenCountMismatches = r.arms[i].mismatches
 		s.EnergyCounterRejected = r.arms[i].counterRejected
-		s.StoppedBy = r.arms[i].stoppedBy
+		if d := r.arms[i].stop; d.Stop {
+			s.StoppedBy = d.Reason
+			if d.Statistic != "" {
+				s.StopInterval = &session.StopInterval{Statistic: d.Statistic, Estimate: d.Estimate, Lo: d.Interval.Lo, Hi: d.Interval.Hi}
+			}
+		}
 		summary[a.Name] = s
 	}
 	if err := w.Finish(status, note, summary); err != nil && runErr == nil {
@@ -254,7 +262,7 @@ type armState struct {
 	next       int // trial number of the arm's next trial, from 1
 	timed      int
 	stopped    bool
-	stoppedBy  string // the stop rule's reason
+	stop       Decision // why the arm stopped
 	mismatches int
 	// counterRejected counts timed trials whose energy counter was not used.
 	counterRejected int
@@ -376,9 +384,9 @@ func (r *run) report(i int, rec session.Record, serverDown bool) {
 		return
 	}
 	arm.timed++
-	if stop, why := r.plan.Stop.Stop(rec.Arm, arm.timed, &arm.e2e); stop {
-		arm.stopped, arm.stoppedBy = true, why
-		r.events <- ArmStopped{Arm: rec.Arm, Reason: why}
+	if d := r.plan.Stop.Decide(rec.Arm, arm.timed, &arm.e2e); d.Stop {
+		arm.stopped, arm.stop = true, d
+		r.events <- ArmStopped{Arm: rec.Arm, Decision: d}
 	}
 }
 

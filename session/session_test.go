@@ -455,3 +455,16 @@ func TestCaveatsComeFirst(t *testing.T) {
 		t.Errorf("report starts %q", lines[0])
 	}
 }
+
+// TestSummaryRateIsAggregate: the summary's tok/s is Σ tokens / Σ e2e,
+// the per-trial rates stay in the output_tps metric.
+func TestSummaryRateIsAggregate(t *testing.T) {
+	fast, slow := record("greedy", 1, PhaseTimed, StatusOK, 100), record("greedy", 2, PhaseTimed, StatusOK, 1000)
+	fast.OutputTokens, slow.OutputTokens = 10, 100
+	fast.OutputTPS, slow.OutputTPS = 100, 20
+	fast.E2EMs, slow.E2EMs = 100, 5000
+	s := SummarizeArm([]*Record{&fast, &slow}, 1, 0.01, 0)
+	if math.Abs(s.OutputTPS-110/5.1) > 1e-9 || s.Metrics["output_tps"].Mean != 60 {
+		t.Errorf("rate %v, per-trial mean %v", s.OutputTPS, s.Metrics["output_tps"].Mean)
+	}
+}

@@ -65,6 +65,7 @@ type MetricSummary struct {
 	CV         float64 `toml:"cv"`
 	Min        float64 `toml:"min"`
 	Max        float64 `toml:"max"`
+	P5         float64 `toml:"p5"`
 	P50        float64 `toml:"p50"`
 	P95        float64 `toml:"p95"`
 	P99        float64 `toml:"p99"`
@@ -72,6 +73,14 @@ type MetricSummary struct {
 	MeanCIHi   float64 `toml:"mean_ci95_hi"`
 	MedianCILo float64 `toml:"median_ci95_lo"`
 	MedianCIHi float64 `toml:"median_ci95_hi"`
+}
+
+// StopInterval is the anytime-valid 95% interval at an early stop.
+type StopInterval struct {
+	Statistic string  `toml:"statistic"`
+	Estimate  float64 `toml:"estimate"`
+	Lo        float64 `toml:"lo"`
+	Hi        float64 `toml:"hi"`
 }
 
 // ArmSummary is one arm's [summary.<arm>] table.
@@ -89,14 +98,22 @@ type ArmSummary struct {
 	// WarmupRatio is median(warmup e2e) / median(timed e2e).
 	WarmupRatio float64 `toml:"warmup_ratio"`
 	// ConvergedAt is the first n from which the running mean of e2e stays
-	// within the tolerance of its final value.
+	// within the tolerance of its final value, when it has held there for
+	// at least metrics.SettledFor(n) trials; 0 means not converged.
 	ConvergedAt          int     `toml:"converged_at"`
 	ConvergeTolerance    float64 `toml:"converge_tolerance"`
 	TokenCountMismatches int     `toml:"token_count_mismatches"`
+	// OutputTPS is the rate the arm sustained: Σ output tokens / Σ e2e
+	// over its counted trials. The per-trial rates' distribution is
+	// Metrics["output_tps"].
+	OutputTPS float64 `toml:"output_tps"`
 	// StoppedBy is why the arm's timed trials ended: the trial cap, or the
 	// stop rule with the margin it reached; empty when the run was cut.
-	StoppedBy      string  `toml:"stopped_by,omitempty"`
-	USDPer1MTokens float64 `toml:"usd_per_1m_tokens,omitzero"`
+	StoppedBy string `toml:"stopped_by,omitempty"`
+	// StopInterval is the confidence sequence's interval that stopped the
+	// arm early (not the fixed-n bootstrap interval of the summary).
+	StopInterval   *StopInterval `toml:"stop_interval,omitempty"`
+	USDPer1MTokens float64       `toml:"usd_per_1m_tokens,omitzero"`
 	// EnergyQualities counts the arm's timed trials per energy quality
 	// (counter, sampled, no_data, unavailable).
 	EnergyQualities map[string]int `toml:"energy_quality_counts,omitempty"`
@@ -105,6 +122,18 @@ type ArmSummary struct {
 	EnergyCounterRejected int `toml:"energy_counter_rejected,omitzero"`
 	// Metrics holds one table per metric, e.g. [summary.greedy.metrics.e2e_ms].
 	Metrics map[string]MetricSummary `toml:"metrics"`
+}
+
+// MedianE2EInterval is the 95% interval to print beside the e2e median:
+// the stop rule's anytime-valid interval when the arm stopped early on its
+// median (a fixed-n interval computed after such a stop covers less than
+// 95%), else the bootstrap interval. anytime says which.
+func (s ArmSummary) MedianE2EInterval() (lo, hi float64, anytime bool) {
+	if iv := s.StopInterval; iv != nil && iv.Statistic == "median" {
+		return iv.Lo, iv.Hi, true
+	}
+	e2e := s.Metrics["e2e_ms"]
+	return e2e.MedianCILo, e2e.MedianCIHi, false
 }
 
 // Values returns m's finite values over records in their order.
@@ -166,14 +195,19 @@ func SummarizeArm(records []*Record, seed uint64, convergeTol, usdPerHour float6
 		meanCI := metrics.Bootstrap(values, metrics.Mean, metrics.DefaultResamples, seed)
 		medianCI := metrics.Bootstrap(values, metrics.Median, metrics.DefaultResamples, seed)
 		s.Metrics[m.Name] = MetricSummary{N: st.N, Mean: st.Mean, Median: st.Median, Std: st.Std, CV: st.CV,
-			Min: st.Min, Max: st.Max, P50: st.P50, P95: st.P95, P99: st.P99,
+			Min: st.Min, Max: st.Max, P5: st.P5, P50: st.P50, P95: st.P95, P99: st.P99,
 			MeanCILo: meanCI.Lo, MeanCIHi: meanCI.Hi, MedianCILo: medianCI.Lo, MedianCIHi: medianCI.Hi}
 	}
+	var tp metrics.Throughput
+	for _, r := range counted {
+		tp.Add(r.OutputTokens, r.E2EMs)
+	}
+	s.OutputTPS = tp.Rate()
 	e2e := s.Metrics["e2e_ms"]
 	s.WarmupRatio = metrics.Describe(warmupE2E).Median / e2e.Median
 	timedE2E, _ := LookupMetric("e2e_ms")
 	s.ConvergedAt = metrics.ConvergedAt(Values(counted, timedE2E), convergeTol)
-	if tps := s.Metrics["output_tps"].Mean; usdPerHour > 0 && tps > 0 {
+	if tps := s.OutputTPS; usdPerHour > 0 && tps > 0 {
 		s.USDPer1MTokens = (1e6 / tps) / 3600 * usdPerHour
 	}
 	return s

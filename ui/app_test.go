@@ -160,7 +160,7 @@ func TestDashboardShowsEveryPanelAtEverySize(t *testing.T) {
 		frame := tr.app.View().Content
 		checkFits(t, frame, size[0], size[1])
 		screen := tr.screen()
-		for _, want := range []string{"e2e ms", "running mean", "power ·", "no NVIDIA GPU found", "stats", "greedy", "temp-0.8", "top-k-40", "timed", "0:04", "p pause"} {
+		for _, want := range []string{"e2e ms", "mean e2e ms ±95% CI", "power ·", "no NVIDIA GPU found", "stats", "greedy", "temp-0.8", "top-k-40", "timed", "0:04", "p pause"} {
 			if !strings.Contains(screen, want) {
 				t.Errorf("%dx%d: %q missing from\n%s", size[0], size[1], want, screen)
 			}
@@ -253,9 +253,9 @@ func TestDegradedTrialSaysWhy(t *testing.T) {
 
 func TestStoppedArmsSayWhy(t *testing.T) {
 	tr := newTestRun(t, "greedy-vs-sampling")
-	why := "median e2e known within ±0.7% (target ±1%) after 12 trials"
+	why := "median within ±0.73% after 12 trials"
 	tr.send(tea.WindowSizeMsg{Width: 160, Height: 48}, eventsMsg(append(syntheticRun([]string{"greedy", "temp-0.8"}, 1, 12),
-		runner.ArmStopped{Arm: "greedy", Reason: why})), tickMsg{})
+		runner.ArmStopped{Arm: "greedy", Decision: runner.Decision{Stop: true, Reason: "the long " + why, Short: why}})), tickMsg{})
 	if screen := tr.screen(); !strings.Contains(screen, "stopped: "+why) || strings.Count(screen, "stopped") != 1 {
 		t.Errorf("the header does not say which arm stopped and why:\n%s", screen)
 	}

@@ -24,9 +24,9 @@ func (p *convergencePanel) update(msg tea.KeyPressMsg) {
 
 func (p *convergencePanel) title() string {
 	if p.showCV {
-		return "running CV of e2e · ▲ converged"
+		return "running CV of e2e · ▲ mean steady"
 	}
-	return "running mean e2e ms ±CI · ▲ converged"
+	return "mean e2e ms ±95% CI · ▲ steady"
 }
 
 func (p *convergencePanel) view(data *runData, w, h int) string {
@@ -144,8 +144,12 @@ func convergenceLegend(arms []*armData, tol float64) []string {
 			if !math.IsNaN(p.CV) {
 				line += fmt.Sprintf(" cv %.3f", p.CV)
 			}
+			// ▲ holds only once the mean has stayed in its band for a
+			// while (metrics.ConvergedAt), so early noise earns none.
 			if at := a.convergence(tol); n > 1 && at > 0 {
 				line += fmt.Sprintf(" ▲%d", at)
+			} else if n > 1 {
+				line += " unsteady"
 			}
 		}
 		lines = append(lines, line)

@@ -229,18 +229,27 @@ func summaryTable(arms []*armData, summary map[string]session.ArmSummary) []stri
 	for _, a := range arms {
 		nameW = min(10, max(nameW, len(a.name)))
 	}
-	head := fmt.Sprintf("%-*s %4s %4s %19s %7s %6s %7s %5s %7s", nameW, "arm", "n", "deg", "median e2e [95% CI]", "p95", "CV", "tok/s", "wu×", "conv.at")
+	head := fmt.Sprintf("%-*s %4s %4s %20s %7s %6s %7s %5s %7s", nameW, "arm", "n", "deg", "median e2e [95% CI]", "p95", "CV", "tok/s", "wu×", "conv.at")
 	lines := []string{styleBold.Render(head)}
+	anytimeNote := false
 	for _, a := range arms {
 		s := summary[a.name]
-		e2e, tps := s.Metrics["e2e_ms"], s.Metrics["output_tps"]
-		conv := "—"
+		e2e := s.Metrics["e2e_ms"]
+		conv := "no"
 		if s.ConvergedAt > 0 {
 			conv = fmt.Sprintf("n=%d", s.ConvergedAt)
 		}
-		median := fmt.Sprintf("%s [%s, %s]", formatMs(e2e.Median), formatMs(e2e.MedianCILo), formatMs(e2e.MedianCIHi))
-		lines = append(lines, armStyle(a.index).Render(fit(a.name, nameW))+fmt.Sprintf(" %4d %4d %19s %7s %6s %7s %5s %7s",
-			s.TimedOK, s.Degraded, median, formatMs(e2e.P95), number(e2e.CV, 3), number(tps.Mean, 1), number(s.WarmupRatio, 2), conv))
+		lo, hi, anytime := s.MedianE2EInterval()
+		median := fmt.Sprintf("%s [%s, %s]", formatMs(e2e.Median), formatMs(lo), formatMs(hi))
+		if anytime {
+			median += "*"
+			anytimeNote = true
+		}
+		lines = append(lines, armStyle(a.index).Render(fit(a.name, nameW))+fmt.Sprintf(" %4d %4d %20s %7s %6s %7s %5s %7s",
+			s.TimedOK, s.Degraded, median, formatMs(e2e.P95), number(e2e.CV, 3), number(s.OutputTPS, 1), number(s.WarmupRatio, 2), conv))
+	}
+	if anytimeNote {
+		lines = append(lines, styleDim.Render("* the stop rule's anytime-valid interval; others: bootstrap at fixed n"))
 	}
 	return lines
 }

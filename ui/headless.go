@@ -132,17 +132,30 @@ func WriteFinished(w io.Writer, arms []string, fin runner.Finished) {
 // and the run-quality figures, arms in the profile's order.
 func WriteSummary(w io.Writer, arms []string, summary map[string]session.ArmSummary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "arm\tn\tdegraded\te2e mean\tmedian [95% CI]\tp95\tp99\tmax\tCV\tttft p50\ttok/s\twarmup ratio\tconverged at\t")
+	fmt.Fprintln(tw, "arm\tn\tdegraded\te2e mean\tmedian [95% CI]\tp95\tp99\tmax\tCV\tttft p50\ttok/s\ttrial tok/s p50\tp5\twarmup ratio\tconverged at\t")
+	anytimeNote := false
 	for _, a := range arms {
 		s := summary[a]
 		e2e, ttft, tps := s.Metrics["e2e_ms"], s.Metrics["ttft_ms"], s.Metrics["output_tps"]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s [%s, %s]\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a, s.TimedOK, s.Degraded,
-			millis(e2e.Mean), millis(e2e.Median), number(e2e.MedianCILo, 1), number(e2e.MedianCIHi, 1),
+		lo, hi, anytime := s.MedianE2EInterval()
+		mark := ""
+		if anytime {
+			mark, anytimeNote = "*", true
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s [%s, %s]%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a, s.TimedOK, s.Degraded,
+			millis(e2e.Mean), millis(e2e.Median), number(lo, 1), number(hi, 1), mark,
 			millis(e2e.P95), millis(e2e.P99), millis(e2e.Max), number(e2e.CV, 3), millis(ttft.Median),
-			number(tps.Mean, 1), number(s.WarmupRatio, 2), convergedAt(s))
+			number(s.OutputTPS, 1), number(tps.P50, 1), number(tps.P5, 1), number(s.WarmupRatio, 2), convergedAt(s))
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "tok/s: Σ output tokens / Σ e2e time over the arm's timed ok trials; trial tok/s: the distribution of each trial's own rate")
+	if anytimeNote {
+		fmt.Fprintln(w, "* the anytime-valid 95% interval that stopped the arm; the others are bootstrap intervals at fixed n")
+	}
 	for _, a := range arms {
+		if iv := summary[a].StopInterval; iv != nil && iv.Statistic == "mean" {
+			fmt.Fprintf(w, "note: %s stopped on its mean e2e %s, anytime-valid 95%% interval [%s, %s]\n", a, millis(iv.Estimate), number(iv.Lo, 1), number(iv.Hi, 1))
+		}
 		if n := summary[a].TokenCountMismatches; n > 0 {
 			fmt.Fprintf(w, "note: %s: in %d trials the server's token count differed from the tokens seen in the stream\n", a, n)
 		}
@@ -151,7 +164,7 @@ func WriteSummary(w io.Writer, arms []string, summary map[string]session.ArmSumm
 
 func convergedAt(s session.ArmSummary) string {
 	if s.ConvergedAt == 0 {
-		return "—"
+		return "not converged"
 	}
 	return fmt.Sprintf("n=%d (±%g%%)", s.ConvergedAt, s.ConvergeTolerance*100)
 }

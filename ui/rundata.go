@@ -31,7 +31,7 @@ type armData struct {
 	stopped             string // the stop rule's reason, once it fired
 	dists               [len(histMetrics)]metrics.Distribution
 	warmupE2E           metrics.Distribution
-	outputTPS           metrics.Welford
+	throughput          metrics.Throughput
 	points              []metrics.Point // running e2e convergence, one per counted timed trial
 	countedE2E          []float64
 	convergedAt         int
@@ -127,7 +127,7 @@ func (d *runData) apply(ev runner.Event) {
 	case runner.TrialDone:
 		d.addTrial(ev)
 	case runner.ArmStopped:
-		d.arm(ev.Arm).stopped = ev.Reason
+		d.arm(ev.Arm).stopped = ev.Short
 	case runner.Waiting, runner.Resumed, runner.Warning:
 		d.event = EventLine(ev)
 		if d.started == nil {
@@ -167,7 +167,7 @@ func (d *runData) addTrial(ev runner.TrialDone) {
 		m, _ := session.LookupMetric(hm.name)
 		a.dists[i].Add(m.Value(&rec))
 	}
-	a.outputTPS.Add(rec.OutputTPS)
+	a.throughput.Add(rec.OutputTokens, rec.E2EMs)
 	a.points = append(a.points, ev.Point)
 	a.countedE2E = append(a.countedE2E, rec.E2EMs)
 }

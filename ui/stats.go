@@ -21,7 +21,9 @@ type statsPanel struct{}
 
 func (statsPanel) update(tea.KeyPressMsg) {}
 
-func (statsPanel) title() string { return "stats · e2e ms · timed ok trials" }
+func (statsPanel) title() string {
+	return "stats · e2e ms · tok/s = Σ tokens / Σ time · timed ok trials"
+}
 
 func (statsPanel) view(data *runData, w, h int) string { return renderStats(data.arms, w, h) }
 
@@ -41,7 +43,7 @@ func renderStats(arms []*armData, w, h int) string {
 	for _, a := range arms {
 		st := a.dists[0].Stats()
 		cells := []string{fmt.Sprint(st.N), fmt.Sprint(a.degraded), formatMs(st.Mean), formatMs(st.Median), formatMs(st.P95),
-			formatMs(st.P99), formatMs(st.Max), number(st.CV, 3), number(a.outputTPS.Mean(), 1), number(a.warmupRatio(), 2)}
+			formatMs(st.P99), formatMs(st.Max), number(st.CV, 3), number(a.throughput.Rate(), 1), number(a.warmupRatio(), 2)}
 		var b strings.Builder
 		b.WriteString(armStyle(a.index).Render(fit(a.name, nameW)))
 		for i, c := range statsColumns {
