@@ -84,11 +84,18 @@ func selectKth(a []float64, k int) float64 {
 	return a[k]
 }
 
+// MinIntervalN is the fewest values a 95% interval is given for. Below 6
+// not even [min, max] covers the median 95% of the time (its coverage is
+// 1 - 2·0.5^n: 94% at 5, 50% at 2), so a bootstrap "95%" interval there,
+// which is at most [min, max], would claim more than it holds.
+const MinIntervalN = 6
+
 // Bootstrap returns the percentile-method 95% confidence interval of stat
 // over values, from resamples seeded resamples (the same seed gives the
-// same interval). Fewer than two values give NaN bounds.
+// same interval). Fewer than MinIntervalN values give NaN bounds: too
+// few for an interval.
 func Bootstrap(values []float64, stat Statistic, resamples int, seed uint64) CI {
-	if len(values) < 2 || resamples < 1 {
+	if len(values) < MinIntervalN || resamples < 1 {
 		return CI{math.NaN(), math.NaN()}
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x746f6b656e746f70))

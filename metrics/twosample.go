@@ -48,8 +48,8 @@ func meanCV(sample []float64) (mean, cv float64) {
 
 // BootstrapTwoSample resamples a and b independently, resamples times
 // (seeded: the same seed gives the same intervals), and computes every
-// statistic of TwoSample from the same resampled pairs. Fewer than two
-// values on a side give NaN intervals.
+// statistic of TwoSample from the same resampled pairs. Fewer than
+// MinIntervalN values on a side give NaN intervals.
 func BootstrapTwoSample(a, b []float64, resamples int, seed uint64) TwoSample {
 	point := func(x []float64) (median, mean, cv float64) {
 		mean, cv = meanCV(x)
@@ -61,7 +61,7 @@ func BootstrapTwoSample(a, b []float64, resamples int, seed uint64) TwoSample {
 	out.MedianDiff.Value, out.MeanDiff.Value = medB-medA, meanB-meanA
 	out.MedianRatio.Value, out.MeanRatio.Value = medB/medA, meanB/meanA
 	out.CVA.Value, out.CVB.Value, out.CVRatio.Value = cvA, cvB, cvB/cvA
-	if len(a) < 2 || len(b) < 2 || resamples < 1 {
+	if len(a) < MinIntervalN || len(b) < MinIntervalN || resamples < 1 {
 		nan := CI{math.NaN(), math.NaN()}
 		for _, e := range []*Estimate{&out.MedianDiff, &out.MeanDiff, &out.MedianRatio, &out.MeanRatio, &out.CVA, &out.CVB, &out.CVRatio} {
 			e.CI = nan

@@ -287,3 +287,44 @@ func TestSpreadThatCannotBeTestedSaysSo(t *testing.T) {
 		t.Errorf("%q", v)
 	}
 }
+
+// TestSmallSamplesGetNoInterval: five values a side is enough for a
+// Mann-Whitney verdict but not for a 95% interval (metrics.MinIntervalN),
+// which the verdict says instead of printing [min, max] as one.
+func TestSmallSamplesGetNoInterval(t *testing.T) {
+	c := abCompare(t, abSession(5, 1.3, 1, 10), "e2e_ms")
+	v := c.Verdicts()[0]
+	if !strings.HasPrefix(v, "hot is slower than greedy: median e2e +") || !strings.Contains(v, "(too few values for an interval)") {
+		t.Errorf("%q", v)
+	}
+}
+
+// TestJSONKeepsTheSignOfInfinity: a change against a zero baseline is
+// +Inf; JSON numbers cannot hold it and null would lose the sign.
+func TestJSONKeepsTheSignOfInfinity(t *testing.T) {
+	s := abSession(10, 1, 1, 11)
+	for i := range s.Records {
+		s.Records[i].TTFTMs = map[bool]float64{true: 0, false: 2}[s.Records[i].Arm == "greedy"]
+	}
+	c := abCompare(t, s, "ttft_ms")
+	var buf bytes.Buffer
+	if err := c.Write(&buf, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var parsed struct {
+		Rows []struct {
+			Stat  string
+			Cells []struct {
+				Value    any `json:"value"`
+				DeltaPct any `json:"delta_pct"`
+			}
+		}
+	}
+	if err := json.Unmarshal(buf.Bytes(), &parsed); err != nil {
+		t.Fatal(err)
+	}
+	mean := parsed.Rows[0]
+	if mean.Stat != "mean" || mean.Cells[0].DeltaPct != nil || mean.Cells[1].DeltaPct != "+Inf" || mean.Cells[1].Value != 2.0 {
+		t.Errorf("%+v", mean)
+	}
+}

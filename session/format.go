@@ -245,13 +245,29 @@ func csvCells(row []any) []string {
 	return out
 }
 
-// jsonObject pairs columns with typed cells; an unknown number is null.
+// jsonNumber is how JSON carries a measurement: a number, null when
+// unknown (NaN), and the strings "+Inf" and "-Inf" for infinities (a
+// ratio over a zero baseline, an interval open on one side), which JSON
+// numbers cannot hold and null would lose the sign of.
+func jsonNumber(v float64) any {
+	switch {
+	case math.IsNaN(v):
+		return nil
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	}
+	return v
+}
+
+// jsonObject pairs columns with typed cells, numbers through jsonNumber.
 func jsonObject(columns []string, row []any) map[string]any {
 	obj := make(map[string]any, len(columns))
 	for i, name := range columns {
 		obj[name] = row[i]
-		if v, ok := row[i].(float64); ok && (math.IsNaN(v) || math.IsInf(v, 0)) {
-			obj[name] = nil
+		if v, ok := row[i].(float64); ok {
+			obj[name] = jsonNumber(v)
 		}
 	}
 	return obj
@@ -259,21 +275,15 @@ func jsonObject(columns []string, row []any) map[string]any {
 
 func (c *Comparison) writeJSON(w io.Writer) error {
 	type cell struct {
-		Column   string   `json:"column"`
-		Baseline string   `json:"baseline"`
-		Value    *float64 `json:"value"`
-		DeltaPct *float64 `json:"delta_pct"`
+		Column   string `json:"column"`
+		Baseline string `json:"baseline"`
+		Value    any    `json:"value"`
+		DeltaPct any    `json:"delta_pct"`
 	}
 	type row struct {
 		Metric string `json:"metric"`
 		Stat   string `json:"stat"`
 		Cells  []cell `json:"cells"`
-	}
-	finite := func(v float64) *float64 {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil
-		}
-		return &v
 	}
 	out := struct {
 		Rows     []row            `json:"rows"`
@@ -293,7 +303,7 @@ func (c *Comparison) writeJSON(w io.Writer) error {
 	for _, r := range c.Rows {
 		jr := row{Metric: r.Metric, Stat: r.Stat}
 		for i, col := range c.Columns {
-			jr.Cells = append(jr.Cells, cell{Column: col.Label, Baseline: c.Columns[col.Baseline].Label, Value: finite(r.Values[i]), DeltaPct: finite(r.Deltas[i])})
+			jr.Cells = append(jr.Cells, cell{Column: col.Label, Baseline: c.Columns[col.Baseline].Label, Value: jsonNumber(r.Values[i]), DeltaPct: jsonNumber(r.Deltas[i])})
 		}
 		out.Rows = append(out.Rows, jr)
 	}

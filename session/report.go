@@ -186,8 +186,8 @@ func (r *Report) Lines(heading, item string) []string {
 		}
 		lines = append(lines, "")
 	}
-	return append(lines, fmt.Sprintf("e2e latency of timed ok trials; CV interval: bootstrap percentile 95%%, %d resamples, seed %d; outliers: Tukey's fences (1.5 IQR); trials needed: Student t for the mean, order-statistic intervals for p95/p99; warmup: MSER-5.",
-		r.Options.Resamples, r.Options.Seed))
+	return append(lines, fmt.Sprintf("e2e latency of timed ok trials; CV interval: bootstrap percentile 95%%, %d resamples, seed %d; outliers: Tukey's fences (1.5 IQR); trials needed: Student t for the mean, order-statistic intervals for p95/p99; warmup: MSER-5. %s.",
+		r.Options.Resamples, r.Options.Seed, CVIntervalCaveat))
 }
 
 func (r *Report) writeText(w io.Writer, heading, item string) error {
@@ -268,16 +268,10 @@ func (r *Report) writeCSV(w io.Writer) error {
 
 func (r *Report) writeJSON(w io.Writer) error {
 	type point struct {
-		N         int      `json:"n"`
-		Mean      *float64 `json:"mean"`
-		HalfWidth *float64 `json:"ci95_half_width"`
-		CV        *float64 `json:"cv"`
-	}
-	finite := func(v float64) *float64 {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil
-		}
-		return &v
+		N         int `json:"n"`
+		Mean      any `json:"mean"`
+		HalfWidth any `json:"ci95_half_width"`
+		CV        any `json:"cv"`
 	}
 	type arm struct {
 		Summary       map[string]any `json:"summary"`
@@ -293,7 +287,7 @@ func (r *Report) writeJSON(w io.Writer) error {
 		a := &r.Arms[i]
 		j := arm{Summary: jsonObject(reportColumns, a.row()), OutlierTrials: a.OutlierTrials}
 		for _, p := range a.Curve {
-			j.Curve = append(j.Curve, point{p.N, finite(p.Mean), finite(p.HalfWidth), finite(p.CV)})
+			j.Curve = append(j.Curve, point{p.N, jsonNumber(p.Mean), jsonNumber(p.HalfWidth), jsonNumber(p.CV)})
 		}
 		out.Arms = append(out.Arms, j)
 	}

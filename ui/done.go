@@ -240,7 +240,7 @@ func summaryTable(arms []*armData, summary map[string]session.ArmSummary) []stri
 			conv = fmt.Sprintf("n=%d", s.ConvergedAt)
 		}
 		lo, hi, anytime := s.MedianE2EInterval()
-		median := fmt.Sprintf("%s [%s, %s]", formatMs(e2e.Median), formatMs(lo), formatMs(hi))
+		median := formatMs(e2e.Median) + " " + interval(lo, hi, formatMs)
 		if anytime {
 			median += "*"
 			anytimeNote = true

@@ -142,8 +142,8 @@ func WriteSummary(w io.Writer, arms []string, summary map[string]session.ArmSumm
 		if anytime {
 			mark, anytimeNote = "*", true
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s [%s, %s]%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a, s.TimedOK, s.Degraded,
-			millis(e2e.Mean), millis(e2e.Median), number(lo, 1), number(hi, 1), mark,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s %s%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a, s.TimedOK, s.Degraded,
+			millis(e2e.Mean), millis(e2e.Median), interval(lo, hi, oneDecimal), mark,
 			millis(e2e.P95), millis(e2e.P99), millis(e2e.Max), number(e2e.CV, 3), millis(ttft.Median),
 			number(s.OutputTPS, 1), number(tps.P50, 1), number(tps.P5, 1), number(s.WarmupRatio, 2), convergedAt(s))
 	}
@@ -161,6 +161,17 @@ func WriteSummary(w io.Writer, arms []string, summary map[string]session.ArmSumm
 		}
 	}
 }
+
+// interval prints "[lo, hi]", or "[too few]" when the values were too
+// few for one (metrics.MinIntervalN).
+func interval(lo, hi float64, format func(float64) string) string {
+	if math.IsNaN(lo) || math.IsNaN(hi) {
+		return "[too few]"
+	}
+	return "[" + format(lo) + ", " + format(hi) + "]"
+}
+
+func oneDecimal(v float64) string { return number(v, 1) }
 
 func convergedAt(s session.ArmSummary) string {
 	if s.ConvergedAt == 0 {
