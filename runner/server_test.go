@@ -2,9 +2,11 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -254,6 +256,82 @@ func TestContextTruncationIsWarnedOnce(t *testing.T) {
 	for _, r := range trials(events) {
 		if r.StopReason != "truncated" || r.CachedTokens != 0 {
 			t.Errorf("%+v", r)
+		}
+	}
+}
+
+// TestArmsMeetTheSameCache replays llama-server's prompt cache: a request
+// that lets the server cache (cache_prompt absent or true) with the same
+// prompt as the one before it is a hit (cache_n 4, prompt_ms 0.298); any
+// other is a miss. Arms of a round share a prompt, so with the cache on
+// and a fixed order the first arm would pay every miss and the others get
+// every hit: a false verdict. With the cache off every trial is a miss.
+func TestArmsMeetTheSameCache(t *testing.T) {
+	hit, miss, off := replay.Load(t, "llamacpp/cache_prompt_repeat_b"), replay.Load(t, "llamacpp/cache_prompt_repeat_a"),
+		replay.Load(t, "llamacpp/cache_prompt_false_repeat")
+	var mu sync.Mutex
+	last := ""
+	srv := replay.NewServer(t, replay.Route{
+		"GET /health": replay.Serve(replay.Load(t, "llamacpp/health")),
+		"GET /props":  replay.Serve(replay.Load(t, "llamacpp/props")),
+		"POST /completion": func(w http.ResponseWriter, r *http.Request) {
+			var body struct {
+				Prompt      string `json:"prompt"`
+				CachePrompt *bool  `json:"cache_prompt"`
+			}
+			json.NewDecoder(r.Body).Decode(&body)
+			mu.Lock()
+			same := body.Prompt == last
+			last = body.Prompt
+			mu.Unlock()
+			switch {
+			case body.CachePrompt != nil && !*body.CachePrompt:
+				replay.Serve(off)(w, r)
+			case same:
+				replay.Serve(hit)(w, r)
+			default:
+				replay.Serve(miss)(w, r)
+			}
+		},
+	})
+	for _, allowed := range []bool{false, true} {
+		plan := llamaPlan(t, srv.URL, 0, 12, time.Second)
+		plan.Profile.PromptCache = allowed
+		plan.Profile.MaxTokens = 16
+		plan.Profile.Prompts = []string{"Once upon a time", "The cat sat", "Lily wanted"} // a new prompt each round
+		status, err, events := runLlama(t, plan)
+		if err != nil || status != session.StatusComplete {
+			t.Fatal(status, err)
+		}
+		prefill := map[string][]float64{}
+		cached := map[string]int{}
+		for _, r := range trials(events) {
+			if r.Phase == session.PhaseTimed {
+				prefill[r.Arm] = append(prefill[r.Arm], r.ServerPrefillMs)
+				cached[r.Arm] += r.CachedTokens
+			}
+		}
+		t.Logf("prompt_cache %v: server prefill ms greedy %v, hot %v; cached tokens %v", allowed, prefill["greedy"], prefill["hot"], cached)
+		if !allowed {
+			for arm, p := range prefill {
+				if cached[arm] != 0 || slices.Min(p) != 0.519 || slices.Max(p) != 0.519 {
+					t.Errorf("cache off: %s prefill %v, cached %d", arm, p, cached[arm])
+				}
+			}
+			continue
+		}
+		// Cache allowed: hits happen (and are counted), but the shuffled
+		// order gives each arm the first place, and its miss, equally often.
+		misses := map[string]int{}
+		for arm, p := range prefill {
+			for _, v := range p {
+				if v == 0.762 {
+					misses[arm]++
+				}
+			}
+		}
+		if cached["greedy"] == 0 || cached["hot"] == 0 || misses["greedy"] != 6 || misses["hot"] != 6 {
+			t.Errorf("cache on: misses %v, cached tokens %v", misses, cached)
 		}
 	}
 }
