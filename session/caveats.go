@@ -46,21 +46,35 @@ func mostFrequent(counts map[string]int) string {
 	return best
 }
 
-// armCaveats words an arm's health for the top of a report.
-func armCaveats(arm string, s ArmSummary) []string {
-	var out []string
-	attempted := s.TimedOK + s.Degraded
+// armCaveats words an arm's health for the top of a report, in order of
+// weight: degraded trials, truncated ones, cache hits; "" where none.
+func armCaveats(arm string, s ArmSummary) [3]string {
+	var out [3]string
 	if s.Degraded > 0 {
-		out = append(out, fmt.Sprintf("%s: %d of %d timed trials degraded (most often %s); they are left out of every statistic",
-			arm, s.Degraded, attempted, strings.TrimSuffix(s.DegradedReason, ": ")))
+		out[0] = fmt.Sprintf("%s: %d of %d timed trials degraded (most often %s); they are left out of every statistic",
+			arm, s.Degraded, s.TimedOK+s.Degraded, strings.TrimSuffix(s.DegradedReason, ": "))
 	}
 	if s.Truncated > 0 {
-		out = append(out, fmt.Sprintf("%s: %d of %d timed trials were cut at the context window (stop reason truncated): not full-length generations",
-			arm, s.Truncated, s.TimedOK))
+		out[1] = fmt.Sprintf("%s: %d of %d timed trials were cut at the context window (stop reason truncated): not full-length generations",
+			arm, s.Truncated, s.TimedOK)
 	}
 	if s.CacheHits > 0 {
-		out = append(out, fmt.Sprintf("%s: %d of %d timed trials took prompt tokens from the server's cache: their TTFT is not a full prefill's",
-			arm, s.CacheHits, s.TimedOK))
+		out[2] = fmt.Sprintf("%s: %d of %d timed trials took prompt tokens from the server's cache: their TTFT is not a full prefill's",
+			arm, s.CacheHits, s.TimedOK)
+	}
+	return out
+}
+
+// weightiestFirst lists the arms' caveats kind by kind, so that degraded
+// trials of any arm come before any arm's cache hits.
+func weightiestFirst(perArm [][3]string) []string {
+	var out []string
+	for kind := range 3 {
+		for _, c := range perArm {
+			if c[kind] != "" {
+				out = append(out, c[kind])
+			}
+		}
 	}
 	return out
 }
@@ -89,10 +103,11 @@ func Caveats(status, note string, arms []string, summary map[string]ArmSummary) 
 	if line := statusCaveat(status, note); line != "" {
 		out = append(out, line)
 	}
+	var perArm [][3]string
 	for _, arm := range arms {
-		out = append(out, armCaveats(arm, summary[arm])...)
+		perArm = append(perArm, armCaveats(arm, summary[arm]))
 	}
-	return out
+	return append(out, weightiestFirst(perArm)...)
 }
 
 // SessionCaveats are Caveats computed from a session's records, so they

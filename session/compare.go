@@ -183,10 +183,11 @@ func comparisonCaveats(sessions []*Session, columns []Column) []string {
 			out = append(out, strings.TrimSuffix(filepath.Base(s.Path), ".toml")+": "+line)
 		}
 	}
+	var perColumn [][3]string
 	for i, col := range columns {
-		out = append(out, armCaveats(labels[i], col.health)...)
+		perColumn = append(perColumn, armCaveats(labels[i], col.health))
 	}
-	return slices.Compact(out)
+	return append(out, weightiestFirst(perColumn)...)
 }
 
 // allHave reports whether every column has a value of the metric.

@@ -432,9 +432,9 @@ func TestCaveatsComeFirst(t *testing.T) {
 	}
 	want := []string{
 		"cav: status partial: the run did not finish its plan (the server stopped answering)",
+		`hot: 3 of 6 timed trials degraded (most often error: HTTP 500: boom, "quoted"); they are left out of every statistic`,
 		"greedy: 2 of 6 timed trials were cut at the context window (stop reason truncated): not full-length generations",
 		"greedy: 3 of 6 timed trials took prompt tokens from the server's cache: their TTFT is not a full prefill's",
-		`hot: 3 of 6 timed trials degraded (most often error: HTTP 500: boom, "quoted"); they are left out of every statistic`,
 	}
 	if !slices.Equal(c.Caveats, want) {
 		t.Errorf("caveats\n%q\nwant\n%q", c.Caveats, want)

@@ -168,9 +168,7 @@ func (d *doneView) view(w, h int) string {
 	var lines []string
 	fin := d.data.finished
 	switch {
-	case d.err != nil:
-		lines = append(lines, styleBad.Render("Could not run: "+d.err.Error()))
-	case fin != nil:
+	case fin != nil: // a run that a failure ended early has its files too
 		title := "Run " + fin.Status
 		if fin.Note != "" {
 			title += " (" + fin.Note + ")"
@@ -180,16 +178,23 @@ func (d *doneView) view(w, h int) string {
 			style = styleWarn
 		}
 		stem := strings.TrimSuffix(filepath.Base(fin.Manifest), ".toml")
-		// Long paths wrap rather than lose their end: this is where the
-		// user's files are.
-		lines = append(lines, style.Render(title))
+		// The title, like long paths below, wraps rather than lose its
+		// end: it says why the run stopped.
+		lines = append(lines, strings.Split(ansi.Wrap(style.Render(title), w-2, " "), "\n")...)
 		var names []string
 		for _, a := range d.data.arms {
 			names = append(names, a.name)
 		}
-		// The title already says the status; the arms' caveats follow it.
-		for _, c := range session.Caveats(session.StatusComplete, "", names, fin.Summary) {
-			lines = append(lines, strings.Split(ansi.Wrap(styleWarn.Render("⚠ "+c), w-2, " "), "\n")...)
+		// The title already says the status; the arms' caveats follow it,
+		// a line each and a few at most, so the table stays in view (the
+		// report, r, lists them all).
+		caveats := session.Caveats(session.StatusComplete, "", names, fin.Summary)
+		shown := min(len(caveats), max(2, h/6))
+		for _, c := range caveats[:shown] {
+			lines = append(lines, styleWarn.Render(fit("⚠ "+c, w-2)))
+		}
+		if more := len(caveats) - shown; more > 0 {
+			lines = append(lines, styleWarn.Render(fmt.Sprintf("⚠ and %d more caveats: r shows the report", more)))
 		}
 		lines = append(lines, "", ansi.Hardwrap("saved in "+filepath.Dir(fin.Manifest), w-2, true),
 			"  "+stem+".toml", styleDim.Render("  "+stem+".trials.csv, .tokens.csv"), "")
@@ -204,6 +209,8 @@ func (d *doneView) view(w, h int) string {
 		} else {
 			lines = append(lines, summaryTable(d.data.arms, fin.Summary)...)
 		}
+	case d.err != nil:
+		lines = append(lines, strings.Split(ansi.Wrap(styleBad.Render("Could not run: "+d.err.Error()), w-2, " "), "\n")...)
 	}
 	if c := d.choosing; c != nil {
 		lines = append(lines, "", styleBold.Render("Compare with…"))
