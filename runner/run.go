@@ -75,8 +75,8 @@ type Resumed struct {
 	Warmup int // warmup rounds before timed trials go on
 }
 
-// Warning is something worth saying once, live and in the manifest's note
-// (e.g. generations cut at the context window).
+// Warning is something worth saying once, live (e.g. generations cut at
+// the context window); the caveats of the reports say it again after.
 type Warning struct{ Text string }
 
 // Finished is the last event.
@@ -85,9 +85,6 @@ type Finished struct {
 	Note     string
 	Manifest string
 	Summary  map[string]session.ArmSummary
-	// Failure says why the run ended before its plan, when a failure (not
-	// the user) ended it; the command then exits non-zero.
-	Failure string
 }
 
 func (Waiting) isEvent()     {}
@@ -171,10 +168,6 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 	r := &run{plan: plan, backend: b, writer: w, events: events, sessionID: m.ID, monitor: mon,
 		arms: make([]armState, len(p.Arms)), clock: tokenClock{arrivals: make([]metrics.Arrival, 0, p.MaxTokens+8)}}
 	status, note, runErr := r.loop(ctx)
-	failure := ""
-	if errors.Is(runErr, ErrServerLost) {
-		failure = note
-	}
 	if err := mon.stop(); err != nil {
 		note = strings.TrimPrefix(note+"; the power CSV is incomplete: "+err.Error(), "; ")
 	}
@@ -196,7 +189,7 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 	if err := w.Finish(status, note, summary); err != nil && runErr == nil {
 		runErr = err
 	}
-	events <- Finished{Status: status, Note: note, Manifest: w.ManifestPath(), Summary: summary, Failure: failure}
+	events <- Finished{Status: status, Note: note, Manifest: w.ManifestPath(), Summary: summary}
 	return status, runErr
 }
 

@@ -157,7 +157,7 @@ func TestDeadServerEndsTheRunAsPartial(t *testing.T) {
 		t.Error("no waiting event")
 	}
 	fin := eventsOf[Finished](events)[0]
-	if !strings.Contains(fin.Failure, "did not come back") || fin.Status != session.StatusPartial {
+	if !strings.Contains(fin.Note, "did not come back") || fin.Status != session.StatusPartial {
 		t.Errorf("finished %+v", fin)
 	}
 	s, err := session.Load(fin.Manifest)

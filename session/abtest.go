@@ -46,8 +46,9 @@ type ABTest struct {
 	// SpreadF and SpreadP are the Brown-Forsythe test of a difference in
 	// spread; SpreadPAdjusted is Holm-adjusted over the spread tests.
 	SpreadF, SpreadP, SpreadPAdjusted float64
-	// TrialsToDetect is the trials per arm that would detect a 2% change
-	// of the baseline's mean with 80% power.
+	// TrialsToDetect is the trials per arm with which this test, in its
+	// Holm family, would detect a 2% change of the baseline's mean with
+	// 80% power (metrics.TrialsToDetect).
 	TrialsToDetect int
 	// TooFew is set when the values are so few that no Mann-Whitney test
 	// could reach p < Alpha; nothing else is computed then, and the test
@@ -90,21 +91,22 @@ func (c *Comparison) RunTests(opts TestOptions) {
 // while c is drawn. Tests run in parallel; each is seeded alike, so the
 // result does not depend on scheduling.
 func (c *Comparison) ABTests(opts TestOptions) (tests, lengths []ABTest) {
-	length, _ := LookupMetric(lengthMetric)
-	for _, name := range append(slices.Clone(c.Metrics), "") {
-		m, _ := LookupMetric(name)
+	pairs := func(m Metric) []ABTest {
+		var out []ABTest
 		for i, col := range c.Columns {
-			if col.Baseline == i {
-				continue
-			}
-			if name == "" {
-				lengths = append(lengths, ABTest{Metric: length, Column: i, Baseline: col.Baseline})
-			} else {
-				tests = append(tests, ABTest{Metric: m, Column: i, Baseline: col.Baseline})
+			if col.Baseline != i {
+				out = append(out, ABTest{Metric: m, Column: i, Baseline: col.Baseline})
 			}
 		}
+		return out
 	}
-	all := append(tests, lengths...)
+	for _, name := range c.Metrics {
+		m, _ := LookupMetric(name)
+		tests = append(tests, pairs(m)...)
+	}
+	length, _ := LookupMetric(lengthMetric)
+	lengths = pairs(length)
+	all := append(slices.Clip(tests), lengths...)
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range runtime.GOMAXPROCS(0) {

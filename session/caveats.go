@@ -21,7 +21,7 @@ func health(records []*Record, s *ArmSummary) {
 			continue
 		}
 		s.TimedOK++
-		if r.StopReason == "truncated" {
+		if r.StopReason == StopTruncated {
 			s.Truncated++
 		}
 		if r.CachedTokens > 0 {

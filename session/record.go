@@ -32,6 +32,10 @@ const (
 	StatusCanceled = "canceled"
 )
 
+// StopTruncated is the stop reason of a generation cut at the context
+// window, as backends.StopTruncated writes it into the files.
+const StopTruncated = "truncated"
+
 // EnergyUnavailable is the energy quality of a trial on a machine with no
 // power source; telemetry.Quality names the others.
 const EnergyUnavailable = string(telemetry.QualityUnavailable)
