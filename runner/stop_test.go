@@ -213,6 +213,10 @@ func TestMeanRuleOnHeavyTails(t *testing.T) {
 		if seqMiss > c.maxSeqMiss || seqMiss < c.minSeqMiss {
 			t.Errorf("CV %.1f: the bare mean sequence missed in %.1f%%", c.cv, 100*seqMiss)
 		}
+		// The mean decides only where its sequence holds.
+		if wantMedian := c.cv > MaxCVForMean; (wantMedian && fellBack != stops) || (!wantMedian && fellBack != 0) {
+			t.Errorf("CV %.1f: %d of %d stops decided on the median", c.cv, fellBack, stops)
+		}
 		if stops < runs/4 || ruleMiss > 0.065 {
 			t.Errorf("CV %.1f: %d stops, the rule's interval missed in %.1f%%", c.cv, stops, 100*ruleMiss)
 		}
