@@ -94,6 +94,9 @@ func (s *Series) Mean() float64 { return s.w.Mean() }
 // Std is the running sample standard deviation; NaN below two values.
 func (s *Series) Std() float64 { return s.w.Std() }
 
+// CV is the coefficient of variation of the values so far.
+func (s *Series) CV() float64 { return s.w.CV() }
+
 // Values are the samples in the order they arrived; do not modify.
 func (s *Series) Values() []float64 { return s.values }
 

@@ -418,9 +418,11 @@ func (r *run) trial(ctx context.Context, armIndex int, phase string, round, posi
 	} else if rec.OutputTokens != chunkTokens {
 		state.mismatches++
 	}
-	if rec.StopReason == "length" && rec.OutputTokens >= 0 && rec.OutputTokens < p.MaxTokens {
+	if rec.StopReason == "length" && res.OutputTokens >= 0 && res.OutputTokens < p.MaxTokens {
 		// A token limit reached below the one asked for is the context
-		// window's (the OpenAI API says "length" for both).
+		// window's (the OpenAI API says "length" for both). Only the
+		// server's own count can tell: a count of chunks undercounts
+		// where a chunk carries several tokens.
 		rec.StopReason = backends.StopTruncated
 	}
 	if genErr != nil {

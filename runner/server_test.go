@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/backends/llamacpp"
 	"github.com/tokentop/tokentop/backends/replay"
 	"github.com/tokentop/tokentop/profiles"
@@ -332,6 +333,39 @@ func TestArmsMeetTheSameCache(t *testing.T) {
 		}
 		if cached["greedy"] == 0 || cached["hot"] == 0 || misses["greedy"] != 6 || misses["hot"] != 6 {
 			t.Errorf("cache on: misses %v, cached tokens %v", misses, cached)
+		}
+	}
+}
+
+// countingBackend streams chunks chunks and says "length"; its own token
+// count is count (-1: it gives none, as an OpenAI server without usage).
+type countingBackend struct{ chunks, count int }
+
+func (c countingBackend) Probe(context.Context, string) (backends.Info, error) {
+	return backends.Info{}, nil
+}
+
+func (c countingBackend) Generate(_ context.Context, _ backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
+	for range c.chunks {
+		onChunk(1)
+	}
+	res := backends.NewResult()
+	res.StopReason, res.OutputTokens = "length", c.count
+	return res, nil
+}
+
+// TestTruncationNeedsTheServersCount: a "length" stop below max_tokens is
+// the context window's only when the server counted the tokens; a stream
+// whose chunks carry several tokens each shows fewer chunks than tokens.
+func TestTruncationNeedsTheServersCount(t *testing.T) {
+	for _, c := range []struct {
+		backend countingBackend
+		want    string
+	}{{countingBackend{chunks: 4, count: -1}, "length"}, {countingBackend{chunks: 4, count: 4}, "truncated"}, {countingBackend{chunks: 4, count: 8}, "length"}} {
+		plan := testPlan(t, 0, 1, "greedy")
+		_, err, events := runPlan(t, context.Background(), plan, c.backend)
+		if recs := trials(events); err != nil || len(recs) != 1 || recs[0].StopReason != c.want {
+			t.Errorf("%+v: %+v %v", c.backend, recs, err)
 		}
 	}
 }
