@@ -18,12 +18,9 @@ var CompareMetrics = []string{"e2e_ms", "ttft_ms", "tpot_ms", "output_tps"}
 // energyMetric joins the default comparison when both sides measured it.
 const energyMetric = "j_per_token"
 
-// throughputMetric's "mean" row is the rate Σ tokens / Σ time, named
-// rateStat.
-const (
-	throughputMetric = "output_tps"
-	rateStat         = "rate"
-)
+// rateStat names the row that shows a rate metric's Pooled figure in
+// place of its mean.
+const rateStat = "rate"
 
 // CompareStats are the statistics shown for each metric.
 var CompareStats = []string{"mean", "median", "p95", "p99", "max", "cv"}
@@ -51,15 +48,6 @@ type Column struct {
 	health ArmSummary
 	// Baseline is the index of the column this one is compared against.
 	Baseline int
-}
-
-// rate is the column's Σ output tokens / Σ e2e, in tokens per second.
-func (c Column) rate() float64 {
-	var tp metrics.Throughput
-	for _, r := range c.records {
-		tp.Add(r.OutputTokens, r.E2EMs)
-	}
-	return tp.Rate()
 }
 
 // Values are the column's counted values of metric m.
@@ -151,12 +139,14 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 		}
 		for _, stat := range CompareStats {
 			row := Row{Metric: name, Stat: stat, Values: make([]float64, len(c.Columns)), Deltas: make([]float64, len(c.Columns))}
+			pooled := stat == "mean" && m.Pooled != nil
+			if pooled {
+				row.Stat = rateStat
+			}
 			for i, col := range c.Columns {
 				row.Values[i] = pick(stats[i], stat)
-				if name == throughputMetric && stat == "mean" {
-					// What the server sustained, not the mean of the
-					// trials' own rates (see metrics.Throughput).
-					row.Stat, row.Values[i] = rateStat, col.rate()
+				if pooled {
+					row.Values[i] = m.Pooled(col.records)
 				}
 			}
 			for i, col := range c.Columns {

@@ -136,8 +136,10 @@ func (c *Comparison) writeVerdicts(w io.Writer, prefix string) error {
 
 func (c *Comparison) writeFootnotes(w io.Writer) error {
 	var b strings.Builder
-	if slices.Contains(c.Metrics, throughputMetric) {
-		fmt.Fprintf(&b, "%s %s is Σ output tokens / Σ e2e over the column's trials; its other rows describe the trials' own rates.\n", throughputMetric, rateStat)
+	for _, name := range c.Metrics {
+		if m, _ := LookupMetric(name); m.Pooled != nil {
+			fmt.Fprintf(&b, "%s %s is Σ tokens / Σ time over the column's trials; its other rows describe the trials' own rates.\n", name, rateStat)
+		}
 	}
 	for i, col := range c.Columns {
 		if col.Baseline != i {

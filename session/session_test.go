@@ -467,4 +467,21 @@ func TestSummaryRateIsAggregate(t *testing.T) {
 	if math.Abs(s.OutputTPS-110/5.1) > 1e-9 || s.Metrics["output_tps"].Mean != 60 {
 		t.Errorf("rate %v, per-trial mean %v", s.OutputTPS, s.Metrics["output_tps"].Mean)
 	}
+	// compare shows the same rate in place of the mean, for decode tok/s
+	// too (one token fewer, over decode time).
+	fast.DecodeMs, slow.DecodeMs = 90, 4900
+	one := &Session{Manifest: newManifest("R"), Records: []Record{fast, slow}}
+	c, err := Compare([]Ref{{Path: "R.toml"}}, []*Session{one}, []string{"output_tps", "decode_tps"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, row := range c.Rows {
+		if row.Stat == rateStat {
+			got[row.Metric] = row.Values[0]
+		}
+	}
+	if len(got) != 2 || math.Abs(got["output_tps"]-110/5.1) > 1e-9 || math.Abs(got["decode_tps"]-108/4.99) > 1e-9 {
+		t.Errorf("rate rows %v", got)
+	}
 }

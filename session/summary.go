@@ -15,6 +15,10 @@ type Metric struct {
 	// Label names the metric in a sentence; More and Less say what a
 	// larger or smaller value means ("is slower", "uses less memory").
 	Label, More, Less string
+	// Pooled, for a rate, is the rate over all the records at once (Σ
+	// tokens / Σ time), which tables show in place of the mean of the
+	// per-trial rates (see metrics.Throughput).
+	Pooled func(records []*Record) float64
 }
 
 // Metrics are the per-trial measurements summarised per arm.
@@ -31,15 +35,34 @@ var Metrics = []Metric{
 			return float64(r.OutputTokens)
 		}},
 	{Name: "output_tps", Label: "output tok/s", More: "is faster", Less: "is slower", HigherIsBetter: true,
-		Value: func(r *Record) float64 { return r.OutputTPS }},
+		Value: func(r *Record) float64 { return r.OutputTPS },
+		Pooled: func(records []*Record) float64 {
+			return pooledRate(records, 0, func(r *Record) float64 { return r.E2EMs })
+		}},
 	{Name: "decode_tps", Label: "decode tok/s", More: "is faster", Less: "is slower", HigherIsBetter: true,
-		Value: func(r *Record) float64 { return r.DecodeTPS }},
+		Value: func(r *Record) float64 { return r.DecodeTPS },
+		Pooled: func(records []*Record) float64 {
+			return pooledRate(records, 1, func(r *Record) float64 { return r.DecodeMs })
+		}},
 	{Name: "j_per_token", Label: "energy per token", More: "uses more energy per token", Less: "uses less energy per token",
 		Value: func(r *Record) float64 { return r.JPerToken }},
 	{Name: "avg_power_w", Label: "average power", More: "draws more power", Less: "draws less power",
 		Value: func(r *Record) float64 { return r.AvgPowerW }},
 	{Name: "peak_rss_mb", Label: "peak RSS", More: "uses more memory", Less: "uses less memory",
 		Value: func(r *Record) float64 { return r.PeakRSSMB }},
+}
+
+// pooledRate is Σ (output tokens − less) / Σ time(r) over records, in
+// tokens per second: the first token is not decoded, so decode_tps
+// counts one fewer.
+func pooledRate(records []*Record, less int, time func(*Record) float64) float64 {
+	var tp metrics.Throughput
+	for _, r := range records {
+		if r.OutputTokens >= less {
+			tp.Add(r.OutputTokens-less, time(r))
+		}
+	}
+	return tp.Rate()
 }
 
 func latency(name, label string, value func(*Record) float64) Metric {
@@ -198,11 +221,8 @@ func SummarizeArm(records []*Record, seed uint64, convergeTol, usdPerHour float6
 			Min: st.Min, Max: st.Max, P5: st.P5, P50: st.P50, P95: st.P95, P99: st.P99,
 			MeanCILo: meanCI.Lo, MeanCIHi: meanCI.Hi, MedianCILo: medianCI.Lo, MedianCIHi: medianCI.Hi}
 	}
-	var tp metrics.Throughput
-	for _, r := range counted {
-		tp.Add(r.OutputTokens, r.E2EMs)
-	}
-	s.OutputTPS = tp.Rate()
+	outputTPS, _ := LookupMetric("output_tps")
+	s.OutputTPS = outputTPS.Pooled(counted)
 	e2e := s.Metrics["e2e_ms"]
 	s.WarmupRatio = metrics.Describe(warmupE2E).Median / e2e.Median
 	timedE2E, _ := LookupMetric("e2e_ms")
