@@ -96,18 +96,23 @@ func statusCaveat(status, note string) string {
 }
 
 // Caveats are what a reader must know first about a session: that it did
-// not finish its plan, and each arm's degraded, truncated and cached
-// trials. Empty for a clean session.
+// not finish its plan, then ArmCaveats. Empty for a clean session.
 func Caveats(status, note string, arms []string, summary map[string]ArmSummary) []string {
 	var out []string
 	if line := statusCaveat(status, note); line != "" {
 		out = append(out, line)
 	}
+	return append(out, ArmCaveats(arms, summary)...)
+}
+
+// ArmCaveats are the arms' degraded, truncated and cached trials, for a
+// screen that says the session's status itself.
+func ArmCaveats(arms []string, summary map[string]ArmSummary) []string {
 	var perArm [][3]string
 	for _, arm := range arms {
 		perArm = append(perArm, armCaveats(arm, summary[arm]))
 	}
-	return append(out, weightiestFirst(perArm)...)
+	return weightiestFirst(perArm)
 }
 
 // SessionCaveats are Caveats computed from a session's records, so they

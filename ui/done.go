@@ -188,7 +188,7 @@ func (d *doneView) view(w, h int) string {
 		// The title already says the status; the arms' caveats follow it,
 		// a line each and a few at most, so the table stays in view (the
 		// report, r, lists them all).
-		caveats := session.Caveats(session.StatusComplete, "", names, fin.Summary)
+		caveats := session.ArmCaveats(names, fin.Summary)
 		shown := min(len(caveats), max(2, h/6))
 		for _, c := range caveats[:shown] {
 			lines = append(lines, styleWarn.Render(fit("⚠ "+c, w-2)))

@@ -117,7 +117,8 @@ func orDash(s string) string {
 // WriteFinished prints the summary table, the final status and where the
 // session was saved.
 func WriteFinished(w io.Writer, arms []string, fin runner.Finished) {
-	for _, c := range session.Caveats(fin.Status, fin.Note, arms, fin.Summary) {
+	// The status line below says whether the plan finished, and why not.
+	for _, c := range session.ArmCaveats(arms, fin.Summary) {
 		fmt.Fprintf(w, "caveat: %s\n", c)
 	}
 	WriteSummary(w, arms, fin.Summary)
