@@ -122,8 +122,9 @@ func PercentileSorted(sorted []float64, p float64) float64 {
 
 // Throughput sums tokens and time over trials, for the rate a server
 // sustained: Σ tokens / Σ time. The mean of per-trial rates is another
-// figure: it weighs a short trial's rate as much as a long one's, and
-// with e2e that varies it can differ by half and even order arms
+// figure: it weighs a short trial's rate as much as a long one's, so with
+// e2e that varies it runs high (55 against 10.9 tok/s in
+// TestThroughputIsTotalTokensOverTotalTime) and can order arms
 // differently.
 type Throughput struct {
 	tokens int

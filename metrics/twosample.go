@@ -19,6 +19,7 @@ type Estimate struct {
 // medians and means, and each side's coefficient of variation with their
 // ratio, every one with a bootstrap percentile 95% interval.
 type TwoSample struct {
+	MedianA, MedianB       float64 // each side's median
 	MedianDiff, MeanDiff   Estimate
 	MedianRatio, MeanRatio Estimate
 	CVA, CVB, CVRatio      Estimate
@@ -58,6 +59,7 @@ func BootstrapTwoSample(a, b []float64, resamples int, seed uint64) TwoSample {
 	var out TwoSample
 	medA, meanA, cvA := point(a)
 	medB, meanB, cvB := point(b)
+	out.MedianA, out.MedianB = medA, medB
 	out.MedianDiff.Value, out.MeanDiff.Value = medB-medA, meanB-meanA
 	out.MedianRatio.Value, out.MeanRatio.Value = medB/medA, meanB/meanA
 	out.CVA.Value, out.CVB.Value, out.CVRatio.Value = cvA, cvB, cvB/cvA

@@ -35,8 +35,6 @@ type ABTest struct {
 	Metric           Metric
 	Column, Baseline int
 	NA, NB           int // counted values, baseline and column
-	// MedianA and MedianB are the baseline's and the column's medians.
-	MedianA, MedianB float64
 	metrics.TwoSample
 	MannWhitney          metrics.MannWhitneyResult
 	CliffsDelta, CohensD float64
@@ -159,7 +157,6 @@ func (c *Comparison) runTest(t *ABTest, opts TestOptions) {
 		t.SpreadF, t.SpreadP = math.NaN(), math.NaN()
 		return
 	}
-	t.MedianA, t.MedianB = metrics.Median(slices.Clone(a)), metrics.Median(slices.Clone(b))
 	t.TwoSample = metrics.BootstrapTwoSample(a, b, opts.Resamples, opts.Seed)
 	t.MannWhitney = metrics.MannWhitney(a, b)
 	t.CliffsDelta = metrics.CliffsDelta(t.MannWhitney, len(a), len(b))
