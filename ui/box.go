@@ -7,6 +7,17 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
+// nonBreakingHyphen stands in for "-" while wrapping: ansi.Wrap always
+// breaks after a hyphen, which split "-35.9%" and "top-k-40" across lines.
+const nonBreakingHyphen = "\u2011"
+
+// wrap breaks text into lines of at most w cells at spaces only, so that
+// a negative number or a hyphenated arm name stays whole.
+func wrap(text string, w int) []string {
+	wrapped := ansi.Wrap(strings.ReplaceAll(text, "-", nonBreakingHyphen), w, " ")
+	return strings.Split(strings.ReplaceAll(wrapped, nonBreakingHyphen, "-"), "\n")
+}
+
 // fit pads or cuts a (possibly styled) line to exactly w cells, so that
 // no panel ever wraps or pushes its neighbour.
 func fit(line string, w int) string {

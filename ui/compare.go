@@ -134,7 +134,7 @@ func (v *compareView) verdicts(w, h int) string {
 	}
 	var lines []string
 	add := func(text string, style lipgloss.Style) {
-		for _, l := range strings.Split(lipgloss.Wrap(text, w, " "), "\n") {
+		for _, l := range wrap(text, w) {
 			lines = append(lines, style.Render(l))
 		}
 	}
@@ -163,9 +163,19 @@ func (v *compareView) verdicts(w, h int) string {
 
 // table is the header and one row per metric statistic.
 func (v *compareView) table(w int, stats []string) []string {
-	colW := max(12, min(22, (w-19)/max(1, len(v.cmp.Columns))))
+	// A cell is a space, the value and its 7-cell delta: never narrower
+	// than the widest value shown needs, so numbers cannot touch.
+	widest := 0
+	for _, row := range v.cmp.Rows {
+		if slices.Contains(stats, row.Stat) {
+			for _, value := range row.Values {
+				widest = max(widest, len(session.FormatValue(value)))
+			}
+		}
+	}
+	colW := max(1+widest+1+7, min(22, (w-18)/max(1, len(v.cmp.Columns))))
 	var head strings.Builder
-	head.WriteString(fmt.Sprintf("%-12s%-7s", "metric", "stat"))
+	head.WriteString(fmt.Sprintf("%-11s%-7s", "metric", "stat"))
 	for i := range v.cmp.Columns {
 		head.WriteString(fmt.Sprintf("%*s", colW, fit(v.labels[i], colW-1)))
 	}
@@ -176,11 +186,11 @@ func (v *compareView) table(w int, stats []string) []string {
 		}
 		m, _ := session.LookupMetric(row.Metric)
 		var b strings.Builder
-		b.WriteString(fmt.Sprintf("%-12s%-7s", row.Metric, row.Stat))
+		b.WriteString(fmt.Sprintf("%-11s%-7s", row.Metric, row.Stat))
 		for i := range v.cmp.Columns {
 			value := session.FormatValue(row.Values[i])
 			delta := session.FormatDelta(row.Deltas[i])
-			cell := fmt.Sprintf("%*s", colW, value+" "+fmt.Sprintf("%7s", delta))
+			cell := fmt.Sprintf(" %*s %7s", colW-9, value, delta)
 			b.WriteString(deltaStyle(row.Deltas[i], m.HigherIsBetter && row.Stat != "cv").Render(cell))
 		}
 		lines = append(lines, b.String())

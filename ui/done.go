@@ -180,7 +180,7 @@ func (d *doneView) view(w, h int) string {
 		stem := strings.TrimSuffix(filepath.Base(fin.Manifest), ".toml")
 		// The title, like long paths below, wraps rather than lose its
 		// end: it says why the run stopped.
-		lines = append(lines, strings.Split(ansi.Wrap(style.Render(title), w-2, " "), "\n")...)
+		lines = append(lines, wrap(style.Render(title), w-2)...)
 		var names []string
 		for _, a := range d.data.arms {
 			names = append(names, a.name)
@@ -202,7 +202,7 @@ func (d *doneView) view(w, h int) string {
 			lines = append(lines, styleBold.Render("Repeatability report")+styleDim.Render(" · ↑/↓ scroll · r summary"))
 			var wrapped []string
 			for _, l := range d.report {
-				wrapped = append(wrapped, strings.Split(ansi.Wrap(l, w-2, " "), "\n")...)
+				wrapped = append(wrapped, wrap(l, w-2)...)
 			}
 			d.scroll = max(0, min(d.scroll, len(wrapped)-(h-2-len(lines))))
 			lines = append(lines, wrapped[d.scroll:]...)
@@ -210,7 +210,7 @@ func (d *doneView) view(w, h int) string {
 			lines = append(lines, summaryTable(d.data.arms, fin.Summary)...)
 		}
 	case d.err != nil:
-		lines = append(lines, strings.Split(ansi.Wrap(styleBad.Render("Could not run: "+d.err.Error()), w-2, " "), "\n")...)
+		lines = append(lines, wrap(styleBad.Render("Could not run: "+d.err.Error()), w-2)...)
 	}
 	if c := d.choosing; c != nil {
 		lines = append(lines, "", styleBold.Render("Compare with…"))

@@ -81,3 +81,12 @@ func TestGoldenCompare80x24(t *testing.T) {
 	now := testStart
 	golden.RequireEqual(t, finalScreenAfter(t, NewCompare(t.Context(), testConfig(&now), refs, sessions), 80, 24, "A#greedy:"))
 }
+
+// TestWrapKeepsNumbersWhole: ansi.Wrap breaks after any hyphen, which cut
+// "-16.7%" into "[-" and "16.7%"; wrap breaks at spaces only.
+func TestWrapKeepsNumbersWhole(t *testing.T) {
+	lines := wrap("top-k-40 vs greedy: median TTFT +0.0% [-16.7%, +33.3%]", 38)
+	if len(lines) != 2 || lines[0] != "top-k-40 vs greedy: median TTFT +0.0%" || lines[1] != "[-16.7%, +33.3%]" {
+		t.Errorf("%q", lines)
+	}
+}
