@@ -168,7 +168,12 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 func comparisonCaveats(sessions []*Session, columns []Column) []string {
 	labels, _ := ShortLabels(columns)
 	var out []string
+	seen := map[string]bool{}
 	for _, s := range sessions {
+		if seen[s.Path] { // A.toml#greedy A.toml#hot: one session, said once
+			continue
+		}
+		seen[s.Path] = true
 		if line := statusCaveat(s.Manifest.Status, s.Manifest.StopNote); line != "" {
 			out = append(out, strings.TrimSuffix(filepath.Base(s.Path), ".toml")+": "+line)
 		}

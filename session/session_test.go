@@ -439,6 +439,11 @@ func TestCaveatsComeFirst(t *testing.T) {
 	if !slices.Equal(c.Caveats, want) {
 		t.Errorf("caveats\n%q\nwant\n%q", c.Caveats, want)
 	}
+	// One session named by two refs, one per arm: its status said once.
+	byArm, err := Compare([]Ref{{w.ManifestPath(), "greedy"}, {w.ManifestPath(), "hot"}}, []*Session{s, s}, nil)
+	if err != nil || !slices.Equal(byArm.Caveats, want) {
+		t.Errorf("arm refs: caveats %q, %v", byArm.Caveats, err)
+	}
 	for _, format := range Formats {
 		var b bytes.Buffer
 		if err := c.Write(&b, format); err != nil {
