@@ -154,7 +154,9 @@ func (c *Comparison) writeFootnotes(w io.Writer) error {
 }
 
 func (c *Comparison) writeMarkdown(w io.Writer) error {
-	if err := writeCaveats(w, c.Caveats, "> **Caveat:** "); err != nil {
+	// A list, not quote lines: Markdown joins consecutive "> " lines into
+	// one paragraph.
+	if err := writeCaveats(w, c.Caveats, "- **Caveat:** "); err != nil {
 		return err
 	}
 	var b strings.Builder

@@ -155,8 +155,12 @@ func (r *Report) Write(w io.Writer, format string) error {
 // Lines are the report as text: a heading per arm and its facts.
 func (r *Report) Lines(heading, item string) []string {
 	var lines []string
+	prefix := "caveat: "
+	if bullet := strings.TrimSpace(item); bullet != "" { // Markdown: a list item each
+		prefix = bullet + " **Caveat:** "
+	}
 	for _, c := range r.Caveats {
-		lines = append(lines, "caveat: "+c)
+		lines = append(lines, prefix+c)
 	}
 	if len(lines) > 0 {
 		lines = append(lines, "")

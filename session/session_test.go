@@ -455,9 +455,15 @@ func TestCaveatsComeFirst(t *testing.T) {
 		if format == "text" && !strings.HasPrefix(b.String(), "caveat: cav: status partial") {
 			t.Errorf("text starts %q", b.String()[:40])
 		}
+		if format == "md" && !strings.HasPrefix(b.String(), "- **Caveat:** cav: status partial") {
+			t.Errorf("markdown starts %q", b.String()[:40])
+		}
 	}
 	if lines := BuildReport(s, TestOptions{Resamples: 100, Seed: 1}).Lines("", "  "); lines[0] != "caveat: status partial: the run did not finish its plan (the server stopped answering)" {
 		t.Errorf("report starts %q", lines[0])
+	}
+	if lines := BuildReport(s, TestOptions{Resamples: 100, Seed: 1}).Lines("### ", "- "); !strings.HasPrefix(lines[0], "- **Caveat:** status partial") {
+		t.Errorf("markdown report starts %q", lines[0])
 	}
 }
 
