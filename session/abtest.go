@@ -342,7 +342,12 @@ func ratioPercent(e metrics.Estimate) string {
 	return fmt.Sprintf("%s [%s, %s]", pct(e.Value), pct(e.Lo), pct(e.Hi))
 }
 
+// formatEstimate prints "0.113 [0.090, 0.131]", or says there are too
+// few values for the interval (metrics.MinIntervalN), as ratioPercent does.
 func formatEstimate(e metrics.Estimate) string {
+	if math.IsNaN(e.Lo) || math.IsNaN(e.Hi) {
+		return FormatValue(e.Value) + " (too few values for an interval)"
+	}
 	return fmt.Sprintf("%s [%s, %s]", FormatValue(e.Value), FormatValue(e.Lo), FormatValue(e.Hi))
 }
 
