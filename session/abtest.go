@@ -196,8 +196,11 @@ func (t *ABTest) SpreadVerdict(labels []string) string {
 	if math.IsNaN(t.SpreadP) {
 		return fmt.Sprintf("%s vs %s: the spread of %s cannot be judged (no variation on a side to test)", b, a, t.Metric.Label)
 	}
-	cvs := fmt.Sprintf("CV %s %s vs %s %s, ratio %.2f× [%.2f, %.2f]", b, formatEstimate(t.CVB), a, formatEstimate(t.CVA),
-		t.CVRatio.Value, t.CVRatio.Lo, t.CVRatio.Hi)
+	ratio := fmt.Sprintf("%.2f× [%.2f, %.2f]", t.CVRatio.Value, t.CVRatio.Lo, t.CVRatio.Hi)
+	if math.IsNaN(t.CVRatio.Lo) {
+		ratio = fmt.Sprintf("%.2f×", t.CVRatio.Value)
+	}
+	cvs := fmt.Sprintf("CV %s %s vs %s %s, ratio %s", b, formatEstimate(t.CVB), a, formatEstimate(t.CVA), ratio)
 	if !t.SpreadSignificant() {
 		return fmt.Sprintf("%s and %s vary alike in %s: %s, Brown-Forsythe %s", b, a, t.Metric.Label, cvs, formatP(t.SpreadPAdjusted))
 	}
