@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/term"
@@ -154,6 +153,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	modelPath := fs.String("model-path", "", "builtin: a llama2.c checkpoint (.bin, tokenizer.bin beside it) or a .gguf file")
 	fs.IntVar(&opts.Threads, "threads", 0, "builtin: worker threads (default: one per core)")
 	fs.StringVar(&opts.DType, "dtype", "", "builtin: weight format, f32 (default) or q8_0")
+	fs.StringVar(&opts.Power, "power", telemetry.PowerAuto, "power sources: auto (NVIDIA GPUs through NVML, CPU packages through powercap; on a Mac run as root, powermetrics), powermetrics (macOS, root) or off")
 	fs.DurationVar(&opts.PowerInterval, "power-interval", telemetry.DefaultInterval, "power and memory sampling cadence")
 	fs.DurationVar(&opts.IdleBaseline, "idle-baseline", runner.DefaultIdleBaseline, "idle power measured before the first trial (0 skips it; only when a power source exists)")
 	fs.IntVar(&opts.ServerPID, "server-pid", 0, "the server process whose peak memory the trials record (default: found by the backend's local port)")
@@ -187,7 +187,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	if !*headless && isTerminal(stdout) {
 		return runTUI(ctx, ui.NewRun(ctx, tuiConfig(opts), plan, backend), stdout, stderr)
@@ -362,7 +362,7 @@ func cmdBackends(args []string, stdout, stderr io.Writer) int {
 
 // cmdPicker opens the TUI on the picker with every profile.
 func cmdPicker(stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	opts := runner.Options{Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride, IdleBaseline: runner.DefaultIdleBaseline}
 	return runTUI(ctx, ui.New(ctx, tuiConfig(opts)), stdout, stderr)

@@ -1,30 +1,32 @@
 package runner
 
 import (
-	"bufio"
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
+
+	"github.com/shirou/gopsutil/v4/cpu"
+	"github.com/shirou/gopsutil/v4/host"
+	"github.com/shirou/gopsutil/v4/mem"
 
 	"github.com/tokentop/tokentop/session"
 )
 
-// Environment describes this machine from /proc where Linux offers it;
-// fields it cannot read stay empty.
+// Environment describes this machine on any OS; fields it cannot read
+// stay empty.
 func Environment() session.Environment {
 	env := session.Environment{OS: runtime.GOOS, Arch: runtime.GOARCH, Cores: runtime.NumCPU(), GoVersion: runtime.Version()}
 	env.Hostname, _ = os.Hostname()
-	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		env.Kernel = strings.TrimSpace(string(data))
+	env.Kernel, _ = host.KernelVersion()
+	if cpus, err := cpu.Info(); err == nil && len(cpus) > 0 {
+		env.CPUModel = strings.TrimSpace(cpus[0].ModelName)
 	}
-	env.CPUModel = procField("/proc/cpuinfo", "model name")
 	if info, ok := debug.ReadBuildInfo(); ok {
 		env.VCSRevision = vcsRevision(info.Settings)
 	}
-	if kb, err := strconv.ParseInt(strings.TrimSuffix(procField("/proc/meminfo", "MemTotal"), " kB"), 10, 64); err == nil {
-		env.MemoryMB = kb / 1024
+	if vm, err := mem.VirtualMemory(); err == nil {
+		env.MemoryMB = int64(vm.Total >> 20)
 	}
 	return env
 }
@@ -46,21 +48,4 @@ func vcsRevision(settings []debug.BuildSetting) string {
 		rev += "+dirty"
 	}
 	return rev
-}
-
-// procField returns the value of the first "key: value" line of file.
-func procField(file, key string) string {
-	f, err := os.Open(file)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok && strings.TrimSpace(k) == key {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
 }

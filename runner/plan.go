@@ -63,6 +63,8 @@ type Options struct {
 	PowerInterval time.Duration
 	IdleBaseline  time.Duration
 	ServerPID     int
+	// Power picks the power sources (telemetry.PowerChoices; "": auto).
+	Power string
 	// ServerWait is how long to wait for a server that loads its model or
 	// stopped answering (0: DefaultServerWait).
 	ServerWait time.Duration
@@ -203,7 +205,13 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 }
 
 func telemetryOptions(opts Options) (TelemetryOptions, error) {
-	t := TelemetryOptions{Interval: opts.PowerInterval, IdleBaseline: opts.IdleBaseline, ServerPID: opts.ServerPID, ProcRoot: "/proc"}
+	t := TelemetryOptions{Interval: opts.PowerInterval, IdleBaseline: opts.IdleBaseline, ServerPID: opts.ServerPID, Power: opts.Power}
+	if t.Power == "" {
+		t.Power = telemetry.PowerAuto
+	}
+	if err := telemetry.CheckPower(t.Power); err != nil {
+		return t, err
+	}
 	if t.Interval == 0 {
 		t.Interval = telemetry.DefaultInterval
 	}

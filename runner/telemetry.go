@@ -18,10 +18,10 @@ type TelemetryOptions struct {
 	Interval     time.Duration // power and memory sampling cadence
 	IdleBaseline time.Duration // idle power window before the first trial; 0 skips it
 	ServerPID    int           // the server process for peak RSS; 0 finds a local one
+	Power        string        // which power sources (a checked --power value)
 	// Open finds the power sources: telemetry.Open unless a test passes
 	// fake devices.
-	Open     func() telemetry.Found
-	ProcRoot string // "/proc"
+	Open func() telemetry.Found
 }
 
 // Default telemetry settings.
@@ -53,7 +53,7 @@ func startMonitor(plan *Plan, events chan<- Event) *monitor {
 	opts := plan.Telemetry
 	open := opts.Open
 	if open == nil {
-		open = telemetry.Open
+		open = func() telemetry.Found { return telemetry.Open(opts.Power, opts.Interval) }
 	}
 	m := &monitor{found: open(), events: events}
 	m.info = session.PowerInfo{GPU: m.found.Status.GPU, CPU: m.found.Status.CPU}
@@ -78,11 +78,11 @@ func startMonitor(plan *Plan, events chan<- Event) *monitor {
 	return m
 }
 
-// energyDevices picks what a trial's energy columns sum: the GPUs where
-// there are any (that is where inference runs when they exist), else the
-// CPU packages.
+// energyDevices picks what a trial's energy columns sum: the NVIDIA GPUs
+// where there are any (that is where inference runs when they exist),
+// else the whole Apple chip, else the CPU packages.
 func energyDevices(devices []telemetry.Device) ([]int, string) {
-	for _, kind := range []telemetry.Kind{telemetry.KindGPU, telemetry.KindCPU} {
+	for _, kind := range []telemetry.Kind{telemetry.KindGPU, telemetry.KindSoC, telemetry.KindCPU} {
 		var picked []int
 		for i, d := range devices {
 			if d.Kind == kind {
@@ -107,13 +107,13 @@ func watchMemory(plan *Plan) (*telemetry.MemoryWatch, string) {
 		if !local {
 			return nil, "none: the server is not on this machine (pass --server-pid for a local one)"
 		}
-		found, err := telemetry.FindListener(opts.ProcRoot, port)
+		found, err := telemetry.FindListener(port)
 		if err != nil {
 			return nil, "none: " + err.Error() + " (pass --server-pid)"
 		}
 		pid = found
 	}
-	w, err := telemetry.WatchMemory(opts.ProcRoot, pid, opts.Interval)
+	w, err := telemetry.WatchMemory(pid, opts.Interval)
 	if err != nil {
 		return nil, "none: " + err.Error()
 	}

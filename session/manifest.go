@@ -115,7 +115,8 @@ type PowerInfo struct {
 	GPU string `toml:"gpu"` // "1 NVIDIA GPU through NVML", or why none
 	CPU string `toml:"cpu"` // "CPU package energy through powercap (…)", or why none
 	// EnergySource is the kind of device the trials' energy columns sum:
-	// the GPUs where there are any, else the CPU packages.
+	// the NVIDIA GPUs where there are any, else a whole Apple chip
+	// (powermetrics), else the CPU packages.
 	EnergySource string             `toml:"energy_source,omitempty"`
 	IntervalMs   float64            `toml:"interval_ms,omitzero"`
 	PowerFile    string             `toml:"power_file,omitempty"`

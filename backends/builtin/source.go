@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"bufio"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
@@ -11,9 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shirou/gopsutil/v4/mem"
 )
 
 // The real stories260K model and its 512-token tokenizer, from Andrej
@@ -163,7 +163,7 @@ func loadTokenizerBeside(path string, vocab int) (*Tokenizer, error) {
 	return nil, fmt.Errorf("no tokenizer.bin beside it; put llama2.c's tokenizer.bin (or tok%d.bin) in %s", vocab, filepath.Dir(path))
 }
 
-// checkMemory refuses a model larger than the memory Linux says is
+// checkMemory refuses a model larger than the memory the OS says is
 // available, before allocating any of it.
 func checkMemory(name string, bytes int64) error {
 	avail := availableMemory()
@@ -173,23 +173,13 @@ func checkMemory(name string, bytes int64) error {
 	return nil
 }
 
-// availableMemory reads MemAvailable; 0 when unknown.
+// availableMemory is the memory the OS says is available; 0 when unknown.
 func availableMemory() int64 {
-	f, err := os.Open("/proc/meminfo")
+	vm, err := mem.VirtualMemory()
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(rest, "kB")), 10, 64)
-			if err == nil {
-				return kb * 1024
-			}
-		}
-	}
-	return 0
+	return int64(min(vm.Available, math.MaxInt64))
 }
 
 // Synthetic fills shape with seeded uniform weights scaled by 1/sqrt(fan

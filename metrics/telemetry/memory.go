@@ -8,48 +8,61 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	psnet "github.com/shirou/gopsutil/v4/net"
+	"github.com/shirou/gopsutil/v4/process"
 )
 
 // MemoryWatch measures one process's peak resident memory per trial.
-// Where the kernel allows, it resets the process's high-water mark
-// (clear_refs) at the trial's start and reads VmHWM at its end, so the
-// peak is exact; otherwise it polls VmRSS while the trial runs.
+// On Linux, where the kernel allows, it resets the process's high-water
+// mark (clear_refs) at the trial's start and reads VmHWM at its end, so
+// the peak is exact; elsewhere, or where it may not, it polls the
+// resident size while the trial runs.
 type MemoryWatch struct {
-	proc     string // the process's /proc directory
+	process  *process.Process
+	procDir  string // the process's /proc directory on Linux
 	Process  string // whose memory, for the manifest
 	interval time.Duration
 	exact    bool // clear_refs works
 
 	mu     sync.Mutex
-	peakKB float64
+	peakMB float64
 	stop   chan struct{}
 	done   chan struct{}
 }
 
-// WatchMemory watches pid (0: this process) under procRoot ("/proc").
-func WatchMemory(procRoot string, pid int, interval time.Duration) (*MemoryWatch, error) {
-	dir, who := filepath.Join(procRoot, "self"), "tokentop (this process)"
-	if pid > 0 {
-		dir = filepath.Join(procRoot, strconv.Itoa(pid))
+// WatchMemory watches pid (0: this process).
+func WatchMemory(pid int, interval time.Duration) (*MemoryWatch, error) {
+	who := "tokentop (this process)"
+	if pid <= 0 {
+		pid = os.Getpid()
+	} else {
 		who = fmt.Sprintf("pid %d", pid)
-		if comm, err := os.ReadFile(filepath.Join(dir, "comm")); err == nil {
-			who = fmt.Sprintf("%s (pid %d)", strings.TrimSpace(string(comm)), pid)
-		}
 	}
-	if _, err := readStatusKB(filepath.Join(dir, "status"), "VmRSS"); err != nil {
+	p, err := process.NewProcess(int32(pid))
+	if err == nil {
+		_, err = p.MemoryInfo()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("cannot read the memory of %s: %w", who, err)
 	}
-	m := &MemoryWatch{proc: dir, Process: who, interval: interval}
-	m.exact = m.resetPeak() == nil
+	if pid != os.Getpid() {
+		if name, err := p.Name(); err == nil && name != "" {
+			who = fmt.Sprintf("%s (pid %d)", name, pid)
+		}
+	}
+	m := &MemoryWatch{process: p, procDir: filepath.Join("/proc", strconv.Itoa(pid)), Process: who, interval: interval}
+	m.exact = runtime.GOOS == "linux" && m.resetPeak() == nil
 	return m, nil
 }
 
 func (m *MemoryWatch) resetPeak() error {
-	return os.WriteFile(filepath.Join(m.proc, "clear_refs"), []byte("5"), 0)
+	return os.WriteFile(filepath.Join(m.procDir, "clear_refs"), []byte("5"), 0)
 }
 
 // Begin starts a trial's watch.
@@ -59,7 +72,7 @@ func (m *MemoryWatch) Begin() {
 	}
 	m.exact = false
 	m.mu.Lock()
-	m.peakKB = math.NaN()
+	m.peakMB = math.NaN()
 	m.mu.Unlock()
 	m.stop, m.done = make(chan struct{}), make(chan struct{})
 	go m.poll()
@@ -81,13 +94,13 @@ func (m *MemoryWatch) poll() {
 }
 
 func (m *MemoryWatch) sample() {
-	kb, err := readStatusKB(filepath.Join(m.proc, "status"), "VmRSS")
-	if err != nil {
+	mb := m.ResidentMB()
+	if math.IsNaN(mb) {
 		return
 	}
 	m.mu.Lock()
-	if math.IsNaN(m.peakKB) || kb > m.peakKB {
-		m.peakKB = kb
+	if math.IsNaN(m.peakMB) || mb > m.peakMB {
+		m.peakMB = mb
 	}
 	m.mu.Unlock()
 }
@@ -95,18 +108,18 @@ func (m *MemoryWatch) sample() {
 // ResidentMB is the process's resident memory now, in MB; NaN when it
 // cannot be read.
 func (m *MemoryWatch) ResidentMB() float64 {
-	kb, err := readStatusKB(filepath.Join(m.proc, "status"), "VmRSS")
+	info, err := m.process.MemoryInfo()
 	if err != nil {
 		return math.NaN()
 	}
-	return kb / 1024
+	return float64(info.RSS) / (1 << 20)
 }
 
 // End returns the peak resident memory since Begin in MB, NaN when the
 // process could not be read (it exited, say).
 func (m *MemoryWatch) End() float64 {
 	if m.exact {
-		kb, err := readStatusKB(filepath.Join(m.proc, "status"), "VmHWM")
+		kb, err := readStatusKB(filepath.Join(m.procDir, "status"), "VmHWM")
 		if err != nil {
 			return math.NaN()
 		}
@@ -116,7 +129,7 @@ func (m *MemoryWatch) End() float64 {
 	<-m.done
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.peakKB / 1024
+	return m.peakMB
 }
 
 func readStatusKB(path, key string) (float64, error) {
@@ -149,58 +162,24 @@ func parseStatusKB(data []byte, key string) (float64, error) {
 }
 
 // FindListener returns the pid of the local process listening on TCP
-// port, from /proc/net/tcp{,6} and the processes' socket descriptors
-// (only those this user may read).
-func FindListener(procRoot string, port int) (int, error) {
-	inodes := map[string]bool{}
-	for _, table := range []string{"tcp", "tcp6"} {
-		data, err := os.ReadFile(filepath.Join(procRoot, "net", table))
-		if err != nil {
+// port (on every OS; only processes this user may see are named).
+func FindListener(port int) (int, error) {
+	conns, err := psnet.Connections("tcp")
+	if err != nil {
+		return 0, fmt.Errorf("cannot list this machine's sockets: %w", err)
+	}
+	listening := false
+	for _, c := range conns {
+		if c.Status != "LISTEN" || c.Laddr.Port != uint32(port) {
 			continue
 		}
-		for _, inode := range listeningInodes(data, port) {
-			inodes[inode] = true
+		if c.Pid > 0 {
+			return int(c.Pid), nil
 		}
+		listening = true
 	}
-	if len(inodes) == 0 {
-		return 0, fmt.Errorf("nothing listens on port %d here", port)
+	if listening {
+		return 0, errors.New("the process listening on port " + strconv.Itoa(port) + " belongs to another user")
 	}
-	procs, _ := filepath.Glob(filepath.Join(procRoot, "[0-9]*"))
-	for _, dir := range procs {
-		fds, err := os.ReadDir(filepath.Join(dir, "fd"))
-		if err != nil {
-			continue
-		}
-		for _, fd := range fds {
-			link, err := os.Readlink(filepath.Join(dir, "fd", fd.Name()))
-			if err != nil || !strings.HasPrefix(link, "socket:[") {
-				continue
-			}
-			if inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] {
-				return strconv.Atoi(filepath.Base(dir))
-			}
-		}
-	}
-	return 0, errors.New("the process listening on port " + strconv.Itoa(port) + " belongs to another user")
-}
-
-// listeningInodes parses a /proc/net/tcp table: the socket inodes in
-// state LISTEN (0A) on port.
-func listeningInodes(data []byte, port int) []string {
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 10 || f[3] != "0A" {
-			continue
-		}
-		_, hexPort, ok := strings.Cut(f[1], ":")
-		if !ok {
-			continue
-		}
-		if p, err := strconv.ParseUint(hexPort, 16, 16); err == nil && int(p) == port {
-			out = append(out, f[9])
-		}
-	}
-	return out
+	return 0, fmt.Errorf("nothing listens on port %d here", port)
 }

@@ -1,3 +1,5 @@
+//go:build linux && cgo
+
 package telemetry
 
 import (
@@ -40,6 +42,24 @@ type nvmlDevice interface {
 
 type realNVML struct{}
 
+// findNVML opens the NVIDIA GPUs of this machine through the driver's
+// NVML library.
+func findNVML() (*gpuSet, string) { return nvmlGPUs(realNVML{}) }
+
+// nvmlGPUs opens NVML through lib and describes its GPUs for the manifest.
+func nvmlGPUs(lib nvmlLibrary) (*gpuSet, string) {
+	src, why := openNVML(lib)
+	if src == nil {
+		return nil, why
+	}
+	set := &gpuSet{Source: src, Driver: src.Driver, CUDADriver: src.CUDADriver,
+		Status: plural(len(src.devices), "NVIDIA GPU") + " through NVML"}
+	for _, d := range src.devices {
+		set.GPUs = append(set.GPUs, GPUInfo{Name: d.Name, UUID: d.ID, PowerLimitW: d.PowerLimitW})
+	}
+	return set, ""
+}
+
 func (realNVML) Init() nvml.Return                  { return nvml.Init() }
 func (realNVML) Shutdown() nvml.Return              { return nvml.Shutdown() }
 func (realNVML) DeviceGetCount() (int, nvml.Return) { return nvml.DeviceGetCount() }
@@ -51,13 +71,6 @@ func (realNVML) SystemGetCudaDriverVersion() (int, nvml.Return) {
 	return nvml.SystemGetCudaDriverVersion()
 }
 func (realNVML) HasSymbol(name string) bool { return nvml.Extensions().LookupSymbol(name) == nil }
-
-// GPUInfo is one GPU for the manifest's [environment].
-type GPUInfo struct {
-	Name        string  `toml:"name"`
-	UUID        string  `toml:"uuid"`
-	PowerLimitW float64 `toml:"power_limit_w"`
-}
 
 // nvmlSource samples NVIDIA GPUs.
 type nvmlSource struct {

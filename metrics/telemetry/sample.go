@@ -1,6 +1,7 @@
 // Package telemetry samples what a run costs besides time: GPU power and
-// energy through NVML, CPU package energy through Linux powercap (RAPL),
-// and process memory from /proc. Every outside call goes through a small
+// energy through NVML (Linux with cgo), CPU package energy through Linux
+// powercap (RAPL), Apple chip power through macOS powermetrics, and
+// process memory on every OS. Every outside call goes through a small
 // interface, so tests drive it with fake devices and fake sysfs trees,
 // and a machine without any of them runs normally with nothing faked.
 package telemetry
@@ -17,6 +18,11 @@ type Kind string
 const (
 	KindGPU Kind = "gpu"         // an NVIDIA GPU through NVML
 	KindCPU Kind = "cpu_package" // a CPU package's energy through powercap
+	// KindSoC is a whole Apple chip (CPU, GPU and Neural Engine) through
+	// powermetrics; KindSoCPart one of those parts, recorded beside it
+	// and never added to it.
+	KindSoC     Kind = "soc"
+	KindSoCPart Kind = "soc_part"
 )
 
 // Device describes one power source.

@@ -258,7 +258,7 @@ func Describe(err error, url string) error {
 		return unreachable("cannot connect to %s: connection refused (is the server running?)", url)
 	case errors.As(err, &opErr) && opErr.Op == "dial":
 		return unreachable("cannot connect to %s: %v", url, opErr.Err)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), connectionReset(err):
 		// A server killed or restarted under the request, or a kept-alive
 		// connection it had already closed.
 		return unreachable("%s closed the connection before answering (did the server stop or restart?)", url)
@@ -284,8 +284,18 @@ func ReadErr(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return err
 	}
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+	if errors.Is(err, io.ErrUnexpectedEOF) || connectionReset(err) {
 		return ErrTruncated
 	}
 	return err
+}
+
+// connectionReset reports a connection the peer reset, on any OS.
+func connectionReset(err error) bool {
+	for _, errno := range resetErrnos {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
 }
