@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -260,17 +261,41 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// DefaultOutDir is tokentop/sessions under the user's data folder
-// ($XDG_DATA_HOME, else ~/.local/share).
+// DefaultOutDir is tokentop/sessions under this OS's folder for a
+// user's application data.
 func DefaultOutDir() (string, error) {
-	if dir := os.Getenv("XDG_DATA_HOME"); dir != "" {
-		return filepath.Join(dir, "tokentop", "sessions"), nil
-	}
-	home, err := os.UserHomeDir()
+	dir, err := userDataDir(runtime.GOOS, os.Getenv, os.UserHomeDir)
 	if err != nil {
-		return "", fmt.Errorf("no home folder for the default sessions folder (%v); pass --out", err)
+		return "", fmt.Errorf("no folder for sessions (%v); pass --out", err)
 	}
-	return filepath.Join(home, ".local", "share", "tokentop", "sessions"), nil
+	return filepath.Join(dir, "tokentop", "sessions"), nil
+}
+
+// userDataDir is where goos keeps a user's application data:
+// %LocalAppData% on Windows, ~/Library/Application Support on macOS,
+// $XDG_DATA_HOME or ~/.local/share elsewhere.
+func userDataDir(goos string, getenv func(string) string, home func() (string, error)) (string, error) {
+	switch goos {
+	case "windows":
+		if dir := getenv("LocalAppData"); dir != "" {
+			return dir, nil
+		}
+		return "", errors.New("%LocalAppData% is not set")
+	case "darwin", "ios":
+		h, err := home()
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(h, "Library", "Application Support"), nil
+	}
+	if dir := getenv("XDG_DATA_HOME"); filepath.IsAbs(dir) {
+		return dir, nil
+	}
+	h, err := home()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(h, ".local", "share"), nil
 }
 
 // ConfigHash is the sha256 of what makes two runs the same experiment: the

@@ -589,3 +589,28 @@ func TestVCSRevision(t *testing.T) {
 		t.Errorf("unstamped %q", got)
 	}
 }
+
+func TestSessionsFolderFollowsEachOS(t *testing.T) {
+	env := map[string]string{"LocalAppData": `C:\Users\ada\AppData\Local`, "XDG_DATA_HOME": "/data/ada"}
+	getenv := func(k string) string { return env[k] }
+	home := func() (string, error) { return "/home/ada", nil }
+	for _, c := range []struct{ goos, want string }{
+		{"windows", `C:\Users\ada\AppData\Local`},
+		{"darwin", filepath.Join("/home/ada", "Library", "Application Support")},
+		{"linux", "/data/ada"},
+		{"freebsd", "/data/ada"},
+	} {
+		if got, err := userDataDir(c.goos, getenv, home); err != nil || got != c.want {
+			t.Errorf("%s: %q, %v; want %q", c.goos, got, err, c.want)
+		}
+	}
+	// XDG says a relative $XDG_DATA_HOME is invalid and must be ignored.
+	env["XDG_DATA_HOME"] = "relative/data"
+	if got, _ := userDataDir("linux", getenv, home); got != filepath.Join("/home/ada", ".local", "share") {
+		t.Errorf("relative XDG_DATA_HOME: %q", got)
+	}
+	delete(env, "LocalAppData")
+	if _, err := userDataDir("windows", getenv, home); err == nil || !strings.Contains(err.Error(), "LocalAppData") {
+		t.Errorf("windows without LocalAppData: %v", err)
+	}
+}

@@ -2,8 +2,18 @@
 
 package builtin
 
-// KernelName says which kernels this build computes with.
-const KernelName = "portable Go (build with GOEXPERIMENT=simd for AVX2)"
+import "runtime"
+
+// KernelName says which kernels this build computes with, and what would
+// be faster on this architecture.
+var KernelName = portableKernelName(runtime.GOARCH)
+
+func portableKernelName(goarch string) string {
+	if goarch == "amd64" {
+		return "portable Go (build with GOEXPERIMENT=simd for AVX2)"
+	}
+	return "portable Go (tokentop has SIMD kernels for amd64 only, none yet for " + goarch + ")"
+}
 
 func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 	matVecF32Generic(out, m, x, lo, hi)
