@@ -571,6 +571,44 @@ func TestTinyTerminalsDoNotBreakAnyScreen(t *testing.T) {
 	}
 }
 
+func TestPowerPanelPacksAChipsPartsAndKeepsTheChart(t *testing.T) {
+	// powermetrics on an Apple chip: the whole chip and three parts, as
+	// few lines as fit.
+	samplerStart := testStart.Add(-time.Second)
+	var devices []telemetry.Device
+	for _, name := range []string{"Apple SoC (CPU+GPU+ANE)", "Apple CPU", "Apple GPU", "Apple ANE"} {
+		devices = append(devices, telemetry.Device{Name: name, ID: name, Kind: telemetry.KindSoCPart})
+	}
+	devices[0].Kind = telemetry.KindSoC
+	started := runner.Started{Manifest: "/sessions/s.toml", Arms: []string{"greedy"}, TrialsPerArm: 3,
+		Power: session.PowerInfo{GPU: "Apple GPU and ANE power through powermetrics (sampled)", SamplerStart: &samplerStart, Devices: devices}}
+	var msgs []runner.Event
+	for i := 0; i < 40; i++ {
+		for d, w := range []float64{22, 5, 17, 0} {
+			s := telemetry.NewSample(time.Duration(i)*100*time.Millisecond, d)
+			s.PowerW = w
+			msgs = append(msgs, runner.PowerSample{Sample: s})
+		}
+	}
+	msgs = append(msgs, started)
+	msgs = append(msgs, syntheticRun([]string{"greedy"}, 0, 3)[1:]...)
+	for _, size := range [][2]int{{80, 24}, {200, 60}} {
+		tr := newTestRun(t, "quick")
+		tr.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]}, eventsMsg(msgs), tickMsg{})
+		screen := tr.screen()
+		wants := []string{"Apple SoC (CPU+GPU+ANE)  22 W  ·  Apple CPU  5 W", "Apple ANE  0 W"}
+		if size[0] == 200 {
+			wants = append(wants, " W ┤") // at 80×24 no source leaves room for a chart
+		}
+		for _, want := range wants {
+			if !strings.Contains(screen, want) {
+				t.Errorf("%dx%d: %q missing from the power panel:\n%s", size[0], size[1], want, screen)
+			}
+		}
+		checkFits(t, tr.app.View().Content, size[0], size[1])
+	}
+}
+
 func TestPowerPanelDrawsWattsBaselineAndTrialEnergy(t *testing.T) {
 	tr := newTestRun(t, "quick")
 	samplerStart := testStart.Add(-time.Second)

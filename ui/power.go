@@ -68,10 +68,11 @@ func (d *runData) spansEnd(origin time.Time) time.Duration {
 	return end
 }
 
-// renderWatts draws one line per device (latest watts, idle baseline),
-// the latest trial's energy, the chart and the timeline.
+// renderWatts draws each device's latest watts and idle baseline (as
+// many to a line as fit, so a chip's parts or several GPUs leave room for
+// the chart), the latest trial's energy, the chart and the timeline.
 func renderWatts(data *runData, w, h int, origin time.Time) string {
-	var lines []string
+	var devices []string
 	for _, t := range data.traces {
 		line := t.device.Name
 		if n := len(t.watts); n > 0 {
@@ -80,8 +81,9 @@ func renderWatts(data *runData, w, h int, origin time.Time) string {
 		if !math.IsNaN(t.baseline) {
 			line += fmt.Sprintf("  idle %.0f W", t.baseline)
 		}
-		lines = append(lines, line)
+		devices = append(devices, line)
 	}
+	lines := pack(devices, "  ·  ", w)
 	if r := data.lastEnergy; r != nil {
 		lines = append(lines, fmt.Sprintf("last trial %s#%d: %s J/token (%s)", r.Arm, r.Trial, number(r.JPerToken, 4), r.EnergyQuality))
 	} else if len(data.spans) > 0 {
@@ -183,4 +185,18 @@ func timeline(spans []trialSpan, origin time.Time, end time.Duration, w int) str
 		}
 	}
 	return b.String()
+}
+
+// pack puts items on as few lines of at most w cells as they fit on,
+// each item whole (an item wider than w gets a line of its own).
+func pack(items []string, sep string, w int) []string {
+	var lines []string
+	for _, item := range items {
+		if n := len(lines); n > 0 && ansi.StringWidth(lines[n-1]+sep+item) <= w {
+			lines[n-1] += sep + item
+			continue
+		}
+		lines = append(lines, item)
+	}
+	return lines
 }
