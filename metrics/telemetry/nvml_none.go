@@ -8,7 +8,7 @@ import "runtime"
 // driver's library through cgo, and only on Linux.
 func findNVML() (*gpuSet, string) {
 	if runtime.GOOS == "linux" {
-		return nil, "no NVIDIA GPU power: this tokentop was built without cgo (NVML needs CGO_ENABLED=1 and an NVIDIA driver)"
+		return nil, "no NVIDIA GPU power: built without cgo (NVML needs CGO_ENABLED=1)"
 	}
 	return nil, "no NVIDIA GPU power: NVML is read only by the Linux build with cgo"
 }
