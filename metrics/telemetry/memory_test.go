@@ -66,3 +66,18 @@ func FuzzParseStatusKB(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkResidentMB: one poll of a process's resident memory, taken
+// every --power-interval where the peak cannot be read exactly.
+func BenchmarkResidentMB(b *testing.B) {
+	m, err := WatchMemory(0, time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if math.IsNaN(m.ResidentMB()) {
+			b.Fatal("no RSS")
+		}
+	}
+}

@@ -222,3 +222,19 @@ func TestOpenWithPowermetricsUsesOnlyIt(t *testing.T) {
 		t.Errorf("%+v", f)
 	}
 }
+
+// BenchmarkParsePowermetrics: one recorded 3 KB sample, parsed every
+// powermetrics interval (100 ms at the least).
+func BenchmarkParsePowermetrics(b *testing.B) {
+	data, err := os.ReadFile(recordedPowermetrics)
+	if err != nil {
+		b.Fatal(err)
+	}
+	doc := bytes.Split(data, []byte{0})[0]
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := parsePowermetrics(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
