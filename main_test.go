@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -99,6 +100,14 @@ func TestBadInputExitsWithAClearMessage(t *testing.T) {
 		{[]string{"run", "--backend", "ollama", "--url", replay.ClosedURL(t), "--out", out}, exitFailed, "connection refused (is the server running?)"},
 		{[]string{"compare", filepath.Join(out, "missing.toml")}, exitFailed, "missing.toml"},
 		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+		{[]string{"run", "--power", "nvidia", "--out", out}, exitUsage, `--power "nvidia": use one of auto, powermetrics, off`},
+	}
+	if runtime.GOOS != "darwin" {
+		cases = append(cases, struct {
+			args []string
+			code int
+			want string
+		}{[]string{"run", "--power", "powermetrics", "--out", out}, exitUsage, "--power powermetrics: powermetrics exists only on macOS"})
 	}
 	for _, c := range cases {
 		code, _, stderr := runCLI(c.args...)
