@@ -189,19 +189,23 @@ type socSource struct {
 	cmd    *exec.Cmd
 	stderr bytes.Buffer
 
-	mu     sync.Mutex
-	latest socReading
-	seen   bool
-	ended  error // why the stream stopped; nil while it runs
-	first  chan struct{}
-	done   chan struct{}
-	closed bool
+	mu       sync.Mutex
+	latest   socReading
+	seen     bool  // the first sample came
+	firstErr error // why the first sample did not parse
+	ended    error // why the stream stopped; nil while it runs
+	first    chan struct{}
+	done     chan struct{}
+	closed   bool
 }
 
 // powermetricsUsable says why powermetrics cannot be used here, or "".
 func powermetricsUsable() string {
 	if runtime.GOOS != "darwin" {
 		return "powermetrics exists only on macOS"
+	}
+	if runtime.GOARCH != "arm64" {
+		return "tokentop reads powermetrics' Apple Silicon figures only, and this Mac is Intel"
 	}
 	if _, err := exec.LookPath(powermetricsCommand); err != nil {
 		return "powermetrics is not on PATH (it is in /usr/bin on macOS)"
@@ -233,6 +237,15 @@ func startPowermetrics(command string, interval, wait time.Duration) (*socSource
 	go s.read(out)
 	select {
 	case <-s.first:
+		s.mu.Lock()
+		why := s.firstErr
+		s.mu.Unlock()
+		if why != nil {
+			// Output tokentop cannot read would leave the devices empty
+			// all run: say so now instead.
+			s.Close()
+			return nil, "no Apple SoC power (" + why.Error() + ")"
+		}
 	case <-s.done:
 		s.mu.Lock()
 		why := s.ended.Error()
@@ -253,17 +266,16 @@ func (s *socSource) read(out io.Reader) {
 	var lastErr error
 	for sc.Scan() {
 		r, err := parsePowermetrics(sc.Bytes())
-		if err != nil {
-			lastErr = err
-			continue
-		}
 		s.mu.Lock()
-		s.latest = r
 		if !s.seen {
-			s.seen = true
+			s.seen, s.firstErr = true, err
 			close(s.first)
 		}
+		if err == nil {
+			s.latest = r
+		}
 		s.mu.Unlock()
+		lastErr = err
 	}
 	if sc.Err() != nil {
 		s.cmd.Process.Kill() // it would block writing what nobody reads
@@ -280,7 +292,7 @@ func (s *socSource) read(out io.Reader) {
 	case sc.Err() != nil:
 		why = "powermetrics output: " + sc.Err().Error()
 	case lastErr != nil:
-		why = lastErr.Error()
+		why = lastErr.Error() // the last sample did not parse
 	case err != nil:
 		why = "powermetrics ended: " + err.Error()
 	default:

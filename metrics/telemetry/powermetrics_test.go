@@ -37,6 +37,13 @@ func fakePowermetrics(mode string, args []string) int {
 		fmt.Fprintln(os.Stderr, "powermetrics must be invoked as the superuser")
 		return 1
 	}
+	if mode == "unreadable" {
+		// Figures of another kind (an Intel Mac's package watts), then
+		// running on as powermetrics does.
+		os.Stdout.Write([]byte(`<?xml version="1.0"?><plist version="1.0"><dict><key>processor</key><dict><key>package_watts</key><real>9.5</real></dict></dict></plist>` + "\x00"))
+		time.Sleep(time.Minute)
+		return 0
+	}
 	data, err := os.ReadFile(recordedPowermetrics)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -174,6 +181,12 @@ func TestPowermetricsSourceReadsTheLatestSample(t *testing.T) {
 func TestPowermetricsThatRefusesSaysWhy(t *testing.T) {
 	src, why := startPowermetrics(fakeCommand(t, "not-root"), 100*time.Millisecond, 10*time.Second)
 	if src != nil || !strings.Contains(why, "powermetrics must be invoked as the superuser") {
+		t.Errorf("source %v, why %q", src, why)
+	}
+	// Output it cannot read is said at the start, not left as an empty
+	// panel for the whole run.
+	src, why = startPowermetrics(fakeCommand(t, "unreadable"), 100*time.Millisecond, 10*time.Second)
+	if src != nil || !strings.Contains(why, "no power figures") {
 		t.Errorf("source %v, why %q", src, why)
 	}
 	src, why = startPowermetrics("/nonexistent/powermetrics", 100*time.Millisecond, time.Second)
