@@ -106,12 +106,13 @@ func TestResolveBuildsTheStopRule(t *testing.T) {
 // Through a real run: the steady arm stops by the rule, the other goes on
 // alone to the cap, and the manifest records the rule and both reasons.
 func TestRunStopsEachArmOnItsOwn(t *testing.T) {
-	// greedy always takes about 2 ms; hot takes 2 ms or 8 ms by turns, so
-	// its median cannot settle within ±20%.
-	fake := &fakeBackend{delays: []time.Duration{time.Millisecond, time.Millisecond},
+	// greedy always takes about 10 ms (long enough that a loaded CI
+	// machine's scheduling jitter stays well inside ±20%); hot takes 10 ms
+	// or 40 ms by turns, so its median cannot settle within ±20%.
+	fake := &fakeBackend{delays: []time.Duration{5 * time.Millisecond, 5 * time.Millisecond},
 		extra: func(req backends.Request) time.Duration {
 			if req.Temperature > 0 && req.Seed%2 == 0 {
-				return 6 * time.Millisecond
+				return 30 * time.Millisecond
 			}
 			return 0
 		}}
