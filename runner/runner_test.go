@@ -614,3 +614,11 @@ func TestSessionsFolderFollowsEachOS(t *testing.T) {
 		t.Errorf("windows without LocalAppData: %v", err)
 	}
 }
+
+// session cannot import backends, so it names the truncated stop reason
+// itself; the runner writes the backends' word into its files.
+func TestTruncatedIsOneWordInBackendsAndSessionFiles(t *testing.T) {
+	if backends.StopTruncated != session.StopTruncated {
+		t.Errorf("backends says %q, session reads %q", backends.StopTruncated, session.StopTruncated)
+	}
+}

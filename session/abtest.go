@@ -268,9 +268,15 @@ func (c *Comparison) VerdictLines() []VerdictLine {
 			}
 		}
 		if differ {
-			slices.SortStableFunc(own, func(x, y *ABTest) int {
-				return cmpBool(slices.Contains(perTokenMetrics, y.Metric.Name), slices.Contains(perTokenMetrics, x.Metric.Name))
-			})
+			// Per-token metrics rank 0, the rest 1; a stable sort keeps
+			// the order within each.
+			rank := func(t *ABTest) int {
+				if slices.Contains(perTokenMetrics, t.Metric.Name) {
+					return 0
+				}
+				return 1
+			}
+			slices.SortStableFunc(own, func(x, y *ABTest) int { return rank(x) - rank(y) })
 		}
 		for _, t := range own {
 			lines = append(lines, VerdictLine{Text: t.Verdict(labels), Test: t})
@@ -287,16 +293,6 @@ func (c *Comparison) Verdicts() []string {
 		lines = append(lines, l.Text)
 	}
 	return append(lines, c.SpreadVerdicts()...)
-}
-
-func cmpBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
 }
 
 // LengthsDiffer reports whether an output_tokens check found the column

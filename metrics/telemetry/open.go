@@ -97,10 +97,10 @@ func open(choice string, f finders) Found {
 	if f.powermetrics != nil {
 		soc, why := f.powermetrics()
 		if soc == nil {
-			found.Status = Status{GPU: why, CPU: why}
+			found.Status = Status{GPU: why, CPU: "no CPU energy either: powermetrics reads both"}
 			return found
 		}
-		found.Source = Sources{soc}
+		found.Source = soc
 		found.Status = Status{GPU: "Apple GPU and ANE power through powermetrics (sampled)", CPU: "Apple CPU power through powermetrics (sampled)"}
 		return found
 	}

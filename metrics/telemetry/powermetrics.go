@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,9 +30,10 @@ import (
 // gpu_energy, ane_energy, in mJ). It needs root.
 const powermetricsCommand = "powermetrics"
 
-// powermetricsMinInterval bounds its cadence: each sample costs
-// powermetrics itself a few ms of CPU, which would load the machine being
-// measured.
+// powermetricsMinInterval bounds its cadence: powermetrics reads every
+// counter of the chip for each sample, on the machine being measured, so
+// it is not run at the 50 ms the other sources take. (Its own cost could
+// not be measured here; 100 ms is the bound, not a measured optimum.)
 const powermetricsMinInterval = 100 * time.Millisecond
 
 // The devices a powermetrics source reads, in order. The whole chip is
@@ -186,7 +188,10 @@ func splitNUL(data []byte, atEOF bool) (int, []byte, error) {
 // average over powermetrics' last interval, so energy from it is
 // "sampled" quality and lags by up to one interval.
 type socSource struct {
-	cmd    *exec.Cmd
+	cmd     *exec.Cmd
+	devices []Device
+	// stderr is written by exec's copier and read only after Wait, which
+	// waits for that copier.
 	stderr bytes.Buffer
 
 	mu       sync.Mutex
@@ -222,11 +227,12 @@ func powermetricsUsable() string {
 func startPowermetrics(command string, interval, wait time.Duration) (*socSource, string) {
 	interval = max(interval, powermetricsMinInterval)
 	cmd := exec.Command(command, "-f", "plist", "-i", strconv.FormatInt(interval.Milliseconds(), 10), "--samplers", "cpu_power,gpu_power")
-	s := &socSource{cmd: cmd, first: make(chan struct{}), done: make(chan struct{})}
-	for i := range s.latest.PowerW {
+	s := &socSource{cmd: cmd, devices: slices.Clone(powermetricsDevices), first: make(chan struct{}), done: make(chan struct{})}
+	for i := range s.devices {
+		s.devices[i].PowerLimitW = math.NaN()
 		s.latest.PowerW[i] = math.NaN()
 	}
-	cmd.Stderr = &lockedWriter{mu: &s.mu, w: &s.stderr}
+	cmd.Stderr = &s.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, "no Apple SoC power (" + err.Error() + ")"
@@ -302,14 +308,7 @@ func (s *socSource) read(out io.Reader) {
 	close(s.done)
 }
 
-func (s *socSource) Devices() []Device {
-	devices := make([]Device, len(powermetricsDevices))
-	copy(devices, powermetricsDevices)
-	for i := range devices {
-		devices[i].PowerLimitW = math.NaN()
-	}
-	return devices
-}
+func (s *socSource) Devices() []Device { return s.devices }
 
 // Read implements Source: the latest sample's average power. A
 // powermetrics that ended loses every device.
@@ -334,17 +333,4 @@ func (s *socSource) Close() error {
 	}
 	<-s.done
 	return nil
-}
-
-// lockedWriter lets the command's stderr copier and the reader share a
-// buffer.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

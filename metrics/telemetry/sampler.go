@@ -47,9 +47,6 @@ func StartSampler(src Source, interval time.Duration, sink func(Sample)) *Sample
 	return s
 }
 
-// Devices are the sampled devices, indexed as in Sample.Device.
-func (s *Sampler) Devices() []Device { return s.devices }
-
 // Started is when the sampler's clock reads zero.
 func (s *Sampler) Started() time.Time { return s.start }
 
