@@ -106,15 +106,21 @@ func (v *compareView) view(w, h int) string {
 		table = v.table(w-2, compareStats[:rows])
 	}
 	tableH := max(3, min(len(table)+2, h-histH-minVerdictH))
-	// The histogram has a row per column whatever its height, so the
-	// verdicts take the rest.
-	verdictH, histBoxH := h-tableH-histH, histH
+	// The verdicts take what they need of the rest, the histogram the
+	// remainder: a short list of verdicts leaves no blank box while the
+	// chart is squeezed.
+	verdicts := v.verdictLines(w - 2)
+	verdictH := h - tableH - histH
+	if verdictH >= 3 {
+		verdictH = max(min(verdictH, minVerdictH), min(verdictH, len(verdicts)+2))
+	}
+	histBoxH := h - tableH - verdictH
 	if verdictH < 3 { // too short for three boxes: the histogram goes
 		verdictH, histBoxH = h-tableH, 0
 	}
 	metric := v.cmp.Metrics[v.metric]
 	out := box("Compare · Δ% against the baseline (green better, red worse)", strings.Join(table, "\n"), w, tableH, false) + "\n" +
-		box("Verdicts · ↑/↓ scroll", v.verdicts(w-2, verdictH-2), w, verdictH, histBoxH == 0)
+		box("Verdicts · ↑/↓ scroll", v.window(verdicts, verdictH-2), w, verdictH, histBoxH == 0)
 	if histBoxH == 0 {
 		return out
 	}
@@ -125,12 +131,11 @@ func (v *compareView) view(w, h int) string {
 	return out + "\n" + box(histogramTitle(strings.TrimSuffix(metric, "_ms")), renderHistogram(series, w-2, histBoxH-2), w, histBoxH, true)
 }
 
-// verdicts are the comparison's verdict lines wrapped to w, significant
-// ones colored by whether the change is for the better, from the scroll
-// position on.
-func (v *compareView) verdicts(w, h int) string {
+// verdictLines are the comparison's verdict lines wrapped to w,
+// significant ones colored by whether the change is for the better.
+func (v *compareView) verdictLines(w int) []string {
 	if !v.tested {
-		return styleDim.Render(fmt.Sprintf("computing the statistics (%d bootstrap resamples per test)…", session.DefaultTestOptions.Resamples))
+		return []string{styleDim.Render(fmt.Sprintf("computing the statistics (%d bootstrap resamples per test)…", session.DefaultTestOptions.Resamples))}
 	}
 	var lines []string
 	add := func(text string, style lipgloss.Style) {
@@ -157,6 +162,11 @@ func (v *compareView) verdicts(w, h int) string {
 		add(line, lipgloss.NewStyle())
 	}
 	add(v.cmp.TestsNote(), styleDim)
+	return lines
+}
+
+// window shows h of lines from the scroll position on.
+func (v *compareView) window(lines []string, h int) string {
 	v.scroll = min(v.scroll, max(0, len(lines)-h))
 	return strings.Join(lines[v.scroll:], "\n")
 }

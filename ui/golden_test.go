@@ -2,6 +2,7 @@ package ui
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,7 +67,8 @@ func TestGoldenDone80x24(t *testing.T) {
 	golden.RequireEqual(t, finalScreen(t, tr.app, 80, 24, eventsMsg(append(events, finished(events, session.StatusComplete))), runEndedMsg{}))
 }
 
-func TestGoldenCompare80x24(t *testing.T) {
+// twoSessions writes sessions A and B, B 4 ms slower.
+func twoSessions(t *testing.T) ([]session.Ref, []*session.Session) {
 	dir := t.TempDir()
 	var refs []session.Ref
 	var sessions []*session.Session
@@ -78,8 +80,43 @@ func TestGoldenCompare80x24(t *testing.T) {
 		}
 		refs, sessions = append(refs, session.Ref{Path: path}), append(sessions, s)
 	}
+	return refs, sessions
+}
+
+func TestGoldenCompare80x24(t *testing.T) {
+	refs, sessions := twoSessions(t)
 	now := testStart
 	golden.RequireEqual(t, finalScreenAfter(t, NewCompare(t.Context(), testConfig(&now), refs, sessions), 80, 24, "A#greedy:"))
+}
+
+// TestCompareGivesSpareRowsToTheHistogram: at 200×60 the verdicts need a
+// dozen rows; the box takes those and the histogram the rest, instead of
+// a blank verdict box above a histogram of one row per column.
+func TestCompareGivesSpareRowsToTheHistogram(t *testing.T) {
+	refs, sessions := twoSessions(t)
+	now := testStart
+	screen := finalScreenAfter(t, NewCompare(t.Context(), testConfig(&now), refs, sessions), 200, 60, "A#greedy:")
+	var box string
+	rows := map[string]int{}
+	blank := 0
+	for _, line := range strings.Split(screen, "\n") {
+		switch {
+		case strings.HasPrefix(line, "╭─ Verdicts"):
+			box = "verdicts"
+		case strings.HasPrefix(line, "╭─ e2e"):
+			box = "histogram"
+		case strings.HasPrefix(line, "╰"):
+			box = ""
+		case box != "":
+			rows[box]++
+			if box == "verdicts" && strings.Trim(line, "│ ") == "" {
+				blank++
+			}
+		}
+	}
+	if blank > 0 || rows["verdicts"] == 0 || rows["histogram"] <= len(sessions)*2+1 {
+		t.Errorf("verdicts %d rows (%d blank), histogram %d rows:\n%s", rows["verdicts"], blank, rows["histogram"], screen)
+	}
 }
 
 // TestWrapKeepsNumbersWhole: ansi.Wrap breaks after any hyphen, which cut
