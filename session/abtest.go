@@ -183,6 +183,15 @@ func (t *ABTest) Verdict(labels []string) string {
 	if t.CliffsDelta < 0 {
 		word = t.Metric.Less
 	}
+	// Mann-Whitney judges the whole distributions, not the medians: with
+	// two modes the medians' interval can span no change (or worse) while
+	// one side is plainly slower. Then say what the test found, in its
+	// terms, beside the interval that does not show it.
+	e := t.MedianRatio
+	if shown := t.CliffsDelta > 0 && e.Lo > 1 || t.CliffsDelta < 0 && e.Hi < 1; !shown && !math.IsNaN(e.Lo) {
+		change += fmt.Sprintf(" (the medians' interval does not show it: the difference is in the distributions as a whole, %s %s than %s in %.0f%% of trial pairs)",
+			b, word, a, (1+math.Abs(t.CliffsDelta))/2*100)
+	}
 	return fmt.Sprintf("%s %s than %s: %s, %s, %s effect", b, word, a, change, formatP(t.PAdjusted), metrics.Magnitude(t.CliffsDelta))
 }
 

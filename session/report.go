@@ -180,7 +180,7 @@ func (r *Report) Lines(heading, item string) []string {
 		if a.ConvergedAt > 0 {
 			add("converged", "running mean within ±%g%% of its final value from n = %d on (held for %d trials)", a.ConvergeTol*100, a.ConvergedAt, a.N-a.ConvergedAt+1)
 		} else {
-			add("converged", "not converged: the running mean has not stayed within ±%g%% of its final value for the last %d trials", a.ConvergeTol*100, metrics.SettledFor(a.N))
+			add("converged", "no: the running mean has not stayed within ±%g%% of its final value for the last %d trials", a.ConvergeTol*100, metrics.SettledFor(a.N))
 		}
 		add("needed", "for 95%% confidence: mean ±1%% %d, ±5%% %d; p95 ±5%% %s; p99 ±5%% %s",
 			a.MeanNeeds1, a.MeanNeeds5, needWords(a.P95Needs5), needWords(a.P99Needs5))
