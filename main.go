@@ -169,6 +169,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tokentop run: unexpected argument %q\n", positional[0])
 		return exitUsage
 	}
+	if err := typedNoOverride(fs); err != nil {
+		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		return exitUsage
+	}
 	if *modelPath != "" {
 		if opts.Model != "" {
 			fmt.Fprintln(stderr, "tokentop run: give --model or --model-path, not both")
@@ -212,6 +216,21 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// typedNoOverride rejects a count flag given the value that stands for
+// "not given" (runner.NoOverride, -1): typed, it is as wrong as -3, not a
+// quiet fallback to the profile's count.
+func typedNoOverride(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok && err == nil {
+			if n, isInt := g.Get().(int); isInt && n == runner.NoOverride && f.DefValue == strconv.Itoa(runner.NoOverride) {
+				err = fmt.Errorf("--%s %d: a count cannot be negative; leave the flag out for the profile's value", f.Name, n)
+			}
+		}
+	})
+	return err
 }
 
 // outputFlags are the flags of the commands that print statistics.
@@ -389,7 +408,7 @@ func runTUI(ctx context.Context, app *ui.App, stdout, stderr io.Writer) int {
 	case outcome.Err != nil:
 		fmt.Fprintf(stderr, "tokentop: %v\n", outcome.Err)
 		return exitFailed
-	case ctx.Err() != nil:
+	case ctx.Err() != nil || outcome.Interrupted:
 		fmt.Fprintln(stderr, "tokentop: interrupted; the session is saved as partial")
 		return exitInterrupted
 	case outcome.Ran && outcome.Status == session.StatusFailed:

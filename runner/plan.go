@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -165,6 +166,14 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	plan.Config = backends.Config{URL: opts.URL, Endpoint: opts.Endpoint, Threads: opts.Threads, DType: opts.DType}
 	if plan.Config.URL == "" {
 		plan.Config.URL = kind.DefaultURL
+	}
+	if opts.URL != "" {
+		if kind.InProcess {
+			return nil, fmt.Errorf("--url %s: the %s backend runs in process and takes no URL", opts.URL, kind.Name)
+		}
+		if u, err := url.Parse(opts.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("--url %q is not a server address; write it like %s", opts.URL, kind.DefaultURL)
+		}
 	}
 	plan.APIKeyEnv = opts.APIKeyEnv
 	if plan.APIKeyEnv == "" {

@@ -85,6 +85,10 @@ type Finished struct {
 	Note     string
 	Manifest string
 	Summary  map[string]session.ArmSummary
+	// SaveErr says why the final manifest is not on disk (a full disk);
+	// empty when it is. Status and Summary are then what it would have
+	// said, and nothing may claim the session was saved.
+	SaveErr string
 }
 
 func (Waiting) isEvent()     {}
@@ -131,7 +135,11 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 	// answer at all is most likely not started, and said so at once.
 	info, err := waitForServer(ctx, b, plan, "the model to load", isNotReady, events)
 	if err != nil {
-		return session.StatusFailed, fmt.Errorf("%s backend at %s: %w", plan.Kind.Name, plan.Config.URL, err)
+		where := "at " + plan.Config.URL
+		if plan.Kind.InProcess {
+			where = "(in process)"
+		}
+		return session.StatusFailed, fmt.Errorf("%s backend %s: %w", plan.Kind.Name, where, err)
 	}
 	mon := startMonitor(plan, events)
 	defer mon.stop() // before events closes: the sampler sends on it
@@ -186,10 +194,13 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 		}
 		summary[a.Name] = s
 	}
-	if err := w.Finish(status, note, summary); err != nil && runErr == nil {
-		runErr = err
+	fin := Finished{Status: status, Note: note, Manifest: w.ManifestPath(), Summary: summary}
+	if err := w.Finish(status, note, summary); err != nil {
+		fin.SaveErr = fmt.Sprintf("the final manifest could not be written (%v): the one on disk is still the run's first, status running "+
+			"(compare and report read it as a killed run), and the trials CSV beside it holds all %d finished trials", err, len(r.records))
+		runErr = errors.Join(runErr, errors.New(fin.SaveErr))
 	}
-	events <- Finished{Status: status, Note: note, Manifest: w.ManifestPath(), Summary: summary}
+	events <- fin
 	return status, runErr
 }
 

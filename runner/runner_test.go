@@ -264,6 +264,10 @@ func TestCancelLeavesAPartialConsistentSession(t *testing.T) {
 	if len(s.Records) != 3 || s.Records[2].Status != session.StatusCanceled || s.Manifest.Status != session.StatusPartial || s.Manifest.FinishedAt == nil {
 		t.Errorf("records %d last %+v manifest %+v", len(s.Records), s.Records[len(s.Records)-1], s.Manifest)
 	}
+	// The trial the user cut is canceled, not a failure of the backend.
+	if sum := s.Manifest.Summary["greedy"]; sum.Degraded != 0 || sum.TimedOK != 2 {
+		t.Errorf("a canceled trial counted as degraded: %+v", sum)
+	}
 }
 
 func TestCancelDuringTheLastTrialIsStillPartial(t *testing.T) {
@@ -620,5 +624,26 @@ func TestSessionsFolderFollowsEachOS(t *testing.T) {
 func TestTruncatedIsOneWordInBackendsAndSessionFiles(t *testing.T) {
 	if backends.StopTruncated != session.StopTruncated {
 		t.Errorf("backends says %q, session reads %q", backends.StopTruncated, session.StopTruncated)
+	}
+}
+
+// A final manifest that cannot be written (a full disk) is an error that
+// says what is on disk, and the Finished event never claims a save.
+func TestAFailedFinalWriteIsAnError(t *testing.T) {
+	plan := testPlan(t, 0, 3, "greedy")
+	fake := &fakeBackend{delays: []time.Duration{time.Millisecond}}
+	fake.fail = func(call int) error {
+		if call == 3 { // the manifest's place taken: its final rename must fail
+			manifests, _ := filepath.Glob(filepath.Join(plan.OutDir, "*.toml"))
+			os.Remove(manifests[0])
+			os.MkdirAll(filepath.Join(manifests[0], "blocker"), 0o755)
+		}
+		return nil
+	}
+	_, err, events := runPlan(t, context.Background(), plan, fake)
+	fin := events[len(events)-1].(Finished)
+	if err == nil || fin.SaveErr == "" || !strings.Contains(err.Error(), "final manifest could not be written") ||
+		!strings.Contains(fin.SaveErr, "holds all 3 finished trials") {
+		t.Fatalf("err %v, SaveErr %q", err, fin.SaveErr)
 	}
 }

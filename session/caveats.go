@@ -15,9 +15,11 @@ func health(records []*Record, s *ArmSummary) {
 		if r.Phase != PhaseTimed {
 			continue
 		}
-		if r.Status != StatusOK {
+		if r.Degraded() {
 			s.Degraded++
 			reasons[r.Status+": "+r.Error]++
+		}
+		if r.Status != StatusOK {
 			continue
 		}
 		s.TimedOK++

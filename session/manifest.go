@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -187,13 +188,24 @@ func (m *Manifest) encode() ([]byte, error) {
 
 // ReadManifest reads and checks a manifest file.
 func ReadManifest(path string) (*Manifest, error) {
+	if strings.EqualFold(filepath.Ext(path), ".csv") {
+		stem := strings.TrimSuffix(path, filepath.Ext(path))
+		for _, kind := range []string{".trials", ".tokens", ".power"} {
+			stem = strings.TrimSuffix(stem, kind)
+		}
+		return nil, fmt.Errorf("%s is one of a session's CSV files; name its manifest, %s.toml, which lists them", path, stem)
+	}
 	var m Manifest
-	if _, err := toml.DecodeFile(path, &m); err != nil {
+	md, err := toml.DecodeFile(path, &m)
+	if err != nil {
 		var perr toml.ParseError
 		if errors.As(err, &perr) {
 			return nil, fmt.Errorf("%s:%d: %s", path, perr.Position.Line, perr.Message)
 		}
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if !md.IsDefined("schema") {
+		return nil, fmt.Errorf("%s: no schema key: this TOML file is not a tokentop session manifest (a session is the .toml that `tokentop run` saved)", path)
 	}
 	if m.Schema != Schema {
 		return nil, fmt.Errorf("%s: schema %d is not one this tokentop reads (it reads schema %d)", path, m.Schema, Schema)

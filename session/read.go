@@ -19,7 +19,7 @@ type Session struct {
 	Manifest *Manifest
 	Records  []Record
 	// Warnings are problems that did not stop the read, e.g. a final CSV
-	// line cut by a kill, or a manifest still saying "running".
+	// line cut by a kill, or a corrupt row skipped.
 	Warnings []string
 }
 
@@ -39,16 +39,17 @@ func Load(manifestPath string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.Status == StatusRunning {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("%s: status is still \"running\": the run was killed or is in progress; its %d finished trials are used", manifestPath, len(s.Records)))
-	}
+	// A manifest still "running" is not a read problem: SessionCaveats and
+	// the comparison's caveats say it, once.
 	return s, nil
 }
 
 // ParseTrials reads a trials CSV. name is used in messages. tokentop ends
 // every row with a newline, so a final line without one was cut by a kill
 // mid-write: it is dropped with a warning even if what is left parses.
-// Any other bad line is an error naming its line and column.
+// Any other bad line (a disk error, a hand edit) is skipped with a warning
+// naming its line, so one bad row does not cost the session's others; a
+// file with no good row is an error naming the first bad one.
 func ParseTrials(name string, data []byte) ([]Record, []string, error) {
 	var warnings []string
 	if n := len(data); n > 0 && data[n-1] != '\n' {
@@ -76,21 +77,37 @@ func ParseTrials(name string, data []byte) ([]Record, []string, error) {
 	}
 	width := len(header)
 	var records []Record
+	var bad []error
 	for {
 		fields, err := cr.Read()
 		if err == io.EOF {
-			return records, warnings, nil
+			break
 		}
-		if err != nil {
-			return nil, warnings, fmt.Errorf("%s: %w", name, err)
-		}
-		rec, err := parseRecord(cols, fields, width)
-		if err != nil {
+		if err == nil {
+			var rec Record
+			if rec, err = parseRecord(cols, fields, width); err == nil {
+				records = append(records, rec)
+				continue
+			}
 			line, _ := cr.FieldPos(0)
-			return nil, warnings, fmt.Errorf("%s:%d: %w", name, line, err)
+			err = fmt.Errorf("%s:%d: %w", name, line, err)
+		} else {
+			err = fmt.Errorf("%s: %w", name, err) // a csv.ParseError names its line
 		}
-		records = append(records, rec)
+		bad = append(bad, err)
 	}
+	if len(bad) > 0 && len(records) == 0 {
+		return nil, warnings, bad[0]
+	}
+	const listed = 3
+	for i, err := range bad[:min(len(bad), listed)] {
+		more := ""
+		if i == listed-1 && len(bad) > listed {
+			more = fmt.Sprintf(" (and %d more bad lines)", len(bad)-listed)
+		}
+		warnings = append(warnings, fmt.Sprintf("%v; this trial is left out%s", err, more))
+	}
+	return records, warnings, nil
 }
 
 // columns maps each known column of Header to its index in a file's

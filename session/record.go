@@ -75,6 +75,13 @@ type Record struct {
 // Counted reports whether the record enters aggregates: timed and ok.
 func (r Record) Counted() bool { return r.Phase == PhaseTimed && r.Status == StatusOK }
 
+// Degraded reports whether a timed trial failed on the backend's side
+// (error, timeout). A trial the user cut short by stopping the run is
+// canceled: it says nothing about the backend, so it is not degraded.
+func (r Record) Degraded() bool {
+	return r.Phase == PhaseTimed && r.Status != StatusOK && r.Status != StatusCanceled
+}
+
 // Header is the trials CSV header, in order.
 var Header = []string{"session_id", "arm", "trial", "phase", "status", "error", "started_at", "prompt_id", "prompt_tokens", "output_tokens",
 	"stop_reason", "ttft_ms", "e2e_ms", "decode_ms", "tpot_ms", "itl_mean_ms", "itl_p50_ms", "itl_p99_ms", "itl_max_ms",

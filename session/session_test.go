@@ -117,10 +117,12 @@ func TestKilledRunLoadsWithWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Records) != 2 || len(s.Warnings) != 2 ||
-		!strings.Contains(s.Warnings[0], "killed.trials.csv:4: last line is incomplete") ||
-		!strings.Contains(s.Warnings[1], `status is still "running"`) {
+	if len(s.Records) != 2 || len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "killed.trials.csv:4: last line is incomplete") {
 		t.Errorf("records %d warnings %q", len(s.Records), s.Warnings)
+	}
+	// The status is a caveat, said once, not also a read warning.
+	if c := SessionCaveats(s); len(c) != 1 || !strings.Contains(c[0], "status running (the run was killed or is in progress)") {
+		t.Errorf("caveats %q", c)
 	}
 }
 
@@ -133,7 +135,7 @@ func TestBadTrialsFiles(t *testing.T) {
 		{"column twice", strings.Replace(good, "ttft_ms", "e2e_ms", 1), `x.csv:1: header column 13, "e2e_ms", appears twice`},
 		{"bad appended column", good + strings.Replace(row, ",0,0,0\n", ",0,x,0\n", 1), `x.csv:2: column position: "x"`},
 		{"empty", "", "x.csv: empty file"},
-		{"bad number mid-file", good + strings.Replace(row, "100.000", "fast", 1) + row, `x.csv:2: column e2e_ms: "fast"`},
+		{"only bad rows", good + strings.Replace(row, "100.000", "fast", 1) + "a,b,c\n", `x.csv:2: column e2e_ms: "fast"`},
 		{"bad phase", good + strings.Replace(row, ",timed,", ",cooldown,", 1), "x.csv:2: column phase"},
 		{"missing fields", good + "a,b,c\n", "x.csv:2: 3 fields, expected 33"},
 		{"cut header", "session_id,arm,tri", "x.csv:1: the header line is incomplete"},
@@ -145,6 +147,21 @@ func TestBadTrialsFiles(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// One corrupt row mid-file costs that trial only, with a warning naming
+// its line; the rows around it are read.
+func TestACorruptRowMidFileIsSkippedAndNamed(t *testing.T) {
+	row := func(trial int) string {
+		return strings.Join(record("greedy", trial, PhaseTimed, StatusOK, 100).Fields(), ",") + "\n"
+	}
+	data := strings.Join(Header, ",") + "\n" + row(1) + strings.Replace(row(2), "100.000", "fast", 1) + row(3) + "\"bare\"quote,x\n" + row(4)
+	got, warnings, err := ParseTrials("x.csv", []byte(data))
+	if err != nil || len(got) != 3 || got[2].Trial != 4 || len(warnings) != 2 ||
+		!strings.Contains(warnings[0], `x.csv:3: column e2e_ms: "fast"`) || !strings.Contains(warnings[0], "left out") ||
+		!strings.Contains(warnings[1], "x.csv: parse error on line 5") {
+		t.Fatalf("%d records, warnings %q, err %v", len(got), warnings, err)
 	}
 }
 

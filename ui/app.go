@@ -57,7 +57,7 @@ type App struct {
 	cmp      *compareView
 	run      *activeRun
 	confirm  bool // asking whether to stop the run and quit
-	quitting bool // stopping the run, then quitting
+	quitting bool // stopping the run, then quitting: the user interrupted it
 	stale    bool // run data changed since the last frame
 	frame    string
 }
@@ -65,11 +65,14 @@ type App struct {
 // Outcome is how the last run ended, for the command to print after the
 // TUI closes.
 type Outcome struct {
-	Ran      bool
-	Arms     []string // in the profile's order
-	Status   string
-	Err      error
-	Finished *runner.Finished
+	Ran bool
+	// Interrupted is true when the user quit during the run (ctrl+c or
+	// q, then y), which the command reports like SIGINT.
+	Interrupted bool
+	Arms        []string // in the profile's order
+	Status      string
+	Err         error
+	Finished    *runner.Finished
 }
 
 // New opens the TUI on the picker.
@@ -121,7 +124,7 @@ func (a *App) Outcome() Outcome {
 	r.cancel()
 	r.abandonOnce.Do(func() { close(r.abandoned) })
 	r.wait()
-	return Outcome{Ran: true, Arms: r.arms, Status: r.status, Err: r.err, Finished: r.finished}
+	return Outcome{Ran: true, Interrupted: a.quitting, Arms: r.arms, Status: r.status, Err: r.err, Finished: r.finished}
 }
 
 type tickMsg time.Time
@@ -244,6 +247,9 @@ func (a *App) key(msg tea.KeyPressMsg) (cmd tea.Cmd, quit bool) {
 		case key.Matches(msg, keys.Report) && a.data.finished != nil && a.done.choosing == nil && a.done.busy == "":
 			return a.done.toggleReport(a.data.finished.Manifest), false
 		case key.Matches(msg, keys.NewRun) && a.done.choosing == nil:
+			// The ended run was shown; quitting from the picker must not
+			// report it again (nor its error as this exit's).
+			a.run = nil
 			a.screen = screenPicker
 			return a.picker.init(a.ctx), false
 		default:

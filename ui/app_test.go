@@ -338,6 +338,10 @@ func TestQuitAsksWhileRunning(t *testing.T) {
 	} else if _, quit := cmd().(tea.QuitMsg); !quit {
 		t.Errorf("the end of the run answered %T, want tea.QuitMsg", cmd())
 	}
+	// The command exits 130 on it, as on SIGINT.
+	if !tr.app.Outcome().Interrupted {
+		t.Error("quitting mid-run is not reported as an interruption")
+	}
 }
 
 func TestDoneViewSaysWhereAndSummarises(t *testing.T) {
@@ -381,8 +385,13 @@ func TestPickerStartsTheChosenRun(t *testing.T) {
 	a.Update(press("tab"))
 	a.Update(press("x"))
 	a.Update(press("enter"))
-	if a.screen != screenPicker || !strings.Contains(ansi.Strip(a.View().Content), `trials: "x" is not a whole number`) {
+	if a.screen != screenPicker || !strings.Contains(ansi.Strip(a.View().Content), `trials: "x" is not a count`) {
 		t.Fatalf("a bad count must be refused with a clear message:\n%s", ansi.Strip(a.View().Content))
+	}
+	a.picker.inputs[1].SetValue("-1") // not "the profile's count": that is an empty field
+	a.Update(press("enter"))
+	if a.screen != screenPicker || !strings.Contains(ansi.Strip(a.View().Content), `trials: "-1" is not a count`) {
+		t.Fatalf("a negative count must be refused:\n%s", ansi.Strip(a.View().Content))
 	}
 	a.picker.inputs[1].SetValue("2")
 	a.cfg.Base.OutDir = t.TempDir()
@@ -639,4 +648,24 @@ func TestPowerPanelDrawsWattsBaselineAndTrialEnergy(t *testing.T) {
 		}
 	}
 	checkFits(t, tr.app.View().Content, 100, 40)
+}
+
+// After a failed run, n opens the picker; quitting from there must not
+// report the old failure again (nor exit with its code).
+func TestNewRunAfterAFailureForgetsIt(t *testing.T) {
+	tr := newTestRun(t, "quick")
+	tr.app.run.err = errors.New("the server stopped answering")
+	tr.app.run.status = session.StatusFailed
+	close(tr.app.run.done)
+	tr.send(runEndedMsg{})
+	if !strings.Contains(tr.screen(), "Could not run: the server stopped answering") {
+		t.Fatalf("the failure is not on the done view:\n%s", tr.screen())
+	}
+	tr.send(press("n"))
+	if tr.app.screen != screenPicker {
+		t.Fatalf("n did not open the picker: screen %d", tr.app.screen)
+	}
+	if out := tr.app.Outcome(); out.Ran || out.Err != nil {
+		t.Errorf("quitting from the new picker reports the old run: %+v", out)
+	}
 }

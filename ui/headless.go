@@ -126,6 +126,10 @@ func WriteFinished(w io.Writer, arms []string, fin runner.Finished) {
 	if fin.Note != "" {
 		fmt.Fprintf(w, " (%s)", fin.Note)
 	}
+	if fin.SaveErr != "" {
+		fmt.Fprintf(w, "\nthe session is not saved in full: %s\n", fin.SaveErr)
+		return
+	}
 	fmt.Fprintf(w, "\nsaved %s\n", fin.Manifest)
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tokentop/tokentop/runner"
 	"github.com/tokentop/tokentop/session"
 )
 
@@ -59,5 +60,13 @@ func TestProgressLineShowsEnergyOnlyWhenMeasured(t *testing.T) {
 	r.JPerToken, r.EnergyQuality = 0.0123, "counter"
 	if line := ProgressLine(r, 1, 10); !strings.HasSuffix(line, "ok  0.0123 J/tok (counter)") {
 		t.Errorf("energy missing: %q", line)
+	}
+}
+
+func TestFinishedNeverSaysSavedWhenTheManifestFailed(t *testing.T) {
+	var buf bytes.Buffer
+	WriteFinished(&buf, nil, runner.Finished{Status: session.StatusComplete, Manifest: "/s/x.toml", SaveErr: "the final manifest could not be written (no space left on device)"})
+	if out := buf.String(); strings.Contains(out, "saved /s/x.toml") || !strings.Contains(out, "not saved in full: the final manifest could not be written (no space") {
+		t.Errorf("a failed final write printed:\n%s", out)
 	}
 }

@@ -215,8 +215,8 @@ func countField(name, value string) (int, error) {
 		return runner.NoOverride, nil
 	}
 	n, err := strconv.Atoi(value)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %q is not a whole number; type one, or leave it empty for the profile's count", name, value)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s: %q is not a count; type a whole number, 0 or more, or leave it empty for the profile's count", name, value)
 	}
 	return n, nil
 }

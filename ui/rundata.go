@@ -153,7 +153,7 @@ func (d *runData) addTrial(ev runner.TrialDone) {
 		d.lastEnergy = &rec
 	}
 	if rec.Status != session.StatusOK {
-		if !warmup {
+		if rec.Degraded() {
 			a.degraded++
 		}
 		d.event = fmt.Sprintf("%s trial %d (%s) %s: %s", rec.Arm, rec.Trial, rec.Phase, rec.Status, rec.Error)

@@ -55,7 +55,7 @@ type Sampling struct {
 // llama2.c's training data) unless s.IgnoreEOS, at the end of the context
 // (stop reason backends.StopTruncated), or when ctx ends.
 func (e *Engine) Generate(ctx context.Context, prompt []int, maxTokens int, s Sampling, emit func(token int)) (Generation, error) {
-	g := Generation{PromptTokens: len(prompt), StopReason: "length"}
+	g := Generation{PromptTokens: len(prompt)}
 	if len(prompt) == 0 {
 		return g, errors.New("empty prompt: it needs at least the BOS token")
 	}
@@ -100,5 +100,8 @@ func (e *Engine) Generate(ctx context.Context, prompt []int, maxTokens int, s Sa
 		logits = e.state.Forward(next, pos)
 	}
 	g.Decode = time.Since(decodeStart)
+	if g.StopReason == "" { // the loop ran to max_tokens; a canceled one returned above, with no reason
+		g.StopReason = "length"
+	}
 	return g, nil
 }

@@ -83,3 +83,28 @@ func TestGGUFReproducesLlama2c(t *testing.T) {
 		}
 	}
 }
+
+// A generation canceled midway has no stop reason: it neither reached
+// max_tokens ("length") nor the end of a sequence.
+func TestCanceledGenerationHasNoStopReason(t *testing.T) {
+	m, err := Load(DefaultModel, "f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine(m, 1)
+	defer e.Close()
+	ids := m.Tokenizer.Encode("Once upon a time", true)
+	ctx, cancel := context.WithCancel(context.Background())
+	emitted := 0
+	g, err := e.Generate(ctx, ids, 64, Sampling{IgnoreEOS: true}, func(int) {
+		if emitted++; emitted == 22 {
+			cancel()
+		}
+	})
+	if err == nil || len(g.Tokens) != 22 || g.StopReason != "" {
+		t.Errorf("canceled after 22 of 64 tokens: err %v, %d tokens, stop reason %q", err, len(g.Tokens), g.StopReason)
+	}
+	if g, err = e.Generate(context.Background(), ids, 8, Sampling{IgnoreEOS: true}, func(int) {}); err != nil || g.StopReason != "length" {
+		t.Errorf("a full generation: err %v, stop reason %q; want length", err, g.StopReason)
+	}
+}

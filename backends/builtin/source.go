@@ -128,6 +128,9 @@ func loadFile(path string) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model file: %w", err)
 	}
+	if info.IsDir() {
+		return nil, fmt.Errorf("model file %s is a folder; name the checkpoint in it (a llama2.c .bin with tokenizer.bin beside it, or a .gguf file)", path)
+	}
 	if err := checkMemory(path, info.Size()); err != nil {
 		return nil, err
 	}
