@@ -28,7 +28,7 @@ const lengthMetric = "output_tokens"
 
 // perTokenMetrics lead the verdicts when output lengths differ: they do
 // not grow with the length.
-var perTokenMetrics = []string{"tpot_ms", "itl_mean_ms"}
+var perTokenMetrics = []string{"tpot_ms", "itl_mean_ms", "itl_cv"}
 
 // ABTest is one metric of one column against its baseline column.
 type ABTest struct {
@@ -263,6 +263,10 @@ func (c *Comparison) VerdictLines() []VerdictLine {
 	labels, _ := ShortLabels(c.Columns)
 	var lines []VerdictLine
 	for col := range c.Columns {
+		if d := c.Columns[col].Differences; len(d) > 0 {
+			lines = append(lines, VerdictLine{Text: fmt.Sprintf("%s vs %s: the sessions were set up differently (%s), so the verdicts below measure that as well",
+				labels[col], labels[c.Columns[col].Baseline], strings.Join(d, "; "))})
+		}
 		differ := false
 		for i := range c.Lengths {
 			if t := &c.Lengths[i]; t.Column == col && t.LengthsDiffer() {

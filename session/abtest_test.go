@@ -355,3 +355,38 @@ func TestSignificantVerdictWhoseMediansOverlapSaysWhatTheTestFound(t *testing.T)
 		t.Errorf("an interval against the test's direction: %s", v)
 	}
 }
+
+// Sessions set up differently (a bigger model writing fewer tokens) are
+// compared with a warning in the table and a note before the verdicts:
+// "+4468% slower" alone would read as a regression of the same setup.
+func TestMismatchedSetupsAreSaidInTheTableAndTheVerdicts(t *testing.T) {
+	manifest := func(model string, maxTokens int, temperature float64) *Manifest {
+		return &Manifest{Status: StatusComplete, Backend: BackendInfo{Kind: "builtin", ModelActual: model},
+			Profile: ProfileInfo{MaxTokens: maxTokens, Prompts: []string{"Once upon a time"}},
+			Arms:    []ArmInfo{{Name: "greedy", Temperature: temperature}}}
+	}
+	var recs []Record
+	for i := range 20 {
+		recs = append(recs, record("greedy", i+1, PhaseTimed, StatusOK, 100+float64(i)))
+	}
+	a := &Session{Path: "/s/A.toml", Manifest: manifest("stories260K", 128, 0), Records: recs}
+	b := &Session{Path: "/s/B.toml", Manifest: manifest("stories15M", 64, 0.8), Records: recs}
+	c, err := Compare([]Ref{{Path: a.Path}, {Path: b.Path}}, []*Session{a, b}, []string{"e2e_ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "model stories260K vs stories15M; max_tokens 128 vs 64; sampling of greedy (greedy vs temperature 0.8)"
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "A and B were set up differently ("+want+")") {
+		t.Errorf("warnings %q", c.Warnings)
+	}
+	c.RunTests(TestOptions{Resamples: 100, Seed: 1})
+	lines := c.VerdictLines()
+	if len(lines) < 2 || lines[0].Test != nil || !strings.Contains(lines[0].Text, "B#greedy vs A#greedy: the sessions were set up differently ("+want+")") {
+		t.Errorf("verdict lines %+v", lines)
+	}
+	// The same setup twice: nothing to warn about.
+	c, _ = Compare([]Ref{{Path: a.Path}, {Path: "/s/A2.toml"}}, []*Session{a, {Path: "/s/A2.toml", Manifest: a.Manifest, Records: recs}}, []string{"e2e_ms"})
+	if len(c.Warnings) != 0 || c.Columns[1].Differences != nil {
+		t.Errorf("identical setups warned: %q", c.Warnings)
+	}
+}

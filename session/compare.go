@@ -48,6 +48,10 @@ type Column struct {
 	health ArmSummary
 	// Baseline is the index of the column this one is compared against.
 	Baseline int
+	// Differences are how this column's session was set up unlike its
+	// baseline's (ConfigDifferences); empty within one session.
+	Differences []string
+	manifest    *Manifest
 }
 
 // Values are the column's counted values of metric m.
@@ -101,7 +105,7 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 		}
 		for _, arm := range arms {
 			stem := strings.TrimSuffix(filepath.Base(ref.Path), ".toml")
-			col := Column{Label: stem + "#" + arm, Session: stem, Arm: arm, records: Counted(groups[arm]), Baseline: -1}
+			col := Column{Label: stem + "#" + arm, Session: stem, Arm: arm, records: Counted(groups[arm]), Baseline: -1, manifest: s.Manifest}
 			health(groups[arm], &col.health)
 			c.Columns = append(c.Columns, col)
 		}
@@ -117,6 +121,20 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 				c.Columns[i].Baseline = j
 				break
 			}
+		}
+	}
+	labels, _ := ShortLabels(c.Columns)
+	warned := map[string]bool{}
+	for i := range c.Columns {
+		col, base := &c.Columns[i], c.Columns[c.Columns[i].Baseline]
+		if col.Session == base.Session {
+			continue
+		}
+		col.Differences = ConfigDifferences(base.manifest, col.manifest)
+		if pair := base.Session + " " + col.Session; len(col.Differences) > 0 && !warned[pair] {
+			warned[pair] = true
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s and %s were set up differently (%s): their deltas and verdicts measure that too",
+				sessionLetter(labels[col.Baseline]), sessionLetter(labels[i]), strings.Join(col.Differences, "; ")))
 		}
 	}
 	if len(metricNames) == 0 {
@@ -272,6 +290,12 @@ func metricList() []string {
 		names = append(names, m.Name)
 	}
 	return names
+}
+
+// sessionLetter is the session part of a short label ("B" of "B#greedy").
+func sessionLetter(label string) string {
+	letter, _, _ := strings.Cut(label, "#")
+	return letter
 }
 
 // ShortLabels names the columns by arm when they all come from one

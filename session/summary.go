@@ -27,6 +27,12 @@ var Metrics = []Metric{
 	latency("ttft_ms", "TTFT", func(r *Record) float64 { return r.TTFTMs }),
 	latency("tpot_ms", "TPOT", func(r *Record) float64 { return r.TPOTMs }),
 	latency("itl_mean_ms", "ITL", func(r *Record) float64 { return r.ITLMeanMs }),
+	// A trial's longest gap between tokens and how much its gaps vary:
+	// sampling raises these far more than the mean gap (the classic
+	// greedy-vs-sampling finding).
+	latency("itl_max_ms", "ITL max", func(r *Record) float64 { return r.ITLMaxMs }),
+	{Name: "itl_cv", Label: "ITL CV", More: "is less steady", Less: "is steadier",
+		Value: func(r *Record) float64 { return r.ITLCV }},
 	{Name: "output_tokens", Label: "output tokens", More: "writes more tokens", Less: "writes fewer tokens",
 		Value: func(r *Record) float64 {
 			if r.OutputTokens < 0 {
