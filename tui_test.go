@@ -91,7 +91,7 @@ func driveDashboard(t *testing.T, bin string, w, h int, noColor bool) {
 	term.keys("Enter")
 
 	screen := term.waitFor(fmt.Sprintf("/%d timed", trials), 20*time.Second)
-	for _, want := range []string{"tokentop quick · builtin · stories260K", "e2e ms", "mean e2e ms ±95% CI", "power ·", "no NVIDIA GPU", "stats", "p pause/resume"} {
+	for _, want := range []string{"tokentop quick · builtin · stories260K", "e2e ms", "mean e2e ms ±95% CI", "power ·", "no NVIDIA GPU", "stats", "p pause", "q quit"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("%q is not on the dashboard:\n%s", want, screen)
 		}
@@ -119,7 +119,7 @@ func driveDashboard(t *testing.T, bin string, w, h int, noColor bool) {
 
 	screen = term.waitFor("Run complete", 60*time.Second)
 	sessions := filepath.Join(data, "tokentop", "sessions")
-	for _, want := range []string{"saved in " + sessions, "greedy", "median e2e"} {
+	for _, want := range []string{"Run complete · saved", sessions, "greedy", "e2e ms", "r report"} {
 		if !strings.Contains(unboxed(screen), want) {
 			t.Errorf("%q is not on the done view:\n%s", want, screen)
 		}

@@ -199,6 +199,12 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	if opts.CIStatistic != "" {
 		p.Stop.Statistic = opts.CIStatistic
 	}
+	// A --trials below the profile's own rule's minimum asks for a short
+	// fixed run: the rule could never act, so it is off, not an error.
+	// A rule asked for on the command line is still checked.
+	if opts.Trials != NoOverride && opts.UntilCI == 0 && opts.CIStatistic == "" && p.Stop.Enabled() && p.Stop.Effective().MinTrials > p.Trials {
+		p.Stop = profiles.Stop{}
+	}
 	var stopErrs []error
 	p.Stop.Check(p.Trials, func(key, msg string) {
 		stopErrs = append(stopErrs, fmt.Errorf("stop rule %s: %s (from --until-ci, --ci-statistic or the profile's [stop])", key, msg))

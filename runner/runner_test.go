@@ -301,7 +301,7 @@ func TestResolve(t *testing.T) {
 	p, _ := profiles.Find("greedy-vs-sampling")
 	base := Options{Backend: "ollama", OutDir: t.TempDir(), Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride}
 	plan, err := Resolve(p, base)
-	if err != nil || plan.Model != "gemma3:270m" || plan.Config.URL != "http://127.0.0.1:11434" || plan.Profile.Trials != 30 {
+	if err != nil || plan.Model != "gemma3:270m" || plan.Config.URL != "http://127.0.0.1:11434" || plan.Profile.Trials != 1500 || plan.Stop == nil {
 		t.Fatalf("%+v %v", plan, err)
 	}
 	hash := plan.ConfigHash()
@@ -309,9 +309,15 @@ func TestResolve(t *testing.T) {
 		t.Error("config hash not stable")
 	}
 	o := base
-	o.Trials, o.Warmup = 7, 0
-	if changed, _ := Resolve(p, o); changed.ConfigHash() == hash || changed.Profile.Trials != 7 || changed.Profile.Warmup != 0 || p.Trials != 30 {
+	o.Trials, o.Warmup = 70, 0
+	if changed, _ := Resolve(p, o); changed.ConfigHash() == hash || changed.Profile.Trials != 70 || changed.Profile.Warmup != 0 || p.Trials != 1500 {
 		t.Error("overrides not applied, or the profile was changed")
+	}
+	// --trials below the profile's stop rule's minimum is a short fixed
+	// run: the rule is off, not an error.
+	o.Trials = 10
+	if short, err := Resolve(p, o); err != nil || short.Profile.Stop.Enabled() || short.Stop != (TrialCap{N: 10}) {
+		t.Errorf("--trials 10 on a profile whose rule needs 30: %v, stop %+v", err, short)
 	}
 	t.Setenv("MY_KEY", "sk-secret")
 	o = base

@@ -61,6 +61,32 @@ type ABTest struct {
 // location after the correction.
 func (t *ABTest) Significant() bool { return t.PAdjusted < Alpha }
 
+// Better reports whether a significant difference is for the better:
+// lower latency or spread, higher throughput. Meaningless when the
+// difference is not significant.
+func (t *ABTest) Better() bool { return (t.CliffsDelta < 0) != t.Metric.HigherIsBetter }
+
+// Direction is the word a significant difference earns: the metric's
+// More or Less without its verb ("slower", "steadier").
+func (t *ABTest) Direction() string { return strings.TrimPrefix(t.moreOrLess(), "is ") }
+
+// moreOrLess is the metric's More or Less, as the difference goes.
+func (t *ABTest) moreOrLess() string {
+	if t.CliffsDelta < 0 {
+		return t.Metric.Less
+	}
+	return t.Metric.More
+}
+
+// Change is the median's change against the baseline with its 95%
+// interval, "+37.4% [+35.1%, +39.8%]"; short leaves the interval out.
+func (t *ABTest) Change(short bool) string {
+	if short {
+		return percentChange(t.MedianRatio.Value)
+	}
+	return ratioPercent(t.MedianRatio)
+}
+
 // SpreadSignificant reports whether the spreads differ after the
 // correction.
 func (t *ABTest) SpreadSignificant() bool { return t.SpreadPAdjusted < Alpha }
@@ -179,10 +205,7 @@ func (t *ABTest) Verdict(labels []string) string {
 		return fmt.Sprintf("%s vs %s: no significant difference in %s (%s, %s); to detect a 2%% change you need ~%d trials per arm",
 			b, a, t.Metric.Label, change, formatP(t.PAdjusted), t.TrialsToDetect)
 	}
-	word := t.Metric.More
-	if t.CliffsDelta < 0 {
-		word = t.Metric.Less
-	}
+	word := t.moreOrLess()
 	// Mann-Whitney judges the whole distributions, not the medians: with
 	// two modes the medians' interval can span no change (or worse) while
 	// one side is plainly slower. Then say what the test found, in its
@@ -342,16 +365,18 @@ func (c *Comparison) SpreadVerdicts() []string {
 // "+37.4% [+35.1%, +39.8%]", or without one when the values are too few
 // for it (metrics.MinIntervalN).
 func ratioPercent(e metrics.Estimate) string {
-	pct := func(r float64) string {
-		if d := FormatDelta((r - 1) * 100); d != "" {
-			return d
-		}
-		return "?"
-	}
 	if math.IsNaN(e.Lo) || math.IsNaN(e.Hi) {
-		return pct(e.Value) + " (too few values for an interval)"
+		return percentChange(e.Value) + " (too few values for an interval)"
 	}
-	return fmt.Sprintf("%s [%s, %s]", pct(e.Value), pct(e.Lo), pct(e.Hi))
+	return fmt.Sprintf("%s [%s, %s]", percentChange(e.Value), percentChange(e.Lo), percentChange(e.Hi))
+}
+
+// percentChange prints a ratio as a signed percent change, "+37.4%".
+func percentChange(ratio float64) string {
+	if d := FormatDelta((ratio - 1) * 100); d != "" {
+		return d
+	}
+	return "?"
 }
 
 // formatEstimate prints "0.113 [0.090, 0.131]", or says there are too

@@ -26,7 +26,7 @@ var Metrics = []Metric{
 	latency("e2e_ms", "e2e", func(r *Record) float64 { return r.E2EMs }),
 	latency("ttft_ms", "TTFT", func(r *Record) float64 { return r.TTFTMs }),
 	latency("tpot_ms", "TPOT", func(r *Record) float64 { return r.TPOTMs }),
-	latency("itl_mean_ms", "ITL", func(r *Record) float64 { return r.ITLMeanMs }),
+	latency("itl_mean_ms", "ITL mean", func(r *Record) float64 { return r.ITLMeanMs }),
 	// A trial's longest gap between tokens and how much its gaps vary:
 	// sampling raises these far more than the mean gap (the classic
 	// greedy-vs-sampling finding).

@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -155,6 +156,8 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, a.run.next() // drawn on the next tick
 	case baselinesMsg:
 		a.done.showBaselines(msg)
+	case verdictsMsg:
+		a.done.showVerdicts(msg)
 	case compareLoadedMsg:
 		a.done.busy = ""
 		a.cmp = newCompareView(msg.refs, msg.sessions, msg.err)
@@ -170,8 +173,9 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return a, tea.Quit
 		}
 		a.confirm = false
-		a.done = newDoneView(a.data, a.run.status, a.run.err)
+		a.done = newDoneView(a.data, a.dash, a.run.status, a.run.err)
 		a.screen = screenDone
+		cmd = a.done.init()
 	case tea.KeyPressMsg:
 		var quit bool
 		cmd, quit = a.key(msg)
@@ -241,20 +245,14 @@ func (a *App) key(msg tea.KeyPressMsg) (cmd tea.Cmd, quit bool) {
 			a.dash.update(msg)
 		}
 	case screenDone:
-		switch {
-		case key.Matches(msg, keys.Compare) && a.data.finished != nil && a.done.choosing == nil && a.done.busy == "":
-			return a.done.listBaselines(a.data.finished.Manifest), false
-		case key.Matches(msg, keys.Report) && a.data.finished != nil && a.done.choosing == nil && a.done.busy == "":
-			return a.done.toggleReport(a.data.finished.Manifest), false
-		case key.Matches(msg, keys.NewRun) && a.done.choosing == nil:
+		if key.Matches(msg, keys.NewRun) && a.done.mode == doneResults {
 			// The ended run was shown; quitting from the picker must not
 			// report it again (nor its error as this exit's).
 			a.run = nil
 			a.screen = screenPicker
 			return a.picker.init(a.ctx), false
-		default:
-			return a.done.update(msg), false
 		}
+		return a.done.key(msg), false
 	case screenCompare:
 		if key.Matches(msg, keys.Back) && a.done != nil {
 			a.screen = screenDone
@@ -337,18 +335,20 @@ func (a *App) bindings() bindings {
 	case screenRun:
 		short = []key.Binding{keys.Pause, keys.Stop, keys.Metric, keys.Chart, keys.NextPanel, keys.Zoom}
 	case screenDone:
-		short = []key.Binding{keys.Compare, keys.Report, keys.NewRun}
+		short = a.done.bindings()
 	case screenCompare:
 		short = []key.Binding{keys.Metric}
 		if a.done != nil {
 			short = append(short, keys.Back)
 		}
 	}
-	short = append(short, keys.Help, keys.Quit)
-	full := [][]key.Binding{short}
+	// ? is offered only where the full help says more than the line.
+	full := [][]key.Binding{slices.Concat(short, []key.Binding{keys.Quit})}
 	if a.screen == screenRun {
+		short = append(short, keys.Help)
 		full = [][]key.Binding{{keys.Pause, keys.Stop}, {keys.Metric, keys.Chart}, {keys.NextPanel, keys.PrevPanel, keys.Zoom}, {keys.Help, keys.Quit}}
 	}
+	short = append(short, keys.Quit)
 	return bindings{short: short, full: full}
 }
 

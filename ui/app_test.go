@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -78,7 +77,7 @@ func syntheticRun(arms []string, warmup, trials int) []runner.Event {
 				rec.Phase = session.PhaseWarmup
 			}
 			rec.Timings = metrics.Timings{TTFTMs: 1 + float64(round%3)*0.5, E2EMs: e2e, TPOTMs: e2e / 64, ITLMeanMs: e2e / 64,
-				OutputTPS: 64 / (e2e / 1000), ITLP50Ms: math.NaN()}
+				OutputTPS: 64 / (e2e / 1000), ITLP50Ms: math.NaN(), ITLMaxMs: e2e / 40, ITLCV: 0.2 + float64((round*5+i)%7)/50}
 			var point metrics.Point
 			if rec.Counted() {
 				point = series[i].Add(e2e)
@@ -344,22 +343,78 @@ func TestQuitAsksWhileRunning(t *testing.T) {
 	}
 }
 
-func TestDoneViewSaysWhereAndSummarises(t *testing.T) {
+// The results screen keeps the run's panels and puts the verdicts of the
+// arms against the first at the top, at every size.
+func TestDoneViewKeepsThePicturesAndGivesTheAnswer(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {200, 60}} {
+		tr := newTestRun(t, "greedy-vs-sampling")
+		tr.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		events := syntheticRun([]string{"greedy", "temp-0.8"}, 2, 40)
+		fin := finished(events, session.StatusComplete)
+		fin.Manifest = writeSession(t, t.TempDir(), "A", 0)
+		tr.send(eventsMsg(append(events, fin)))
+		close(tr.app.run.done)
+		_, test := tr.app.Update(runEndedMsg{})
+		screen := tr.screen()
+		if test == nil || !strings.Contains(screen, "computing the verdicts") {
+			t.Fatalf("%v: the verdicts must be a command, said while it runs:\n%s", size, screen)
+		}
+		tr.send(test())
+		screen = tr.screen()
+		for _, want := range []string{"✓ Run complete · saved", filepath.Base(fin.Manifest), "verdicts · each arm against greedy (the baseline)",
+			"e2e", "TTFT", "ITL mean", "ITL max", "ITL CV", "✗ slower +", "n.s. ", // the synthetic temp-0.8 is slower in e2e
+			"e2e ms", "mean e2e ms ±95% CI", "power ·", "c compare", "r report", "q quit"} {
+			if !strings.Contains(screen, want) {
+				t.Errorf("%v: %q missing from the done view:\n%s", size, want, screen)
+			}
+		}
+		if size[1] == 60 && !strings.Contains(screen, "stats ·") {
+			t.Errorf("200×60 has room for the stats table:\n%s", screen)
+		}
+		checkFits(t, tr.app.View().Content, size[0], size[1])
+	}
+}
+
+func TestDoneViewShowsTheRepeatabilityReport(t *testing.T) {
 	tr := newTestRun(t, "greedy-vs-sampling")
-	events := syntheticRun([]string{"greedy", "temp-0.8"}, 2, 20)
+	events := syntheticRun([]string{"greedy", "temp-0.8"}, 0, 5)
 	fin := finished(events, session.StatusComplete)
+	fin.Manifest = writeSession(t, t.TempDir(), "A", 0)
 	tr.send(eventsMsg(append(events, fin)))
 	close(tr.app.run.done)
 	tr.send(runEndedMsg{})
+	_, compute := tr.app.Update(press("r"))
+	if compute == nil || !strings.Contains(tr.screen(), "computing the repeatability report") {
+		t.Fatalf("r should hand the report to a command:\n%s", tr.screen())
+	}
+	tr.send(compute())
 	screen := tr.screen()
-	e2e := fin.Summary["temp-0.8"].Metrics["e2e_ms"]
-	for _, want := range []string{"Run complete", "saved in /sessions", "s.toml", "s.trials.csv",
-		fmt.Sprintf("%s [%s, %s]", formatMs(e2e.Median), formatMs(e2e.MedianCILo), formatMs(e2e.MedianCIHi)), "c compare with"} {
-		if !strings.Contains(screen, want) {
-			t.Errorf("%q missing from the done view:\n%s", want, screen)
+	if !strings.Contains(screen, "repeatability report") || !strings.Contains(screen, "greedy: 40 timed trials (+0 warmup)") || !strings.Contains(screen, "outliers") {
+		t.Fatalf("report missing:\n%s", screen)
+	}
+	for _, key := range []string{"↑/↓ scroll", "r results", "c compare", "esc back"} {
+		if !strings.Contains(screen, key) {
+			t.Errorf("the report's keys lack %q:\n%s", key, screen)
 		}
 	}
 	checkFits(t, tr.app.View().Content, 80, 24)
+	tr.send(press("j"), press("j"))
+	if scrolled := tr.screen(); scrolled == screen {
+		t.Errorf("↓ did not scroll the report")
+	}
+	// c opens the chooser in the report's place, never below it.
+	tr.sendAndRun(press("c"))
+	if screen := tr.screen(); !strings.Contains(screen, "this session's arms against each other") || !strings.Contains(screen, "enter compare") {
+		t.Fatalf("c from the scrolled report must show the chooser:\n%s", screen)
+	}
+	tr.send(press("esc"))
+	if _, again := tr.app.Update(press("r")); again != nil || !strings.Contains(tr.screen(), "repeatability report") {
+		t.Errorf("r again should show the report without recomputing:\n%s", tr.screen())
+	}
+	tr.send(press("esc"))
+	if !strings.Contains(tr.screen(), "e2e ms") {
+		t.Errorf("esc should go back to the results:\n%s", tr.screen())
+	}
 }
 
 func TestPickerStartsTheChosenRun(t *testing.T) {
@@ -436,6 +491,11 @@ func applyFilterResults(a *App, cmd tea.Cmd) {
 func TestDoneOffersComparisonsAndOpensTheCompareScreen(t *testing.T) {
 	dir := t.TempDir()
 	older := writeSession(t, dir, "A", 0)
+	unlike, err := session.Create(dir, &session.Manifest{ID: "C", CreatedAt: testStart, Profile: session.ProfileInfo{MaxTokens: 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlike.Close()
 	newer := writeSession(t, dir, "B", 5)
 	tr := newTestRun(t, "greedy-vs-sampling")
 	events := syntheticRun([]string{"greedy", "temp-0.8"}, 0, 5)
@@ -448,6 +508,11 @@ func TestDoneOffersComparisonsAndOpensTheCompareScreen(t *testing.T) {
 	screen := tr.screen()
 	if !strings.Contains(screen, "this session's arms against each other") || !strings.Contains(screen, "baseline "+filepath.Base(older)) {
 		t.Fatalf("the chooser does not offer the arms and the older session:\n%s", screen)
+	}
+	// A session set up differently comes after the alike ones, marked
+	// with how it differs; newer though it is.
+	if at, unlike := strings.Index(screen, filepath.Base(older)), strings.Index(screen, "≠ set up differently: max_tokens 64 vs 0"); unlike < 0 || unlike < at {
+		t.Fatalf("the differently set up session is not listed last and marked:\n%s", screen)
 	}
 	tr.send(press("j"))
 	// Loading is a command: Update only says so and returns at once.
@@ -482,33 +547,6 @@ func TestDoneOffersComparisonsAndOpensTheCompareScreen(t *testing.T) {
 	}
 	if !strings.Contains(screen, "temp-0.8 is slower than greedy: median e2e +") {
 		t.Errorf("no verdict under the table:\n%s", screen)
-	}
-}
-
-func TestDoneViewShowsTheRepeatabilityReport(t *testing.T) {
-	tr := newTestRun(t, "greedy-vs-sampling")
-	events := syntheticRun([]string{"greedy", "temp-0.8"}, 0, 5)
-	fin := finished(events, session.StatusComplete)
-	fin.Manifest = writeSession(t, t.TempDir(), "A", 0)
-	tr.send(eventsMsg(append(events, fin)))
-	close(tr.app.run.done)
-	tr.send(runEndedMsg{})
-	_, compute := tr.app.Update(press("r"))
-	if compute == nil || !strings.Contains(tr.screen(), "computing the repeatability report") {
-		t.Fatalf("r should hand the report to a command:\n%s", tr.screen())
-	}
-	tr.send(compute())
-	screen := tr.screen()
-	if !strings.Contains(screen, "Repeatability report") || !strings.Contains(screen, "greedy: 40 timed trials (+0 warmup)") || !strings.Contains(screen, "outliers") {
-		t.Fatalf("report missing:\n%s", screen)
-	}
-	checkFits(t, tr.app.View().Content, 80, 24)
-	tr.send(press("j"), press("j"))
-	if scrolled := tr.screen(); scrolled == screen {
-		t.Errorf("↓ did not scroll the report")
-	}
-	if _, again := tr.app.Update(press("r")); again != nil || !strings.Contains(tr.screen(), "median e2e [95% CI]") {
-		t.Errorf("r again should show the summary without recomputing:\n%s", tr.screen())
 	}
 }
 

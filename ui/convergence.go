@@ -8,6 +8,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/guptarohit/asciigraph"
 )
@@ -45,9 +46,23 @@ func renderConvergence(arms []*armData, tol float64, showCV bool, w, h int) stri
 	}
 	legend := convergenceLegend(arms, tol)
 	graphRows := h - len(legend) - 1 // one row for the ▲ markers
+	if graphRows < 3 && len(arms) > 1 {
+		// Short panels keep the chart: the legend shrinks to one line that
+		// still ties each glyph to its arm.
+		var names []string
+		for _, a := range arms {
+			names = append(names, armStyle(a.index).Render(armPalette[a.index%len(armPalette)].glyph+" "+a.name))
+		}
+		if short := strings.Join(names, "  "); lipgloss.Width(short) <= w {
+			legend, graphRows = []string{short}, h-2
+		}
+	}
 	if maxN < 2 || graphRows < 2 {
-		msg := styleDim.Render("needs 2 timed trials per arm")
-		return msg + "\n" + strings.Join(legend, "\n")
+		msg := "needs 2 timed trials per arm"
+		if maxN >= 2 {
+			msg = "too short for the chart: z zooms this panel"
+		}
+		return styleDim.Render(msg) + "\n" + strings.Join(legend, "\n")
 	}
 	const labelW = 9 // a 7-cell label, fixed so the panel never jitters, plus asciigraph's margins
 	cols := min(maxN, w-labelW-1)

@@ -97,14 +97,23 @@ func (d *dashboard) body(w, h int) string {
 		bottom := sideBySide(d.panel(panelPower, powerW, bottomH), d.panel(panelStats, w-powerW, bottomH))
 		return top + "\n" + bottom
 	}
-	// Short terminals take rows from the stats, then the power panel.
-	topH := min(h, max(3, h-statsH-powerH))
+	// Short terminals take rows from the stats, then the power panel, so
+	// the charts keep at least half; a box too short to show a line of
+	// its own goes, its rows to the charts.
+	topH := min(h, max(h/2, h-statsH-powerH))
 	powerH = min(powerH, h-topH)
+	statsH = h - topH - powerH
+	if statsH < 4 { // the header and one arm at least
+		topH, statsH = topH+statsH, 0
+	}
+	if powerH < 3 {
+		topH, powerH = topH+powerH, 0
+	}
 	rows := []string{d.topRow(w, topH)}
 	if powerH > 0 {
 		rows = append(rows, d.panel(panelPower, w, powerH))
 	}
-	if statsH = h - topH - powerH; statsH > 0 {
+	if statsH > 0 {
 		rows = append(rows, d.panel(panelStats, w, statsH))
 	}
 	return strings.Join(rows, "\n")
@@ -115,10 +124,15 @@ func (d *dashboard) topRow(w, h int) string {
 	return sideBySide(d.panel(panelHistogram, left, h), d.panel(panelConvergence, w-left, h))
 }
 
-// panel draws one panel in its box.
+// panel draws one panel in its box; the focused one's title starts with
+// ▸, so focus shows without colour too.
 func (d *dashboard) panel(p panel, w, h int) string {
 	m := d.panels[p]
-	return box(m.title(), m.view(d.data, w-2, h-2), w, h, p == d.focus)
+	title := m.title()
+	if p == d.focus {
+		title = "▸ " + title
+	}
+	return box(title, m.view(d.data, w-2, h-2), w, h, p == d.focus)
 }
 
 // header is the title line and one progress line per arm.

@@ -9,25 +9,49 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/ansi"
+	"charm.land/lipgloss/v2"
 
 	"github.com/tokentop/tokentop/session"
 )
 
-// doneView says where the session was saved, summarises each arm, and
-// offers the baselines to compare it with. Listing and loading sessions
-// is file I/O, so it runs as commands, never inside Update.
+// doneView is the results screen: what became of the run, the verdicts of
+// its arms against the first, and under them the dashboard's own panels
+// over the final data (the live charts and the final ones are one code).
+// r and c open the report and the chooser in place of the panels, so
+// neither ever opens out of sight. Loading and testing sessions is file
+// I/O and arithmetic, so it runs as commands, never inside Update.
 type doneView struct {
-	data     *runData
-	status   string
-	err      error
-	choosing *baselineChooser
-	busy     string // what a command is doing for the view, shown until it answers
-	// report is the session's repeatability report once computed; r
-	// shows it in place of the summary.
+	data   *runData
+	dash   *dashboard
+	status string
+	err    error
+	mode   doneMode
+	busy   string // what a command is doing for the view, shown until it answers
+	// verdicts are the session's arms against its first, once tested.
+	verdicts   *session.Comparison
+	verdictErr error
 	report     []string
-	showReport bool
 	scroll     int
+	chooser    *baselineChooser
+}
+
+type doneMode int
+
+const (
+	doneResults doneMode = iota
+	doneReport
+	doneChooser
+)
+
+// verdictMetrics are the done view's verdicts: the greedy-vs-sampling
+// study's questions (does sampling cost latency, and how much does the
+// gap between tokens jump about).
+var verdictMetrics = []string{"e2e_ms", "ttft_ms", "itl_mean_ms", "itl_max_ms", "itl_cv"}
+
+// verdictsMsg carries the arms' tests, computed off the UI's path.
+type verdictsMsg struct {
+	cmp *session.Comparison
+	err error
 }
 
 // reportMsg carries the repeatability report, computed off the UI's path.
@@ -36,32 +60,9 @@ type reportMsg struct {
 	err   error
 }
 
-// toggleReport shows or hides the report, computing it the first time.
-func (d *doneView) toggleReport(manifest string) tea.Cmd {
-	d.showReport = !d.showReport
-	if !d.showReport || d.report != nil {
-		return nil
-	}
-	d.busy = "computing the repeatability report…"
-	return func() tea.Msg {
-		s, err := session.Load(manifest)
-		if err != nil {
-			return reportMsg{err: err}
-		}
-		return reportMsg{lines: session.BuildReport(s, session.DefaultTestOptions).Lines("", "  ")}
-	}
-}
-
-func (d *doneView) setReport(msg reportMsg) {
-	d.busy = ""
-	d.report = msg.lines
-	if msg.err != nil {
-		d.report = []string{styleBad.Render("No report: " + msg.err.Error())}
-	}
-}
-
 // baselineChooser lists what the finished session can be compared with:
-// its own arms against each other, then earlier sessions, newest first.
+// its own arms against each other, then earlier sessions set up alike,
+// then the rest, marked with how they differ.
 type baselineChooser struct {
 	options []baselineOption
 	cursor  int
@@ -69,7 +70,10 @@ type baselineChooser struct {
 
 type baselineOption struct {
 	label string
-	refs  []session.Ref
+	// differs says how the session was set up unlike this one; empty when
+	// alike.
+	differs string
+	refs    []session.Ref
 }
 
 // baselinesMsg carries the chooser's options, listed off the UI's path.
@@ -82,8 +86,100 @@ type compareLoadedMsg struct {
 	err      error
 }
 
-func newDoneView(data *runData, status string, err error) *doneView {
-	return &doneView{data: data, status: status, err: err}
+func newDoneView(data *runData, dash *dashboard, status string, err error) *doneView {
+	return &doneView{data: data, dash: dash, status: status, err: err}
+}
+
+// init tests every arm against the first when the run saved more than one.
+func (d *doneView) init() tea.Cmd {
+	fin := d.data.finished
+	if fin == nil || fin.SaveErr != "" || len(d.data.arms) < 2 {
+		return nil
+	}
+	var refs []session.Ref
+	for _, a := range d.data.arms {
+		refs = append(refs, session.Ref{Path: fin.Manifest, Arm: a.name})
+	}
+	return func() tea.Msg {
+		s, err := session.Load(fin.Manifest)
+		if err != nil {
+			return verdictsMsg{err: err}
+		}
+		sessions := make([]*session.Session, len(refs))
+		for i := range sessions {
+			sessions[i] = s
+		}
+		cmp, err := session.Compare(refs, sessions, verdictMetrics)
+		if err != nil {
+			return verdictsMsg{err: err}
+		}
+		cmp.RunTests(session.DefaultTestOptions)
+		return verdictsMsg{cmp: cmp}
+	}
+}
+
+func (d *doneView) showVerdicts(msg verdictsMsg) { d.verdicts, d.verdictErr = msg.cmp, msg.err }
+
+// saved reports whether the session's files are there to read.
+func (d *doneView) saved() bool { return d.data.finished != nil && d.data.finished.SaveErr == "" }
+
+// key handles a key of the done view; the root model has taken quit, help
+// and new run.
+func (d *doneView) key(msg tea.KeyPressMsg) tea.Cmd {
+	if d.busy != "" {
+		return nil
+	}
+	switch {
+	case key.Matches(msg, keys.Compare) && d.saved():
+		if d.chooser != nil {
+			d.mode = doneChooser
+			return nil
+		}
+		return d.listBaselines(d.data.finished.Manifest)
+	case key.Matches(msg, keys.Report) && d.saved():
+		if d.mode == doneReport {
+			d.mode = doneResults
+			return nil
+		}
+		d.mode = doneReport
+		if d.report != nil {
+			return nil
+		}
+		d.busy = "computing the repeatability report…"
+		manifest := d.data.finished.Manifest
+		return func() tea.Msg {
+			s, err := session.Load(manifest)
+			if err != nil {
+				return reportMsg{err: err}
+			}
+			return reportMsg{lines: session.BuildReport(s, session.DefaultTestOptions).Lines("", "  ")}
+		}
+	case key.Matches(msg, keys.Back):
+		d.mode = doneResults
+		return nil
+	}
+	switch d.mode {
+	case doneReport:
+		switch {
+		case key.Matches(msg, keys.Next):
+			d.scroll++ // clamped when drawn, where the height is known
+		case key.Matches(msg, keys.Prev):
+			d.scroll = max(0, d.scroll-1)
+		}
+	case doneChooser:
+		return d.choose(msg)
+	default:
+		d.dash.update(msg) // m, tab, z: the panels' own keys
+	}
+	return nil
+}
+
+func (d *doneView) setReport(msg reportMsg) {
+	d.busy = ""
+	d.report = msg.lines
+	if msg.err != nil {
+		d.report = []string{styleBad.Render("No report: " + msg.err.Error())}
+	}
 }
 
 // maxBaselines bounds the chooser to the most recent sessions.
@@ -91,7 +187,8 @@ const maxBaselines = 20
 
 // listBaselines lists the comparisons on offer for the session at
 // manifest: its arms (one ref per arm, so the first arm is every other's
-// baseline), then the other sessions of its folder, newest first.
+// baseline), then the other sessions of its folder, those set up alike
+// first, newest first within each.
 func (d *doneView) listBaselines(manifest string) tea.Cmd {
 	d.busy = "looking for sessions…"
 	var ownArms []session.Ref
@@ -100,6 +197,10 @@ func (d *doneView) listBaselines(manifest string) tea.Cmd {
 	}
 	return func() tea.Msg {
 		options := []baselineOption{{label: "this session's arms against each other", refs: ownArms}}
+		this, err := session.ReadManifest(manifest)
+		if err != nil {
+			return baselinesMsg{options}
+		}
 		others, _ := filepath.Glob(filepath.Join(filepath.Dir(manifest), "*.toml"))
 		modTime := map[string]int64{}
 		for _, o := range others {
@@ -108,43 +209,42 @@ func (d *doneView) listBaselines(manifest string) tea.Cmd {
 			}
 		}
 		sort.Slice(others, func(i, j int) bool { return modTime[others[i]] > modTime[others[j]] })
+		var alike, unlike []baselineOption
 		for _, o := range others {
-			if o != manifest && len(options) <= maxBaselines {
-				options = append(options, baselineOption{label: "baseline " + filepath.Base(o), refs: []session.Ref{{Path: o}, {Path: manifest}}})
+			if o == manifest || len(alike)+len(unlike) >= maxBaselines {
+				continue
 			}
+			m, err := session.ReadManifest(o)
+			if err != nil {
+				continue // not a session: nothing to offer
+			}
+			opt := baselineOption{label: "baseline " + filepath.Base(o), refs: []session.Ref{{Path: o}, {Path: manifest}}}
+			if diffs := session.ConfigDifferences(m, this); len(diffs) > 0 {
+				opt.differs = strings.Join(diffs, "; ")
+				unlike = append(unlike, opt)
+				continue
+			}
+			alike = append(alike, opt)
 		}
-		return baselinesMsg{options}
+		return baselinesMsg{append(append(options, alike...), unlike...)}
 	}
 }
 
 func (d *doneView) showBaselines(msg baselinesMsg) {
 	d.busy = ""
-	d.choosing = &baselineChooser{options: msg.options}
+	d.chooser = &baselineChooser{options: msg.options}
+	d.mode = doneChooser
 }
 
-// update moves through the chooser; picking one returns the command that
+// choose moves through the chooser; picking one returns the command that
 // loads it.
-func (d *doneView) update(msg tea.KeyPressMsg) tea.Cmd {
-	c := d.choosing
-	if c == nil && d.showReport {
-		switch {
-		case key.Matches(msg, keys.Next):
-			d.scroll++ // clamped when drawn, where the height is known
-		case key.Matches(msg, keys.Prev):
-			d.scroll = max(0, d.scroll-1)
-		}
-		return nil
-	}
-	if c == nil || d.busy != "" {
-		return nil
-	}
+func (d *doneView) choose(msg tea.KeyPressMsg) tea.Cmd {
+	c := d.chooser
 	switch {
 	case key.Matches(msg, keys.Next):
 		c.cursor = min(len(c.options)-1, c.cursor+1)
 	case key.Matches(msg, keys.Prev):
 		c.cursor = max(0, c.cursor-1)
-	case key.Matches(msg, keys.Back):
-		d.choosing = nil
 	case key.Matches(msg, keys.Start):
 		d.busy = "loading the sessions…"
 		refs := c.options[c.cursor].refs
@@ -164,99 +264,241 @@ func (d *doneView) update(msg tea.KeyPressMsg) tea.Cmd {
 	return nil
 }
 
-func (d *doneView) view(w, h int) string {
-	var lines []string
-	fin := d.data.finished
-	switch {
-	case fin != nil: // a run that a failure ended early has its files too
-		title := "Run " + fin.Status
-		if fin.Note != "" {
-			title += " (" + fin.Note + ")"
-		}
-		style := styleGood
-		if fin.Status != session.StatusComplete {
-			style = styleWarn
-		}
-		stem := strings.TrimSuffix(filepath.Base(fin.Manifest), ".toml")
-		// The title, like long paths below, wraps rather than lose its
-		// end: it says why the run stopped.
-		lines = append(lines, wrap(style.Render(title), w-2)...)
-		var names []string
-		for _, a := range d.data.arms {
-			names = append(names, a.name)
-		}
-		// The title already says the status; the arms' caveats follow it,
-		// a line each and a few at most, so the table stays in view (the
-		// report, r, lists them all).
-		caveats := session.ArmCaveats(names, fin.Summary)
-		shown := min(len(caveats), max(2, h/6))
-		for _, c := range caveats[:shown] {
-			lines = append(lines, styleWarn.Render(fit("⚠ "+c, w-2)))
-		}
-		if more := len(caveats) - shown; more > 0 {
-			lines = append(lines, styleWarn.Render(fmt.Sprintf("⚠ and %d more caveats: r shows the report", more)))
-		}
-		lines = append(lines, "", ansi.Hardwrap("saved in "+filepath.Dir(fin.Manifest), w-2, true),
-			"  "+stem+".toml", styleDim.Render("  "+stem+".trials.csv, .tokens.csv"), "")
-		if d.showReport && d.report != nil {
-			lines = append(lines, styleBold.Render("Repeatability report")+styleDim.Render(" · ↑/↓ scroll · r summary"))
-			var wrapped []string
-			for _, l := range d.report {
-				wrapped = append(wrapped, wrap(l, w-2)...)
-			}
-			d.scroll = max(0, min(d.scroll, len(wrapped)-(h-2-len(lines))))
-			lines = append(lines, wrapped[d.scroll:]...)
-		} else {
-			lines = append(lines, summaryTable(d.data.arms, fin.Summary)...)
-		}
-	case d.err != nil:
-		lines = append(lines, wrap(styleBad.Render("Could not run: "+d.err.Error()), w-2)...)
+// bindings are the keys of the mode in front, for the help line.
+func (d *doneView) bindings() []key.Binding {
+	switch d.mode {
+	case doneReport:
+		return []key.Binding{keys.Scroll, keys.ReportBack, keys.Compare, keys.Back}
+	case doneChooser:
+		return []key.Binding{keys.Scroll, keys.Choose, keys.Back}
 	}
-	if c := d.choosing; c != nil {
-		lines = append(lines, "", styleBold.Render("Compare with…"))
-		for i, o := range c.options {
-			mark := "  "
-			label := o.label
-			if i == c.cursor {
-				mark, label = styleSelected.Render("▸ "), styleSelected.Render(label)
-			}
-			lines = append(lines, mark+label)
-		}
-		lines = append(lines, styleDim.Render("enter compares · esc goes back"))
+	if !d.saved() {
+		return []key.Binding{keys.NewRun}
 	}
-	if d.busy != "" {
-		lines = append(lines, "", styleDim.Render(d.busy))
-	}
-	return box("Done", strings.Join(lines, "\n"), w, h, true)
+	return []key.Binding{keys.Compare, keys.Report, keys.NewRun, keys.Metric, keys.NextPanel, keys.Zoom}
 }
 
-// summaryTable is the saved per-arm summary, narrow enough for 80 columns.
-func summaryTable(arms []*armData, summary map[string]session.ArmSummary) []string {
-	nameW := 6
-	for _, a := range arms {
-		nameW = min(10, max(nameW, len(a.name)))
+func (d *doneView) view(w, h int) string {
+	head := d.headLines(w)
+	for i, l := range head {
+		head[i] = fit(l, w)
 	}
-	head := fmt.Sprintf("%-*s %4s %4s %20s %7s %6s %7s %5s %7s", nameW, "arm", "n", "deg", "median e2e [95% CI]", "p95", "CV", "tok/s", "wu×", "conv.at")
-	lines := []string{styleBold.Render(head)}
-	anytimeNote := false
-	for _, a := range arms {
-		s := summary[a.name]
-		e2e := s.Metrics["e2e_ms"]
-		conv := "no"
-		if s.ConvergedAt > 0 {
-			conv = fmt.Sprintf("n=%d", s.ConvergedAt)
-		}
-		lo, hi, anytime := s.MedianE2EInterval()
-		median := formatMs(e2e.Median) + " " + interval(lo, hi, formatMs)
-		if anytime {
-			median += "*"
-			anytimeNote = true
-		}
-		lines = append(lines, armStyle(a.index).Render(fit(a.name, nameW))+fmt.Sprintf(" %4d %4d %20s %7s %6s %7s %5s %7s",
-			s.TimedOK, s.Degraded, median, formatMs(e2e.P95), number(e2e.CV, 3), number(s.OutputTPS, 1), number(s.WarmupRatio, 2), conv))
+	if len(head) >= h {
+		return strings.Join(fitLines(strings.Join(head, "\n"), w, h), "\n")
 	}
-	if anytimeNote {
-		lines = append(lines, styleDim.Render("* the stop rule's anytime-valid interval; others: bootstrap at fixed n"))
+	bodyH := h - len(head)
+	var body string
+	switch {
+	case d.busy != "":
+		body = box("", styleDim.Render(d.busy), w, bodyH, true)
+	case d.mode == doneReport:
+		body = d.reportBox(w, bodyH)
+	case d.mode == doneChooser:
+		body = d.chooserBox(w, bodyH)
+	case d.data.started == nil: // the run never began: nothing to chart
+		body = strings.Join(fitLines("", w, bodyH), "\n")
+	default:
+		body = d.results(w, bodyH)
+	}
+	return strings.Join(head, "\n") + "\n" + body
+}
+
+// headLines say how the run ended and where its files are: the status
+// (wrapped, not cut: it says why a run stopped), a few caveats, the path.
+func (d *doneView) headLines(w int) []string {
+	fin := d.data.finished
+	if fin == nil {
+		if d.err != nil {
+			return wrap(styleBad.Render("✗ Could not run: "+d.err.Error()), w)
+		}
+		return []string{fit("Run "+d.status, w)}
+	}
+	title, style := "✓ Run "+fin.Status, styleGood
+	if fin.Status != session.StatusComplete {
+		title, style = "⚠ Run "+fin.Status, styleWarn
+	}
+	if fin.Note != "" {
+		title += " (" + fin.Note + ")"
+	}
+	var lines []string
+	if fin.SaveErr != "" {
+		lines = wrap(styleBad.Render(title+" ✗ but the session is not saved in full: "+fin.SaveErr), w)
+	} else {
+		lines = wrap(style.Render(title)+" · saved "+fin.Manifest, w)
+	}
+	var names []string
+	for _, a := range d.data.arms {
+		names = append(names, a.name)
+	}
+	// The title says the status; the arms' caveats follow, two at most,
+	// so the charts stay in view (the report, r, lists them all).
+	caveats := session.ArmCaveats(names, fin.Summary)
+	shown := min(len(caveats), 2)
+	for i, c := range caveats[:shown] {
+		if more := len(caveats) - shown; i == shown-1 && more > 0 {
+			c += fmt.Sprintf(" (and %d more: r)", more)
+		}
+		lines = append(lines, styleWarn.Render(fit("⚠ "+c, w)))
+	}
+	if d.err != nil && fin.SaveErr == "" {
+		lines = append(lines, wrap(styleBad.Render("✗ "+d.err.Error()), w)...)
 	}
 	return lines
+}
+
+// results are the verdicts over the dashboard's panels; the panels get
+// every row the verdicts do not need.
+func (d *doneView) results(w, h int) string {
+	verdicts := d.verdictLines(w - 2)
+	if len(verdicts) == 0 {
+		return d.dash.body(w, h)
+	}
+	const minPanels = 8
+	boxH := min(len(verdicts)+2, max(3, h-minPanels))
+	title := "verdicts · each arm against " + d.data.arms[0].name + " (the baseline) · median change [95% CI]"
+	out := box(title, strings.Join(verdicts, "\n"), w, boxH, false)
+	if h-boxH < 3 {
+		return out
+	}
+	return out + "\n" + d.dash.body(w, h-boxH)
+}
+
+// verdictLines are the verdict table of the arms against the first, or
+// what stands in for it.
+func (d *doneView) verdictLines(w int) []string {
+	switch {
+	case len(d.data.arms) < 2 || !d.saved():
+		return nil
+	case d.verdictErr != nil:
+		return []string{styleBad.Render("no verdicts: " + d.verdictErr.Error())}
+	case d.verdicts == nil:
+		return []string{styleDim.Render(fmt.Sprintf("computing the verdicts (%d bootstrap resamples per test)…", session.DefaultTestOptions.Resamples))}
+	}
+	return verdictTable(d.verdicts, w)
+}
+
+// verdictTable lays the tests out with a row per metric and a column per
+// compared arm: a glyph and a word for a significant change (✓ better,
+// ✗ worse, so colour is never the only sign), "n.s." otherwise, and the
+// median's change with its interval. Narrow terminals drop the
+// intervals, then the arms that still do not fit (r lists every one).
+func verdictTable(cmp *session.Comparison, w int) []string {
+	labels, _ := session.ShortLabels(cmp.Columns)
+	var columns []int
+	for i, col := range cmp.Columns {
+		if col.Baseline != i {
+			columns = append(columns, i)
+		}
+	}
+	test := func(metric string, col int) *session.ABTest {
+		for i := range cmp.Tests {
+			if t := &cmp.Tests[i]; t.Metric.Name == metric && t.Column == col {
+				return t
+			}
+		}
+		return nil
+	}
+	cell := func(t *session.ABTest, short bool) (string, lipgloss.Style) {
+		switch {
+		case t == nil || t.NA == 0 || t.NB == 0:
+			return "no data", styleDim
+		case t.TooFew:
+			return "too few trials", styleDim
+		case !t.Significant():
+			return "n.s. " + t.Change(short), styleDim
+		case t.Better():
+			return "✓ " + t.Direction() + " " + t.Change(short), styleGood
+		}
+		return "✗ " + t.Direction() + " " + t.Change(short), styleBad
+	}
+	labelW := len("ITL mean")
+	for _, name := range cmp.Metrics {
+		m, _ := session.LookupMetric(name)
+		labelW = max(labelW, lipgloss.Width(m.Label))
+	}
+	widths := func(short bool) []int {
+		out := make([]int, len(columns))
+		for j, col := range columns {
+			out[j] = lipgloss.Width(labels[col])
+			for _, name := range cmp.Metrics {
+				text, _ := cell(test(name, col), short)
+				out[j] = max(out[j], lipgloss.Width(text))
+			}
+		}
+		return out
+	}
+	fits := func(ws []int) int { // how many columns fit in w
+		used := labelW
+		for j, cw := range ws {
+			if used += 2 + cw; used > w {
+				return j
+			}
+		}
+		return len(ws)
+	}
+	short := false
+	ws := widths(false)
+	if fits(ws) < len(ws) {
+		short, ws = true, widths(true)
+	}
+	shown := max(1, fits(ws))
+	var lines []string
+	head := strings.Repeat(" ", labelW)
+	for j := range shown {
+		head += "  " + fit(labels[columns[j]], ws[j])
+	}
+	lines = append(lines, styleBold.Render(head))
+	for _, name := range cmp.Metrics {
+		m, _ := session.LookupMetric(name)
+		row := fit(m.Label, labelW)
+		for j := range shown {
+			text, style := cell(test(name, columns[j]), short)
+			row += "  " + style.Render(fit(text, ws[j]))
+		}
+		lines = append(lines, row)
+	}
+	var notes []string
+	if more := len(columns) - shown; more > 0 {
+		notes = append(notes, fmt.Sprintf("%d more arms: r", more))
+	}
+	if short {
+		notes = append(notes, "intervals: r")
+	}
+	legend := fmt.Sprintf("✓/✗ significant (Mann-Whitney, Holm-adjusted p < %g) · n.s. not significant", session.Alpha)
+	if len(notes) > 0 { // first: the legend may be cut at the right
+		legend = strings.Join(notes, " · ") + " · " + legend
+	}
+	for _, l := range cmp.VerdictLines() {
+		if l.Test == nil { // output lengths that differ: the verdicts' caveat
+			lines = append(lines, styleWarn.Render(fit("⚠ "+l.Text, w)))
+		}
+	}
+	return append(lines, styleDim.Render(fit(legend, w)))
+}
+
+func (d *doneView) reportBox(w, h int) string {
+	var wrapped []string
+	for _, l := range d.report {
+		wrapped = append(wrapped, wrap(l, w-2)...)
+	}
+	d.scroll = max(0, min(d.scroll, len(wrapped)-(h-2)))
+	return box("repeatability report", strings.Join(wrapped[d.scroll:], "\n"), w, h, true)
+}
+
+func (d *doneView) chooserBox(w, h int) string {
+	c := d.chooser
+	var lines []string
+	for i, o := range c.options {
+		mark, label := "  ", o.label
+		if i == c.cursor {
+			mark, label = styleSelected.Render("▸ "), styleSelected.Render(label)
+		}
+		if o.differs != "" {
+			label += styleWarn.Render(" ≠ set up differently: " + o.differs)
+		}
+		lines = append(lines, fit(mark+label, w-2))
+	}
+	// Keep the cursor in view.
+	first := max(0, c.cursor-(h-3))
+	return box("compare with… · sessions set up alike first; ≠ marks the rest", strings.Join(lines[first:], "\n"), w, h, true)
 }

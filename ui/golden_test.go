@@ -2,6 +2,7 @@ package ui
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"github.com/tokentop/tokentop/runner"
 	"github.com/tokentop/tokentop/session"
 )
 
@@ -60,12 +62,44 @@ func TestGoldenDashboard200x60(t *testing.T) {
 	golden.RequireEqual(t, finalScreen(t, tr.app, 200, 60, msgs...))
 }
 
-func TestGoldenDone80x24(t *testing.T) {
+// finishedRun is a three-arm run that ended, saved where the done view
+// can load it for its verdicts.
+func finishedRun(t *testing.T) (*testRun, []tea.Msg) {
 	tr := newTestRun(t, "greedy-vs-sampling")
-	events := syntheticRun([]string{"greedy", "temp-0.8", "top-k-40"}, 3, 30)
+	arms := []string{"greedy", "temp-0.8", "top-k-40"}
+	events := syntheticRun(arms, 3, 30)
+	fin := finished(events, session.StatusComplete)
+	var infos []session.ArmInfo
+	for _, a := range arms {
+		infos = append(infos, session.ArmInfo{Name: a})
+	}
+	w, err := session.Create(t.TempDir(), &session.Manifest{ID: "S", CreatedAt: testStart, Arms: infos})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events {
+		if td, ok := ev.(runner.TrialDone); ok {
+			w.Append(td.Record, nil)
+		}
+	}
+	w.Finish(session.StatusComplete, "", fin.Summary)
+	w.Close()
+	fin.Manifest = w.ManifestPath()
 	close(tr.app.run.done)
-	golden.RequireEqual(t, finalScreen(t, tr.app, 80, 24, eventsMsg(append(events, finished(events, session.StatusComplete))), runEndedMsg{}))
+	return tr, []tea.Msg{eventsMsg(append(events, fin)), runEndedMsg{}}
 }
+
+// The golden done views replace the session's folder, which differs per
+// run, with a fixed one.
+func doneScreen(t *testing.T, w, h int) []byte {
+	tr, msgs := finishedRun(t)
+	screen := finalScreenAfter(t, tr.app, w, h, "significant (Mann-Whitney", msgs...)
+	return []byte(regexp.MustCompile(`/\S*/S\.toml *`).ReplaceAllString(screen, "/sessions/S.toml"))
+}
+
+func TestGoldenDone80x24(t *testing.T) { golden.RequireEqual(t, doneScreen(t, 80, 24)) }
+
+func TestGoldenDone200x60(t *testing.T) { golden.RequireEqual(t, doneScreen(t, 200, 60)) }
 
 // twoSessions writes sessions A and B, B 4 ms slower.
 func twoSessions(t *testing.T) ([]session.Ref, []*session.Session) {

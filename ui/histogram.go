@@ -75,10 +75,13 @@ func renderHistogram(series []histSeries, w, h int) string {
 	nameW = min(nameW, 10, w/4)
 	plotW := w - nameW - 1
 	if plotW < 2 || h < 2 {
-		return styleDim.Render("too small")
+		return styleDim.Render("too small for the histogram")
 	}
 	rows := max(1, (h-1)/len(withData))
-	edges := metrics.EqualBins(lo, hi, plotW)
+	// Bins come from the data, shared by every series; a bin wider than a
+	// column spans several. Columns place the median and p95 markers.
+	bins := binCount(withData, lo, hi, plotW)
+	edges, columnEdges := metrics.EqualBins(lo, hi, bins), metrics.EqualBins(lo, hi, plotW)
 	var lines []string
 	overflow := false
 	for _, s := range withData {
@@ -96,7 +99,7 @@ func renderHistogram(series []histSeries, w, h int) string {
 			peak = max(peak, c)
 		}
 		st := s.dist.Stats()
-		medianCol, p95Col := binOf(edges, st.Median), binOf(edges, st.P95)
+		medianCol, p95Col := binOf(columnEdges, st.Median), binOf(columnEdges, st.P95)
 		style := armStyle(s.color)
 		paints := [4]paint{paintPlain, armPaint(s.color), paintBold, paintDim}
 		for r := 0; r < rows; r++ {
@@ -116,7 +119,8 @@ func renderHistogram(series []histSeries, w, h int) string {
 					run.Reset()
 				}
 			}
-			for col, c := range counts {
+			for col := range plotW {
+				c := counts[col*bins/plotW]
 				level := int(math.Round(float64(c) / float64(peak) * float64(rows*8)))
 				fill := min(8, max(0, level-(rows-1-r)*8))
 				glyph, kind := " ", cellPlain
@@ -145,6 +149,33 @@ func renderHistogram(series []histSeries, w, h int) string {
 	gap := max(1, plotW-lipgloss.Width(loLabel)-lipgloss.Width(hiLabel))
 	lines = append(lines, strings.Repeat(" ", nameW+1)+styleDim.Render(loLabel+strings.Repeat(" ", gap)+hiLabel))
 	return strings.Join(lines, "\n")
+}
+
+// binCount chooses how many equal bins span [lo, hi]: the Freedman–Diaconis
+// width (2·IQR·n^(-1/3)), the finest any series asks for, so that each
+// bin holds enough trials to mean something; one bin per column is the
+// most a width can show. Sturges' rule stands in where the IQR is zero or
+// the trials are too few for quartiles.
+func binCount(series []histSeries, lo, hi float64, columns int) int {
+	if !(hi > lo) {
+		return 1
+	}
+	width, total := math.Inf(1), 0
+	for _, s := range series {
+		sorted := s.dist.Sorted()
+		total += len(sorted)
+		if len(sorted) < 4 {
+			continue
+		}
+		if iqr := metrics.PercentileSorted(sorted, 0.75) - metrics.PercentileSorted(sorted, 0.25); iqr > 0 {
+			width = math.Min(width, 2*iqr/math.Cbrt(float64(len(sorted))))
+		}
+	}
+	bins := int(math.Ceil(math.Log2(float64(max(1, total))))) + 1
+	if !math.IsInf(width, 1) {
+		bins = int(math.Ceil((hi - lo) / width))
+	}
+	return max(1, min(columns, bins))
 }
 
 // The kinds of histogram cell, each drawn in its own paint.

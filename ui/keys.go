@@ -7,29 +7,34 @@ import "charm.land/bubbles/v2/key"
 type keyMap struct {
 	Pause, Stop, NextPanel, PrevPanel, Metric, Chart, Zoom key.Binding
 	Start, Next, Prev, Compare, NewRun, Report, Back       key.Binding
+	Scroll, ReportBack, Choose                             key.Binding
 	Help, Quit, Interrupt, Yes, No                         key.Binding
 }
 
 var keys = keyMap{
-	Pause:     key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause/resume")),
-	Stop:      key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "stop & save")),
-	NextPanel: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next panel")),
+	Pause:     key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause")),
+	Stop:      key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "stop")),
+	NextPanel: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "panel")),
 	PrevPanel: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "prev panel")),
-	Metric:    key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "histogram metric")),
-	Chart:     key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "mean/CV chart")),
-	Zoom:      key.NewBinding(key.WithKeys("z"), key.WithHelp("z", "zoom panel")),
+	Metric:    key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "metric")),
+	Chart:     key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "mean/CV")),
+	Zoom:      key.NewBinding(key.WithKeys("z"), key.WithHelp("z", "zoom")),
 	Start:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "start run")),
 	Next:      key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
 	Prev:      key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-	Compare:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "compare with…")),
+	Compare:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "compare")),
 	NewRun:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "new run")),
 	Report:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "report")),
 	Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
-	Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-	Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
-	Interrupt: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
-	Yes:       key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes")),
-	No:        key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n", "no")),
+	// Help-line entries for keys that Next, Prev, Report and Start match.
+	Scroll:     key.NewBinding(key.WithKeys("up", "down", "j", "k"), key.WithHelp("↑/↓", "scroll")),
+	ReportBack: key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "results")),
+	Choose:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "compare")),
+	Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+	Quit:       key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
+	Interrupt:  key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
+	Yes:        key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes")),
+	No:         key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n", "no")),
 }
 
 // bindings adapts a screen's key lists to Bubbles' help.KeyMap.
