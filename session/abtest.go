@@ -57,6 +57,17 @@ type ABTest struct {
 	pooledSD, baselineMean float64
 }
 
+// Test is the test of metric in column col, once RunTests has run; nil
+// before, or for a baseline column.
+func (c *Comparison) Test(metric string, col int) *ABTest {
+	for i := range c.Tests {
+		if t := &c.Tests[i]; t.Metric.Name == metric && t.Column == col {
+			return t
+		}
+	}
+	return nil
+}
+
 // Significant reports whether the column differs from its baseline in
 // location after the correction.
 func (t *ABTest) Significant() bool { return t.PAdjusted < Alpha }

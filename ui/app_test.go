@@ -542,7 +542,7 @@ func TestDoneOffersComparisonsAndOpensTheCompareScreen(t *testing.T) {
 		tr.send(test())
 	}
 	screen = tr.screen()
-	if !strings.Contains(screen, "stat    greedy ") || !strings.Contains(screen, "temp-0.8") || !strings.Contains(screen, "33.00  +10.0%") || strings.Contains(screen, "A#") {
+	if !strings.Contains(screen, "stat    greedy ") || !strings.Contains(screen, "temp-0.8") || !strings.Contains(screen, "33.00 +10.0%✗") || strings.Contains(screen, "A#") {
 		t.Errorf("the arms of one session are not compared with each other:\n%s", screen)
 	}
 	if !strings.Contains(screen, "temp-0.8 is slower than greedy: median e2e +") {

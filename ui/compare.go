@@ -2,7 +2,6 @@ package ui
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -119,7 +118,7 @@ func (v *compareView) view(w, h int) string {
 		verdictH, histBoxH = h-tableH, 0
 	}
 	metric := v.cmp.Metrics[v.metric]
-	out := box("Compare · Δ% against the baseline (green better, red worse)", strings.Join(table, "\n"), w, tableH, false) + "\n" +
+	out := box("Compare · Δ% against the baseline · ✓ better ✗ worse: significant median changes", strings.Join(table, "\n"), w, tableH, false) + "\n" +
 		box("Verdicts · ↑/↓ scroll", v.window(verdicts, verdictH-2), w, verdictH, histBoxH == 0)
 	if histBoxH == 0 {
 		return out
@@ -149,14 +148,14 @@ func (v *compareView) verdictLines(w int) []string {
 			add(line.Text, styleWarn)
 			continue
 		}
-		style := styleDim
-		if t.Significant() {
-			style = styleBad
-			if (t.CliffsDelta < 0) != t.Metric.HigherIsBetter {
-				style = styleGood
-			}
+		switch {
+		case !t.Significant():
+			add("· "+line.Text, styleDim)
+		case t.Better():
+			add("✓ "+line.Text, styleGood)
+		default:
+			add("✗ "+line.Text, styleBad)
 		}
-		add(line.Text, style)
 	}
 	for _, line := range v.cmp.SpreadVerdicts() {
 		add(line, lipgloss.NewStyle())
@@ -171,19 +170,25 @@ func (v *compareView) window(lines []string, h int) string {
 	return strings.Join(lines[v.scroll:], "\n")
 }
 
-// table is the header and one row per metric statistic.
+// table is the header and one row per metric statistic. Columns are as
+// wide as their widest value and delta, so numbers never touch. Only a
+// significant median change is coloured, with ✓ (better) or ✗ (worse)
+// beside it so it tells without colour; every other delta stays plain.
 func (v *compareView) table(w int, stats []string) []string {
-	// A cell is a space, the value and its 7-cell delta: never narrower
-	// than the widest value shown needs, so numbers cannot touch.
-	widest := 0
+	widestValue, widestDelta := 0, 0
 	for _, row := range v.cmp.Rows {
 		if slices.Contains(stats, row.Stat) {
-			for _, value := range row.Values {
-				widest = max(widest, len(session.FormatValue(value)))
+			for i, value := range row.Values {
+				widestValue = max(widestValue, len(session.FormatValue(value)))
+				widestDelta = max(widestDelta, len(session.FormatDelta(row.Deltas[i])))
 			}
 		}
 	}
-	colW := max(1+widest+1+7, min(22, (w-18)/max(1, len(v.cmp.Columns))))
+	widestDelta++ // room for the ✓/✗ of a significant change
+	colW := 1 + widestValue + 1 + widestDelta
+	for _, l := range v.labels {
+		colW = max(colW, 1+lipgloss.Width(l))
+	}
 	var head strings.Builder
 	head.WriteString(fmt.Sprintf("%-11s%-7s", "metric", "stat"))
 	for i := range v.cmp.Columns {
@@ -194,14 +199,17 @@ func (v *compareView) table(w int, stats []string) []string {
 		if !slices.Contains(stats, row.Stat) {
 			continue
 		}
-		m, _ := session.LookupMetric(row.Metric)
 		var b strings.Builder
 		b.WriteString(fmt.Sprintf("%-11s%-7s", row.Metric, row.Stat))
 		for i := range v.cmp.Columns {
-			value := session.FormatValue(row.Values[i])
-			delta := session.FormatDelta(row.Deltas[i])
-			cell := fmt.Sprintf(" %*s %7s", colW-9, value, delta)
-			b.WriteString(deltaStyle(row.Deltas[i], m.HigherIsBetter && row.Stat != "cv").Render(cell))
+			delta, style := session.FormatDelta(row.Deltas[i]), lipgloss.NewStyle()
+			if t := v.cmp.Test(row.Metric, i); t != nil && row.Stat == "median" && t.Significant() {
+				delta, style = delta+"✗", styleBad
+				if t.Better() {
+					delta, style = strings.TrimSuffix(delta, "✗")+"✓", styleGood
+				}
+			}
+			b.WriteString(fmt.Sprintf(" %*s ", colW-2-widestDelta, session.FormatValue(row.Values[i])) + style.Render(fmt.Sprintf("%-*s", widestDelta, delta)))
 		}
 		lines = append(lines, b.String())
 	}
@@ -212,16 +220,4 @@ func (v *compareView) table(w int, stats []string) []string {
 		lines = append(lines, styleWarn.Render("⚠ "+warning))
 	}
 	return lines
-}
-
-// deltaStyle colors a change by whether it is better: lower latency and
-// spread, higher throughput. Changes under 1% stay plain.
-func deltaStyle(delta float64, higherIsBetter bool) lipgloss.Style {
-	if math.IsNaN(delta) || math.Abs(delta) < 1 {
-		return lipgloss.NewStyle()
-	}
-	if (delta > 0) == higherIsBetter {
-		return styleGood
-	}
-	return styleBad
 }

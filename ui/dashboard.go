@@ -160,7 +160,7 @@ func (d *dashboard) header(w int, compactHeader bool, now time.Time) []string {
 	for _, a := range data.arms {
 		nameW = max(nameW, len(a.name))
 	}
-	nameW = min(nameW, 12)
+	nameW = min(nameW, w/3)
 	warmup, trials := data.started.WarmupPerArm, data.started.TrialsPerArm
 	var full, compact []string
 	for _, a := range data.arms {

@@ -390,14 +390,6 @@ func verdictTable(cmp *session.Comparison, w int) []string {
 			columns = append(columns, i)
 		}
 	}
-	test := func(metric string, col int) *session.ABTest {
-		for i := range cmp.Tests {
-			if t := &cmp.Tests[i]; t.Metric.Name == metric && t.Column == col {
-				return t
-			}
-		}
-		return nil
-	}
 	cell := func(t *session.ABTest, short bool) (string, lipgloss.Style) {
 		switch {
 		case t == nil || t.NA == 0 || t.NB == 0:
@@ -421,7 +413,7 @@ func verdictTable(cmp *session.Comparison, w int) []string {
 		for j, col := range columns {
 			out[j] = lipgloss.Width(labels[col])
 			for _, name := range cmp.Metrics {
-				text, _ := cell(test(name, col), short)
+				text, _ := cell(cmp.Test(name, col), short)
 				out[j] = max(out[j], lipgloss.Width(text))
 			}
 		}
@@ -452,7 +444,7 @@ func verdictTable(cmp *session.Comparison, w int) []string {
 		m, _ := session.LookupMetric(name)
 		row := fit(m.Label, labelW)
 		for j := range shown {
-			text, style := cell(test(name, columns[j]), short)
+			text, style := cell(cmp.Test(name, columns[j]), short)
 			row += "  " + style.Render(fit(text, ws[j]))
 		}
 		lines = append(lines, row)

@@ -161,3 +161,66 @@ func TestWrapKeepsNumbersWhole(t *testing.T) {
 		t.Errorf("%q", lines)
 	}
 }
+
+// Extreme values: a delta of thousands of percent and values of many
+// digits keep a space between every number, at 80 columns too.
+func TestCompareNumbersNeverTouch(t *testing.T) {
+	dir := t.TempDir()
+	var refs []session.Ref
+	var sessions []*session.Session
+	for i, id := range []string{"A", "B"} {
+		path := writeSession(t, dir, id, float64(i)*1200)
+		s, err := session.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs, sessions = append(refs, session.Ref{Path: path}), append(sessions, s)
+	}
+	v := newCompareView(refs, sessions, nil)
+	number := regexp.MustCompile(`^(-?[0-9.]+|[+-][0-9.]+%[✓✗]?|—)$`)
+	rows := 0
+	for _, line := range v.table(78, compareStats) {
+		fields := strings.Fields(ansi.Strip(line))
+		if len(fields) < 3 || !strings.HasSuffix(fields[0], "_ms") && !strings.HasSuffix(fields[0], "_tps") {
+			continue // the header, the legend
+		}
+		rows++
+		for _, f := range fields[2:] {
+			if !number.MatchString(f) {
+				t.Errorf("%q: numbers touch in %q", f, ansi.Strip(line))
+			}
+		}
+	}
+	if rows == 0 || !strings.Contains(strings.Join(v.table(78, compareStats), "\n"), "%") {
+		t.Fatal("no table rows checked")
+	}
+}
+
+// Extreme figures (tok/s over 10,000, a warmup ratio over 10) keep a
+// space between columns; long arm names stay apart; six arms at 80×24 say
+// that some did not fit instead of dropping one silently.
+func TestStatsColumnsFitTheirContent(t *testing.T) {
+	names := []string{"temperature-0.7-long", "temperature-0.9-long", "c", "d", "e", "f"}
+	data := newRunData("p", "m", 0.01)
+	for _, name := range names {
+		a := data.arm(name)
+		a.dists[0].Add(0.5)
+		a.dists[0].Add(0.6)
+		a.warmupE2E.Add(7) // a warmup ratio of 12.7
+		a.throughput.Add(128, 0.55)
+	}
+	table := ansi.Strip(renderStats(data.arms, 200, 10))
+	if !strings.Contains(table, "temperature-0.7-long") || !strings.Contains(table, "temperature-0.9-long") {
+		t.Errorf("long names cut at 200 columns:\n%s", table)
+	}
+	for _, line := range strings.Split(table, "\n")[1:] {
+		fields := strings.Fields(line)
+		if len(fields) != 11 {
+			t.Errorf("%d fields, want 11 (figures touching?): %q", len(fields), line)
+		}
+	}
+	small := ansi.Strip(renderStats(data.arms, 78, 5))
+	if lines := strings.Split(small, "\n"); len(lines) != 5 || !strings.Contains(lines[4], "+3 more arms") {
+		t.Errorf("six arms in 5 rows:\n%s", small)
+	}
+}

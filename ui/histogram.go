@@ -72,7 +72,7 @@ func renderHistogram(series []histSeries, w, h int) string {
 	for _, s := range withData {
 		nameW = max(nameW, lipgloss.Width(s.name))
 	}
-	nameW = min(nameW, 10, w/4)
+	nameW = min(nameW, w/4) // names are cut only when the bars would get less than ¾
 	plotW := w - nameW - 1
 	if plotW < 2 || h < 2 {
 		return styleDim.Render("too small for the histogram")

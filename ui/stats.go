@@ -4,19 +4,13 @@ import (
 	"fmt"
 	"strings"
 
+	"charm.land/lipgloss/v2"
+
 	tea "charm.land/bubbletea/v2"
 )
 
-// statsColumns are the live table's columns, each width counting the
-// space that keeps it off its left neighbour; they fit 80 columns with an
-// arm name of up to 10 cells. tok/s takes 8 figures: the built-in
-// engine's tiny model writes over 10,000 a second.
-var statsColumns = []struct {
-	title string
-	width int
-}{
-	{"n", 5}, {"deg", 4}, {"mean", 7}, {"median", 7}, {"p95", 7}, {"p99", 7}, {"max", 7}, {"CV", 6}, {"tok/s", 9}, {"wu×", 5},
-}
+// statsColumns are the live table's columns after the arm's name.
+var statsColumns = []string{"n", "deg", "mean", "median", "p95", "p99", "max", "CV", "tok/s", "wu×"}
 
 // statsPanel is the per-arm table.
 type statsPanel struct{}
@@ -30,32 +24,51 @@ func (statsPanel) title() string {
 func (statsPanel) view(data *runData, w, h int) string { return renderStats(data.arms, w, h) }
 
 // renderStats draws the per-arm table of timed ok trials (e2e in ms).
+// Every column is as wide as its widest cell plus a space, so no figure
+// ever touches its neighbour, however large; names are cut only when the
+// table would not fit otherwise.
 func renderStats(arms []*armData, w, h int) string {
-	nameW := 6
-	for _, a := range arms {
-		nameW = max(nameW, len(a.name))
+	rows := make([][]string, len(arms))
+	widths := make([]int, len(statsColumns))
+	for i, title := range statsColumns {
+		widths[i] = lipgloss.Width(title)
 	}
-	nameW = min(nameW, 12)
+	nameW := len("arm")
+	for r, a := range arms {
+		st := a.dists[0].Stats()
+		rows[r] = []string{fmt.Sprint(st.N), fmt.Sprint(a.degraded), formatMs(st.Mean), formatMs(st.Median), formatMs(st.P95),
+			formatMs(st.P99), formatMs(st.Max), number(st.CV, 3), number(a.throughput.Rate(), 1), number(a.warmupRatio(), 2)}
+		for i, cell := range rows[r] {
+			widths[i] = max(widths[i], lipgloss.Width(cell))
+		}
+		nameW = max(nameW, lipgloss.Width(a.name))
+	}
+	figures := 0
+	for _, cw := range widths {
+		figures += 1 + cw
+	}
+	nameW = max(min(nameW, w-figures), min(nameW, 6))
 	var head strings.Builder
 	head.WriteString(fit("arm", nameW))
-	for _, c := range statsColumns {
-		head.WriteString(fmt.Sprintf("%*s", c.width, c.title))
+	for i, title := range statsColumns {
+		head.WriteString(fmt.Sprintf(" %*s", widths[i], title))
 	}
 	lines := []string{styleBold.Render(head.String())}
-	for _, a := range arms {
-		st := a.dists[0].Stats()
-		cells := []string{fmt.Sprint(st.N), fmt.Sprint(a.degraded), formatMs(st.Mean), formatMs(st.Median), formatMs(st.P95),
-			formatMs(st.P99), formatMs(st.Max), number(st.CV, 3), number(a.throughput.Rate(), 1), number(a.warmupRatio(), 2)}
+	for r, a := range arms {
 		var b strings.Builder
 		b.WriteString(armStyle(a.index).Render(fit(a.name, nameW)))
-		for i, c := range statsColumns {
-			cell := fmt.Sprintf(" %*s", c.width-1, cells[i])
+		for i, cell := range rows[r] {
+			cell = fmt.Sprintf(" %*s", widths[i], cell)
 			if i == 1 && a.degraded > 0 {
 				cell = styleBad.Render(cell)
 			}
 			b.WriteString(cell)
 		}
 		lines = append(lines, b.String())
+	}
+	// Never drop an arm silently: say how many the panel could not show.
+	if h >= 2 && len(lines) > h {
+		lines = append(lines[:h-1], styleDim.Render(fmt.Sprintf("+%d more arms: z zooms this panel", len(lines)-h+1)))
 	}
 	return strings.Join(lines, "\n")
 }

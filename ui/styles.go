@@ -24,6 +24,13 @@ var armPalette = []struct {
 	{lipgloss.Color("11"), asciigraph.Yellow, "="},
 	{lipgloss.Color("14"), asciigraph.Cyan, "~"},
 	{lipgloss.Color("10"), asciigraph.Green, "+"},
+	// Past five arms the colours repeat; the glyphs do not, so arms stay
+	// apart without colour.
+	{lipgloss.Color("12"), asciigraph.Blue, "*"},
+	{lipgloss.Color("13"), asciigraph.Magenta, "#"},
+	{lipgloss.Color("11"), asciigraph.Yellow, "o"},
+	{lipgloss.Color("14"), asciigraph.Cyan, "x"},
+	{lipgloss.Color("10"), asciigraph.Green, "%"},
 }
 
 func armColor(i int) color.Color { return armPalette[i%len(armPalette)].color }
