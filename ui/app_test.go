@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/registry"
 	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/profiles"
@@ -705,5 +707,28 @@ func TestNewRunAfterAFailureForgetsIt(t *testing.T) {
 	}
 	if out := tr.app.Outcome(); out.Ran || out.Err != nil {
 		t.Errorf("quitting from the new picker reports the old run: %+v", out)
+	}
+}
+
+// Probing the built-in engine starts its workers; the probe must stop
+// them, or each show of the picker leaks a pool of goroutines.
+func TestProbingTheBuiltinEngineLeaksNothing(t *testing.T) {
+	kind, err := registry.Lookup("builtin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	Probe(context.Background(), kind, backends.Config{Threads: 4}) // warm: lazily started runtime goroutines
+	before := runtime.NumGoroutine()
+	for range 3 {
+		if r := Probe(context.Background(), kind, backends.Config{Threads: 4}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Errorf("%d goroutines before three probes, %d after", before, after)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -318,6 +319,11 @@ func Probe(ctx context.Context, kind backends.Kind, cfg backends.Config) ProbeRe
 	if err != nil {
 		report.Err = err
 		return report
+	}
+	// The built-in engine starts workers to answer: a probe must stop
+	// them, or every show of the picker leaks a pool.
+	if closer, ok := b.(io.Closer); ok {
+		defer closer.Close()
 	}
 	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
