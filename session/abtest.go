@@ -72,6 +72,16 @@ func (c *Comparison) Test(metric string, col int) *ABTest {
 // location after the correction.
 func (t *ABTest) Significant() bool { return t.PAdjusted < Alpha }
 
+// IntervalShowsIt reports whether the medians' interval lies wholly on the
+// side of the test's direction. Mann-Whitney judges whole distributions,
+// so with several modes it can find a difference the medians' interval
+// spans; every output that shows the interval beside a verdict must then
+// say so. True when there is no interval to contradict.
+func (t *ABTest) IntervalShowsIt() bool {
+	e := t.MedianRatio
+	return math.IsNaN(e.Lo) || t.CliffsDelta > 0 && e.Lo > 1 || t.CliffsDelta < 0 && e.Hi < 1
+}
+
 // Better reports whether a significant difference is for the better:
 // lower latency or spread, higher throughput. Meaningless when the
 // difference is not significant.
@@ -221,8 +231,7 @@ func (t *ABTest) Verdict(labels []string) string {
 	// two modes the medians' interval can span no change (or worse) while
 	// one side is plainly slower. Then say what the test found, in its
 	// terms, beside the interval that does not show it.
-	e := t.MedianRatio
-	if shown := t.CliffsDelta > 0 && e.Lo > 1 || t.CliffsDelta < 0 && e.Hi < 1; !shown && !math.IsNaN(e.Lo) {
+	if !t.IntervalShowsIt() {
 		change += fmt.Sprintf(" (the medians' interval does not show it: the difference is in the distributions as a whole, %s %s than %s in %.0f%% of trial pairs)",
 			b, word, a, (1+math.Abs(t.CliffsDelta))/2*100)
 	}

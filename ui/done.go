@@ -390,6 +390,7 @@ func verdictTable(cmp *session.Comparison, w int) []string {
 			columns = append(columns, i)
 		}
 	}
+	spanned := false // a significant change whose medians' interval spans none
 	cell := func(t *session.ABTest, short bool) (string, lipgloss.Style) {
 		switch {
 		case t == nil || t.NA == 0 || t.NB == 0:
@@ -398,10 +399,16 @@ func verdictTable(cmp *session.Comparison, w int) []string {
 			return "too few trials", styleDim
 		case !t.Significant():
 			return "n.s. " + t.Change(short), styleDim
-		case t.Better():
-			return "✓ " + t.Direction() + " " + t.Change(short), styleGood
 		}
-		return "✗ " + t.Direction() + " " + t.Change(short), styleBad
+		word := t.Direction()
+		if !t.IntervalShowsIt() {
+			word += "*"
+			spanned = true
+		}
+		if t.Better() {
+			return "✓ " + word + " " + t.Change(short), styleGood
+		}
+		return "✗ " + word + " " + t.Change(short), styleBad
 	}
 	labelW := len("ITL mean")
 	for _, name := range cmp.Metrics {
@@ -456,16 +463,20 @@ func verdictTable(cmp *session.Comparison, w int) []string {
 	if short {
 		notes = append(notes, "intervals: r")
 	}
-	legend := fmt.Sprintf("✓/✗ significant (Mann-Whitney, Holm-adjusted p < %g) · n.s. not significant", session.Alpha)
-	if len(notes) > 0 { // first: the legend may be cut at the right
-		legend = strings.Join(notes, " · ") + " · " + legend
+	if spanned {
+		notes = append(notes, "* significant, but the medians' interval spans no change: the distributions differ as a whole")
 	}
+	legend := fmt.Sprintf("✓/✗ significant (Mann-Whitney, Holm-adjusted p < %g) · n.s. not significant", session.Alpha)
 	for _, l := range cmp.VerdictLines() {
 		if l.Test == nil { // output lengths that differ: the verdicts' caveat
 			lines = append(lines, styleWarn.Render(fit("⚠ "+l.Text, w)))
 		}
 	}
-	return append(lines, styleDim.Render(fit(legend, w)))
+	lines = append(lines, styleDim.Render(fit(legend, w)))
+	for _, note := range notes {
+		lines = append(lines, styleDim.Render(fit(note, w)))
+	}
+	return lines
 }
 
 func (d *doneView) reportBox(w, h int) string {

@@ -93,7 +93,7 @@ func finishedRun(t *testing.T) (*testRun, []tea.Msg) {
 // run, with a fixed one.
 func doneScreen(t *testing.T, w, h int) []byte {
 	tr, msgs := finishedRun(t)
-	screen := finalScreenAfter(t, tr.app, w, h, "significant (Mann-Whitney", msgs...)
+	screen := finalScreenAfter(t, tr.app, w, h, "✗ slower", msgs...)
 	return []byte(regexp.MustCompile(`/\S*/S\.toml *`).ReplaceAllString(screen, "/sessions/S.toml"))
 }
 
