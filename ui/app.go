@@ -337,7 +337,7 @@ func (a *App) bindings() bindings {
 	case screenDone:
 		short = a.done.bindings()
 	case screenCompare:
-		short = []key.Binding{keys.Metric}
+		short = []key.Binding{keys.Metric, keys.Scroll}
 		if a.done != nil {
 			short = append(short, keys.Back)
 		}
