@@ -101,13 +101,13 @@ func TestGoldenDone80x24(t *testing.T) { golden.RequireEqual(t, doneScreen(t, 80
 
 func TestGoldenDone200x60(t *testing.T) { golden.RequireEqual(t, doneScreen(t, 200, 60)) }
 
-// twoSessions writes sessions A and B, B 4 ms slower.
-func twoSessions(t *testing.T) ([]session.Ref, []*session.Session) {
+// twoSessions writes sessions A and B, B slower by the given ms.
+func twoSessions(t *testing.T, slower float64) ([]session.Ref, []*session.Session) {
 	dir := t.TempDir()
 	var refs []session.Ref
 	var sessions []*session.Session
 	for i, id := range []string{"A", "B"} {
-		path := writeSession(t, dir, id, float64(i)*4)
+		path := writeSession(t, dir, id, float64(i)*slower)
 		s, err := session.Load(path)
 		if err != nil {
 			t.Fatal(err)
@@ -118,7 +118,7 @@ func twoSessions(t *testing.T) ([]session.Ref, []*session.Session) {
 }
 
 func TestGoldenCompare80x24(t *testing.T) {
-	refs, sessions := twoSessions(t)
+	refs, sessions := twoSessions(t, 4)
 	now := testStart
 	golden.RequireEqual(t, finalScreenAfter(t, NewCompare(t.Context(), testConfig(&now), refs, sessions), 80, 24, "A#greedy:"))
 }
@@ -127,7 +127,7 @@ func TestGoldenCompare80x24(t *testing.T) {
 // dozen rows; the box takes those and the histogram the rest, instead of
 // a blank verdict box above a histogram of one row per column.
 func TestCompareGivesSpareRowsToTheHistogram(t *testing.T) {
-	refs, sessions := twoSessions(t)
+	refs, sessions := twoSessions(t, 4)
 	now := testStart
 	screen := finalScreenAfter(t, NewCompare(t.Context(), testConfig(&now), refs, sessions), 200, 60, "A#greedy:")
 	var box string
@@ -165,17 +165,7 @@ func TestWrapKeepsNumbersWhole(t *testing.T) {
 // Extreme values: a delta of thousands of percent and values of many
 // digits keep a space between every number, at 80 columns too.
 func TestCompareNumbersNeverTouch(t *testing.T) {
-	dir := t.TempDir()
-	var refs []session.Ref
-	var sessions []*session.Session
-	for i, id := range []string{"A", "B"} {
-		path := writeSession(t, dir, id, float64(i)*1200)
-		s, err := session.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		refs, sessions = append(refs, session.Ref{Path: path}), append(sessions, s)
-	}
+	refs, sessions := twoSessions(t, 1200)
 	v := newCompareView(refs, sessions, nil)
 	number := regexp.MustCompile(`^(-?[0-9.]+|[+-][0-9.]+%[✓✗]?|—)$`)
 	rows := 0
