@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -196,12 +197,22 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 	}
 	fin := Finished{Status: status, Note: note, Manifest: w.ManifestPath(), Summary: summary}
 	if err := w.Finish(status, note, summary); err != nil {
-		fin.SaveErr = fmt.Sprintf("the final manifest could not be written (%v): the one on disk is still the run's first, status running "+
-			"(compare and report read it as a killed run), and the trials CSV beside it holds all %d finished trials", err, len(r.records))
+		fin.SaveErr = saveFailure(err, w.ManifestPath(), len(r.records))
 		runErr = errors.Join(runErr, errors.New(fin.SaveErr))
 	}
 	events <- fin
 	return status, runErr
+}
+
+// saveFailure says why the final manifest is missing and what is on disk
+// instead, looked at rather than assumed: a full disk leaves the manifest
+// written at the start; a removed folder leaves none.
+func saveFailure(err error, manifest string, trials int) string {
+	onDisk := "no manifest is left on disk"
+	if info, statErr := os.Stat(manifest); statErr == nil && info.Mode().IsRegular() {
+		onDisk = "the manifest on disk is still the one written at the start, status running (compare and report read it as a killed run)"
+	}
+	return fmt.Sprintf("the final manifest could not be written (%v): %s; the trials CSV beside it holds all %d finished trials", err, onDisk, trials)
 }
 
 // promptCacheWords says in the manifest what became of the server's

@@ -337,7 +337,7 @@ func (a *App) bindings() bindings {
 	case screenDone:
 		short = a.done.bindings()
 	case screenCompare:
-		short = []key.Binding{keys.Metric, keys.Scroll}
+		short = []key.Binding{keys.Metric, helpScroll}
 		if a.done != nil {
 			short = append(short, keys.Back)
 		}

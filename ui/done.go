@@ -268,9 +268,9 @@ func (d *doneView) choose(msg tea.KeyPressMsg) tea.Cmd {
 func (d *doneView) bindings() []key.Binding {
 	switch d.mode {
 	case doneReport:
-		return []key.Binding{keys.Scroll, keys.ReportBack, keys.Compare, keys.Back}
+		return []key.Binding{helpScroll, helpReportBack, keys.Compare, keys.Back}
 	case doneChooser:
-		return []key.Binding{keys.Scroll, keys.Choose, keys.Back}
+		return []key.Binding{helpScroll, helpChoose, keys.Back}
 	}
 	if !d.saved() {
 		return []key.Binding{keys.NewRun}
@@ -381,7 +381,7 @@ func (d *doneView) verdictLines(w int) []string {
 // compared arm: a glyph and a word for a significant change (✓ better,
 // ✗ worse, so colour is never the only sign), "n.s." otherwise, and the
 // median's change with its interval. Narrow terminals drop the
-// intervals, then the arms that still do not fit (r lists every one).
+// intervals, then the arms that still do not fit (compare has them all).
 func verdictTable(cmp *session.Comparison, w int) []string {
 	labels, _ := session.ShortLabels(cmp.Columns)
 	var columns []int
@@ -457,11 +457,13 @@ func verdictTable(cmp *session.Comparison, w int) []string {
 		lines = append(lines, row)
 	}
 	var notes []string
+	// The compare screen's first choice, this session's arms against each
+	// other, has every arm and every interval.
 	if more := len(columns) - shown; more > 0 {
-		notes = append(notes, fmt.Sprintf("%d more arms: r", more))
+		notes = append(notes, fmt.Sprintf("%d more arms: c, then enter, compares every arm", more))
 	}
 	if short {
-		notes = append(notes, "intervals: r")
+		notes = append(notes, "intervals: c, then enter")
 	}
 	if spanned {
 		notes = append(notes, "* significant, but the medians' interval spans no change: the distributions differ as a whole")

@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/runner"
 	"github.com/tokentop/tokentop/session"
 )
@@ -165,16 +166,22 @@ func TestWrapKeepsNumbersWhole(t *testing.T) {
 // Extreme values: a delta of thousands of percent and values of many
 // digits keep a space between every number, at 80 columns too.
 func TestCompareNumbersNeverTouch(t *testing.T) {
-	refs, sessions := twoSessions(t, 1200)
+	refs, sessions := twoSessions(t, 40000)
 	v := newCompareView(refs, sessions, nil)
-	number := regexp.MustCompile(`^(-?[0-9.]+|[+-][0-9.]+%[✓✗]?|—)$`)
-	rows := 0
+	number := regexp.MustCompile(`^(-?[0-9.]+(e[+-][0-9]+)?|[+-][0-9.]+%[✓✗]?|—)$`)
+	rows, width := 0, 0
 	for _, line := range v.table(78, compareStats) {
 		fields := strings.Fields(ansi.Strip(line))
 		if len(fields) < 3 || !strings.HasSuffix(fields[0], "_ms") && !strings.HasSuffix(fields[0], "_tps") {
 			continue // the header, the legend
 		}
 		rows++
+		// Columns sized from their content line up: every row is as wide.
+		if w := ansi.StringWidth(line); width == 0 {
+			width = w
+		} else if w != width {
+			t.Errorf("row %q is %d cells wide, the first %d: a cell overflowed its column", ansi.Strip(line), w, width)
+		}
 		for _, f := range fields[2:] {
 			if !number.MatchString(f) {
 				t.Errorf("%q: numbers touch in %q", f, ansi.Strip(line))
@@ -212,5 +219,70 @@ func TestStatsColumnsFitTheirContent(t *testing.T) {
 	small := ansi.Strip(renderStats(data.arms, 78, 5))
 	if lines := strings.Split(small, "\n"); len(lines) != 5 || !strings.Contains(lines[4], "+3 more arms") {
 		t.Errorf("six arms in 5 rows:\n%s", small)
+	}
+}
+
+// A narrow verdict table drops the intervals, then the arms that do not
+// fit, and points at the screen that has them all: compare, this
+// session's arms (the report, r, has no verdicts).
+func TestNarrowVerdictTablePointsAtCompare(t *testing.T) {
+	arms := []string{"greedy", "temp-0.5", "temp-0.8", "temp-1.0", "top-k-40", "top-p-0.9"}
+	s := &session.Session{Path: "/s/S.toml", Manifest: &session.Manifest{Status: session.StatusComplete}}
+	var refs []session.Ref
+	var sessions []*session.Session
+	for _, ev := range syntheticRun(arms, 0, 30) {
+		if td, ok := ev.(runner.TrialDone); ok {
+			s.Records = append(s.Records, td.Record)
+		}
+	}
+	for _, a := range arms {
+		s.Manifest.Arms = append(s.Manifest.Arms, session.ArmInfo{Name: a})
+		refs, sessions = append(refs, session.Ref{Path: s.Path, Arm: a}), append(sessions, s)
+	}
+	cmp, err := session.Compare(refs, sessions, verdictMetrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmp.RunTests(session.TestOptions{Resamples: 200, Seed: 1})
+	wide := ansi.Strip(strings.Join(verdictTable(cmp, 198), "\n"))
+	if !strings.Contains(wide, "top-p-0.9") || !strings.Contains(wide, "%, +") || strings.Contains(wide, "c, then enter") {
+		t.Errorf("200 columns hold every arm with its intervals:\n%s", wide)
+	}
+	narrow := ansi.Strip(strings.Join(verdictTable(cmp, 78), "\n"))
+	if strings.Contains(narrow, "[") || !strings.Contains(narrow, "intervals: c, then enter") || !strings.Contains(narrow, "more arms: c, then enter") {
+		t.Errorf("78 columns:\n%s", narrow)
+	}
+	for _, line := range strings.Split(narrow, "\n") {
+		if ansi.StringWidth(line) > 78 {
+			t.Errorf("%q is wider than 78", line)
+		}
+	}
+}
+
+// Histogram bins come from the data: a few hundred trials on a wide panel
+// get Freedman–Diaconis bins, not one bin per column (a barcode of
+// one-trial columns); the finest series decides, so all share them.
+func TestHistogramBinsComeFromTheData(t *testing.T) {
+	var wide, narrow metrics.Distribution
+	for i := range 300 {
+		wide.Add(100 + float64((i*37)%100))  // uniform over 100..199: IQR 50
+		narrow.Add(120 + float64((i*37)%20)) // IQR 10, so finer bins
+	}
+	both := []histSeries{{name: "a", dist: &wide}, {name: "b", dist: &narrow}}
+	// FD width for narrow: 2·10/300^(1/3) ≈ 2.99, over 100..199: 34 bins.
+	if got := binCount(both, 100, 199, 190); got < 30 || got > 36 {
+		t.Errorf("%d bins for 300 trials over 190 columns; Freedman–Diaconis gives about 34", got)
+	}
+	if got := binCount(both[:1], 100, 199, 190); got < 6 || got > 8 {
+		t.Errorf("%d bins for the wide series alone; Freedman–Diaconis gives about 7", got)
+	}
+	if got := binCount(both, 100, 199, 20); got != 20 {
+		t.Errorf("%d bins in 20 columns; at most one per column", got)
+	}
+	var two metrics.Distribution
+	two.Add(1)
+	two.Add(2)
+	if got := binCount([]histSeries{{dist: &two}}, 1, 2, 100); got != 2 {
+		t.Errorf("%d bins for 2 values; Sturges gives 2", got)
 	}
 }

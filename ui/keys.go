@@ -7,7 +7,6 @@ import "charm.land/bubbles/v2/key"
 type keyMap struct {
 	Pause, Stop, NextPanel, PrevPanel, Metric, Chart, Zoom key.Binding
 	Start, Next, Prev, Compare, NewRun, Report, Back       key.Binding
-	Scroll, ReportBack, Choose                             key.Binding
 	Help, Quit, Interrupt, Yes, No                         key.Binding
 }
 
@@ -26,15 +25,11 @@ var keys = keyMap{
 	NewRun:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "new run")),
 	Report:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "report")),
 	Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
-	// Help-line entries for keys that Next, Prev, Report and Start match.
-	Scroll:     key.NewBinding(key.WithKeys("up", "down", "j", "k"), key.WithHelp("↑/↓", "scroll")),
-	ReportBack: key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "results")),
-	Choose:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "compare")),
-	Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-	Quit:       key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
-	Interrupt:  key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
-	Yes:        key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes")),
-	No:         key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n", "no")),
+	Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+	Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
+	Interrupt: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
+	Yes:       key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes")),
+	No:        key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n", "no")),
 }
 
 // bindings adapts a screen's key lists to Bubbles' help.KeyMap.
@@ -45,3 +40,16 @@ type bindings struct {
 
 func (b bindings) ShortHelp() []key.Binding  { return b.short }
 func (b bindings) FullHelp() [][]key.Binding { return b.full }
+
+// Help-line entries for keys bound above, named for what they do in one
+// mode: derived, so the help can never list a key the handler does not
+// match.
+var (
+	helpScroll     = key.NewBinding(key.WithKeys(append(keys.Prev.Keys(), keys.Next.Keys()...)...), key.WithHelp("↑/↓", "scroll"))
+	helpReportBack = relabel(keys.Report, "results")
+	helpChoose     = relabel(keys.Start, "compare")
+)
+
+func relabel(b key.Binding, desc string) key.Binding {
+	return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(b.Help().Key, desc))
+}

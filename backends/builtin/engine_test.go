@@ -60,6 +60,19 @@ func TestEmbeddedModelReproducesLlama2c(t *testing.T) {
 	}
 }
 
+// embeddedEngine is an engine on the embedded model with the given
+// workers, closed when the test ends, and a prompt encoded for it.
+func embeddedEngine(t testing.TB, threads int) (*Engine, []int) {
+	t.Helper()
+	m, err := Load(DefaultModel, "f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine(m, threads)
+	t.Cleanup(e.Close)
+	return e, m.Tokenizer.Encode("Once upon a time", true)
+}
+
 func sharedModel(t testing.TB, name string) string {
 	return filepath.Join("..", "..", "..", "shared", "models", name)
 }
@@ -87,13 +100,7 @@ func TestGGUFReproducesLlama2c(t *testing.T) {
 // A generation canceled midway has no stop reason: it neither reached
 // max_tokens ("length") nor the end of a sequence.
 func TestCanceledGenerationHasNoStopReason(t *testing.T) {
-	m, err := Load(DefaultModel, "f32")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := NewEngine(m, 1)
-	defer e.Close()
-	ids := m.Tokenizer.Encode("Once upon a time", true)
+	e, ids := embeddedEngine(t, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	emitted := 0
 	g, err := e.Generate(ctx, ids, 64, Sampling{IgnoreEOS: true}, func(int) {

@@ -130,13 +130,7 @@ func TestNoAllocationPerToken(t *testing.T) {
 			t.Errorf("%+v: %v allocations per sample", c, n)
 		}
 	}
-	m, err := Load(DefaultModel, "f32")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := NewEngine(m, 2)
-	defer e.Close()
-	prompt := m.Tokenizer.Encode("Once upon a time", true)
+	e, prompt := embeddedEngine(t, 2)
 	generate := func(tokens int) float64 {
 		return testing.AllocsPerRun(5, func() {
 			e.Generate(context.Background(), prompt, tokens, Sampling{Temperature: 0.8, TopP: 0.9, Seed: 3}, func(int) {})
