@@ -88,10 +88,10 @@ func (d *dashboard) body(w, h int) string {
 		powerH = min(12, max(6, h/3)) // room for the watts chart
 	}
 	if w >= 140 {
-		bottomH := max(statsH, powerH)
-		if h > 30 {
-			bottomH = max(statsH, h/4)
-		}
+		// Side by side the power panel has room for both status lines
+		// and the timeline; neither box takes more than its content, so
+		// the spare rows go to the charts.
+		bottomH := max(statsH, powerH+1)
 		top := d.topRow(w, h-bottomH)
 		powerW := w * 2 / 5
 		bottom := sideBySide(d.panel(panelPower, powerW, bottomH), d.panel(panelStats, w-powerW, bottomH))
@@ -103,7 +103,9 @@ func (d *dashboard) body(w, h int) string {
 	topH := min(h, max(h/2, h-statsH-powerH))
 	powerH = min(powerH, h-topH)
 	statsH = h - topH - powerH
-	if statsH < 4 { // the header and one arm at least
+	// The header and an arm at least, and with more arms room to say how
+	// many did not fit.
+	if statsH < min(len(d.data.arms)+3, 5) {
 		topH, statsH = topH+statsH, 0
 	}
 	if powerH < 3 {

@@ -294,7 +294,14 @@ func (d *doneView) view(w, h int) string {
 	case d.mode == doneReport:
 		body = d.reportBox(w, bodyH)
 	case d.mode == doneChooser:
-		body = d.chooserBox(w, bodyH)
+		// The list takes the rows it needs; the run's panels keep the rest.
+		listH := min(bodyH, len(d.chooser.options)+2)
+		body = d.chooserBox(w, listH)
+		if rest := bodyH - listH; rest >= 3 && d.data.started != nil {
+			body += "\n" + d.dash.body(w, rest)
+		} else if rest > 0 {
+			body += "\n" + strings.Join(fitLines("", w, rest), "\n")
+		}
 	case d.data.started == nil: // the run never began: nothing to chart
 		body = strings.Join(fitLines("", w, bodyH), "\n")
 	default:

@@ -60,7 +60,19 @@ func TestGoldenDashboard80x24(t *testing.T) {
 
 func TestGoldenDashboard200x60(t *testing.T) {
 	tr, msgs := midRun(t)
-	golden.RequireEqual(t, finalScreen(t, tr.app, 200, 60, msgs...))
+	screen := finalScreen(t, tr.app, 200, 60, msgs...)
+	golden.RequireEqual(t, screen)
+	// Side by side, the power and stats boxes take the rows their content
+	// needs (three arms and a header; two status lines and the timeline),
+	// and the charts the rest: no tall, mostly blank boxes.
+	lines := strings.Split(screen, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "╭─ power") {
+			if bottom := len(lines) - 2 - i; bottom != 6 {
+				t.Errorf("the power and stats boxes are %d rows; their content needs 6", bottom)
+			}
+		}
+	}
 }
 
 // finishedRun is a three-arm run that ended, saved where the done view

@@ -148,6 +148,11 @@ func renderHistogram(series []histSeries, w, h int) string {
 	}
 	gap := max(1, plotW-lipgloss.Width(loLabel)-lipgloss.Width(hiLabel))
 	lines = append(lines, strings.Repeat(" ", nameW+1)+styleDim.Render(loLabel+strings.Repeat(" ", gap)+hiLabel))
+	// Rows that do not divide among the series go above the bars, so the
+	// axis sits on the panel's floor rather than over a blank row.
+	if spare := h - len(lines); spare > 0 {
+		lines = append(make([]string, spare), lines...)
+	}
 	return strings.Join(lines, "\n")
 }
 
