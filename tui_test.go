@@ -91,10 +91,10 @@ func driveDashboard(t *testing.T, bin string, w, h int, noColor bool) {
 	term.keys("Enter")
 
 	screen := term.waitFor(fmt.Sprintf("/%d timed", trials), 20*time.Second)
+	// A capture can land while the terminal is still painting a frame:
+	// each piece must be there within a few frames, not in the first.
 	for _, want := range []string{"tokentop quick · builtin · stories260K", "e2e ms", "mean e2e ms ±95% CI", "power ·", "no NVIDIA GPU", "stats", "p pause", "q quit"} {
-		if !strings.Contains(screen, want) {
-			t.Errorf("%q is not on the dashboard:\n%s", want, screen)
-		}
+		screen = term.waitFor(want, 5*time.Second)
 	}
 	// Arms are colored (foreground SGR 3x/9x/38), unless NO_COLOR is set.
 	colored := regexp.MustCompile(`\x1b\[[0-9;]*(3[0-7]|9[0-7]|38;)`).MatchString(term.tmux("capture-pane", "-p", "-e", "-t", "tt"))

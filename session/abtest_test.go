@@ -222,6 +222,21 @@ func BenchmarkRunTests(b *testing.B) {
 	}
 }
 
+// The done view's verdicts after the default study: an arm of about
+// 1,300 trials against the baseline in five metrics, 10,000 resamples per
+// test (the view tests each further arm alike, in parallel).
+func BenchmarkRunTestsDoneView(b *testing.B) {
+	s := abSession(1300, 1.1, 1, 9)
+	metrics := []string{"e2e_ms", "ttft_ms", "itl_mean_ms", "itl_max_ms", "itl_cv"}
+	for b.Loop() {
+		c, err := Compare([]Ref{{"A.toml", "greedy"}, {"A.toml", "hot"}}, []*Session{s, s}, metrics)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.RunTests(DefaultTestOptions)
+	}
+}
+
 // TestDifferentOutputLengthsAreSaidAndPerTokenVerdictsLead: sampling that
 // stops at the end of sequence sooner makes e2e shorter for that reason
 // alone; the verdicts say so first and lead with TPOT.
