@@ -40,12 +40,17 @@ const (
 const usage = `tokentop benchmarks LLM inference live.
 
 Usage:
-  tokentop                                  open the picker (the default study: greedy vs sampling on the built-in engine)
-  tokentop run [flags]                      run a profile's trials against a backend, on the live dashboard
-  tokentop compare A.toml B.toml [...]      compare sessions (or A.toml#arm1 A.toml#arm2); --tui for the compare screen
-  tokentop report S.toml [...]              repeatability report: distribution shape, outliers, trials needed, warmup
-  tokentop profiles                         list built-in and user profiles
-  tokentop backends [--url URL]             show which backends are reachable
+  tokentop                      open the picker (the default study: greedy vs
+                                sampling on the built-in engine)
+  tokentop run [flags]          run a profile's trials against a backend, on
+                                the live dashboard
+  tokentop compare A.toml B.toml [...]
+                                compare sessions (or A.toml#arm1 A.toml#arm2);
+                                --tui for the compare screen
+  tokentop report S.toml [...]  repeatability report: distribution shape,
+                                outliers, trials needed, warmup
+  tokentop profiles             list built-in and user profiles
+  tokentop backends [--url URL] show which backends are reachable
 
 Run 'tokentop COMMAND -h' for a command's flags.
 `
@@ -198,7 +203,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	events := make(chan runner.Event, 64)
 	var printed sync.WaitGroup
-	printed.Go(func() { ui.Headless(stdout, events) })
+	printed.Go(func() { ui.Headless(stdout, terminalWidth(stdout), events) })
 	status, err := runner.Run(ctx, plan, backend, events)
 	printed.Wait()
 	switch {
@@ -352,7 +357,7 @@ func cmdProfiles(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		dir = "(no user config folder: " + err.Error() + ")"
 	}
-	ui.WriteProfiles(stdout, list, dir, problems)
+	ui.WriteProfiles(stdout, terminalWidth(stdout), list, dir, problems)
 	return exitOK
 }
 
@@ -402,7 +407,7 @@ func runTUI(ctx context.Context, app *ui.App, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	if outcome.Finished != nil {
-		ui.WriteFinished(stdout, outcome.Arms, *outcome.Finished)
+		ui.WriteFinished(stdout, terminalWidth(stdout), outcome.Arms, *outcome.Finished)
 	}
 	switch {
 	case outcome.Err != nil:
@@ -421,4 +426,17 @@ func runTUI(ctx context.Context, app *ui.App, stdout, stderr io.Writer) int {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(f.Fd())
+}
+
+// terminalWidth is the width plain output must fit, or 0 when w is not a
+// terminal: a pipe or a file keeps every column.
+func terminalWidth(w io.Writer) int {
+	if !isTerminal(w) {
+		return 0
+	}
+	width, _, err := term.GetSize(w.(*os.File).Fd())
+	if err != nil {
+		return 0
+	}
+	return width
 }

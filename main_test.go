@@ -52,7 +52,7 @@ func TestRunHeadlessThenCompare(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"backend ollama at " + url, "server 0.33.0-rc2", "greedy       warmup    1/1", "temp-0.8     timed     4/4", "top-k-40", "e2e mean", "status complete", "saved " + out} {
+	for _, want := range []string{"backend ollama at " + url, "server 0.33.0-rc2", "greedy   warmup 1/1", "temp-0.8 timed  4/4", "top-k-40", "e2e mean", "status complete", "saved " + out} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}

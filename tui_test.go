@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tokentop/tokentop/session"
 )
@@ -133,12 +134,20 @@ func driveDashboard(t *testing.T, bin string, w, h int, noColor bool) {
 		t.Fatalf("session %s: status %s, %d records, %v", paths[0], s.Manifest.Status, len(s.Records), err)
 	}
 
-	// q leaves the alternate screen and prints where the files are.
+	// q leaves the alternate screen and prints the summary and where the
+	// files are, fitted to the terminal: joining the lines the terminal
+	// itself wrapped (-J) shows any line printed wider than it.
 	term.keys("q")
-	screen = term.waitFor("tokentop exited 0", 10*time.Second)
-	// The terminal wraps the long line, so join the lines first.
-	if !strings.Contains(strings.ReplaceAll(screen, "\n", ""), "saved "+paths[0]) {
-		t.Errorf("the saved path is not printed after quitting:\n%s", screen)
+	term.waitFor("tokentop exited 0", 10*time.Second)
+	printed := term.tmux("capture-pane", "-p", "-J", "-t", "tt")
+	if !strings.Contains(printed, paths[0]) || !strings.Contains(printed, "median [95% CI]") {
+		t.Errorf("the summary or the saved path is not printed after quitting:\n%s", printed)
+	}
+	for _, line := range strings.Split(printed, "\n") {
+		// Only a word longer than the terminal (the path) may wrap.
+		if utf8.RuneCountInString(line) > w && len(strings.Fields(line)) > 1 {
+			t.Errorf("a %d-column line in a %d-column terminal: %q", utf8.RuneCountInString(line), w, line)
+		}
 	}
 }
 

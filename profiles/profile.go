@@ -244,6 +244,15 @@ func allowedKeys(k toml.Key) string {
 
 // resolve fills defaults, reads the prompt file and validates every field,
 // reporting all problems at once so a user fixes a file in one pass.
+// ArmNames are the profile's arm names in its order.
+func (p *Profile) ArmNames() []string {
+	names := make([]string, len(p.Arms))
+	for i, a := range p.Arms {
+		names[i] = a.Name
+	}
+	return names
+}
+
 func (p *Profile) resolve(file string) error {
 	var errs []error
 	bad := func(arm int, key, format string, args ...any) {

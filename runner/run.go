@@ -157,9 +157,7 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 			ModelRequested: plan.Model, ModelActual: info.Model, Digest: info.Digest, Quantization: info.Quantization,
 			ServerVersion: info.ServerVersion, PromptCache: promptCacheWords(p.PromptCache, plan.Kind.Name, info), Details: info.Details},
 	}
-	var armNames []string
 	for _, a := range p.Arms {
-		armNames = append(armNames, a.Name)
 		m.Arms = append(m.Arms, session.ArmInfo{Name: a.Name, Strategy: a.Strategy(), Temperature: a.Temperature,
 			TopK: a.TopK, TopP: a.TopP, MinP: a.MinP, Seed: armSeed(p.Seed, a.Seed)})
 	}
@@ -172,7 +170,7 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 	if err := mon.attach(w); err != nil {
 		return session.StatusFailed, err
 	}
-	events <- Started{Manifest: w.ManifestPath(), Backend: plan.Kind, Info: info, Arms: armNames, TrialsPerArm: p.Trials, WarmupPerArm: p.Warmup, Power: mon.info}
+	events <- Started{Manifest: w.ManifestPath(), Backend: plan.Kind, Info: info, Arms: p.ArmNames(), TrialsPerArm: p.Trials, WarmupPerArm: p.Warmup, Power: mon.info}
 
 	r := &run{plan: plan, backend: b, writer: w, events: events, sessionID: m.ID, monitor: mon,
 		arms: make([]armState, len(p.Arms)), clock: tokenClock{arrivals: make([]metrics.Arrival, 0, p.MaxTokens+8)}}

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/profiles"
@@ -18,9 +20,10 @@ import (
 )
 
 // Headless prints one line per trial and the final summary, reading
-// events until the runner closes the channel.
-func Headless(w io.Writer, events <-chan runner.Event) {
-	var warmup, trials int
+// events until the runner closes the channel. The summary fits within
+// width cells (0: no limit, for pipes and logs).
+func Headless(w io.Writer, width int, events <-chan runner.Event) {
+	var warmup, trials, nameWidth int
 	var arms []string
 	for ev := range events {
 		switch ev := ev.(type) {
@@ -30,17 +33,20 @@ func Headless(w io.Writer, events <-chan runner.Event) {
 			fmt.Fprintf(w, "arms %s: %d warmup + %d timed trials each\n", strings.Join(ev.Arms, ", "), ev.WarmupPerArm, ev.TrialsPerArm)
 			fmt.Fprintf(w, "power: %s; %s\nmemory: %s\n", ev.Power.GPU, ev.Power.CPU, ev.Power.RSSProcess)
 			warmup, trials, arms = ev.WarmupPerArm, ev.TrialsPerArm, ev.Arms
+			for _, a := range arms {
+				nameWidth = max(nameWidth, ansi.StringWidth(a))
+			}
 		case runner.Measuring:
 			fmt.Fprintf(w, "measuring the %s for %v\n", ev.What, ev.For)
 		case runner.TrialDone:
-			fmt.Fprintln(w, ProgressLine(ev.Record, warmup, trials))
+			fmt.Fprintln(w, progressLine(ev.Record, warmup, trials, nameWidth))
 		case runner.ArmStopped:
 			fmt.Fprintf(w, "%s stopped: %s\n", ev.Arm, ev.Reason)
 		case runner.Waiting, runner.Resumed, runner.Warning:
 			fmt.Fprintln(w, EventLine(ev))
 		case runner.Finished:
 			fmt.Fprintln(w)
-			WriteFinished(w, arms, ev)
+			WriteFinished(w, width, arms, ev)
 		}
 	}
 }
@@ -59,9 +65,11 @@ func EventLine(ev runner.Event) string {
 	return ""
 }
 
-// ProgressLine describes one finished trial, counting it within its phase
-// (trial numbers in the files run on across phases).
-func ProgressLine(r session.Record, warmup, trials int) string {
+// progressLine describes one finished trial, counting it within its phase
+// (trial numbers in the files run on across phases). Names are padded to
+// nameWidth and the counts to the plan's, so that the lines of a run line
+// up and, for the built-in engine's figures, fit 80 columns.
+func progressLine(r session.Record, warmup, trials, nameWidth int) string {
 	status := r.Status
 	if r.Error != "" {
 		status += ": " + r.Error
@@ -70,8 +78,9 @@ func ProgressLine(r session.Record, warmup, trials int) string {
 	if r.Phase == session.PhaseTimed {
 		n, of = r.Trial-warmup, trials
 	}
-	line := fmt.Sprintf("%-12s %-6s %4d/%-4d ttft %9s  e2e %9s  %8s tok/s  %3s tok  %s",
-		r.Arm, r.Phase, n, of, millis(r.TTFTMs), millis(r.E2EMs), number(r.OutputTPS, 1), count(r.OutputTokens), status)
+	digits := len(fmt.Sprint(max(warmup, trials)))
+	line := fmt.Sprintf("%-*s %-6s %*d/%-*d  ttft %7s  e2e %7s  %7s tok/s  %3s tok  %s",
+		nameWidth, r.Arm, r.Phase, digits, n, digits, of, millis(r.TTFTMs), millis(r.E2EMs), number(r.OutputTPS, 1), count(r.OutputTokens), status)
 	if !math.IsNaN(r.JPerToken) {
 		line += fmt.Sprintf("  %s J/tok (%s)", number(r.JPerToken, 4), r.EnergyQuality)
 	}
@@ -115,29 +124,40 @@ func orDash(s string) string {
 }
 
 // WriteFinished prints the summary table, the final status and where the
-// session was saved.
-func WriteFinished(w io.Writer, arms []string, fin runner.Finished) {
+// session was saved, within width cells (0: no limit).
+func WriteFinished(w io.Writer, width int, arms []string, fin runner.Finished) {
 	// The status line below says whether the plan finished, and why not.
 	for _, c := range session.ArmCaveats(arms, fin.Summary) {
-		fmt.Fprintf(w, "caveat: %s\n", c)
+		writeProse(w, width, "caveat: %s", c)
 	}
-	WriteSummary(w, arms, fin.Summary)
-	fmt.Fprintf(w, "\nstatus %s", fin.Status)
+	WriteSummary(w, width, arms, fin.Summary)
+	status := "status " + string(fin.Status)
 	if fin.Note != "" {
-		fmt.Fprintf(w, " (%s)", fin.Note)
+		status += " (" + fin.Note + ")"
 	}
+	fmt.Fprintln(w)
+	writeProse(w, width, "%s", status)
 	if fin.SaveErr != "" {
-		fmt.Fprintf(w, "\nthe session is not saved in full: %s\n", fin.SaveErr)
+		writeProse(w, width, "the session is not saved in full: %s", fin.SaveErr)
 		return
 	}
-	fmt.Fprintf(w, "\nsaved %s\n", fin.Manifest)
+	writeProse(w, width, "saved %s", fin.Manifest)
 }
 
 // WriteSummary prints the per-arm table of e2e statistics, TTFT, tok/s
-// and the run-quality figures, arms in the profile's order.
-func WriteSummary(w io.Writer, arms []string, summary map[string]session.ArmSummary) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "arm\tn\tdegraded\te2e mean\tmedian [95% CI]\tp95\tp99\tmax\tCV\tttft p50\ttok/s\ttrial tok/s p50\tp5\twarmup ratio\tconverged at\t")
+// and the run-quality figures, arms in the profile's order, within width
+// cells (0: no limit). On a narrow terminal the least needed columns give
+// way; the arm, its n and its median with interval always stay.
+func WriteSummary(w io.Writer, width int, arms []string, summary map[string]session.ArmSummary) {
+	table := plainTable{columns: []textColumn{
+		{header: "arm", left: true}, {header: "n"}, {header: "degraded", giveWay: 9},
+		{header: "e2e mean", giveWay: 4}, {header: "median [95% CI]"}, {header: "p95", giveWay: 3},
+		{header: "p99", giveWay: 12}, {header: "max", giveWay: 10}, {header: "CV", giveWay: 5},
+		{header: "ttft p50", giveWay: 6}, {header: "tok/s", giveWay: 8},
+		// p5 is the trial rate's: it goes before the p50 it sits beside.
+		{header: "trial tok/s p50", giveWay: 13}, {header: "p5", giveWay: 14},
+		{header: "warmup ratio", giveWay: 11}, {header: "converged at", giveWay: 7},
+	}}
 	anytimeNote := false
 	for _, a := range arms {
 		s := summary[a]
@@ -147,22 +167,27 @@ func WriteSummary(w io.Writer, arms []string, summary map[string]session.ArmSumm
 		if anytime {
 			mark, anytimeNote = "*", true
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s %s%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a, s.TimedOK, s.Degraded,
-			millis(e2e.Mean), millis(e2e.Median), interval(lo, hi, oneDecimal), mark,
+		table.add(a, fmt.Sprint(s.TimedOK), fmt.Sprint(s.Degraded),
+			millis(e2e.Mean), millis(e2e.Median)+" "+interval(lo, hi, oneDecimal)+mark,
 			millis(e2e.P95), millis(e2e.P99), millis(e2e.Max), number(e2e.CV, 3), millis(ttft.Median),
 			number(s.OutputTPS, 1), number(tps.P50, 1), number(tps.P5, 1), number(s.WarmupRatio, 2), convergedAt(s))
 	}
-	tw.Flush()
-	fmt.Fprintln(w, "tok/s: Σ output tokens / Σ e2e time over the arm's timed ok trials; trial tok/s: the distribution of each trial's own rate")
+	leftOut, _ := table.write(w, width)
+	if len(leftOut) > 0 {
+		writeProse(w, width, "not shown at %d columns: %s; the manifest's [summary] has every figure", width, strings.Join(leftOut, ", "))
+	}
+	if !slices.Contains(leftOut, "tok/s") || !slices.Contains(leftOut, "trial tok/s p50") {
+		writeProse(w, width, "tok/s: Σ output tokens / Σ e2e time over the arm's timed ok trials; trial tok/s: the distribution of each trial's own rate")
+	}
 	if anytimeNote {
-		fmt.Fprintln(w, "* the anytime-valid 95% interval that stopped the arm; the others are bootstrap intervals at fixed n")
+		writeProse(w, width, "* the anytime-valid 95%% interval that stopped the arm; the others are bootstrap intervals at fixed n")
 	}
 	for _, a := range arms {
 		if iv := summary[a].StopInterval; iv != nil && iv.Statistic == "mean" {
-			fmt.Fprintf(w, "note: %s stopped on its mean e2e %s, anytime-valid 95%% interval [%s, %s]\n", a, millis(iv.Estimate), number(iv.Lo, 1), number(iv.Hi, 1))
+			writeProse(w, width, "note: %s stopped on its mean e2e %s, anytime-valid 95%% interval [%s, %s]", a, millis(iv.Estimate), number(iv.Lo, 1), number(iv.Hi, 1))
 		}
 		if n := summary[a].TokenCountMismatches; n > 0 {
-			fmt.Fprintf(w, "note: %s: in %d trials the server's token count differed from the tokens seen in the stream\n", a, n)
+			writeProse(w, width, "note: %s: in %d trials the server's token count differed from the tokens seen in the stream", a, n)
 		}
 	}
 }
@@ -185,22 +210,40 @@ func convergedAt(s session.ArmSummary) string {
 	return fmt.Sprintf("n=%d (±%g%%)", s.ConvergedAt, s.ConvergeTolerance*100)
 }
 
-// WriteProfiles lists profiles with their plan.
-func WriteProfiles(w io.Writer, list []*profiles.Profile, userDir string, problems []error) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSOURCE\tPLAN\tARMS\tDESCRIPTION")
+// WriteProfiles lists profiles with their plan, as a table where it fits
+// within width cells (0: no limit), else as one short block per profile
+// with its description wrapped.
+func WriteProfiles(w io.Writer, width int, list []*profiles.Profile, userDir string, problems []error) {
+	table := plainTable{columns: []textColumn{
+		{header: "NAME", left: true}, {header: "SOURCE", left: true}, {header: "PLAN", left: true},
+		{header: "ARMS", left: true}, {header: "DESCRIPTION", left: true},
+	}}
 	for _, p := range list {
-		var arms []string
-		for _, a := range p.Arms {
-			arms = append(arms, a.Name)
+		table.add(p.Name, p.Source, profilePlan(p), strings.Join(p.ArmNames(), ", "), p.Description)
+	}
+	if width > 0 && table.width() > width {
+		for i, p := range list {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			writeProse(w, width, "%s (%s)", p.Name, p.Source)
+			writeProse(w, width, "  %s; arms %s", profilePlan(p), strings.Join(p.ArmNames(), ", "))
+			for _, line := range strings.Split(wrapWords(p.Description, width-2), "\n") {
+				fmt.Fprintln(w, "  "+line)
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d warmup + %d trials, %d tokens\t%s\t%s\n", p.Name, p.Source, p.Warmup, p.Trials, p.MaxTokens, strings.Join(arms, ", "), p.Description)
+	} else {
+		table.write(w, 0)
 	}
-	tw.Flush()
-	fmt.Fprintf(w, "\nuser profiles: %s/*.toml\n", userDir)
+	fmt.Fprintln(w)
+	writeProse(w, width, "user profiles: %s/*.toml", userDir)
 	for _, err := range problems {
-		fmt.Fprintf(w, "skipped: %v\n", err)
+		writeProse(w, width, "skipped: %v", err)
 	}
+}
+
+func profilePlan(p *profiles.Profile) string {
+	return fmt.Sprintf("%d warmup + %d trials, %d tokens", p.Warmup, p.Trials, p.MaxTokens)
 }
 
 // WriteBackends prints what each backend's probe found.

@@ -2,10 +2,13 @@ package ui
 
 import (
 	"bytes"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/runner"
 	"github.com/tokentop/tokentop/session"
 )
@@ -14,21 +17,30 @@ func TestProgressLineCountsWithinThePhaseAndShowsErrors(t *testing.T) {
 	r := session.Record{Arm: "greedy", Trial: 4, Phase: session.PhaseTimed, Status: session.StatusError,
 		Error: "HTTP 500: boom", OutputTokens: -1}
 	r.TTFTMs, r.E2EMs, r.OutputTPS = math.NaN(), 12.34, math.NaN()
-	got := ProgressLine(r, 3, 10)
-	for _, want := range []string{"greedy", "timed", "1/10", "ttft         —", "e2e   12.3 ms", "error: HTTP 500: boom"} {
+	got := progressLine(r, 3, 10, 8)
+	for _, want := range []string{"greedy", "timed", "1/10", "ttft       —", "e2e 12.3 ms", "error: HTTP 500: boom"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q lacks %q", got, want)
 		}
 	}
 	r.Phase, r.Trial = session.PhaseWarmup, 2
-	if got := ProgressLine(r, 3, 10); !strings.Contains(got, "2/3") {
+	if got := progressLine(r, 3, 10, 8); !strings.Contains(got, "2/3") {
 		t.Errorf("warmup line %q", got)
+	}
+}
+
+func TestTheMainJobsProgressLinesFit80Columns(t *testing.T) {
+	r := session.Record{Arm: "top-k-40", Trial: 1503, Phase: session.PhaseTimed, Status: session.StatusOK, OutputTokens: 128,
+		EnergyJ: math.NaN(), JPerToken: math.NaN()}
+	r.TTFTMs, r.E2EMs, r.OutputTPS = 0.8, 9.1, 14087.1
+	if got := progressLine(r, 3, 1500, len("top-k-40")); len(got) > 80 {
+		t.Errorf("%d columns: %q", len(got), got)
 	}
 }
 
 func TestSummaryTableNotesTokenCountMismatches(t *testing.T) {
 	var buf bytes.Buffer
-	WriteSummary(&buf, []string{"b", "a"}, map[string]session.ArmSummary{
+	WriteSummary(&buf, 0, []string{"b", "a"}, map[string]session.ArmSummary{
 		"b": {TimedOK: 3, ConvergedAt: 2, ConvergeTolerance: 0.01, Metrics: map[string]session.MetricSummary{"e2e_ms": {Mean: 100, Median: 99, CV: 0.05}}},
 		"a": {TimedOK: 1, TokenCountMismatches: 2, Metrics: map[string]session.MetricSummary{}},
 	})
@@ -54,19 +66,106 @@ func TestProgressLineShowsEnergyOnlyWhenMeasured(t *testing.T) {
 	r := session.Record{Arm: "greedy", Trial: 2, Phase: session.PhaseTimed, Status: session.StatusOK, OutputTokens: 64,
 		EnergyQuality: session.EnergyUnavailable, EnergyJ: math.NaN(), JPerToken: math.NaN()}
 	r.Timings.E2EMs, r.Timings.TTFTMs, r.Timings.OutputTPS = 20, 1, 3200
-	if line := ProgressLine(r, 1, 10); strings.Contains(line, "J/tok") {
+	if line := progressLine(r, 1, 10, 8); strings.Contains(line, "J/tok") {
 		t.Errorf("no energy measured, yet %q", line)
 	}
 	r.JPerToken, r.EnergyQuality = 0.0123, "counter"
-	if line := ProgressLine(r, 1, 10); !strings.HasSuffix(line, "ok  0.0123 J/tok (counter)") {
+	if line := progressLine(r, 1, 10, 8); !strings.HasSuffix(line, "ok  0.0123 J/tok (counter)") {
 		t.Errorf("energy missing: %q", line)
 	}
 }
 
 func TestFinishedNeverSaysSavedWhenTheManifestFailed(t *testing.T) {
 	var buf bytes.Buffer
-	WriteFinished(&buf, nil, runner.Finished{Status: session.StatusComplete, Manifest: "/s/x.toml", SaveErr: "the final manifest could not be written (no space left on device)"})
+	WriteFinished(&buf, 0, nil, runner.Finished{Status: session.StatusComplete, Manifest: "/s/x.toml", SaveErr: "the final manifest could not be written (no space left on device)"})
 	if out := buf.String(); strings.Contains(out, "saved /s/x.toml") || !strings.Contains(out, "not saved in full: the final manifest could not be written (no space") {
 		t.Errorf("a failed final write printed:\n%s", out)
+	}
+}
+
+// wideSummary is a finished run whose summary table is as wide as real
+// runs make it: four-digit counts, long names, five-digit rates.
+func wideSummary() ([]string, map[string]session.ArmSummary) {
+	arms := []string{"greedy", "temperature-0.7-long", "top-k-40"}
+	summary := map[string]session.ArmSummary{}
+	for i, a := range arms {
+		v := 40000 + float64(i)*1234.5
+		summary[a] = session.ArmSummary{TimedOK: 1376, Degraded: 12, OutputTPS: 16277.1, WarmupRatio: 12.5, ConvergedAt: 933, ConvergeTolerance: 0.01,
+			Metrics: map[string]session.MetricSummary{
+				"e2e_ms":     {Mean: v, Median: v, P95: v, P99: v, Max: v, CV: 0.254, N: 1376},
+				"ttft_ms":    {Median: 812.5},
+				"output_tps": {P50: 18088.3, P5: 9508.2},
+			}}
+	}
+	return arms, summary
+}
+
+func TestTheSummaryFitsTheTerminalAndStaysWideWhenPiped(t *testing.T) {
+	arms, summary := wideSummary()
+	fin := runner.Finished{Status: session.StatusComplete, Manifest: "/home/someone/.local/share/tokentop/sessions/20261123T094100Z-greedy-vs-sampling-builtin.toml", Summary: summary}
+	var piped bytes.Buffer
+	WriteFinished(&piped, 0, arms, fin)
+	headers := []string{"degraded", "e2e mean", "median [95% CI]", "p95", "p99", "max", "CV", "ttft p50", "tok/s", "trial tok/s p50", "p5", "warmup ratio", "converged at"}
+	for _, h := range headers {
+		if !strings.Contains(piped.String(), h) {
+			t.Errorf("piped output lacks the %q column:\n%s", h, piped.String())
+		}
+	}
+	if strings.Contains(piped.String(), "not shown") {
+		t.Errorf("piped output left columns out:\n%s", piped.String())
+	}
+	for _, width := range []int{80, 60} {
+		var out bytes.Buffer
+		WriteFinished(&out, width, arms, fin)
+		text := out.String()
+		for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+			// Only a word longer than the terminal (the path) may pass it.
+			if n := len([]rune(line)); n > width && len(strings.Fields(line)) > 1 {
+				t.Errorf("at %d columns a %d-column line: %q", width, n, line)
+			}
+		}
+		for _, a := range arms {
+			if rowIndex(text, a) < 0 {
+				t.Errorf("at %d columns no row for %s:\n%s", width, a, text)
+			}
+		}
+		// The answer stays; the least needed columns go first and are named.
+		if !strings.Contains(text, "median [95% CI]") || !strings.Contains(text, "not shown at "+fmt.Sprint(width)+" columns: p5, trial tok/s p50, p99") {
+			t.Errorf("at %d columns:\n%s", width, text)
+		}
+		// A long path is broken at spaces only, never mid-word: it stays whole.
+		if !strings.Contains(text, fin.Manifest) {
+			t.Errorf("at %d columns the saved path was split:\n%s", width, text)
+		}
+	}
+}
+
+func TestProfilesFitTheTerminalAndStayATableWhenPiped(t *testing.T) {
+	list := []*profiles.Profile{
+		{Name: "greedy-vs-sampling", Source: "builtin", Warmup: 3, Trials: 1500, MaxTokens: 128,
+			Description: "Greedy vs temperature 0.8 vs top-k 40, until each mean e2e is known to ±2%: the latency cost and variance of sampling",
+			Arms:        []profiles.Arm{{Name: "greedy"}, {Name: "temp-0.8"}, {Name: "top-k-40"}}},
+		{Name: "quick", Source: "builtin", Warmup: 1, Trials: 10, MaxTokens: 64, Description: "A first look", Arms: []profiles.Arm{{Name: "greedy"}}},
+	}
+	var piped bytes.Buffer
+	WriteProfiles(&piped, 0, list, "/u", nil)
+	if first := strings.SplitN(piped.String(), "\n", 2)[0]; !strings.HasPrefix(first, "NAME") || !strings.HasSuffix(first, "DESCRIPTION") {
+		t.Errorf("piped, the header is %q", first)
+	}
+	var narrow bytes.Buffer
+	WriteProfiles(&narrow, 80, list, "/u", nil)
+	for _, line := range strings.Split(narrow.String(), "\n") {
+		if n := len([]rune(line)); n > 80 {
+			t.Errorf("a %d-column line at 80: %q", n, line)
+		}
+	}
+	// Every word of every description is there, whole.
+	words := strings.Fields(narrow.String())
+	for _, p := range list {
+		for _, word := range strings.Fields(p.Description + " " + p.Name + " top-k-40") {
+			if !slices.Contains(words, word) {
+				t.Errorf("at 80 columns %q is missing or split:\n%s", word, narrow.String())
+			}
+		}
 	}
 }

@@ -40,11 +40,7 @@ type profileItem struct{ p *profiles.Profile }
 
 func (i profileItem) Title() string { return i.p.Name + "  " + styleDim.Render("("+i.p.Source+")") }
 func (i profileItem) Description() string {
-	var arms []string
-	for _, a := range i.p.Arms {
-		arms = append(arms, a.Name)
-	}
-	return fmt.Sprintf("%s · %d warmup + %d trials · %s", strings.Join(arms, " vs "), i.p.Warmup, i.p.Trials, i.p.Description)
+	return fmt.Sprintf("%s · %d warmup + %d trials · %s", strings.Join(i.p.ArmNames(), " vs "), i.p.Warmup, i.p.Trials, i.p.Description)
 }
 func (i profileItem) FilterValue() string { return i.p.Name + " " + i.p.Description }
 
