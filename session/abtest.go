@@ -362,9 +362,13 @@ func (t *ABTest) LengthNote(labels []string) string {
 	if t.CliffsDelta < 0 {
 		word = "fewer"
 	}
-	return fmt.Sprintf("note: %s writes %s tokens than %s (median %s vs %s, %s): its e2e and output tok/s differ partly for that reason; "+
+	// The means say how much: medians of capped lengths are often equal
+	// (128 vs 128) when a few trials stop early.
+	mean := t.baselineMean + t.MeanDiff.Value
+	return fmt.Sprintf("note: %s writes %s tokens than %s (mean %s vs %s, %s; median %s vs %s; %s): its e2e and output tok/s differ partly for that reason; "+
 		"read the per-token metrics (TPOT) first, or set fixed_length = true where the backend can",
-		labels[t.Column], word, labels[t.Baseline], strconv.FormatFloat(t.MedianB, 'f', -1, 64), strconv.FormatFloat(t.MedianA, 'f', -1, 64), formatP(t.PAdjusted))
+		labels[t.Column], word, labels[t.Baseline], strconv.FormatFloat(mean, 'f', 1, 64), strconv.FormatFloat(t.baselineMean, 'f', 1, 64),
+		FormatDelta(100*t.MeanDiff.Value/t.baselineMean), strconv.FormatFloat(t.MedianB, 'f', -1, 64), strconv.FormatFloat(t.MedianA, 'f', -1, 64), formatP(t.PAdjusted))
 }
 
 // SpreadVerdicts are each column's spread verdict for the first metric,

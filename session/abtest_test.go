@@ -237,6 +237,26 @@ func BenchmarkRunTestsDoneView(b *testing.B) {
 	}
 }
 
+// TestALengthNoteWithEqualMediansSaysHowMuch: when a few sampled trials
+// stop early, the medians of capped lengths are equal, and the note must
+// still say how many fewer tokens there were (the means).
+func TestALengthNoteWithEqualMediansSaysHowMuch(t *testing.T) {
+	s := abSession(30, 1, 1, 7)
+	hot := 0
+	for i := range s.Records {
+		if s.Records[i].Arm == "hot" {
+			if hot%3 == 0 {
+				s.Records[i].OutputTokens = 20
+			}
+			hot++
+		}
+	}
+	v := abCompare(t, s, CompareMetrics...).Verdicts()
+	if !strings.HasPrefix(v[0], "note: hot writes fewer tokens than greedy (mean 28.0 vs 32.0, -12.5%; median 32 vs 32; p ") {
+		t.Errorf("verdicts:\n%s", strings.Join(v, "\n"))
+	}
+}
+
 // TestDifferentOutputLengthsAreSaidAndPerTokenVerdictsLead: sampling that
 // stops at the end of sequence sooner makes e2e shorter for that reason
 // alone; the verdicts say so first and lead with TPOT.
@@ -249,7 +269,7 @@ func TestDifferentOutputLengthsAreSaidAndPerTokenVerdictsLead(t *testing.T) {
 	}
 	c := abCompare(t, s, CompareMetrics...)
 	v := c.Verdicts()
-	if !strings.HasPrefix(v[0], "note: hot writes fewer tokens than greedy (median 22 vs 32, p < 0.001)") ||
+	if !strings.HasPrefix(v[0], "note: hot writes fewer tokens than greedy (mean 22.0 vs 32.0, -31.2%; median 22 vs 32; p < 0.001)") ||
 		!strings.Contains(v[1], " TPOT") || !strings.Contains(v[2], " e2e") {
 		t.Errorf("verdicts:\n%s", strings.Join(v, "\n"))
 	}

@@ -476,14 +476,19 @@ func verdictTable(cmp *session.Comparison, w int) []string {
 		notes = append(notes, "* significant, but the medians' interval spans no change: the distributions differ as a whole")
 	}
 	legend := fmt.Sprintf("✓/✗ significant (Mann-Whitney, Holm-adjusted p < %g) · n.s. not significant", session.Alpha)
+	// Notes wrap rather than lose their end: a caveat cut at the edge
+	// would hide what it asks the reader to do.
 	for _, l := range cmp.VerdictLines() {
 		if l.Test == nil { // output lengths that differ: the verdicts' caveat
-			lines = append(lines, styleWarn.Render(fit("⚠ "+l.Text, w)))
+			for _, line := range wrap("⚠ "+l.Text, w) {
+				lines = append(lines, styleWarn.Render(line))
+			}
 		}
 	}
-	lines = append(lines, styleDim.Render(fit(legend, w)))
-	for _, note := range notes {
-		lines = append(lines, styleDim.Render(fit(note, w)))
+	for _, note := range append([]string{legend}, notes...) {
+		for _, line := range wrap(note, w) {
+			lines = append(lines, styleDim.Render(line))
+		}
 	}
 	return lines
 }
