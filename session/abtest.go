@@ -351,9 +351,18 @@ func (c *Comparison) Verdicts() []string {
 	return append(lines, c.SpreadVerdicts()...)
 }
 
+// materialLengthChange is the change in mean output length below which
+// length cannot explain an e2e difference worth a note: e2e grows at most
+// in proportion to the tokens written, so a 0.1% shorter output (a few
+// early stops in 1,000 capped trials) moves e2e by about 0.1%.
+const materialLengthChange = 0.01
+
 // LengthsDiffer reports whether an output_tokens check found the column
-// writing more or fewer tokens than its baseline.
-func (t *ABTest) LengthsDiffer() bool { return !t.TooFew && t.PAdjusted < Alpha }
+// writing more or fewer tokens than its baseline, significantly and by at
+// least materialLengthChange of the mean.
+func (t *ABTest) LengthsDiffer() bool {
+	return !t.TooFew && t.PAdjusted < Alpha && math.Abs(t.MeanDiff.Value) >= materialLengthChange*t.baselineMean
+}
 
 // LengthNote says that two arms wrote different numbers of tokens, and
 // what follows for reading e2e.

@@ -257,6 +257,30 @@ func TestALengthNoteWithEqualMediansSaysHowMuch(t *testing.T) {
 	}
 }
 
+// TestALengthChangeTooSmallToMatterGetsNoNote: one trial in 40 a token
+// short is a significant difference that moves e2e by about 0.08%; a note
+// saying e2e differs "partly for that reason" would mislead.
+func TestALengthChangeTooSmallToMatterGetsNoNote(t *testing.T) {
+	s := abSession(900, 1, 1, 7)
+	hot := 0
+	for i := range s.Records {
+		if s.Records[i].Arm != "hot" {
+			continue
+		}
+		if hot%40 == 0 {
+			s.Records[i].OutputTokens = 31
+		}
+		hot++
+	}
+	c := abCompare(t, s, CompareMetrics...)
+	if len(c.Lengths) != 1 || c.Lengths[0].PAdjusted >= Alpha {
+		t.Fatalf("the lengths should differ significantly: %+v", c.Lengths)
+	}
+	if v := c.Verdicts(); strings.HasPrefix(v[0], "note:") {
+		t.Errorf("a 0.08%% length change got a note:\n%s", strings.Join(v, "\n"))
+	}
+}
+
 // TestDifferentOutputLengthsAreSaidAndPerTokenVerdictsLead: sampling that
 // stops at the end of sequence sooner makes e2e shorter for that reason
 // alone; the verdicts say so first and lead with TPOT.
