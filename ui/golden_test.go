@@ -13,7 +13,6 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
-	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/runner"
 	"github.com/tokentop/tokentop/session"
 )
@@ -268,33 +267,5 @@ func TestNarrowVerdictTablePointsAtCompare(t *testing.T) {
 		if ansi.StringWidth(line) > 78 {
 			t.Errorf("%q is wider than 78", line)
 		}
-	}
-}
-
-// Histogram bins come from the data: a few hundred trials on a wide panel
-// get Freedman–Diaconis bins, not one bin per column (a barcode of
-// one-trial columns); the finest series decides, so all share them.
-func TestHistogramBinsComeFromTheData(t *testing.T) {
-	var wide, narrow metrics.Distribution
-	for i := range 300 {
-		wide.Add(100 + float64((i*37)%100))  // uniform over 100..199: IQR 50
-		narrow.Add(120 + float64((i*37)%20)) // IQR 10, so finer bins
-	}
-	both := []histSeries{{name: "a", dist: &wide}, {name: "b", dist: &narrow}}
-	// FD width for narrow: 2·10/300^(1/3) ≈ 2.99, over 100..199: 34 bins.
-	if got := binCount(both, 100, 199, 190); got < 30 || got > 36 {
-		t.Errorf("%d bins for 300 trials over 190 columns; Freedman–Diaconis gives about 34", got)
-	}
-	if got := binCount(both[:1], 100, 199, 190); got < 6 || got > 8 {
-		t.Errorf("%d bins for the wide series alone; Freedman–Diaconis gives about 7", got)
-	}
-	if got := binCount(both, 100, 199, 20); got != 20 {
-		t.Errorf("%d bins in 20 columns; at most one per column", got)
-	}
-	var two metrics.Distribution
-	two.Add(1)
-	two.Add(2)
-	if got := binCount([]histSeries{{dist: &two}}, 1, 2, 100); got != 2 {
-		t.Errorf("%d bins for 2 values; Sturges gives 2", got)
 	}
 }

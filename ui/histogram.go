@@ -9,6 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/ui/figure"
 )
 
 // histogramPanel shows every arm's distribution of one metric; m cycles
@@ -55,57 +56,46 @@ func histogramTitle(metric string) string {
 // smallest value to the largest p99 (beyond it, values pile into the last
 // bin, marked ≥), so one outlier does not squash the rest into a column.
 func renderHistogram(series []histSeries, w, h int) string {
-	var lo, hi = math.Inf(1), math.Inf(-1)
-	var withData []histSeries
+	nameW, hasData := 0, false
 	for _, s := range series {
-		if s.dist.N() == 0 {
-			continue
+		if s.dist.N() > 0 {
+			nameW, hasData = max(nameW, lipgloss.Width(s.name)), true
 		}
-		st := s.dist.Stats()
-		lo, hi = math.Min(lo, st.Min), math.Max(hi, st.P99)
-		withData = append(withData, s)
 	}
-	if len(withData) == 0 {
+	if !hasData {
 		return styleDim.Render("waiting for timed trials…")
-	}
-	nameW := 0
-	for _, s := range withData {
-		nameW = max(nameW, lipgloss.Width(s.name))
 	}
 	nameW = min(nameW, w/4) // names are cut only when the bars would get less than ¾
 	plotW := w - nameW - 1
 	if plotW < 2 || h < 2 {
 		return styleDim.Render("too small for the histogram")
 	}
-	rows := max(1, (h-1)/len(withData))
+	names, dists := make([]string, len(series)), make([]*metrics.Distribution, len(series))
+	for i, s := range series {
+		names[i], dists[i] = s.name, s.dist
+	}
 	// Bins come from the data, shared by every series; a bin wider than a
 	// column spans several. Columns place the median and p95 markers.
-	bins := binCount(withData, lo, hi, plotW)
-	edges, columnEdges := metrics.EqualBins(lo, hi, bins), metrics.EqualBins(lo, hi, plotW)
+	hist := figure.NewHistogram(names, dists, plotW)
+	bins := len(hist.Edges) - 1
+	lo, hi := hist.Lo(), hist.Hi()
+	columnEdges := metrics.EqualBins(lo, hi, plotW)
+	rows := max(1, (h-1)/len(hist.Series))
 	var lines []string
-	overflow := false
-	for _, s := range withData {
-		counts := s.dist.Counts(edges)
-		inBins := 0
-		for _, c := range counts {
-			inBins += c
-		}
-		if extra := s.dist.N() - inBins; extra > 0 {
-			counts[len(counts)-1] += extra
-			overflow = true
-		}
+	for _, hs := range hist.Series {
+		counts := hs.Counts
 		peak := 0
 		for _, c := range counts {
 			peak = max(peak, c)
 		}
-		st := s.dist.Stats()
-		medianCol, p95Col := binOf(columnEdges, st.Median), binOf(columnEdges, st.P95)
-		style := armStyle(s.color)
-		paints := [4]paint{paintPlain, armPaint(s.color), paintBold, paintDim}
+		color := series[hs.Index].color
+		medianCol, p95Col := figure.Bin(columnEdges, hs.Stats.Median), figure.Bin(columnEdges, hs.Stats.P95)
+		style := armStyle(color)
+		paints := [4]paint{paintPlain, armPaint(color), paintBold, paintDim}
 		for r := 0; r < rows; r++ {
 			var b strings.Builder
 			if r == 0 {
-				b.WriteString(style.Render(fit(s.name, nameW)) + " ")
+				b.WriteString(style.Render(fit(hs.Name, nameW)) + " ")
 			} else {
 				b.WriteString(strings.Repeat(" ", nameW+1))
 			}
@@ -143,7 +133,7 @@ func renderHistogram(series []histSeries, w, h int) string {
 		}
 	}
 	loLabel, hiLabel := formatMs(lo), formatMs(hi)
-	if overflow {
+	if hist.Overflow {
 		hiLabel = "≥" + hiLabel
 	}
 	gap := max(1, plotW-lipgloss.Width(loLabel)-lipgloss.Width(hiLabel))
@@ -156,33 +146,6 @@ func renderHistogram(series []histSeries, w, h int) string {
 	return strings.Join(lines, "\n")
 }
 
-// binCount chooses how many equal bins span [lo, hi]: the Freedman–Diaconis
-// width (2·IQR·n^(-1/3)), the finest any series asks for, so that each
-// bin holds enough trials to mean something; one bin per column is the
-// most a width can show. Sturges' rule stands in where the IQR is zero or
-// the trials are too few for quartiles.
-func binCount(series []histSeries, lo, hi float64, columns int) int {
-	if !(hi > lo) {
-		return 1
-	}
-	width, total := math.Inf(1), 0
-	for _, s := range series {
-		sorted := s.dist.Sorted()
-		total += len(sorted)
-		if len(sorted) < 4 {
-			continue
-		}
-		if iqr := metrics.PercentileSorted(sorted, 0.75) - metrics.PercentileSorted(sorted, 0.25); iqr > 0 {
-			width = math.Min(width, 2*iqr/math.Cbrt(float64(len(sorted))))
-		}
-	}
-	bins := int(math.Ceil(math.Log2(float64(max(1, total))))) + 1
-	if !math.IsInf(width, 1) {
-		bins = int(math.Ceil((hi - lo) / width))
-	}
-	return max(1, min(columns, bins))
-}
-
 // The kinds of histogram cell, each drawn in its own paint.
 const (
 	cellPlain = iota
@@ -190,19 +153,6 @@ const (
 	cellMedian
 	cellP95
 )
-
-// binOf is the bin holding v, or -1 outside the edges.
-func binOf(edges []float64, v float64) int {
-	if math.IsNaN(v) || v < edges[0] || v > edges[len(edges)-1] {
-		return -1
-	}
-	for i := 1; i < len(edges); i++ {
-		if v < edges[i] {
-			return i - 1
-		}
-	}
-	return len(edges) - 2
-}
 
 // formatMs gives a latency three significant figures wide.
 func formatMs(v float64) string {
