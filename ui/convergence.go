@@ -51,7 +51,7 @@ func renderConvergence(arms []*armData, tol float64, showCV bool, w, h int) stri
 		// still ties each glyph to its arm.
 		var names []string
 		for _, a := range arms {
-			names = append(names, armStyle(a.index).Render(armPalette[a.index%len(armPalette)].glyph+" "+a.name))
+			names = append(names, armStyle(a.index).Render(armGlyph(a.index)+" "+a.name))
 		}
 		if short := strings.Join(names, "  "); lipgloss.Width(short) <= w {
 			legend, graphRows = []string{short}, h-2
@@ -91,8 +91,8 @@ func renderConvergence(arms []*armData, tol float64, showCV bool, w, h int) stri
 			continue
 		}
 		data = append(data, series)
-		colors = append(colors, armPalette[a.index%len(armPalette)].graph)
-		chars = append(chars, asciigraph.CreateCharSet(armPalette[a.index%len(armPalette)].glyph))
+		colors = append(colors, armGraphColor(a.index))
+		chars = append(chars, asciigraph.CreateCharSet(armGlyph(a.index)))
 	}
 	if len(data) == 0 {
 		return strings.Join(legend, "\n")
@@ -149,7 +149,7 @@ func hasFinite(xs []float64) bool {
 func convergenceLegend(arms []*armData, tol float64) []string {
 	var lines []string
 	for _, a := range arms {
-		line := armStyle(a.index).Render(armPalette[a.index%len(armPalette)].glyph + " " + a.name)
+		line := armStyle(a.index).Render(armGlyph(a.index) + " " + a.name)
 		if n := len(a.points); n > 0 {
 			p := a.points[n-1]
 			line += fmt.Sprintf(" %s", formatMs(p.Mean))

@@ -103,7 +103,7 @@ func renderWatts(data *runData, w, h int, origin time.Time) string {
 			continue
 		}
 		series = append(series, resample(t, end, cols))
-		colors = append(colors, armPalette[i%len(armPalette)].graph)
+		colors = append(colors, armGraphColor(i))
 		if !math.IsNaN(t.baseline) {
 			idle := make([]float64, cols)
 			for c := range idle {

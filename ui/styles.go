@@ -6,6 +6,8 @@ import (
 
 	"charm.land/lipgloss/v2"
 	"github.com/guptarohit/asciigraph"
+
+	"github.com/tokentop/tokentop/ui/figure"
 )
 
 // Every color and border of the TUI lives here. Colors are plain ANSI
@@ -13,27 +15,15 @@ import (
 // 16-color terminals) degrades them; nothing is told apart by color
 // alone: arms also differ by name and glyph, deltas by sign.
 
-// armPalette colors arms in the order the profile declares them.
-var armPalette = []struct {
-	color color.Color
-	graph asciigraph.AnsiColor
-	glyph string // convergence line glyph, so arms differ without color
-}{
-	{lipgloss.Color("12"), asciigraph.Blue, "─"},
-	{lipgloss.Color("13"), asciigraph.Magenta, "·"},
-	{lipgloss.Color("11"), asciigraph.Yellow, "="},
-	{lipgloss.Color("14"), asciigraph.Cyan, "~"},
-	{lipgloss.Color("10"), asciigraph.Green, "+"},
-	// Past five arms the colours repeat; the glyphs do not, so arms stay
-	// apart without colour.
-	{lipgloss.Color("12"), asciigraph.Blue, "*"},
-	{lipgloss.Color("13"), asciigraph.Magenta, "#"},
-	{lipgloss.Color("11"), asciigraph.Yellow, "o"},
-	{lipgloss.Color("14"), asciigraph.Cyan, "x"},
-	{lipgloss.Color("10"), asciigraph.Green, "%"},
+// graphColors are asciigraph's names for the ANSI colours of figure.Arm.
+var graphColors = map[string]asciigraph.AnsiColor{
+	"10": asciigraph.Green, "11": asciigraph.Yellow, "12": asciigraph.Blue, "13": asciigraph.Magenta, "14": asciigraph.Cyan,
 }
 
-func armColor(i int) color.Color { return armPalette[i%len(armPalette)].color }
+// The arms' marks are figure's, shared with the HTML report.
+func armColor(i int) color.Color               { return lipgloss.Color(figure.Arm(i).ANSI) }
+func armGraphColor(i int) asciigraph.AnsiColor { return graphColors[figure.Arm(i).ANSI] }
+func armGlyph(i int) string                    { return figure.Arm(i).Glyph }
 
 var (
 	colorDim    = lipgloss.Color("8")
@@ -76,7 +66,7 @@ var (
 	borderPaint        = newPaint(lipgloss.NewStyle().Foreground(colorDim))
 	borderPaintFocused = newPaint(lipgloss.NewStyle().Foreground(colorAccent))
 	armPaints          = func() []paint {
-		p := make([]paint, len(armPalette))
+		p := make([]paint, figure.Arms())
 		for i := range p {
 			p[i] = newPaint(armStyle(i))
 		}
