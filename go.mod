@@ -15,6 +15,7 @@ require (
 	github.com/charmbracelet/x/term v0.2.2
 	github.com/guptarohit/asciigraph v0.10.0
 	github.com/shirou/gopsutil/v4 v4.26.10
+	gonum.org/v1/plot v0.17.0
 	howett.net/plist v1.0.1
 )
 
@@ -49,5 +50,4 @@ require (
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
-	gonum.org/v1/plot v0.17.0 // indirect
 )

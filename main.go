@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -13,6 +14,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +29,7 @@ import (
 	"github.com/tokentop/tokentop/runner"
 	"github.com/tokentop/tokentop/session"
 	"github.com/tokentop/tokentop/ui"
+	"github.com/tokentop/tokentop/ui/htmlreport"
 )
 
 // Exit codes.
@@ -240,15 +243,52 @@ func typedNoOverride(fs *flag.FlagSet) error {
 
 // outputFlags are the flags of the commands that print statistics.
 type outputFlags struct {
-	format    *string
-	resamples *int
+	format         *string
+	resamples      *int
+	html, svg, png *string
 }
 
 func addOutputFlags(fs *flag.FlagSet) outputFlags {
 	return outputFlags{
 		format:    fs.String("format", "text", "output format: "+strings.Join(session.Formats, ", ")),
 		resamples: fs.Int("resamples", session.DefaultTestOptions.Resamples, "bootstrap resamples behind each interval"),
+		html:      fs.String("html", "", "write a self-contained HTML report (verdicts, caveats, charts, set-up) to this file instead of printing"),
+		svg:       fs.String("svg", "", "write each chart as an SVG file into this folder instead of printing"),
+		png:       fs.String("png", "", "write each chart as a PNG file into this folder instead of printing"),
 	}
+}
+
+// pictures reports whether any of --html, --svg or --png was given.
+func (o outputFlags) pictures() bool { return *o.html != "" || *o.svg != "" || *o.png != "" }
+
+// writePictures builds the HTML report of refs and writes what the flags
+// ask for, saying where each file went.
+func (o outputFlags) writePictures(refs []session.Ref, sessions []*session.Session, metricNames []string, stdout io.Writer) error {
+	r, err := htmlreport.Build(refs, sessions, metricNames, o.testOptions())
+	if err != nil {
+		return err
+	}
+	if *o.html != "" {
+		var page bytes.Buffer
+		if err := r.WriteHTML(&page); err != nil {
+			return err
+		}
+		if err := session.WriteAtomic(*o.html, page.Bytes()); err != nil {
+			return fmt.Errorf("--html: %w", err)
+		}
+		fmt.Fprintf(stdout, "wrote %s\n", *o.html)
+	}
+	for ext, dir := range map[string]string{"svg": *o.svg, "png": *o.png} {
+		if dir == "" {
+			continue
+		}
+		paths, err := r.SaveCharts(dir, ext)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %d %s charts to %s\n", len(paths), ext, dir)
+	}
+	return nil
 }
 
 // check says what is wrong with the flags before any session is read.
@@ -304,6 +344,13 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	if *tui {
 		return runTUI(context.Background(), ui.NewCompare(context.Background(), tuiConfig(runner.Options{}), refs, sessions), stdout, stderr)
 	}
+	if out.pictures() {
+		if err := out.writePictures(refs, sessions, metricNames, stdout); err != nil {
+			fmt.Fprintf(stderr, "tokentop: %v\n", err)
+			return exitFailed
+		}
+		return exitOK
+	}
 	cmp, err := session.Compare(refs, sessions, metricNames)
 	if err == nil {
 		cmp.RunTests(out.testOptions())
@@ -330,6 +377,10 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	if !out.check("report", stderr) {
 		return exitUsage
 	}
+	if out.pictures() && len(positional) > 1 {
+		fmt.Fprintln(stderr, "tokentop report: --html, --svg and --png take one session; 'tokentop compare A.toml B.toml --html FILE' puts several in one report")
+		return exitUsage
+	}
 	for _, path := range positional {
 		s, err := session.Load(path)
 		if err != nil {
@@ -338,6 +389,14 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		}
 		for _, warning := range s.Warnings {
 			fmt.Fprintf(stderr, "tokentop: warning: %s\n", warning)
+		}
+		if out.pictures() {
+			refs := session.ArmRefs(s)
+			if err := out.writePictures(refs, slices.Repeat([]*session.Session{s}, len(refs)), nil, stdout); err != nil {
+				fmt.Fprintf(stderr, "tokentop: %v\n", err)
+				return exitFailed
+			}
+			return exitOK
 		}
 		if err := session.BuildReport(s, out.testOptions()).Write(stdout, *out.format); err != nil {
 			fmt.Fprintf(stderr, "tokentop: %v\n", err)

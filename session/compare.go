@@ -15,6 +15,12 @@ import (
 // every column has it.
 var CompareMetrics = []string{"e2e_ms", "ttft_ms", "tpot_ms", "output_tps"}
 
+// RunVerdictMetrics are the verdicts of a run's arms against each other
+// (the done view, the HTML report): the greedy-vs-sampling study's
+// questions, does sampling cost latency, and how much does the gap
+// between tokens jump about.
+var RunVerdictMetrics = []string{"e2e_ms", "ttft_ms", "itl_mean_ms", "itl_max_ms", "itl_cv"}
+
 // energyMetric joins the default comparison when both sides measured it.
 const energyMetric = "j_per_token"
 
@@ -251,6 +257,16 @@ func armsOf(ref Ref, s *Session) []string {
 
 // armOrder lists a session's arms as the manifest declares them, then any
 // arm that only appears in the CSV.
+// ArmRefs names each of the session's arms, in the profile's order, for
+// comparing a run's arms against each other.
+func ArmRefs(s *Session) []Ref {
+	var refs []Ref
+	for _, arm := range armOrder(s) {
+		refs = append(refs, Ref{Path: s.Path, Arm: arm})
+	}
+	return refs
+}
+
 func armOrder(s *Session) []string {
 	var arms []string
 	for _, a := range s.Manifest.Arms {

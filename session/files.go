@@ -144,7 +144,7 @@ func (w *Writer) writeManifest() error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(w.manifestPath, data)
+	return WriteAtomic(w.manifestPath, data)
 }
 
 // Close closes the CSV files.

@@ -148,15 +148,20 @@ type ArmInfo struct {
 	Seed        int64   `toml:"seed"`
 }
 
-// writeAtomic writes data to path through a temp file, fsync and rename,
+// WriteAtomic writes data to path through a temp file, fsync and rename,
 // then fsyncs the folder, so a reader sees the old or the new file whole.
-func writeAtomic(path string, data []byte) error {
+func WriteAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
+	// CreateTemp's 0600 would keep a file meant for sharing from its readers.
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return err

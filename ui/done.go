@@ -43,11 +43,6 @@ const (
 	doneChooser
 )
 
-// verdictMetrics are the done view's verdicts: the greedy-vs-sampling
-// study's questions (does sampling cost latency, and how much does the
-// gap between tokens jump about).
-var verdictMetrics = []string{"e2e_ms", "ttft_ms", "itl_mean_ms", "itl_max_ms", "itl_cv"}
-
 // verdictsMsg carries the arms' tests, computed off the UI's path.
 type verdictsMsg struct {
 	cmp *session.Comparison
@@ -109,7 +104,7 @@ func (d *doneView) init() tea.Cmd {
 		for i := range sessions {
 			sessions[i] = s
 		}
-		cmp, err := session.Compare(refs, sessions, verdictMetrics)
+		cmp, err := session.Compare(refs, sessions, session.RunVerdictMetrics)
 		if err != nil {
 			return verdictsMsg{err: err}
 		}

@@ -250,7 +250,7 @@ func TestNarrowVerdictTablePointsAtCompare(t *testing.T) {
 		s.Manifest.Arms = append(s.Manifest.Arms, session.ArmInfo{Name: a})
 		refs, sessions = append(refs, session.Ref{Path: s.Path, Arm: a}), append(sessions, s)
 	}
-	cmp, err := session.Compare(refs, sessions, verdictMetrics)
+	cmp, err := session.Compare(refs, sessions, session.RunVerdictMetrics)
 	if err != nil {
 		t.Fatal(err)
 	}

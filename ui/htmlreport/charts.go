@@ -1,0 +1,356 @@
+package htmlreport
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/session"
+	"github.com/tokentop/tokentop/ui/figure"
+)
+
+// Charts are sized for a 16:9 slide; the page scales them to its width.
+const (
+	chartW = 8 * vg.Inch
+	chartH = 4.5 * vg.Inch
+	// maxBins caps the histograms' bins, as a panel's columns cap the
+	// dashboard's: the same rule, figure.NewHistogram, picks them.
+	maxBins = 120
+	// maxPoints caps the points of one curve: a 100k-trial session is
+	// drawn from its summary, not from 100k SVG elements.
+	maxPoints = 600
+)
+
+// column is one arm (or session#arm) as the charts draw it.
+type column struct {
+	label  string
+	mark   figure.ArmMark
+	values map[string][]float64 // counted values per metric, in run order
+	// trials are every trial of the arm, warmup and degraded included,
+	// in run order, for the timeline.
+	trials []*session.Record
+	tol    float64 // the convergence tolerance its run used
+}
+
+// newPlot is a plot with the report's look: a light grid, the legend in
+// the top right corner.
+func newPlot(title, xLabel, yLabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text, p.Y.Label.Text = xLabel, yLabel
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	return p
+}
+
+func lineStyle(m figure.ArmMark) draw.LineStyle {
+	dashes := make([]vg.Length, len(m.Dash))
+	for i, d := range m.Dash {
+		dashes[i] = vg.Points(d)
+	}
+	return draw.LineStyle{Color: hexColor(m.Hex), Width: vg.Points(1.5), Dashes: dashes}
+}
+
+func hexColor(hex string) color.RGBA {
+	var r, g, b uint8
+	fmt.Sscanf(hex, "#%02x%02x%02x", &r, &g, &b)
+	return color.RGBA{R: r, G: g, B: b, A: 255}
+}
+
+func faded(c color.RGBA, alpha uint8) color.NRGBA {
+	return color.NRGBA{R: c.R, G: c.G, B: c.B, A: alpha}
+}
+
+// histogramChart draws every column's share of trials per bin over the
+// shared bins, as outlines so that overlaps stay readable, with each
+// column's p50, p95 and p99 as glyphs above the bars.
+func histogramChart(metric session.Metric, cols []column) *plot.Plot {
+	names := make([]string, len(cols))
+	dists := make([]*metrics.Distribution, len(cols))
+	for i, c := range cols {
+		names[i], dists[i] = c.label, &metrics.Distribution{}
+		for _, v := range c.values[metric.Name] {
+			dists[i].Add(v)
+		}
+	}
+	hist := figure.NewHistogram(names, dists, maxBins)
+	p := newPlot(metric.Label+": distribution", unitLabel(metric), "share of trials (%)")
+	if len(hist.Series) == 0 {
+		return p
+	}
+	peak := 0.0
+	for _, s := range hist.Series {
+		xys := make(plotter.XYs, 0, len(s.Counts)+1)
+		for b, c := range s.Counts {
+			share := 100 * float64(c) / float64(s.Stats.N)
+			peak = math.Max(peak, share)
+			xys = append(xys, plotter.XY{X: hist.Edges[b], Y: share})
+		}
+		xys = append(xys, plotter.XY{X: hist.Hi(), Y: xys[len(xys)-1].Y})
+		line, _ := plotter.NewLine(xys)
+		line.StepStyle = plotter.PostStep
+		line.LineStyle = lineStyle(cols[s.Index].mark)
+		p.Add(line)
+		p.Legend.Add(s.Name, line)
+	}
+	// One row of marks per column above the tallest bar.
+	marks := []struct {
+		name  string
+		shape draw.GlyphDrawer
+		value func(metrics.Stats) float64
+	}{
+		{"p50", draw.CircleGlyph{}, func(st metrics.Stats) float64 { return st.P50 }},
+		{"p95", draw.TriangleGlyph{}, func(st metrics.Stats) float64 { return st.P95 }},
+		{"p99", draw.CrossGlyph{}, func(st metrics.Stats) float64 { return st.P99 }},
+	}
+	for k, s := range hist.Series {
+		y := peak * (1.08 + 0.07*float64(k))
+		for _, m := range marks {
+			sc, _ := plotter.NewScatter(plotter.XYs{{X: math.Min(m.value(s.Stats), hist.Hi()), Y: y}})
+			sc.GlyphStyle = draw.GlyphStyle{Color: hexColor(cols[s.Index].mark.Hex), Radius: vg.Points(3.5), Shape: m.shape}
+			p.Add(sc)
+		}
+	}
+	// The caption says what the glyphs mean; the legend (arms only) keeps
+	// the top band, above the marks.
+	p.Y.Max = peak * (1.08 + 0.07*float64(len(hist.Series))) / 0.75
+	if hist.Overflow {
+		p.X.Label.Text += fmt.Sprintf(" (values past %s pile into the last bin)", formatValue(hist.Hi()))
+	}
+	return p
+}
+
+// ecdfChart draws each column's empirical CDF from at most maxPoints of
+// its quantiles.
+func ecdfChart(metric session.Metric, cols []column) *plot.Plot {
+	p := newPlot(metric.Label+": share of trials at or below", unitLabel(metric), "share of trials (%)")
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Legend.YOffs = vg.Points(12)
+	for _, c := range cols {
+		values := slices.Clone(c.values[metric.Name])
+		if len(values) == 0 {
+			continue
+		}
+		slices.Sort(values)
+		n := len(values)
+		steps := min(n, maxPoints)
+		xys := make(plotter.XYs, 0, steps)
+		for i := range steps {
+			k := (i + 1) * n / steps // the k smallest values
+			xys = append(xys, plotter.XY{X: values[k-1], Y: 100 * float64(k) / float64(n)})
+		}
+		line, _ := plotter.NewLine(xys)
+		line.StepStyle = plotter.PostStep
+		line.LineStyle = lineStyle(c.mark)
+		p.Add(line)
+		p.Legend.Add(c.label, line)
+	}
+	p.Y.Min, p.Y.Max = 0, 100
+	return p
+}
+
+// convergenceChart draws each column's running mean e2e with its 95%
+// confidence band, and marks where it converged.
+func convergenceChart(cols []column) *plot.Plot {
+	p := newPlot("e2e: running mean with its 95% confidence band", "timed trials", "mean e2e (ms)")
+	converged := false
+	yLo, yHi := math.Inf(1), math.Inf(-1)
+	for _, c := range cols {
+		values := c.values["e2e_ms"]
+		if len(values) < 2 {
+			continue
+		}
+		var series metrics.Series
+		step := max(1, len(values)/maxPoints)
+		// The first few trials' band is wide enough to flatten the rest:
+		// the axis spans the band from the tenth trial on.
+		settled := min(10, len(values))
+		var mean, upper, lower plotter.XYs
+		for i, v := range values {
+			pt := series.Add(v)
+			if (i+1)%step != 0 && i != len(values)-1 {
+				continue
+			}
+			mean = append(mean, plotter.XY{X: float64(pt.N), Y: pt.Mean})
+			if pt.N >= settled && !math.IsNaN(pt.HalfWidth) {
+				yLo, yHi = math.Min(yLo, pt.Mean-pt.HalfWidth), math.Max(yHi, pt.Mean+pt.HalfWidth)
+			}
+			if !math.IsNaN(pt.HalfWidth) {
+				upper = append(upper, plotter.XY{X: float64(pt.N), Y: pt.Mean + pt.HalfWidth})
+				lower = append(lower, plotter.XY{X: float64(pt.N), Y: pt.Mean - pt.HalfWidth})
+			}
+		}
+		if len(upper) > 1 {
+			slices.Reverse(lower)
+			band, _ := plotter.NewPolygon(append(upper, lower...))
+			band.Color = faded(hexColor(c.mark.Hex), 40)
+			band.LineStyle.Width = 0
+			p.Add(band)
+		}
+		line, _ := plotter.NewLine(mean)
+		line.LineStyle = lineStyle(c.mark)
+		p.Add(line)
+		p.Legend.Add(c.label, line)
+		if at := metrics.ConvergedAt(values, c.tol); at > 0 {
+			var w metrics.Welford
+			for _, v := range values[:at] {
+				w.Add(v)
+			}
+			sc, _ := plotter.NewScatter(plotter.XYs{{X: float64(at), Y: w.Mean()}})
+			sc.GlyphStyle = draw.GlyphStyle{Color: hexColor(c.mark.Hex), Radius: vg.Points(5), Shape: draw.PyramidGlyph{}}
+			p.Add(sc)
+			converged = true
+		}
+	}
+	if converged {
+		legend, _ := plotter.NewScatter(plotter.XYs{{}})
+		legend.GlyphStyle = draw.GlyphStyle{Color: color.Gray{Y: 60}, Radius: vg.Points(4), Shape: draw.PyramidGlyph{}}
+		p.Legend.Add(fmt.Sprintf("converged (stays within ±%g%%)", cols[0].tol*100), legend)
+	}
+	if yHi > yLo {
+		pad := (yHi - yLo) * 0.35 // room for the legend
+		p.Y.Min, p.Y.Max = yLo-pad/4, yHi+pad
+	}
+	return p
+}
+
+// timelineChart draws every trial's e2e against the time it started, so
+// warmup, drift and outliers show at a glance: warmup trials as rings,
+// timed ones as dots, failed ones as crosses at the top. A column with
+// more trials than maxPoints is drawn as each time slice's median and
+// maximum.
+func timelineChart(cols []column) *plot.Plot {
+	p := newPlot("e2e of every trial, in run order", "seconds since the first trial", "e2e (ms)")
+	var origin int64 = math.MaxInt64
+	top := 0.0
+	for _, c := range cols {
+		for _, r := range c.trials {
+			origin = min(origin, r.StartedAt.UnixNano())
+			if !math.IsNaN(r.E2EMs) {
+				top = math.Max(top, r.E2EMs)
+			}
+		}
+	}
+	seconds := func(r *session.Record) float64 { return float64(r.StartedAt.UnixNano()-origin) / 1e9 }
+	var warmupShown, failedShown bool
+	for _, c := range cols {
+		var warm, timed, failed plotter.XYs
+		for _, r := range c.trials {
+			switch {
+			case r.Status != session.StatusOK:
+				failed = append(failed, plotter.XY{X: seconds(r), Y: top})
+			case r.Phase == session.PhaseWarmup:
+				warm = append(warm, plotter.XY{X: seconds(r), Y: r.E2EMs})
+			default:
+				timed = append(timed, plotter.XY{X: seconds(r), Y: r.E2EMs})
+			}
+		}
+		col := hexColor(c.mark.Hex)
+		if len(timed) > maxPoints {
+			median, peak := sliceSummary(timed, maxPoints/4)
+			line, _ := plotter.NewLine(median)
+			line.LineStyle = lineStyle(c.mark)
+			p.Add(line)
+			p.Legend.Add(c.label+" (median per time slice)", line)
+			sc, _ := plotter.NewScatter(peak)
+			sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(1.5), Shape: draw.CircleGlyph{}}
+			p.Add(sc)
+		} else if len(timed) > 0 {
+			sc, _ := plotter.NewScatter(timed)
+			sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(1.8), Shape: draw.CircleGlyph{}}
+			p.Add(sc)
+			p.Legend.Add(c.label, sc)
+		}
+		if len(warm) > 0 {
+			sc, _ := plotter.NewScatter(warm)
+			sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3), Shape: draw.RingGlyph{}}
+			p.Add(sc)
+			warmupShown = true
+		}
+		if len(failed) > 0 {
+			sc, _ := plotter.NewScatter(failed)
+			sc.GlyphStyle = draw.GlyphStyle{Color: color.RGBA{R: 190, A: 255}, Radius: vg.Points(3), Shape: draw.CrossGlyph{}}
+			p.Add(sc)
+			failedShown = true
+		}
+	}
+	gray := color.Gray{Y: 60}
+	if warmupShown {
+		legend, _ := plotter.NewScatter(plotter.XYs{{}})
+		legend.GlyphStyle = draw.GlyphStyle{Color: gray, Radius: vg.Points(3), Shape: draw.RingGlyph{}}
+		p.Legend.Add("warmup (set aside)", legend)
+	}
+	if failedShown {
+		legend, _ := plotter.NewScatter(plotter.XYs{{}})
+		legend.GlyphStyle = draw.GlyphStyle{Color: color.RGBA{R: 190, A: 255}, Radius: vg.Points(3), Shape: draw.CrossGlyph{}}
+		p.Legend.Add("failed or degraded", legend)
+	}
+	p.Y.Min = 0
+	return p
+}
+
+// sliceSummary cuts points (in time order) into slices of equal time and
+// gives each slice's median and its slowest point.
+func sliceSummary(points plotter.XYs, count int) (median, peak plotter.XYs) {
+	lo, hi := points[0].X, points[len(points)-1].X
+	width := (hi - lo) / float64(count)
+	var bucket []float64
+	var slowest plotter.XY
+	flush := func(at float64) {
+		if len(bucket) == 0 {
+			return
+		}
+		slices.Sort(bucket)
+		median = append(median, plotter.XY{X: at, Y: metrics.PercentileSorted(bucket, 0.5)})
+		peak = append(peak, slowest)
+		bucket, slowest = bucket[:0], plotter.XY{}
+	}
+	edge := lo + width
+	for _, pt := range points {
+		for width > 0 && pt.X > edge {
+			flush(edge - width/2)
+			edge += width
+		}
+		bucket = append(bucket, pt.Y)
+		if pt.Y > slowest.Y {
+			slowest = pt
+		}
+	}
+	flush(edge - width/2)
+	return median, peak
+}
+
+func unitLabel(m session.Metric) string {
+	if strings.HasSuffix(m.Name, "_ms") {
+		return m.Label + " (ms)"
+	}
+	return m.Label
+}
+
+func formatValue(v float64) string { return session.FormatValue(v) }
+
+// svgOf renders a chart as an SVG element for inlining in the page: the
+// XML prologue a standalone file needs is dropped.
+func svgOf(p *plot.Plot) (string, error) {
+	c := vgsvg.New(chartW, chartH)
+	p.Draw(draw.New(c))
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return "", err
+	}
+	s := b.String()
+	if i := strings.Index(s, "<svg"); i > 0 {
+		s = s[i:]
+	}
+	return s, nil
+}

@@ -1,0 +1,177 @@
+// Package htmlreport turns sessions into pictures to share: one
+// self-contained HTML page (verdicts and caveats first, then the charts,
+// then the set-up), or each chart as an SVG or PNG file sized for a slide.
+// It draws ui/figure's models with gonum/plot, the only package that
+// imports it.
+package htmlreport
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+
+	"github.com/tokentop/tokentop/session"
+	"github.com/tokentop/tokentop/ui/figure"
+)
+
+// Report is what the page shows, in reading order.
+type Report struct {
+	Title    string
+	Subtitle string
+	// Verdicts are the comparison's lines in plain words, and TestsNote
+	// how they were reached; empty with a single column.
+	Verdicts  []string
+	TestsNote string
+	// Caveats lead: unfinished sessions, degraded, truncated or cached
+	// trials, mismatched set-ups, rows of a file that could not be read.
+	Caveats []string
+	Legend  []string // what short labels stand for ("A = …")
+	Charts  []Chart
+	Setups  []Setup
+}
+
+// Chart is one picture with its file name and what it shows.
+type Chart struct {
+	Name    string // file stem for --svg/--png, and the page's anchor
+	Caption string
+	plot    *plot.Plot
+}
+
+// Setup is one session's configuration and machine, as label/value rows.
+type Setup struct {
+	Session string
+	Rows    [][2]string
+}
+
+// chartMetrics are drawn as distributions: latency, time to first token,
+// time per output token and the mean gap between tokens.
+var chartMetrics = []string{"e2e_ms", "ttft_ms", "tpot_ms", "itl_mean_ms"}
+
+// Build compares the columns refs name (a session's every arm, or
+// session#arm), runs the tests, and lays out the report. metricNames are
+// the verdicts' metrics (nil: session.RunVerdictMetrics).
+func Build(refs []session.Ref, sessions []*session.Session, metricNames []string, opts session.TestOptions) (*Report, error) {
+	if len(metricNames) == 0 {
+		metricNames = session.RunVerdictMetrics
+	}
+	cmp, err := session.Compare(refs, sessions, metricNames)
+	if err != nil {
+		return nil, err
+	}
+	cmp.RunTests(opts)
+	labels, legend := session.ShortLabels(cmp.Columns)
+	r := &Report{Legend: legend}
+	var stems []string
+	for _, s := range sessions {
+		if stem := stemOf(s.Path); !slices.Contains(stems, stem) {
+			stems = append(stems, stem)
+			r.Setups = append(r.Setups, setupOf(s))
+		}
+	}
+	r.Title = "tokentop: " + strings.Join(stems, " vs ")
+	first := sessions[0].Manifest
+	r.Subtitle = fmt.Sprintf("%s · %s · %s", first.Profile.Name, first.Backend.Kind, orDash(first.Backend.ModelActual))
+	r.Caveats = append(slices.Clone(cmp.Caveats), cmp.Warnings...)
+	if len(cmp.Columns) > 1 {
+		r.Verdicts, r.TestsNote = cmp.Verdicts(), cmp.TestsNote()
+	}
+	cols := make([]column, len(cmp.Columns))
+	for i, c := range cmp.Columns {
+		s := sessionOf(c.Session, sessions)
+		cols[i] = column{label: labels[i], mark: figure.Arm(i), values: map[string][]float64{}, tol: 0.01,
+			trials: session.ByArm(s.Records)[c.Arm]}
+		if sum, ok := s.Manifest.Summary[c.Arm]; ok && sum.ConvergeTolerance > 0 {
+			cols[i].tol = sum.ConvergeTolerance
+		}
+		for _, name := range chartMetrics {
+			m, _ := session.LookupMetric(name)
+			cols[i].values[name] = c.Values(m)
+		}
+	}
+	for _, name := range chartMetrics {
+		m, _ := session.LookupMetric(name)
+		stem := strings.TrimSuffix(name, "_ms")
+		r.Charts = append(r.Charts,
+			Chart{Name: stem + "-histogram", plot: histogramChart(m, cols),
+				Caption: fmt.Sprintf("%s of the timed trials that ran to the end, on bins shared by every arm (the dashboard's rule: Freedman–Diaconis, up to %d bins); ● p50, ▲ p95, ✕ p99 of each arm above the bars.", m.Label, maxBins)},
+			Chart{Name: stem + "-ecdf", plot: ecdfChart(m, cols),
+				Caption: fmt.Sprintf("The same %s values as a cumulative curve: read off any percentile, and see where arms cross.", m.Label)})
+	}
+	r.Charts = append(r.Charts,
+		Chart{Name: "convergence", plot: convergenceChart(cols),
+			Caption: "How the mean e2e settled as trials came in, with its 95% confidence band (Student t); the pyramid marks where it stayed within the run's tolerance of its final value."},
+		Chart{Name: "timeline", plot: timelineChart(cols),
+			Caption: "Every trial's e2e at the time it started, arms interleaved as they ran: warmup trials (rings) are set aside; drift, warm-up effects and outliers show here first."})
+	return r, nil
+}
+
+// SaveCharts writes each chart as DIR/<name>.<ext> (svg or png, a 16:9
+// slide's size) and returns the paths.
+func (r *Report) SaveCharts(dir, ext string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, c := range r.Charts {
+		path := filepath.Join(dir, c.Name+"."+ext)
+		if err := c.plot.Save(chartW, chartH, path); err != nil {
+			return paths, fmt.Errorf("writing %s: %w", path, err)
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}
+
+func stemOf(path string) string { return strings.TrimSuffix(filepath.Base(path), ".toml") }
+
+func sessionOf(stem string, sessions []*session.Session) *session.Session {
+	for _, s := range sessions {
+		if stemOf(s.Path) == stem {
+			return s
+		}
+	}
+	return sessions[0]
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// setupOf lists what a reader needs to judge the numbers: what ran, on
+// what, and how.
+func setupOf(s *session.Session) Setup {
+	m := s.Manifest
+	finished := "—"
+	if m.FinishedAt != nil {
+		finished = m.FinishedAt.UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	rows := [][2]string{
+		{"status", m.Status},
+		{"started · finished", m.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC") + " · " + finished},
+		{"profile", fmt.Sprintf("%s (%s): %d warmup + %d trials per arm, max %d tokens, order %s, seed %d", m.Profile.Name, m.Profile.Source, m.Profile.Warmup, m.Profile.Trials, m.Profile.MaxTokens, m.Profile.Order, m.Profile.Seed)},
+		{"backend", fmt.Sprintf("%s %s", m.Backend.Kind, m.Backend.URL)},
+		{"model", fmt.Sprintf("%s (asked for %s)", orDash(m.Backend.ModelActual), orDash(m.Backend.ModelRequested))},
+		{"quantization · digest", orDash(m.Backend.Quantization) + " · " + orDash(m.Backend.Digest)},
+		{"server", orDash(m.Backend.ServerVersion)},
+		{"prompt cache", orDash(m.Backend.PromptCache)},
+		{"machine", fmt.Sprintf("%s/%s, %s, %d cores, %d MB", m.Environment.OS, m.Environment.Arch, orDash(m.Environment.CPUModel), m.Environment.Cores, m.Environment.MemoryMB)},
+		{"tokentop", fmt.Sprintf("%s (%s), %s", m.ToolVersion, orDash(m.Environment.VCSRevision), m.Environment.GoVersion)},
+		{"config hash", m.ConfigHash},
+	}
+	for _, g := range m.Environment.GPUs {
+		rows = append(rows, [2]string{"GPU", fmt.Sprintf("%s, driver %s", g.Name, orDash(m.Environment.Driver))})
+	}
+	var arms []string
+	for _, a := range m.Arms {
+		arms = append(arms, fmt.Sprintf("%s (%s)", a.Name, a.Strategy))
+	}
+	rows = append(rows, [2]string{"arms", strings.Join(arms, ", ")})
+	return Setup{Session: stemOf(s.Path), Rows: rows}
+}

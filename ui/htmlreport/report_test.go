@@ -1,0 +1,191 @@
+package htmlreport
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/session"
+)
+
+// syntheticSession is a run of arms with trials timed from generated
+// token arrivals: warmup first, then timed rounds with the arms
+// interleaved; slowdown[i] stretches arm i's gaps.
+func syntheticSession(t testing.TB, trials int, slowdown ...float64) *session.Session {
+	rng := rand.New(rand.NewPCG(1, 2))
+	start := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	m := &session.Manifest{Schema: 1, ID: "20261123T090000Z-synthetic-builtin", Status: session.StatusComplete, CreatedAt: start,
+		ConfigHash: "cafe1234", Profile: session.ProfileInfo{Name: "greedy-vs-sampling", Source: "builtin", MaxTokens: 32, Warmup: 2, Trials: trials, Order: "shuffled", Seed: 7},
+		Backend:     session.BackendInfo{Kind: "builtin", ModelActual: "stories260K", ModelRequested: "stories260K"},
+		Environment: session.Environment{OS: "linux", Arch: "amd64", Cores: 2, GoVersion: "go1.26"}}
+	var records []session.Record
+	at := start
+	for round := range trials + 2 {
+		for i, slow := range slowdown {
+			arm := fmt.Sprintf("arm-%d", i)
+			if round == 0 {
+				m.Arms = append(m.Arms, session.ArmInfo{Name: arm, Strategy: "greedy"})
+			}
+			var arrivals []metrics.Arrival
+			elapsed := time.Duration(0)
+			for k := range 32 {
+				elapsed += time.Duration((0.2 + rng.ExpFloat64()*0.05) * slow * float64(time.Millisecond))
+				arrivals = append(arrivals, metrics.Arrival{At: elapsed, Tokens: 1})
+				_ = k
+			}
+			phase := session.PhaseTimed
+			if round < 2 {
+				phase = session.PhaseWarmup
+			}
+			r := session.Record{Arm: arm, Trial: round + 1, Phase: phase, Status: session.StatusOK, StartedAt: at, OutputTokens: 32,
+				Timings: metrics.DeriveTimings(arrivals, elapsed+time.Millisecond/10, 32)}
+			records = append(records, r)
+			at = at.Add(elapsed + time.Millisecond)
+		}
+	}
+	finished := at
+	m.FinishedAt = &finished
+	return &session.Session{Path: filepath.Join(t.TempDir(), m.ID+".toml"), Manifest: m, Records: records}
+}
+
+func buildRun(t testing.TB, s *session.Session) *Report {
+	refs := session.ArmRefs(s)
+	sessions := make([]*session.Session, len(refs))
+	for i := range sessions {
+		sessions[i] = s
+	}
+	r, err := Build(refs, sessions, nil, session.DefaultTestOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// external finds anything that would make the browser fetch: a src or
+// href, a CSS url() or @import, a script.
+var external = regexp.MustCompile(`(?i)\s(src|href)\s*=|url\(|@import|<script|<link|<iframe|<object`)
+
+func TestTheReportLeadsWithVerdictsAndHoldsEveryChartInline(t *testing.T) {
+	s := syntheticSession(t, 60, 1, 1.3)
+	r := buildRun(t, s)
+	var page bytes.Buffer
+	if err := r.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	doc := page.String()
+	if loc := external.FindStringIndex(doc); loc != nil {
+		t.Errorf("an external reference: %q", doc[max(0, loc[0]-40):min(len(doc), loc[1]+60)])
+	}
+	verdicts, caveats, charts, setup := strings.Index(doc, `id="verdicts"`), strings.Index(doc, `id="caveats"`), strings.Index(doc, `id="charts"`), strings.Index(doc, `id="setup"`)
+	if !(verdicts > 0 && verdicts < caveats && caveats < charts && charts < setup) {
+		t.Errorf("sections out of order: verdicts %d, caveats %d, charts %d, set-up %d", verdicts, caveats, charts, setup)
+	}
+	// The verdicts are the comparison's own words, and the slower arm is
+	// said to be slower.
+	if len(r.Verdicts) == 0 || !strings.HasPrefix(r.Verdicts[0], "arm-1 is slower than arm-0: median e2e +") {
+		t.Errorf("verdicts %q", r.Verdicts)
+	}
+	for _, v := range r.Verdicts {
+		if !strings.Contains(html.UnescapeString(doc), v) {
+			t.Errorf("verdict %q is not on the page", v)
+		}
+	}
+	names := []string{"e2e-histogram", "e2e-ecdf", "ttft-histogram", "ttft-ecdf", "tpot-histogram", "tpot-ecdf", "itl_mean-histogram", "itl_mean-ecdf", "convergence", "timeline"}
+	for _, name := range names {
+		i := strings.Index(doc, `<figure id="`+name+`">`)
+		if i < 0 {
+			t.Errorf("no %s chart", name)
+			continue
+		}
+		if fig := doc[i:]; !strings.HasPrefix(fig[strings.Index(fig, "\n")+1:], "<svg") || strings.Index(fig, "</svg>") > strings.Index(fig, "</figure>") {
+			t.Errorf("%s holds no inline SVG", name)
+		}
+	}
+	for _, want := range []string{"cafe1234", "stories260K", "greedy-vs-sampling (builtin): 2 warmup + 60 trials per arm", "None: every session finished"} {
+		if !strings.Contains(html.UnescapeString(doc), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+}
+
+func TestCaveatsAreSaidAndASingleArmHasNoVerdicts(t *testing.T) {
+	s := syntheticSession(t, 20, 1)
+	s.Manifest.Status = session.StatusPartial
+	s.Records[len(s.Records)-1].Status, s.Records[len(s.Records)-1].Error = session.StatusError, "HTTP 503: overloaded"
+	r := buildRun(t, s)
+	var page bytes.Buffer
+	if err := r.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	doc := page.String()
+	if len(r.Caveats) < 2 || !strings.Contains(html.UnescapeString(doc), r.Caveats[0]) || strings.Contains(doc, "None: every session finished") {
+		t.Errorf("caveats %q", r.Caveats)
+	}
+	if r.Verdicts != nil || !strings.Contains(doc, "One arm: nothing to compare") {
+		t.Errorf("one arm, yet verdicts %q", r.Verdicts)
+	}
+}
+
+func TestChartsAreSavedAsSlideSizedFiles(t *testing.T) {
+	r := buildRun(t, syntheticSession(t, 30, 1, 1.1))
+	dir := t.TempDir()
+	for _, ext := range []string{"svg", "png"} {
+		paths, err := r.SaveCharts(filepath.Join(dir, ext), ext)
+		if err != nil || len(paths) != len(r.Charts) {
+			t.Fatalf("%s: %v, %v", ext, paths, err)
+		}
+		data, err := os.ReadFile(paths[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ext {
+		case "svg":
+			if !bytes.Contains(data, []byte("<svg")) || !bytes.Contains(data, []byte(`viewBox="0 0 576 324"`)) {
+				t.Errorf("%s is not a 576×324 pt SVG: %.200s", paths[0], data)
+			}
+		case "png":
+			if !bytes.HasPrefix(data, []byte("\x89PNG")) {
+				t.Errorf("%s is not a PNG", paths[0])
+			}
+		}
+	}
+}
+
+// BenchmarkReport100k: a 100,000-trial session must stay fast and small,
+// drawn from summaries rather than one SVG element per trial.
+func BenchmarkReport100k(b *testing.B) {
+	s := syntheticSession(b, 50_000, 1, 1.2)
+	var size int
+	for b.Loop() {
+		r := buildRun(b, s)
+		var page bytes.Buffer
+		if err := r.WriteHTML(&page); err != nil {
+			b.Fatal(err)
+		}
+		size = page.Len()
+	}
+	b.ReportMetric(float64(size)/1e6, "MB/page")
+}
+
+// BenchmarkReport100: the default study's page for 100 trials per arm.
+func BenchmarkReport100(b *testing.B) {
+	s := syntheticSession(b, 50, 1, 1.2)
+	var size int
+	for b.Loop() {
+		r := buildRun(b, s)
+		var page bytes.Buffer
+		if err := r.WriteHTML(&page); err != nil {
+			b.Fatal(err)
+		}
+		size = page.Len()
+	}
+	b.ReportMetric(float64(size)/1e6, "MB/page")
+}
