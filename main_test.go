@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"html"
 	"math"
 	"net/http"
 	"os"
@@ -327,4 +328,55 @@ func FuzzParsePercent(f *testing.F) {
 			t.Fatalf("%q: %g does not round-trip as a percent (%g, %v)", in, v, again, err)
 		}
 	})
+}
+
+// The HTML report from a built-in engine session and from a recorded
+// Ollama server's, alone and compared.
+func TestHTMLReportsFromTheBuiltinEngineAndARecordedServer(t *testing.T) {
+	builtinOut, ollamaOut := t.TempDir(), t.TempDir()
+	if code, stdout, stderr := runCLI("run", "--trials", "6", "--warmup", "1", "--threads", "1", "--out", builtinOut); code != exitOK {
+		t.Fatalf("builtin run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, stderr := runCLI("run", "--backend", "ollama", "--url", ollamaServer(t, 0), "--model", "tiny15m",
+		"--trials", "4", "--warmup", "1", "--max-tokens", "32", "--out", ollamaOut); code != exitOK {
+		t.Fatalf("ollama run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	builtin, ollama := manifests(t, builtinOut)[0], manifests(t, ollamaOut)[0]
+	dir := t.TempDir()
+	page := filepath.Join(dir, "run.html")
+	code, stdout, stderr := runCLI("report", builtin, "--html", page)
+	if code != exitOK || stdout != "wrote "+page+"\n" {
+		t.Fatalf("report --html: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	doc, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := html.UnescapeString(string(doc))
+	for _, want := range []string{"temp-0.8 ", "top-k-40 ", "vs greedy", `<figure id="timeline">`, "stories260K"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the builtin report lacks %q", want)
+		}
+	}
+	if info, err := os.Stat(page); err != nil || info.Mode().Perm()&0o044 == 0 {
+		t.Errorf("the report is not readable by others: %v %v", info.Mode(), err)
+	}
+	both := filepath.Join(dir, "both.html")
+	charts := filepath.Join(dir, "charts")
+	code, stdout, stderr = runCLI("compare", builtin, ollama, "--html", both, "--svg", charts)
+	if code != exitOK || !strings.Contains(stdout, "wrote 10 svg charts to "+charts) {
+		t.Fatalf("compare --html: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	doc, _ = os.ReadFile(both)
+	text = html.UnescapeString(string(doc))
+	// Different backends and models: the caveat leads, and both set-ups
+	// are listed.
+	for _, want := range []string{"were set up differently", "tiny15m", "stories260K", "0.33.0-rc2"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the comparison lacks %q", want)
+		}
+	}
+	if code, _, stderr = runCLI("report", builtin, ollama, "--html", page); code != exitUsage || !strings.Contains(stderr, "take one session") {
+		t.Errorf("report of two sessions into one page: exit %d, %s", code, stderr)
+	}
 }

@@ -45,17 +45,19 @@ type Config struct {
 // App is the root model: it routes messages to the screen in front and
 // owns the run in progress, so no screen can leave a session half-written.
 type App struct {
-	ctx      context.Context
-	cfg      Config
-	width    int
-	height   int
-	screen   screen
-	help     help.Model
-	picker   *picker
-	dash     *dashboard
-	data     *runData
-	done     *doneView
-	cmp      *compareView
+	ctx    context.Context
+	cfg    Config
+	width  int
+	height int
+	screen screen
+	help   help.Model
+	picker *picker
+	dash   *dashboard
+	data   *runData
+	done   *doneView
+	cmp    *compareView
+	// notice says what became of the last HTML report (h), above the keys.
+	notice   string
 	run      *activeRun
 	confirm  bool // asking whether to stop the run and quit
 	quitting bool // stopping the run, then quitting: the user interrupted it
@@ -168,6 +170,8 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		a.cmp.showTests(msg)
 	case reportMsg:
 		a.done.setReport(msg)
+	case htmlWrittenMsg:
+		a.notice = htmlNotice(msg)
 	case runEndedMsg:
 		if a.quitting {
 			return a, tea.Quit
@@ -245,6 +249,10 @@ func (a *App) key(msg tea.KeyPressMsg) (cmd tea.Cmd, quit bool) {
 			a.dash.update(msg)
 		}
 	case screenDone:
+		if key.Matches(msg, keys.HTML) && a.done.mode == doneResults && a.done.saved() {
+			a.notice = "writing the HTML report…"
+			return writeRunHTML(a.done.data.finished.Manifest), false
+		}
 		if key.Matches(msg, keys.NewRun) && a.done.mode == doneResults {
 			// The ended run was shown; quitting from the picker must not
 			// report it again (nor its error as this exit's).
@@ -257,6 +265,10 @@ func (a *App) key(msg tea.KeyPressMsg) (cmd tea.Cmd, quit bool) {
 		if key.Matches(msg, keys.Back) && a.done != nil {
 			a.screen = screenDone
 			return nil, false
+		}
+		if key.Matches(msg, keys.HTML) && a.cmp.cmp != nil {
+			a.notice = "writing the HTML report…"
+			return writeHTML(a.cmp.refs, a.cmp.sessions, comparisonHTMLPath(a.cmp.refs)), false
 		}
 		a.cmp.update(msg)
 	}
@@ -301,6 +313,9 @@ func (a *App) render() {
 	if a.confirm {
 		helpLine = styleConfirm.Render("Stop the run and quit? Trials so far stay saved. y/n")
 	}
+	if a.notice != "" && (a.screen == screenDone || a.screen == screenCompare) {
+		helpLine = a.notice + "\n" + helpLine
+	}
 	bodyH := h - strings.Count(helpLine, "\n") - 1
 	var body string
 	switch a.screen {
@@ -337,7 +352,7 @@ func (a *App) bindings() bindings {
 	case screenDone:
 		short = a.done.bindings()
 	case screenCompare:
-		short = []key.Binding{keys.Metric, helpScroll}
+		short = []key.Binding{keys.Metric, helpScroll, keys.HTML}
 		if a.done != nil {
 			short = append(short, keys.Back)
 		}

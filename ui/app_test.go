@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -418,6 +419,41 @@ func TestDoneViewShowsTheRepeatabilityReport(t *testing.T) {
 	tr.send(press("esc"))
 	if !strings.Contains(tr.screen(), "e2e ms") {
 		t.Errorf("esc should go back to the results:\n%s", tr.screen())
+	}
+}
+
+// h writes the run's HTML report beside its manifest, off the UI's path,
+// and says where; the compare screen writes its own.
+func TestHWritesTheHTMLReportAndSaysWhere(t *testing.T) {
+	tr := newTestRun(t, "greedy-vs-sampling")
+	events := syntheticRun([]string{"greedy", "temp-0.8"}, 0, 5)
+	fin := finished(events, session.StatusComplete)
+	fin.Manifest = writeSession(t, t.TempDir(), "A", 0)
+	tr.send(eventsMsg(append(events, fin)))
+	close(tr.app.run.done)
+	tr.send(runEndedMsg{})
+	_, write := tr.app.Update(press("h"))
+	if write == nil || !strings.Contains(tr.screen(), "writing the HTML report") {
+		t.Fatalf("h should hand the report to a command:\n%s", tr.screen())
+	}
+	tr.send(write())
+	page := strings.TrimSuffix(fin.Manifest, ".toml") + ".html"
+	if doc, err := os.ReadFile(page); err != nil || !strings.Contains(string(doc), "temp-0.8 is ") {
+		t.Fatalf("no report at %s: %v", page, err)
+	}
+	if screen := tr.screen(); !strings.Contains(strings.ReplaceAll(screen, "\n", ""), "✓ HTML report: "+page[:20]) {
+		t.Errorf("the done view does not say where the report went:\n%s", screen)
+	}
+	checkFits(t, tr.app.View().Content, 80, 24)
+	// The compare screen, this session's arms against each other.
+	tr.sendAndRun(press("c"))
+	tr.sendAndRun(press("enter"))
+	_, write = tr.app.Update(press("h"))
+	if write == nil {
+		t.Fatalf("h on the compare screen wrote nothing:\n%s", tr.screen())
+	}
+	if msg := write().(htmlWrittenMsg); msg.err != nil || !strings.Contains(filepath.Base(msg.path), "compare-A-greedy-vs-A-temp-0.8") {
+		t.Errorf("the comparison's report: %+v", msg)
 	}
 }
 

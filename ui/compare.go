@@ -18,6 +18,9 @@ import (
 // under them, and the chosen metric's histograms overlaid on shared bins.
 type compareView struct {
 	cmp *session.Comparison
+	// refs and sessions are what was compared, for the HTML report (h).
+	refs     []session.Ref
+	sessions []*session.Session
 	// tested is false until the verdicts' statistics, computed off the UI
 	// goroutine (10,000 bootstrap resamples per test), have arrived.
 	tested bool
@@ -65,7 +68,7 @@ func newCompareView(refs []session.Ref, sessions []*session.Session, loadErr err
 	if err != nil {
 		return &compareView{err: err}
 	}
-	v := &compareView{cmp: cmp, dists: make([][]metrics.Distribution, len(cmp.Metrics))}
+	v := &compareView{cmp: cmp, refs: refs, sessions: sessions, dists: make([][]metrics.Distribution, len(cmp.Metrics))}
 	v.labels, v.legend = session.ShortLabels(cmp.Columns)
 	for i, name := range cmp.Metrics {
 		m, _ := session.LookupMetric(name)

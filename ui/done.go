@@ -270,7 +270,7 @@ func (d *doneView) bindings() []key.Binding {
 	if !d.saved() {
 		return []key.Binding{keys.NewRun}
 	}
-	return []key.Binding{keys.Compare, keys.Report, keys.NewRun, keys.Metric, keys.NextPanel, keys.Zoom}
+	return []key.Binding{keys.Compare, keys.Report, keys.HTML, helpNewRun, keys.Metric, keys.NextPanel, keys.Zoom}
 }
 
 func (d *doneView) view(w, h int) string {

@@ -6,7 +6,7 @@ import "charm.land/bubbles/v2/key"
 // help line, so the help never offers a key that does nothing.
 type keyMap struct {
 	Pause, Stop, NextPanel, PrevPanel, Metric, Chart, Zoom key.Binding
-	Start, Next, Prev, Compare, NewRun, Report, Back       key.Binding
+	Start, Next, Prev, Compare, NewRun, Report, HTML, Back key.Binding
 	Help, Quit, Interrupt, Yes, No                         key.Binding
 }
 
@@ -24,6 +24,7 @@ var keys = keyMap{
 	Compare:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "compare")),
 	NewRun:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "new run")),
 	Report:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "report")),
+	HTML:      key.NewBinding(key.WithKeys("h"), key.WithHelp("h", "html")),
 	Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
 	Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 	Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
@@ -48,6 +49,9 @@ var (
 	helpScroll     = key.NewBinding(key.WithKeys(append(keys.Prev.Keys(), keys.Next.Keys()...)...), key.WithHelp("↑/↓", "scroll"))
 	helpReportBack = relabel(keys.Report, "results")
 	helpChoose     = relabel(keys.Start, "compare")
+	// "n new" beside the done view's other keys keeps "q quit" on an
+	// 80-column line.
+	helpNewRun = relabel(keys.NewRun, "new")
 )
 
 func relabel(b key.Binding, desc string) key.Binding {
