@@ -51,11 +51,38 @@ func Load(manifestPath string) (*Session, error) {
 // naming its line, so one bad row does not cost the session's others; a
 // file with no good row is an error naming the first bad one.
 func ParseTrials(name string, data []byte) ([]Record, []string, error) {
+	var records []Record
+	warnings, err := parseRows(name, data, csvKind{"trials", Header, baseColumns, "this trial is left out"}, func(field func(int) string) error {
+		rec, err := parseRecord(field)
+		if err == nil {
+			records = append(records, rec)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return records, warnings, nil
+}
+
+// csvKind describes one of the session's CSV files for parseRows.
+type csvKind struct {
+	name     string   // "trials", "tokens"
+	header   []string // the columns tokentop writes
+	required int      // the first required columns must be there; later ones may be missing (older files)
+	leftOut  string   // what a skipped row costs, for its warning
+}
+
+// parseRows reads a CSV of kind row by row, its columns found by name
+// (unknown ones, from newer files, are skipped), calling row with each
+// line's fields. The rules are ParseTrials': a cut last line and bad rows
+// are skipped with warnings, and no good row at all is an error.
+func parseRows(name string, data []byte, kind csvKind, row func(field func(col int) string) error) ([]string, error) {
 	var warnings []string
 	if n := len(data); n > 0 && data[n-1] != '\n' {
 		cut := bytes.LastIndexByte(data, '\n')
 		if cut < 0 {
-			return nil, nil, fmt.Errorf("%s:1: the header line is incomplete; this file holds no trials", name)
+			return nil, fmt.Errorf("%s:1: the header line is incomplete; this file holds no %s", name, kind.name)
 		}
 		data = data[:cut+1]
 		warnings = append(warnings, fmt.Sprintf("%s:%d: last line is incomplete (the run was killed while writing it); ignored",
@@ -66,17 +93,17 @@ func ParseTrials(name string, data []byte) ([]Record, []string, error) {
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if err == io.EOF {
-		return nil, nil, fmt.Errorf("%s: empty file; expected the trials header", name)
+		return nil, fmt.Errorf("%s: empty file; expected the %s header", name, kind.name)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	cols, err := readHeader(header)
+	cols, err := readHeader(header, kind)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s:1: %w", name, err)
+		return nil, fmt.Errorf("%s:1: %w", name, err)
 	}
 	width := len(header)
-	var records []Record
+	good := 0
 	var bad []error
 	for {
 		fields, err := cr.Read()
@@ -84,9 +111,18 @@ func ParseTrials(name string, data []byte) ([]Record, []string, error) {
 			break
 		}
 		if err == nil {
-			var rec Record
-			if rec, err = parseRecord(cols, fields, width); err == nil {
-				records = append(records, rec)
+			if len(fields) != width {
+				err = fmt.Errorf("%d fields, expected %d", len(fields), width)
+			} else {
+				err = row(func(col int) string {
+					if cols[col] < 0 {
+						return ""
+					}
+					return fields[cols[col]]
+				})
+			}
+			if err == nil {
+				good++
 				continue
 			}
 			line, _ := cr.FieldPos(0)
@@ -96,8 +132,8 @@ func ParseTrials(name string, data []byte) ([]Record, []string, error) {
 		}
 		bad = append(bad, err)
 	}
-	if len(bad) > 0 && len(records) == 0 {
-		return nil, warnings, bad[0]
+	if len(bad) > 0 && good == 0 {
+		return warnings, bad[0]
 	}
 	const listed = 3
 	for i, err := range bad[:min(len(bad), listed)] {
@@ -105,19 +141,19 @@ func ParseTrials(name string, data []byte) ([]Record, []string, error) {
 		if i == listed-1 && len(bad) > listed {
 			more = fmt.Sprintf(" (and %d more bad lines)", len(bad)-listed)
 		}
-		warnings = append(warnings, fmt.Sprintf("%v; this trial is left out%s", err, more))
+		warnings = append(warnings, fmt.Sprintf("%v; %s%s", err, kind.leftOut, more))
 	}
-	return records, warnings, nil
+	return warnings, nil
 }
 
-// columns maps each known column of Header to its index in a file's
-// header, or -1 when the file does not have it.
+// columns maps each known column of a kind's header to its index in a
+// file's header, or -1 when the file does not have it.
 type columns []int
 
-// readHeader finds the columns by name. Every one of the first
-// baseColumns must be there; the later ones may be missing (older files),
-// and unknown columns (newer files) are skipped.
-func readHeader(header []string) (columns, error) {
+// readHeader finds the columns by name. Every one of the kind's required
+// columns must be there; the later ones may be missing (older files), and
+// unknown columns (newer files) are skipped.
+func readHeader(header []string, kind csvKind) (columns, error) {
 	at := map[string]int{}
 	for i, name := range header {
 		if _, dup := at[name]; dup {
@@ -125,11 +161,11 @@ func readHeader(header []string) (columns, error) {
 		}
 		at[name] = i
 	}
-	cols := make(columns, len(Header))
-	for i, name := range Header {
+	cols := make(columns, len(kind.header))
+	for i, name := range kind.header {
 		j, ok := at[name]
-		if !ok && i < baseColumns {
-			return nil, fmt.Errorf("header has no %q column; this is not a tokentop trials CSV (or it is from another version)", name)
+		if !ok && i < kind.required {
+			return nil, fmt.Errorf("header has no %q column; this is not a tokentop %s CSV (or it is from another version)", name, kind.name)
 		}
 		if !ok {
 			j = -1
@@ -139,16 +175,7 @@ func readHeader(header []string) (columns, error) {
 	return cols, nil
 }
 
-func parseRecord(cols columns, f []string, width int) (Record, error) {
-	if len(f) != width {
-		return Record{}, fmt.Errorf("%d fields, expected %d", len(f), width)
-	}
-	field := func(col int) string {
-		if cols[col] < 0 {
-			return ""
-		}
-		return f[cols[col]]
-	}
+func parseRecord(field func(col int) string) (Record, error) {
 	r := Record{SessionID: field(0), Arm: field(1), Phase: field(3), Status: field(4), Error: field(5), StopReason: field(10), EnergyQuality: field(26)}
 	var err error
 	fail := func(col int, e error) (Record, error) {

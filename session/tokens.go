@@ -1,0 +1,77 @@
+package session
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// TrialKey names one trial of a session.
+type TrialKey struct {
+	Arm   string
+	Trial int
+}
+
+// Arrivals are one trial's chunk arrivals as the tokens CSV keeps them:
+// the tokens seen so far and the milliseconds since the trial started.
+type Arrivals struct {
+	Tokens []int
+	AtMs   []float64
+}
+
+// Gaps are the times between consecutive chunks, in ms, each at the count
+// of tokens seen when it ended: the latency inside one generation.
+func (a Arrivals) Gaps() (tokens []int, gapsMs []float64) {
+	for i := 1; i < len(a.AtMs); i++ {
+		tokens, gapsMs = append(tokens, a.Tokens[i]), append(gapsMs, a.AtMs[i]-a.AtMs[i-1])
+	}
+	return tokens, gapsMs
+}
+
+// ParseTokens reads a tokens CSV by ParseTrials' rules (columns by name,
+// a cut last line and bad rows skipped with warnings). Rows of a trial
+// must come in order of arrival, as tokentop writes them.
+func ParseTokens(name string, data []byte) (map[TrialKey]Arrivals, []string, error) {
+	trials := map[TrialKey]Arrivals{}
+	warnings, err := parseRows(name, data, csvKind{"tokens", TokensHeader, len(TokensHeader), "this arrival is left out"}, func(field func(int) string) error {
+		key := TrialKey{Arm: field(0)}
+		var err error
+		if key.Trial, err = strconv.Atoi(field(1)); err != nil || key.Trial < 1 {
+			return fmt.Errorf("column trial: %q is not a trial number", field(1))
+		}
+		tokens, err := strconv.Atoi(field(2))
+		if err != nil || tokens < 0 {
+			return fmt.Errorf("column index: %q is not a token count", field(2))
+		}
+		at, err := strconv.ParseFloat(field(3), 64)
+		if err != nil || math.IsNaN(at) || math.IsInf(at, 0) || at < 0 {
+			return fmt.Errorf("column t_ms: %q is not a time in ms", field(3))
+		}
+		a := trials[key]
+		if n := len(a.AtMs); n > 0 && (at < a.AtMs[n-1] || tokens < a.Tokens[n-1]) {
+			return fmt.Errorf("arrival at %s ms (%d tokens) comes before the trial's previous one", field(3), tokens)
+		}
+		a.Tokens, a.AtMs = append(a.Tokens, tokens), append(a.AtMs, at)
+		trials[key] = a
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return trials, warnings, nil
+}
+
+// LoadTokens reads the tokens CSV a session's manifest names.
+func LoadTokens(s *Session) (map[TrialKey]Arrivals, []string, error) {
+	if s.Manifest.TokensFile == "" {
+		return nil, nil, fmt.Errorf("session %s names no tokens file", s.Path)
+	}
+	path := filepath.Join(filepath.Dir(s.Path), filepath.Base(s.Manifest.TokensFile))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ParseTokens(path, data)
+}
