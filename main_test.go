@@ -364,7 +364,7 @@ func TestHTMLReportsFromTheBuiltinEngineAndARecordedServer(t *testing.T) {
 	both := filepath.Join(dir, "both.html")
 	charts := filepath.Join(dir, "charts")
 	code, stdout, stderr = runCLI("compare", builtin, ollama, "--html", both, "--svg", charts)
-	if code != exitOK || !strings.Contains(stdout, "wrote 10 svg charts to "+charts) {
+	if code != exitOK || !strings.Contains(stdout, "wrote 12 svg charts to "+charts) {
 		t.Fatalf("compare --html: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	doc, _ = os.ReadFile(both)

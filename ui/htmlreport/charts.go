@@ -40,6 +40,9 @@ type column struct {
 	// in run order, for the timeline.
 	trials []*session.Record
 	tol    float64 // the convergence tolerance its run used
+	// typical and slowest are the token arrivals of the trials with the
+	// median and the largest ITL max; nil without a tokens file.
+	typical, slowest *session.Arrivals
 }
 
 // newPlot is a plot with the report's look: a light grid, the legend in
@@ -294,6 +297,39 @@ func timelineChart(cols []column) *plot.Plot {
 		legend, _ := plotter.NewScatter(plotter.XYs{{}})
 		legend.GlyphStyle = draw.GlyphStyle{Color: color.RGBA{R: 190, A: 255}, Radius: vg.Points(3), Shape: draw.CrossGlyph{}}
 		p.Legend.Add("failed or degraded", legend)
+	}
+	p.Y.Min = 0
+	return p
+}
+
+// gapsChart draws the gaps between tokens inside one trial per arm, the
+// typical one (pick typical) or the slowest, against the tokens seen.
+func gapsChart(cols []column, typical bool) *plot.Plot {
+	title := "gaps between tokens in each arm's slowest trial (largest ITL max)"
+	if typical {
+		title = "gaps between tokens in each arm's typical trial (median ITL max)"
+	}
+	p := newPlot(title, "tokens generated", "gap (ms)")
+	for _, c := range cols {
+		a := c.slowest
+		if typical {
+			a = c.typical
+		}
+		if a == nil {
+			continue
+		}
+		tokens, gaps := a.Gaps()
+		if len(gaps) == 0 {
+			continue
+		}
+		xys := make(plotter.XYs, len(gaps))
+		for i := range gaps {
+			xys[i] = plotter.XY{X: float64(tokens[i]), Y: gaps[i]}
+		}
+		line, _ := plotter.NewLine(xys)
+		line.LineStyle = lineStyle(c.mark)
+		p.Add(line)
+		p.Legend.Add(c.label, line)
 	}
 	p.Y.Min = 0
 	return p

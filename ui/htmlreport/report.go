@@ -6,7 +6,9 @@
 package htmlreport
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,6 +81,19 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 	if len(cmp.Columns) > 1 {
 		r.Verdicts, r.TestsNote = cmp.Verdicts(), cmp.TestsNote()
 	}
+	arrivals := map[string]map[session.TrialKey]session.Arrivals{} // per session stem
+	for _, s := range sessions {
+		stem := stemOf(s.Path)
+		if _, done := arrivals[stem]; done {
+			continue
+		}
+		tokens, warnings, err := session.LoadTokens(s)
+		if err != nil {
+			r.Caveats = append(r.Caveats, fmt.Sprintf("%s: no token timings, so no gaps between tokens: %v", stem, err))
+		}
+		r.Caveats = append(r.Caveats, warnings...)
+		arrivals[stem] = tokens
+	}
 	cols := make([]column, len(cmp.Columns))
 	for i, c := range cmp.Columns {
 		s := sessionOf(c.Session, sessions)
@@ -91,6 +106,7 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 			m, _ := session.LookupMetric(name)
 			cols[i].values[name] = c.Values(m)
 		}
+		cols[i].typical, cols[i].slowest = typicalAndSlowest(cols[i].trials, arrivals[c.Session])
 	}
 	for _, name := range chartMetrics {
 		m, _ := session.LookupMetric(name)
@@ -105,8 +121,32 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 		Chart{Name: "convergence", plot: convergenceChart(cols),
 			Caption: "How the mean e2e settled as trials came in, with its 95% confidence band (Student t); the pyramid marks where it stayed within the run's tolerance of its final value."},
 		Chart{Name: "timeline", plot: timelineChart(cols),
-			Caption: "Every trial's e2e at the time it started, arms interleaved as they ran: warmup trials (rings) are set aside; drift, warm-up effects and outliers show here first."})
+			Caption: "Every trial's e2e at the time it started, arms interleaved as they ran: warmup trials (rings) are set aside; drift, warm-up effects and outliers show here first."},
+		Chart{Name: "gaps-typical", plot: gapsChart(cols, true),
+			Caption: "Inside one generation: the time between consecutive tokens (or chunks) of each arm's typical timed trial, the one with the median ITL max."},
+		Chart{Name: "gaps-slowest", plot: gapsChart(cols, false),
+			Caption: "The same for each arm's trial with the largest ITL max: where the worst stall fell, and whether it was one spike or a slow stretch. ITL max and CV rise with such spikes far more than the mean does."})
 	return r, nil
+}
+
+// typicalAndSlowest finds among the counted trials the ones with the
+// median and the largest ITL max, and returns their arrivals.
+func typicalAndSlowest(trials []*session.Record, arrivals map[session.TrialKey]session.Arrivals) (typical, slowest *session.Arrivals) {
+	var counted []*session.Record
+	for _, r := range trials {
+		if _, ok := arrivals[session.TrialKey{Arm: r.Arm, Trial: r.Trial}]; ok && r.Counted() && !math.IsNaN(r.ITLMaxMs) {
+			counted = append(counted, r)
+		}
+	}
+	if len(counted) == 0 {
+		return nil, nil
+	}
+	slices.SortStableFunc(counted, func(a, b *session.Record) int { return cmp.Compare(a.ITLMaxMs, b.ITLMaxMs) })
+	pick := func(r *session.Record) *session.Arrivals {
+		a := arrivals[session.TrialKey{Arm: r.Arm, Trial: r.Trial}]
+		return &a
+	}
+	return pick(counted[len(counted)/2]), pick(counted[len(counted)-1])
 }
 
 // SaveCharts writes each chart as DIR/<name>.<ext> (svg or png, a 16:9

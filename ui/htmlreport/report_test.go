@@ -27,6 +27,8 @@ func syntheticSession(t testing.TB, trials int, slowdown ...float64) *session.Se
 		Backend:     session.BackendInfo{Kind: "builtin", ModelActual: "stories260K", ModelRequested: "stories260K"},
 		Environment: session.Environment{OS: "linux", Arch: "amd64", Cores: 2, GoVersion: "go1.26"}}
 	var records []session.Record
+	var tokens strings.Builder
+	tokens.WriteString(strings.Join(session.TokensHeader, ",") + "\n")
 	at := start
 	for round := range trials + 2 {
 		for i, slow := range slowdown {
@@ -39,7 +41,7 @@ func syntheticSession(t testing.TB, trials int, slowdown ...float64) *session.Se
 			for k := range 32 {
 				elapsed += time.Duration((0.2 + rng.ExpFloat64()*0.05) * slow * float64(time.Millisecond))
 				arrivals = append(arrivals, metrics.Arrival{At: elapsed, Tokens: 1})
-				_ = k
+				fmt.Fprintf(&tokens, "%s,%d,%d,%.3f\n", arm, round+1, k+1, float64(elapsed)/1e6)
 			}
 			phase := session.PhaseTimed
 			if round < 2 {
@@ -53,7 +55,12 @@ func syntheticSession(t testing.TB, trials int, slowdown ...float64) *session.Se
 	}
 	finished := at
 	m.FinishedAt = &finished
-	return &session.Session{Path: filepath.Join(t.TempDir(), m.ID+".toml"), Manifest: m, Records: records}
+	dir := t.TempDir()
+	m.TokensFile = m.ID + ".tokens.csv"
+	if err := os.WriteFile(filepath.Join(dir, m.TokensFile), []byte(tokens.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &session.Session{Path: filepath.Join(dir, m.ID+".toml"), Manifest: m, Records: records}
 }
 
 func buildRun(t testing.TB, s *session.Session) *Report {
@@ -98,7 +105,7 @@ func TestTheReportLeadsWithVerdictsAndHoldsEveryChartInline(t *testing.T) {
 			t.Errorf("verdict %q is not on the page", v)
 		}
 	}
-	names := []string{"e2e-histogram", "e2e-ecdf", "ttft-histogram", "ttft-ecdf", "tpot-histogram", "tpot-ecdf", "itl_mean-histogram", "itl_mean-ecdf", "convergence", "timeline"}
+	names := []string{"e2e-histogram", "e2e-ecdf", "ttft-histogram", "ttft-ecdf", "tpot-histogram", "tpot-ecdf", "itl_mean-histogram", "itl_mean-ecdf", "convergence", "timeline", "gaps-typical", "gaps-slowest"}
 	for _, name := range names {
 		i := strings.Index(doc, `<figure id="`+name+`">`)
 		if i < 0 {
@@ -120,7 +127,11 @@ func TestCaveatsAreSaidAndASingleArmHasNoVerdicts(t *testing.T) {
 	s := syntheticSession(t, 20, 1)
 	s.Manifest.Status = session.StatusPartial
 	s.Records[len(s.Records)-1].Status, s.Records[len(s.Records)-1].Error = session.StatusError, "HTTP 503: overloaded"
+	os.Remove(filepath.Join(filepath.Dir(s.Path), s.Manifest.TokensFile))
 	r := buildRun(t, s)
+	if last := r.Caveats[len(r.Caveats)-1]; !strings.Contains(last, "no token timings, so no gaps between tokens") {
+		t.Errorf("a missing tokens file is not said: %q", r.Caveats)
+	}
 	var page bytes.Buffer
 	if err := r.WriteHTML(&page); err != nil {
 		t.Fatal(err)
