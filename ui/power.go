@@ -61,8 +61,8 @@ func (d *runData) spansEnd(origin time.Time) time.Duration {
 		end = d.spans[n-1].started.Sub(origin) + d.spans[n-1].length
 	}
 	for _, t := range d.traces {
-		if n := len(t.at); n > 0 {
-			end = max(end, t.at[n-1])
+		if n := len(t.At); n > 0 {
+			end = max(end, t.At[n-1])
 		}
 	}
 	return end
@@ -75,8 +75,8 @@ func renderWatts(data *runData, w, h int, origin time.Time) string {
 	var devices []string
 	for _, t := range data.traces {
 		line := t.device.Name
-		if n := len(t.watts); n > 0 {
-			line += fmt.Sprintf("  %.0f W", t.watts[n-1])
+		if n := len(t.Watts); n > 0 {
+			line += fmt.Sprintf("  %.0f W", t.Watts[n-1])
 		}
 		if !math.IsNaN(t.baseline) {
 			line += fmt.Sprintf("  idle %.0f W", t.baseline)
@@ -99,7 +99,7 @@ func renderWatts(data *runData, w, h int, origin time.Time) string {
 	var series [][]float64
 	var colors []asciigraph.AnsiColor
 	for i, t := range data.traces {
-		if len(t.watts) == 0 {
+		if len(t.Watts) == 0 {
 			continue
 		}
 		series = append(series, resample(t, end, cols))
@@ -134,10 +134,10 @@ func resample(t *powerTrace, end time.Duration, cols int) []float64 {
 	out := make([]float64, cols)
 	for c := range out {
 		at := time.Duration(float64(end) * float64(c) / float64(max(1, cols-1)))
-		j := sort.Search(len(t.at), func(i int) bool { return t.at[i] > at }) - 1
+		j := sort.Search(len(t.At), func(i int) bool { return t.At[i] > at }) - 1
 		out[c] = math.NaN()
 		if j >= 0 {
-			out[c] = t.watts[j]
+			out[c] = t.Watts[j]
 		}
 	}
 	return out

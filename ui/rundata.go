@@ -9,6 +9,7 @@ import (
 	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/runner"
 	"github.com/tokentop/tokentop/session"
+	"github.com/tokentop/tokentop/ui/figure"
 )
 
 // histMetrics are the metrics the histogram switches between (key m).
@@ -45,30 +46,18 @@ type trialSpan struct {
 	warmup, ok bool
 }
 
-// powerTrace is one device's power over the run, on the sampler's clock.
-// Devices without a power reading (CPU packages) get theirs from the
-// energy counter's rise between samples.
+// powerTrace is one device's power over the run, with its idle baseline.
 type powerTrace struct {
+	*figure.PowerTrace
 	device   telemetry.Device
-	at       []time.Duration
-	watts    []float64
 	baseline float64
-	lastMJ   float64
-	lastAt   time.Duration
 }
 
-func (t *powerTrace) add(s telemetry.Sample) {
-	w := s.PowerW
-	if math.IsNaN(w) && !math.IsNaN(s.EnergyMJ) && !math.IsNaN(t.lastMJ) && s.At > t.lastAt {
-		w = (s.EnergyMJ - t.lastMJ) / 1000 / (s.At - t.lastAt).Seconds()
-	}
-	if !math.IsNaN(s.EnergyMJ) {
-		t.lastMJ, t.lastAt = s.EnergyMJ, s.At
-	}
-	if !math.IsNaN(w) {
-		t.at, t.watts = append(t.at, s.At), append(t.watts, w)
-	}
+func newPowerTrace(device telemetry.Device) *powerTrace {
+	return &powerTrace{PowerTrace: figure.NewPowerTrace(), device: device, baseline: math.NaN()}
 }
+
+func (t *powerTrace) add(s telemetry.Sample) { t.Add(s.At, s.PowerW, s.EnergyMJ) }
 
 // runData folds runner events into the dashboard's state.
 type runData struct {
@@ -111,7 +100,7 @@ func (d *runData) apply(ev runner.Event) {
 		d.measuring = ""
 		for i, dev := range ev.Power.Devices {
 			for len(d.traces) <= i {
-				d.traces = append(d.traces, &powerTrace{baseline: math.NaN(), lastMJ: math.NaN()})
+				d.traces = append(d.traces, newPowerTrace(telemetry.Device{}))
 			}
 			d.traces[i].device = dev
 			if i < len(ev.Power.Baseline) {
@@ -176,8 +165,7 @@ func (d *runData) addTrial(ev runner.TrialDone) {
 // are known from the first samples, which come before Started.
 func (d *runData) addPower(s telemetry.Sample) {
 	for len(d.traces) <= s.Device {
-		d.traces = append(d.traces, &powerTrace{device: telemetry.Device{Name: fmt.Sprintf("device %d", len(d.traces))},
-			baseline: math.NaN(), lastMJ: math.NaN()})
+		d.traces = append(d.traces, newPowerTrace(telemetry.Device{Name: fmt.Sprintf("device %d", len(d.traces))}))
 	}
 	d.traces[s.Device].add(s)
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -333,6 +334,66 @@ func gapsChart(cols []column, typical bool) *plot.Plot {
 	}
 	p.Y.Min = 0
 	return p
+}
+
+// maxWindows is the most trials the power chart marks one by one.
+const maxWindows = 2000
+
+// powerChart draws each device's power over the run with its idle
+// baseline dashed, and under the curves a strip of the trials' windows
+// (timed dark, warmup light), on the sampler's clock.
+func powerChart(title string, traces []deviceTrace, trials []*session.Record, origin time.Time) *plot.Plot {
+	p := newPlot(title, "seconds since the sampler started", "power (W)")
+	top := 0.0
+	for i, t := range traces {
+		if len(t.Watts) == 0 {
+			continue
+		}
+		xys := make(plotter.XYs, 0, min(len(t.Watts), maxPoints))
+		step := max(1, len(t.Watts)/maxPoints)
+		for j := 0; j < len(t.Watts); j += step {
+			xys = append(xys, plotter.XY{X: t.At[j].Seconds(), Y: t.Watts[j]})
+			top = math.Max(top, t.Watts[j])
+		}
+		mark := figure.Arm(i)
+		line, _ := plotter.NewLine(xys)
+		line.LineStyle = lineStyle(mark)
+		p.Add(line)
+		p.Legend.Add(t.name, line)
+		if !math.IsNaN(t.baseline) {
+			base, _ := plotter.NewLine(plotter.XYs{{X: xys[0].X, Y: t.baseline}, {X: xys[len(xys)-1].X, Y: t.baseline}})
+			base.LineStyle = draw.LineStyle{Color: hexColor(mark.Hex), Width: vg.Points(1), Dashes: []vg.Length{vg.Points(2), vg.Points(4)}}
+			p.Add(base)
+			p.Legend.Add(fmt.Sprintf("%s idle %.0f W", t.name, t.baseline), base)
+		}
+	}
+	if len(trials) <= maxWindows {
+		strip := top * 0.04
+		for _, r := range trials {
+			from := r.StartedAt.Sub(origin).Seconds()
+			to := from + r.E2EMs/1000
+			if math.IsNaN(to) {
+				continue
+			}
+			box, _ := plotter.NewPolygon(plotter.XYs{{X: from, Y: 0}, {X: to, Y: 0}, {X: to, Y: strip}, {X: from, Y: strip}})
+			box.Color = color.Gray{Y: 90}
+			if r.Phase == session.PhaseWarmup {
+				box.Color = color.Gray{Y: 190}
+			}
+			box.LineStyle.Width = 0
+			p.Add(box)
+		}
+	}
+	p.Y.Min, p.Y.Max = 0, top*1.3 // the legend's room above the curves
+	return p
+}
+
+// deviceTrace is one device's power over a session, with its idle
+// baseline (NaN when none was measured).
+type deviceTrace struct {
+	*figure.PowerTrace
+	name     string
+	baseline float64
 }
 
 // sliceSummary cuts points (in time order) into slices of equal time and

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"gonum.org/v1/plot"
 
@@ -68,9 +69,11 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 	labels, legend := session.ShortLabels(cmp.Columns)
 	r := &Report{Legend: legend}
 	var stems []string
+	var unique []*session.Session // each session once, though several columns name it
 	for _, s := range sessions {
 		if stem := stemOf(s.Path); !slices.Contains(stems, stem) {
 			stems = append(stems, stem)
+			unique = append(unique, s)
 			r.Setups = append(r.Setups, setupOf(s))
 		}
 	}
@@ -82,11 +85,8 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 		r.Verdicts, r.TestsNote = cmp.Verdicts(), cmp.TestsNote()
 	}
 	arrivals := map[string]map[session.TrialKey]session.Arrivals{} // per session stem
-	for _, s := range sessions {
+	for _, s := range unique {
 		stem := stemOf(s.Path)
-		if _, done := arrivals[stem]; done {
-			continue
-		}
 		tokens, warnings, err := session.LoadTokens(s)
 		if err != nil {
 			r.Caveats = append(r.Caveats, fmt.Sprintf("%s: no token timings, so no gaps between tokens: %v", stem, err))
@@ -126,7 +126,61 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 			Caption: "Inside one generation: the time between consecutive tokens (or chunks) of each arm's typical timed trial, the one with the median ITL max."},
 		Chart{Name: "gaps-slowest", plot: gapsChart(cols, false),
 			Caption: "The same for each arm's trial with the largest ITL max: where the worst stall fell, and whether it was one spike or a slow stretch. ITL max and CV rise with such spikes far more than the mean does."})
+	for _, s := range unique {
+		r.addPower(s, len(unique) > 1)
+	}
 	return r, nil
+}
+
+// addPower adds a session's power chart, or says why it has none.
+func (r *Report) addPower(s *session.Session, named bool) {
+	stem, power := stemOf(s.Path), s.Manifest.Power
+	samples, warnings, err := session.LoadPower(s)
+	r.Caveats = append(r.Caveats, warnings...)
+	switch {
+	case err != nil:
+		r.Caveats = append(r.Caveats, fmt.Sprintf("%s: its power file could not be read: %v", stem, err))
+		return
+	case len(samples) == 0 || power.SamplerStart == nil:
+		why := "no power source"
+		if power != nil {
+			why = power.GPU + "; " + power.CPU
+		}
+		r.Caveats = append(r.Caveats, fmt.Sprintf("%s: no power or energy was measured (%s)", stem, why))
+		return
+	}
+	var traces []deviceTrace
+	index := map[string]int{}
+	for _, smp := range samples {
+		i, ok := index[smp.Device]
+		if !ok {
+			i, index[smp.Device] = len(traces), len(traces)
+			traces = append(traces, deviceTrace{PowerTrace: figure.NewPowerTrace(), name: smp.Device, baseline: math.NaN()})
+			for j, d := range power.Devices {
+				if d.ID == smp.Device {
+					traces[i].name = d.Name
+					if j < len(power.Baseline) {
+						traces[i].baseline = power.Baseline[j].MeanW
+					}
+				}
+			}
+		}
+		traces[i].Add(time.Duration(smp.AtMs*float64(time.Millisecond)), smp.PowerW, smp.EnergyMJ)
+	}
+	trials := make([]*session.Record, len(s.Records))
+	for i := range s.Records {
+		trials[i] = &s.Records[i]
+	}
+	title := "power over the run"
+	if named {
+		title += ": " + stem
+	}
+	caption := "Each device's power (from its readings, or its energy counter's rise), its idle power before the first trial dashed, and under the curves every trial's window: timed dark, warmup light."
+	if len(s.Records) > maxWindows {
+		caption = fmt.Sprintf("Each device's power (from its readings, or its energy counter's rise) and its idle power before the first trial dashed; the %d trials are too many to mark one by one.", len(s.Records))
+	}
+	r.Charts = append(r.Charts, Chart{Name: "power-" + stem, Caption: caption,
+		plot: powerChart(title, traces, trials, *power.SamplerStart)})
 }
 
 // typicalAndSlowest finds among the counted trials the ones with the

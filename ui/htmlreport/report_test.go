@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/session"
 )
 
@@ -56,6 +58,18 @@ func syntheticSession(t testing.TB, trials int, slowdown ...float64) *session.Se
 	finished := at
 	m.FinishedAt = &finished
 	dir := t.TempDir()
+	// A GPU sampled every 50 ms over the run, busier while trials ran.
+	var power strings.Builder
+	power.WriteString(strings.Join(session.PowerHeader, ",") + "\n")
+	for ms := 0.0; ms < float64(at.Sub(start).Milliseconds()); ms += 50 {
+		fmt.Fprintf(&power, "%.3f,%.3f,,,,GPU-0,,,,\n", ms, 180+40*rng.Float64())
+	}
+	m.Power = &session.PowerInfo{PowerFile: m.ID + ".power.csv", SamplerStart: &start,
+		Devices:  []telemetry.Device{{Name: "NVIDIA H100", ID: "GPU-0", Kind: telemetry.KindGPU}},
+		Baseline: []session.DeviceBaseline{{ID: "GPU-0", Baseline: telemetry.Baseline{MeanW: 70, Samples: 60}}}}
+	if err := os.WriteFile(filepath.Join(dir, m.Power.PowerFile), []byte(power.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	m.TokensFile = m.ID + ".tokens.csv"
 	if err := os.WriteFile(filepath.Join(dir, m.TokensFile), []byte(tokens.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -105,7 +119,7 @@ func TestTheReportLeadsWithVerdictsAndHoldsEveryChartInline(t *testing.T) {
 			t.Errorf("verdict %q is not on the page", v)
 		}
 	}
-	names := []string{"e2e-histogram", "e2e-ecdf", "ttft-histogram", "ttft-ecdf", "tpot-histogram", "tpot-ecdf", "itl_mean-histogram", "itl_mean-ecdf", "convergence", "timeline", "gaps-typical", "gaps-slowest"}
+	names := []string{"e2e-histogram", "e2e-ecdf", "ttft-histogram", "ttft-ecdf", "tpot-histogram", "tpot-ecdf", "itl_mean-histogram", "itl_mean-ecdf", "convergence", "timeline", "gaps-typical", "gaps-slowest", "power-20261123T090000Z-synthetic-builtin"}
 	for _, name := range names {
 		i := strings.Index(doc, `<figure id="`+name+`">`)
 		if i < 0 {
@@ -128,9 +142,12 @@ func TestCaveatsAreSaidAndASingleArmHasNoVerdicts(t *testing.T) {
 	s.Manifest.Status = session.StatusPartial
 	s.Records[len(s.Records)-1].Status, s.Records[len(s.Records)-1].Error = session.StatusError, "HTTP 503: overloaded"
 	os.Remove(filepath.Join(filepath.Dir(s.Path), s.Manifest.TokensFile))
+	s.Manifest.Power = nil
 	r := buildRun(t, s)
-	if last := r.Caveats[len(r.Caveats)-1]; !strings.Contains(last, "no token timings, so no gaps between tokens") {
-		t.Errorf("a missing tokens file is not said: %q", r.Caveats)
+	for _, want := range []string{"no token timings, so no gaps between tokens", "no power or energy was measured"} {
+		if !slices.ContainsFunc(r.Caveats, func(c string) bool { return strings.Contains(c, want) }) {
+			t.Errorf("caveats lack %q: %q", want, r.Caveats)
+		}
 	}
 	var page bytes.Buffer
 	if err := r.WriteHTML(&page); err != nil {

@@ -1,0 +1,54 @@
+package session
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// PowerSample is one row of the power CSV: a device's reading at t_ms on
+// the sampler's clock; NaN where the device gave none.
+type PowerSample struct {
+	AtMs, PowerW, EnergyMJ float64
+	Device                 string
+}
+
+// ParsePower reads a power CSV by ParseTrials' rules (columns by name, a
+// cut last line and bad rows skipped with warnings).
+func ParsePower(name string, data []byte) ([]PowerSample, []string, error) {
+	var samples []PowerSample
+	warnings, err := parseRows(name, data, csvKind{"power", PowerHeader, 6, "this sample is left out"}, func(field func(int) string) error {
+		at, err := strconv.ParseFloat(field(0), 64)
+		if err != nil || math.IsNaN(at) || math.IsInf(at, 0) {
+			return fmt.Errorf("column t_ms: %q is not a time in ms", field(0))
+		}
+		s := PowerSample{AtMs: at, Device: field(5)}
+		for i, dst := range []*float64{&s.PowerW, &s.EnergyMJ} {
+			if *dst, err = parseMeasure(field(1 + i)); err != nil {
+				return fmt.Errorf("column %s: %q: %w", PowerHeader[1+i], field(1+i), err)
+			}
+		}
+		samples = append(samples, s)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return samples, warnings, nil
+}
+
+// LoadPower reads the power CSV a session's manifest names; a session
+// without a power source has none, and gives nil.
+func LoadPower(s *Session) ([]PowerSample, []string, error) {
+	if s.Manifest.Power == nil || s.Manifest.Power.PowerFile == "" {
+		return nil, nil, nil
+	}
+	path := filepath.Join(filepath.Dir(s.Path), filepath.Base(s.Manifest.Power.PowerFile))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ParsePower(path, data)
+}
