@@ -378,7 +378,8 @@ func TestDoneViewKeepsThePicturesAndGivesTheAnswer(t *testing.T) {
 	}
 }
 
-func TestDoneViewShowsTheRepeatabilityReport(t *testing.T) {
+// savedRunDone is a two-arm run whose session is on disk, on its done view.
+func savedRunDone(t *testing.T) (*testRun, runner.Finished) {
 	tr := newTestRun(t, "greedy-vs-sampling")
 	events := syntheticRun([]string{"greedy", "temp-0.8"}, 0, 5)
 	fin := finished(events, session.StatusComplete)
@@ -386,6 +387,11 @@ func TestDoneViewShowsTheRepeatabilityReport(t *testing.T) {
 	tr.send(eventsMsg(append(events, fin)))
 	close(tr.app.run.done)
 	tr.send(runEndedMsg{})
+	return tr, fin
+}
+
+func TestDoneViewShowsTheRepeatabilityReport(t *testing.T) {
+	tr, _ := savedRunDone(t)
 	_, compute := tr.app.Update(press("r"))
 	if compute == nil || !strings.Contains(tr.screen(), "computing the repeatability report") {
 		t.Fatalf("r should hand the report to a command:\n%s", tr.screen())
@@ -425,13 +431,7 @@ func TestDoneViewShowsTheRepeatabilityReport(t *testing.T) {
 // h writes the run's HTML report beside its manifest, off the UI's path,
 // and says where; the compare screen writes its own.
 func TestHWritesTheHTMLReportAndSaysWhere(t *testing.T) {
-	tr := newTestRun(t, "greedy-vs-sampling")
-	events := syntheticRun([]string{"greedy", "temp-0.8"}, 0, 5)
-	fin := finished(events, session.StatusComplete)
-	fin.Manifest = writeSession(t, t.TempDir(), "A", 0)
-	tr.send(eventsMsg(append(events, fin)))
-	close(tr.app.run.done)
-	tr.send(runEndedMsg{})
+	tr, fin := savedRunDone(t)
 	_, write := tr.app.Update(press("h"))
 	if write == nil || !strings.Contains(tr.screen(), "writing the HTML report") {
 		t.Fatalf("h should hand the report to a command:\n%s", tr.screen())

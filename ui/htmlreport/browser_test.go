@@ -61,14 +61,13 @@ func screenshot(t *testing.T, chromium, file string, width, height int) (image.I
 	return img, log.String()
 }
 
-// inked is the share of the rectangle's pixels that are not near white.
-func inked(img image.Image, r image.Rectangle) float64 {
+// share is the fraction of the rectangle's pixels that pass.
+func share(img image.Image, r image.Rectangle, pass func(r, g, b uint32) bool) float64 {
 	r = r.Intersect(img.Bounds())
 	n := 0
 	for y := r.Min.Y; y < r.Max.Y; y++ {
 		for x := r.Min.X; x < r.Max.X; x++ {
-			cr, cg, cb, _ := img.At(x, y).RGBA()
-			if cr < 0xe000 || cg < 0xe000 || cb < 0xe000 {
+			if cr, cg, cb, _ := img.At(x, y).RGBA(); pass(cr, cg, cb) {
 				n++
 			}
 		}
@@ -76,22 +75,12 @@ func inked(img image.Image, r image.Rectangle) float64 {
 	return float64(n) / float64(max(1, r.Dx()*r.Dy()))
 }
 
-// coloured is the share of the rectangle's pixels in colour: the arms'
-// curves and marks, not the grey grid, axes and labels every chart has
-// even when it draws no data.
-func coloured(img image.Image, r image.Rectangle) float64 {
-	r = r.Intersect(img.Bounds())
-	n := 0
-	for y := r.Min.Y; y < r.Max.Y; y++ {
-		for x := r.Min.X; x < r.Max.X; x++ {
-			cr, cg, cb, _ := img.At(x, y).RGBA()
-			if max(cr, cg, cb)-min(cr, cg, cb) > 0x3000 {
-				n++
-			}
-		}
-	}
-	return float64(n) / float64(max(1, r.Dx()*r.Dy()))
-}
+// inked: not near white.
+func inked(r, g, b uint32) bool { return r < 0xe000 || g < 0xe000 || b < 0xe000 }
+
+// coloured: the arms' curves and marks, not the grey grid, axes and
+// labels every chart has even when it draws no data.
+func coloured(r, g, b uint32) bool { return max(r, g, b)-min(r, g, b) > 0x3000 }
 
 var consoleTrouble = regexp.MustCompile(`(?i)CONSOLE.*(error|uncaught)|net::ERR_|Failed to load`)
 
@@ -117,7 +106,7 @@ func TestTheReportRendersInARealBrowser(t *testing.T) {
 		if b := img.Bounds(); b.Dx() != size[0] || b.Dy() != size[1] {
 			t.Errorf("a %dx%d window gave a %v screenshot", size[0], size[1], b)
 		}
-		if share := inked(img, img.Bounds()); share < 0.02 {
+		if share := share(img, img.Bounds(), inked); share < 0.02 {
 			t.Errorf("at %d wide the page is blank (%.3f inked)", size[0], share)
 		}
 		if m := consoleTrouble.FindString(log); m != "" {
@@ -146,7 +135,7 @@ func TestTheReportRendersInARealBrowser(t *testing.T) {
 	for i, c := range r.Charts {
 		// The plot area, inside the axes: curves and bars, not labels.
 		box := image.Rect(boxW/8, i*boxH+boxH/8, boxW*7/8, (i+1)*boxH-boxH/5)
-		if share := coloured(img, box); share < 0.002 {
+		if share := share(img, box, coloured); share < 0.002 {
 			t.Errorf("the %s chart drew no data in its plot area (%.4f in colour)", c.Name, share)
 		}
 	}
