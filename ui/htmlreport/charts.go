@@ -204,7 +204,17 @@ func convergenceChart(cols []column) *plot.Plot {
 		line, _ := plotter.NewLine(mean)
 		line.LineStyle = lineStyle(c.mark)
 		p.Add(line)
-		p.Legend.Add(c.label, line)
+		// Where the trials-needed estimate lands: the n at which this
+		// arm's CV gives a ±tol interval of the mean, marked when it is
+		// near enough to see and said in the legend either way.
+		need := metrics.TrialsForMean(series.CV(), c.tol)
+		p.Legend.Add(fmt.Sprintf("%s (±%g%% needs %d trials)", c.label, c.tol*100, need), line)
+		if n := len(values); need > 0 && need <= 3*n {
+			x := float64(need)
+			mark, _ := plotter.NewLine(plotter.XYs{{X: x, Y: series.Mean() * (1 - 3*c.tol)}, {X: x, Y: series.Mean() * (1 + 3*c.tol)}})
+			mark.LineStyle = draw.LineStyle{Color: hexColor(c.mark.Hex), Width: vg.Points(1), Dashes: []vg.Length{vg.Points(2), vg.Points(3)}}
+			p.Add(mark)
+		}
 		if at := metrics.ConvergedAt(values, c.tol); at > 0 {
 			var w metrics.Welford
 			for _, v := range values[:at] {

@@ -130,6 +130,15 @@ func TestTheReportLeadsWithVerdictsAndHoldsEveryChartInline(t *testing.T) {
 			t.Errorf("%s holds no inline SVG", name)
 		}
 	}
+	// The convergence legend says where each arm's trials-needed lands.
+	var e2e []float64
+	for _, rec := range session.Counted(session.ByArm(s.Records)["arm-1"]) {
+		e2e = append(e2e, rec.E2EMs)
+	}
+	need := metrics.TrialsForMean(metrics.Describe(e2e).CV, 0.01)
+	if !strings.Contains(html.UnescapeString(doc), fmt.Sprintf("arm-1 (±1%% needs %d trials)", need)) {
+		t.Errorf("the convergence legend lacks arm-1's %d trials needed", need)
+	}
 	for _, want := range []string{"cafe1234", "stories260K", "greedy-vs-sampling (builtin): 2 warmup + 60 trials per arm", "None: every session finished"} {
 		if !strings.Contains(html.UnescapeString(doc), want) {
 			t.Errorf("the page lacks %q", want)
