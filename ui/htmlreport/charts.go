@@ -166,7 +166,7 @@ func ecdfChart(metric session.Metric, cols []column) *plot.Plot {
 // convergenceChart draws each column's running mean e2e with its 95%
 // confidence band, and marks where it converged.
 func convergenceChart(cols []column) *plot.Plot {
-	p := newPlot("e2e: running mean with its 95% confidence band", "timed trials", "mean e2e (ms)")
+	p := newPlot("e2e: running mean with its 95% confidence band, and running median", "timed trials", "e2e (ms)")
 	converged := false
 	yLo, yHi := math.Inf(1), math.Inf(-1)
 	for _, c := range cols {
@@ -175,17 +175,19 @@ func convergenceChart(cols []column) *plot.Plot {
 			continue
 		}
 		var series metrics.Series
+		var running metrics.RunningMedian
 		step := max(1, len(values)/maxPoints)
 		// The first few trials' band is wide enough to flatten the rest:
 		// the axis spans the band from the tenth trial on.
 		settled := min(10, len(values))
-		var mean, upper, lower plotter.XYs
+		var mean, median, upper, lower plotter.XYs
 		for i, v := range values {
-			pt := series.Add(v)
+			pt, med := series.Add(v), running.Add(v)
 			if (i+1)%step != 0 && i != len(values)-1 {
 				continue
 			}
 			mean = append(mean, plotter.XY{X: float64(pt.N), Y: pt.Mean})
+			median = append(median, plotter.XY{X: float64(pt.N), Y: med})
 			if pt.N >= settled && !math.IsNaN(pt.HalfWidth) {
 				yLo, yHi = math.Min(yLo, pt.Mean-pt.HalfWidth), math.Max(yHi, pt.Mean+pt.HalfWidth)
 			}
@@ -204,6 +206,9 @@ func convergenceChart(cols []column) *plot.Plot {
 		line, _ := plotter.NewLine(mean)
 		line.LineStyle = lineStyle(c.mark)
 		p.Add(line)
+		dots, _ := plotter.NewScatter(median)
+		dots.GlyphStyle = draw.GlyphStyle{Color: hexColor(c.mark.Hex), Radius: vg.Points(0.9), Shape: draw.CircleGlyph{}}
+		p.Add(dots)
 		// Where the trials-needed estimate lands: the n at which this
 		// arm's CV gives a ±tol interval of the mean, marked when it is
 		// near enough to see and said in the legend either way.
@@ -225,6 +230,11 @@ func convergenceChart(cols []column) *plot.Plot {
 			p.Add(sc)
 			converged = true
 		}
+	}
+	if len(cols) > 0 {
+		legend, _ := plotter.NewScatter(plotter.XYs{{}})
+		legend.GlyphStyle = draw.GlyphStyle{Color: color.Gray{Y: 60}, Radius: vg.Points(1.5), Shape: draw.CircleGlyph{}}
+		p.Legend.Add("running median (dots)", legend)
 	}
 	if converged {
 		legend, _ := plotter.NewScatter(plotter.XYs{{}})

@@ -119,7 +119,7 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 	}
 	r.Charts = append(r.Charts,
 		Chart{Name: "convergence", plot: convergenceChart(cols),
-			Caption: "How the mean e2e settled as trials came in, with its 95% confidence band (Student t); the pyramid marks where it stayed within the run's tolerance of its final value, and a short dashed line where the trials-needed estimate lands (the n at which the arm's CV gives a 95% interval of ± that tolerance; the legend gives it)."},
+			Caption: "How the mean e2e settled as trials came in, with its 95% confidence band (Student t), and the median (dots); the pyramid marks where it stayed within the run's tolerance of its final value, and a short dashed line where the trials-needed estimate lands (the n at which the arm's CV gives a 95% interval of ± that tolerance; the legend gives it)."},
 		Chart{Name: "timeline", plot: timelineChart(cols),
 			Caption: "Every trial's e2e at the time it started, arms interleaved as they ran: warmup trials (rings) are set aside; drift, warm-up effects and outliers show here first."},
 		Chart{Name: "gaps-typical", plot: gapsChart(cols, true),
