@@ -17,6 +17,7 @@ import (
 
 	"gonum.org/v1/plot"
 
+	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/session"
 	"github.com/tokentop/tokentop/ui/figure"
 )
@@ -149,6 +150,9 @@ func (r *Report) addPower(s *session.Session, named bool) {
 		r.Caveats = append(r.Caveats, fmt.Sprintf("%s: no power or energy was measured (%s)", stem, why))
 		return
 	}
+	if c := energyQualityCaveat(s.Records); c != "" {
+		r.Caveats = append(r.Caveats, stem+": "+c)
+	}
 	var traces []deviceTrace
 	index := map[string]int{}
 	for _, smp := range samples {
@@ -181,6 +185,38 @@ func (r *Report) addPower(s *session.Session, named bool) {
 	}
 	r.Charts = append(r.Charts, Chart{Name: "power-" + stem, Caption: caption,
 		plot: powerChart(title, traces, trials, *power.SamplerStart)})
+}
+
+// energyQualityCaveat says how the timed trials' energy was measured when
+// not all of it came from an energy counter, the exact source.
+func energyQualityCaveat(records []session.Record) string {
+	counts := map[telemetry.Quality]int{}
+	for i := range records {
+		if records[i].Counted() {
+			counts[telemetry.Quality(records[i].EnergyQuality)]++
+		}
+	}
+	if len(counts) == 0 || len(counts) == 1 && counts[telemetry.QualityCounter] > 0 {
+		return ""
+	}
+	words := []struct {
+		q    telemetry.Quality
+		what string
+	}{
+		{telemetry.QualityCounter, "from an energy counter"},
+		{telemetry.QualitySampled, "integrated from power samples (less exact)"},
+		{telemetry.QualityNoData, "with too few samples for any energy figure"},
+	}
+	var parts []string
+	for _, w := range words {
+		if n := counts[w.q]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, w.what))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "energy of the timed trials: " + strings.Join(parts, ", ")
 }
 
 // typicalAndSlowest finds among the counted trials the ones with the

@@ -171,6 +171,23 @@ func TestCaveatsAreSaidAndASingleArmHasNoVerdicts(t *testing.T) {
 	}
 }
 
+// Energy not all from a counter is a caveat that counts each source.
+func TestEnergyQualityIsACaveat(t *testing.T) {
+	s := syntheticSession(t, 20, 1)
+	for i := range s.Records {
+		s.Records[i].EnergyQuality = string(telemetry.QualityCounter)
+		if i%4 == 0 {
+			s.Records[i].EnergyQuality = string(telemetry.QualitySampled)
+		}
+	}
+	r := buildRun(t, s)
+	if !slices.ContainsFunc(r.Caveats, func(c string) bool {
+		return strings.HasSuffix(c, ": energy of the timed trials: 15 from an energy counter, 5 integrated from power samples (less exact)")
+	}) {
+		t.Errorf("caveats %q", r.Caveats)
+	}
+}
+
 func TestChartsAreSavedAsSlideSizedFiles(t *testing.T) {
 	r := buildRun(t, syntheticSession(t, 30, 1, 1.1))
 	dir := t.TempDir()
