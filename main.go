@@ -278,7 +278,8 @@ func (o outputFlags) writePictures(refs []session.Ref, sessions []*session.Sessi
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", *o.html)
 	}
-	for ext, dir := range map[string]string{"svg": *o.svg, "png": *o.png} {
+	for _, files := range []struct{ ext, dir string }{{"svg", *o.svg}, {"png", *o.png}} {
+		ext, dir := files.ext, files.dir
 		if dir == "" {
 			continue
 		}
