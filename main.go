@@ -5,7 +5,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -269,11 +268,7 @@ func (o outputFlags) writePictures(refs []session.Ref, sessions []*session.Sessi
 		return err
 	}
 	if *o.html != "" {
-		var page bytes.Buffer
-		if err := r.WriteHTML(&page); err != nil {
-			return err
-		}
-		if err := session.WriteAtomic(*o.html, page.Bytes()); err != nil {
+		if err := r.Save(*o.html); err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", *o.html)

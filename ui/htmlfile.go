@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"bytes"
 	"path/filepath"
 	"strings"
 
@@ -25,11 +24,7 @@ func writeHTML(refs []session.Ref, sessions []*session.Session, path string) tea
 		if err != nil {
 			return htmlWrittenMsg{path, err}
 		}
-		var page bytes.Buffer
-		if err := r.WriteHTML(&page); err != nil {
-			return htmlWrittenMsg{path, err}
-		}
-		return htmlWrittenMsg{path, session.WriteAtomic(path, page.Bytes())}
+		return htmlWrittenMsg{path, r.Save(path)}
 	}
 }
 

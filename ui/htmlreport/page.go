@@ -1,10 +1,13 @@
 package htmlreport
 
 import (
+	"bytes"
 	_ "embed"
 	"fmt"
 	"html/template"
 	"io"
+
+	"github.com/tokentop/tokentop/session"
 )
 
 //go:embed page.html.tmpl
@@ -35,4 +38,14 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		view.Inline = append(view.Inline, chartView{Chart: c, SVG: template.HTML(svg)})
 	}
 	return page.Execute(w, view)
+}
+
+// Save writes the page to path whole or not at all, readable by others:
+// it is made to be shared.
+func (r *Report) Save(path string) error {
+	var page bytes.Buffer
+	if err := r.WriteHTML(&page); err != nil {
+		return err
+	}
+	return session.WriteAtomic(path, page.Bytes())
 }
