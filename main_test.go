@@ -371,7 +371,7 @@ func TestHTMLReportsFromTheBuiltinEngineAndARecordedServer(t *testing.T) {
 	text = html.UnescapeString(string(doc))
 	// Different backends and models: the caveat leads, and both set-ups
 	// are listed.
-	for _, want := range []string{"were set up differently", "tiny15m", "stories260K", "0.33.0-rc2"} {
+	for _, want := range []string{"were set up differently", "greedy-vs-sampling · builtin · stories260K vs greedy-vs-sampling · ollama · tiny15m:latest", "0.33.0-rc2"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the comparison lacks %q", want)
 		}

@@ -79,8 +79,16 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 		}
 	}
 	r.Title = "tokentop: " + strings.Join(stems, " vs ")
-	first := sessions[0].Manifest
-	r.Subtitle = fmt.Sprintf("%s · %s · %s", first.Profile.Name, first.Backend.Kind, orDash(first.Backend.ModelActual))
+	// Each session's plan, backend and model: a comparison across servers
+	// must not read as one.
+	var setups []string
+	for _, s := range unique {
+		m := s.Manifest
+		if setup := fmt.Sprintf("%s · %s · %s", m.Profile.Name, m.Backend.Kind, orDash(m.Backend.ModelActual)); !slices.Contains(setups, setup) {
+			setups = append(setups, setup)
+		}
+	}
+	r.Subtitle = strings.Join(setups, " vs ")
 	r.Caveats = append(slices.Clone(cmp.Caveats), cmp.Warnings...)
 	if len(cmp.Columns) > 1 {
 		r.Verdicts, r.TestsNote = cmp.Verdicts(), cmp.TestsNote()
