@@ -13,7 +13,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -387,8 +386,8 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "tokentop: warning: %s\n", warning)
 		}
 		if out.pictures() {
-			refs := session.ArmRefs(s)
-			if err := out.writePictures(refs, slices.Repeat([]*session.Session{s}, len(refs)), nil, stdout); err != nil {
+			refs, sessions := session.ArmComparison(s)
+			if err := out.writePictures(refs, sessions, nil, stdout); err != nil {
 				fmt.Fprintf(stderr, "tokentop: %v\n", err)
 				return exitFailed
 			}

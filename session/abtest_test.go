@@ -209,25 +209,10 @@ func TestVerdictErrorRatesOnAKnownScenario(t *testing.T) {
 	}
 }
 
-// The final report's statistics for a typical comparison: two arms of 100
-// trials, four metrics, 10,000 resamples per test.
-func BenchmarkRunTests(b *testing.B) {
-	s := abSession(100, 1.05, 1, 9)
-	for b.Loop() {
-		c, err := Compare([]Ref{{"A.toml", "greedy"}, {"A.toml", "hot"}}, []*Session{s, s}, CompareMetrics)
-		if err != nil {
-			b.Fatal(err)
-		}
-		c.RunTests(DefaultTestOptions)
-	}
-}
-
-// The done view's verdicts after the default study: an arm of about
-// 1,300 trials against the baseline in five metrics, 10,000 resamples per
-// test (the view tests each further arm alike, in parallel).
-func BenchmarkRunTestsDoneView(b *testing.B) {
-	s := abSession(1300, 1.1, 1, 9)
-	metrics := []string{"e2e_ms", "ttft_ms", "itl_mean_ms", "itl_max_ms", "itl_cv"}
+// benchmarkVerdicts tests the arm "hot" against "greedy", trials each, in
+// metrics, at the default 10,000 resamples per test.
+func benchmarkVerdicts(b *testing.B, trials int, slowdown float64, metrics []string) {
+	s := abSession(trials, slowdown, 1, 9)
 	for b.Loop() {
 		c, err := Compare([]Ref{{"A.toml", "greedy"}, {"A.toml", "hot"}}, []*Session{s, s}, metrics)
 		if err != nil {
@@ -236,6 +221,15 @@ func BenchmarkRunTestsDoneView(b *testing.B) {
 		c.RunTests(DefaultTestOptions)
 	}
 }
+
+// The final report's statistics for a typical comparison: two arms of 100
+// trials, four metrics.
+func BenchmarkRunTests(b *testing.B) { benchmarkVerdicts(b, 100, 1.05, CompareMetrics) }
+
+// The done view's verdicts after the default study: an arm of about
+// 1,300 trials against the baseline in the done view's metrics (the view
+// tests each further arm alike, in parallel).
+func BenchmarkRunTestsDoneView(b *testing.B) { benchmarkVerdicts(b, 1300, 1.1, RunVerdictMetrics) }
 
 // TestALengthNoteWithEqualMediansSaysHowMuch: when a few sampled trials
 // stop early, the medians of capped lengths are equal, and the note must

@@ -110,7 +110,7 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 			arms = []string{ref.Arm}
 		}
 		for _, arm := range arms {
-			stem := strings.TrimSuffix(filepath.Base(ref.Path), ".toml")
+			stem := FileStem(ref.Path)
 			col := Column{Label: stem + "#" + arm, Session: stem, Arm: arm, records: Counted(groups[arm]), Baseline: -1, manifest: s.Manifest}
 			health(groups[arm], &col.health)
 			c.Columns = append(c.Columns, col)
@@ -199,7 +199,7 @@ func comparisonCaveats(sessions []*Session, columns []Column) []string {
 		}
 		seen[s.Path] = true
 		if line := statusCaveat(s.Manifest.Status, s.Manifest.StopNote); line != "" {
-			out = append(out, strings.TrimSuffix(filepath.Base(s.Path), ".toml")+": "+line)
+			out = append(out, FileStem(s.Path)+": "+line)
 		}
 	}
 	var perColumn [][3]string
@@ -257,14 +257,22 @@ func armsOf(ref Ref, s *Session) []string {
 
 // armOrder lists a session's arms as the manifest declares them, then any
 // arm that only appears in the CSV.
-// ArmRefs names each of the session's arms, in the profile's order, for
-// comparing a run's arms against each other.
-func ArmRefs(s *Session) []Ref {
+// ArmComparison is what Compare takes to set a run's arms against each
+// other: a ref per arm, in the profile's order (the first is every other's
+// baseline), each with the session.
+func ArmComparison(s *Session) ([]Ref, []*Session) {
 	var refs []Ref
+	var sessions []*Session
 	for _, arm := range armOrder(s) {
-		refs = append(refs, Ref{Path: s.Path, Arm: arm})
+		refs, sessions = append(refs, Ref{Path: s.Path, Arm: arm}), append(sessions, s)
 	}
-	return refs
+	return refs, sessions
+}
+
+// FileStem names a session by its manifest's file name without ".toml",
+// as tables, labels and reports do.
+func FileStem(manifestPath string) string {
+	return strings.TrimSuffix(filepath.Base(manifestPath), ".toml")
 }
 
 func armOrder(s *Session) []string {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,7 +61,7 @@ type Report struct {
 
 // BuildReport computes the repeatability report of a session.
 func BuildReport(s *Session, opts TestOptions) *Report {
-	r := &Report{Session: strings.TrimSuffix(filepath.Base(s.Path), ".toml"), Options: opts, Caveats: SessionCaveats(s)}
+	r := &Report{Session: FileStem(s.Path), Options: opts, Caveats: SessionCaveats(s)}
 	groups := ByArm(s.Records)
 	for _, arm := range armOrder(s) {
 		r.Arms = append(r.Arms, armReport(arm, groups[arm], s.Manifest.Summary[arm], opts))

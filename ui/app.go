@@ -163,6 +163,7 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case compareLoadedMsg:
 		a.done.busy = ""
 		a.cmp = newCompareView(msg.refs, msg.sessions, msg.err)
+		a.notice = ""
 		a.screen = screenCompare
 		a.render()
 		return a, a.cmp.init()
@@ -178,6 +179,7 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		a.confirm = false
 		a.done = newDoneView(a.data, a.dash, a.run.status, a.run.err)
+		a.notice = "" // an earlier run's report is not this one's
 		a.screen = screenDone
 		cmd = a.done.init()
 	case tea.KeyPressMsg:

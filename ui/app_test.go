@@ -448,6 +448,9 @@ func TestHWritesTheHTMLReportAndSaysWhere(t *testing.T) {
 	// The compare screen, this session's arms against each other.
 	tr.sendAndRun(press("c"))
 	tr.sendAndRun(press("enter"))
+	if strings.Contains(tr.screen(), "✓ HTML report") {
+		t.Errorf("the compare screen repeats the done view's report as its own:\n%s", tr.screen())
+	}
 	_, write = tr.app.Update(press("h"))
 	if write == nil {
 		t.Fatalf("h on the compare screen wrote nothing:\n%s", tr.screen())

@@ -12,10 +12,22 @@ import (
 const nonBreakingHyphen = "\u2011"
 
 // wrap breaks text into lines of at most w cells at spaces only, so that
-// a negative number or a hyphenated arm name stays whole.
+// a negative number or a hyphenated arm name stays whole; a word longer
+// than w is cut, so that a panel never overflows.
 func wrap(text string, w int) []string {
-	wrapped := ansi.Wrap(strings.ReplaceAll(text, "-", nonBreakingHyphen), w, " ")
-	return strings.Split(strings.ReplaceAll(wrapped, nonBreakingHyphen, "-"), "\n")
+	return strings.Split(keepHyphens(text, func(s string) string { return ansi.Wrap(s, w, " ") }), "\n")
+}
+
+// wrapWords breaks text at spaces only, into lines of at most w cells
+// unless one word is longer: for plain output, where a long path must stay
+// whole for the terminal to fold and a mouse to copy.
+func wrapWords(text string, w int) string {
+	return keepHyphens(text, func(s string) string { return ansi.Wordwrap(s, w, "") })
+}
+
+// keepHyphens runs a wrapper with every "-" made non-breaking.
+func keepHyphens(text string, wrapper func(string) string) string {
+	return strings.ReplaceAll(wrapper(strings.ReplaceAll(text, "-", nonBreakingHyphen)), nonBreakingHyphen, "-")
 }
 
 // fit pads or cuts a (possibly styled) line to exactly w cells, so that

@@ -91,19 +91,12 @@ func (d *doneView) init() tea.Cmd {
 	if fin == nil || fin.SaveErr != "" || len(d.data.arms) < 2 {
 		return nil
 	}
-	var refs []session.Ref
-	for _, a := range d.data.arms {
-		refs = append(refs, session.Ref{Path: fin.Manifest, Arm: a.name})
-	}
 	return func() tea.Msg {
 		s, err := session.Load(fin.Manifest)
 		if err != nil {
 			return verdictsMsg{err: err}
 		}
-		sessions := make([]*session.Session, len(refs))
-		for i := range sessions {
-			sessions[i] = s
-		}
+		refs, sessions := session.ArmComparison(s)
 		cmp, err := session.Compare(refs, sessions, session.RunVerdictMetrics)
 		if err != nil {
 			return verdictsMsg{err: err}

@@ -37,11 +37,7 @@ func writeRunHTML(manifest string) tea.Cmd {
 		if err != nil {
 			return htmlWrittenMsg{path, err}
 		}
-		refs := session.ArmRefs(s)
-		sessions := make([]*session.Session, len(refs))
-		for i := range sessions {
-			sessions[i] = s
-		}
+		refs, sessions := session.ArmComparison(s)
 		return writeHTML(refs, sessions, path)()
 	}
 }
@@ -51,7 +47,7 @@ func writeRunHTML(manifest string) tea.Cmd {
 func comparisonHTMLPath(refs []session.Ref) string {
 	var stems []string
 	for _, r := range refs {
-		stem := strings.TrimSuffix(filepath.Base(r.Path), ".toml")
+		stem := session.FileStem(r.Path)
 		if r.Arm != "" {
 			stem += "-" + r.Arm
 		}

@@ -138,10 +138,3 @@ func writeProse(w io.Writer, width int, format string, args ...any) {
 		fmt.Fprintln(w, indent+l)
 	}
 }
-
-// wrapWords breaks text at spaces only, into lines of at most w cells
-// unless one word is longer.
-func wrapWords(text string, w int) string {
-	wrapped := ansi.Wordwrap(strings.ReplaceAll(text, "-", nonBreakingHyphen), w, "")
-	return strings.ReplaceAll(wrapped, nonBreakingHyphen, "-")
-}

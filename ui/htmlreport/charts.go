@@ -71,6 +71,19 @@ func hexColor(hex string) color.RGBA {
 	return color.RGBA{R: r, G: g, B: b, A: 255}
 }
 
+var (
+	failedRed  = color.RGBA{R: 190, A: 255}
+	legendGray = color.Gray{Y: 60} // markers that mean the same for every arm
+)
+
+// legendGlyph is a legend entry's marker: a point drawn nowhere on the
+// plot, only in the legend.
+func legendGlyph(shape draw.GlyphDrawer, c color.Color, radius vg.Length) *plotter.Scatter {
+	s, _ := plotter.NewScatter(plotter.XYs{{}})
+	s.GlyphStyle = draw.GlyphStyle{Color: c, Radius: radius, Shape: shape}
+	return s
+}
+
 func faded(c color.RGBA, alpha uint8) color.NRGBA {
 	return color.NRGBA{R: c.R, G: c.G, B: c.B, A: alpha}
 }
@@ -129,7 +142,7 @@ func histogramChart(metric session.Metric, cols []column) *plot.Plot {
 	// the top band, above the marks.
 	p.Y.Max = peak * (1.08 + 0.07*float64(len(hist.Series))) / 0.75
 	if hist.Overflow {
-		p.X.Label.Text += fmt.Sprintf(" (values past %s pile into the last bin)", formatValue(hist.Hi()))
+		p.X.Label.Text += fmt.Sprintf(" (values past %s pile into the last bin)", session.FormatValue(hist.Hi()))
 	}
 	return p
 }
@@ -232,14 +245,10 @@ func convergenceChart(cols []column) *plot.Plot {
 		}
 	}
 	if len(cols) > 0 {
-		legend, _ := plotter.NewScatter(plotter.XYs{{}})
-		legend.GlyphStyle = draw.GlyphStyle{Color: color.Gray{Y: 60}, Radius: vg.Points(1.5), Shape: draw.CircleGlyph{}}
-		p.Legend.Add("running median (dots)", legend)
+		p.Legend.Add("running median (dots)", legendGlyph(draw.CircleGlyph{}, legendGray, vg.Points(1.5)))
 	}
 	if converged {
-		legend, _ := plotter.NewScatter(plotter.XYs{{}})
-		legend.GlyphStyle = draw.GlyphStyle{Color: color.Gray{Y: 60}, Radius: vg.Points(4), Shape: draw.PyramidGlyph{}}
-		p.Legend.Add(fmt.Sprintf("converged (stays within ±%g%%)", cols[0].tol*100), legend)
+		p.Legend.Add(fmt.Sprintf("converged (stays within ±%g%%)", cols[0].tol*100), legendGlyph(draw.PyramidGlyph{}, legendGray, vg.Points(4)))
 	}
 	if yHi > yLo {
 		pad := (yHi - yLo) * 0.35 // room for the legend
@@ -303,21 +312,16 @@ func timelineChart(cols []column) *plot.Plot {
 		}
 		if len(failed) > 0 {
 			sc, _ := plotter.NewScatter(failed)
-			sc.GlyphStyle = draw.GlyphStyle{Color: color.RGBA{R: 190, A: 255}, Radius: vg.Points(3), Shape: draw.CrossGlyph{}}
+			sc.GlyphStyle = draw.GlyphStyle{Color: failedRed, Radius: vg.Points(3), Shape: draw.CrossGlyph{}}
 			p.Add(sc)
 			failedShown = true
 		}
 	}
-	gray := color.Gray{Y: 60}
 	if warmupShown {
-		legend, _ := plotter.NewScatter(plotter.XYs{{}})
-		legend.GlyphStyle = draw.GlyphStyle{Color: gray, Radius: vg.Points(3), Shape: draw.RingGlyph{}}
-		p.Legend.Add("warmup (set aside)", legend)
+		p.Legend.Add("warmup (set aside)", legendGlyph(draw.RingGlyph{}, legendGray, vg.Points(3)))
 	}
 	if failedShown {
-		legend, _ := plotter.NewScatter(plotter.XYs{{}})
-		legend.GlyphStyle = draw.GlyphStyle{Color: color.RGBA{R: 190, A: 255}, Radius: vg.Points(3), Shape: draw.CrossGlyph{}}
-		p.Legend.Add("failed or degraded", legend)
+		p.Legend.Add("failed or degraded", legendGlyph(draw.CrossGlyph{}, failedRed, vg.Points(3)))
 	}
 	p.Y.Min = 0
 	return p
@@ -453,8 +457,6 @@ func unitLabel(m session.Metric) string {
 	}
 	return m.Label
 }
-
-func formatValue(v float64) string { return session.FormatValue(v) }
 
 // svgOf renders a chart as an SVG element for inlining in the page: the
 // XML prologue a standalone file needs is dropped.

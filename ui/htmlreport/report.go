@@ -72,7 +72,7 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 	var stems []string
 	var unique []*session.Session // each session once, though several columns name it
 	for _, s := range sessions {
-		if stem := stemOf(s.Path); !slices.Contains(stems, stem) {
+		if stem := session.FileStem(s.Path); !slices.Contains(stems, stem) {
 			stems = append(stems, stem)
 			unique = append(unique, s)
 			r.Setups = append(r.Setups, setupOf(s))
@@ -95,7 +95,7 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 	}
 	arrivals := map[string]map[session.TrialKey]session.Arrivals{} // per session stem
 	for _, s := range unique {
-		stem := stemOf(s.Path)
+		stem := session.FileStem(s.Path)
 		tokens, warnings, err := session.LoadTokens(s)
 		if err != nil {
 			r.Caveats = append(r.Caveats, fmt.Sprintf("%s: no token timings, so no gaps between tokens: %v", stem, err))
@@ -143,7 +143,7 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 
 // addPower adds a session's power chart, or says why it has none.
 func (r *Report) addPower(s *session.Session, named bool) {
-	stem, power := stemOf(s.Path), s.Manifest.Power
+	stem, power := session.FileStem(s.Path), s.Manifest.Power
 	samples, warnings, err := session.LoadPower(s)
 	r.Caveats = append(r.Caveats, warnings...)
 	switch {
@@ -264,11 +264,9 @@ func (r *Report) SaveCharts(dir, ext string) ([]string, error) {
 	return paths, nil
 }
 
-func stemOf(path string) string { return strings.TrimSuffix(filepath.Base(path), ".toml") }
-
 func sessionOf(stem string, sessions []*session.Session) *session.Session {
 	for _, s := range sessions {
-		if stemOf(s.Path) == stem {
+		if session.FileStem(s.Path) == stem {
 			return s
 		}
 	}
@@ -311,5 +309,5 @@ func setupOf(s *session.Session) Setup {
 		arms = append(arms, fmt.Sprintf("%s (%s)", a.Name, a.Strategy))
 	}
 	rows = append(rows, [2]string{"arms", strings.Join(arms, ", ")})
-	return Setup{Session: stemOf(s.Path), Rows: rows}
+	return Setup{Session: session.FileStem(s.Path), Rows: rows}
 }

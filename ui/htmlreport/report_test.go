@@ -78,11 +78,7 @@ func syntheticSession(t testing.TB, trials int, slowdown ...float64) *session.Se
 }
 
 func buildRun(t testing.TB, s *session.Session) *Report {
-	refs := session.ArmRefs(s)
-	sessions := make([]*session.Session, len(refs))
-	for i := range sessions {
-		sessions[i] = s
-	}
+	refs, sessions := session.ArmComparison(s)
 	r, err := Build(refs, sessions, nil, session.DefaultTestOptions)
 	if err != nil {
 		t.Fatal(err)
