@@ -151,20 +151,26 @@ func (v *compareView) verdictLines(w int) []string {
 			add(line.Text, styleWarn)
 			continue
 		}
-		switch {
-		case !t.Significant():
-			add("· "+line.Text, styleDim)
-		case t.Better():
-			add("✓ "+line.Text, styleGood)
-		default:
-			add("✗ "+line.Text, styleBad)
-		}
+		mark, style := testMark(t)
+		add(mark+" "+line.Text, style)
 	}
 	for _, line := range v.cmp.SpreadVerdicts() {
 		add(line, lipgloss.NewStyle())
 	}
 	add(v.cmp.TestsNote(), styleDim)
 	return lines
+}
+
+// testMark is how a test's outcome shows: ✓ better or ✗ worse, coloured,
+// when significant, a dim · otherwise; the glyph tells without colour.
+func testMark(t *session.ABTest) (string, lipgloss.Style) {
+	switch {
+	case !t.Significant():
+		return "·", styleDim
+	case t.Better():
+		return "✓", styleGood
+	}
+	return "✗", styleBad
 }
 
 // window shows h of lines from the scroll position on.
@@ -207,10 +213,9 @@ func (v *compareView) table(w int, stats []string) []string {
 		for i := range v.cmp.Columns {
 			delta, style := session.FormatDelta(row.Deltas[i]), lipgloss.NewStyle()
 			if t := v.cmp.Test(row.Metric, i); t != nil && row.Stat == "median" && t.Significant() {
-				delta, style = delta+"✗", styleBad
-				if t.Better() {
-					delta, style = strings.TrimSuffix(delta, "✗")+"✓", styleGood
-				}
+				var mark string
+				mark, style = testMark(t)
+				delta += mark
 			}
 			b.WriteString(fmt.Sprintf(" %*s ", colW-2-widestDelta, session.FormatValue(row.Values[i])) + style.Render(fmt.Sprintf("%-*s", widestDelta, delta)))
 		}

@@ -400,10 +400,8 @@ func verdictTable(cmp *session.Comparison, w int) []string {
 			word += "*"
 			spanned = true
 		}
-		if t.Better() {
-			return "✓ " + word + " " + t.Change(short), styleGood
-		}
-		return "✗ " + word + " " + t.Change(short), styleBad
+		mark, style := testMark(t)
+		return mark + " " + word + " " + t.Change(short), style
 	}
 	labelW := len("ITL mean")
 	for _, name := range cmp.Metrics {
