@@ -316,7 +316,8 @@ func (a *App) render() {
 		helpLine = styleConfirm.Render("Stop the run and quit? Trials so far stay saved. y/n")
 	}
 	if a.notice != "" && (a.screen == screenDone || a.screen == screenCompare) {
-		helpLine = a.notice + "\n" + helpLine
+		// Wrapped, not cut: the notice's point is the path.
+		helpLine = strings.Join(wrap(a.notice, w), "\n") + "\n" + helpLine
 	}
 	bodyH := h - strings.Count(helpLine, "\n") - 1
 	var body string

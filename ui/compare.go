@@ -121,7 +121,7 @@ func (v *compareView) view(w, h int) string {
 		verdictH, histBoxH = h-tableH, 0
 	}
 	metric := v.cmp.Metrics[v.metric]
-	out := box("Compare · Δ% against the baseline · ✓ better ✗ worse: significant median changes", strings.Join(table, "\n"), w, tableH, false) + "\n" +
+	out := box("Compare · Δ% against the baseline · ✓ better ✗ worse (significant medians)", strings.Join(table, "\n"), w, tableH, false) + "\n" +
 		box("Verdicts · ↑/↓ scroll", v.window(verdicts, verdictH-2), w, verdictH, histBoxH == 0)
 	if histBoxH == 0 {
 		return out

@@ -62,7 +62,8 @@ func renderConvergence(arms []*armData, tol float64, showCV bool, w, h int) stri
 		if maxN >= 2 {
 			msg = "too short for the chart: z zooms this panel"
 		}
-		return styleDim.Render(msg) + "\n" + strings.Join(legend, "\n")
+		// Wrapped, not cut: the message says what to do.
+		return styleDim.Render(strings.Join(wrap(msg, w), "\n")) + "\n" + strings.Join(legend, "\n")
 	}
 	const labelW = 9 // a 7-cell label, fixed so the panel never jitters, plus asciigraph's margins
 	cols := min(maxN, w-labelW-1)

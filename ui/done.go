@@ -344,7 +344,8 @@ func (d *doneView) headLines(w int) []string {
 // results are the verdicts over the dashboard's panels; the panels get
 // every row the verdicts do not need.
 func (d *doneView) results(w, h int) string {
-	verdicts := d.verdictLines(w - 2)
+	// One cell short of the box, so the last column never touches its side.
+	verdicts := d.verdictLines(w - 3)
 	if len(verdicts) == 0 {
 		return d.dash.body(w, h)
 	}

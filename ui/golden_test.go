@@ -269,3 +269,22 @@ func TestNarrowVerdictTablePointsAtCompare(t *testing.T) {
 		}
 	}
 }
+
+// The verdict table keeps a cell between its last column and the box's
+// side at every width, the widths where its columns just fit included.
+func TestVerdictsNeverTouchTheirBox(t *testing.T) {
+	for w := 76; w <= 90; w++ { // around 80, where the columns just fit at some widths
+		tr, msgs := finishedRun(t)
+		screen := finalScreenAfter(t, tr.app, w, 30, "✗ slower", msgs...)
+		lines := strings.Split(screen, "\n")
+		for _, line := range lines[1:] {
+			if strings.HasPrefix(line, "╰") {
+				break
+			}
+			runes := []rune(strings.TrimRight(line, " "))
+			if n := len(runes); n >= 2 && runes[n-1] == '│' && runes[0] == '│' && runes[n-2] != ' ' {
+				t.Errorf("at %d columns a verdict touches the box: %q", w, line)
+			}
+		}
+	}
+}
