@@ -124,6 +124,9 @@ type Config struct {
 	// count (0 = one per core) and weight format ("f32", "q8_0").
 	Threads int
 	DType   string
+	// Options are sent with every request (see Target.Options); the
+	// runner checks them with Kind.CheckOptions first.
+	Options map[string]any
 }
 
 // Kind describes one backend implementation for the registry.
@@ -141,6 +144,12 @@ type Kind struct {
 	// FixedLength backends can be told to ignore the end of sequence
 	// (Request.IgnoreEOS).
 	FixedLength bool
+	// OptionsGo says where Config.Options go in a request, for help and
+	// errors; empty when the backend takes none.
+	OptionsGo string
+	// ReservedOptions are the request fields tokentop sets from the arm:
+	// an option of that name is refused rather than sent.
+	ReservedOptions []string
 }
 
 // StopTruncated is the stop reason of a generation cut at the end of the

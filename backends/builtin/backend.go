@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strconv"
 	"time"
@@ -20,7 +21,12 @@ var Kind = backends.Kind{
 	InProcess:     true,
 	ModelOptional: true,
 	FixedLength:   true,
-	New:           func(c backends.Config) (backends.Backend, error) { return &Backend{cfg: c}, nil },
+	New: func(c backends.Config) (backends.Backend, error) {
+		if len(c.Options) > 0 {
+			return nil, errors.New("the builtin engine takes no options; tune it with dtype and threads")
+		}
+		return &Backend{cfg: c}, nil
+	},
 }
 
 // Backend adapts an Engine to the backends interface. The model is loaded

@@ -23,12 +23,23 @@ var Kind = backends.Kind{
 	ModelOptional: true,
 	FixedLength:   true,
 	New: func(c backends.Config) (backends.Backend, error) {
-		return &Backend{url: strings.TrimRight(c.URL, "/")}, nil
+		if err := backends.CheckOptions(c.Options, reservedOptions); err != nil {
+			return nil, err
+		}
+		return &Backend{url: strings.TrimRight(c.URL, "/"), options: c.Options}, nil
 	},
+	OptionsGo:       "as fields of the /completion request (n_keep, n_probs, dry_multiplier, ...)",
+	ReservedOptions: reservedOptions,
 }
 
+// reservedOptions are the request fields tokentop sets from the arm.
+var reservedOptions = []string{"prompt", "n_predict", "stream", "temperature", "top_k", "top_p", "min_p", "seed", "cache_prompt", "ignore_eos"}
+
 // Backend is a llama-server.
-type Backend struct{ url string }
+type Backend struct {
+	url     string
+	options map[string]any // the target's, added to every request
+}
 
 type completionRequest struct {
 	Prompt      string  `json:"prompt"`
@@ -47,14 +58,15 @@ type completionRequest struct {
 // RequestBody builds the JSON body. Knobs an arm leaves off go out as
 // neutral values, overriding llama-server's defaults (top_k 40, top_p 0.95,
 // min_p 0.05) that would otherwise shape every "temperature only" arm.
-func RequestBody(req backends.Request) any {
+// extra are the target's options, added as request fields.
+func RequestBody(req backends.Request, extra map[string]any) any {
 	topP := req.TopP
 	if topP == 0 {
 		topP = 1
 	}
-	return completionRequest{Prompt: req.Prompt, NPredict: req.MaxTokens, Stream: true,
+	return stream.WithFields(completionRequest{Prompt: req.Prompt, NPredict: req.MaxTokens, Stream: true,
 		Temperature: req.Temperature, TopK: req.TopK, TopP: topP, MinP: req.MinP, Seed: req.Seed,
-		CachePrompt: req.PromptCache, IgnoreEOS: req.IgnoreEOS}
+		CachePrompt: req.PromptCache, IgnoreEOS: req.IgnoreEOS}, extra)
 }
 
 type event struct {
@@ -75,7 +87,7 @@ type event struct {
 
 // Generate streams one completion from /completion.
 func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
-	return stream.Generate(ctx, b.url+"/completion", "", RequestBody(req), decode, onChunk)
+	return stream.Generate(ctx, b.url+"/completion", "", RequestBody(req, b.options), decode, onChunk)
 }
 
 // decode reads a /completion SSE stream. The endpoint sends no [DONE]; the

@@ -112,6 +112,32 @@ func TestPromptCacheIsOffAndHitsAreRecorded(t *testing.T) {
 	}
 }
 
+// TestOptionsAreRequestFields: a target's options become fields of the
+// /completion request beside cache_prompt, which stays the arm's.
+func TestOptionsAreRequestFields(t *testing.T) {
+	for _, cache := range []bool{false, true} {
+		var sent map[string]any
+		srv := replay.NewServer(t, replay.Route{"POST /completion": func(w http.ResponseWriter, r *http.Request) {
+			json.NewDecoder(r.Body).Decode(&sent)
+			replay.Serve(replay.Load(t, "llamacpp/cache_prompt_repeat_b"))(w, r)
+		}})
+		b, err := Kind.New(backends.Config{URL: srv.URL, Options: map[string]any{"n_keep": int64(-1), "dry_multiplier": 0.5, "samplers": "top_k;temperature"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := b.Generate(context.Background(), backends.Request{Prompt: "Once upon a time", MaxTokens: 16, PromptCache: cache}, func(int) {})
+		if err != nil || res.CachedTokens != 4 {
+			t.Fatalf("%+v %v", res, err)
+		}
+		if sent["n_keep"] != -1.0 || sent["dry_multiplier"] != 0.5 || sent["samplers"] != "top_k;temperature" || sent["cache_prompt"] != cache || sent["n_predict"] != 16.0 {
+			t.Errorf("cache %v: sent %v", cache, sent)
+		}
+	}
+	if _, err := Kind.New(backends.Config{Options: map[string]any{"cache_prompt": true}}); err == nil || !strings.Contains(err.Error(), "options.cache_prompt") {
+		t.Errorf("cache_prompt as an option: %v", err)
+	}
+}
+
 func TestContextLimitIsTruncatedNotLength(t *testing.T) {
 	_, _, res, err := generate(t, replay.Serve(replay.Load(t, "llamacpp/completion_ctx_limit_stream")))
 	if err != nil || res.StopReason != backends.StopTruncated || res.OutputTokens != 251 {
@@ -121,7 +147,7 @@ func TestContextLimitIsTruncatedNotLength(t *testing.T) {
 
 func TestIgnoreEOSIsSentOnlyWhenAsked(t *testing.T) {
 	for _, ignore := range []bool{false, true} {
-		data, _ := json.Marshal(RequestBody(backends.Request{IgnoreEOS: ignore}))
+		data, _ := json.Marshal(RequestBody(backends.Request{IgnoreEOS: ignore}, nil))
 		if got := strings.Contains(string(data), `"ignore_eos":true`); got != ignore {
 			t.Errorf("IgnoreEOS %v: body %s", ignore, data)
 		}

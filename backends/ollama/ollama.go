@@ -19,12 +19,23 @@ var Kind = backends.Kind{
 	Description: "Ollama native API (/api/generate, NDJSON)",
 	DefaultURL:  "http://127.0.0.1:11434",
 	New: func(c backends.Config) (backends.Backend, error) {
-		return &Backend{url: strings.TrimRight(c.URL, "/")}, nil
+		if err := backends.CheckOptions(c.Options, reservedOptions); err != nil {
+			return nil, err
+		}
+		return &Backend{url: strings.TrimRight(c.URL, "/"), options: c.Options}, nil
 	},
+	OptionsGo:       `into the request's "options" object (num_ctx, num_gpu, num_thread, ...)`,
+	ReservedOptions: reservedOptions,
 }
 
+// reservedOptions are the options tokentop sets from the arm.
+var reservedOptions = []string{"num_predict", "temperature", "top_k", "top_p", "min_p", "seed"}
+
 // Backend is an Ollama server.
-type Backend struct{ url string }
+type Backend struct {
+	url     string
+	options map[string]any // the target's, merged into every request's options
+}
 
 type options struct {
 	NumPredict  int     `json:"num_predict"`
@@ -36,10 +47,10 @@ type options struct {
 }
 
 type generateRequest struct {
-	Model   string  `json:"model"`
-	Prompt  string  `json:"prompt"`
-	Stream  bool    `json:"stream"`
-	Options options `json:"options"`
+	Model   string `json:"model"`
+	Prompt  string `json:"prompt"`
+	Stream  bool   `json:"stream"`
+	Options any    `json:"options"` // options, or with the target's own merged in
 }
 
 // line is one NDJSON object; the final one has Done set and the counts.
@@ -58,19 +69,20 @@ type line struct {
 // RequestBody builds the JSON body for req. Sampling knobs an arm leaves
 // off are sent as their neutral values (top_k 0, top_p 1, min_p 0) so that
 // Ollama's defaults (top_k 40, top_p 0.9) do not quietly change the arm.
-func RequestBody(req backends.Request) any {
+// extra are the target's options, merged into "options".
+func RequestBody(req backends.Request, extra map[string]any) any {
 	topP := req.TopP
 	if topP == 0 {
 		topP = 1
 	}
-	return generateRequest{Model: req.Model, Prompt: req.Prompt, Stream: true, Options: options{
+	return generateRequest{Model: req.Model, Prompt: req.Prompt, Stream: true, Options: stream.WithFields(options{
 		NumPredict: req.MaxTokens, Temperature: req.Temperature, TopK: req.TopK, TopP: topP, MinP: req.MinP, Seed: req.Seed,
-	}}
+	}, extra)}
 }
 
 // Generate streams one completion from /api/generate.
 func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
-	return stream.Generate(ctx, b.url+"/api/generate", "", RequestBody(req), decode, onChunk)
+	return stream.Generate(ctx, b.url+"/api/generate", "", RequestBody(req, b.options), decode, onChunk)
 }
 
 // decode reads a /api/generate NDJSON stream. A stream without its final

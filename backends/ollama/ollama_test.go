@@ -47,7 +47,7 @@ func TestRequestBodyMatchesRecordedRequest(t *testing.T) {
 	}
 	var want map[string]any
 	json.Unmarshal(recorded, &want)
-	sent, _ := json.Marshal(RequestBody(backends.Request{Model: "tiny15m", Prompt: "Once upon a time", MaxTokens: 32, Seed: 42}))
+	sent, _ := json.Marshal(RequestBody(backends.Request{Model: "tiny15m", Prompt: "Once upon a time", MaxTokens: 32, Seed: 42}, nil))
 	var got map[string]any
 	json.Unmarshal(sent, &got)
 	for k, v := range want["options"].(map[string]any) {
@@ -63,6 +63,41 @@ func TestRequestBodyMatchesRecordedRequest(t *testing.T) {
 	// Neutral knobs override Ollama's own sampling defaults.
 	if opts := got["options"].(map[string]any); opts["top_k"] != 0.0 || opts["top_p"] != 1.0 || opts["min_p"] != 0.0 {
 		t.Errorf("neutral sampling knobs not sent: %v", opts)
+	}
+}
+
+// TestOptionsJoinTheRequestsOptions: a target's options go into "options"
+// beside the ones tokentop sets, and the recorded stream still decodes; an
+// option tokentop sets from the arm, or one that is not a scalar, is
+// refused by name before any request.
+func TestOptionsJoinTheRequestsOptions(t *testing.T) {
+	var sent map[string]any
+	srv := replay.NewServer(t, replay.Route{"POST /api/generate": func(w http.ResponseWriter, r *http.Request) {
+		json.NewDecoder(r.Body).Decode(&sent)
+		replay.Serve(replay.Load(t, "ollama/api_generate_t0_stream"))(w, r)
+	}})
+	b, err := Kind.New(backends.Config{URL: srv.URL, Options: map[string]any{"num_ctx": int64(512), "num_thread": int64(2), "low_vram": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Generate(context.Background(), backends.Request{Model: "tiny15m", Prompt: "Once upon a time", MaxTokens: 32, Temperature: 0.5}, func(int) {})
+	if err != nil || res.OutputTokens != 32 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	opts := sent["options"].(map[string]any)
+	if opts["num_ctx"] != 512.0 || opts["num_thread"] != 2.0 || opts["low_vram"] != true || opts["num_predict"] != 32.0 || opts["temperature"] != 0.5 {
+		t.Errorf("options sent: %v", opts)
+	}
+	for _, bad := range []struct {
+		options map[string]any
+		want    string
+	}{
+		{map[string]any{"temperature": 0.1}, "options.temperature: tokentop sets temperature itself"},
+		{map[string]any{"stop": []any{"x"}}, "options.stop: a []interface {}"},
+	} {
+		if _, err := Kind.New(backends.Config{Options: bad.options}); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: %v, want %q", bad.options, err, bad.want)
+		}
 	}
 }
 

@@ -21,10 +21,15 @@ var Kind = backends.Kind{
 	Description: "any OpenAI-compatible server (/v1/completions or /v1/chat/completions, SSE)",
 	DefaultURL:  "http://127.0.0.1:8000/v1",
 	New:         New,
+	OptionsGo:   "as extra fields of the request body (e.g. vLLM's repetition_penalty)",
+	// The fields tokentop sets from the arm.
+	ReservedOptions: reservedOptions,
 	// ignore_eos is an extension that vLLM, SGLang and llama-server take;
 	// a strict server refuses the request, and the error says so.
 	FixedLength: true,
 }
+
+var reservedOptions = []string{"model", "prompt", "messages", "max_tokens", "stream", "stream_options", "temperature", "top_p", "seed", "top_k", "min_p", "ignore_eos", "cache_prompt"}
 
 // Endpoints lists the API flavours this backend speaks.
 var Endpoints = []string{"completions", "chat"}
@@ -34,6 +39,8 @@ type Backend struct {
 	base   string
 	apiKey string
 	chat   bool
+	// options are the target's, added to every request body.
+	options map[string]any
 	// llamaServer is set by Probe when the server is llama.cpp's
 	// llama-server, which takes cache_prompt on its /v1 endpoints too.
 	llamaServer bool
@@ -42,7 +49,10 @@ type Backend struct {
 // New makes a backend for cfg; Endpoint "" means "completions", which sends
 // the prompt as-is, like the other backends, with no chat template.
 func New(cfg backends.Config) (backends.Backend, error) {
-	b := &Backend{base: strings.TrimRight(cfg.URL, "/"), apiKey: cfg.APIKey}
+	if err := backends.CheckOptions(cfg.Options, reservedOptions); err != nil {
+		return nil, err
+	}
+	b := &Backend{base: strings.TrimRight(cfg.URL, "/"), apiKey: cfg.APIKey, options: cfg.Options}
 	switch cfg.Endpoint {
 	case "", "completions":
 	case "chat":
@@ -97,7 +107,7 @@ func (b *Backend) RequestBody(req backends.Request) any {
 	} else {
 		r.Prompt = req.Prompt
 	}
-	return r
+	return stream.WithFields(r, b.options)
 }
 
 type chunk struct {

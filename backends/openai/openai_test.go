@@ -154,6 +154,30 @@ func TestProbeKnowsLlamaServer(t *testing.T) {
 	}
 }
 
+// TestOptionsAreExtraBodyFields: a target's options are added to the
+// OpenAI request body; the recorded stream still decodes.
+func TestOptionsAreExtraBodyFields(t *testing.T) {
+	var sent map[string]any
+	srv := replay.NewServer(t, replay.Route{"POST /v1/completions": func(w http.ResponseWriter, r *http.Request) {
+		json.NewDecoder(r.Body).Decode(&sent)
+		replay.Serve(replay.Load(t, "ollama/v1_completions_short_name"))(w, r)
+	}})
+	b, err := New(backends.Config{URL: srv.URL + "/v1", Options: map[string]any{"repetition_penalty": 1.1, "user": "bench"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Generate(context.Background(), backends.Request{Model: "stories260k", Prompt: "Once upon a time", MaxTokens: 16}, func(int) {})
+	if err != nil || res.OutputTokens != 16 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if sent["repetition_penalty"] != 1.1 || sent["user"] != "bench" || sent["max_tokens"] != 16.0 || sent["model"] != "stories260k" {
+		t.Errorf("sent %v", sent)
+	}
+	if _, err := New(backends.Config{Options: map[string]any{"max_tokens": int64(5)}}); err == nil || !strings.Contains(err.Error(), "options.max_tokens") {
+		t.Errorf("max_tokens as an option: %v", err)
+	}
+}
+
 // TestProbeTakesOllamasShortName: Ollama lists "stories260k:latest" and
 // serves "stories260k" as that; the version comes from /api/version; no
 // cache_prompt goes to a server that is not llama-server.

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
@@ -111,6 +112,26 @@ func PostJSON(ctx context.Context, url, apiKey string, body any) (*http.Response
 	}
 	req.Header.Set("Content-Type", "application/json")
 	return do(req, apiKey)
+}
+
+// WithFields returns body (a struct) as a JSON object with fields added:
+// how a target's options join the request tokentop builds. With no fields
+// body is returned as it is, byte for byte the recorded request. fields
+// hold scalars (backends.Kind.CheckOptions, which every New calls).
+func WithFields(body any, fields map[string]any) any {
+	if len(fields) == 0 {
+		return body
+	}
+	data, err := json.Marshal(body)
+	if err != nil {
+		panic(err) // a request struct of plain fields: cannot fail
+	}
+	merged := map[string]any{}
+	if err := json.Unmarshal(data, &merged); err != nil {
+		panic(err)
+	}
+	maps.Copy(merged, fields)
+	return merged
 }
 
 // Decoder reads one backend's streamed answer, reporting chunks as they

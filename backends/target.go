@@ -1,0 +1,87 @@
+package backends
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Target is one thing an arm runs on: a backend kind, how to reach it,
+// the model, and how to tune it. Arms with equal targets share one
+// backend; arms on different targets compare servers, models,
+// quantizations or option sets within one interleaved run.
+type Target struct {
+	Kind      string `json:"kind"`
+	URL       string `json:"url,omitempty"`
+	Endpoint  string `json:"endpoint,omitempty"`
+	Model     string `json:"model,omitempty"`
+	APIKeyEnv string `json:"api_key_env,omitempty"`
+	// Threads and DType tune an in-process engine.
+	Threads int    `json:"threads,omitempty"`
+	DType   string `json:"dtype,omitempty"`
+	// Options go to the server with every request, as-is (Ollama's
+	// "options", llama-server's request fields, extra body fields of an
+	// OpenAI-compatible server). Values are scalars.
+	Options map[string]any `json:"options,omitempty"`
+}
+
+// Key is a canonical text of the target: equal keys, equal targets.
+func (t Target) Key() string {
+	data, err := json.Marshal(t) // map keys are sorted
+	if err != nil {
+		panic(err) // scalars only (CheckOptions): cannot fail
+	}
+	return string(data)
+}
+
+// OptionsText lists the options as "k=v" in key order, for messages.
+func (t Target) OptionsText() string {
+	keys := make([]string, 0, len(t.Options))
+	for k := range t.Options {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%v", k, t.Options[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// CheckOptions tells whether kind can be sent options (see CheckOptions).
+func (k Kind) CheckOptions(options map[string]any) error {
+	if len(options) > 0 && k.OptionsGo == "" {
+		return fmt.Errorf("the %s backend takes no options (it is tuned by dtype and threads)", k.Name)
+	}
+	return CheckOptions(options, k.ReservedOptions)
+}
+
+// CheckOptions tells whether options can be sent to a server: each must be
+// a scalar, and none may be one of reserved, the fields tokentop sets
+// itself from the arm (temperature, the token limit, ...), which would
+// change the arm behind its back. The error names the option.
+func CheckOptions(options map[string]any, reserved []string) error {
+	keys := make([]string, 0, len(options))
+	for key := range options {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		if slices.Contains(reserved, key) {
+			return fmt.Errorf("options.%s: tokentop sets %s itself from the arm (its sampling, max_tokens, seed or prompt_cache); set it there instead", key, key)
+		}
+		switch v := options[key].(type) {
+		case string, bool, int64, int:
+		case float64:
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("options.%s: %v is not a number a server can read", key, v)
+			}
+		default:
+			return fmt.Errorf("options.%s: a %T; options are passed to the server as-is and must be a string, number or boolean", key, v)
+		}
+	}
+	return nil
+}
