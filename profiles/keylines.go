@@ -26,6 +26,7 @@ func scanKeyLines(src []byte) keyLines {
 	var out keyLines
 	table, index := "", -1
 	arrayCounts := map[string]int{}
+	array, arrayIndex := "", -1 // the last [[table]] block
 	sc := bufio.NewScanner(bytes.NewReader(src))
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -35,8 +36,13 @@ func scanKeyLines(src []byte) keyLines {
 			table = strings.TrimSpace(strings.Trim(stripComment(line), "[] "))
 			index = arrayCounts[table]
 			arrayCounts[table]++
+			array, arrayIndex = table, index
 		case strings.HasPrefix(line, "["):
 			table, index = strings.TrimSpace(strings.Trim(stripComment(line), "[] ")), -1
+			// [arms.options] belongs to the [[arms]] block above it.
+			if array != "" && strings.HasPrefix(table, array+".") {
+				index = arrayIndex
+			}
 		default:
 			eq := strings.IndexByte(line, '=')
 			if eq <= 0 || strings.HasPrefix(line, "#") {

@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/tokentop/tokentop/backends"
 )
 
 // Profile is one resolved, validated benchmark profile.
@@ -65,7 +67,9 @@ type Profile struct {
 	keys keyLines
 }
 
-// Arm is one sampling strategy. Zero values mean "not set".
+// Arm is one sampling strategy on one target. Zero values mean "not set":
+// the target fields an arm leaves empty come from the run (the command
+// line, then the profile), so arms that set none share one target.
 type Arm struct {
 	Name        string  `toml:"name"`
 	Temperature float64 `toml:"temperature"`
@@ -74,6 +78,37 @@ type Arm struct {
 	MinP        float64 `toml:"min_p"`
 	// Seed overrides the profile seed for this arm's sampling.
 	Seed *int64 `toml:"seed"`
+
+	// Backend, URL and Model pick the arm's own target; ModelPath is a
+	// model file for an in-process engine (relative to the profile's
+	// folder), DType and Threads tune one.
+	Backend   string `toml:"backend"`
+	URL       string `toml:"url"`
+	Model     string `toml:"model"`
+	ModelPath string `toml:"model_path"`
+	DType     string `toml:"dtype"`
+	Threads   int    `toml:"threads"`
+	// Options are sent to the arm's server as-is (scalars).
+	Options map[string]any `toml:"options"`
+	// PromptCache, when set, overrides the profile's prompt_cache for
+	// this arm (true measures the cache on purpose).
+	PromptCache *bool `toml:"prompt_cache"`
+
+	// from is the --arm flag the arm came from; "" for a profile's arm.
+	from string
+}
+
+// ArmKeys are the keys of an [[arms]] table, in the order help lists them.
+var ArmKeys = []string{"name", "temperature", "top_k", "top_p", "min_p", "seed",
+	"backend", "url", "model", "model_path", "dtype", "threads", "prompt_cache", "options"}
+
+// AllowsPromptCache is whether the arm's server may reuse cached prompts:
+// the arm's own choice, else the profile's.
+func (p *Profile) AllowsPromptCache(a Arm) bool {
+	if a.PromptCache != nil {
+		return *a.PromptCache
+	}
+	return p.PromptCache
 }
 
 // Stop is the optional early-stopping rule: an arm ends before its
@@ -231,8 +266,10 @@ func Parse(file string, data []byte) (*Profile, error) {
 
 func allowedKeys(k toml.Key) string {
 	switch {
+	case len(k) > 2 && k[0] == "arms" && k[1] == "options":
+		return "any option name the arm's server takes, with a string, number or boolean value"
 	case len(k) > 1 && k[0] == "arms":
-		return "name, temperature, top_k, top_p, min_p, seed"
+		return strings.Join(ArmKeys, ", ")
 	case len(k) > 1 && k[0] == "stop":
 		return "until_ci, statistic, min_trials"
 	case len(k) > 1 && k[0] == "models":
@@ -321,38 +358,68 @@ func (p *Profile) resolve(file string) error {
 		errs = append(errs, &Error{File: file, Key: "arms", Msg: "no arms; add at least one [[arms]] table with a name"})
 	}
 	seen := map[string]bool{}
-	for i, a := range p.Arms {
-		switch {
-		case !armNamePattern.MatchString(a.Name):
-			bad(i, "name", "%q is not an arm name; use letters, digits, '.', '_' or '-'", a.Name)
-		case seen[a.Name]:
-			bad(i, "name", "%q is used by another arm; arm names must be unique", a.Name)
-		}
-		seen[a.Name] = true
-		if a.Temperature < 0 {
-			bad(i, "temperature", "%g is negative; use 0 for greedy or a positive temperature", a.Temperature)
-		}
-		if a.TopK < 0 {
-			bad(i, "top_k", "%d is negative; use 0 (off) or a positive count", a.TopK)
-		}
-		if a.TopP < 0 || a.TopP > 1 {
-			bad(i, "top_p", "%g is out of range; use a probability in (0, 1]", a.TopP)
-		}
-		if a.MinP < 0 || a.MinP >= 1 {
-			bad(i, "min_p", "%g is out of range; use a probability in [0, 1)", a.MinP)
-		}
-		if a.Greedy() {
-			for _, knob := range []struct {
-				key string
-				set bool
-			}{{"top_k", a.TopK != 0}, {"top_p", a.TopP != 0}, {"min_p", a.MinP != 0}} {
-				if knob.set {
-					bad(i, knob.key, "has no effect on a greedy arm (temperature 0); remove it or set temperature > 0")
+	for i := range p.Arms {
+		a := &p.Arms[i]
+		a.check(seen, func(key, msg string) {
+			path := toml.Key{"arms", key}
+			if option, ok := strings.CutPrefix(key, "options."); ok {
+				path = toml.Key{"arms", "options", option}
+				if p.keys.find(path, i) == 0 {
+					path = toml.Key{"arms", "options"}
 				}
 			}
+			errs = append(errs, &Error{File: file, Line: p.keys.find(path, i), Key: fmt.Sprintf("arms[%d].%s", i, key), Msg: msg})
+		})
+		if a.ModelPath != "" && !filepath.IsAbs(a.ModelPath) && p.Source != "builtin" {
+			a.ModelPath = filepath.Join(filepath.Dir(file), a.ModelPath)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// check validates one arm, telling bad about each problem by key; seen
+// holds the names of the arms before it.
+func (a *Arm) check(seen map[string]bool, bad func(key, msg string)) {
+	badf := func(key, format string, args ...any) { bad(key, fmt.Sprintf(format, args...)) }
+	switch {
+	case !armNamePattern.MatchString(a.Name):
+		badf("name", "%q is not an arm name; use letters, digits, '.', '_' or '-'", a.Name)
+	case seen[a.Name]:
+		badf("name", "%q is used by another arm; arm names must be unique", a.Name)
+	}
+	seen[a.Name] = true
+	if a.Temperature < 0 {
+		badf("temperature", "%g is negative; use 0 for greedy or a positive temperature", a.Temperature)
+	}
+	if a.TopK < 0 {
+		badf("top_k", "%d is negative; use 0 (off) or a positive count", a.TopK)
+	}
+	if a.TopP < 0 || a.TopP > 1 {
+		badf("top_p", "%g is out of range; use a probability in (0, 1]", a.TopP)
+	}
+	if a.MinP < 0 || a.MinP >= 1 {
+		badf("min_p", "%g is out of range; use a probability in [0, 1)", a.MinP)
+	}
+	if a.Greedy() {
+		for _, knob := range []struct {
+			key string
+			set bool
+		}{{"top_k", a.TopK != 0}, {"top_p", a.TopP != 0}, {"min_p", a.MinP != 0}} {
+			if knob.set {
+				badf(knob.key, "has no effect on a greedy arm (temperature 0); remove it or set temperature > 0")
+			}
+		}
+	}
+	if a.Threads < 0 {
+		badf("threads", "%d is negative; use 1 or more worker threads (or leave it out for one per core)", a.Threads)
+	}
+	if a.Model != "" && a.ModelPath != "" {
+		badf("model_path", "set either model or model_path, not both")
+	}
+	if err := backends.CheckOptions(a.Options, nil); err != nil {
+		key, msg, _ := strings.Cut(err.Error(), ": ")
+		bad(key, msg)
+	}
 }
 
 // readPromptFile reads one prompt per non-blank line.

@@ -157,6 +157,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte("[[arms]]\n[[arms]]\nname = 3"))
+	f.Add([]byte(targetsProfile))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("fuzz.toml", data)
 		if err != nil {
