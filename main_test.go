@@ -63,8 +63,8 @@ func TestRunHeadlessThenCompare(t *testing.T) {
 		t.Fatalf("manifests %v", paths)
 	}
 	s, err := session.Load(paths[0])
-	if err != nil || len(s.Records) != 15 || s.Manifest.Backend.Digest == "" {
-		t.Fatalf("%v %d %+v", err, len(s.Records), s.Manifest.Backend)
+	if err != nil || len(s.Records) != 15 || s.Manifest.Targets[0].Digest == "" {
+		t.Fatalf("%v %d %+v", err, len(s.Records), s.Manifest.Targets)
 	}
 	code, stdout, stderr = runCLI("compare", paths[0]+"#greedy", paths[0]+"#temp-0.8", "--metric", "e2e_ms", "--format", "md")
 	if code != exitOK || !strings.Contains(stdout, "| e2e_ms | mean |") || !strings.Contains(stdout, "#temp-0.8 is compared with") ||
@@ -284,9 +284,10 @@ func TestBuiltinEngineIsTheDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := s.Manifest.Backend.Details
-	if s.Manifest.Backend.Kind != "builtin" || d["weights"] != "embedded" || d["threads"] != "1" || d["shape"] == "" || s.Manifest.Backend.Digest == "" {
-		t.Errorf("backend %+v", s.Manifest.Backend)
+	target := s.Manifest.Targets[0]
+	d := target.Details
+	if target.Kind != "builtin" || d["weights"] != "embedded" || d["threads"] != "1" || d["shape"] == "" || target.Digest == "" {
+		t.Errorf("backend %+v", target)
 	}
 	for _, r := range s.Records {
 		if r.Status != session.StatusOK || r.OutputTokens != 64 || r.PromptTokens != 5 || r.StopReason != "length" || math.IsNaN(r.ServerDecodeMs) {

@@ -136,8 +136,9 @@ type Kind struct {
 	DefaultURL  string
 	New         func(Config) (Backend, error)
 	// InProcess backends run inside tokentop: they have no URL, and
-	// Config.Threads and Config.DType tune them.
+	// Config.Threads and Config.DType (one of DTypes) tune them.
 	InProcess bool
+	DTypes    []string
 	// ModelOptional backends can run without a model name: they have a
 	// default, or serve the one model they were started with.
 	ModelOptional bool

@@ -37,16 +37,16 @@ func (t Target) Key() string {
 	return string(data)
 }
 
-// OptionsText lists the options as "k=v" in key order, for messages.
-func (t Target) OptionsText() string {
-	keys := make([]string, 0, len(t.Options))
-	for k := range t.Options {
+// OptionsText lists server options as "k=v" in key order, for messages.
+func OptionsText(options map[string]any) string {
+	keys := make([]string, 0, len(options))
+	for k := range options {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%v", k, t.Options[k])
+		parts[i] = fmt.Sprintf("%s=%v", k, options[k])
 	}
 	return strings.Join(parts, " ")
 }

@@ -18,6 +18,7 @@
 package runner
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -27,7 +28,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,11 +80,11 @@ const NoOverride = -1
 
 // Plan is everything a run needs, resolved and validated.
 type Plan struct {
-	Profile     profiles.Profile // a copy, with overrides applied
-	Kind        backends.Kind
-	Config      backends.Config
-	Model       string
-	APIKeyEnv   string
+	Profile profiles.Profile // a copy, with overrides applied
+	// Targets are the distinct targets the arms run on, in the order of
+	// their first arm; ArmTarget[i] indexes the target of arm i.
+	Targets     []PlanTarget
+	ArmTarget   []int
 	OutDir      string
 	ConvergeTol float64
 	Stop        StopRule
@@ -95,6 +98,29 @@ type Plan struct {
 	// stopped answering; a control too.
 	ServerWait time.Duration
 }
+
+// PlanTarget is one resolved target and the arms that run on it.
+type PlanTarget struct {
+	// Name is what the manifest and the arms call it: the backend kind,
+	// or kind-<its first arm> where two targets share a kind.
+	Name   string
+	Kind   backends.Kind
+	Target backends.Target
+	// Config makes its backend; it holds the API key, never written.
+	Config backends.Config
+	Arms   []string
+}
+
+// Where says where the target runs, for messages.
+func (t PlanTarget) Where() string {
+	if t.Kind.InProcess {
+		return "(in process)"
+	}
+	return "at " + t.Target.URL
+}
+
+// TargetOf is the target arm i runs on.
+func (p *Plan) TargetOf(arm int) *PlanTarget { return &p.Targets[p.ArmTarget[arm]] }
 
 // DefaultAPIKeyEnv is read for the openai backend when nothing else is named.
 const DefaultAPIKeyEnv = "OPENAI_API_KEY"
@@ -113,7 +139,7 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan := &Plan{Profile: *profile, Kind: kind, OutDir: opts.OutDir, ConvergeTol: opts.ConvergeTol}
+	plan := &Plan{Profile: *profile, OutDir: opts.OutDir, ConvergeTol: opts.ConvergeTol}
 	p := &plan.Profile
 	if opts.Trials != NoOverride {
 		if opts.Trials < 1 {
@@ -140,19 +166,11 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	if plan.ServerWait < 0 {
 		return nil, fmt.Errorf("--server-wait %v: use a positive duration", opts.ServerWait)
 	}
-	if p.FixedLength && !kind.FixedLength {
-		return nil, fmt.Errorf("%s: fixed_length: the %s backend cannot be told to ignore the end of sequence; remove fixed_length, or use a backend that can (%s)",
-			p.Where("fixed_length"), kind.Name, strings.Join(fixedLengthKinds(), ", "))
-	}
 	if plan.ConvergeTol == 0 {
 		plan.ConvergeTol = 0.01
 	}
 	if plan.ConvergeTol < 0 || plan.ConvergeTol >= 1 {
 		return nil, fmt.Errorf("convergence tolerance %g: use a fraction in (0, 1)", plan.ConvergeTol)
-	}
-	plan.Model = opts.Model
-	if plan.Model == "" {
-		plan.Model = p.Models[kind.Name]
 	}
 	if (opts.Threads != 0 || opts.DType != "") && !kind.InProcess {
 		return nil, fmt.Errorf("--threads and --dtype tune an in-process engine such as %s; the %s server chooses its own", registry.Default, kind.Name)
@@ -160,30 +178,29 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	if opts.Threads < 0 {
 		return nil, fmt.Errorf("--threads %d: use 1 or more (or 0 for one per core)", opts.Threads)
 	}
-	if plan.Model == "" && !kind.ModelOptional {
-		return nil, fmt.Errorf("no model for backend %s: pass --model, or add %s = \"...\" under [models] in profile %s", kind.Name, kind.Name, p.Name)
-	}
-	plan.Config = backends.Config{URL: opts.URL, Endpoint: opts.Endpoint, Threads: opts.Threads, DType: opts.DType}
-	if plan.Config.URL == "" {
-		plan.Config.URL = kind.DefaultURL
-	}
 	if opts.URL != "" {
 		if kind.InProcess {
 			return nil, fmt.Errorf("--url %s: the %s backend runs in process and takes no URL", opts.URL, kind.Name)
 		}
-		if u, err := url.Parse(opts.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if !isServerURL(opts.URL) {
 			return nil, fmt.Errorf("--url %q is not a server address; write it like %s", opts.URL, kind.DefaultURL)
 		}
 	}
-	plan.APIKeyEnv = opts.APIKeyEnv
-	if plan.APIKeyEnv == "" {
-		plan.APIKeyEnv = p.APIKeyEnv
+	if plan.Targets, plan.ArmTarget, err = resolveTargets(p, kind, opts); err != nil {
+		return nil, err
 	}
-	if plan.APIKeyEnv == "" && kind.Name == "openai" {
-		plan.APIKeyEnv = DefaultAPIKeyEnv
+	servers := 0
+	for _, t := range plan.Targets {
+		if p.FixedLength && !t.Kind.FixedLength {
+			return nil, fmt.Errorf("%s: fixed_length: the %s backend (arms %s) cannot be told to ignore the end of sequence; remove fixed_length, or use a backend that can (%s)",
+				p.Where("fixed_length"), t.Kind.Name, strings.Join(t.Arms, ", "), strings.Join(fixedLengthKinds(), ", "))
+		}
+		if !t.Kind.InProcess {
+			servers++
+		}
 	}
-	if plan.APIKeyEnv != "" {
-		plan.Config.APIKey = os.Getenv(plan.APIKeyEnv)
+	if opts.ServerPID != 0 && servers > 1 {
+		return nil, fmt.Errorf("--server-pid %d: the arms run on %d servers; each one's memory is found by its local port instead", opts.ServerPID, servers)
 	}
 	if plan.OutDir == "" {
 		if plan.OutDir, err = DefaultOutDir(); err != nil {
@@ -243,18 +260,140 @@ func telemetryOptions(opts Options) (TelemetryOptions, error) {
 	return t, nil
 }
 
-// Prepare resolves opts against profile and creates the backend, the
-// steps every front end takes before Run.
-func Prepare(profile *profiles.Profile, opts Options) (*Plan, backends.Backend, error) {
+// resolveTargets gives each arm its target: what the arm sets itself,
+// else, on the run's backend kind, the command line's choice, else the
+// profile's [models]. Arms with equal targets share one.
+func resolveTargets(p *profiles.Profile, base backends.Kind, opts Options) ([]PlanTarget, []int, error) {
+	var targets []PlanTarget
+	armTarget := make([]int, len(p.Arms))
+	used := map[string]bool{} // the command-line flags some arm took
+	for i, a := range p.Arms {
+		kind := base
+		if a.Backend != "" {
+			k, err := registry.Lookup(a.Backend)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: arm %s: backend: %w", p.WhereArm(i, "backend"), a.Name, err)
+			}
+			kind = k
+		}
+		t, err := resolveArmTarget(p, i, kind, kind.Name == base.Name, opts, used)
+		if err != nil {
+			return nil, nil, err
+		}
+		armTarget[i] = slices.IndexFunc(targets, func(pt PlanTarget) bool { return pt.Target.Key() == t.Key() })
+		if armTarget[i] < 0 {
+			armTarget[i] = len(targets)
+			cfg := backends.Config{URL: t.URL, Endpoint: t.Endpoint, Threads: t.Threads, DType: t.DType, Options: t.Options}
+			if t.APIKeyEnv != "" {
+				cfg.APIKey = os.Getenv(t.APIKeyEnv)
+			}
+			targets = append(targets, PlanTarget{Kind: kind, Target: t, Config: cfg})
+		}
+		targets[armTarget[i]].Arms = append(targets[armTarget[i]].Arms, a.Name)
+	}
+	for _, flag := range []struct {
+		name, value string
+	}{{"url", opts.URL}, {"model", opts.Model}, {"dtype", opts.DType}, {"threads", strconv.Itoa(opts.Threads)}} {
+		if flag.value != "" && flag.value != "0" && !used[flag.name] {
+			return nil, nil, fmt.Errorf("--%s %s would change no arm: every arm of profile %s sets its own %s or runs on another backend than %s; drop the flag, or set it in an --arm", flag.name, flag.value, p.Name, flag.name, base.Name)
+		}
+	}
+	for i := range targets {
+		targets[i].Name = targets[i].Kind.Name
+		for j := range targets {
+			if j != i && targets[j].Kind.Name == targets[i].Kind.Name {
+				targets[i].Name += "-" + targets[i].Arms[0]
+				break
+			}
+		}
+	}
+	return targets, armTarget, nil
+}
+
+// resolveArmTarget is resolveTargets for arm i on kind; onRunKind says the
+// command line's flags apply (the arm runs on the run's backend kind), and
+// used records the flags it took.
+func resolveArmTarget(p *profiles.Profile, i int, kind backends.Kind, onRunKind bool, opts Options, used map[string]bool) (backends.Target, error) {
+	a := p.Arms[i]
+	fail := func(key, format string, args ...any) (backends.Target, error) {
+		return backends.Target{}, fmt.Errorf("%s: arm %s: %s: %s", p.WhereArm(i, key), a.Name, key, fmt.Sprintf(format, args...))
+	}
+	fromFlag := func(flag, armValue, flagValue string) string {
+		if armValue != "" || !onRunKind || flagValue == "" {
+			return armValue
+		}
+		used[flag] = true
+		return flagValue
+	}
+	t := backends.Target{Kind: kind.Name, Options: a.Options}
+	if kind.InProcess {
+		if a.URL != "" {
+			return fail("url", "the %s backend runs in process and takes no URL", kind.Name)
+		}
+	} else {
+		if a.URL != "" && !isServerURL(a.URL) {
+			return fail("url", "%q is not a server address; write it like %s", a.URL, kind.DefaultURL)
+		}
+		if t.URL = fromFlag("url", a.URL, opts.URL); t.URL == "" {
+			t.URL = kind.DefaultURL
+		}
+		for key, set := range map[string]bool{"model_path": a.ModelPath != "", "dtype": a.DType != "", "threads": a.Threads != 0} {
+			if set {
+				return fail(key, "tunes an in-process engine such as %s; the %s server loads and runs its own model (set model instead of model_path)", registry.Default, kind.Name)
+			}
+		}
+	}
+	if onRunKind {
+		t.Endpoint = opts.Endpoint
+	}
+	if t.Model = fromFlag("model", cmp.Or(a.ModelPath, a.Model), opts.Model); t.Model == "" {
+		t.Model = p.Models[kind.Name]
+	}
+	if t.Model == "" && !kind.ModelOptional {
+		if a.Backend == "" {
+			return backends.Target{}, fmt.Errorf("no model for backend %s: pass --model, or add %s = \"...\" under [models] in profile %s", kind.Name, kind.Name, p.Name)
+		}
+		return fail("model", "no model for backend %s: set model in the arm, or add %s = \"...\" under [models]", kind.Name, kind.Name)
+	}
+	if kind.InProcess {
+		if t.Threads = a.Threads; t.Threads == 0 && onRunKind && opts.Threads != 0 {
+			t.Threads, used["threads"] = opts.Threads, true
+		}
+		if t.DType = fromFlag("dtype", a.DType, opts.DType); t.DType != "" && !slices.Contains(kind.DTypes, t.DType) {
+			return fail("dtype", "%q is not a weight format of %s; use one of %s", t.DType, kind.Name, strings.Join(kind.DTypes, ", "))
+		}
+	}
+	if err := kind.CheckOptions(a.Options); err != nil {
+		return fail("options", "%v", err)
+	}
+	t.APIKeyEnv = cmp.Or(opts.APIKeyEnv, p.APIKeyEnv)
+	if t.APIKeyEnv == "" && kind.Name == "openai" {
+		t.APIKeyEnv = DefaultAPIKeyEnv
+	}
+	return t, nil
+}
+
+func isServerURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// Prepare resolves opts against profile and creates a backend per target,
+// the steps every front end takes before Run.
+func Prepare(profile *profiles.Profile, opts Options) (*Plan, []backends.Backend, error) {
 	plan, err := Resolve(profile, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := plan.Kind.New(plan.Config)
-	if err != nil {
-		return nil, nil, err
+	var bs []backends.Backend
+	for _, t := range plan.Targets {
+		b, err := t.Kind.New(t.Config)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s backend for arms %s: %w", t.Kind.Name, strings.Join(t.Arms, ", "), err)
+		}
+		bs = append(bs, b)
 	}
-	return plan, b, nil
+	return plan, bs, nil
 }
 
 func fixedLengthKinds() []string {
@@ -314,15 +453,18 @@ func userDataDir(goos string, getenv func(string) string, home func() (string, e
 }
 
 // ConfigHash is the sha256 of what makes two runs the same experiment: the
-// resolved plan, the backend kind, URL, endpoint and model. It leaves out
-// where files go and any secret.
+// resolved plan and every arm's target (kind, URL, endpoint, model,
+// tuning, options). It leaves out where files go and any secret.
 func (p *Plan) ConfigHash() string {
 	canonical := struct {
-		Profile                              profiles.Profile
-		Backend, URL, Endpoint, Model, DType string
-		Threads                              int
-		ConvergeTol                          float64
-	}{p.Profile, p.Kind.Name, p.Config.URL, p.Config.Endpoint, p.Model, p.Config.DType, p.Config.Threads, p.ConvergeTol}
+		Profile     profiles.Profile
+		Targets     []backends.Target
+		ArmTarget   []int
+		ConvergeTol float64
+	}{Profile: p.Profile, ArmTarget: p.ArmTarget, ConvergeTol: p.ConvergeTol}
+	for _, t := range p.Targets {
+		canonical.Targets = append(canonical.Targets, t.Target)
+	}
 	canonical.Profile.Source = ""
 	data, err := json.Marshal(canonical)
 	if err != nil {

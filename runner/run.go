@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,12 +34,14 @@ type Measuring struct {
 // wait for a slow front end; the power CSV has every one.
 type PowerSample struct{ Sample telemetry.Sample }
 
-// Started is sent once the probe passed and the manifest exists.
+// Started is sent once every target answered its probe and the manifest
+// exists.
 type Started struct {
-	Manifest     string
-	Backend      backends.Kind
-	Info         backends.Info
-	Arms         []string
+	Manifest string
+	Targets  []StartedTarget
+	Arms     []string
+	// Labels say what sets each arm apart (session.ArmLabels).
+	Labels       map[string]string
 	TrialsPerArm int
 	WarmupPerArm int
 	// Power is what telemetry sees: devices, idle baselines, or why none.
@@ -59,6 +62,14 @@ type ArmStopped struct {
 	Decision
 }
 
+// StartedTarget is one target as its probe found it.
+type StartedTarget struct {
+	Name string
+	Kind backends.Kind
+	Info backends.Info
+	Arms []string
+}
+
 // Waiting is sent while the runner waits for the server, after each
 // probe that found it not ready: before the first trial while it loads
 // its model, or mid-run after it stopped answering.
@@ -74,6 +85,9 @@ type Waiting struct {
 type Resumed struct {
 	After  time.Duration
 	Warmup int // warmup rounds before timed trials go on
+	// Arms are the arms whose server came back; the others never paused
+	// when the run has several targets.
+	Arms []string
 }
 
 // Warning is something worth saying once, live (e.g. generations cut at
@@ -121,26 +135,28 @@ func ToolVersion() string {
 	return "(devel)"
 }
 
-// Run executes plan against b, sending events on events (which it closes
-// when done). It returns the final status, or an error when it could not
-// run at all (probe failed, files could not be written) or a failure
-// ended it early (ErrServerLost: the files hold what was measured);
-// cancelling ctx ends the run early with status partial and the files
-// consistent.
-func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Event) (status string, err error) {
+// Run executes plan against its targets' backends (bs[i] for
+// plan.Targets[i]), sending events on events (which it closes when done).
+// It returns the final status, or an error when it could not run at all
+// (a probe failed, files could not be written) or a failure ended it
+// early (ErrServerLost: the files hold what was measured); cancelling ctx
+// ends the run early with status partial and the files consistent.
+func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- Event) (status string, err error) {
 	defer close(events)
-	if closer, ok := b.(io.Closer); ok {
-		defer closer.Close()
-	}
-	// A server still loading its model is waited for; one that does not
-	// answer at all is most likely not started, and said so at once.
-	info, err := waitForServer(ctx, b, plan, "the model to load", isNotReady, events)
-	if err != nil {
-		where := "at " + plan.Config.URL
-		if plan.Kind.InProcess {
-			where = "(in process)"
+	for _, b := range bs {
+		if closer, ok := b.(io.Closer); ok {
+			defer closer.Close()
 		}
-		return session.StatusFailed, fmt.Errorf("%s backend %s: %w", plan.Kind.Name, where, err)
+	}
+	// Every target is probed before the first trial. A server still
+	// loading its model is waited for; one that does not answer at all is
+	// most likely not started, and said so at once, with its arms.
+	infos := make([]backends.Info, len(plan.Targets))
+	for i := range plan.Targets {
+		t := &plan.Targets[i]
+		if infos[i], err = waitForServer(ctx, bs[i], plan, t, "the model to load", isNotReady, events); err != nil {
+			return session.StatusFailed, fmt.Errorf("%s backend %s%s: %w", t.Kind.Name, t.Where(), plan.armsOf(t), err)
+		}
 	}
 	mon := startMonitor(plan, events)
 	defer mon.stop() // before events closes: the sampler sends on it
@@ -148,18 +164,26 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 	created := time.Now()
 	p := &plan.Profile
 	m := &session.Manifest{
-		ID: session.Stem(created, p.Name, plan.Kind.Name), ToolVersion: ToolVersion(), CreatedAt: created.UTC(),
+		ID: session.Stem(created, p.Name, strings.Join(plan.kinds(), "+")), ToolVersion: ToolVersion(), CreatedAt: created.UTC(),
 		ConfigHash: plan.ConfigHash(), Environment: Environment(), Power: &mon.info,
 		Profile: session.ProfileInfo{Name: p.Name, Source: p.Source, Description: p.Description, MaxTokens: p.MaxTokens,
 			Warmup: p.Warmup, Trials: p.Trials, Timeout: p.TrialTimeout.String(), Order: p.Order, Seed: p.Seed,
 			USDPerHour: p.USDPerHour, Prompts: p.Prompts, Stop: stopInfo(p.Stop), PromptCache: p.PromptCache, FixedLength: p.FixedLength},
-		Backend: session.BackendInfo{Kind: plan.Kind.Name, URL: plan.Config.URL, Endpoint: plan.Config.Endpoint,
-			ModelRequested: plan.Model, ModelActual: info.Model, Digest: info.Digest, Quantization: info.Quantization,
-			ServerVersion: info.ServerVersion, PromptCache: promptCacheWords(p.PromptCache, plan.Kind.Name, info), Details: info.Details},
 	}
-	for _, a := range p.Arms {
+	started := Started{Arms: p.ArmNames(), TrialsPerArm: p.Trials, WarmupPerArm: p.Warmup}
+	for i, t := range plan.Targets {
+		info := infos[i]
+		m.Targets = append(m.Targets, session.TargetInfo{Name: t.Name, Kind: t.Kind.Name, URL: t.Target.URL, Endpoint: t.Target.Endpoint,
+			ModelRequested: t.Target.Model, ModelActual: info.Model, Digest: info.Digest, Quantization: info.Quantization,
+			ServerVersion: info.ServerVersion, DType: t.Target.DType, Threads: t.Target.Threads, Options: t.Target.Options,
+			RSSProcess: mon.rssProcess[i], Details: info.Details})
+		started.Targets = append(started.Targets, StartedTarget{Name: t.Name, Kind: t.Kind, Info: info, Arms: t.Arms})
+	}
+	for i, a := range p.Arms {
+		t := plan.TargetOf(i)
 		m.Arms = append(m.Arms, session.ArmInfo{Name: a.Name, Strategy: a.Strategy(), Temperature: a.Temperature,
-			TopK: a.TopK, TopP: a.TopP, MinP: a.MinP, Seed: armSeed(p.Seed, a.Seed)})
+			TopK: a.TopK, TopP: a.TopP, MinP: a.MinP, Seed: armSeed(p.Seed, a.Seed), Target: t.Name,
+			PromptCache: promptCacheWords(p.AllowsPromptCache(a), t.Kind.Name, infos[plan.ArmTarget[i]])})
 	}
 	m.Environment.GPUs, m.Environment.Driver, m.Environment.CUDADriver = mon.found.GPUs, mon.found.Driver, mon.found.CUDADriver
 	w, err := session.Create(plan.OutDir, m)
@@ -170,10 +194,12 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 	if err := mon.attach(w); err != nil {
 		return session.StatusFailed, err
 	}
-	events <- Started{Manifest: w.ManifestPath(), Backend: plan.Kind, Info: info, Arms: p.ArmNames(), TrialsPerArm: p.Trials, WarmupPerArm: p.Warmup, Power: mon.info}
+	started.Manifest, started.Power, started.Labels = w.ManifestPath(), mon.info, session.ArmLabels(m)
+	events <- started
 
-	r := &run{plan: plan, backend: b, writer: w, events: events, sessionID: m.ID, monitor: mon,
-		arms: make([]armState, len(p.Arms)), clock: tokenClock{arrivals: make([]metrics.Arrival, 0, p.MaxTokens+8)}}
+	r := &run{plan: plan, backends: bs, writer: w, events: events, sessionID: m.ID, monitor: mon,
+		arms: make([]armState, len(p.Arms)), targets: make([]targetState, len(plan.Targets)),
+		clock: tokenClock{arrivals: make([]metrics.Arrival, 0, p.MaxTokens+8)}}
 	status, note, runErr := r.loop(ctx)
 	if err := mon.stop(); err != nil {
 		note = strings.TrimPrefix(note+"; the power CSV is incomplete: "+err.Error(), "; ")
@@ -200,6 +226,30 @@ func Run(ctx context.Context, plan *Plan, b backends.Backend, events chan<- Even
 	}
 	events <- fin
 	return status, runErr
+}
+
+// armsOf names a target's arms for messages, when the run has several
+// targets: " (arms a, b)".
+func (p *Plan) armsOf(t *PlanTarget) string {
+	if len(p.Targets) < 2 {
+		return ""
+	}
+	word := "arm"
+	if len(t.Arms) > 1 {
+		word = "arms"
+	}
+	return fmt.Sprintf(" (%s %s)", word, strings.Join(t.Arms, ", "))
+}
+
+// kinds lists the backend kinds of the targets, each once.
+func (p *Plan) kinds() []string {
+	var kinds []string
+	for _, t := range p.Targets {
+		if !slices.Contains(kinds, t.Kind.Name) {
+			kinds = append(kinds, t.Kind.Name)
+		}
+	}
+	return kinds
 }
 
 // saveFailure says why the final manifest is missing and what is on disk
@@ -231,15 +281,19 @@ func isDown(err error) bool {
 	return errors.Is(err, backends.ErrNotReady) || errors.Is(err, backends.ErrUnreachable)
 }
 
-// waitForServer probes b until it answers. While the failure is one that
-// waiting can cure (retry says which) it probes again with a growing
-// pause, telling the front end, for at most plan.ServerWait.
-func waitForServer(ctx context.Context, b backends.Backend, plan *Plan, what string, retry func(error) bool, events chan<- Event) (backends.Info, error) {
+// waitForServer probes target t's backend b until it answers. While the
+// failure is one that waiting can cure (retry says which) it probes again
+// with a growing pause, telling the front end, for at most
+// plan.ServerWait.
+func waitForServer(ctx context.Context, b backends.Backend, plan *Plan, t *PlanTarget, what string, retry func(error) bool, events chan<- Event) (backends.Info, error) {
 	start := time.Now()
 	pause := 250 * time.Millisecond
+	if len(plan.Targets) > 1 {
+		what += " (" + t.Name + plan.armsOf(t) + ")"
+	}
 	for {
 		probeCtx, cancel := context.WithTimeout(ctx, ProbeTimeout)
-		info, err := b.Probe(probeCtx, plan.Model)
+		info, err := b.Probe(probeCtx, t.Target.Model)
 		cancel()
 		if err == nil || !retry(err) || ctx.Err() != nil {
 			return info, err
@@ -274,6 +328,7 @@ func armSeed(profileSeed int64, override *int64) int64 {
 type armState struct {
 	next       int // trial number of the arm's next trial, from 1
 	timed      int
+	warmupLeft int // warmup trials before its next timed one
 	stopped    bool
 	stop       Decision // why the arm stopped
 	mismatches int
@@ -282,13 +337,24 @@ type armState struct {
 	e2e             metrics.Series
 }
 
+// targetState is what the run knows of one target's health.
+type targetState struct {
+	// downSince is when a trial found it not answering; zero while up.
+	downSince time.Time
+	lostAt    string // the trial that found it down, e.g. "q8 trial 12"
+	gaveUp    bool   // it did not come back within ServerWait: its arms ended
+	// warnedRefused is set once a refused request was reported.
+	warnedRefused bool
+}
+
 type run struct {
 	plan      *Plan
-	backend   backends.Backend
+	backends  []backends.Backend
 	writer    *session.Writer
 	events    chan<- Event
 	sessionID string
 	arms      []armState
+	targets   []targetState
 	records   []session.Record
 	clock     tokenClock
 	monitor   *monitor
@@ -296,31 +362,48 @@ type run struct {
 	warnedTruncated bool
 }
 
-// loop runs warmup rounds, then timed rounds until every arm has stopped.
-// A trial that finds the server gone is recorded but not counted against
-// the cap: the run waits for the server, runs warmup again when it comes
-// back, and otherwise ends with what it has.
+// reprobeTimeout bounds the one probe per round of a target that went
+// down while other targets go on: they wait for it between rounds.
+const reprobeTimeout = 2 * time.Second
+
+// loop runs each arm's warmup trials, then timed rounds until every arm
+// has stopped. A trial that finds its server gone is recorded but not
+// counted against the cap. Where other targets' arms can go on, they do,
+// and the lost target is probed once per round; where none can, the run
+// waits for it (up to ServerWait). A target that comes back runs warmup
+// again for its arms; one that does not ends its arms, and the run ends
+// with ErrServerLost when the others are done.
 func (r *run) loop(ctx context.Context) (status, note string, err error) {
 	p := &r.plan.Profile
 	sched := newSchedule(p.Order, p.Seed, len(p.Arms))
-	warmupLeft := p.Warmup
+	for i := range r.arms {
+		r.arms[i].warmupLeft = p.Warmup
+	}
 	for round := 1; ; round++ {
-		phase := session.PhaseTimed
-		if warmupLeft > 0 {
-			phase = session.PhaseWarmup
-			warmupLeft--
+		if ctx.Err() == nil {
+			r.revive(ctx)
 		}
 		active := 0
 		position := 0
 		for _, i := range sched.next() {
-			if r.arms[i].stopped {
+			arm := &r.arms[i]
+			if arm.stopped {
 				continue
 			}
 			active++
+			t := r.plan.ArmTarget[i]
+			if !r.targets[t].downSince.IsZero() {
+				continue
+			}
 			position++
 			r.plan.Pause.wait(ctx)
 			if ctx.Err() != nil {
 				return session.StatusPartial, "interrupted before the plan finished", nil
+			}
+			phase := session.PhaseTimed
+			if arm.warmupLeft > 0 {
+				phase = session.PhaseWarmup
+				arm.warmupLeft--
 			}
 			rec, genErr := r.trial(ctx, i, phase, round, position)
 			if err := r.writer.Append(rec, r.clock.arrivals); err != nil {
@@ -329,20 +412,24 @@ func (r *run) loop(ctx context.Context) (status, note string, err error) {
 			r.records = append(r.records, rec)
 			down := rec.Status == session.StatusError && isDown(genErr)
 			r.report(i, rec, down)
-			if !down {
-				continue
+			if errors.Is(genErr, backends.ErrBadRequest) && !r.targets[t].warnedRefused {
+				r.targets[t].warnedRefused = true
+				r.events <- Warning{Text: fmt.Sprintf("%s trial %d was refused by its server: %s", rec.Arm, rec.Trial, rec.Error)}
 			}
-			lostAt := time.Now()
-			if _, err := waitForServer(ctx, r.backend, r.plan, "the server to come back", isDown, r.events); err != nil {
-				if ctx.Err() != nil {
-					return session.StatusPartial, "interrupted while waiting for the server", nil
+			if down {
+				r.targets[t].downSince, r.targets[t].lostAt = time.Now(), fmt.Sprintf("%s trial %d", rec.Arm, rec.Trial)
+				if !r.othersGoOn(t) {
+					break // the next round waits for it
 				}
-				note := fmt.Sprintf("the server stopped answering at %s trial %d and did not come back: %v", rec.Arm, rec.Trial, err)
-				return r.endStatus(), note, fmt.Errorf("%w: %s", ErrServerLost, note)
+				r.events <- Warning{Text: fmt.Sprintf("the server of %s stopped answering at %s: the other arms go on, and it is probed each round for up to %v",
+					r.plan.Targets[t].Name+r.plan.armsOf(&r.plan.Targets[t]), r.targets[t].lostAt, r.plan.ServerWait)}
 			}
-			warmupLeft = max(p.Warmup, 1)
-			r.events <- Resumed{After: time.Since(lostAt), Warmup: warmupLeft}
-			break // the next round is warmup
+		}
+		if ctx.Err() != nil {
+			if active > 0 && position == 0 {
+				return session.StatusPartial, "interrupted while waiting for the server", nil
+			}
+			break
 		}
 		if active == 0 {
 			break
@@ -351,10 +438,88 @@ func (r *run) loop(ctx context.Context) (status, note string, err error) {
 	if ctx.Err() != nil {
 		return session.StatusPartial, "interrupted during the last trial", nil
 	}
+	if lost := r.lostNote(); lost != "" {
+		return r.endStatus(), lost, fmt.Errorf("%w: %s", ErrServerLost, lost)
+	}
 	if !r.measured() {
 		return session.StatusFailed, "no timed trial succeeded", nil
 	}
 	return session.StatusComplete, "", nil
+}
+
+// othersGoOn reports whether some arm not on target t can still run.
+func (r *run) othersGoOn(t int) bool {
+	for i := range r.arms {
+		if u := r.plan.ArmTarget[i]; u != t && !r.arms[i].stopped && r.targets[u].downSince.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// revive probes each target that went down: once, briefly, while other
+// arms go on; patiently (ServerWait from when it went down) when no arm
+// can run without it. One that answers runs warmup again for its arms;
+// one past ServerWait ends its arms.
+func (r *run) revive(ctx context.Context) {
+	for t := range r.targets {
+		state := &r.targets[t]
+		if state.downSince.IsZero() {
+			continue
+		}
+		target := &r.plan.Targets[t]
+		var err error
+		if r.othersGoOn(t) {
+			probeCtx, cancel := context.WithTimeout(ctx, reprobeTimeout)
+			_, err = r.backends[t].Probe(probeCtx, target.Target.Model)
+			cancel()
+			if err != nil && time.Since(state.downSince) < r.plan.ServerWait {
+				continue
+			}
+		} else {
+			wait := *r.plan
+			wait.ServerWait = max(r.plan.ServerWait-time.Since(state.downSince), time.Millisecond)
+			_, err = waitForServer(ctx, r.backends[t], &wait, target, "the server to come back", isDown, r.events)
+			if ctx.Err() != nil {
+				return
+			}
+		}
+		if err != nil {
+			state.gaveUp = true
+			for i := range r.arms {
+				if r.plan.ArmTarget[i] == t && !r.arms[i].stopped {
+					r.arms[i].stopped = true
+					r.arms[i].stop = Decision{Stop: true, Reason: fmt.Sprintf("its server stopped answering at %s and did not come back within %v", state.lostAt, r.plan.ServerWait)}
+				}
+			}
+			continue
+		}
+		warmup := max(r.plan.Profile.Warmup, 1)
+		for i := range r.arms {
+			if r.plan.ArmTarget[i] == t {
+				r.arms[i].warmupLeft = warmup
+			}
+		}
+		r.events <- Resumed{After: time.Since(state.downSince), Warmup: warmup, Arms: target.Arms}
+		state.downSince = time.Time{}
+	}
+}
+
+// lostNote says which targets stopped answering for good; empty when
+// none did.
+func (r *run) lostNote() string {
+	var lost []string
+	for t, state := range r.targets {
+		if state.gaveUp {
+			target := &r.plan.Targets[t]
+			who := "the server"
+			if len(r.targets) > 1 {
+				who = "the server of " + target.Name + r.plan.armsOf(target)
+			}
+			lost = append(lost, fmt.Sprintf("%s stopped answering at %s and did not come back within %v", who, state.lostAt, r.plan.ServerWait))
+		}
+	}
+	return strings.Join(lost, "; ")
 }
 
 // endStatus is the status of a run that a failure ended early: partial
@@ -412,16 +577,17 @@ func (r *run) trial(ctx context.Context, armIndex int, phase string, round, posi
 	state.next++
 	trial := state.next
 	promptID := (trial - 1) % len(p.Prompts)
-	req := backends.Request{Model: r.plan.Model, Prompt: p.Prompts[promptID], MaxTokens: p.MaxTokens,
+	target := r.plan.ArmTarget[armIndex]
+	req := backends.Request{Model: r.plan.Targets[target].Target.Model, Prompt: p.Prompts[promptID], MaxTokens: p.MaxTokens,
 		Temperature: arm.Temperature, TopK: arm.TopK, TopP: arm.TopP, MinP: arm.MinP,
-		Seed: armSeed(p.Seed, arm.Seed) + int64(trial), PromptCache: p.PromptCache, IgnoreEOS: p.FixedLength}
+		Seed: armSeed(p.Seed, arm.Seed) + int64(trial), PromptCache: p.AllowsPromptCache(arm), IgnoreEOS: p.FixedLength}
 
 	label := fmt.Sprintf("%s#%d", arm.Name, trial)
-	r.monitor.beginTrial(label)
+	r.monitor.beginTrial(label, target)
 	trialCtx, cancel := context.WithTimeout(ctx, p.TrialTimeout)
 	startedAt := time.Now()
 	r.clock.reset(startedAt)
-	res, genErr := r.backend.Generate(trialCtx, req, r.clock.onChunk)
+	res, genErr := r.backends[target].Generate(trialCtx, req, r.clock.onChunk)
 	end := time.Since(startedAt)
 	cancel()
 
@@ -447,9 +613,12 @@ func (r *run) trial(ctx context.Context, armIndex int, phase string, round, posi
 	}
 	if genErr != nil {
 		rec.Status, rec.Error = classify(ctx, trialCtx, genErr, p.TrialTimeout)
+		if options := backends.OptionsText(r.plan.Targets[target].Target.Options); options != "" && errors.Is(genErr, backends.ErrBadRequest) {
+			rec.Error += " (the request carried the options " + options + "; a server refuses one it does not take)"
+		}
 	}
 	rec.Timings = metrics.DeriveTimings(r.clock.arrivals, end, rec.OutputTokens)
-	if r.monitor.endTrial(label, startedAt, end, &rec) && phase == session.PhaseTimed {
+	if r.monitor.endTrial(label, target, startedAt, end, &rec) && phase == session.PhaseTimed {
 		state.counterRejected++
 	}
 	return rec, genErr

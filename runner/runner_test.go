@@ -102,7 +102,7 @@ func testPlan(t *testing.T, warmup, trials int, arms ...string) *Plan {
 func runPlan(t *testing.T, ctx context.Context, plan *Plan, b backends.Backend) (string, error, []Event) {
 	t.Helper()
 	events := make(chan Event, 1024)
-	status, err := Run(ctx, plan, b, events)
+	status, err := Run(ctx, plan, []backends.Backend{b}, events)
 	var got []Event
 	for ev := range events {
 		got = append(got, ev)
@@ -192,7 +192,7 @@ func TestInterleavedWarmupThenTimedAndFilesWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(s.Records) != 10 || s.Records[9].Round != 5 || s.Manifest.Status != session.StatusComplete || s.Manifest.Summary["hot"].TimedOK != 3 ||
-		s.Manifest.Summary["greedy"].Warmup != 2 || s.Manifest.Backend.ServerVersion != "1.0" || len(s.Warnings) != 0 {
+		s.Manifest.Summary["greedy"].Warmup != 2 || s.Manifest.TargetOf("hot").ServerVersion != "1.0" || s.Manifest.Arms[1].Target != "ollama" || len(s.Warnings) != 0 {
 		t.Errorf("session %+v warnings %v", s.Manifest, s.Warnings)
 	}
 	tokens, _ := os.ReadFile(filepath.Join(filepath.Dir(fin.Manifest), s.Manifest.TokensFile))
@@ -301,7 +301,7 @@ func TestResolve(t *testing.T) {
 	p, _ := profiles.Find("greedy-vs-sampling")
 	base := Options{Backend: "ollama", OutDir: t.TempDir(), Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride}
 	plan, err := Resolve(p, base)
-	if err != nil || plan.Model != "gemma3:270m" || plan.Config.URL != "http://127.0.0.1:11434" || plan.Profile.Trials != 1500 || plan.Stop == nil {
+	if err != nil || len(plan.Targets) != 1 || plan.Targets[0].Target.Model != "gemma3:270m" || plan.Targets[0].Target.URL != "http://127.0.0.1:11434" || plan.Profile.Trials != 1500 || plan.Stop == nil {
 		t.Fatalf("%+v %v", plan, err)
 	}
 	hash := plan.ConfigHash()
@@ -322,8 +322,8 @@ func TestResolve(t *testing.T) {
 	t.Setenv("MY_KEY", "sk-secret")
 	o = base
 	o.Backend, o.Model, o.APIKeyEnv = "openai", "x", "MY_KEY"
-	if plan, _ := Resolve(p, o); plan.Config.APIKey != "sk-secret" || plan.Config.URL != "http://127.0.0.1:8000/v1" {
-		t.Errorf("openai plan %+v", plan.Config)
+	if plan, _ := Resolve(p, o); plan.Targets[0].Config.APIKey != "sk-secret" || plan.Targets[0].Config.URL != "http://127.0.0.1:8000/v1" {
+		t.Errorf("openai plan %+v", plan.Targets[0].Config)
 	}
 	for _, c := range []struct {
 		edit func(*Options)
@@ -343,7 +343,7 @@ func TestResolve(t *testing.T) {
 	}
 	o = base
 	o.Backend, o.Threads, o.DType = "", 2, "q8_0"
-	if plan, err := Resolve(p, o); err != nil || plan.Kind.Name != "builtin" || plan.Model != "stories260K" || plan.Config.Threads != 2 ||
+	if plan, err := Resolve(p, o); err != nil || plan.Targets[0].Kind.Name != "builtin" || plan.Targets[0].Target.Model != "stories260K" || plan.Targets[0].Config.Threads != 2 ||
 		plan.ConfigHash() == hash {
 		t.Errorf("default backend: %+v %v", plan, err)
 	}
@@ -386,7 +386,7 @@ func TestPauseHoldsBetweenTrialsAndResumeGoesOn(t *testing.T) {
 	events := make(chan Event, 1024)
 	done := make(chan string)
 	go func() {
-		status, _ := Run(context.Background(), plan, fake, events)
+		status, _ := Run(context.Background(), plan, []backends.Backend{fake}, events)
 		done <- status
 	}()
 	// Trial 2 finishes, then the run must hold: no third call.
@@ -576,12 +576,12 @@ func TestWhoseMemoryIsRecorded(t *testing.T) {
 		}
 	}
 	plan := testPlan(t, 0, 1, "greedy")
-	plan.Config.URL = "http://10.0.0.7:11434"
-	if w, who := watchMemory(plan); w != nil || !strings.Contains(who, "not on this machine") {
+	plan.Targets[0].Target.URL = "http://10.0.0.7:11434"
+	if w, who := watchMemory(plan); w[0] != nil || !strings.Contains(who[0], "not on this machine") {
 		t.Errorf("remote server: %v %q", w, who)
 	}
 	plan.Telemetry.ServerPID = os.Getpid()
-	if w, who := watchMemory(plan); w == nil || !strings.Contains(who, "pid") {
+	if w, who := watchMemory(plan); w[0] == nil || !strings.Contains(who[0], "pid") {
 		t.Errorf("--server-pid: %v %q", w, who)
 	}
 }

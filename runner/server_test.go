@@ -118,7 +118,7 @@ func llamaPlan(t *testing.T, url string, warmup, trials int, wait time.Duration)
 
 func runLlama(t *testing.T, plan *Plan) (string, error, []Event) {
 	t.Helper()
-	b, err := llamacpp.Kind.New(plan.Config)
+	b, err := llamacpp.Kind.New(plan.Targets[0].Config)
 	if err != nil {
 		t.Fatal(err)
 	}

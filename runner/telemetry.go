@@ -2,10 +2,12 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,7 +48,10 @@ type monitor struct {
 
 	baselines []telemetry.Baseline // per device
 	energyOf  []int                // the devices the trial's energy sums
-	memory    *telemetry.MemoryWatch
+	// memory and rssProcess are per target: whose memory its arms'
+	// peak_rss_mb is (targets in one process share one watch).
+	memory     []*telemetry.MemoryWatch
+	rssProcess []string
 }
 
 func startMonitor(plan *Plan, events chan<- Event) *monitor {
@@ -69,9 +74,13 @@ func startMonitor(plan *Plan, events chan<- Event) *monitor {
 		started := m.sampler.Started().UTC()
 		m.info.SamplerStart = &started
 	}
-	m.memory, m.info.RSSProcess = watchMemory(plan)
-	if m.memory != nil {
-		if mb := m.memory.ResidentMB(); mb > 0 {
+	m.memory, m.rssProcess = watchMemory(plan)
+	m.info.RSSProcess = m.rssProcess[0]
+	if len(plan.Targets) > 1 {
+		m.info.RSSProcess = "per target: see rss_process under each [[targets]]"
+	}
+	if len(plan.Targets) == 1 && m.memory[0] != nil {
+		if mb := m.memory[0].ResidentMB(); mb > 0 {
 			m.info.RSSAtStartMB = mb
 		}
 	}
@@ -96,28 +105,53 @@ func energyDevices(devices []telemetry.Device) ([]int, string) {
 	return nil, ""
 }
 
-// watchMemory picks whose peak RSS the trials record: the given server,
-// this process for an in-process engine, or the local server listening
-// on the backend's port.
-func watchMemory(plan *Plan) (*telemetry.MemoryWatch, string) {
+// watchMemory picks, per target, whose peak RSS its arms' trials record:
+// the given server, this process for an in-process engine, or the local
+// server listening on the target's port. Targets in one process share a
+// watch, and the words say what the figure covers.
+func watchMemory(plan *Plan) ([]*telemetry.MemoryWatch, []string) {
 	opts := plan.Telemetry
-	pid := opts.ServerPID
-	if pid == 0 && !plan.Kind.InProcess {
-		port, local := loopbackPort(plan.Config.URL)
-		if !local {
-			return nil, "none: the server is not on this machine (pass --server-pid for a local one)"
+	watches := make([]*telemetry.MemoryWatch, len(plan.Targets))
+	words := make([]string, len(plan.Targets))
+	byPID := map[int]int{} // pid -> the first target watching it
+	var inProcess []string
+	for _, t := range plan.Targets {
+		if t.Kind.InProcess {
+			inProcess = append(inProcess, t.Name)
 		}
-		found, err := telemetry.FindListener(port)
+	}
+	for i, t := range plan.Targets {
+		pid := opts.ServerPID
+		if t.Kind.InProcess {
+			pid = 0
+		} else if pid == 0 {
+			port, local := loopbackPort(t.Target.URL)
+			if !local {
+				words[i] = "none: the server is not on this machine (pass --server-pid for a local one)"
+				continue
+			}
+			found, err := telemetry.FindListener(port)
+			if err != nil {
+				words[i] = "none: " + err.Error() + " (pass --server-pid)"
+				continue
+			}
+			pid = found
+		}
+		if first, ok := byPID[pid]; ok {
+			watches[i], words[i] = watches[first], words[first]
+			continue
+		}
+		w, err := telemetry.WatchMemory(pid, opts.Interval)
 		if err != nil {
-			return nil, "none: " + err.Error() + " (pass --server-pid)"
+			words[i] = "none: " + err.Error()
+			continue
 		}
-		pid = found
+		byPID[pid], watches[i], words[i] = i, w, w.Process
+		if t.Kind.InProcess && len(inProcess) > 1 {
+			words[i] += fmt.Sprintf(": one process holds the %d in-process engines (%s), so the figure covers all of their models, not this target's alone", len(inProcess), strings.Join(inProcess, ", "))
+		}
 	}
-	w, err := telemetry.WatchMemory(pid, opts.Interval)
-	if err != nil {
-		return nil, "none: " + err.Error()
-	}
-	return w, w.Process
+	return watches, words
 }
 
 // loopbackPort returns the port of a URL on this machine.
@@ -203,21 +237,22 @@ func (m *monitor) attach(w *session.Writer) error {
 	return nil
 }
 
-// beginTrial marks the start before the runner stamps it.
-func (m *monitor) beginTrial(label string) {
+// beginTrial marks the start of a trial on target before the runner
+// stamps it.
+func (m *monitor) beginTrial(label string, target int) {
 	if m.sampler != nil {
 		m.sampler.Mark("trial_start " + label)
 	}
-	if m.memory != nil {
-		m.memory.Begin()
+	if w := m.memory[target]; w != nil {
+		w.Begin()
 	}
 }
 
 // endTrial marks the end after the runner stamped it, then fills the
 // record's energy and memory; it reports whether a counter was rejected.
-func (m *monitor) endTrial(label string, startedAt time.Time, end time.Duration, rec *session.Record) (counterRejected bool) {
-	if m.memory != nil {
-		rec.PeakRSSMB = m.memory.End()
+func (m *monitor) endTrial(label string, target int, startedAt time.Time, end time.Duration, rec *session.Record) (counterRejected bool) {
+	if w := m.memory[target]; w != nil {
+		rec.PeakRSSMB = w.End()
 	}
 	if m.sampler == nil {
 		return false

@@ -414,9 +414,9 @@ func TestSignificantVerdictWhoseMediansOverlapSaysWhatTheTestFound(t *testing.T)
 // "+4468% slower" alone would read as a regression of the same setup.
 func TestMismatchedSetupsAreSaidInTheTableAndTheVerdicts(t *testing.T) {
 	manifest := func(model string, maxTokens int, temperature float64) *Manifest {
-		return &Manifest{Status: StatusComplete, Backend: BackendInfo{Kind: "builtin", ModelActual: model},
+		return &Manifest{Status: StatusComplete, Targets: []TargetInfo{{Name: "builtin", Kind: "builtin", ModelActual: model}},
 			Profile: ProfileInfo{MaxTokens: maxTokens, Prompts: []string{"Once upon a time"}},
-			Arms:    []ArmInfo{{Name: "greedy", Temperature: temperature}}}
+			Arms:    []ArmInfo{{Name: "greedy", Temperature: temperature, Target: "builtin"}}}
 	}
 	var recs []Record
 	for i := range 20 {

@@ -322,9 +322,10 @@ func sessionLetter(label string) string {
 	return letter
 }
 
-// ShortLabels names the columns by arm when they all come from one
-// session, else "A#arm", "B#arm" with a legend: session stems are long
-// and differ only in their timestamps, which a narrow column would cut.
+// ShortLabels names the columns by arm, with what sets its target apart
+// (LabelledArm), when they all come from one session, else "A#arm",
+// "B#arm" with a legend: session stems are long and differ only in their
+// timestamps, which a narrow column would cut.
 func ShortLabels(columns []Column) (labels, legend []string) {
 	var stems []string
 	for _, col := range columns {
@@ -334,7 +335,11 @@ func ShortLabels(columns []Column) (labels, legend []string) {
 	}
 	for _, col := range columns {
 		if len(stems) == 1 {
-			labels = append(labels, col.Arm)
+			label := ""
+			if col.manifest != nil {
+				label = ArmLabels(col.manifest)[col.Arm]
+			}
+			labels = append(labels, LabelledArm(col.Arm, label))
 			continue
 		}
 		letter := string(rune('A' + slices.Index(stems, col.Session)))

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tokentop/tokentop/backends"
 )
 
 // ConfigDifferences lists, in a few words each, how session b was set up
@@ -16,14 +18,18 @@ import (
 func ConfigDifferences(a, b *Manifest) []string {
 	var out []string
 	differ := func(what, x, y string) {
-		if x != y {
-			out = append(out, fmt.Sprintf("%s %s vs %s", what, x, y))
+		if line := fmt.Sprintf("%s %s vs %s", what, x, y); x != y && !slices.Contains(out, line) {
+			out = append(out, line)
 		}
 	}
-	differ("model", modelName(a.Backend), modelName(b.Backend))
-	differ("backend", a.Backend.Kind, b.Backend.Kind)
-	if a.Backend.Kind == b.Backend.Kind && a.Backend.Quantization != b.Backend.Quantization {
-		differ("quantization", a.Backend.Quantization, b.Backend.Quantization)
+	for _, pair := range armPairs(a, b) {
+		x, y := a.TargetOf(pair[0]), b.TargetOf(pair[1])
+		differ("model", x.Model(), y.Model())
+		differ("backend", x.Kind, y.Kind)
+		if x.Kind == y.Kind && x.Quantization != y.Quantization {
+			differ("quantization", x.Quantization, y.Quantization)
+		}
+		differ("options", orNone(backends.OptionsText(x.Options)), orNone(backends.OptionsText(y.Options)))
 	}
 	differ("max_tokens", strconv.Itoa(a.Profile.MaxTokens), strconv.Itoa(b.Profile.MaxTokens))
 	if !slices.Equal(a.Profile.Prompts, b.Profile.Prompts) {
@@ -34,10 +40,7 @@ func ConfigDifferences(a, b *Manifest) []string {
 	}
 	shared := false
 	for _, x := range a.Arms {
-		for _, y := range b.Arms {
-			if x.Name != y.Name {
-				continue
-			}
+		if y, ok := b.Arm(x.Name); ok {
 			shared = true
 			if sx, sy := sampling(x), sampling(y); sx != sy {
 				out = append(out, fmt.Sprintf("sampling of %s (%s vs %s)", x.Name, sx, sy))
@@ -50,11 +53,85 @@ func ConfigDifferences(a, b *Manifest) []string {
 	return out
 }
 
-func modelName(b BackendInfo) string {
-	if b.ModelActual != "" {
-		return b.ModelActual
+// armPairs are the arms a and b share by name, or their first arms when
+// they share none.
+func armPairs(a, b *Manifest) [][2]string {
+	var pairs [][2]string
+	for _, x := range a.Arms {
+		if _, ok := b.Arm(x.Name); ok {
+			pairs = append(pairs, [2]string{x.Name, x.Name})
+		}
 	}
-	return b.ModelRequested
+	if len(pairs) == 0 && len(a.Arms) > 0 && len(b.Arms) > 0 {
+		pairs = append(pairs, [2]string{a.Arms[0].Name, b.Arms[0].Name})
+	}
+	return pairs
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// ArmLabels names each arm of m by what sets its target apart from the
+// others', and only that: "q8_0" and "f32" for arms that differ in dtype
+// alone, "ollama" and "llamacpp" for one model on two servers,
+// "num_ctx=512" for an option set. Sampling is left to the arm's strategy,
+// which every output gives already; labels are empty where the arms
+// share one target and cache setting.
+func ArmLabels(m *Manifest) map[string]string {
+	facets := []func(a ArmInfo, t TargetInfo) string{
+		func(_ ArmInfo, t TargetInfo) string { return t.Kind },
+		func(_ ArmInfo, t TargetInfo) string { return t.URL },
+		func(_ ArmInfo, t TargetInfo) string { return t.Model() },
+		func(_ ArmInfo, t TargetInfo) string { return t.Quantization },
+		func(_ ArmInfo, t TargetInfo) string {
+			if n := t.Details["threads"]; n != "" {
+				return n + " threads"
+			}
+			return ""
+		},
+	}
+	var optionKeys []string
+	for _, t := range m.Targets {
+		for k := range t.Options {
+			if !slices.Contains(optionKeys, k) {
+				optionKeys = append(optionKeys, k)
+			}
+		}
+	}
+	slices.Sort(optionKeys)
+	for _, k := range optionKeys {
+		facets = append(facets, func(_ ArmInfo, t TargetInfo) string {
+			if v, ok := t.Options[k]; ok {
+				return fmt.Sprintf("%s=%v", k, v)
+			}
+			return k + " default"
+		})
+	}
+	facets = append(facets,
+		func(a ArmInfo, _ TargetInfo) string {
+			if strings.HasPrefix(a.PromptCache, "allowed") {
+				return "cache allowed"
+			}
+			return "cache off"
+		})
+	labels := make(map[string]string, len(m.Arms))
+	for _, facet := range facets {
+		values := make([]string, len(m.Arms))
+		for i, a := range m.Arms {
+			values[i] = facet(a, m.TargetOf(a.Name))
+		}
+		if len(values) == 0 || slices.Equal(values, slices.Repeat(values[:1], len(values))) {
+			continue
+		}
+		for i, a := range m.Arms {
+			labels[a.Name] = strings.TrimPrefix(labels[a.Name]+" · "+orNone(values[i]), " · ")
+		}
+	}
+	return labels
 }
 
 // sampling is an arm's sampling settings in one short phrase.
@@ -73,4 +150,13 @@ func sampling(a ArmInfo) string {
 		parts = append(parts, "min_p "+strconv.FormatFloat(a.MinP, 'g', -1, 64))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// LabelledArm is an arm's name with its label (ArmLabels) where the name
+// does not already say it: "q8 (q8_0)", but "f32" for the arm named f32.
+func LabelledArm(arm, label string) string {
+	if label == "" || label == arm {
+		return arm
+	}
+	return arm + " (" + label + ")"
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,8 +15,10 @@ import (
 	"github.com/tokentop/tokentop/metrics/telemetry"
 )
 
-// Schema is the manifest format version.
-const Schema = 1
+// Schema is the manifest format version. Schema 2 lists [[targets]] and
+// names each arm's; schema 1 had one [backend] table for every arm, and
+// is still read (ReadManifest moves it into Targets).
+const Schema = 2
 
 // Session statuses.
 const (
@@ -37,9 +40,12 @@ type Manifest struct {
 	TrialsFile  string     `toml:"trials_file"`
 	TokensFile  string     `toml:"tokens_file"`
 	// StopNote says why a run ended early (interrupted, all arms stopped).
-	StopNote    string                `toml:"stop_note,omitempty"`
-	Profile     ProfileInfo           `toml:"profile"`
-	Backend     BackendInfo           `toml:"backend"`
+	StopNote string      `toml:"stop_note,omitempty"`
+	Profile  ProfileInfo `toml:"profile"`
+	// Backend is schema 1's one target; ReadManifest moves it into
+	// Targets, so it is nil in every manifest read or written.
+	Backend     *TargetInfo           `toml:"backend,omitempty"`
+	Targets     []TargetInfo          `toml:"targets"`
 	Environment Environment           `toml:"environment"`
 	Power       *PowerInfo            `toml:"power,omitempty"`
 	Arms        []ArmInfo             `toml:"arms"`
@@ -75,8 +81,12 @@ type StopInfo struct {
 	MinTrials int     `toml:"min_trials"`
 }
 
-// BackendInfo is what was asked of the backend and what it reported.
-type BackendInfo struct {
+// TargetInfo is what was asked of one target (a backend, its address,
+// model and tuning) and what it reported.
+type TargetInfo struct {
+	// Name is what the arms call the target: the backend kind, or the
+	// kind and an arm's name where kinds repeat.
+	Name           string `toml:"name,omitempty"`
 	Kind           string `toml:"kind"`
 	URL            string `toml:"url"`
 	Endpoint       string `toml:"endpoint,omitempty"`
@@ -85,11 +95,28 @@ type BackendInfo struct {
 	Digest         string `toml:"digest"`
 	Quantization   string `toml:"quantization"`
 	ServerVersion  string `toml:"server_version"`
-	// PromptCache says what became of the server's prompt cache.
+	// DType and Threads are what an in-process engine was asked for.
+	DType   string `toml:"dtype,omitempty"`
+	Threads int    `toml:"threads,omitempty"`
+	// Options are what was sent to the server with every request.
+	Options map[string]any `toml:"options,omitempty"`
+	// PromptCache is schema 1's word on the prompt cache; ArmInfo's since.
 	PromptCache string `toml:"prompt_cache,omitempty"`
+	// RSSProcess says whose memory the peak_rss_mb of this target's arms
+	// is (PowerInfo.RSSProcess for schema 1).
+	RSSProcess string `toml:"rss_process,omitempty"`
 	// Details holds backend-specific facts, e.g. the builtin engine's shape,
 	// weight source, threads and load time.
 	Details map[string]string `toml:"details,omitempty"`
+}
+
+// Model is the model the target served, or the one asked for when it did
+// not say.
+func (t TargetInfo) Model() string {
+	if t.ModelActual != "" {
+		return t.ModelActual
+	}
+	return t.ModelRequested
 }
 
 // Environment describes the machine tokentop ran on.
@@ -137,7 +164,7 @@ type DeviceBaseline struct {
 	telemetry.Baseline
 }
 
-// ArmInfo is one arm's sampling settings.
+// ArmInfo is one arm's sampling settings and the target it ran on.
 type ArmInfo struct {
 	Name        string  `toml:"name"`
 	Strategy    string  `toml:"strategy"`
@@ -146,6 +173,64 @@ type ArmInfo struct {
 	TopP        float64 `toml:"top_p"`
 	MinP        float64 `toml:"min_p"`
 	Seed        int64   `toml:"seed"`
+	// Target names one of the manifest's [[targets]].
+	Target string `toml:"target"`
+	// PromptCache says what became of the server's prompt cache for the
+	// arm's requests.
+	PromptCache string `toml:"prompt_cache,omitempty"`
+}
+
+// TargetOf is the target arm ran on; the zero TargetInfo when the manifest
+// does not say (an arm missing from it).
+func (m *Manifest) TargetOf(arm string) TargetInfo {
+	for _, a := range m.Arms {
+		if a.Name != arm {
+			continue
+		}
+		for _, t := range m.Targets {
+			if t.Name == a.Target {
+				return t
+			}
+		}
+	}
+	return TargetInfo{}
+}
+
+// Arm is the named arm's settings, and whether the manifest has it.
+func (m *Manifest) Arm(name string) (ArmInfo, bool) {
+	for _, a := range m.Arms {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return ArmInfo{}, false
+}
+
+// Kinds lists the backend kinds of the targets, each once, in order.
+func (m *Manifest) Kinds() []string {
+	var kinds []string
+	for _, t := range m.Targets {
+		if !slices.Contains(kinds, t.Kind) {
+			kinds = append(kinds, t.Kind)
+		}
+	}
+	return kinds
+}
+
+// upgrade moves a schema 1 manifest's one [backend] into Targets.
+func (m *Manifest) upgrade() {
+	if m.Backend == nil {
+		return
+	}
+	t := *m.Backend
+	t.Name = t.Kind
+	if m.Power != nil {
+		t.RSSProcess = m.Power.RSSProcess
+	}
+	m.Targets, m.Backend = []TargetInfo{t}, nil
+	for i := range m.Arms {
+		m.Arms[i].Target, m.Arms[i].PromptCache = t.Name, t.PromptCache
+	}
 }
 
 // WriteAtomic writes data to path through a temp file, fsync and rename,
@@ -212,9 +297,10 @@ func ReadManifest(path string) (*Manifest, error) {
 	if !md.IsDefined("schema") {
 		return nil, fmt.Errorf("%s: no schema key: this TOML file is not a tokentop session manifest (a session is the .toml that `tokentop run` saved)", path)
 	}
-	if m.Schema != Schema {
-		return nil, fmt.Errorf("%s: schema %d is not one this tokentop reads (it reads schema %d)", path, m.Schema, Schema)
+	if m.Schema < 1 || m.Schema > Schema {
+		return nil, fmt.Errorf("%s: schema %d is not one this tokentop reads (it reads schemas 1 to %d); a newer tokentop wrote it", path, m.Schema, Schema)
 	}
+	m.upgrade()
 	if m.TrialsFile == "" {
 		return nil, fmt.Errorf("%s: no trials_file; is this a tokentop session manifest?", path)
 	}

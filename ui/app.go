@@ -89,7 +89,7 @@ func New(ctx context.Context, cfg Config) *App {
 }
 
 // NewRun opens the TUI on the dashboard of a run that starts at once.
-func NewRun(ctx context.Context, cfg Config, plan *runner.Plan, b backends.Backend) *App {
+func NewRun(ctx context.Context, cfg Config, plan *runner.Plan, b []backends.Backend) *App {
 	a := New(ctx, cfg)
 	a.startRun(plan, b)
 	return a
@@ -277,18 +277,27 @@ func (a *App) key(msg tea.KeyPressMsg) (cmd tea.Cmd, quit bool) {
 	return nil, false
 }
 
-func (a *App) startRun(plan *runner.Plan, b backends.Backend) {
+func (a *App) startRun(plan *runner.Plan, b []backends.Backend) {
 	a.attach(plan, startRun(a.ctx, plan, b))
 }
 
 // attach shows run on the dashboard.
 func (a *App) attach(plan *runner.Plan, run *activeRun) {
-	a.data = newRunData(plan.Profile.Name, plan.Model, plan.ConvergeTol)
-	where := plan.Kind.Name
-	if !plan.Kind.InProcess {
-		where += " " + plan.Config.URL
+	var models, where []string
+	for _, t := range plan.Targets {
+		if !slices.Contains(models, t.Target.Model) {
+			models = append(models, t.Target.Model)
+		}
+		w := t.Kind.Name
+		if !t.Kind.InProcess {
+			w += " " + t.Target.URL
+		}
+		if !slices.Contains(where, w) {
+			where = append(where, w)
+		}
 	}
-	a.dash = newDashboard(a.data, where, a.cfg.Now())
+	a.data = newRunData(plan.Profile.Name, strings.Join(models, " + "), plan.ConvergeTol)
+	a.dash = newDashboard(a.data, strings.Join(where, " + "), a.cfg.Now())
 	a.run = run
 	a.screen = screenRun
 }
@@ -390,7 +399,7 @@ type eventsMsg []runner.Event
 
 type runEndedMsg struct{}
 
-func startRun(parent context.Context, plan *runner.Plan, b backends.Backend) *activeRun {
+func startRun(parent context.Context, plan *runner.Plan, b []backends.Backend) *activeRun {
 	ctx, cancel := context.WithCancel(parent)
 	plan.Pause = &runner.Pause{}
 	// A deep buffer so the runner never waits for a frame between trials.

@@ -495,8 +495,8 @@ func TestPickerStartsTheChosenRun(t *testing.T) {
 	a.cfg.Base.OutDir = t.TempDir()
 	a.picker.base.OutDir = a.cfg.Base.OutDir
 	a.Update(press("enter"))
-	if a.screen != screenRun || a.run.plan.Profile.Name != "quick" || a.run.plan.Profile.Trials != 2 || a.run.plan.Kind.Name != "builtin" {
-		t.Fatalf("enter did not start quick with 2 trials on builtin: screen %d, %s with %d trials on %s", a.screen, a.run.plan.Profile.Name, a.run.plan.Profile.Trials, a.run.plan.Kind.Name)
+	if a.screen != screenRun || a.run.plan.Profile.Name != "quick" || a.run.plan.Profile.Trials != 2 || a.run.plan.Targets[0].Kind.Name != "builtin" {
+		t.Fatalf("enter did not start quick with 2 trials on builtin: screen %d, %s with %d trials on %s", a.screen, a.run.plan.Profile.Name, a.run.plan.Profile.Trials, a.run.plan.Targets[0].Kind.Name)
 	}
 	a.run.wait() // the real run, on the built-in engine
 	out := a.Outcome()

@@ -28,9 +28,18 @@ func Headless(w io.Writer, width int, events <-chan runner.Event) {
 	for ev := range events {
 		switch ev := ev.(type) {
 		case runner.Started:
-			fmt.Fprintf(w, "backend %s %s: model %s, server %s\n", ev.Backend.Name, location(ev.Backend, ev.Info.URL), orDash(ev.Info.Model), orDash(ev.Info.ServerVersion))
+			for _, t := range ev.Targets {
+				line := fmt.Sprintf("backend %s %s: model %s, server %s", t.Kind.Name, location(t.Kind, t.Info.URL), orDash(t.Info.Model), orDash(t.Info.ServerVersion))
+				if len(ev.Targets) > 1 {
+					line = fmt.Sprintf("target %s (%s): %s", t.Name, strings.Join(t.Arms, ", "), line)
+				}
+				if t.Info.Quantization != "" {
+					line += ", " + t.Info.Quantization
+				}
+				fmt.Fprintln(w, line)
+			}
 			fmt.Fprintf(w, "session %s\n", ev.Manifest)
-			fmt.Fprintf(w, "arms %s: %d warmup + %d timed trials each\n", strings.Join(ev.Arms, ", "), ev.WarmupPerArm, ev.TrialsPerArm)
+			fmt.Fprintf(w, "arms %s: %d warmup + %d timed trials each\n", armList(ev.Arms, ev.Labels), ev.WarmupPerArm, ev.TrialsPerArm)
 			fmt.Fprintf(w, "power: %s; %s\nmemory: %s\n", ev.Power.GPU, ev.Power.CPU, ev.Power.RSSProcess)
 			warmup, trials, arms = ev.WarmupPerArm, ev.TrialsPerArm, ev.Arms
 			for _, a := range arms {
@@ -51,6 +60,16 @@ func Headless(w io.Writer, width int, events <-chan runner.Event) {
 	}
 }
 
+// armList names the arms, each with what sets it apart from the others
+// where its name does not already say it: "f32, q8 (q8_0)".
+func armList(arms []string, labels map[string]string) string {
+	named := make([]string, len(arms))
+	for i, a := range arms {
+		named[i] = session.LabelledArm(a, labels[a])
+	}
+	return strings.Join(named, ", ")
+}
+
 // EventLine puts a runner's wait, resume or warning into words, for the
 // headless log and the dashboard's event line alike.
 func EventLine(ev runner.Event) string {
@@ -58,7 +77,7 @@ func EventLine(ev runner.Event) string {
 	case runner.Waiting:
 		return fmt.Sprintf("waiting for %s: %v of %v (%s)", ev.What, ev.Elapsed.Round(time.Second), ev.Limit, ev.Why)
 	case runner.Resumed:
-		return fmt.Sprintf("the server is back after %v: %d warmup round(s) before timed trials go on", ev.After.Round(100*time.Millisecond), ev.Warmup)
+		return fmt.Sprintf("the server of %s is back after %v: %d warmup round(s) before their timed trials go on", strings.Join(ev.Arms, ", "), ev.After.Round(100*time.Millisecond), ev.Warmup)
 	case runner.Warning:
 		return "warning: " + ev.Text
 	}
@@ -142,6 +161,34 @@ func WriteFinished(w io.Writer, width int, arms []string, fin runner.Finished) {
 		return
 	}
 	writeProse(w, width, "saved %s", fin.Manifest)
+	if len(arms) > 1 {
+		writeRunVerdicts(w, width, fin.Manifest)
+	}
+}
+
+// writeRunVerdicts reads the saved session back and says, in words, how
+// each arm compares with the first, as the done view does.
+func writeRunVerdicts(w io.Writer, width int, manifest string) {
+	s, err := session.Load(manifest)
+	if err != nil {
+		writeProse(w, width, "no verdicts: %v", err)
+		return
+	}
+	refs, sessions := session.ArmComparison(s)
+	cmp, err := session.Compare(refs, sessions, session.RunVerdictMetrics)
+	if err != nil {
+		writeProse(w, width, "no verdicts: %v", err)
+		return
+	}
+	cmp.RunTests(session.DefaultTestOptions)
+	fmt.Fprintln(w)
+	writeProse(w, width, "verdicts, each arm against %s (the baseline):", refs[0].Arm)
+	for _, line := range cmp.Verdicts() {
+		writeProse(w, width, "  %s", line)
+	}
+	if note := cmp.TestsNote(); note != "" {
+		writeProse(w, width, "%s", note)
+	}
 }
 
 // WriteSummary prints the per-arm table of e2e statistics, TTFT, tok/s

@@ -185,7 +185,7 @@ func (p *picker) selected() *profiles.Profile {
 }
 
 // prepare turns the choices into a plan and a backend.
-func (p *picker) prepare() (*runner.Plan, backends.Backend, error) {
+func (p *picker) prepare() (*runner.Plan, []backends.Backend, error) {
 	profile := p.selected()
 	if profile == nil {
 		return nil, nil, errors.New("no profile matches the filter; press esc to clear it")

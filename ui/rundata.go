@@ -3,6 +3,8 @@ package ui
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tokentop/tokentop/metrics"
@@ -111,7 +113,13 @@ func (d *runData) apply(ev runner.Event) {
 			d.arm(name)
 		}
 		if d.model == "" {
-			d.model = ev.Info.Model
+			var models []string
+			for _, t := range ev.Targets {
+				if !slices.Contains(models, t.Info.Model) {
+					models = append(models, t.Info.Model)
+				}
+			}
+			d.model = strings.Join(models, " + ")
 		}
 	case runner.TrialDone:
 		d.addTrial(ev)

@@ -21,6 +21,7 @@ var Kind = backends.Kind{
 	InProcess:     true,
 	ModelOptional: true,
 	FixedLength:   true,
+	DTypes:        DTypes,
 	New: func(c backends.Config) (backends.Backend, error) {
 		if len(c.Options) > 0 {
 			return nil, errors.New("the builtin engine takes no options; tune it with dtype and threads")

@@ -8,6 +8,7 @@ package htmlreport
 import (
 	"cmp"
 	"fmt"
+	"github.com/tokentop/tokentop/backends"
 	"math"
 	"os"
 	"path/filepath"
@@ -84,7 +85,13 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 	var setups []string
 	for _, s := range unique {
 		m := s.Manifest
-		if setup := fmt.Sprintf("%s · %s · %s", m.Profile.Name, m.Backend.Kind, orDash(m.Backend.ModelActual)); !slices.Contains(setups, setup) {
+		var models []string
+		for _, t := range m.Targets {
+			if !slices.Contains(models, t.Model()) {
+				models = append(models, orDash(t.Model()))
+			}
+		}
+		if setup := fmt.Sprintf("%s · %s · %s", m.Profile.Name, strings.Join(m.Kinds(), " + "), strings.Join(models, " + ")); !slices.Contains(setups, setup) {
 			setups = append(setups, setup)
 		}
 	}
@@ -282,6 +289,49 @@ func orDash(s string) string {
 
 // setupOf lists what a reader needs to judge the numbers: what ran, on
 // what, and how.
+// targetRows describe each target (backend, model, quantization, server,
+// options) and what became of the prompt cache, naming the arms where
+// there are several targets or cache settings.
+func targetRows(m *session.Manifest) [][2]string {
+	var rows [][2]string
+	for _, t := range m.Targets {
+		key := "backend"
+		if len(m.Targets) > 1 {
+			key = fmt.Sprintf("target %s (%s)", t.Name, strings.Join(armsOn(m, func(a session.ArmInfo) bool { return a.Target == t.Name }), ", "))
+		}
+		text := fmt.Sprintf("%s %s · model %s (asked for %s) · quantization %s · digest %s · server %s",
+			t.Kind, t.URL, orDash(t.ModelActual), orDash(t.ModelRequested), orDash(t.Quantization), orDash(t.Digest), orDash(t.ServerVersion))
+		if options := backends.OptionsText(t.Options); options != "" {
+			text += " · options " + options
+		}
+		rows = append(rows, [2]string{key, strings.TrimSpace(text)})
+	}
+	var words []string
+	for _, a := range m.Arms {
+		if !slices.Contains(words, a.PromptCache) {
+			words = append(words, a.PromptCache)
+		}
+	}
+	for _, w := range words {
+		key := "prompt cache"
+		if len(words) > 1 {
+			key = fmt.Sprintf("prompt cache (%s)", strings.Join(armsOn(m, func(a session.ArmInfo) bool { return a.PromptCache == w }), ", "))
+		}
+		rows = append(rows, [2]string{key, orDash(w)})
+	}
+	return rows
+}
+
+func armsOn(m *session.Manifest, match func(session.ArmInfo) bool) []string {
+	var names []string
+	for _, a := range m.Arms {
+		if match(a) {
+			names = append(names, a.Name)
+		}
+	}
+	return names
+}
+
 func setupOf(s *session.Session) Setup {
 	m := s.Manifest
 	finished := "—"
@@ -292,15 +342,13 @@ func setupOf(s *session.Session) Setup {
 		{"status", m.Status},
 		{"started · finished", m.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC") + " · " + finished},
 		{"profile", fmt.Sprintf("%s (%s): %d warmup + %d trials per arm, max %d tokens, order %s, seed %d", m.Profile.Name, m.Profile.Source, m.Profile.Warmup, m.Profile.Trials, m.Profile.MaxTokens, m.Profile.Order, m.Profile.Seed)},
-		{"backend", fmt.Sprintf("%s %s", m.Backend.Kind, m.Backend.URL)},
-		{"model", fmt.Sprintf("%s (asked for %s)", orDash(m.Backend.ModelActual), orDash(m.Backend.ModelRequested))},
-		{"quantization · digest", orDash(m.Backend.Quantization) + " · " + orDash(m.Backend.Digest)},
-		{"server", orDash(m.Backend.ServerVersion)},
-		{"prompt cache", orDash(m.Backend.PromptCache)},
+	}
+	rows = append(rows, targetRows(m)...)
+	rows = append(rows, [][2]string{
 		{"machine", fmt.Sprintf("%s/%s, %s, %d cores, %d MB", m.Environment.OS, m.Environment.Arch, orDash(m.Environment.CPUModel), m.Environment.Cores, m.Environment.MemoryMB)},
 		{"tokentop", fmt.Sprintf("%s (%s), %s", m.ToolVersion, orDash(m.Environment.VCSRevision), m.Environment.GoVersion)},
 		{"config hash", m.ConfigHash},
-	}
+	}...)
 	for _, g := range m.Environment.GPUs {
 		rows = append(rows, [2]string{"GPU", fmt.Sprintf("%s, driver %s", g.Name, orDash(m.Environment.Driver))})
 	}

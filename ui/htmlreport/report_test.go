@@ -24,9 +24,9 @@ import (
 func syntheticSession(t testing.TB, trials int, slowdown ...float64) *session.Session {
 	rng := rand.New(rand.NewPCG(1, 2))
 	start := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
-	m := &session.Manifest{Schema: 1, ID: "20261123T090000Z-synthetic-builtin", Status: session.StatusComplete, CreatedAt: start,
+	m := &session.Manifest{Schema: session.Schema, ID: "20261123T090000Z-synthetic-builtin", Status: session.StatusComplete, CreatedAt: start,
 		ConfigHash: "cafe1234", Profile: session.ProfileInfo{Name: "greedy-vs-sampling", Source: "builtin", MaxTokens: 32, Warmup: 2, Trials: trials, Order: "shuffled", Seed: 7},
-		Backend:     session.BackendInfo{Kind: "builtin", ModelActual: "stories260K", ModelRequested: "stories260K"},
+		Targets:     []session.TargetInfo{{Name: "builtin", Kind: "builtin", ModelActual: "stories260K", ModelRequested: "stories260K"}},
 		Environment: session.Environment{OS: "linux", Arch: "amd64", Cores: 2, GoVersion: "go1.26"}}
 	var records []session.Record
 	var tokens strings.Builder
@@ -36,7 +36,7 @@ func syntheticSession(t testing.TB, trials int, slowdown ...float64) *session.Se
 		for i, slow := range slowdown {
 			arm := fmt.Sprintf("arm-%d", i)
 			if round == 0 {
-				m.Arms = append(m.Arms, session.ArmInfo{Name: arm, Strategy: "greedy"})
+				m.Arms = append(m.Arms, session.ArmInfo{Name: arm, Strategy: "greedy", Target: "builtin"})
 			}
 			var arrivals []metrics.Arrival
 			elapsed := time.Duration(0)
