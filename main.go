@@ -166,6 +166,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&opts.ServerWait, "server-wait", runner.DefaultServerWait, "how long to wait for a server that is loading its model or stopped answering mid-run")
 	fs.Var((*percentFlag)(&opts.UntilCI), "until-ci", "stop each arm once both ends of its e2e's anytime-valid 95% interval (confidence sequence) are within this ±margin of the estimate, e.g. 1%; --trials stays the cap")
 	fs.StringVar(&opts.CIStatistic, "ci-statistic", "", "with --until-ci: median (default; exact) or mean (asymptotic, from 30 trials)")
+	var arms []profiles.Arm
+	fs.Func("arm", "an arm of your own, replacing the profile's (repeat for an A/B): key=value pairs, e.g. name=q8,dtype=q8_0 or name=ctx4k,backend=ollama,options.num_ctx=4096", func(flag string) error {
+		arm, err := profiles.ParseArmFlag(flag)
+		arms = append(arms, arm)
+		return err
+	})
 	headless := fs.Bool("headless", false, "print plain progress lines instead of the dashboard (the default when stdout is not a terminal)")
 	positional, err := parseFlags(fs, args)
 	if err != nil {
@@ -187,6 +193,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		opts.Model = *modelPath
 	}
 	profile, err := profiles.Find(*profileArg)
+	if err == nil && len(arms) > 0 {
+		profile, err = profile.WithArms(arms)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "tokentop: %v\n", err)
 		return exitUsage

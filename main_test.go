@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -379,5 +380,65 @@ func TestHTMLReportsFromTheBuiltinEngineAndARecordedServer(t *testing.T) {
 	}
 	if code, _, stderr = runCLI("report", builtin, ollama, "--html", page); code != exitUsage || !strings.Contains(stderr, "take one session") {
 		t.Errorf("report of two sessions into one page: exit %d, %s", code, stderr)
+	}
+}
+
+// TestF32VersusQ8RunsAnywhereAndNamesTheFasterDType: the built-in
+// f32-vs-q8 profile, headless and short, interleaves two targets of the
+// built-in engine and ends with a verdict on e2e that names q8 (q8_0) and
+// its interval. With the AVX2 kernels Q8_0 is the faster (it reads a
+// quarter of f32's weight bytes per token); the portable build's Q8_0
+// kernel is slower than its f32 one, and the verdict must say which.
+func TestF32VersusQ8RunsAnywhereAndNamesTheFasterDType(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runCLI("run", "--profile", "f32-vs-q8", "--trials", "10", "--warmup", "1", "--max-tokens", "12", "--headless", "--power", "off", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"target builtin-f32 (f32): backend builtin in process", "target builtin-q8 (q8): backend builtin in process",
+		"arms f32, q8 (q8_0): 1 warmup + 10 timed trials each", "verdicts, each arm against f32 (the baseline):"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	s, err := session.Load(manifests(t, out)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := s.Manifest
+	verdict := regexp.MustCompile(`\n  q8 \(q8_0\) (is faster than|is slower than|vs) f32:( no significant difference in e2e \()? median e2e [-+]\d+\.\d% \[[-+]\d+\.\d%, [-+]\d+\.\d%\]`).FindStringSubmatch(stdout)
+	if verdict == nil || strings.HasPrefix(m.TargetOf("q8").Details["kernels"], "AVX2") && verdict[1] != "is faster than" {
+		t.Errorf("no e2e verdict, or q8_0 not faster with the %s kernels:\n%s", m.TargetOf("q8").Details["kernels"], stdout)
+	}
+	if m.Schema != session.Schema || len(m.Targets) != 2 || m.TargetOf("q8").DType != "q8_0" || m.TargetOf("q8").Quantization != "q8_0" ||
+		m.TargetOf("f32").Quantization != "f32" || !strings.Contains(m.TargetOf("q8").RSSProcess, "one process holds the 2 in-process engines") {
+		t.Errorf("targets %+v", m.Targets)
+	}
+}
+
+// TestArmFlagsMakeAQuickAB: two --arm flags replace the profile's arms;
+// a bad one is refused naming the flag, before anything runs.
+func TestArmFlagsMakeAQuickAB(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runCLI("run", "--profile", "quick", "--arm", "name=two,threads=2", "--arm", "name=one,threads=1",
+		"--trials", "3", "--warmup", "0", "--max-tokens", "8", "--headless", "--power", "off", "--out", out)
+	if code != exitOK || !strings.Contains(stdout, "arms two (2 threads), one (1 threads): 0 warmup + 3 timed trials each") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--arm", "name=a,dtype"}, `--arm "name=a,dtype": "dtype" is not key=value`},
+		{[]string{"--arm", "name=a,top_k=5"}, `--arm "name=a,top_k=5": top_k: has no effect on a greedy arm`},
+		{[]string{"--arm", "name=a,backend=ollama,dtype=q8_0"}, `--arm "name=a,backend=ollama,dtype=q8_0": arm a: dtype: tunes an in-process engine`},
+	} {
+		code, _, stderr := runCLI(append([]string{"run", "--out", out}, c.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, %q; want %q", c.args, code, stderr, c.want)
+		}
+	}
+	if len(manifests(t, out)) != 1 {
+		t.Error("a refused start left a session behind")
 	}
 }

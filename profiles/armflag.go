@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/BurntSushi/toml"
 )
 
 // ParseArmFlag reads one --arm flag: comma-separated key=value pairs with
@@ -130,13 +132,16 @@ func (p *Profile) WithArms(arms []Arm) (*Profile, error) {
 }
 
 // WhereArm locates an arm's key for errors raised by later stages: the
-// --arm flag it came from, or "file:line".
+// --arm flag it came from, or "file:line" of the key, or of the arm's name
+// when the key is not in the file (a value the arm lacks).
 func (p *Profile) WhereArm(i int, key ...string) string {
 	if from := p.Arms[i].from; from != "" {
 		return from
 	}
-	if line := p.keys.find(append([]string{"arms"}, key...), i); line > 0 {
-		return fmt.Sprintf("%s:%d", p.Source, line)
+	for _, path := range []toml.Key{append(toml.Key{"arms"}, key...), {"arms", "name"}} {
+		if line := p.keys.find(path, i); line > 0 {
+			return fmt.Sprintf("%s:%d", p.Source, line)
+		}
 	}
 	return p.Source
 }

@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -316,7 +317,7 @@ func resolveTargets(p *profiles.Profile, base backends.Kind, opts Options) ([]Pl
 func resolveArmTarget(p *profiles.Profile, i int, kind backends.Kind, onRunKind bool, opts Options, used map[string]bool) (backends.Target, error) {
 	a := p.Arms[i]
 	fail := func(key, format string, args ...any) (backends.Target, error) {
-		return backends.Target{}, fmt.Errorf("%s: arm %s: %s: %s", p.WhereArm(i, key), a.Name, key, fmt.Sprintf(format, args...))
+		return backends.Target{}, fmt.Errorf("%s: arm %s: %s: %s", p.WhereArm(i, strings.Split(key, ".")...), a.Name, key, fmt.Sprintf(format, args...))
 	}
 	fromFlag := func(flag, armValue, flagValue string) string {
 		if armValue != "" || !onRunKind || flagValue == "" {
@@ -364,7 +365,12 @@ func resolveArmTarget(p *profiles.Profile, i int, kind backends.Kind, onRunKind 
 		}
 	}
 	if err := kind.CheckOptions(a.Options); err != nil {
-		return fail("options", "%v", err)
+		// Point at the option named, else at the first.
+		key, msg := "options."+slices.Sorted(maps.Keys(a.Options))[0], err.Error()
+		if named, rest, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(named, "options.") {
+			key, msg = named, rest
+		}
+		return fail(key, "%s", msg)
 	}
 	t.APIKeyEnv = cmp.Or(opts.APIKeyEnv, p.APIKeyEnv)
 	if t.APIKeyEnv == "" && kind.Name == "openai" {

@@ -155,7 +155,11 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 	for i := range plan.Targets {
 		t := &plan.Targets[i]
 		if infos[i], err = waitForServer(ctx, bs[i], plan, t, "the model to load", isNotReady, events); err != nil {
-			return session.StatusFailed, fmt.Errorf("%s backend %s%s: %w", t.Kind.Name, t.Where(), plan.armsOf(t), err)
+			where := t.Kind.Name + " backend " + t.Where()
+			if len(plan.Targets) > 1 {
+				where += ", " + armWords(t)
+			}
+			return session.StatusFailed, fmt.Errorf("%s: %w", where, err)
 		}
 	}
 	mon := startMonitor(plan, events)
@@ -228,17 +232,21 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 	return status, runErr
 }
 
-// armsOf names a target's arms for messages, when the run has several
-// targets: " (arms a, b)".
-func (p *Plan) armsOf(t *PlanTarget) string {
+// armWords names a target's arms: "arm a", "arms a, b".
+func armWords(t *PlanTarget) string {
+	if len(t.Arms) == 1 {
+		return "arm " + t.Arms[0]
+	}
+	return "arms " + strings.Join(t.Arms, ", ")
+}
+
+// named is how messages name a target when the run has several:
+// "llamacpp-a (arm a)"; "" with one.
+func (p *Plan) named(t *PlanTarget) string {
 	if len(p.Targets) < 2 {
 		return ""
 	}
-	word := "arm"
-	if len(t.Arms) > 1 {
-		word = "arms"
-	}
-	return fmt.Sprintf(" (%s %s)", word, strings.Join(t.Arms, ", "))
+	return t.Name + " (" + armWords(t) + ")"
 }
 
 // kinds lists the backend kinds of the targets, each once.
@@ -289,7 +297,7 @@ func waitForServer(ctx context.Context, b backends.Backend, plan *Plan, t *PlanT
 	start := time.Now()
 	pause := 250 * time.Millisecond
 	if len(plan.Targets) > 1 {
-		what += " (" + t.Name + plan.armsOf(t) + ")"
+		what += " (" + t.Name + ", " + armWords(t) + ")"
 	}
 	for {
 		probeCtx, cancel := context.WithTimeout(ctx, ProbeTimeout)
@@ -422,7 +430,7 @@ func (r *run) loop(ctx context.Context) (status, note string, err error) {
 					break // the next round waits for it
 				}
 				r.events <- Warning{Text: fmt.Sprintf("the server of %s stopped answering at %s: the other arms go on, and it is probed each round for up to %v",
-					r.plan.Targets[t].Name+r.plan.armsOf(&r.plan.Targets[t]), r.targets[t].lostAt, r.plan.ServerWait)}
+					r.plan.named(&r.plan.Targets[t]), r.targets[t].lostAt, r.plan.ServerWait)}
 			}
 		}
 		if ctx.Err() != nil {
@@ -462,6 +470,7 @@ func (r *run) othersGoOn(t int) bool {
 // can run without it. One that answers runs warmup again for its arms;
 // one past ServerWait ends its arms.
 func (r *run) revive(ctx context.Context) {
+	p := &r.plan.Profile
 	for t := range r.targets {
 		state := &r.targets[t]
 		if state.downSince.IsZero() {
@@ -488,8 +497,9 @@ func (r *run) revive(ctx context.Context) {
 			state.gaveUp = true
 			for i := range r.arms {
 				if r.plan.ArmTarget[i] == t && !r.arms[i].stopped {
-					r.arms[i].stopped = true
-					r.arms[i].stop = Decision{Stop: true, Reason: fmt.Sprintf("its server stopped answering at %s and did not come back within %v", state.lostAt, r.plan.ServerWait)}
+					d := Decision{Stop: true, Reason: fmt.Sprintf("its server stopped answering at %s and did not come back within %v", state.lostAt, r.plan.ServerWait), Short: "server lost"}
+					r.arms[i].stopped, r.arms[i].stop = true, d
+					r.events <- ArmStopped{Arm: p.Arms[i].Name, Decision: d}
 				}
 			}
 			continue
@@ -514,7 +524,7 @@ func (r *run) lostNote() string {
 			target := &r.plan.Targets[t]
 			who := "the server"
 			if len(r.targets) > 1 {
-				who = "the server of " + target.Name + r.plan.armsOf(target)
+				who = "the server of " + r.plan.named(target)
 			}
 			lost = append(lost, fmt.Sprintf("%s stopped answering at %s and did not come back within %v", who, state.lostAt, r.plan.ServerWait))
 		}

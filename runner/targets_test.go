@@ -1,0 +1,206 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/session"
+)
+
+// twoServerPlan runs arm "a" on server urlA and arm "b" on urlB, both
+// llama-servers replaying recorded streams.
+func twoServerPlan(t *testing.T, urlA, urlB string, trials int, wait time.Duration) (*Plan, []backends.Backend) {
+	t.Helper()
+	p, err := profiles.Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 32\ntrials = 1\nwarmup = 1\nseed = 3\ntimeout = \"5s\"\nprompts = [\"Once upon a time\"]\n"+
+		"[[arms]]\nname = \"a\"\nbackend = \"llamacpp\"\nurl = \""+urlA+"\"\n[[arms]]\nname = \"b\"\nbackend = \"llamacpp\"\nurl = \""+urlB+"\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, bs, err := Prepare(p, Options{OutDir: t.TempDir(), Trials: trials, Warmup: NoOverride, MaxTokens: NoOverride, ServerWait: wait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Telemetry = testPlan(t, 0, 1, "x").Telemetry
+	return plan, bs
+}
+
+func runTargets(t *testing.T, plan *Plan, bs []backends.Backend) (string, error, []Event) {
+	t.Helper()
+	events := make(chan Event, 4096)
+	status, err := Run(context.Background(), plan, bs, events)
+	var got []Event
+	for ev := range events {
+		got = append(got, ev)
+	}
+	return status, err, got
+}
+
+// TestOneTargetDiesTheOtherGoesOn: arm a's server dies mid-run and stays
+// down; arm b, on another server, runs its whole plan meanwhile. a's
+// arm ends as "server lost", the run ends partial with ErrServerLost, and
+// the manifest lists both targets with their arms.
+func TestOneTargetDiesTheOtherGoesOn(t *testing.T) {
+	dying, healthy := newLlamaServer(t, "completion_t0_stream"), newLlamaServer(t, "completion_t0_stream")
+	dying.killAt = 3 // warmup, timed 1, then the cut stream
+	plan, bs := twoServerPlan(t, dying.url(), healthy.url(), 12, 400*time.Millisecond)
+	if len(plan.Targets) != 2 || plan.Targets[0].Name != "llamacpp-a" || plan.Targets[1].Name != "llamacpp-b" {
+		t.Fatalf("targets %+v", plan.Targets)
+	}
+	status, err, events := runTargets(t, plan, bs)
+	if !errors.Is(err, ErrServerLost) || status != session.StatusPartial || !strings.Contains(err.Error(), "the server of llamacpp-a (arm a) stopped answering at a trial 4") {
+		t.Fatalf("status %s, error %v", status, err)
+	}
+	var goOn bool
+	for _, w := range eventsOf[Warning](events) {
+		goOn = goOn || strings.Contains(w.Text, "the server of llamacpp-a (arm a) stopped answering at a trial 4: the other arms go on")
+	}
+	if !goOn {
+		t.Errorf("no warning that the other arms go on: %+v", eventsOf[Warning](events))
+	}
+	// b reaches its cap while a's server is still being waited for.
+	stopped := eventsOf[ArmStopped](events)
+	if len(stopped) != 2 || stopped[0].Arm != "b" || stopped[1].Arm != "a" || stopped[1].Short != "server lost" {
+		t.Errorf("stops %+v", stopped)
+	}
+	fin := eventsOf[Finished](events)[0]
+	if a, b := fin.Summary["a"], fin.Summary["b"]; b.TimedOK != 12 || b.Degraded != 0 || a.TimedOK != 1 || a.Degraded != 2 || !strings.Contains(a.StoppedBy, "did not come back") {
+		t.Errorf("a %+v\nb %+v", a, b)
+	}
+	s, err := session.Load(fin.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := s.Manifest
+	if len(m.Targets) != 2 || m.TargetOf("a").URL != dying.url() || m.TargetOf("b").URL != healthy.url() || m.Arms[1].Target != "llamacpp-b" || !strings.HasSuffix(m.ID, "-t-llamacpp") {
+		t.Errorf("manifest targets %+v arms %+v id %s", m.Targets, m.Arms, m.ID)
+	}
+	if labels := session.ArmLabels(m); labels["a"] != dying.url() || labels["b"] != healthy.url() {
+		t.Errorf("labels %v", labels)
+	}
+}
+
+// TestALostTargetComesBackAndWarmsUpAgain: a's server is back within the
+// wait; its arm runs warmup again and both arms finish their plans.
+func TestALostTargetComesBackAndWarmsUpAgain(t *testing.T) {
+	flaky, steady := newLlamaServer(t, "completion_t0_stream"), newLlamaServer(t, "completion_t0_stream")
+	flaky.killAt = 3
+	go func() {
+		for flaky.requests.Load() < 3 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(150 * time.Millisecond)
+		flaky.restart()
+	}()
+	plan, bs := twoServerPlan(t, flaky.url(), steady.url(), 40, 10*time.Second)
+	status, err, events := runTargets(t, plan, bs)
+	if err != nil || status != session.StatusComplete {
+		t.Fatalf("status %s, error %v", status, err)
+	}
+	resumed := eventsOf[Resumed](events)
+	if len(resumed) != 1 || len(resumed[0].Arms) != 1 || resumed[0].Arms[0] != "a" || resumed[0].Warmup != 1 {
+		t.Fatalf("resumed %+v", resumed)
+	}
+	var warmupsOfA int
+	for _, r := range trials(events) {
+		if r.Arm == "a" && r.Phase == session.PhaseWarmup {
+			warmupsOfA++
+		}
+	}
+	fin := eventsOf[Finished](events)[0]
+	if warmupsOfA != 2 || fin.Summary["a"].TimedOK < 38 || fin.Summary["b"].TimedOK != 40 {
+		t.Errorf("a warmed up %d times; a %+v b %+v", warmupsOfA, fin.Summary["a"], fin.Summary["b"])
+	}
+}
+
+// TestAProbeFailureNamesTheArm: of two targets, the one that does not
+// answer is named with its arm, before anything is written.
+func TestAProbeFailureNamesTheArm(t *testing.T) {
+	up := newLlamaServer(t, "completion_t0_stream")
+	down := newLlamaServer(t, "completion_t0_stream")
+	down.kill()
+	plan, bs := twoServerPlan(t, up.url(), down.url(), 3, 100*time.Millisecond)
+	status, err, _ := runTargets(t, plan, bs)
+	if status != session.StatusFailed || err == nil || !strings.Contains(err.Error(), "llamacpp backend at "+down.url()+", arm b: ") {
+		t.Fatalf("status %s, error %v", status, err)
+	}
+}
+
+func TestResolveGivesEachArmItsTarget(t *testing.T) {
+	parse := func(arms string) *profiles.Profile {
+		t.Helper()
+		p, err := profiles.Parse("/p/ab.toml", []byte("name = \"ab\"\nmax_tokens = 8\ntrials = 3\nprompts = [\"x\"]\n[models]\nollama = \"gemma3:270m\"\n"+arms))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	base := Options{OutDir: t.TempDir(), Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride}
+	p := parse("[[arms]]\nname = \"f32\"\n[[arms]]\nname = \"hot\"\ntemperature = 0.7\n[[arms]]\nname = \"q8\"\ndtype = \"q8_0\"\n" +
+		"[[arms]]\nname = \"ctx\"\nbackend = \"ollama\"\n[arms.options]\nnum_ctx = 512\n")
+	o := base
+	o.Threads = 1
+	plan, err := Resolve(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// f32 and hot share the run's target (sampling is not a target).
+	var names []string
+	for _, tg := range plan.Targets {
+		names = append(names, tg.Name+"="+strings.Join(tg.Arms, "+"))
+	}
+	if got := strings.Join(names, " "); got != "builtin-f32=f32+hot builtin-q8=q8 ollama=ctx" || plan.ArmTarget[3] != 2 {
+		t.Fatalf("targets %s, arm targets %v", got, plan.ArmTarget)
+	}
+	q8, ctx := plan.Targets[1].Target, plan.Targets[2].Target
+	if q8.DType != "q8_0" || q8.Threads != 1 || plan.Targets[0].Target.DType != "" || ctx.Model != "gemma3:270m" || ctx.URL != "http://127.0.0.1:11434" ||
+		ctx.Threads != 0 || ctx.Options["num_ctx"] != int64(512) {
+		t.Errorf("q8 %+v ctx %+v", q8, ctx)
+	}
+
+	// The hash changes with any arm's target, and with nothing else.
+	hash := plan.ConfigHash()
+	again, _ := Resolve(p, o)
+	if again.ConfigHash() != hash {
+		t.Error("config hash not stable")
+	}
+	for name, edit := range map[string]string{
+		"an option": "[[arms]]\nname = \"f32\"\n[[arms]]\nname = \"hot\"\ntemperature = 0.7\n[[arms]]\nname = \"q8\"\ndtype = \"q8_0\"\n[[arms]]\nname = \"ctx\"\nbackend = \"ollama\"\n[arms.options]\nnum_ctx = 1024\n",
+		"a dtype":   "[[arms]]\nname = \"f32\"\n[[arms]]\nname = \"hot\"\ntemperature = 0.7\n[[arms]]\nname = \"q8\"\ndtype = \"f32\"\n[[arms]]\nname = \"ctx\"\nbackend = \"ollama\"\n[arms.options]\nnum_ctx = 512\n",
+		"a url":     "[[arms]]\nname = \"f32\"\n[[arms]]\nname = \"hot\"\ntemperature = 0.7\n[[arms]]\nname = \"q8\"\ndtype = \"q8_0\"\n[[arms]]\nname = \"ctx\"\nbackend = \"ollama\"\nurl = \"http://127.0.0.1:11435\"\n[arms.options]\nnum_ctx = 512\n",
+	} {
+		if changed, err := Resolve(parse(edit), o); err != nil || changed.ConfigHash() == hash {
+			t.Errorf("%s: hash unchanged (%v)", name, err)
+		}
+	}
+
+	for _, c := range []struct {
+		arms string
+		edit func(*Options)
+		want string
+	}{
+		{"[[arms]]\nname = \"a\"\nbackend = \"olama\"\n", nil, `/p/ab.toml:9: arm a: backend: unknown backend "olama"`},
+		{"[[arms]]\nname = \"a\"\nbackend = \"ollama\"\ndtype = \"q8_0\"\n", nil, "/p/ab.toml:10: arm a: dtype: tunes an in-process engine such as builtin; the ollama server loads and runs its own model"},
+		{"[[arms]]\nname = \"a\"\ndtype = \"q4\"\n", nil, `/p/ab.toml:9: arm a: dtype: "q4" is not a weight format of builtin; use one of f32, q8_0`},
+		{"[[arms]]\nname = \"a\"\nurl = \"http://x\"\n", nil, "/p/ab.toml:9: arm a: url: the builtin backend runs in process and takes no URL"},
+		{"[[arms]]\nname = \"a\"\nbackend = \"ollama\"\nurl = \"localhost:11434\"\n", nil, `/p/ab.toml:10: arm a: url: "localhost:11434" is not a server address`},
+		{"[[arms]]\nname = \"a\"\n[arms.options]\nnum_ctx = 1\n", nil, "/p/ab.toml:10: arm a: options.num_ctx: the builtin backend takes no options"},
+		{"[[arms]]\nname = \"a\"\nbackend = \"ollama\"\n[arms.options]\nseed = 1\n", nil, "/p/ab.toml:11: arm a: options.seed: tokentop sets seed itself"},
+		{"[[arms]]\nname = \"a\"\nbackend = \"openai\"\n", nil, "/p/ab.toml:8: arm a: model: no model for backend openai: set model in the arm"},
+		{"[[arms]]\nname = \"a\"\ndtype = \"f32\"\n[[arms]]\nname = \"b\"\ndtype = \"q8_0\"\n", func(o *Options) { o.DType = "q8_0" }, "--dtype q8_0 would change no arm: every arm of profile ab sets its own dtype"},
+		{"[[arms]]\nname = \"a\"\nbackend = \"ollama\"\nmodel = \"m\"\n", func(o *Options) { o.Model = "x" }, "--model x would change no arm"},
+		{"[[arms]]\nname = \"a\"\nbackend = \"llamacpp\"\n[[arms]]\nname = \"b\"\nbackend = \"ollama\"\n", func(o *Options) { o.ServerPID = 7 }, "--server-pid 7: the arms run on 2 servers"},
+	} {
+		o := base
+		if c.edit != nil {
+			c.edit(&o)
+		}
+		if _, err := Resolve(parse(c.arms), o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.arms, err, c.want)
+		}
+	}
+}
