@@ -28,7 +28,7 @@ top_k = 40
 `
 
 func TestBuiltinsAreValidAndComplete(t *testing.T) {
-	want := map[string]bool{"greedy-vs-sampling": false, "repeatability": false, "quick": false}
+	want := map[string]bool{"greedy-vs-sampling": false, "repeatability": false, "quick": false, "f32-vs-q8": false, "ollama-vs-llamacpp": false, "two-models": false}
 	for _, p := range Builtins() {
 		want[p.Name] = true
 		if p.Source != "builtin" {
@@ -152,7 +152,7 @@ func TestUserProfilesShadowBuiltinsAndBrokenFilesReported(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(validProfile))
-	for _, p := range []string{"greedy-vs-sampling", "repeatability", "quick"} {
+	for _, p := range []string{"greedy-vs-sampling", "repeatability", "quick", "f32-vs-q8", "ollama-vs-llamacpp", "two-models"} {
 		data, _ := builtinFS.ReadFile("builtin/" + p + ".toml")
 		f.Add(data)
 	}

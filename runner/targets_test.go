@@ -3,11 +3,13 @@ package runner
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/replay"
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/session"
 )
@@ -202,5 +204,63 @@ func TestResolveGivesEachArmItsTarget(t *testing.T) {
 		if _, err := Resolve(parse(c.arms), o); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want %q", c.arms, err, c.want)
 		}
+	}
+}
+
+// TestServerProfilesRunOnRecordedServers: the built-in ollama-vs-llamacpp
+// profile, its arms pointed at recorded Ollama and llama-server answers,
+// interleaves the two servers and records each one's target; two-models
+// resolves to two targets on one server that differ in the model alone.
+func TestServerProfilesRunOnRecordedServers(t *testing.T) {
+	llama := newLlamaServer(t, "completion_t0_stream")
+	ollama := replay.NewServer(t, replay.Route{
+		"GET /api/version":   replay.Serve(replay.Load(t, "ollama/api_version")),
+		"GET /api/tags":      replay.Serve(replay.Load(t, "ollama/api_tags")),
+		"POST /api/show":     replay.Serve(replay.Load(t, "ollama/api_show")),
+		"POST /api/generate": replay.Serve(replay.Load(t, "ollama/api_generate_t0_stream")),
+	})
+	p, err := profiles.Find("ollama-vs-llamacpp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := *p
+	q.Arms = slices.Clone(p.Arms)
+	q.Arms[0].URL, q.Arms[1].URL, q.Models = ollama.URL, llama.url(), map[string]string{"ollama": "tiny15m"}
+	plan, bs, err := Prepare(&q, Options{OutDir: t.TempDir(), Trials: 6, Warmup: 1, MaxTokens: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Telemetry = testPlan(t, 0, 1, "x").Telemetry
+	status, err, events := runTargets(t, plan, bs)
+	if err != nil || status != session.StatusComplete {
+		t.Fatalf("status %s, error %v", status, err)
+	}
+	var order strings.Builder
+	for _, r := range trials(events) {
+		order.WriteString(r.Arm[:1])
+	}
+	// Each round runs both servers, in a shuffled order.
+	if got := order.String(); len(got) != 14 || strings.Count(got, "o") != 7 || got[:2] == got[2:4] && got[2:4] == got[4:6] {
+		t.Errorf("trial order %s", got)
+	}
+	s, err := session.Load(eventsOf[Finished](events)[0].Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := s.Manifest
+	o, l := m.TargetOf("ollama"), m.TargetOf("llamacpp")
+	if o.Kind != "ollama" || o.ServerVersion != "0.33.0-rc2" || o.Model() != "tiny15m:latest" || l.Kind != "llamacpp" || !strings.Contains(l.ServerVersion, "b10470") ||
+		!strings.Contains(m.Arms[0].PromptCache, "ollama has no per-request switch") || !strings.HasPrefix(m.Arms[1].PromptCache, "off") {
+		t.Errorf("targets %+v\narms %+v", m.Targets, m.Arms)
+	}
+	if labels := session.ArmLabels(m); !strings.HasPrefix(labels["ollama"], "ollama · "+ollama.URL) || !strings.HasPrefix(labels["llamacpp"], "llamacpp · "+llama.url()) {
+		t.Errorf("labels %v", labels)
+	}
+
+	two, _ := profiles.Find("two-models")
+	plan, err = Resolve(two, Options{OutDir: t.TempDir(), Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride})
+	if err != nil || len(plan.Targets) != 2 || plan.Targets[0].Name != "ollama-gemma3-270m" || plan.Targets[1].Target.Model != "qwen3:0.6b" ||
+		plan.Targets[0].Target.URL != plan.Targets[1].Target.URL {
+		t.Errorf("two-models: %+v %v", plan, err)
 	}
 }
