@@ -359,6 +359,9 @@ func (a *App) bindings() bindings {
 	switch a.screen {
 	case screenPicker:
 		short = []key.Binding{keys.Start, keys.NextPanel, keys.Prev, keys.Next}
+		if a.picker.focus == focusBackends {
+			short = append(short, keys.Pick, keys.NextModel)
+		}
 	case screenRun:
 		short = []key.Binding{keys.Pause, keys.Stop, keys.Metric, keys.Chart, keys.NextPanel, keys.Zoom}
 	case screenDone:

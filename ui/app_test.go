@@ -134,6 +134,10 @@ func press(s string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: tea.KeyEscape}
 	case "ctrl+c":
 		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	case "space":
+		return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
+	case "right":
+		return tea.KeyPressMsg{Code: tea.KeyRight}
 	}
 	return tea.KeyPressMsg{Code: rune(s[0]), Text: s}
 }
@@ -506,6 +510,51 @@ func TestPickerStartsTheChosenRun(t *testing.T) {
 	s, err := session.Load(out.Finished.Manifest)
 	if err != nil || len(s.Records) == 0 {
 		t.Fatalf("session %v: %v", out.Finished.Manifest, err)
+	}
+}
+
+// TestPickerRunsAnABOfTwoPickedTargets: in the backend panel, space picks
+// the built-in engine with the profile's model, → moves to the next model
+// in the engine's own list, space picks that too, and enter runs the two
+// as arms of one interleaved run.
+func TestPickerRunsAnABOfTwoPickedTargets(t *testing.T) {
+	now := testStart
+	a := New(context.Background(), testConfig(&now))
+	a.Update(probeMsg{0, Probe(context.Background(), a.picker.kinds[0], backends.Config{})})
+	a.Update(press("/"))
+	for _, r := range "quick" {
+		_, cmd := a.Update(press(string(r)))
+		applyFilterResults(a, cmd)
+	}
+	a.Update(press("enter"))
+	a.Update(press("tab")) // the backend panel, on builtin
+	a.Update(press("space"))
+	a.Update(press("enter"))
+	if screen := ansi.Strip(a.View().Content); a.screen != screenPicker || !strings.Contains(screen, "an A/B needs two picks") {
+		t.Fatalf("one pick must not start a run:\n%s", screen)
+	}
+	a.picker.err = ""
+	a.Update(press("right")) // stories260K, the list's first
+	a.Update(press("right")) // stories15M-synthetic
+	a.Update(press("space"))
+	screen := ansi.Strip(a.View().Content)
+	for _, want := range []string{"A/B: stories260K vs stories15M-synthetic", "A B ✓ in process", "space pick for A/B"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("%q missing from the picker:\n%s", want, screen)
+		}
+	}
+	checkFits(t, a.View().Content, 80, 24)
+	a.picker.inputs[1].SetValue("2")
+	a.picker.inputs[2].SetValue("0")
+	a.picker.base.OutDir = t.TempDir()
+	a.Update(press("enter"))
+	if a.screen != screenRun || len(a.run.plan.Targets) != 2 || a.run.plan.Targets[1].Target.Model != "stories15M-synthetic" {
+		t.Fatalf("enter did not start the A/B: screen %d, plan %+v", a.screen, a.run.plan)
+	}
+	a.run.wait()
+	out := a.Outcome()
+	if out.Err != nil || out.Finished == nil || out.Finished.Summary["stories15M-synthetic"].TimedOK != 2 {
+		t.Fatalf("outcome %+v", out)
 	}
 }
 

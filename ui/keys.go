@@ -7,6 +7,7 @@ import "charm.land/bubbles/v2/key"
 type keyMap struct {
 	Pause, Stop, NextPanel, PrevPanel, Metric, Chart, Zoom key.Binding
 	Start, Next, Prev, Compare, NewRun, Report, HTML, Back key.Binding
+	Pick, NextModel, PrevModel                             key.Binding
 	Help, Quit, Interrupt, Yes, No                         key.Binding
 }
 
@@ -26,6 +27,9 @@ var keys = keyMap{
 	Report:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "report")),
 	HTML:      key.NewBinding(key.WithKeys("h"), key.WithHelp("h", "html")),
 	Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+	Pick:      key.NewBinding(key.WithKeys("space"), key.WithHelp("space", "pick for A/B")),
+	NextModel: key.NewBinding(key.WithKeys("right", "l"), key.WithHelp("→/l", "next model")),
+	PrevModel: key.NewBinding(key.WithKeys("left", "h"), key.WithHelp("←/h", "prev model")),
 	Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 	Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
 	Interrupt: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,6 +58,18 @@ type picker struct {
 	inputs   [3]textinput.Model // model, trials, warmup
 	problems []error
 	err      string
+	// models[i] is the model chosen for backend i from its server's own
+	// list (←/→); "" means the typed one, else the profile's.
+	models []string
+	// picks are the targets chosen for an A/B (space), in order: with two
+	// or more, enter runs one arm on each, interleaved.
+	picks []abPick
+}
+
+// abPick is one target of a picker A/B: a backend and its model.
+type abPick struct {
+	kind  int
+	model string
 }
 
 type probeMsg struct {
@@ -81,7 +94,8 @@ func newPicker(all []*profiles.Profile, problems []error, base runner.Options) *
 	l.DisableQuitKeybindings()
 	l.SetStatusBarItemName("profile", "profiles")
 	l.Select(selected)
-	p := &picker{base: base, list: l, kinds: registry.Kinds, probes: make([]*ProbeReport, len(registry.Kinds)), problems: problems}
+	p := &picker{base: base, list: l, kinds: registry.Kinds, probes: make([]*ProbeReport, len(registry.Kinds)), problems: problems,
+		models: make([]string, len(registry.Kinds))}
 	for i, k := range p.kinds {
 		if k.Name == base.Backend || base.Backend == "" && k.Name == registry.Default {
 			p.backend = i
@@ -147,6 +161,12 @@ func (p *picker) update(ctx context.Context, msg tea.Msg) tea.Cmd {
 				p.backend = min(len(p.kinds)-1, p.backend+1)
 			case key.Matches(k, keys.Prev):
 				p.backend = max(0, p.backend-1)
+			case key.Matches(k, keys.NextModel):
+				p.cycleModel(1)
+			case key.Matches(k, keys.PrevModel):
+				p.cycleModel(-1)
+			case key.Matches(k, keys.Pick):
+				p.togglePick()
 			}
 			return nil
 		}
@@ -184,7 +204,87 @@ func (p *picker) selected() *profiles.Profile {
 	return item.p
 }
 
-// prepare turns the choices into a plan and a backend.
+// cycleModel moves the highlighted backend's model through its server's
+// own list, and back to the typed or profile's model past either end.
+func (p *picker) cycleModel(step int) {
+	r := p.probes[p.backend]
+	if r == nil || r.Err != nil || len(r.Info.Models) == 0 {
+		return
+	}
+	models := r.Info.Models
+	at := slices.Index(models, p.models[p.backend]) // -1: none chosen
+	at += step
+	switch {
+	case at < -1:
+		at = len(models) - 1
+	case at >= len(models):
+		at = -1
+	}
+	p.models[p.backend] = ""
+	if at >= 0 {
+		p.models[p.backend] = models[at]
+	}
+}
+
+// modelFor is the model a run on backend i would ask for: the one chosen
+// from the server's list, else the typed one, else the profile's.
+func (p *picker) modelFor(i int, profile *profiles.Profile) string {
+	if m := p.models[i]; m != "" {
+		return m
+	}
+	if m := strings.TrimSpace(p.inputs[0].Value()); m != "" {
+		return m
+	}
+	if profile != nil {
+		return profile.Models[p.kinds[i].Name]
+	}
+	return ""
+}
+
+// togglePick adds the highlighted backend and its model to the A/B, or
+// takes that pair out again.
+func (p *picker) togglePick() {
+	pick := abPick{p.backend, p.modelFor(p.backend, p.selected())}
+	if i := slices.Index(p.picks, pick); i >= 0 {
+		p.picks = slices.Delete(p.picks, i, i+1)
+		return
+	}
+	p.picks = append(p.picks, pick)
+}
+
+// abArms are the arms of a picker A/B: one per pick, with the profile's
+// first arm's sampling, each named by what sets it apart.
+func (p *picker) abArms(profile *profiles.Profile) []profiles.Arm {
+	sameKind, sameModel := true, true
+	for _, pick := range p.picks[1:] {
+		sameKind = sameKind && pick.kind == p.picks[0].kind
+		sameModel = sameModel && pick.model == p.picks[0].model
+	}
+	var arms []profiles.Arm
+	for i, pick := range p.picks {
+		var parts []string
+		if !sameKind || sameModel {
+			parts = append(parts, p.kinds[pick.kind].Name)
+		}
+		if !sameModel && pick.model != "" {
+			parts = append(parts, pick.model)
+		}
+		name := armName.ReplaceAllString(strings.Join(parts, "-"), "-")
+		if slices.ContainsFunc(arms, func(a profiles.Arm) bool { return a.Name == name }) {
+			name += "-" + strconv.Itoa(i+1)
+		}
+		arm := profile.Arms[0]
+		arm.Name, arm.Backend, arm.Model = name, p.kinds[pick.kind].Name, pick.model
+		arms = append(arms, arm)
+	}
+	return arms
+}
+
+// armName matches what an arm's name may not hold.
+var armName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// prepare turns the choices into a plan and its backends: the profile on
+// the highlighted backend, or, with two or more picks, an A/B of them.
 func (p *picker) prepare() (*runner.Plan, []backends.Backend, error) {
 	profile := p.selected()
 	if profile == nil {
@@ -192,10 +292,23 @@ func (p *picker) prepare() (*runner.Plan, []backends.Backend, error) {
 	}
 	opts := p.base
 	opts.Backend = p.kinds[p.backend].Name
+	opts.Model = p.models[p.backend]
+	if opts.Model == "" {
+		opts.Model = strings.TrimSpace(p.inputs[0].Value())
+	}
+	switch {
+	case len(p.picks) == 1:
+		return nil, nil, errors.New("an A/B needs two picks: highlight another backend (or choose another model with ←/→) and press space")
+	case len(p.picks) > 1:
+		ab, err := profile.WithArms(p.abArms(profile))
+		if err != nil {
+			return nil, nil, err
+		}
+		profile, opts.Backend, opts.Model = ab, p.kinds[p.picks[0].kind].Name, ""
+	}
 	if opts.Backend != p.base.Backend {
 		opts.URL = "" // a URL given for another backend does not carry over
 	}
-	opts.Model = strings.TrimSpace(p.inputs[0].Value())
 	var err error
 	if opts.Trials, err = countField("trials", p.inputs[1].Value()); err != nil {
 		return nil, nil, err
@@ -238,10 +351,18 @@ func (p *picker) statusLine() string {
 	switch {
 	case p.err != "":
 		return styleBad.Render(p.err)
+	case len(p.picks) == 1:
+		return styleWarn.Render("A/B: 1 target picked; pick another with space")
+	case len(p.picks) > 1:
+		var names []string
+		for _, a := range p.abArms(p.selected()) {
+			names = append(names, a.Name)
+		}
+		return styleGood.Render("A/B: "+strings.Join(names, " vs ")) + styleDim.Render(" · enter runs it interleaved")
 	case len(p.problems) > 0:
 		return styleWarn.Render(fmt.Sprintf("skipped %d user profile(s): %v", len(p.problems), p.problems[0]))
 	}
-	return styleDim.Render("enter starts the run · / filters profiles")
+	return styleDim.Render("enter starts the run · / filters profiles · space picks backends for an A/B")
 }
 
 func (p *picker) backendsBox(w, h int) string {
@@ -253,7 +374,13 @@ func (p *picker) backendsBox(w, h int) string {
 		if i == p.backend {
 			mark, name = styleSelected.Render("▸ "), styleSelected.Render(name)
 		}
-		lines = append(lines, mark+name+" "+p.backendStatus(i, profile))
+		tag := ""
+		for n, pick := range p.picks {
+			if pick.kind == i {
+				tag += styleGood.Render(string(rune('A'+n))) + " "
+			}
+		}
+		lines = append(lines, mark+name+" "+tag+p.backendStatus(i, profile))
 	}
 	return box("Backend", strings.Join(lines, "\n"), w, h, p.focus == focusBackends)
 }
@@ -270,10 +397,7 @@ func (p *picker) backendStatus(i int, profile *profiles.Profile) string {
 		return styleBad.Render("✗ "+where) + styleDim.Render(": "+r.Err.Error())
 	}
 	line := styleGood.Render("✓ "+where) + " " + orDash(r.Info.ServerVersion)
-	model := strings.TrimSpace(p.inputs[0].Value())
-	if model == "" && profile != nil {
-		model = profile.Models[r.Kind.Name]
-	}
+	model := p.modelFor(i, profile)
 	switch {
 	case model == "" && r.Kind.ModelOptional:
 		line += styleDim.Render(" · built-in model")
