@@ -391,12 +391,12 @@ func TestHTMLReportsFromTheBuiltinEngineAndARecordedServer(t *testing.T) {
 // kernel is slower than its f32 one, and the verdict must say which.
 func TestF32VersusQ8RunsAnywhereAndNamesTheFasterDType(t *testing.T) {
 	out := t.TempDir()
-	code, stdout, stderr := runCLI("run", "--profile", "f32-vs-q8", "--trials", "10", "--warmup", "1", "--max-tokens", "12", "--headless", "--power", "off", "--out", out)
+	code, stdout, stderr := runCLI("run", "--profile", "f32-vs-q8", "--trials", "8", "--warmup", "0", "--max-tokens", "4", "--headless", "--power", "off", "--out", out)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{"target builtin-f32 (f32): backend builtin in process", "target builtin-q8 (q8): backend builtin in process",
-		"arms f32, q8 (q8_0): 1 warmup + 10 timed trials each", "verdicts, each arm against f32 (the baseline):"} {
+		"arms f32, q8 (q8_0): 0 warmup + 8 timed trials each", "verdicts, each arm against f32 (the baseline):"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}

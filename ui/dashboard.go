@@ -2,7 +2,9 @@ package ui
 
 import (
 	"fmt"
+	"github.com/charmbracelet/x/ansi"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -149,9 +151,25 @@ func (d *dashboard) header(w int, compactHeader bool, now time.Time) []string {
 	if data.model != "" {
 		title += " · " + data.model
 	}
+	if data.started != nil {
+		// What sets the arms' targets apart, and only that: "f32 vs q8_0".
+		var labels []string
+		for _, a := range data.started.Arms {
+			if l := data.started.Labels[a]; l != "" && !slices.Contains(labels, l) {
+				labels = append(labels, l)
+			}
+		}
+		if len(labels) > 1 {
+			title += " · " + strings.Join(labels, " vs ")
+		}
+	}
 	status := d.phase() + " · " + clock(elapsed)
 	if eta, ok := d.eta(elapsed); ok {
 		status += " · ETA " + clock(eta)
+	}
+	// The title gives way to the status, never touching it.
+	if room := w - lipgloss.Width(status) - 2; lipgloss.Width(title) > room {
+		title = ansi.Truncate(title, max(0, room), "…")
 	}
 	gap := w - lipgloss.Width(title) - lipgloss.Width(status)
 	lines := []string{fit(title+strings.Repeat(" ", max(1, gap))+styleBold.Render(status), w)}
