@@ -538,7 +538,7 @@ func TestPickerRunsAnABOfTwoPickedTargets(t *testing.T) {
 	a.Update(press("right")) // stories15M-synthetic
 	a.Update(press("space"))
 	screen := ansi.Strip(a.View().Content)
-	for _, want := range []string{"A/B: stories260K vs stories15M-synthetic", "A B ✓ in process", "space pick for A/B"} {
+	for _, want := range []string{"A/B: stories260K vs stories15M-synthetic", "A B ✓ in process", "space A/B pick • ←/→ model"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("%q missing from the picker:\n%s", want, screen)
 		}
