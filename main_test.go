@@ -406,7 +406,7 @@ func TestF32VersusQ8RunsAnywhereAndNamesTheFasterDType(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := s.Manifest
-	verdict := regexp.MustCompile(`\n  q8 \(q8_0\) (is faster than|is slower than|vs) f32:( no significant difference in e2e \()? median e2e [-+]\d+\.\d% \[[-+]\d+\.\d%, [-+]\d+\.\d%\]`).FindStringSubmatch(stdout)
+	verdict := regexp.MustCompile(`\n  q8 \(q8_0\) (is faster than|is slower than|vs) f32: (no significant difference in e2e \()?median e2e [-+]\d+\.\d% \[[-+]\d+\.\d%, [-+]\d+\.\d%\]`).FindStringSubmatch(stdout)
 	if verdict == nil || strings.HasPrefix(m.TargetOf("q8").Details["kernels"], "AVX2") && verdict[1] != "is faster than" {
 		t.Errorf("no e2e verdict, or q8_0 not faster with the %s kernels:\n%s", m.TargetOf("q8").Details["kernels"], stdout)
 	}
