@@ -85,8 +85,8 @@ type Waiting struct {
 type Resumed struct {
 	After  time.Duration
 	Warmup int // warmup rounds before timed trials go on
-	// Arms are the arms whose server came back; the others never paused
-	// when the run has several targets.
+	// Arms are the arms whose server came back when the run has several
+	// targets (the others never paused); nil with one.
 	Arms []string
 }
 
@@ -510,7 +510,11 @@ func (r *run) revive(ctx context.Context) {
 				r.arms[i].warmupLeft = warmup
 			}
 		}
-		r.events <- Resumed{After: time.Since(state.downSince), Warmup: warmup, Arms: target.Arms}
+		back := Resumed{After: time.Since(state.downSince), Warmup: warmup}
+		if len(r.plan.Targets) > 1 {
+			back.Arms = target.Arms
+		}
+		r.events <- back
 		state.downSince = time.Time{}
 	}
 }

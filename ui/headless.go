@@ -77,7 +77,11 @@ func EventLine(ev runner.Event) string {
 	case runner.Waiting:
 		return fmt.Sprintf("waiting for %s: %v of %v (%s)", ev.What, ev.Elapsed.Round(time.Second), ev.Limit, ev.Why)
 	case runner.Resumed:
-		return fmt.Sprintf("the server of %s is back after %v: %d warmup round(s) before their timed trials go on", strings.Join(ev.Arms, ", "), ev.After.Round(100*time.Millisecond), ev.Warmup)
+		who := "the server"
+		if len(ev.Arms) > 0 {
+			who += " of " + strings.Join(ev.Arms, ", ")
+		}
+		return fmt.Sprintf("%s is back after %v: %d warmup round(s) before timed trials go on", who, ev.After.Round(100*time.Millisecond), ev.Warmup)
 	case runner.Warning:
 		return "warning: " + ev.Text
 	}

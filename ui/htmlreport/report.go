@@ -299,12 +299,12 @@ func targetRows(m *session.Manifest) [][2]string {
 		if len(m.Targets) > 1 {
 			key = fmt.Sprintf("target %s (%s)", t.Name, strings.Join(armsOn(m, func(a session.ArmInfo) bool { return a.Target == t.Name }), ", "))
 		}
-		text := fmt.Sprintf("%s %s · model %s (asked for %s) · quantization %s · digest %s · server %s",
-			t.Kind, t.URL, orDash(t.ModelActual), orDash(t.ModelRequested), orDash(t.Quantization), orDash(t.Digest), orDash(t.ServerVersion))
+		text := fmt.Sprintf("%s · model %s (asked for %s) · quantization %s · digest %s · server %s",
+			strings.TrimSpace(t.Kind+" "+t.URL), orDash(t.ModelActual), orDash(t.ModelRequested), orDash(t.Quantization), orDash(t.Digest), orDash(t.ServerVersion))
 		if options := backends.OptionsText(t.Options); options != "" {
 			text += " · options " + options
 		}
-		rows = append(rows, [2]string{key, strings.TrimSpace(text)})
+		rows = append(rows, [2]string{key, text})
 	}
 	var words []string
 	for _, a := range m.Arms {

@@ -229,3 +229,27 @@ func BenchmarkReport100k(b *testing.B) { benchmarkReport(b, 50_000) }
 
 // BenchmarkReport100: a 100-trial session's page.
 func BenchmarkReport100(b *testing.B) { benchmarkReport(b, 50) }
+
+// TestArmsOnTwoTargetsAreLabelledByWhatDiffers: arms on two targets of
+// one engine (f32 and q8_0 weights) are named with their dtype in the
+// verdicts, and the set-up has a row per target with its arms.
+func TestArmsOnTwoTargetsAreLabelledByWhatDiffers(t *testing.T) {
+	s := syntheticSession(t, 40, 1, 0.4)
+	m := s.Manifest
+	m.Targets = []session.TargetInfo{
+		{Name: "builtin-f32", Kind: "builtin", ModelActual: "stories15M", Quantization: "f32"},
+		{Name: "builtin-q8", Kind: "builtin", ModelActual: "stories15M", Quantization: "q8_0", DType: "q8_0"},
+	}
+	m.Arms[0].Target, m.Arms[1].Target = "builtin-f32", "builtin-q8"
+	r := buildRun(t, s)
+	if len(r.Verdicts) == 0 || !strings.HasPrefix(r.Verdicts[0], "arm-1 (q8_0) is faster than arm-0 (f32): median e2e -") {
+		t.Errorf("verdicts %q", r.Verdicts)
+	}
+	rows := map[string]string{}
+	for _, row := range r.Setups[0].Rows {
+		rows[row[0]] = row[1]
+	}
+	if got := rows["target builtin-q8 (arm-1)"]; got != "builtin · model stories15M (asked for —) · quantization q8_0 · digest — · server —" {
+		t.Errorf("target row %q in %v", got, rows)
+	}
+}
