@@ -269,6 +269,23 @@ func ArmComparison(s *Session) ([]Ref, []*Session) {
 	return refs, sessions
 }
 
+// RunVerdicts reads the saved run at manifest and tests each of its arms
+// against the first on RunVerdictMetrics: the verdicts a run ends with,
+// in the done view and headless alike.
+func RunVerdicts(manifest string) (*Comparison, error) {
+	s, err := Load(manifest)
+	if err != nil {
+		return nil, err
+	}
+	refs, sessions := ArmComparison(s)
+	cmp, err := Compare(refs, sessions, RunVerdictMetrics)
+	if err != nil {
+		return nil, err
+	}
+	cmp.RunTests(DefaultTestOptions)
+	return cmp, nil
+}
+
 // FileStem names a session by its manifest's file name without ".toml",
 // as tables, labels and reports do.
 func FileStem(manifestPath string) string {

@@ -92,17 +92,8 @@ func (d *doneView) init() tea.Cmd {
 		return nil
 	}
 	return func() tea.Msg {
-		s, err := session.Load(fin.Manifest)
-		if err != nil {
-			return verdictsMsg{err: err}
-		}
-		refs, sessions := session.ArmComparison(s)
-		cmp, err := session.Compare(refs, sessions, session.RunVerdictMetrics)
-		if err != nil {
-			return verdictsMsg{err: err}
-		}
-		cmp.RunTests(session.DefaultTestOptions)
-		return verdictsMsg{cmp: cmp}
+		cmp, err := session.RunVerdicts(fin.Manifest)
+		return verdictsMsg{cmp: cmp, err: err}
 	}
 }
 

@@ -173,20 +173,13 @@ func WriteFinished(w io.Writer, width int, arms []string, fin runner.Finished) {
 // writeRunVerdicts reads the saved session back and says, in words, how
 // each arm compares with the first, as the done view does.
 func writeRunVerdicts(w io.Writer, width int, manifest string) {
-	s, err := session.Load(manifest)
+	cmp, err := session.RunVerdicts(manifest)
 	if err != nil {
 		writeProse(w, width, "no verdicts: %v", err)
 		return
 	}
-	refs, sessions := session.ArmComparison(s)
-	cmp, err := session.Compare(refs, sessions, session.RunVerdictMetrics)
-	if err != nil {
-		writeProse(w, width, "no verdicts: %v", err)
-		return
-	}
-	cmp.RunTests(session.DefaultTestOptions)
 	fmt.Fprintln(w)
-	writeProse(w, width, "verdicts, each arm against %s (the baseline):", refs[0].Arm)
+	writeProse(w, width, "verdicts, each arm against %s (the baseline):", cmp.Columns[0].Arm)
 	for _, line := range cmp.Verdicts() {
 		writeProse(w, width, "  %s", line)
 	}
