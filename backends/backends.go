@@ -145,8 +145,8 @@ type Kind struct {
 	// FixedLength backends can be told to ignore the end of sequence
 	// (Request.IgnoreEOS).
 	FixedLength bool
-	// OptionsGo says where Config.Options go in a request, for help and
-	// errors; empty when the backend takes none.
+	// OptionsGo says where Config.Options go in a request, for the error
+	// of a refused request; empty when the backend takes none.
 	OptionsGo string
 	// ReservedOptions are the request fields tokentop sets from the arm:
 	// an option of that name is refused rather than sent.

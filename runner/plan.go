@@ -338,9 +338,15 @@ func resolveArmTarget(p *profiles.Profile, i int, kind backends.Kind, onRunKind 
 		if t.URL = fromFlag("url", a.URL, opts.URL); t.URL == "" {
 			t.URL = kind.DefaultURL
 		}
-		for key, set := range map[string]bool{"model_path": a.ModelPath != "", "dtype": a.DType != "", "threads": a.Threads != 0} {
-			if set {
-				return fail(key, "tunes an in-process engine such as %s; the %s server loads and runs its own model (set model instead of model_path)", registry.Default, kind.Name)
+		if a.ModelPath != "" {
+			return fail("model_path", "names a model file for an in-process engine such as %s; the %s server loads its own (set model instead)", registry.Default, kind.Name)
+		}
+		for _, knob := range []struct {
+			key string
+			set bool
+		}{{"dtype", a.DType != ""}, {"threads", a.Threads != 0}} {
+			if knob.set {
+				return fail(knob.key, "tunes an in-process engine such as %s; the %s server chooses its own", registry.Default, kind.Name)
 			}
 		}
 	}

@@ -627,8 +627,9 @@ func (r *run) trial(ctx context.Context, armIndex int, phase string, round, posi
 	}
 	if genErr != nil {
 		rec.Status, rec.Error = classify(ctx, trialCtx, genErr, p.TrialTimeout)
-		if options := backends.OptionsText(r.plan.Targets[target].Target.Options); options != "" && errors.Is(genErr, backends.ErrBadRequest) {
-			rec.Error += " (the request carried the options " + options + "; a server refuses one it does not take)"
+		if t := &r.plan.Targets[target]; len(t.Target.Options) > 0 && errors.Is(genErr, backends.ErrBadRequest) {
+			rec.Error += fmt.Sprintf(" (the request carried the options %s, %s; a server refuses one it does not take)",
+				backends.OptionsText(t.Target.Options), t.Kind.OptionsGo)
 		}
 	}
 	rec.Timings = metrics.DeriveTimings(r.clock.arrivals, end, rec.OutputTokens)

@@ -186,7 +186,8 @@ func TestResolveGivesEachArmItsTarget(t *testing.T) {
 		want string
 	}{
 		{"[[arms]]\nname = \"a\"\nbackend = \"olama\"\n", nil, `/p/ab.toml:9: arm a: backend: unknown backend "olama"`},
-		{"[[arms]]\nname = \"a\"\nbackend = \"ollama\"\ndtype = \"q8_0\"\n", nil, "/p/ab.toml:10: arm a: dtype: tunes an in-process engine such as builtin; the ollama server loads and runs its own model"},
+		{"[[arms]]\nname = \"a\"\nbackend = \"ollama\"\ndtype = \"q8_0\"\n", nil, "/p/ab.toml:10: arm a: dtype: tunes an in-process engine such as builtin; the ollama server chooses its own"},
+		{"[[arms]]\nname = \"a\"\nbackend = \"ollama\"\nmodel_path = \"m.gguf\"\n", nil, "/p/ab.toml:10: arm a: model_path: names a model file for an in-process engine such as builtin; the ollama server loads its own (set model instead)"},
 		{"[[arms]]\nname = \"a\"\ndtype = \"q4\"\n", nil, `/p/ab.toml:9: arm a: dtype: "q4" is not a weight format of builtin; use one of f32, q8_0`},
 		{"[[arms]]\nname = \"a\"\nurl = \"http://x\"\n", nil, "/p/ab.toml:9: arm a: url: the builtin backend runs in process and takes no URL"},
 		{"[[arms]]\nname = \"a\"\nbackend = \"ollama\"\nurl = \"localhost:11434\"\n", nil, `/p/ab.toml:10: arm a: url: "localhost:11434" is not a server address`},
@@ -262,5 +263,30 @@ func TestServerProfilesRunOnRecordedServers(t *testing.T) {
 	if err != nil || len(plan.Targets) != 2 || plan.Targets[0].Name != "ollama-gemma3-270m" || plan.Targets[1].Target.Model != "qwen3:0.6b" ||
 		plan.Targets[0].Target.URL != plan.Targets[1].Target.URL {
 		t.Errorf("two-models: %+v %v", plan, err)
+	}
+}
+
+// TestARefusedRequestNamesTheOptionsItCarried: llama-server's recorded
+// 400 for every request; the arm's options are named in the trial's error
+// and in one live warning, with where they went.
+func TestARefusedRequestNamesTheOptionsItCarried(t *testing.T) {
+	srv := newLlamaServer(t, "error_missing_prompt_completion")
+	p, err := profiles.Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 8\ntrials = 3\nwarmup = 0\nprompts = [\"x\"]\n"+
+		"[[arms]]\nname = \"keep\"\nbackend = \"llamacpp\"\nurl = \""+srv.url()+"\"\n[arms.options]\nn_keep = 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, bs, err := Prepare(p, Options{OutDir: t.TempDir(), Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Telemetry = testPlan(t, 0, 1, "x").Telemetry
+	status, _, events := runTargets(t, plan, bs)
+	const carried = "(the request carried the options n_keep=1, as fields of the /completion request (n_keep, n_probs, dry_multiplier, ...); a server refuses one it does not take)"
+	recs := trials(events)
+	warnings := eventsOf[Warning](events)
+	if status != session.StatusFailed || len(recs) != 3 || !strings.HasSuffix(recs[2].Error, carried) ||
+		len(warnings) != 1 || !strings.HasPrefix(warnings[0].Text, "keep trial 1 was refused by its server: HTTP 400") || !strings.HasSuffix(warnings[0].Text, carried) {
+		t.Errorf("status %s, trials %+v, warnings %+v", status, recs, warnings)
 	}
 }
