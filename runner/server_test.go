@@ -91,6 +91,18 @@ func (s *llamaServer) kill() {
 	}
 }
 
+// restartAfter starts the server again pause after its requests-th
+// /completion request (the one killAt killed it on).
+func (s *llamaServer) restartAfter(requests int32, pause time.Duration) {
+	go func() {
+		for s.requests.Load() < requests {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(pause)
+		s.restart()
+	}()
+}
+
 func (s *llamaServer) restart() {
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
@@ -187,13 +199,7 @@ func TestDeadServerEndsTheRunAsPartial(t *testing.T) {
 func TestServerBackAfterARestart(t *testing.T) {
 	srv := newLlamaServer(t, "completion_t0_stream")
 	srv.killAt = 5
-	go func() {
-		for srv.requests.Load() < 5 {
-			time.Sleep(5 * time.Millisecond)
-		}
-		time.Sleep(400 * time.Millisecond)
-		srv.restart()
-	}()
+	srv.restartAfter(5, 400*time.Millisecond)
 	plan := llamaPlan(t, srv.url(), 1, 4, 10*time.Second)
 	status, err, events := runLlama(t, plan)
 	if err != nil || status != session.StatusComplete {

@@ -91,13 +91,7 @@ func TestOneTargetDiesTheOtherGoesOn(t *testing.T) {
 func TestALostTargetComesBackAndWarmsUpAgain(t *testing.T) {
 	flaky, steady := newLlamaServer(t, "completion_t0_stream"), newLlamaServer(t, "completion_t0_stream")
 	flaky.killAt = 3
-	go func() {
-		for flaky.requests.Load() < 3 {
-			time.Sleep(5 * time.Millisecond)
-		}
-		time.Sleep(150 * time.Millisecond)
-		flaky.restart()
-	}()
+	flaky.restartAfter(3, 150*time.Millisecond)
 	plan, bs := twoServerPlan(t, flaky.url(), steady.url(), 40, 10*time.Second)
 	status, err, events := runTargets(t, plan, bs)
 	if err != nil || status != session.StatusComplete {

@@ -350,13 +350,13 @@ func ShortLabels(columns []Column) (labels, legend []string) {
 			stems = append(stems, col.Session)
 		}
 	}
+	var armLabels map[string]string
 	for _, col := range columns {
 		if len(stems) == 1 {
-			label := ""
-			if col.manifest != nil {
-				label = ArmLabels(col.manifest)[col.Arm]
+			if armLabels == nil && col.manifest != nil {
+				armLabels = ArmLabels(col.manifest) // one session: one manifest
 			}
-			labels = append(labels, LabelledArm(col.Arm, label))
+			labels = append(labels, LabelledArm(col.Arm, armLabels[col.Arm]))
 			continue
 		}
 		letter := string(rune('A' + slices.Index(stems, col.Session)))
