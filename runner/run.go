@@ -154,7 +154,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 	infos := make([]backends.Info, len(plan.Targets))
 	for i := range plan.Targets {
 		t := &plan.Targets[i]
-		if infos[i], err = waitForServer(ctx, bs[i], plan, t, "the model to load", isNotReady, events); err != nil {
+		if infos[i], err = waitForServer(ctx, bs[i], plan, t, time.Now(), "the model to load", isNotReady, events); err != nil {
 			where := t.Kind.Name + " backend " + t.Where()
 			if len(plan.Targets) > 1 {
 				where += ", " + armWords(t)
@@ -291,10 +291,9 @@ func isDown(err error) bool {
 
 // waitForServer probes target t's backend b until it answers. While the
 // failure is one that waiting can cure (retry says which) it probes again
-// with a growing pause, telling the front end, for at most
-// plan.ServerWait.
-func waitForServer(ctx context.Context, b backends.Backend, plan *Plan, t *PlanTarget, what string, retry func(error) bool, events chan<- Event) (backends.Info, error) {
-	start := time.Now()
+// with a growing pause, telling the front end, until plan.ServerWait has
+// passed since the wait began (since: now, or when the server was lost).
+func waitForServer(ctx context.Context, b backends.Backend, plan *Plan, t *PlanTarget, since time.Time, what string, retry func(error) bool, events chan<- Event) (backends.Info, error) {
 	pause := 250 * time.Millisecond
 	if len(plan.Targets) > 1 {
 		what += " (" + t.Name + ", " + armWords(t) + ")"
@@ -306,7 +305,7 @@ func waitForServer(ctx context.Context, b backends.Backend, plan *Plan, t *PlanT
 		if err == nil || !retry(err) || ctx.Err() != nil {
 			return info, err
 		}
-		elapsed := time.Since(start)
+		elapsed := time.Since(since)
 		if elapsed >= plan.ServerWait {
 			return info, fmt.Errorf("%w; still so after waiting %v for %s (--server-wait)", err, plan.ServerWait, what)
 		}
@@ -486,9 +485,7 @@ func (r *run) revive(ctx context.Context) {
 				continue
 			}
 		} else {
-			wait := *r.plan
-			wait.ServerWait = max(r.plan.ServerWait-time.Since(state.downSince), time.Millisecond)
-			_, err = waitForServer(ctx, r.backends[t], &wait, target, "the server to come back", isDown, r.events)
+			_, err = waitForServer(ctx, r.backends[t], r.plan, target, state.downSince, "the server to come back", isDown, r.events)
 			if ctx.Err() != nil {
 				return
 			}
