@@ -78,13 +78,22 @@ func orNone(s string) string {
 // ArmLabels names each arm of m by what sets its target apart from the
 // others', and only that: "q8_0" and "f32" for arms that differ in dtype
 // alone, "ollama" and "llamacpp" for one model on two servers,
-// "num_ctx=512" for an option set. Sampling is left to the arm's strategy,
+// "num_ctx=512" for an option set, an address only between servers of one
+// kind. Sampling is left to the arm's strategy,
 // which every output gives already; labels are empty where the arms
 // share one target and cache setting.
 func ArmLabels(m *Manifest) map[string]string {
 	facets := []func(a ArmInfo, t TargetInfo) string{
 		func(_ ArmInfo, t TargetInfo) string { return t.Kind },
-		func(_ ArmInfo, t TargetInfo) string { return t.URL },
+		// The address says something only between servers of one kind.
+		func(_ ArmInfo, t TargetInfo) string {
+			for _, u := range m.Targets {
+				if u.Kind == t.Kind && u.URL != t.URL {
+					return t.URL
+				}
+			}
+			return ""
+		},
 		func(_ ArmInfo, t TargetInfo) string { return t.Model() },
 		func(_ ArmInfo, t TargetInfo) string { return t.Quantization },
 		func(_ ArmInfo, t TargetInfo) string {
@@ -113,10 +122,13 @@ func ArmLabels(m *Manifest) map[string]string {
 	}
 	facets = append(facets,
 		func(a ArmInfo, _ TargetInfo) string {
-			if strings.HasPrefix(a.PromptCache, "allowed") {
+			switch {
+			case strings.HasPrefix(a.PromptCache, "allowed"):
 				return "cache allowed"
+			case strings.HasPrefix(a.PromptCache, "off"):
+				return "cache off"
 			}
-			return "cache off"
+			return "may cache" // a server with no switch (promptCacheWords)
 		})
 	labels := make(map[string]string, len(m.Arms))
 	for _, facet := range facets {
@@ -127,8 +139,12 @@ func ArmLabels(m *Manifest) map[string]string {
 		if len(values) == 0 || slices.Equal(values, slices.Repeat(values[:1], len(values))) {
 			continue
 		}
+		// An empty value is a facet the arm's target does not have (no
+		// URL in process, no threads on a server): nothing to say.
 		for i, a := range m.Arms {
-			labels[a.Name] = strings.TrimPrefix(labels[a.Name]+" · "+orNone(values[i]), " · ")
+			if values[i] != "" {
+				labels[a.Name] = strings.TrimPrefix(labels[a.Name]+" · "+values[i], " · ")
+			}
 		}
 	}
 	return labels

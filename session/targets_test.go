@@ -55,7 +55,7 @@ func TestArmLabelsSayOnlyWhatDiffers(t *testing.T) {
 		Arms: []ArmInfo{{Name: "o", Target: "ollama", PromptCache: "allowed (prompt_cache = true)"}, {Name: "l", Target: "llamacpp", PromptCache: "off: ..."}},
 	}
 	labels = ArmLabels(servers)
-	if labels["o"] != "ollama · http://127.0.0.1:11434 · tiny:latest · num_ctx=512 · cache allowed" || labels["l"] != "llamacpp · http://127.0.0.1:8080 · tiny.gguf · num_ctx default · cache off" {
+	if labels["o"] != "ollama · tiny:latest · num_ctx=512 · cache allowed" || labels["l"] != "llamacpp · tiny.gguf · num_ctx default · cache off" {
 		t.Errorf("servers: %v", labels)
 	}
 }
