@@ -358,7 +358,7 @@ func (a *App) bindings() bindings {
 	var short []key.Binding
 	switch a.screen {
 	case screenPicker:
-		short = []key.Binding{keys.Start, keys.NextPanel, keys.Prev, keys.Next}
+		short = []key.Binding{keys.Start, keys.NextPanel, helpMove}
 		if a.picker.focus == focusBackends {
 			short = append(short, keys.Pick, keys.NextModel)
 		}

@@ -51,6 +51,7 @@ func (b bindings) FullHelp() [][]key.Binding { return b.full }
 // match.
 var (
 	helpScroll     = key.NewBinding(key.WithKeys(append(keys.Prev.Keys(), keys.Next.Keys()...)...), key.WithHelp("↑/↓", "scroll"))
+	helpMove       = relabel(helpScroll, "move")
 	helpReportBack = relabel(keys.Report, "results")
 	helpChoose     = relabel(keys.Start, "compare")
 	// "n new" beside the done view's other keys keeps "q quit" on an
