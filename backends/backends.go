@@ -107,7 +107,8 @@ type Backend interface {
 	Probe(ctx context.Context, model string) (Info, error)
 	// Generate streams one completion, calling onChunk as text arrives.
 	// Cancelling ctx aborts the request promptly. On error the Result holds
-	// whatever the server reported before the failure.
+	// whatever the server reported before the failure. It is safe for
+	// concurrent calls: a load run keeps several requests in flight.
 	Generate(ctx context.Context, req Request, onChunk OnChunk) (Result, error)
 }
 
@@ -170,3 +171,7 @@ func NormalizeStopReason(s string) string {
 	}
 	return s
 }
+
+// MaxConcurrency is the most requests a load run keeps in flight on one
+// target; the HTTP client keeps that many idle connections per host.
+const MaxConcurrency = 256

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 )
@@ -59,11 +60,12 @@ func BenchmarkDecodeStep(b *testing.B) {
 			for _, threads := range []int{1, 2} {
 				b.Run(fmt.Sprintf("%s/%s/threads=%d", model, dtype, threads), func(b *testing.B) {
 					e := benchEngine(b, model, dtype, threads)
+					st := NewState(e.Model.Weights)
 					for pos := range 64 {
-						e.state.Forward(1, pos)
+						e.forwardOne(st, 1, pos)
 					}
 					for b.Loop() {
-						argmax(e.state.Forward(1, 64))
+						argmax(e.forwardOne(st, 1, 64))
 					}
 					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
 				})
@@ -149,14 +151,13 @@ func BenchmarkPoolHandOff(b *testing.B) {
 			b.Run(dtype+"/"+c.name, func(b *testing.B) {
 				p := NewPool(c.threads)
 				defer p.Close()
-				st := &State{pool: p}
 				for b.Loop() {
 					if c.idle > 0 {
 						b.StopTimer()
 						time.Sleep(c.idle)
 						b.StartTimer()
 					}
-					st.matVec(m, out, x, &xq)
+					runMatVec(p, m, out, x, &xq)
 				}
 			})
 		}
@@ -168,13 +169,14 @@ func BenchmarkPoolHandOff(b *testing.B) {
 // over 256 cached keys and values.
 func BenchmarkAttention(b *testing.B) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	st := NewState(Synthetic(SyntheticShapes["stories110M"], 1), NewPool(1))
+	st := NewState(Synthetic(SyntheticShapes["stories110M"], 1))
 	copy(st.keys, randomVec(rng, len(st.keys)))
 	copy(st.values, randomVec(rng, len(st.values)))
 	copy(st.q, randomVec(rng, len(st.q)))
-	st.attn = attnJob{st: st, layer: 3, pos: 255}
+	st.pos = 255
+	job := attnJob{states: []*State{st}, layer: 3, heads: st.w.Shape.Heads}
 	for b.Loop() {
-		st.attn.do(0, st.w.Shape.Heads)
+		job.do(0, job.heads)
 	}
 }
 
@@ -191,5 +193,30 @@ func BenchmarkQuantize(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(x)), "ns/value")
 		})
+	}
+}
+
+// BenchmarkConcurrentStreams runs N streams of 64 greedy tokens at once
+// on two threads and reports the aggregate tok/s: the engine's batched
+// passes against N = 1.
+func BenchmarkConcurrentStreams(b *testing.B) {
+	for _, model := range []string{"stories15M-synthetic", "stories110M-synthetic"} {
+		for _, dtype := range []string{"f32", "q8_0"} {
+			for _, streams := range []int{1, 2, 4, 8} {
+				b.Run(fmt.Sprintf("%s/%s/streams=%d", model, dtype, streams), func(b *testing.B) {
+					e := benchEngine(b, model, dtype, 2)
+					for b.Loop() {
+						var wg sync.WaitGroup
+						for range streams {
+							wg.Go(func() {
+								e.Generate(context.Background(), []int{tokenBOS}, 64, Sampling{IgnoreEOS: true}, func(int) {})
+							})
+						}
+						wg.Wait()
+					}
+					b.ReportMetric(float64(64*streams*b.N)/b.Elapsed().Seconds(), "tok/s")
+				})
+			}
+		}
 	}
 }

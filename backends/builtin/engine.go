@@ -3,24 +3,55 @@ package builtin
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tokentop/tokentop/backends"
 )
 
-// Engine runs generations of one model. It is not safe for concurrent
-// use: the runner runs one trial at a time.
+// Engine runs generations of one model. Generate is safe for concurrent
+// calls, and serves them the way an inference server does: each call is a
+// stream with its own State (KV cache, activations, sampler) over the
+// shared weights, and the steps the streams ask for at about the same time
+// run as one batched forward pass (see pass). A lock around a one-stream
+// engine would time-slice the streams instead, each paying for every
+// weight read alone.
 type Engine struct {
-	Model   *Model
-	pool    *Pool
-	state   *State
-	sampler *Sampler
+	Model *Model
+	pool  *Pool
+	rope  rotary
+
+	// Steps are batched by flat combining: a stream queues its step, then
+	// whichever stream finds no pass running (busy) runs every queued step
+	// as one pass, marks them done and wakes their streams; a stream that
+	// finds a pass running waits for it to end. One stream alone pays two
+	// atomic operations and a lock per token.
+	queueMu sync.Mutex
+	queue   []*State
+	queued  atomic.Int32 // len(queue), read while gathering
+	busy    atomic.Bool  // a pass is running
+	pass    pass         // the buffers of the stream that runs it
+	active  atomic.Int32 // streams inside Generate
+	// lastPass is how long the last pass took (ns): the longest a leader
+	// waits for the other active streams to queue their steps. A stream
+	// that misses a pass waits one pass; waiting longer would cost every
+	// other stream more than it saves.
+	lastPass atomic.Int64
+
+	idleMu sync.Mutex
+	idle   []*State // states of finished streams, for reuse
 }
 
-// NewEngine prepares buffers for model with threads workers.
+// maxGather bounds the wait for other streams' steps, whatever a pass
+// takes.
+const maxGather = 2 * time.Millisecond
+
+// NewEngine prepares the shared parts of model with threads workers;
+// each stream's buffers are allocated on its first use.
 func NewEngine(m *Model, threads int) *Engine {
-	pool := NewPool(threads)
-	return &Engine{Model: m, pool: pool, state: NewState(m.Weights, pool), sampler: NewSampler(m.Weights.Shape.Vocab)}
+	return &Engine{Model: m, pool: NewPool(threads), rope: newRotary(m.Weights.Shape)}
 }
 
 // Close stops the worker goroutines.
@@ -28,6 +59,76 @@ func (e *Engine) Close() { e.pool.Close() }
 
 // Threads is the engine's parallelism.
 func (e *Engine) Threads() int { return e.pool.Threads() }
+
+// acquire returns a stream's State, reused when one is idle.
+func (e *Engine) acquire() *State {
+	e.idleMu.Lock()
+	defer e.idleMu.Unlock()
+	if n := len(e.idle); n > 0 {
+		st := e.idle[n-1]
+		e.idle = e.idle[:n-1]
+		return st
+	}
+	return NewState(e.Model.Weights)
+}
+
+func (e *Engine) release(st *State) {
+	e.idleMu.Lock()
+	e.idle = append(e.idle, st)
+	e.idleMu.Unlock()
+}
+
+// step runs st's token at st.pos through the model, batched with the
+// steps other streams have queued, and samples st.next when st.sample.
+func (e *Engine) step(st *State) {
+	st.done.Store(false)
+	e.queueMu.Lock()
+	e.queue = append(e.queue, st)
+	e.queued.Add(1)
+	e.queueMu.Unlock()
+	for !st.done.Load() {
+		if e.busy.CompareAndSwap(false, true) {
+			if !st.done.Load() {
+				e.runPass()
+			}
+			e.busy.Store(false)
+			e.wakeQueued() // steps queued during the pass need a runner
+			continue
+		}
+		st.await(func() bool { return st.done.Load() || !e.busy.Load() })
+	}
+}
+
+// runPass gathers the queued steps, waiting briefly for active streams
+// that have not queued yet, and runs them as one pass.
+func (e *Engine) runPass() {
+	wait := time.Duration(min(e.lastPass.Load(), int64(maxGather)))
+	for start := time.Now(); e.queued.Load() < e.active.Load() && time.Since(start) < wait; {
+		runtime.Gosched()
+	}
+	e.queueMu.Lock()
+	e.pass.states = append(e.pass.states[:0], e.queue...)
+	e.queue = e.queue[:0]
+	e.queued.Store(0)
+	e.queueMu.Unlock()
+
+	start := time.Now()
+	e.forward(&e.pass)
+	e.lastPass.Store(int64(time.Since(start)))
+	for _, s := range e.pass.states {
+		s.done.Store(true)
+		s.notify()
+	}
+}
+
+// wakeQueued wakes the streams whose steps wait for a pass.
+func (e *Engine) wakeQueued() {
+	e.queueMu.Lock()
+	for _, s := range e.queue {
+		s.notify()
+	}
+	e.queueMu.Unlock()
+}
 
 // Generation is what one call of Generate did.
 type Generation struct {
@@ -63,9 +164,12 @@ func (e *Engine) Generate(ctx context.Context, prompt []int, maxTokens int, s Sa
 	// Sized once: generation never runs past the context, and the decode
 	// loop must not allocate per token.
 	g.Tokens = make([]int, 0, max(0, min(maxTokens, seqLen-len(prompt)+1)))
-	e.sampler.Configure(s.Temperature, s.TopK, s.TopP, s.MinP, s.Seed)
+	st := e.acquire()
+	defer e.release(st)
+	st.sampler.Configure(s.Temperature, s.TopK, s.TopP, s.MinP, s.Seed)
+	e.active.Add(1)
+	defer e.active.Add(-1)
 	start := time.Now()
-	var logits []float32
 	for pos, tok := range prompt {
 		if pos >= seqLen {
 			g.StopReason = backends.StopTruncated
@@ -74,12 +178,13 @@ func (e *Engine) Generate(ctx context.Context, prompt []int, maxTokens int, s Sa
 		if err := ctx.Err(); err != nil {
 			return g, err
 		}
-		logits = e.state.Forward(tok, pos)
+		st.token, st.pos, st.sample = tok, pos, pos == len(prompt)-1
+		e.step(st)
 	}
 	g.Prefill = time.Since(start)
 	decodeStart := time.Now()
 	for pos := len(prompt); len(g.Tokens) < maxTokens; pos++ {
-		next := e.sampler.Sample(logits)
+		next := st.next
 		if (next == tokenEOS || next == tokenBOS) && !s.IgnoreEOS {
 			g.StopReason = "stop"
 			break
@@ -97,7 +202,8 @@ func (e *Engine) Generate(ctx context.Context, prompt []int, maxTokens int, s Sa
 			g.Decode = time.Since(decodeStart)
 			return g, err
 		}
-		logits = e.state.Forward(next, pos)
+		st.token, st.pos, st.sample = next, pos, true
+		e.step(st)
 	}
 	g.Decode = time.Since(decodeStart)
 	if g.StopReason == "" { // the loop ran to max_tokens; a canceled one returned above, with no reason

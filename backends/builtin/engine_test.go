@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -113,5 +115,67 @@ func TestCanceledGenerationHasNoStopReason(t *testing.T) {
 	}
 	if g, err = e.Generate(context.Background(), ids, 8, Sampling{IgnoreEOS: true}, func(int) {}); err != nil || g.StopReason != "length" {
 		t.Errorf("a full generation: err %v, stop reason %q; want length", err, g.StopReason)
+	}
+}
+
+// forwardOne runs one stream's token at pos in a pass of its own and
+// returns its logits.
+func (e *Engine) forwardOne(st *State, token, pos int) []float32 {
+	st.token, st.pos, st.sample = token, pos, false
+	e.pass.states = append(e.pass.states[:0], st)
+	e.forward(&e.pass)
+	return st.logits
+}
+
+// runMatVec multiplies one vector by m on pool p.
+func runMatVec(p *Pool, m *Matrix, out, x []float32, xq *quantized) {
+	p.run(&matJob{m: [3]*Matrix{m}, n: 1, x: [][]float32{x}, xq: []*quantized{xq}, out: [3][][]float32{{out}}})
+}
+
+// Streams that run at once, batched into shared passes, must each get
+// exactly the tokens they get alone: batching changes which rows are read
+// together, never a stream's arithmetic.
+func TestConcurrentStreamsMatchSequential(t *testing.T) {
+	m, err := Load(DefaultModel, "f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine(m, 2)
+	defer e.Close()
+	type stream struct {
+		prompt string
+		s      Sampling
+		n      int
+	}
+	streams := []stream{
+		{"Once upon a time", Sampling{}, 60},
+		{"The cat sat", Sampling{Temperature: 0.8, Seed: 7}, 40},
+		{"", Sampling{Temperature: 1, TopP: 0.9, Seed: 3, IgnoreEOS: true}, 90},
+		{"Lily and Ben", Sampling{TopK: 5, Temperature: 0.7, Seed: 11}, 25},
+		{"One day", Sampling{}, 70},
+	}
+	generate := func(st stream) []int {
+		g, err := e.Generate(context.Background(), m.Tokenizer.Encode(st.prompt, true), st.n, st.s, func(int) {})
+		if err != nil {
+			t.Error(err)
+		}
+		return g.Tokens
+	}
+	alone := make([][]int, len(streams))
+	for i, st := range streams {
+		alone[i] = generate(st)
+	}
+	for round := range 3 {
+		together := make([][]int, len(streams))
+		var wg sync.WaitGroup
+		for i, st := range streams {
+			wg.Go(func() { together[i] = generate(st) })
+		}
+		wg.Wait()
+		for i := range streams {
+			if !slices.Equal(together[i], alone[i]) {
+				t.Fatalf("round %d, stream %d (%q): together %v, alone %v", round, i, streams[i].prompt, together[i], alone[i])
+			}
+		}
 	}
 }

@@ -2,26 +2,33 @@ package builtin
 
 import (
 	"math"
+	"sync/atomic"
 )
 
-// State is one generation's scratch space and KV cache. It is reused across
-// trials: a new generation only resets the position.
+// State is one stream's scratch space, KV cache and sampler: everything a
+// generation owns, beside the weights it shares with every other stream.
+// A State is reused across generations: a new one only resets the
+// position.
 type State struct {
-	w                *Weights
-	x, xb, xb2       []float32 // dim
-	hb, hb2          []float32 // hidden
-	q                []float32 // dim
-	att              []float32 // heads × attStride
-	attStride        int       // seq rounded up to a multiple of 8
-	logits           []float32 // vocab
-	k, v             []float32 // kvdim: this position's key and value
-	keys, values     []float32 // layers × kv heads × seq × head size
-	ropeCos, ropeSin []float32 // seq × headSize/2
-	xq               quantized // x quantized for Q8_0 matrices
-	hq               quantized
-	pool             *Pool
-	job              matJob  // the current matvec, kept here so it does not escape per call
-	attn             attnJob // likewise for attention
+	w            *Weights
+	x, xb, xb2   []float32 // dim
+	hb, hb2      []float32 // hidden
+	q            []float32 // dim
+	att          []float32 // heads × attStride
+	attStride    int       // seq rounded up to a multiple of 8
+	logits       []float32 // vocab
+	k, v         []float32 // kvdim: this position's key and value
+	keys, values []float32 // layers × kv heads × seq × head size
+	xq           quantized // x quantized for Q8_0 matrices
+	hq           quantized
+	sampler      *Sampler
+
+	// The step this stream asked for, and its outcome (see Engine.step).
+	token, pos int
+	sample     bool        // sample the next token from this step's logits
+	next       int         // the sampled token
+	done       atomic.Bool // the step ran
+	parker                 // the stream, waiting for its step
 }
 
 type quantized struct {
@@ -33,68 +40,173 @@ func newQuantized(n int) quantized {
 	return quantized{q: make([]int8, n), scales: newScales((n + GroupSize - 1) / GroupSize)}
 }
 
-// NewState allocates everything a forward pass needs, up front.
-func NewState(w *Weights, pool *Pool) *State {
+// NewState allocates everything one stream's forward passes need, up
+// front.
+func NewState(w *Weights) *State {
 	s := w.Shape
-	seq, hs := s.SeqLen, s.HeadSize()
-	st := &State{w: w, pool: pool,
+	seq := s.SeqLen
+	return &State{w: w,
 		k: make([]float32, s.KVDim()), v: make([]float32, s.KVDim()),
 		x: make([]float32, s.Dim), xb: make([]float32, s.Dim), xb2: make([]float32, s.Dim), q: make([]float32, s.Dim),
 		hb: make([]float32, s.HiddenDim), hb2: make([]float32, s.HiddenDim),
 		attStride: roundUp8(seq), att: make([]float32, s.Heads*roundUp8(seq)), logits: make([]float32, s.Vocab),
 		keys: make([]float32, s.Layers*seq*s.KVDim()), values: make([]float32, s.Layers*seq*s.KVDim()),
-		ropeCos: make([]float32, seq*hs/2), ropeSin: make([]float32, seq*hs/2),
-		xq: newQuantized(s.Dim), hq: newQuantized(s.HiddenDim)}
-	// Rotary tables, computed once instead of per token (llama2.c's
-	// frequencies: pair i of a head turns at 10000^(-2i/headSize)).
-	for pos := range seq {
-		for i := 0; i < hs/2; i++ {
-			freq := 1 / math.Pow(10000, float64(2*i)/float64(hs))
-			angle := float64(pos) * freq
-			st.ropeCos[pos*hs/2+i] = float32(math.Cos(angle))
-			st.ropeSin[pos*hs/2+i] = float32(math.Sin(angle))
-		}
-	}
-	return st
+		xq: newQuantized(s.Dim), hq: newQuantized(s.HiddenDim), sampler: NewSampler(s.Vocab), parker: newParker()}
 }
 
-// Forward runs token at position pos through the model and returns the
-// logits over the vocabulary (valid until the next call).
-func (st *State) Forward(token, pos int) []float32 {
-	w, s := st.w, st.w.Shape
-	dim, hs := s.Dim, s.HeadSize()
-	seq := s.SeqLen
-	copy(st.x, w.Embedding[token*dim:(token+1)*dim])
-	cos, sin := st.ropeCos[pos*hs/2:(pos+1)*hs/2], st.ropeSin[pos*hs/2:(pos+1)*hs/2]
+// vecSel names one of a State's activation vectors, so one batched job
+// can read (or write) the same vector of every stream.
+type vecSel uint8
 
+const (
+	selX vecSel = iota
+	selXB
+	selXB2
+	selQ
+	selK
+	selV
+	selHB
+	selHB2
+	selLogits
+)
+
+func (st *State) vec(v vecSel) []float32 {
+	switch v {
+	case selX:
+		return st.x
+	case selXB:
+		return st.xb
+	case selXB2:
+		return st.xb2
+	case selQ:
+		return st.q
+	case selK:
+		return st.k
+	case selV:
+		return st.v
+	case selHB:
+		return st.hb
+	case selHB2:
+		return st.hb2
+	}
+	return st.logits
+}
+
+// quant is the quantized copy of input vector v for Q8_0 products.
+func (st *State) quant(v vecSel) *quantized {
+	if v == selHB {
+		return &st.hq
+	}
+	return &st.xq
+}
+
+// rotary holds the rotary tables, computed once per engine instead of per
+// token (llama2.c's frequencies: pair i of a head turns at
+// 10000^(-2i/headSize)).
+type rotary struct{ cos, sin []float32 } // seq × headSize/2
+
+func newRotary(s Shape) rotary {
+	seq, hs := s.SeqLen, s.HeadSize()
+	r := rotary{cos: make([]float32, seq*hs/2), sin: make([]float32, seq*hs/2)}
+	for pos := range seq {
+		for i := 0; i < hs/2; i++ {
+			angle := float64(pos) / math.Pow(10000, float64(2*i)/float64(hs))
+			r.cos[pos*hs/2+i] = float32(math.Cos(angle))
+			r.sin[pos*hs/2+i] = float32(math.Sin(angle))
+		}
+	}
+	return r
+}
+
+// pass is one forward pass over a batch of streams, each at its own token
+// and position. Every weight matrix is applied to all the streams' vectors
+// in one job, which reads each row once for the whole batch: at one
+// stream it is a matrix-vector product, at several a small matrix-matrix
+// one, which is what lets a decode step serve N streams for about the
+// memory traffic of one.
+type pass struct {
+	states []*State
+	mat    matJob
+	attn   attnJob
+	sample sampleJob
+}
+
+// forward runs each state's token at its position through the model,
+// leaving the logits in its State, then samples where a state asked.
+func (e *Engine) forward(p *pass) {
+	w, s := e.Model.Weights, e.Model.Weights.Shape
+	dim := s.Dim
+	for _, st := range p.states {
+		copy(st.x, w.Embedding[st.token*dim:(st.token+1)*dim])
+	}
 	for l := range w.Layers {
 		layer := &w.Layers[l]
-		rmsNorm(st.xb, st.x, layer.AttnNorm, w.NormEps)
-		st.matVec3(layer.WQ, st.q, layer.WK, st.k, layer.WV, st.v, st.xb, &st.xq)
-
-		for h := 0; h < s.Heads; h++ {
-			rope(st.q[h*hs:(h+1)*hs], cos, sin)
+		for _, st := range p.states {
+			rmsNorm(st.xb, st.x, layer.AttnNorm, w.NormEps)
 		}
-		for h := 0; h < s.KVHeads; h++ {
-			rope(st.k[h*hs:(h+1)*hs], cos, sin)
-			at := ((l*s.KVHeads+h)*seq + pos) * hs
-			copy(st.keys[at:at+hs], st.k[h*hs:(h+1)*hs])
-			copy(st.values[at:at+hs], st.v[h*hs:(h+1)*hs])
+		e.multiply(p, [3]*Matrix{layer.WQ, layer.WK, layer.WV}, 3, false, selXB, [3]vecSel{selQ, selK, selV})
+		for _, st := range p.states {
+			e.storeKV(st, l)
 		}
-
-		st.attn = attnJob{st: st, layer: l, pos: pos}
-		st.pool.run(&st.attn)
-		st.matVec(layer.WO, st.xb2, st.xb, &st.xq)
-		add(st.x, st.xb2)
-
-		rmsNorm(st.xb, st.x, layer.FFNNorm, w.NormEps)
-		st.gatedFFN(layer.W1, layer.W3, st.hb, st.hb2, st.xb, &st.xq)
-		st.matVec(layer.W2, st.xb, st.hb, &st.hq)
-		add(st.x, st.xb)
+		p.attn = attnJob{states: p.states, layer: l, heads: s.Heads}
+		e.pool.run(&p.attn)
+		e.multiply(p, [3]*Matrix{layer.WO}, 1, false, selXB, [3]vecSel{selXB2})
+		for _, st := range p.states {
+			add(st.x, st.xb2)
+			rmsNorm(st.xb, st.x, layer.FFNNorm, w.NormEps)
+		}
+		e.multiply(p, [3]*Matrix{layer.W1, layer.W3}, 2, true, selXB, [3]vecSel{selHB, selHB2})
+		e.multiply(p, [3]*Matrix{layer.W2}, 1, false, selHB, [3]vecSel{selXB})
+		for _, st := range p.states {
+			add(st.x, st.xb)
+		}
 	}
-	rmsNorm(st.x, st.x, w.FinalNorm, w.NormEps)
-	st.matVec(w.Classifier, st.logits, st.x, &st.xq)
-	return st.logits
+	for _, st := range p.states {
+		rmsNorm(st.x, st.x, w.FinalNorm, w.NormEps)
+	}
+	e.multiply(p, [3]*Matrix{w.Classifier}, 1, false, selX, [3]vecSel{selLogits})
+	p.sample = sampleJob{states: p.states, vocab: s.Vocab}
+	e.pool.run(&p.sample)
+}
+
+// storeKV rotates this position's query and key and appends key and value
+// to the stream's cache of layer l.
+func (e *Engine) storeKV(st *State, l int) {
+	s := e.Model.Weights.Shape
+	hs, seq := s.HeadSize(), s.SeqLen
+	cos, sin := e.rope.cos[st.pos*hs/2:(st.pos+1)*hs/2], e.rope.sin[st.pos*hs/2:(st.pos+1)*hs/2]
+	for h := 0; h < s.Heads; h++ {
+		rope(st.q[h*hs:(h+1)*hs], cos, sin)
+	}
+	for h := 0; h < s.KVHeads; h++ {
+		rope(st.k[h*hs:(h+1)*hs], cos, sin)
+		at := ((l*s.KVHeads+h)*seq + st.pos) * hs
+		copy(st.keys[at:at+hs], st.k[h*hs:(h+1)*hs])
+		copy(st.values[at:at+hs], st.v[h*hs:(h+1)*hs])
+	}
+}
+
+// multiply applies up to three matrices to input vector in of every state
+// of the pass, into the outputs out (see matJob), quantizing each input
+// once when the matrices are Q8_0.
+func (e *Engine) multiply(p *pass, ms [3]*Matrix, n int, gated bool, in vecSel, out [3]vecSel) {
+	j := &p.mat
+	j.m, j.n, j.gated = ms, n, gated
+	j.x, j.xq = j.x[:0], j.xq[:0]
+	for i := range n {
+		j.out[i] = j.out[i][:0]
+	}
+	for _, st := range p.states {
+		x, xq := st.vec(in), st.quant(in)
+		if ms[0].Quantized() {
+			quantizeInto(xq.q[:len(x)], xq.scales[:len(x)/GroupSize], x)
+		}
+		j.x, j.xq = append(j.x, x), append(j.xq, xq)
+		for i := range n {
+			j.out[i] = append(j.out[i], st.vec(out[i]))
+		}
+	}
+	e.pool.run(j)
 }
 
 // attendHead computes head h's attention output at pos into xb: scores

@@ -222,9 +222,8 @@ func TestPoolSplitsRowsExactlyOnce(t *testing.T) {
 	matVecF32(serial, m, x, 0, rows)
 	for _, threads := range []int{1, 2, 3, 7} {
 		p := NewPool(threads)
-		st := &State{pool: p}
 		out := make([]float32, rows)
-		st.matVec(m, out, x, nil)
+		runMatVec(p, m, out, x, nil)
 		for i := range out {
 			if out[i] != serial[i] {
 				t.Fatalf("threads %d: row %d = %v, serial %v", threads, i, out[i], serial[i])

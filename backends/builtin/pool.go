@@ -147,18 +147,23 @@ func (p *Pool) run(job job) {
 	p.waiter.await(func() bool { return p.pending.Load() == 0 })
 }
 
-// matJob is up to three matrices applied to the same input vector (Q, K
-// and V), run as one parallel job so a layer pays one fan-out per input,
+// matJob is up to three matrices applied to the same input vectors (Q,
+// K and V), run as one parallel job so a layer pays one fan-out per input,
 // not one per matrix. With gated set it is the feed-forward's gate and up
 // matrices instead: a part is a row of both, and the SwiGLU of that row is
 // applied by the same thread, so it runs in parallel too.
+//
+// It multiplies every stream of a batch: x[b] (or xq[b]) into out[i][b].
+// With several streams the rows go in blocks small enough to stay in
+// cache while each stream's vector passes over them, so the weights are
+// read from memory once per pass, not once per stream.
 type matJob struct {
 	m     [3]*Matrix
-	out   [3][]float32
 	n     int
-	x     []float32
-	xq    *quantized
 	gated bool
+	x     [][]float32
+	xq    []*quantized
+	out   [3][][]float32
 }
 
 func (j *matJob) parts() int {
@@ -173,76 +178,108 @@ func (j *matJob) parts() int {
 }
 
 func (j *matJob) flops() int {
+	per := j.parts() * j.m[0].Cols
 	if j.gated {
-		return 2 * j.m[0].Rows * j.m[0].Cols
+		per *= 2
 	}
-	return j.parts() * j.m[0].Cols
+	return per * len(j.x)
 }
 
 // do computes output rows [lo, hi) of the stacked matrices, or for a
 // gated job rows [lo, hi) of gate and up and their SwiGLU.
 func (j *matJob) do(lo, hi int) {
-	if j.gated {
-		j.rows(0, lo, hi)
-		j.rows(1, lo, hi)
-		swiGLU(j.out[0][lo:hi], j.out[1][lo:hi])
-		return
-	}
-	base := 0
-	for i := range j.n {
-		m := j.m[i]
-		a, b := max(lo-base, 0), min(hi-base, m.Rows)
-		if a < b {
-			j.rows(i, a, b)
+	block := j.block(j.m[0], hi-lo)
+	for a := lo; a < hi; a += block {
+		b := min(a+block, hi)
+		if j.gated {
+			for s := range j.x {
+				j.rows(0, s, a, b)
+				j.rows(1, s, a, b)
+				swiGLU(j.out[0][s][a:b], j.out[1][s][a:b])
+			}
+			continue
 		}
-		base += m.Rows
+		base := 0
+		for i := range j.n {
+			m := j.m[i]
+			if ma, mb := max(a-base, 0), min(b-base, m.Rows); ma < mb {
+				for s := range j.x {
+					j.rows(i, s, ma, mb)
+				}
+			}
+			base += m.Rows
+		}
 	}
 }
 
-// rows computes rows [a, b) of matrix i.
-func (j *matJob) rows(i, a, b int) {
+// rowBlockBytes is how much of a matrix one block of rows may take: the
+// block stays in the core's L2 while every stream's vector passes over it.
+const rowBlockBytes = 32 << 10
+
+// block is how many rows to take at a time out of span rows: all of them
+// for one stream, else as many as fit rowBlockBytes (an even number, as
+// the Q8_0 kernel takes rows in pairs).
+func (j *matJob) block(m *Matrix, span int) int {
+	if len(j.x) == 1 {
+		return max(span, 1)
+	}
+	rowBytes := 4 * m.Cols
+	if m.Quantized() {
+		rowBytes = m.q8RowBytes()
+	}
+	return max(2, rowBlockBytes/rowBytes&^1)
+}
+
+// rows computes rows [a, b) of matrix i for stream s.
+func (j *matJob) rows(i, s, a, b int) {
 	if j.m[i].Quantized() {
-		matVecQ8(j.out[i], j.m[i], j.xq, a, b)
+		matVecQ8(j.out[i][s], j.m[i], j.xq[s], a, b)
 	} else {
-		matVecF32(j.out[i], j.m[i], j.x, a, b)
+		matVecF32(j.out[i][s], j.m[i], j.x[s], a, b)
 	}
 }
 
-func (st *State) matVec(m *Matrix, out, x []float32, xq *quantized) {
-	st.runJob(matJob{m: [3]*Matrix{m}, out: [3][]float32{out}, n: 1, x: x, xq: xq})
-}
-
-// gatedFFN sets hb = silu(gate·x) ⊙ (up·x).
-func (st *State) gatedFFN(gate, up *Matrix, hb, hb2, x []float32, xq *quantized) {
-	st.runJob(matJob{m: [3]*Matrix{gate, up}, out: [3][]float32{hb, hb2}, n: 2, x: x, xq: xq, gated: true})
-}
-
-func (st *State) matVec3(m0 *Matrix, out0 []float32, m1 *Matrix, out1 []float32, m2 *Matrix, out2 []float32, x []float32, xq *quantized) {
-	st.runJob(matJob{m: [3]*Matrix{m0, m1, m2}, out: [3][]float32{out0, out1, out2}, n: 3, x: x, xq: xq})
-}
-
-// runJob quantizes the input once when the matrices are Q8_0, then runs.
-func (st *State) runJob(job matJob) {
-	if job.m[0].Quantized() {
-		n := len(job.x)
-		quantizeInto(job.xq.q[:n], job.xq.scales[:n/GroupSize], job.x)
-	}
-	st.job = job
-	st.pool.run(&st.job)
-}
-
-// attnJob is one layer's attention at one position, split by head.
+// attnJob is one layer's attention for every stream of a pass, split by
+// stream and head.
 type attnJob struct {
-	st         *State
-	layer, pos int
+	states       []*State
+	layer, heads int
 }
 
-func (j *attnJob) parts() int { return j.st.w.Shape.Heads }
+func (j *attnJob) parts() int { return len(j.states) * j.heads }
 
-func (j *attnJob) flops() int { return 4 * j.st.w.Shape.Dim * (j.pos + 1) }
+func (j *attnJob) flops() int {
+	f := 0
+	for _, st := range j.states {
+		f += 4 * st.w.Shape.Dim * (st.pos + 1)
+	}
+	return f
+}
 
 func (j *attnJob) do(lo, hi int) {
-	for h := lo; h < hi; h++ {
-		j.st.attendHead(j.layer, j.pos, h)
+	for p := lo; p < hi; p++ {
+		st := j.states[p/j.heads]
+		st.attendHead(j.layer, st.pos, p%j.heads)
+	}
+}
+
+// sampleJob picks each stream's next token from its logits, where the
+// stream asked for one; streams sample independently, so in parallel.
+type sampleJob struct {
+	states []*State
+	vocab  int
+}
+
+func (j *sampleJob) parts() int { return len(j.states) }
+
+// flops counts a softmax over the vocabulary per stream, about what a
+// sampler with a temperature costs (greedy is cheaper).
+func (j *sampleJob) flops() int { return 16 * j.vocab * len(j.states) }
+
+func (j *sampleJob) do(lo, hi int) {
+	for _, st := range j.states[lo:hi] {
+		if st.sample {
+			st.next = st.sampler.Sample(st.logits)
+		}
 	}
 }

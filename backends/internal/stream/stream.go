@@ -36,11 +36,14 @@ var ErrTruncated = errors.New("stream ended before the server's final message (c
 // gzip layer would buffer stream chunks and distort arrival times; there is
 // no client timeout because each trial carries its own deadline. Idle
 // connections are dropped after idleTimeout, before llama-server's own 5 s
-// keep-alive limit closes them under a request.
+// keep-alive limit closes them under a request. A load run keeps up to
+// backends.MaxConcurrency requests in flight on one host; with fewer idle
+// connections kept (Go's default is 2) every request past them would open
+// a new connection, and the handshake would land in its TTFT.
 var Client = &http.Client{Transport: &http.Transport{
 	Proxy:               http.ProxyFromEnvironment,
 	DisableCompression:  true,
-	MaxIdleConnsPerHost: 4,
+	MaxIdleConnsPerHost: backends.MaxConcurrency,
 	IdleConnTimeout:     idleTimeout,
 }}
 
