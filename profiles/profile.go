@@ -58,6 +58,14 @@ type Profile struct {
 	// model's end of sequence, so that arms compare at the same length;
 	// only backends that can be told so take it.
 	FixedLength bool `toml:"fixed_length"`
+	// Concurrency keeps that many requests in flight per arm, a closed
+	// loop; several levels make a sweep (see Levels).
+	Concurrency Levels `toml:"concurrency"`
+	// Together names arms that run as one multi-agent group: concurrently
+	// and, interleaved with that, one after the other.
+	Together []string `toml:"together"`
+	// SLO bounds each request's latencies, for goodput.
+	SLO SLO `toml:"slo"`
 
 	// Source is "builtin" or the file the profile was read from.
 	Source string `toml:"-"`
@@ -93,6 +101,9 @@ type Arm struct {
 	// PromptCache, when set, overrides the profile's prompt_cache for
 	// this arm (true measures the cache on purpose).
 	PromptCache *bool `toml:"prompt_cache"`
+	// Concurrency, when set, is the arm's own level, in place of the
+	// profile's.
+	Concurrency int `toml:"concurrency"`
 
 	// from is the --arm flag the arm came from; "" for a profile's arm.
 	from string
@@ -100,7 +111,7 @@ type Arm struct {
 
 // ArmKeys are the keys of an [[arms]] table, in the order help lists them.
 var ArmKeys = []string{"name", "temperature", "top_k", "top_p", "min_p", "seed",
-	"backend", "url", "model", "model_path", "dtype", "threads", "prompt_cache", "options"}
+	"backend", "url", "model", "model_path", "dtype", "threads", "prompt_cache", "concurrency", "options"}
 
 // AllowsPromptCache is whether the arm's server may reuse cached prompts:
 // the arm's own choice, else the profile's.
@@ -272,10 +283,12 @@ func allowedKeys(k toml.Key) string {
 		return strings.Join(ArmKeys, ", ")
 	case len(k) > 1 && k[0] == "stop":
 		return "until_ci, statistic, min_trials"
+	case len(k) > 1 && k[0] == "slo":
+		return "ttft_ms, itl_ms, e2e_ms, goodput"
 	case len(k) > 1 && k[0] == "models":
 		return "one model name per backend kind, e.g. ollama = \"gemma3:270m\""
 	default:
-		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompt_file, prompt_cache, fixed_length, [models], [[arms]], [stop]"
+		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompt_file, prompt_cache, fixed_length, concurrency, together, [models], [[arms]], [stop], [slo]"
 	}
 }
 
@@ -354,6 +367,13 @@ func (p *Profile) resolve(file string) error {
 	p.Stop.Check(p.Trials, func(key, msg string) {
 		errs = append(errs, &Error{File: file, Line: p.keys.find(toml.Key{"stop", key}, -1), Key: "stop." + key, Msg: msg})
 	})
+	p.checkLoad(func(key, msg string) {
+		path := toml.Key{key}
+		if sub, ok := strings.CutPrefix(key, "slo."); ok {
+			path = toml.Key{"slo", sub}
+		}
+		errs = append(errs, &Error{File: file, Line: p.keys.find(path, -1), Key: key, Msg: msg})
+	}, func(arm int, key, msg string) { bad(arm, key, "%s", msg) })
 	if len(p.Arms) == 0 {
 		errs = append(errs, &Error{File: file, Key: "arms", Msg: "no arms; add at least one [[arms]] table with a name"})
 	}

@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +29,7 @@ top_k = 40
 `
 
 func TestBuiltinsAreValidAndComplete(t *testing.T) {
-	want := map[string]bool{"greedy-vs-sampling": false, "repeatability": false, "quick": false, "f32-vs-q8": false, "ollama-vs-llamacpp": false, "two-models": false}
+	want := map[string]bool{"greedy-vs-sampling": false, "repeatability": false, "quick": false, "f32-vs-q8": false, "ollama-vs-llamacpp": false, "two-models": false, "dual-agent": false}
 	for _, p := range Builtins() {
 		want[p.Name] = true
 		if p.Source != "builtin" {
@@ -93,6 +94,15 @@ func TestParseErrorsNameFileLineAndKey(t *testing.T) {
 		{"stop statistic", validProfile + "[stop]\nuntil_ci = 0.01\nstatistic = \"p90\"\n", `t.toml:20: stop.statistic: "p90" is not allowed; use one of median, mean`},
 		{"stop mean too early", validProfile + "[stop]\nuntil_ci = 0.01\nstatistic = \"mean\"\nmin_trials = 3\n", "t.toml:21: stop.min_trials: 3 is too few for the mean"},
 		{"stop after the cap", validProfile + "[stop]\nuntil_ci = 0.01\nmin_trials = 8\n", "t.toml:20: stop.min_trials: 8 is more than trials = 5, the cap"},
+		{"concurrency not a number", strings.Replace(validProfile, "trials = 5", "trials = 5\nconcurrency = \"four\"", 1), "t.toml:5: concurrency: four is not a whole number or a list of them"},
+		{"concurrency falls", strings.Replace(validProfile, "trials = 5", "trials = 5\nconcurrency = [1, 4, 2]", 1), "t.toml:5: concurrency: levels must rise (2 after 4)"},
+		{"concurrency too high", strings.Replace(validProfile, "trials = 5", "trials = 5\nconcurrency = 1000", 1), "t.toml:5: concurrency: 1000 is out of range; use 1 to 256 streams"},
+		{"arm concurrency", strings.Replace(validProfile, "top_k = 40", "top_k = 40\nconcurrency = -2", 1), "t.toml:18: arms[1].concurrency: -2 is out of range"},
+		{"together one arm", strings.Replace(validProfile, "trials = 5", "trials = 5\ntogether = [\"hot\"]", 1), "t.toml:5: together: a group runs two or more arms at once"},
+		{"together unknown arm", strings.Replace(validProfile, "trials = 5", "trials = 5\ntogether = [\"hot\", \"cold\"]", 1), `t.toml:5: together: "cold" is not an arm of this profile`},
+		{"together with concurrency", strings.Replace(validProfile, "trials = 5", "trials = 5\nconcurrency = 2\ntogether = [\"hot\", \"greedy\"]", 1), "t.toml:6: together: a together group runs each of its arms as one stream"},
+		{"slo goodput", validProfile + "[slo]\nttft_ms = 500\ngoodput = 90\n", "t.toml:20: slo.goodput: 90 is out of range"},
+		{"slo unknown", validProfile + "[slo]\nttft = 500\n", "t.toml:19: slo.ttft: unknown key; allowed keys are ttft_ms, itl_ms, e2e_ms, goodput"},
 		{"stop unknown key", validProfile + "[stop]\nuntil = 0.01\n", "t.toml:19: stop.until: unknown key; allowed keys are until_ci, statistic, min_trials"},
 	}
 	for _, c := range cases {
@@ -152,7 +162,7 @@ func TestUserProfilesShadowBuiltinsAndBrokenFilesReported(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(validProfile))
-	for _, p := range []string{"greedy-vs-sampling", "repeatability", "quick", "f32-vs-q8", "ollama-vs-llamacpp", "two-models"} {
+	for _, p := range []string{"greedy-vs-sampling", "repeatability", "quick", "f32-vs-q8", "ollama-vs-llamacpp", "two-models", "dual-agent"} {
 		data, _ := builtinFS.ReadFile("builtin/" + p + ".toml")
 		f.Add(data)
 	}
@@ -186,4 +196,45 @@ func TestStopRuleDefaults(t *testing.T) {
 	if (Stop{}).Enabled() || (Stop{}).Effective() != (Stop{}) {
 		t.Error("no [stop] table must mean no rule")
 	}
+}
+
+func TestLoadProfiles(t *testing.T) {
+	p, err := Parse("t.toml", []byte(strings.Replace(validProfile, "trials = 5", "trials = 5\nconcurrency = [1, 2, 8]", 1)+"[slo]\nttft_ms = 500\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Load() || len(p.Concurrency) != 3 || p.Concurrency[2] != 8 || p.SLO.TTFTMs != 500 || p.SLO.Goodput != DefaultGoodput {
+		t.Errorf("sweep profile: load %v, levels %v, slo %+v", p.Load(), p.Concurrency, p.SLO)
+	}
+	if p, _ := Parse("t.toml", []byte(strings.Replace(validProfile, "trials = 5", "trials = 5\nconcurrency = 1", 1))); p.Load() {
+		t.Error("concurrency = 1 is one trial at a time, not a load run")
+	}
+	for flag, want := range map[string]string{"1,2,4,8": "[1 2 4 8]", "4": "[4]", " 2, 16": "[2 16]"} {
+		if l, err := ParseLevels(flag); err != nil || fmt.Sprint(l) != want {
+			t.Errorf("ParseLevels(%q) = %v, %v; want %s", flag, l, err, want)
+		}
+	}
+	for flag, want := range map[string]string{"1,x": `"x" is not a whole number`, "0": "0 is out of range", "4,2": "levels must rise", "": `"" is not a whole number`} {
+		if _, err := ParseLevels(flag); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseLevels(%q): %v, want %q", flag, err, want)
+		}
+	}
+}
+
+func FuzzParseLevels(f *testing.F) {
+	for _, s := range []string{"1,2,4,8", "4", "", ",", "1,,2", "-1", "99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, flag string) {
+		l, err := ParseLevels(flag)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "--concurrency") {
+				t.Fatalf("error does not name the flag: %v", err)
+			}
+			return
+		}
+		if len(l) == 0 || l.check() != nil {
+			t.Fatalf("%q accepted as %v", flag, l)
+		}
+	})
 }

@@ -213,12 +213,19 @@ func parseRecord(field func(col int) string) (Record, error) {
 			return fail(27+i, err)
 		}
 	}
-	for i, dst := range []*int{&r.Round, &r.Position, &r.CachedTokens} {
+	for i, dst := range []*int{&r.Round, &r.Position, &r.CachedTokens, &r.Concurrency, &r.Stream, &r.InFlight} {
 		if *dst, err = parseCount(field(baseColumns + i)); err != nil {
 			return fail(baseColumns+i, err)
 		}
 	}
 	r.Round, r.Position = max(r.Round, 0), max(r.Position, 0)
+	r.Concurrency, r.Stream, r.InFlight = max(r.Concurrency, 0), max(r.Stream, 0), max(r.InFlight, 0)
+	windowCol := baseColumns + 6
+	switch r.Window = field(windowCol); r.Window {
+	case "", WindowRamp, WindowSteady, WindowDrain:
+	default:
+		return fail(windowCol, errors.New("window must be ramp, steady, drain or empty"))
+	}
 	return r, nil
 }
 

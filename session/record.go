@@ -70,10 +70,30 @@ type Record struct {
 	// CachedTokens is how many prompt tokens the server took from its
 	// prompt cache instead of evaluating them; -1 when it did not say.
 	CachedTokens int
+	// Concurrency is how many streams its block kept in flight, Stream
+	// which of them ran it (from 1) and InFlight how many requests were
+	// in flight when it started, itself included; 0 in sessions written
+	// before these columns. Window places a load run's request in its
+	// block: WindowRamp (a stream's first), WindowDrain (it ended after a
+	// stream of its block had finished, so under less than the block's
+	// load) or WindowSteady; empty for one-at-a-time trials.
+	Concurrency, Stream, InFlight int
+	Window                        string
 }
 
-// Counted reports whether the record enters aggregates: timed and ok.
-func (r Record) Counted() bool { return r.Phase == PhaseTimed && r.Status == StatusOK }
+// Windows of a load run's request.
+const (
+	WindowRamp   = "ramp"
+	WindowSteady = "steady"
+	WindowDrain  = "drain"
+)
+
+// Counted reports whether the record enters aggregates: timed, ok and,
+// in a load run, in the steady window (ramp-up and drain run under
+// another load than the block's).
+func (r Record) Counted() bool {
+	return r.Phase == PhaseTimed && r.Status == StatusOK && (r.Window == "" || r.Window == WindowSteady)
+}
 
 // Degraded reports whether a timed trial failed on the backend's side
 // (error, timeout). A trial the user cut short by stopping the run is
@@ -86,7 +106,8 @@ func (r Record) Degraded() bool {
 var Header = []string{"session_id", "arm", "trial", "phase", "status", "error", "started_at", "prompt_id", "prompt_tokens", "output_tokens",
 	"stop_reason", "ttft_ms", "e2e_ms", "decode_ms", "tpot_ms", "itl_mean_ms", "itl_p50_ms", "itl_p99_ms", "itl_max_ms",
 	"itl_cv", "output_tps", "decode_tps", "server_load_ms", "server_prefill_ms", "server_decode_ms", "energy_j",
-	"energy_quality", "avg_power_w", "j_per_token", "peak_rss_mb", "round", "position", "cached_tokens"}
+	"energy_quality", "avg_power_w", "j_per_token", "peak_rss_mb", "round", "position", "cached_tokens",
+	"concurrency", "stream", "in_flight", "window"}
 
 // baseColumns is how many of Header's columns every trials CSV has; the
 // ones after them were appended later, and a reader takes a file without
@@ -145,5 +166,6 @@ func (r Record) Fields() []string {
 		}
 		out = append(out, formatFloat(*f, decimals))
 	}
-	return append(out, formatCount(r.Round), formatCount(r.Position), formatCount(r.CachedTokens))
+	return append(out, formatCount(r.Round), formatCount(r.Position), formatCount(r.CachedTokens),
+		formatCount(r.Concurrency), formatCount(r.Stream), formatCount(r.InFlight), r.Window)
 }
