@@ -166,6 +166,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&opts.ServerWait, "server-wait", runner.DefaultServerWait, "how long to wait for a server that is loading its model or stopped answering mid-run")
 	fs.Var((*percentFlag)(&opts.UntilCI), "until-ci", "stop each arm once both ends of its e2e's anytime-valid 95% interval (confidence sequence) are within this ±margin of the estimate, e.g. 1%; --trials stays the cap")
 	fs.StringVar(&opts.CIStatistic, "ci-statistic", "", "with --until-ci: median (default; exact) or mean (asymptotic, from 30 trials)")
+	fs.Func("concurrency", "keep N requests in flight per arm (a closed loop), or sweep levels: --concurrency 1,2,4,8", func(flag string) error {
+		levels, err := profiles.ParseLevels(flag)
+		opts.Concurrency = levels
+		return err
+	})
 	var arms []profiles.Arm
 	fs.Func("arm", "an arm of your own, replacing the profile's (repeat for an A/B): key=value pairs, e.g. name=q8,dtype=q8_0 or name=ctx4k,backend=ollama,options.num_ctx=4096", func(flag string) error {
 		arm, err := profiles.ParseArmFlag(flag)

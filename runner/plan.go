@@ -74,6 +74,8 @@ type Options struct {
 	// ServerWait is how long to wait for a server that loads its model or
 	// stopped answering (0: DefaultServerWait).
 	ServerWait time.Duration
+	// Concurrency replaces the profile's levels (nil keeps them).
+	Concurrency profiles.Levels
 }
 
 // NoOverride marks a numeric option the user did not give.
@@ -98,6 +100,9 @@ type Plan struct {
 	// ServerWait bounds the wait for a server that is loading its model or
 	// stopped answering; a control too.
 	ServerWait time.Duration
+	// Load is set for a load run: Load[i] says how Profile.Arms[i], an
+	// arm derived from one of the profile's, runs (see expandLoad).
+	Load []ArmLoad
 }
 
 // PlanTarget is one resolved target and the arms that run on it.
@@ -187,8 +192,17 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 			return nil, fmt.Errorf("--url %q is not a server address; write it like %s", opts.URL, kind.DefaultURL)
 		}
 	}
+	if len(opts.Concurrency) > 0 {
+		if len(p.Together) > 0 {
+			return nil, fmt.Errorf("--concurrency: profile %s runs a together group, whose arms are one stream each; drop the flag", p.Name)
+		}
+		p.Concurrency = opts.Concurrency
+	}
 	if plan.Targets, plan.ArmTarget, err = resolveTargets(p, kind, opts); err != nil {
 		return nil, err
+	}
+	if p.Load() {
+		plan.expandLoad()
 	}
 	servers := 0
 	for _, t := range plan.Targets {

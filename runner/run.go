@@ -172,7 +172,8 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		ConfigHash: plan.ConfigHash(), Environment: Environment(), Power: &mon.info,
 		Profile: session.ProfileInfo{Name: p.Name, Source: p.Source, Description: p.Description, MaxTokens: p.MaxTokens,
 			Warmup: p.Warmup, Trials: p.Trials, Timeout: p.TrialTimeout.String(), Order: p.Order, Seed: p.Seed,
-			USDPerHour: p.USDPerHour, Prompts: p.Prompts, Stop: stopInfo(p.Stop), PromptCache: p.PromptCache, FixedLength: p.FixedLength},
+			USDPerHour: p.USDPerHour, Prompts: p.Prompts, Stop: stopInfo(p.Stop), PromptCache: p.PromptCache, FixedLength: p.FixedLength,
+			Load: plan.loadInfo()},
 	}
 	started := Started{Arms: p.ArmNames(), TrialsPerArm: p.Trials, WarmupPerArm: p.Warmup}
 	for i, t := range plan.Targets {
@@ -188,6 +189,10 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		m.Arms = append(m.Arms, session.ArmInfo{Name: a.Name, Strategy: a.Strategy(), Temperature: a.Temperature,
 			TopK: a.TopK, TopP: a.TopP, MinP: a.MinP, Seed: armSeed(p.Seed, a.Seed), Target: t.Name,
 			PromptCache: promptCacheWords(p.AllowsPromptCache(a), t.Kind.Name, infos[plan.ArmTarget[i]])})
+		if plan.Load != nil {
+			l := plan.Load[i]
+			m.Arms[i].Base, m.Arms[i].Concurrency, m.Arms[i].Mode = l.Base, l.Concurrency, l.Mode
+		}
 	}
 	m.Environment.GPUs, m.Environment.Driver, m.Environment.CUDADriver = mon.found.GPUs, mon.found.Driver, mon.found.CUDADriver
 	w, err := session.Create(plan.OutDir, m)
@@ -203,7 +208,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 
 	r := &run{plan: plan, backends: bs, writer: w, events: events, sessionID: m.ID, monitor: mon,
 		arms: make([]armState, len(p.Arms)), targets: make([]targetState, len(plan.Targets)),
-		clock: tokenClock{arrivals: make([]metrics.Arrival, 0, p.MaxTokens+8)}}
+		clocks: newClocks(plan.streams(), p.MaxTokens), tokens: map[session.TrialKey]session.Arrivals{}}
 	status, note, runErr := r.loop(ctx)
 	if err := mon.stop(); err != nil {
 		note = strings.TrimPrefix(note+"; the power CSV is incomplete: "+err.Error(), "; ")
@@ -211,6 +216,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 
 	summary := map[string]session.ArmSummary{}
 	groups := session.ByArm(r.records)
+	load := session.LoadThroughput(r.records, r.tokens)
 	for i, a := range p.Arms {
 		s := session.SummarizeArm(groups[a.Name], uint64(p.Seed), plan.ConvergeTol, p.USDPerHour)
 		s.TokenCountMismatches = r.arms[i].mismatches
@@ -220,6 +226,9 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 			if d.Statistic != "" {
 				s.StopInterval = &session.StopInterval{Statistic: d.Statistic, Estimate: d.Estimate, Lo: d.Interval.Lo, Hi: d.Interval.Hi}
 			}
+		}
+		if t, ok := load[a.Name]; ok {
+			s.Load = &t
 		}
 		summary[a.Name] = s
 	}
@@ -363,8 +372,11 @@ type run struct {
 	arms      []armState
 	targets   []targetState
 	records   []session.Record
-	clock     tokenClock
-	monitor   *monitor
+	// tokens holds a load run's arrivals, for its throughput windows.
+	tokens map[session.TrialKey]session.Arrivals
+	// clocks are the token clocks, one per stream in flight.
+	clocks  []tokenClock
+	monitor *monitor
 	// warnedTruncated is set once a truncated generation was reported.
 	warnedTruncated bool
 }
@@ -373,28 +385,70 @@ type run struct {
 // down while other targets go on: they wait for it between rounds.
 const reprobeTimeout = 2 * time.Second
 
-// loop runs each arm's warmup trials, then timed rounds until every arm
-// has stopped. A trial that finds its server gone is recorded but not
-// counted against the cap. Where other targets' arms can go on, they do,
-// and the lost target is probed once per round; where none can, the run
-// waits for it (up to ServerWait). A target that comes back runs warmup
-// again for its arms; one that does not ends its arms, and the run ends
-// with ErrServerLost when the others are done.
+// loop runs the plan: one trial at a time in rounds of interleaved arms,
+// or a load run's blocks (see load.go). It says how the run ended.
 func (r *run) loop(ctx context.Context) (status, note string, err error) {
 	p := &r.plan.Profile
-	sched := newSchedule(p.Order, p.Seed, len(p.Arms))
 	for i := range r.arms {
 		r.arms[i].warmupLeft = p.Warmup
 	}
+	switch {
+	case r.plan.Load == nil:
+		note, err = r.rounds(ctx, r.allArms(), r.oneTrial)
+	case len(p.Together) > 0:
+		note, err = r.togetherRounds(ctx)
+	default:
+		for _, level := range r.levels() {
+			if note, err = r.rounds(ctx, level, r.block); note != "" || err != nil {
+				break
+			}
+		}
+	}
+	switch {
+	case err != nil:
+		return session.StatusPartial, "stopped: could not write the session files", err
+	case note != "":
+		return session.StatusPartial, note, nil
+	case ctx.Err() != nil:
+		return session.StatusPartial, "interrupted during the last trial", nil
+	}
+	if lost := r.lostNote(); lost != "" {
+		return r.endStatus(), lost, fmt.Errorf("%w: %s", ErrServerLost, lost)
+	}
+	if !r.measured() {
+		return session.StatusFailed, "no timed trial succeeded", nil
+	}
+	return session.StatusComplete, "", nil
+}
+
+func (r *run) allArms() []int {
+	arms := make([]int, len(r.arms))
+	for i := range arms {
+		arms[i] = i
+	}
+	return arms
+}
+
+// rounds runs the arms' warmup, then timed rounds until every one of them
+// has stopped; unit runs arm i's next trial (or block) and collects it.
+// Units that find their server gone are recorded but not counted against
+// the cap. Where other targets' arms can go on, they do, and the lost
+// target is probed once per round; where none can, the run waits for it
+// (up to ServerWait). A target that comes back runs warmup again for its
+// arms; one that does not ends its arms. It returns why the user's
+// interrupt ended it ("" when it did not) or a write error.
+func (r *run) rounds(ctx context.Context, arms []int, unit func(ctx context.Context, i, round, position int) error) (string, error) {
+	p := &r.plan.Profile
+	sched := newSchedule(p.Order, p.Seed, len(arms))
 	for round := 1; ; round++ {
 		if ctx.Err() == nil {
 			r.revive(ctx)
 		}
 		active := 0
 		position := 0
-		for _, i := range sched.next() {
-			arm := &r.arms[i]
-			if arm.stopped {
+		for _, k := range sched.next() {
+			i := arms[k]
+			if r.arms[i].stopped {
 				continue
 			}
 			active++
@@ -405,53 +459,79 @@ func (r *run) loop(ctx context.Context) (status, note string, err error) {
 			position++
 			r.plan.Pause.wait(ctx)
 			if ctx.Err() != nil {
-				return session.StatusPartial, "interrupted before the plan finished", nil
+				return "interrupted before the plan finished", nil
 			}
-			phase := session.PhaseTimed
-			if arm.warmupLeft > 0 {
-				phase = session.PhaseWarmup
-				arm.warmupLeft--
+			if err := unit(ctx, i, round, position); err != nil {
+				return "", err
 			}
-			rec, genErr := r.trial(ctx, i, phase, round, position)
-			if err := r.writer.Append(rec, r.clock.arrivals); err != nil {
-				return session.StatusPartial, "stopped: could not write the session files", err
-			}
-			r.records = append(r.records, rec)
-			down := rec.Status == session.StatusError && isDown(genErr)
-			r.report(i, rec, down)
-			if errors.Is(genErr, backends.ErrBadRequest) && !r.targets[t].warnedRefused {
-				r.targets[t].warnedRefused = true
-				r.events <- Warning{Text: fmt.Sprintf("%s trial %d was refused by its server: %s", rec.Arm, rec.Trial, rec.Error)}
-			}
-			if down {
-				r.targets[t].downSince, r.targets[t].lostAt = time.Now(), fmt.Sprintf("%s trial %d", rec.Arm, rec.Trial)
-				if !r.othersGoOn(t) {
-					break // the next round waits for it
-				}
-				r.events <- Warning{Text: fmt.Sprintf("the server of %s stopped answering at %s: the other arms go on, and it is probed each round for up to %v",
-					r.plan.named(&r.plan.Targets[t]), r.targets[t].lostAt, r.plan.ServerWait)}
+			if !r.targets[t].downSince.IsZero() && !r.othersGoOn(t) {
+				break // the next round waits for it
 			}
 		}
 		if ctx.Err() != nil {
 			if active > 0 && position == 0 {
-				return session.StatusPartial, "interrupted while waiting for the server", nil
+				return "interrupted while waiting for the server", nil
 			}
-			break
+			return "", nil
 		}
 		if active == 0 {
-			break
+			return "", nil
 		}
 	}
-	if ctx.Err() != nil {
-		return session.StatusPartial, "interrupted during the last trial", nil
+}
+
+// oneTrial runs arm i's next trial, warmup while it has warmup left.
+func (r *run) oneTrial(ctx context.Context, i, round, position int) error {
+	arm := &r.arms[i]
+	phase := session.PhaseTimed
+	if arm.warmupLeft > 0 {
+		phase = session.PhaseWarmup
+		arm.warmupLeft--
 	}
-	if lost := r.lostNote(); lost != "" {
-		return r.endStatus(), lost, fmt.Errorf("%w: %s", ErrServerLost, lost)
+	arm.next++
+	label := fmt.Sprintf("%s#%d", r.plan.Profile.Arms[i].Name, arm.next)
+	target := r.plan.ArmTarget[i]
+	r.monitor.beginTrial(label, target)
+	f := r.request(ctx, ctx, i, arm.next, &r.clocks[0])
+	f.rec.Phase, f.rec.Round, f.rec.Position = phase, round, position
+	f.rec.Concurrency, f.rec.Stream, f.rec.InFlight = 1, 1, 1
+	if r.monitor.endTrial(label, target, f.started, f.end, &f.rec) && phase == session.PhaseTimed {
+		arm.counterRejected++
 	}
-	if !r.measured() {
-		return session.StatusFailed, "no timed trial succeeded", nil
+	return r.collect(f)
+}
+
+// collect writes a finished request to the session files and folds it
+// into its arm; it is the only place records are written, so the writer
+// needs no lock.
+func (r *run) collect(f finished) error {
+	rec := f.rec
+	arm := &r.arms[f.arm]
+	if f.mismatch {
+		arm.mismatches++
 	}
-	return session.StatusComplete, "", nil
+	if err := r.writer.Append(rec, f.arrivals); err != nil {
+		return err
+	}
+	r.records = append(r.records, rec)
+	if r.plan.Load != nil {
+		r.tokens[session.TrialKey{Arm: rec.Arm, Trial: rec.Trial}] = session.ArrivalsOf(f.arrivals)
+	}
+	t := r.plan.ArmTarget[f.arm]
+	down := rec.Status == session.StatusError && isDown(f.err)
+	r.report(f.arm, rec, down)
+	if errors.Is(f.err, backends.ErrBadRequest) && !r.targets[t].warnedRefused {
+		r.targets[t].warnedRefused = true
+		r.events <- Warning{Text: fmt.Sprintf("%s trial %d was refused by its server: %s", rec.Arm, rec.Trial, rec.Error)}
+	}
+	if down && r.targets[t].downSince.IsZero() {
+		r.targets[t].downSince, r.targets[t].lostAt = time.Now(), fmt.Sprintf("%s trial %d", rec.Arm, rec.Trial)
+		if r.othersGoOn(t) {
+			r.events <- Warning{Text: fmt.Sprintf("the server of %s stopped answering at %s: the other arms go on, and it is probed each round for up to %v",
+				r.plan.named(&r.plan.Targets[t]), r.targets[t].lostAt, r.plan.ServerWait)}
+		}
+	}
+	return nil
 }
 
 // othersGoOn reports whether some arm not on target t can still run.
@@ -569,51 +649,62 @@ func (r *run) report(i int, rec session.Record, serverDown bool) {
 			"its timings are not those of a full-length trial; lower max_tokens or give the server a larger context",
 			rec.Arm, rec.Trial, rec.OutputTokens, r.plan.Profile.MaxTokens)}
 	}
-	if rec.Phase != session.PhaseTimed || serverDown {
-		return
+	if rec.Phase != session.PhaseTimed || serverDown || rec.Window == session.WindowRamp || rec.Window == session.WindowDrain {
+		return // the cap counts measurements at the arm's load
 	}
 	arm.timed++
+	if arm.stopped {
+		return // a load block ends the requests it started after its arm stopped
+	}
 	if d := r.plan.Stop.Decide(rec.Arm, arm.timed, &arm.e2e); d.Stop {
 		arm.stopped, arm.stop = true, d
 		r.events <- ArmStopped{Arm: rec.Arm, Decision: d}
 	}
 }
 
-// trial runs one generation and turns it into a Record; the error is the
-// backend's, for the caller's policy.
-func (r *run) trial(ctx context.Context, armIndex int, phase string, round, position int) (session.Record, error) {
+// finished is one request as a worker hands it to the collector.
+type finished struct {
+	arm      int
+	rec      session.Record
+	arrivals []metrics.Arrival
+	err      error // the backend's, for the collector's policy
+	mismatch bool  // the server's token count differs from the chunks'
+	started  time.Time
+	end      time.Duration
+}
+
+// request runs arm armIndex's trial number trial on clock and turns it
+// into a Record (phase, round and place are the caller's to fill). It
+// changes no run state, so load workers call it at once; parent is the
+// run's context, ctx the one the request runs under.
+func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *tokenClock) finished {
 	p := &r.plan.Profile
 	arm := p.Arms[armIndex]
-	state := &r.arms[armIndex]
-	state.next++
-	trial := state.next
 	promptID := (trial - 1) % len(p.Prompts)
 	target := r.plan.ArmTarget[armIndex]
 	req := backends.Request{Model: r.plan.Targets[target].Target.Model, Prompt: p.Prompts[promptID], MaxTokens: p.MaxTokens,
 		Temperature: arm.Temperature, TopK: arm.TopK, TopP: arm.TopP, MinP: arm.MinP,
 		Seed: armSeed(p.Seed, arm.Seed) + int64(trial), PromptCache: p.AllowsPromptCache(arm), IgnoreEOS: p.FixedLength}
 
-	label := fmt.Sprintf("%s#%d", arm.Name, trial)
-	r.monitor.beginTrial(label, target)
 	trialCtx, cancel := context.WithTimeout(ctx, p.TrialTimeout)
 	startedAt := time.Now()
-	r.clock.reset(startedAt)
-	res, genErr := r.backends[target].Generate(trialCtx, req, r.clock.onChunk)
+	clock.reset(startedAt)
+	res, genErr := r.backends[target].Generate(trialCtx, req, clock.onChunk)
 	end := time.Since(startedAt)
 	cancel()
 
-	rec := session.Record{SessionID: r.sessionID, Arm: arm.Name, Trial: trial, Phase: phase, Status: session.StatusOK,
-		StartedAt: startedAt.UTC(), PromptID: promptID + 1, PromptTokens: res.PromptTokens,
-		Round: round, Position: position, CachedTokens: res.CachedTokens,
+	rec := session.Record{SessionID: r.sessionID, Arm: arm.Name, Trial: trial, Status: session.StatusOK,
+		StartedAt: startedAt.UTC(), PromptID: promptID + 1, PromptTokens: res.PromptTokens, CachedTokens: res.CachedTokens,
 		StopReason: res.StopReason, ServerLoadMs: res.ServerLoadMs, ServerPrefillMs: res.ServerPrefillMs,
 		ServerDecodeMs: res.ServerDecodeMs, EnergyQuality: session.EnergyUnavailable,
 		EnergyJ: math.NaN(), AvgPowerW: math.NaN(), JPerToken: math.NaN(), PeakRSSMB: math.NaN()}
-	chunkTokens := metrics.ChunkTokens(r.clock.arrivals)
+	f := finished{arm: armIndex, err: genErr, started: startedAt, end: end}
+	chunkTokens := metrics.ChunkTokens(clock.arrivals)
 	rec.OutputTokens = res.OutputTokens
 	if rec.OutputTokens < 0 {
 		rec.OutputTokens = chunkTokens
 	} else if rec.OutputTokens != chunkTokens {
-		state.mismatches++
+		f.mismatch = true
 	}
 	if rec.StopReason == "length" && res.OutputTokens >= 0 && res.OutputTokens < p.MaxTokens {
 		// A token limit reached below the one asked for is the context
@@ -623,17 +714,15 @@ func (r *run) trial(ctx context.Context, armIndex int, phase string, round, posi
 		rec.StopReason = backends.StopTruncated
 	}
 	if genErr != nil {
-		rec.Status, rec.Error = classify(ctx, trialCtx, genErr, p.TrialTimeout)
+		rec.Status, rec.Error = classify(parent, trialCtx, genErr, p.TrialTimeout)
 		if t := &r.plan.Targets[target]; len(t.Target.Options) > 0 && errors.Is(genErr, backends.ErrBadRequest) {
 			rec.Error += fmt.Sprintf(" (the request carried the options %s, %s; a server refuses one it does not take)",
 				backends.OptionsText(t.Target.Options), t.Kind.OptionsGo)
 		}
 	}
-	rec.Timings = metrics.DeriveTimings(r.clock.arrivals, end, rec.OutputTokens)
-	if r.monitor.endTrial(label, target, startedAt, end, &rec) && phase == session.PhaseTimed {
-		state.counterRejected++
-	}
-	return rec, genErr
+	rec.Timings = metrics.DeriveTimings(clock.arrivals, end, rec.OutputTokens)
+	f.rec, f.arrivals = rec, clock.arrivals
+	return f
 }
 
 // classify names a failed trial's status and a one-line error.
@@ -649,10 +738,20 @@ func classify(parent, trialCtx context.Context, err error, timeout time.Duration
 
 // tokenClock stamps chunk arrivals against one monotonic start. onChunk is
 // the per-token hot path: one clock read and an append into a buffer sized
-// for max_tokens, so it does not allocate in steady state.
+// for max_tokens, so it does not allocate in steady state. Each stream of
+// a load run has its own, so no token waits on a lock.
 type tokenClock struct {
 	start    time.Time
 	arrivals []metrics.Arrival
+}
+
+// newClocks makes n clocks with room for maxTokens arrivals each.
+func newClocks(n, maxTokens int) []tokenClock {
+	clocks := make([]tokenClock, n)
+	for i := range clocks {
+		clocks[i].arrivals = make([]metrics.Arrival, 0, maxTokens+8)
+	}
+	return clocks
 }
 
 func (c *tokenClock) reset(start time.Time) {

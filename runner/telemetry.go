@@ -237,6 +237,14 @@ func (m *monitor) attach(w *session.Writer) error {
 	return nil
 }
 
+// mark writes a marker into the power CSV, e.g. around a load block, whose
+// overlapping requests share the energy between them.
+func (m *monitor) mark(text string) {
+	if m.sampler != nil {
+		m.sampler.Mark(text)
+	}
+}
+
 // beginTrial marks the start of a trial on target before the runner
 // stamps it.
 func (m *monitor) beginTrial(label string, target int) {

@@ -71,6 +71,29 @@ type ProfileInfo struct {
 	// prompts; FixedLength whether trials ignored the end of sequence.
 	PromptCache bool `toml:"prompt_cache"`
 	FixedLength bool `toml:"fixed_length"`
+	// Load is how a load run ran its requests; nil for one trial at a time.
+	Load *LoadInfo `toml:"load,omitempty"`
+}
+
+// LoadInfo describes a load run: the concurrency levels (a sweep when
+// several), the together group, the SLO, and what per-request figures
+// mean when requests overlap.
+type LoadInfo struct {
+	Levels            []int    `toml:"levels,omitempty"`
+	Together          []string `toml:"together,omitempty"`
+	RequestsPerStream int      `toml:"requests_per_stream,omitempty"`
+	SLO               *SLOInfo `toml:"slo,omitempty"`
+	// Energy says how energy and memory were measured.
+	Energy string `toml:"energy"`
+}
+
+// SLOInfo bounds each request's latencies (0: not bounded); Goodput is the
+// share of requests a level must keep within them.
+type SLOInfo struct {
+	TTFTMs  float64 `toml:"ttft_ms,omitzero"`
+	ITLMs   float64 `toml:"itl_ms,omitzero"`
+	E2EMs   float64 `toml:"e2e_ms,omitzero"`
+	Goodput float64 `toml:"goodput"`
 }
 
 // StopInfo is the stop rule as it ran: stop an arm once the 95% confidence
@@ -178,6 +201,11 @@ type ArmInfo struct {
 	// PromptCache says what became of the server's prompt cache for the
 	// arm's requests.
 	PromptCache string `toml:"prompt_cache,omitempty"`
+	// Base is the profile arm a load run's arm derives from, Concurrency
+	// its level and Mode, in a together group, "alone" or "together".
+	Base        string `toml:"base,omitempty"`
+	Concurrency int    `toml:"concurrency,omitempty"`
+	Mode        string `toml:"mode,omitempty"`
 }
 
 // TargetOf is the target arm ran on; the zero TargetInfo when the manifest

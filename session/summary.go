@@ -149,6 +149,8 @@ type ArmSummary struct {
 	// EnergyCounterRejected counts timed trials whose energy counter went
 	// backwards or stalled and so was not used.
 	EnergyCounterRejected int `toml:"energy_counter_rejected,omitzero"`
+	// Load is a load run's aggregate throughput over its steady windows.
+	Load *Throughput `toml:"load,omitempty"`
 	// Metrics holds one table per metric, e.g. [summary.greedy.metrics.e2e_ms].
 	Metrics map[string]MetricSummary `toml:"metrics"`
 }

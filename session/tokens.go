@@ -1,7 +1,10 @@
 package session
 
 import (
+	"time"
+
 	"fmt"
+	"github.com/tokentop/tokentop/metrics"
 	"math"
 	"os"
 	"path/filepath"
@@ -19,6 +22,17 @@ type TrialKey struct {
 type Arrivals struct {
 	Tokens []int
 	AtMs   []float64
+}
+
+// ArrivalsOf is arrivals as the tokens CSV keeps them.
+func ArrivalsOf(arrivals []metrics.Arrival) Arrivals {
+	a := Arrivals{Tokens: make([]int, len(arrivals)), AtMs: make([]float64, len(arrivals))}
+	seen := 0
+	for i, x := range arrivals {
+		seen += x.Tokens
+		a.Tokens[i], a.AtMs[i] = seen, float64(x.At)/float64(time.Millisecond)
+	}
+	return a
 }
 
 // Gaps are the times between consecutive chunks, in ms, each at the count

@@ -186,6 +186,20 @@ func writeRunVerdicts(w io.Writer, width int, manifest string) {
 	if note := cmp.TestsNote(); note != "" {
 		writeProse(w, width, "%s", note)
 	}
+	lines, err := session.LoadWords(manifest)
+	if err != nil {
+		writeProse(w, width, "no load results: %v", err)
+	}
+	if len(lines) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, line := range lines {
+		if strings.HasPrefix(line, "  ") {
+			fmt.Fprintln(w, line) // a table row: not wrapped
+			continue
+		}
+		writeProse(w, width, "%s", line)
+	}
 }
 
 // WriteSummary prints the per-arm table of e2e statistics, TTFT, tok/s
@@ -211,7 +225,7 @@ func WriteSummary(w io.Writer, width int, arms []string, summary map[string]sess
 		if anytime {
 			mark, anytimeNote = "*", true
 		}
-		table.add(a, fmt.Sprint(s.TimedOK), fmt.Sprint(s.Degraded),
+		table.add(a, fmt.Sprint(s.Metrics["e2e_ms"].N), fmt.Sprint(s.Degraded),
 			millis(e2e.Mean), millis(e2e.Median)+" "+interval(lo, hi, oneDecimal)+mark,
 			millis(e2e.P95), millis(e2e.P99), millis(e2e.Max), number(e2e.CV, 3), millis(ttft.Median),
 			number(s.OutputTPS, 1), number(tps.P50, 1), number(tps.P5, 1), number(s.WarmupRatio, 2), convergedAt(s))

@@ -1,0 +1,264 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"github.com/tokentop/tokentop/session"
+)
+
+// RequestsPerStream is how many requests each stream of a timed load block
+// runs back to back: the first is its ramp-up, and the last ones may end
+// after another stream has finished (drain), so four leave each stream
+// about two steady requests per block while blocks stay short enough to
+// interleave the arms.
+const RequestsPerStream = 4
+
+// Modes of a together group's derived arms.
+const (
+	ModeAlone    = "alone"
+	ModeTogether = "together"
+)
+
+// ArmLoad is how one derived arm of a load run runs.
+type ArmLoad struct {
+	Base        string // the profile arm it derives from
+	Concurrency int    // streams kept in flight
+	Mode        string // "", or ModeAlone / ModeTogether in a together group
+}
+
+// expandLoad replaces the profile's arms by one arm per arm and level
+// ("greedy@c4"), or in a together group per arm and mode
+// ("agent-a@alone", "agent-a@together"), each on its base arm's target.
+// Every derived arm is an arm to the rest of tokentop: it has its own
+// records, summary, stop rule and verdicts.
+func (p *Plan) expandLoad() {
+	prof := &p.Profile
+	base, baseTarget := prof.Arms, p.ArmTarget
+	prof.Arms, p.ArmTarget, p.Load = nil, nil, nil
+	for i := range p.Targets {
+		p.Targets[i].Arms = nil
+	}
+	add := func(i int, name string, l ArmLoad) {
+		a := base[i]
+		a.Name = name
+		prof.Arms = append(prof.Arms, a)
+		p.ArmTarget = append(p.ArmTarget, baseTarget[i])
+		p.Load = append(p.Load, l)
+		t := &p.Targets[baseTarget[i]]
+		t.Arms = append(t.Arms, name)
+	}
+	if len(prof.Together) > 0 {
+		for _, mode := range []string{ModeAlone, ModeTogether} {
+			for i, a := range base {
+				n := 1
+				if mode == ModeTogether {
+					n = len(base)
+				}
+				add(i, a.Name+"@"+mode, ArmLoad{Base: a.Name, Concurrency: n, Mode: mode})
+			}
+		}
+		return
+	}
+	levels := slices.Clone([]int(prof.Concurrency))
+	for _, a := range base {
+		if a.Concurrency > 0 && !slices.Contains(levels, a.Concurrency) {
+			levels = append(levels, a.Concurrency)
+		}
+	}
+	if len(levels) == 0 {
+		levels = []int{1}
+	}
+	slices.Sort(levels)
+	for _, n := range levels {
+		for i, a := range base {
+			if a.Concurrency == n || a.Concurrency == 0 && slices.Contains(prof.Concurrency, n) ||
+				a.Concurrency == 0 && len(prof.Concurrency) == 0 && n == 1 {
+				add(i, fmt.Sprintf("%s@c%d", a.Name, n), ArmLoad{Base: a.Name, Concurrency: n})
+			}
+		}
+	}
+}
+
+// streams is the most requests the plan keeps in flight at once.
+func (p *Plan) streams() int {
+	n := 1
+	for _, l := range p.Load {
+		n = max(n, l.Concurrency)
+	}
+	return n
+}
+
+// levels groups a load run's arms by level, in rising order: a sweep runs
+// each level's arms, interleaved, before the next level's.
+func (r *run) levels() [][]int {
+	var groups [][]int
+	var at []int
+	for i, l := range r.plan.Load {
+		k := slices.Index(at, l.Concurrency)
+		if k < 0 {
+			at, groups = append(at, l.Concurrency), append(groups, nil)
+			k = len(groups) - 1
+		}
+		groups[k] = append(groups[k], i)
+	}
+	return groups
+}
+
+// block is arm i's unit in a load run: its warmup, all at once, while it
+// has warmup left (at least one request per stream), else a timed block
+// of RequestsPerStream requests per stream.
+func (r *run) block(ctx context.Context, i, round, position int) error {
+	n := r.plan.Load[i].Concurrency
+	streams := slices.Repeat([]int{i}, n)
+	if left := r.arms[i].warmupLeft; left > 0 {
+		r.arms[i].warmupLeft = 0
+		return r.runStreams(ctx, streams, (left+n-1)/n, session.PhaseWarmup, round, position, false)
+	}
+	return r.runStreams(ctx, streams, RequestsPerStream, session.PhaseTimed, round, position, true)
+}
+
+// runStreams is the executor: one worker per entry of streams (the arm it
+// runs), each with its own token clock, running perStream requests back
+// to back (a closed loop), while this goroutine, the collector, writes
+// each request as it ends. With windows set each request is marked ramp,
+// steady or drain (session.Record.Window). A request that finds its
+// server down ends the block: the others would find the same.
+func (r *run) runStreams(ctx context.Context, streams []int, perStream int, phase string, round, position int, windows bool) error {
+	n := len(streams)
+	trials := make([][]int, n)
+	for range perStream { // numbered in start order, stream by stream
+		for s, i := range streams {
+			r.arms[i].next++
+			trials[s] = append(trials[s], r.arms[i].next)
+		}
+	}
+	blockCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var inFlight, running atomic.Int32
+	running.Store(int32(n))
+	results := make(chan finished, n)
+	var wg sync.WaitGroup
+	r.monitor.mark(fmt.Sprintf("block_start %s round %d", r.plan.Profile.Arms[streams[0]].Name, round))
+	for s, i := range streams {
+		clock := &r.clocks[s]
+		wg.Go(func() {
+			defer running.Add(-1)
+			for j, trial := range trials[s] {
+				if blockCtx.Err() != nil {
+					return
+				}
+				at := inFlight.Add(1)
+				f := r.request(ctx, blockCtx, i, trial, clock)
+				switch {
+				case !windows:
+				case j == 0:
+					f.rec.Window = session.WindowRamp
+				case running.Load() < int32(n):
+					f.rec.Window = session.WindowDrain // another stream had finished: less than n in flight
+				default:
+					f.rec.Window = session.WindowSteady
+				}
+				inFlight.Add(-1)
+				f.rec.Concurrency, f.rec.Stream, f.rec.InFlight = n, s+1, int(at)
+				f.arrivals = slices.Clone(f.arrivals) // the clock is reused by the next request
+				results <- f
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(results)
+	}()
+	var writeErr error
+	for f := range results {
+		f.rec.Phase, f.rec.Round, f.rec.Position = phase, round, position
+		if writeErr != nil {
+			continue
+		}
+		if writeErr = r.collect(f); writeErr != nil || !r.targets[r.plan.ArmTarget[f.arm]].downSince.IsZero() {
+			cancel()
+		}
+	}
+	r.monitor.mark(fmt.Sprintf("block_end %s round %d", r.plan.Profile.Arms[streams[0]].Name, round))
+	return writeErr
+}
+
+// togetherRounds runs a together group (TR116): each round has an alone
+// pass, the agents one after the other, and a together pass, all at once,
+// in a seeded rotated order (as are the agents within the alone pass), so
+// neither pass always follows the other. The first Warmup rounds are
+// warmup; then Trials timed rounds.
+func (r *run) togetherRounds(ctx context.Context) (string, error) {
+	p := &r.plan.Profile
+	var alone, together []int
+	for i, l := range r.plan.Load {
+		if l.Mode == ModeAlone {
+			alone = append(alone, i)
+		} else {
+			together = append(together, i)
+		}
+	}
+	passes := newSchedule(p.Order, p.Seed, 2)
+	agents := newSchedule(p.Order, p.Seed+1, len(alone))
+	for round := 1; round <= p.Warmup+p.Trials; round++ {
+		if ctx.Err() == nil {
+			r.revive(ctx)
+		}
+		if r.anyGaveUp() {
+			return "", nil
+		}
+		phase := session.PhaseTimed
+		if round <= p.Warmup {
+			phase = session.PhaseWarmup
+		}
+		for position, pass := range passes.next() {
+			r.plan.Pause.wait(ctx)
+			if ctx.Err() != nil {
+				return "interrupted before the plan finished", nil
+			}
+			if pass == 1 {
+				if err := r.runStreams(ctx, together, 1, phase, round, position+1, false); err != nil {
+					return "", err
+				}
+				continue
+			}
+			for _, k := range agents.next() {
+				if err := r.runStreams(ctx, alone[k:k+1], 1, phase, round, position+1, false); err != nil {
+					return "", err
+				}
+			}
+		}
+	}
+	return "", nil
+}
+
+// anyGaveUp reports whether some target stopped answering for good.
+func (r *run) anyGaveUp() bool {
+	return slices.ContainsFunc(r.targets, func(t targetState) bool { return t.gaveUp })
+}
+
+// loadInfo is the manifest's account of a load run; nil for one trial at
+// a time.
+func (p *Plan) loadInfo() *session.LoadInfo {
+	if p.Load == nil {
+		return nil
+	}
+	prof := &p.Profile
+	info := &session.LoadInfo{Together: prof.Together,
+		Energy: "not per request: requests overlap, so their energy and memory are shared; the power CSV marks each block's start and end"}
+	if len(prof.Together) == 0 {
+		info.RequestsPerStream = RequestsPerStream
+		for _, l := range p.Load {
+			if !slices.Contains(info.Levels, l.Concurrency) {
+				info.Levels = append(info.Levels, l.Concurrency)
+			}
+		}
+	}
+	if s := prof.SLO; s.Enabled() {
+		info.SLO = &session.SLOInfo{TTFTMs: s.TTFTMs, ITLMs: s.ITLMs, E2EMs: s.E2EMs, Goodput: s.Goodput}
+	}
+	return info
+}

@@ -1,0 +1,109 @@
+package runner
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/session"
+)
+
+func TestSweepRunsEachLevelAsAClosedLoop(t *testing.T) {
+	fake := &fakeBackend{delays: []time.Duration{4 * time.Millisecond, 2 * time.Millisecond, 2 * time.Millisecond}}
+	plan := testPlan(t, 1, 6, "greedy")
+	plan.Profile.Concurrency = profiles.Levels{1, 2, 4}
+	plan.expandLoad()
+	if got := plan.Profile.ArmNames(); !slices.Equal(got, []string{"greedy@c1", "greedy@c2", "greedy@c4"}) {
+		t.Fatalf("derived arms %v", got)
+	}
+	status, err, events := runPlan(t, context.Background(), plan, fake)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	var fin Finished
+	for _, ev := range events {
+		if f, ok := ev.(Finished); ok {
+			fin = f
+		}
+	}
+	for _, n := range []int{1, 2, 4} {
+		arm := plan.Profile.Arms[slices.Index([]int{1, 2, 4}, n)].Name
+		counted, warmup := 0, 0
+		firsts := map[[2]int]bool{} // (round, stream) seen
+		for _, r := range trials(events) {
+			if r.Arm != arm {
+				continue
+			}
+			if r.Concurrency != n || r.Stream < 1 || r.Stream > n || r.InFlight < 1 || r.InFlight > n {
+				t.Fatalf("%s trial %d: concurrency %d, stream %d, in flight %d", arm, r.Trial, r.Concurrency, r.Stream, r.InFlight)
+			}
+			if r.Phase == session.PhaseWarmup {
+				warmup++
+				if r.Window != "" {
+					t.Errorf("%s warmup trial %d has window %q", arm, r.Trial, r.Window)
+				}
+				continue
+			}
+			key := [2]int{r.Round, r.Stream}
+			if first := !firsts[key]; first != (r.Window == session.WindowRamp) {
+				t.Errorf("%s trial %d (round %d, stream %d): window %q; a stream's first request of a block, and only it, is ramp-up", arm, r.Trial, r.Round, r.Stream, r.Window)
+			}
+			firsts[key] = true
+			if r.Counted() {
+				counted++
+			}
+		}
+		// Warmup is at least one request per stream; blocks repeat until
+		// the arm has its 6 steady requests.
+		if warmup != n || counted < 6 {
+			t.Errorf("%s: %d warmup, %d counted; want %d warmup and at least 6 counted", arm, warmup, counted, n)
+		}
+		s := fin.Summary[arm]
+		if s.Load == nil || s.Load.Concurrency != n || !(s.Load.TokensPerS > 0) || s.Load.Blocks < 1 || s.Metrics["e2e_ms"].N != counted {
+			t.Errorf("%s summary: load %+v, e2e n %d, counted %d", arm, s.Load, s.Metrics["e2e_ms"].N, counted)
+		}
+	}
+}
+
+func TestTogetherRunsAlonePassesAndTogetherPasses(t *testing.T) {
+	fake := &fakeBackend{delays: []time.Duration{3 * time.Millisecond, 2 * time.Millisecond}}
+	plan := testPlan(t, 1, 7, "a", "b")
+	plan.Profile.Together = []string{"a", "b"}
+	plan.expandLoad()
+	if got := plan.Profile.ArmNames(); !slices.Equal(got, []string{"a@alone", "b@alone", "a@together", "b@together"}) {
+		t.Fatalf("derived arms %v", got)
+	}
+	status, err, events := runPlan(t, context.Background(), plan, fake)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	recs := trials(events)
+	if len(recs) != 4*8 {
+		t.Fatalf("%d requests; want 4 arms × 8 rounds", len(recs))
+	}
+	for _, r := range recs {
+		together := r.Arm == "a@together" || r.Arm == "b@together"
+		if want := map[bool]int{true: 2, false: 1}[together]; r.Concurrency != want || r.Window != "" {
+			t.Errorf("%s trial %d: concurrency %d, window %q", r.Arm, r.Trial, r.Concurrency, r.Window)
+		}
+	}
+	var manifest string
+	for _, ev := range events {
+		if f, ok := ev.(Finished); ok {
+			manifest = f.Manifest
+		}
+	}
+	s, err := session.Load(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := session.Together(s.Manifest, s.Records, 1)
+	if st == nil || st.Rounds != 7 || !(st.Speedup.Value > 0) || len(st.PerAgent) != 2 || st.PerAgent[0].Of != 7 {
+		t.Fatalf("study %+v", st)
+	}
+	if words := st.Verdict(); !slices.ContainsFunc(words, func(w string) bool { return len(w) > 0 }) {
+		t.Errorf("verdict %q", words)
+	}
+}

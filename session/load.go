@@ -1,0 +1,455 @@
+package session
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tokentop/tokentop/metrics"
+)
+
+// Throughput is a load arm's aggregate over its blocks' steady windows. A
+// block's window opens when every stream has finished its first (ramp-up)
+// request and closes when the first stream has finished its last: between
+// the two, exactly the block's concurrency was kept in flight.
+type Throughput struct {
+	Concurrency  int     `toml:"concurrency"`
+	TokensPerS   float64 `toml:"tokens_per_s"`   // output tokens that arrived in the windows / their length
+	RequestsPerS float64 `toml:"requests_per_s"` // requests that ended ok in the windows / their length
+	WindowS      float64 `toml:"window_s"`       // the windows' total length
+	Blocks       int     `toml:"blocks"`         // blocks that had a window
+}
+
+// LoadThroughput computes each load arm's Throughput from its timed
+// records and their token arrivals; arms without windows are left out.
+func LoadThroughput(records []Record, tokens map[TrialKey]Arrivals) map[string]Throughput {
+	type blockKey struct {
+		arm   string
+		round int
+	}
+	blocks := map[blockKey][]*Record{}
+	var order []blockKey
+	for i := range records {
+		r := &records[i]
+		if r.Phase != PhaseTimed || r.Window == "" {
+			continue
+		}
+		k := blockKey{r.Arm, r.Round}
+		if _, ok := blocks[k]; !ok {
+			order = append(order, k)
+		}
+		blocks[k] = append(blocks[k], r)
+	}
+	out := map[string]Throughput{}
+	for _, k := range order {
+		from, to, ok := steadyWindow(blocks[k])
+		if !ok {
+			continue
+		}
+		t := out[k.arm]
+		t.Concurrency = blocks[k][0].Concurrency
+		seconds := to.Sub(from).Seconds()
+		t.WindowS += seconds
+		t.Blocks++
+		for _, r := range blocks[k] {
+			if r.Status == StatusOK && inWindow(end(r), from, to) {
+				t.RequestsPerS++ // a count until divided below
+			}
+			a := tokens[TrialKey{r.Arm, r.Trial}]
+			seen := 0
+			for i, at := range a.AtMs {
+				if inWindow(r.StartedAt.Add(time.Duration(at*float64(time.Millisecond))), from, to) {
+					t.TokensPerS += float64(a.Tokens[i] - seen)
+				}
+				seen = a.Tokens[i]
+			}
+		}
+		out[k.arm] = t
+	}
+	for arm, t := range out {
+		t.TokensPerS /= t.WindowS
+		t.RequestsPerS /= t.WindowS
+		out[arm] = t
+	}
+	return out
+}
+
+// steadyWindow is a block's window: from the last end of a stream's
+// first request to the first end of a stream's last request.
+func steadyWindow(block []*Record) (from, to time.Time, ok bool) {
+	first, last := map[int]time.Time{}, map[int]time.Time{}
+	for _, r := range block {
+		e := end(r)
+		if f, seen := first[r.Stream]; !seen || e.Before(f) {
+			first[r.Stream] = e
+		}
+		if l, seen := last[r.Stream]; !seen || e.After(l) {
+			last[r.Stream] = e
+		}
+	}
+	for s := range first {
+		if from.IsZero() || first[s].After(from) {
+			from = first[s]
+		}
+		if to.IsZero() || last[s].Before(to) {
+			to = last[s]
+		}
+	}
+	return from, to, to.After(from)
+}
+
+func end(r *Record) time.Time {
+	return r.StartedAt.Add(time.Duration(r.E2EMs * float64(time.Millisecond)))
+}
+
+func inWindow(t, from, to time.Time) bool { return t.After(from) && !t.After(to) }
+
+// Level is one concurrency level of a sweep.
+type Level struct {
+	Arm         string
+	Concurrency int
+	Throughput
+	N       int     // counted (steady) requests
+	TTFTP95 float64 // ms, over the counted requests
+	ITLP95  float64 // ms, over every inter-token gap of the counted requests
+	// Goodput is the share of the level's timed steady requests (failed
+	// ones included) that met every SLO bound; NaN without an SLO.
+	Goodput float64
+}
+
+// Sweep is one profile arm run at several concurrency levels.
+type Sweep struct {
+	Base   string
+	Levels []Level
+	// Knee is the level where throughput stopped rising (by KneeGain) or
+	// p95 latency passed KneeLatency times the first level's; 0 if none.
+	Knee    int
+	KneeWhy string
+	// BestGood is the highest level whose goodput held the target; 0 when
+	// none did or there is no SLO.
+	BestGood int
+}
+
+// The knee's thresholds, stated in every sweep's words.
+const (
+	KneeGain    = 0.10 // throughput rising by less than this from one level to the next has stopped rising
+	KneeLatency = 2.0  // p95 TTFT or ITL above this multiple of the first level's
+)
+
+// Sweeps finds each profile arm run at more than one level and describes
+// its levels, knee and goodput.
+func Sweeps(m *Manifest, records []Record, tokens map[TrialKey]Arrivals, summary map[string]ArmSummary) []Sweep {
+	var sweeps []Sweep
+	byArm := ByArm(records)
+	for _, a := range m.Arms {
+		if a.Concurrency == 0 || a.Mode != "" {
+			continue
+		}
+		i := slices.IndexFunc(sweeps, func(s Sweep) bool { return s.Base == a.Base })
+		if i < 0 {
+			sweeps = append(sweeps, Sweep{Base: a.Base})
+			i = len(sweeps) - 1
+		}
+		lv := Level{Arm: a.Name, Concurrency: a.Concurrency, Goodput: math.NaN()}
+		if s, ok := summary[a.Name]; ok && s.Load != nil {
+			lv.Throughput = *s.Load
+		}
+		var ttft, gaps []float64
+		met, timed := 0, 0
+		for _, r := range byArm[a.Name] {
+			if r.Phase != PhaseTimed || r.Window != WindowSteady {
+				continue
+			}
+			timed++
+			if r.Status == StatusOK && meetsSLO(r, m.Profile.Load) {
+				met++
+			}
+			if !r.Counted() {
+				continue
+			}
+			lv.N++
+			ttft = append(ttft, r.TTFTMs)
+			_, g := tokens[TrialKey{r.Arm, r.Trial}].Gaps()
+			gaps = append(gaps, g...)
+		}
+		lv.TTFTP95, lv.ITLP95 = p95(ttft), p95(gaps)
+		if l := m.Profile.Load; l != nil && l.SLO != nil && timed > 0 {
+			lv.Goodput = float64(met) / float64(timed)
+		}
+		sweeps[i].Levels = append(sweeps[i].Levels, lv)
+	}
+	out := sweeps[:0]
+	for _, s := range sweeps {
+		if len(s.Levels) < 2 {
+			continue
+		}
+		s.Knee, s.KneeWhy = knee(s.Levels)
+		if l := m.Profile.Load; l != nil && l.SLO != nil {
+			for _, lv := range s.Levels {
+				if lv.Goodput >= l.SLO.Goodput {
+					s.BestGood = lv.Concurrency
+				}
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func meetsSLO(r *Record, l *LoadInfo) bool {
+	if l == nil || l.SLO == nil {
+		return true
+	}
+	s := l.SLO
+	return (s.TTFTMs == 0 || r.TTFTMs <= s.TTFTMs) && (s.ITLMs == 0 || !(r.ITLP99Ms > s.ITLMs)) && (s.E2EMs == 0 || r.E2EMs <= s.E2EMs)
+}
+
+func p95(values []float64) float64 {
+	if len(values) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(values)
+	return metrics.PercentileSorted(values, 0.95)
+}
+
+// knee is the lowest level that breaks: its p95 TTFT or ITL is over
+// KneeLatency times the first level's, or no higher level raises
+// throughput by KneeGain or more over it (throughput has stopped rising;
+// the top level cannot show that, having none above it).
+func knee(levels []Level) (int, string) {
+	ref := levels[0]
+	for i, lv := range levels {
+		for _, l := range []struct {
+			name     string
+			now, ref float64
+		}{{"p95 TTFT", lv.TTFTP95, ref.TTFTP95}, {"p95 ITL", lv.ITLP95, ref.ITLP95}} {
+			if l.ref > 0 && l.now > KneeLatency*l.ref {
+				return lv.Concurrency, fmt.Sprintf("%s is %.1f× its value at %s (over %g×)", l.name, l.now/l.ref, streamWords(ref.Concurrency), KneeLatency)
+			}
+		}
+		if i == len(levels)-1 || lv.TokensPerS <= 0 {
+			continue
+		}
+		best := levels[i+1]
+		for _, above := range levels[i+1:] {
+			if above.TokensPerS > best.TokensPerS {
+				best = above
+			}
+		}
+		if best.TokensPerS < lv.TokensPerS*(1+KneeGain) {
+			return lv.Concurrency, fmt.Sprintf("throughput stopped rising: no higher level beat its %.1f tok/s by %.0f%% (best %+.0f%%, at %s)",
+				lv.TokensPerS, 100*KneeGain, 100*(best.TokensPerS/lv.TokensPerS-1), streamWords(best.Concurrency))
+		}
+	}
+	return 0, ""
+}
+
+func streamWords(n int) string {
+	if n == 1 {
+		return "1 stream"
+	}
+	return fmt.Sprintf("%d streams", n)
+}
+
+// TogetherStudy is a together group's result (TR116): per round, the
+// agents' alone requests one after the other against their together
+// requests at once.
+type TogetherStudy struct {
+	Agents []string
+	Rounds int // rounds with every request of both passes ok
+	// Speedup is sequential time / concurrent time (Σ alone e2e over the
+	// together pass's wall time), Efficiency Speedup / len(Agents); means
+	// across rounds with bootstrap 95% intervals.
+	Speedup, Efficiency metrics.Estimate
+	PerAgent            []AgentDelta
+}
+
+// AgentDelta is one agent together against alone: median ratios of TTFT
+// and of output tok/s (together / alone), and contention: the together
+// requests whose TTFT was above the alone requests' p95.
+type AgentDelta struct {
+	Agent             string
+	TTFT, TPS         metrics.Estimate
+	Anomalies, Of     int
+	AloneP95TTFTMs    float64
+	AloneN, TogetherN int
+}
+
+// Together reads a together group's study from a session; nil when it
+// has none.
+func Together(m *Manifest, records []Record, seed uint64) *TogetherStudy {
+	if m.Profile.Load == nil || len(m.Profile.Load.Together) == 0 {
+		return nil
+	}
+	st := &TogetherStudy{Agents: m.Profile.Load.Together}
+	mode := map[string]string{}
+	base := map[string]string{}
+	for _, a := range m.Arms {
+		mode[a.Name], base[a.Name] = a.Mode, a.Base
+	}
+	type pass struct {
+		n          int
+		sum        float64 // Σ e2e (alone)
+		start, end time.Time
+	}
+	rounds := map[int]map[string]*pass{}
+	alone, together := map[string][]*Record{}, map[string][]*Record{}
+	for i := range records {
+		r := &records[i]
+		if r.Phase != PhaseTimed {
+			continue
+		}
+		md := mode[r.Arm]
+		if rounds[r.Round] == nil {
+			rounds[r.Round] = map[string]*pass{"alone": {}, "together": {}}
+		}
+		p := rounds[r.Round][md]
+		if p == nil || r.Status != StatusOK {
+			if p != nil {
+				p.n = -len(st.Agents) // a failed request spoils the round's pair
+			}
+			continue
+		}
+		p.n++
+		p.sum += r.E2EMs
+		if p.start.IsZero() || r.StartedAt.Before(p.start) {
+			p.start = r.StartedAt
+		}
+		if e := end(r); e.After(p.end) {
+			p.end = e
+		}
+		if md == "alone" {
+			alone[base[r.Arm]] = append(alone[base[r.Arm]], r)
+		} else {
+			together[base[r.Arm]] = append(together[base[r.Arm]], r)
+		}
+	}
+	var speedups []float64
+	for _, r := range slices.Sorted(maps.Keys(rounds)) {
+		a, t := rounds[r]["alone"], rounds[r]["together"]
+		if a.n != len(st.Agents) || t.n != len(st.Agents) {
+			continue
+		}
+		speedups = append(speedups, a.sum/float64(t.end.Sub(t.start))*float64(time.Millisecond))
+	}
+	st.Rounds = len(speedups)
+	n := float64(len(st.Agents))
+	st.Speedup = metrics.Estimate{Value: metrics.Mean(speedups), CI: metrics.Bootstrap(speedups, metrics.Mean, metrics.ReportResamples, seed)}
+	st.Efficiency = metrics.Estimate{Value: st.Speedup.Value / n, CI: metrics.CI{Lo: st.Speedup.Lo / n, Hi: st.Speedup.Hi / n}}
+	for _, agent := range st.Agents {
+		d := AgentDelta{Agent: agent, AloneN: len(alone[agent]), TogetherN: len(together[agent])}
+		field := func(rs []*Record, f func(*Record) float64) []float64 {
+			var out []float64
+			for _, r := range rs {
+				out = append(out, f(r))
+			}
+			return out
+		}
+		ttft := func(r *Record) float64 { return r.TTFTMs }
+		tps := func(r *Record) float64 { return r.OutputTPS }
+		d.TTFT = metrics.BootstrapTwoSample(field(alone[agent], ttft), field(together[agent], ttft), metrics.ReportResamples, seed).MedianRatio
+		d.TPS = metrics.BootstrapTwoSample(field(alone[agent], tps), field(together[agent], tps), metrics.ReportResamples, seed).MedianRatio
+		d.AloneP95TTFTMs = p95(field(alone[agent], ttft))
+		for _, r := range together[agent] {
+			d.Of++
+			if r.TTFTMs > d.AloneP95TTFTMs {
+				d.Anomalies++
+			}
+		}
+		st.PerAgent = append(st.PerAgent, d)
+	}
+	return st
+}
+
+// Verdict says the study in words: speedup and efficiency with their
+// intervals, and what sharing cost each agent.
+func (st *TogetherStudy) Verdict() []string {
+	if st.Rounds == 0 {
+		return []string{"no round had every request of both passes succeed: no speedup to report"}
+	}
+	n := len(st.Agents)
+	lines := []string{fmt.Sprintf("%d agents together: speedup %.2f× [%.2f, %.2f] over one after the other, efficiency %.0f%% [%.0f%%, %.0f%%] (speedup / %d), over %d rounds",
+		n, st.Speedup.Value, st.Speedup.Lo, st.Speedup.Hi, 100*st.Efficiency.Value, 100*st.Efficiency.Lo, 100*st.Efficiency.Hi, n, st.Rounds)}
+	switch {
+	case st.Speedup.Lo > 1:
+		lines[0] += ": running them together is faster, significantly (the interval is above 1×)"
+	case st.Speedup.Hi < 1:
+		lines[0] += ": running them together is slower than one after the other, significantly"
+	case !math.IsNaN(st.Speedup.Lo):
+		lines[0] += ": not significantly different from one after the other"
+	default:
+		lines[0] += fmt.Sprintf(": too few rounds for an interval (%d needed)", metrics.MinIntervalN)
+	}
+	for _, d := range st.PerAgent {
+		lines = append(lines, fmt.Sprintf("%s together vs alone: median TTFT %s, output tok/s %s; contention: %d of %d together requests had a TTFT above the alone p95 (%.1f ms; about 5%% would by chance)",
+			d.Agent, ratioWords(d.TTFT), ratioWords(d.TPS), d.Anomalies, d.Of, d.AloneP95TTFTMs))
+	}
+	return lines
+}
+
+// ratioWords writes a median ratio as a signed change with its interval.
+func ratioWords(e metrics.Estimate) string {
+	if math.IsNaN(e.Lo) {
+		return fmt.Sprintf("%+.1f%% (too few for an interval)", 100*(e.Value-1))
+	}
+	return fmt.Sprintf("%+.1f%% [%+.1f%%, %+.1f%%]", 100*(e.Value-1), 100*(e.Lo-1), 100*(e.Hi-1))
+}
+
+// LoadWords describes a load run in lines: each sweep's levels, knee and
+// goodput, and a together group's study; nil for other sessions.
+func LoadWords(manifest string) ([]string, error) {
+	s, err := Load(manifest)
+	if err != nil {
+		return nil, err
+	}
+	l := s.Manifest.Profile.Load
+	if l == nil {
+		return nil, nil
+	}
+	if st := Together(s.Manifest, s.Records, uint64(s.Manifest.Profile.Seed)); st != nil {
+		return st.Verdict(), nil
+	}
+	tokens, _, err := LoadTokens(s)
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, sw := range Sweeps(s.Manifest, s.Records, tokens, s.Manifest.Summary) {
+		lines = append(lines, fmt.Sprintf("sweep of %s (tok/s and req/s over the steady windows; p95 over the steady requests):", sw.Base),
+			fmt.Sprintf("  %7s %9s %7s %10s %9s %8s %5s", "streams", "tok/s", "req/s", "p95 TTFT", "p95 ITL", "goodput", "n"))
+		for _, lv := range sw.Levels {
+			good := "-"
+			if !math.IsNaN(lv.Goodput) {
+				good = fmt.Sprintf("%.0f%%", 100*lv.Goodput)
+			}
+			lines = append(lines, fmt.Sprintf("  %7d %9.1f %7.2f %7.1f ms %6.2f ms %8s %5d", lv.Concurrency, lv.TokensPerS, lv.RequestsPerS, lv.TTFTP95, lv.ITLP95, good, lv.N))
+		}
+		if sw.Knee > 0 {
+			lines = append(lines, fmt.Sprintf("knee at %s: %s", streamWords(sw.Knee), sw.KneeWhy))
+		} else {
+			lines = append(lines, fmt.Sprintf("no knee up to %s: each level was beaten by %.0f%% or more by a higher one, and p95 latency stayed within %g× the first level's",
+				streamWords(sw.Levels[len(sw.Levels)-1].Concurrency), 100*KneeGain, KneeLatency))
+		}
+		if slo := l.SLO; slo != nil {
+			var bounds []string
+			for _, b := range []struct {
+				name string
+				v    float64
+			}{{"TTFT", slo.TTFTMs}, {"request p99 ITL", slo.ITLMs}, {"e2e", slo.E2EMs}} {
+				if b.v > 0 {
+					bounds = append(bounds, fmt.Sprintf("%s ≤ %g ms", b.name, b.v))
+				}
+			}
+			within := fmt.Sprintf("goodput (SLO %s): ", strings.Join(bounds, ", "))
+			if sw.BestGood > 0 {
+				lines = append(lines, within+fmt.Sprintf("the highest level with at least %.0f%% of requests within it is %s", 100*slo.Goodput, streamWords(sw.BestGood)))
+			} else {
+				lines = append(lines, within+fmt.Sprintf("no level kept %.0f%% of requests within it", 100*slo.Goodput))
+			}
+		}
+	}
+	return lines, nil
+}
