@@ -3,10 +3,10 @@ package runner
 import (
 	"context"
 	"fmt"
+	"github.com/tokentop/tokentop/session"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"github.com/tokentop/tokentop/session"
 )
 
 // RequestsPerStream is how many requests each stream of a timed load block
