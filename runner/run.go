@@ -649,8 +649,9 @@ func (r *run) report(i int, rec session.Record, serverDown bool) {
 			"its timings are not those of a full-length trial; lower max_tokens or give the server a larger context",
 			rec.Arm, rec.Trial, rec.OutputTokens, r.plan.Profile.MaxTokens)}
 	}
-	if rec.Phase != session.PhaseTimed || serverDown || rec.Window == session.WindowRamp || rec.Window == session.WindowDrain {
-		return // the cap counts measurements at the arm's load
+	if rec.Phase != session.PhaseTimed || serverDown || rec.Status == session.StatusCanceled ||
+		rec.Window == session.WindowRamp || rec.Window == session.WindowDrain {
+		return // the cap counts measurements, at the arm's load
 	}
 	arm.timed++
 	if arm.stopped {
@@ -714,7 +715,7 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 		rec.StopReason = backends.StopTruncated
 	}
 	if genErr != nil {
-		rec.Status, rec.Error = classify(parent, trialCtx, genErr, p.TrialTimeout)
+		rec.Status, rec.Error = classify(parent, ctx, trialCtx, genErr, p.TrialTimeout)
 		if t := &r.plan.Targets[target]; len(t.Target.Options) > 0 && errors.Is(genErr, backends.ErrBadRequest) {
 			rec.Error += fmt.Sprintf(" (the request carried the options %s, %s; a server refuses one it does not take)",
 				backends.OptionsText(t.Target.Options), t.Kind.OptionsGo)
@@ -725,11 +726,15 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 	return f
 }
 
-// classify names a failed trial's status and a one-line error.
-func classify(parent, trialCtx context.Context, err error, timeout time.Duration) (string, string) {
+// classify names a failed trial's status and a one-line error. A request
+// that the run itself cut (ctx: its load block ended early) is canceled
+// like one the user cut: it says nothing about the server.
+func classify(parent, ctx, trialCtx context.Context, err error, timeout time.Duration) (string, string) {
 	switch {
 	case parent.Err() != nil:
 		return session.StatusCanceled, "canceled by the user"
+	case ctx.Err() != nil:
+		return session.StatusCanceled, "canceled: its load block ended early, when another request found the server down or the session files could not be written"
 	case errors.Is(trialCtx.Err(), context.DeadlineExceeded):
 		return session.StatusTimeout, fmt.Sprintf("no complete answer within the %v trial timeout", timeout)
 	}

@@ -3,6 +3,7 @@ package builtin
 import (
 	"math"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 )
 
@@ -227,6 +228,46 @@ func TestPoolSplitsRowsExactlyOnce(t *testing.T) {
 		for i := range out {
 			if out[i] != serial[i] {
 				t.Fatalf("threads %d: row %d = %v, serial %v", threads, i, out[i], serial[i])
+			}
+		}
+		p.Close()
+	}
+}
+
+// countingJob records which parts it was asked for, and any empty span.
+type countingJob struct {
+	done  []atomic.Int32
+	empty atomic.Int32
+}
+
+func (j *countingJob) parts() int { return len(j.done) }
+func (j *countingJob) flops() int { return 1 << 30 }
+func (j *countingJob) do(lo, hi int) {
+	if lo >= hi {
+		j.empty.Add(1)
+	}
+	for i := lo; i < hi; i++ {
+		j.done[i].Add(1)
+	}
+}
+
+// Jobs of fewer parts than threads (one stream's sampling) do every part
+// once and wake no worker for nothing.
+func TestPoolGivesEveryPartOnceAndNoEmptySpan(t *testing.T) {
+	for _, threads := range []int{1, 2, 3, 4, 7} {
+		p := NewPool(threads)
+		for parts := 1; parts <= 9; parts++ {
+			for range 20 {
+				j := &countingJob{done: make([]atomic.Int32, parts)}
+				p.run(j)
+				for i := range j.done {
+					if n := j.done[i].Load(); n != 1 {
+						t.Fatalf("threads %d, parts %d: part %d done %d times", threads, parts, i, n)
+					}
+				}
+				if n := j.empty.Load(); n > 0 {
+					t.Fatalf("threads %d, parts %d: %d empty spans handed out", threads, parts, n)
+				}
 			}
 		}
 		p.Close()

@@ -130,14 +130,17 @@ func (p *Pool) Close() {
 // run computes job's parts, split in contiguous spans across the workers.
 func (p *Pool) run(job job) {
 	total := job.parts()
-	if len(p.workers) == 0 || job.flops() < minParallelFlops {
+	if len(p.workers) == 0 || total < 2 || job.flops() < minParallelFlops {
 		job.do(0, total)
 		return
 	}
-	n := len(p.workers) + 1
+	// Only workers with a part to do are woken: a job of fewer parts
+	// than threads (one stream's sampling) leaves the rest asleep.
+	n := min(len(p.workers)+1, total)
 	per := (total + n - 1) / n
-	p.pending.Store(int32(len(p.workers)))
-	for i, w := range p.workers {
+	helpers := (total+per-1)/per - 1
+	p.pending.Store(int32(helpers))
+	for i, w := range p.workers[:helpers] {
 		lo := min((i+1)*per, total)
 		w.span = span{job, lo, min(lo+per, total)}
 		w.seq.Add(1) // publishes span
