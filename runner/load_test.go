@@ -2,10 +2,14 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/session"
 )
@@ -105,5 +109,55 @@ func TestTogetherRunsAlonePassesAndTogetherPasses(t *testing.T) {
 	}
 	if words := st.Verdict(); !slices.ContainsFunc(words, func(w string) bool { return len(w) > 0 }) {
 		t.Errorf("verdict %q", words)
+	}
+}
+
+// downOnce answers each request with one token after 20 ms, except its
+// sixth, which finds the server unreachable.
+type downOnce struct{ calls atomic.Int32 }
+
+func (d *downOnce) Probe(ctx context.Context, model string) (backends.Info, error) {
+	return backends.Info{Kind: "fake", Model: model}, nil
+}
+
+func (d *downOnce) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
+	res := backends.NewResult()
+	if d.calls.Add(1) == 6 {
+		return res, fmt.Errorf("%w: connection refused", backends.ErrUnreachable)
+	}
+	select {
+	case <-time.After(20 * time.Millisecond):
+		onChunk(1)
+		res.OutputTokens, res.StopReason = 1, "length"
+		return res, nil
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+}
+
+// A request that finds the server down ends its block; the block's other
+// requests, cut by the run, are canceled, not failures of the server.
+func TestABlockCutByALostServerCancelsItsOtherRequests(t *testing.T) {
+	plan := testPlan(t, 0, 8, "greedy")
+	plan.Profile.Concurrency = profiles.Levels{4}
+	plan.expandLoad()
+	status, err, events := runPlan(t, context.Background(), plan, &downOnce{})
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	errored, canceled := 0, 0
+	for _, r := range trials(events) {
+		switch r.Status {
+		case session.StatusError:
+			errored++
+		case session.StatusCanceled:
+			canceled++
+			if r.Degraded() || r.Counted() || !strings.Contains(r.Error, "its load block ended early") {
+				t.Errorf("canceled trial %d: degraded %v, counted %v, error %q", r.Trial, r.Degraded(), r.Counted(), r.Error)
+			}
+		}
+	}
+	if errored != 1 || canceled == 0 {
+		t.Errorf("%d errors, %d canceled; want the one request that found the server down, and the block's others canceled", errored, canceled)
 	}
 }
