@@ -98,14 +98,26 @@ func (s *SLO) check(bad func(key, msg string)) {
 	}
 }
 
-// Load reports whether the profile runs concurrent requests (a level above
-// one, a sweep, an arm's own concurrency or a together group) rather than
-// one trial at a time.
-func (p *Profile) Load() bool {
-	if len(p.Together) > 0 || len(p.Concurrency) > 1 || len(p.Concurrency) == 1 && p.Concurrency[0] > 1 {
+// RunsLoad reports whether the profile runs concurrent requests (a level
+// above one, a sweep, an arm's own concurrency or a together group) rather
+// than one trial at a time.
+func (p *Profile) RunsLoad() bool {
+	if len(p.Together) > 0 {
 		return true
 	}
-	return slices.ContainsFunc(p.Arms, func(a Arm) bool { return a.Concurrency > 0 })
+	return slices.ContainsFunc(p.Arms, func(a Arm) bool { return !slices.Equal(p.ArmLevels(a), []int{1}) })
+}
+
+// ArmLevels are the concurrency levels arm a runs at: its own, else the
+// profile's, else one request at a time.
+func (p *Profile) ArmLevels(a Arm) []int {
+	switch {
+	case a.Concurrency > 0:
+		return []int{a.Concurrency}
+	case len(p.Concurrency) > 0:
+		return p.Concurrency
+	}
+	return []int{1}
 }
 
 // checkLoad validates concurrency, together and [slo] against the arms.

@@ -203,10 +203,10 @@ func TestLoadProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.Load() || len(p.Concurrency) != 3 || p.Concurrency[2] != 8 || p.SLO.TTFTMs != 500 || p.SLO.Goodput != DefaultGoodput {
-		t.Errorf("sweep profile: load %v, levels %v, slo %+v", p.Load(), p.Concurrency, p.SLO)
+	if !p.RunsLoad() || len(p.Concurrency) != 3 || p.Concurrency[2] != 8 || p.SLO.TTFTMs != 500 || p.SLO.Goodput != DefaultGoodput {
+		t.Errorf("sweep profile: load %v, levels %v, slo %+v", p.RunsLoad(), p.Concurrency, p.SLO)
 	}
-	if p, _ := Parse("t.toml", []byte(strings.Replace(validProfile, "trials = 5", "trials = 5\nconcurrency = 1", 1))); p.Load() {
+	if p, _ := Parse("t.toml", []byte(strings.Replace(validProfile, "trials = 5", "trials = 5\nconcurrency = 1", 1))); p.RunsLoad() {
 		t.Error("concurrency = 1 is one trial at a time, not a load run")
 	}
 	for flag, want := range map[string]string{"1,2,4,8": "[1 2 4 8]", "4": "[4]", " 2, 16": "[2 16]"} {

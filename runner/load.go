@@ -62,20 +62,18 @@ func (p *Plan) expandLoad() {
 		}
 		return
 	}
-	levels := slices.Clone([]int(prof.Concurrency))
+	var levels []int
 	for _, a := range base {
-		if a.Concurrency > 0 && !slices.Contains(levels, a.Concurrency) {
-			levels = append(levels, a.Concurrency)
+		for _, n := range prof.ArmLevels(a) {
+			if !slices.Contains(levels, n) {
+				levels = append(levels, n)
+			}
 		}
-	}
-	if len(levels) == 0 {
-		levels = []int{1}
 	}
 	slices.Sort(levels)
 	for _, n := range levels {
 		for i, a := range base {
-			if a.Concurrency == n || a.Concurrency == 0 && slices.Contains(prof.Concurrency, n) ||
-				a.Concurrency == 0 && len(prof.Concurrency) == 0 && n == 1 {
+			if slices.Contains(prof.ArmLevels(a), n) {
 				add(i, fmt.Sprintf("%s@c%d", a.Name, n), ArmLoad{Base: a.Name, Concurrency: n})
 			}
 		}

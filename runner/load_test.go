@@ -161,3 +161,18 @@ func TestABlockCutByALostServerCancelsItsOtherRequests(t *testing.T) {
 		t.Errorf("%d errors, %d canceled; want the one request that found the server down, and the block's others canceled", errored, canceled)
 	}
 }
+
+// An arm's own concurrency replaces the profile's levels for that arm;
+// levels run in rising order whoever asked for them.
+func TestArmConcurrencyJoinsTheSweep(t *testing.T) {
+	plan := testPlan(t, 0, 2, "a", "b")
+	plan.Profile.Concurrency = profiles.Levels{1, 4}
+	plan.Profile.Arms[0].Concurrency = 2
+	plan.expandLoad()
+	if got := plan.Profile.ArmNames(); !slices.Equal(got, []string{"b@c1", "a@c2", "b@c4"}) {
+		t.Errorf("derived arms %v", got)
+	}
+	if plan.Load[1] != (ArmLoad{Base: "a", Concurrency: 2}) || plan.streams() != 4 || len(plan.Targets[0].Arms) != 3 {
+		t.Errorf("load %+v, streams %d, target arms %v", plan.Load, plan.streams(), plan.Targets[0].Arms)
+	}
+}

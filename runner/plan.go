@@ -201,7 +201,7 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	if plan.Targets, plan.ArmTarget, err = resolveTargets(p, kind, opts); err != nil {
 		return nil, err
 	}
-	if p.Load() {
+	if p.RunsLoad() {
 		plan.expandLoad()
 	}
 	servers := 0
