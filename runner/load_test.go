@@ -107,8 +107,8 @@ func TestTogetherRunsAlonePassesAndTogetherPasses(t *testing.T) {
 	if st == nil || st.Rounds != 7 || !(st.Speedup.Value > 0) || len(st.PerAgent) != 2 || st.PerAgent[0].Of != 7 {
 		t.Fatalf("study %+v", st)
 	}
-	if words := st.Verdict(); !slices.ContainsFunc(words, func(w string) bool { return len(w) > 0 }) {
-		t.Errorf("verdict %q", words)
+	if words := st.Verdict(); len(words) != 3 || !strings.Contains(words[0], "speedup") || !strings.Contains(words[0], "efficiency") {
+		t.Errorf("verdict %q; want speedup and efficiency, then a line per agent", words)
 	}
 }
 

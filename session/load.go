@@ -44,6 +44,7 @@ func LoadThroughput(records []Record, tokens map[TrialKey]Arrivals) map[string]T
 		blocks[k] = append(blocks[k], r)
 	}
 	out := map[string]Throughput{}
+	tokenCount, requestCount := map[string]int{}, map[string]int{}
 	for _, k := range order {
 		from, to, ok := steadyWindow(blocks[k])
 		if !ok {
@@ -51,27 +52,26 @@ func LoadThroughput(records []Record, tokens map[TrialKey]Arrivals) map[string]T
 		}
 		t := out[k.arm]
 		t.Concurrency = blocks[k][0].Concurrency
-		seconds := to.Sub(from).Seconds()
-		t.WindowS += seconds
+		t.WindowS += to.Sub(from).Seconds()
 		t.Blocks++
+		out[k.arm] = t
 		for _, r := range blocks[k] {
 			if r.Status == StatusOK && inWindow(end(r), from, to) {
-				t.RequestsPerS++ // a count until divided below
+				requestCount[k.arm]++
 			}
 			a := tokens[TrialKey{r.Arm, r.Trial}]
 			seen := 0
 			for i, at := range a.AtMs {
 				if inWindow(r.StartedAt.Add(time.Duration(at*float64(time.Millisecond))), from, to) {
-					t.TokensPerS += float64(a.Tokens[i] - seen)
+					tokenCount[k.arm] += a.Tokens[i] - seen
 				}
 				seen = a.Tokens[i]
 			}
 		}
-		out[k.arm] = t
 	}
 	for arm, t := range out {
-		t.TokensPerS /= t.WindowS
-		t.RequestsPerS /= t.WindowS
+		t.TokensPerS = float64(tokenCount[arm]) / t.WindowS
+		t.RequestsPerS = float64(requestCount[arm]) / t.WindowS
 		out[arm] = t
 	}
 	return out
@@ -291,7 +291,8 @@ func Together(m *Manifest, records []Record, seed uint64) *TogetherStudy {
 		mode[a.Name], base[a.Name] = a.Mode, a.Base
 	}
 	type pass struct {
-		n          int
+		ok         int     // requests that succeeded
+		failed     bool    // a request failed: the round has no pair
 		sum        float64 // Σ e2e (alone)
 		start, end time.Time
 	}
@@ -307,13 +308,14 @@ func Together(m *Manifest, records []Record, seed uint64) *TogetherStudy {
 			rounds[r.Round] = map[string]*pass{"alone": {}, "together": {}}
 		}
 		p := rounds[r.Round][md]
-		if p == nil || r.Status != StatusOK {
-			if p != nil {
-				p.n = -len(st.Agents) // a failed request spoils the round's pair
-			}
+		if p == nil {
 			continue
 		}
-		p.n++
+		if r.Status != StatusOK {
+			p.failed = true
+			continue
+		}
+		p.ok++
 		p.sum += r.E2EMs
 		if p.start.IsZero() || r.StartedAt.Before(p.start) {
 			p.start = r.StartedAt
@@ -330,7 +332,7 @@ func Together(m *Manifest, records []Record, seed uint64) *TogetherStudy {
 	var speedups []float64
 	for _, r := range slices.Sorted(maps.Keys(rounds)) {
 		a, t := rounds[r]["alone"], rounds[r]["together"]
-		if a.n != len(st.Agents) || t.n != len(st.Agents) {
+		if a.failed || t.failed || a.ok != len(st.Agents) || t.ok != len(st.Agents) {
 			continue
 		}
 		speedups = append(speedups, a.sum/float64(t.end.Sub(t.start))*float64(time.Millisecond))
@@ -398,9 +400,17 @@ func ratioWords(e metrics.Estimate) string {
 	return fmt.Sprintf("%+.1f%% [%+.1f%%, %+.1f%%]", 100*(e.Value-1), 100*(e.Lo-1), 100*(e.Hi-1))
 }
 
-// LoadWords describes a load run in lines: each sweep's levels, knee and
-// goodput, and a together group's study; nil for other sessions.
-func LoadWords(manifest string) ([]string, error) {
+// LoadResults are what a load run found: each sweep, or a together
+// group's study, and the SLO they were judged by.
+type LoadResults struct {
+	Sweeps []Sweep
+	Study  *TogetherStudy
+	SLO    *SLOInfo
+}
+
+// ReadLoadResults reads a load run's results from its files; nil for a
+// session that ran one trial at a time.
+func ReadLoadResults(manifest string) (*LoadResults, error) {
 	s, err := Load(manifest)
 	if err != nil {
 		return nil, err
@@ -409,47 +419,42 @@ func LoadWords(manifest string) ([]string, error) {
 	if l == nil {
 		return nil, nil
 	}
-	if st := Together(s.Manifest, s.Records, uint64(s.Manifest.Profile.Seed)); st != nil {
-		return st.Verdict(), nil
+	res := &LoadResults{SLO: l.SLO, Study: Together(s.Manifest, s.Records, uint64(s.Manifest.Profile.Seed))}
+	if res.Study != nil {
+		return res, nil
 	}
 	tokens, _, err := LoadTokens(s)
 	if err != nil {
 		return nil, err
 	}
+	res.Sweeps = Sweeps(s.Manifest, s.Records, tokens, s.Manifest.Summary)
+	return res, nil
+}
+
+// Words say a sweep's knee and, under an SLO, its goodput.
+func (sw Sweep) Words(slo *SLOInfo) []string {
 	var lines []string
-	for _, sw := range Sweeps(s.Manifest, s.Records, tokens, s.Manifest.Summary) {
-		lines = append(lines, fmt.Sprintf("sweep of %s (tok/s and req/s over the steady windows; p95 over the steady requests):", sw.Base),
-			fmt.Sprintf("  %7s %9s %7s %10s %9s %8s %5s", "streams", "tok/s", "req/s", "p95 TTFT", "p95 ITL", "goodput", "n"))
-		for _, lv := range sw.Levels {
-			good := "-"
-			if !math.IsNaN(lv.Goodput) {
-				good = fmt.Sprintf("%.0f%%", 100*lv.Goodput)
-			}
-			lines = append(lines, fmt.Sprintf("  %7d %9.1f %7.2f %7.1f ms %6.2f ms %8s %5d", lv.Concurrency, lv.TokensPerS, lv.RequestsPerS, lv.TTFTP95, lv.ITLP95, good, lv.N))
-		}
-		if sw.Knee > 0 {
-			lines = append(lines, fmt.Sprintf("knee at %s: %s", streamWords(sw.Knee), sw.KneeWhy))
-		} else {
-			lines = append(lines, fmt.Sprintf("no knee up to %s: each level was beaten by %.0f%% or more by a higher one, and p95 latency stayed within %g× the first level's",
-				streamWords(sw.Levels[len(sw.Levels)-1].Concurrency), 100*KneeGain, KneeLatency))
-		}
-		if slo := l.SLO; slo != nil {
-			var bounds []string
-			for _, b := range []struct {
-				name string
-				v    float64
-			}{{"TTFT", slo.TTFTMs}, {"request p99 ITL", slo.ITLMs}, {"e2e", slo.E2EMs}} {
-				if b.v > 0 {
-					bounds = append(bounds, fmt.Sprintf("%s ≤ %g ms", b.name, b.v))
-				}
-			}
-			within := fmt.Sprintf("goodput (SLO %s): ", strings.Join(bounds, ", "))
-			if sw.BestGood > 0 {
-				lines = append(lines, within+fmt.Sprintf("the highest level with at least %.0f%% of requests within it is %s", 100*slo.Goodput, streamWords(sw.BestGood)))
-			} else {
-				lines = append(lines, within+fmt.Sprintf("no level kept %.0f%% of requests within it", 100*slo.Goodput))
-			}
+	if sw.Knee > 0 {
+		lines = append(lines, fmt.Sprintf("knee at %s: %s", streamWords(sw.Knee), sw.KneeWhy))
+	} else {
+		lines = append(lines, fmt.Sprintf("no knee up to %s: each level was beaten by %.0f%% or more by a higher one, and p95 latency stayed within %g× the first level's",
+			streamWords(sw.Levels[len(sw.Levels)-1].Concurrency), 100*KneeGain, KneeLatency))
+	}
+	if slo == nil {
+		return lines
+	}
+	var bounds []string
+	for _, b := range []struct {
+		name string
+		v    float64
+	}{{"TTFT", slo.TTFTMs}, {"request p99 ITL", slo.ITLMs}, {"e2e", slo.E2EMs}} {
+		if b.v > 0 {
+			bounds = append(bounds, fmt.Sprintf("%s ≤ %g ms", b.name, b.v))
 		}
 	}
-	return lines, nil
+	within := fmt.Sprintf("goodput (SLO %s): ", strings.Join(bounds, ", "))
+	if sw.BestGood > 0 {
+		return append(lines, within+fmt.Sprintf("the highest level with at least %.0f%% of requests within it is %s", 100*slo.Goodput, streamWords(sw.BestGood)))
+	}
+	return append(lines, within+fmt.Sprintf("no level kept %.0f%% of requests within it", 100*slo.Goodput))
 }

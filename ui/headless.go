@@ -186,19 +186,44 @@ func writeRunVerdicts(w io.Writer, width int, manifest string) {
 	if note := cmp.TestsNote(); note != "" {
 		writeProse(w, width, "%s", note)
 	}
-	lines, err := session.LoadWords(manifest)
+	writeLoadResults(w, width, manifest)
+}
+
+// writeLoadResults prints a load run's sweep tables with their knee and
+// goodput, or its together study, after the verdicts.
+func writeLoadResults(w io.Writer, width int, manifest string) {
+	res, err := session.ReadLoadResults(manifest)
 	if err != nil {
 		writeProse(w, width, "no load results: %v", err)
 	}
-	if len(lines) > 0 {
-		fmt.Fprintln(w)
+	if res == nil {
+		return
 	}
-	for _, line := range lines {
-		if strings.HasPrefix(line, "  ") {
-			fmt.Fprintln(w, line) // a table row: not wrapped
-			continue
+	if res.Study != nil {
+		fmt.Fprintln(w)
+		for _, line := range res.Study.Verdict() {
+			writeProse(w, width, "%s", line)
 		}
-		writeProse(w, width, "%s", line)
+	}
+	for _, sw := range res.Sweeps {
+		fmt.Fprintln(w)
+		writeProse(w, width, "sweep of %s (tok/s and req/s over the steady windows; p95 over the steady requests):", sw.Base)
+		table := plainTable{columns: []textColumn{{header: "streams"}, {header: "tok/s"}, {header: "req/s", giveWay: 2},
+			{header: "p95 TTFT"}, {header: "p95 ITL"}, {header: "goodput", giveWay: 1}, {header: "n", giveWay: 3}}}
+		for _, lv := range sw.Levels {
+			good := "-"
+			if !math.IsNaN(lv.Goodput) {
+				good = fmt.Sprintf("%.0f%%", 100*lv.Goodput)
+			}
+			table.add(fmt.Sprint(lv.Concurrency), fmt.Sprintf("%.1f", lv.TokensPerS), fmt.Sprintf("%.2f", lv.RequestsPerS),
+				fmt.Sprintf("%.1f ms", lv.TTFTP95), fmt.Sprintf("%.2f ms", lv.ITLP95), good, fmt.Sprint(lv.N))
+		}
+		if _, err := table.write(w, width); err != nil {
+			return
+		}
+		for _, line := range sw.Words(res.SLO) {
+			writeProse(w, width, "%s", line)
+		}
 	}
 }
 

@@ -1,0 +1,132 @@
+package session
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// loadRecord is a steady ok request of arm at (round, stream) that started
+// at t0+startMs and took e2eMs, with ten tokens one ms apart at its end.
+func loadRecord(arm string, trial, round, stream int, startMs, e2eMs float64, window string) (Record, Arrivals) {
+	r := Record{Arm: arm, Trial: trial, Phase: PhaseTimed, Status: StatusOK, Round: round, Stream: stream, Concurrency: 2,
+		StartedAt: t0.Add(time.Duration(startMs * float64(time.Millisecond))), Window: window}
+	r.E2EMs = e2eMs
+	var a Arrivals
+	for i := range 10 {
+		a.Tokens = append(a.Tokens, i+1)
+		a.AtMs = append(a.AtMs, e2eMs-9+float64(i))
+	}
+	return r, a
+}
+
+// Two streams of three 100 ms requests, the second starting 50 ms late:
+// the window runs from its first end (150 ms) to the first stream's last
+// end (300 ms), and holds the tokens that arrived in between.
+func TestLoadThroughputCountsTheSteadyWindow(t *testing.T) {
+	var records []Record
+	tokens := map[TrialKey]Arrivals{}
+	trial := 0
+	for stream, offset := range []float64{0, 50} {
+		for j := range 3 {
+			trial++
+			window := map[bool]string{true: WindowRamp, false: WindowSteady}[j == 0]
+			r, a := loadRecord("a@c2", trial, 1, stream+1, offset+100*float64(j), 100, window)
+			records = append(records, r)
+			tokens[TrialKey{r.Arm, r.Trial}] = a
+		}
+	}
+	got := LoadThroughput(records, tokens)["a@c2"]
+	// In (150, 300] ms: stream 1's requests ending at 200 and 300 and
+	// stream 2's ending at 250, each with all ten tokens, 10 ms or less
+	// before its end.
+	if got.Blocks != 1 || math.Abs(got.WindowS-0.150) > 1e-9 || math.Abs(got.TokensPerS-30/0.150) > 1e-6 || math.Abs(got.RequestsPerS-3/0.150) > 1e-6 {
+		t.Errorf("throughput %+v; want a 150 ms window with 30 tokens and 3 requests", got)
+	}
+}
+
+func TestKneeFindsLatencyOrAStall(t *testing.T) {
+	level := func(n int, tps, ttft float64) Level {
+		return Level{Concurrency: n, Throughput: Throughput{TokensPerS: tps}, TTFTP95: ttft, ITLP95: 1}
+	}
+	cases := []struct {
+		name   string
+		levels []Level
+		knee   int
+		why    string
+	}{
+		{"latency doubles", []Level{level(1, 100, 20), level(2, 190, 30), level(4, 350, 38), level(8, 600, 90)}, 8, "p95 TTFT is 4.5× its value at 1 stream"},
+		// A dip that later levels make up for is not where it stops.
+		{"throughput stalls", []Level{level(1, 100, 20), level(2, 105, 21), level(4, 300, 22), level(8, 310, 23)}, 4, "no higher level beat its 300.0 tok/s by 10%"},
+		{"no knee", []Level{level(1, 100, 20), level(2, 190, 21), level(4, 350, 22)}, 0, ""},
+	}
+	for _, c := range cases {
+		knee, why := knee(c.levels)
+		if knee != c.knee || !strings.Contains(why, c.why) {
+			t.Errorf("%s: knee %d (%q), want %d (%q)", c.name, knee, why, c.knee, c.why)
+		}
+	}
+}
+
+func TestGoodputCountsFailedRequestsAsMisses(t *testing.T) {
+	m := &Manifest{Profile: ProfileInfo{Load: &LoadInfo{SLO: &SLOInfo{TTFTMs: 50, Goodput: 0.75}}},
+		Arms: []ArmInfo{{Name: "a@c1", Base: "a", Concurrency: 1}, {Name: "a@c2", Base: "a", Concurrency: 2}}}
+	var records []Record
+	for i, ttft := range []float64{10, 20, 30, 40} { // level 1: all within
+		r, _ := loadRecord("a@c1", i+1, 1, 1, 0, 100, WindowSteady)
+		r.TTFTMs = ttft
+		records = append(records, r)
+	}
+	for i, ttft := range []float64{10, 60, 20, 30} { // level 2: one too slow, one failed
+		r, _ := loadRecord("a@c2", i+1, 1, 1, 0, 100, WindowSteady)
+		r.TTFTMs = ttft
+		if i == 3 {
+			r.Status = StatusError
+		}
+		records = append(records, r)
+	}
+	sweeps := Sweeps(m, records, nil, nil)
+	if len(sweeps) != 1 || sweeps[0].Levels[0].Goodput != 1 || sweeps[0].Levels[1].Goodput != 0.5 || sweeps[0].BestGood != 1 {
+		t.Fatalf("sweeps %+v", sweeps)
+	}
+	if words := sweeps[0].Words(m.Profile.Load.SLO); !strings.Contains(words[1], "goodput (SLO TTFT ≤ 50 ms): the highest level with at least 75% of requests within it is 1 stream") {
+		t.Errorf("words %q", words)
+	}
+}
+
+// Each round's alone requests take 100 ms each, one after the other, and
+// its together pass takes 125 ms for both: speedup 200/125 = 1.6.
+func TestTogetherSpeedupIsSequentialOverConcurrentTime(t *testing.T) {
+	m := &Manifest{Profile: ProfileInfo{Load: &LoadInfo{Together: []string{"a", "b"}}},
+		Arms: []ArmInfo{{Name: "a@alone", Base: "a", Mode: "alone"}, {Name: "b@alone", Base: "b", Mode: "alone"},
+			{Name: "a@together", Base: "a", Mode: "together"}, {Name: "b@together", Base: "b", Mode: "together"}}}
+	var records []Record
+	for round := 1; round <= 8; round++ {
+		at := float64(round) * 1000
+		for i, rec := range []struct {
+			arm          string
+			start, e2e   float64
+			ttft, outTPS float64
+		}{{"a@alone", at, 100, 10, 100}, {"b@alone", at + 100, 100, 10, 100}, {"a@together", at + 300, 120, 15, 80}, {"b@together", at + 305, 120, 16, 80}} {
+			r, _ := loadRecord(rec.arm, round*10+i, round, 1, rec.start, rec.e2e, "")
+			r.TTFTMs, r.OutputTPS = rec.ttft, rec.outTPS
+			records = append(records, r)
+		}
+	}
+	failed, _ := loadRecord("a@together", 99, 8, 1, 8300, 120, "")
+	failed.Status = StatusError
+	records = append(records, failed) // spoils round 8's pair
+	st := Together(m, records, 1)
+	if st.Rounds != 7 || math.Abs(st.Speedup.Value-1.6) > 1e-9 || math.Abs(st.Efficiency.Value-0.8) > 1e-9 {
+		t.Fatalf("rounds %d, speedup %v, efficiency %v; want 7, 1.6, 0.8", st.Rounds, st.Speedup.Value, st.Efficiency.Value)
+	}
+	if d := st.PerAgent[1]; math.Abs(d.TTFT.Value-1.6) > 1e-9 || d.Anomalies != 8 || d.Of != 8 {
+		t.Errorf("agent b: TTFT ratio %v, anomalies %d of %d", d.TTFT.Value, d.Anomalies, d.Of)
+	}
+	if v := st.Verdict()[0]; !strings.Contains(v, "speedup 1.60×") || !strings.Contains(v, "efficiency 80%") {
+		t.Errorf("verdict %q", v)
+	}
+}
