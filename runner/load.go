@@ -80,6 +80,24 @@ func (p *Plan) expandLoad() {
 	}
 }
 
+// perStream is how many of warmup requests each of n streams runs: at
+// least one, so every stream is warm.
+func perStream(warmup, n int) int { return (warmup + n - 1) / n }
+
+// warmupOf is arm i's planned warmup: the profile's, or in a load block
+// a whole number of requests per stream.
+func (p *Plan) warmupOf(i int) int {
+	w := p.Profile.Warmup
+	if p.Load == nil || w == 0 {
+		return w
+	}
+	n := p.Load[i].Concurrency
+	if p.Load[i].Mode != "" {
+		n = 1 // a together agent runs one request per round
+	}
+	return n * perStream(w, n)
+}
+
 // streams is the most requests the plan keeps in flight at once.
 func (p *Plan) streams() int {
 	n := 1
@@ -113,7 +131,7 @@ func (r *run) block(ctx context.Context, i, round, position int) error {
 	streams := slices.Repeat([]int{i}, n)
 	if left := r.arms[i].warmupLeft; left > 0 {
 		r.arms[i].warmupLeft = 0
-		return r.runStreams(ctx, streams, (left+n-1)/n, session.PhaseWarmup, round, position, false)
+		return r.runStreams(ctx, streams, perStream(left, n), session.PhaseWarmup, round, position, false)
 	}
 	return r.runStreams(ctx, streams, RequestsPerStream, session.PhaseTimed, round, position, true)
 }

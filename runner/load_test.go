@@ -27,9 +27,16 @@ func TestSweepRunsEachLevelAsAClosedLoop(t *testing.T) {
 		t.Fatal(status, err)
 	}
 	var fin Finished
+	var started Started
+	last := map[string]TrialDone{}
 	for _, ev := range events {
-		if f, ok := ev.(Finished); ok {
-			fin = f
+		switch ev := ev.(type) {
+		case Finished:
+			fin = ev
+		case Started:
+			started = ev
+		case TrialDone:
+			last[ev.Record.Arm] = ev
 		}
 	}
 	for _, n := range []int{1, 2, 4} {
@@ -63,6 +70,11 @@ func TestSweepRunsEachLevelAsAClosedLoop(t *testing.T) {
 		// the arm has its 6 steady requests.
 		if warmup != n || counted < 6 {
 			t.Errorf("%s: %d warmup, %d counted; want %d warmup and at least 6 counted", arm, warmup, counted, n)
+		}
+		// The counts the front ends show are the runner's: the warmup as
+		// planned, and only steady requests toward the cap.
+		if started.Warmup[arm] != n || last[arm].Warmups != n || last[arm].Measured != counted {
+			t.Errorf("%s: planned warmup %d, counted %d warmup and %d measured; want %d, %d, %d", arm, started.Warmup[arm], last[arm].Warmups, last[arm].Measured, n, n, counted)
 		}
 		s := fin.Summary[arm]
 		if s.Load == nil || s.Load.Concurrency != n || !(s.Load.TokensPerS > 0) || s.Load.Blocks < 1 || s.Metrics["e2e_ms"].N != counted {

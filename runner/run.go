@@ -43,7 +43,9 @@ type Started struct {
 	// Labels say what sets each arm apart (session.ArmLabels).
 	Labels       map[string]string
 	TrialsPerArm int
-	WarmupPerArm int
+	// Warmup is each arm's planned warmup: the profile's, or in a load
+	// run at least one request per stream.
+	Warmup map[string]int
 	// Power is what telemetry sees: devices, idle baselines, or why none.
 	Power session.PowerInfo
 }
@@ -51,6 +53,10 @@ type Started struct {
 // TrialDone is sent after a trial is on disk.
 type TrialDone struct {
 	Record session.Record
+	// Warmups and Measured count the arm's trials so far, this one
+	// included: its warmup, and those toward its trial cap (timed, and
+	// in a load run steady; not ones that found the server down).
+	Warmups, Measured int
 	// Point is the arm's running e2e convergence point; zero for warmup
 	// and degraded trials, which do not enter aggregates.
 	Point metrics.Point
@@ -175,7 +181,10 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 			USDPerHour: p.USDPerHour, Prompts: p.Prompts, Stop: stopInfo(p.Stop), PromptCache: p.PromptCache, FixedLength: p.FixedLength,
 			Load: plan.loadInfo()},
 	}
-	started := Started{Arms: p.ArmNames(), TrialsPerArm: p.Trials, WarmupPerArm: p.Warmup}
+	started := Started{Arms: p.ArmNames(), TrialsPerArm: p.Trials, Warmup: map[string]int{}}
+	for i, a := range p.Arms {
+		started.Warmup[a.Name] = plan.warmupOf(i)
+	}
 	for i, t := range plan.Targets {
 		info := infos[i]
 		m.Targets = append(m.Targets, session.TargetInfo{Name: t.Name, Kind: t.Kind.Name, URL: t.Target.URL, Endpoint: t.Target.Endpoint,
@@ -343,7 +352,8 @@ func armSeed(profileSeed int64, override *int64) int64 {
 
 type armState struct {
 	next       int // trial number of the arm's next trial, from 1
-	timed      int
+	warmups    int // warmup trials run
+	timed      int // trials toward the cap
 	warmupLeft int // warmup trials before its next timed one
 	stopped    bool
 	stop       Decision // why the arm stopped
@@ -642,20 +652,25 @@ func (r *run) report(i int, rec session.Record, serverDown bool) {
 	if rec.Counted() {
 		point = arm.e2e.Add(rec.E2EMs)
 	}
-	r.events <- TrialDone{Record: rec, Point: point}
+	measured := rec.Phase == session.PhaseTimed && !serverDown && rec.Status != session.StatusCanceled &&
+		rec.Window != session.WindowRamp && rec.Window != session.WindowDrain
+	switch {
+	case rec.Phase == session.PhaseWarmup:
+		arm.warmups++
+	case measured:
+		arm.timed++
+	}
+	r.events <- TrialDone{Record: rec, Point: point, Warmups: arm.warmups, Measured: arm.timed}
 	if rec.StopReason == backends.StopTruncated && !r.warnedTruncated {
 		r.warnedTruncated = true
 		r.events <- Warning{Text: fmt.Sprintf("%s trial %d was cut at the context window after %d of %d tokens (stop reason truncated): "+
 			"its timings are not those of a full-length trial; lower max_tokens or give the server a larger context",
 			rec.Arm, rec.Trial, rec.OutputTokens, r.plan.Profile.MaxTokens)}
 	}
-	if rec.Phase != session.PhaseTimed || serverDown || rec.Status == session.StatusCanceled ||
-		rec.Window == session.WindowRamp || rec.Window == session.WindowDrain {
-		return // the cap counts measurements, at the arm's load
-	}
-	arm.timed++
-	if arm.stopped {
-		return // a load block ends the requests it started after its arm stopped
+	// The cap counts measurements, at the arm's load; a load block ends
+	// the requests it started after its arm stopped.
+	if !measured || arm.stopped {
+		return
 	}
 	if d := r.plan.Stop.Decide(rec.Arm, arm.timed, &arm.e2e); d.Stop {
 		arm.stopped, arm.stop = true, d

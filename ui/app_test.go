@@ -63,7 +63,11 @@ func newTestRun(t testing.TB, profile string) *testRun {
 // timed trials, interleaved, with e2e spread by a fixed pattern and the
 // running convergence points the runner would send.
 func syntheticRun(arms []string, warmup, trials int) []runner.Event {
-	events := []runner.Event{runner.Started{Manifest: "/sessions/s.toml", Arms: arms, WarmupPerArm: warmup, TrialsPerArm: trials,
+	warmups := map[string]int{}
+	for _, a := range arms {
+		warmups[a] = warmup
+	}
+	events := []runner.Event{runner.Started{Manifest: "/sessions/s.toml", Arms: arms, Warmup: warmups, TrialsPerArm: trials,
 		Power: session.PowerInfo{GPU: "no NVIDIA GPU found (the NVML library is not installed)", CPU: "no CPU package energy (no /sys/class/powercap)",
 			RSSProcess: "tokentop (this process)"}}}
 	series := make([]metrics.Series, len(arms))
@@ -85,7 +89,8 @@ func syntheticRun(arms []string, warmup, trials int) []runner.Event {
 			if rec.Counted() {
 				point = series[i].Add(e2e)
 			}
-			events = append(events, runner.TrialDone{Record: rec, Point: point})
+			done := runner.TrialDone{Record: rec, Point: point, Warmups: min(round+1, warmup), Measured: max(0, round+1-warmup)}
+			events = append(events, done)
 			at = at.Add(time.Duration(e2e * float64(time.Millisecond)))
 		}
 	}

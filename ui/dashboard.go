@@ -181,9 +181,10 @@ func (d *dashboard) header(w int, compactHeader bool, now time.Time) []string {
 		nameW = max(nameW, len(a.name))
 	}
 	nameW = min(nameW, w/3)
-	warmup, trials := data.started.WarmupPerArm, data.started.TrialsPerArm
+	trials := data.started.TrialsPerArm
 	var full, compact []string
 	for _, a := range data.arms {
+		warmup := data.started.Warmup[a.name]
 		counts := fmt.Sprintf(" %d/%d timed", a.timed, trials)
 		if warmup > 0 {
 			counts += fmt.Sprintf(" · %d/%d warmup", a.warmupDone, warmup)
@@ -222,11 +223,11 @@ func (d *dashboard) phase() string {
 	case d.paused:
 		return "paused"
 	}
+	if data.lastWarmup {
+		return "warming up"
+	}
 	converged := len(data.arms) > 0
 	for _, a := range data.arms {
-		if a.warmupDone < data.started.WarmupPerArm {
-			return "warming up"
-		}
 		n := len(a.points)
 		if n < 2 || !(a.points[n-1].HalfWidth <= data.convergeTol*a.points[n-1].Mean) {
 			converged = false
@@ -245,11 +246,12 @@ func (d *dashboard) eta(elapsed time.Duration) (time.Duration, bool) {
 	if data.started == nil || data.finished != nil || done == 0 {
 		return 0, false
 	}
-	planned := len(data.arms) * (data.started.WarmupPerArm + data.started.TrialsPerArm)
-	left := planned - done
+	left := -done
 	for _, a := range data.arms {
-		if a.stopped != "" {
-			left -= data.started.WarmupPerArm + data.started.TrialsPerArm - a.warmupDone - a.timed
+		if a.stopped == "" {
+			left += data.started.Warmup[a.name] + data.started.TrialsPerArm
+		} else {
+			left += a.warmupDone + a.timed
 		}
 	}
 	return time.Duration(float64(elapsed) / float64(done) * float64(max(0, left))), true

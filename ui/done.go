@@ -30,9 +30,12 @@ type doneView struct {
 	// verdicts are the session's arms against its first, once tested.
 	verdicts   *session.Comparison
 	verdictErr error
-	report     []string
-	scroll     int
-	chooser    *baselineChooser
+	// load is a load run's answer (sweep knee and goodput, or a together
+	// study's speedup), said above the verdicts; nil for other runs.
+	load    []string
+	report  []string
+	scroll  int
+	chooser *baselineChooser
 }
 
 type doneMode int
@@ -43,10 +46,12 @@ const (
 	doneChooser
 )
 
-// verdictsMsg carries the arms' tests, computed off the UI's path.
+// verdictsMsg carries the arms' tests, and a load run's results in
+// words, computed off the UI's path.
 type verdictsMsg struct {
-	cmp *session.Comparison
-	err error
+	cmp  *session.Comparison
+	err  error
+	load []string
 }
 
 // reportMsg carries the repeatability report, computed off the UI's path.
@@ -93,11 +98,13 @@ func (d *doneView) init() tea.Cmd {
 	}
 	return func() tea.Msg {
 		cmp, err := session.RunVerdicts(fin.Manifest)
-		return verdictsMsg{cmp: cmp, err: err}
+		return verdictsMsg{cmp: cmp, err: err, load: loadProse(fin.Manifest)}
 	}
 }
 
-func (d *doneView) showVerdicts(msg verdictsMsg) { d.verdicts, d.verdictErr = msg.cmp, msg.err }
+func (d *doneView) showVerdicts(msg verdictsMsg) {
+	d.verdicts, d.verdictErr, d.load = msg.cmp, msg.err, msg.load
+}
 
 // saved reports whether the session's files are there to read.
 func (d *doneView) saved() bool { return d.data.finished != nil && d.data.finished.SaveErr == "" }
@@ -361,7 +368,11 @@ func (d *doneView) verdictLines(w int) []string {
 	case d.verdicts == nil:
 		return []string{styleDim.Render(fmt.Sprintf("computing the verdicts (%d bootstrap resamples per test)…", session.DefaultTestOptions.Resamples))}
 	}
-	return verdictTable(d.verdicts, w)
+	var lines []string
+	for _, line := range d.load {
+		lines = append(lines, wrap(line, w)...)
+	}
+	return append(lines, verdictTable(d.verdicts, w)...)
 }
 
 // verdictTable lays the tests out with a row per metric and a column per

@@ -23,7 +23,8 @@ import (
 // events until the runner closes the channel. The summary fits within
 // width cells (0: no limit, for pipes and logs).
 func Headless(w io.Writer, width int, events <-chan runner.Event) {
-	var warmup, trials, nameWidth int
+	var trials, nameWidth int
+	var warmup map[string]int
 	var arms []string
 	for ev := range events {
 		switch ev := ev.(type) {
@@ -39,16 +40,16 @@ func Headless(w io.Writer, width int, events <-chan runner.Event) {
 				fmt.Fprintln(w, line)
 			}
 			fmt.Fprintf(w, "session %s\n", ev.Manifest)
-			fmt.Fprintf(w, "arms %s: %d warmup + %d timed trials each\n", armList(ev.Arms, ev.Labels), ev.WarmupPerArm, ev.TrialsPerArm)
+			fmt.Fprintf(w, "arms %s: %s\n", armList(ev.Arms, ev.Labels), trialWords(ev))
 			fmt.Fprintf(w, "power: %s; %s\nmemory: %s\n", ev.Power.GPU, ev.Power.CPU, ev.Power.RSSProcess)
-			warmup, trials, arms = ev.WarmupPerArm, ev.TrialsPerArm, ev.Arms
+			warmup, trials, arms = ev.Warmup, ev.TrialsPerArm, ev.Arms
 			for _, a := range arms {
 				nameWidth = max(nameWidth, ansi.StringWidth(a))
 			}
 		case runner.Measuring:
 			fmt.Fprintf(w, "measuring the %s for %v\n", ev.What, ev.For)
 		case runner.TrialDone:
-			fmt.Fprintln(w, progressLine(ev.Record, warmup, trials, nameWidth))
+			fmt.Fprintln(w, progressLine(ev, warmup[ev.Record.Arm], trials, nameWidth))
 		case runner.ArmStopped:
 			fmt.Fprintf(w, "%s stopped: %s\n", ev.Arm, ev.Reason)
 		case runner.Waiting, runner.Resumed, runner.Warning:
@@ -58,6 +59,25 @@ func Headless(w io.Writer, width int, events <-chan runner.Event) {
 			WriteFinished(w, width, arms, ev)
 		}
 	}
+}
+
+// trialWords says how many trials each arm runs: "1 warmup + 16 timed
+// trials each", or per arm where a load run's warmup differs by level.
+func trialWords(ev runner.Started) string {
+	var warmups []string
+	for _, a := range ev.Arms {
+		if w := fmt.Sprint(ev.Warmup[a]); !slices.Contains(warmups, w) {
+			warmups = append(warmups, w)
+		}
+	}
+	if len(warmups) == 1 {
+		return fmt.Sprintf("%s warmup + %d timed trials each", warmups[0], ev.TrialsPerArm)
+	}
+	per := make([]string, len(ev.Arms))
+	for i, a := range ev.Arms {
+		per[i] = fmt.Sprintf("%s %d", a, ev.Warmup[a])
+	}
+	return fmt.Sprintf("%d timed trials each, after warmup (%s; at least one request per stream)", ev.TrialsPerArm, strings.Join(per, ", "))
 }
 
 // armList names the arms, each with what sets it apart from the others
@@ -92,18 +112,24 @@ func EventLine(ev runner.Event) string {
 // (trial numbers in the files run on across phases). Names are padded to
 // nameWidth and the counts to the plan's, so that the lines of a run line
 // up and, for the built-in engine's figures, fit 80 columns.
-func progressLine(r session.Record, warmup, trials, nameWidth int) string {
+func progressLine(ev runner.TrialDone, warmup, trials, nameWidth int) string {
+	r := ev.Record
 	status := r.Status
 	if r.Error != "" {
 		status += ": " + r.Error
 	}
-	n, of := r.Trial, warmup
+	// A load run's ramp-up and drain are named instead of their phase:
+	// they do not count toward the arm's trials.
+	label, n, of := r.Phase, ev.Warmups, warmup
 	if r.Phase == session.PhaseTimed {
-		n, of = r.Trial-warmup, trials
+		n, of = ev.Measured, trials
+		if r.Window == session.WindowRamp || r.Window == session.WindowDrain {
+			label = r.Window
+		}
 	}
 	digits := len(fmt.Sprint(max(warmup, trials)))
 	line := fmt.Sprintf("%-*s %-6s %*d/%-*d  ttft %7s  e2e %7s  %7s tok/s  %3s tok  %s",
-		nameWidth, r.Arm, r.Phase, digits, n, digits, of, millis(r.TTFTMs), millis(r.E2EMs), number(r.OutputTPS, 1), count(r.OutputTokens), status)
+		nameWidth, r.Arm, label, digits, n, digits, of, millis(r.TTFTMs), millis(r.E2EMs), number(r.OutputTPS, 1), count(r.OutputTokens), status)
 	if !math.IsNaN(r.JPerToken) {
 		line += fmt.Sprintf("  %s J/tok (%s)", number(r.JPerToken, 4), r.EnergyQuality)
 	}
@@ -187,6 +213,32 @@ func writeRunVerdicts(w io.Writer, width int, manifest string) {
 		writeProse(w, width, "%s", note)
 	}
 	writeLoadResults(w, width, manifest)
+}
+
+// loadProse says a load run's results in lines for the done view: each
+// sweep's throughput by level with its knee and goodput, or a together
+// study's verdict; nil for other runs.
+func loadProse(manifest string) []string {
+	res, err := session.ReadLoadResults(manifest)
+	if err != nil {
+		return []string{"no load results: " + err.Error()}
+	}
+	if res == nil {
+		return nil
+	}
+	if res.Study != nil {
+		return res.Study.Verdict()
+	}
+	var lines []string
+	for _, sw := range res.Sweeps {
+		levels := make([]string, len(sw.Levels))
+		for i, lv := range sw.Levels {
+			levels[i] = fmt.Sprintf("%.0f at %d", lv.TokensPerS, lv.Concurrency)
+		}
+		lines = append(lines, fmt.Sprintf("%s: tok/s %s streams", sw.Base, strings.Join(levels, ", ")))
+		lines = append(lines, sw.Words(res.SLO)...)
+	}
+	return lines
 }
 
 // writeLoadResults prints a load run's sweep tables with their knee and

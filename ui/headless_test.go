@@ -17,15 +17,20 @@ func TestProgressLineCountsWithinThePhaseAndShowsErrors(t *testing.T) {
 	r := session.Record{Arm: "greedy", Trial: 4, Phase: session.PhaseTimed, Status: session.StatusError,
 		Error: "HTTP 500: boom", OutputTokens: -1}
 	r.TTFTMs, r.E2EMs, r.OutputTPS = math.NaN(), 12.34, math.NaN()
-	got := progressLine(r, 3, 10, 8)
+	got := progressLine(runner.TrialDone{Record: r, Warmups: 3, Measured: 1}, 3, 10, 8)
 	for _, want := range []string{"greedy", "timed", "1/10", "ttft       —", "e2e 12.3 ms", "error: HTTP 500: boom"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q lacks %q", got, want)
 		}
 	}
 	r.Phase, r.Trial = session.PhaseWarmup, 2
-	if got := progressLine(r, 3, 10, 8); !strings.Contains(got, "2/3") {
+	if got := progressLine(runner.TrialDone{Record: r, Warmups: 2}, 3, 10, 8); !strings.Contains(got, "2/3") {
 		t.Errorf("warmup line %q", got)
+	}
+	// A load run's ramp-up request is named, and counts nothing.
+	r.Phase, r.Window, r.Status, r.Error = session.PhaseTimed, session.WindowRamp, session.StatusOK, ""
+	if got := progressLine(runner.TrialDone{Record: r, Warmups: 4, Measured: 6}, 4, 10, 8); !strings.Contains(got, "greedy   ramp    6/10") {
+		t.Errorf("ramp line %q", got)
 	}
 }
 
@@ -33,7 +38,7 @@ func TestTheMainJobsProgressLinesFit80Columns(t *testing.T) {
 	r := session.Record{Arm: "top-k-40", Trial: 1503, Phase: session.PhaseTimed, Status: session.StatusOK, OutputTokens: 128,
 		EnergyJ: math.NaN(), JPerToken: math.NaN()}
 	r.TTFTMs, r.E2EMs, r.OutputTPS = 0.8, 9.1, 14087.1
-	if got := progressLine(r, 3, 1500, len("top-k-40")); len(got) > 80 {
+	if got := progressLine(runner.TrialDone{Record: r, Warmups: 3, Measured: 1500}, 3, 1500, len("top-k-40")); len(got) > 80 {
 		t.Errorf("%d columns: %q", len(got), got)
 	}
 }
@@ -66,11 +71,11 @@ func TestProgressLineShowsEnergyOnlyWhenMeasured(t *testing.T) {
 	r := session.Record{Arm: "greedy", Trial: 2, Phase: session.PhaseTimed, Status: session.StatusOK, OutputTokens: 64,
 		EnergyQuality: session.EnergyUnavailable, EnergyJ: math.NaN(), JPerToken: math.NaN()}
 	r.Timings.E2EMs, r.Timings.TTFTMs, r.Timings.OutputTPS = 20, 1, 3200
-	if line := progressLine(r, 1, 10, 8); strings.Contains(line, "J/tok") {
+	if line := progressLine(runner.TrialDone{Record: r, Warmups: 1, Measured: 1}, 1, 10, 8); strings.Contains(line, "J/tok") {
 		t.Errorf("no energy measured, yet %q", line)
 	}
 	r.JPerToken, r.EnergyQuality = 0.0123, "counter"
-	if line := progressLine(r, 1, 10, 8); !strings.HasSuffix(line, "ok  0.0123 J/tok (counter)") {
+	if line := progressLine(runner.TrialDone{Record: r, Warmups: 1, Measured: 1}, 1, 10, 8); !strings.HasSuffix(line, "ok  0.0123 J/tok (counter)") {
 		t.Errorf("energy missing: %q", line)
 	}
 }

@@ -29,7 +29,7 @@ var histMetrics = [...]struct{ name, label string }{
 type armData struct {
 	name                string
 	index               int // position in the profile, which picks its color
-	warmupDone, timed   int // trials finished per phase, degraded included
+	warmupDone, timed   int // the runner's counts: warmup trials, and trials toward the cap
 	degraded            int
 	stopped             string // the stop rule's reason, once it fired
 	dists               [len(histMetrics)]metrics.Distribution
@@ -74,6 +74,7 @@ type runData struct {
 	measuring   string // what the runner measures before the first trial
 	traces      []*powerTrace
 	lastEnergy  *session.Record // the latest trial with an energy figure
+	lastWarmup  bool            // the latest trial was warmup
 }
 
 func newRunData(profile, model string, convergeTol float64) *runData {
@@ -139,11 +140,8 @@ func (d *runData) addTrial(ev runner.TrialDone) {
 	rec := ev.Record
 	a := d.arm(rec.Arm)
 	warmup := rec.Phase == session.PhaseWarmup
-	if warmup {
-		a.warmupDone++
-	} else {
-		a.timed++
-	}
+	a.warmupDone, a.timed = ev.Warmups, ev.Measured
+	d.lastWarmup = warmup
 	d.spans = append(d.spans, trialSpan{started: rec.StartedAt,
 		length: time.Duration(rec.E2EMs * float64(time.Millisecond)), warmup: warmup, ok: rec.Status == session.StatusOK})
 	if !math.IsNaN(rec.EnergyJ) {
@@ -159,6 +157,9 @@ func (d *runData) addTrial(ev runner.TrialDone) {
 	if warmup {
 		a.warmupE2E.Add(rec.E2EMs)
 		return
+	}
+	if !rec.Counted() {
+		return // a load run's ramp-up or drain: shown in the trial strip, kept out of the figures
 	}
 	for i, hm := range histMetrics {
 		m, _ := session.LookupMetric(hm.name)
