@@ -141,9 +141,10 @@ const (
 
 // Sweeps finds each profile arm run at more than one level and describes
 // its levels, knee and goodput.
-func Sweeps(m *Manifest, records []Record, tokens map[TrialKey]Arrivals, summary map[string]ArmSummary) []Sweep {
+func Sweeps(m *Manifest, records []Record, tokens map[TrialKey]Arrivals) []Sweep {
 	var sweeps []Sweep
 	byArm := ByArm(records)
+	throughput := LoadThroughput(records, tokens) // from the files, so a killed run has it too
 	for _, a := range m.Arms {
 		if a.Concurrency == 0 || a.Mode != "" {
 			continue
@@ -154,9 +155,7 @@ func Sweeps(m *Manifest, records []Record, tokens map[TrialKey]Arrivals, summary
 			i = len(sweeps) - 1
 		}
 		lv := Level{Arm: a.Name, Concurrency: a.Concurrency, Goodput: math.NaN()}
-		if s, ok := summary[a.Name]; ok && s.Load != nil {
-			lv.Throughput = *s.Load
-		}
+		lv.Throughput = throughput[a.Name]
 		var ttft, gaps []float64
 		met, timed := 0, 0
 		for _, r := range byArm[a.Name] {
@@ -427,7 +426,7 @@ func ReadLoadResults(manifest string) (*LoadResults, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Sweeps = Sweeps(s.Manifest, s.Records, tokens, s.Manifest.Summary)
+	res.Sweeps = Sweeps(s.Manifest, s.Records, tokens)
 	return res, nil
 }
 

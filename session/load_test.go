@@ -88,7 +88,7 @@ func TestGoodputCountsFailedRequestsAsMisses(t *testing.T) {
 		}
 		records = append(records, r)
 	}
-	sweeps := Sweeps(m, records, nil, nil)
+	sweeps := Sweeps(m, records, nil)
 	if len(sweeps) != 1 || sweeps[0].Levels[0].Goodput != 1 || sweeps[0].Levels[1].Goodput != 0.5 || sweeps[0].BestGood != 1 {
 		t.Fatalf("sweeps %+v", sweeps)
 	}
