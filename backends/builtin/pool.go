@@ -33,6 +33,15 @@ type Pool struct {
 // protocol has no lost wake-ups: the sleeper sets parked, then re-checks
 // its condition; the waker changes the condition, then checks parked. A
 // token left in wake by a race is harmless, the sleeper re-checks.
+//
+// Both sides order their write before their read with a read-modify-write
+// of parked (Swap, CompareAndSwap), not a Store then a Load. Go's atomics
+// promise that order either way, but Linux arm64 binaries under qemu on an
+// x86 host (CI's portable tests) let a Store's following Load pass it;
+// each side then read the other's old value, and the pool's caller and
+// worker slept for good (seen hanging TestConcurrentStreamsMatchSequential
+// and TestF32VersusQ8RunsAnywhereAndNamesTheFasterDType). An RMW is a full
+// fence on every host, and costs nothing next to a park.
 type parker struct {
 	parked atomic.Bool
 	wake   chan struct{}
@@ -48,7 +57,7 @@ func (p *parker) await(ready func() bool) {
 			runtime.Gosched()
 			continue
 		}
-		p.parked.Store(true)
+		p.parked.Swap(true)
 		if !ready() {
 			<-p.wake
 		}
@@ -60,7 +69,7 @@ func (p *parker) await(ready func() bool) {
 // notify wakes the goroutine if it sleeps; call it after changing what it
 // waits for.
 func (p *parker) notify() {
-	if p.parked.Load() {
+	if p.parked.CompareAndSwap(true, true) { // parked, read as an RMW (see parker)
 		select {
 		case p.wake <- struct{}{}:
 		default:
