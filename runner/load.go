@@ -3,10 +3,13 @@ package runner
 import (
 	"context"
 	"fmt"
-	"github.com/tokentop/tokentop/session"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/tokentop/tokentop/metrics/telemetry"
+	"github.com/tokentop/tokentop/session"
 )
 
 // RequestsPerStream is how many requests each stream of a timed load block
@@ -158,6 +161,7 @@ func (r *run) runStreams(ctx context.Context, streams []int, perStream int, phas
 	results := make(chan finished, n)
 	var wg sync.WaitGroup
 	r.monitor.mark(fmt.Sprintf("block_start %s round %d", r.plan.Profile.Arms[streams[0]].Name, round))
+	watches := r.monitor.beginBlock(r.blockTargets(streams))
 	for s, i := range streams {
 		clock := &r.clocks[s]
 		wg.Go(func() {
@@ -177,7 +181,10 @@ func (r *run) runStreams(ctx context.Context, streams []int, perStream int, phas
 				default:
 					f.rec.Window = session.WindowSteady
 				}
-				inFlight.Add(-1)
+				f.inFlight = int(inFlight.Add(-1))
+				if j < len(trials[s])-1 && blockCtx.Err() == nil {
+					f.inFlight++ // the stream goes straight on to its next request
+				}
 				f.rec.Concurrency, f.rec.Stream, f.rec.InFlight = n, s+1, int(at)
 				f.arrivals = slices.Clone(f.arrivals) // the clock is reused by the next request
 				results <- f
@@ -189,6 +196,7 @@ func (r *run) runStreams(ctx context.Context, streams []int, perStream int, phas
 		close(results)
 	}()
 	var writeErr error
+	var block []session.Record
 	for f := range results {
 		f.rec.Phase, f.rec.Round, f.rec.Position = phase, round, position
 		if writeErr != nil {
@@ -197,9 +205,103 @@ func (r *run) runStreams(ctx context.Context, streams []int, perStream int, phas
 		if writeErr = r.collect(f); writeErr != nil || !r.targets[r.plan.ArmTarget[f.arm]].downSince.IsZero() {
 			cancel()
 		}
+		block = append(block, f.rec)
 	}
 	r.monitor.mark(fmt.Sprintf("block_end %s round %d", r.plan.Profile.Arms[streams[0]].Name, round))
+	peakMB := r.monitor.endBlock(watches)
+	if windows && writeErr == nil {
+		r.blockDone(streams[0], round, block, peakMB)
+	}
 	return writeErr
+}
+
+// blockTargets lists the targets a block's streams run on, each once.
+func (r *run) blockTargets(streams []int) []int {
+	var targets []int
+	for _, i := range streams {
+		if t := r.plan.ArmTarget[i]; !slices.Contains(targets, t) {
+			targets = append(targets, t)
+		}
+	}
+	return targets
+}
+
+// blockDone measures a timed block's steady window (throughput and
+// energy), adds it to arm i's cost and tells the front end.
+func (r *run) blockDone(i, round int, block []session.Record, peakMB float64) {
+	arm := r.plan.Profile.Arms[i].Name
+	tp, ok := session.LoadThroughput(block, r.tokens)[arm]
+	if !ok {
+		return // no steady window: a stream ended before the others had finished their ramp-up
+	}
+	ptrs := make([]*session.Record, len(block))
+	for k := range block {
+		ptrs[k] = &block[k]
+	}
+	from, to, _ := session.SteadyWindow(ptrs)
+	cost := session.LoadCost{EnergyJ: math.NaN(), AvgPowerW: math.NaN(), JPerToken: math.NaN(),
+		EnergyQuality: session.EnergyUnavailable, PeakRSSMB: peakMB}
+	if e, measured := r.monitor.windowEnergy(from, to); measured {
+		cost.EnergyQuality = string(e.Quality)
+		if e.Quality != telemetry.QualityNoData {
+			cost.EnergyJ, cost.AvgPowerW = e.NetJ, e.AvgPowerW
+			if tokens := tp.TokensPerS * tp.WindowS; tokens > 0 {
+				cost.JPerToken = e.NetJ / tokens
+			}
+		}
+	}
+	r.arms[i].cost.add(tp, cost)
+	r.events <- BlockDone{Arm: arm, Round: round, Throughput: tp, Cost: cost}
+}
+
+// costSum adds up a load arm's blocks' cost.
+type costSum struct {
+	netJ, grossJ, windowS, tokens float64
+	quality                       telemetry.Quality // the weakest window's
+	windows, measured             int               // windows, and those with an energy figure
+	peakMB                        float64
+	peaks                         int // blocks whose memory was read
+}
+
+var qualityRank = map[telemetry.Quality]int{telemetry.QualityCounter: 0, telemetry.QualitySampled: 1, telemetry.QualityNoData: 2}
+
+func (c *costSum) add(tp session.Throughput, cost session.LoadCost) {
+	c.windows++
+	if q := telemetry.Quality(cost.EnergyQuality); q != telemetry.QualityUnavailable && (c.quality == "" || qualityRank[q] > qualityRank[c.quality]) {
+		c.quality = q
+	}
+	if !math.IsNaN(cost.EnergyJ) {
+		c.measured++
+		c.netJ += cost.EnergyJ
+		c.grossJ += cost.AvgPowerW * tp.WindowS
+		c.windowS += tp.WindowS
+		c.tokens += tp.TokensPerS * tp.WindowS
+	}
+	if !math.IsNaN(cost.PeakRSSMB) {
+		c.peaks++
+		c.peakMB = max(c.peakMB, cost.PeakRSSMB)
+	}
+}
+
+// total is the arm's LoadCost; energy only when every window had a
+// figure, so a sum never silently leaves windows out.
+func (c *costSum) total(power bool) *session.LoadCost {
+	nan := math.NaN()
+	cost := &session.LoadCost{EnergyJ: nan, AvgPowerW: nan, JPerToken: nan, EnergyQuality: session.EnergyUnavailable, PeakRSSMB: nan}
+	if c.peaks > 0 {
+		cost.PeakRSSMB = c.peakMB
+	}
+	if !power || c.windows == 0 {
+		return cost
+	}
+	cost.EnergyQuality = string(c.quality)
+	if c.measured == c.windows {
+		cost.EnergyJ, cost.AvgPowerW = c.netJ, c.grossJ/c.windowS
+		if c.tokens > 0 {
+			cost.JPerToken = c.netJ / c.tokens
+		}
+	}
+	return cost
 }
 
 // togetherRounds runs a together group (TR116): each round has an alone
@@ -264,7 +366,8 @@ func (p *Plan) loadInfo() *session.LoadInfo {
 	}
 	prof := &p.Profile
 	info := &session.LoadInfo{Together: prof.Together,
-		Energy: "not per request: requests overlap, so their energy and memory are shared; the power CSV marks each block's start and end"}
+		Energy: "not per request: requests overlap and share them, so energy is measured over each timed block's steady window and memory over each block, " +
+			"and the summary's load_cost adds them up per arm; the power CSV marks each block's start and end"}
 	if len(prof.Together) == 0 {
 		info.RequestsPerStream = RequestsPerStream
 		for _, l := range p.Load {

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -80,6 +81,50 @@ func TestSweepRunsEachLevelAsAClosedLoop(t *testing.T) {
 		if s.Load == nil || s.Load.Concurrency != n || !(s.Load.TokensPerS > 0) || s.Load.Blocks < 1 || s.Metrics["e2e_ms"].N != counted {
 			t.Errorf("%s summary: load %+v, e2e n %d, counted %d", arm, s.Load, s.Metrics["e2e_ms"].N, counted)
 		}
+	}
+}
+
+// Overlapping requests have no energy of their own: each steady window
+// has, and the summary adds the windows up; memory is each block's peak.
+func TestLoadEnergyIsMeasuredPerSteadyWindow(t *testing.T) {
+	plan := testPlan(t, 0, 4, "greedy")
+	plan.Profile.Concurrency = profiles.Levels{2}
+	plan.expandLoad()
+	gpu := withFakeGPU(plan)
+	delays := []time.Duration{30 * time.Millisecond, 30 * time.Millisecond, 30 * time.Millisecond, 30 * time.Millisecond}
+	status, err, events := runPlan(t, context.Background(), plan, busyBackend{&fakeBackend{delays: delays}, gpu})
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	var blocks []BlockDone
+	for _, ev := range events {
+		if b, ok := ev.(BlockDone); ok {
+			blocks = append(blocks, b)
+		}
+	}
+	for _, r := range trials(events) {
+		if r.EnergyQuality != session.EnergyUnavailable || !math.IsNaN(r.EnergyJ) {
+			t.Errorf("trial %d: %s %.3f J; an overlapping request has no energy of its own", r.Trial, r.EnergyQuality, r.EnergyJ)
+		}
+	}
+	fin := events[len(events)-1].(Finished)
+	sum := fin.Summary["greedy@c2"]
+	if sum.Load == nil || sum.LoadCost == nil || len(blocks) != sum.Load.Blocks {
+		t.Fatalf("load %+v, cost %+v, %d BlockDone events", sum.Load, sum.LoadCost, len(blocks))
+	}
+	windowS, tokens := 0.0, 0.0
+	for _, b := range blocks {
+		// Both streams generate through the whole window: 200 W above idle.
+		if want := 200 * b.WindowS; b.Cost.EnergyQuality != "counter" || math.Abs(b.Cost.EnergyJ-want) > 0.15*want || !(b.Cost.PeakRSSMB > 0) {
+			t.Errorf("round %d: %s %.3f J over %.3f s (want ~%.3f), peak %.0f MB", b.Round, b.Cost.EnergyQuality, b.Cost.EnergyJ, b.WindowS, want, b.Cost.PeakRSSMB)
+		}
+		windowS += b.WindowS
+		tokens += b.TokensPerS * b.WindowS
+	}
+	c := sum.LoadCost
+	if math.Abs(windowS-sum.Load.WindowS) > 1e-9 || c.EnergyQuality != "counter" || math.Abs(c.JPerToken-c.EnergyJ/tokens) > 1e-9 ||
+		math.Abs(c.EnergyJ-200*windowS) > 0.15*200*windowS || c.AvgPowerW < 200 || c.AvgPowerW > 260 {
+		t.Errorf("cost %+v over %.3f s (summary %.3f s) and %.0f tokens", c, windowS, sum.Load.WindowS, tokens)
 	}
 }
 

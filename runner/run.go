@@ -48,6 +48,9 @@ type Started struct {
 	Warmup map[string]int
 	// Power is what telemetry sees: devices, idle baselines, or why none.
 	Power session.PowerInfo
+	// Load is the manifest's account of a load run; nil for one trial at
+	// a time.
+	Load *session.LoadInfo
 }
 
 // TrialDone is sent after a trial is on disk.
@@ -60,6 +63,19 @@ type TrialDone struct {
 	// Point is the arm's running e2e convergence point; zero for warmup
 	// and degraded trials, which do not enter aggregates.
 	Point metrics.Point
+	// InFlight counts a load block's requests in flight once this one's
+	// stream went on to its next (0 after the block's last, and when one
+	// trial runs at a time).
+	InFlight int
+}
+
+// BlockDone is sent after each timed load block that had a steady
+// window: the aggregate over that window, and what the block cost.
+type BlockDone struct {
+	Arm   string
+	Round int
+	session.Throughput
+	Cost session.LoadCost
 }
 
 // ArmStopped is sent when an arm's stop rule fires.
@@ -119,6 +135,7 @@ func (Measuring) isEvent()   {}
 func (PowerSample) isEvent() {}
 func (Started) isEvent()     {}
 func (TrialDone) isEvent()   {}
+func (BlockDone) isEvent()   {}
 func (ArmStopped) isEvent()  {}
 func (Finished) isEvent()    {}
 
@@ -181,7 +198,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 			USDPerHour: p.USDPerHour, Prompts: p.Prompts, Stop: stopInfo(p.Stop), PromptCache: p.PromptCache, FixedLength: p.FixedLength,
 			Load: plan.loadInfo()},
 	}
-	started := Started{Arms: p.ArmNames(), TrialsPerArm: p.Trials, Warmup: map[string]int{}}
+	started := Started{Arms: p.ArmNames(), TrialsPerArm: p.Trials, Warmup: map[string]int{}, Load: m.Profile.Load}
 	for i, a := range p.Arms {
 		started.Warmup[a.Name] = plan.warmupOf(i)
 	}
@@ -238,6 +255,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		}
 		if t, ok := load[a.Name]; ok {
 			s.Load = &t
+			s.LoadCost = r.arms[i].cost.total(mon.sampler != nil)
 		}
 		summary[a.Name] = s
 	}
@@ -361,6 +379,7 @@ type armState struct {
 	// counterRejected counts timed trials whose energy counter was not used.
 	counterRejected int
 	e2e             metrics.Series
+	cost            costSum // a load arm's blocks
 }
 
 // targetState is what the run knows of one target's health.
@@ -529,7 +548,7 @@ func (r *run) collect(f finished) error {
 	}
 	t := r.plan.ArmTarget[f.arm]
 	down := rec.Status == session.StatusError && isDown(f.err)
-	r.report(f.arm, rec, down)
+	r.report(f, down)
 	if errors.Is(f.err, backends.ErrBadRequest) && !r.targets[t].warnedRefused {
 		r.targets[t].warnedRefused = true
 		r.events <- Warning{Text: fmt.Sprintf("%s trial %d was refused by its server: %s", rec.Arm, rec.Trial, rec.Error)}
@@ -646,8 +665,9 @@ func (r *run) measured() bool {
 // trial that found the server down (serverDown) is not one of the arm's
 // timed trials: the cap and the stop rule count measurements, not
 // attempts.
-func (r *run) report(i int, rec session.Record, serverDown bool) {
-	arm := &r.arms[i]
+func (r *run) report(f finished, serverDown bool) {
+	rec := f.rec
+	arm := &r.arms[f.arm]
 	var point metrics.Point
 	if rec.Counted() {
 		point = arm.e2e.Add(rec.E2EMs)
@@ -660,7 +680,7 @@ func (r *run) report(i int, rec session.Record, serverDown bool) {
 	case measured:
 		arm.timed++
 	}
-	r.events <- TrialDone{Record: rec, Point: point, Warmups: arm.warmups, Measured: arm.timed}
+	r.events <- TrialDone{Record: rec, Point: point, Warmups: arm.warmups, Measured: arm.timed, InFlight: f.inFlight}
 	if rec.StopReason == backends.StopTruncated && !r.warnedTruncated {
 		r.warnedTruncated = true
 		r.events <- Warning{Text: fmt.Sprintf("%s trial %d was cut at the context window after %d of %d tokens (stop reason truncated): "+
@@ -687,6 +707,7 @@ type finished struct {
 	mismatch bool  // the server's token count differs from the chunks'
 	started  time.Time
 	end      time.Duration
+	inFlight int // the block's requests in flight as its stream goes on
 }
 
 // request runs arm armIndex's trial number trial on clock and turns it

@@ -422,11 +422,11 @@ func TestCancelEndsAHeldRun(t *testing.T) {
 	}
 }
 
-// fakeGPU draws 50 W idle and 250 W while a generation runs, with a
+// fakeGPU draws 50 W idle and 250 W while any generation runs, with a
 // counter that integrates exactly that.
 type fakeGPU struct {
 	mu      sync.Mutex
-	busy    bool
+	busy    int // generations running
 	last    time.Time
 	energyJ float64
 }
@@ -436,7 +436,7 @@ func (g *fakeGPU) Devices() []telemetry.Device {
 }
 
 func (g *fakeGPU) watts() float64 {
-	if g.busy {
+	if g.busy > 0 {
 		return 250
 	}
 	return 50
@@ -464,10 +464,10 @@ func (g *fakeGPU) Read(i int, boundary bool) (telemetry.Sample, error) {
 
 func (g *fakeGPU) Close() error { return nil }
 
-func (g *fakeGPU) setBusy(busy bool) {
+func (g *fakeGPU) addBusy(n int) {
 	g.mu.Lock()
 	g.advance()
-	g.busy = busy
+	g.busy += n
 	g.mu.Unlock()
 }
 
@@ -478,20 +478,27 @@ type busyBackend struct {
 }
 
 func (b busyBackend) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
-	b.gpu.setBusy(true)
-	defer b.gpu.setBusy(false)
+	b.gpu.addBusy(1)
+	defer b.gpu.addBusy(-1)
 	return b.fakeBackend.Generate(ctx, req, onChunk)
 }
 
-func TestEnergyPerTrialFromAFakeGPU(t *testing.T) {
-	plan := testPlan(t, 1, 4, "greedy")
+// withFakeGPU gives plan a fake GPU sampled every 10 ms after a 300 ms
+// idle baseline, and this process as the server whose memory is read.
+func withFakeGPU(plan *Plan) *fakeGPU {
 	gpu := &fakeGPU{}
 	plan.Telemetry.Open = func() telemetry.Found {
 		return telemetry.Found{Source: gpu, Status: telemetry.Status{GPU: "1 NVIDIA GPU through NVML", CPU: "no CPU package energy (test)"},
 			GPUs: []telemetry.GPUInfo{{Name: "Fake GPU", UUID: "GPU-fake", PowerLimitW: 300}}, Driver: "580.1"}
 	}
 	plan.Telemetry.Interval, plan.Telemetry.IdleBaseline = 10*time.Millisecond, 300*time.Millisecond
-	plan.Telemetry.ServerPID = os.Getpid() // the "server" whose memory is recorded
+	plan.Telemetry.ServerPID = os.Getpid()
+	return gpu
+}
+
+func TestEnergyPerTrialFromAFakeGPU(t *testing.T) {
+	plan := testPlan(t, 1, 4, "greedy")
+	gpu := withFakeGPU(plan)
 	delays := []time.Duration{40 * time.Millisecond, 40 * time.Millisecond, 40 * time.Millisecond, 40 * time.Millisecond}
 	status, err, events := runPlan(t, context.Background(), plan, busyBackend{&fakeBackend{delays: delays}, gpu})
 	if err != nil || status != session.StatusComplete {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -245,6 +246,39 @@ func (m *monitor) mark(text string) {
 	}
 }
 
+// beginBlock starts the memory watches of a load block's targets, which
+// its overlapping requests share; it returns those it started.
+func (m *monitor) beginBlock(targets []int) []*telemetry.MemoryWatch {
+	var watches []*telemetry.MemoryWatch
+	for _, t := range targets {
+		if w := m.memory[t]; w != nil && !slices.Contains(watches, w) {
+			w.Begin()
+			watches = append(watches, w)
+		}
+	}
+	return watches
+}
+
+// endBlock ends them and returns the highest peak; NaN with none.
+func (m *monitor) endBlock(watches []*telemetry.MemoryWatch) float64 {
+	peak := math.NaN()
+	for _, w := range watches {
+		if mb := w.End(); !(mb <= peak) && !math.IsNaN(mb) {
+			peak = mb
+		}
+	}
+	return peak
+}
+
+// windowEnergy is the energy over a load block's steady window; measured
+// is false without a power source.
+func (m *monitor) windowEnergy(from, to time.Time) (e telemetry.Energy, measured bool) {
+	if m.sampler == nil {
+		return e, false
+	}
+	return m.energy(m.sampler.Since(from), m.sampler.Since(to)), true
+}
+
 // beginTrial marks the start of a trial on target before the runner
 // stamps it.
 func (m *monitor) beginTrial(label string, target int) {
@@ -267,31 +301,43 @@ func (m *monitor) endTrial(label string, target int, startedAt time.Time, end ti
 	}
 	m.sampler.Mark("trial_end " + label)
 	from := m.sampler.Since(startedAt)
-	to := from + end
-	gross, net := 0.0, 0.0
-	quality := telemetry.QualityCounter
+	e := m.energy(from, from+end)
+	rec.EnergyQuality = string(e.Quality)
+	if e.Quality == telemetry.QualityNoData {
+		return e.Rejected != ""
+	}
+	rec.EnergyJ, rec.AvgPowerW = e.NetJ, e.AvgPowerW
+	if rec.OutputTokens > 0 {
+		rec.JPerToken = e.NetJ / float64(rec.OutputTokens)
+	}
+	return e.Rejected != ""
+}
+
+// energy sums the energy devices' energy over [from, to] on the sampler's
+// clock; its quality is the weakest device's, and Rejected is set when a
+// device's counter was not used.
+func (m *monitor) energy(from, to time.Duration) telemetry.Energy {
+	sum := telemetry.Energy{Quality: telemetry.QualityCounter}
 	for _, i := range m.energyOf {
 		e := telemetry.TrialEnergy(m.sampler.Samples(i, from, to), from, to, m.baselines[i], m.info.Devices[i].HasCounter)
-		counterRejected = counterRejected || e.Rejected != ""
+		if e.Rejected != "" {
+			sum.Rejected = e.Rejected
+		}
 		switch {
 		case e.Quality == telemetry.QualityNoData:
-			quality = telemetry.QualityNoData
-		case e.Quality == telemetry.QualitySampled && quality == telemetry.QualityCounter:
-			quality = telemetry.QualitySampled
+			sum.Quality = telemetry.QualityNoData
+		case e.Quality == telemetry.QualitySampled && sum.Quality == telemetry.QualityCounter:
+			sum.Quality = telemetry.QualitySampled
 		}
-		gross, net = gross+e.GrossJ, net+e.NetJ
+		sum.GrossJ, sum.NetJ = sum.GrossJ+e.GrossJ, sum.NetJ+e.NetJ
 	}
-	rec.EnergyQuality = string(quality)
-	if quality == telemetry.QualityNoData || len(m.energyOf) == 0 {
-		rec.EnergyQuality = string(telemetry.QualityNoData)
-		return counterRejected
+	if len(m.energyOf) == 0 {
+		sum.Quality = telemetry.QualityNoData
 	}
-	rec.EnergyJ = net
-	rec.AvgPowerW = gross / end.Seconds()
-	if rec.OutputTokens > 0 {
-		rec.JPerToken = net / float64(rec.OutputTokens)
+	if sum.Quality != telemetry.QualityNoData {
+		sum.AvgPowerW = sum.GrossJ / (to - from).Seconds()
 	}
-	return counterRejected
+	return sum
 }
 
 // stop ends sampling and closes the power CSV, once; it returns the

@@ -23,6 +23,21 @@ type Throughput struct {
 	Blocks       int     `toml:"blocks"`         // blocks that had a window
 }
 
+// LoadCost is what a load arm's blocks cost besides time. Its requests
+// overlap, so none has energy or memory of its own: energy is measured
+// over each steady window by the trial rules (the counter, else at least
+// two power samples), above the idle baseline, and summed; memory is the
+// peak over the blocks.
+type LoadCost struct {
+	EnergyJ   float64 `toml:"energy_j"`    // NaN when a window had no figure
+	AvgPowerW float64 `toml:"avg_power_w"` // gross, over the windows
+	JPerToken float64 `toml:"j_per_token"` // EnergyJ / the tokens that arrived in the windows
+	// EnergyQuality is the weakest window's: counter, sampled, no_data,
+	// or unavailable without a power source.
+	EnergyQuality string  `toml:"energy_quality"`
+	PeakRSSMB     float64 `toml:"peak_rss_mb"` // NaN when memory could not be read
+}
+
 // LoadThroughput computes each load arm's Throughput from its timed
 // records and their token arrivals; arms without windows are left out.
 func LoadThroughput(records []Record, tokens map[TrialKey]Arrivals) map[string]Throughput {
@@ -46,7 +61,7 @@ func LoadThroughput(records []Record, tokens map[TrialKey]Arrivals) map[string]T
 	out := map[string]Throughput{}
 	tokenCount, requestCount := map[string]int{}, map[string]int{}
 	for _, k := range order {
-		from, to, ok := steadyWindow(blocks[k])
+		from, to, ok := SteadyWindow(blocks[k])
 		if !ok {
 			continue
 		}
@@ -77,9 +92,9 @@ func LoadThroughput(records []Record, tokens map[TrialKey]Arrivals) map[string]T
 	return out
 }
 
-// steadyWindow is a block's window: from the last end of a stream's
+// SteadyWindow is a block's window: from the last end of a stream's
 // first request to the first end of a stream's last request.
-func steadyWindow(block []*Record) (from, to time.Time, ok bool) {
+func SteadyWindow(block []*Record) (from, to time.Time, ok bool) {
 	first, last := map[int]time.Time{}, map[int]time.Time{}
 	for _, r := range block {
 		e := end(r)
@@ -112,11 +127,13 @@ type Level struct {
 	Arm         string
 	Concurrency int
 	Throughput
-	N       int     // counted (steady) requests
-	TTFTP95 float64 // ms, over the counted requests
-	ITLP95  float64 // ms, over every inter-token gap of the counted requests
+	Cost    *LoadCost // from the summary; nil for a run killed before it
+	N       int       // counted (steady) requests
+	TTFTP95 float64   // ms, over the counted requests
+	ITLP95  float64   // ms, over every inter-token gap of the counted requests
 	// Goodput is the share of the level's timed steady requests (failed
-	// ones included) that met every SLO bound; NaN without an SLO.
+	// ones included, Record.JudgedBySLO) that met every SLO bound; NaN without
+	// an SLO.
 	Goodput float64
 }
 
@@ -156,14 +173,17 @@ func Sweeps(m *Manifest, records []Record, tokens map[TrialKey]Arrivals) []Sweep
 		}
 		lv := Level{Arm: a.Name, Concurrency: a.Concurrency, Goodput: math.NaN()}
 		lv.Throughput = throughput[a.Name]
+		if sum, ok := m.Summary[a.Name]; ok {
+			lv.Cost = sum.LoadCost
+		}
 		var ttft, gaps []float64
 		met, timed := 0, 0
 		for _, r := range byArm[a.Name] {
-			if r.Phase != PhaseTimed || r.Window != WindowSteady {
+			if !r.JudgedBySLO() {
 				continue
 			}
 			timed++
-			if r.Status == StatusOK && meetsSLO(r, m.Profile.Load) {
+			if r.Status == StatusOK && MeetsSLO(r, m.Profile.Load) {
 				met++
 			}
 			if !r.Counted() {
@@ -198,7 +218,15 @@ func Sweeps(m *Manifest, records []Record, tokens map[TrialKey]Arrivals) []Sweep
 	return out
 }
 
-func meetsSLO(r *Record, l *LoadInfo) bool {
+// JudgedBySLO reports whether a request counts toward goodput: a timed
+// steady one, failed or not, unless the run itself cut it (canceled).
+func (r Record) JudgedBySLO() bool {
+	return r.Phase == PhaseTimed && r.Window == WindowSteady && r.Status != StatusCanceled
+}
+
+// MeetsSLO reports whether a request kept within every bound of the load
+// run's SLO (true without one).
+func MeetsSLO(r *Record, l *LoadInfo) bool {
 	if l == nil || l.SLO == nil {
 		return true
 	}

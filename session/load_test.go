@@ -71,6 +71,8 @@ func TestKneeFindsLatencyOrAStall(t *testing.T) {
 	}
 }
 
+// A failed request misses the SLO; one the run cut itself (canceled) says
+// nothing of the server and is not judged.
 func TestGoodputCountsFailedRequestsAsMisses(t *testing.T) {
 	m := &Manifest{Profile: ProfileInfo{Load: &LoadInfo{SLO: &SLOInfo{TTFTMs: 50, Goodput: 0.75}}},
 		Arms: []ArmInfo{{Name: "a@c1", Base: "a", Concurrency: 1}, {Name: "a@c2", Base: "a", Concurrency: 2}}}
@@ -80,11 +82,14 @@ func TestGoodputCountsFailedRequestsAsMisses(t *testing.T) {
 		r.TTFTMs = ttft
 		records = append(records, r)
 	}
-	for i, ttft := range []float64{10, 60, 20, 30} { // level 2: one too slow, one failed
+	for i, ttft := range []float64{10, 60, 20, 30, 5} { // level 2: one too slow, one failed, one canceled
 		r, _ := loadRecord("a@c2", i+1, 1, 1, 0, 100, WindowSteady)
 		r.TTFTMs = ttft
-		if i == 3 {
+		switch i {
+		case 3:
 			r.Status = StatusError
+		case 4:
+			r.Status = StatusCanceled
 		}
 		records = append(records, r)
 	}

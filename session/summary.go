@@ -151,6 +151,8 @@ type ArmSummary struct {
 	EnergyCounterRejected int `toml:"energy_counter_rejected,omitzero"`
 	// Load is a load run's aggregate throughput over its steady windows.
 	Load *Throughput `toml:"load,omitempty"`
+	// LoadCost is its energy per steady window and memory per block.
+	LoadCost *LoadCost `toml:"load_cost,omitempty"`
 	// Metrics holds one table per metric, e.g. [summary.greedy.metrics.e2e_ms].
 	Metrics map[string]MetricSummary `toml:"metrics"`
 }

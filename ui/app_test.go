@@ -827,3 +827,39 @@ func TestProbingTheBuiltinEngineLeaksNothing(t *testing.T) {
 		t.Errorf("%d goroutines before three probes, %d after", before, after)
 	}
 }
+
+// While a sweep runs, the dashboard says how many requests are in
+// flight, charts each level's aggregate tok/s window by window, and its
+// table gives each level's tok/s, req/s and goodput so far, the power
+// panel giving way first on a small terminal.
+func TestSweepDashboardShowsLevelsAsTheyRun(t *testing.T) {
+	arms := []string{"greedy@c1", "greedy@c2"}
+	events := syntheticRun(arms, 0, 6)
+	started := events[0].(runner.Started)
+	started.Load = &session.LoadInfo{Levels: []int{1, 2}, SLO: &session.SLOInfo{TTFTMs: 1.2, Goodput: 0.9}}
+	events[0] = started
+	for i, ev := range events[1:] {
+		td := ev.(runner.TrialDone)
+		td.Record.Window, td.InFlight = session.WindowSteady, 2
+		events[1+i] = td
+	}
+	for round, tps := range [][2]float64{{610, 790}, {630, 810}, {620, 800}} {
+		for i, arm := range arms {
+			events = append(events, runner.BlockDone{Arm: arm, Round: round + 1,
+				Throughput: session.Throughput{Concurrency: i + 1, TokensPerS: tps[i], RequestsPerS: tps[i] / 64, WindowS: 0.5, Blocks: 1}})
+		}
+	}
+	for _, size := range [][2]int{{80, 24}, {200, 60}} {
+		tr := newTestRun(t, "quick")
+		tr.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]}, eventsMsg(events), tickMsg{})
+		screen := tr.screen()
+		// TTFT cycles 1, 1.5, 2 ms: a third of the requests keep within 1.2 ms.
+		for _, want := range []string{"2 in flight", "aggregate tok/s per steady window", "greedy@c1 620.0 tok/s",
+			"tok/s req/s goodput", "greedy@c2", "800.0 12.50     33%"} {
+			if !strings.Contains(screen, want) {
+				t.Errorf("%dx%d: %q missing:\n%s", size[0], size[1], want, screen)
+			}
+		}
+		checkFits(t, tr.app.View().Content, size[0], size[1])
+	}
+}

@@ -13,39 +13,77 @@ import (
 	"github.com/guptarohit/asciigraph"
 )
 
+// convergenceView is what the convergence panel charts.
+type convergenceView int
+
+const (
+	viewMean       convergenceView = iota // running mean of e2e with its 95% CI
+	viewCV                                // running CV of e2e
+	viewThroughput                        // a sweep's aggregate tok/s, steady window by window
+)
+
 // convergencePanel charts the running mean of e2e, or with c its running
-// CV.
-type convergencePanel struct{ showCV bool }
+// CV; a sweep opens on its aggregate throughput, and c cycles through all
+// three.
+type convergencePanel struct{ presses int }
 
 func (p *convergencePanel) update(msg tea.KeyPressMsg) {
 	if key.Matches(msg, keys.Chart) {
-		p.showCV = !p.showCV
+		p.presses++
 	}
 }
 
-func (p *convergencePanel) title() string {
-	if p.showCV {
+func (p *convergencePanel) shown(data *runData) convergenceView {
+	views := []convergenceView{viewMean, viewCV}
+	if data.sweep() {
+		views = []convergenceView{viewThroughput, viewMean, viewCV}
+	}
+	return views[p.presses%len(views)]
+}
+
+func (p *convergencePanel) title(data *runData) string {
+	switch p.shown(data) {
+	case viewCV:
 		return "running CV of e2e · ▲ mean steady"
+	case viewThroughput:
+		return "aggregate tok/s per steady window · c: mean/CV"
 	}
 	return "mean e2e ms ±95% CI · ▲ steady"
 }
 
 func (p *convergencePanel) view(data *runData, w, h int) string {
-	return renderConvergence(data.arms, data.convergeTol, p.showCV, w, h)
+	return renderConvergence(data.arms, data.convergeTol, p.shown(data), w, h)
+}
+
+// series is how many points an arm has in view v, and the i-th.
+func (v convergenceView) series(a *armData) (int, func(i int) float64) {
+	switch v {
+	case viewThroughput:
+		return len(a.blockTPS), func(i int) float64 { return a.blockTPS[i] }
+	case viewCV:
+		return len(a.points), func(i int) float64 { return a.points[i].CV }
+	}
+	return len(a.points), func(i int) float64 { return a.points[i].Mean }
 }
 
 // renderConvergence plots each arm's running mean (or running CV) of e2e
 // against the trial number on one shared x axis, marks with ▲ where each
 // arm converged, and lists mean ± 95% CI half-width, CV and converged_at
-// per arm. It samples at most one point per column, so a frame costs the
-// same for 10 trials as for 10,000.
-func renderConvergence(arms []*armData, tol float64, showCV bool, w, h int) string {
+// per arm; or a sweep's aggregate tok/s block by block, with each arm's
+// aggregate so far. It samples at most one point per column, so a frame
+// costs the same for 10 trials as for 10,000.
+func renderConvergence(arms []*armData, tol float64, v convergenceView, w, h int) string {
 	maxN := 0
 	for _, a := range arms {
-		maxN = max(maxN, len(a.points))
+		n, _ := v.series(a)
+		maxN = max(maxN, n)
 	}
 	legend := convergenceLegend(arms, tol)
-	graphRows := h - len(legend) - 1 // one row for the ▲ markers
+	markerRows := 1 // one row for the ▲ markers
+	if v == viewThroughput {
+		legend, markerRows = throughputLegend(arms, w), 0
+	}
+	graphRows := h - len(legend) - markerRows
 	if graphRows < 3 && len(arms) > 1 {
 		// Short panels keep the chart: the legend shrinks to one line that
 		// still ties each glyph to its arm.
@@ -54,11 +92,14 @@ func renderConvergence(arms []*armData, tol float64, showCV bool, w, h int) stri
 			names = append(names, armStyle(a.index).Render(armGlyph(a.index)+" "+a.name))
 		}
 		if short := strings.Join(names, "  "); lipgloss.Width(short) <= w {
-			legend, graphRows = []string{short}, h-2
+			legend, graphRows = []string{short}, h-1-markerRows
 		}
 	}
 	if maxN < 2 || graphRows < 2 {
 		msg := "needs 2 timed trials per arm"
+		if v == viewThroughput {
+			msg = "needs 2 timed blocks of an arm (each block's steady window is a point)"
+		}
 		if maxN >= 2 {
 			msg = "too short for the chart: z zooms this panel"
 		}
@@ -74,18 +115,16 @@ func renderConvergence(arms []*armData, tol float64, showCV bool, w, h int) stri
 	var colors []asciigraph.AnsiColor
 	var chars []asciigraph.CharSet
 	for _, a := range arms {
-		if len(a.points) == 0 {
+		n, at := v.series(a)
+		if n == 0 {
 			continue
 		}
 		series := make([]float64, cols)
 		for c := range series {
 			i := sampleIndex(c, cols, maxN)
 			series[c] = math.NaN()
-			if i < len(a.points) {
-				series[c] = a.points[i].Mean
-				if showCV {
-					series[c] = a.points[i].CV
-				}
+			if i < n {
+				series[c] = at(i)
 			}
 		}
 		if !hasFinite(series) {
@@ -107,6 +146,9 @@ func renderConvergence(arms []*armData, tol float64, showCV bool, w, h int) stri
 	axisCol := -1
 	if i := strings.IndexAny(firstLine, "┤┼"); i >= 0 {
 		axisCol = utf8.RuneCountInString(firstLine[:i])
+	}
+	if markerRows == 0 {
+		return strings.Join(append(strings.Split(plot, "\n"), legend...), "\n")
 	}
 	markers := []rune(strings.Repeat(" ", w))
 	for _, a := range arms {
@@ -166,6 +208,31 @@ func convergenceLegend(arms []*armData, tol float64) []string {
 				line += fmt.Sprintf(" ▲%d", at)
 			} else if n > 1 {
 				line += " unsteady"
+			}
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// throughputLegend has one line per arm: its aggregate tok/s and req/s
+// over the steady windows so far, and how many windows; the window count
+// and then req/s give way on a narrow panel.
+func throughputLegend(arms []*armData, w int) []string {
+	var lines []string
+	for _, a := range arms {
+		name := armStyle(a.index).Render(armGlyph(a.index) + " " + a.name)
+		line := name
+		if n := len(a.blockTPS); n > 0 {
+			tps, rps := a.aggregate()
+			for _, figures := range []string{
+				fmt.Sprintf(" %s tok/s · %s req/s · %d windows", number(tps, 1), number(rps, 2), n),
+				fmt.Sprintf(" %s tok/s · %s req/s", number(tps, 1), number(rps, 2)),
+				fmt.Sprintf(" %s tok/s", number(tps, 1)),
+			} {
+				if line = name + figures; lipgloss.Width(line) <= w {
+					break
+				}
 			}
 		}
 		lines = append(lines, line)

@@ -28,7 +28,7 @@ const (
 // handles the keys meant for it, and draws itself from the run's data.
 type panelModel interface {
 	update(msg tea.KeyPressMsg)
-	title() string
+	title(data *runData) string
 	view(data *runData, w, h int) string
 }
 
@@ -99,12 +99,20 @@ func (d *dashboard) body(w, h int) string {
 		bottom := sideBySide(d.panel(panelPower, powerW, bottomH), d.panel(panelStats, w-powerW, bottomH))
 		return top + "\n" + bottom
 	}
-	// Short terminals take rows from the stats, then the power panel, so
-	// the charts keep at least half; a box too short to show a line of
-	// its own goes, its rows to the charts.
+	// Short terminals take rows from the stats, then the power panel (in
+	// a sweep the other way round), so the charts keep at least half; a
+	// box too short to show a line of its own goes, its rows to the
+	// charts.
 	topH := min(h, max(h/2, h-statsH-powerH))
-	powerH = min(powerH, h-topH)
-	statsH = h - topH - powerH
+	if d.data.sweep() {
+		// A sweep's answer is its table of levels: the power panel gives
+		// way first.
+		statsH = min(statsH, h-topH)
+		powerH = h - topH - statsH
+	} else {
+		powerH = min(powerH, h-topH)
+		statsH = h - topH - powerH
+	}
 	// The header and an arm at least, and with more arms room to say how
 	// many did not fit.
 	if statsH < min(len(d.data.arms)+3, 5) {
@@ -132,7 +140,7 @@ func (d *dashboard) topRow(w, h int) string {
 // ▸, so focus shows without colour too.
 func (d *dashboard) panel(p panel, w, h int) string {
 	m := d.panels[p]
-	title := m.title()
+	title := m.title(d.data)
 	if p == d.focus {
 		title = "▸ " + title
 	}
@@ -164,6 +172,9 @@ func (d *dashboard) header(w int, compactHeader bool, now time.Time) []string {
 		}
 	}
 	status := d.phase() + " · " + clock(elapsed)
+	if data.started != nil && data.started.Load != nil && data.finished == nil {
+		status = fmt.Sprintf("%s · %d in flight · %s", d.phase(), data.inFlight, clock(elapsed))
+	}
 	if eta, ok := d.eta(elapsed); ok {
 		status += " · ETA " + clock(eta)
 	}

@@ -217,7 +217,7 @@ func TestStatsColumnsFitTheirContent(t *testing.T) {
 		a.warmupE2E.Add(7) // a warmup ratio of 12.7
 		a.throughput.Add(128, 0.55)
 	}
-	table := ansi.Strip(renderStats(data.arms, 200, 10))
+	table := ansi.Strip(renderStatsTable(data.arms, trialTable, 200, 10))
 	if !strings.Contains(table, "temperature-0.7-long") || !strings.Contains(table, "temperature-0.9-long") {
 		t.Errorf("long names cut at 200 columns:\n%s", table)
 	}
@@ -227,7 +227,7 @@ func TestStatsColumnsFitTheirContent(t *testing.T) {
 			t.Errorf("%d fields, want 11 (figures touching?): %q", len(fields), line)
 		}
 	}
-	small := ansi.Strip(renderStats(data.arms, 78, 5))
+	small := ansi.Strip(renderStatsTable(data.arms, trialTable, 78, 5))
 	if lines := strings.Split(small, "\n"); len(lines) != 5 || !strings.Contains(lines[4], "+3 more arms") {
 		t.Errorf("six arms in 5 rows:\n%s", small)
 	}

@@ -262,13 +262,31 @@ func writeLoadResults(w io.Writer, width int, manifest string) {
 		writeProse(w, width, "sweep of %s (tok/s and req/s over the steady windows; p95 over the steady requests):", sw.Base)
 		table := plainTable{columns: []textColumn{{header: "streams"}, {header: "tok/s"}, {header: "req/s", giveWay: 2},
 			{header: "p95 TTFT"}, {header: "p95 ITL"}, {header: "goodput", giveWay: 1}, {header: "n", giveWay: 3}}}
+		energy, memory := false, false // columns only where some level has a figure
 		for _, lv := range sw.Levels {
-			good := "-"
-			if !math.IsNaN(lv.Goodput) {
-				good = fmt.Sprintf("%.0f%%", 100*lv.Goodput)
+			energy = energy || lv.Cost != nil && !math.IsNaN(lv.Cost.JPerToken)
+			memory = memory || lv.Cost != nil && !math.IsNaN(lv.Cost.PeakRSSMB)
+		}
+		if energy {
+			table.columns = append(table.columns, textColumn{header: "J/token", giveWay: 4})
+		}
+		if memory {
+			table.columns = append(table.columns, textColumn{header: "peak RSS", giveWay: 5})
+		}
+		for _, lv := range sw.Levels {
+			cells := []string{fmt.Sprint(lv.Concurrency), fmt.Sprintf("%.1f", lv.TokensPerS), fmt.Sprintf("%.2f", lv.RequestsPerS),
+				fmt.Sprintf("%.1f ms", lv.TTFTP95), fmt.Sprintf("%.2f ms", lv.ITLP95), percent(lv.Goodput), fmt.Sprint(lv.N)}
+			cost := lv.Cost
+			if cost == nil {
+				cost = &session.LoadCost{JPerToken: math.NaN(), PeakRSSMB: math.NaN()}
 			}
-			table.add(fmt.Sprint(lv.Concurrency), fmt.Sprintf("%.1f", lv.TokensPerS), fmt.Sprintf("%.2f", lv.RequestsPerS),
-				fmt.Sprintf("%.1f ms", lv.TTFTP95), fmt.Sprintf("%.2f ms", lv.ITLP95), good, fmt.Sprint(lv.N))
+			if energy {
+				cells = append(cells, number(cost.JPerToken, 3))
+			}
+			if memory {
+				cells = append(cells, megabytes(cost.PeakRSSMB))
+			}
+			table.add(cells...)
 		}
 		if _, err := table.write(w, width); err != nil {
 			return

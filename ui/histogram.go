@@ -22,7 +22,7 @@ func (p *histogramPanel) update(msg tea.KeyPressMsg) {
 	}
 }
 
-func (p *histogramPanel) title() string { return histogramTitle(histMetrics[p.metric].label) }
+func (p *histogramPanel) title(*runData) string { return histogramTitle(histMetrics[p.metric].label) }
 
 func (p *histogramPanel) view(data *runData, w, h int) string {
 	var series []histSeries

@@ -20,7 +20,9 @@ type powerPanel struct{}
 
 func (powerPanel) update(tea.KeyPressMsg) {}
 
-func (powerPanel) title() string { return "power · ░ warmup █ timed ╳ degraded │ trial" }
+func (powerPanel) title(*runData) string {
+	return "power · ░ warmup █ timed ╳ degraded │ trial"
+}
 
 func (powerPanel) view(data *runData, w, h int) string { return renderPower(data, w, h) }
 

@@ -39,6 +39,29 @@ type armData struct {
 	countedE2E          []float64
 	convergedAt         int
 	convergedAtComputed int // len(countedE2E) when convergedAt was last computed
+	// A load arm's steady windows: each block's aggregate tok/s, and the
+	// sums the whole arm's aggregate comes from.
+	blockTPS                          []float64
+	windowS, windowTokens, windowReqs float64
+	// sloMet of sloJudged steady timed requests kept within the SLO.
+	sloMet, sloJudged int
+}
+
+// aggregate is a load arm's output tok/s and requests/s over its steady
+// windows so far; NaN before its first window.
+func (a *armData) aggregate() (tokensPerS, requestsPerS float64) {
+	if a.windowS == 0 {
+		return math.NaN(), math.NaN()
+	}
+	return a.windowTokens / a.windowS, a.windowReqs / a.windowS
+}
+
+// goodput is the share of steady requests within the SLO so far.
+func (a *armData) goodput() float64 {
+	if a.sloJudged == 0 {
+		return math.NaN()
+	}
+	return float64(a.sloMet) / float64(a.sloJudged)
 }
 
 // trialSpan is one trial on the power panel's timeline.
@@ -75,6 +98,21 @@ type runData struct {
 	traces      []*powerTrace
 	lastEnergy  *session.Record // the latest trial with an energy figure
 	lastWarmup  bool            // the latest trial was warmup
+	inFlight    int             // a load run's requests still running at the latest trial's end
+}
+
+// sweep reports whether the run keeps streams in flight with steady
+// windows (a concurrency level or a sweep, not a together group).
+func (d *runData) sweep() bool {
+	return d.started != nil && d.started.Load != nil && len(d.started.Load.Levels) > 0
+}
+
+// slo is the load run's SLO; nil without one.
+func (d *runData) slo() *session.LoadInfo {
+	if d.started == nil || d.started.Load == nil || d.started.Load.SLO == nil {
+		return nil
+	}
+	return d.started.Load
 }
 
 func newRunData(profile, model string, convergeTol float64) *runData {
@@ -123,7 +161,14 @@ func (d *runData) apply(ev runner.Event) {
 			d.model = strings.Join(models, " + ")
 		}
 	case runner.TrialDone:
+		d.inFlight = ev.InFlight
 		d.addTrial(ev)
+	case runner.BlockDone:
+		a := d.arm(ev.Arm)
+		a.blockTPS = append(a.blockTPS, ev.TokensPerS)
+		a.windowS += ev.WindowS
+		a.windowTokens += ev.TokensPerS * ev.WindowS
+		a.windowReqs += ev.RequestsPerS * ev.WindowS
 	case runner.ArmStopped:
 		d.arm(ev.Arm).stopped = ev.Short
 	case runner.Waiting, runner.Resumed, runner.Warning:
@@ -142,6 +187,12 @@ func (d *runData) addTrial(ev runner.TrialDone) {
 	warmup := rec.Phase == session.PhaseWarmup
 	a.warmupDone, a.timed = ev.Warmups, ev.Measured
 	d.lastWarmup = warmup
+	if l := d.slo(); l != nil && rec.JudgedBySLO() {
+		a.sloJudged++
+		if rec.Status == session.StatusOK && session.MeetsSLO(&rec, l) {
+			a.sloMet++
+		}
+	}
 	d.spans = append(d.spans, trialSpan{started: rec.StartedAt,
 		length: time.Duration(rec.E2EMs * float64(time.Millisecond)), warmup: warmup, ok: rec.Status == session.StatusOK})
 	if !math.IsNaN(rec.EnergyJ) {

@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 
 	"charm.land/lipgloss/v2"
@@ -12,32 +14,89 @@ import (
 // statsColumns are the live table's columns after the arm's name.
 var statsColumns = []string{"n", "deg", "mean", "median", "p95", "p99", "max", "CV", "tok/s", "wu×"}
 
+// loadColumns replace them while a sweep runs: each level's latency and
+// its aggregate over the steady windows, the answers the sweep is for.
+var loadColumns = []string{"n", "deg", "mean", "p95", "TTFT p95", "tok/s", "req/s"}
+
 // statsPanel is the per-arm table.
 type statsPanel struct{}
 
 func (statsPanel) update(tea.KeyPressMsg) {}
 
-func (statsPanel) title() string {
+func (statsPanel) title(data *runData) string {
+	if data.sweep() {
+		return "stats · e2e ms · tok/s, req/s over steady windows · steady ok requests"
+	}
 	return "stats · e2e ms · tok/s = Σ tokens / Σ time · timed ok trials"
 }
 
-func (statsPanel) view(data *runData, w, h int) string { return renderStats(data.arms, w, h) }
+func (statsPanel) view(data *runData, w, h int) string {
+	if data.sweep() {
+		return renderStatsTable(data.arms, loadTable(data.slo() != nil), w, h)
+	}
+	return renderStatsTable(data.arms, trialTable, w, h)
+}
 
-// renderStats draws the per-arm table of timed ok trials (e2e in ms).
-// Every column is as wide as its widest cell plus a space, so no figure
-// ever touches its neighbour, however large; names are cut only when the
-// table would not fit otherwise.
-func renderStats(arms []*armData, w, h int) string {
+// statsTable is a set of columns and how an arm fills them.
+type statsTable struct {
+	columns []string
+	cells   func(a *armData) []string
+}
+
+var trialTable = statsTable{statsColumns, func(a *armData) []string {
+	st := a.dists[0].Stats()
+	return []string{fmt.Sprint(st.N), fmt.Sprint(a.degraded), formatMs(st.Mean), formatMs(st.Median), formatMs(st.P95),
+		formatMs(st.P99), formatMs(st.Max), number(st.CV, 3), number(a.throughput.Rate(), 1), number(a.warmupRatio(), 2)}
+}}
+
+// loadTable's tok/s and req/s are over the steady windows of the blocks
+// so far; with an SLO a goodput column follows.
+func loadTable(slo bool) statsTable {
+	columns := loadColumns
+	if slo {
+		columns = append(slices.Clip(columns), "goodput")
+	}
+	return statsTable{columns, func(a *armData) []string {
+		st := a.dists[0].Stats()
+		tps, rps := a.aggregate()
+		cells := []string{fmt.Sprint(st.N), fmt.Sprint(a.degraded), formatMs(st.Mean), formatMs(st.P95),
+			formatMs(a.dists[1].Stats().P95), number(tps, 1), number(rps, 2)}
+		if slo {
+			cells = append(cells, percent(a.goodput()))
+		}
+		return cells
+	}}
+}
+
+// percent writes a share as a whole percentage, "—" when unknown.
+func percent(share float64) string {
+	if math.IsNaN(share) {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f%%", 100*share)
+}
+
+// megabytes writes a memory figure, "—" when unknown.
+func megabytes(mb float64) string {
+	if math.IsNaN(mb) {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f MB", mb)
+}
+
+// renderStatsTable draws the per-arm table of timed ok trials (e2e in
+// ms). Every column is as wide as its widest cell plus a space, so no
+// figure ever touches its neighbour, however large; names are cut only
+// when the table would not fit otherwise.
+func renderStatsTable(arms []*armData, table statsTable, w, h int) string {
 	rows := make([][]string, len(arms))
-	widths := make([]int, len(statsColumns))
-	for i, title := range statsColumns {
+	widths := make([]int, len(table.columns))
+	for i, title := range table.columns {
 		widths[i] = lipgloss.Width(title)
 	}
 	nameW := len("arm")
 	for r, a := range arms {
-		st := a.dists[0].Stats()
-		rows[r] = []string{fmt.Sprint(st.N), fmt.Sprint(a.degraded), formatMs(st.Mean), formatMs(st.Median), formatMs(st.P95),
-			formatMs(st.P99), formatMs(st.Max), number(st.CV, 3), number(a.throughput.Rate(), 1), number(a.warmupRatio(), 2)}
+		rows[r] = table.cells(a)
 		for i, cell := range rows[r] {
 			widths[i] = max(widths[i], lipgloss.Width(cell))
 		}
@@ -50,7 +109,7 @@ func renderStats(arms []*armData, w, h int) string {
 	nameW = max(min(nameW, w-figures), min(nameW, 6))
 	var head strings.Builder
 	head.WriteString(fit("arm", nameW))
-	for i, title := range statsColumns {
+	for i, title := range table.columns {
 		head.WriteString(fmt.Sprintf(" %*s", widths[i], title))
 	}
 	lines := []string{styleBold.Render(head.String())}
