@@ -442,3 +442,42 @@ func TestArmFlagsMakeAQuickAB(t *testing.T) {
 		t.Error("a refused start left a session behind")
 	}
 }
+
+// The load studies from a clean checkout on the built-in engine: the
+// dual-agent profile says its speedup and efficiency, a sweep prints its
+// levels and knee, and the reports (text and HTML) carry both.
+func TestLoadStudiesOnTheBuiltinEngine(t *testing.T) {
+	dualOut, sweepOut := t.TempDir(), t.TempDir()
+	// The smallest model keeps it quick under the race detector too.
+	code, stdout, stderr := runCLI("run", "--profile", "dual-agent", "--model", "stories260K", "--trials", "3", "--warmup", "1", "--max-tokens", "16",
+		"--threads", "1", "--headless", "--out", dualOut)
+	if code != exitOK || !strings.Contains(stdout, "2 agents together: speedup ") || !strings.Contains(stdout, "efficiency ") {
+		t.Fatalf("dual-agent: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI("run", "--profile", "quick", "--concurrency", "1,2", "--trials", "6", "--warmup", "1", "--threads", "1", "--headless", "--out", sweepOut)
+	if code != exitOK || !strings.Contains(stdout, "sweep of greedy (tok/s and req/s over the steady windows") || !regexp.MustCompile(`streams +tok/s +req/s`).MatchString(stdout) {
+		t.Fatalf("sweep: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	dual, sweep := manifests(t, dualOut)[0], manifests(t, sweepOut)[0]
+	if code, stdout, stderr = runCLI("report", dual); code != exitOK || !strings.Contains(stdout, "load\n  2 agents together: speedup ") {
+		t.Errorf("report of the dual-agent run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	page := filepath.Join(t.TempDir(), "sweep.html")
+	if code, stdout, stderr = runCLI("report", sweep, "--html", page); code != exitOK {
+		t.Fatalf("report --html: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	doc, _ := os.ReadFile(page)
+	text := html.UnescapeString(string(doc))
+	for _, want := range []string{`<h2 id="load">`, "<caption>sweep of greedy", "<th>streams</th>", `<figure id="throughput-vs-concurrency">`,
+		`<figure id="ttft-p95-vs-concurrency">`, "greedy@c2 "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the sweep's report lacks %q", want)
+		}
+	}
+	if !regexp.MustCompile(`greedy: (knee at [12] streams?|no knee up to 2 streams)`).MatchString(text) {
+		t.Error("the sweep's report does not say where its knee is, or that it has none")
+	}
+	if strings.Index(text, `<h2 id="load">`) > strings.Index(text, `<h2 id="verdicts">`) {
+		t.Error("the load results do not lead the sweep's report")
+	}
+}

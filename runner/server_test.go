@@ -27,7 +27,7 @@ type llamaServer struct {
 	t        *testing.T
 	addr     string
 	mu       sync.Mutex
-	ln       net.Listener
+	srv      *http.Server
 	requests atomic.Int32
 	// killAt is the /completion request that dies mid-stream, taking the
 	// server with it (0: none).
@@ -52,9 +52,6 @@ func newLlamaServer(t *testing.T, stream string) *llamaServer {
 func (s *llamaServer) url() string { return "http://" + s.addr }
 
 func (s *llamaServer) serve(ln net.Listener) {
-	s.mu.Lock()
-	s.ln = ln
-	s.mu.Unlock()
 	routes := replay.Route{
 		"GET /props": replay.Serve(replay.Load(s.t, "llamacpp/props")),
 		"GET /health": func(w http.ResponseWriter, r *http.Request) {
@@ -66,28 +63,35 @@ func (s *llamaServer) serve(ln net.Listener) {
 		},
 		"POST /completion": func(w http.ResponseWriter, r *http.Request) {
 			if s.requests.Add(1) == s.killAt {
-				s.kill()
+				ln.Close() // no new connections from here on
 				replay.Cut(s.stream)(w, r)
+				s.kill()
 				return
 			}
 			replay.Serve(s.stream)(w, r)
 		},
 	}
-	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h, ok := routes[r.Method+" "+r.URL.Path]; ok {
 			h(w, r)
 			return
 		}
 		http.NotFound(w, r)
-	}))
+	})}
+	s.mu.Lock()
+	s.srv = srv
+	s.mu.Unlock()
+	go srv.Serve(ln)
 }
 
+// kill closes the listener and every connection, kept-alive ones too, as
+// a killed process does.
 func (s *llamaServer) kill() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ln != nil {
-		s.ln.Close()
-		s.ln = nil
+	if s.srv != nil {
+		s.srv.Close()
+		s.srv = nil
 	}
 }
 
@@ -373,5 +377,92 @@ func TestTruncationNeedsTheServersCount(t *testing.T) {
 		if recs := trials(events); err != nil || len(recs) != 1 || recs[0].StopReason != c.want {
 			t.Errorf("%+v: %+v %v", c.backend, recs, err)
 		}
+	}
+}
+
+// A sweep against recorded llama-server answers over real HTTP: every
+// request is a row with its level, stream and in-flight count, each level
+// has its throughput, the report and the comparison say the sweep, and a
+// comparison of a level with a one-at-a-time run warns of the difference.
+func TestSweepAgainstARecordedLlamaServer(t *testing.T) {
+	srv := newLlamaServer(t, "completion_t0_stream")
+	plan := llamaPlan(t, srv.url(), 0, 8, time.Second)
+	plan.Profile.Concurrency = profiles.Levels{1, 4}
+	plan.expandLoad()
+	status, err, events := runLlama(t, plan)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	for _, r := range trials(events) {
+		if r.Status != session.StatusOK || r.OutputTokens != 32 || r.Stream < 1 || r.Stream > r.Concurrency || r.InFlight < 1 || r.InFlight > r.Concurrency {
+			t.Errorf("%s trial %d: %s, %d tokens, stream %d of %d, %d in flight", r.Arm, r.Trial, r.Status, r.OutputTokens, r.Stream, r.Concurrency, r.InFlight)
+		}
+	}
+	fin := eventsOf[Finished](events)[0]
+	s, err := session.Load(fin.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.LoadResults()
+	if err != nil || res == nil || len(res.Sweeps) != 2 {
+		t.Fatalf("load results %+v, %v", res, err)
+	}
+	for _, sw := range res.Sweeps {
+		if len(sw.Levels) != 2 || !(sw.Levels[0].TokensPerS > 0) || !(sw.Levels[1].TokensPerS > 0) || sw.Levels[1].N < 8 {
+			t.Errorf("sweep of %s: %+v", sw.Base, sw.Levels)
+		}
+	}
+	report := strings.Join(session.BuildReport(s, session.TestOptions{Resamples: 100, Seed: 1}).Lines("", "  "), "\n")
+	if !strings.Contains(report, "greedy at 4 streams: ") || !strings.Contains(report, "hot: ") {
+		t.Errorf("report:\n%s", report)
+	}
+
+	one := llamaPlan(t, srv.url(), 0, 4, time.Second)
+	one.Profile.Name = "single" // a session of its own name, though started within the same second
+	_, err, events = runLlama(t, one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	single, err := session.Load(eventsOf[Finished](events)[0].Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmp, err := session.Compare([]session.Ref{{Path: fin.Manifest, Arm: "greedy@c4"}, {Path: single.Path, Arm: "greedy"}}, []*session.Session{s, single}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmp.Write(&out, "text")
+	if text := out.String(); !strings.Contains(text, "concurrency 4 vs 1): their deltas and verdicts measure that too") || !strings.Contains(text, "load:\n") {
+		t.Errorf("comparison of a level with a one-at-a-time run:\n%s", text)
+	}
+}
+
+// The server dies in the middle of a load block and stays down: the
+// request that found it gone is an error, the block's others are
+// canceled, none counts as measured, and the session is partial.
+func TestLoadBlockAgainstAServerThatDies(t *testing.T) {
+	srv := newLlamaServer(t, "completion_t0_stream")
+	srv.killAt = 7
+	plan := llamaPlan(t, srv.url(), 0, 40, 300*time.Millisecond)
+	plan.Profile.Arms = plan.Profile.Arms[:1]
+	plan.Profile.Concurrency = profiles.Levels{4}
+	plan.expandLoad()
+	status, err, events := runLlama(t, plan)
+	if !errors.Is(err, ErrServerLost) || status != session.StatusPartial {
+		t.Fatalf("status %s, error %v", status, err)
+	}
+	failed := 0
+	for _, r := range trials(events) {
+		if r.Status != session.StatusOK {
+			failed++
+			if r.Counted() {
+				t.Errorf("failed request %d counted", r.Trial)
+			}
+		}
+	}
+	last := eventsOf[TrialDone](events)
+	if failed == 0 || last[len(last)-1].Measured > 8 {
+		t.Errorf("%d failed requests; %d measured (the server served 6 before it died)", failed, last[len(last)-1].Measured)
 	}
 }

@@ -86,6 +86,9 @@ type Comparison struct {
 	Tests       []ABTest
 	Lengths     []ABTest
 	TestOptions TestOptions
+	// Load holds the load results of each session that has them, named
+	// by session where there are several.
+	Load []string
 }
 
 // Compare builds the comparison of the given sessions (loaded in ref
@@ -119,6 +122,7 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 	if len(c.Columns) == 0 {
 		return nil, fmt.Errorf("nothing to compare: the sessions have no arms")
 	}
+	c.addLoad(sessions)
 	firstRefColumns := len(armsOf(refs[0], sessions[0]))
 	for i := range c.Columns {
 		c.Columns[i].Baseline = 0
@@ -137,8 +141,13 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 			continue
 		}
 		col.Differences = ConfigDifferences(base.manifest, col.manifest)
-		if pair := base.Session + " " + col.Session; len(col.Differences) > 0 && !warned[pair] {
-			warned[pair] = true
+		// Requests in flight change latency by themselves: a request among
+		// 8 at once is not one alone.
+		if x, y := base.manifest.Concurrency(base.Arm), col.manifest.Concurrency(col.Arm); x != y {
+			col.Differences = append(col.Differences, fmt.Sprintf("concurrency %d vs %d", x, y))
+		}
+		if key := base.Session + " " + col.Session + " " + strings.Join(col.Differences, ";"); len(col.Differences) > 0 && !warned[key] {
+			warned[key] = true
 			c.Warnings = append(c.Warnings, fmt.Sprintf("%s and %s were set up differently (%s): their deltas and verdicts measure that too",
 				sessionLetter(labels[col.Baseline]), sessionLetter(labels[i]), strings.Join(col.Differences, "; ")))
 		}
@@ -372,4 +381,30 @@ func ShortLabels(columns []Column) (labels, legend []string) {
 		}
 	}
 	return labels, legend
+}
+
+// addLoad adds each distinct session's load results.
+func (c *Comparison) addLoad(sessions []*Session) {
+	var seen []*Session
+	for _, s := range sessions {
+		if !slices.Contains(seen, s) {
+			seen = append(seen, s)
+		}
+	}
+	for _, s := range seen {
+		res, err := s.LoadResults()
+		prefix := ""
+		if len(seen) > 1 {
+			prefix = FileStem(s.Path) + ": "
+		}
+		if err != nil {
+			c.Warnings = append(c.Warnings, prefix+"no load results: "+err.Error())
+		}
+		if res == nil {
+			continue
+		}
+		for _, line := range res.Lines() {
+			c.Load = append(c.Load, prefix+line)
+		}
+	}
 }

@@ -115,7 +115,24 @@ func (c *Comparison) writeText(w io.Writer) error {
 	if err := c.writeVerdicts(w, ""); err != nil {
 		return err
 	}
+	if err := c.writeLoad(w, ""); err != nil {
+		return err
+	}
 	return c.writeFootnotes(w)
+}
+
+// writeLoad prints the sessions' load results, each line after prefix.
+func (c *Comparison) writeLoad(w io.Writer, prefix string) error {
+	if len(c.Load) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("\nload:\n")
+	for _, l := range c.Load {
+		b.WriteString(prefix + l + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // writeVerdicts prints the verdict lines and how they were reached, each
@@ -175,6 +192,9 @@ func (c *Comparison) writeMarkdown(w io.Writer) error {
 		return err
 	}
 	if err := c.writeVerdicts(w, "- "); err != nil {
+		return err
+	}
+	if err := c.writeLoad(w, "- "); err != nil {
 		return err
 	}
 	if _, err := io.WriteString(w, "\n"); err != nil {
@@ -294,9 +314,10 @@ func (c *Comparison) writeJSON(w io.Writer) error {
 		Tests    []map[string]any `json:"tests,omitempty"`
 		Verdicts []string         `json:"verdicts,omitempty"`
 		Method   string           `json:"method,omitempty"`
+		Load     []string         `json:"load,omitempty"`
 		Caveats  []string         `json:"caveats"`
 		Warnings []string         `json:"warnings"`
-	}{Caveats: c.Caveats, Warnings: c.Warnings, Method: c.TestsNote()}
+	}{Caveats: c.Caveats, Warnings: c.Warnings, Method: c.TestsNote(), Load: c.Load}
 	if len(c.Tests) > 0 {
 		out.Verdicts = c.Verdicts()
 		labels, _ := ShortLabels(c.Columns)

@@ -267,7 +267,7 @@ func knee(levels []Level) (int, string) {
 			}
 		}
 		if best.TokensPerS < lv.TokensPerS*(1+KneeGain) {
-			return lv.Concurrency, fmt.Sprintf("throughput stopped rising: no higher level beat its %.1f tok/s by %.0f%% (best %+.0f%%, at %s)",
+			return lv.Concurrency, fmt.Sprintf("throughput stopped rising: no higher level beat its %.1f tok/s by %.0f%% (best %+.1f%%, at %s)",
 				lv.TokensPerS, 100*KneeGain, 100*(best.TokensPerS/lv.TokensPerS-1), streamWords(best.Concurrency))
 		}
 	}
@@ -442,6 +442,12 @@ func ReadLoadResults(manifest string) (*LoadResults, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.LoadResults()
+}
+
+// LoadResults are the session's load results, its tokens file read for
+// the sweeps' windows; nil for a session that ran one trial at a time.
+func (s *Session) LoadResults() (*LoadResults, error) {
 	l := s.Manifest.Profile.Load
 	if l == nil {
 		return nil, nil
@@ -456,6 +462,39 @@ func ReadLoadResults(manifest string) (*LoadResults, error) {
 	}
 	res.Sweeps = Sweeps(s.Manifest, s.Records, tokens)
 	return res, nil
+}
+
+// Words say the results: each sweep's knee and goodput after its name,
+// or the together study's verdict.
+func (res *LoadResults) Words() []string {
+	if res.Study != nil {
+		return res.Study.Verdict()
+	}
+	var lines []string
+	for _, sw := range res.Sweeps {
+		for _, w := range sw.Words(res.SLO) {
+			lines = append(lines, sw.Base+": "+w)
+		}
+	}
+	return lines
+}
+
+// Lines are the results for a text report: each sweep's levels, a line
+// each, then the Words.
+func (res *LoadResults) Lines() []string {
+	var lines []string
+	for _, sw := range res.Sweeps {
+		for _, lv := range sw.Levels {
+			line := fmt.Sprintf("%s at %s: %s tok/s, %s req/s over the steady windows; p95 TTFT %s ms, p95 ITL %s ms; n %d",
+				sw.Base, streamWords(lv.Concurrency), FormatValue(lv.TokensPerS), FormatValue(lv.RequestsPerS),
+				FormatValue(lv.TTFTP95), FormatValue(lv.ITLP95), lv.N)
+			if !math.IsNaN(lv.Goodput) {
+				line += fmt.Sprintf("; goodput %.0f%%", 100*lv.Goodput)
+			}
+			lines = append(lines, line)
+		}
+	}
+	return append(lines, res.Words()...)
 }
 
 // Words say a sweep's knee and, under an SLO, its goodput.

@@ -224,6 +224,13 @@ func (m *Manifest) TargetOf(arm string) TargetInfo {
 	return TargetInfo{}
 }
 
+// Concurrency is how many requests arm ran at once: its level in a load
+// run, else 1.
+func (m *Manifest) Concurrency(arm string) int {
+	a, _ := m.Arm(arm)
+	return max(1, a.Concurrency)
+}
+
 // Arm is the named arm's settings, and whether the manifest has it.
 func (m *Manifest) Arm(name string) (ArmInfo, bool) {
 	for _, a := range m.Arms {

@@ -55,6 +55,8 @@ type Report struct {
 	// Caveats come first: an unfinished run, degraded, truncated or
 	// cached trials.
 	Caveats []string
+	// Load is a load run's results (LoadResults.Lines); nil otherwise.
+	Load    []string
 	Arms    []ArmReport
 	Options TestOptions
 }
@@ -62,6 +64,11 @@ type Report struct {
 // BuildReport computes the repeatability report of a session.
 func BuildReport(s *Session, opts TestOptions) *Report {
 	r := &Report{Session: FileStem(s.Path), Options: opts, Caveats: SessionCaveats(s)}
+	if res, err := s.LoadResults(); err != nil {
+		r.Caveats = append(r.Caveats, "no load results: "+err.Error())
+	} else if res != nil {
+		r.Load = res.Lines()
+	}
 	groups := ByArm(s.Records)
 	for _, arm := range armOrder(s) {
 		r.Arms = append(r.Arms, armReport(arm, groups[arm], s.Manifest.Summary[arm], opts))
@@ -162,6 +169,13 @@ func (r *Report) Lines(heading, item string) []string {
 		lines = append(lines, prefix+c)
 	}
 	if len(lines) > 0 {
+		lines = append(lines, "")
+	}
+	if len(r.Load) > 0 {
+		lines = append(lines, heading+"load")
+		for _, l := range r.Load {
+			lines = append(lines, item+l)
+		}
 		lines = append(lines, "")
 	}
 	add := func(label, format string, args ...any) {
@@ -284,8 +298,9 @@ func (r *Report) writeJSON(w io.Writer) error {
 	out := struct {
 		Session string   `json:"session"`
 		Caveats []string `json:"caveats"`
+		Load    []string `json:"load,omitempty"`
 		Arms    []arm    `json:"arms"`
-	}{Session: r.Session, Caveats: r.Caveats}
+	}{Session: r.Session, Caveats: r.Caveats, Load: r.Load}
 	for i := range r.Arms {
 		a := &r.Arms[i]
 		j := arm{Summary: jsonObject(reportColumns, a.row()), OutlierTrials: a.OutlierTrials}

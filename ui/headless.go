@@ -17,6 +17,7 @@ import (
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/runner"
 	"github.com/tokentop/tokentop/session"
+	"github.com/tokentop/tokentop/ui/figure"
 )
 
 // Headless prints one line per trial and the final summary, reading
@@ -226,9 +227,6 @@ func loadProse(manifest string) []string {
 	if res == nil {
 		return nil
 	}
-	if res.Study != nil {
-		return res.Study.Verdict()
-	}
 	var lines []string
 	for _, sw := range res.Sweeps {
 		levels := make([]string, len(sw.Levels))
@@ -236,10 +234,13 @@ func loadProse(manifest string) []string {
 			levels[i] = fmt.Sprintf("%.0f at %d", lv.TokensPerS, lv.Concurrency)
 		}
 		lines = append(lines, fmt.Sprintf("%s: tok/s %s streams", sw.Base, strings.Join(levels, ", ")))
-		lines = append(lines, sw.Words(res.SLO)...)
 	}
-	return lines
+	return append(lines, res.Words()...)
 }
+
+// sweepGiveWay orders the sweep table's columns that give way on a
+// narrow terminal; streams, tok/s and the p95s always stay.
+var sweepGiveWay = map[string]int{"goodput": 1, "req/s": 2, "n": 3, "J/token": 4, "peak RSS": 5}
 
 // writeLoadResults prints a load run's sweep tables with their knee and
 // goodput, or its together study, after the verdicts.
@@ -260,33 +261,13 @@ func writeLoadResults(w io.Writer, width int, manifest string) {
 	for _, sw := range res.Sweeps {
 		fmt.Fprintln(w)
 		writeProse(w, width, "sweep of %s (tok/s and req/s over the steady windows; p95 over the steady requests):", sw.Base)
-		table := plainTable{columns: []textColumn{{header: "streams"}, {header: "tok/s"}, {header: "req/s", giveWay: 2},
-			{header: "p95 TTFT"}, {header: "p95 ITL"}, {header: "goodput", giveWay: 1}, {header: "n", giveWay: 3}}}
-		energy, memory := false, false // columns only where some level has a figure
-		for _, lv := range sw.Levels {
-			energy = energy || lv.Cost != nil && !math.IsNaN(lv.Cost.JPerToken)
-			memory = memory || lv.Cost != nil && !math.IsNaN(lv.Cost.PeakRSSMB)
+		levels := figure.SweepTable(sw)
+		table := plainTable{}
+		for _, h := range levels.Header {
+			table.columns = append(table.columns, textColumn{header: h, giveWay: sweepGiveWay[h]})
 		}
-		if energy {
-			table.columns = append(table.columns, textColumn{header: "J/token", giveWay: 4})
-		}
-		if memory {
-			table.columns = append(table.columns, textColumn{header: "peak RSS", giveWay: 5})
-		}
-		for _, lv := range sw.Levels {
-			cells := []string{fmt.Sprint(lv.Concurrency), fmt.Sprintf("%.1f", lv.TokensPerS), fmt.Sprintf("%.2f", lv.RequestsPerS),
-				fmt.Sprintf("%.1f ms", lv.TTFTP95), fmt.Sprintf("%.2f ms", lv.ITLP95), percent(lv.Goodput), fmt.Sprint(lv.N)}
-			cost := lv.Cost
-			if cost == nil {
-				cost = &session.LoadCost{JPerToken: math.NaN(), PeakRSSMB: math.NaN()}
-			}
-			if energy {
-				cells = append(cells, number(cost.JPerToken, 3))
-			}
-			if memory {
-				cells = append(cells, megabytes(cost.PeakRSSMB))
-			}
-			table.add(cells...)
+		for _, row := range levels.Rows {
+			table.add(row...)
 		}
 		if _, err := table.write(w, width); err != nil {
 			return

@@ -76,14 +76,6 @@ func percent(share float64) string {
 	return fmt.Sprintf("%.0f%%", 100*share)
 }
 
-// megabytes writes a memory figure, "—" when unknown.
-func megabytes(mb float64) string {
-	if math.IsNaN(mb) {
-		return "—"
-	}
-	return fmt.Sprintf("%.0f MB", mb)
-}
-
 // renderStatsTable draws the per-arm table of timed ok trials (e2e in
 // ms). Every column is as wide as its widest cell plus a space, so no
 // figure ever touches its neighbour, however large; names are cut only

@@ -31,6 +31,11 @@ type Report struct {
 	// how they were reached; empty with a single column.
 	Verdicts  []string
 	TestsNote string
+	// Load says a load run's results: each sweep's levels, knee and
+	// goodput, or a together group's speedup and efficiency. A load run
+	// reads it first: it is what the run was for.
+	Load       []string
+	LoadTables []LoadTable
 	// Caveats lead: unfinished sessions, degraded, truncated or cached
 	// trials, mismatched set-ups, rows of a file that could not be read.
 	Caveats []string
@@ -44,6 +49,12 @@ type Chart struct {
 	Name    string // file stem for --svg/--png, and the page's anchor
 	Caption string
 	plot    *plot.Plot
+}
+
+// LoadTable is one sweep's levels (figure.SweepTable) with its name.
+type LoadTable struct {
+	Caption string
+	figure.Table
 }
 
 // Setup is one session's configuration and machine, as label/value rows.
@@ -142,6 +153,7 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 			Caption: "Inside one generation: the time between consecutive tokens (or chunks) of each arm's typical timed trial, the one with the median ITL max."},
 		Chart{Name: "gaps-slowest", plot: gapsChart(cols, false),
 			Caption: "The same for each arm's trial with the largest ITL max: where the worst stall fell, and whether it was one spike or a slow stretch. ITL max and CV rise with such spikes far more than the mean does."})
+	r.addLoad(unique)
 	for _, s := range unique {
 		r.addPower(s, len(unique) > 1)
 	}

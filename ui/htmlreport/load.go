@@ -1,0 +1,175 @@
+package htmlreport
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/tokentop/tokentop/session"
+	"github.com/tokentop/tokentop/ui/figure"
+)
+
+// namedSweep is one sweep as the load charts draw it: the session it came
+// from where the report holds several.
+type namedSweep struct {
+	label string
+	session.Sweep
+}
+
+// addLoad adds a session's load results: a together study's verdict, or
+// each sweep's knee and goodput in words and, over every sweep of the
+// report, its charts against the number of streams.
+func (r *Report) addLoad(sessions []*session.Session) {
+	var sweeps []namedSweep
+	var slo *session.SLOInfo
+	for _, s := range sessions {
+		res, err := s.LoadResults()
+		stem := session.FileStem(s.Path)
+		if err != nil {
+			r.Caveats = append(r.Caveats, fmt.Sprintf("%s: no load results: %v", stem, err))
+		}
+		if res == nil {
+			continue
+		}
+		prefix := ""
+		if len(sessions) > 1 {
+			prefix = stem + ": "
+		}
+		for _, line := range res.Words() {
+			r.Load = append(r.Load, prefix+line)
+		}
+		for _, sw := range res.Sweeps {
+			label := sw.Base
+			if len(sessions) > 1 {
+				label = stem + " " + sw.Base
+			}
+			sweeps = append(sweeps, namedSweep{label, sw})
+			r.LoadTables = append(r.LoadTables, LoadTable{Table: figure.SweepTable(sw),
+				Caption: fmt.Sprintf("sweep of %s: tok/s and req/s over the steady windows, p95 over the steady requests", label)})
+		}
+		if slo == nil {
+			slo = res.SLO
+		}
+	}
+	if len(sweeps) == 0 {
+		return
+	}
+	level1 := fmt.Sprintf("knee bound: %g× level 1", session.KneeLatency)
+	charts := []Chart{
+		{Name: "throughput-vs-concurrency", plot: levelChart("Aggregate output tok/s by streams in flight", "tok/s", sweeps,
+			func(l session.Level) float64 { return l.TokensPerS }, nil),
+			Caption: fmt.Sprintf("Output tokens per second over each level's steady windows (every stream busy; ramp-up and drain left out). A ring marks the knee: where throughput stopped rising by %.0f%% or p95 latency passed %g× the first level's.", 100*session.KneeGain, session.KneeLatency)},
+		{Name: "ttft-p95-vs-concurrency", plot: levelChart("p95 time to first token by streams in flight", "p95 TTFT (ms)", sweeps,
+			func(l session.Level) float64 { return l.TTFTP95 }, append(kneeLines(sweeps, level1, func(l session.Level) float64 { return l.TTFTP95 }), sloLine(slo, "TTFT")...)),
+			Caption: "p95 TTFT over each level's steady requests; the dotted line is the knee's bound, and with an SLO the dashed line its TTFT bound."},
+		{Name: "itl-p95-vs-concurrency", plot: levelChart("p95 gap between tokens by streams in flight", "p95 ITL (ms)", sweeps,
+			func(l session.Level) float64 { return l.ITLP95 }, kneeLines(sweeps, level1, func(l session.Level) float64 { return l.ITLP95 })),
+			Caption: "p95 of every inter-token gap of each level's steady requests, with the knee's bound dotted. (An SLO's ITL bound is on each request's p99 gap, so it is judged in goodput, not drawn here.)"},
+	}
+	if slo != nil {
+		good := levelChart("Goodput by streams in flight", "requests within the SLO (%)", sweeps,
+			func(l session.Level) float64 { return 100 * l.Goodput }, []refLine{{label: fmt.Sprintf("target %.0f%%", 100*slo.Goodput), y: 100 * slo.Goodput, dashed: true}})
+		// A share tops out at 100%, and falls as streams rise: the top
+		// right is free for the legend.
+		good.Y.Max, good.Legend.Left = 105, false
+		charts = append(charts, Chart{Name: "goodput-vs-concurrency", plot: good,
+			Caption: "The share of each level's steady requests (failed ones included) that met every SLO bound; the dashed line is the target the highest good level is judged by."})
+	}
+	r.Charts = append(charts, r.Charts...)
+}
+
+// refLine is a horizontal reference on a level chart.
+type refLine struct {
+	label  string
+	y      float64
+	dashed bool // an SLO's bound; dotted otherwise
+}
+
+// kneeLines are KneeLatency times each sweep's first level of value.
+func kneeLines(sweeps []namedSweep, label string, value func(session.Level) float64) []refLine {
+	var lines []refLine
+	for _, sw := range sweeps {
+		if y := session.KneeLatency * value(sw.Levels[0]); y > 0 && !math.IsNaN(y) {
+			if len(sweeps) > 1 {
+				label = sw.label + ": " + label
+			}
+			lines = append(lines, refLine{label: label, y: y})
+		}
+	}
+	return lines
+}
+
+func sloLine(slo *session.SLOInfo, what string) []refLine {
+	if slo == nil || slo.TTFTMs == 0 || what != "TTFT" {
+		return nil
+	}
+	return []refLine{{label: fmt.Sprintf("SLO TTFT ≤ %g ms", slo.TTFTMs), y: slo.TTFTMs, dashed: true}}
+}
+
+// levelChart draws value against the number of streams for every sweep,
+// on a log2 axis with a tick at each level run, the knee ringed.
+func levelChart(title, yLabel string, sweeps []namedSweep, value func(session.Level) float64, refs []refLine) *plot.Plot {
+	p := newPlot(title, "streams in flight (concurrency)", yLabel)
+	p.Legend.Left = true // values rise to the right: the top left is free
+	p.X.Scale = plot.LogScale{}
+	var ticks []plot.Tick
+	lo, hi, yHi := math.Inf(1), math.Inf(-1), 0.0
+	knee := false
+	for i, sw := range sweeps {
+		mark := figure.Arm(i)
+		var pts plotter.XYs
+		for _, l := range sw.Levels {
+			x, y := float64(l.Concurrency), value(l)
+			if !slices.ContainsFunc(ticks, func(t plot.Tick) bool { return t.Value == x }) {
+				ticks = append(ticks, plot.Tick{Value: x, Label: strconv.Itoa(l.Concurrency)})
+			}
+			lo, hi = math.Min(lo, x), math.Max(hi, x)
+			if math.IsNaN(y) || math.IsInf(y, 0) {
+				continue
+			}
+			pts = append(pts, plotter.XY{X: x, Y: y})
+			yHi = math.Max(yHi, y)
+			if l.Concurrency == sw.Knee {
+				ring, _ := plotter.NewScatter(plotter.XYs{{X: x, Y: y}})
+				ring.GlyphStyle = draw.GlyphStyle{Color: hexColor(mark.Hex), Radius: vg.Points(7), Shape: draw.RingGlyph{}}
+				p.Add(ring)
+				knee = true
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		line, points, _ := plotter.NewLinePoints(pts)
+		line.LineStyle = lineStyle(mark)
+		points.GlyphStyle = draw.GlyphStyle{Color: hexColor(mark.Hex), Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
+		p.Add(line, points)
+		p.Legend.Add(sw.label, line, points)
+	}
+	for _, ref := range refs {
+		l, _ := plotter.NewLine(plotter.XYs{{X: lo, Y: ref.y}, {X: hi, Y: ref.y}})
+		l.LineStyle = draw.LineStyle{Color: legendGray, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(1), vg.Points(3)}}
+		if ref.dashed {
+			l.LineStyle.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
+		}
+		p.Add(l)
+		p.Legend.Add(ref.label, l)
+		yHi = math.Max(yHi, ref.y)
+	}
+	if knee {
+		p.Legend.Add("knee", legendGlyph(draw.RingGlyph{}, legendGray, vg.Points(5)))
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	if lo < hi {
+		p.X.Min, p.X.Max = lo/1.15, hi*1.15 // the end levels' glyphs clear of the frame
+	} else if lo > 0 {
+		p.X.Min, p.X.Max = lo/2, lo*2
+	}
+	p.Y.Min, p.Y.Max = 0, yHi*1.35 // from zero, with room for the legend
+	return p
+}
