@@ -145,6 +145,9 @@ func (v *compareView) verdictLines(w int) []string {
 			lines = append(lines, style.Render(l))
 		}
 	}
+	for _, line := range v.cmp.Load { // a load run's answer first, as in the done view
+		add("load: "+line, lipgloss.NewStyle())
+	}
 	for _, line := range v.cmp.VerdictLines() {
 		t := line.Test
 		if t == nil {
