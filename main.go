@@ -171,6 +171,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		opts.Concurrency = levels
 		return err
 	})
+	fs.DurationVar(&opts.Duration, "duration", 0, "with --concurrency: run each level until its steady windows add up to this (e.g. 60s), instead of --trials")
 	var arms []profiles.Arm
 	fs.Func("arm", "an arm of your own, replacing the profile's (repeat for an A/B): key=value pairs, e.g. name=q8,dtype=q8_0 or name=ctx4k,backend=ollama,options.num_ctx=4096", func(flag string) error {
 		arm, err := profiles.ParseArmFlag(flag)

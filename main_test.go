@@ -458,6 +458,13 @@ func TestLoadStudiesOnTheBuiltinEngine(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "sweep of greedy (tok/s and req/s over the steady windows") || !regexp.MustCompile(`streams +tok/s +req/s`).MatchString(stdout) {
 		t.Fatalf("sweep: exit %d\n%s\n%s", code, stdout, stderr)
 	}
+	code, stdout, stderr = runCLI("run", "--profile", "quick", "--concurrency", "2", "--duration", "300ms", "--threads", "1", "--headless", "--out", t.TempDir())
+	if code != exitOK || !strings.Contains(stdout, "2 warmup, then 300ms of steady load each") || !strings.Contains(stdout, "greedy@c2 stopped: ran 300ms of steady load") {
+		t.Errorf("a level run for a duration: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, _, stderr = runCLI("run", "--profile", "quick", "--duration", "1s", "--headless"); code != exitUsage || !strings.Contains(stderr, "duration 1s: it ends a load run's arms by their steady time; set concurrency too") {
+		t.Errorf("--duration without --concurrency: exit %d, %s", code, stderr)
+	}
 	dual, sweep := manifests(t, dualOut)[0], manifests(t, sweepOut)[0]
 	if code, stdout, stderr = runCLI("report", dual); code != exitOK || !strings.Contains(stdout, "load\n  2 agents together: speedup ") {
 		t.Errorf("report of the dual-agent run: exit %d\n%s\n%s", code, stdout, stderr)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tokentop/tokentop/backends"
 )
@@ -121,6 +122,22 @@ func (p *Profile) ArmLevels(a Arm) []int {
 }
 
 // checkLoad validates concurrency, together and [slo] against the arms.
+// DurationProblem says why a load duration does not fit the profile;
+// empty when it does (or there is none).
+func (p *Profile) DurationProblem() string {
+	switch {
+	case p.LoadDuration <= 0:
+		return ""
+	case len(p.Together) > 0:
+		return "a together group runs whole rounds, counted by trials; remove duration"
+	case !p.RunsLoad():
+		return "it ends a load run's arms by their steady time; set concurrency too (one trial at a time is counted by trials)"
+	case p.Stop.Enabled():
+		return "it replaces the trial count as the end of each arm, and [stop] would end them by their interval; keep one of the two"
+	}
+	return ""
+}
+
 func (p *Profile) checkLoad(bad func(key, msg string), badArm func(arm int, key, msg string)) {
 	if err := p.Concurrency.check(); err != nil {
 		bad("concurrency", err.Error())
@@ -131,6 +148,20 @@ func (p *Profile) checkLoad(bad func(key, msg string), badArm func(arm int, key,
 		}
 	}
 	p.SLO.check(func(key, msg string) { bad("slo."+key, msg) })
+	if p.Duration != "" {
+		d, err := time.ParseDuration(p.Duration)
+		switch {
+		case err != nil:
+			bad("duration", fmt.Sprintf("%q is not a duration; write it like \"60s\" or \"5m\"", p.Duration))
+		case d <= 0:
+			bad("duration", fmt.Sprintf("%q must be positive", p.Duration))
+		default:
+			p.LoadDuration = d
+			if msg := p.DurationProblem(); msg != "" {
+				bad("duration", msg)
+			}
+		}
+	}
 	if len(p.Together) == 0 {
 		return
 	}

@@ -66,11 +66,16 @@ type Profile struct {
 	Together []string `toml:"together"`
 	// SLO bounds each request's latencies, for goodput.
 	SLO SLO `toml:"slo"`
+	// Duration ends each load arm once its steady windows add up to it,
+	// in place of a trial count ("60s").
+	Duration string `toml:"duration"`
 
 	// Source is "builtin" or the file the profile was read from.
 	Source string `toml:"-"`
 	// TrialTimeout is Timeout parsed.
 	TrialTimeout time.Duration `toml:"-"`
+	// LoadDuration is Duration parsed; 0 ends arms by their trial count.
+	LoadDuration time.Duration `toml:"-"`
 
 	keys keyLines
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/session"
 )
@@ -215,6 +216,42 @@ func (r *run) runStreams(ctx context.Context, streams []int, perStream int, phas
 	return writeErr
 }
 
+// emptyBlocksToGiveUp is how many timed blocks in a row without a steady
+// window end an arm run for a duration: its requests end too unevenly
+// (or fail too fast) for its streams ever to be all in flight.
+const emptyBlocksToGiveUp = 3
+
+// endByDuration ends arm i once its steady windows add up to the plan's
+// duration (windowS: its last block's window, 0 when it had none).
+func (r *run) endByDuration(i int, windowS float64) {
+	d := r.plan.Profile.LoadDuration
+	arm := &r.arms[i]
+	if d <= 0 || arm.stopped {
+		return
+	}
+	arm.steadyS += windowS
+	arm.blocks++
+	if windowS > 0 {
+		arm.emptyBlocks = 0
+	} else {
+		arm.emptyBlocks++
+	}
+	var decision Decision
+	switch {
+	case arm.steadyS >= d.Seconds():
+		decision = Decision{Stop: true, Short: fmt.Sprintf("%v of steady load", d),
+			Reason: fmt.Sprintf("ran %v of steady load (%.1f s of steady windows over %d blocks)", d, arm.steadyS, arm.blocks)}
+	case arm.emptyBlocks >= emptyBlocksToGiveUp:
+		decision = Decision{Stop: true, Short: "no steady window",
+			Reason: fmt.Sprintf("%d blocks in a row had no steady window (a stream ended before the others had finished their first request; see its errors), so its duration could not be reached", arm.emptyBlocks)}
+	default:
+		return
+	}
+	decision.Interval = metrics.CI{Lo: math.NaN(), Hi: math.NaN()}
+	arm.stopped, arm.stop = true, decision
+	r.events <- ArmStopped{Arm: r.plan.Profile.Arms[i].Name, Decision: decision}
+}
+
 // blockTargets lists the targets a block's streams run on, each once.
 func (r *run) blockTargets(streams []int) []int {
 	var targets []int
@@ -231,6 +268,7 @@ func (r *run) blockTargets(streams []int) []int {
 func (r *run) blockDone(i, round int, block []session.Record, peakMB float64) {
 	arm := r.plan.Profile.Arms[i].Name
 	tp, ok := session.LoadThroughput(block, r.tokens)[arm]
+	defer func() { r.endByDuration(i, tp.WindowS) }()
 	if !ok {
 		return // no steady window: a stream ended before the others had finished their ramp-up
 	}
@@ -368,6 +406,9 @@ func (p *Plan) loadInfo() *session.LoadInfo {
 	info := &session.LoadInfo{Together: prof.Together,
 		Energy: "not per request: requests overlap and share them, so energy is measured over each timed block's steady window and memory over each block, " +
 			"and the summary's load_cost adds them up per arm; the power CSV marks each block's start and end"}
+	if prof.LoadDuration > 0 {
+		info.Duration = prof.LoadDuration.String()
+	}
 	if len(prof.Together) == 0 {
 		info.RequestsPerStream = RequestsPerStream
 		for _, l := range p.Load {

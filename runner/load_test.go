@@ -233,3 +233,29 @@ func TestArmConcurrencyJoinsTheSweep(t *testing.T) {
 		t.Errorf("load %+v, streams %d, target arms %v", plan.Load, plan.streams(), plan.Targets[0].Arms)
 	}
 }
+
+// With a duration each level runs until its steady windows add up to it,
+// however many requests that takes, and says so when it stops.
+func TestDurationEndsEachLevelByItsSteadyTime(t *testing.T) {
+	fake := &fakeBackend{delays: []time.Duration{3 * time.Millisecond}}
+	plan := testPlan(t, 0, 2, "greedy") // 2 trials: far fewer than the duration takes
+	plan.Profile.Concurrency = profiles.Levels{1, 2}
+	plan.Profile.LoadDuration = 150 * time.Millisecond
+	plan.expandLoad()
+	plan.Stop = Unbounded{}
+	status, err, events := runPlan(t, context.Background(), plan, fake)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	stops := eventsOf[ArmStopped](events)
+	if len(stops) != 2 {
+		t.Fatalf("stops %+v", stops)
+	}
+	fin := eventsOf[Finished](events)[0]
+	for _, st := range stops {
+		load := fin.Summary[st.Arm].Load
+		if !strings.HasPrefix(st.Reason, "ran 150ms of steady load") || load == nil || load.WindowS < 0.15 || fin.Summary[st.Arm].TimedOK <= 2 {
+			t.Errorf("%s: %q, load %+v, %d timed ok", st.Arm, st.Reason, load, fin.Summary[st.Arm].TimedOK)
+		}
+	}
+}

@@ -76,6 +76,9 @@ type Options struct {
 	ServerWait time.Duration
 	// Concurrency replaces the profile's levels (nil keeps them).
 	Concurrency profiles.Levels
+	// Duration ends each load arm after that much steady load (0: the
+	// profile's, if any).
+	Duration time.Duration
 }
 
 // NoOverride marks a numeric option the user did not give.
@@ -198,6 +201,12 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 		}
 		p.Concurrency = opts.Concurrency
 	}
+	if opts.Duration < 0 {
+		return nil, fmt.Errorf("--duration %v: use a positive duration, e.g. 60s", opts.Duration)
+	}
+	if opts.Duration > 0 {
+		p.LoadDuration = opts.Duration
+	}
 	if plan.Targets, plan.ArmTarget, err = resolveTargets(p, kind, opts); err != nil {
 		return nil, err
 	}
@@ -244,9 +253,15 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	if err := errors.Join(stopErrs...); err != nil {
 		return nil, err
 	}
+	if msg := p.DurationProblem(); msg != "" {
+		return nil, fmt.Errorf("duration %v: %s", p.LoadDuration, msg)
+	}
 	p.Stop = p.Stop.Effective()
 	plan.Stop = TrialCap{N: p.Trials}
-	if p.Stop.Enabled() {
+	switch {
+	case p.LoadDuration > 0:
+		plan.Stop = Unbounded{} // the load loop ends each arm by its steady time
+	case p.Stop.Enabled():
 		plan.Stop = NewUntilCI(p.Stop, p.Trials)
 	}
 	return plan, nil

@@ -51,6 +51,9 @@ type Started struct {
 	// Load is the manifest's account of a load run; nil for one trial at
 	// a time.
 	Load *session.LoadInfo
+	// Duration ends each load arm by its steady time instead of a trial
+	// count (TrialsPerArm is then 0).
+	Duration time.Duration
 }
 
 // TrialDone is sent after a trial is on disk.
@@ -198,7 +201,10 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 			USDPerHour: p.USDPerHour, Prompts: p.Prompts, Stop: stopInfo(p.Stop), PromptCache: p.PromptCache, FixedLength: p.FixedLength,
 			Load: plan.loadInfo()},
 	}
-	started := Started{Arms: p.ArmNames(), TrialsPerArm: p.Trials, Warmup: map[string]int{}, Load: m.Profile.Load}
+	started := Started{Arms: p.ArmNames(), TrialsPerArm: p.Trials, Warmup: map[string]int{}, Load: m.Profile.Load, Duration: p.LoadDuration}
+	if p.LoadDuration > 0 {
+		started.TrialsPerArm = 0
+	}
 	for i, a := range p.Arms {
 		started.Warmup[a.Name] = plan.warmupOf(i)
 	}
@@ -380,6 +386,10 @@ type armState struct {
 	counterRejected int
 	e2e             metrics.Series
 	cost            costSum // a load arm's blocks
+	// A load arm run for a duration: its steady seconds, blocks, and
+	// blocks in a row without a steady window.
+	steadyS             float64
+	blocks, emptyBlocks int
 }
 
 // targetState is what the run knows of one target's health.

@@ -43,6 +43,13 @@ func (c TrialCap) Decide(_ string, timed int, _ *metrics.Series) Decision {
 	return Decision{}
 }
 
+// Unbounded never stops an arm: a load run with a duration ends each arm
+// itself, when its steady windows add up to the duration.
+type Unbounded struct{}
+
+// Decide implements StopRule.
+func (Unbounded) Decide(string, int, *metrics.Series) Decision { return Decision{} }
+
 // MaxCVForMean is the running CV above which the mean's asymptotic
 // sequence is not trusted: on lognormal latencies watched from 30 to
 // 3,000 trials it missed in 4.0% of runs at CV 0.4 but 10.2% at CV 1 and

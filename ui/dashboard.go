@@ -197,17 +197,24 @@ func (d *dashboard) header(w int, compactHeader bool, now time.Time) []string {
 	for _, a := range data.arms {
 		warmup := data.started.Warmup[a.name]
 		counts := fmt.Sprintf(" %d/%d timed", a.timed, trials)
+		done := float64(a.warmupDone+a.timed) / float64(max(1, warmup+trials))
+		if d := data.started.Duration; d > 0 {
+			counts = fmt.Sprintf(" %.1f/%g s steady · %d timed", a.windowS, d.Seconds(), a.timed)
+			done = a.progress(d)
+		}
 		if warmup > 0 {
 			counts += fmt.Sprintf(" · %d/%d warmup", a.warmupDone, warmup)
 		}
 		if a.stopped != "" {
 			counts += " · stopped: " + a.stopped
 		}
-		done := float64(a.warmupDone+a.timed) / float64(max(1, warmup+trials))
 		name := armStyle(a.index).Render(fit(a.name, nameW))
 		barW := max(10, min(40, w-nameW-1-lipgloss.Width(counts)))
 		full = append(full, fit(name+" "+progressBar(done, barW)+counts, w))
 		short := fmt.Sprintf(" %d/%d", a.warmupDone+a.timed, warmup+trials)
+		if d := data.started.Duration; d > 0 {
+			short = fmt.Sprintf(" %.0f/%gs", a.windowS, d.Seconds())
+		}
 		if a.stopped != "" {
 			short += " stopped"
 		}
@@ -256,6 +263,17 @@ func (d *dashboard) eta(elapsed time.Duration) (time.Duration, bool) {
 	done := data.trialsDone()
 	if data.started == nil || data.finished != nil || done == 0 {
 		return 0, false
+	}
+	if d := data.started.Duration; d > 0 {
+		// Run by steady time: extrapolate the share of it done so far.
+		share := 0.0
+		for _, a := range data.arms {
+			share += a.progress(d) / float64(len(data.arms))
+		}
+		if share <= 0 {
+			return 0, false
+		}
+		return time.Duration(float64(elapsed) * (1 - share) / share), true
 	}
 	left := -done
 	for _, a := range data.arms {

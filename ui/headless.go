@@ -71,6 +71,13 @@ func trialWords(ev runner.Started) string {
 			warmups = append(warmups, w)
 		}
 	}
+	timed := fmt.Sprintf("%d timed trials each", ev.TrialsPerArm)
+	if ev.Duration > 0 {
+		timed = fmt.Sprintf("each for %v of steady load", ev.Duration)
+	}
+	if len(warmups) == 1 && ev.Duration > 0 {
+		return fmt.Sprintf("%s warmup, then %v of steady load each", warmups[0], ev.Duration)
+	}
 	if len(warmups) == 1 {
 		return fmt.Sprintf("%s warmup + %d timed trials each", warmups[0], ev.TrialsPerArm)
 	}
@@ -78,7 +85,7 @@ func trialWords(ev runner.Started) string {
 	for i, a := range ev.Arms {
 		per[i] = fmt.Sprintf("%s %d", a, ev.Warmup[a])
 	}
-	return fmt.Sprintf("%d timed trials each, after warmup (%s; at least one request per stream)", ev.TrialsPerArm, strings.Join(per, ", "))
+	return fmt.Sprintf("%s, after warmup (%s; at least one request per stream)", timed, strings.Join(per, ", "))
 }
 
 // armList names the arms, each with what sets it apart from the others
@@ -129,8 +136,12 @@ func progressLine(ev runner.TrialDone, warmup, trials, nameWidth int) string {
 		}
 	}
 	digits := len(fmt.Sprint(max(warmup, trials)))
-	line := fmt.Sprintf("%-*s %-6s %*d/%-*d  ttft %7s  e2e %7s  %7s tok/s  %3s tok  %s",
-		nameWidth, r.Arm, label, digits, n, digits, of, millis(r.TTFTMs), millis(r.E2EMs), number(r.OutputTPS, 1), count(r.OutputTokens), status)
+	counted := fmt.Sprintf("%*d/%-*d", digits, n, digits, of)
+	if of == 0 { // run for a duration: no count to reach
+		counted = fmt.Sprintf("%-*d", 2*digits+1, n)
+	}
+	line := fmt.Sprintf("%-*s %-6s %s  ttft %7s  e2e %7s  %7s tok/s  %3s tok  %s",
+		nameWidth, r.Arm, label, counted, millis(r.TTFTMs), millis(r.E2EMs), number(r.OutputTPS, 1), count(r.OutputTokens), status)
 	if !math.IsNaN(r.JPerToken) {
 		line += fmt.Sprintf("  %s J/tok (%s)", number(r.JPerToken, 4), r.EnergyQuality)
 	}

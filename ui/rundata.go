@@ -56,6 +56,15 @@ func (a *armData) aggregate() (tokensPerS, requestsPerS float64) {
 	return a.windowTokens / a.windowS, a.windowReqs / a.windowS
 }
 
+// progress is the share of a load duration d an arm has run: its steady
+// windows so far, or all of it once it stopped.
+func (a *armData) progress(d time.Duration) float64 {
+	if a.stopped != "" {
+		return 1
+	}
+	return min(1, a.windowS/d.Seconds())
+}
+
 // goodput is the share of steady requests within the SLO so far.
 func (a *armData) goodput() float64 {
 	if a.sloJudged == 0 {
