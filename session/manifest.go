@@ -84,8 +84,8 @@ type LoadInfo struct {
 	RequestsPerStream int      `toml:"requests_per_stream,omitempty"`
 	// Duration is the steady time each arm ran for, in place of the
 	// profile's trial count; empty when the count ended them.
-	Duration string `toml:"duration,omitempty"`
-	SLO               *SLOInfo `toml:"slo,omitempty"`
+	Duration string   `toml:"duration,omitempty"`
+	SLO      *SLOInfo `toml:"slo,omitempty"`
 	// Energy says how energy and memory were measured.
 	Energy string `toml:"energy"`
 }
