@@ -286,3 +286,43 @@ func TestARefusedRequestNamesTheOptionsItCarried(t *testing.T) {
 		t.Errorf("status %s, trials %+v, warnings %+v", status, recs, warnings)
 	}
 }
+
+// The multi-agent study with each agent on its own recorded llama-server
+// (TR116's two servers): the alone and together passes keep their
+// agents' targets, and the study has a speedup over every round.
+func TestTogetherAgentsOnTheirOwnServers(t *testing.T) {
+	srvA, srvB := newLlamaServer(t, "completion_t0_stream"), newLlamaServer(t, "completion_t0_stream")
+	p, err := profiles.Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 32\ntrials = 1\nwarmup = 1\nseed = 3\ntimeout = \"5s\"\nprompts = [\"Once upon a time\"]\n"+
+		"together = [\"a\", \"b\"]\n"+
+		"[[arms]]\nname = \"a\"\nbackend = \"llamacpp\"\nurl = \""+srvA.url()+"\"\n[[arms]]\nname = \"b\"\nbackend = \"llamacpp\"\nurl = \""+srvB.url()+"\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, bs, err := Prepare(p, Options{OutDir: t.TempDir(), Trials: 5, Warmup: NoOverride, MaxTokens: NoOverride, ServerWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Telemetry = testPlan(t, 0, 1, "x").Telemetry
+	status, err, events := runTargets(t, plan, bs)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	for i, a := range plan.Profile.Arms {
+		want := map[byte]string{'a': srvA.url(), 'b': srvB.url()}[a.Name[0]]
+		if got := plan.Targets[plan.ArmTarget[i]].Config.URL; got != want {
+			t.Errorf("%s runs on %s, want %s", a.Name, got, want)
+		}
+	}
+	if a, b := srvA.requests.Load(), srvB.requests.Load(); a != 12 || b != 12 {
+		t.Errorf("requests %d and %d; want 12 each (6 rounds, alone and together)", a, b)
+	}
+	fin := eventsOf[Finished](events)[0]
+	s, err := session.Load(fin.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := session.Together(s.Manifest, s.Records, 1)
+	if st == nil || st.Rounds != 5 || !(st.Speedup.Value > 0) || len(st.PerAgent) != 2 {
+		t.Fatalf("study %+v", st)
+	}
+}
