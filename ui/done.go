@@ -342,12 +342,12 @@ func (d *doneView) headLines(w int) []string {
 // results are the verdicts over the dashboard's panels; the panels get
 // every row the verdicts do not need.
 func (d *doneView) results(w, h int) string {
+	const minPanels = 8
 	// One cell short of the box, so the last column never touches its side.
-	verdicts := d.verdictLines(w - 3)
+	verdicts := d.verdictLines(w-3, max(3, h-minPanels)-2)
 	if len(verdicts) == 0 {
 		return d.dash.body(w, h)
 	}
-	const minPanels = 8
 	boxH := min(len(verdicts)+2, max(3, h-minPanels))
 	title := "verdicts · each arm against " + d.data.arms[0].name + " (the baseline) · median change [95% CI]"
 	out := box(title, strings.Join(verdicts, "\n"), w, boxH, false)
@@ -357,9 +357,11 @@ func (d *doneView) results(w, h int) string {
 	return out + "\n" + d.dash.body(w, h-boxH)
 }
 
-// verdictLines are the verdict table of the arms against the first, or
-// what stands in for it.
-func (d *doneView) verdictLines(w int) []string {
+// verdictLines are a load run's answer and the verdict table of the arms
+// against the first, or what stands in for it, in at most rows lines
+// where it can: the load lines give way first, so that the table keeps
+// its notes (what a * means), and the report (r) has them all.
+func (d *doneView) verdictLines(w, rows int) []string {
 	switch {
 	case len(d.data.arms) < 2 || !d.saved():
 		return nil
@@ -372,7 +374,12 @@ func (d *doneView) verdictLines(w int) []string {
 	for _, line := range d.load {
 		lines = append(lines, wrap(line, w)...)
 	}
-	return append(lines, verdictTable(d.verdicts, w)...)
+	table := verdictTable(d.verdicts, w)
+	if room := rows - len(table); len(lines) > room {
+		cut := styleDim.Render("… r: the report has the load results in full")
+		lines = append(lines[:max(0, room-1)], cut)
+	}
+	return append(lines, table...)
 }
 
 // verdictTable lays the tests out with a row per metric and a column per

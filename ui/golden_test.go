@@ -270,6 +270,41 @@ func TestNarrowVerdictTablePointsAtCompare(t *testing.T) {
 	}
 }
 
+// A load run's lines give way to the verdict table in a short box: the
+// table keeps its notes, and a line says where the rest is.
+func TestLoadLinesGiveWayToTheVerdictTable(t *testing.T) {
+	arms := []string{"greedy@c1", "greedy@c2", "greedy@c4", "greedy@c8"}
+	s := &session.Session{Path: "/s/S.toml", Manifest: &session.Manifest{Status: session.StatusComplete}}
+	var refs []session.Ref
+	var sessions []*session.Session
+	for _, ev := range syntheticRun(arms, 0, 30) {
+		if td, ok := ev.(runner.TrialDone); ok {
+			s.Records = append(s.Records, td.Record)
+		}
+	}
+	for _, a := range arms {
+		s.Manifest.Arms = append(s.Manifest.Arms, session.ArmInfo{Name: a})
+		refs, sessions = append(refs, session.Ref{Path: s.Path, Arm: a}), append(sessions, s)
+	}
+	cmp, err := session.Compare(refs, sessions, session.RunVerdictMetrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmp.RunTests(session.TestOptions{Resamples: 200, Seed: 1})
+	load := []string{"greedy: tok/s 604 at 1, 783 at 2, 1041 at 4, 1216 at 8 streams", "greedy: knee at 4 streams: p95 TTFT is 2.1× its value at 1 stream (over 2×)",
+		"greedy: goodput (SLO TTFT ≤ 60 ms): the highest level with at least 90% of requests within it is 2 streams"}
+	d := &doneView{data: &runData{arms: []*armData{{name: arms[0]}, {name: arms[1]}}, finished: &runner.Finished{Manifest: s.Path}}, verdicts: cmp, load: load}
+	table := verdictTable(cmp, 77)
+	lines := ansi.Strip(strings.Join(d.verdictLines(77, len(table)+3), "\n"))
+	if !strings.HasSuffix(lines, ansi.Strip(strings.Join(table, "\n"))) || !strings.Contains(lines, "knee at 4 streams") ||
+		strings.Contains(lines, "goodput") || !strings.Contains(lines, "r: the report has the load results in full") {
+		t.Errorf("%d rows:\n%s", len(table)+3, lines)
+	}
+	if all := ansi.Strip(strings.Join(d.verdictLines(77, 40), "\n")); !strings.Contains(all, "goodput") || strings.Contains(all, "in full") {
+		t.Errorf("40 rows:\n%s", all)
+	}
+}
+
 // The verdict table keeps a cell between its last column and the box's
 // side at every width, the widths where its columns just fit included.
 func TestVerdictsNeverTouchTheirBox(t *testing.T) {
