@@ -329,7 +329,11 @@ func (c *costSum) total(power bool) *session.LoadCost {
 	if c.peaks > 0 {
 		cost.PeakRSSMB = c.peakMB
 	}
-	if !power || c.windows == 0 {
+	if !power {
+		return cost
+	}
+	cost.EnergyQuality = string(telemetry.QualityNoData) // a power source, but no window to measure
+	if c.windows == 0 {
 		return cost
 	}
 	cost.EnergyQuality = string(c.quality)

@@ -107,7 +107,7 @@ type runData struct {
 	traces      []*powerTrace
 	lastEnergy  *session.Record // the latest trial with an energy figure
 	lastWarmup  bool            // the latest trial was warmup
-	inFlight    int             // a load run's requests still running at the latest trial's end
+	inFlight    int             // a load run's requests in flight as the latest one's stream went on
 }
 
 // sweep reports whether the run keeps streams in flight with steady
