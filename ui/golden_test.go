@@ -233,11 +233,10 @@ func TestStatsColumnsFitTheirContent(t *testing.T) {
 	}
 }
 
-// A narrow verdict table drops the intervals, then the arms that do not
-// fit, and points at the screen that has them all: compare, this
-// session's arms (the report, r, has no verdicts).
-func TestNarrowVerdictTablePointsAtCompare(t *testing.T) {
-	arms := []string{"greedy", "temp-0.5", "temp-0.8", "temp-1.0", "top-k-40", "top-p-0.9"}
+// armsComparison tests a synthetic session's arms against its first, as
+// the done view does.
+func armsComparison(t *testing.T, arms []string) *session.Comparison {
+	t.Helper()
 	s := &session.Session{Path: "/s/S.toml", Manifest: &session.Manifest{Status: session.StatusComplete}}
 	var refs []session.Ref
 	var sessions []*session.Session
@@ -255,6 +254,15 @@ func TestNarrowVerdictTablePointsAtCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmp.RunTests(session.TestOptions{Resamples: 200, Seed: 1})
+	return cmp
+}
+
+// A narrow verdict table drops the intervals, then the arms that do not
+// fit, and points at the screen that has them all: compare, this
+// session's arms (the report, r, has no verdicts).
+func TestNarrowVerdictTablePointsAtCompare(t *testing.T) {
+	arms := []string{"greedy", "temp-0.5", "temp-0.8", "temp-1.0", "top-k-40", "top-p-0.9"}
+	cmp := armsComparison(t, arms)
 	wide := ansi.Strip(strings.Join(verdictTable(cmp, 198), "\n"))
 	if !strings.Contains(wide, "top-p-0.9") || !strings.Contains(wide, "%, +") || strings.Contains(wide, "c, then enter") {
 		t.Errorf("200 columns hold every arm with its intervals:\n%s", wide)
@@ -274,26 +282,10 @@ func TestNarrowVerdictTablePointsAtCompare(t *testing.T) {
 // table keeps its notes, and a line says where the rest is.
 func TestLoadLinesGiveWayToTheVerdictTable(t *testing.T) {
 	arms := []string{"greedy@c1", "greedy@c2", "greedy@c4", "greedy@c8"}
-	s := &session.Session{Path: "/s/S.toml", Manifest: &session.Manifest{Status: session.StatusComplete}}
-	var refs []session.Ref
-	var sessions []*session.Session
-	for _, ev := range syntheticRun(arms, 0, 30) {
-		if td, ok := ev.(runner.TrialDone); ok {
-			s.Records = append(s.Records, td.Record)
-		}
-	}
-	for _, a := range arms {
-		s.Manifest.Arms = append(s.Manifest.Arms, session.ArmInfo{Name: a})
-		refs, sessions = append(refs, session.Ref{Path: s.Path, Arm: a}), append(sessions, s)
-	}
-	cmp, err := session.Compare(refs, sessions, session.RunVerdictMetrics)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmp.RunTests(session.TestOptions{Resamples: 200, Seed: 1})
+	cmp := armsComparison(t, arms)
 	load := []string{"greedy: tok/s 604 at 1, 783 at 2, 1041 at 4, 1216 at 8 streams", "greedy: knee at 4 streams: p95 TTFT is 2.1× its value at 1 stream (over 2×)",
 		"greedy: goodput (SLO TTFT ≤ 60 ms): the highest level with at least 90% of requests within it is 2 streams"}
-	d := &doneView{data: &runData{arms: []*armData{{name: arms[0]}, {name: arms[1]}}, finished: &runner.Finished{Manifest: s.Path}}, verdicts: cmp, load: load}
+	d := &doneView{data: &runData{arms: []*armData{{name: arms[0]}, {name: arms[1]}}, finished: &runner.Finished{Manifest: "/s/S.toml"}}, verdicts: cmp, load: load}
 	table := verdictTable(cmp, 77)
 	lines := ansi.Strip(strings.Join(d.verdictLines(77, len(table)+3), "\n"))
 	if !strings.HasSuffix(lines, ansi.Strip(strings.Join(table, "\n"))) || !strings.Contains(lines, "knee at 4 streams") ||
