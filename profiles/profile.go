@@ -293,7 +293,7 @@ func allowedKeys(k toml.Key) string {
 	case len(k) > 1 && k[0] == "models":
 		return "one model name per backend kind, e.g. ollama = \"gemma3:270m\""
 	default:
-		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompt_file, prompt_cache, fixed_length, concurrency, together, [models], [[arms]], [stop], [slo]"
+		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompt_file, prompt_cache, fixed_length, concurrency, duration, together, [models], [[arms]], [stop], [slo]"
 	}
 }
 
