@@ -1,0 +1,315 @@
+package profiles
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Grid is a matrix file: one plan (a profile on a backend) run in every
+// combination of its axes' values, each combination a cell and each of
+// a cell's repetitions a session. This file holds its schema and
+// validation; expanding, ordering and running the cells is the grid
+// layer's, above the runner.
+type Grid struct {
+	Name        string `toml:"name"`
+	Description string `toml:"description"`
+	// Profile is the plan each cell runs (a built-in name or a file);
+	// an axis named profile varies it.
+	Profile string `toml:"profile"`
+	Backend string `toml:"backend"`
+	URL     string `toml:"url"`
+	Model   string `toml:"model"`
+	// Trials and Warmup replace the profile's per cell (0 and nil keep
+	// them); Repetitions runs each cell that many times, spread over the
+	// grid's run.
+	Trials      int  `toml:"trials"`
+	Warmup      *int `toml:"warmup"`
+	Repetitions int  `toml:"repetitions"`
+	// Order is "shuffle" (each pass over the cells in a seeded order of
+	// its own) or "blocked" (the file's order every pass).
+	Order string `toml:"order"`
+	Seed  int64  `toml:"seed"`
+	// Axes are the varied settings, in the file's order; each value is
+	// kept as text and checked by its axis's rule.
+	Axes    []Axis           `toml:"-"`
+	Exclude []map[string]any `toml:"exclude"`
+
+	RawAxes map[string][]any `toml:"axes"`
+	Source  string           `toml:"-"`
+}
+
+// Axis is one varied setting and its values.
+type Axis struct {
+	Name   string
+	Values []string
+}
+
+// GridAxes are the settings a grid may vary, each with what its values
+// must be.
+var GridAxes = []struct{ Name, Want string }{
+	{"model", "a model name"},
+	{"dtype", "f32 or q8_0 (the built-in engine's weights)"},
+	{"threads", "a whole number of threads, 1 or more"},
+	{"max_tokens", fmt.Sprintf("a whole number of tokens, 1 to %d", maxMaxTokens)},
+	{"concurrency", "a whole number of streams, 1 or more"},
+	{"backend", "a backend kind"},
+	{"url", "a server address"},
+	{"profile", "a profile name or file"},
+}
+
+// Grid orders.
+const (
+	GridShuffle = "shuffle"
+	GridBlocked = "blocked"
+)
+
+// LoadGrid reads and checks a grid file.
+func LoadGrid(path string) (*Grid, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("grid %s: %w", path, err)
+	}
+	return ParseGrid(path, data)
+}
+
+// ParseGrid decodes and checks a grid file; errors name the file, the
+// line where it can be found, and the key.
+func ParseGrid(file string, data []byte) (*Grid, error) {
+	g := &Grid{Source: file}
+	keys := scanKeyLines(data)
+	md, err := toml.Decode(string(data), g)
+	if err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			return nil, &Error{File: file, Line: perr.Position.Line, Msg: perr.Message}
+		}
+		return nil, &Error{File: file, Msg: err.Error()}
+	}
+	var errs []error
+	bad := func(key toml.Key, index int, format string, args ...any) {
+		errs = append(errs, &Error{File: file, Line: keys.find(key, index), Key: key.String(), Msg: fmt.Sprintf(format, args...)})
+	}
+	for _, k := range md.Undecoded() {
+		bad(k, -1, "unknown key; allowed keys are name, description, profile, backend, url, model, trials, warmup, repetitions, order, seed, [axes], [[exclude]]")
+	}
+	if g.Name == "" {
+		g.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	}
+	if g.Profile == "" {
+		g.Profile = "quick"
+	}
+	switch {
+	case g.Repetitions == 0:
+		g.Repetitions = 1
+	case g.Repetitions < 0:
+		bad(toml.Key{"repetitions"}, -1, "%d is negative; use 1 or more", g.Repetitions)
+	}
+	if g.Trials < 0 {
+		bad(toml.Key{"trials"}, -1, "%d is negative; use 1 or more timed trials per cell (0: the profile's)", g.Trials)
+	}
+	if g.Warmup != nil && *g.Warmup < 0 {
+		bad(toml.Key{"warmup"}, -1, "%d is negative; use 0 or more", *g.Warmup)
+	}
+	switch g.Order {
+	case "":
+		g.Order = GridShuffle
+	case GridShuffle, GridBlocked:
+	default:
+		bad(toml.Key{"order"}, -1, "%q is not an order; use %q (a seeded order per pass) or %q (the file's order)", g.Order, GridShuffle, GridBlocked)
+	}
+	// The axes in the file's order: a map has none.
+	for _, k := range md.Keys() {
+		if len(k) != 2 || k[0] != "axes" {
+			continue
+		}
+		name := k[1]
+		if !slices.ContainsFunc(GridAxes, func(a struct{ Name, Want string }) bool { return a.Name == name }) {
+			bad(k, -1, "not an axis; a grid varies %s", gridAxisNames())
+			continue
+		}
+		axis := Axis{Name: name}
+		for i, v := range g.RawAxes[name] {
+			text, err := axisValue(name, v)
+			if err != nil {
+				bad(k, -1, "value %d: %v", i+1, err)
+				continue
+			}
+			if slices.Contains(axis.Values, text) {
+				bad(k, -1, "%s is listed twice", text)
+			}
+			axis.Values = append(axis.Values, text)
+		}
+		if len(g.RawAxes[name]) == 0 {
+			bad(k, -1, "give it a list of one or more values, e.g. %s = [...]", name)
+		}
+		g.Axes = append(g.Axes, axis)
+	}
+	if n := g.combinations(); n > MaxGridCells {
+		errs = append(errs, &Error{File: file, Key: "axes", Msg: fmt.Sprintf("its axes make more than %d combinations; a grid runs at most that many cells, so split it", MaxGridCells)})
+	}
+	if len(g.RawAxes) == 0 {
+		errs = append(errs, &Error{File: file, Key: "axes", Msg: "a grid needs an [axes] table with at least one axis, e.g. model = [\"stories260K\", \"stories15M-synthetic\"]"})
+	}
+	for i, rule := range g.Exclude {
+		if len(rule) == 0 {
+			bad(toml.Key{"exclude"}, i, "an exclude rule names one or more axes and values")
+		}
+		for name, v := range rule {
+			axis, ok := g.axis(name)
+			text, err := axisValue(name, v)
+			switch {
+			case !ok:
+				bad(toml.Key{"exclude", name}, i, "not an axis of this grid; its axes are %s", strings.Join(g.AxisNames(), ", "))
+			case err != nil:
+				bad(toml.Key{"exclude", name}, i, "%v", err)
+			case !slices.Contains(axis.Values, text):
+				bad(toml.Key{"exclude", name}, i, "%s is not one of the axis's values (%s)", text, strings.Join(axis.Values, ", "))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// MaxGridCells bounds a grid: far more cells than any run could finish,
+// and few enough to expand at once.
+const MaxGridCells = 10000
+
+// combinations counts the axes' combinations, stopping past
+// MaxGridCells.
+func (g *Grid) combinations() int {
+	n := 1
+	for _, a := range g.Axes {
+		if n *= max(1, len(a.Values)); n > MaxGridCells {
+			break
+		}
+	}
+	return n
+}
+
+func gridAxisNames() string {
+	names := make([]string, len(GridAxes))
+	for i, a := range GridAxes {
+		names[i] = a.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// AxisNames are the grid's axes in its file's order.
+func (g *Grid) AxisNames() []string {
+	names := make([]string, len(g.Axes))
+	for i, a := range g.Axes {
+		names[i] = a.Name
+	}
+	return names
+}
+
+func (g *Grid) axis(name string) (Axis, bool) {
+	i := slices.IndexFunc(g.Axes, func(a Axis) bool { return a.Name == name })
+	if i < 0 {
+		return Axis{}, false
+	}
+	return g.Axes[i], true
+}
+
+// axisValue checks one value of an axis and writes it as text.
+func axisValue(axis string, v any) (string, error) {
+	var want string
+	for _, a := range GridAxes {
+		if a.Name == axis {
+			want = a.Want
+		}
+	}
+	switch axis {
+	case "threads", "max_tokens", "concurrency":
+		n, ok := v.(int64)
+		limit := int64(1 << 20)
+		if axis == "max_tokens" {
+			limit = maxMaxTokens
+		}
+		if !ok || n < 1 || n > limit {
+			return "", fmt.Errorf("%v is not %s", v, want)
+		}
+		return strconv.FormatInt(n, 10), nil
+	case "dtype":
+		if s, ok := v.(string); ok && (s == "f32" || s == "q8_0") {
+			return s, nil
+		}
+		return "", fmt.Errorf("%v is not %s", v, want)
+	}
+	s, ok := v.(string)
+	if !ok || strings.TrimSpace(s) == "" {
+		return "", fmt.Errorf("%v is not %s", v, want)
+	}
+	return s, nil
+}
+
+// Cell is one combination of the axes' values, in the axes' order.
+type Cell []string
+
+// Cells expands the axes into every combination the exclude rules
+// leave, the last axis varying fastest.
+func (g *Grid) Cells() []Cell {
+	cells := []Cell{{}}
+	for _, a := range g.Axes {
+		var next []Cell
+		for _, c := range cells {
+			for _, v := range a.Values {
+				next = append(next, append(slices.Clip(c), v))
+			}
+		}
+		cells = next
+	}
+	return slices.DeleteFunc(cells, g.excluded)
+}
+
+func (g *Grid) excluded(c Cell) bool {
+	for _, rule := range g.Exclude {
+		matches := true
+		for name, v := range rule {
+			i := slices.IndexFunc(g.Axes, func(a Axis) bool { return a.Name == name })
+			text, _ := axisValue(name, v)
+			matches = matches && i >= 0 && c[i] == text
+		}
+		if matches {
+			return true
+		}
+	}
+	return false
+}
+
+// Value is the cell's value of axis name, and whether the grid has it.
+func (g *Grid) Value(c Cell, name string) (string, bool) {
+	i := slices.IndexFunc(g.Axes, func(a Axis) bool { return a.Name == name })
+	if i < 0 {
+		return "", false
+	}
+	return c[i], true
+}
+
+// Label names a cell by its values: "stories260K · q8_0 · 2 threads".
+func (g *Grid) Label(c Cell) string {
+	parts := make([]string, len(c))
+	for i, v := range c {
+		switch g.Axes[i].Name {
+		case "threads":
+			parts[i] = v + " threads"
+		case "max_tokens":
+			parts[i] = v + " tokens"
+		case "concurrency":
+			parts[i] = v + " streams"
+		default:
+			parts[i] = v
+		}
+	}
+	return strings.Join(parts, " · ")
+}

@@ -1,0 +1,81 @@
+package profiles
+
+import (
+	"strings"
+	"testing"
+)
+
+const engineGrid = `name = "engine-grid"
+profile = "quick"
+backend = "builtin"
+repetitions = 2
+[axes]
+model = ["stories260K", "stories15M-synthetic"]
+dtype = ["f32", "q8_0"]
+threads = [1, 2]
+max_tokens = [16, 48]
+[[exclude]]
+model = "stories260K"
+threads = 2
+`
+
+func TestGridExpandsItsAxesLessTheExcluded(t *testing.T) {
+	g, err := ParseGrid("g.toml", []byte(engineGrid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := strings.Join(g.AxisNames(), ","); names != "model,dtype,threads,max_tokens" || g.Order != GridShuffle || g.Repetitions != 2 {
+		t.Fatalf("axes %s, order %s, repetitions %d", names, g.Order, g.Repetitions)
+	}
+	cells := g.Cells()
+	if len(cells) != 16-4 {
+		t.Fatalf("%d cells; want 16 less the 4 of stories260K at 2 threads", len(cells))
+	}
+	if first, last := g.Label(cells[0]), g.Label(cells[len(cells)-1]); first != "stories260K · f32 · 1 threads · 16 tokens" || last != "stories15M-synthetic · q8_0 · 2 threads · 48 tokens" {
+		t.Errorf("first %q, last %q", first, last)
+	}
+	for _, c := range cells {
+		if m, _ := g.Value(c, "model"); m == "stories260K" && c[2] == "2" {
+			t.Errorf("excluded cell %v expanded", c)
+		}
+	}
+}
+
+func TestGridErrorsNameFileLineAndKey(t *testing.T) {
+	cases := []struct{ name, src, want string }{
+		{"unknown axis", "[axes]\nmodels = [\"a\"]\n", "g.toml:2: axes.models: not an axis"},
+		{"bad threads", "[axes]\nthreads = [1, 0]\n", "g.toml:2: axes.threads: value 2: 0 is not a whole number of threads"},
+		{"bad dtype", "[axes]\ndtype = [\"f16\"]\n", "axes.dtype: value 1: f16 is not f32 or q8_0"},
+		{"twice", "[axes]\nmodel = [\"a\", \"a\"]\n", "axes.model: a is listed twice"},
+		{"no axes", "name = \"x\"\n", "g.toml: axes: a grid needs an [axes] table"},
+		{"order", "order = \"random\"\n[axes]\nmodel = [\"a\"]\n", "g.toml:1: order: \"random\" is not an order"},
+		{"unknown key", "repeats = 2\n[axes]\nmodel = [\"a\"]\n", "g.toml:1: repeats: unknown key"},
+		{"exclude unknown axis", "[axes]\nmodel = [\"a\"]\n[[exclude]]\ndtype = \"f32\"\n", "g.toml:4: exclude.dtype: not an axis of this grid"},
+		{"exclude unknown value", "[axes]\nmodel = [\"a\"]\n[[exclude]]\nmodel = \"b\"\n", "exclude.model: b is not one of the axis's values (a)"},
+		{"too many", "[axes]\nthreads = [1,2,3,4,5,6,7,8,9,10]\nmax_tokens = [1,2,3,4,5,6,7,8,9,10]\nconcurrency = [1,2,3,4,5,6,7,8,9,10]\nmodel = [\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\",\"j\",\"k\"]\n", "a grid runs at most that many cells"},
+		{"syntax", "[axes\n", "g.toml:2: expected"},
+	}
+	for _, c := range cases {
+		_, err := ParseGrid("g.toml", []byte(c.src))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want it to contain %q", c.name, err, c.want)
+		}
+	}
+}
+
+func FuzzParseGrid(f *testing.F) {
+	f.Add(engineGrid)
+	f.Add("[axes]\nthreads = [1, 2]\n[[exclude]]\nthreads = 1\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		g, err := ParseGrid("f.toml", []byte(src))
+		if err != nil {
+			return
+		}
+		for _, c := range g.Cells() {
+			if len(c) != len(g.Axes) {
+				t.Fatalf("cell %v for axes %v", c, g.AxisNames())
+			}
+			_ = g.Label(c)
+		}
+	})
+}
