@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/term"
@@ -25,6 +26,7 @@ import (
 	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/runner"
+	"github.com/tokentop/tokentop/runner/grid"
 	"github.com/tokentop/tokentop/session"
 	"github.com/tokentop/tokentop/ui"
 	"github.com/tokentop/tokentop/ui/htmlreport"
@@ -48,6 +50,10 @@ Usage:
   tokentop compare A.toml B.toml [...]
                                 compare sessions (or A.toml#arm1 A.toml#arm2);
                                 --tui for the compare screen
+  tokentop matrix GRID.toml     run a grid: every combination of its axes, one
+                                session per cell, resumable (built-in grids:
+                                engine-grid, servers-grid); 'tokentop compare
+                                GRID-FOLDER' ranks the cells
   tokentop report S.toml [...]  repeatability report: distribution shape,
                                 outliers, trials needed, warmup
   tokentop profiles             list built-in and user profiles
@@ -81,6 +87,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdCompare(args[1:], stdout, stderr)
 	case "report":
 		return cmdReport(args[1:], stdout, stderr)
+	case "matrix":
+		return cmdMatrix(args[1:], stdout, stderr)
 	case "profiles":
 		return cmdProfiles(args[1:], stdout, stderr)
 	case "backends":
@@ -342,6 +350,18 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	if *metric != "" {
 		metricNames = []string{*metric}
 	}
+	if info, err := os.Stat(positional[0]); err == nil && info.IsDir() {
+		// A grid's folder: its cells ranked, one table.
+		cmp, err := grid.Compare(positional[0], out.testOptions())
+		if err == nil {
+			err = cmp.Write(stdout, *out.format)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "tokentop: %v\n", err)
+			return exitFailed
+		}
+		return exitOK
+	}
 	refs := make([]session.Ref, len(positional))
 	sessions := make([]*session.Session, len(positional))
 	for i, arg := range positional {
@@ -369,6 +389,61 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "tokentop: %v\n", err)
 		return exitUsage
+	}
+	return exitOK
+}
+
+func cmdMatrix(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("matrix", stderr)
+	opts := runner.Options{Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride}
+	fs.StringVar(&opts.OutDir, "out", "", "where the grid's folder goes (default: tokentop/sessions under the user data folder)")
+	fs.StringVar(&opts.Power, "power", telemetry.PowerAuto, "power sources, as for run")
+	fs.DurationVar(&opts.ServerWait, "server-wait", runner.DefaultServerWait, "how long to wait for a cell's server that is loading or stopped answering")
+	fs.Bool("headless", true, "print progress lines (the grid's live table is not built yet: this is the only front end)")
+	positional, err := parseFlags(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(positional) != 1 {
+		fmt.Fprintln(stderr, "tokentop matrix: name one grid file (GRID.toml) or built-in grid ("+strings.Join(profiles.BuiltinGrids(), ", ")+")")
+		return exitUsage
+	}
+	g, err := profiles.FindGrid(positional[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		return exitUsage
+	}
+	m, err := grid.Expand(g, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		return exitUsage
+	}
+	pending := 0
+	for _, slot := range m.Order() {
+		if m.Left(slot) > 0 {
+			pending++
+		}
+	}
+	slots := len(m.Order())
+	fmt.Fprintf(stdout, "grid %s: %d cells × %d repetition(s), order %s (seed %d), in %s; %d of %d sessions to run\n",
+		g.Name, len(m.Cells), g.Repetitions, g.Order, g.Seed, m.Dir, pending, slots)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	defer stop()
+	start := time.Now()
+	runErr := m.Run(ctx, ui.GridHeadless(stdout, pending))
+	fmt.Fprintf(stdout, "\ngrid ran for %v\n\n", time.Since(start).Round(time.Second))
+	if cmp, err := grid.Compare(m.Dir, session.DefaultTestOptions); err != nil {
+		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+	} else {
+		cmp.Write(stdout, "text")
+	}
+	switch {
+	case ctx.Err() != nil:
+		fmt.Fprintf(stderr, "tokentop: interrupted; run 'tokentop matrix %s' again to go on where it stopped\n", positional[0])
+		return exitInterrupted
+	case runErr != nil:
+		fmt.Fprintf(stderr, "tokentop: %v\n", runErr)
+		return exitFailed
 	}
 	return exitOK
 }

@@ -488,3 +488,63 @@ func TestLoadStudiesOnTheBuiltinEngine(t *testing.T) {
 		t.Error("the load results do not lead the sweep's report")
 	}
 }
+
+// A grid of 12 cells on the built-in engine, killed with SIGKILL in the
+// middle of a cell's session and started again, finishes every cell with
+// no trial lost or run twice, and its comparison ranks all 12.
+func TestGridSurvivesKill9AndResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	dir := t.TempDir()
+	gridFile := filepath.Join(dir, "g.toml")
+	os.WriteFile(gridFile, []byte(`name = "kill"
+profile = "quick"
+backend = "builtin"
+model = "stories260K"
+trials = 40
+warmup = 1
+seed = 5
+[axes]
+threads = [1, 2]
+max_tokens = [8, 16, 24, 32, 40, 48]
+`), 0o644)
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(buildBinary(t), "matrix", gridFile, "--out", out, "--power", "off")
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	folder := filepath.Join(out, "grid-kill")
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) && len(manifests(t, folder)) < 5 { // grid.toml and 4 sessions: the 4th in flight
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if n := len(manifests(t, folder)); n < 5 || strings.Contains(stdout.String(), "grid ran for") {
+		t.Fatalf("killed with %d manifests in the folder:\n%s", n, stdout.String())
+	}
+	code, stdout2, stderr := runCLI("matrix", gridFile, "--out", out, "--power", "off")
+	if code != exitOK || !strings.Contains(stdout2, "12 cells × 1 repetition(s)") || strings.Contains(stdout2, "12 of 12 sessions to run") {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout2, stderr)
+	}
+	code, table, stderr := runCLI("compare", folder, "--format", "csv")
+	if code != exitOK {
+		t.Fatalf("compare: exit %d\n%s", code, stderr)
+	}
+	rows := strings.Split(strings.TrimSpace(table), "\n")
+	if len(rows) != 13 || !strings.HasPrefix(rows[0], "rank,cell,label,arm,n,") {
+		t.Fatalf("comparison:\n%s", table)
+	}
+	for _, row := range rows[1:] {
+		f := strings.Split(row, ",")
+		// 40 timed trials per cell: a killed session's are kept, and its
+		// rest ran as a second session, never more.
+		if f[4] != "40" || f[0] == "" {
+			t.Errorf("cell %s: rank %q, n %s; want 40 trials and a rank", f[1], f[0], f[4])
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"embed"
 	"errors"
 	"fmt"
 	"os"
@@ -69,6 +70,39 @@ const (
 	GridShuffle = "shuffle"
 	GridBlocked = "blocked"
 )
+
+//go:embed grids/*.toml
+var gridFS embed.FS
+
+// BuiltinGrids are the example grids shipped in the binary, by name.
+func BuiltinGrids() []string {
+	entries, err := gridFS.ReadDir("grids")
+	if err != nil {
+		panic(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), ".toml"))
+	}
+	return names
+}
+
+// FindGrid reads a grid file, or a built-in grid by name.
+func FindGrid(arg string) (*Grid, error) {
+	if strings.HasSuffix(arg, ".toml") || strings.ContainsRune(arg, os.PathSeparator) {
+		return LoadGrid(arg)
+	}
+	data, err := gridFS.ReadFile("grids/" + arg + ".toml")
+	if err != nil {
+		return nil, fmt.Errorf("no grid named %q; built-in grids: %s (or give a path to a .toml file)", arg, strings.Join(BuiltinGrids(), ", "))
+	}
+	g, err := ParseGrid(arg+".toml", data)
+	if err != nil {
+		return nil, err
+	}
+	g.Source = "builtin"
+	return g, nil
+}
 
 // LoadGrid reads and checks a grid file.
 func LoadGrid(path string) (*Grid, error) {
@@ -300,15 +334,14 @@ func (g *Grid) Value(c Cell, name string) (string, bool) {
 func (g *Grid) Label(c Cell) string {
 	parts := make([]string, len(c))
 	for i, v := range c {
-		switch g.Axes[i].Name {
-		case "threads":
-			parts[i] = v + " threads"
-		case "max_tokens":
-			parts[i] = v + " tokens"
-		case "concurrency":
-			parts[i] = v + " streams"
-		default:
+		unit := map[string]string{"threads": "thread", "max_tokens": "token", "concurrency": "stream"}[g.Axes[i].Name]
+		switch {
+		case unit == "":
 			parts[i] = v
+		case v == "1":
+			parts[i] = v + " " + unit
+		default:
+			parts[i] = v + " " + unit + "s"
 		}
 	}
 	return strings.Join(parts, " · ")

@@ -31,7 +31,7 @@ func TestGridExpandsItsAxesLessTheExcluded(t *testing.T) {
 	if len(cells) != 16-4 {
 		t.Fatalf("%d cells; want 16 less the 4 of stories260K at 2 threads", len(cells))
 	}
-	if first, last := g.Label(cells[0]), g.Label(cells[len(cells)-1]); first != "stories260K · f32 · 1 threads · 16 tokens" || last != "stories15M-synthetic · q8_0 · 2 threads · 48 tokens" {
+	if first, last := g.Label(cells[0]), g.Label(cells[len(cells)-1]); first != "stories260K · f32 · 1 thread · 16 tokens" || last != "stories15M-synthetic · q8_0 · 2 threads · 48 tokens" {
 		t.Errorf("first %q, last %q", first, last)
 	}
 	for _, c := range cells {
@@ -78,4 +78,20 @@ func FuzzParseGrid(f *testing.F) {
 			_ = g.Label(c)
 		}
 	})
+}
+
+func TestBuiltinGridsParse(t *testing.T) {
+	for _, name := range BuiltinGrids() {
+		g, err := FindGrid(name)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if len(g.Cells()) < 6 {
+			t.Errorf("%s: %d cells", name, len(g.Cells()))
+		}
+	}
+	if _, err := FindGrid("nope"); err == nil || !strings.Contains(err.Error(), "engine-grid") {
+		t.Errorf("unknown grid: %v", err)
+	}
 }

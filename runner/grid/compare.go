@@ -1,0 +1,357 @@
+package grid
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/session"
+)
+
+// Row is one arm of one cell over all its sessions (repetitions, and the
+// rest of any that were cut short), its counted trials pooled.
+type Row struct {
+	Cell   string   // the cell's ID
+	Label  string   // its values in words
+	Values []string // in the axes' order
+	Arm    string
+	N      int
+	// E2E is the median e2e with its bootstrap 95% interval; Mean the
+	// mean's.
+	E2E, Mean metrics.Estimate
+	// TTFT and TPOT are medians in ms; TokensPerS is Σ tokens / Σ time;
+	// JPerToken the median where energy was measured (NaN otherwise).
+	TTFT, TPOT, TokensPerS, JPerToken float64
+	// Rank is 1 plus the number of rows significantly faster in e2e
+	// (Holm-adjusted pairwise Mann-Whitney tests), so rows that no test
+	// tells apart share a rank.
+	Rank     int
+	Sessions int
+	e2e      []float64
+}
+
+// AxisMean is one value of one axis across the other axes: the geometric
+// mean of its rows' median e2e and tok/s, and its e2e against the
+// axis's fastest value.
+type AxisMean struct {
+	Axis, Value      string
+	Rows             int
+	E2E, TokensPerS  float64
+	E2ERatioVsFaster float64 // its geometric mean e2e / the lowest of the axis (1 for the fastest)
+}
+
+// Comparison is the grid's cells side by side.
+type Comparison struct {
+	Name    string
+	Axes    []string
+	Rows    []Row
+	Means   []AxisMean
+	Caveats []string
+	// Pairs is how many pairwise tests the ranks rest on.
+	Pairs int
+}
+
+// Compare reads a grid folder's manifest and sessions and ranks its
+// cells. opts seeds and sizes the bootstrap intervals.
+func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
+	path := filepath.Join(dir, ManifestName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a grid folder: %w", dir, err)
+	}
+	var m Manifest
+	if _, err := toml.Decode(string(data), &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c := &Comparison{Name: m.Name, Axes: m.Axes}
+	e2eMetric, _ := session.LookupMetric("e2e_ms")
+	metric := func(name string) session.Metric { mt, _ := session.LookupMetric(name); return mt }
+	for _, cell := range m.Cells {
+		byArm := map[string][]*session.Record{}
+		var arms []string
+		sessions := 0
+		for _, run := range cell.Runs {
+			if run.Session == "" {
+				c.Caveats = append(c.Caveats, fmt.Sprintf("%s (%s) repetition %d did not run: %s", cell.ID, cell.Label, run.Repetition, run.Error))
+				continue
+			}
+			s, err := session.Load(filepath.Join(dir, run.Session))
+			if err != nil {
+				c.Caveats = append(c.Caveats, fmt.Sprintf("%s (%s): %v", cell.ID, cell.Label, err))
+				continue
+			}
+			sessions++
+			c.Caveats = append(c.Caveats, prefixed(cell.ID+" ", session.SessionCaveats(s))...)
+			for arm, recs := range session.ByArm(s.Records) {
+				if !slices.Contains(arms, arm) {
+					arms = append(arms, arm)
+				}
+				byArm[arm] = append(byArm[arm], session.Counted(recs)...)
+			}
+		}
+		slices.Sort(arms)
+		for _, arm := range arms {
+			recs := byArm[arm]
+			e2e := session.Values(recs, e2eMetric)
+			r := Row{Cell: cell.ID, Label: cell.Label, Values: cell.Values, Arm: arm, N: len(recs), Sessions: sessions, e2e: e2e,
+				E2E:        metrics.Estimate{Value: metrics.Median(e2e), CI: metrics.Bootstrap(e2e, metrics.Median, opts.Resamples, opts.Seed)},
+				Mean:       metrics.Estimate{Value: metrics.Mean(e2e), CI: metrics.Bootstrap(e2e, metrics.Mean, opts.Resamples, opts.Seed)},
+				TTFT:       metrics.Median(session.Values(recs, metric("ttft_ms"))),
+				TPOT:       metrics.Median(session.Values(recs, metric("tpot_ms"))),
+				TokensPerS: metric("output_tps").Pooled(recs),
+				JPerToken:  metrics.Median(finite(session.Values(recs, metric("j_per_token")))),
+			}
+			c.Rows = append(c.Rows, r)
+		}
+	}
+	c.rank()
+	c.axisMeans()
+	return c, nil
+}
+
+func prefixed(prefix string, lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = prefix + l
+	}
+	return out
+}
+
+func finite(values []float64) []float64 {
+	return slices.DeleteFunc(values, func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) })
+}
+
+// rank tests every pair of rows on e2e (Mann-Whitney, Holm-adjusted over
+// all pairs) and ranks each row by how many rows are significantly
+// faster; rows are then sorted by rank and median.
+func (c *Comparison) rank() {
+	type pair struct{ i, j int }
+	var pairs []pair
+	var p []float64
+	for i := range c.Rows {
+		for j := i + 1; j < len(c.Rows); j++ {
+			if len(c.Rows[i].e2e) < 2 || len(c.Rows[j].e2e) < 2 {
+				continue
+			}
+			pairs = append(pairs, pair{i, j})
+			p = append(p, metrics.MannWhitney(c.Rows[i].e2e, c.Rows[j].e2e).P)
+		}
+	}
+	c.Pairs = len(pairs)
+	adjusted := metrics.Holm(p)
+	faster := make([]int, len(c.Rows))
+	for k, pr := range pairs {
+		if !(adjusted[k] < session.Alpha) {
+			continue
+		}
+		a, b := c.Rows[pr.i], c.Rows[pr.j]
+		if a.E2E.Value < b.E2E.Value {
+			faster[pr.j]++
+		} else {
+			faster[pr.i]++
+		}
+	}
+	for i := range c.Rows {
+		c.Rows[i].Rank = 1 + faster[i]
+		if len(c.Rows[i].e2e) < 2 {
+			c.Rows[i].Rank = 0 // untested: too few trials
+		}
+	}
+	slices.SortStableFunc(c.Rows, func(a, b Row) int {
+		ra, rb := a.Rank, b.Rank
+		if ra == 0 {
+			ra = math.MaxInt
+		}
+		if rb == 0 {
+			rb = math.MaxInt
+		}
+		if ra != rb {
+			return ra - rb
+		}
+		return cmpFloat(a.E2E.Value, b.E2E.Value)
+	})
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// axisMeans summarises each axis value across the other axes by
+// geometric means of its rows' medians. Only matched rows count: those
+// whose other values (and arm) were run with every value of the axis, so
+// that no value's mean leans on combinations the others lack (a dtype
+// that only one model can take would otherwise inherit that model's
+// speed).
+func (c *Comparison) axisMeans() {
+	for k, axis := range c.Axes {
+		var values []string
+		groups := map[string]map[string]*Row{} // the other values → this axis's value → row
+		for i := range c.Rows {
+			r := &c.Rows[i]
+			if k >= len(r.Values) || r.N == 0 {
+				continue
+			}
+			if !slices.Contains(values, r.Values[k]) {
+				values = append(values, r.Values[k])
+			}
+			others := slices.Clone(r.Values)
+			others[k] = ""
+			key := strings.Join(others, "\x00") + "\x00" + r.Arm
+			if groups[key] == nil {
+				groups[key] = map[string]*Row{}
+			}
+			groups[key][r.Values[k]] = r
+		}
+		means := make([]AxisMean, len(values))
+		for i, v := range values {
+			means[i] = AxisMean{Axis: axis, Value: v}
+		}
+		for _, g := range groups {
+			if len(g) != len(values) {
+				continue // unmatched: some value of the axis never ran with these others
+			}
+			for i, v := range values {
+				means[i].Rows++
+				means[i].E2E += math.Log(g[v].E2E.Value)
+				means[i].TokensPerS += math.Log(g[v].TokensPerS)
+			}
+		}
+		if len(values) < 2 || means[0].Rows == 0 {
+			continue
+		}
+		lowest := math.Inf(1)
+		for i := range means {
+			means[i].E2E = math.Exp(means[i].E2E / float64(means[i].Rows))
+			means[i].TokensPerS = math.Exp(means[i].TokensPerS / float64(means[i].Rows))
+			lowest = math.Min(lowest, means[i].E2E)
+		}
+		for i := range means {
+			means[i].E2ERatioVsFaster = means[i].E2E / lowest
+		}
+		c.Means = append(c.Means, means...)
+	}
+}
+
+// Method says how the ranks and means were reached.
+func (c *Comparison) Method() string {
+	return fmt.Sprintf("rank: 1 + the rows significantly faster in e2e (Mann-Whitney over each pair, %d pairs, Holm-adjusted, p < %g), so rows no test tells apart share a rank; "+
+		"intervals: bootstrap percentile 95%%; per axis value: geometric means of its rows' medians across the other axes, over matched rows only "+
+		"(each combination of the other axes that ran with every value of this one)", c.Pairs, session.Alpha)
+}
+
+var rowColumns = []string{"rank", "cell", "label", "arm", "n", "sessions", "e2e_median_ms", "e2e_median_lo", "e2e_median_hi",
+	"e2e_mean_ms", "e2e_mean_lo", "e2e_mean_hi", "ttft_median_ms", "tpot_median_ms", "output_tps", "j_per_token"}
+
+func (r *Row) cells() []string {
+	num := func(v float64) string { return session.FormatValue(v) }
+	rank := strconv.Itoa(r.Rank)
+	if r.Rank == 0 {
+		rank = "—"
+	}
+	return []string{rank, r.Cell, r.Label, r.Arm, strconv.Itoa(r.N), strconv.Itoa(r.Sessions), num(r.E2E.Value), num(r.E2E.Lo), num(r.E2E.Hi),
+		num(r.Mean.Value), num(r.Mean.Lo), num(r.Mean.Hi), num(r.TTFT), num(r.TPOT), num(r.TokensPerS), num(r.JPerToken)}
+}
+
+// Write prints the comparison as text, md, csv or json.
+func (c *Comparison) Write(w io.Writer, format string) error {
+	switch format {
+	case "csv":
+		cw := csv.NewWriter(w)
+		cw.Write(rowColumns)
+		for i := range c.Rows {
+			cells := c.Rows[i].cells()
+			for k, v := range cells {
+				if v == "—" {
+					cells[k] = ""
+				}
+			}
+			cw.Write(cells)
+		}
+		cw.Flush()
+		return cw.Error()
+	case "json":
+		type row map[string]string
+		out := struct {
+			Grid    string     `json:"grid"`
+			Axes    []string   `json:"axes"`
+			Rows    []row      `json:"rows"`
+			Means   []AxisMean `json:"axis_means"`
+			Method  string     `json:"method"`
+			Caveats []string   `json:"caveats"`
+		}{Grid: c.Name, Axes: c.Axes, Means: c.Means, Method: c.Method(), Caveats: c.Caveats}
+		for i := range c.Rows {
+			r := row{}
+			for k, v := range c.Rows[i].cells() {
+				r[rowColumns[k]] = v
+			}
+			out.Rows = append(out.Rows, r)
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	md := format == "md"
+	var b strings.Builder
+	for _, cv := range c.Caveats {
+		if md {
+			b.WriteString("- **Caveat:** " + cv + "\n")
+		} else {
+			b.WriteString("caveat: " + cv + "\n")
+		}
+	}
+	if len(c.Caveats) > 0 {
+		b.WriteString("\n")
+	}
+	header := []string{"rank", "cell", strings.Join(c.Axes, " · "), "arm", "n", "e2e median [95% CI]", "mean", "TTFT p50", "TPOT p50", "tok/s", "J/token"}
+	rows := [][]string{header}
+	for i := range c.Rows {
+		r := &c.Rows[i]
+		cells := r.cells()
+		rows = append(rows, []string{cells[0], r.Cell, r.Label, r.Arm, cells[4],
+			fmt.Sprintf("%s [%s, %s]", cells[6], cells[7], cells[8]), cells[9], cells[12], cells[13], cells[14], cells[15]})
+	}
+	writeTable(&b, rows, md)
+	b.WriteString("\n")
+	means := [][]string{{"axis", "value", "matched rows", "e2e geomean (ms)", "vs fastest", "tok/s geomean"}}
+	for _, a := range c.Means {
+		means = append(means, []string{a.Axis, a.Value, strconv.Itoa(a.Rows), session.FormatValue(a.E2E), fmt.Sprintf("%.2f×", a.E2ERatioVsFaster), session.FormatValue(a.TokensPerS)})
+	}
+	writeTable(&b, means, md)
+	b.WriteString("\n" + c.Method() + "\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeTable(b *strings.Builder, rows [][]string, md bool) {
+	if md {
+		for i, r := range rows {
+			b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+			if i == 0 {
+				b.WriteString("|" + strings.Repeat(" --- |", len(r)) + "\n")
+			}
+		}
+		return
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+}

@@ -1,0 +1,196 @@
+package grid
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/metrics/telemetry"
+	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/runner"
+	"github.com/tokentop/tokentop/session"
+)
+
+const smallGrid = `name = "small"
+profile = "quick"
+backend = "builtin"
+model = "stories260K"
+trials = 4
+warmup = 0
+repetitions = 2
+seed = 3
+[axes]
+threads = [1, 2]
+max_tokens = [4, 8]
+[[exclude]]
+threads = 2
+max_tokens = 8
+`
+
+func expand(t *testing.T, src, out string) *Matrix {
+	t.Helper()
+	g, err := profiles.ParseGrid("small.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Expand(g, runner.Options{OutDir: out, Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride, Power: telemetry.PowerOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestOrderSpreadsRepetitionsAndIsSeeded(t *testing.T) {
+	m := expand(t, smallGrid, t.TempDir())
+	order := m.Order()
+	if len(order) != 6 {
+		t.Fatalf("%d slots; want 3 cells × 2 repetitions", len(order))
+	}
+	for rep := 1; rep <= 2; rep++ {
+		var cells []int
+		for _, s := range order[(rep-1)*3 : rep*3] {
+			if s.Repetition != rep {
+				t.Fatalf("slot %+v in pass %d: repetitions must not run back to back", s, rep)
+			}
+			cells = append(cells, s.Cell)
+		}
+		if slices.Sort(cells); !slices.Equal(cells, []int{0, 1, 2}) {
+			t.Errorf("pass %d runs cells %v", rep, cells)
+		}
+	}
+	if again := expand(t, smallGrid, t.TempDir()).Order(); !slices.Equal(again, order) {
+		t.Error("the same seed gave another order")
+	}
+	blocked := expand(t, strings.Replace(smallGrid, "seed = 3", "seed = 3\norder = \"blocked\"", 1), t.TempDir()).Order()
+	for i, s := range blocked {
+		if s.Cell != i%3 {
+			t.Fatalf("blocked order %v", blocked)
+		}
+	}
+	// Some seed shuffles the two passes differently.
+	differs := false
+	for seed := range 20 {
+		o := expand(t, strings.Replace(smallGrid, "seed = 3", "seed = "+strconv.Itoa(seed+1), 1), t.TempDir()).Order()
+		differs = differs || !slices.Equal([]int{o[0].Cell, o[1].Cell, o[2].Cell}, []int{o[3].Cell, o[4].Cell, o[5].Cell})
+	}
+	if !differs {
+		t.Error("every pass ran in the same order: the shuffle is not per pass")
+	}
+}
+
+// A grid stopped in the middle of a session goes on where it stopped:
+// the trials measured stay, the cut session's rest runs as a session of
+// its own, and cells already done are not run again.
+func TestResumeRunsOnlyWhatIsLeft(t *testing.T) {
+	out := t.TempDir()
+	m := expand(t, smallGrid, out)
+	ctx, cancel := context.WithCancel(context.Background())
+	sessions := 0
+	err := m.Run(ctx, func(ev Event) {
+		if _, ok := ev.Event.(runner.Started); ok {
+			sessions++
+		}
+		if td, ok := ev.Event.(runner.TrialDone); ok && sessions == 2 && td.Record.Trial == 2 {
+			cancel() // two trials into the second session
+		}
+	})
+	if err == nil || sessions != 2 {
+		t.Fatalf("first start: %v after %d sessions", err, sessions)
+	}
+	// What is left depends on how far the second session got before the
+	// cancel reached it (events trail the runner a little); whatever it
+	// is, the resume runs exactly that.
+	m = expand(t, smallGrid, out)
+	pending := 0
+	for _, s := range m.Order() {
+		if m.Left(s) > 0 {
+			pending++
+		}
+	}
+	if pending < 4 || m.Left(m.Order()[0]) != 0 {
+		t.Fatalf("%d slots pending after the first session and a cut second; the first has %d left", pending, m.Left(m.Order()[0]))
+	}
+	started := 0
+	if err := m.Run(context.Background(), func(ev Event) {
+		if _, ok := ev.Event.(runner.Started); ok {
+			started++
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if started != pending {
+		t.Errorf("the resume ran %d sessions; want the %d slots with trials left", started, pending)
+	}
+	for _, s := range expand(t, smallGrid, out).Order() {
+		if left := expand(t, smallGrid, out).Left(s); left != 0 {
+			t.Errorf("slot %+v has %d trials left after the resume", s, left)
+		}
+	}
+	data, _ := os.ReadFile(filepath.Join(m.Dir, ManifestName))
+	if n := strings.Count(string(data), "status = \"complete\""); n < 6 {
+		t.Errorf("%d complete runs in the grid manifest; want one per slot at least:\n%s", n, data)
+	}
+	cmp, err := Compare(m.Dir, session.TestOptions{Resamples: 200, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range cmp.Rows {
+		if r.N != 8 || r.Rank < 1 {
+			t.Errorf("%s: %d trials (want 4 per repetition, 8), rank %d", r.Cell, r.N, r.Rank)
+		}
+	}
+}
+
+// Rows that no test tells apart share a rank; a row slower than both
+// ranks after them.
+func TestRanksTieWhereNoTestTellsRowsApart(t *testing.T) {
+	series := func(base float64) []float64 {
+		var out []float64
+		for i := range 20 {
+			out = append(out, base+float64(i%5)*0.1)
+		}
+		return out
+	}
+	c := &Comparison{Rows: []Row{
+		{Cell: "slow", e2e: series(20), E2E: metrics.Estimate{Value: 20.2}},
+		{Cell: "a", e2e: series(10), E2E: metrics.Estimate{Value: 10.2}},
+		{Cell: "b", e2e: series(10.01), E2E: metrics.Estimate{Value: 10.21}},
+	}}
+	c.rank()
+	got := map[string]int{}
+	for _, r := range c.Rows {
+		got[r.Cell] = r.Rank
+	}
+	if got["a"] != 1 || got["b"] != 1 || got["slow"] != 3 || c.Rows[2].Cell != "slow" || c.Pairs != 3 {
+		t.Errorf("ranks %v, order %v, %d pairs", got, []string{c.Rows[0].Cell, c.Rows[1].Cell, c.Rows[2].Cell}, c.Pairs)
+	}
+}
+
+// An axis value's geometric mean counts only the rows matched across the
+// axis: a value that ran with fewer of the others is not flattered.
+func TestAxisMeansUseMatchedRowsOnly(t *testing.T) {
+	row := func(model, dtype string, e2e float64) Row {
+		return Row{Values: []string{model, dtype}, N: 10, Arm: "greedy", E2E: metrics.Estimate{Value: e2e}, TokensPerS: 1000 / e2e}
+	}
+	c := &Comparison{Axes: []string{"model", "dtype"}, Rows: []Row{
+		row("tiny", "f32", 1), // tiny has no q8_0: unmatched for dtype
+		row("big", "f32", 40), row("big", "q8_0", 10),
+	}}
+	c.axisMeans()
+	want := map[string]float64{"dtype f32": 4, "dtype q8_0": 1, "model tiny": 1, "model big": 40}
+	for _, m := range c.Means {
+		// dtype: only big ran with both; model: only f32 ran on both.
+		if r := want[m.Axis+" "+m.Value]; m.Rows != 1 || math.Abs(m.E2ERatioVsFaster-r) > 1e-9 {
+			t.Errorf("%+v: want 1 matched row and %g× the fastest", m, r)
+		}
+	}
+	if len(c.Means) != 4 {
+		t.Errorf("means %+v", c.Means)
+	}
+}
