@@ -2,9 +2,9 @@ package grid
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
