@@ -118,13 +118,9 @@ func LoadGrid(path string) (*Grid, error) {
 func ParseGrid(file string, data []byte) (*Grid, error) {
 	g := &Grid{Source: file}
 	keys := scanKeyLines(data)
-	md, err := toml.Decode(string(data), g)
+	md, err := decode(file, data, g)
 	if err != nil {
-		var perr toml.ParseError
-		if errors.As(err, &perr) {
-			return nil, &Error{File: file, Line: perr.Position.Line, Msg: perr.Message}
-		}
-		return nil, &Error{File: file, Msg: err.Error()}
+		return nil, err
 	}
 	var errs []error
 	bad := func(key toml.Key, index int, format string, args ...any) {

@@ -258,13 +258,9 @@ func Load(path string) (*Profile, error) {
 // prompt_file is resolved against file's folder.
 func Parse(file string, data []byte) (*Profile, error) {
 	p := &Profile{Source: file, keys: scanKeyLines(data)}
-	md, err := toml.Decode(string(data), p)
+	md, err := decode(file, data, p)
 	if err != nil {
-		var perr toml.ParseError
-		if errors.As(err, &perr) {
-			return nil, &Error{File: file, Line: perr.Position.Line, Msg: perr.Message}
-		}
-		return nil, &Error{File: file, Msg: err.Error()}
+		return nil, err
 	}
 	if undecoded := md.Undecoded(); len(undecoded) > 0 {
 		var errs []error
@@ -278,6 +274,19 @@ func Parse(file string, data []byte) (*Profile, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// decode reads TOML into v; a syntax error names the file and line.
+func decode(file string, data []byte, v any) (toml.MetaData, error) {
+	md, err := toml.Decode(string(data), v)
+	if err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			return md, &Error{File: file, Line: perr.Position.Line, Msg: perr.Message}
+		}
+		return md, &Error{File: file, Msg: err.Error()}
+	}
+	return md, nil
 }
 
 func allowedKeys(k toml.Key) string {
