@@ -441,6 +441,9 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 	case ctx.Err() != nil:
 		fmt.Fprintf(stderr, "tokentop: interrupted; run 'tokentop matrix %s' again to go on where it stopped\n", positional[0])
 		return exitInterrupted
+	case errors.Is(runErr, grid.ErrBudgetSpent):
+		fmt.Fprintf(stderr, "tokentop: %v; run 'tokentop matrix %s' again to go on where it stopped\n", runErr, positional[0])
+		return exitOK
 	case runErr != nil:
 		fmt.Fprintf(stderr, "tokentop: %v\n", runErr)
 		return exitFailed

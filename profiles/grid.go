@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 )
@@ -37,6 +38,10 @@ type Grid struct {
 	// its own) or "blocked" (the file's order every pass).
 	Order string `toml:"order"`
 	Seed  int64  `toml:"seed"`
+	// Budget bounds the grid's wall time ("2h"): no session starts after
+	// it is spent, and the next start goes on where this one stopped.
+	Budget     string        `toml:"budget"`
+	TimeBudget time.Duration `toml:"-"`
 	// Axes are the varied settings, in the file's order; each value is
 	// kept as text and checked by its axis's rule.
 	Axes    []Axis           `toml:"-"`
@@ -127,7 +132,7 @@ func ParseGrid(file string, data []byte) (*Grid, error) {
 		errs = append(errs, &Error{File: file, Line: keys.find(key, index), Key: key.String(), Msg: fmt.Sprintf(format, args...)})
 	}
 	for _, k := range md.Undecoded() {
-		bad(k, -1, "unknown key; allowed keys are name, description, profile, backend, url, model, trials, warmup, repetitions, order, seed, [axes], [[exclude]]")
+		bad(k, -1, "unknown key; allowed keys are name, description, profile, backend, url, model, trials, warmup, repetitions, order, seed, budget, [axes], [[exclude]]")
 	}
 	if g.Name == "" {
 		g.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
@@ -146,6 +151,13 @@ func ParseGrid(file string, data []byte) (*Grid, error) {
 	}
 	if g.Warmup != nil && *g.Warmup < 0 {
 		bad(toml.Key{"warmup"}, -1, "%d is negative; use 0 or more", *g.Warmup)
+	}
+	if g.Budget != "" {
+		d, err := time.ParseDuration(g.Budget)
+		if err != nil || d <= 0 {
+			bad(toml.Key{"budget"}, -1, "%q is not a positive duration; write it like \"30m\" or \"2h\"", g.Budget)
+		}
+		g.TimeBudget = d
 	}
 	switch g.Order {
 	case "":

@@ -48,6 +48,7 @@ func TestGridErrorsNameFileLineAndKey(t *testing.T) {
 		{"bad dtype", "[axes]\ndtype = [\"f16\"]\n", "axes.dtype: value 1: f16 is not f32 or q8_0"},
 		{"twice", "[axes]\nmodel = [\"a\", \"a\"]\n", "axes.model: a is listed twice"},
 		{"no axes", "name = \"x\"\n", "g.toml: axes: a grid needs an [axes] table"},
+		{"budget", "budget = \"an hour\"\n[axes]\nmodel = [\"a\"]\n", "g.toml:1: budget: \"an hour\" is not a positive duration"},
 		{"order", "order = \"random\"\n[axes]\nmodel = [\"a\"]\n", "g.toml:1: order: \"random\" is not an order"},
 		{"unknown key", "repeats = 2\n[axes]\nmodel = [\"a\"]\n", "g.toml:1: repeats: unknown key"},
 		{"exclude unknown axis", "[axes]\nmodel = [\"a\"]\n[[exclude]]\ndtype = \"f32\"\n", "g.toml:4: exclude.dtype: not an axis of this grid"},

@@ -271,18 +271,26 @@ type Event struct {
 	Event runner.Event
 }
 
+// ErrBudgetSpent ends a grid whose time budget ran out before its slots.
+var ErrBudgetSpent = errors.New("the grid's time budget is spent")
+
 // Run runs every slot that has trials left, in order, saving the grid
 // manifest as each session starts and ends. A cell whose target cannot
 // be reached is marked failed and the grid goes on; a canceled ctx stops
-// after the session in flight has saved what it measured.
+// after the session in flight has saved what it measured; past the
+// grid's time budget no session starts (ErrBudgetSpent).
 func (m *Matrix) Run(ctx context.Context, onEvent func(Event)) error {
 	if err := m.save(); err != nil {
 		return err
 	}
+	start := time.Now()
 	down := map[int]bool{} // cells whose target did not answer in this run: their later slots are skipped
 	for _, slot := range m.Order() {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if b := m.Grid.TimeBudget; b > 0 && time.Since(start) >= b && m.Left(slot) > 0 {
+			return fmt.Errorf("%w (%v)", ErrBudgetSpent, b)
 		}
 		left := m.Left(slot)
 		if left == 0 || down[slot.Cell] {

@@ -2,6 +2,7 @@ package grid
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -192,5 +193,19 @@ func TestAxisMeansUseMatchedRowsOnly(t *testing.T) {
 	}
 	if len(c.Means) != 4 {
 		t.Errorf("means %+v", c.Means)
+	}
+}
+
+// Past its time budget a grid starts no session, and says so.
+func TestTimeBudgetStopsStartingSessions(t *testing.T) {
+	m := expand(t, strings.Replace(smallGrid, "seed = 3", "seed = 3\nbudget = \"1ns\"", 1), t.TempDir())
+	started := 0
+	err := m.Run(context.Background(), func(ev Event) {
+		if _, ok := ev.Event.(runner.Started); ok {
+			started++
+		}
+	})
+	if !errors.Is(err, ErrBudgetSpent) || started != 0 {
+		t.Errorf("%v after %d sessions; want the budget spent before any", err, started)
 	}
 }
