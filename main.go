@@ -399,7 +399,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.OutDir, "out", "", "where the grid's folder goes (default: tokentop/sessions under the user data folder)")
 	fs.StringVar(&opts.Power, "power", telemetry.PowerAuto, "power sources, as for run")
 	fs.DurationVar(&opts.ServerWait, "server-wait", runner.DefaultServerWait, "how long to wait for a cell's server that is loading or stopped answering")
-	fs.Bool("headless", true, "print progress lines (the grid's live table is not built yet: this is the only front end)")
+	headless := fs.Bool("headless", false, "print progress lines instead of the grid's table (the default when stdout is not a terminal)")
 	positional, err := parseFlags(fs, args)
 	if err != nil {
 		return exitUsage
@@ -430,7 +430,16 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	start := time.Now()
-	runErr := m.Run(ctx, ui.GridHeadless(stdout, pending))
+	var runErr error
+	if !*headless && isTerminal(stdout) {
+		app := ui.NewGrid(ctx, m, pending, nil)
+		if _, err := tea.NewProgram(app, tea.WithContext(ctx), tea.WithOutput(stdout)).Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
+			fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		}
+		runErr = app.Err()
+	} else {
+		runErr = m.Run(ctx, ui.GridHeadless(stdout, pending))
+	}
 	fmt.Fprintf(stdout, "\ngrid ran for %v\n\n", time.Since(start).Round(time.Second))
 	if cmp, err := grid.Compare(m.Dir, session.DefaultTestOptions); err != nil {
 		fmt.Fprintf(stderr, "tokentop: %v\n", err)
@@ -438,7 +447,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 		cmp.Write(stdout, "text")
 	}
 	switch {
-	case ctx.Err() != nil:
+	case ctx.Err() != nil || errors.Is(runErr, context.Canceled):
 		fmt.Fprintf(stderr, "tokentop: interrupted; run 'tokentop matrix %s' again to go on where it stopped\n", positional[0])
 		return exitInterrupted
 	case errors.Is(runErr, grid.ErrBudgetSpent):

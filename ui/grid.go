@@ -18,6 +18,10 @@ func GridHeadless(w io.Writer, pending int) func(grid.Event) {
 	done := 0
 	return func(ev grid.Event) {
 		cell := ev.Cell
+		if ev.Failed != nil {
+			fmt.Fprintf(w, "      %s %s, repetition %d, did not run: %v\n", cell.ID, cell.Label, ev.Slot.Repetition, ev.Failed)
+			return
+		}
 		switch e := ev.Event.(type) {
 		case runner.Started:
 			done++

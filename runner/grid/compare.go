@@ -319,13 +319,21 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 	if len(c.Caveats) > 0 {
 		b.WriteString("\n")
 	}
-	header := []string{"rank", "cell", strings.Join(c.Axes, " · "), "arm", "n", "e2e median [95% CI]", "mean", "TTFT p50", "TPOT p50", "tok/s", "J/token"}
+	energy := slices.ContainsFunc(c.Rows, func(r Row) bool { return !math.IsNaN(r.JPerToken) }) // a column only where measured
+	header := []string{"rank", "cell", strings.Join(c.Axes, " · "), "arm", "n", "e2e median [95% CI] ms", "mean", "TTFT p50", "TPOT p50", "tok/s"}
+	if energy {
+		header = append(header, "J/token")
+	}
 	rows := [][]string{header}
 	for i := range c.Rows {
 		r := &c.Rows[i]
 		cells := r.cells()
-		rows = append(rows, []string{cells[0], r.Cell, r.Label, r.Arm, cells[4],
-			fmt.Sprintf("%s [%s, %s]", cells[6], cells[7], cells[8]), cells[9], cells[12], cells[13], cells[14], cells[15]})
+		row := []string{cells[0], r.Cell, r.Label, r.Arm, cells[4],
+			fmt.Sprintf("%s [%s, %s]", cells[6], cells[7], cells[8]), cells[9], cells[12], cells[13], cells[14]}
+		if energy {
+			row = append(row, cells[15])
+		}
+		rows = append(rows, row)
 	}
 	writeTable(&b, rows, md)
 	b.WriteString("\n")

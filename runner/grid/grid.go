@@ -263,12 +263,14 @@ func (m *Matrix) Left(s Slot) int {
 	return max(0, left)
 }
 
-// Event is what Run reports: a runner event of the slot now running.
+// Event is what Run reports: a runner event of the slot now running, or
+// (Event nil) that the slot could not run, and why.
 type Event struct {
-	Slot  Slot
-	Cell  *Cell
-	Left  int // trials this session runs
-	Event runner.Event
+	Slot   Slot
+	Cell   *Cell
+	Left   int // trials this session runs
+	Event  runner.Event
+	Failed error
 }
 
 // ErrBudgetSpent ends a grid whose time budget ran out before its slots.
@@ -315,6 +317,7 @@ func (m *Matrix) runSlot(ctx context.Context, slot Slot, left int, onEvent func(
 	plan, bs, err := runner.Prepare(cell.profile, opts)
 	if err != nil {
 		state.Runs = append(state.Runs, Run{Repetition: slot.Repetition, Status: session.StatusFailed, Error: err.Error()})
+		onEvent(Event{Slot: slot, Cell: cell, Left: left, Failed: err})
 		return false, m.save()
 	}
 	events := make(chan runner.Event, 64)
@@ -336,6 +339,7 @@ func (m *Matrix) runSlot(ctx context.Context, slot Slot, left int, onEvent func(
 	<-done
 	if run < 0 { // it never started: the target did not answer
 		state.Runs = append(state.Runs, Run{Repetition: slot.Repetition, Status: session.StatusFailed, Error: fmt.Sprint(runErr)})
+		onEvent(Event{Slot: slot, Cell: cell, Left: left, Failed: runErr})
 	} else {
 		state.Runs[run].Status = status
 		if runErr != nil {

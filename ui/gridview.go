@@ -1,0 +1,329 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+
+	"github.com/tokentop/tokentop/runner"
+	"github.com/tokentop/tokentop/runner/grid"
+	"github.com/tokentop/tokentop/session"
+)
+
+// GridApp is the matrix screen: the grid as a table that fills in as its
+// cells' sessions end (each cell's median e2e and interval, and its rank
+// among the cells so far), with the running cell's dashboard one key
+// (tab) away.
+type GridApp struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	m       *grid.Matrix
+	now     func() time.Time
+	begin   time.Time
+	pending int // sessions to run at the start
+	ended   int // sessions ended since
+	events  chan grid.Event // closed when the grid's run has ended
+	over    bool            // the events are all in
+	err     error           // the grid run's, once events is closed
+
+	width, height int
+	showDash      bool
+	running       *grid.Event // the session in flight, from its Started
+	data          *runData
+	dash          *dashboard
+	cmp           *grid.Comparison // the cells so far, ranked
+	cmpErr        error
+	// states are each cell's latest state, from the manifest at the
+	// start and the run's events after (the run owns the manifest).
+	states map[string]string
+	frame         string
+	quitting      bool
+}
+
+// NewGrid opens the matrix screen on m, whose run starts with Init;
+// pending counts the sessions it has to run.
+func NewGrid(ctx context.Context, m *grid.Matrix, pending int, now func() time.Time) *GridApp {
+	if now == nil {
+		now = time.Now
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	g := &GridApp{ctx: ctx, cancel: cancel, m: m, now: now, pending: pending, width: 80, height: 24,
+		events: make(chan grid.Event, 256), states: map[string]string{}}
+	for i, c := range m.Cells { // read before the run starts writing it
+		if runs := m.State.Cells[i].Runs; len(runs) > 0 {
+			g.states[c.ID] = runs[len(runs)-1].Status
+		}
+	}
+	g.refresh()
+	return g
+}
+
+type gridEventsMsg []grid.Event
+type gridDoneMsg struct{}
+
+// Init starts the grid's run, its event pump and the frame tick.
+func (g *GridApp) Init() tea.Cmd {
+	g.begin = g.now()
+	go func() {
+		g.err = g.m.Run(g.ctx, func(ev grid.Event) { g.events <- ev })
+		close(g.events)
+	}()
+	g.render()
+	return tea.Batch(g.next(), tick())
+}
+
+// Err is how the grid's run ended, once the program has exited: it stops
+// the run if it still goes (the session in flight saves what it
+// measured) and waits for it.
+func (g *GridApp) Err() error {
+	g.cancel()
+	for range g.events { // unblock the run's sends until it closes them
+	}
+	return g.err
+}
+
+func (g *GridApp) next() tea.Cmd {
+	return func() tea.Msg {
+		ev, ok := <-g.events
+		if !ok {
+			return gridDoneMsg{}
+		}
+		batch := gridEventsMsg{ev}
+		for len(batch) < 256 {
+			select {
+			case ev, ok := <-g.events:
+				if !ok {
+					return batch // the close is seen on the next call
+				}
+				batch = append(batch, ev)
+			default:
+				return batch
+			}
+		}
+		return batch
+	}
+}
+
+// Update handles keys, events and ticks.
+func (g *GridApp) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		g.width, g.height = msg.Width, msg.Height
+	case tickMsg:
+		if !g.finished() {
+			cmd = tick()
+		}
+	case gridEventsMsg:
+		for _, ev := range msg {
+			g.apply(ev)
+		}
+		cmd = g.next()
+	case gridDoneMsg:
+		g.over = true
+		g.running = nil
+		g.refresh()
+		if g.quitting {
+			return g, tea.Quit
+		}
+	case tea.KeyPressMsg:
+		switch {
+		case key.Matches(msg, keys.Interrupt) || key.Matches(msg, keys.Quit):
+			if g.finished() {
+				return g, tea.Quit
+			}
+			g.quitting = true
+			g.cancel() // the session in flight saves what it measured, then the grid ends
+		case key.Matches(msg, keys.NextPanel):
+			g.showDash = !g.showDash
+		case g.showDash && g.dash != nil:
+			g.dash.update(msg)
+		}
+	}
+	g.render()
+	return g, cmd
+}
+
+func (g *GridApp) finished() bool { return g.over }
+
+func (g *GridApp) apply(ev grid.Event) {
+	if ev.Failed != nil {
+		g.states[ev.Cell.ID] = "failed: " + ev.Failed.Error()
+		return
+	}
+	switch e := ev.Event.(type) {
+	case runner.Started:
+		g.running = &ev
+		g.states[ev.Cell.ID] = "running"
+		g.data = newRunData(ev.Cell.ID+" "+ev.Cell.Label, "", 0.01)
+		g.dash = newDashboard(g.data, "grid "+g.m.Grid.Name, g.now())
+	case runner.Finished:
+		g.ended++
+		g.states[ev.Cell.ID] = e.Status
+		g.refresh()
+	}
+	if g.data != nil && g.running != nil && ev.Slot == g.running.Slot {
+		g.data.apply(ev.Event)
+	}
+}
+
+// refresh ranks the cells that have run so far, from their files.
+func (g *GridApp) refresh() {
+	g.cmp, g.cmpErr = grid.Compare(g.m.Dir, session.TestOptions{Resamples: 1000, Seed: 1})
+}
+
+// View draws the last frame.
+func (g *GridApp) View() tea.View {
+	v := tea.NewView(g.frame)
+	v.AltScreen = true
+	return v
+}
+
+func (g *GridApp) render() {
+	w, h := g.width, g.height
+	if w < minWidth || h < minHeight {
+		g.frame = strings.Join(fitLines(fmt.Sprintf("tokentop needs %d×%d; this terminal is %d×%d", minWidth, minHeight, w, h), w, h), "\n")
+		return
+	}
+	help := "tab running cell's dashboard • q quit (the grid resumes where it stopped)"
+	if g.showDash {
+		help = "tab the grid • m metric • c mean/CV • z zoom • q quit"
+	}
+	header := g.header(w)
+	bodyH := h - 2
+	var body string
+	if g.showDash && g.dash != nil && !g.finished() {
+		body = g.dash.view(w, bodyH+1, g.now()) // its own header line replaces the grid's
+		g.frame = body + "\n" + fit(styleDim.Render(help), w)
+		return
+	}
+	body = box("cells · rank among those run so far (1 = fastest; ties: no test tells them apart)", g.table(w-2, bodyH-2), w, bodyH, true)
+	g.frame = strings.Join([]string{header, body, fit(styleDim.Render(help), w)}, "\n")
+}
+
+// header is the grid's name, progress and ETA.
+func (g *GridApp) header(w int) string {
+	elapsed := g.now().Sub(g.begin)
+	status := fmt.Sprintf("%d/%d sessions · %s", g.ended, g.pending, clock(elapsed))
+	switch {
+	case g.finished() && errors.Is(g.err, grid.ErrBudgetSpent):
+		status = "budget spent · " + status
+	case g.finished():
+		status = "done · " + status
+	case g.ended > 0:
+		eta := time.Duration(float64(elapsed) / float64(g.ended) * float64(g.pending-g.ended))
+		status += " · ETA " + clock(eta)
+	}
+	title := styleTitle.Render("tokentop") + " grid " + g.m.Grid.Name
+	if g.running != nil && !g.finished() {
+		title += " · running " + g.running.Cell.ID
+	}
+	gap := w - lipgloss.Width(title) - lipgloss.Width(status)
+	return fit(title+strings.Repeat(" ", max(1, gap))+styleBold.Render(status), w)
+}
+
+// rankStyle colours a rank from good to bad; the number is always shown,
+// so colour never carries it alone.
+func rankStyle(rank, of int) lipgloss.Style {
+	switch {
+	case rank <= 0:
+		return styleDim
+	case rank == 1:
+		return styleGood
+	case of > 1 && rank > of*2/3:
+		return styleBad
+	}
+	return lipgloss.NewStyle()
+}
+
+// table lists every cell: its rank and median e2e with its interval once
+// it has run, and its state (running, waiting, failed and why). On a
+// narrow screen tok/s, then n, then the axes' units and then the interval
+// give way; rank, cell, values, median and state stay.
+func (g *GridApp) table(w, h int) string {
+	byCell := map[string]grid.Row{}
+	if g.cmp != nil {
+		for _, r := range g.cmp.Rows {
+			if _, seen := byCell[r.Cell]; !seen { // a cell's first arm
+				byCell[r.Cell] = r
+			}
+		}
+	}
+	build := func(level int) ([]string, int) {
+		head := []string{"rank", "cell", strings.Join(g.m.Grid.AxisNames(), " · "), "n", "e2e median [95% CI] ms", "tok/s", "state"}
+		rows := [][]string{head}
+		var styles []lipgloss.Style
+		for _, c := range g.m.Cells {
+			state := g.states[c.ID]
+			if state == "" {
+				state = "waiting"
+			}
+			label := c.Label
+			if level >= 3 {
+				label = strings.Join(c.Values, " ")
+			}
+			row := []string{"", c.ID, label, "", "", "", state}
+			style := lipgloss.NewStyle()
+			if r, ok := byCell[c.ID]; ok && r.N > 0 {
+				row[0], row[3], row[5] = fmt.Sprint(r.Rank), fmt.Sprint(r.N), session.FormatValue(r.TokensPerS)
+				row[4] = fmt.Sprintf("%s [%s, %s]", session.FormatValue(r.E2E.Value), session.FormatValue(r.E2E.Lo), session.FormatValue(r.E2E.Hi))
+				if level >= 4 {
+					row[4] = session.FormatValue(r.E2E.Value)
+				}
+				style = rankStyle(r.Rank, len(g.cmp.Rows))
+			}
+			rows = append(rows, row)
+			styles = append(styles, style)
+		}
+		if level >= 4 {
+			rows[0][4] = "e2e median ms"
+		}
+		drop := map[int]bool{5: level >= 1, 3: level >= 2}
+		widths := make([]int, len(head))
+		for _, r := range rows {
+			for i, cell := range r {
+				widths[i] = max(widths[i], lipgloss.Width(cell))
+			}
+		}
+		var lines []string
+		total := 0
+		for k, r := range rows {
+			var b strings.Builder
+			for i, cell := range r {
+				if drop[i] {
+					continue
+				}
+				if i == len(r)-1 {
+					b.WriteString(cell) // the state, last: an error may run long
+					break
+				}
+				b.WriteString(fmt.Sprintf("%-*s  ", widths[i], cell))
+			}
+			line := b.String()
+			if k == 0 {
+				total = lipgloss.Width(line) + 7 // room for a state word under its header
+				lines = append(lines, styleBold.Render(fit(line, w)))
+				continue
+			}
+			lines = append(lines, styles[k-1].Render(fit(line, w)))
+		}
+		return lines, total
+	}
+	var lines []string
+	for level := 0; level <= 4; level++ {
+		var need int
+		if lines, need = build(level); need <= w {
+			break
+		}
+	}
+	if len(lines) > h && h >= 2 {
+		lines = append(lines[:h-1], styleDim.Render(fmt.Sprintf("+%d more cells: tokentop compare %s ranks them all", len(lines)-h+1, g.m.Dir)))
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,59 @@
+package ui
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/tokentop/tokentop/metrics/telemetry"
+	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/runner"
+	"github.com/tokentop/tokentop/runner/grid"
+)
+
+// The grid screen lists every cell with its state as the run's events
+// come in, says why a cell failed, and keeps the running cell's
+// dashboard one key away; it fits 80×24 and 200×60.
+func TestGridScreenFillsInAsCellsRun(t *testing.T) {
+	g, err := profiles.ParseGrid("g.toml", []byte("name = \"g\"\nprofile = \"quick\"\nbackend = \"builtin\"\nmodel = \"stories260K\"\n[axes]\nthreads = [1, 2]\nmax_tokens = [8, 16]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := grid.Expand(g, runner.Options{OutDir: t.TempDir(), Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride, Power: telemetry.PowerOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := syntheticRun([]string{"greedy"}, 0, 5)
+	msgs := gridEventsMsg{{Slot: grid.Slot{Cell: 0, Repetition: 1}, Cell: &m.Cells[0], Failed: errString("builtin backend: no such model")}}
+	for _, ev := range events {
+		msgs = append(msgs, grid.Event{Slot: grid.Slot{Cell: 1, Repetition: 1}, Cell: &m.Cells[1], Left: 5, Event: ev})
+	}
+	for _, size := range [][2]int{{80, 24}, {200, 60}} {
+		app := NewGrid(context.Background(), m, 4, nil)
+		app.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		app.Update(msgs)
+		screen := ansi.Strip(app.frame)
+		failed := "failed: builtin backend: no such model"
+		if size[0] == 80 {
+			failed = "failed: builtin" // the rest is cut at the edge; the comparison's caveats have it whole
+		}
+		for _, want := range []string{"grid g · running c02", "c01", failed, "c02", "running", "c03", "waiting"} {
+			if !strings.Contains(screen, want) {
+				t.Errorf("%dx%d: %q missing:\n%s", size[0], size[1], want, screen)
+			}
+		}
+		checkFits(t, app.frame, size[0], size[1])
+		app.Update(press("tab"))
+		if dash := ansi.Strip(app.frame); !strings.Contains(dash, "greedy") || !strings.Contains(dash, "5/5 timed") {
+			t.Errorf("%dx%d: tab shows no dashboard of the running cell:\n%s", size[0], size[1], dash)
+		}
+		checkFits(t, app.frame, size[0], size[1])
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
