@@ -26,8 +26,8 @@ type GridApp struct {
 	m       *grid.Matrix
 	now     func() time.Time
 	begin   time.Time
-	pending int // sessions to run at the start
-	ended   int // sessions ended since
+	pending int             // sessions to run at the start
+	ended   int             // sessions ended since
 	events  chan grid.Event // closed when the grid's run has ended
 	over    bool            // the events are all in
 	err     error           // the grid run's, once events is closed
@@ -41,9 +41,9 @@ type GridApp struct {
 	cmpErr        error
 	// states are each cell's latest state, from the manifest at the
 	// start and the run's events after (the run owns the manifest).
-	states map[string]string
-	frame         string
-	quitting      bool
+	states   map[string]string
+	frame    string
+	quitting bool
 }
 
 // NewGrid opens the matrix screen on m, whose run starts with Init;
