@@ -65,6 +65,7 @@ var GridAxes = []struct{ Name, Want string }{
 	{"threads", "a whole number of threads, 1 or more"},
 	{"max_tokens", fmt.Sprintf("a whole number of tokens, 1 to %d", maxMaxTokens)},
 	{"concurrency", "a whole number of streams, 1 or more"},
+	{"prompt_words", fmt.Sprintf("a whole number of words, 1 to %d (one prompt of that length)", MaxPromptWords)},
 	{"backend", "a backend kind"},
 	{"url", "a server address"},
 	{"profile", "a profile name or file"},
@@ -222,6 +223,24 @@ func ParseGrid(file string, data []byte) (*Grid, error) {
 	return g, nil
 }
 
+// MaxPromptWords bounds a prompt_words axis: a long prompt, well past
+// the small models' context.
+const MaxPromptWords = 16384
+
+// promptText is what a prompt_words prompt repeats: plain words a small
+// story model reads as text.
+const promptText = "Once upon a time there was a little girl named Lily who loved to play outside in the sun with her dog and her friends"
+
+// PromptOfWords is a prompt of n words, the same for every cell and run.
+func PromptOfWords(n int) string {
+	words := strings.Fields(promptText)
+	out := make([]string, n)
+	for i := range out {
+		out[i] = words[i%len(words)]
+	}
+	return strings.Join(out, " ")
+}
+
 // MaxGridCells bounds a grid: far more cells than any run could finish,
 // and few enough to expand at once.
 const MaxGridCells = 10000
@@ -272,11 +291,14 @@ func axisValue(axis string, v any) (string, error) {
 		}
 	}
 	switch axis {
-	case "threads", "max_tokens", "concurrency":
+	case "threads", "max_tokens", "concurrency", "prompt_words":
 		n, ok := v.(int64)
 		limit := int64(1 << 20)
-		if axis == "max_tokens" {
+		switch axis {
+		case "max_tokens":
 			limit = maxMaxTokens
+		case "prompt_words":
+			limit = MaxPromptWords
 		}
 		if !ok || n < 1 || n > limit {
 			return "", fmt.Errorf("%v is not %s", v, want)
@@ -342,7 +364,7 @@ func (g *Grid) Value(c Cell, name string) (string, bool) {
 func (g *Grid) Label(c Cell) string {
 	parts := make([]string, len(c))
 	for i, v := range c {
-		unit := map[string]string{"threads": "thread", "max_tokens": "token", "concurrency": "stream"}[g.Axes[i].Name]
+		unit := map[string]string{"threads": "thread", "max_tokens": "token", "concurrency": "stream", "prompt_words": "prompt word"}[g.Axes[i].Name]
 		switch {
 		case unit == "":
 			parts[i] = v

@@ -39,6 +39,8 @@ type Row struct {
 	Rank     int
 	Sessions int
 	e2e      []float64
+	trials   []*session.Record // counted, for the phase fits
+	weightMB float64           // the model's weights (the built-in engine says), NaN when unknown
 }
 
 // AxisMean is one value of one axis across the other axes: the geometric
@@ -60,6 +62,18 @@ type Comparison struct {
 	Caveats []string
 	// Pairs is how many pairwise tests the ranks rest on.
 	Pairs int
+	// Fits split the time into its phases (TR121) where the grid varies
+	// what they scale with.
+	Fits []PhaseFit
+}
+
+// PhaseFit is a line through one group of cells' trials: cells alike in
+// every axis but those the line is against.
+type PhaseFit struct {
+	Group string // the other axes' values and the arm
+	What  string // "TTFT against prompt tokens" and the like
+	metrics.LinearFit
+	Words string
 }
 
 // Compare reads a grid folder's manifest and sessions and ranks its
@@ -79,6 +93,7 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 	metric := func(name string) session.Metric { mt, _ := session.LookupMetric(name); return mt }
 	for _, cell := range m.Cells {
 		byArm := map[string][]*session.Record{}
+		weight := map[string]float64{}
 		var arms []string
 		sessions := 0
 		for _, run := range cell.Runs {
@@ -97,6 +112,11 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 				if !slices.Contains(arms, arm) {
 					arms = append(arms, arm)
 				}
+				mb, err := strconv.ParseFloat(s.Manifest.TargetOf(arm).Details["weight_mb"], 64)
+				if err != nil {
+					mb = math.NaN()
+				}
+				weight[arm] = mb
 				byArm[arm] = append(byArm[arm], session.Counted(recs)...)
 			}
 		}
@@ -104,7 +124,7 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 		for _, arm := range arms {
 			recs := byArm[arm]
 			e2e := session.Values(recs, e2eMetric)
-			r := Row{Cell: cell.ID, Label: cell.Label, Values: cell.Values, Arm: arm, N: len(recs), Sessions: sessions, e2e: e2e,
+			r := Row{Cell: cell.ID, Label: cell.Label, Values: cell.Values, Arm: arm, N: len(recs), Sessions: sessions, e2e: e2e, trials: recs, weightMB: weight[arm],
 				E2E:        metrics.Estimate{Value: metrics.Median(e2e), CI: metrics.Bootstrap(e2e, metrics.Median, opts.Resamples, opts.Seed)},
 				Mean:       metrics.Estimate{Value: metrics.Mean(e2e), CI: metrics.Bootstrap(e2e, metrics.Mean, opts.Resamples, opts.Seed)},
 				TTFT:       metrics.Median(session.Values(recs, metric("ttft_ms"))),
@@ -117,7 +137,107 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 	}
 	c.rank()
 	c.axisMeans()
+	c.phaseFits()
 	return c, nil
+}
+
+// slopeWords says a slope in ms per scale units of x (unit), with its
+// interval and whether that interval holds no change.
+func slopeWords(f metrics.LinearFit, scale float64, unit string) string {
+	verb := "rises"
+	if f.Slope < 0 {
+		verb = "falls"
+	}
+	line := fmt.Sprintf("%s %s ms %s [%s, %s]", verb, session.FormatValue(math.Abs(scale*f.Slope)), unit, session.FormatValue(scale*f.SlopeCI.Lo), session.FormatValue(scale*f.SlopeCI.Hi))
+	if f.SlopeCI.Lo <= 0 && f.SlopeCI.Hi >= 0 {
+		line += ", not significantly"
+	}
+	return line
+}
+
+// phaseFits fits, over each group of cells alike in every other axis,
+// TTFT against the prompt's tokens (prefill) where the grid varies
+// prompt_words, the time per output token against the weights' size
+// (decode reads every weight per token) where it varies model or dtype,
+// and against the context where it varies max_tokens or prompt_words.
+func (c *Comparison) phaseFits() {
+	has := func(axes ...string) bool {
+		return slices.ContainsFunc(axes, func(a string) bool { return slices.Contains(c.Axes, a) })
+	}
+	type fit struct {
+		what   string
+		across []string
+		x      func(r *Row, t *session.Record) float64
+		y      func(t *session.Record) float64
+		words  func(f metrics.LinearFit) string
+	}
+	promptTokens := func(_ *Row, t *session.Record) float64 {
+		if t.PromptTokens <= 0 {
+			return math.NaN()
+		}
+		return float64(t.PromptTokens)
+	}
+	fits := []fit{
+		{"TTFT against prompt tokens", []string{"prompt_words"}, promptTokens, func(t *session.Record) float64 { return t.TTFTMs },
+			func(f metrics.LinearFit) string {
+				return fmt.Sprintf("TTFT %s (1/slope: %.0f prompt tokens/s)", slopeWords(f, 1000, "per 1,000 prompt tokens"), 1000/f.Slope)
+			}},
+		{"TPOT against weight size", []string{"model", "dtype"}, func(r *Row, _ *session.Record) float64 { return r.weightMB },
+			func(t *session.Record) float64 { return t.TPOTMs },
+			func(f metrics.LinearFit) string {
+				return fmt.Sprintf("TPOT %s (1/slope: %.1f GB/s, the rate if decode only read the weights)", slopeWords(f, 1000, "per GB of weights"), 1/f.Slope)
+			}},
+		{"TPOT against context", []string{"max_tokens", "prompt_words"}, func(_ *Row, t *session.Record) float64 {
+			if t.PromptTokens < 0 {
+				return math.NaN()
+			}
+			return float64(t.PromptTokens) + float64(t.OutputTokens)/2 // the mean context while decoding
+		}, func(t *session.Record) float64 { return t.TPOTMs },
+			func(f metrics.LinearFit) string {
+				return "TPOT " + slopeWords(f, 1000, "per 1,000 tokens of context")
+			}},
+	}
+	for _, spec := range fits {
+		if !has(spec.across...) {
+			continue
+		}
+		groups := map[string][]*Row{}
+		var order []string
+		for i := range c.Rows {
+			r := &c.Rows[i]
+			var label []string
+			for k, axis := range c.Axes {
+				if k < len(r.Values) && !slices.Contains(spec.across, axis) {
+					label = append(label, axis+" "+r.Values[k])
+				}
+			}
+			key := strings.Join(append(label, "arm "+r.Arm), " · ")
+			if groups[key] == nil {
+				order = append(order, key)
+			}
+			groups[key] = append(groups[key], r)
+		}
+		slices.Sort(order)
+		for _, key := range order {
+			var x, y []float64
+			distinct := map[float64]bool{}
+			for _, r := range groups[key] {
+				for _, t := range r.trials {
+					xv, yv := spec.x(r, t), spec.y(t)
+					if math.IsNaN(xv) || math.IsNaN(yv) {
+						continue
+					}
+					x, y = append(x, xv), append(y, yv)
+					distinct[xv] = true
+				}
+			}
+			if len(distinct) < 2 {
+				continue // one x: nothing to fit
+			}
+			f := metrics.FitLine(x, y)
+			c.Fits = append(c.Fits, PhaseFit{Group: key, What: spec.what, LinearFit: f, Words: spec.words(f)})
+		}
+	}
 }
 
 func prefixed(prefix string, lines []string) []string {
@@ -293,9 +413,13 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 			Axes    []string   `json:"axes"`
 			Rows    []row      `json:"rows"`
 			Means   []AxisMean `json:"axis_means"`
+			Fits    []string   `json:"phase_fits,omitempty"`
 			Method  string     `json:"method"`
 			Caveats []string   `json:"caveats"`
 		}{Grid: c.Name, Axes: c.Axes, Means: c.Means, Method: c.Method(), Caveats: c.Caveats}
+		for _, f := range c.Fits {
+			out.Fits = append(out.Fits, fmt.Sprintf("%s, %s: %s (n %d)", f.Group, f.What, f.Words, f.N))
+		}
 		for i := range c.Rows {
 			r := row{}
 			for k, v := range c.Rows[i].cells() {
@@ -342,6 +466,17 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		means = append(means, []string{a.Axis, a.Value, strconv.Itoa(a.Rows), session.FormatValue(a.E2E), fmt.Sprintf("%.2f×", a.E2ERatioVsFaster), session.FormatValue(a.TokensPerS)})
 	}
 	writeTable(&b, means, md)
+	if len(c.Fits) > 0 {
+		b.WriteString("\nphase split (a least-squares line through each group's trials; the slope's 95% interval takes the trials as independent, " +
+			"so drift between the cells' sessions is not in it: repetitions show it):\n")
+		for _, f := range c.Fits {
+			prefix := "  "
+			if md {
+				prefix = "- "
+			}
+			b.WriteString(fmt.Sprintf("%s%s, %s: %s (n %d)\n", prefix, f.Group, f.What, f.Words, f.N))
+		}
+	}
 	b.WriteString("\n" + c.Method() + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -114,6 +114,12 @@ func Expand(g *profiles.Grid, base runner.Options) (*Matrix, error) {
 			found[name] = p
 		}
 		c.profile = found[name]
+		if v, ok := g.Value(values, "prompt_words"); ok {
+			n, _ := strconv.Atoi(v) // checked by profiles.ParseGrid
+			p := *c.profile
+			p.Prompts = []string{profiles.PromptOfWords(n)}
+			c.profile = &p
+		}
 		opts, err := cellOptions(g, values, base, m.Dir)
 		if err != nil {
 			return nil, fmt.Errorf("grid %s: cell %s (%s): %w", g.Source, c.ID, c.Label, err)
@@ -165,7 +171,7 @@ func cellOptions(g *profiles.Grid, values profiles.Cell, base runner.Options, di
 			opts.Backend = v
 		case "url":
 			opts.URL = v
-		case "profile": // chosen by the caller
+		case "profile", "prompt_words": // the cell's profile, made by the caller
 		default:
 			return opts, fmt.Errorf("axis %s is not one a grid varies", axis.Name)
 		}

@@ -3,6 +3,7 @@ package grid
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -207,5 +208,34 @@ func TestTimeBudgetStopsStartingSessions(t *testing.T) {
 	})
 	if !errors.Is(err, ErrBudgetSpent) || started != 0 {
 		t.Errorf("%v after %d sessions; want the budget spent before any", err, started)
+	}
+}
+
+// The phase split fits TTFT against the prompt's tokens within each group
+// of cells alike in the other axes, and says the slope with its interval.
+func TestPhaseSplitFitsPrefillPerGroup(t *testing.T) {
+	row := func(threads string, promptTokens int, ttft float64) Row {
+		var trials []*session.Record
+		for i := range 5 {
+			r := &session.Record{PromptTokens: promptTokens, OutputTokens: 16}
+			r.TTFTMs, r.TPOTMs = ttft+0.01*float64(i-2), 1 // TTFT on a line: 2 ms + 0.5 ms per prompt token
+			trials = append(trials, r)
+		}
+		return Row{Values: []string{threads, fmt.Sprint(promptTokens)}, Arm: "greedy", N: 5, trials: trials, weightMB: math.NaN()}
+	}
+	c := &Comparison{Axes: []string{"threads", "prompt_words"}, Rows: []Row{
+		row("1", 100, 52), row("1", 200, 102), row("1", 400, 202),
+		row("2", 100, 27), row("2", 400, 102), // 2 threads: 0.25 ms per token
+	}}
+	c.phaseFits()
+	var prefill []PhaseFit
+	for _, f := range c.Fits {
+		if f.What == "TTFT against prompt tokens" {
+			prefill = append(prefill, f)
+		}
+	}
+	if len(prefill) != 2 || prefill[0].Group != "threads 1 · arm greedy" || math.Abs(prefill[0].Slope-0.5) > 1e-9 || math.Abs(prefill[1].Slope-0.25) > 1e-9 ||
+		!strings.Contains(prefill[0].Words, "TTFT rises 500.0 ms per 1,000 prompt tokens") || !strings.Contains(prefill[0].Words, "2000 prompt tokens/s") {
+		t.Fatalf("prefill fits %+v", prefill)
 	}
 }
