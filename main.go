@@ -289,6 +289,11 @@ func (o outputFlags) writePictures(refs []session.Ref, sessions []*session.Sessi
 	if err != nil {
 		return err
 	}
+	return o.save(r, stdout)
+}
+
+// save writes the report as the flags ask, saying where each file went.
+func (o outputFlags) save(r *htmlreport.Report, stdout io.Writer) error {
 	if *o.html != "" {
 		if err := r.Save(*o.html); err != nil {
 			return fmt.Errorf("--html: %w", err)
@@ -353,7 +358,10 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	if info, err := os.Stat(positional[0]); err == nil && info.IsDir() {
 		// A grid's folder: its cells ranked, one table.
 		cmp, err := grid.Compare(positional[0], out.testOptions())
-		if err == nil {
+		switch {
+		case err == nil && out.pictures():
+			err = out.save(htmlreport.BuildGrid(cmp), stdout)
+		case err == nil:
 			err = cmp.Write(stdout, *out.format)
 		}
 		if err != nil {

@@ -547,4 +547,18 @@ max_tokens = [8, 16, 24, 32, 40, 48]
 			t.Errorf("cell %s: rank %q, n %s; want 40 trials and a rank", f[1], f[0], f[4])
 		}
 	}
+	page := filepath.Join(dir, "grid.html")
+	if code, stdout, stderr := runCLI("compare", folder, "--html", page); code != exitOK || stdout != "wrote "+page+"\n" {
+		t.Fatalf("compare --html: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	doc, _ := os.ReadFile(page)
+	text := html.UnescapeString(string(doc))
+	for _, want := range []string{"tokentop grid: kill", `<h2 id="cells">Cells, ranked</h2>`, "<td>c12</td>", `<figure id="cells">`, "threads 1 · arm greedy, TPOT against context"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the grid's HTML report lacks %q", want)
+		}
+	}
+	if strings.Contains(text, `id="verdicts"`) {
+		t.Error("a grid's report has a verdicts section against a baseline")
+	}
 }

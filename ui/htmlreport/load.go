@@ -26,6 +26,12 @@ type namedSweep struct {
 // each sweep's knee and goodput in words and, over every sweep of the
 // report, its charts against the number of streams.
 func (r *Report) addLoad(sessions []*session.Session) {
+	lead := &Lead{Heading: "Load", ID: "load"}
+	defer func() {
+		if len(lead.Lines) > 0 || len(lead.Tables) > 0 {
+			r.Lead = lead
+		}
+	}()
 	var sweeps []namedSweep
 	var slo *session.SLOInfo
 	for _, s := range sessions {
@@ -42,7 +48,7 @@ func (r *Report) addLoad(sessions []*session.Session) {
 			prefix = stem + ": "
 		}
 		for _, line := range res.Words() {
-			r.Load = append(r.Load, prefix+line)
+			lead.Lines = append(lead.Lines, prefix+line)
 		}
 		for _, sw := range res.Sweeps {
 			label := sw.Base
@@ -50,7 +56,7 @@ func (r *Report) addLoad(sessions []*session.Session) {
 				label = stem + " " + sw.Base
 			}
 			sweeps = append(sweeps, namedSweep{label, sw})
-			r.LoadTables = append(r.LoadTables, LoadTable{Table: figure.SweepTable(sw),
+			lead.Tables = append(lead.Tables, Table{Table: figure.SweepTable(sw),
 				Caption: fmt.Sprintf("sweep of %s: tok/s and req/s over the steady windows, p95 over the steady requests", label)})
 		}
 		if slo == nil {

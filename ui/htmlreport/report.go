@@ -27,15 +27,17 @@ import (
 type Report struct {
 	Title    string
 	Subtitle string
-	// Verdicts are the comparison's lines in plain words, and TestsNote
-	// how they were reached; empty with a single column.
+	// Compared counts the columns set against a baseline (0: no verdicts
+	// section, as for a grid). Verdicts are the comparison's lines in
+	// plain words, and TestsNote how they were reached; empty with a
+	// single column.
+	Compared  int
 	Verdicts  []string
 	TestsNote string
-	// Load says a load run's results: each sweep's levels, knee and
-	// goodput, or a together group's speedup and efficiency. A load run
-	// reads it first: it is what the run was for.
-	Load       []string
-	LoadTables []LoadTable
+	// Lead is what the run was for when it is more than arms against
+	// a baseline, read first: a load run's levels, knee and goodput (or
+	// a together study), or a grid's cells ranked.
+	Lead *Lead
 	// Caveats lead: unfinished sessions, degraded, truncated or cached
 	// trials, mismatched set-ups, rows of a file that could not be read.
 	Caveats []string
@@ -51,9 +53,17 @@ type Chart struct {
 	plot    *plot.Plot
 }
 
-// LoadTable is one sweep's levels (figure.SweepTable) with its name.
-type LoadTable struct {
-	Caption string
+// Lead is a section of tables and lines in words under a heading.
+type Lead struct {
+	Heading, ID string
+	Tables      []Table
+	Lines       []string
+}
+
+// Table is one table of the lead with its caption; Class "cells" is a
+// grid's, whose third column is the cells' labels.
+type Table struct {
+	Caption, Class string
 	figure.Table
 }
 
@@ -80,7 +90,7 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 	}
 	cmp.RunTests(opts)
 	labels, legend := session.ShortLabels(cmp.Columns)
-	r := &Report{Legend: legend}
+	r := &Report{Legend: legend, Compared: len(cmp.Columns)}
 	var stems []string
 	var unique []*session.Session // each session once, though several columns name it
 	for _, s := range sessions {
