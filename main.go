@@ -52,8 +52,8 @@ Usage:
                                 --tui for the compare screen
   tokentop matrix GRID.toml     run a grid: every combination of its axes, one
                                 session per cell, resumable (built-in grids:
-                                engine-grid, servers-grid); 'tokentop compare
-                                GRID-FOLDER' ranks the cells
+                                engine-grid, phase-grid, servers-grid);
+                                'tokentop compare GRID-FOLDER' ranks the cells
   tokentop report S.toml [...]  repeatability report: distribution shape,
                                 outliers, trials needed, warmup
   tokentop profiles             list built-in and user profiles
