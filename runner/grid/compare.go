@@ -33,6 +33,9 @@ type Row struct {
 	// TTFT and TPOT are medians in ms; TokensPerS is Σ tokens / Σ time;
 	// JPerToken the median where energy was measured (NaN otherwise).
 	TTFT, TPOT, TokensPerS, JPerToken float64
+	// USDPer1M is the cost of a million output tokens at the profile's
+	// usd_per_hour (NaN without one).
+	USDPer1M float64
 	// Rank is 1 plus the number of rows significantly faster in e2e
 	// (Holm-adjusted pairwise Mann-Whitney tests), so rows that no test
 	// tells apart share a rank.
@@ -94,6 +97,7 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 	for _, cell := range m.Cells {
 		byArm := map[string][]*session.Record{}
 		weight := map[string]float64{}
+		usdPerHour := 0.0
 		var arms []string
 		sessions := 0
 		for _, run := range cell.Runs {
@@ -107,6 +111,7 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 				continue
 			}
 			sessions++
+			usdPerHour = s.Manifest.Profile.USDPerHour
 			c.Caveats = append(c.Caveats, prefixed(cell.ID+" ", session.SessionCaveats(s))...)
 			for arm, recs := range session.ByArm(s.Records) {
 				if !slices.Contains(arms, arm) {
@@ -131,6 +136,10 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 				TPOT:       metrics.Median(session.Values(recs, metric("tpot_ms"))),
 				TokensPerS: metric("output_tps").Pooled(recs),
 				JPerToken:  metrics.Median(finite(session.Values(recs, metric("j_per_token")))),
+				USDPer1M:   math.NaN(),
+			}
+			if usdPerHour > 0 && r.TokensPerS > 0 {
+				r.USDPer1M = (1e6 / r.TokensPerS) / 3600 * usdPerHour // the summary's rule (DESIGN.md)
 			}
 			c.Rows = append(c.Rows, r)
 		}
@@ -377,7 +386,7 @@ func (c *Comparison) Method() string {
 }
 
 var rowColumns = []string{"rank", "cell", "label", "arm", "n", "sessions", "e2e_median_ms", "e2e_median_lo", "e2e_median_hi",
-	"e2e_mean_ms", "e2e_mean_lo", "e2e_mean_hi", "ttft_median_ms", "tpot_median_ms", "output_tps", "j_per_token"}
+	"e2e_mean_ms", "e2e_mean_lo", "e2e_mean_hi", "ttft_median_ms", "tpot_median_ms", "output_tps", "j_per_token", "usd_per_1m_tokens"}
 
 func (r *Row) cells() []string {
 	num := func(v float64) string { return session.FormatValue(v) }
@@ -386,7 +395,7 @@ func (r *Row) cells() []string {
 		rank = "—"
 	}
 	return []string{rank, r.Cell, r.Label, r.Arm, strconv.Itoa(r.N), strconv.Itoa(r.Sessions), num(r.E2E.Value), num(r.E2E.Lo), num(r.E2E.Hi),
-		num(r.Mean.Value), num(r.Mean.Lo), num(r.Mean.Hi), num(r.TTFT), num(r.TPOT), num(r.TokensPerS), num(r.JPerToken)}
+		num(r.Mean.Value), num(r.Mean.Lo), num(r.Mean.Hi), num(r.TTFT), num(r.TPOT), num(r.TokensPerS), num(r.JPerToken), num(r.USDPer1M)}
 }
 
 // Write prints the comparison as text, md, csv or json.
@@ -445,8 +454,12 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 	}
 	energy := slices.ContainsFunc(c.Rows, func(r Row) bool { return !math.IsNaN(r.JPerToken) }) // a column only where measured
 	header := []string{"rank", "cell", strings.Join(c.Axes, " · "), "arm", "n", "e2e median [95% CI] ms", "mean", "TTFT p50", "TPOT p50", "tok/s"}
+	cost := slices.ContainsFunc(c.Rows, func(r Row) bool { return !math.IsNaN(r.USDPer1M) })
 	if energy {
 		header = append(header, "J/token")
+	}
+	if cost {
+		header = append(header, "$/1M tokens")
 	}
 	rows := [][]string{header}
 	for i := range c.Rows {
@@ -456,6 +469,9 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 			fmt.Sprintf("%s [%s, %s]", cells[6], cells[7], cells[8]), cells[9], cells[12], cells[13], cells[14]}
 		if energy {
 			row = append(row, cells[15])
+		}
+		if cost {
+			row = append(row, cells[16])
 		}
 		rows = append(rows, row)
 	}

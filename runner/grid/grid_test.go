@@ -11,7 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tokentop/tokentop/backends/replay"
 	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/profiles"
@@ -237,5 +239,72 @@ func TestPhaseSplitFitsPrefillPerGroup(t *testing.T) {
 	if len(prefill) != 2 || prefill[0].Group != "threads 1 · arm greedy" || math.Abs(prefill[0].Slope-0.5) > 1e-9 || math.Abs(prefill[1].Slope-0.25) > 1e-9 ||
 		!strings.Contains(prefill[0].Words, "TTFT rises 500.0 ms per 1,000 prompt tokens") || !strings.Contains(prefill[0].Words, "2000 prompt tokens/s") {
 		t.Fatalf("prefill fits %+v", prefill)
+	}
+}
+
+// A cell whose server does not answer is marked failed with the reason,
+// and the grid goes on with the others: here two llama-servers, one of
+// them replaying recorded answers and one gone.
+func TestACellWhoseServerIsDownIsMarkedAndSkipped(t *testing.T) {
+	live := replay.NewServer(t, replay.Route{
+		"GET /health":      replay.Serve(replay.Load(t, "llamacpp/health")),
+		"GET /props":       replay.Serve(replay.Load(t, "llamacpp/props")),
+		"POST /completion": replay.Serve(replay.Load(t, "llamacpp/completion_t0_stream")),
+	})
+	gone := replay.NewServer(t, replay.Route{})
+	goneURL := gone.URL
+	gone.Close()
+	src := "name = \"servers\"\nprofile = \"quick\"\nbackend = \"llamacpp\"\ntrials = 3\nwarmup = 0\n[axes]\nurl = [\"" + goneURL + "\", \"" + live.URL + "\"]\nmax_tokens = [32]\n"
+	g, err := profiles.ParseGrid("servers.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Expand(g, runner.Options{OutDir: t.TempDir(), Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride,
+		Power: telemetry.PowerOff, ServerWait: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed []string
+	if err := m.Run(context.Background(), func(ev Event) {
+		if ev.Failed != nil {
+			failed = append(failed, ev.Cell.ID+": "+ev.Failed.Error())
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(failed) != 1 || !strings.HasPrefix(failed[0], "c01: ") || !strings.Contains(failed[0], "llamacpp") {
+		t.Fatalf("failed cells %q; want c01 (the server that is gone), named with its backend", failed)
+	}
+	cmp, err := Compare(m.Dir, session.TestOptions{Resamples: 100, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cmp.Rows) != 1 || cmp.Rows[0].Cell != "c02" || cmp.Rows[0].N != 3 || len(cmp.Caveats) == 0 || !strings.Contains(cmp.Caveats[0], "c01") {
+		t.Errorf("rows %+v, caveats %q", cmp.Rows, cmp.Caveats)
+	}
+}
+
+// With the profile's usd_per_hour each cell has its cost per million
+// output tokens, by the summary's rule.
+func TestCellsCostPerMillionTokens(t *testing.T) {
+	dir := t.TempDir()
+	profile := filepath.Join(dir, "priced.toml")
+	os.WriteFile(profile, []byte("max_tokens = 8\nwarmup = 0\ntrials = 3\nusd_per_hour = 3.6\nprompts = [\"Once upon a time\"]\n[[arms]]\nname = \"greedy\"\n"), 0o644)
+	m := expand(t, "profile = \""+profile+"\"\nbackend = \"builtin\"\nmodel = \"stories260K\"\n[axes]\nthreads = [1]\n", dir)
+	if err := m.Run(context.Background(), func(Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	cmp, err := Compare(m.Dir, session.TestOptions{Resamples: 100, Seed: 1})
+	if err != nil || len(cmp.Rows) != 1 {
+		t.Fatal(err, cmp)
+	}
+	r := cmp.Rows[0]
+	if want := 1000 / r.TokensPerS; math.Abs(r.USDPer1M-want) > 1e-9*want {
+		t.Errorf("$/1M %v at %v tok/s; want %v", r.USDPer1M, r.TokensPerS, want)
+	}
+	var out strings.Builder
+	cmp.Write(&out, "text")
+	if !strings.Contains(out.String(), "$/1M tokens") {
+		t.Errorf("no cost column:\n%s", out.String())
 	}
 }
