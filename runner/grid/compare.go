@@ -28,11 +28,11 @@ type Row struct {
 	Arm    string
 	N      int
 	// E2E is the median e2e with its bootstrap 95% interval; Mean the
-	// mean's.
-	E2E, Mean metrics.Estimate
-	// TTFT and TPOT are medians in ms; TokensPerS is Σ tokens / Σ time;
-	// JPerToken the median where energy was measured (NaN otherwise).
-	TTFT, TPOT, TokensPerS, JPerToken float64
+	// mean's; TTFT and TPOT the medians' (ms).
+	E2E, Mean, TTFT, TPOT metrics.Estimate
+	// TokensPerS is Σ tokens / Σ time; JPerToken the median where energy
+	// was measured (NaN otherwise).
+	TokensPerS, JPerToken float64
 	// USDPer1M is the cost of a million output tokens at the profile's
 	// usd_per_hour (NaN without one).
 	USDPer1M float64
@@ -130,10 +130,10 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 			recs := byArm[arm]
 			e2e := session.Values(recs, e2eMetric)
 			r := Row{Cell: cell.ID, Label: cell.Label, Values: cell.Values, Arm: arm, N: len(recs), Sessions: sessions, e2e: e2e, trials: recs, weightMB: weight[arm],
-				E2E:        metrics.Estimate{Value: metrics.Median(e2e), CI: metrics.Bootstrap(e2e, metrics.Median, opts.Resamples, opts.Seed)},
+				E2E:        median(e2e, opts),
 				Mean:       metrics.Estimate{Value: metrics.Mean(e2e), CI: metrics.Bootstrap(e2e, metrics.Mean, opts.Resamples, opts.Seed)},
-				TTFT:       metrics.Median(session.Values(recs, metric("ttft_ms"))),
-				TPOT:       metrics.Median(session.Values(recs, metric("tpot_ms"))),
+				TTFT:       median(session.Values(recs, metric("ttft_ms")), opts),
+				TPOT:       median(session.Values(recs, metric("tpot_ms")), opts),
 				TokensPerS: metric("output_tps").Pooled(recs),
 				JPerToken:  metrics.Median(finite(session.Values(recs, metric("j_per_token")))),
 				USDPer1M:   math.NaN(),
@@ -247,6 +247,12 @@ func (c *Comparison) phaseFits() {
 			c.Fits = append(c.Fits, PhaseFit{Group: key, What: spec.what, LinearFit: f, Words: spec.words(f)})
 		}
 	}
+}
+
+// median is the values' median with its bootstrap 95% interval.
+func median(values []float64, opts session.TestOptions) metrics.Estimate {
+	values = finite(values)
+	return metrics.Estimate{Value: metrics.Median(values), CI: metrics.Bootstrap(values, metrics.Median, opts.Resamples, opts.Seed)}
 }
 
 func prefixed(prefix string, lines []string) []string {
@@ -386,7 +392,8 @@ func (c *Comparison) Method() string {
 }
 
 var rowColumns = []string{"rank", "cell", "label", "arm", "n", "sessions", "e2e_median_ms", "e2e_median_lo", "e2e_median_hi",
-	"e2e_mean_ms", "e2e_mean_lo", "e2e_mean_hi", "ttft_median_ms", "tpot_median_ms", "output_tps", "j_per_token", "usd_per_1m_tokens"}
+	"e2e_mean_ms", "e2e_mean_lo", "e2e_mean_hi", "ttft_median_ms", "tpot_median_ms", "output_tps", "j_per_token", "usd_per_1m_tokens",
+	"ttft_median_lo", "ttft_median_hi", "tpot_median_lo", "tpot_median_hi"}
 
 func (r *Row) cells() []string {
 	num := func(v float64) string { return session.FormatValue(v) }
@@ -395,7 +402,8 @@ func (r *Row) cells() []string {
 		rank = "—"
 	}
 	return []string{rank, r.Cell, r.Label, r.Arm, strconv.Itoa(r.N), strconv.Itoa(r.Sessions), num(r.E2E.Value), num(r.E2E.Lo), num(r.E2E.Hi),
-		num(r.Mean.Value), num(r.Mean.Lo), num(r.Mean.Hi), num(r.TTFT), num(r.TPOT), num(r.TokensPerS), num(r.JPerToken), num(r.USDPer1M)}
+		num(r.Mean.Value), num(r.Mean.Lo), num(r.Mean.Hi), num(r.TTFT.Value), num(r.TPOT.Value), num(r.TokensPerS), num(r.JPerToken), num(r.USDPer1M),
+		num(r.TTFT.Lo), num(r.TTFT.Hi), num(r.TPOT.Lo), num(r.TPOT.Hi)}
 }
 
 // Write prints the comparison as text, md, csv or json.
@@ -453,7 +461,7 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		b.WriteString("\n")
 	}
 	energy := slices.ContainsFunc(c.Rows, func(r Row) bool { return !math.IsNaN(r.JPerToken) }) // a column only where measured
-	header := []string{"rank", "cell", strings.Join(c.Axes, " · "), "arm", "n", "e2e median [95% CI] ms", "mean", "TTFT p50", "TPOT p50", "tok/s"}
+	header := []string{"rank", "cell", strings.Join(c.Axes, " · "), "arm", "n", "e2e median [95% CI] ms", "mean", "TTFT p50 [95% CI]", "TPOT p50 [95% CI]", "tok/s"}
 	cost := slices.ContainsFunc(c.Rows, func(r Row) bool { return !math.IsNaN(r.USDPer1M) })
 	if energy {
 		header = append(header, "J/token")
@@ -466,7 +474,8 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		r := &c.Rows[i]
 		cells := r.cells()
 		row := []string{cells[0], r.Cell, r.Label, r.Arm, cells[4],
-			fmt.Sprintf("%s [%s, %s]", cells[6], cells[7], cells[8]), cells[9], cells[12], cells[13], cells[14]}
+			fmt.Sprintf("%s [%s, %s]", cells[6], cells[7], cells[8]), cells[9],
+			fmt.Sprintf("%s [%s, %s]", cells[12], cells[17], cells[18]), fmt.Sprintf("%s [%s, %s]", cells[13], cells[19], cells[20]), cells[14]}
 		if energy {
 			row = append(row, cells[15])
 		}

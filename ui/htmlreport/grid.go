@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/runner/grid"
 	"github.com/tokentop/tokentop/session"
 	"github.com/tokentop/tokentop/ui/figure"
@@ -25,7 +26,10 @@ func BuildGrid(cmp *grid.Comparison) *Report {
 	for _, row := range cmp.Rows {
 		arms[row.Arm] = true
 	}
-	cells := figure.Table{Header: []string{"rank", "cell", strings.Join(cmp.Axes, " · "), "n", "e2e median [95% CI] ms", "TTFT p50 ms", "TPOT p50 ms", "tok/s"}}
+	cells := figure.Table{Header: []string{"rank", "cell", strings.Join(cmp.Axes, " · "), "n", "e2e median [95% CI] ms", "TTFT p50 [95% CI] ms", "TPOT p50 [95% CI] ms", "tok/s"}}
+	interval := func(e metrics.Estimate) string {
+		return fmt.Sprintf("%s [%s, %s]", session.FormatValue(e.Value), session.FormatValue(e.Lo), session.FormatValue(e.Hi))
+	}
 	for _, row := range cmp.Rows {
 		rank := strconv.Itoa(row.Rank)
 		if row.Rank == 0 {
@@ -35,9 +39,8 @@ func BuildGrid(cmp *grid.Comparison) *Report {
 		if len(arms) > 1 { // the arm only where the cells have several
 			label += " · " + row.Arm
 		}
-		cells.Rows = append(cells.Rows, []string{rank, row.Cell, label, strconv.Itoa(row.N),
-			fmt.Sprintf("%s [%s, %s]", session.FormatValue(row.E2E.Value), session.FormatValue(row.E2E.Lo), session.FormatValue(row.E2E.Hi)),
-			session.FormatValue(row.TTFT), session.FormatValue(row.TPOT), session.FormatValue(row.TokensPerS)})
+		cells.Rows = append(cells.Rows, []string{rank, row.Cell, label, strconv.Itoa(row.N), interval(row.E2E), interval(row.TTFT), interval(row.TPOT),
+			session.FormatValue(row.TokensPerS)})
 	}
 	means := figure.Table{Header: []string{"axis", "value", "matched rows", "e2e geomean ms", "vs fastest", "tok/s geomean"}}
 	for _, m := range cmp.Means {
