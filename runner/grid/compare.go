@@ -42,7 +42,10 @@ type Row struct {
 	Rank     int
 	Sessions int
 	e2e      []float64
-	trials   []*session.Record // counted, for the phase fits
+	// perSession are the counted trials of each of its sessions: the
+	// phase fits take a session as one point, so that drift between
+	// sessions shows in their intervals.
+	perSession [][]*session.Record
 	weightMB float64           // the model's weights (the built-in engine says), NaN when unknown
 }
 
@@ -96,6 +99,7 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 	metric := func(name string) session.Metric { mt, _ := session.LookupMetric(name); return mt }
 	for _, cell := range m.Cells {
 		byArm := map[string][]*session.Record{}
+		bySession := map[string][][]*session.Record{}
 		weight := map[string]float64{}
 		usdPerHour := 0.0
 		var arms []string
@@ -122,14 +126,16 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 					mb = math.NaN()
 				}
 				weight[arm] = mb
-				byArm[arm] = append(byArm[arm], session.Counted(recs)...)
+				counted := session.Counted(recs)
+				byArm[arm] = append(byArm[arm], counted...)
+				bySession[arm] = append(bySession[arm], counted)
 			}
 		}
 		slices.Sort(arms)
 		for _, arm := range arms {
 			recs := byArm[arm]
 			e2e := session.Values(recs, e2eMetric)
-			r := Row{Cell: cell.ID, Label: cell.Label, Values: cell.Values, Arm: arm, N: len(recs), Sessions: sessions, e2e: e2e, trials: recs, weightMB: weight[arm],
+			r := Row{Cell: cell.ID, Label: cell.Label, Values: cell.Values, Arm: arm, N: len(recs), Sessions: sessions, e2e: e2e, perSession: bySession[arm], weightMB: weight[arm],
 				E2E:        median(e2e, opts),
 				Mean:       metrics.Estimate{Value: metrics.Mean(e2e), CI: metrics.Bootstrap(e2e, metrics.Mean, opts.Resamples, opts.Seed)},
 				TTFT:       median(session.Values(recs, metric("ttft_ms")), opts),
@@ -157,14 +163,19 @@ func slopeWords(f metrics.LinearFit, scale float64, unit string) string {
 	if f.Slope < 0 {
 		verb = "falls"
 	}
-	line := fmt.Sprintf("%s %s ms %s [%s, %s]", verb, session.FormatValue(math.Abs(scale*f.Slope)), unit, session.FormatValue(scale*f.SlopeCI.Lo), session.FormatValue(scale*f.SlopeCI.Hi))
-	if f.SlopeCI.Lo <= 0 && f.SlopeCI.Hi >= 0 {
+	line := fmt.Sprintf("%s %s ms %s", verb, session.FormatValue(math.Abs(scale*f.Slope)), unit)
+	switch {
+	case math.IsNaN(f.SlopeCI.Lo):
+		return line + fmt.Sprintf(" (no interval from %d sessions: repetitions give one)", f.N)
+	case f.SlopeCI.Lo <= 0 && f.SlopeCI.Hi >= 0:
 		line += ", not significantly"
 	}
-	return line
+	return line + fmt.Sprintf(" [%s, %s]", session.FormatValue(scale*f.SlopeCI.Lo), session.FormatValue(scale*f.SlopeCI.Hi))
 }
 
-// phaseFits fits, over each group of cells alike in every other axis,
+// phaseFits fits, over each group of cells alike in every other axis
+// (one point per session: its trials' mean x and median y, since trials
+// of one session share its drift and are not independent of it),
 // TTFT against the prompt's tokens (prefill) where the grid varies
 // prompt_words, the time per output token against the weights' size
 // (decode reads every weight per token) where it varies model or dtype,
@@ -231,12 +242,18 @@ func (c *Comparison) phaseFits() {
 			var x, y []float64
 			distinct := map[float64]bool{}
 			for _, r := range groups[key] {
-				for _, t := range r.trials {
-					xv, yv := spec.x(r, t), spec.y(t)
-					if math.IsNaN(xv) || math.IsNaN(yv) {
+				for _, trials := range r.perSession { // a session is one point: its mean x, its median y
+					var xs, ys []float64
+					for _, t := range trials {
+						if xv, yv := spec.x(r, t), spec.y(t); !math.IsNaN(xv) && !math.IsNaN(yv) {
+							xs, ys = append(xs, xv), append(ys, yv)
+						}
+					}
+					if len(xs) == 0 {
 						continue
 					}
-					x, y = append(x, xv), append(y, yv)
+					xv := metrics.Mean(xs)
+					x, y = append(x, xv), append(y, metrics.Median(ys))
 					distinct[xv] = true
 				}
 			}
@@ -492,8 +509,8 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 	}
 	writeTable(&b, means, md)
 	if len(c.Fits) > 0 {
-		b.WriteString("\nphase split (a least-squares line through each group's trials; the slope's 95% interval takes the trials as independent, " +
-			"so drift between the cells' sessions is not in it: repetitions show it):\n")
+		b.WriteString("\nphase split (a least-squares line through each group's sessions, each its trials' median; the slope's 95% interval " +
+			"holds the drift between sessions, so a grid without repetitions has few points and wide intervals or none; n counts sessions):\n")
 		for _, f := range c.Fits {
 			prefix := "  "
 			if md {

@@ -217,13 +217,17 @@ func TestTimeBudgetStopsStartingSessions(t *testing.T) {
 // of cells alike in the other axes, and says the slope with its interval.
 func TestPhaseSplitFitsPrefillPerGroup(t *testing.T) {
 	row := func(threads string, promptTokens int, ttft float64) Row {
-		var trials []*session.Record
-		for i := range 5 {
-			r := &session.Record{PromptTokens: promptTokens, OutputTokens: 16}
-			r.TTFTMs, r.TPOTMs = ttft+0.01*float64(i-2), 1 // TTFT on a line: 2 ms + 0.5 ms per prompt token
-			trials = append(trials, r)
+		var sessions [][]*session.Record
+		for range 2 { // two repetitions, a session each
+			var trials []*session.Record
+			for i := range 5 {
+				r := &session.Record{PromptTokens: promptTokens, OutputTokens: 16}
+				r.TTFTMs, r.TPOTMs = ttft+0.01*float64(i-2), 1 // TTFT on a line, its median on it
+				trials = append(trials, r)
+			}
+			sessions = append(sessions, trials)
 		}
-		return Row{Values: []string{threads, fmt.Sprint(promptTokens)}, Arm: "greedy", N: 5, trials: trials, weightMB: math.NaN()}
+		return Row{Values: []string{threads, fmt.Sprint(promptTokens)}, Arm: "greedy", N: 10, perSession: sessions, weightMB: math.NaN()}
 	}
 	c := &Comparison{Axes: []string{"threads", "prompt_words"}, Rows: []Row{
 		row("1", 100, 52), row("1", 200, 102), row("1", 400, 202),
@@ -237,8 +241,18 @@ func TestPhaseSplitFitsPrefillPerGroup(t *testing.T) {
 		}
 	}
 	if len(prefill) != 2 || prefill[0].Group != "threads 1 · arm greedy" || math.Abs(prefill[0].Slope-0.5) > 1e-9 || math.Abs(prefill[1].Slope-0.25) > 1e-9 ||
-		!strings.Contains(prefill[0].Words, "TTFT rises 500.0 ms per 1,000 prompt tokens") || !strings.Contains(prefill[0].Words, "2000 prompt tokens/s") {
+		!strings.Contains(prefill[0].Words, "TTFT rises 500.0 ms per 1,000 prompt tokens [500.0, 500.0]") || !strings.Contains(prefill[0].Words, "2000 prompt tokens/s") ||
+		prefill[0].N != 6 || prefill[1].N != 4 {
 		t.Fatalf("prefill fits %+v", prefill)
+	}
+	// One session per prompt length: a slope, but no interval to claim.
+	for i := range c.Rows {
+		c.Rows[i].perSession = c.Rows[i].perSession[:1]
+	}
+	c.Fits = nil
+	c.phaseFits()
+	if w := c.Fits[1].Words; c.Fits[1].N != 2 || !strings.Contains(w, "TTFT rises 250.0 ms per 1,000 prompt tokens (no interval from 2 sessions: repetitions give one)") {
+		t.Errorf("two sessions: %q", w)
 	}
 }
 
