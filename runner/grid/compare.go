@@ -46,7 +46,7 @@ type Row struct {
 	// phase fits take a session as one point, so that drift between
 	// sessions shows in their intervals.
 	perSession [][]*session.Record
-	weightMB float64           // the model's weights (the built-in engine says), NaN when unknown
+	weightMB   float64 // the model's weights (the built-in engine says), NaN when unknown
 }
 
 // AxisMean is one value of one axis across the other axes: the geometric
