@@ -509,6 +509,11 @@ seed = 5
 threads = [1, 2]
 max_tokens = [8, 16, 24, 32, 40, 48]
 `), 0o644)
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, []byte("[axes]\nthreads = [0]\n"), 0o644)
+	if code, _, stderr := runCLI("matrix", bad); code != exitUsage || !strings.Contains(stderr, "bad.toml:2: axes.threads: value 1: 0 is not a whole number of threads") {
+		t.Errorf("a bad grid: exit %d, %s", code, stderr)
+	}
 	out := filepath.Join(dir, "out")
 	cmd := exec.Command(buildBinary(t), "matrix", gridFile, "--out", out, "--power", "off")
 	var stdout bytes.Buffer
