@@ -138,6 +138,9 @@ func ParseGrid(file string, data []byte) (*Grid, error) {
 	if g.Name == "" {
 		g.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	}
+	if !armNamePattern.MatchString(g.Name) { // it names the grid's folder
+		bad(toml.Key{"name"}, -1, "%q: use letters, digits, '.', '_' and '-' (it names the grid's folder)", g.Name)
+	}
 	if g.Profile == "" {
 		g.Profile = "quick"
 	}

@@ -47,6 +47,7 @@ func TestGridErrorsNameFileLineAndKey(t *testing.T) {
 		{"bad threads", "[axes]\nthreads = [1, 0]\n", "g.toml:2: axes.threads: value 2: 0 is not a whole number of threads"},
 		{"bad dtype", "[axes]\ndtype = [\"f16\"]\n", "axes.dtype: value 1: f16 is not f32 or q8_0"},
 		{"twice", "[axes]\nmodel = [\"a\", \"a\"]\n", "axes.model: a is listed twice"},
+		{"name", "name = \"../up\"\n[axes]\nmodel = [\"a\"]\n", "g.toml:1: name: \"../up\": use letters, digits"},
 		{"no axes", "name = \"x\"\n", "g.toml: axes: a grid needs an [axes] table"},
 		{"budget", "budget = \"an hour\"\n[axes]\nmodel = [\"a\"]\n", "g.toml:1: budget: \"an hour\" is not a positive duration"},
 		{"order", "order = \"random\"\n[axes]\nmodel = [\"a\"]\n", "g.toml:1: order: \"random\" is not an order"},
