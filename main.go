@@ -166,7 +166,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&opts.MaxTokens, "max-tokens", runner.NoOverride, "tokens to generate per trial (overrides the profile)")
 	modelPath := fs.String("model-path", "", "builtin: a llama2.c checkpoint (.bin, tokenizer.bin beside it) or a .gguf file")
 	fs.IntVar(&opts.Threads, "threads", 0, "builtin: worker threads (default: one per core)")
-	fs.StringVar(&opts.DType, "dtype", "", "builtin: weight format, f32 (default) or q8_0")
+	fs.StringVar(&opts.DType, "dtype", "", "builtin: convert the weights to f32 or q8_0 (default: run them as the file stores them)")
 	fs.StringVar(&opts.Power, "power", telemetry.PowerAuto, "power sources: auto (NVIDIA GPUs through NVML, CPU packages through powercap; on a Mac run as root, powermetrics), powermetrics (macOS, root) or off")
 	fs.DurationVar(&opts.PowerInterval, "power-interval", telemetry.DefaultInterval, "power and memory sampling cadence")
 	fs.DurationVar(&opts.IdleBaseline, "idle-baseline", runner.DefaultIdleBaseline, "idle power measured before the first trial (0 skips it; only when a power source exists)")

@@ -59,12 +59,8 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 	if m.Synthetic {
 		weights += ": synthetic weights, meaningless text"
 	}
-	dtype := b.cfg.DType
-	if dtype == "" {
-		dtype = "f32"
-	}
 	info := backends.Info{Kind: Kind.Name, ServerVersion: EngineVersion, PromptCacheSwitch: true, Model: m.Name, Digest: m.SHA256,
-		Quantization: dtype, Models: ModelNames(),
+		Quantization: m.Weights.Format(), Models: ModelNames(),
 		Details: map[string]string{
 			"shape":     m.Weights.Shape.String(),
 			"weights":   weights,

@@ -238,9 +238,15 @@ func LoadGGUF(b []byte) (*Weights, *Tokenizer, error) {
 	load := &tensorLoader{g: g, b: b}
 	w.Embedding = load.vector("token_embd.weight", shape.Vocab, d)
 	w.FinalNorm = load.vector("output_norm.weight", 1, d)
-	if _, ok := g.Tensors["output.weight"]; ok {
+	switch {
+	case hasTensor(g, "output.weight"):
 		w.Classifier = load.matrix("output.weight", shape.Vocab, d)
-	} else {
+	case g.Tensors["token_embd.weight"].Type == ggmlQ8_0:
+		// Tied and stored Q8_0 (as llama-quantize writes it): the
+		// classifier multiplies as stored; the rows looked up per token
+		// are the f32 embedding above.
+		w.Classifier = load.matrix("token_embd.weight", shape.Vocab, d)
+	default:
 		w.Classifier = NewF32(shape.Vocab, d, w.Embedding)
 	}
 	for l := range shape.Layers {
@@ -257,6 +263,11 @@ func LoadGGUF(b []byte) (*Weights, *Tokenizer, error) {
 		return nil, nil, load.err
 	}
 	return w, NewTokenizer(pieces, fscores), nil
+}
+
+func hasTensor(g *GGUF, name string) bool {
+	_, ok := g.Tensors[name]
+	return ok
 }
 
 // tensorLoader reads tensors by name, keeping the first error.

@@ -81,6 +81,22 @@ func (m *Matrix) Quantize() (*Matrix, error) {
 	return q, nil
 }
 
+// Dequantize returns a Q8_0 matrix in f32 (value × its group's scale);
+// an f32 matrix is returned as it is.
+func (m *Matrix) Dequantize() *Matrix {
+	if !m.Quantized() {
+		return m
+	}
+	out := make([]float32, m.Rows*m.Cols)
+	for r := range m.Rows {
+		scales, values := m.q8Row(r)
+		for i, v := range values {
+			out[r*m.Cols+i] = float32(v) * scales[i/GroupSize]
+		}
+	}
+	return NewF32(m.Rows, m.Cols, out)
+}
+
 // scalePad is spare capacity after a quantized activation's scales, so a
 // vector kernel may load eight scales from any group without leaving it.
 const scalePad = 8

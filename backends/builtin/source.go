@@ -70,23 +70,24 @@ func Load(name, dtype string) (*Model, error) {
 	if name == "" {
 		name = DefaultModel
 	}
-	if dtype == "" {
-		dtype = "f32"
-	}
-	if dtype != "f32" && dtype != "q8_0" {
-		return nil, fmt.Errorf("dtype %q is not supported; use one of %s", dtype, strings.Join(DTypes, ", "))
+	if dtype != "" && dtype != "f32" && dtype != "q8_0" {
+		return nil, fmt.Errorf("dtype %q is not supported; use one of %s (or none: the weights' own)", dtype, strings.Join(DTypes, ", "))
 	}
 	m, err := loadWeights(name)
 	if err != nil {
 		return nil, err
 	}
-	if dtype == "q8_0" {
+	// The weights run as the file stores them; a dtype converts them.
+	switch dtype {
+	case "q8_0":
 		if err := m.Weights.quantize(); err != nil {
 			return nil, fmt.Errorf("model %s: %w", name, err)
 		}
 		// The f32 originals are garbage now; hand their pages back so the
 		// resident size reported with the session is the engine's own.
 		debug.FreeOSMemory()
+	case "f32":
+		m.Weights.dequantize()
 	}
 	m.LoadTime = time.Since(start)
 	return m, nil
@@ -219,29 +220,61 @@ func Synthetic(shape Shape, seed uint64) *Weights {
 	return w
 }
 
+// dequantize converts every Q8_0 matrix to f32.
+func (w *Weights) dequantize() {
+	for _, m := range w.matrices() {
+		if (*m).Quantized() {
+			*m = (*m).Dequantize()
+		}
+	}
+}
+
+// matrices are the weights' matrices: each layer's, then the classifier.
+func (w *Weights) matrices() []**Matrix {
+	var out []**Matrix
+	for i := range w.Layers {
+		l := &w.Layers[i]
+		out = append(out, &l.WQ, &l.WK, &l.WV, &l.WO, &l.W1, &l.W2, &l.W3)
+	}
+	return append(out, &w.Classifier)
+}
+
+// Format says what the matrices run as: one dtype ("q8_0"), or each with
+// its count where they differ ("q8_0 ×12, f32 ×1"), which a file may mix.
+func (w *Weights) Format() string {
+	counts := map[string]int{}
+	var order []string
+	for _, m := range w.matrices() {
+		d := (*m).DType()
+		if counts[d] == 0 {
+			order = append(order, d)
+		}
+		counts[d]++
+	}
+	if len(order) == 1 {
+		return order[0]
+	}
+	parts := make([]string, len(order))
+	for i, d := range order {
+		parts[i] = fmt.Sprintf("%s ×%d", d, counts[d])
+	}
+	return strings.Join(parts, ", ")
+}
+
 // quantize converts every matrix to Q8_0 (the embedding stays f32: rows of
 // it are copied per token, not multiplied).
 func (w *Weights) quantize() error {
-	q := func(m **Matrix) error {
+	for _, m := range w.matrices() {
 		if (*m).Quantized() {
-			return nil
+			continue
 		}
 		qm, err := (*m).Quantize()
 		if err != nil {
 			return err
 		}
 		*m = qm
-		return nil
 	}
-	for i := range w.Layers {
-		l := &w.Layers[i]
-		for _, m := range []**Matrix{&l.WQ, &l.WK, &l.WV, &l.WO, &l.W1, &l.W2, &l.W3} {
-			if err := q(m); err != nil {
-				return err
-			}
-		}
-	}
-	return q(&w.Classifier)
+	return nil
 }
 
 // WeightBytes is the memory the weights take.
