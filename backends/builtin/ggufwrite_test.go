@@ -19,7 +19,12 @@ func ggufOf(t testing.TB, w *Weights, tok *Tokenizer, typ uint32) []byte {
 	le := binary.LittleEndian
 	str := func(b *bytes.Buffer, s string) { binary.Write(b, le, uint64(len(s))); b.WriteString(s) }
 	nKV := 0
-	kv := func(key string, typ uint32, write func()) { str(&meta, key); binary.Write(&meta, le, typ); write(); nKV++ }
+	kv := func(key string, typ uint32, write func()) {
+		str(&meta, key)
+		binary.Write(&meta, le, typ)
+		write()
+		nKV++
+	}
 	u32 := func(key string, v int) { kv(key, 4, func() { binary.Write(&meta, le, uint32(v)) }) }
 	kv("general.architecture", 8, func() { str(&meta, "llama") })
 	s := w.Shape
