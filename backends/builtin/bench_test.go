@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -67,10 +68,49 @@ func BenchmarkDecodeStep(b *testing.B) {
 					for b.Loop() {
 						argmax(e.forwardOne(st, 1, 64))
 					}
-					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+					tps := float64(b.N) / b.Elapsed().Seconds()
+					b.ReportMetric(tps, "tok/s")
+					// The weights streamed per second: against
+					// BenchmarkMemoryBandwidth, the share of the machine's
+					// bandwidth a decode step uses.
+					b.ReportMetric(tps*float64(e.Model.Weights.BytesPerToken())/1e9, "weight-GB/s")
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkMemoryBandwidth streams a buffer far larger than the caches
+// (512 MiB), summing it, with 1 and 2 goroutines each reading its half:
+// the read bandwidth a decode step's weights compete for.
+func BenchmarkMemoryBandwidth(b *testing.B) {
+	buf := make([]uint64, 512<<20/8)
+	for i := range buf {
+		buf[i] = uint64(i)
+	}
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			var sink atomic.Uint64
+			for b.Loop() {
+				var wg sync.WaitGroup
+				part := len(buf) / threads
+				for t := range threads {
+					wg.Go(func() {
+						var s0, s1, s2, s3 uint64
+						chunk := buf[t*part : (t+1)*part]
+						for i := 0; i+4 <= len(chunk); i += 4 {
+							s0 += chunk[i]
+							s1 += chunk[i+1]
+							s2 += chunk[i+2]
+							s3 += chunk[i+3]
+						}
+						sink.Add(s0 + s1 + s2 + s3)
+					})
+				}
+				wg.Wait()
+			}
+			b.ReportMetric(float64(len(buf)*8)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
 	}
 }
 

@@ -277,6 +277,20 @@ func (w *Weights) quantize() error {
 	return nil
 }
 
+// BytesPerToken is what one decode step reads of the weights: every
+// matrix (the classifier included) and the norms, but of the embedding
+// only the token's row.
+func (w *Weights) BytesPerToken() int64 {
+	n := 4 * int64(w.Shape.Dim+len(w.FinalNorm))
+	for _, l := range w.Layers {
+		n += 4 * int64(len(l.AttnNorm)+len(l.FFNNorm))
+	}
+	for _, m := range w.matrices() {
+		n += (*m).Bytes()
+	}
+	return n
+}
+
 // WeightBytes is the memory the weights take.
 func (w *Weights) WeightBytes() int64 {
 	n := 4 * int64(len(w.Embedding)+len(w.FinalNorm))
