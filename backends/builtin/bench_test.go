@@ -114,20 +114,29 @@ func BenchmarkMemoryBandwidth(b *testing.B) {
 	}
 }
 
-// BenchmarkPrefill64 runs a 64-token prompt through stories15M's shape.
+// BenchmarkPrefill64 runs a 64-token prompt through stories15M's and
+// stories110M's shapes, as one batched pass (chunk 64) and token by token
+// (chunk 1), at 1 and 2 threads.
 func BenchmarkPrefill64(b *testing.B) {
-	for _, dtype := range []string{"f32", "q8_0"} {
-		b.Run("stories15M-synthetic/"+dtype, func(b *testing.B) {
-			e := benchEngine(b, "stories15M-synthetic", dtype, 1)
-			prompt := make([]int, 64)
-			for i := range prompt {
-				prompt[i] = 3 + i
+	for _, model := range []string{"stories15M-synthetic", "stories110M-synthetic"} {
+		for _, dtype := range []string{"f32", "q8_0"} {
+			for _, threads := range []int{1, 2} {
+				for _, chunk := range []int{PrefillChunk, 1} {
+					b.Run(fmt.Sprintf("%s/%s/threads=%d/chunk=%d", model, dtype, threads, chunk), func(b *testing.B) {
+						e := benchEngine(b, model, dtype, threads)
+						e.chunk = chunk
+						prompt := make([]int, 64)
+						for i := range prompt {
+							prompt[i] = 3 + i
+						}
+						for b.Loop() {
+							e.Generate(context.Background(), prompt, 0, Sampling{}, func(int) {})
+						}
+						b.ReportMetric(64*float64(b.N)/b.Elapsed().Seconds(), "prompt-tok/s")
+					})
+				}
 			}
-			for b.Loop() {
-				e.Generate(context.Background(), prompt, 0, Sampling{}, func(int) {})
-			}
-			b.ReportMetric(64*float64(b.N)/b.Elapsed().Seconds(), "prompt-tok/s")
-		})
+		}
 	}
 }
 

@@ -42,11 +42,27 @@ type Engine struct {
 
 	idleMu sync.Mutex
 	idle   []*State // states of finished streams, for reuse
+
+	// chunk overrides PrefillChunk (tests run the prompt token by token
+	// to check that batching changes no number).
+	chunk int
+}
+
+func (e *Engine) prefillChunk() int {
+	if e.chunk > 0 {
+		return e.chunk
+	}
+	return PrefillChunk
 }
 
 // maxGather bounds the wait for other streams' steps, whatever a pass
 // takes.
 const maxGather = 2 * time.Millisecond
+
+// PrefillChunk is how many prompt tokens one pass runs at most: enough to
+// read each weight once for many tokens, few enough that a stream's long
+// prompt does not hold up the other streams' decode steps for long.
+const PrefillChunk = 64
 
 // NewEngine prepares the shared parts of model with threads workers;
 // each stream's buffers are allocated on its first use.
@@ -107,7 +123,10 @@ func (e *Engine) runPass() {
 		runtime.Gosched()
 	}
 	e.queueMu.Lock()
-	e.pass.states = append(e.pass.states[:0], e.queue...)
+	e.pass.states, e.pass.last = e.pass.states[:0], e.pass.last[:0]
+	for _, st := range e.queue {
+		e.pass.add(st)
+	}
 	e.queue = e.queue[:0]
 	e.queued.Store(0)
 	e.queueMu.Unlock()
@@ -115,7 +134,7 @@ func (e *Engine) runPass() {
 	start := time.Now()
 	e.forward(&e.pass)
 	e.lastPass.Store(int64(time.Since(start)))
-	for _, s := range e.pass.states {
+	for _, s := range e.pass.last {
 		s.done.Store(true)
 		s.notify()
 	}
@@ -170,7 +189,7 @@ func (e *Engine) Generate(ctx context.Context, prompt []int, maxTokens int, s Sa
 	e.active.Add(1)
 	defer e.active.Add(-1)
 	start := time.Now()
-	for pos, tok := range prompt {
+	for pos := 0; pos < len(prompt); pos += e.prefillChunk() {
 		if pos >= seqLen {
 			g.StopReason = backends.StopTruncated
 			return g, nil
@@ -178,8 +197,14 @@ func (e *Engine) Generate(ctx context.Context, prompt []int, maxTokens int, s Sa
 		if err := ctx.Err(); err != nil {
 			return g, err
 		}
-		st.token, st.pos, st.sample = tok, pos, pos == len(prompt)-1
+		end := min(len(prompt), pos+e.prefillChunk(), seqLen)
+		st.prompt, st.pos, st.sample = prompt[pos:end], pos, end == len(prompt)
 		e.step(st)
+		st.prompt = nil
+		if end == seqLen && end < len(prompt) {
+			g.StopReason = backends.StopTruncated
+			return g, nil
+		}
 	}
 	g.Prefill = time.Since(start)
 	decodeStart := time.Now()

@@ -179,3 +179,58 @@ func TestConcurrentStreamsMatchSequential(t *testing.T) {
 		}
 	}
 }
+
+// A prompt run in chunks of tokens as one pass each (batched prefill)
+// leaves the same cache and logits as token by token: every number of
+// the generation after it is the same, at any chunk size, with other
+// streams decoding in the same passes.
+func TestBatchedPrefillMatchesTokenByToken(t *testing.T) {
+	m, err := Load(DefaultModel, "f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := m.Tokenizer.Encode("Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. One day", true)
+	if len(prompt) < 20 {
+		t.Fatalf("a %d-token prompt is too short to chunk", len(prompt))
+	}
+	generate := func(chunk int, s Sampling) []int {
+		e := NewEngine(m, 2)
+		defer e.Close()
+		e.chunk = chunk
+		g, err := e.Generate(context.Background(), prompt, 40, s, func(int) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Tokens
+	}
+	for _, s := range []Sampling{{}, {Temperature: 0.9, TopP: 0.9, Seed: 5}} {
+		want := generate(1, s)
+		for _, chunk := range []int{2, 7, len(prompt) - 1, len(prompt), PrefillChunk} {
+			if got := generate(chunk, s); !slices.Equal(got, want) {
+				t.Errorf("chunk %d, sampling %+v: %v, token by token %v", chunk, s, got, want)
+			}
+		}
+	}
+	// With a stream decoding beside it, in the same passes.
+	e := NewEngine(m, 2)
+	defer e.Close()
+	e.chunk = 5
+	var wg sync.WaitGroup
+	var beside []int
+	wg.Go(func() {
+		g, _ := e.Generate(context.Background(), m.Tokenizer.Encode("The cat", true), 60, Sampling{}, func(int) {})
+		beside = g.Tokens
+	})
+	g, err := e.Generate(context.Background(), prompt, 40, Sampling{}, func(int) {})
+	wg.Wait()
+	want := generate(1, Sampling{})
+	alone, _ := func() ([]int, error) {
+		e := NewEngine(m, 2)
+		defer e.Close()
+		g, err := e.Generate(context.Background(), m.Tokenizer.Encode("The cat", true), 60, Sampling{}, func(int) {})
+		return g.Tokens, err
+	}()
+	if err != nil || !slices.Equal(g.Tokens, want) || !slices.Equal(beside, alone) {
+		t.Errorf("together: %v %v (want %v), beside %v (alone %v)", err, g.Tokens, want, beside, alone)
+	}
+}

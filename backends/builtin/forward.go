@@ -23,12 +23,16 @@ type State struct {
 	hq           quantized
 	sampler      *Sampler
 
-	// The step this stream asked for, and its outcome (see Engine.step).
+	// The step this stream asked for, and its outcome (see Engine.step):
+	// token at pos, or with prompt set a chunk of the prompt from pos on,
+	// the chunk's earlier tokens run by views of this State.
 	token, pos int
+	prompt     []int
 	sample     bool        // sample the next token from this step's logits
 	next       int         // the sampled token
 	done       atomic.Bool // the step ran
 	parker                 // the stream, waiting for its step
+	views      []*State    // one per earlier token of a prompt chunk, made on first use
 }
 
 type quantized struct {
@@ -52,6 +56,18 @@ func NewState(w *Weights) *State {
 		attStride: roundUp8(seq), att: make([]float32, s.Heads*roundUp8(seq)), logits: make([]float32, s.Vocab),
 		keys: make([]float32, s.Layers*seq*s.KVDim()), values: make([]float32, s.Layers*seq*s.KVDim()),
 		xq: newQuantized(s.Dim), hq: newQuantized(s.HiddenDim), sampler: NewSampler(s.Vocab), parker: newParker()}
+}
+
+// view is a State for one prompt token of st's chunk: activations of its
+// own, st's KV cache, no logits (a chunk's earlier tokens need none).
+func (st *State) view() *State {
+	s := st.w.Shape
+	return &State{w: st.w, keys: st.keys, values: st.values,
+		k: make([]float32, s.KVDim()), v: make([]float32, s.KVDim()),
+		x: make([]float32, s.Dim), xb: make([]float32, s.Dim), xb2: make([]float32, s.Dim), q: make([]float32, s.Dim),
+		hb: make([]float32, s.HiddenDim), hb2: make([]float32, s.HiddenDim),
+		attStride: st.attStride, att: make([]float32, len(st.att)),
+		xq: newQuantized(s.Dim), hq: newQuantized(s.HiddenDim)}
 }
 
 // vecSel names one of a State's activation vectors, so one batched job
@@ -124,11 +140,38 @@ func newRotary(s Shape) rotary {
 // stream it is a matrix-vector product, at several a small matrix-matrix
 // one, which is what lets a decode step serve N streams for about the
 // memory traffic of one.
+//
+// A prompt's tokens run the same way: a chunk of them is one pass, each
+// token a view of its stream's State at its own position, so the prompt is
+// multiplied as a matrix (batched prefill) rather than token by token.
+// Every token's key and value are stored before any attends, so each
+// attends causally to the positions up to its own.
 type pass struct {
 	states []*State
+	// last are the states whose logits the pass computes: all but the
+	// views of prompt chunks, whose next token nobody asked for.
+	last   []*State
 	mat    matJob
 	attn   attnJob
 	sample sampleJob
+}
+
+// add puts st's step into the pass: its views for a prompt chunk's
+// earlier tokens, then st at the chunk's last position.
+func (p *pass) add(st *State) {
+	if n := len(st.prompt); n > 0 {
+		for len(st.views) < n-1 {
+			st.views = append(st.views, st.view())
+		}
+		for i, tok := range st.prompt[:n-1] {
+			v := st.views[i]
+			v.token, v.pos = tok, st.pos+i
+			p.states = append(p.states, v)
+		}
+		st.token, st.pos = st.prompt[n-1], st.pos+n-1
+	}
+	p.states = append(p.states, st)
+	p.last = append(p.last, st)
 }
 
 // forward runs each state's token at its position through the model,
@@ -161,12 +204,17 @@ func (e *Engine) forward(p *pass) {
 			add(st.x, st.xb)
 		}
 	}
+	// Only the steps' last tokens go on: a prompt chunk's earlier ones
+	// needed no logits (and the classifier is the largest matrix).
+	all := p.states
+	p.states = p.last
 	for _, st := range p.states {
 		rmsNorm(st.x, st.x, w.FinalNorm, w.NormEps)
 	}
 	e.multiply(p, [3]*Matrix{w.Classifier}, 1, false, selX, [3]vecSel{selLogits})
 	p.sample = sampleJob{states: p.states, vocab: s.Vocab}
 	e.pool.run(&p.sample)
+	p.states = all
 }
 
 // storeKV rotates this position's query and key and appends key and value
