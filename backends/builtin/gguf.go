@@ -12,6 +12,7 @@ import (
 const (
 	ggmlF32  = 0
 	ggmlF16  = 1
+	ggmlQ4_0 = 2
 	ggmlQ8_0 = 8
 )
 
@@ -241,8 +242,8 @@ func LoadGGUF(b []byte) (*Weights, *Tokenizer, error) {
 	switch {
 	case hasTensor(g, "output.weight"):
 		w.Classifier = load.matrix("output.weight", shape.Vocab, d)
-	case g.Tensors["token_embd.weight"].Type == ggmlQ8_0:
-		// Tied and stored Q8_0 (as llama-quantize writes it): the
+	case g.Tensors["token_embd.weight"].Type == ggmlQ8_0 || g.Tensors["token_embd.weight"].Type == ggmlQ4_0:
+		// Tied and stored quantized (as llama-quantize writes it): the
 		// classifier multiplies as stored; the rows looked up per token
 		// are the f32 embedding above.
 		w.Classifier = load.matrix("token_embd.weight", shape.Vocab, d)
@@ -301,18 +302,18 @@ func (l *tensorLoader) data(name string, rows, cols int) (GGUFTensor, []byte) {
 		size = n * 4
 	case ggmlF16:
 		size = n * 2
-	case ggmlQ8_0:
-		if n%GroupSize != 0 {
-			l.err = fmt.Errorf("tensor %s: Q8_0 with %d values, not a multiple of %d", name, n, GroupSize)
+	case ggmlQ8_0, ggmlQ4_0:
+		if n%GroupSize != 0 || (len(t.Dims) > 0 && t.Dims[0]%GroupSize != 0) {
+			l.err = fmt.Errorf("tensor %s: %s rows of %d values, not a multiple of %d", name, ggmlTypeNames[t.Type], t.Dims[0], GroupSize)
 			return t, nil
 		}
-		size = n / GroupSize * 34
+		size = n / GroupSize * blockBytes[t.Type]
 	default:
 		typeName := ggmlTypeNames[t.Type]
 		if typeName == "" {
 			typeName = fmt.Sprintf("type %d", t.Type)
 		}
-		l.err = fmt.Errorf("tensor %s is %s; the builtin engine reads F32, F16 and Q8_0", name, typeName)
+		l.err = fmt.Errorf("tensor %s is %s; the builtin engine reads F32, F16, Q8_0 and Q4_0", name, typeName)
 		return t, nil
 	}
 	start := uint64(l.g.DataOffset) + t.Offset
@@ -339,34 +340,48 @@ func (l *tensorLoader) vector(name string, rows, cols int) []float32 {
 			out[i] = f16ToF32(binary.LittleEndian.Uint16(raw[2*i:]))
 		}
 		return out
-	default: // Q8_0
-		out := make([]float32, n)
-		for g := 0; g < n/GroupSize; g++ {
-			block := raw[g*34:]
-			scale := f16ToF32(binary.LittleEndian.Uint16(block))
-			for i := range GroupSize {
-				out[g*GroupSize+i] = float32(int8(block[2+i])) * scale
-			}
-		}
-		return out
+	default: // quantized: dequantized through the matrix form
+		return l.matrixOf(t, raw, rows, cols).Dequantize().F32
 	}
 }
 
-// matrix reads a rows × cols weight; Q8_0 stays quantized.
+// blockBytes is a quantized type's bytes per group of 32: an f16 scale,
+// then 32 int8 values (Q8_0) or 16 bytes of nibbles (Q4_0).
+var blockBytes = map[uint32]uint64{ggmlQ8_0: 34, ggmlQ4_0: 18}
+
+// matrix reads a rows × cols weight; Q8_0 and Q4_0 stay quantized.
 func (l *tensorLoader) matrix(name string, rows, cols int) *Matrix {
 	t, raw := l.data(name, rows, cols)
 	if raw == nil {
 		return nil
 	}
-	if t.Type != ggmlQ8_0 {
+	if t.Type != ggmlQ8_0 && t.Type != ggmlQ4_0 {
 		return NewF32(rows, cols, l.vector(name, rows, cols))
 	}
-	m := newQ8Matrix(rows, cols)
+	return l.matrixOf(t, raw, rows, cols)
+}
+
+// matrixOf converts a quantized tensor's blocks into the engine's rows.
+func (l *tensorLoader) matrixOf(t GGUFTensor, raw []byte, rows, cols int) *Matrix {
 	groups := cols / GroupSize
+	per := int(blockBytes[t.Type])
+	if t.Type == ggmlQ4_0 {
+		m := newQ4Matrix(rows, cols)
+		for r := range rows {
+			scales, nib := m.q4Row(r)
+			for g := range groups {
+				block := raw[(r*groups+g)*per:]
+				scales[g] = f16ToF32(binary.LittleEndian.Uint16(block))
+				copy(nib[g*16:g*16+16], block[2:18])
+			}
+		}
+		return m
+	}
+	m := newQ8Matrix(rows, cols)
 	for r := range rows {
 		scales, values := m.q8Row(r)
 		for g := range groups {
-			block := raw[(r*groups+g)*34:]
+			block := raw[(r*groups+g)*per:]
 			scales[g] = f16ToF32(binary.LittleEndian.Uint16(block))
 			for i := range GroupSize {
 				values[g*GroupSize+i] = int8(block[2+i])

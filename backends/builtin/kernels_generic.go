@@ -75,6 +75,27 @@ func matVecQ8Generic(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	}
 }
 
+// matVecQ4 computes out[r] = Σ_groups scale_w·scale_x·Σ (n_w−8)·q_x for
+// rows [lo, hi) of a Q4_0 matrix against Q8_0 activations, unpacking
+// each group's nibbles as it goes (never the whole matrix).
+func matVecQ4(out []float32, m *Matrix, x *quantized, lo, hi int) {
+	groups := m.Cols / GroupSize
+	for r := lo; r < hi; r++ {
+		ws, nib := m.q4Row(r)
+		var sum float32
+		for g := range groups {
+			b := nib[g*16 : g*16+16]
+			xq := x.q[g*GroupSize : (g+1)*GroupSize]
+			var acc int32
+			for i := range GroupSize / 2 {
+				acc += (int32(b[i]&0x0f)-8)*int32(xq[i]) + (int32(b[i]>>4)-8)*int32(xq[i+16])
+			}
+			sum += float32(acc) * ws[g] * x.scales[g]
+		}
+		out[r] = sum
+	}
+}
+
 // quantizeGeneric fills q and scales with the Q8_0 form of x: per group
 // of 32, scale = max|v|/127 and q = v·(1/scale) rounded halves away from
 // zero, like C's round. y±0.5 truncated in float64 is exactly that

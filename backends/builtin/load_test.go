@@ -40,7 +40,7 @@ func TestBadModelFilesFailBeforeAnyTrial(t *testing.T) {
 		{write("cut.gguf", gguf[:len(gguf)-1000]), "cut.gguf: tensor blk.4.ffn_norm.weight runs past the end of the file"},
 		{write("header.gguf", gguf[:100]), "header.gguf: metadata array of 512 elements does not fit in the file (truncated?)"},
 		{write("gpt2.gguf", otherArch), `gpt2.gguf: GGUF architecture is "gpt2\x00"; the builtin engine runs llama models only`},
-		{write("q4.gguf", q4), "q4.gguf: tensor token_embd.weight is Q4_K; the builtin engine reads F32, F16 and Q8_0"},
+		{write("q4.gguf", q4), "q4.gguf: tensor token_embd.weight is Q4_K; the builtin engine reads F32, F16, Q8_0 and Q4_0"},
 		{dir, dir + " is a folder; name the checkpoint in it"},
 		{"stories7B-synthetic", `no synthetic shape "stories7B-synthetic"`},
 		{"llama3", `unknown builtin model "llama3"`},

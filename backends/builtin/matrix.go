@@ -22,6 +22,7 @@ type Matrix struct {
 	Rows, Cols int
 	F32        []float32
 	q8         []byte // Q8_0 rows, when quantized; see q8Row
+	q4         []byte // Q4_0 rows, as a GGUF stores them converted: see q4Row
 }
 
 // newQ8Matrix allocates a zeroed Q8_0 matrix (cols a multiple of 32).
@@ -31,8 +32,29 @@ func newQ8Matrix(rows, cols int) *Matrix {
 	return m
 }
 
-// Quantized reports whether the matrix holds Q8_0 weights.
-func (m *Matrix) Quantized() bool { return m.q8 != nil }
+// Quantized reports whether the matrix holds quantized weights (Q8_0 or
+// Q4_0), which multiply quantized activations.
+func (m *Matrix) Quantized() bool { return m.q8 != nil || m.q4 != nil }
+
+// newQ4Matrix allocates a zeroed Q4_0 matrix (cols a multiple of 32).
+// Its rows are stored whole like Q8_0's: the group scales (float32), then
+// 16 bytes per group, value i in the low nibble of byte i and value i+16
+// in its high one, each the weight's 4 bits plus 8 (ggml's Q4_0).
+func newQ4Matrix(rows, cols int) *Matrix {
+	m := &Matrix{Rows: rows, Cols: cols}
+	m.q4 = make([]byte, rows*m.q4RowBytes())
+	return m
+}
+
+func (m *Matrix) q4RowBytes() int { return m.Cols/GroupSize*4 + m.Cols/2 }
+
+// q4Row returns row r's group scales and packed nibbles.
+func (m *Matrix) q4Row(r int) (scales []float32, nibbles []byte) {
+	groups := m.Cols / GroupSize
+	row := m.q4[r*m.q4RowBytes() : (r+1)*m.q4RowBytes()]
+	scales = unsafe.Slice((*float32)(unsafe.Pointer(&row[0])), groups)
+	return scales, row[groups*4:]
+}
 
 // q8RowBytes is the size of one stored Q8_0 row.
 func (m *Matrix) q8RowBytes() int { return m.Cols/GroupSize*4 + m.Cols }
@@ -53,18 +75,66 @@ func NewF32(rows, cols int, data []float32) *Matrix {
 
 // DType names the matrix's format.
 func (m *Matrix) DType() string {
-	if m.Quantized() {
+	switch {
+	case m.q8 != nil:
 		return "q8_0"
+	case m.q4 != nil:
+		return "q4_0"
 	}
 	return "f32"
 }
 
 // Bytes is the memory the weights take.
 func (m *Matrix) Bytes() int64 {
-	if m.Quantized() {
+	switch {
+	case m.q8 != nil:
 		return int64(len(m.q8))
+	case m.q4 != nil:
+		return int64(len(m.q4))
 	}
 	return 4 * int64(len(m.F32))
+}
+
+// QuantizeQ4 returns m in Q4_0 by ggml's rule: per group of 32, the value
+// of largest magnitude maps to −8, so scale = that value / −8, and each
+// weight is round(w/scale) + 8, at most 15.
+func (m *Matrix) QuantizeQ4() (*Matrix, error) {
+	if m.Cols%GroupSize != 0 {
+		return nil, fmt.Errorf("cannot quantize a %d×%d matrix to Q4_0: columns are not a multiple of %d", m.Rows, m.Cols, GroupSize)
+	}
+	src := m.Dequantize()
+	q := newQ4Matrix(m.Rows, m.Cols)
+	for r := range m.Rows {
+		scales, nib := q.q4Row(r)
+		row := src.F32[r*m.Cols : (r+1)*m.Cols]
+		for g := range scales {
+			vals := row[g*GroupSize : (g+1)*GroupSize]
+			var extreme float32
+			for _, v := range vals {
+				if abs(v) > abs(extreme) {
+					extreme = v
+				}
+			}
+			d := extreme / -8
+			scales[g] = d
+			var inv float32
+			if d != 0 {
+				inv = 1 / d
+			}
+			code := func(v float32) byte { return byte(min(15, int(v*inv+8.5))) }
+			for i := range GroupSize / 2 {
+				nib[g*16+i] = code(vals[i]) | code(vals[i+16])<<4
+			}
+		}
+	}
+	return q, nil
+}
+
+func abs(v float32) float32 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }
 
 // Quantize returns m in Q8_0: each group of 32 values along a row shares
@@ -81,17 +151,29 @@ func (m *Matrix) Quantize() (*Matrix, error) {
 	return q, nil
 }
 
-// Dequantize returns a Q8_0 matrix in f32 (value × its group's scale);
-// an f32 matrix is returned as it is.
+// Dequantize returns a quantized matrix in f32 (value × its group's
+// scale); an f32 matrix is returned as it is.
 func (m *Matrix) Dequantize() *Matrix {
 	if !m.Quantized() {
 		return m
 	}
 	out := make([]float32, m.Rows*m.Cols)
 	for r := range m.Rows {
+		row := out[r*m.Cols : (r+1)*m.Cols]
+		if m.q4 != nil {
+			scales, nib := m.q4Row(r)
+			for g, d := range scales {
+				for i := range GroupSize / 2 {
+					b := nib[g*16+i]
+					row[g*GroupSize+i] = float32(int(b&0x0f)-8) * d
+					row[g*GroupSize+i+16] = float32(int(b>>4)-8) * d
+				}
+			}
+			continue
+		}
 		scales, values := m.q8Row(r)
 		for i, v := range values {
-			out[r*m.Cols+i] = float32(v) * scales[i/GroupSize]
+			row[i] = float32(v) * scales[i/GroupSize]
 		}
 	}
 	return NewF32(m.Rows, m.Cols, out)

@@ -236,18 +236,24 @@ func (j *matJob) block(m *Matrix, span int) int {
 		return max(span, 1)
 	}
 	rowBytes := 4 * m.Cols
-	if m.Quantized() {
+	switch m.DType() {
+	case "q8_0":
 		rowBytes = m.q8RowBytes()
+	case "q4_0":
+		rowBytes = m.q4RowBytes()
 	}
 	return max(2, rowBlockBytes/rowBytes&^1)
 }
 
 // rows computes rows [a, b) of matrix i for stream s.
 func (j *matJob) rows(i, s, a, b int) {
-	if j.m[i].Quantized() {
-		matVecQ8(j.out[i][s], j.m[i], j.xq[s], a, b)
-	} else {
-		matVecF32(j.out[i][s], j.m[i], j.x[s], a, b)
+	switch m := j.m[i]; {
+	case m.q8 != nil:
+		matVecQ8(j.out[i][s], m, j.xq[s], a, b)
+	case m.q4 != nil:
+		matVecQ4(j.out[i][s], m, j.xq[s], a, b)
+	default:
+		matVecF32(j.out[i][s], m, j.x[s], a, b)
 	}
 }
 

@@ -265,10 +265,10 @@ func (w *Weights) Format() string {
 // it are copied per token, not multiplied).
 func (w *Weights) quantize() error {
 	for _, m := range w.matrices() {
-		if (*m).Quantized() {
+		if (*m).DType() == "q8_0" {
 			continue
 		}
-		qm, err := (*m).Quantize()
+		qm, err := (*m).Dequantize().Quantize()
 		if err != nil {
 			return err
 		}
