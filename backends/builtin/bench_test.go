@@ -60,24 +60,28 @@ func BenchmarkDecodeStep(b *testing.B) {
 			}
 			for _, threads := range []int{1, 2} {
 				b.Run(fmt.Sprintf("%s/%s/threads=%d", model, dtype, threads), func(b *testing.B) {
-					e := benchEngine(b, model, dtype, threads)
-					st := NewState(e.Model.Weights)
-					for pos := range 64 {
-						e.forwardOne(st, 1, pos)
-					}
-					for b.Loop() {
-						argmax(e.forwardOne(st, 1, 64))
-					}
-					tps := float64(b.N) / b.Elapsed().Seconds()
-					b.ReportMetric(tps, "tok/s")
-					// The weights streamed per second: against
-					// BenchmarkMemoryBandwidth, the share of the machine's
-					// bandwidth a decode step uses.
-					b.ReportMetric(tps*float64(e.Model.Weights.BytesPerToken())/1e9, "weight-GB/s")
+					benchDecode(b, benchEngine(b, model, dtype, threads))
 				})
 			}
 		}
 	}
+}
+
+// benchDecode times one greedy decode step at position 64 (after 64
+// steps fill the cache), reporting tok/s and the weights streamed per
+// second: against BenchmarkMemoryBandwidth, the share of the machine's
+// bandwidth a decode step uses.
+func benchDecode(b *testing.B, e *Engine) {
+	st := NewState(e.Model.Weights)
+	for pos := range 64 {
+		e.forwardOne(st, 1, pos)
+	}
+	for b.Loop() {
+		argmax(e.forwardOne(st, 1, 64))
+	}
+	tps := float64(b.N) / b.Elapsed().Seconds()
+	b.ReportMetric(tps, "tok/s")
+	b.ReportMetric(tps*float64(e.Model.Weights.BytesPerToken())/1e9, "weight-GB/s")
 }
 
 // BenchmarkMemoryBandwidth streams a buffer far larger than the caches

@@ -122,7 +122,8 @@ func TestCanceledGenerationHasNoStopReason(t *testing.T) {
 // returns its logits.
 func (e *Engine) forwardOne(st *State, token, pos int) []float32 {
 	st.token, st.pos, st.sample = token, pos, false
-	e.pass.states = append(e.pass.states[:0], st)
+	e.pass.states, e.pass.last = e.pass.states[:0], e.pass.last[:0]
+	e.pass.add(st) // the one way a pass is made, so the logits are computed
 	e.forward(&e.pass)
 	return st.logits
 }

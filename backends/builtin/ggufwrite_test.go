@@ -67,29 +67,28 @@ func ggufOf(t testing.TB, w *Weights, tok *Tokenizer, typ uint32) []byte {
 			binary.Write(&data, le, values)
 			return
 		}
+		quantize := NewF32(rows, cols, values).Quantize
 		if typ == ggmlQ4_0 {
-			q, err := NewF32(rows, cols, values).QuantizeQ4()
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			for r := range rows {
-				scales, nib := q.q4Row(r)
-				for g := range cols / GroupSize {
-					binary.Write(&data, le, f32ToF16(scales[g]))
-					data.Write(nib[g*16 : g*16+16])
-				}
-			}
-			return
+			quantize = NewF32(rows, cols, values).QuantizeQ4
 		}
-		q, err := NewF32(rows, cols, values).Quantize()
+		q, err := quantize()
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
+		// The engine's rows hold a row's scales, then its groups'
+		// payloads in file order: a GGUF block is a scale (as f16) and
+		// its group's payload.
+		raw, rowBytes := q.q8, q.q8RowBytes()
+		if typ == ggmlQ4_0 {
+			raw, rowBytes = q.q4, q.q4RowBytes()
+		}
+		groups := cols / GroupSize
+		per := (rowBytes - 4*groups) / groups
 		for r := range rows {
-			scales, vals := q.q8Row(r)
-			for g := range cols / GroupSize {
-				binary.Write(&data, le, f32ToF16(scales[g]))
-				binary.Write(&data, le, vals[g*GroupSize:(g+1)*GroupSize])
+			row := raw[r*rowBytes : (r+1)*rowBytes]
+			for g := range groups {
+				binary.Write(&data, le, f32ToF16(math.Float32frombits(le.Uint32(row[4*g:]))))
+				data.Write(row[4*groups+g*per : 4*groups+(g+1)*per])
 			}
 		}
 	}
@@ -222,14 +221,7 @@ func BenchmarkTiedQ8File(b *testing.B) {
 			}
 			e := NewEngine(m, 2)
 			defer e.Close()
-			st := NewState(m.Weights)
-			for pos := range 64 {
-				e.forwardOne(st, 1, pos)
-			}
-			for b.Loop() {
-				argmax(e.forwardOne(st, 1, 64))
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+			benchDecode(b, e)
 		})
 	}
 }
@@ -315,8 +307,8 @@ func TestQ4GGUFRunsAsStored(t *testing.T) {
 		num += float64((a[i] - b[i]) * (a[i] - b[i]))
 		den += float64(b[i] * b[i])
 	}
-	if rel := math.Sqrt(num / den); rel > 0.05 {
-		t.Errorf("Q4_0 logits off by %.4f (relative L2) from the same weights in f32", rel)
+	if rel := math.Sqrt(num / den); !(den > 0) || rel > 0.05 {
+		t.Errorf("Q4_0 logits off by %.4f (relative L2, over logits of norm² %g) from the same weights in f32", rel, den)
 	}
 	q8, err := Load(path, "q8_0")
 	if err != nil || q8.Weights.Format() != "q8_0" {
@@ -339,16 +331,7 @@ func BenchmarkQ4File(b *testing.B) {
 				}
 				e := NewEngine(m, threads)
 				defer e.Close()
-				st := NewState(m.Weights)
-				for pos := range 64 {
-					e.forwardOne(st, 1, pos)
-				}
-				for b.Loop() {
-					argmax(e.forwardOne(st, 1, 64))
-				}
-				tps := float64(b.N) / b.Elapsed().Seconds()
-				b.ReportMetric(tps, "tok/s")
-				b.ReportMetric(tps*float64(m.Weights.BytesPerToken())/1e9, "weight-GB/s")
+				benchDecode(b, e)
 			})
 		}
 	}
