@@ -29,9 +29,7 @@ func GridHeadless(w io.Writer, pending int) func(grid.Event) {
 		case runner.Waiting, runner.Resumed, runner.Warning:
 			fmt.Fprintf(w, "      %s: %s\n", cell.ID, EventLine(e))
 		case runner.ArmStopped:
-			if e.Short != fmt.Sprintf("trial cap %d", ev.Left) {
-				fmt.Fprintf(w, "      %s %s stopped: %s\n", cell.ID, e.Arm, e.Reason)
-			}
+			fmt.Fprintf(w, "      %s %s stopped: %s\n", cell.ID, e.Arm, e.Reason)
 		case runner.Finished:
 			arms := slices.Sorted(maps.Keys(e.Summary))
 			for _, arm := range arms {

@@ -37,8 +37,9 @@ type GridApp struct {
 	running       *grid.Event // the session in flight, from its Started
 	data          *runData
 	dash          *dashboard
-	cmp           *grid.Comparison // the cells so far, ranked
+	cmp           *grid.Comparison // the cells so far, ranked (off Update: it reads every session)
 	cmpErr        error
+	stale         bool // events came in since the last frame
 	// states are each cell's latest state, from the manifest at the
 	// start and the run's events after (the run owns the manifest).
 	states   map[string]string
@@ -60,12 +61,18 @@ func NewGrid(ctx context.Context, m *grid.Matrix, pending int, now func() time.T
 			g.states[c.ID] = runs[len(runs)-1].Status
 		}
 	}
-	g.refresh()
 	return g
 }
 
 type gridEventsMsg []grid.Event
 type gridDoneMsg struct{}
+
+// gridRankedMsg is the cells ranked from their files, read by a command
+// so that a grid of many sessions never stalls a frame.
+type gridRankedMsg struct {
+	cmp *grid.Comparison
+	err error
+}
 
 // Init starts the grid's run, its event pump and the frame tick.
 func (g *GridApp) Init() tea.Cmd {
@@ -75,7 +82,15 @@ func (g *GridApp) Init() tea.Cmd {
 		close(g.events)
 	}()
 	g.render()
-	return tea.Batch(g.next(), tick())
+	return tea.Batch(g.next(), tick(), g.rank())
+}
+
+func (g *GridApp) rank() tea.Cmd {
+	dir := g.m.Dir
+	return func() tea.Msg {
+		cmp, err := grid.Compare(dir, session.TestOptions{Resamples: 1000, Seed: 1})
+		return gridRankedMsg{cmp, err}
+	}
 }
 
 // Err is how the grid's run ended, once the program has exited: it stops
@@ -110,32 +125,42 @@ func (g *GridApp) next() tea.Cmd {
 	}
 }
 
-// Update handles keys, events and ticks.
+// Update handles keys, events and ticks. Events are drawn on the next
+// tick, at most frameInterval apart, however fast they come.
 func (g *GridApp) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	var cmd tea.Cmd
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		g.width, g.height = msg.Width, msg.Height
 	case tickMsg:
-		if !g.finished() {
+		if !g.over {
 			cmd = tick()
 		}
-	case gridEventsMsg:
-		for _, ev := range msg {
-			g.apply(ev)
+		if !g.stale {
+			return g, cmd
 		}
+	case gridEventsMsg:
 		cmd = g.next()
+		for _, ev := range msg {
+			if g.apply(ev) {
+				cmd = tea.Batch(cmd, g.rank())
+			}
+		}
+		g.stale = true
+		return g, cmd
+	case gridRankedMsg:
+		g.cmp, g.cmpErr = msg.cmp, msg.err
 	case gridDoneMsg:
 		g.over = true
 		g.running = nil
-		g.refresh()
 		if g.quitting {
 			return g, tea.Quit
 		}
+		cmd = g.rank()
 	case tea.KeyPressMsg:
 		switch {
 		case key.Matches(msg, keys.Interrupt) || key.Matches(msg, keys.Quit):
-			if g.finished() {
+			if g.over {
 				return g, tea.Quit
 			}
 			g.quitting = true
@@ -150,32 +175,28 @@ func (g *GridApp) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return g, cmd
 }
 
-func (g *GridApp) finished() bool { return g.over }
-
-func (g *GridApp) apply(ev grid.Event) {
+// apply folds one event in; it reports whether a session ended, so that
+// the cells are ranked again.
+func (g *GridApp) apply(ev grid.Event) (ended bool) {
 	if ev.Failed != nil {
 		g.states[ev.Cell.ID] = "failed: " + ev.Failed.Error()
-		return
+		return false
 	}
 	switch e := ev.Event.(type) {
 	case runner.Started:
 		g.running = &ev
 		g.states[ev.Cell.ID] = "running"
-		g.data = newRunData(ev.Cell.ID+" "+ev.Cell.Label, "", 0.01)
+		g.data = newRunData(ev.Cell.ID+" "+ev.Cell.Label, "", ev.Cell.ConvergeTol)
 		g.dash = newDashboard(g.data, "grid "+g.m.Grid.Name, g.now())
 	case runner.Finished:
 		g.ended++
 		g.states[ev.Cell.ID] = e.Status
-		g.refresh()
+		ended = true
 	}
 	if g.data != nil && g.running != nil && ev.Slot == g.running.Slot {
 		g.data.apply(ev.Event)
 	}
-}
-
-// refresh ranks the cells that have run so far, from their files.
-func (g *GridApp) refresh() {
-	g.cmp, g.cmpErr = grid.Compare(g.m.Dir, session.TestOptions{Resamples: 1000, Seed: 1})
+	return ended
 }
 
 // View draws the last frame.
@@ -186,6 +207,7 @@ func (g *GridApp) View() tea.View {
 }
 
 func (g *GridApp) render() {
+	g.stale = false
 	w, h := g.width, g.height
 	if w < minWidth || h < minHeight {
 		g.frame = strings.Join(fitLines(fmt.Sprintf("tokentop needs %d×%d; this terminal is %d×%d", minWidth, minHeight, w, h), w, h), "\n")
@@ -198,7 +220,7 @@ func (g *GridApp) render() {
 	header := g.header(w)
 	bodyH := h - 2
 	var body string
-	if g.showDash && g.dash != nil && !g.finished() {
+	if g.showDash && g.dash != nil && !g.over {
 		body = g.dash.view(w, bodyH+1, g.now()) // its own header line replaces the grid's
 		g.frame = body + "\n" + fit(styleDim.Render(help), w)
 		return
@@ -212,16 +234,16 @@ func (g *GridApp) header(w int) string {
 	elapsed := g.now().Sub(g.begin)
 	status := fmt.Sprintf("%d/%d sessions · %s", g.ended, g.pending, clock(elapsed))
 	switch {
-	case g.finished() && errors.Is(g.err, grid.ErrBudgetSpent):
+	case g.over && errors.Is(g.err, grid.ErrBudgetSpent):
 		status = "budget spent · " + status
-	case g.finished():
+	case g.over:
 		status = "done · " + status
 	case g.ended > 0:
 		eta := time.Duration(float64(elapsed) / float64(g.ended) * float64(g.pending-g.ended))
 		status += " · ETA " + clock(eta)
 	}
 	title := styleTitle.Render("tokentop") + " grid " + g.m.Grid.Name
-	if g.running != nil && !g.finished() {
+	if g.running != nil && !g.over {
 		title += " · running " + g.running.Cell.ID
 	}
 	gap := w - lipgloss.Width(title) - lipgloss.Width(status)
@@ -321,6 +343,9 @@ func (g *GridApp) table(w, h int) string {
 		if lines, need = build(level); need <= w {
 			break
 		}
+	}
+	if g.cmpErr != nil && g.ended > 0 { // before any session there is nothing to rank
+		lines = append(lines, styleWarn.Render(fit("⚠ no ranking: "+g.cmpErr.Error(), w)))
 	}
 	if len(lines) > h && h >= 2 {
 		lines = append(lines[:h-1], styleDim.Render(fmt.Sprintf("+%d more cells: tokentop compare %s ranks them all", len(lines)-h+1, g.m.Dir)))

@@ -35,6 +35,10 @@ func TestGridScreenFillsInAsCellsRun(t *testing.T) {
 		app := NewGrid(context.Background(), m, 4, nil)
 		app.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
 		app.Update(msgs)
+		if strings.Contains(ansi.Strip(app.frame), "· running c02") {
+			t.Errorf("%dx%d: events drawn before the tick", size[0], size[1])
+		}
+		app.Update(tickMsg{})
 		screen := ansi.Strip(app.frame)
 		failed := "failed: builtin backend: no such model"
 		if size[0] == 80 {

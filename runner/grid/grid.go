@@ -50,6 +50,8 @@ type Cell struct {
 	opts    runner.Options
 	Hash    string // the plan's config hash at its full trial count
 	Trials  int    // timed trials per arm per repetition
+	// ConvergeTol is the plan's convergence tolerance, for front ends.
+	ConvergeTol float64
 }
 
 // Manifest is grid.toml: the grid's settings and each cell's runs.
@@ -129,7 +131,7 @@ func Expand(g *profiles.Grid, base runner.Options) (*Matrix, error) {
 		if err != nil {
 			return nil, fmt.Errorf("grid %s: cell %s (%s): %w", g.Source, c.ID, c.Label, err)
 		}
-		c.Hash, c.Trials = plan.ConfigHash(), plan.Profile.Trials
+		c.Hash, c.Trials, c.ConvergeTol = plan.ConfigHash(), plan.Profile.Trials, plan.ConvergeTol
 		m.Cells = append(m.Cells, c)
 	}
 	return m, m.readState()
