@@ -222,28 +222,22 @@ func (r *run) runStreams(ctx context.Context, streams []int, perStream int, phas
 const emptyBlocksToGiveUp = 3
 
 // endByDuration ends arm i once its steady windows add up to the plan's
-// duration (windowS: its last block's window, 0 when it had none).
-func (r *run) endByDuration(i int, windowS float64) {
+// duration, or when its blocks keep having none.
+func (r *run) endByDuration(i int) {
 	d := r.plan.Profile.LoadDuration
 	arm := &r.arms[i]
 	if d <= 0 || arm.stopped {
 		return
 	}
-	arm.steadyS += windowS
-	arm.blocks++
-	if windowS > 0 {
-		arm.emptyBlocks = 0
-	} else {
-		arm.emptyBlocks++
-	}
+	b := &arm.blocks
 	var decision Decision
 	switch {
-	case arm.steadyS >= d.Seconds():
+	case b.steadyS >= d.Seconds():
 		decision = Decision{Stop: true, Short: fmt.Sprintf("%v of steady load", d),
-			Reason: fmt.Sprintf("ran %v of steady load (%.1f s of steady windows over %d blocks)", d, arm.steadyS, arm.blocks)}
-	case arm.emptyBlocks >= emptyBlocksToGiveUp:
+			Reason: fmt.Sprintf("ran %v of steady load (%.1f s of steady windows over %d blocks)", d, b.steadyS, b.blocks)}
+	case b.emptyInARow >= emptyBlocksToGiveUp:
 		decision = Decision{Stop: true, Short: "no steady window",
-			Reason: fmt.Sprintf("%d blocks in a row had no steady window (a stream ended before the others had finished their first request; see its errors), so its duration could not be reached", arm.emptyBlocks)}
+			Reason: fmt.Sprintf("%d blocks in a row had no steady window (a stream ended before the others had finished their first request; see its errors), so its duration could not be reached", b.emptyInARow)}
 	default:
 		return
 	}
@@ -264,14 +258,23 @@ func (r *run) blockTargets(streams []int) []int {
 }
 
 // blockDone measures a timed block's steady window (throughput and
-// energy), adds it to arm i's cost and tells the front end.
+// energy), adds it to arm i's blocks, tells the front end, and ends the
+// arm if it ran for a duration that is reached.
 func (r *run) blockDone(i, round int, block []session.Record, peakMB float64) {
 	arm := r.plan.Profile.Arms[i].Name
-	tp, ok := session.LoadThroughput(block, r.tokens)[arm]
-	defer func() { r.endByDuration(i, tp.WindowS) }()
-	if !ok {
-		return // no steady window: a stream ended before the others had finished their ramp-up
+	if tp, ok := session.LoadThroughput(block, r.tokens)[arm]; ok {
+		cost := r.windowCost(block, tp, peakMB)
+		r.arms[i].blocks.add(tp, cost)
+		r.events <- BlockDone{Arm: arm, Round: round, Throughput: tp, Cost: cost}
+	} else { // no steady window: a stream ended before the others had finished their ramp-up
+		r.arms[i].blocks.addEmpty()
 	}
+	r.endByDuration(i)
+}
+
+// windowCost is the energy of a block's steady window, by the trial
+// rules, and the block's peak memory.
+func (r *run) windowCost(block []session.Record, tp session.Throughput, peakMB float64) session.LoadCost {
 	ptrs := make([]*session.Record, len(block))
 	for k := range block {
 		ptrs[k] = &block[k]
@@ -288,23 +291,34 @@ func (r *run) blockDone(i, round int, block []session.Record, peakMB float64) {
 			}
 		}
 	}
-	r.arms[i].cost.add(tp, cost)
-	r.events <- BlockDone{Arm: arm, Round: round, Throughput: tp, Cost: cost}
+	return cost
 }
 
-// costSum adds up a load arm's blocks' cost.
-type costSum struct {
-	netJ, grossJ, windowS, tokens float64
-	quality                       telemetry.Quality // the weakest window's
-	windows, measured             int               // windows, and those with an energy figure
-	peakMB                        float64
-	peaks                         int // blocks whose memory was read
+// blockSum adds up a load arm's timed blocks: their steady time, which a
+// duration ends the arm by, and what their windows cost.
+type blockSum struct {
+	blocks, emptyInARow int               // blocks, and the latest ones in a row without a steady window
+	steadyS             float64           // the windows' total length
+	windows, measured   int               // blocks with a window, and those with an energy figure
+	netJ, grossJ        float64           // over the measured windows
+	measuredS, tokens   float64           // the measured windows' length and the tokens in them
+	quality             telemetry.Quality // the weakest window's
+	peakMB              float64
+	peaks               int // blocks whose memory was read
 }
 
 var qualityRank = map[telemetry.Quality]int{telemetry.QualityCounter: 0, telemetry.QualitySampled: 1, telemetry.QualityNoData: 2}
 
-func (c *costSum) add(tp session.Throughput, cost session.LoadCost) {
+func (c *blockSum) addEmpty() {
+	c.blocks++
+	c.emptyInARow++
+}
+
+func (c *blockSum) add(tp session.Throughput, cost session.LoadCost) {
+	c.blocks++
+	c.emptyInARow = 0
 	c.windows++
+	c.steadyS += tp.WindowS
 	if q := telemetry.Quality(cost.EnergyQuality); q != telemetry.QualityUnavailable && (c.quality == "" || qualityRank[q] > qualityRank[c.quality]) {
 		c.quality = q
 	}
@@ -312,7 +326,7 @@ func (c *costSum) add(tp session.Throughput, cost session.LoadCost) {
 		c.measured++
 		c.netJ += cost.EnergyJ
 		c.grossJ += cost.AvgPowerW * tp.WindowS
-		c.windowS += tp.WindowS
+		c.measuredS += tp.WindowS
 		c.tokens += tp.TokensPerS * tp.WindowS
 	}
 	if !math.IsNaN(cost.PeakRSSMB) {
@@ -323,7 +337,7 @@ func (c *costSum) add(tp session.Throughput, cost session.LoadCost) {
 
 // total is the arm's LoadCost; energy only when every window had a
 // figure, so a sum never silently leaves windows out.
-func (c *costSum) total(power bool) *session.LoadCost {
+func (c *blockSum) total(power bool) *session.LoadCost {
 	nan := math.NaN()
 	cost := &session.LoadCost{EnergyJ: nan, AvgPowerW: nan, JPerToken: nan, EnergyQuality: session.EnergyUnavailable, PeakRSSMB: nan}
 	if c.peaks > 0 {
@@ -338,7 +352,7 @@ func (c *costSum) total(power bool) *session.LoadCost {
 	}
 	cost.EnergyQuality = string(c.quality)
 	if c.measured == c.windows {
-		cost.EnergyJ, cost.AvgPowerW = c.netJ, c.grossJ/c.windowS
+		cost.EnergyJ, cost.AvgPowerW = c.netJ, c.grossJ/c.measuredS
 		if c.tokens > 0 {
 			cost.JPerToken = c.netJ / c.tokens
 		}

@@ -259,3 +259,26 @@ func TestDurationEndsEachLevelByItsSteadyTime(t *testing.T) {
 		}
 	}
 }
+
+// An arm run for a duration whose blocks keep having no steady window
+// (its streams never all in flight) gives up after three in a row
+// instead of running for ever; a block with a window starts the count
+// again.
+func TestDurationGivesUpOnBlocksWithoutAWindow(t *testing.T) {
+	plan := testPlan(t, 0, 2, "greedy")
+	plan.Profile.LoadDuration = time.Minute
+	r := &run{plan: plan, arms: make([]armState, 1), events: make(chan Event, 4)}
+	b := &r.arms[0].blocks
+	b.addEmpty()
+	b.addEmpty()
+	b.add(session.Throughput{WindowS: 0.5, TokensPerS: 100}, session.LoadCost{EnergyJ: math.NaN(), PeakRSSMB: math.NaN()})
+	b.addEmpty()
+	b.addEmpty()
+	if r.endByDuration(0); r.arms[0].stopped {
+		t.Fatalf("stopped after two empty blocks in a row: %+v", r.arms[0].stop)
+	}
+	b.addEmpty()
+	if r.endByDuration(0); !r.arms[0].stopped || r.arms[0].stop.Short != "no steady window" || b.blocks != 6 || b.steadyS != 0.5 {
+		t.Errorf("after three in a row: stopped %v (%+v), %d blocks, %.1f s steady", r.arms[0].stopped, r.arms[0].stop, b.blocks, b.steadyS)
+	}
+}

@@ -261,7 +261,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		}
 		if t, ok := load[a.Name]; ok {
 			s.Load = &t
-			s.LoadCost = r.arms[i].cost.total(mon.sampler != nil)
+			s.LoadCost = r.arms[i].blocks.total(mon.sampler != nil)
 		}
 		summary[a.Name] = s
 	}
@@ -385,11 +385,7 @@ type armState struct {
 	// counterRejected counts timed trials whose energy counter was not used.
 	counterRejected int
 	e2e             metrics.Series
-	cost            costSum // a load arm's blocks
-	// A load arm run for a duration: its steady seconds, blocks, and
-	// blocks in a row without a steady window.
-	steadyS             float64
-	blocks, emptyBlocks int
+	blocks          blockSum // a load arm's timed blocks
 }
 
 // targetState is what the run knows of one target's health.
