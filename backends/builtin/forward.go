@@ -187,34 +187,31 @@ func (e *Engine) forward(p *pass) {
 		for _, st := range p.states {
 			rmsNorm(st.xb, st.x, layer.AttnNorm, w.NormEps)
 		}
-		e.multiply(p, [3]*Matrix{layer.WQ, layer.WK, layer.WV}, 3, false, selXB, [3]vecSel{selQ, selK, selV})
+		e.multiply(p, p.states, [3]*Matrix{layer.WQ, layer.WK, layer.WV}, 3, false, selXB, [3]vecSel{selQ, selK, selV})
 		for _, st := range p.states {
 			e.storeKV(st, l)
 		}
 		p.attn = attnJob{states: p.states, layer: l, heads: s.Heads}
 		e.pool.run(&p.attn)
-		e.multiply(p, [3]*Matrix{layer.WO}, 1, false, selXB, [3]vecSel{selXB2})
+		e.multiply(p, p.states, [3]*Matrix{layer.WO}, 1, false, selXB, [3]vecSel{selXB2})
 		for _, st := range p.states {
 			add(st.x, st.xb2)
 			rmsNorm(st.xb, st.x, layer.FFNNorm, w.NormEps)
 		}
-		e.multiply(p, [3]*Matrix{layer.W1, layer.W3}, 2, true, selXB, [3]vecSel{selHB, selHB2})
-		e.multiply(p, [3]*Matrix{layer.W2}, 1, false, selHB, [3]vecSel{selXB})
+		e.multiply(p, p.states, [3]*Matrix{layer.W1, layer.W3}, 2, true, selXB, [3]vecSel{selHB, selHB2})
+		e.multiply(p, p.states, [3]*Matrix{layer.W2}, 1, false, selHB, [3]vecSel{selXB})
 		for _, st := range p.states {
 			add(st.x, st.xb)
 		}
 	}
 	// Only the steps' last tokens go on: a prompt chunk's earlier ones
 	// needed no logits (and the classifier is the largest matrix).
-	all := p.states
-	p.states = p.last
-	for _, st := range p.states {
+	for _, st := range p.last {
 		rmsNorm(st.x, st.x, w.FinalNorm, w.NormEps)
 	}
-	e.multiply(p, [3]*Matrix{w.Classifier}, 1, false, selX, [3]vecSel{selLogits})
-	p.sample = sampleJob{states: p.states, vocab: s.Vocab}
+	e.multiply(p, p.last, [3]*Matrix{w.Classifier}, 1, false, selX, [3]vecSel{selLogits})
+	p.sample = sampleJob{states: p.last, vocab: s.Vocab}
 	e.pool.run(&p.sample)
-	p.states = all
 }
 
 // storeKV rotates this position's query and key and appends key and value
@@ -234,17 +231,17 @@ func (e *Engine) storeKV(st *State, l int) {
 	}
 }
 
-// multiply applies up to three matrices to input vector in of every state
-// of the pass, into the outputs out (see matJob), quantizing each input
-// once when the matrices are Q8_0.
-func (e *Engine) multiply(p *pass, ms [3]*Matrix, n int, gated bool, in vecSel, out [3]vecSel) {
+// multiply applies up to three matrices to input vector in of each of
+// states (the pass's buffers do the work), into the outputs out (see
+// matJob), quantizing each input once when the matrices are quantized.
+func (e *Engine) multiply(p *pass, states []*State, ms [3]*Matrix, n int, gated bool, in vecSel, out [3]vecSel) {
 	j := &p.mat
 	j.m, j.n, j.gated = ms, n, gated
 	j.x, j.xq = j.x[:0], j.xq[:0]
 	for i := range n {
 		j.out[i] = j.out[i][:0]
 	}
-	for _, st := range p.states {
+	for _, st := range states {
 		x, xq := st.vec(in), st.quant(in)
 		if ms[0].Quantized() {
 			quantizeInto(xq.q[:len(x)], xq.scales[:len(x)/GroupSize], x)
