@@ -361,31 +361,24 @@ func (l *tensorLoader) matrix(name string, rows, cols int) *Matrix {
 	return l.matrixOf(t, raw, rows, cols)
 }
 
-// matrixOf converts a quantized tensor's blocks into the engine's rows.
+// matrixOf converts a quantized tensor's blocks (an f16 scale, then the
+// group's payload) into the engine's rows (the scales, then the
+// payloads), the same for every format.
 func (l *tensorLoader) matrixOf(t GGUFTensor, raw []byte, rows, cols int) *Matrix {
-	groups := cols / GroupSize
-	per := int(blockBytes[t.Type])
-	if t.Type == ggmlQ4_0 {
-		m := newQ4Matrix(rows, cols)
-		for r := range rows {
-			scales, nib := m.q4Row(r)
-			for g := range groups {
-				block := raw[(r*groups+g)*per:]
-				scales[g] = f16ToF32(binary.LittleEndian.Uint16(block))
-				copy(nib[g*16:g*16+16], block[2:18])
-			}
-		}
-		return m
-	}
 	m := newQ8Matrix(rows, cols)
+	if t.Type == ggmlQ4_0 {
+		m = newQ4Matrix(rows, cols)
+	}
+	dst, rowBytes := m.stored()
+	groups := cols / GroupSize
+	block := int(blockBytes[t.Type])
+	payload := block - 2
 	for r := range rows {
-		scales, values := m.q8Row(r)
+		scales, payloads := m.row(r, dst, rowBytes)
 		for g := range groups {
-			block := raw[(r*groups+g)*per:]
-			scales[g] = f16ToF32(binary.LittleEndian.Uint16(block))
-			for i := range GroupSize {
-				values[g*GroupSize+i] = int8(block[2+i])
-			}
+			b := raw[(r*groups+g)*block:]
+			scales[g] = f16ToF32(binary.LittleEndian.Uint16(b))
+			copy(payloads[g*payload:(g+1)*payload], b[2:block])
 		}
 	}
 	return m

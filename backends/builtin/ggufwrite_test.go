@@ -78,17 +78,14 @@ func ggufOf(t testing.TB, w *Weights, tok *Tokenizer, typ uint32) []byte {
 		// The engine's rows hold a row's scales, then its groups'
 		// payloads in file order: a GGUF block is a scale (as f16) and
 		// its group's payload.
-		raw, rowBytes := q.q8, q.q8RowBytes()
-		if typ == ggmlQ4_0 {
-			raw, rowBytes = q.q4, q.q4RowBytes()
-		}
+		raw, rowBytes := q.stored()
 		groups := cols / GroupSize
-		per := (rowBytes - 4*groups) / groups
 		for r := range rows {
-			row := raw[r*rowBytes : (r+1)*rowBytes]
+			scales, payloads := q.row(r, raw, rowBytes)
+			per := len(payloads) / groups
 			for g := range groups {
-				binary.Write(&data, le, f32ToF16(math.Float32frombits(le.Uint32(row[4*g:]))))
-				data.Write(row[4*groups+g*per : 4*groups+(g+1)*per])
+				binary.Write(&data, le, f32ToF16(scales[g]))
+				data.Write(payloads[g*per : (g+1)*per])
 			}
 		}
 	}

@@ -50,10 +50,7 @@ func (m *Matrix) q4RowBytes() int { return m.Cols/GroupSize*4 + m.Cols/2 }
 
 // q4Row returns row r's group scales and packed nibbles.
 func (m *Matrix) q4Row(r int) (scales []float32, nibbles []byte) {
-	groups := m.Cols / GroupSize
-	row := m.q4[r*m.q4RowBytes() : (r+1)*m.q4RowBytes()]
-	scales = unsafe.Slice((*float32)(unsafe.Pointer(&row[0])), groups)
-	return scales, row[groups*4:]
+	return m.row(r, m.q4, m.q4RowBytes())
 }
 
 // q8RowBytes is the size of one stored Q8_0 row.
@@ -61,11 +58,25 @@ func (m *Matrix) q8RowBytes() int { return m.Cols/GroupSize*4 + m.Cols }
 
 // q8Row returns row r's group scales and values, viewing its bytes.
 func (m *Matrix) q8Row(r int) (scales []float32, q []int8) {
+	scales, payload := m.row(r, m.q8, m.q8RowBytes())
+	return scales, unsafe.Slice((*int8)(unsafe.Pointer(&payload[0])), m.Cols)
+}
+
+// stored is a quantized matrix's rows as they are kept, and one row's
+// size: every format lays a row out as its group scales (float32), then
+// its groups' payloads in order.
+func (m *Matrix) stored() (raw []byte, rowBytes int) {
+	if m.q4 != nil {
+		return m.q4, m.q4RowBytes()
+	}
+	return m.q8, m.q8RowBytes()
+}
+
+// row views row r of raw as its group scales and its payload bytes.
+func (m *Matrix) row(r int, raw []byte, rowBytes int) (scales []float32, payload []byte) {
 	groups := m.Cols / GroupSize
-	row := m.q8[r*m.q8RowBytes() : (r+1)*m.q8RowBytes()]
-	scales = unsafe.Slice((*float32)(unsafe.Pointer(&row[0])), groups)
-	q = unsafe.Slice((*int8)(unsafe.Pointer(&row[groups*4])), m.Cols)
-	return scales, q
+	row := raw[r*rowBytes : (r+1)*rowBytes]
+	return unsafe.Slice((*float32)(unsafe.Pointer(&row[0])), groups), row[groups*4:]
 }
 
 // NewF32 wraps data (rows*cols values) without copying it.
@@ -86,11 +97,9 @@ func (m *Matrix) DType() string {
 
 // Bytes is the memory the weights take.
 func (m *Matrix) Bytes() int64 {
-	switch {
-	case m.q8 != nil:
-		return int64(len(m.q8))
-	case m.q4 != nil:
-		return int64(len(m.q4))
+	if m.Quantized() {
+		raw, _ := m.stored()
+		return int64(len(raw))
 	}
 	return 4 * int64(len(m.F32))
 }

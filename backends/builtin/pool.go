@@ -236,11 +236,8 @@ func (j *matJob) block(m *Matrix, span int) int {
 		return max(span, 1)
 	}
 	rowBytes := 4 * m.Cols
-	switch m.DType() {
-	case "q8_0":
-		rowBytes = m.q8RowBytes()
-	case "q4_0":
-		rowBytes = m.q4RowBytes()
+	if m.Quantized() {
+		_, rowBytes = m.stored()
 	}
 	return max(2, rowBlockBytes/rowBytes&^1)
 }
