@@ -426,13 +426,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tokentop: %v\n", err)
 		return exitUsage
 	}
-	pending := 0
-	for _, slot := range m.Order() {
-		if m.Left(slot) > 0 {
-			pending++
-		}
-	}
-	slots := len(m.Order())
+	pending, slots := m.Pending(), len(m.Order())
 	fmt.Fprintf(stdout, "grid %s: %d cells × %d repetition(s), order %s (seed %d), in %s; %d of %d sessions to run\n",
 		g.Name, len(m.Cells), g.Repetitions, g.Order, g.Seed, m.Dir, pending, slots)
 	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)

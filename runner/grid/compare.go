@@ -1,6 +1,7 @@
 package grid
 
 import (
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -141,7 +142,7 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 				TTFT:       median(session.Values(recs, metric("ttft_ms")), opts),
 				TPOT:       median(session.Values(recs, metric("tpot_ms")), opts),
 				TokensPerS: metric("output_tps").Pooled(recs),
-				JPerToken:  metrics.Median(finite(session.Values(recs, metric("j_per_token")))),
+				JPerToken:  metrics.Median(session.Values(recs, metric("j_per_token"))),
 				USDPer1M:   math.NaN(),
 			}
 			if usdPerHour > 0 && r.TokensPerS > 0 {
@@ -266,9 +267,9 @@ func (c *Comparison) phaseFits() {
 	}
 }
 
-// median is the values' median with its bootstrap 95% interval.
+// median is the values' median with its bootstrap 95% interval (values
+// from session.Values: NaN already left out).
 func median(values []float64, opts session.TestOptions) metrics.Estimate {
-	values = finite(values)
 	return metrics.Estimate{Value: metrics.Median(values), CI: metrics.Bootstrap(values, metrics.Median, opts.Resamples, opts.Seed)}
 }
 
@@ -278,10 +279,6 @@ func prefixed(prefix string, lines []string) []string {
 		out[i] = prefix + l
 	}
 	return out
-}
-
-func finite(values []float64) []float64 {
-	return slices.DeleteFunc(values, func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) })
 }
 
 // rank tests every pair of rows on e2e (Mann-Whitney, Holm-adjusted over
@@ -331,18 +328,8 @@ func (c *Comparison) rank() {
 		if ra != rb {
 			return ra - rb
 		}
-		return cmpFloat(a.E2E.Value, b.E2E.Value)
+		return cmp.Compare(a.E2E.Value, b.E2E.Value)
 	})
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // axisMeans summarises each axis value across the other axes by

@@ -38,7 +38,8 @@ type Matrix struct {
 	Dir   string
 	Cells []Cell
 	// State is the grid manifest: what ran, read back on a resume.
-	State Manifest
+	State   Manifest
+	counted map[string]int // see countedIn
 }
 
 // Cell is one combination of the axes' values and how to run it.
@@ -253,22 +254,46 @@ func (m *Matrix) Order() []Slot {
 func (m *Matrix) Left(s Slot) int {
 	left := m.Cells[s.Cell].Trials
 	for _, run := range m.State.Cells[s.Cell].Runs {
-		if run.Repetition != s.Repetition || run.Session == "" {
-			continue
+		if run.Repetition == s.Repetition && run.Session != "" {
+			left -= m.countedIn(run.Session)
 		}
-		ses, err := session.Load(filepath.Join(m.Dir, run.Session))
-		if err != nil {
-			continue
-		}
-		fewest := -1
+	}
+	return max(0, left)
+}
+
+// countedIn is the fewest counted trials of any arm of a session of the
+// grid's folder, read once: the slots are counted before a start and
+// again as it runs, and a session that ended does not change.
+func (m *Matrix) countedIn(name string) int {
+	if n, ok := m.counted[name]; ok {
+		return n
+	}
+	fewest := 0
+	if ses, err := session.Load(filepath.Join(m.Dir, name)); err == nil {
+		fewest = -1
 		for _, recs := range session.ByArm(ses.Records) {
 			if n := len(session.Counted(recs)); fewest < 0 || n < fewest {
 				fewest = n
 			}
 		}
-		left -= max(0, fewest)
+		fewest = max(0, fewest)
 	}
-	return max(0, left)
+	if m.counted == nil {
+		m.counted = map[string]int{}
+	}
+	m.counted[name] = fewest
+	return fewest
+}
+
+// Pending counts the slots with trials left.
+func (m *Matrix) Pending() int {
+	n := 0
+	for _, s := range m.Order() {
+		if m.Left(s) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // Event is what Run reports: a runner event of the slot now running, or
@@ -299,12 +324,12 @@ func (m *Matrix) Run(ctx context.Context, onEvent func(Event)) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if b := m.Grid.TimeBudget; b > 0 && time.Since(start) >= b && m.Left(slot) > 0 {
-			return fmt.Errorf("%w (%v)", ErrBudgetSpent, b)
-		}
 		left := m.Left(slot)
 		if left == 0 || down[slot.Cell] {
 			continue
+		}
+		if b := m.Grid.TimeBudget; b > 0 && time.Since(start) >= b {
+			return fmt.Errorf("%w (%v)", ErrBudgetSpent, b)
 		}
 		started, err := m.runSlot(ctx, slot, left, onEvent)
 		if err != nil {
