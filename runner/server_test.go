@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -413,7 +414,7 @@ func TestSweepAgainstARecordedLlamaServer(t *testing.T) {
 		}
 	}
 	report := strings.Join(session.BuildReport(s, session.TestOptions{Resamples: 100, Seed: 1}).Lines("", "  "), "\n")
-	if !strings.Contains(report, "greedy at 4 streams: ") || !strings.Contains(report, "hot: ") {
+	if !strings.Contains(report, "sweep of greedy (tok/s") || !regexp.MustCompile(`streams +tok/s +req/s`).MatchString(report) || !strings.Contains(report, "hot: ") {
 		t.Errorf("report:\n%s", report)
 	}
 

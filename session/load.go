@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/tokentop/tokentop/metrics"
@@ -479,22 +480,71 @@ func (res *LoadResults) Words() []string {
 	return lines
 }
 
-// Lines are the results for a text report: each sweep's levels, a line
-// each, then the Words.
+// Lines are the results for a text report: each sweep's table of levels,
+// then the Words.
 func (res *LoadResults) Lines() []string {
 	var lines []string
 	for _, sw := range res.Sweeps {
-		for _, lv := range sw.Levels {
-			line := fmt.Sprintf("%s at %s: %s tok/s, %s req/s over the steady windows; p95 TTFT %s ms, p95 ITL %s ms; n %d",
-				sw.Base, streamWords(lv.Concurrency), FormatValue(lv.TokensPerS), FormatValue(lv.RequestsPerS),
-				FormatValue(lv.TTFTP95), FormatValue(lv.ITLP95), lv.N)
-			if !math.IsNaN(lv.Goodput) {
-				line += fmt.Sprintf("; goodput %.0f%%", 100*lv.Goodput)
-			}
-			lines = append(lines, line)
+		var b strings.Builder
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		t := sw.Table()
+		for _, row := range append([][]string{t.Header}, t.Rows...) {
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 		}
+		tw.Flush()
+		lines = append(lines, fmt.Sprintf("sweep of %s (tok/s and req/s over the steady windows; p95 over the steady requests):", sw.Base))
+		lines = append(lines, strings.Split(strings.TrimRight(b.String(), "\n"), "\n")...)
 	}
 	return append(lines, res.Words()...)
+}
+
+// Table is a figure in rows: a header and its cells, as text.
+type Table struct {
+	Header []string
+	Rows   [][]string
+}
+
+// Table is a sweep's levels: streams, aggregate tok/s and req/s, p95
+// TTFT and ITL, goodput and n, then J/token and peak memory where some
+// level has them. The terminal, the text report and the HTML report all
+// print this one.
+func (sw Sweep) Table() Table {
+	t := Table{Header: []string{"streams", "tok/s", "req/s", "p95 TTFT", "p95 ITL", "goodput", "n"}}
+	energy, memory := false, false
+	for _, lv := range sw.Levels {
+		energy = energy || lv.Cost != nil && !math.IsNaN(lv.Cost.JPerToken)
+		memory = memory || lv.Cost != nil && !math.IsNaN(lv.Cost.PeakRSSMB)
+	}
+	if energy {
+		t.Header = append(t.Header, "J/token")
+	}
+	if memory {
+		t.Header = append(t.Header, "peak RSS")
+	}
+	for _, lv := range sw.Levels {
+		cost := lv.Cost
+		if cost == nil {
+			cost = &LoadCost{JPerToken: math.NaN(), PeakRSSMB: math.NaN()}
+		}
+		row := []string{fmt.Sprint(lv.Concurrency), orDash("%.1f", lv.TokensPerS), orDash("%.2f", lv.RequestsPerS),
+			orDash("%.1f ms", lv.TTFTP95), orDash("%.2f ms", lv.ITLP95), orDash("%.0f%%", 100*lv.Goodput), fmt.Sprint(lv.N)}
+		if energy {
+			row = append(row, orDash("%.3f", cost.JPerToken))
+		}
+		if memory {
+			row = append(row, orDash("%.0f MB", cost.PeakRSSMB))
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+// orDash formats v, or "—" when it is unknown.
+func orDash(format string, v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	return fmt.Sprintf(format, v)
 }
 
 // Words say a sweep's knee and, under an SLO, its goodput.

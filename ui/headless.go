@@ -17,7 +17,6 @@ import (
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/runner"
 	"github.com/tokentop/tokentop/session"
-	"github.com/tokentop/tokentop/ui/figure"
 )
 
 // Headless prints one line per trial and the final summary, reading
@@ -272,7 +271,7 @@ func writeLoadResults(w io.Writer, width int, manifest string) {
 	for _, sw := range res.Sweeps {
 		fmt.Fprintln(w)
 		writeProse(w, width, "sweep of %s (tok/s and req/s over the steady windows; p95 over the steady requests):", sw.Base)
-		levels := figure.SweepTable(sw)
+		levels := sw.Table()
 		table := plainTable{}
 		for _, h := range levels.Header {
 			table.columns = append(table.columns, textColumn{header: h, giveWay: sweepGiveWay[h]})

@@ -26,7 +26,7 @@ func BuildGrid(cmp *grid.Comparison) *Report {
 	for _, row := range cmp.Rows {
 		arms[row.Arm] = true
 	}
-	cells := figure.Table{Header: []string{"rank", "cell", strings.Join(cmp.Axes, " · "), "n", "e2e median [95% CI] ms", "TTFT p50 [95% CI] ms", "TPOT p50 [95% CI] ms", "tok/s"}}
+	cells := session.Table{Header: []string{"rank", "cell", strings.Join(cmp.Axes, " · "), "n", "e2e median [95% CI] ms", "TTFT p50 [95% CI] ms", "TPOT p50 [95% CI] ms", "tok/s"}}
 	interval := func(e metrics.Estimate) string {
 		return fmt.Sprintf("%s [%s, %s]", session.FormatValue(e.Value), session.FormatValue(e.Lo), session.FormatValue(e.Hi))
 	}
@@ -42,7 +42,7 @@ func BuildGrid(cmp *grid.Comparison) *Report {
 		cells.Rows = append(cells.Rows, []string{rank, row.Cell, label, strconv.Itoa(row.N), interval(row.E2E), interval(row.TTFT), interval(row.TPOT),
 			session.FormatValue(row.TokensPerS)})
 	}
-	means := figure.Table{Header: []string{"axis", "value", "matched rows", "e2e geomean ms", "vs fastest", "tok/s geomean"}}
+	means := session.Table{Header: []string{"axis", "value", "matched rows", "e2e geomean ms", "vs fastest", "tok/s geomean"}}
 	for _, m := range cmp.Means {
 		means.Rows = append(means.Rows, []string{m.Axis, m.Value, strconv.Itoa(m.Rows), session.FormatValue(m.E2E),
 			fmt.Sprintf("%.2f×", m.E2ERatioVsFaster), session.FormatValue(m.TokensPerS)})

@@ -56,7 +56,7 @@ func (r *Report) addLoad(sessions []*session.Session) {
 				label = stem + " " + sw.Base
 			}
 			sweeps = append(sweeps, namedSweep{label, sw})
-			lead.Tables = append(lead.Tables, Table{Table: figure.SweepTable(sw),
+			lead.Tables = append(lead.Tables, Table{Table: sw.Table(),
 				Caption: fmt.Sprintf("sweep of %s: tok/s and req/s over the steady windows, p95 over the steady requests", label)})
 		}
 		if slo == nil {

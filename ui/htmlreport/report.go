@@ -64,7 +64,7 @@ type Lead struct {
 // grid's, whose third column is the cells' labels.
 type Table struct {
 	Caption, Class string
-	figure.Table
+	session.Table
 }
 
 // Setup is one session's configuration and machine, as label/value rows.
