@@ -51,8 +51,8 @@ type Started struct {
 	// Load is the manifest's account of a load run; nil for one trial at
 	// a time.
 	Load *session.LoadInfo
-	// Duration ends each load arm by its steady time instead of a trial
-	// count (TrialsPerArm is then 0).
+	// Duration ends each load arm by its steady time instead of
+	// TrialsPerArm; 0 when the count ends them.
 	Duration time.Duration
 }
 
@@ -202,9 +202,6 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 			Load: plan.loadInfo()},
 	}
 	started := Started{Arms: p.ArmNames(), TrialsPerArm: p.Trials, Warmup: map[string]int{}, Load: m.Profile.Load, Duration: p.LoadDuration}
-	if p.LoadDuration > 0 {
-		started.TrialsPerArm = 0
-	}
 	for i, a := range p.Arms {
 		started.Warmup[a.Name] = plan.warmupOf(i)
 	}

@@ -43,6 +43,9 @@ func Headless(w io.Writer, width int, events <-chan runner.Event) {
 			fmt.Fprintf(w, "arms %s: %s\n", armList(ev.Arms, ev.Labels), trialWords(ev))
 			fmt.Fprintf(w, "power: %s; %s\nmemory: %s\n", ev.Power.GPU, ev.Power.CPU, ev.Power.RSSProcess)
 			warmup, trials, arms = ev.Warmup, ev.TrialsPerArm, ev.Arms
+			if ev.Duration > 0 {
+				trials = 0 // no count to reach: the lines count up
+			}
 			for _, a := range arms {
 				nameWidth = max(nameWidth, ansi.StringWidth(a))
 			}
