@@ -313,11 +313,19 @@ func (a *App) View() tea.View {
 // Below this size no screen is readable, so none is drawn.
 const minWidth, minHeight = 20, 6
 
+// tooSmall is the frame that says so, and whether w×h is below it.
+func tooSmall(w, h int) (string, bool) {
+	if w >= minWidth && h >= minHeight {
+		return "", false
+	}
+	return strings.Join(fitLines(fmt.Sprintf("tokentop needs %d×%d; this terminal is %d×%d", minWidth, minHeight, w, h), w, h), "\n"), true
+}
+
 func (a *App) render() {
 	a.stale = false
 	w, h := a.width, a.height
-	if w < minWidth || h < minHeight {
-		a.frame = strings.Join(fitLines(fmt.Sprintf("tokentop needs %d×%d; this terminal is %d×%d", minWidth, minHeight, w, h), w, h), "\n")
+	if frame, small := tooSmall(w, h); small {
+		a.frame = frame
 		return
 	}
 	helpLine := a.help.View(a.bindings())

@@ -209,8 +209,8 @@ func (g *GridApp) View() tea.View {
 func (g *GridApp) render() {
 	g.stale = false
 	w, h := g.width, g.height
-	if w < minWidth || h < minHeight {
-		g.frame = strings.Join(fitLines(fmt.Sprintf("tokentop needs %d×%d; this terminal is %d×%d", minWidth, minHeight, w, h), w, h), "\n")
+	if frame, small := tooSmall(w, h); small {
+		g.frame = frame
 		return
 	}
 	help := "tab running cell's dashboard • q quit (the grid resumes where it stopped)"
