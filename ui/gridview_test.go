@@ -2,12 +2,14 @@ package ui
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/runner"
@@ -50,6 +52,12 @@ func TestGridScreenFillsInAsCellsRun(t *testing.T) {
 			}
 		}
 		checkFits(t, app.frame, size[0], size[1])
+		// The ranking, read off Update, fills in its cell's row.
+		app.Update(gridRankedMsg{cmp: &grid.Comparison{Rows: []grid.Row{{Cell: "c04", Rank: 2, N: 7, TokensPerS: 900,
+			E2E: metrics.Estimate{Value: 12.5, CI: metrics.CI{Lo: 12.1, Hi: 13.0}}}}}})
+		if screen := ansi.Strip(app.frame); !regexp.MustCompile(`2 +c04 .* 12\.50`).MatchString(screen) {
+			t.Errorf("%dx%d: c04's rank and median missing:\n%s", size[0], size[1], screen)
+		}
 		app.Update(press("tab"))
 		if dash := ansi.Strip(app.frame); !strings.Contains(dash, "greedy") || !strings.Contains(dash, "5/5 timed") {
 			t.Errorf("%dx%d: tab shows no dashboard of the running cell:\n%s", size[0], size[1], dash)
