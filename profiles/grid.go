@@ -277,12 +277,16 @@ func (g *Grid) AxisNames() []string {
 	return names
 }
 
+// axisIndex is where axis name stands among the grid's axes, -1 if not.
+func (g *Grid) axisIndex(name string) int {
+	return slices.IndexFunc(g.Axes, func(a Axis) bool { return a.Name == name })
+}
+
 func (g *Grid) axis(name string) (Axis, bool) {
-	i := slices.IndexFunc(g.Axes, func(a Axis) bool { return a.Name == name })
-	if i < 0 {
-		return Axis{}, false
+	if i := g.axisIndex(name); i >= 0 {
+		return g.Axes[i], true
 	}
-	return g.Axes[i], true
+	return Axis{}, false
 }
 
 // axisValue checks one value of an axis and writes it as text.
@@ -343,9 +347,9 @@ func (g *Grid) excluded(c Cell) bool {
 	for _, rule := range g.Exclude {
 		matches := true
 		for name, v := range rule {
-			i := slices.IndexFunc(g.Axes, func(a Axis) bool { return a.Name == name })
 			text, _ := axisValue(name, v)
-			matches = matches && i >= 0 && c[i] == text
+			value, ok := g.Value(c, name)
+			matches = matches && ok && value == text
 		}
 		if matches {
 			return true
@@ -356,11 +360,10 @@ func (g *Grid) excluded(c Cell) bool {
 
 // Value is the cell's value of axis name, and whether the grid has it.
 func (g *Grid) Value(c Cell, name string) (string, bool) {
-	i := slices.IndexFunc(g.Axes, func(a Axis) bool { return a.Name == name })
-	if i < 0 {
-		return "", false
+	if i := g.axisIndex(name); i >= 0 {
+		return c[i], true
 	}
-	return c[i], true
+	return "", false
 }
 
 // Label names a cell by its values: "stories260K · q8_0 · 2 threads".
