@@ -72,7 +72,7 @@ func (r *Report) addLoad(sessions []*session.Session) {
 			func(l session.Level) float64 { return l.TokensPerS }, nil),
 			Caption: fmt.Sprintf("Output tokens per second over each level's steady windows (every stream busy; ramp-up and drain left out). A ring marks the knee: where throughput stopped rising by %.0f%% or p95 latency passed %g× the first level's.", 100*session.KneeGain, session.KneeLatency)},
 		{Name: "ttft-p95-vs-concurrency", plot: levelChart("p95 time to first token by streams in flight", "p95 TTFT (ms)", sweeps,
-			func(l session.Level) float64 { return l.TTFTP95 }, append(kneeLines(sweeps, level1, func(l session.Level) float64 { return l.TTFTP95 }), sloLine(slo, "TTFT")...)),
+			func(l session.Level) float64 { return l.TTFTP95 }, append(kneeLines(sweeps, level1, func(l session.Level) float64 { return l.TTFTP95 }), ttftSLOLine(slo)...)),
 			Caption: "p95 TTFT over each level's steady requests; the dotted line is the knee's bound, and with an SLO the dashed line its TTFT bound."},
 		{Name: "itl-p95-vs-concurrency", plot: levelChart("p95 gap between tokens by streams in flight", "p95 ITL (ms)", sweeps,
 			func(l session.Level) float64 { return l.ITLP95 }, kneeLines(sweeps, level1, func(l session.Level) float64 { return l.ITLP95 })),
@@ -102,17 +102,20 @@ func kneeLines(sweeps []namedSweep, label string, value func(session.Level) floa
 	var lines []refLine
 	for _, sw := range sweeps {
 		if y := session.KneeLatency * value(sw.Levels[0]); y > 0 && !math.IsNaN(y) {
+			named := label
 			if len(sweeps) > 1 {
-				label = sw.label + ": " + label
+				named = sw.label + ": " + label
 			}
-			lines = append(lines, refLine{label: label, y: y})
+			lines = append(lines, refLine{label: named, y: y})
 		}
 	}
 	return lines
 }
 
-func sloLine(slo *session.SLOInfo, what string) []refLine {
-	if slo == nil || slo.TTFTMs == 0 || what != "TTFT" {
+// ttftSLOLine is the SLO's TTFT bound, where it has one. (Its ITL bound
+// is on each request's p99 gap, not the p95 of all gaps a chart shows.)
+func ttftSLOLine(slo *session.SLOInfo) []refLine {
+	if slo == nil || slo.TTFTMs == 0 {
 		return nil
 	}
 	return []refLine{{label: fmt.Sprintf("SLO TTFT ≤ %g ms", slo.TTFTMs), y: slo.TTFTMs, dashed: true}}

@@ -253,3 +253,15 @@ func TestArmsOnTwoTargetsAreLabelledByWhatDiffers(t *testing.T) {
 		t.Errorf("target row %q in %v", got, rows)
 	}
 }
+
+// With two sweeps on one chart, each knee bound is named by its own
+// sweep, once.
+func TestKneeLinesNameTheirOwnSweep(t *testing.T) {
+	level := func(ttft float64) session.Level { return session.Level{Concurrency: 1, TTFTP95: ttft} }
+	sweeps := []namedSweep{{label: "A greedy", Sweep: session.Sweep{Levels: []session.Level{level(10)}}},
+		{label: "B greedy", Sweep: session.Sweep{Levels: []session.Level{level(20)}}}}
+	lines := kneeLines(sweeps, "knee bound", func(l session.Level) float64 { return l.TTFTP95 })
+	if len(lines) != 2 || lines[0].label != "A greedy: knee bound" || lines[1].label != "B greedy: knee bound" || lines[1].y != 40 {
+		t.Errorf("lines %+v", lines)
+	}
+}
