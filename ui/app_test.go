@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -854,8 +855,11 @@ func TestSweepDashboardShowsLevelsAsTheyRun(t *testing.T) {
 		tr.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]}, eventsMsg(events), tickMsg{})
 		screen := tr.screen()
 		// TTFT cycles 1, 1.5, 2 ms: a third of the requests keep within 1.2 ms.
+		if !regexp.MustCompile(`greedy@c2 .* 800\.0 +12\.50 +[0-9.]+ +33%`).MatchString(screen) {
+			t.Errorf("%dx%d: greedy@c2's tok/s, req/s, TTFT p95 and goodput missing:\n%s", size[0], size[1], screen)
+		}
 		for _, want := range []string{"2 in flight", "aggregate tok/s per steady window", "greedy@c1 620.0 tok/s",
-			"tok/s req/s goodput", "greedy@c2", "800.0 12.50     33%"} {
+			"tok/s req/s TTFT p95 goodput", "greedy@c2"} {
 			if !strings.Contains(screen, want) {
 				t.Errorf("%dx%d: %q missing:\n%s", size[0], size[1], want, screen)
 			}
