@@ -360,7 +360,8 @@ func (d *doneView) results(w, h int) string {
 // verdictLines are a load run's answer and the verdict table of the arms
 // against the first, or what stands in for it, in at most rows lines
 // where it can: the load lines give way first, so that the table keeps
-// its notes (what a * means), and the report (r) has them all.
+// its notes (what a * means), and the report (r) has them all; but the
+// first load line, the run's answer, always stays.
 func (d *doneView) verdictLines(w, rows int) []string {
 	switch {
 	case len(d.data.arms) < 2 || !d.saved():
@@ -375,9 +376,12 @@ func (d *doneView) verdictLines(w, rows int) []string {
 		lines = append(lines, wrap(line, w)...)
 	}
 	table := verdictTable(d.verdicts, w)
-	if room := rows - len(table); len(lines) > room {
-		cut := styleDim.Render("… r: the report has the load results in full")
-		lines = append(lines[:max(0, room-1)], cut)
+	switch room := rows - len(table); {
+	case len(lines) <= room:
+	case room >= 2:
+		lines = append(lines[:room-1], styleDim.Render("… r: the report has the load results in full"))
+	default: // the load's first line, its answer, whatever it costs the table's last note
+		lines = lines[:1]
 	}
 	return append(lines, table...)
 }

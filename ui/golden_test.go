@@ -292,6 +292,11 @@ func TestLoadLinesGiveWayToTheVerdictTable(t *testing.T) {
 		strings.Contains(lines, "goodput") || !strings.Contains(lines, "r: the report has the load results in full") {
 		t.Errorf("%d rows:\n%s", len(table)+3, lines)
 	}
+	for _, rows := range []int{len(table) + 1, len(table)} { // no room: the answer stays, the table's last note gives way
+		if lines := ansi.Strip(strings.Join(d.verdictLines(77, rows), "\n")); !strings.HasPrefix(lines, load[0]) || strings.Contains(lines, "knee") {
+			t.Errorf("%d rows:\n%s", rows, lines)
+		}
+	}
 	if all := ansi.Strip(strings.Join(d.verdictLines(77, 40), "\n")); !strings.Contains(all, "goodput") || strings.Contains(all, "in full") {
 		t.Errorf("40 rows:\n%s", all)
 	}
