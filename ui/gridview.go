@@ -214,7 +214,9 @@ func (g *GridApp) render() {
 		return
 	}
 	help := "tab running cell's dashboard • q quit (the grid resumes where it stopped)"
-	if g.showDash {
+	if g.over {
+		help = "q quit"
+	} else if g.showDash {
 		help = "tab the grid • m metric • c mean/CV • z zoom • q quit"
 	}
 	header := g.header(w)
@@ -347,8 +349,59 @@ func (g *GridApp) table(w, h int) string {
 	if g.cmpErr != nil && g.ended > 0 { // before any session there is nothing to rank
 		lines = append(lines, styleWarn.Render(fit("⚠ no ranking: "+g.cmpErr.Error(), w)))
 	}
+	// Rows the cells leave go to each axis value across the others, the
+	// grid's summary so far.
+	if means := g.axisMeans(w, h-len(lines)-1); len(means) > 0 {
+		lines = append(append(lines, ""), means...)
+	}
 	if len(lines) > h && h >= 2 {
 		lines = append(lines[:h-1], styleDim.Render(fmt.Sprintf("+%d more cells: tokentop compare %s ranks them all", len(lines)-h+1, g.m.Dir)))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// axisMeans are the comparison's geometric means per axis value, as at
+// most h table lines, whole axes only; none before two values of an axis
+// have matched cells.
+func (g *GridApp) axisMeans(w, h int) []string {
+	if g.cmp == nil || len(g.cmp.Means) == 0 {
+		return nil
+	}
+	rows := [][]string{{"axis", "value", "matched", "e2e geomean ms", "vs fastest"}}
+	for i, m := range g.cmp.Means {
+		if i == 0 || m.Axis != g.cmp.Means[i-1].Axis { // a new axis: only if all of it fits
+			n := 0
+			for _, o := range g.cmp.Means[i:] {
+				if o.Axis == m.Axis {
+					n++
+				}
+			}
+			if len(rows)+n > h {
+				break
+			}
+		}
+		rows = append(rows, []string{m.Axis, m.Value, fmt.Sprint(m.Rows), session.FormatValue(m.E2E), fmt.Sprintf("%.2f×", m.E2ERatioVsFaster)})
+	}
+	if len(rows) == 1 {
+		return nil
+	}
+	widths := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], lipgloss.Width(c))
+		}
+	}
+	var lines []string
+	for k, r := range rows {
+		var b strings.Builder
+		for i, c := range r {
+			b.WriteString(fmt.Sprintf("%-*s  ", widths[i], c))
+		}
+		line := fit(strings.TrimRight(b.String(), " "), w)
+		if k == 0 {
+			line = styleBold.Render(line)
+		}
+		lines = append(lines, line)
+	}
+	return lines
 }

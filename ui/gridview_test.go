@@ -54,7 +54,11 @@ func TestGridScreenFillsInAsCellsRun(t *testing.T) {
 		checkFits(t, app.frame, size[0], size[1])
 		// The ranking, read off Update, fills in its cell's row.
 		app.Update(gridRankedMsg{cmp: &grid.Comparison{Rows: []grid.Row{{Cell: "c04", Rank: 2, N: 7, TokensPerS: 900,
-			E2E: metrics.Estimate{Value: 12.5, CI: metrics.CI{Lo: 12.1, Hi: 13.0}}}}}})
+			E2E: metrics.Estimate{Value: 12.5, CI: metrics.CI{Lo: 12.1, Hi: 13.0}}}},
+			Means: []grid.AxisMean{{Axis: "threads", Value: "1", Rows: 2, E2E: 15, E2ERatioVsFaster: 1.5}, {Axis: "threads", Value: "2", Rows: 2, E2E: 10, E2ERatioVsFaster: 1}}}})
+		if screen := ansi.Strip(app.frame); !regexp.MustCompile(`threads +1 +2 +15\.00 +1\.50×`).MatchString(screen) {
+			t.Errorf("%dx%d: the axis means missing from the rows the cells leave:\n%s", size[0], size[1], screen)
+		}
 		if screen := ansi.Strip(app.frame); !regexp.MustCompile(`2 +c04 .* 12\.50`).MatchString(screen) {
 			t.Errorf("%dx%d: c04's rank and median missing:\n%s", size[0], size[1], screen)
 		}
