@@ -151,8 +151,8 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 			c.Rows = append(c.Rows, r)
 		}
 	}
+	c.axisMeans() // before rank sorts the rows: each axis's values in the grid's order
 	c.rank()
-	c.axisMeans()
 	c.phaseFits()
 	return c, nil
 }

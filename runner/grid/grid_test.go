@@ -144,6 +144,15 @@ func TestResumeRunsOnlyWhatIsLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var threads []string
+	for _, m := range cmp.Means {
+		if m.Axis == "threads" {
+			threads = append(threads, m.Value)
+		}
+	}
+	if !slices.Equal(threads, []string{"1", "2"}) {
+		t.Errorf("the threads axis's means in the order %v; want the grid's, 1 then 2", threads)
+	}
 	for _, r := range cmp.Rows {
 		if r.N != 8 || r.Rank < 1 {
 			t.Errorf("%s: %d trials (want 4 per repetition, 8), rank %d", r.Cell, r.N, r.Rank)
