@@ -252,6 +252,14 @@ func (g *GridApp) header(w int) string {
 	return fit(title+strings.Repeat(" ", max(1, gap))+styleBold.Render(status), w)
 }
 
+// rankText is a rank, or "—" for a cell too small to rank.
+func rankText(rank int) string {
+	if rank <= 0 {
+		return "—"
+	}
+	return fmt.Sprint(rank)
+}
+
 // rankStyle colours a rank from good to bad; the number is always shown,
 // so colour never carries it alone.
 func rankStyle(rank, of int) lipgloss.Style {
@@ -295,7 +303,7 @@ func (g *GridApp) table(w, h int) string {
 			row := []string{"", c.ID, label, "", "", "", state}
 			style := lipgloss.NewStyle()
 			if r, ok := byCell[c.ID]; ok && r.N > 0 {
-				row[0], row[3], row[5] = fmt.Sprint(r.Rank), fmt.Sprint(r.N), session.FormatValue(r.TokensPerS)
+				row[0], row[3], row[5] = rankText(r.Rank), fmt.Sprint(r.N), session.FormatValue(r.TokensPerS)
 				row[4] = fmt.Sprintf("%s [%s, %s]", session.FormatValue(r.E2E.Value), session.FormatValue(r.E2E.Lo), session.FormatValue(r.E2E.Hi))
 				if level >= 4 {
 					row[4] = session.FormatValue(r.E2E.Value)

@@ -39,7 +39,8 @@ type Row struct {
 	USDPer1M float64
 	// Rank is 1 plus the number of rows significantly faster in e2e
 	// (Holm-adjusted pairwise Mann-Whitney tests), so rows that no test
-	// tells apart share a rank.
+	// tells apart share a rank; 0 (unranked) for a row too small for any
+	// test to tell apart.
 	Rank     int
 	Sessions int
 	e2e      []float64
@@ -281,6 +282,23 @@ func prefixed(prefix string, lines []string) []string {
 	return out
 }
 
+// testable reports whether some pair of row i could reach significance:
+// the smallest p-value a Mann-Whitney test of its trials against another
+// row's can reach is below α over all the pairs (Holm's first step, the
+// most lenient). A row of a few trials (a cell cut short) cannot, and a
+// rank of 1 by default would read as "as fast as the fastest".
+func (c *Comparison) testable(i int) bool {
+	if len(c.Rows[i].e2e) < 2 || c.Pairs == 0 {
+		return false
+	}
+	for j := range c.Rows {
+		if j != i && len(c.Rows[j].e2e) >= 2 && metrics.MannWhitneyCanReject(len(c.Rows[i].e2e), len(c.Rows[j].e2e), session.Alpha/float64(c.Pairs)) {
+			return true
+		}
+	}
+	return false
+}
+
 // rank tests every pair of rows on e2e (Mann-Whitney, Holm-adjusted over
 // all pairs) and ranks each row by how many rows are significantly
 // faster; rows are then sorted by rank and median.
@@ -313,8 +331,8 @@ func (c *Comparison) rank() {
 	}
 	for i := range c.Rows {
 		c.Rows[i].Rank = 1 + faster[i]
-		if len(c.Rows[i].e2e) < 2 {
-			c.Rows[i].Rank = 0 // untested: too few trials
+		if !c.testable(i) {
+			c.Rows[i].Rank = 0 // no test could tell it apart from any other: a rank would claim a tie nothing showed
 		}
 	}
 	slices.SortStableFunc(c.Rows, func(a, b Row) int {
@@ -391,6 +409,7 @@ func (c *Comparison) axisMeans() {
 // Method says how the ranks and means were reached.
 func (c *Comparison) Method() string {
 	return fmt.Sprintf("rank: 1 + the rows significantly faster in e2e (Mann-Whitney over each pair, %d pairs, Holm-adjusted, p < %g), so rows no test tells apart share a rank; "+
+		"— for a row with too few trials for any test to tell it apart; "+
 		"intervals: bootstrap percentile 95%%; per axis value: geometric means of its rows' medians across the other axes, over matched rows only "+
 		"(each combination of the other axes that ran with every value of this one)", c.Pairs, session.Alpha)
 }

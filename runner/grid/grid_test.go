@@ -331,3 +331,29 @@ func TestCellsCostPerMillionTokens(t *testing.T) {
 		t.Errorf("no cost column:\n%s", out.String())
 	}
 }
+
+// A cell cut short after a couple of trials cannot be told apart from
+// any other by the tests, however slow: it is unranked, not ranked 1
+// beside the fastest.
+func TestTooSmallACellIsUnranked(t *testing.T) {
+	series := func(base float64, n int) []float64 {
+		var out []float64
+		for i := range n {
+			out = append(out, base+float64(i%5)*0.1)
+		}
+		return out
+	}
+	c := &Comparison{Rows: []Row{
+		{Cell: "fast", e2e: series(1, 10), E2E: metrics.Estimate{Value: 1.2}},
+		{Cell: "mid", e2e: series(10, 10), E2E: metrics.Estimate{Value: 10.2}},
+		{Cell: "cut", e2e: series(100, 2), E2E: metrics.Estimate{Value: 100}},
+	}}
+	c.rank()
+	got := map[string]int{}
+	for _, r := range c.Rows {
+		got[r.Cell] = r.Rank
+	}
+	if got["fast"] != 1 || got["mid"] != 2 || got["cut"] != 0 || c.Rows[2].Cell != "cut" {
+		t.Errorf("ranks %v; want fast 1, mid 2 and cut unranked, last", got)
+	}
+}

@@ -85,7 +85,11 @@ func cellsChart(cmp *grid.Comparison) *plot.Plot {
 		errs = append(errs, struct{ Low, High float64 }{lo, hi})
 		// The cell's ID and rank: its values are in the table above, and a
 		// long label would run into the plot in a browser's wider font.
-		ticks = append(ticks, plot.Tick{Value: y, Label: fmt.Sprintf("%s · rank %d", row.Cell, row.Rank)})
+		label := fmt.Sprintf("%s · rank %d", row.Cell, row.Rank)
+		if row.Rank == 0 {
+			label = row.Cell + " · unranked"
+		}
+		ticks = append(ticks, plot.Tick{Value: y, Label: label})
 		xLo, xHi = math.Min(xLo, row.E2E.Value-lo), math.Max(xHi, row.E2E.Value+hi)
 	}
 	if len(pts) == 0 {
