@@ -14,7 +14,12 @@ const (
 	ggmlF16  = 1
 	ggmlQ4_0 = 2
 	ggmlQ8_0 = 8
+	ggmlQ4_K = 12
+	ggmlQ6_K = 14
 )
+
+// ggmlFormats are the quantized ggml types the engine multiplies as stored.
+var ggmlFormats = map[uint32]format{ggmlQ8_0: formatQ8_0, ggmlQ4_0: formatQ4_0, ggmlQ4_K: formatQ4_K, ggmlQ6_K: formatQ6_K}
 
 var ggmlTypeNames = map[uint32]string{0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 9: "Q8_1",
 	10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K", 30: "BF16"}
@@ -191,7 +196,7 @@ func LoadGGUF(b []byte) (*Weights, *Tokenizer, error) {
 		return nil, nil, err
 	}
 	if arch, _ := g.Meta["general.architecture"].(string); arch != "llama" {
-		return nil, nil, fmt.Errorf("GGUF architecture is %q; the builtin engine runs llama models only", arch)
+		return nil, nil, fmt.Errorf("GGUF general.architecture is %q; the builtin engine runs llama models only", arch)
 	}
 	tokens, _ := g.Meta["tokenizer.ggml.tokens"].([]any)
 	scores, _ := g.Meta["tokenizer.ggml.scores"].([]any)
@@ -242,7 +247,7 @@ func LoadGGUF(b []byte) (*Weights, *Tokenizer, error) {
 	switch {
 	case hasTensor(g, "output.weight"):
 		w.Classifier = load.matrix("output.weight", shape.Vocab, d)
-	case g.Tensors["token_embd.weight"].Type == ggmlQ8_0 || g.Tensors["token_embd.weight"].Type == ggmlQ4_0:
+	case ggmlFormats[g.Tensors["token_embd.weight"].Type] != formatF32:
 		// Tied and stored quantized (as llama-quantize writes it): the
 		// classifier multiplies as stored; the rows looked up per token
 		// are the f32 embedding above.
@@ -302,18 +307,22 @@ func (l *tensorLoader) data(name string, rows, cols int) (GGUFTensor, []byte) {
 		size = n * 4
 	case ggmlF16:
 		size = n * 2
-	case ggmlQ8_0, ggmlQ4_0:
-		if n%GroupSize != 0 || (len(t.Dims) > 0 && t.Dims[0]%GroupSize != 0) {
-			l.err = fmt.Errorf("tensor %s: %s rows of %d values, not a multiple of %d", name, ggmlTypeNames[t.Type], t.Dims[0], GroupSize)
+	case ggmlQ8_0, ggmlQ4_0, ggmlQ4_K, ggmlQ6_K:
+		f := ggmlFormats[t.Type]
+		if cols%f.block() != 0 {
+			l.err = fmt.Errorf("tensor %s: %s rows of %d values, not a multiple of its %d-weight block", name, ggmlTypeNames[t.Type], cols, f.block())
 			return t, nil
 		}
-		size = n / GroupSize * blockBytes[t.Type]
+		size = uint64(rows) * uint64(f.rowBytes(cols))
+		if f.block() == GroupSize { // the file's blocks have f16 scales, the engine's rows f32
+			size = n / GroupSize * blockBytes[t.Type]
+		}
 	default:
 		typeName := ggmlTypeNames[t.Type]
 		if typeName == "" {
 			typeName = fmt.Sprintf("type %d", t.Type)
 		}
-		l.err = fmt.Errorf("tensor %s is %s; the builtin engine reads F32, F16, Q8_0 and Q4_0", name, typeName)
+		l.err = fmt.Errorf("tensor %s is %s; the builtin engine reads F32, F16, Q8_0, Q4_0, Q4_K and Q6_K", name, typeName)
 		return t, nil
 	}
 	start := uint64(l.g.DataOffset) + t.Offset
@@ -349,32 +358,33 @@ func (l *tensorLoader) vector(name string, rows, cols int) []float32 {
 // then 32 int8 values (Q8_0) or 16 bytes of nibbles (Q4_0).
 var blockBytes = map[uint32]uint64{ggmlQ8_0: 34, ggmlQ4_0: 18}
 
-// matrix reads a rows × cols weight; Q8_0 and Q4_0 stay quantized.
+// matrix reads a rows × cols weight; quantized ones stay quantized.
 func (l *tensorLoader) matrix(name string, rows, cols int) *Matrix {
 	t, raw := l.data(name, rows, cols)
 	if raw == nil {
 		return nil
 	}
-	if t.Type != ggmlQ8_0 && t.Type != ggmlQ4_0 {
+	if ggmlFormats[t.Type] == formatF32 {
 		return NewF32(rows, cols, l.vector(name, rows, cols))
 	}
 	return l.matrixOf(t, raw, rows, cols)
 }
 
-// matrixOf converts a quantized tensor's blocks (an f16 scale, then the
-// group's payload) into the engine's rows (the scales, then the
-// payloads), the same for every format.
+// matrixOf makes a quantized tensor a Matrix. K-quant rows are the
+// file's bytes, viewed in place. Q8_0 and Q4_0 blocks (an f16 scale, then
+// the group's payload) become the engine's rows (the scales, then the
+// payloads).
 func (l *tensorLoader) matrixOf(t GGUFTensor, raw []byte, rows, cols int) *Matrix {
-	m := newQ8Matrix(rows, cols)
-	if t.Type == ggmlQ4_0 {
-		m = newQ4Matrix(rows, cols)
+	f := ggmlFormats[t.Type]
+	if f.block() == superBlock {
+		return &Matrix{Rows: rows, Cols: cols, format: f, quant: raw}
 	}
-	dst, rowBytes := m.stored()
+	m := newQuantMatrix(f, rows, cols)
 	groups := cols / GroupSize
 	block := int(blockBytes[t.Type])
 	payload := block - 2
 	for r := range rows {
-		scales, payloads := m.row(r, dst, rowBytes)
+		scales, payloads := m.groupRow(r)
 		for g := range groups {
 			b := raw[(r*groups+g)*block:]
 			scales[g] = f16ToF32(binary.LittleEndian.Uint16(b))

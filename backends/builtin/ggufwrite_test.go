@@ -11,52 +11,34 @@ import (
 	"testing"
 )
 
-// ggufOf writes w and tok as a llama GGUF (version 3), every matrix in
-// the given ggml type (F32, Q8_0 or Q4_0) and the classifier tied to the
+// ggufOf writes w as a llama GGUF (version 3) with vocab's tokenizer
+// metadata, each matrix in the ggml type typeOf gives its tensor's name
+// (F32, Q8_0, Q4_0, Q4_K or Q6_K), and the classifier tied to the
 // embedding (no output.weight), as llama-quantize writes small models.
-func ggufOf(t testing.TB, w *Weights, tok *Tokenizer, typ uint32) []byte {
+func ggufOf(t testing.TB, w *Weights, vocab []metaKV, typeOf func(tensor string) uint32) []byte {
 	t.Helper()
 	var meta, infos, data bytes.Buffer
 	le := binary.LittleEndian
-	str := func(b *bytes.Buffer, s string) { binary.Write(b, le, uint64(len(s))); b.WriteString(s) }
-	nKV := 0
-	kv := func(key string, typ uint32, write func()) {
-		str(&meta, key)
-		binary.Write(&meta, le, typ)
-		write()
-		nKV++
-	}
-	u32 := func(key string, v int) { kv(key, 4, func() { binary.Write(&meta, le, uint32(v)) }) }
-	kv("general.architecture", 8, func() { str(&meta, "llama") })
 	s := w.Shape
-	u32("llama.embedding_length", s.Dim)
-	u32("llama.feed_forward_length", s.HiddenDim)
-	u32("llama.block_count", s.Layers)
-	u32("llama.attention.head_count", s.Heads)
-	u32("llama.attention.head_count_kv", s.KVHeads)
-	u32("llama.context_length", s.SeqLen)
-	kv("llama.attention.layer_norm_rms_epsilon", 6, func() { binary.Write(&meta, le, w.NormEps) })
-	kv("tokenizer.ggml.model", 8, func() { str(&meta, "llama") })
-	kv("tokenizer.ggml.tokens", 9, func() {
-		binary.Write(&meta, le, uint32(8))
-		binary.Write(&meta, le, uint64(len(tok.Pieces)))
-		for _, p := range tok.Pieces {
-			str(&meta, p)
-		}
-	})
-	kv("tokenizer.ggml.scores", 9, func() {
-		binary.Write(&meta, le, uint32(6))
-		binary.Write(&meta, le, uint64(len(tok.Scores)))
-		for _, sc := range tok.Scores {
-			binary.Write(&meta, le, sc)
-		}
-	})
+	kvs := append([]metaKV{
+		{"general.architecture", "llama"},
+		{"llama.embedding_length", uint32(s.Dim)},
+		{"llama.feed_forward_length", uint32(s.HiddenDim)},
+		{"llama.block_count", uint32(s.Layers)},
+		{"llama.attention.head_count", uint32(s.Heads)},
+		{"llama.attention.head_count_kv", uint32(s.KVHeads)},
+		{"llama.context_length", uint32(s.SeqLen)},
+		{"llama.attention.layer_norm_rms_epsilon", w.NormEps},
+	}, vocab...)
+	for _, kv := range kvs {
+		writeMeta(&meta, kv)
+	}
 	nTensors := 0
 	tensor := func(name string, rows, cols int, values []float32, typ uint32) {
 		for data.Len()%32 != 0 {
 			data.WriteByte(0)
 		}
-		str(&infos, name)
+		ggufString(&infos, name)
 		binary.Write(&infos, le, uint32(2))
 		binary.Write(&infos, le, uint64(cols))
 		binary.Write(&infos, le, uint64(rows))
@@ -67,21 +49,17 @@ func ggufOf(t testing.TB, w *Weights, tok *Tokenizer, typ uint32) []byte {
 			binary.Write(&data, le, values)
 			return
 		}
-		quantize := NewF32(rows, cols, values).Quantize
-		if typ == ggmlQ4_0 {
-			quantize = NewF32(rows, cols, values).QuantizeQ4
-		}
-		q, err := quantize()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+		q := quantizeTo(t, typ, NewF32(rows, cols, values))
+		if q.format.block() == superBlock { // the engine keeps the file's blocks
+			data.Write(q.quant)
+			return
 		}
 		// The engine's rows hold a row's scales, then its groups'
 		// payloads in file order: a GGUF block is a scale (as f16) and
 		// its group's payload.
-		raw, rowBytes := q.stored()
 		groups := cols / GroupSize
 		for r := range rows {
-			scales, payloads := q.row(r, raw, rowBytes)
+			scales, payloads := q.groupRow(r)
 			per := len(payloads) / groups
 			for g := range groups {
 				binary.Write(&data, le, f32ToF16(scales[g]))
@@ -90,7 +68,7 @@ func ggufOf(t testing.TB, w *Weights, tok *Tokenizer, typ uint32) []byte {
 		}
 	}
 	d := s.Dim
-	tensor("token_embd.weight", s.Vocab, d, w.Embedding, typ)
+	tensor("token_embd.weight", s.Vocab, d, w.Embedding, typeOf("token_embd.weight"))
 	tensor("output_norm.weight", 1, d, w.FinalNorm, ggmlF32)
 	for l, layer := range w.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
@@ -100,14 +78,14 @@ func ggufOf(t testing.TB, w *Weights, tok *Tokenizer, typ uint32) []byte {
 			name string
 			m    *Matrix
 		}{{"attn_q", layer.WQ}, {"attn_k", layer.WK}, {"attn_v", layer.WV}, {"attn_output", layer.WO}, {"ffn_gate", layer.W1}, {"ffn_down", layer.W2}, {"ffn_up", layer.W3}} {
-			tensor(p+m.name+".weight", m.m.Rows, m.m.Cols, m.m.F32, typ)
+			tensor(p+m.name+".weight", m.m.Rows, m.m.Cols, m.m.F32, typeOf(p+m.name+".weight"))
 		}
 	}
 	var out bytes.Buffer
 	out.WriteString("GGUF")
 	binary.Write(&out, le, uint32(3))
 	binary.Write(&out, le, uint64(nTensors))
-	binary.Write(&out, le, uint64(nKV))
+	binary.Write(&out, le, uint64(len(kvs)))
 	out.Write(meta.Bytes())
 	out.Write(infos.Bytes())
 	for out.Len()%32 != 0 {
@@ -117,23 +95,83 @@ func ggufOf(t testing.TB, w *Weights, tok *Tokenizer, typ uint32) []byte {
 	return out.Bytes()
 }
 
-// f32ToF16 rounds to the nearest half (normal range only: scales are).
-func f32ToF16(f float32) uint16 {
-	bits := math.Float32bits(f)
-	sign := uint16(bits>>16) & 0x8000
-	exp := int32(bits>>23&0xff) - 127 + 15
-	mant := bits & 0x7fffff
-	switch {
-	case f == 0:
-		return sign
-	case exp <= 0 || exp >= 31:
-		panic(fmt.Sprintf("f32ToF16: %g is outside the half range this writer needs", f))
+// metaKV is one GGUF metadata entry: a string, uint32, int32, float32,
+// or a slice of strings, float32s or int32s.
+type metaKV struct {
+	key   string
+	value any
+}
+
+func ggufString(b *bytes.Buffer, s string) {
+	binary.Write(b, binary.LittleEndian, uint64(len(s)))
+	b.WriteString(s)
+}
+
+// writeMeta encodes kv with GGUF's value types (4 uint32, 5 int32,
+// 6 float32, 8 string, 9 array).
+func writeMeta(b *bytes.Buffer, kv metaKV) {
+	le := binary.LittleEndian
+	ggufString(b, kv.key)
+	array := func(elem uint32, n int) {
+		binary.Write(b, le, uint32(9))
+		binary.Write(b, le, elem)
+		binary.Write(b, le, uint64(n))
 	}
-	h := uint32(exp)<<10 | mant>>13
-	if mant&0x1000 != 0 { // round half up
-		h++
+	switch v := kv.value.(type) {
+	case string:
+		binary.Write(b, le, uint32(8))
+		ggufString(b, v)
+	case uint32:
+		binary.Write(b, le, uint32(4))
+		binary.Write(b, le, v)
+	case int32:
+		binary.Write(b, le, uint32(5))
+		binary.Write(b, le, v)
+	case float32:
+		binary.Write(b, le, uint32(6))
+		binary.Write(b, le, v)
+	case []string:
+		array(8, len(v))
+		for _, s := range v {
+			ggufString(b, s)
+		}
+	case []float32:
+		array(6, len(v))
+		binary.Write(b, le, v)
+	case []int32:
+		array(5, len(v))
+		binary.Write(b, le, v)
+	default:
+		panic(fmt.Sprintf("writeMeta: %s has a %T", kv.key, kv.value))
 	}
-	return sign | uint16(h)
+}
+
+// spmVocab is tok's sentencepiece metadata.
+func spmVocab(tok *Tokenizer) []metaKV {
+	return []metaKV{{"tokenizer.ggml.model", "llama"}, {"tokenizer.ggml.tokens", tok.Pieces}, {"tokenizer.ggml.scores", tok.Scores}}
+}
+
+// every gives each matrix the same ggml type.
+func every(typ uint32) func(string) uint32 { return func(string) uint32 { return typ } }
+
+// q4KM is llama-quantize's Q4_K_M mix for a model of the given layers:
+// Q6_K for the tied embedding, and for attn_v and ffn_down in the first
+// and last eighth of the layers and every third layer between; Q4_K for
+// the rest.
+func q4KM(layers int) func(string) uint32 {
+	return func(tensor string) uint32 {
+		if tensor == "token_embd.weight" {
+			return ggmlQ6_K
+		}
+		var l int
+		var name string
+		if _, err := fmt.Sscanf(tensor, "blk.%d.%s", &l, &name); err == nil && (name == "attn_v.weight" || name == "ffn_down.weight") {
+			if l < layers/8 || l >= 7*layers/8 || (l-layers/8)%3 == 2 {
+				return ggmlQ6_K
+			}
+		}
+		return ggmlQ4_K
+	}
 }
 
 // A small llama whose every matrix is a multiple of 32 wide, so Q8_0 can
@@ -154,7 +192,7 @@ func writeTemp(t testing.TB, name string, data []byte) string {
 // given); --dtype f32 converts it, and the format says what runs.
 func TestDTypeFollowsTheFile(t *testing.T) {
 	w := Synthetic(q8Shape, 3)
-	path := writeTemp(t, "q8.gguf", ggufOf(t, w, ByteLevelTokenizer(q8Shape.Vocab), ggmlQ8_0))
+	path := writeTemp(t, "q8.gguf", ggufOf(t, w, spmVocab(ByteLevelTokenizer(q8Shape.Vocab)), every(ggmlQ8_0)))
 	asStored, err := Load(path, "")
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +225,7 @@ func TestDTypeFollowsTheFile(t *testing.T) {
 		t.Errorf("as stored %v, asked for q8_0 %v", a, b)
 	}
 	// A tied f32 file stays f32 and shares the embedding's storage.
-	f32File, err := Load(writeTemp(t, "f32.gguf", ggufOf(t, w, ByteLevelTokenizer(q8Shape.Vocab), ggmlF32)), "")
+	f32File, err := Load(writeTemp(t, "f32.gguf", ggufOf(t, w, spmVocab(ByteLevelTokenizer(q8Shape.Vocab)), every(ggmlF32))), "")
 	if err != nil || f32File.Weights.Format() != "f32" || &f32File.Weights.Classifier.F32[0] != &f32File.Weights.Embedding[0] {
 		t.Errorf("tied f32 file: %v, format %q", err, f32File.Weights.Format())
 	}
@@ -206,7 +244,7 @@ func TestFormatNamesMixedMatrices(t *testing.T) {
 // tied classifier: as stored (the classifier in Q8_0), and as it ran
 // before the weights' format became the default (the classifier in f32).
 func BenchmarkTiedQ8File(b *testing.B) {
-	path := writeTemp(b, "q8-15m.gguf", ggufOf(b, Synthetic(SyntheticShapes["stories15M"], 1), ByteLevelTokenizer(SyntheticShapes["stories15M"].Vocab), ggmlQ8_0))
+	path := writeTemp(b, "q8-15m.gguf", ggufOf(b, Synthetic(SyntheticShapes["stories15M"], 1), spmVocab(ByteLevelTokenizer(SyntheticShapes["stories15M"].Vocab)), every(ggmlQ8_0)))
 	for _, classifier := range []string{"q8_0", "f32"} {
 		b.Run("classifier="+classifier, func(b *testing.B) {
 			m, err := Load(path, "")
@@ -235,13 +273,13 @@ func TestQ4RoundTripAndMatVec(t *testing.T) {
 		data[i] = float32(rng.NormFloat64())
 	}
 	f := NewF32(rows, cols, data)
-	q, err := f.QuantizeQ4()
+	q, err := quantizeQ4(f)
 	if err != nil || q.DType() != "q4_0" || q.Bytes() != int64(rows*cols/32*20) {
 		t.Fatalf("%v, %s, %d bytes", err, q.DType(), q.Bytes())
 	}
 	back := q.Dequantize()
 	for r := range rows {
-		scales, _ := q.q4Row(r)
+		scales, _ := q.groupRow(r)
 		for i := range cols {
 			d := scales[i/GroupSize]
 			if diff := math.Abs(float64(back.F32[r*cols+i] - data[r*cols+i])); diff > math.Abs(float64(d))*(1+1e-5) {
@@ -266,7 +304,7 @@ func TestQ4RoundTripAndMatVec(t *testing.T) {
 	if rel := math.Sqrt(num / den); rel > 0.01 {
 		t.Errorf("Q4_0 matvec off by %.4f (relative L2) from the f32 product of the same weights", rel)
 	}
-	if _, err := NewF32(2, 40, make([]float32, 80)).QuantizeQ4(); err == nil {
+	if _, err := quantizeQ4(NewF32(2, 40, make([]float32, 80))); err == nil {
 		t.Error("a 40-wide matrix quantized to Q4_0")
 	}
 }
@@ -275,7 +313,7 @@ func TestQ4RoundTripAndMatVec(t *testing.T) {
 // its logits stay close to those of the same weights in f32.
 func TestQ4GGUFRunsAsStored(t *testing.T) {
 	w := Synthetic(q8Shape, 5)
-	path := writeTemp(t, "q4.gguf", ggufOf(t, w, ByteLevelTokenizer(q8Shape.Vocab), ggmlQ4_0))
+	path := writeTemp(t, "q4.gguf", ggufOf(t, w, spmVocab(ByteLevelTokenizer(q8Shape.Vocab)), every(ggmlQ4_0)))
 	q4, err := Load(path, "")
 	if err != nil {
 		t.Fatal(err)
@@ -319,7 +357,7 @@ func BenchmarkQ4File(b *testing.B) {
 	shape := SyntheticShapes["stories15M"]
 	w := Synthetic(shape, 1)
 	for _, typ := range []uint32{ggmlQ4_0, ggmlQ8_0} {
-		path := writeTemp(b, "15m.gguf", ggufOf(b, w, ByteLevelTokenizer(shape.Vocab), typ))
+		path := writeTemp(b, "15m.gguf", ggufOf(b, w, spmVocab(ByteLevelTokenizer(shape.Vocab)), every(typ)))
 		for _, threads := range []int{1, 2} {
 			b.Run(fmt.Sprintf("%s/threads=%d", ggmlTypeNames[typ], threads), func(b *testing.B) {
 				m, err := Load(path, "")

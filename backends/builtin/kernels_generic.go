@@ -78,10 +78,10 @@ func matVecQ8Generic(out []float32, m *Matrix, x *quantized, lo, hi int) {
 // matVecQ4 computes out[r] = Σ_groups scale_w·scale_x·Σ (n_w−8)·q_x for
 // rows [lo, hi) of a Q4_0 matrix against Q8_0 activations, unpacking
 // each group's nibbles as it goes (never the whole matrix).
-func matVecQ4(out []float32, m *Matrix, x *quantized, lo, hi int) {
+func matVecQ4Generic(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	groups := m.Cols / GroupSize
 	for r := lo; r < hi; r++ {
-		ws, nib := m.q4Row(r)
+		ws, nib := m.groupRow(r)
 		var sum float32
 		for g := range groups {
 			b := nib[g*16 : g*16+16]
@@ -91,6 +91,61 @@ func matVecQ4(out []float32, m *Matrix, x *quantized, lo, hi int) {
 				acc += (int32(b[i]&0x0f)-8)*int32(xq[i]) + (int32(b[i]>>4)-8)*int32(xq[i+16])
 			}
 			sum += float32(acc) * ws[g] * x.scales[g]
+		}
+		out[r] = sum
+	}
+}
+
+// matVecQ4KGeneric computes rows [lo, hi) of a Q4_K matrix against Q8_0
+// activations. Group j of a block is d·s_j·q − dmin·m_j, so its product
+// with the activations x = scale_x·q_x is
+// scale_x·(d·s_j·Σ q·q_x − dmin·m_j·Σ q_x): two integer sums per group.
+func matVecQ4KGeneric(out []float32, m *Matrix, x *quantized, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		row := m.quantRow(r)
+		var sum float32
+		for sb := range m.Cols / superBlock {
+			b := row[sb*q4KBlockBytes : (sb+1)*q4KBlockBytes]
+			d, dmin := f16ToF32(le16(b)), f16ToF32(le16(b[2:]))
+			for j := range superBlock / GroupSize {
+				g := sb*superBlock/GroupSize + j
+				xq := x.q[g*GroupSize : (g+1)*GroupSize]
+				nib, shift := q4KNibbles(b[16:q4KBlockBytes], j)
+				var dot, xsum int32
+				for i, v := range nib {
+					dot += int32(v>>shift&0x0f) * int32(xq[i])
+					xsum += int32(xq[i])
+				}
+				sc, mn := q4KScaleMin(j, b[4:16])
+				sum += x.scales[g] * (d*float32(sc)*float32(dot) - dmin*float32(mn)*float32(xsum))
+			}
+		}
+		out[r] = sum
+	}
+}
+
+// matVecQ6KGeneric computes rows [lo, hi) of a Q6_K matrix against Q8_0
+// activations: per group of 32, two integer sums (one per 16-weight
+// scale), then scale_x·d·(s_0·Σ_0 + s_1·Σ_1).
+func matVecQ6KGeneric(out []float32, m *Matrix, x *quantized, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		row := m.quantRow(r)
+		var sum float32
+		for sb := range m.Cols / superBlock {
+			b := row[sb*q6KBlockBytes : (sb+1)*q6KBlockBytes]
+			d := f16ToF32(le16(b[208:]))
+			for h := range 2 {
+				for k := range 4 {
+					g := sb*superBlock/GroupSize + h*4 + k
+					xq := x.q[g*GroupSize : (g+1)*GroupSize]
+					var dot [2]int32
+					for i, v := range xq {
+						dot[i/16] += q6KValue(b, h, k, i) * int32(v)
+					}
+					s := 8*h + 2*k
+					sum += x.scales[g] * d * (q6KScale(b, s)*float32(dot[0]) + q6KScale(b, s+1)*float32(dot[1]))
+				}
+			}
 		}
 		out[r] = sum
 	}

@@ -200,8 +200,7 @@ func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	// A stored row is its scales, then its values: one sequential stream.
 	// Eight-wide scale loads past a short row's scales read its own values,
 	// whose lanes are never used.
-	rowBytes := m.q8RowBytes()
-	rowScales := func(r int) unsafe.Pointer { return unsafe.Pointer(&m.q8[r*rowBytes : (r+1)*rowBytes][0]) }
+	rowScales := func(r int) unsafe.Pointer { return unsafe.Pointer(&m.quantRow(r)[0]) }
 	rowQ8 := func(r int) unsafe.Pointer { return unsafe.Add(rowScales(r), groups*4) }
 	for r0 := lo; r0 < hi; r0 += 4 {
 		n := min(4, hi-r0)
@@ -219,6 +218,14 @@ func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
 		copy(out[r0:r0+n], sums[:n])
 	}
 	archsimd.ClearAVXUpperBits()
+}
+
+func matVecQ4(out []float32, m *Matrix, x *quantized, lo, hi int) { matVecQ4Generic(out, m, x, lo, hi) }
+func matVecQ4K(out []float32, m *Matrix, x *quantized, lo, hi int) {
+	matVecQ4KGeneric(out, m, x, lo, hi)
+}
+func matVecQ6K(out []float32, m *Matrix, x *quantized, lo, hi int) {
+	matVecQ6KGeneric(out, m, x, lo, hi)
 }
 
 // pairedRowGroups is the longest row (in groups) for which two rows are

@@ -27,11 +27,14 @@ func TestBadModelFilesFailBeforeAnyTrial(t *testing.T) {
 	archAt := bytes.Index(otherArch, []byte("general.architecture"))
 	archAt += bytes.Index(otherArch[archAt:], []byte("llama"))
 	copy(otherArch[archAt:], "gpt2\x00")
-	// Retype the first tensor (token_embd.weight) as Q4_K: its type field sits
-	// 12 bytes after its dims in the directory.
-	q4 := append([]byte(nil), gguf...)
-	at := bytes.Index(q4, []byte("token_embd.weight")) + len("token_embd.weight") + 4 + 16
-	binary.LittleEndian.PutUint32(q4[at:], 12)
+	// Retype the first tensor (token_embd.weight, 64 wide) as Q5_K, then
+	// Q4_K: its type field sits 12 bytes after its dims in the directory.
+	retyped := func(typ uint32) []byte {
+		b := append([]byte(nil), gguf...)
+		at := bytes.Index(b, []byte("token_embd.weight")) + len("token_embd.weight") + 4 + 16
+		binary.LittleEndian.PutUint32(b[at:], typ)
+		return b
+	}
 	cases := []struct{ model, want string }{
 		{filepath.Join(dir, "nope.bin"), "model file: stat " + filepath.Join(dir, "nope.bin") + ": no such file or directory"},
 		{write("cut.bin", stories260K[:len(stories260K)/2]), "cut.bin: checkpoint is truncated"},
@@ -39,8 +42,9 @@ func TestBadModelFilesFailBeforeAnyTrial(t *testing.T) {
 		{write("noise.bin", bytes.Repeat([]byte{0xff}, 64)), "noise.bin: not a llama2.c checkpoint"},
 		{write("cut.gguf", gguf[:len(gguf)-1000]), "cut.gguf: tensor blk.4.ffn_norm.weight runs past the end of the file"},
 		{write("header.gguf", gguf[:100]), "header.gguf: metadata array of 512 elements does not fit in the file (truncated?)"},
-		{write("gpt2.gguf", otherArch), `gpt2.gguf: GGUF architecture is "gpt2\x00"; the builtin engine runs llama models only`},
-		{write("q4.gguf", q4), "q4.gguf: tensor token_embd.weight is Q4_K; the builtin engine reads F32, F16, Q8_0 and Q4_0"},
+		{write("gpt2.gguf", otherArch), `gpt2.gguf: GGUF general.architecture is "gpt2\x00"; the builtin engine runs llama models only`},
+		{write("q5k.gguf", retyped(13)), "q5k.gguf: tensor token_embd.weight is Q5_K; the builtin engine reads F32, F16, Q8_0, Q4_0, Q4_K and Q6_K"},
+		{write("q4k.gguf", retyped(12)), "q4k.gguf: tensor token_embd.weight: Q4_K rows of 64 values, not a multiple of its 256-weight block"},
 		{dir, dir + " is a folder; name the checkpoint in it"},
 		{"stories7B-synthetic", `no synthetic shape "stories7B-synthetic"`},
 		{"llama3", `unknown builtin model "llama3"`},
@@ -180,6 +184,9 @@ func FuzzParseGGUF(f *testing.F) {
 	}
 	f.Add(gguf[:16000])
 	f.Add([]byte("GGUF\x03\x00\x00\x00"))
+	for _, seed := range kFuzzSeeds(f) {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g, err := ParseGGUF(data)
 		if err == nil && g.DataOffset < 24 {

@@ -1,82 +1,81 @@
 package builtin
 
 import (
+	"encoding/binary"
 	"fmt"
 	"unsafe"
 )
 
-// DTypes lists the weight formats the engine computes in.
+// DTypes lists the weight formats the engine converts to when asked; a
+// file's own format (Q4_0, Q4_K, Q6_K as well) runs as stored.
 var DTypes = []string{"f32", "q8_0"}
 
 // GroupSize is the Q8_0 block: 32 weights share one scale (as in
-// llama2.c's runq.c and ggml's Q8_0).
+// llama2.c's runq.c and ggml's Q8_0). Activations are always quantized in
+// these groups, whatever the weights' format.
 const GroupSize = 32
 
-// Matrix is a row-major rows × cols weight matrix, in f32 or Q8_0.
+// superBlock is the K-quants' block: 256 weights, in 8 groups of 32
+// (Q4_K) or 16 of 16 (Q6_K) with their own scales.
+const superBlock = 256
+
+// format is how a matrix stores its weights.
+type format uint8
+
+const (
+	formatF32 format = iota
+	formatQ8_0
+	formatQ4_0
+	formatQ4_K
+	formatQ6_K
+)
+
+// String is ggml's name for the format.
+func (f format) String() string {
+	return [...]string{"f32", "q8_0", "q4_0", "q4_K", "q6_K"}[f]
+}
+
+// block is how many weights one block of the format covers.
+func (f format) block() int {
+	if f == formatQ4_K || f == formatQ6_K {
+		return superBlock
+	}
+	return GroupSize
+}
+
+// rowBytes is the size of one stored row of cols weights.
+func (f format) rowBytes(cols int) int {
+	switch f {
+	case formatQ8_0:
+		return cols/GroupSize*4 + cols
+	case formatQ4_0:
+		return cols/GroupSize*4 + cols/2
+	case formatQ4_K:
+		return cols / superBlock * q4KBlockBytes
+	case formatQ6_K:
+		return cols / superBlock * q6KBlockBytes
+	}
+	return 4 * cols
+}
+
+// Matrix is a row-major rows × cols weight matrix, in f32 or quantized.
 //
-// Q8_0 rows are stored whole, one after another: a row's group scales
-// (float32), then its int8 values, so reading a row is one sequential
-// stream. With scales and values in separate arrays each row was two
-// streams, and streams, not arithmetic, limit a decode step.
+// Quantized rows are stored whole, one after another, so reading a row is
+// one sequential stream: streams, not arithmetic, limit a decode step.
+// Q8_0 and Q4_0 rows hold the row's group scales (float32), then its
+// groups' payloads (see groupRow); Q4_K and Q6_K rows are the GGUF's own
+// super-blocks, byte for byte (see kquants.go).
 type Matrix struct {
 	Rows, Cols int
 	F32        []float32
-	q8         []byte // Q8_0 rows, when quantized; see q8Row
-	q4         []byte // Q4_0 rows, as a GGUF stores them converted: see q4Row
+	format     format
+	quant      []byte // the quantized rows; nil for f32
 }
 
-// newQ8Matrix allocates a zeroed Q8_0 matrix (cols a multiple of 32).
-func newQ8Matrix(rows, cols int) *Matrix {
-	m := &Matrix{Rows: rows, Cols: cols}
-	m.q8 = make([]byte, rows*m.q8RowBytes())
-	return m
-}
-
-// Quantized reports whether the matrix holds quantized weights (Q8_0 or
-// Q4_0), which multiply quantized activations.
-func (m *Matrix) Quantized() bool { return m.q8 != nil || m.q4 != nil }
-
-// newQ4Matrix allocates a zeroed Q4_0 matrix (cols a multiple of 32).
-// Its rows are stored whole like Q8_0's: the group scales (float32), then
-// 16 bytes per group, value i in the low nibble of byte i and value i+16
-// in its high one, each the weight's 4 bits plus 8 (ggml's Q4_0).
-func newQ4Matrix(rows, cols int) *Matrix {
-	m := &Matrix{Rows: rows, Cols: cols}
-	m.q4 = make([]byte, rows*m.q4RowBytes())
-	return m
-}
-
-func (m *Matrix) q4RowBytes() int { return m.Cols/GroupSize*4 + m.Cols/2 }
-
-// q4Row returns row r's group scales and packed nibbles.
-func (m *Matrix) q4Row(r int) (scales []float32, nibbles []byte) {
-	return m.row(r, m.q4, m.q4RowBytes())
-}
-
-// q8RowBytes is the size of one stored Q8_0 row.
-func (m *Matrix) q8RowBytes() int { return m.Cols/GroupSize*4 + m.Cols }
-
-// q8Row returns row r's group scales and values, viewing its bytes.
-func (m *Matrix) q8Row(r int) (scales []float32, q []int8) {
-	scales, payload := m.row(r, m.q8, m.q8RowBytes())
-	return scales, unsafe.Slice((*int8)(unsafe.Pointer(&payload[0])), m.Cols)
-}
-
-// stored is a quantized matrix's rows as they are kept, and one row's
-// size: every format lays a row out as its group scales (float32), then
-// its groups' payloads in order.
-func (m *Matrix) stored() (raw []byte, rowBytes int) {
-	if m.q4 != nil {
-		return m.q4, m.q4RowBytes()
-	}
-	return m.q8, m.q8RowBytes()
-}
-
-// row views row r of raw as its group scales and its payload bytes.
-func (m *Matrix) row(r int, raw []byte, rowBytes int) (scales []float32, payload []byte) {
-	groups := m.Cols / GroupSize
-	row := raw[r*rowBytes : (r+1)*rowBytes]
-	return unsafe.Slice((*float32)(unsafe.Pointer(&row[0])), groups), row[groups*4:]
+// newQuantMatrix allocates a zeroed matrix in format f (cols a multiple of
+// the format's block).
+func newQuantMatrix(f format, rows, cols int) *Matrix {
+	return &Matrix{Rows: rows, Cols: cols, format: f, quant: make([]byte, rows*f.rowBytes(cols))}
 }
 
 // NewF32 wraps data (rows*cols values) without copying it.
@@ -84,66 +83,42 @@ func NewF32(rows, cols int, data []float32) *Matrix {
 	return &Matrix{Rows: rows, Cols: cols, F32: data}
 }
 
+// Quantized reports whether the matrix holds quantized weights, which
+// multiply quantized activations.
+func (m *Matrix) Quantized() bool { return m.format != formatF32 }
+
 // DType names the matrix's format.
-func (m *Matrix) DType() string {
-	switch {
-	case m.q8 != nil:
-		return "q8_0"
-	case m.q4 != nil:
-		return "q4_0"
-	}
-	return "f32"
+func (m *Matrix) DType() string { return m.format.String() }
+
+// rowBytes is the size of one stored row.
+func (m *Matrix) rowBytes() int { return m.format.rowBytes(m.Cols) }
+
+// quantRow is row r's stored bytes.
+func (m *Matrix) quantRow(r int) []byte {
+	n := m.rowBytes()
+	return m.quant[r*n : (r+1)*n]
+}
+
+// groupRow views row r of a Q8_0 or Q4_0 matrix as its group scales and
+// its payload bytes (32 int8 values, or 16 bytes of nibbles, per group).
+func (m *Matrix) groupRow(r int) (scales []float32, payload []byte) {
+	groups := m.Cols / GroupSize
+	row := m.quantRow(r)
+	return unsafe.Slice((*float32)(unsafe.Pointer(&row[0])), groups), row[groups*4:]
+}
+
+// q8Row returns row r's group scales and values.
+func (m *Matrix) q8Row(r int) (scales []float32, q []int8) {
+	scales, payload := m.groupRow(r)
+	return scales, unsafe.Slice((*int8)(unsafe.Pointer(&payload[0])), m.Cols)
 }
 
 // Bytes is the memory the weights take.
 func (m *Matrix) Bytes() int64 {
 	if m.Quantized() {
-		raw, _ := m.stored()
-		return int64(len(raw))
+		return int64(len(m.quant))
 	}
 	return 4 * int64(len(m.F32))
-}
-
-// QuantizeQ4 returns m in Q4_0 by ggml's rule: per group of 32, the value
-// of largest magnitude maps to −8, so scale = that value / −8, and each
-// weight is round(w/scale) + 8, at most 15.
-func (m *Matrix) QuantizeQ4() (*Matrix, error) {
-	if m.Cols%GroupSize != 0 {
-		return nil, fmt.Errorf("cannot quantize a %d×%d matrix to Q4_0: columns are not a multiple of %d", m.Rows, m.Cols, GroupSize)
-	}
-	src := m.Dequantize()
-	q := newQ4Matrix(m.Rows, m.Cols)
-	for r := range m.Rows {
-		scales, nib := q.q4Row(r)
-		row := src.F32[r*m.Cols : (r+1)*m.Cols]
-		for g := range scales {
-			vals := row[g*GroupSize : (g+1)*GroupSize]
-			var extreme float32
-			for _, v := range vals {
-				if abs(v) > abs(extreme) {
-					extreme = v
-				}
-			}
-			d := extreme / -8
-			scales[g] = d
-			var inv float32
-			if d != 0 {
-				inv = 1 / d
-			}
-			code := func(v float32) byte { return byte(min(15, int(v*inv+8.5))) }
-			for i := range GroupSize / 2 {
-				nib[g*16+i] = code(vals[i]) | code(vals[i+16])<<4
-			}
-		}
-	}
-	return q, nil
-}
-
-func abs(v float32) float32 {
-	if v < 0 {
-		return -v
-	}
-	return v
 }
 
 // Quantize returns m in Q8_0: each group of 32 values along a row shares
@@ -152,7 +127,7 @@ func (m *Matrix) Quantize() (*Matrix, error) {
 	if m.Cols%GroupSize != 0 {
 		return nil, fmt.Errorf("cannot quantize a %d×%d matrix to Q8_0: columns are not a multiple of %d", m.Rows, m.Cols, GroupSize)
 	}
-	q := newQ8Matrix(m.Rows, m.Cols)
+	q := newQuantMatrix(formatQ8_0, m.Rows, m.Cols)
 	for r := range m.Rows {
 		scales, values := q.q8Row(r)
 		quantizeInto(values, scales, m.F32[r*m.Cols:(r+1)*m.Cols])
@@ -160,8 +135,8 @@ func (m *Matrix) Quantize() (*Matrix, error) {
 	return q, nil
 }
 
-// Dequantize returns a quantized matrix in f32 (value × its group's
-// scale); an f32 matrix is returned as it is.
+// Dequantize returns a quantized matrix in f32; an f32 matrix is returned
+// as it is.
 func (m *Matrix) Dequantize() *Matrix {
 	if !m.Quantized() {
 		return m
@@ -169,8 +144,14 @@ func (m *Matrix) Dequantize() *Matrix {
 	out := make([]float32, m.Rows*m.Cols)
 	for r := range m.Rows {
 		row := out[r*m.Cols : (r+1)*m.Cols]
-		if m.q4 != nil {
-			scales, nib := m.q4Row(r)
+		switch m.format {
+		case formatQ8_0:
+			scales, values := m.q8Row(r)
+			for i, v := range values {
+				row[i] = float32(v) * scales[i/GroupSize]
+			}
+		case formatQ4_0:
+			scales, nib := m.groupRow(r)
 			for g, d := range scales {
 				for i := range GroupSize / 2 {
 					b := nib[g*16+i]
@@ -178,11 +159,16 @@ func (m *Matrix) Dequantize() *Matrix {
 					row[g*GroupSize+i+16] = float32(int(b>>4)-8) * d
 				}
 			}
-			continue
-		}
-		scales, values := m.q8Row(r)
-		for i, v := range values {
-			row[i] = float32(v) * scales[i/GroupSize]
+		case formatQ4_K:
+			raw := m.quantRow(r)
+			for sb := range m.Cols / superBlock {
+				dequantQ4K(row[sb*superBlock:(sb+1)*superBlock], raw[sb*q4KBlockBytes:(sb+1)*q4KBlockBytes])
+			}
+		case formatQ6_K:
+			raw := m.quantRow(r)
+			for sb := range m.Cols / superBlock {
+				dequantQ6K(row[sb*superBlock:(sb+1)*superBlock], raw[sb*q6KBlockBytes:(sb+1)*q6KBlockBytes])
+			}
 		}
 	}
 	return NewF32(m.Rows, m.Cols, out)
@@ -194,3 +180,6 @@ const scalePad = 8
 
 // newScales allocates n group scales with scalePad spare capacity.
 func newScales(n int) []float32 { return make([]float32, n, n+scalePad) }
+
+// le16 reads a little-endian uint16, a GGUF block's f16 scales.
+func le16(b []byte) uint16 { return binary.LittleEndian.Uint16(b) }

@@ -235,20 +235,20 @@ func (j *matJob) block(m *Matrix, span int) int {
 	if len(j.x) == 1 {
 		return max(span, 1)
 	}
-	rowBytes := 4 * m.Cols
-	if m.Quantized() {
-		_, rowBytes = m.stored()
-	}
-	return max(2, rowBlockBytes/rowBytes&^1)
+	return max(2, rowBlockBytes/m.rowBytes()&^1)
 }
 
 // rows computes rows [a, b) of matrix i for stream s.
 func (j *matJob) rows(i, s, a, b int) {
-	switch m := j.m[i]; {
-	case m.q8 != nil:
+	switch m := j.m[i]; m.format {
+	case formatQ8_0:
 		matVecQ8(j.out[i][s], m, j.xq[s], a, b)
-	case m.q4 != nil:
+	case formatQ4_0:
 		matVecQ4(j.out[i][s], m, j.xq[s], a, b)
+	case formatQ4_K:
+		matVecQ4K(j.out[i][s], m, j.xq[s], a, b)
+	case formatQ6_K:
+		matVecQ6K(j.out[i][s], m, j.xq[s], a, b)
 	default:
 		matVecF32(j.out[i][s], m, j.x[s], a, b)
 	}

@@ -1,0 +1,174 @@
+package builtin
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// kShape is a small llama whose matrices are multiples of 256 wide, so
+// K-quants can hold all of it.
+var kShape = Shape{Dim: 256, HiddenDim: 512, Layers: 2, Heads: 4, KVHeads: 4, Vocab: 300, SeqLen: 64}
+
+// randomMatrix is rows × cols standard normal values.
+func randomMatrix(rng *rand.Rand, rows, cols int) *Matrix {
+	data := make([]float32, rows*cols)
+	for i := range data {
+		data[i] = float32(rng.NormFloat64())
+	}
+	return NewF32(rows, cols, data)
+}
+
+// kStep is the step between adjacent codes at weight i of a K-quant
+// block: d·scale of its group (Q4_K) or run of 16 (Q6_K).
+func kStep(f format, b []byte, i int) float64 {
+	if f == formatQ4_K {
+		sc, _ := q4KScaleMin(i/GroupSize, b[4:16])
+		return float64(f16ToF32(le16(b))) * float64(sc)
+	}
+	return float64(f16ToF32(le16(b[208:]))) * math.Abs(float64(q6KScale(b, i/16)))
+}
+
+// Each K-quant, as documented in kquants.go: every weight comes back
+// within half a step of the original, the formats' own error (the tests'
+// quantizer never clamps); a matrix-vector product against quantized
+// activations is within 1% (relative L2) of the f32 product of the same
+// dequantized weights; and the kernel the engine runs agrees with the
+// portable one.
+func TestKQuantRoundTripAndMatVec(t *testing.T) {
+	for _, c := range []struct {
+		typ     uint32
+		f       format
+		generic func([]float32, *Matrix, *quantized, int, int)
+		kernel  func([]float32, *Matrix, *quantized, int, int)
+	}{{ggmlQ4_K, formatQ4_K, matVecQ4KGeneric, matVecQ4K}, {ggmlQ6_K, formatQ6_K, matVecQ6KGeneric, matVecQ6K}} {
+		t.Run(c.f.String(), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, uint64(c.f)))
+			rows, cols := 40, 768
+			f := randomMatrix(rng, rows, cols)
+			f.F32[5] = 0 // a group with a zero, and a row of zeros
+			clear(f.F32[3*cols : 4*cols])
+			q := quantizeTo(t, c.typ, f)
+			if q.DType() != c.f.String() || q.Bytes() != int64(rows*c.f.rowBytes(cols)) {
+				t.Fatalf("%s, %d bytes", q.DType(), q.Bytes())
+			}
+			back := q.Dequantize()
+			per := c.f.rowBytes(superBlock)
+			var worst float64
+			for r := range rows {
+				raw := q.quantRow(r)
+				for i := range cols {
+					step := kStep(c.f, raw[i/superBlock*per:], i%superBlock)
+					diff := math.Abs(float64(back.F32[r*cols+i] - f.F32[r*cols+i]))
+					if diff > step/2*(1+1e-4)+1e-7 {
+						t.Fatalf("row %d col %d: %g back as %g, step %g", r, i, f.F32[r*cols+i], back.F32[r*cols+i], step)
+					}
+					worst = max(worst, diff/step)
+				}
+			}
+			if worst < 0.4 {
+				t.Errorf("the worst error is %.2f steps: the quantizer did not round", worst)
+			}
+			x := randomMatrix(rng, 1, cols).F32
+			xq := newQuantized(cols)
+			quantizeInto(xq.q, xq.scales[:cols/GroupSize], x)
+			got, generic, want := make([]float32, rows), make([]float32, rows), make([]float32, rows)
+			c.kernel(got, q, &xq, 0, rows)
+			c.generic(generic, q, &xq, 0, rows)
+			matVecF32(want, back, x, 0, rows)
+			if rel := relativeL2(got, want); rel > 0.01 {
+				t.Errorf("matvec off by %.4f (relative L2) from the f32 product of the same weights", rel)
+			}
+			if rel := relativeL2(got, generic); rel > 1e-5 {
+				t.Errorf("the engine's kernel is off by %.2g from the portable one", rel)
+			}
+			if got[3] != 0 {
+				t.Errorf("a row of zeros gives %g", got[3])
+			}
+		})
+	}
+}
+
+func relativeL2(got, want []float32) float64 {
+	var num, den float64
+	for i := range want {
+		num += float64((got[i] - want[i]) * (got[i] - want[i]))
+		den += float64(want[i] * want[i])
+	}
+	return math.Sqrt(num / den)
+}
+
+// A Q4_K_M GGUF (Q4_K and Q6_K, as llama-quantize mixes them) loads as
+// stored, its K-quant rows viewed in the file, and runs: its logits stay
+// close to those of the same weights in f32, and --dtype q8_0 converts.
+func TestQ4KMGGUFRunsAsStored(t *testing.T) {
+	w := Synthetic(kShape, 9)
+	path := writeTemp(t, "q4km.gguf", ggufOf(t, w, spmVocab(ByteLevelTokenizer(kShape.Vocab)), q4KM(kShape.Layers)))
+	m, err := Load(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Of two layers only layer 1 is in the last eighth (and the first
+	// eighth is empty), so its attn_v and ffn_down are Q6_K beside the
+	// classifier; the rest is Q4_K.
+	if got := m.Weights.Format(); got != "q4_K ×12, q6_K ×3" {
+		t.Errorf("format %q", got)
+	}
+	f32, err := Load(path, "f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits := func(m *Model) []float32 {
+		e := NewEngine(m, 2)
+		defer e.Close()
+		s := e.acquire()
+		defer e.release(s)
+		var out []float32
+		for i, tok := range []int{1, 40, 80, 120, 7} {
+			out = e.forwardOne(s, tok, i)
+		}
+		return append([]float32(nil), out...)
+	}
+	a, b := logits(m), logits(f32)
+	if rel := relativeL2(a, b); !(rel <= 0.05) {
+		t.Errorf("Q4_K_M logits off by %.4f (relative L2) from the same weights in f32", rel)
+	}
+	q8, err := Load(path, "q8_0")
+	if err != nil || q8.Weights.Format() != "q8_0" {
+		t.Errorf("--dtype q8_0 of a Q4_K_M file: %v, %q", err, q8.Weights.Format())
+	}
+}
+
+// Every quantized format's GGUF, cut anywhere, fails with an error that
+// names a tensor or the header, never a panic or a half-loaded model.
+func TestQuantizedGGUFsFailCleanlyWhenCut(t *testing.T) {
+	shape := kShape
+	shape.Layers, shape.Vocab = 1, 16
+	w := Synthetic(shape, 2)
+	for _, typ := range []uint32{ggmlQ8_0, ggmlQ4_0, ggmlQ4_K, ggmlQ6_K} {
+		full := ggufOf(t, w, spmVocab(ByteLevelTokenizer(shape.Vocab)), every(typ))
+		if _, _, err := LoadGGUF(full); err != nil {
+			t.Fatalf("%s: %v", ggmlTypeNames[typ], err)
+		}
+		for _, n := range []int{len(full) - 1, len(full) - 3000, len(full) / 2} {
+			_, _, err := LoadGGUF(full[:n])
+			if err == nil || !strings.Contains(err.Error(), "runs past the end of the file") {
+				t.Errorf("%s cut to %d bytes: %v", ggmlTypeNames[typ], n, err)
+			}
+		}
+	}
+}
+
+// kFuzzSeeds are small GGUFs of every quantized format, seeds for
+// FuzzParseGGUF.
+func kFuzzSeeds(t testing.TB) [][]byte {
+	shape := Shape{Dim: 256, HiddenDim: 256, Layers: 1, Heads: 2, KVHeads: 2, Vocab: 4, SeqLen: 8}
+	w := Synthetic(shape, 1)
+	var seeds [][]byte
+	for _, typ := range []uint32{ggmlQ8_0, ggmlQ4_0, ggmlQ4_K, ggmlQ6_K} {
+		seeds = append(seeds, ggufOf(t, w, spmVocab(NewTokenizer([]string{"<unk>", "<s>", "</s>", "a"}, make([]float32, 4))), every(typ)))
+	}
+	return seeds
+}
+

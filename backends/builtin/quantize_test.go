@@ -1,0 +1,208 @@
+package builtin
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"testing"
+)
+
+// The tests' quantizers, which write the GGUFs the engine reads: Q4_0 by
+// ggml's rule, and Q4_K and Q6_K by a simpler rule than llama-quantize's
+// search, chosen so that every weight is within half a step of the
+// original (scales are rounded up, never down, so no weight clamps).
+
+// quantizeTo returns m in ggml type typ.
+func quantizeTo(t testing.TB, typ uint32, m *Matrix) *Matrix {
+	t.Helper()
+	var q *Matrix
+	var err error
+	switch typ {
+	case ggmlQ8_0:
+		q, err = m.Quantize()
+	case ggmlQ4_0:
+		q, err = quantizeQ4(m)
+	case ggmlQ4_K:
+		q, err = quantizeK(m, formatQ4_K, encodeQ4K)
+	case ggmlQ6_K:
+		q, err = quantizeK(m, formatQ6_K, encodeQ6K)
+	default:
+		err = fmt.Errorf("no quantizer for ggml type %d", typ)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// quantizeQ4 returns m in Q4_0 by ggml's rule: per group of 32, the value
+// of largest magnitude maps to −8, so scale = that value / −8, and each
+// weight is round(w/scale) + 8, at most 15.
+func quantizeQ4(m *Matrix) (*Matrix, error) {
+	if m.Cols%GroupSize != 0 {
+		return nil, fmt.Errorf("cannot quantize a %d×%d matrix to Q4_0: columns are not a multiple of %d", m.Rows, m.Cols, GroupSize)
+	}
+	q := newQuantMatrix(formatQ4_0, m.Rows, m.Cols)
+	for r := range m.Rows {
+		scales, nib := q.groupRow(r)
+		row := m.F32[r*m.Cols : (r+1)*m.Cols]
+		for g := range scales {
+			vals := row[g*GroupSize : (g+1)*GroupSize]
+			var extreme float32
+			for _, v := range vals {
+				if math.Abs(float64(v)) > math.Abs(float64(extreme)) {
+					extreme = v
+				}
+			}
+			d := extreme / -8
+			scales[g] = d
+			var inv float32
+			if d != 0 {
+				inv = 1 / d
+			}
+			code := func(v float32) byte { return byte(min(15, int(v*inv+8.5))) }
+			for i := range GroupSize / 2 {
+				nib[g*16+i] = code(vals[i]) | code(vals[i+16])<<4
+			}
+		}
+	}
+	return q, nil
+}
+
+// quantizeK encodes each row's super-blocks in format f.
+func quantizeK(m *Matrix, f format, encode func(block []byte, x []float32)) (*Matrix, error) {
+	if m.Cols%superBlock != 0 {
+		return nil, fmt.Errorf("cannot quantize a %d×%d matrix to %s: columns are not a multiple of %d", m.Rows, m.Cols, f, superBlock)
+	}
+	q := newQuantMatrix(f, m.Rows, m.Cols)
+	per := f.rowBytes(superBlock)
+	for r := range m.Rows {
+		raw := q.quantRow(r)
+		for sb := range m.Cols / superBlock {
+			encode(raw[sb*per:(sb+1)*per], m.F32[r*m.Cols+sb*superBlock:r*m.Cols+(sb+1)*superBlock])
+		}
+	}
+	return q, nil
+}
+
+// encodeQ4K writes 256 weights as one Q4_K block. Group j spans
+// [lo_j, hi_j] with lo_j ≤ 0: its min is the smallest multiple of dmin at
+// or below lo_j, and its step d·scale_j the smallest multiple of d that
+// covers the rest of the span in 15 steps.
+func encodeQ4K(b []byte, x []float32) {
+	const groups = superBlock / GroupSize
+	var lo, hi [groups]float32
+	var maxNegLo float32
+	for j := range groups {
+		for _, v := range x[j*GroupSize : (j+1)*GroupSize] {
+			lo[j], hi[j] = min(lo[j], v), max(hi[j], v)
+		}
+		maxNegLo = max(maxNegLo, -lo[j])
+	}
+	dminBits := f16Up(maxNegLo / 63)
+	dmin := f16ToF32(dminBits)
+	var mins, scales [groups]uint8
+	var base, step [groups]float32
+	var maxStep float32
+	for j := range groups {
+		if dmin > 0 {
+			mins[j] = uint8(min(63, math.Ceil(float64(-lo[j]/dmin))))
+		}
+		base[j] = -dmin * float32(mins[j])
+		step[j] = (hi[j] - base[j]) / 15
+		maxStep = max(maxStep, step[j])
+	}
+	dBits := f16Up(maxStep / 63)
+	d := f16ToF32(dBits)
+	clear(b)
+	binary.LittleEndian.PutUint16(b, dBits)
+	binary.LittleEndian.PutUint16(b[2:], dminBits)
+	packed, qs := b[4:16], b[16:q4KBlockBytes]
+	for j := range groups {
+		if d > 0 {
+			scales[j] = uint8(min(63, math.Ceil(float64(step[j]/d))))
+		}
+		if j < 4 {
+			packed[j] |= scales[j]
+			packed[j+4] |= mins[j]
+		} else {
+			packed[j+4] = scales[j]&0x0f | mins[j]&0x0f<<4
+			packed[j-4] |= scales[j] >> 4 << 6
+			packed[j] |= mins[j] >> 4 << 6
+		}
+		s := d * float32(scales[j])
+		for i, v := range x[j*GroupSize : (j+1)*GroupSize] {
+			var q float64
+			if s > 0 {
+				q = min(15, max(0, math.Round(float64((v-base[j])/s))))
+			}
+			qs[j/2*32+i] |= byte(q) << (4 * (j & 1))
+		}
+	}
+}
+
+// encodeQ6K writes 256 weights as one Q6_K block: each run of 16 gets the
+// scale max|w|/31 rounded up to a multiple of d, so values map into
+// −31…31 of the 6-bit range −32…31.
+func encodeQ6K(b []byte, x []float32) {
+	var scale [16]float32
+	var maxScale float32
+	for s := range scale {
+		for _, v := range x[s*16 : (s+1)*16] {
+			scale[s] = max(scale[s], float32(math.Abs(float64(v)))/31)
+		}
+		maxScale = max(maxScale, scale[s])
+	}
+	dBits := f16Up(maxScale / 127)
+	d := f16ToF32(dBits)
+	clear(b)
+	binary.LittleEndian.PutUint16(b[208:], dBits)
+	for s := range scale {
+		var sc float64
+		if d > 0 {
+			sc = min(127, math.Ceil(float64(scale[s]/d)))
+		}
+		b[192+s] = byte(int8(sc))
+		step := float64(d) * sc
+		for i := range 16 {
+			var q float64
+			if step > 0 {
+				q = min(31, max(-32, math.Round(float64(x[s*16+i])/step)))
+			}
+			// Weight s·16+i is weight i' of group k of half h (see q6KValue).
+			h, k, in := s/8, s%8/2, s%2*16+i
+			u := byte(int(q) + 32)
+			b[h*64+(k&1)*32+in] |= u & 0x0f << (4 * (k >> 1))
+			b[128+h*32+in] |= u >> 4 << (2 * k)
+		}
+	}
+}
+
+// f32ToF16 rounds a finite f (within the half range) to the nearest half,
+// subnormals included: K-quant block scales are often that small.
+func f32ToF16(f float32) uint16 {
+	sign := uint16(math.Float32bits(f)>>16) & 0x8000
+	a := math.Abs(float64(f))
+	switch {
+	case a >= 65520:
+		panic(fmt.Sprintf("f32ToF16: %g is outside the half range", f))
+	case a < 0x1p-14: // a multiple of 2^-24; 1024 of them is the smallest normal's bits
+		return sign | uint16(math.Round(a*0x1p24))
+	}
+	exp := math.Ilogb(a)
+	mant := math.Round((a/math.Ldexp(1, exp) - 1) * 1024)
+	if mant == 1024 {
+		exp, mant = exp+1, 0
+	}
+	return sign | uint16(exp+15)<<10 | uint16(mant)
+}
+
+// f16Up is the smallest half at or above f ≥ 0, so that a block scale
+// rounded to f16 never shrinks and every weight stays in range.
+func f16Up(f float32) uint16 {
+	h := f32ToF16(f)
+	if f16ToF32(h) < f {
+		h++
+	}
+	return h
+}
