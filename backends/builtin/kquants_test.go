@@ -171,4 +171,3 @@ func kFuzzSeeds(t testing.TB) [][]byte {
 	}
 	return seeds
 }
-
