@@ -67,7 +67,7 @@ const PrefillChunk = 64
 // NewEngine prepares the shared parts of model with threads workers;
 // each stream's buffers are allocated on its first use.
 func NewEngine(m *Model, threads int) *Engine {
-	return &Engine{Model: m, pool: NewPool(threads), rope: newRotary(m.Weights.Shape)}
+	return &Engine{Model: m, pool: NewPool(threads), rope: newRotary(m.Weights)}
 }
 
 // Close stops the worker goroutines.
@@ -210,7 +210,7 @@ func (e *Engine) Generate(ctx context.Context, prompt []int, maxTokens int, s Sa
 	decodeStart := time.Now()
 	for pos := len(prompt); len(g.Tokens) < maxTokens; pos++ {
 		next := st.next
-		if (next == tokenEOS || next == tokenBOS) && !s.IgnoreEOS {
+		if e.Model.Tokenizer.Stops(next) && !s.IgnoreEOS {
 			g.StopReason = "stop"
 			break
 		}

@@ -117,16 +117,20 @@ func (st *State) quant(v vecSel) *quantized {
 }
 
 // rotary holds the rotary tables, computed once per engine instead of per
-// token (llama2.c's frequencies: pair i of a head turns at
-// 10000^(-2i/headSize)).
+// token: pair i of a head turns at base^(-2i/headSize), base 10000 as in
+// llama2.c unless the model names its own.
 type rotary struct{ cos, sin []float32 } // seq × headSize/2
 
-func newRotary(s Shape) rotary {
-	seq, hs := s.SeqLen, s.HeadSize()
+func newRotary(w *Weights) rotary {
+	seq, hs := w.Shape.SeqLen, w.Shape.HeadSize()
+	base := w.RopeBase
+	if base == 0 {
+		base = 10000
+	}
 	r := rotary{cos: make([]float32, seq*hs/2), sin: make([]float32, seq*hs/2)}
 	for pos := range seq {
 		for i := 0; i < hs/2; i++ {
-			angle := float64(pos) / math.Pow(10000, float64(2*i)/float64(hs))
+			angle := float64(pos) / math.Pow(base, float64(2*i)/float64(hs))
 			r.cos[pos*hs/2+i] = float32(math.Cos(angle))
 			r.sin[pos*hs/2+i] = float32(math.Sin(angle))
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -198,23 +199,11 @@ func LoadGGUF(b []byte) (*Weights, *Tokenizer, error) {
 	if arch, _ := g.Meta["general.architecture"].(string); arch != "llama" {
 		return nil, nil, fmt.Errorf("GGUF general.architecture is %q; the builtin engine runs llama models only", arch)
 	}
-	tokens, _ := g.Meta["tokenizer.ggml.tokens"].([]any)
-	scores, _ := g.Meta["tokenizer.ggml.scores"].([]any)
-	if len(tokens) == 0 || len(scores) != len(tokens) {
-		return nil, nil, errors.New("GGUF has no tokenizer.ggml.tokens and scores of equal length; the engine needs a sentencepiece vocabulary")
+	tok, err := ggufTokenizer(g)
+	if err != nil {
+		return nil, nil, err
 	}
-	pieces := make([]string, len(tokens))
-	fscores := make([]float32, len(tokens))
-	for i := range tokens {
-		s, ok1 := tokens[i].(string)
-		f, ok2 := scores[i].(float64)
-		if !ok1 || !ok2 {
-			return nil, nil, fmt.Errorf("GGUF tokenizer entry %d is not a string with a float score", i)
-		}
-		pieces[i] = strings.ReplaceAll(s, "\u2581", " ") // sentencepiece's space mark
-		fscores[i] = float32(f)
-	}
-	shape := Shape{Vocab: len(tokens)}
+	shape := Shape{Vocab: len(tok.Pieces)}
 	for _, field := range []struct {
 		key string
 		dst *int
@@ -237,8 +226,17 @@ func LoadGGUF(b []byte) (*Weights, *Tokenizer, error) {
 	if eps, ok := g.Meta["llama.attention.layer_norm_rms_epsilon"].(float64); ok && eps > 0 {
 		w.NormEps = float32(eps)
 	}
-	if base, ok := g.Meta["llama.rope.freq_base"].(float64); ok && base != 10000 {
-		return nil, nil, fmt.Errorf("GGUF rope.freq_base %g is not supported (the engine uses 10000)", base)
+	if base, ok := g.Meta["llama.rope.freq_base"].(float64); ok {
+		if !(base > 1) || math.IsInf(base, 0) {
+			return nil, nil, fmt.Errorf("GGUF llama.rope.freq_base is %g; rotary embeddings need a base above 1", base)
+		}
+		w.RopeBase = base
+	}
+	if scaling, ok := g.Meta["llama.rope.scaling.type"].(string); ok && scaling != "none" {
+		return nil, nil, fmt.Errorf("GGUF llama.rope.scaling.type is %q; the builtin engine runs unscaled rotary embeddings only", scaling)
+	}
+	if hasTensor(g, "rope_freqs.weight") {
+		return nil, nil, errors.New("GGUF has tensor rope_freqs.weight (Llama 3.1-style rotary scaling); the builtin engine runs unscaled rotary embeddings only")
 	}
 	d, h, kv := shape.Dim, shape.HiddenDim, shape.KVDim()
 	load := &tensorLoader{g: g, b: b}
@@ -268,7 +266,92 @@ func LoadGGUF(b []byte) (*Weights, *Tokenizer, error) {
 	if load.err != nil {
 		return nil, nil, load.err
 	}
-	return w, NewTokenizer(pieces, fscores), nil
+	return w, tok, nil
+}
+
+// ggufTokenizer reads the vocabulary: "llama" (sentencepiece: pieces with
+// scores) or "gpt2" (byte-level BPE: pieces, ranked merges and a
+// pre-tokenizer), with its BOS and end tokens where the file names them.
+func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
+	model, _ := g.Meta["tokenizer.ggml.model"].(string)
+	tokens, err := metaStrings(g, "tokenizer.ggml.tokens")
+	if err != nil || len(tokens) == 0 {
+		return nil, fmt.Errorf("GGUF tokenizer.ggml.tokens is missing or not a list of strings (%v); the engine needs the vocabulary", err)
+	}
+	var tok *Tokenizer
+	switch model {
+	case "llama":
+		scores, _ := g.Meta["tokenizer.ggml.scores"].([]any)
+		if len(scores) != len(tokens) {
+			return nil, fmt.Errorf("GGUF tokenizer.ggml.scores has %d entries for %d tokens; a sentencepiece vocabulary scores every piece", len(scores), len(tokens))
+		}
+		fscores := make([]float32, len(tokens))
+		for i := range tokens {
+			f, ok := scores[i].(float64)
+			if !ok {
+				return nil, fmt.Errorf("GGUF tokenizer.ggml.scores entry %d is not a float", i)
+			}
+			tokens[i] = strings.ReplaceAll(tokens[i], "\u2581", " ") // sentencepiece's space mark
+			fscores[i] = float32(f)
+		}
+		tok = NewTokenizer(tokens, fscores)
+	case "gpt2":
+		merges, err := metaStrings(g, "tokenizer.ggml.merges")
+		if err != nil || len(merges) == 0 {
+			return nil, fmt.Errorf("GGUF tokenizer.ggml.merges is missing or not a list of strings (%v); a gpt2 vocabulary needs its merges", err)
+		}
+		pre, _ := g.Meta["tokenizer.ggml.pre"].(string)
+		var types []int
+		if raw, ok := g.Meta["tokenizer.ggml.token_type"].([]any); ok && len(raw) == len(tokens) {
+			for _, v := range raw {
+				n, _ := v.(int64)
+				types = append(types, int(n))
+			}
+		}
+		bpe, err := newBPE(tokens, merges, pre, types)
+		if err != nil {
+			return nil, err
+		}
+		tok = NewTokenizer(tokens, make([]float32, len(tokens)))
+		tok.bpe, tok.bos, tok.addBOS, tok.stops = bpe, -1, false, nil
+	default:
+		return nil, fmt.Errorf("GGUF tokenizer.ggml.model is %q; the builtin engine reads \"llama\" (sentencepiece) and \"gpt2\" (BPE) vocabularies", model)
+	}
+	for _, key := range []string{"bos", "eos", "eot", "eom"} {
+		id, ok := g.metaInt("tokenizer.ggml." + key + "_token_id")
+		if !ok {
+			continue
+		}
+		if id < 0 || id >= len(tokens) {
+			return nil, fmt.Errorf("GGUF tokenizer.ggml.%s_token_id is %d, outside the %d-token vocabulary", key, id, len(tokens))
+		}
+		if key == "bos" {
+			tok.bos, tok.addBOS = id, true
+			continue
+		}
+		if !slices.Contains(tok.stops, id) {
+			tok.stops = append(tok.stops, id)
+		}
+	}
+	if add, ok := g.Meta["tokenizer.ggml.add_bos_token"].(bool); ok {
+		tok.addBOS = add && tok.bos >= 0
+	}
+	return tok, nil
+}
+
+// metaStrings reads a metadata array of strings.
+func metaStrings(g *GGUF, key string) ([]string, error) {
+	raw, ok := g.Meta[key].([]any)
+	if !ok {
+		return nil, errors.New("no such array")
+	}
+	out := make([]string, len(raw))
+	for i, v := range raw {
+		if out[i], ok = v.(string); !ok {
+			return nil, fmt.Errorf("entry %d is not a string", i)
+		}
+	}
+	return out, nil
 }
 
 func hasTensor(g *GGUF, name string) bool {

@@ -96,7 +96,7 @@ func ggufOf(t testing.TB, w *Weights, vocab []metaKV, typeOf func(tensor string)
 }
 
 // metaKV is one GGUF metadata entry: a string, uint32, int32, float32,
-// or a slice of strings, float32s or int32s.
+// bool, or a slice of strings, float32s or int32s.
 type metaKV struct {
 	key   string
 	value any
@@ -108,7 +108,7 @@ func ggufString(b *bytes.Buffer, s string) {
 }
 
 // writeMeta encodes kv with GGUF's value types (4 uint32, 5 int32,
-// 6 float32, 8 string, 9 array).
+// 6 float32, 7 bool, 8 string, 9 array).
 func writeMeta(b *bytes.Buffer, kv metaKV) {
 	le := binary.LittleEndian
 	ggufString(b, kv.key)
@@ -129,6 +129,9 @@ func writeMeta(b *bytes.Buffer, kv metaKV) {
 		binary.Write(b, le, v)
 	case float32:
 		binary.Write(b, le, uint32(6))
+		binary.Write(b, le, v)
+	case bool:
+		binary.Write(b, le, uint32(7))
 		binary.Write(b, le, v)
 	case []string:
 		array(8, len(v))

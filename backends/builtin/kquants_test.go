@@ -160,8 +160,8 @@ func TestQuantizedGGUFsFailCleanlyWhenCut(t *testing.T) {
 	}
 }
 
-// kFuzzSeeds are small GGUFs of every quantized format, seeds for
-// FuzzParseGGUF.
+// kFuzzSeeds are small GGUFs of every quantized format, and one with a
+// gpt2 vocabulary: seeds for FuzzParseGGUF.
 func kFuzzSeeds(t testing.TB) [][]byte {
 	shape := Shape{Dim: 256, HiddenDim: 256, Layers: 1, Heads: 2, KVHeads: 2, Vocab: 4, SeqLen: 8}
 	w := Synthetic(shape, 1)
@@ -169,5 +169,7 @@ func kFuzzSeeds(t testing.TB) [][]byte {
 	for _, typ := range []uint32{ggmlQ8_0, ggmlQ4_0, ggmlQ4_K, ggmlQ6_K} {
 		seeds = append(seeds, ggufOf(t, w, spmVocab(NewTokenizer([]string{"<unk>", "<s>", "</s>", "a"}, make([]float32, 4))), every(typ)))
 	}
-	return seeds
+	tok, vocab := testBPE(t, "qwen2", "h e")
+	shape.Dim, shape.HiddenDim, shape.Vocab = 32, 32, len(tok.Pieces)
+	return append(seeds, ggufOf(t, Synthetic(shape, 1), vocab, every(ggmlF32)))
 }

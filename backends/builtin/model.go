@@ -82,4 +82,6 @@ type Weights struct {
 	Classifier *Matrix // vocab × dim; shares Embedding's storage when tied
 	// NormEps is the RMSNorm epsilon (llama2.c uses 1e-5).
 	NormEps float32
+	// RopeBase is the rotary embeddings' base; 0 means llama2.c's 10000.
+	RopeBase float64
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -18,8 +19,9 @@ const (
 	byteTokenBase = 3
 )
 
-// Tokenizer is a sentencepiece-style BPE vocabulary with merge scores, as
-// llama2.c's tokenizer.bin and GGUF's tokenizer.ggml.* describe it.
+// Tokenizer is a model's vocabulary: sentencepiece-style BPE with merge
+// scores, as llama2.c's tokenizer.bin and GGUF's "llama" model describe
+// it, or GPT-2-style byte-level BPE with ranked merges (GGUF's "gpt2").
 type Tokenizer struct {
 	Pieces []string
 	Scores []float32
@@ -27,11 +29,18 @@ type Tokenizer struct {
 	// byteLevel is set for synthetic models: every prompt byte is its own
 	// token and pieces beyond the byte range decode to a placeholder.
 	byteLevel bool
+	bpe       *bpeVocab // set for a gpt2 vocabulary
+	bos       int       // prepended to a prompt when addBOS
+	addBOS    bool
+	stops     []int // tokens that end a generation
 }
 
-// NewTokenizer indexes pieces and scores.
+// NewTokenizer indexes a sentencepiece vocabulary's pieces and scores.
+// Its prompts start with BOS, and BOS or EOS ends a generation (llama2.c's
+// rule).
 func NewTokenizer(pieces []string, scores []float32) *Tokenizer {
-	t := &Tokenizer{Pieces: pieces, Scores: scores, ids: make(map[string]int, len(pieces))}
+	t := &Tokenizer{Pieces: pieces, Scores: scores, ids: make(map[string]int, len(pieces)),
+		bos: tokenBOS, addBOS: true, stops: []int{tokenBOS, tokenEOS}}
 	for i, p := range pieces {
 		if _, dup := t.ids[p]; !dup {
 			t.ids[p] = i
@@ -88,14 +97,18 @@ func ParseTokenizerBin(b []byte, vocab int) (*Tokenizer, error) {
 	return NewTokenizer(pieces, scores), nil
 }
 
-// Encode turns text into token ids the way llama2.c does: optional BOS, a
-// dummy-prefix space, one token per UTF-8 character (byte tokens for
-// characters the vocabulary lacks), then greedy merges of the adjacent pair
-// whose merged piece scores highest.
+// Encode turns text into token ids, after BOS when bos is asked and the
+// vocabulary adds one: a gpt2 vocabulary's way (see bpe.go), else
+// llama2.c's: a dummy-prefix space, one token per UTF-8 character (byte
+// tokens for characters the vocabulary lacks), then greedy merges of the
+// adjacent pair whose merged piece scores highest.
 func (t *Tokenizer) Encode(text string, bos bool) []int {
 	var tokens []int
-	if bos {
-		tokens = append(tokens, tokenBOS)
+	if bos && t.addBOS {
+		tokens = append(tokens, t.bos)
+	}
+	if t.bpe != nil {
+		return t.bpe.encode(tokens, text, t.ids)
 	}
 	if t.byteLevel {
 		for i := 0; i < len(text); i++ {
@@ -141,12 +154,18 @@ func (t *Tokenizer) Encode(text string, bos bool) []int {
 	}
 }
 
+// Stops reports whether token ends a generation.
+func (t *Tokenizer) Stops(token int) bool { return slices.Contains(t.stops, token) }
+
 // Decode returns the text of token after prev, as llama2.c prints it: the
 // leading space of the first piece after BOS is dropped, byte tokens
 // become their byte, and control bytes other than whitespace are dropped.
 func (t *Tokenizer) Decode(prev, token int) string {
 	if token < 0 || token >= len(t.Pieces) {
 		return ""
+	}
+	if t.bpe != nil {
+		return t.bpe.decode(token, t.Pieces[token])
 	}
 	piece := t.Pieces[token]
 	if prev == tokenBOS && strings.HasPrefix(piece, " ") {
