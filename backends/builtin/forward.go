@@ -35,13 +35,29 @@ type State struct {
 	views      []*State    // one per earlier token of a prompt chunk, made on first use
 }
 
+// quantized is an activation vector in Q8_0, with each group's sum
+// (scale·Σq, the group's sum of values as quantized) for the formats whose
+// weights carry an offset (Q4_K's mins).
 type quantized struct {
 	q      []int8
 	scales []float32
+	sums   []float32
 }
 
 func newQuantized(n int) quantized {
-	return quantized{q: make([]int8, n), scales: newScales((n + GroupSize - 1) / GroupSize)}
+	groups := (n + GroupSize - 1) / GroupSize
+	return quantized{q: make([]int8, n), scales: newScales(groups), sums: make([]float32, groups)}
+}
+
+// sumGroups sets sums for the first groups groups.
+func (x *quantized) sumGroups(groups int) {
+	for g := range groups {
+		var s int32
+		for _, v := range x.q[g*GroupSize : (g+1)*GroupSize] {
+			s += int32(v)
+		}
+		x.sums[g] = float32(s) * x.scales[g]
+	}
 }
 
 // NewState allocates everything one stream's forward passes need, up
@@ -245,10 +261,20 @@ func (e *Engine) multiply(p *pass, states []*State, ms [3]*Matrix, n int, gated 
 	for i := range n {
 		j.out[i] = j.out[i][:0]
 	}
+	// A file may mix formats (Q4_K_M's attn_v is Q6_K beside Q4_K q and
+	// k), so any quantized matrix of the job needs the quantized input.
+	quantize, sums := false, false
+	for _, m := range ms[:n] {
+		quantize = quantize || m.Quantized()
+		sums = sums || m.format == formatQ4_K
+	}
 	for _, st := range states {
 		x, xq := st.vec(in), st.quant(in)
-		if ms[0].Quantized() {
+		if quantize {
 			quantizeInto(xq.q[:len(x)], xq.scales[:len(x)/GroupSize], x)
+		}
+		if sums {
+			xq.sumGroups(len(x) / GroupSize)
 		}
 		j.x, j.xq = append(j.x, x), append(j.xq, xq)
 		for i := range n {

@@ -478,13 +478,18 @@ func (l *tensorLoader) matrixOf(t GGUFTensor, raw []byte, rows, cols int) *Matri
 }
 
 // f16ToF32 converts an IEEE half-precision value.
-func f16ToF32(h uint16) float32 {
+func f16ToF32(h uint16) float32 { return math.Float32frombits(f16Bits(h)) }
+
+// f16Bits is the float32 bits of a half, in integer arithmetic only, so a
+// vector kernel can broadcast a block scale without a scalar float
+// instruction.
+func f16Bits(h uint16) uint32 {
 	sign := uint32(h>>15) << 31
 	exp := int32(h>>10) & 0x1f
 	mant := uint32(h) & 0x3ff
 	switch {
 	case exp == 0 && mant == 0:
-		return math.Float32frombits(sign)
+		return sign
 	case exp == 0: // subnormal: shift the mantissa up until it is normal
 		exp = 1
 		for mant&0x400 == 0 {
@@ -493,7 +498,7 @@ func f16ToF32(h uint16) float32 {
 		}
 		mant &= 0x3ff
 	case exp == 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+		return sign | 0x7f800000 | mant<<13
 	}
-	return math.Float32frombits(sign | uint32(exp+112)<<23 | mant<<13)
+	return sign | uint32(exp+112)<<23 | mant<<13
 }

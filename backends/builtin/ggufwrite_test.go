@@ -296,9 +296,13 @@ func TestQ4RoundTripAndMatVec(t *testing.T) {
 	}
 	xq := newQuantized(cols)
 	quantizeInto(xq.q, xq.scales[:cols/GroupSize], x)
-	got, want := make([]float32, rows), make([]float32, rows)
+	got, generic, want := make([]float32, rows), make([]float32, rows), make([]float32, rows)
 	matVecQ4(got, q, &xq, 0, rows)
+	matVecQ4Generic(generic, q, &xq, 0, rows)
 	matVecF32(want, back, x, 0, rows)
+	if rel := relativeL2(got, generic); rel > 1e-5 {
+		t.Errorf("the engine's Q4_0 kernel is off by %.2g from the portable one", rel)
+	}
 	var num, den float64
 	for r := range rows {
 		num += float64((got[r] - want[r]) * (got[r] - want[r]))

@@ -220,12 +220,182 @@ func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	archsimd.ClearAVXUpperBits()
 }
 
-func matVecQ4(out []float32, m *Matrix, x *quantized, lo, hi int) { matVecQ4Generic(out, m, x, lo, hi) }
-func matVecQ4K(out []float32, m *Matrix, x *quantized, lo, hi int) {
-	matVecQ4KGeneric(out, m, x, lo, hi)
+// matVecRows runs a one-row kernel over rows [lo, hi), four rows per
+// horizontal sum.
+func matVecRows(out []float32, m *Matrix, lo, hi int, row func(raw unsafe.Pointer) archsimd.Float32x8) {
+	var acc [4]archsimd.Float32x8
+	var sums [4]float32
+	for r0 := lo; r0 < hi; r0 += 4 {
+		n := min(4, hi-r0)
+		for i := range 4 {
+			acc[i] = archsimd.Float32x8{}
+			if i < n {
+				acc[i] = row(unsafe.Pointer(&m.quantRow(r0 + i)[0]))
+			}
+		}
+		sum4(acc[0], acc[1], acc[2], acc[3]).Store(&sums)
+		copy(out[r0:r0+n], sums[:n])
+	}
+	archsimd.ClearAVXUpperBits()
 }
+
+// matVecQ4 unpacks each Q4_0 group's 16 bytes into 32 int8 values (low
+// nibbles, then high, minus 8) and takes Q8_0's dot product.
+func matVecQ4(out []float32, m *Matrix, x *quantized, lo, hi int) {
+	if !haveAVX2 {
+		matVecQ4Generic(out, m, x, lo, hi)
+		return
+	}
+	groups := m.Cols / GroupSize
+	px := unsafe.Pointer(&x.q[:m.Cols][0])
+	pxs := unsafe.Pointer(&x.scales[:groups+scalePad][0])
+	matVecRows(out, m, lo, hi, func(row unsafe.Pointer) archsimd.Float32x8 {
+		return q4Row(unsafe.Add(row, groups*4), row, px, pxs, groups)
+	})
+}
+
+// q4Row is q8Row for Q4_0: the same two accumulators and scale
+// broadcasts, each group's values unpacked from its nibbles.
+func q4Row(w, ws, x, xs unsafe.Pointer, groups int) archsimd.Float32x8 {
+	ones := archsimd.BroadcastInt16x16(1)
+	low := archsimd.BroadcastUint8x16(0x0f)
+	eight := archsimd.BroadcastInt8x32(8)
+	var even, odd archsimd.Float32x8
+	for b := 0; b < groups; b += 8 {
+		scales := f32x8(ws, uintptr(b)*4).Mul(f32x8(xs, uintptr(b)*4))
+		n := min(8, groups-b)
+		k := 0
+		for ; k+2 <= n; k += 2 {
+			off := uintptr(b+k) * GroupSize
+			even = q8Dot(q4Unpack(w, b+k, low, eight), i8x32(x, off), ones).MulAdd(scales.Permute(laneIndex[k]), even)
+			odd = q8Dot(q4Unpack(w, b+k+1, low, eight), i8x32(x, off+GroupSize), ones).MulAdd(scales.Permute(laneIndex[k+1]), odd)
+		}
+		if k < n {
+			even = q8Dot(q4Unpack(w, b+k, low, eight), i8x32(x, uintptr(b+k)*GroupSize), ones).MulAdd(scales.Permute(laneIndex[k]), even)
+		}
+	}
+	return even.Add(odd)
+}
+
+// q4Unpack is group g's 32 values: its 16 bytes' low nibbles, then their
+// high nibbles, each minus 8.
+func q4Unpack(w unsafe.Pointer, g int, low archsimd.Uint8x16, eight archsimd.Int8x32) archsimd.Int8x32 {
+	v := archsimd.LoadUint8x16((*[16]uint8)(unsafe.Add(w, g*16)))
+	hi := v.AsUint16x8().ShiftAllRight(4).AsUint8x16().And(low)
+	return archsimd.Uint8x32{}.SetLo(v.And(low)).SetHi(hi).AsInt8x32().Sub(eight)
+}
+
+// matVecQ4K multiplies Q4_K blocks as stored. Per block, the eight
+// groups' scales (d·scale_j·scale_x) and mins (dmin·min_j) are one vector
+// each, so a block's offset term is one FMA against the activations'
+// group sums; each group's unsigned nibbles multiply the int8 activations
+// directly (VPMADDUBSW, unsigned × signed).
+func matVecQ4K(out []float32, m *Matrix, x *quantized, lo, hi int) {
+	if !haveAVX2 {
+		matVecQ4KGeneric(out, m, x, lo, hi)
+		return
+	}
+	blocks := m.Cols / superBlock
+	px := unsafe.Pointer(&x.q[:m.Cols][0])
+	pxs := unsafe.Pointer(&x.scales[:m.Cols/GroupSize][0])
+	psum := unsafe.Pointer(&x.sums[:m.Cols/GroupSize][0])
+	matVecRows(out, m, lo, hi, func(row unsafe.Pointer) archsimd.Float32x8 {
+		return q4KRow(row, px, pxs, psum, blocks)
+	})
+}
+
+func q4KRow(w, x, xs, xsum unsafe.Pointer, blocks int) archsimd.Float32x8 {
+	ones := archsimd.BroadcastInt16x16(1)
+	low := archsimd.BroadcastUint8x32(0x0f)
+	var even, odd, offsets archsimd.Float32x8
+	var sc, mn [8]int32
+	for sb := range blocks {
+		b := (*[q4KBlockBytes]byte)(unsafe.Add(w, sb*q4KBlockBytes))
+		d := archsimd.BroadcastUint32x8(f16Bits(uint16(b[0]) | uint16(b[1])<<8)).AsFloat32x8()
+		dmin := archsimd.BroadcastUint32x8(f16Bits(uint16(b[2]) | uint16(b[3])<<8)).AsFloat32x8()
+		for j := range 8 {
+			s, m := q4KScaleMin(j, b[4:16])
+			sc[j], mn[j] = int32(s), int32(m)
+		}
+		g := uintptr(sb) * 8
+		scales := archsimd.LoadInt32x8(&sc).ConvertToFloat32().Mul(d).Mul(f32x8(xs, g*4))
+		offsets = archsimd.LoadInt32x8(&mn).ConvertToFloat32().Mul(dmin).MulAdd(f32x8(xsum, g*4), offsets)
+		for c := range 4 {
+			v := archsimd.LoadUint8x32((*[32]uint8)(b[16+c*32 : 48+c*32]))
+			hi := v.AsUint16x16().ShiftAllRight(4).AsUint8x32().And(low)
+			off := (g + uintptr(2*c)) * GroupSize
+			even = v.And(low).DotProductPairsSaturated(i8x32(x, off)).DotProductPairs(ones).ConvertToFloat32().MulAdd(scales.Permute(laneIndex[2*c]), even)
+			odd = hi.DotProductPairsSaturated(i8x32(x, off+GroupSize)).DotProductPairs(ones).ConvertToFloat32().MulAdd(scales.Permute(laneIndex[2*c+1]), odd)
+		}
+	}
+	return even.Add(odd).Sub(offsets)
+}
+// matVecQ6K multiplies Q6_K blocks as stored: each group's 6-bit values
+// are put together from their nibbles and 2-bit pairs, less 32, and take
+// Q8_0's dot product; its lanes 0–3 and 4–7 hold the group's two halves,
+// so one vector of two scales weighs both.
 func matVecQ6K(out []float32, m *Matrix, x *quantized, lo, hi int) {
-	matVecQ6KGeneric(out, m, x, lo, hi)
+	if !haveAVX2 {
+		matVecQ6KGeneric(out, m, x, lo, hi)
+		return
+	}
+	blocks := m.Cols / superBlock
+	px := unsafe.Pointer(&x.q[:m.Cols][0])
+	pxs := unsafe.Pointer(&x.scales[:m.Cols/GroupSize][0])
+	matVecRows(out, m, lo, hi, func(row unsafe.Pointer) archsimd.Float32x8 {
+		return q6KRow(row, px, pxs, blocks)
+	})
+}
+
+// halfIndex[k] puts lane 2k in lanes 0–3 and lane 2k+1 in lanes 4–7.
+var halfIndex = func() (idx [4]archsimd.Uint32x8) {
+	for k := range idx {
+		idx[k] = archsimd.LoadUint32x8(&[8]uint32{uint32(2 * k), uint32(2 * k), uint32(2 * k), uint32(2 * k), uint32(2*k + 1), uint32(2*k + 1), uint32(2*k + 1), uint32(2*k + 1)})
+	}
+	return idx
+}()
+
+func q6KRow(w, x, xs unsafe.Pointer, blocks int) archsimd.Float32x8 {
+	ones := archsimd.BroadcastInt16x16(1)
+	low := archsimd.BroadcastUint8x32(0x0f)
+	two := archsimd.BroadcastUint8x32(3)
+	bias := archsimd.BroadcastInt8x32(32)
+	var even, odd archsimd.Float32x8
+	var sc [8]int32
+	for sb := range blocks {
+		b := (*[q6KBlockBytes]byte)(unsafe.Add(w, sb*q6KBlockBytes))
+		d := archsimd.BroadcastUint32x8(f16Bits(uint16(b[208]) | uint16(b[209])<<8)).AsFloat32x8()
+		g0 := uintptr(sb) * 8
+		xsv := f32x8(xs, g0*4)
+		for h := range 2 {
+			for i := range 8 {
+				sc[i] = int32(int8(b[192+8*h+i]))
+			}
+			scales := archsimd.LoadInt32x8(&sc).ConvertToFloat32().Mul(d)
+			ql := [2]archsimd.Uint8x32{
+				archsimd.LoadUint8x32((*[32]uint8)(b[h*64 : h*64+32])),
+				archsimd.LoadUint8x32((*[32]uint8)(b[h*64+32 : h*64+64])),
+			}
+			qh := archsimd.LoadUint8x32((*[32]uint8)(b[128+h*32 : 160+h*32]))
+			for k := range 4 {
+				lo := ql[k&1]
+				if k >= 2 {
+					lo = lo.AsUint16x16().ShiftAllRight(4).AsUint8x32()
+				}
+				top := qh.AsUint16x16().ShiftAllRight(uint64(2 * k)).AsUint8x32().And(two).AsUint16x16().ShiftAllLeft(4).AsUint8x32()
+				q := lo.And(low).Or(top).AsInt8x32().Sub(bias)
+				off := (g0 + uintptr(4*h+k)) * GroupSize
+				weight := scales.Permute(halfIndex[k]).Mul(xsv.Permute(laneIndex[4*h+k]))
+				dot := q8Dot(q, i8x32(x, off), ones)
+				if k&1 == 0 {
+					even = dot.MulAdd(weight, even)
+				} else {
+					odd = dot.MulAdd(weight, odd)
+				}
+			}
+		}
+	}
+	return even.Add(odd)
 }
 
 // pairedRowGroups is the longest row (in groups) for which two rows are

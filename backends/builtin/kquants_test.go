@@ -1,6 +1,8 @@
 package builtin
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -73,6 +75,7 @@ func TestKQuantRoundTripAndMatVec(t *testing.T) {
 			x := randomMatrix(rng, 1, cols).F32
 			xq := newQuantized(cols)
 			quantizeInto(xq.q, xq.scales[:cols/GroupSize], x)
+			xq.sumGroups(cols / GroupSize)
 			got, generic, want := make([]float32, rows), make([]float32, rows), make([]float32, rows)
 			c.kernel(got, q, &xq, 0, rows)
 			c.generic(generic, q, &xq, 0, rows)
@@ -172,4 +175,62 @@ func kFuzzSeeds(t testing.TB) [][]byte {
 	tok, vocab := testBPE(t, "qwen2", "h e")
 	shape.Dim, shape.HiddenDim, shape.Vocab = 32, 32, len(tok.Pieces)
 	return append(seeds, ggufOf(t, Synthetic(shape, 1), vocab, every(ggmlF32)))
+}
+
+// stories110MFiles writes GGUFs of stories110M's shape (seeded synthetic
+// weights) as llama-quantize's Q4_K_M mix, Q4_0 and Q8_0.
+func stories110MFiles(t testing.TB) map[string]string {
+	shape := SyntheticShapes["stories110M"]
+	w := Synthetic(shape, 1)
+	vocab := spmVocab(ByteLevelTokenizer(shape.Vocab))
+	files := map[string]string{}
+	for name, types := range map[string]func(string) uint32{"Q4_K_M": q4KM(shape.Layers), "Q4_0": every(ggmlQ4_0), "Q8_0": every(ggmlQ8_0)} {
+		files[name] = writeTemp(t, name+".gguf", ggufOf(t, w, vocab, types))
+	}
+	return files
+}
+
+// The bar: a Q4_K_M, a Q4_0 and a Q8_0 GGUF of stories110M's
+// shape load as stored and generate. It is slow under the race detector,
+// so .ci/run runs it once without.
+func TestStories110MShapeGGUFsLoadAndGenerate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("110M weights under the race detector take minutes; .ci/run runs this without -race")
+	}
+	files := stories110MFiles(t)
+	for name, want := range map[string]string{"Q4_K_M": "q4_K ×72, q6_K ×13", "Q4_0": "q4_0", "Q8_0": "q8_0"} {
+		m, err := Load(files[name], "")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if m.Weights.Shape != SyntheticShapes["stories110M"] || m.Weights.Format() != want {
+			t.Errorf("%s: shape %s, format %q", name, m.Weights.Shape, m.Weights.Format())
+		}
+		e := NewEngine(m, 2)
+		g, err := e.Generate(context.Background(), m.Tokenizer.Encode("Once upon a time", true), 16, Sampling{IgnoreEOS: true}, func(int) {})
+		e.Close()
+		if err != nil || len(g.Tokens) != 16 {
+			t.Errorf("%s: %v, %d tokens", name, err, len(g.Tokens))
+		}
+	}
+}
+
+// BenchmarkStories110MFiles decodes (tok/s and weight GB/s at position
+// 64) and prefills a 64-token prompt with each of the stories110M-shape
+// GGUFs, at 1 and 2 threads.
+func BenchmarkStories110MFiles(b *testing.B) {
+	files := stories110MFiles(b)
+	for _, name := range []string{"Q4_K_M", "Q4_0", "Q8_0"} {
+		path := files[name]
+		for _, threads := range []int{1, 2} {
+			m, err := Load(path, "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			e := NewEngine(m, threads)
+			b.Run(fmt.Sprintf("%s/decode/threads=%d", name, threads), func(b *testing.B) { benchDecode(b, e) })
+			b.Run(fmt.Sprintf("%s/prefill64/threads=%d", name, threads), func(b *testing.B) { benchPrefill64(b, e) })
+			e.Close()
+		}
+	}
 }
