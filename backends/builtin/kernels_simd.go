@@ -330,6 +330,7 @@ func q4KRow(w, x, xs, xsum unsafe.Pointer, blocks int) archsimd.Float32x8 {
 	}
 	return even.Add(odd).Sub(offsets)
 }
+
 // matVecQ6K multiplies Q6_K blocks as stored: each group's 6-bit values
 // are put together from their nibbles and 2-bit pairs, less 32, and take
 // Q8_0's dot product; its lanes 0–3 and 4–7 hold the group's two halves,
