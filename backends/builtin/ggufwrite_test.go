@@ -358,8 +358,8 @@ func TestQ4GGUFRunsAsStored(t *testing.T) {
 	}
 }
 
-// BenchmarkQ4File decodes a Q4_0 GGUF of stories15M's shape (its portable
-// kernel: no SIMD one yet) beside the same weights in Q8_0.
+// BenchmarkQ4File decodes a Q4_0 GGUF of stories15M's shape beside the
+// same weights in Q8_0.
 func BenchmarkQ4File(b *testing.B) {
 	shape := SyntheticShapes["stories15M"]
 	w := Synthetic(shape, 1)
