@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -234,6 +235,20 @@ func TestDTypeFollowsTheFile(t *testing.T) {
 	}
 }
 
+// lastLogits runs tokens through m one by one and returns the logits
+// after the last.
+func lastLogits(m *Model, threads int, tokens []int) []float32 {
+	e := NewEngine(m, threads)
+	defer e.Close()
+	s := e.acquire()
+	defer e.release(s)
+	var out []float32
+	for i, tok := range tokens {
+		out = e.forwardOne(s, tok, i)
+	}
+	return slices.Clone(out)
+}
+
 func TestFormatNamesMixedMatrices(t *testing.T) {
 	w := Synthetic(q8Shape, 3)
 	q, _ := w.Layers[0].WQ.Quantize()
@@ -332,25 +347,9 @@ func TestQ4GGUFRunsAsStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logits := func(m *Model) []float32 {
-		e := NewEngine(m, 1)
-		defer e.Close()
-		s := e.acquire()
-		defer e.release(s)
-		var out []float32
-		for i, tok := range []int{1, 40, 80, 120} {
-			out = e.forwardOne(s, tok, i)
-		}
-		return append([]float32(nil), out...)
-	}
-	a, b := logits(q4), logits(f32)
-	var num, den float64
-	for i := range a {
-		num += float64((a[i] - b[i]) * (a[i] - b[i]))
-		den += float64(b[i] * b[i])
-	}
-	if rel := math.Sqrt(num / den); !(den > 0) || rel > 0.05 {
-		t.Errorf("Q4_0 logits off by %.4f (relative L2, over logits of norm² %g) from the same weights in f32", rel, den)
+	tokens := []int{1, 40, 80, 120}
+	if rel := relativeL2(lastLogits(q4, 1, tokens), lastLogits(f32, 1, tokens)); !(rel <= 0.05) {
+		t.Errorf("Q4_0 logits off by %.4f (relative L2) from the same weights in f32", rel)
 	}
 	q8, err := Load(path, "q8_0")
 	if err != nil || q8.Weights.Format() != "q8_0" {

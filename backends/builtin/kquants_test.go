@@ -122,19 +122,8 @@ func TestQ4KMGGUFRunsAsStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logits := func(m *Model) []float32 {
-		e := NewEngine(m, 2)
-		defer e.Close()
-		s := e.acquire()
-		defer e.release(s)
-		var out []float32
-		for i, tok := range []int{1, 40, 80, 120, 7} {
-			out = e.forwardOne(s, tok, i)
-		}
-		return append([]float32(nil), out...)
-	}
-	a, b := logits(m), logits(f32)
-	if rel := relativeL2(a, b); !(rel <= 0.05) {
+	tokens := []int{1, 40, 80, 120, 7}
+	if rel := relativeL2(lastLogits(m, 2, tokens), lastLogits(f32, 2, tokens)); !(rel <= 0.05) {
 		t.Errorf("Q4_K_M logits off by %.4f (relative L2) from the same weights in f32", rel)
 	}
 	q8, err := Load(path, "q8_0")
