@@ -98,9 +98,16 @@ func (v *bpeVocab) encode(tokens []int, text string, ids map[string]int) []int {
 		for _, r := range mapped.String() {
 			symbols = append(symbols, string(r))
 		}
-		symbols = v.merge(symbols)
-		for _, s := range symbols {
-			tokens = append(tokens, ids[s]) // every merge result and every byte is a piece
+		for _, s := range v.merge(symbols) {
+			if id, ok := ids[s]; ok {
+				tokens = append(tokens, id)
+				continue
+			}
+			// A merge whose result the vocabulary lacks: its bytes, each
+			// a piece (newBPE checked all 256 are), as llama.cpp does.
+			for _, r := range s {
+				tokens = append(tokens, ids[string(r)])
+			}
 		}
 	}
 	return tokens

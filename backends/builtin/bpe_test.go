@@ -157,6 +157,11 @@ func TestBPEMergesByRank(t *testing.T) {
 			t.Errorf("%q decodes back as %q", c.text, back.String())
 		}
 	}
+	// A merge whose result the vocabulary lacks falls back to its bytes.
+	delete(tok.ids, "bc")
+	if got := tok.Encode("abc", false); !slices.Equal(got, ids(tok, "a", "b", "c")) {
+		t.Errorf("abc without the piece bc: %v", got)
+	}
 	bos, eos := len(tok.Pieces)-2, len(tok.Pieces)-1
 	if got := tok.Encode("hello", true); !slices.Equal(got, []int{bos, tok.ids["hello"]}) {
 		t.Errorf("with BOS: %v", got)

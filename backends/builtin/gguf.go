@@ -245,7 +245,7 @@ func LoadGGUF(b []byte) (*Weights, *Tokenizer, error) {
 	switch {
 	case hasTensor(g, "output.weight"):
 		w.Classifier = load.matrix("output.weight", shape.Vocab, d)
-	case ggmlFormats[g.Tensors["token_embd.weight"].Type] != formatF32:
+	case isQuantized(g.Tensors["token_embd.weight"].Type):
 		// Tied and stored quantized (as llama-quantize writes it): the
 		// classifier multiplies as stored; the rows looked up per token
 		// are the f32 embedding above.
@@ -354,6 +354,13 @@ func metaStrings(g *GGUF, key string) ([]string, error) {
 	return out, nil
 }
 
+// isQuantized reports whether ggml type typ is one the engine multiplies
+// as stored.
+func isQuantized(typ uint32) bool {
+	_, ok := ggmlFormats[typ]
+	return ok
+}
+
 func hasTensor(g *GGUF, name string) bool {
 	_, ok := g.Tensors[name]
 	return ok
@@ -385,21 +392,18 @@ func (l *tensorLoader) data(name string, rows, cols int) (GGUFTensor, []byte) {
 		return t, nil
 	}
 	var size uint64
-	switch t.Type {
-	case ggmlF32:
+	f, quantized := ggmlFormats[t.Type]
+	switch {
+	case t.Type == ggmlF32:
 		size = n * 4
-	case ggmlF16:
+	case t.Type == ggmlF16:
 		size = n * 2
-	case ggmlQ8_0, ggmlQ4_0, ggmlQ4_K, ggmlQ6_K:
-		f := ggmlFormats[t.Type]
+	case quantized:
 		if cols%f.block() != 0 {
 			l.err = fmt.Errorf("tensor %s: %s rows of %d values, not a multiple of its %d-weight block", name, ggmlTypeNames[t.Type], cols, f.block())
 			return t, nil
 		}
-		size = uint64(rows) * uint64(f.rowBytes(cols))
-		if f.block() == GroupSize { // the file's blocks have f16 scales, the engine's rows f32
-			size = n / GroupSize * blockBytes[t.Type]
-		}
+		size = n / uint64(f.block()) * uint64(f.fileBlockBytes())
 	default:
 		typeName := ggmlTypeNames[t.Type]
 		if typeName == "" {
@@ -429,7 +433,7 @@ func (l *tensorLoader) vector(name string, rows, cols int) []float32 {
 	case ggmlF16:
 		out := make([]float32, n)
 		for i := range out {
-			out[i] = f16ToF32(binary.LittleEndian.Uint16(raw[2*i:]))
+			out[i] = f16ToF32(le16(raw[2*i:]))
 		}
 		return out
 	default: // quantized: dequantized through the matrix form
@@ -437,17 +441,13 @@ func (l *tensorLoader) vector(name string, rows, cols int) []float32 {
 	}
 }
 
-// blockBytes is a quantized type's bytes per group of 32: an f16 scale,
-// then 32 int8 values (Q8_0) or 16 bytes of nibbles (Q4_0).
-var blockBytes = map[uint32]uint64{ggmlQ8_0: 34, ggmlQ4_0: 18}
-
 // matrix reads a rows × cols weight; quantized ones stay quantized.
 func (l *tensorLoader) matrix(name string, rows, cols int) *Matrix {
 	t, raw := l.data(name, rows, cols)
 	if raw == nil {
 		return nil
 	}
-	if ggmlFormats[t.Type] == formatF32 {
+	if !isQuantized(t.Type) {
 		return NewF32(rows, cols, l.vector(name, rows, cols))
 	}
 	return l.matrixOf(t, raw, rows, cols)
@@ -464,13 +464,13 @@ func (l *tensorLoader) matrixOf(t GGUFTensor, raw []byte, rows, cols int) *Matri
 	}
 	m := newQuantMatrix(f, rows, cols)
 	groups := cols / GroupSize
-	block := int(blockBytes[t.Type])
+	block := f.fileBlockBytes()
 	payload := block - 2
 	for r := range rows {
 		scales, payloads := m.groupRow(r)
 		for g := range groups {
 			b := raw[(r*groups+g)*block:]
-			scales[g] = f16ToF32(binary.LittleEndian.Uint16(b))
+			scales[g] = f16ToF32(le16(b))
 			copy(payloads[g*payload:(g+1)*payload], b[2:block])
 		}
 	}

@@ -96,59 +96,67 @@ func matVecQ4Generic(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	}
 }
 
-// matVecQ4KGeneric computes rows [lo, hi) of a Q4_K matrix against Q8_0
-// activations. Group j of a block is d·s_j·q − dmin·m_j, so its product
-// with the activations x = scale_x·q_x is
-// scale_x·(d·s_j·Σ q·q_x − dmin·m_j·Σ q_x): two integer sums per group.
-func matVecQ4KGeneric(out []float32, m *Matrix, x *quantized, lo, hi int) {
+// matVecKGeneric computes rows [lo, hi) of a K-quant matrix against
+// Q8_0 activations, summing blockDot over each row's super-blocks (g0 is
+// a block's first group of 32 activations).
+func matVecKGeneric(out []float32, m *Matrix, x *quantized, lo, hi int, blockDot func(b []byte, x *quantized, g0 int) float32) {
+	per := m.format.fileBlockBytes()
 	for r := lo; r < hi; r++ {
 		row := m.quantRow(r)
 		var sum float32
 		for sb := range m.Cols / superBlock {
-			b := row[sb*q4KBlockBytes : (sb+1)*q4KBlockBytes]
-			d, dmin := f16ToF32(le16(b)), f16ToF32(le16(b[2:]))
-			for j := range superBlock / GroupSize {
-				g := sb*superBlock/GroupSize + j
-				xq := x.q[g*GroupSize : (g+1)*GroupSize]
-				nib, shift := q4KNibbles(b[16:q4KBlockBytes], j)
-				var dot, xsum int32
-				for i, v := range nib {
-					dot += int32(v>>shift&0x0f) * int32(xq[i])
-					xsum += int32(xq[i])
-				}
-				sc, mn := q4KScaleMin(j, b[4:16])
-				sum += x.scales[g] * (d*float32(sc)*float32(dot) - dmin*float32(mn)*float32(xsum))
-			}
+			sum += blockDot(row[sb*per:(sb+1)*per], x, sb*superBlock/GroupSize)
 		}
 		out[r] = sum
 	}
 }
 
-// matVecQ6KGeneric computes rows [lo, hi) of a Q6_K matrix against Q8_0
-// activations: per group of 32, two integer sums (one per 16-weight
-// scale), then scale_x·d·(s_0·Σ_0 + s_1·Σ_1).
+func matVecQ4KGeneric(out []float32, m *Matrix, x *quantized, lo, hi int) {
+	matVecKGeneric(out, m, x, lo, hi, q4KDot)
+}
+
 func matVecQ6KGeneric(out []float32, m *Matrix, x *quantized, lo, hi int) {
-	for r := lo; r < hi; r++ {
-		row := m.quantRow(r)
-		var sum float32
-		for sb := range m.Cols / superBlock {
-			b := row[sb*q6KBlockBytes : (sb+1)*q6KBlockBytes]
-			d := f16ToF32(le16(b[208:]))
-			for h := range 2 {
-				for k := range 4 {
-					g := sb*superBlock/GroupSize + h*4 + k
-					xq := x.q[g*GroupSize : (g+1)*GroupSize]
-					var dot [2]int32
-					for i, v := range xq {
-						dot[i/16] += q6KValue(b, h, k, i) * int32(v)
-					}
-					s := 8*h + 2*k
-					sum += x.scales[g] * d * (q6KScale(b, s)*float32(dot[0]) + q6KScale(b, s+1)*float32(dot[1]))
-				}
-			}
+	matVecKGeneric(out, m, x, lo, hi, q6KDot)
+}
+
+// q4KDot is one Q4_K block's product with activations x = scale_x·q_x.
+// Group j is d·s_j·q − dmin·m_j, so its product is
+// d·s_j·scale_x·Σ q·q_x − dmin·m_j·(the group's sum of x, x.sums).
+func q4KDot(b []byte, x *quantized, g0 int) float32 {
+	d, dmin := f16ToF32(le16(b)), f16ToF32(le16(b[2:]))
+	var sum float32
+	for j := range superBlock / GroupSize {
+		g := g0 + j
+		xq := x.q[g*GroupSize : (g+1)*GroupSize]
+		nib, shift := q4KNibbles(b[16:q4KBlockBytes], j)
+		var dot int32
+		for i, v := range nib {
+			dot += int32(v>>shift&0x0f) * int32(xq[i])
 		}
-		out[r] = sum
+		sc, mn := q4KScaleMin(j, b[4:16])
+		sum += d*float32(sc)*x.scales[g]*float32(dot) - dmin*float32(mn)*x.sums[g]
 	}
+	return sum
+}
+
+// q6KDot is one Q6_K block's product with the activations: per group of
+// 32, two integer sums (one per 16-weight scale), then
+// scale_x·d·(s_0·Σ_0 + s_1·Σ_1).
+func q6KDot(b []byte, x *quantized, g0 int) float32 {
+	d := f16ToF32(le16(b[208:]))
+	var sum float32
+	for h := range 2 {
+		for k := range 4 {
+			g := g0 + h*4 + k
+			var dot [2]int32
+			for i, v := range x.q[g*GroupSize : (g+1)*GroupSize] {
+				dot[i/16] += q6KValue(b, h, k, i) * int32(v)
+			}
+			s := 8*h + 2*k
+			sum += x.scales[g] * d * (q6KScale(b, s)*float32(dot[0]) + q6KScale(b, s+1)*float32(dot[1]))
+		}
+	}
+	return sum
 }
 
 // quantizeGeneric fills q and scales with the Q8_0 form of x: per group

@@ -314,8 +314,8 @@ func q4KRow(w, x, xs, xsum unsafe.Pointer, blocks int) archsimd.Float32x8 {
 	var sc, mn [8]int32
 	for sb := range blocks {
 		b := (*[q4KBlockBytes]byte)(unsafe.Add(w, sb*q4KBlockBytes))
-		d := archsimd.BroadcastUint32x8(f16Bits(uint16(b[0]) | uint16(b[1])<<8)).AsFloat32x8()
-		dmin := archsimd.BroadcastUint32x8(f16Bits(uint16(b[2]) | uint16(b[3])<<8)).AsFloat32x8()
+		d := archsimd.BroadcastUint32x8(f16Bits(le16(b[0:]))).AsFloat32x8()
+		dmin := archsimd.BroadcastUint32x8(f16Bits(le16(b[2:]))).AsFloat32x8()
 		for j := range 8 {
 			s, m := q4KScaleMin(j, b[4:16])
 			sc[j], mn[j] = int32(s), int32(m)
@@ -368,7 +368,7 @@ func q6KRow(w, x, xs unsafe.Pointer, blocks int) archsimd.Float32x8 {
 	var sc [8]int32
 	for sb := range blocks {
 		b := (*[q6KBlockBytes]byte)(unsafe.Add(w, sb*q6KBlockBytes))
-		d := archsimd.BroadcastUint32x8(f16Bits(uint16(b[208]) | uint16(b[209])<<8)).AsFloat32x8()
+		d := archsimd.BroadcastUint32x8(f16Bits(le16(b[208:]))).AsFloat32x8()
 		g0 := uintptr(sb) * 8
 		xsv := f32x8(xs, g0*4)
 		for h := range 2 {

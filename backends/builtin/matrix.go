@@ -43,6 +43,23 @@ func (f format) block() int {
 	return GroupSize
 }
 
+// fileBlockBytes is the size of one block as a GGUF stores it: an f16
+// scale and the group's payload for Q8_0 and Q4_0, the whole super-block
+// for the K-quants (which the engine keeps as they are).
+func (f format) fileBlockBytes() int {
+	switch f {
+	case formatQ8_0:
+		return 2 + GroupSize
+	case formatQ4_0:
+		return 2 + GroupSize/2
+	case formatQ4_K:
+		return q4KBlockBytes
+	case formatQ6_K:
+		return q6KBlockBytes
+	}
+	return 0
+}
+
 // rowBytes is the size of one stored row of cols weights.
 func (f format) rowBytes(cols int) int {
 	switch f {
@@ -159,15 +176,14 @@ func (m *Matrix) Dequantize() *Matrix {
 					row[g*GroupSize+i+16] = float32(int(b>>4)-8) * d
 				}
 			}
-		case formatQ4_K:
-			raw := m.quantRow(r)
-			for sb := range m.Cols / superBlock {
-				dequantQ4K(row[sb*superBlock:(sb+1)*superBlock], raw[sb*q4KBlockBytes:(sb+1)*q4KBlockBytes])
+		case formatQ4_K, formatQ6_K:
+			decode := dequantQ4K
+			if m.format == formatQ6_K {
+				decode = dequantQ6K
 			}
-		case formatQ6_K:
-			raw := m.quantRow(r)
+			raw, per := m.quantRow(r), m.format.fileBlockBytes()
 			for sb := range m.Cols / superBlock {
-				dequantQ6K(row[sb*superBlock:(sb+1)*superBlock], raw[sb*q6KBlockBytes:(sb+1)*q6KBlockBytes])
+				decode(row[sb*superBlock:(sb+1)*superBlock], raw[sb*per:(sb+1)*per])
 			}
 		}
 	}

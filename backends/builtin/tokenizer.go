@@ -168,7 +168,7 @@ func (t *Tokenizer) Decode(prev, token int) string {
 		return t.bpe.decode(token, t.Pieces[token])
 	}
 	piece := t.Pieces[token]
-	if prev == tokenBOS && strings.HasPrefix(piece, " ") {
+	if prev == t.bos && strings.HasPrefix(piece, " ") {
 		piece = piece[1:]
 	}
 	if len(piece) == 6 && strings.HasPrefix(piece, "<0x") && piece[5] == '>' {
