@@ -107,7 +107,14 @@ func renderConvergence(arms []*armData, tol float64, v convergenceView, w, h int
 		return styleDim.Render(strings.Join(wrap(msg, w), "\n")) + "\n" + strings.Join(legend, "\n")
 	}
 	const labelW = 9 // a 7-cell label, fixed so the panel never jitters, plus asciigraph's margins
+	// One column per trial, so the running mean grows across the panel as
+	// trials arrive. A sweep has only a few steady windows per level: they
+	// are drawn as steps across the whole panel rather than in a strip at
+	// its left edge.
 	cols := min(maxN, w-labelW-1)
+	if v == viewThroughput {
+		cols = w - labelW - 1
+	}
 	if cols < 2 {
 		return strings.Join(legend, "\n")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -362,10 +363,90 @@ func (g *GridApp) table(w, h int) string {
 	if means := g.axisMeans(w, h-len(lines)-1); len(means) > 0 {
 		lines = append(append(lines, ""), means...)
 	}
+	// And what is left still, to the cells' medians and intervals drawn
+	// side by side.
+	if chart := g.forest(w, h-len(lines)-1); len(chart) > 0 {
+		lines = append(append(lines, ""), chart...)
+	}
 	if len(lines) > h && h >= 2 {
 		lines = append(lines[:h-1], styleDim.Render(fmt.Sprintf("+%d more cells: tokentop compare %s ranks them all", len(lines)-h+1, g.m.Dir)))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// forest draws each ranked cell's median e2e (●) and 95% interval
+// (├─┤) on one log axis, a row per cell labelled with its ID and rank, in
+// h lines or none: the table's numbers as a picture, so the spread between
+// cells and the overlap of their intervals show at a glance.
+func (g *GridApp) forest(w, h int) []string {
+	if g.cmp == nil {
+		return nil
+	}
+	var rows []grid.Row
+	lo, hi := math.Inf(1), math.Inf(-1)
+	seen := map[string]bool{}
+	for _, r := range g.cmp.Rows {
+		if seen[r.Cell] || r.Rank <= 0 || !(r.E2E.Lo > 0) || !(r.E2E.Hi >= r.E2E.Lo) {
+			continue
+		}
+		seen[r.Cell] = true // a cell's first arm, as in the table
+		rows = append(rows, r)
+		lo, hi = min(lo, r.E2E.Lo), max(hi, r.E2E.Hi)
+	}
+	labelW := 0
+	for _, r := range rows {
+		labelW = max(labelW, lipgloss.Width(r.Cell)+len(rankText(r.Rank))+2)
+	}
+	plotW := w - labelW - 1
+	if len(rows) < 2 || len(rows)+2 > h || plotW < 20 {
+		return nil
+	}
+	if hi <= lo {
+		hi = lo * 1.01
+	}
+	col := func(v float64) int {
+		return min(plotW-1, max(0, int(math.Round(math.Log(v/lo)/math.Log(hi/lo)*float64(plotW-1)))))
+	}
+	lines := []string{styleBold.Render(fit("e2e median ● and 95% interval ├─┤ per cell, ms, log scale", w))}
+	for _, r := range rows {
+		plot := []rune(strings.Repeat(" ", plotW))
+		a, b := col(r.E2E.Lo), col(r.E2E.Hi)
+		for c := a; c <= b; c++ {
+			plot[c] = '─'
+		}
+		plot[a], plot[b] = '├', '┤'
+		plot[col(r.E2E.Value)] = '●'
+		label := fmt.Sprintf("%-*s", labelW, r.Cell+" #"+rankText(r.Rank))
+		lines = append(lines, rankStyle(r.Rank, len(g.cmp.Rows)).Render(fit(label+" "+string(plot), w)))
+	}
+	return append(lines, styleDim.Render(fit(strings.Repeat(" ", labelW+1)+logAxis(lo, hi, plotW, col), w)))
+}
+
+// logAxis labels a log axis plotW wide from lo to hi: both ends, and each
+// power of ten between them where its label does not run into another.
+func logAxis(lo, hi float64, plotW int, col func(float64) int) string {
+	axis := []rune(strings.Repeat(" ", plotW))
+	taken := make([]bool, plotW)
+	place := func(label string, at int) {
+		r := []rune(label)
+		at = min(max(0, at), plotW-len(r))
+		for c := max(0, at-1); c < min(plotW, at+len(r)+1); c++ {
+			if taken[c] {
+				return
+			}
+		}
+		for i, ch := range r {
+			axis[at+i], taken[at+i] = ch, true
+		}
+	}
+	place(session.FormatValue(lo), 0)
+	right := session.FormatValue(hi)
+	place(right, plotW-len([]rune(right)))
+	for p := math.Ceil(math.Log10(lo)); p <= math.Floor(math.Log10(hi)); p++ {
+		label := session.FormatValue(math.Pow(10, p))
+		place(label, col(math.Pow(10, p))-len([]rune(label))/2)
+	}
+	return string(axis)
 }
 
 // axisMeans are the comparison's geometric means per axis value, as at

@@ -73,3 +73,37 @@ func TestGridScreenFillsInAsCellsRun(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// The rows the table and the axis means leave show each ranked cell's
+// median and interval on one log axis, in rank order, with its rank in
+// words beside the colour; on a screen too short for all of them, none.
+func TestGridScreenDrawsTheCellsIntervals(t *testing.T) {
+	g, err := profiles.ParseGrid("g.toml", []byte("name = \"g\"\nprofile = \"quick\"\nbackend = \"builtin\"\nmodel = \"stories260K\"\n[axes]\nthreads = [1, 2]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := grid.Expand(g, runner.Options{OutDir: t.TempDir(), Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride, Power: telemetry.PowerOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranked := gridRankedMsg{cmp: &grid.Comparison{Rows: []grid.Row{
+		{Cell: "c01", Rank: 1, N: 9, E2E: metrics.Estimate{Value: 1, CI: metrics.CI{Lo: 0.9, Hi: 1.2}}},
+		{Cell: "c02", Rank: 2, N: 9, E2E: metrics.Estimate{Value: 100, CI: metrics.CI{Lo: 80, Hi: 110}}},
+	}}}
+	for _, c := range []struct {
+		w, h  int
+		chart bool
+	}{{200, 60, true}, {80, 24, true}, {80, 9, false}} {
+		app := NewGrid(context.Background(), m, 2, nil)
+		app.Update(tea.WindowSizeMsg{Width: c.w, Height: c.h})
+		app.Update(ranked)
+		screen := ansi.Strip(app.frame)
+		c01 := regexp.MustCompile(`c01 #1 +├─*●─*┤ {20,}`)
+		c02 := regexp.MustCompile(`c02 #2 {20,}├─*●─*┤`)
+		axis := regexp.MustCompile(`0\.9000 +10\.00 +110\.0`)
+		if got := c01.MatchString(screen) && c02.MatchString(screen) && axis.MatchString(screen); got != c.chart {
+			t.Errorf("%dx%d: chart drawn %v, want %v:\n%s", c.w, c.h, got, c.chart, screen)
+		}
+		checkFits(t, app.frame, c.w, c.h)
+	}
+}
