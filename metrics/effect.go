@@ -81,6 +81,25 @@ func Holm(p []float64) []float64 {
 	return adjusted
 }
 
+// absDeviations is each value's distance from the values' median.
+func absDeviations(values []float64) []float64 {
+	med := Median(slices.Clone(values))
+	out := make([]float64, len(values))
+	for i, v := range values {
+		out[i] = math.Abs(v - med)
+	}
+	return out
+}
+
+// MeanAbsDeviation is the mean distance of values from their median: the
+// spread BrownForsythe compares between groups.
+func MeanAbsDeviation(values []float64) float64 {
+	if len(values) == 0 {
+		return math.NaN()
+	}
+	return Mean(absDeviations(values))
+}
+
 // BrownForsythe tests whether groups differ in spread: a one-way ANOVA on
 // each value's absolute deviation from its group's median (Levene's test
 // with the median, robust to the skew latencies have). It returns the F
@@ -97,11 +116,9 @@ func BrownForsythe(groups ...[]float64) (f, p float64) {
 		if len(values) < 2 {
 			return math.NaN(), math.NaN()
 		}
-		med := Median(slices.Clone(values))
-		deviations[g] = make([]float64, len(values))
-		for i, v := range values {
-			deviations[g][i] = math.Abs(v - med)
-			grand += deviations[g][i]
+		deviations[g] = absDeviations(values)
+		for _, d := range deviations[g] {
+			grand += d
 		}
 		total += len(values)
 	}

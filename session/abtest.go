@@ -44,6 +44,12 @@ type ABTest struct {
 	// SpreadF and SpreadP are the Brown-Forsythe test of a difference in
 	// spread; SpreadPAdjusted is Holm-adjusted over the spread tests.
 	SpreadF, SpreadP, SpreadPAdjusted float64
+	// SpreadRatio is the column's absolute spread over the baseline's
+	// (mean distance from the median, what Brown-Forsythe compares): the
+	// direction of a spread verdict. The CVs are spread relative to the
+	// mean, which can differ while the absolute spread does not, and the
+	// other way round.
+	SpreadRatio float64
 	// TrialsToDetect is the trials per arm with which this test, in its
 	// Holm family, would detect a 2% change of the baseline's mean with
 	// 80% power (metrics.TrialsToDetect).
@@ -209,6 +215,7 @@ func (c *Comparison) runTest(t *ABTest, opts TestOptions) {
 	t.CliffsDelta = metrics.CliffsDelta(t.MannWhitney, len(a), len(b))
 	t.CohensD = metrics.CohensD(a, b)
 	t.SpreadF, t.SpreadP = metrics.BrownForsythe(a, b)
+	t.SpreadRatio = metrics.MeanAbsDeviation(b) / metrics.MeanAbsDeviation(a)
 	t.pooledSD, t.baselineMean = metrics.PooledStd(a, b), metrics.Mean(a)
 }
 
@@ -239,7 +246,11 @@ func (t *ABTest) Verdict(labels []string) string {
 }
 
 // SpreadVerdict says whether the column varies more or less than its
-// baseline, with both CVs and the Brown-Forsythe test.
+// baseline in absolute terms (the Brown-Forsythe test, with the ratio of
+// the spreads it compares), then how the spreads compare relative to the
+// means (the CVs and their ratio's interval). The two can disagree: a
+// slower arm with the same CV spreads more in ms, and an arm with the
+// same spread in ms around a larger mean has a smaller CV.
 func (t *ABTest) SpreadVerdict(labels []string) string {
 	a, b := labels[t.Baseline], labels[t.Column]
 	if t.TooFew {
@@ -252,15 +263,23 @@ func (t *ABTest) SpreadVerdict(labels []string) string {
 	if math.IsNaN(t.CVRatio.Lo) {
 		ratio = fmt.Sprintf("%.2f×", t.CVRatio.Value)
 	}
-	cvs := fmt.Sprintf("CV %s %s vs %s %s, ratio %s", b, formatEstimate(t.CVB), a, formatEstimate(t.CVA), ratio)
+	relative := "relative to the mean"
+	if t.CVRatio.Lo > 1 || t.CVRatio.Hi < 1 { // the interval says which way
+		relative += fmt.Sprintf(" %s varies %s", b, spreadWord(t.CVRatio.Value))
+	}
+	relative += fmt.Sprintf(": CV %s %s vs %s %s, ratio %s", b, formatEstimate(t.CVB), a, formatEstimate(t.CVA), ratio)
+	absolute := fmt.Sprintf("absolute spread %.2f× (mean distance from the median), Brown-Forsythe %s", t.SpreadRatio, formatP(t.SpreadPAdjusted))
 	if !t.SpreadSignificant() {
-		return fmt.Sprintf("%s and %s vary alike in %s: %s, Brown-Forsythe %s", b, a, t.Metric.Label, cvs, formatP(t.SpreadPAdjusted))
+		return fmt.Sprintf("%s vs %s: no significant difference in the spread of %s (%s); %s", b, a, t.Metric.Label, absolute, relative)
 	}
-	word := "more"
-	if t.CVRatio.Value < 1 {
-		word = "less"
+	return fmt.Sprintf("%s varies %s than %s in %s: %s; %s", b, spreadWord(t.SpreadRatio), a, t.Metric.Label, absolute, relative)
+}
+
+func spreadWord(ratio float64) string {
+	if ratio < 1 {
+		return "less"
 	}
-	return fmt.Sprintf("%s varies %s than %s in %s: %s, Brown-Forsythe %s", b, word, a, t.Metric.Label, cvs, formatP(t.SpreadPAdjusted))
+	return "more"
 }
 
 // CVIntervalCaveat says what the CV's bootstrap interval covers, as

@@ -85,12 +85,38 @@ func TestVerdictWithoutDifferenceSaysHowManyTrialsWouldTell(t *testing.T) {
 func TestSpreadVerdict(t *testing.T) {
 	c := abCompare(t, abSession(60, 1, 3, 3), "e2e_ms")
 	v := c.Verdicts()
-	if len(v) != 2 || !strings.HasPrefix(v[1], "hot varies more than greedy in e2e: CV hot ") || !strings.Contains(v[1], "Brown-Forsythe p < 0.001") {
+	if len(v) != 2 || !strings.HasPrefix(v[1], "hot varies more than greedy in e2e: absolute spread ") || !strings.Contains(v[1], "Brown-Forsythe p < 0.001; relative to the mean hot varies more: CV hot ") {
 		t.Errorf("spread verdict: %q", v)
 	}
 	same := abCompare(t, abSession(60, 1, 1, 4), "e2e_ms").Verdicts()
-	if !strings.HasPrefix(same[1], "hot and greedy vary alike in e2e") {
+	if !strings.HasPrefix(same[1], "hot vs greedy: no significant difference in the spread of e2e (absolute spread ") || !strings.Contains(same[1], "; relative to the mean: CV") {
 		t.Errorf("same spread: %q", same[1])
+	}
+}
+
+// The absolute spread and the spread relative to the mean are told
+// apart: three times slower with the same CV spreads more in ms, and the
+// same spread in ms around three times the mean is a third of the CV.
+// Before, the second said "vary alike" beside a CV ratio of about 0.33
+// whose interval excluded 1.
+func TestSpreadVerdictTellsAbsoluteFromRelative(t *testing.T) {
+	slower := abCompare(t, abSession(60, 3, 1, 6), "e2e_ms").Verdicts()
+	if len(slower) != 2 || !strings.HasPrefix(slower[1], "hot varies more than greedy in e2e: absolute spread ") || !strings.Contains(slower[1], "; relative to the mean: CV") {
+		t.Errorf("same CV, three times the mean: %q", slower)
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	s := &Session{Manifest: newManifest("A")}
+	for i := range 60 {
+		s.Records = append(s.Records, record("greedy", i+1, PhaseTimed, StatusOK, 100+5*rng.NormFloat64()),
+			record("hot", i+1, PhaseTimed, StatusOK, 300+5*rng.NormFloat64()))
+	}
+	c := abCompare(t, s, "e2e_ms")
+	v := c.Verdicts()
+	if ratio := c.Tests[0].CVRatio; !(ratio.Hi < 1) {
+		t.Fatalf("CV ratio %+v: the case needs an interval below 1", ratio)
+	}
+	if len(v) != 2 || !strings.HasPrefix(v[1], "hot vs greedy: no significant difference in the spread of e2e (absolute spread ") || !strings.Contains(v[1], "; relative to the mean hot varies less: CV hot ") {
+		t.Errorf("same spread in ms, three times the mean: %q", v)
 	}
 }
 

@@ -104,7 +104,10 @@ func cellsChart(cmp *grid.Comparison) *plot.Plot {
 	bars.LineStyle.Color = hexColor(figure.Arm(0).Hex)
 	p.Add(bars, dots)
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
-	p.Y.Tick.Length = 0 // no mark to run into a label
+	// An invisible tick mark keeps the labels clear of the axis: a
+	// browser's font is wider than the one gonum measures, and with no gap
+	// "rank 12" ran into the axis line.
+	p.Y.Tick.Length, p.Y.Tick.LineStyle.Width = vg.Points(6), 0
 	p.Y.Min, p.Y.Max = 0.5, float64(n)+0.5
 	p.X.Min, p.X.Max = xLo/1.3, xHi*1.3 // the end dots clear of the frame
 	return p
