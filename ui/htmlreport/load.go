@@ -73,14 +73,14 @@ func (r *Report) addLoad(sessions []*session.Session) {
 			Caption: fmt.Sprintf("Output tokens per second over each level's steady windows (every stream busy; ramp-up and drain left out). A ring marks the knee: where throughput stopped rising by %.0f%% or p95 latency passed %g× the first level's.", 100*session.KneeGain, session.KneeLatency)},
 		{Name: "ttft-p95-vs-concurrency", plot: levelChart("p95 time to first token by streams in flight", "p95 TTFT (ms)", sweeps,
 			func(l session.Level) float64 { return l.TTFTP95 }, append(kneeLines(sweeps, level1, func(l session.Level) float64 { return l.TTFTP95 }), ttftSLOLine(slo)...)),
-			Caption: "p95 TTFT over each level's steady requests; the dotted line is the knee's bound, and with an SLO the dashed line its TTFT bound."},
+			Caption: "p95 TTFT over each level's steady requests; the thin line in each sweep's style is its knee bound, and with an SLO the grey dashed line is its TTFT bound."},
 		{Name: "itl-p95-vs-concurrency", plot: levelChart("p95 gap between tokens by streams in flight", "p95 ITL (ms)", sweeps,
 			func(l session.Level) float64 { return l.ITLP95 }, kneeLines(sweeps, level1, func(l session.Level) float64 { return l.ITLP95 })),
-			Caption: "p95 of every inter-token gap of each level's steady requests, with the knee's bound dotted. (An SLO's ITL bound is on each request's p99 gap, so it is judged in goodput, not drawn here.)"},
+			Caption: "p95 of every inter-token gap of each level's steady requests; the thin line in each sweep's style is its knee bound. (An SLO's ITL bound is on each request's p99 gap, so it is judged in goodput, not drawn here.)"},
 	}
 	if slo != nil {
 		good := levelChart("Goodput by streams in flight", "requests within the SLO (%)", sweeps,
-			func(l session.Level) float64 { return 100 * l.Goodput }, []refLine{{label: fmt.Sprintf("target %.0f%%", 100*slo.Goodput), y: 100 * slo.Goodput, dashed: true}})
+			func(l session.Level) float64 { return 100 * l.Goodput }, []refLine{{label: fmt.Sprintf("target %.0f%%", 100*slo.Goodput), y: 100 * slo.Goodput, dashed: true, sweep: -1}})
 		// A share tops out at 100%, and falls as streams rise: the top
 		// right is free for the legend.
 		good.Y.Max, good.Legend.Left = 105, false
@@ -95,18 +95,18 @@ type refLine struct {
 	label  string
 	y      float64
 	dashed bool // an SLO's bound; dotted otherwise
+	// sweep, for a bound of one sweep's own (its knee's), is its index:
+	// the line is drawn thin in that sweep's colour and dash pattern, so
+	// the pattern, not the colour alone, ties it to its sweep.
+	sweep int
 }
 
 // kneeLines are KneeLatency times each sweep's first level of value.
 func kneeLines(sweeps []namedSweep, label string, value func(session.Level) float64) []refLine {
 	var lines []refLine
-	for _, sw := range sweeps {
+	for i, sw := range sweeps {
 		if y := session.KneeLatency * value(sw.Levels[0]); y > 0 && !math.IsNaN(y) {
-			named := label
-			if len(sweeps) > 1 {
-				named = sw.label + ": " + label
-			}
-			lines = append(lines, refLine{label: named, y: y})
+			lines = append(lines, refLine{label: label, y: y, sweep: i})
 		}
 	}
 	return lines
@@ -118,7 +118,7 @@ func ttftSLOLine(slo *session.SLOInfo) []refLine {
 	if slo == nil || slo.TTFTMs == 0 {
 		return nil
 	}
-	return []refLine{{label: fmt.Sprintf("SLO TTFT ≤ %g ms", slo.TTFTMs), y: slo.TTFTMs, dashed: true}}
+	return []refLine{{label: fmt.Sprintf("SLO TTFT ≤ %g ms", slo.TTFTMs), y: slo.TTFTMs, dashed: true, sweep: -1}}
 }
 
 // levelChart draws value against the number of streams for every sweep,
@@ -160,14 +160,31 @@ func levelChart(title, yLabel string, sweeps []namedSweep, value func(session.Le
 		p.Add(line, points)
 		p.Legend.Add(sw.label, line, points)
 	}
+	inLegend := map[string]bool{}
 	for _, ref := range refs {
 		l, _ := plotter.NewLine(plotter.XYs{{X: lo, Y: ref.y}, {X: hi, Y: ref.y}})
 		l.LineStyle = draw.LineStyle{Color: legendGray, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(1), vg.Points(3)}}
 		if ref.dashed {
 			l.LineStyle.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
 		}
+		legend := l
+		if ref.sweep >= 0 { // one entry for every sweep's bound: a thin line in the sweep's own style
+			own, _ := plotter.NewLine(l.XYs)
+			own.LineStyle = lineStyle(figure.Arm(ref.sweep))
+			own.LineStyle.Width = vg.Points(0.6)
+			l = own
+			legend.LineStyle.Width = vg.Points(0.6)
+			legend.LineStyle.Dashes = nil
+		}
 		p.Add(l)
-		p.Legend.Add(ref.label, l)
+		if !inLegend[ref.label] {
+			label := ref.label
+			if ref.sweep >= 0 && len(sweeps) > 1 {
+				label += " (thin, in each sweep's line style)"
+			}
+			p.Legend.Add(label, legend)
+			inLegend[ref.label] = true
+		}
 		yHi = math.Max(yHi, ref.y)
 	}
 	if knee {

@@ -254,14 +254,21 @@ func TestArmsOnTwoTargetsAreLabelledByWhatDiffers(t *testing.T) {
 	}
 }
 
-// With two sweeps on one chart, each knee bound is named by its own
-// sweep, once.
-func TestKneeLinesNameTheirOwnSweep(t *testing.T) {
+// With two sweeps on one chart, each knee bound is tied to its own sweep
+// (drawn in its line style), and the legend names the bound once.
+func TestKneeLinesBelongToTheirOwnSweep(t *testing.T) {
 	level := func(ttft float64) session.Level { return session.Level{Concurrency: 1, TTFTP95: ttft} }
 	sweeps := []namedSweep{{label: "A greedy", Sweep: session.Sweep{Levels: []session.Level{level(10)}}},
 		{label: "B greedy", Sweep: session.Sweep{Levels: []session.Level{level(20)}}}}
 	lines := kneeLines(sweeps, "knee bound", func(l session.Level) float64 { return l.TTFTP95 })
-	if len(lines) != 2 || lines[0].label != "A greedy: knee bound" || lines[1].label != "B greedy: knee bound" || lines[1].y != 40 {
+	if len(lines) != 2 || lines[0].sweep != 0 || lines[1].sweep != 1 || lines[0].y != 20 || lines[1].y != 40 {
 		t.Errorf("lines %+v", lines)
+	}
+	svg, err := svgOf(levelChart("t", "y", sweeps, func(l session.Level) float64 { return l.TTFTP95 }, lines))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(svg, "knee bound"); n != 1 {
+		t.Errorf("%d legend entries for the knee bound, want one", n)
 	}
 }
