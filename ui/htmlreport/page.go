@@ -3,9 +3,12 @@ package htmlreport
 import (
 	"bytes"
 	_ "embed"
+	"encoding/base64"
 	"fmt"
 	"html/template"
 	"io"
+
+	"codeberg.org/go-fonts/liberation/liberationserifregular"
 
 	"github.com/tokentop/tokentop/session"
 )
@@ -15,10 +18,20 @@ var pageSource string
 
 var page = template.Must(template.New("report").Parse(pageSource))
 
+// chartFontFamily is the font gonum/plot lays the charts out in (its
+// default), as its SVG writer names it.
+const chartFontFamily = "Liberation Serif"
+
+// chartFontFace carries that font inside the page, once for every chart:
+// gonum measures each label in it, and a browser without it put a wider
+// font in its place, so legend labels ran into their lines.
+var chartFontFace = template.CSS(`@font-face { font-family: "` + chartFontFamily + `"; src: url(data:font/ttf;base64,` +
+	base64.StdEncoding.EncodeToString(liberationserifregular.TTF) + `) format("truetype"); }`)
+
 // WriteHTML writes the report as one page with everything inline: the
-// charts as SVG elements and the styles in the head, no script, no font
-// or file from anywhere else, so that it opens offline and survives being
-// mailed.
+// charts as SVG elements, the styles and the charts' font in the head, no
+// script, no font or file from anywhere else, so that it opens offline
+// and survives being mailed.
 func (r *Report) WriteHTML(w io.Writer) error {
 	type chartView struct {
 		Chart
@@ -26,8 +39,12 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	}
 	view := struct {
 		*Report
-		Inline []chartView
+		Inline    []chartView
+		ChartFont template.CSS
 	}{Report: r}
+	if len(r.Charts) > 0 {
+		view.ChartFont = chartFontFace
+	}
 	for _, c := range r.Charts {
 		svg, err := svgOf(c.plot)
 		if err != nil {

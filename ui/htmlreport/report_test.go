@@ -88,7 +88,11 @@ func buildRun(t testing.TB, s *session.Session) *Report {
 
 // external finds anything that would make the browser fetch: a src or
 // href, a CSS url() or @import, a script.
-var external = regexp.MustCompile(`(?i)\s(src|href)\s*=|url\(|@import|<script|<link|<iframe|<object`)
+var external = regexp.MustCompile(`(?i)\s(src|href)\s*=|@import|<script|<link|<iframe|<object`)
+
+// cssURL is a url(…) in the page's styles: only data: URLs (the charts'
+// font) are allowed.
+var cssURL = regexp.MustCompile(`(?i)url\(\s*["']?([^"')]*)`)
 
 func TestTheReportLeadsWithVerdictsAndHoldsEveryChartInline(t *testing.T) {
 	s := syntheticSession(t, 60, 1, 1.3)
@@ -100,6 +104,16 @@ func TestTheReportLeadsWithVerdictsAndHoldsEveryChartInline(t *testing.T) {
 	doc := page.String()
 	if loc := external.FindStringIndex(doc); loc != nil {
 		t.Errorf("an external reference: %q", doc[max(0, loc[0]-40):min(len(doc), loc[1]+60)])
+	}
+	for _, m := range cssURL.FindAllStringSubmatch(doc, -1) {
+		if !strings.HasPrefix(m[1], "data:") {
+			t.Errorf("a url() that is not data: %q", m[0])
+		}
+	}
+	// The charts' text is set in the font the page carries, the one
+	// gonum measured it in.
+	if !strings.Contains(doc, "font-family:"+chartFontFamily+";") || !strings.Contains(doc, `@font-face { font-family: "`+chartFontFamily+`"; src: url(data:font/ttf;base64,`) {
+		t.Errorf("the charts' font %q is not the one the page embeds", chartFontFamily)
 	}
 	verdicts, caveats, charts, setup := strings.Index(doc, `id="verdicts"`), strings.Index(doc, `id="caveats"`), strings.Index(doc, `id="charts"`), strings.Index(doc, `id="setup"`)
 	if !(verdicts > 0 && verdicts < caveats && caveats < charts && charts < setup) {
