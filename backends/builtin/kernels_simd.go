@@ -24,26 +24,33 @@ var haveAVX2 = archsimd.X86.AVX2() && archsimd.X86.FMA()
 
 // KernelName says which kernels this build computes with.
 var KernelName = func() string {
-	if haveAVX2 {
+	switch {
+	case haveAVX512:
+		return "AVX-512 and AVX2+FMA (simd/archsimd)"
+	case haveAVX2:
 		return "AVX2+FMA (simd/archsimd)"
 	}
 	return "portable Go (this CPU lacks AVX2/FMA)"
 }()
 
 func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
-	if !haveAVX2 {
+	switch {
+	case !haveAVX2:
 		matVecF32Generic(out, m, x, lo, hi)
-		return
+	case haveAVX512 && m.Cols >= wideF32Cols:
+		dotRowsVector(out, m.F32, x, lo, hi, m.Cols, m.Cols, dotAVX512)
+	default:
+		dotRowsVector(out, m.F32, x, lo, hi, m.Cols, m.Cols, dotAVX2)
 	}
-	dotRowsAVX2(out, m.F32, x, lo, hi, m.Cols, m.Cols)
 }
 
+// dotRows serves attention, whose rows (a head's width) are short.
 func dotRows(out, w, x []float32, lo, hi, cols, stride int) {
 	if !haveAVX2 || cols < 8 {
 		dotRowsGeneric(out, w, x, lo, hi, cols, stride)
 		return
 	}
-	dotRowsAVX2(out, w, x, lo, hi, cols, stride)
+	dotRowsVector(out, w, x, lo, hi, cols, stride, dotAVX2)
 }
 
 // weightedSum keeps out's lanes in registers across every t, instead of an
@@ -88,7 +95,7 @@ func weightedSum(out, weights, v []float32, stride int) {
 	archsimd.ClearAVXUpperBits()
 }
 
-// dotRowsAVX2 sets out[r] = w[r*stride : r*stride+cols]·x for rows
+// dotRowsVector sets out[r] = w[r*stride : r*stride+cols]·x for rows
 // [lo, hi), one row at a time: a matrix product (stride = cols), or
 // attention scores over cached keys (stride = the cache's row width).
 // A model's weights do not fit in cache, so every decode step streams them
@@ -101,7 +108,7 @@ func weightedSum(out, weights, v []float32, stride int) {
 // One summation order for every row (four accumulators over eight lanes,
 // the horizontal sum, then the ragged tail) means a row's result does not
 // depend on which thread's span computed it.
-func dotRowsAVX2(out, w, x []float32, lo, hi, cols, stride int) {
+func dotRowsVector(out, w, x []float32, lo, hi, cols, stride int, dot func(w, x unsafe.Pointer, end uintptr) archsimd.Float32x8) {
 	x = x[:cols]
 	full := cols &^ 7
 	px := unsafe.Pointer(unsafe.SliceData(x))
@@ -113,7 +120,7 @@ func dotRowsAVX2(out, w, x []float32, lo, hi, cols, stride int) {
 		for i := range n {
 			acc[i] = archsimd.Float32x8{}
 			if full > 0 {
-				acc[i] = dot1(unsafe.Pointer(&w[(r0+i)*stride : (r0+i)*stride+cols][0]), px, end)
+				acc[i] = dot(unsafe.Pointer(&w[(r0+i)*stride : (r0+i)*stride+cols][0]), px, end)
 			}
 		}
 		for i := n; i < 4; i++ {
@@ -133,12 +140,12 @@ func dotRowsAVX2(out, w, x []float32, lo, hi, cols, stride int) {
 	archsimd.ClearAVXUpperBits()
 }
 
-// dot1 returns the lane-wise sums of w[i]·x[i] over end bytes: the inner
+// dotAVX2 returns the lane-wise sums of w[i]·x[i] over end bytes: the inner
 // loop, kept in a small function so that only pointers and offsets are
 // live in it and nothing spills to the stack. Four accumulators keep four
 // FMAs in flight: with one, each waits for the previous (4 cycles), which
 // capped a row at about 8 bytes a cycle, below what memory delivers.
-func dot1(w, x unsafe.Pointer, end uintptr) archsimd.Float32x8 {
+func dotAVX2(w, x unsafe.Pointer, end uintptr) archsimd.Float32x8 {
 	var a0, a1, a2, a3 archsimd.Float32x8
 	off := uintptr(0)
 	for ; off+128 <= end; off += 128 {
@@ -191,6 +198,12 @@ func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
 		matVecQ8Generic(out, m, x, lo, hi)
 		return
 	}
+	matVecQ8Vector(out, m, x, lo, hi, haveAVX512 && m.Cols/GroupSize > pairedRowGroups)
+}
+
+// matVecQ8Vector takes each row through q8RowAVX512 when wide is set, and
+// otherwise through the AVX2 kernels.
+func matVecQ8Vector(out []float32, m *Matrix, x *quantized, lo, hi int, wide bool) {
 	c := m.Cols
 	groups := c / GroupSize
 	pxq := unsafe.Pointer(&x.q[:c][0])
@@ -205,6 +218,9 @@ func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	for r0 := lo; r0 < hi; r0 += 4 {
 		n := min(4, hi-r0)
 		i := 0
+		for ; wide && i < n; i++ {
+			acc[i] = q8RowAVX512(rowQ8(r0+i), rowScales(r0+i), pxq, pxs, groups)
+		}
 		for ; groups <= pairedRowGroups && i+2 <= n; i += 2 {
 			acc[i], acc[i+1] = q8Rows2(rowQ8(r0+i), rowScales(r0+i), rowQ8(r0+i+1), rowScales(r0+i+1), pxq, pxs, groups)
 		}
