@@ -13,13 +13,13 @@ import (
 // no VNNI (VPDPBUSD), so the int8 dot product is still VPMADDUBSW then
 // VPMADDWD, two groups to a vector.
 //
-// They serve long rows only. Measured here (an AMD EPYC with AVX-512,
-// BenchmarkDecodeStep, one thread): stories110M f32 68 → 74 tok/s, with
-// its 768- and 2048-wide rows; stories15M f32 fell 508 → 468 with its
-// 288-wide rows through the 512-bit loop, so rows shorter than wideF32Cols
-// keep AVX2, and Q8_0 rows short enough to be paired (pairedRowGroups)
-// keep the paired AVX2 kernel, which beat one 512-bit row at a time there
-// (1647 vs 1369 tok/s on stories15M).
+// They serve long rows only. Whole-model medians here (an AMD EPYC with
+// AVX-512; BenchmarkDecodeStep, interleaved runs against
+// GODEBUG=cpu.avx512f=off): stories110M f32 68.0 → 71.7 tok/s and Q8_0
+// 183 → 196 on one thread, while sending stories15M's 288-wide f32 rows
+// through the 512-bit loop too cost it 5% on one thread and 9% on two. So
+// f32 rows shorter than wideF32Cols keep AVX2, and so do Q8_0 rows short
+// enough for the paired AVX2 kernel (pairedRowGroups).
 
 var haveAVX512 = archsimd.X86.AVX512()
 
