@@ -105,9 +105,9 @@ func weightedSum(out, weights, v []float32, stride int) {
 // 32.1 with four rows interleaved to share loads of x, although the
 // four-row kernel won on a lone matrix small enough to stay in cache.
 //
-// One summation order for every row (four accumulators over eight lanes,
-// the horizontal sum, then the ragged tail) means a row's result does not
-// depend on which thread's span computed it.
+// One summation order for every row of a matrix (dot, the horizontal sum,
+// then the ragged tail) means a row's result does not depend on which
+// thread's span computed it.
 func dotRowsVector(out, w, x []float32, lo, hi, cols, stride int, dot func(w, x unsafe.Pointer, end uintptr) archsimd.Float32x8) {
 	x = x[:cols]
 	full := cols &^ 7
