@@ -17,9 +17,13 @@ import (
 // AVX-512; BenchmarkDecodeStep, interleaved runs against
 // GODEBUG=cpu.avx512f=off): stories110M f32 68.0 → 71.7 tok/s and Q8_0
 // 183 → 196 on one thread, while sending stories15M's 288-wide f32 rows
-// through the 512-bit loop too cost it 5% on one thread and 9% on two. So
-// f32 rows shorter than wideF32Cols keep AVX2, and so do Q8_0 rows short
-// enough for the paired AVX2 kernel (pairedRowGroups).
+// through the 512-bit loop too cost it 5% on one thread and 9% on two.
+// BenchmarkMatVec, which runs each kernel set, shows the same on one
+// matrix: at 2048×768 the 512-bit kernels win (f32 44 → 49 GFLOP/s, Q8_0
+// 66 → 78), at 32000×288 they lose (f32 18.5 → 16.9; Q8_0 54 → 46.5
+// against the paired AVX2 kernel). So f32 rows shorter than wideF32Cols
+// keep AVX2, and so do Q8_0 rows short enough for the paired AVX2 kernel
+// (pairedRowGroups).
 
 var haveAVX512 = archsimd.X86.AVX512()
 
