@@ -235,7 +235,13 @@ func (g *GridApp) render() {
 // header is the grid's name, progress and ETA.
 func (g *GridApp) header(w int) string {
 	elapsed := g.now().Sub(g.begin)
-	status := fmt.Sprintf("%d/%d sessions · %s", g.ended, g.pending, clock(elapsed))
+	status := fmt.Sprintf("%d/%d sessions", g.ended, g.pending)
+	// A resumed grid counts this run's sessions; say what ran before, or
+	// a finished grid opened again reads "0/0".
+	if before := len(g.m.Cells)*g.m.Grid.Repetitions - g.pending; before > 0 {
+		status += fmt.Sprintf(" (+%d done before)", before)
+	}
+	status += " · " + clock(elapsed)
 	switch {
 	case g.over && errors.Is(g.err, grid.ErrBudgetSpent):
 		status = "budget spent · " + status
@@ -450,26 +456,31 @@ func logAxis(lo, hi float64, plotW int, col func(float64) int) string {
 }
 
 // axisMeans are the comparison's geometric means per axis value, as at
-// most h table lines, whole axes only; none before two values of an axis
-// have matched cells.
+// most h table lines, whole axes only, with a line naming the axes left
+// out; none before two values of an axis have matched cells.
 func (g *GridApp) axisMeans(w, h int) []string {
 	if g.cmp == nil || len(g.cmp.Means) == 0 {
 		return nil
 	}
-	rows := [][]string{{"axis", "value", "matched", "e2e geomean ms", "vs fastest"}}
+	var axes [][]grid.AxisMean // the means in axis order, one slice per axis
 	for i, m := range g.cmp.Means {
-		if i == 0 || m.Axis != g.cmp.Means[i-1].Axis { // a new axis: only if all of it fits
-			n := 0
-			for _, o := range g.cmp.Means[i:] {
-				if o.Axis == m.Axis {
-					n++
-				}
-			}
-			if len(rows)+n > h {
-				break
-			}
+		if i == 0 || m.Axis != g.cmp.Means[i-1].Axis {
+			axes = append(axes, nil)
 		}
-		rows = append(rows, []string{m.Axis, m.Value, fmt.Sprint(m.Rows), session.FormatValue(m.E2E), fmt.Sprintf("%.2f×", m.E2ERatioVsFaster)})
+		axes[len(axes)-1] = append(axes[len(axes)-1], m)
+	}
+	// Whole axes only; when some do not fit, a line names them.
+	fits := len(g.cmp.Means)+1 <= h
+	rows := [][]string{{"axis", "value", "matched", "e2e geomean ms", "vs fastest"}}
+	var left []string
+	for _, axis := range axes {
+		if len(left) > 0 || (!fits && len(rows)+len(axis)+1 > h) {
+			left = append(left, axis[0].Axis)
+			continue
+		}
+		for _, m := range axis {
+			rows = append(rows, []string{m.Axis, m.Value, fmt.Sprint(m.Rows), session.FormatValue(m.E2E), fmt.Sprintf("%.2f×", m.E2ERatioVsFaster)})
+		}
 	}
 	if len(rows) == 1 {
 		return nil
@@ -491,6 +502,13 @@ func (g *GridApp) axisMeans(w, h int) []string {
 			line = styleBold.Render(line)
 		}
 		lines = append(lines, line)
+	}
+	if len(left) > 0 {
+		noun := "axes"
+		if len(left) == 1 {
+			noun = "axis"
+		}
+		lines = append(lines, styleDim.Render(fit(fmt.Sprintf("+%d more %s (%s): tokentop compare %s shows all", len(left), noun, strings.Join(left, ", "), g.m.Dir), w)))
 	}
 	return lines
 }

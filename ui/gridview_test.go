@@ -107,3 +107,64 @@ func TestGridScreenDrawsTheCellsIntervals(t *testing.T) {
 		checkFits(t, app.frame, c.w, c.h)
 	}
 }
+
+// Axis means that do not all fit give way whole axes at a time, and a
+// line names the ones left out instead of dropping them silently.
+func TestGridScreenNamesTheAxesItLeavesOut(t *testing.T) {
+	g, err := profiles.ParseGrid("g.toml", []byte("name = \"g\"\nprofile = \"quick\"\nbackend = \"builtin\"\nmodel = \"stories260K\"\n[axes]\nthreads = [1, 2]\nmax_tokens = [8, 16]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := grid.Expand(g, runner.Options{OutDir: t.TempDir(), Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride, Power: telemetry.PowerOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := NewGrid(context.Background(), m, 4, nil)
+	app.cmp = &grid.Comparison{Means: []grid.AxisMean{
+		{Axis: "threads", Value: "1", Rows: 2, E2E: 15, E2ERatioVsFaster: 1.5}, {Axis: "threads", Value: "2", Rows: 2, E2E: 10, E2ERatioVsFaster: 1},
+		{Axis: "max_tokens", Value: "8", Rows: 2, E2E: 8, E2ERatioVsFaster: 1}, {Axis: "max_tokens", Value: "16", Rows: 2, E2E: 16, E2ERatioVsFaster: 2},
+	}}
+	for _, c := range []struct {
+		h         int
+		want, not []string
+	}{
+		{5, []string{"threads", "max_tokens"}, []string{"more ax"}},
+		{4, []string{"threads", "+1 more axis (max_tokens): tokentop compare"}, []string{"16.00"}},
+		{3, nil, []string{"threads"}},
+	} {
+		got := ansi.Strip(strings.Join(app.axisMeans(200, c.h), "\n"))
+		if n := len(app.axisMeans(200, c.h)); n > c.h {
+			t.Errorf("h=%d: %d lines", c.h, n)
+		}
+		for _, want := range c.want {
+			if !strings.Contains(got, want) {
+				t.Errorf("h=%d: %q missing:\n%s", c.h, want, got)
+			}
+		}
+		for _, not := range c.not {
+			if strings.Contains(got, not) {
+				t.Errorf("h=%d: %q there:\n%s", c.h, not, got)
+			}
+		}
+	}
+}
+
+// A resumed grid's header counts this run's sessions and those that ran
+// before, so a finished grid opened again does not read "0/0".
+func TestGridHeaderCountsSessionsFromBefore(t *testing.T) {
+	g, err := profiles.ParseGrid("g.toml", []byte("name = \"g\"\nprofile = \"quick\"\nbackend = \"builtin\"\nmodel = \"stories260K\"\nrepetitions = 2\n[axes]\nthreads = [1, 2]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := grid.Expand(g, runner.Options{OutDir: t.TempDir(), Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride, Power: telemetry.PowerOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pending, want := range map[int]string{4: "0/4 sessions · ", 1: "0/1 sessions (+3 done before) · ", 0: "0/0 sessions (+4 done before) · "} {
+		app := NewGrid(context.Background(), m, pending, nil)
+		app.begin = app.now()
+		if got := ansi.Strip(app.header(200)); !strings.Contains(got, want) {
+			t.Errorf("%d pending: header %q, want %q in it", pending, got, want)
+		}
+	}
+}
