@@ -232,8 +232,12 @@ func throughputLegend(arms []*armData, w int) []string {
 		line := name
 		if n := len(a.blockTPS); n > 0 {
 			tps, rps := a.aggregate()
+			windows := fmt.Sprintf("%d windows", n)
+			if n == 1 {
+				windows = "1 window"
+			}
 			for _, figures := range []string{
-				fmt.Sprintf(" %s tok/s · %s req/s · %d windows", number(tps, 1), number(rps, 2), n),
+				fmt.Sprintf(" %s tok/s · %s req/s · %s", number(tps, 1), number(rps, 2), windows),
 				fmt.Sprintf(" %s tok/s · %s req/s", number(tps, 1), number(rps, 2)),
 				fmt.Sprintf(" %s tok/s", number(tps, 1)),
 			} {

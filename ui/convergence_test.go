@@ -23,3 +23,14 @@ func TestSweepThroughputChartSpansThePanel(t *testing.T) {
 		t.Errorf("the chart's widest line is %d columns of 100:\n%s", widest, out)
 	}
 }
+
+// The legend counts an arm's steady windows in words that agree with the
+// count.
+func TestThroughputLegendCountsWindows(t *testing.T) {
+	for n, want := range map[int]string{1: "· 1 window", 3: "· 3 windows"} {
+		a := &armData{name: "greedy@c8", blockTPS: make([]float64, n), windowS: 2, windowTokens: 3000, windowReqs: 30}
+		if got := ansi.Strip(strings.Join(throughputLegend([]*armData{a}, 200), "\n")); !strings.HasSuffix(got, want) {
+			t.Errorf("%d windows: %q, want it to end %q", n, got, want)
+		}
+	}
+}
