@@ -175,6 +175,24 @@ func slopeWords(f metrics.LinearFit, scale float64, unit string) string {
 	return line + fmt.Sprintf(" [%s, %s]", session.FormatValue(scale*f.SlopeCI.Lo), session.FormatValue(scale*f.SlopeCI.Hi))
 }
 
+// inverseRate is the slope read as a rate, scale/slope in unit, with its
+// interval, for a slope known to be positive: where the slope's interval
+// reaches zero its reciprocal could be any rate, or none, so it says
+// nothing. With no interval (one session per point) it gives the estimate
+// alone, as slopeWords does.
+func inverseRate(f metrics.LinearFit, scale float64, unit, gloss string) string {
+	switch {
+	case !(f.Slope > 0):
+		return ""
+	case math.IsNaN(f.SlopeCI.Lo):
+		return fmt.Sprintf(" (1/slope: %s %s%s)", session.FormatValue(scale/f.Slope), unit, gloss)
+	case f.SlopeCI.Lo <= 0:
+		return ""
+	}
+	return fmt.Sprintf(" (1/slope: %s %s [%s, %s]%s)", session.FormatValue(scale/f.Slope), unit,
+		session.FormatValue(scale/f.SlopeCI.Hi), session.FormatValue(scale/f.SlopeCI.Lo), gloss)
+}
+
 // phaseFits fits, over each group of cells alike in every other axis
 // (one point per session: its trials' mean x and median y, since trials
 // of one session share its drift and are not independent of it),
@@ -202,12 +220,12 @@ func (c *Comparison) phaseFits() {
 	fits := []fit{
 		{"TTFT against prompt tokens", []string{"prompt_words"}, promptTokens, func(t *session.Record) float64 { return t.TTFTMs },
 			func(f metrics.LinearFit) string {
-				return fmt.Sprintf("TTFT %s (1/slope: %.0f prompt tokens/s)", slopeWords(f, 1000, "per 1,000 prompt tokens"), 1000/f.Slope)
+				return "TTFT " + slopeWords(f, 1000, "per 1,000 prompt tokens") + inverseRate(f, 1000, "prompt tokens/s", "")
 			}},
 		{"TPOT against weight size", []string{"model", "dtype"}, func(r *Row, _ *session.Record) float64 { return r.weightMB },
 			func(t *session.Record) float64 { return t.TPOTMs },
 			func(f metrics.LinearFit) string {
-				return fmt.Sprintf("TPOT %s (1/slope: %.1f GB/s, the rate if decode only read the weights)", slopeWords(f, 1000, "per GB of weights"), 1/f.Slope)
+				return "TPOT " + slopeWords(f, 1000, "per GB of weights") + inverseRate(f, 1, "GB/s", ", the rate if decode only read the weights")
 			}},
 		{"TPOT against context", []string{"max_tokens", "prompt_words"}, func(_ *Row, t *session.Record) float64 {
 			if t.PromptTokens < 0 {

@@ -250,7 +250,7 @@ func TestPhaseSplitFitsPrefillPerGroup(t *testing.T) {
 		}
 	}
 	if len(prefill) != 2 || prefill[0].Group != "threads 1 · arm greedy" || math.Abs(prefill[0].Slope-0.5) > 1e-9 || math.Abs(prefill[1].Slope-0.25) > 1e-9 ||
-		!strings.Contains(prefill[0].Words, "TTFT rises 500.0 ms per 1,000 prompt tokens [500.0, 500.0]") || !strings.Contains(prefill[0].Words, "2000 prompt tokens/s") ||
+		!strings.Contains(prefill[0].Words, "TTFT rises 500.0 ms per 1,000 prompt tokens [500.0, 500.0]") || !strings.Contains(prefill[0].Words, "(1/slope: 2000.0 prompt tokens/s [2000.0, 2000.0])") ||
 		prefill[0].N != 6 || prefill[1].N != 4 {
 		t.Fatalf("prefill fits %+v", prefill)
 	}
@@ -355,5 +355,26 @@ func TestTooSmallACellIsUnranked(t *testing.T) {
 	}
 	if got["fast"] != 1 || got["mid"] != 2 || got["cut"] != 0 || c.Rows[2].Cell != "cut" {
 		t.Errorf("ranks %v; want fast 1, mid 2 and cut unranked, last", got)
+	}
+}
+
+// A slope is read as a rate (1/slope) only where it is known to be
+// positive: the reciprocal of a slope whose interval reaches zero could be
+// any rate, and the words must not name one.
+func TestInverseRateOnlyForAPositiveSlope(t *testing.T) {
+	nan := math.NaN()
+	for _, c := range []struct {
+		fit  metrics.LinearFit
+		want string
+	}{
+		{metrics.LinearFit{Slope: 0.02, SlopeCI: metrics.CI{Lo: 0.01, Hi: 0.04}}, " (1/slope: " + session.FormatValue(50) + " GB/s [" + session.FormatValue(25) + ", " + session.FormatValue(100) + "], the rate)"},
+		{metrics.LinearFit{Slope: 0.02, SlopeCI: metrics.CI{Lo: -0.1, Hi: 0.2}}, ""},
+		{metrics.LinearFit{Slope: 0.02, SlopeCI: metrics.CI{Lo: 0, Hi: 0.2}}, ""},
+		{metrics.LinearFit{Slope: -0.02, SlopeCI: metrics.CI{Lo: nan, Hi: nan}}, ""},
+		{metrics.LinearFit{Slope: 0.02, SlopeCI: metrics.CI{Lo: nan, Hi: nan}}, " (1/slope: " + session.FormatValue(50) + " GB/s, the rate)"},
+	} {
+		if got := inverseRate(c.fit, 1, "GB/s", ", the rate"); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.fit, got, c.want)
+		}
 	}
 }
