@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tokentop/tokentop/backends/replay"
+	"github.com/tokentop/tokentop/runner/grid"
 	"github.com/tokentop/tokentop/session"
 )
 
@@ -558,7 +559,7 @@ max_tokens = [8, 16, 24, 32, 40, 48]
 	}
 	doc, _ := os.ReadFile(page)
 	text := html.UnescapeString(string(doc))
-	for _, want := range []string{"tokentop grid: kill", `<h2 id="cells">Cells, ranked</h2>`, "<td>c12</td>", `<figure id="cells">`, "threads 1 · arm greedy, TPOT against context"} {
+	for _, want := range []string{"tokentop grid: kill", `<h2 id="cells">Cells, ranked</h2>`, "<td>c12</td>", `<figure id="cells">`, grid.PhaseSplitMethod + ":", "threads 1 · arm greedy, TPOT against context"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the grid's HTML report lacks %q", want)
 		}

@@ -432,6 +432,11 @@ func (c *Comparison) Method() string {
 		"(each combination of the other axes that ran with every value of this one)", c.Pairs, session.Alpha)
 }
 
+// PhaseSplitMethod says how the phase split's lines (Fits) are made, for
+// each form of the comparison to print above them.
+const PhaseSplitMethod = "phase split (a least-squares line through each group's sessions, each its trials' median; the slope's 95% interval " +
+	"holds the drift between sessions, so a grid without repetitions has few points and wide intervals or none; n counts sessions)"
+
 var rowColumns = []string{"rank", "cell", "label", "arm", "n", "sessions", "e2e_median_ms", "e2e_median_lo", "e2e_median_hi",
 	"e2e_mean_ms", "e2e_mean_lo", "e2e_mean_hi", "ttft_median_ms", "tpot_median_ms", "output_tps", "j_per_token", "usd_per_1m_tokens",
 	"ttft_median_lo", "ttft_median_hi", "tpot_median_lo", "tpot_median_hi"}
@@ -533,8 +538,7 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 	}
 	writeTable(&b, means, md)
 	if len(c.Fits) > 0 {
-		b.WriteString("\nphase split (a least-squares line through each group's sessions, each its trials' median; the slope's 95% interval " +
-			"holds the drift between sessions, so a grid without repetitions has few points and wide intervals or none; n counts sessions):\n")
+		b.WriteString("\n" + PhaseSplitMethod + ":\n")
 		for _, f := range c.Fits {
 			prefix := "  "
 			if md {

@@ -51,6 +51,9 @@ func BuildGrid(cmp *grid.Comparison) *Report {
 	if len(means.Rows) > 0 {
 		lead.Tables = append(lead.Tables, Table{Caption: "each axis value across the other axes (matched rows only)", Table: means})
 	}
+	if len(cmp.Fits) > 0 {
+		lead.Lines = append(lead.Lines, grid.PhaseSplitMethod+":")
+	}
 	for _, f := range cmp.Fits {
 		lead.Lines = append(lead.Lines, fmt.Sprintf("%s, %s: %s (n %d)", f.Group, f.What, f.Words, f.N))
 	}
