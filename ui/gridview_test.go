@@ -20,14 +20,7 @@ import (
 // come in, says why a cell failed, and keeps the running cell's
 // dashboard one key away; it fits 80×24 and 200×60.
 func TestGridScreenFillsInAsCellsRun(t *testing.T) {
-	g, err := profiles.ParseGrid("g.toml", []byte("name = \"g\"\nprofile = \"quick\"\nbackend = \"builtin\"\nmodel = \"stories260K\"\n[axes]\nthreads = [1, 2]\nmax_tokens = [8, 16]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := grid.Expand(g, runner.Options{OutDir: t.TempDir(), Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride, Power: telemetry.PowerOff})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := testGrid(t, "[axes]\nthreads = [1, 2]\nmax_tokens = [8, 16]\n")
 	events := syntheticRun([]string{"greedy"}, 0, 5)
 	msgs := gridEventsMsg{{Slot: grid.Slot{Cell: 0, Repetition: 1}, Cell: &m.Cells[0], Failed: errString("builtin backend: no such model")}}
 	for _, ev := range events {
@@ -70,6 +63,21 @@ func TestGridScreenFillsInAsCellsRun(t *testing.T) {
 	}
 }
 
+// testGrid expands a grid of stories260K on the built-in engine whose
+// file goes on with rest (its axes, and any other keys).
+func testGrid(t *testing.T, rest string) *grid.Matrix {
+	t.Helper()
+	g, err := profiles.ParseGrid("g.toml", []byte("name = \"g\"\nprofile = \"quick\"\nbackend = \"builtin\"\nmodel = \"stories260K\"\n"+rest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := grid.Expand(g, runner.Options{OutDir: t.TempDir(), Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride, Power: telemetry.PowerOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 type errString string
 
 func (e errString) Error() string { return string(e) }
@@ -78,14 +86,7 @@ func (e errString) Error() string { return string(e) }
 // median and interval on one log axis, in rank order, with its rank in
 // words beside the colour; on a screen too short for all of them, none.
 func TestGridScreenDrawsTheCellsIntervals(t *testing.T) {
-	g, err := profiles.ParseGrid("g.toml", []byte("name = \"g\"\nprofile = \"quick\"\nbackend = \"builtin\"\nmodel = \"stories260K\"\n[axes]\nthreads = [1, 2]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := grid.Expand(g, runner.Options{OutDir: t.TempDir(), Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride, Power: telemetry.PowerOff})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := testGrid(t, "[axes]\nthreads = [1, 2]\n")
 	ranked := gridRankedMsg{cmp: &grid.Comparison{Rows: []grid.Row{
 		{Cell: "c01", Rank: 1, N: 9, E2E: metrics.Estimate{Value: 1, CI: metrics.CI{Lo: 0.9, Hi: 1.2}}},
 		{Cell: "c02", Rank: 2, N: 9, E2E: metrics.Estimate{Value: 100, CI: metrics.CI{Lo: 80, Hi: 110}}},
@@ -111,14 +112,7 @@ func TestGridScreenDrawsTheCellsIntervals(t *testing.T) {
 // Axis means that do not all fit give way whole axes at a time, and a
 // line names the ones left out instead of dropping them silently.
 func TestGridScreenNamesTheAxesItLeavesOut(t *testing.T) {
-	g, err := profiles.ParseGrid("g.toml", []byte("name = \"g\"\nprofile = \"quick\"\nbackend = \"builtin\"\nmodel = \"stories260K\"\n[axes]\nthreads = [1, 2]\nmax_tokens = [8, 16]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := grid.Expand(g, runner.Options{OutDir: t.TempDir(), Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride, Power: telemetry.PowerOff})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := testGrid(t, "[axes]\nthreads = [1, 2]\nmax_tokens = [8, 16]\n")
 	app := NewGrid(context.Background(), m, 4, nil)
 	app.cmp = &grid.Comparison{Means: []grid.AxisMean{
 		{Axis: "threads", Value: "1", Rows: 2, E2E: 15, E2ERatioVsFaster: 1.5}, {Axis: "threads", Value: "2", Rows: 2, E2E: 10, E2ERatioVsFaster: 1},
@@ -152,14 +146,7 @@ func TestGridScreenNamesTheAxesItLeavesOut(t *testing.T) {
 // A resumed grid's header counts this run's sessions and those that ran
 // before, so a finished grid opened again does not read "0/0".
 func TestGridHeaderCountsSessionsFromBefore(t *testing.T) {
-	g, err := profiles.ParseGrid("g.toml", []byte("name = \"g\"\nprofile = \"quick\"\nbackend = \"builtin\"\nmodel = \"stories260K\"\nrepetitions = 2\n[axes]\nthreads = [1, 2]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := grid.Expand(g, runner.Options{OutDir: t.TempDir(), Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride, Power: telemetry.PowerOff})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := testGrid(t, "repetitions = 2\n[axes]\nthreads = [1, 2]\n")
 	for pending, want := range map[int]string{4: "0/4 sessions · ", 1: "0/1 sessions (+3 done before) · ", 0: "0/0 sessions (+4 done before) · "} {
 		app := NewGrid(context.Background(), m, pending, nil)
 		app.begin = app.now()
