@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/tokentop/tokentop/backends/untrusted"
 )
 
 // Target is one thing an arm runs on: a backend kind, how to reach it,
@@ -37,7 +39,8 @@ func (t Target) Key() string {
 	return string(data)
 }
 
-// OptionsText lists server options as "k=v" in key order, for messages.
+// OptionsText lists server options as "k=v" in key order, for messages;
+// a profile's strings are outside text, so it is cleaned.
 func OptionsText(options map[string]any) string {
 	keys := make([]string, 0, len(options))
 	for k := range options {
@@ -48,7 +51,7 @@ func OptionsText(options map[string]any) string {
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s=%v", k, options[k])
 	}
-	return strings.Join(parts, " ")
+	return untrusted.Line(strings.Join(parts, " "))
 }
 
 // CheckOptions tells whether kind can be sent options (see CheckOptions).

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -136,10 +135,9 @@ func ParseGrid(file string, data []byte) (*Grid, error) {
 		bad(k, -1, "unknown key; allowed keys are name, description, profile, backend, url, model, trials, warmup, repetitions, order, seed, budget, [axes], [[exclude]]")
 	}
 	if g.Name == "" {
-		g.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
-	}
-	if !armNamePattern.MatchString(g.Name) { // it names the grid's folder
-		bad(toml.Key{"name"}, -1, "%q: use letters, digits, '.', '_' and '-' (it names the grid's folder)", g.Name)
+		g.Name = nameFromFile(file, "grid")
+	} else if !namePattern.MatchString(g.Name) {
+		bad(toml.Key{"name"}, -1, "%q is not a grid name (it names the grid's folder); %s", g.Name, nameRule)
 	}
 	if g.Profile == "" {
 		g.Profile = "quick"

@@ -30,6 +30,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/untrusted"
 )
 
 // Profile is one resolved, validated benchmark profile.
@@ -224,7 +225,35 @@ const (
 	maxMaxTokens   = 1 << 20
 )
 
-var armNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+// namePattern is what a profile, an arm or a grid may be called: the
+// profile's and the grid's names become file and folder names, and an
+// arm's a CSV field, so a name is letters, digits, '.', '_' and '-',
+// never starting with '.' or '-' (no "..", no hidden file, no flag), at
+// most 64 of them.
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$`)
+
+// nameRule says namePattern in words, for errors.
+const nameRule = "use up to 64 letters, digits, '.', '_' or '-', starting with a letter, digit or '_'"
+
+// nameFromFile is the name of a profile or grid that sets none: its
+// file's name, with what a name may not hold made '-' (fallback when
+// nothing is left).
+func nameFromFile(file, fallback string) string {
+	name := []rune(strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)))
+	for i, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			name[i] = '-'
+		}
+	}
+	s := strings.TrimLeft(string(name), ".-")
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	if s == "" {
+		return fallback
+	}
+	return s
+}
 
 // Error is a problem in a profile, located as precisely as the source allows.
 type Error struct {
@@ -330,8 +359,12 @@ func (p *Profile) resolve(file string) error {
 	}
 
 	if p.Name == "" {
-		p.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+		p.Name = nameFromFile(file, "profile")
+	} else if !namePattern.MatchString(p.Name) {
+		bad(-1, "name", "%q is not a profile name (it names the session's files); %s", p.Name, nameRule)
 	}
+	// Shown in the picker and by `tokentop profiles`: one clean line.
+	p.Description = untrusted.Line(p.Description)
 	if p.MaxTokens < 1 || p.MaxTokens > maxMaxTokens {
 		bad(-1, "max_tokens", "%d is out of range; use 1 to %d", p.MaxTokens, maxMaxTokens)
 	}
@@ -416,8 +449,8 @@ func (p *Profile) resolve(file string) error {
 func (a *Arm) check(seen map[string]bool, bad func(key, msg string)) {
 	badf := func(key, format string, args ...any) { bad(key, fmt.Sprintf(format, args...)) }
 	switch {
-	case !armNamePattern.MatchString(a.Name):
-		badf("name", "%q is not an arm name; use letters, digits, '.', '_' or '-'", a.Name)
+	case !namePattern.MatchString(a.Name):
+		badf("name", "%q is not an arm name; %s", a.Name, nameRule)
 	case seen[a.Name]:
 		badf("name", "%q is used by another arm; arm names must be unique", a.Name)
 	}

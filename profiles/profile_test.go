@@ -107,6 +107,12 @@ func TestParseErrorsNameFileLineAndKey(t *testing.T) {
 		{"slo goodput", validProfile + "[slo]\nttft_ms = 500\ngoodput = 90\n", "t.toml:20: slo.goodput: 90 is out of range"},
 		{"slo unknown", validProfile + "[slo]\nttft = 500\n", "t.toml:19: slo.ttft: unknown key; allowed keys are ttft_ms, itl_ms, e2e_ms, goodput"},
 		{"stop unknown key", validProfile + "[stop]\nuntil = 0.01\n", "t.toml:19: stop.until: unknown key; allowed keys are until_ci, statistic, min_trials"},
+		// A profile's name is its sessions' file names: no path, no escape.
+		{"name is a path", strings.Replace(validProfile, `name = "t"`, `name = "x/../../../ESCAPED"`, 1), `t.toml:1: name: "x/../../../ESCAPED" is not a profile name`},
+		{"name is dots", strings.Replace(validProfile, `name = "t"`, `name = ".."`, 1), `t.toml:1: name: ".." is not a profile name`},
+		{"name has an escape", strings.Replace(validProfile, `name = "t"`, `name = "a\u001b]0;x\u0007"`, 1), `t.toml:1: name: "a\x1b]0;x\a" is not a profile name`},
+		{"name has quotes", strings.Replace(validProfile, `name = "t"`, `name = "<a href='x'>"`, 1), `is not a profile name`},
+		{"arm name is dots", strings.Replace(validProfile, `name = "hot"`, `name = ".."`, 1), `t.toml:15: arms[1].name: ".." is not an arm name`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

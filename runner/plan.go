@@ -428,7 +428,7 @@ func Prepare(profile *profiles.Profile, opts Options) (*Plan, []backends.Backend
 	}
 	var bs []backends.Backend
 	for _, t := range plan.Targets {
-		b, err := t.Kind.New(t.Config)
+		b, err := t.Kind.Open(t.Config)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s backend for arms %s: %w", t.Kind.Name, strings.Join(t.Arms, ", "), err)
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,50 +17,87 @@ import (
 	"github.com/tokentop/tokentop/metrics/telemetry"
 )
 
-// Writer writes one session's files as the run goes.
+// Writer writes one session's files as the run goes. Every file is
+// made through root, the sessions folder: no name can lead out of it.
 type Writer struct {
 	manifest     *Manifest
 	manifestPath string
+	root         *os.Root
 	trials       *os.File
 	tokens       *os.File
 	row          bytes.Buffer
 }
 
-// Stem names a session's files: UTC start time, profile and backend.
+// maxStemPart bounds each part of a stem, so that a long profile name
+// leaves room for the rest on every file system.
+const maxStemPart = 64
+
+// Stem names a session's files: UTC start time, profile and backend. It
+// is the one place file names are made of outside text, so each part is
+// reduced to what a file name can hold anywhere (FileName).
 func Stem(created time.Time, profile, backend string) string {
-	return fmt.Sprintf("%s-%s-%s", created.UTC().Format("20060102T150405Z"), profile, backend)
+	return fmt.Sprintf("%s-%s-%s", created.UTC().Format("20060102T150405Z"), FileName(profile), FileName(backend))
+}
+
+// FileName makes s safe as (a part of) a file name in the sessions
+// folder: letters, digits, '.', '_', '+' and '-' stay, anything else
+// (a separator, "..", a control character, a quote) becomes '-', no
+// leading '.' or '-', at most maxStemPart bytes; "x" when nothing is
+// left.
+func FileName(s string) string {
+	out := []byte(s)
+	for i, c := range out {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '+' || c == '-') {
+			out[i] = '-'
+		}
+	}
+	name := strings.TrimLeft(string(out), ".-")
+	if len(name) > maxStemPart {
+		name = name[:maxStemPart]
+	}
+	if name == "" {
+		return "x"
+	}
+	return name
 }
 
 // Create makes the sessions folder if needed, writes the manifest with
 // status running and the two CSV files with their headers. m.ID becomes
-// the file stem, with a suffix if a session of that stem exists.
+// the file stem (as FileName makes it), with a suffix if a session of
+// that stem exists.
 func Create(dir string, m *Manifest) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("sessions folder: %w", err)
 	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("sessions folder: %w", err)
+	}
 	m.Schema = Schema
 	m.Status = StatusRunning
-	w := &Writer{manifest: m}
+	w := &Writer{manifest: m, root: root}
 	// Two runs started within the same second get -2, -3, … rather than
 	// failing; O_EXCL on the trials file makes the claim race-free.
-	stem := m.ID
-	var err error
+	base := FileName(m.ID)
+	stem := base
 	for n := 2; ; n++ {
-		w.trials, err = createCSV(filepath.Join(dir, stem+".trials.csv"), Header)
+		w.trials, err = createCSV(root, stem+".trials.csv", Header)
 		if err == nil || !errors.Is(err, fs.ErrExist) || n > 100 {
 			break
 		}
-		stem = fmt.Sprintf("%s-%d", m.ID, n)
+		stem = fmt.Sprintf("%s-%d", base, n)
 	}
 	if err != nil {
+		root.Close()
 		return nil, err
 	}
 	m.ID = stem
 	m.TrialsFile = stem + ".trials.csv"
 	m.TokensFile = stem + ".tokens.csv"
 	w.manifestPath = filepath.Join(dir, stem+".toml")
-	if w.tokens, err = createCSV(filepath.Join(dir, m.TokensFile), TokensHeader); err != nil {
+	if w.tokens, err = createCSV(root, m.TokensFile, TokensHeader); err != nil {
 		w.trials.Close()
+		root.Close()
 		return nil, err
 	}
 	if err := w.writeManifest(); err != nil {
@@ -69,8 +107,8 @@ func Create(dir string, m *Manifest) (*Writer, error) {
 	return w, nil
 }
 
-func createCSV(path string, header []string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+func createCSV(root *os.Root, name string, header []string) (*os.File, error) {
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +121,13 @@ func createCSV(path string, header []string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// CreateFile makes a new file of the session's, stem+suffix, in its
+// folder (e.g. a crash report beside the manifest); an existing one is
+// not replaced.
+func (w *Writer) CreateFile(suffix string) (*os.File, error) {
+	return w.root.OpenFile(w.manifest.ID+FileName(suffix), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 }
 
 // ManifestPath is where the manifest lives.
@@ -144,17 +189,12 @@ func (w *Writer) writeManifest() error {
 	if err != nil {
 		return err
 	}
-	return WriteAtomic(w.manifestPath, data)
+	return writeAtomicIn(w.root, filepath.Base(w.manifestPath), data)
 }
 
-// Close closes the CSV files.
+// Close closes the CSV files and the folder.
 func (w *Writer) Close() error {
-	err1 := w.trials.Close()
-	err2 := w.tokens.Close()
-	if err1 != nil {
-		return err1
-	}
-	return err2
+	return errors.Join(w.trials.Close(), w.tokens.Close(), w.root.Close())
 }
 
 // PowerHeader is the power CSV's header: DESIGN.md's columns, then the
@@ -178,7 +218,7 @@ func (w *Writer) CreatePower(deviceIDs []string) (*PowerWriter, error) {
 		w.manifest.Power = &PowerInfo{}
 	}
 	name := w.manifest.ID + ".power.csv"
-	f, err := createCSV(filepath.Join(filepath.Dir(w.manifestPath), name), PowerHeader)
+	f, err := createCSV(w.root, name, PowerHeader)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/tokentop/tokentop/backends/untrusted"
 	"github.com/tokentop/tokentop/metrics/telemetry"
 )
 
@@ -64,7 +67,7 @@ type ProfileInfo struct {
 	Order       string   `toml:"order"`
 	Seed        int64    `toml:"seed"`
 	USDPerHour  float64  `toml:"usd_per_hour,omitzero"`
-	Prompts     []string `toml:"prompts"`
+	Prompts     []string `toml:"prompts" untrusted:"text"`
 	// Stop is the early-stopping rule, when one was on.
 	Stop *StopInfo `toml:"stop,omitempty"`
 	// PromptCache is whether servers were allowed to reuse cached
@@ -274,17 +277,29 @@ func (m *Manifest) upgrade() {
 // WriteAtomic writes data to path through a temp file, fsync and rename,
 // then fsyncs the folder, so a reader sees the old or the new file whole.
 func WriteAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	root, err := os.OpenRoot(filepath.Dir(path))
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	// CreateTemp's 0600 would keep a file meant for sharing from its readers.
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
+	defer root.Close()
+	return writeAtomicIn(root, filepath.Base(path), data)
+}
+
+// writeAtomicIn is WriteAtomic for the file name in root's folder.
+func writeAtomicIn(root *os.Root, name string, data []byte) error {
+	var tmp *os.File
+	var tmpName string
+	for {
+		var err error
+		tmpName = fmt.Sprintf(".%s.%d.tmp", name, rand.Uint32())
+		// 0644: a file meant for sharing must not be kept from its readers.
+		if tmp, err = root.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
 	}
+	defer root.Remove(tmpName)
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return err
@@ -296,10 +311,10 @@ func WriteAtomic(path string, data []byte) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := replaceFile(tmp.Name(), path); err != nil {
+	if err := replaceFile(root, tmpName, name); err != nil {
 		return err
 	}
-	if d, err := os.Open(dir); err == nil {
+	if d, err := root.Open("."); err == nil {
 		d.Sync()
 		d.Close()
 	}
@@ -339,6 +354,9 @@ func ReadManifest(path string) (*Manifest, error) {
 		return nil, fmt.Errorf("%s: schema %d is not one this tokentop reads (it reads schemas 1 to %d); a newer tokentop wrote it", path, m.Schema, Schema)
 	}
 	m.upgrade()
+	// Everything in it is shown and printed: a hand-made or hostile
+	// manifest's escapes go no further than here.
+	untrusted.CleanAll(&m)
 	if m.TrialsFile == "" {
 		return nil, fmt.Errorf("%s: no trials_file; is this a tokentop session manifest?", path)
 	}

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/tokentop/tokentop/backends/untrusted"
 )
 
 // Session is a session read back from disk.
@@ -118,7 +120,8 @@ func parseRows(name string, data []byte, kind csvKind, row func(field func(col i
 					if cols[col] < 0 {
 						return ""
 					}
-					return fields[cols[col]]
+					// Every field is shown or printed somewhere.
+					return untrusted.Line(fields[cols[col]])
 				})
 			}
 			if err == nil {

@@ -9,8 +9,8 @@ import (
 // another process (a reader, a virus scanner, the search indexer) holds
 // open fails for a moment with a sharing error; such failures are retried
 // for up to budget, as Go's own tools do.
-func replaceFile(from, to string) error {
-	return renameRetrying(os.Rename, from, to, transientRenameError, 2*time.Second)
+func replaceFile(root *os.Root, from, to string) error {
+	return renameRetrying(root.Rename, from, to, transientRenameError, 2*time.Second)
 }
 
 func renameRetrying(rename func(from, to string) error, from, to string, transient func(error) bool, budget time.Duration) error {

@@ -46,7 +46,12 @@ func TestReplaceFileOverAnOpenFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.AfterFunc(50*time.Millisecond, func() { reader.Close() })
-	if err := replaceFile(from, to); err != nil {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := replaceFile(root, filepath.Base(from), filepath.Base(to)); err != nil {
 		t.Fatal(err)
 	}
 	if data, _ := os.ReadFile(to); string(data) != "new" {

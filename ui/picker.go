@@ -435,7 +435,7 @@ const ProbeTimeout = 3 * time.Second
 // Probe asks one backend whether it is there and what it serves.
 func Probe(ctx context.Context, kind backends.Kind, cfg backends.Config) ProbeReport {
 	report := ProbeReport{Kind: kind, Info: backends.Info{URL: cfg.URL}}
-	b, err := kind.New(cfg)
+	b, err := kind.Open(cfg)
 	if err != nil {
 		report.Err = err
 		return report

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/session"
 )
@@ -92,9 +90,9 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a grid folder: %w", dir, err)
 	}
-	var m Manifest
-	if _, err := toml.Decode(string(data), &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	m, err := decodeManifest(path, data)
+	if err != nil {
+		return nil, err
 	}
 	c := &Comparison{Name: m.Name, Axes: m.Axes}
 	e2eMetric, _ := session.LookupMetric("e2e_ms")

@@ -23,6 +23,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/tokentop/tokentop/backends/untrusted"
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/runner"
 	"github.com/tokentop/tokentop/session"
@@ -182,6 +183,25 @@ func cellOptions(g *profiles.Grid, values profiles.Cell, base runner.Options, di
 	return opts, nil
 }
 
+// decodeManifest reads a grid manifest's data. Its strings are shown and
+// printed, and its session names joined to the folder: both are outside
+// text, cleaned, and a session name is only ever a file in the folder.
+func decodeManifest(path string, data []byte) (Manifest, error) {
+	var m Manifest
+	if _, err := toml.Decode(string(data), &m); err != nil {
+		return Manifest{}, fmt.Errorf("%s: %w", path, err)
+	}
+	untrusted.CleanAll(&m)
+	for i := range m.Cells {
+		for j := range m.Cells[i].Runs {
+			if name := &m.Cells[i].Runs[j].Session; *name != "" {
+				*name = filepath.Base(*name)
+			}
+		}
+	}
+	return m, nil
+}
+
 // readState reads the folder's grid manifest, or starts a new one.
 func (m *Matrix) readState() error {
 	path := filepath.Join(m.Dir, ManifestName)
@@ -191,8 +211,8 @@ func (m *Matrix) readState() error {
 			Order: m.Grid.Order, Seed: m.Grid.Seed, Repetitions: m.Grid.Repetitions, Axes: m.Grid.AxisNames()}
 	} else if err != nil {
 		return err
-	} else if _, err := toml.Decode(string(data), &m.State); err != nil {
-		return fmt.Errorf("%s: %w (move it away to start the grid afresh)", path, err)
+	} else if m.State, err = decodeManifest(path, data); err != nil {
+		return fmt.Errorf("%w (move it away to start the grid afresh)", err)
 	}
 	// Cells by config hash: a cell whose settings changed is a new cell.
 	var cells []CellState

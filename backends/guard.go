@@ -1,0 +1,87 @@
+package backends
+
+import (
+	"context"
+	"io"
+
+	"github.com/tokentop/tokentop/backends/untrusted"
+)
+
+// Open makes a backend of this kind for cfg, guarded so that every text
+// it hands on is safe to show and store (package untrusted): each
+// string a probe reports, each error and each stop reason, cleaned of
+// escapes and control characters, bounded, and with cfg.APIKey
+// redacted (servers echo a rejected key in their 401). Every front end
+// makes its backends here, so no server's words reach a terminal or a
+// file any other way.
+func (k Kind) Open(cfg Config) (Backend, error) {
+	b, err := k.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &guarded{inner: b, secret: cfg.APIKey}, nil
+}
+
+// guarded is a Backend whose outside text is cleaned. It is an
+// io.Closer whatever its inner backend is: Close stops an in-process
+// engine's workers and does nothing for a server.
+type guarded struct {
+	inner  Backend
+	secret string
+}
+
+func (g *guarded) Probe(ctx context.Context, model string) (Info, error) {
+	info, err := g.inner.Probe(ctx, model)
+	line := func(s string) string { return untrusted.Line(s, g.secret) }
+	info.Kind, info.URL, info.ServerVersion = line(info.Kind), line(info.URL), line(info.ServerVersion)
+	info.Model, info.Digest, info.Quantization = line(info.Model), line(info.Digest), line(info.Quantization)
+	if info.Models != nil {
+		models := make([]string, len(info.Models))
+		for i, m := range info.Models {
+			models[i] = line(m)
+		}
+		info.Models = models
+	}
+	if info.Details != nil {
+		details := make(map[string]string, len(info.Details))
+		for key, v := range info.Details {
+			details[line(key)] = line(v)
+		}
+		info.Details = details
+	}
+	return info, g.clean(err)
+}
+
+func (g *guarded) Generate(ctx context.Context, req Request, onChunk OnChunk) (Result, error) {
+	res, err := g.inner.Generate(ctx, req, onChunk)
+	res.StopReason = untrusted.Line(res.StopReason, g.secret)
+	return res, g.clean(err)
+}
+
+func (g *guarded) Close() error {
+	if closer, ok := g.inner.(io.Closer); ok {
+		return closer.Close()
+	}
+	return nil
+}
+
+// clean gives err a safe text; errors.Is and errors.As still see
+// everything err wraps (its kind, a retry hint, a context error).
+func (g *guarded) clean(err error) error {
+	if err == nil {
+		return nil
+	}
+	text := untrusted.Line(err.Error(), g.secret)
+	if text == err.Error() {
+		return err
+	}
+	return &cleanError{text: text, err: err}
+}
+
+type cleanError struct {
+	text string
+	err  error
+}
+
+func (e *cleanError) Error() string { return e.text }
+func (e *cleanError) Unwrap() error { return e.err }
