@@ -171,7 +171,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&opts.PowerInterval, "power-interval", telemetry.DefaultInterval, "power and memory sampling cadence")
 	fs.DurationVar(&opts.IdleBaseline, "idle-baseline", runner.DefaultIdleBaseline, "idle power measured before the first trial (0 skips it; only when a power source exists)")
 	fs.IntVar(&opts.ServerPID, "server-pid", 0, "the server process whose peak memory the trials record (default: found by the backend's local port)")
-	fs.DurationVar(&opts.ServerWait, "server-wait", runner.DefaultServerWait, "how long to wait for a server that is loading its model or stopped answering mid-run")
+	fs.DurationVar(&opts.ServerWait, "server-wait", runner.DefaultServerWait, "how long to wait for a server that is not started yet, is loading its model, or stopped answering mid-run (0: not at all)")
 	fs.Var((*percentFlag)(&opts.UntilCI), "until-ci", "stop each arm once both ends of its e2e's anytime-valid 95% interval (confidence sequence) are within this ±margin of the estimate, e.g. 1%; --trials stays the cap")
 	fs.StringVar(&opts.CIStatistic, "ci-statistic", "", "with --until-ci: median (default; exact) or mean (asymptotic, from 30 trials)")
 	fs.Func("concurrency", "keep N requests in flight per arm (a closed loop), or sweep levels: --concurrency 1,2,4,8", func(flag string) error {
@@ -199,6 +199,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tokentop: %v\n", err)
 		return exitUsage
 	}
+	noWaitIfZero(&opts)
 	if *modelPath != "" {
 		if opts.Model != "" {
 			fmt.Fprintln(stderr, "tokentop run: give --model or --model-path, not both")
@@ -260,6 +261,14 @@ func typedNoOverride(fs *flag.FlagSet) error {
 		}
 	})
 	return err
+}
+
+// noWaitIfZero makes --server-wait 0 mean what it says: no wait, where
+// a zero runner.Options.ServerWait means the default.
+func noWaitIfZero(opts *runner.Options) {
+	if opts.ServerWait == 0 {
+		opts.ServerWait = runner.NoWait
+	}
 }
 
 // outputFlags are the flags of the commands that print statistics.
@@ -406,12 +415,13 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 	opts := runner.Options{Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride}
 	fs.StringVar(&opts.OutDir, "out", "", "where the grid's folder goes (default: tokentop/sessions under the user data folder)")
 	fs.StringVar(&opts.Power, "power", telemetry.PowerAuto, "power sources, as for run")
-	fs.DurationVar(&opts.ServerWait, "server-wait", runner.DefaultServerWait, "how long to wait for a cell's server that is loading or stopped answering")
+	fs.DurationVar(&opts.ServerWait, "server-wait", runner.DefaultServerWait, "how long to wait for a cell's server that is not started yet, is loading, or stopped answering (0: not at all)")
 	headless := fs.Bool("headless", false, "print progress lines instead of the grid's table (the default when stdout is not a terminal)")
 	positional, err := parseFlags(fs, args)
 	if err != nil {
 		return exitUsage
 	}
+	noWaitIfZero(&opts)
 	if len(positional) != 1 {
 		fmt.Fprintln(stderr, "tokentop matrix: name one grid file (GRID.toml) or built-in grid ("+strings.Join(profiles.BuiltinGrids(), ", ")+")")
 		return exitUsage

@@ -100,7 +100,7 @@ func TestBadInputExitsWithAClearMessage(t *testing.T) {
 	}{
 		{[]string{"run", "--backend", "vllm"}, exitUsage, `unknown backend "vllm"`},
 		{[]string{"run", "--backend", "ollama", "--profile", profile}, exitUsage, "p.toml:3: trials: -1 is not a trial count"},
-		{[]string{"run", "--backend", "ollama", "--url", replay.ClosedURL(t), "--out", out}, exitFailed, "connection refused (is the server running?)"},
+		{[]string{"run", "--backend", "ollama", "--url", replay.ClosedURL(t), "--server-wait", "0s", "--out", out}, exitFailed, "connection refused (is the server running?)"},
 		{[]string{"compare", filepath.Join(out, "missing.toml")}, exitFailed, "missing.toml"},
 		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
 		{[]string{"run", "--power", "nvidia", "--out", out}, exitUsage, `--power "nvidia": use one of auto, powermetrics, off`},

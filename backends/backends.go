@@ -9,15 +9,19 @@ import (
 	"context"
 	"errors"
 	"math"
+	"time"
 )
 
 // Kinds of failure. Backends wrap their errors into one of these (see
 // Failure) so that the runner can choose what to do (wait, back off,
 // re-probe, give up) without reading messages.
 var (
-	// ErrUnreachable: no answer at all (connection refused, reset or
-	// closed before the response headers).
+	// ErrUnreachable: no connection could be made (refused, no route):
+	// the request never reached a server.
 	ErrUnreachable = errors.New("server unreachable")
+	// ErrDropped: the server took the connection, then closed or reset it
+	// before any answer (it stopped, or it drops what it is sent).
+	ErrDropped = errors.New("connection dropped")
 	// ErrNotReady: the server answers but cannot serve yet (llama-server's
 	// 503 "Loading model"); waiting may help.
 	ErrNotReady = errors.New("server not ready")
@@ -27,6 +31,17 @@ var (
 	// sending it again will not help.
 	ErrBadRequest = errors.New("request refused")
 )
+
+// RetryAfter is how long the server asked, with err, to be left alone
+// before the next request (HTTP Retry-After on a 429 or 503); 0 when it
+// did not say.
+func RetryAfter(err error) time.Duration {
+	var hint interface{ RetryAfter() time.Duration }
+	if errors.As(err, &hint) {
+		return hint.RetryAfter()
+	}
+	return 0
+}
 
 // Failure is an error of a known kind: its text is Err's, and errors.Is
 // matches both Kind and whatever Err wraps.
@@ -55,6 +70,11 @@ type Request struct {
 	// sequence, so that output length does not differ between arms
 	// (Kind.FixedLength says whether the server can be told).
 	IgnoreEOS bool
+	// OnResend, when set, is called as the request is sent once more on a
+	// new connection, because its kept-alive one was closed before any
+	// answer (Result.Connection is then ConnectionResent): what the server
+	// saw starts there, and so does the caller's clock.
+	OnResend func()
 }
 
 // OnChunk is called as each chunk of generated text arrives. tokens is how
@@ -74,7 +94,21 @@ type Result struct {
 	ServerLoadMs    float64
 	ServerPrefillMs float64
 	ServerDecodeMs  float64
+	// Connection is how the request reached the server (Connection*);
+	// empty for an in-process engine.
+	Connection string
 }
+
+// How a request reached its server.
+const (
+	ConnectionNew    = "new"    // a connection opened for it
+	ConnectionReused = "reused" // a kept-alive one
+	// ConnectionResent: its kept-alive connection was closed before any
+	// answer, so it was sent again on a new one.
+	ConnectionResent = "resent"
+	// ConnectionNone: no connection could be made; the server never saw it.
+	ConnectionNone = "none"
+)
 
 // NewResult returns a Result with every field unknown.
 func NewResult() Result {

@@ -203,7 +203,9 @@ func (r *run) runStreams(ctx context.Context, streams []int, perStream int, phas
 		if writeErr != nil {
 			continue
 		}
-		if writeErr = r.collect(f); writeErr != nil || !r.targets[r.plan.ArmTarget[f.arm]].downSince.IsZero() {
+		// A server that cannot be sent more (down, asking for time, or
+		// given up on) ends the block: its other requests would fail alike.
+		if writeErr = r.collect(f); writeErr != nil || !r.available(r.plan.ArmTarget[f.arm]) {
 			cancel()
 		}
 		block = append(block, f.rec)
@@ -407,11 +409,6 @@ func (r *run) togetherRounds(ctx context.Context) (string, error) {
 		}
 	}
 	return "", nil
-}
-
-// anyGaveUp reports whether some target stopped answering for good.
-func (r *run) anyGaveUp() bool {
-	return slices.ContainsFunc(r.targets, func(t targetState) bool { return t.gaveUp })
 }
 
 // loadInfo is the manifest's account of a load run; nil for one trial at

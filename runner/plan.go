@@ -72,7 +72,7 @@ type Options struct {
 	// Power picks the power sources (telemetry.PowerChoices; "": auto).
 	Power string
 	// ServerWait is how long to wait for a server that loads its model or
-	// stopped answering (0: DefaultServerWait).
+	// stopped answering (0: DefaultServerWait; NoWait: not at all).
 	ServerWait time.Duration
 	// Concurrency replaces the profile's levels (nil keeps them).
 	Concurrency profiles.Levels
@@ -168,12 +168,13 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 		}
 		p.MaxTokens = opts.MaxTokens
 	}
-	plan.ServerWait = opts.ServerWait
-	if plan.ServerWait == 0 {
+	switch plan.ServerWait = opts.ServerWait; {
+	case plan.ServerWait == NoWait:
+		plan.ServerWait = 0
+	case plan.ServerWait == 0:
 		plan.ServerWait = DefaultServerWait
-	}
-	if plan.ServerWait < 0 {
-		return nil, fmt.Errorf("--server-wait %v: use a positive duration", opts.ServerWait)
+	case plan.ServerWait < 0:
+		return nil, fmt.Errorf("--server-wait %v: use a positive duration, or 0 not to wait", opts.ServerWait)
 	}
 	if plan.ConvergeTol == 0 {
 		plan.ConvergeTol = 0.01

@@ -149,6 +149,11 @@ const ProbeTimeout = 15 * time.Second
 // its model, or that stopped answering mid-run, before giving up.
 const DefaultServerWait = 60 * time.Second
 
+// NoWait as Options.ServerWait gives up on a server at its first
+// failure to answer (--server-wait 0); a zero Options.ServerWait means
+// DefaultServerWait.
+const NoWait time.Duration = -1
+
 // ErrServerLost is the error of a run that ended because its server
 // stopped answering and did not come back in time.
 var ErrServerLost = errors.New("server lost")
@@ -175,12 +180,12 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		}
 	}
 	// Every target is probed before the first trial. A server still
-	// loading its model is waited for; one that does not answer at all is
-	// most likely not started, and said so at once, with its arms.
+	// loading its model, or not started yet, is waited for up to
+	// ServerWait; one that does not come is named, with its arms.
 	infos := make([]backends.Info, len(plan.Targets))
 	for i := range plan.Targets {
 		t := &plan.Targets[i]
-		if infos[i], err = waitForServer(ctx, bs[i], plan, t, time.Now(), "the model to load", isNotReady, events); err != nil {
+		if infos[i], err = waitForServer(ctx, bs[i], plan, t, time.Now(), "", isDown, events); err != nil {
 			where := t.Kind.Name + " backend " + t.Where()
 			if len(plan.Targets) > 1 {
 				where += ", " + armWords(t)
@@ -288,6 +293,15 @@ func (p *Plan) named(t *PlanTarget) string {
 	return t.Name + " (" + armWords(t) + ")"
 }
 
+// nameOf is how messages name target t after "the server": " of
+// llamacpp-a (arm a)" when the run has several, else "".
+func (p *Plan) nameOf(t int) string {
+	if n := p.named(&p.Targets[t]); n != "" {
+		return " of " + n
+	}
+	return ""
+}
+
 // kinds lists the backend kinds of the targets, each once.
 func (p *Plan) kinds() []string {
 	var kinds []string
@@ -322,41 +336,6 @@ func promptCacheWords(allowed bool, kind string, info backends.Info) string {
 	return kind + " has no per-request switch: it may reuse a cached prompt prefix; the cached_tokens column shows hits where the server reports them, and the shuffled arm order spreads them over the arms"
 }
 
-func isNotReady(err error) bool { return errors.Is(err, backends.ErrNotReady) }
-
-func isDown(err error) bool {
-	return errors.Is(err, backends.ErrNotReady) || errors.Is(err, backends.ErrUnreachable)
-}
-
-// waitForServer probes target t's backend b until it answers. While the
-// failure is one that waiting can cure (retry says which) it probes again
-// with a growing pause, telling the front end, until plan.ServerWait has
-// passed since the wait began (since: now, or when the server was lost).
-func waitForServer(ctx context.Context, b backends.Backend, plan *Plan, t *PlanTarget, since time.Time, what string, retry func(error) bool, events chan<- Event) (backends.Info, error) {
-	pause := 250 * time.Millisecond
-	if len(plan.Targets) > 1 {
-		what += " (" + t.Name + ", " + armWords(t) + ")"
-	}
-	for {
-		probeCtx, cancel := context.WithTimeout(ctx, ProbeTimeout)
-		info, err := b.Probe(probeCtx, t.Target.Model)
-		cancel()
-		if err == nil || !retry(err) || ctx.Err() != nil {
-			return info, err
-		}
-		elapsed := time.Since(since)
-		if elapsed >= plan.ServerWait {
-			return info, fmt.Errorf("%w; still so after waiting %v for %s (--server-wait)", err, plan.ServerWait, what)
-		}
-		events <- Waiting{What: what, Why: err.Error(), Elapsed: elapsed, Limit: plan.ServerWait}
-		select {
-		case <-time.After(min(pause, plan.ServerWait-elapsed)):
-		case <-ctx.Done():
-		}
-		pause = min(2*pause, 4*time.Second)
-	}
-}
-
 func stopInfo(s profiles.Stop) *session.StopInfo {
 	if !s.Enabled() {
 		return nil
@@ -385,16 +364,6 @@ type armState struct {
 	blocks          blockSum // a load arm's timed blocks
 }
 
-// targetState is what the run knows of one target's health.
-type targetState struct {
-	// downSince is when a trial found it not answering; zero while up.
-	downSince time.Time
-	lostAt    string // the trial that found it down, e.g. "q8 trial 12"
-	gaveUp    bool   // it did not come back within ServerWait: its arms ended
-	// warnedRefused is set once a refused request was reported.
-	warnedRefused bool
-}
-
 type run struct {
 	plan      *Plan
 	backends  []backends.Backend
@@ -412,10 +381,6 @@ type run struct {
 	// warnedTruncated is set once a truncated generation was reported.
 	warnedTruncated bool
 }
-
-// reprobeTimeout bounds the one probe per round of a target that went
-// down while other targets go on: they wait for it between rounds.
-const reprobeTimeout = 2 * time.Second
 
 // loop runs the plan: one trial at a time in rounds of interleaved arms,
 // or a load run's blocks (see load.go). It says how the run ended.
@@ -485,7 +450,7 @@ func (r *run) rounds(ctx context.Context, arms []int, unit func(ctx context.Cont
 			}
 			active++
 			t := r.plan.ArmTarget[i]
-			if !r.targets[t].downSince.IsZero() {
+			if !r.available(t) {
 				continue
 			}
 			position++
@@ -496,7 +461,7 @@ func (r *run) rounds(ctx context.Context, arms []int, unit func(ctx context.Cont
 			if err := unit(ctx, i, round, position); err != nil {
 				return "", err
 			}
-			if !r.targets[t].downSince.IsZero() && !r.othersGoOn(t) {
+			if !r.available(t) && !r.othersGoOn(t) {
 				break // the next round waits for it
 			}
 		}
@@ -549,100 +514,12 @@ func (r *run) collect(f finished) error {
 	if r.plan.Load != nil {
 		r.tokens[session.TrialKey{Arm: rec.Arm, Trial: rec.Trial}] = session.ArrivalsOf(f.arrivals)
 	}
-	t := r.plan.ArmTarget[f.arm]
+	// The trial first, then what it says of the server (a warning, the
+	// arm stopped), in the order they happened.
 	down := rec.Status == session.StatusError && isDown(f.err)
 	r.report(f, down)
-	if errors.Is(f.err, backends.ErrBadRequest) && !r.targets[t].warnedRefused {
-		r.targets[t].warnedRefused = true
-		r.events <- Warning{Text: fmt.Sprintf("%s trial %d was refused by its server: %s", rec.Arm, rec.Trial, rec.Error)}
-	}
-	if down && r.targets[t].downSince.IsZero() {
-		r.targets[t].downSince, r.targets[t].lostAt = time.Now(), fmt.Sprintf("%s trial %d", rec.Arm, rec.Trial)
-		if r.othersGoOn(t) {
-			r.events <- Warning{Text: fmt.Sprintf("the server of %s stopped answering at %s: the other arms go on, and it is probed each round for up to %v",
-				r.plan.named(&r.plan.Targets[t]), r.targets[t].lostAt, r.plan.ServerWait)}
-		}
-	}
+	r.requestEnded(f)
 	return nil
-}
-
-// othersGoOn reports whether some arm not on target t can still run.
-func (r *run) othersGoOn(t int) bool {
-	for i := range r.arms {
-		if u := r.plan.ArmTarget[i]; u != t && !r.arms[i].stopped && r.targets[u].downSince.IsZero() {
-			return true
-		}
-	}
-	return false
-}
-
-// revive probes each target that went down: once, briefly, while other
-// arms go on; patiently (ServerWait from when it went down) when no arm
-// can run without it. One that answers runs warmup again for its arms;
-// one past ServerWait ends its arms.
-func (r *run) revive(ctx context.Context) {
-	p := &r.plan.Profile
-	for t := range r.targets {
-		state := &r.targets[t]
-		if state.downSince.IsZero() {
-			continue
-		}
-		target := &r.plan.Targets[t]
-		var err error
-		if r.othersGoOn(t) {
-			probeCtx, cancel := context.WithTimeout(ctx, reprobeTimeout)
-			_, err = r.backends[t].Probe(probeCtx, target.Target.Model)
-			cancel()
-			if err != nil && time.Since(state.downSince) < r.plan.ServerWait {
-				continue
-			}
-		} else {
-			_, err = waitForServer(ctx, r.backends[t], r.plan, target, state.downSince, "the server to come back", isDown, r.events)
-			if ctx.Err() != nil {
-				return
-			}
-		}
-		if err != nil {
-			state.gaveUp = true
-			for i := range r.arms {
-				if r.plan.ArmTarget[i] == t && !r.arms[i].stopped {
-					d := Decision{Stop: true, Reason: fmt.Sprintf("its server stopped answering at %s and did not come back within %v", state.lostAt, r.plan.ServerWait), Short: "server lost"}
-					r.arms[i].stopped, r.arms[i].stop = true, d
-					r.events <- ArmStopped{Arm: p.Arms[i].Name, Decision: d}
-				}
-			}
-			continue
-		}
-		warmup := max(r.plan.Profile.Warmup, 1)
-		for i := range r.arms {
-			if r.plan.ArmTarget[i] == t {
-				r.arms[i].warmupLeft = warmup
-			}
-		}
-		back := Resumed{After: time.Since(state.downSince), Warmup: warmup}
-		if len(r.plan.Targets) > 1 {
-			back.Arms = target.Arms
-		}
-		r.events <- back
-		state.downSince = time.Time{}
-	}
-}
-
-// lostNote says which targets stopped answering for good; empty when
-// none did.
-func (r *run) lostNote() string {
-	var lost []string
-	for t, state := range r.targets {
-		if state.gaveUp {
-			target := &r.plan.Targets[t]
-			who := "the server"
-			if len(r.targets) > 1 {
-				who = "the server of " + r.plan.named(target)
-			}
-			lost = append(lost, fmt.Sprintf("%s stopped answering at %s and did not come back within %v", who, state.lostAt, r.plan.ServerWait))
-		}
-	}
-	return strings.Join(lost, "; ")
 }
 
 // endStatus is the status of a run that a failure ended early: partial
@@ -727,16 +604,17 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 		Seed: armSeed(p.Seed, arm.Seed) + int64(trial), PromptCache: p.AllowsPromptCache(arm), IgnoreEOS: p.FixedLength}
 
 	trialCtx, cancel := context.WithTimeout(ctx, p.TrialTimeout)
-	startedAt := time.Now()
-	clock.reset(startedAt)
+	clock.reset(time.Now())
+	req.OnResend = clock.restart
 	res, genErr := r.backends[target].Generate(trialCtx, req, clock.onChunk)
+	startedAt := clock.start // a resent request started when it went again
 	end := time.Since(startedAt)
 	cancel()
 
 	rec := session.Record{SessionID: r.sessionID, Arm: arm.Name, Trial: trial, Status: session.StatusOK,
 		StartedAt: startedAt.UTC(), PromptID: promptID + 1, PromptTokens: res.PromptTokens, CachedTokens: res.CachedTokens,
 		StopReason: res.StopReason, ServerLoadMs: res.ServerLoadMs, ServerPrefillMs: res.ServerPrefillMs,
-		ServerDecodeMs: res.ServerDecodeMs, EnergyQuality: session.EnergyUnavailable,
+		ServerDecodeMs: res.ServerDecodeMs, EnergyQuality: session.EnergyUnavailable, Connection: res.Connection,
 		EnergyJ: math.NaN(), AvgPowerW: math.NaN(), JPerToken: math.NaN(), PeakRSSMB: math.NaN()}
 	f := finished{arm: armIndex, err: genErr, started: startedAt, end: end}
 	chunkTokens := metrics.ChunkTokens(clock.arrivals)
@@ -802,6 +680,10 @@ func (c *tokenClock) reset(start time.Time) {
 	c.start = start
 	c.arrivals = c.arrivals[:0]
 }
+
+// restart starts the clock again now: the request is being sent again
+// (backends.Request.OnResend), before any chunk arrived.
+func (c *tokenClock) restart() { c.reset(time.Now()) }
 
 func (c *tokenClock) onChunk(tokens int) {
 	c.arrivals = append(c.arrivals, metrics.Arrival{At: time.Since(c.start), Tokens: tokens})

@@ -193,7 +193,7 @@ func TestDeadServerEndsTheRunAsPartial(t *testing.T) {
 	}
 	var out strings.Builder
 	cmp.Write(&out, "text")
-	if !strings.HasPrefix(out.String(), "caveat: ") || !strings.Contains(out.String(), "timed trials degraded (most often error: cannot connect to") {
+	if !strings.HasPrefix(out.String(), "caveat: ") || !strings.Contains(out.String(), "1 of 2 timed trials degraded (most often error: stream ended before") {
 		t.Errorf("comparison:\n%s", out.String())
 	}
 }

@@ -34,13 +34,18 @@ type StopRule interface {
 // TrialCap stops an arm after N timed trials.
 type TrialCap struct{ N int }
 
-// Decide implements StopRule.
-func (c TrialCap) Decide(_ string, timed int, _ *metrics.Series) Decision {
-	if timed >= c.N {
-		return Decision{Stop: true, Reason: fmt.Sprintf("reached the trial cap of %d", c.N), Short: fmt.Sprintf("trial cap %d", c.N),
-			Interval: metrics.CI{Lo: math.NaN(), Hi: math.NaN()}}
+// Decide implements StopRule. The cap counts trials run; the reason
+// says how many of them can be used, when degraded ones took a share.
+func (c TrialCap) Decide(_ string, timed int, e2e *metrics.Series) Decision {
+	if timed < c.N {
+		return Decision{}
 	}
-	return Decision{}
+	reason, short := fmt.Sprintf("reached the trial cap of %d", c.N), fmt.Sprintf("trial cap %d", c.N)
+	if usable := len(e2e.Values()); usable < timed {
+		reason += fmt.Sprintf(": %d of its %d trials usable, %d degraded (see the error column)", usable, timed, timed-usable)
+		short += fmt.Sprintf(", %d usable", usable)
+	}
+	return Decision{Stop: true, Reason: reason, Short: short, Interval: metrics.CI{Lo: math.NaN(), Hi: math.NaN()}}
 }
 
 // Unbounded never stops an arm: a load run with a duration ends each arm

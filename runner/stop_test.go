@@ -223,3 +223,22 @@ func TestMeanRuleOnHeavyTails(t *testing.T) {
 		}
 	}
 }
+
+// TestTheCapSaysHowManyTrialsCanBeUsed: a load level that "reached the
+// trial cap of 128" with 33 usable trials must say so.
+func TestTheCapSaysHowManyTrialsCanBeUsed(t *testing.T) {
+	var e2e metrics.Series
+	for range 33 {
+		e2e.Add(10)
+	}
+	d := TrialCap{N: 128}.Decide("greedy@c32", 128, &e2e)
+	if !d.Stop || d.Reason != "reached the trial cap of 128: 33 of its 128 trials usable, 95 degraded (see the error column)" || d.Short != "trial cap 128, 33 usable" {
+		t.Errorf("%+v", d)
+	}
+	for range 95 {
+		e2e.Add(10)
+	}
+	if d := (TrialCap{N: 128}).Decide("greedy", 128, &e2e); d.Reason != "reached the trial cap of 128" {
+		t.Errorf("all usable: %q", d.Reason)
+	}
+}

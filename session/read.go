@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/backends/untrusted"
 )
 
@@ -228,6 +229,11 @@ func parseRecord(field func(col int) string) (Record, error) {
 	case "", WindowRamp, WindowSteady, WindowDrain:
 	default:
 		return fail(windowCol, errors.New("window must be ramp, steady, drain or empty"))
+	}
+	switch r.Connection = field(windowCol + 1); r.Connection {
+	case "", backends.ConnectionNew, backends.ConnectionReused, backends.ConnectionResent, backends.ConnectionNone:
+	default:
+		return fail(windowCol+1, errors.New("connection must be new, reused, resent, none or empty"))
 	}
 	return r, nil
 }

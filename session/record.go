@@ -12,13 +12,13 @@
 package session
 
 import (
-	"github.com/tokentop/tokentop/metrics/telemetry"
-
 	"math"
 	"strconv"
 	"time"
 
+	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/metrics/telemetry"
 )
 
 // Phases and statuses of a trial.
@@ -79,6 +79,12 @@ type Record struct {
 	// load) or WindowSteady; empty for one-at-a-time trials.
 	Concurrency, Stream, InFlight int
 	Window                        string
+	// Connection is how the request reached its server: a new or a
+	// reused connection, resent (its kept-alive connection was closed
+	// before any answer, so it went again on a new one), or none (no
+	// connection could be made: the server never saw it); empty for the
+	// in-process engine and in sessions written before this column.
+	Connection string
 }
 
 // Windows of a load run's request.
@@ -96,10 +102,12 @@ func (r Record) Counted() bool {
 }
 
 // Degraded reports whether a timed trial failed on the backend's side
-// (error, timeout). A trial the user cut short by stopping the run is
-// canceled: it says nothing about the backend, so it is not degraded.
+// (error, timeout): a failure the server could have seen. A trial the
+// user cut short by stopping the run is canceled, and one that never
+// reached the server (Connection none) was refused before it: neither
+// says anything about the server's serving, so neither is degraded.
 func (r Record) Degraded() bool {
-	return r.Phase == PhaseTimed && r.Status != StatusOK && r.Status != StatusCanceled
+	return r.Phase == PhaseTimed && r.Status != StatusOK && r.Status != StatusCanceled && r.Connection != backends.ConnectionNone
 }
 
 // Header is the trials CSV header, in order.
@@ -107,7 +115,7 @@ var Header = []string{"session_id", "arm", "trial", "phase", "status", "error", 
 	"stop_reason", "ttft_ms", "e2e_ms", "decode_ms", "tpot_ms", "itl_mean_ms", "itl_p50_ms", "itl_p99_ms", "itl_max_ms",
 	"itl_cv", "output_tps", "decode_tps", "server_load_ms", "server_prefill_ms", "server_decode_ms", "energy_j",
 	"energy_quality", "avg_power_w", "j_per_token", "peak_rss_mb", "round", "position", "cached_tokens",
-	"concurrency", "stream", "in_flight", "window"}
+	"concurrency", "stream", "in_flight", "window", "connection"}
 
 // baseColumns is how many of Header's columns every trials CSV has; the
 // ones after them were appended later, and a reader takes a file without
@@ -167,5 +175,5 @@ func (r Record) Fields() []string {
 		out = append(out, formatFloat(*f, decimals))
 	}
 	return append(out, formatCount(r.Round), formatCount(r.Position), formatCount(r.CachedTokens),
-		formatCount(r.Concurrency), formatCount(r.Stream), formatCount(r.InFlight), r.Window)
+		formatCount(r.Concurrency), formatCount(r.Stream), formatCount(r.InFlight), r.Window, r.Connection)
 }

@@ -133,12 +133,13 @@ func TestBadTrialsFiles(t *testing.T) {
 		{"wrong header", strings.Replace(good, "ttft_ms", "ttft", 1), `x.csv:1: header has no "ttft_ms" column`},
 		{"short header", "session_id,arm\n", `x.csv:1: header has no "trial" column`},
 		{"column twice", strings.Replace(good, "ttft_ms", "e2e_ms", 1), `x.csv:1: header column 13, "e2e_ms", appears twice`},
-		{"bad appended column", good + strings.Replace(row, ",0,0,0,0,0,0,\n", ",0,x,0,0,0,0,\n", 1), `x.csv:2: column position: "x"`},
-		{"bad window", good + strings.Replace(row, ",0,0,0,0,0,0,\n", ",0,0,0,0,0,0,late\n", 1), `x.csv:2: column window: "late"`},
+		{"bad appended column", good + strings.Replace(row, ",0,0,0,0,0,0,,\n", ",0,x,0,0,0,0,,\n", 1), `x.csv:2: column position: "x"`},
+		{"bad window", good + strings.Replace(row, ",0,0,0,0,0,0,,\n", ",0,0,0,0,0,0,late,\n", 1), `x.csv:2: column window: "late"`},
+		{"bad connection", good + strings.Replace(row, ",0,0,0,0,0,0,,\n", ",0,0,0,0,0,0,,maybe\n", 1), `x.csv:2: column connection: "maybe"`},
 		{"empty", "", "x.csv: empty file"},
 		{"only bad rows", good + strings.Replace(row, "100.000", "fast", 1) + "a,b,c\n", `x.csv:2: column e2e_ms: "fast"`},
 		{"bad phase", good + strings.Replace(row, ",timed,", ",cooldown,", 1), "x.csv:2: column phase"},
-		{"missing fields", good + "a,b,c\n", "x.csv:2: 3 fields, expected 37"},
+		{"missing fields", good + "a,b,c\n", "x.csv:2: 3 fields, expected 38"},
 		{"cut header", "session_id,arm,tri", "x.csv:1: the header line is incomplete"},
 	}
 	for _, c := range cases {

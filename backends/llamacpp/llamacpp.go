@@ -26,7 +26,7 @@ var Kind = backends.Kind{
 		if err := backends.CheckOptions(c.Options, reservedOptions); err != nil {
 			return nil, err
 		}
-		return &Backend{url: strings.TrimRight(c.URL, "/"), options: c.Options}, nil
+		return &Backend{url: strings.TrimRight(c.URL, "/"), options: c.Options, conn: stream.NewConn(c.APIKey)}, nil
 	},
 	OptionsGo:       "as fields of the /completion request (n_keep, n_probs, dry_multiplier, ...)",
 	ReservedOptions: reservedOptions,
@@ -39,6 +39,7 @@ var reservedOptions = []string{"prompt", "n_predict", "stream", "temperature", "
 type Backend struct {
 	url     string
 	options map[string]any // the target's, added to every request
+	conn    *stream.Conn
 }
 
 type completionRequest struct {
@@ -87,7 +88,7 @@ type event struct {
 
 // Generate streams one completion from /completion.
 func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
-	return stream.Generate(ctx, b.url+"/completion", "", RequestBody(req, b.options), decode, onChunk)
+	return b.conn.Generate(ctx, b.url+"/completion", RequestBody(req, b.options), req.OnResend, decode, onChunk)
 }
 
 // decode reads a /completion SSE stream. The endpoint sends no [DONE]; the
@@ -141,7 +142,7 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 	var health struct {
 		Status string `json:"status"`
 	}
-	if err := stream.GetJSON(ctx, b.url+"/health", "", &health); err != nil {
+	if err := b.conn.GetJSON(ctx, b.url+"/health", &health); err != nil {
 		return info, err
 	}
 	if health.Status != "ok" {
@@ -153,7 +154,7 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 		ModelPath  string `json:"model_path"`
 		ModelFtype string `json:"model_ftype"`
 	}
-	if err := stream.GetJSON(ctx, b.url+"/props", "", &props); err != nil {
+	if err := b.conn.GetJSON(ctx, b.url+"/props", &props); err != nil {
 		return info, err
 	}
 	info.ServerVersion = props.BuildInfo

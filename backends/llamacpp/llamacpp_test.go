@@ -154,15 +154,16 @@ func TestIgnoreEOSIsSentOnlyWhenAsked(t *testing.T) {
 	}
 }
 
-// TestServerGoneBeforeItsHeaders: a server that closes the connection
-// before answering (killed, restarting, or a kept-alive connection it had
-// dropped) is unreachable, said in words, not a bare EOF.
+// TestServerGoneBeforeItsHeaders: a server that takes the connection and
+// closes it before answering (killed under the request, or dropping what
+// it is sent) dropped it, said in words, not a bare EOF; it is not one
+// that cannot be reached, for its probe may well pass.
 func TestServerGoneBeforeItsHeaders(t *testing.T) {
 	_, _, _, err := generate(t, func(w http.ResponseWriter, r *http.Request) {
 		conn, _, _ := w.(http.Hijacker).Hijack()
 		conn.Close()
 	})
-	if !errors.Is(err, backends.ErrUnreachable) || !strings.Contains(err.Error(), "closed the connection before answering") {
+	if !errors.Is(err, backends.ErrDropped) || errors.Is(err, backends.ErrUnreachable) || !strings.Contains(err.Error(), "closed the connection before answering") {
 		t.Errorf("%v", err)
 	}
 }

@@ -22,7 +22,7 @@ var Kind = backends.Kind{
 		if err := backends.CheckOptions(c.Options, reservedOptions); err != nil {
 			return nil, err
 		}
-		return &Backend{url: strings.TrimRight(c.URL, "/"), options: c.Options}, nil
+		return &Backend{url: strings.TrimRight(c.URL, "/"), options: c.Options, conn: stream.NewConn(c.APIKey)}, nil
 	},
 	OptionsGo:       `into the request's "options" object (num_ctx, num_gpu, num_thread, ...)`,
 	ReservedOptions: reservedOptions,
@@ -35,6 +35,7 @@ var reservedOptions = []string{"num_predict", "temperature", "top_k", "top_p", "
 type Backend struct {
 	url     string
 	options map[string]any // the target's, merged into every request's options
+	conn    *stream.Conn
 }
 
 type options struct {
@@ -82,7 +83,7 @@ func RequestBody(req backends.Request, extra map[string]any) any {
 
 // Generate streams one completion from /api/generate.
 func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
-	return stream.Generate(ctx, b.url+"/api/generate", "", RequestBody(req, b.options), decode, onChunk)
+	return b.conn.Generate(ctx, b.url+"/api/generate", RequestBody(req, b.options), req.OnResend, decode, onChunk)
 }
 
 // decode reads a /api/generate NDJSON stream. A stream without its final
@@ -132,7 +133,7 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 	var version struct {
 		Version string `json:"version"`
 	}
-	if err := stream.GetJSON(ctx, b.url+"/api/version", "", &version); err != nil {
+	if err := b.conn.GetJSON(ctx, b.url+"/api/version", &version); err != nil {
 		return info, err
 	}
 	info.ServerVersion = version.Version
@@ -142,7 +143,7 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 			Digest string `json:"digest"`
 		} `json:"models"`
 	}
-	if err := stream.GetJSON(ctx, b.url+"/api/tags", "", &tags); err != nil {
+	if err := b.conn.GetJSON(ctx, b.url+"/api/tags", &tags); err != nil {
 		return info, err
 	}
 	for _, m := range tags.Models {
@@ -154,7 +155,7 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 	if model == "" {
 		return info, nil
 	}
-	resp, err := stream.PostJSON(ctx, b.url+"/api/show", "", map[string]string{"model": model})
+	resp, err := b.conn.PostJSON(ctx, b.url+"/api/show", map[string]string{"model": model})
 	if err != nil {
 		return info, fmt.Errorf("model %q is not available on Ollama at %s (%v); pull it with: ollama pull %s", model, b.url, err, model)
 	}

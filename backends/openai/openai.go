@@ -36,9 +36,9 @@ var Endpoints = []string{"completions", "chat"}
 
 // Backend is one OpenAI-compatible server.
 type Backend struct {
-	base   string
-	apiKey string
-	chat   bool
+	base string
+	conn *stream.Conn
+	chat bool
 	// options are the target's, added to every request body.
 	options map[string]any
 	// llamaServer is set by Probe when the server is llama.cpp's
@@ -52,7 +52,7 @@ func New(cfg backends.Config) (backends.Backend, error) {
 	if err := backends.CheckOptions(cfg.Options, reservedOptions); err != nil {
 		return nil, err
 	}
-	b := &Backend{base: strings.TrimRight(cfg.URL, "/"), apiKey: cfg.APIKey, options: cfg.Options}
+	b := &Backend{base: strings.TrimRight(cfg.URL, "/"), conn: stream.NewConn(cfg.APIKey), options: cfg.Options}
 	switch cfg.Endpoint {
 	case "", "completions":
 	case "chat":
@@ -147,7 +147,7 @@ func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk ba
 	if b.chat {
 		path = "/chat/completions"
 	}
-	return stream.Generate(ctx, b.base+path, b.apiKey, b.RequestBody(req), decode, onChunk)
+	return b.conn.Generate(ctx, b.base+path, b.RequestBody(req), req.OnResend, decode, onChunk)
 }
 
 // decode reads an OpenAI-style SSE stream up to "data: [DONE]". A chunk's
@@ -209,7 +209,7 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	if err := stream.GetJSON(ctx, b.base+"/models", b.apiKey, &list); err != nil {
+	if err := b.conn.GetJSON(ctx, b.base+"/models", &list); err != nil {
 		return info, err
 	}
 	if err := b.identify(ctx, &info); err != nil {
@@ -238,7 +238,7 @@ func (b *Backend) identify(ctx context.Context, info *backends.Info) error {
 	var props struct {
 		BuildInfo string `json:"build_info"`
 	}
-	if stream.GetJSON(ctx, root+"/props", b.apiKey, &props) == nil && props.BuildInfo != "" {
+	if b.conn.GetJSON(ctx, root+"/props", &props) == nil && props.BuildInfo != "" {
 		if !underV1 {
 			// Its root /completions is the native endpoint, which
 			// speaks another protocol.
@@ -251,7 +251,7 @@ func (b *Backend) identify(ctx context.Context, info *backends.Info) error {
 	var version struct {
 		Version string `json:"version"`
 	}
-	if stream.GetJSON(ctx, root+"/api/version", b.apiKey, &version) == nil && version.Version != "" {
+	if b.conn.GetJSON(ctx, root+"/api/version", &version) == nil && version.Version != "" {
 		info.ServerVersion = "ollama " + version.Version
 	}
 	return nil

@@ -4,6 +4,8 @@ package replay
 
 import (
 	"bufio"
+	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -126,15 +129,19 @@ func Cut(ex Exchange) http.HandlerFunc {
 // NewServer starts a loopback server for routes; unknown routes are 404.
 func NewServer(t testing.TB, routes Route) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(routes.handler())
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func (routes Route) handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h, ok := routes[r.Method+" "+r.URL.Path]; ok {
 			h(w, r)
 			return
 		}
 		http.NotFound(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	})
 }
 
 // ClosedURL returns a loopback URL on which nothing listens.
@@ -147,4 +154,69 @@ func ClosedURL(t testing.TB) string {
 	addr := l.Addr().String()
 	l.Close()
 	return "http://" + addr
+}
+
+// Drop takes the request and closes the connection without a byte of
+// answer, as a server does that crashes on every request or drops what
+// it is sent; with reset the close is a TCP reset.
+func Drop(reset bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		if tcp, ok := conn.(*net.TCPConn); ok && reset {
+			tcp.SetLinger(0)
+		}
+		conn.Close()
+	}
+}
+
+// Hang takes the request and does not answer until the client gives up
+// (at most a minute, so that a test's server can always close): a server
+// whose health check passes while no request is served (as llama-server
+// after SIGTERM).
+func Hang() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		// Go's server notices a client that hangs up only once the
+		// request's body has been read.
+		io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Minute):
+		}
+	}
+}
+
+// ClosesKeptAlive wraps a server's handler so that a connection that has
+// answered one POST is closed, without a byte, when the next request
+// arrives on it: the client always loses the race against a server that
+// closes each connection right after a streamed answer although its
+// headers said keep-alive (llama-server b10470, ../shared/fixtures/README.md).
+func ClosesKeptAlive(srv *httptest.Server) {
+	type served struct{}
+	inner := srv.Config.Handler
+	srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, served{}, new(atomic.Bool))
+	}
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		answered := r.Context().Value(served{}).(*atomic.Bool)
+		if answered.Load() {
+			Drop(false)(w, r)
+			return
+		}
+		if r.Method == http.MethodPost {
+			answered.Store(true)
+		}
+		inner.ServeHTTP(w, r)
+	})
+}
+
+// NewUnstartedServer is NewServer before Start, so that its behaviour can
+// be changed first (ClosesKeptAlive).
+func NewUnstartedServer(t testing.TB, routes Route) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(routes.handler())
+	t.Cleanup(srv.Close)
+	return srv
 }

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -329,40 +330,69 @@ type Event struct {
 // ErrBudgetSpent ends a grid whose time budget ran out before its slots.
 var ErrBudgetSpent = errors.New("the grid's time budget is spent")
 
+// ErrSessionsFailed ends a grid some of whose sessions failed (their
+// server lost, or nothing measured) or could not run (their target never
+// answered): the others ran, and the comparison ranks what they measured.
+var ErrSessionsFailed = errors.New("sessions of the grid failed or could not run")
+
 // Run runs every slot that has trials left, in order, saving the grid
 // manifest as each session starts and ends. A cell whose target cannot
-// be reached is marked failed and the grid goes on; a canceled ctx stops
-// after the session in flight has saved what it measured; past the
-// grid's time budget no session starts (ErrBudgetSpent).
+// be reached is marked failed, its later slots skipped, and the grid
+// goes on; so does it past a session whose server was lost. A canceled
+// ctx stops after the session in flight has saved what it measured; past
+// the grid's time budget no session starts (ErrBudgetSpent). When
+// sessions failed or could not run, Run says how many (ErrSessionsFailed).
 func (m *Matrix) Run(ctx context.Context, onEvent func(Event)) error {
 	if err := m.save(); err != nil {
 		return err
 	}
 	start := time.Now()
 	down := map[int]bool{} // cells whose target did not answer in this run: their later slots are skipped
+	var failures []string
+	tried := 0
 	for _, slot := range m.Order() {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		left := m.Left(slot)
-		if left == 0 || down[slot.Cell] {
+		if left == 0 {
+			continue
+		}
+		tried++
+		name := fmt.Sprintf("%s repetition %d", m.Cells[slot.Cell].ID, slot.Repetition)
+		if down[slot.Cell] {
+			failures = append(failures, name+": not run (its target did not answer before)")
 			continue
 		}
 		if b := m.Grid.TimeBudget; b > 0 && time.Since(start) >= b {
 			return fmt.Errorf("%w (%v)", ErrBudgetSpent, b)
 		}
-		started, err := m.runSlot(ctx, slot, left, onEvent)
+		started, failure, err := m.runSlot(ctx, slot, left, onEvent)
 		if err != nil {
 			return err
 		}
 		down[slot.Cell] = !started
+		if failure != "" && ctx.Err() == nil {
+			failures = append(failures, name+": "+failure)
+		}
+	}
+	if len(failures) > 0 {
+		const listed = 3
+		more := ""
+		if len(failures) > listed {
+			more = fmt.Sprintf("; and %d more (grid.toml lists every run)", len(failures)-listed)
+		}
+		return fmt.Errorf("%w: %d of the %d sessions this start had to run: %s%s", ErrSessionsFailed, len(failures), tried,
+			strings.Join(failures[:min(len(failures), listed)], "; "), more)
 	}
 	return nil
 }
 
 // runSlot runs one session of slot's cell; started is false when its
-// target never answered (the slot is marked failed).
-func (m *Matrix) runSlot(ctx context.Context, slot Slot, left int, onEvent func(Event)) (started bool, err error) {
+// target never answered (the slot is marked failed), and failure says
+// what went wrong with a session that could not run or failed ("" when
+// it measured what it could).
+func (m *Matrix) runSlot(ctx context.Context, slot Slot, left int, onEvent func(Event)) (started bool, failure string, err error) {
 	cell := &m.Cells[slot.Cell]
 	state := &m.State.Cells[slot.Cell]
 	opts := cell.opts
@@ -371,7 +401,7 @@ func (m *Matrix) runSlot(ctx context.Context, slot Slot, left int, onEvent func(
 	if err != nil {
 		state.Runs = append(state.Runs, Run{Repetition: slot.Repetition, Status: session.StatusFailed, Error: err.Error()})
 		onEvent(Event{Slot: slot, Cell: cell, Left: left, Failed: err})
-		return false, m.save()
+		return false, "could not run: " + err.Error(), m.save()
 	}
 	events := make(chan runner.Event, 64)
 	done := make(chan struct{})
@@ -390,14 +420,19 @@ func (m *Matrix) runSlot(ctx context.Context, slot Slot, left int, onEvent func(
 	}()
 	status, runErr := runner.Run(ctx, plan, bs, events) // closes events
 	<-done
-	if run < 0 { // it never started: the target did not answer
+	switch {
+	case run < 0: // it never started: the target did not answer
 		state.Runs = append(state.Runs, Run{Repetition: slot.Repetition, Status: session.StatusFailed, Error: fmt.Sprint(runErr)})
 		onEvent(Event{Slot: slot, Cell: cell, Left: left, Failed: runErr})
-	} else {
+		failure = "could not run: " + fmt.Sprint(runErr)
+	default:
 		state.Runs[run].Status = status
 		if runErr != nil {
 			state.Runs[run].Error = runErr.Error()
+			failure = status + ": " + runErr.Error()
+		} else if status == session.StatusFailed {
+			failure = "failed: no timed trial succeeded"
 		}
 	}
-	return run >= 0, errors.Join(saveErr, m.save())
+	return run >= 0, failure, errors.Join(saveErr, m.save())
 }

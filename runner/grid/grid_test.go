@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -292,8 +293,8 @@ func TestACellWhoseServerIsDownIsMarkedAndSkipped(t *testing.T) {
 		if ev.Failed != nil {
 			failed = append(failed, ev.Cell.ID+": "+ev.Failed.Error())
 		}
-	}); err != nil {
-		t.Fatal(err)
+	}); !errors.Is(err, ErrSessionsFailed) || !strings.Contains(err.Error(), "1 of the 2 sessions this start had to run: c01 repetition 1: could not run: ") {
+		t.Fatalf("the grid's error: %v", err)
 	}
 	if len(failed) != 1 || !strings.HasPrefix(failed[0], "c01: ") || !strings.Contains(failed[0], "llamacpp") {
 		t.Fatalf("failed cells %q; want c01 (the server that is gone), named with its backend", failed)
@@ -376,5 +377,38 @@ func TestInverseRateOnlyForAPositiveSlope(t *testing.T) {
 		if got := inverseRate(c.fit, 1, "GB/s", ", the rate"); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.fit, got, c.want)
 		}
+	}
+}
+
+// TestACellWhoseServerDropsEveryRequestDoesNotStallTheGrid: a cell whose
+// server answers its probes but drops every request used to run for
+// ever, and the grid with it. Its session ends, failed; the cells after
+// it run; the grid says how many sessions failed.
+func TestACellWhoseServerDropsEveryRequestDoesNotStallTheGrid(t *testing.T) {
+	routes := func(completion http.HandlerFunc) string {
+		return replay.NewServer(t, replay.Route{
+			"GET /health":      replay.Serve(replay.Load(t, "llamacpp/health")),
+			"GET /props":       replay.Serve(replay.Load(t, "llamacpp/props")),
+			"POST /completion": completion,
+		}).URL
+	}
+	dropping, live := routes(replay.Drop(false)), routes(replay.Serve(replay.Load(t, "llamacpp/completion_t0_stream")))
+	src := "name = \"drops\"\nprofile = \"quick\"\nbackend = \"llamacpp\"\ntrials = 20\nwarmup = 0\norder = \"blocked\"\n[axes]\nurl = [\"" + dropping + "\", \"" + live + "\"]\nmax_tokens = [32]\n"
+	g, err := profiles.ParseGrid("drops.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Expand(g, runner.Options{OutDir: t.TempDir(), Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride,
+		Power: telemetry.PowerOff, ServerWait: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = m.Run(context.Background(), func(Event) {})
+	if !errors.Is(err, ErrSessionsFailed) || !strings.Contains(err.Error(), "1 of the 2 sessions this start had to run: c01 repetition 1: failed: server lost: ") ||
+		!strings.Contains(err.Error(), "failed every request") {
+		t.Fatalf("the grid's error: %v", err)
+	}
+	if runs := m.State.Cells[1].Runs; len(runs) != 1 || runs[0].Status != session.StatusComplete {
+		t.Errorf("the cell after it: %+v", runs)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -31,23 +32,6 @@ const maxErrorBody = 64 << 10
 
 // ErrTruncated means the stream ended without the server's final message.
 var ErrTruncated = errors.New("stream ended before the server's final message (connection closed or generation aborted)")
-
-// Client is shared by the HTTP backends. Compression is off because a
-// gzip layer would buffer stream chunks and distort arrival times; there is
-// no client timeout because each trial carries its own deadline. Idle
-// connections are dropped after idleTimeout, before llama-server's own 5 s
-// keep-alive limit closes them under a request. A load run keeps up to
-// backends.MaxConcurrency requests in flight on one host; with fewer idle
-// connections kept (Go's default is 2) every request past them would open
-// a new connection, and the handshake would land in its TTFT.
-var Client = &http.Client{Transport: &http.Transport{
-	Proxy:               http.ProxyFromEnvironment,
-	DisableCompression:  true,
-	MaxIdleConnsPerHost: backends.MaxConcurrency,
-	IdleConnTimeout:     idleTimeout,
-}}
-
-const idleTimeout = 4 * time.Second
 
 // Lines calls fn with each line of r (without the line ending), reading at
 // most MaxLine bytes per line. A final line without a newline is passed on
@@ -102,21 +86,6 @@ func SSE(r io.Reader, fn func(data []byte) error) error {
 	})
 }
 
-// PostJSON sends body as JSON and returns the response when its status is
-// 2xx; otherwise the error carries the server's own message.
-func PostJSON(ctx context.Context, url, apiKey string, body any) (*http.Response, error) {
-	payload, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	return do(req, apiKey)
-}
-
 // WithFields returns body (a struct) as a JSON object with fields added:
 // how a target's options join the request tokentop builds. With no fields
 // body is returned as it is, byte for byte the recorded request. fields
@@ -141,55 +110,17 @@ func WithFields(body any, fields map[string]any) any {
 // arrive.
 type Decoder func(body io.Reader, onChunk backends.OnChunk) (backends.Result, error)
 
-// Generate posts body to url and decodes the streamed answer. A request
-// that fails before any stream arrives returns a Result with every field
-// unknown.
-func Generate(ctx context.Context, url, apiKey string, body any, decode Decoder, onChunk backends.OnChunk) (backends.Result, error) {
-	resp, err := PostJSON(ctx, url, apiKey, body)
-	if err != nil {
-		return backends.NewResult(), err
-	}
-	defer resp.Body.Close()
-	return decode(resp.Body, onChunk)
-}
-
-// GetJSON fetches url and decodes its JSON body into out.
-func GetJSON(ctx context.Context, url, apiKey string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := do(req, apiKey)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(out); err != nil {
-		return fmt.Errorf("%s: response is not the JSON expected: %v", url, err)
-	}
-	return nil
-}
-
-func do(req *http.Request, apiKey string) (*http.Response, error) {
-	if apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+apiKey)
-	}
-	resp, err := Client.Do(req)
-	if err != nil {
-		return nil, Describe(err, req.URL.String())
-	}
-	if resp.StatusCode/100 != 2 {
-		defer resp.Body.Close()
-		return nil, errorFromBody(resp)
-	}
-	return resp, nil
-}
-
-// HTTPError is a non-2xx answer, with the server's message when it gave one.
+// HTTPError is a non-2xx answer, with the server's message when it gave
+// one, and how long it asked the client to wait (Retry-After; 0 when it
+// did not say).
 type HTTPError struct {
 	Status  int
 	Message string
+	Wait    time.Duration
 }
+
+// RetryAfter is the server's Retry-After (backends.RetryAfter reads it).
+func (e *HTTPError) RetryAfter() time.Duration { return e.Wait }
 
 // Unwrap gives the kind of failure the status means: 503 is a server
 // not ready yet (llama-server while it loads the model), 429 one
@@ -215,7 +146,27 @@ func (e *HTTPError) Error() string {
 
 func errorFromBody(resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return &HTTPError{Status: resp.StatusCode, Message: ErrorMessage(body)}
+	return &HTTPError{Status: resp.StatusCode, Message: ErrorMessage(body), Wait: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+}
+
+// maxRetryAfter bounds a server's Retry-After: the runner's --server-wait
+// bounds every wait anyway, and a day-long one is a broken header.
+const maxRetryAfter = time.Hour
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date (RFC
+// 9110 §10.2.3); 0 when absent, unreadable or past.
+func retryAfter(header string, now time.Time) time.Duration {
+	header = strings.TrimSpace(header)
+	if header == "" {
+		return 0
+	}
+	var wait time.Duration
+	if secs, err := strconv.ParseInt(header, 10, 64); err == nil {
+		wait = time.Duration(min(max(secs, 0), int64(maxRetryAfter/time.Second))) * time.Second
+	} else if at, err := http.ParseTime(header); err == nil {
+		wait = at.Sub(now)
+	}
+	return min(max(wait, 0), maxRetryAfter)
 }
 
 // Unmarshal decodes one stream frame (an NDJSON line or an SSE data
@@ -268,24 +219,30 @@ func ErrorMessage(body []byte) string {
 }
 
 // Describe turns an error met before the response headers into one line a
-// user can act on; a server that gave no answer at all is
-// backends.ErrUnreachable.
-func Describe(err error, url string) error {
+// user can act on, naming the URL that failed (after a redirect, the one
+// it led to): a server that could not be reached at all is
+// backends.ErrUnreachable, one that took the connection and closed it
+// without a word backends.ErrDropped.
+func Describe(err error, asked string) error {
 	var opErr *net.OpError
-	unreachable := func(format string, args ...any) error {
-		return &backends.Failure{Kind: backends.ErrUnreachable, Err: fmt.Errorf(format, args...)}
+	var failure *backends.Failure
+	url := failedURL(err, asked)
+	kind := func(kind error, format string, args ...any) error {
+		return &backends.Failure{Kind: kind, Err: fmt.Errorf(format, args...)}
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return err
+	case errors.As(err, &failure): // a redirect refused
+		return failure
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return unreachable("cannot connect to %s: connection refused (is the server running?)", url)
+		return kind(backends.ErrUnreachable, "cannot connect to %s: connection refused (is the server running?)", url)
 	case errors.As(err, &opErr) && opErr.Op == "dial":
-		return unreachable("cannot connect to %s: %v", url, opErr.Err)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), connectionReset(err):
-		// A server killed or restarted under the request, or a kept-alive
-		// connection it had already closed.
-		return unreachable("%s closed the connection before answering (did the server stop or restart?)", url)
+		return kind(backends.ErrUnreachable, "cannot connect to %s: %v", url, opErr.Err)
+	case closedBeforeAnswer(err):
+		// A server killed or restarted under the request, or one that
+		// drops what it is sent.
+		return kind(backends.ErrDropped, "%s closed the connection before answering (did the server stop or restart?)", url)
 	}
 	return fmt.Errorf("%s: %w", url, err)
 }

@@ -1,0 +1,220 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/tokentop/tokentop/backends"
+)
+
+// Conn is one backend's HTTP connections to its server. Compression is
+// off because a gzip layer would buffer stream chunks and distort arrival
+// times; there is no client timeout because each trial carries its own
+// deadline. Idle connections are dropped after idleTimeout, before
+// llama-server's own 5 s keep-alive limit closes them under a request. A
+// load run keeps up to backends.MaxConcurrency requests in flight on one
+// host; with fewer idle connections kept (Go's default is 2) every
+// request past them would open a new connection, and the handshake would
+// land in its TTFT.
+//
+// Some servers close a kept-alive connection right after each streamed
+// answer although their headers say keep-alive (llama-server b10470 does,
+// 0.02–0.07 ms after the last byte: ../shared/fixtures/README.md). A
+// request that goes out on such a connection before the client has seen
+// the close never reaches the server: it is sent once more, on a new
+// connection, and reported as resent; after closesToGoFresh of them the
+// server gets a new connection for every request.
+type Conn struct {
+	apiKey string
+	pooled *http.Client
+	fresh  *http.Client // one connection per request, closed after it
+	// closedOnReuse counts requests whose reused connection the server
+	// had closed before answering.
+	closedOnReuse atomic.Int32
+}
+
+const idleTimeout = 4 * time.Second
+
+// closesToGoFresh is how many requests lost to a closed kept-alive
+// connection make a Conn stop reusing connections: one can be chance,
+// two is a server that closes after every answer.
+const closesToGoFresh = 2
+
+// NewConn makes the connections of a backend whose requests carry apiKey
+// (as a bearer token; "" sends none).
+func NewConn(apiKey string) *Conn {
+	transport := func(keepAlive bool) *http.Client {
+		return &http.Client{
+			Transport: &http.Transport{
+				Proxy:               http.ProxyFromEnvironment,
+				DisableCompression:  true,
+				DisableKeepAlives:   !keepAlive,
+				MaxIdleConnsPerHost: backends.MaxConcurrency,
+				IdleConnTimeout:     idleTimeout,
+			},
+			CheckRedirect: sameServer,
+		}
+	}
+	return &Conn{apiKey: apiKey, pooled: transport(true), fresh: transport(false)}
+}
+
+// ErrRedirected is a server's redirect to another server, which is
+// refused: every trial would measure that other server while the session
+// named this one.
+var ErrRedirected = errors.New("redirected to another server")
+
+// sameServer lets a redirect through only to the same scheme, host and
+// port.
+func sameServer(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return &backends.Failure{Kind: backends.ErrBadRequest, Err: fmt.Errorf("%w: %s answered with a redirect to %s; tokentop measures only the server it is pointed at, so point --url at that server if it is the one to measure",
+			ErrRedirected, first.Redacted(), req.URL.Redacted())}
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
+}
+
+// Generate posts body to url and decodes the streamed answer. A request
+// that fails before any stream arrives returns a Result with every field
+// unknown but Connection.
+func (c *Conn) Generate(ctx context.Context, url string, body any, resent func(), decode Decoder, onChunk backends.OnChunk) (backends.Result, error) {
+	resp, conn, err := c.post(ctx, url, body, resent)
+	if err != nil {
+		res := backends.NewResult()
+		res.Connection = conn
+		return res, err
+	}
+	defer resp.Body.Close()
+	res, err := decode(resp.Body, onChunk)
+	res.Connection = conn
+	return res, err
+}
+
+// PostJSON sends body as JSON and returns the response when its status is
+// 2xx; otherwise the error carries the server's own message.
+func (c *Conn) PostJSON(ctx context.Context, url string, body any) (*http.Response, error) {
+	resp, _, err := c.post(ctx, url, body, nil)
+	return resp, err
+}
+
+// GetJSON fetches url and decodes its JSON body into out.
+func (c *Conn) GetJSON(ctx context.Context, url string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, _, err := c.do(req, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(out); err != nil {
+		return fmt.Errorf("%s: response is not the JSON expected: %v", url, err)
+	}
+	return nil
+}
+
+func (c *Conn) post(ctx context.Context, url string, body any, resent func()) (*http.Response, string, error) {
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return nil, backends.ConnectionNone, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
+	if err != nil {
+		return nil, backends.ConnectionNone, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return c.do(req, resent)
+}
+
+// do sends req and says on which connection (backends.Connection*). A
+// request whose reused connection the server had closed before sending
+// any byte of answer is sent once more on a new connection (resent is
+// called first, so the caller's clock starts again); Go's transport does
+// this itself only for requests it may repeat, and a POST is not one.
+func (c *Conn) do(req *http.Request, resent func()) (*http.Response, string, error) {
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	client := c.pooled
+	if c.closedOnReuse.Load() >= closesToGoFresh {
+		client = c.fresh
+	}
+	resp, reused, err := send(client, req)
+	conn := backends.ConnectionNew
+	if reused {
+		conn = backends.ConnectionReused
+	}
+	if err != nil && reused && closedBeforeAnswer(err) && req.GetBody != nil && req.Context().Err() == nil {
+		c.closedOnReuse.Add(1)
+		retry := req.Clone(req.Context())
+		if retry.Body, err = req.GetBody(); err != nil {
+			return nil, backends.ConnectionNone, err
+		}
+		if resent != nil {
+			resent()
+		}
+		resp, _, err = send(c.fresh, retry)
+		conn = backends.ConnectionResent
+	}
+	if err != nil {
+		failure := Describe(err, req.URL.String())
+		if neverSent(err) {
+			conn = backends.ConnectionNone
+		}
+		return nil, conn, failure
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		return nil, conn, errorFromBody(resp)
+	}
+	return resp, conn, nil
+}
+
+// send does req on client, reporting whether it went out on a reused
+// connection.
+func send(client *http.Client, req *http.Request) (*http.Response, bool, error) {
+	var reused atomic.Bool
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused.Store(info.Reused) }}
+	resp, err := client.Do(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	return resp, reused.Load(), err
+}
+
+// closedBeforeAnswer reports a connection the server closed or reset
+// before any byte of the response: the request may never have been read.
+func closedBeforeAnswer(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || connectionReset(err) ||
+		errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "server closed idle connection")
+}
+
+// neverSent reports a failure that kept the request from reaching the
+// server: no connection could be made.
+func neverSent(err error) bool {
+	var opErr *net.OpError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &opErr) && opErr.Op == "dial"
+}
+
+// failedURL is the URL whose request failed: after a redirect, the one it
+// led to, not the one first asked.
+func failedURL(err error, asked string) string {
+	var uerr *url.Error
+	if errors.As(err, &uerr) && uerr.URL != "" {
+		return uerr.URL
+	}
+	return asked
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"html"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tokentop/tokentop/backends/replay"
+	"github.com/tokentop/tokentop/session"
+)
+
+// sessionFiles is every file of the sessions in dir, read whole.
+func sessionFiles(t *testing.T, dir string) string {
+	t.Helper()
+	var all strings.Builder
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(data)
+	}
+	return all.String()
+}
+
+// TestServersThatDropEveryRequestEndTheRun: an Ollama or OpenAI-compatible
+// server that answers its probes but closes or resets every generation
+// used to be sent requests for ever (209,065 rows in 10 minutes). The run
+// ends failed with a non-zero exit that names the URL that failed.
+func TestServersThatDropEveryRequestEndTheRun(t *testing.T) {
+	for _, c := range []struct {
+		name, backend, path, model string
+		routes                     replay.Route
+	}{
+		{"ollama", "ollama", "/api/generate", "tiny15m", replay.Route{
+			"GET /api/version": replay.Serve(replay.Load(t, "ollama/api_version")),
+			"GET /api/tags":    replay.Serve(replay.Load(t, "ollama/api_tags")),
+			"POST /api/show":   replay.Serve(replay.Load(t, "ollama/api_show")),
+		}},
+		{"openai", "openai", "/v1/completions", "tiny15m:latest", replay.Route{
+			"GET /v1/models": replay.Serve(replay.Load(t, "ollama/v1_models")),
+		}},
+	} {
+		for _, reset := range []bool{false, true} {
+			c.routes["POST "+c.path] = replay.Drop(reset)
+			srv := replay.NewServer(t, c.routes)
+			url := srv.URL
+			if c.backend == "openai" {
+				url += "/v1"
+			}
+			out := t.TempDir()
+			code, stdout, stderr := runCLI("run", "--backend", c.backend, "--url", url, "--model", c.model, "--profile", "quick",
+				"--trials", "300", "--warmup", "2", "--server-wait", "1h", "--headless", "--out", out)
+			if code != exitFailed || !strings.Contains(stderr, "failed every request") || !strings.Contains(stderr, url+strings.TrimPrefix(c.path, "/v1")+" closed the connection before answering") {
+				t.Fatalf("%s (reset %v): exit %d\n%s\n%s", c.name, reset, code, stdout, stderr)
+			}
+			s, err := session.Load(manifests(t, out)[0])
+			if err != nil || s.Manifest.Status != session.StatusFailed || len(s.Records) > 10 {
+				t.Errorf("%s: %v, status %s, %d trials", c.name, err, s.Manifest.Status, len(s.Records))
+			}
+		}
+	}
+}
+
+// TestAnEchoedAPIKeyIsNeverStoredOrPrinted: an OpenAI-compatible server's
+// 401 says "Incorrect API key provided: Bearer sk-…". The key is in no
+// file, no report and no line printed.
+func TestAnEchoedAPIKeyIsNeverStoredOrPrinted(t *testing.T) {
+	const key = "sk-proj-tokentop0123456789abcdef"
+	t.Setenv("TOKENTOP_TEST_KEY", key)
+	srv := replay.NewServer(t, replay.Route{
+		"GET /v1/models": replay.Serve(replay.Load(t, "ollama/v1_models")),
+		"POST /v1/completions": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"error":{"message":"Incorrect API key provided: ` + r.Header.Get("Authorization") + `. You can find your API key at https://platform.example/account/api-keys.","type":"invalid_request_error","code":"invalid_api_key"}}`))
+		},
+	})
+	out := t.TempDir()
+	code, stdout, stderr := runCLI("run", "--backend", "openai", "--url", srv.URL+"/v1", "--model", "tiny15m:latest", "--api-key-env", "TOKENTOP_TEST_KEY",
+		"--profile", "quick", "--trials", "3", "--warmup", "0", "--headless", "--out", out)
+	printed := stdout + stderr
+	manifest := manifests(t, out)[0]
+	_, report, reportErr := runCLI("report", manifest)
+	page := filepath.Join(t.TempDir(), "r.html")
+	runCLI("report", manifest, "--html", page)
+	doc, _ := os.ReadFile(page)
+	everything := printed + report + reportErr + sessionFiles(t, out) + html.UnescapeString(string(doc))
+	if code != exitFailed || !strings.Contains(printed, "Incorrect API key provided: Bearer [redacted]") {
+		t.Fatalf("exit %d:\n%s", code, printed)
+	}
+	if strings.Contains(everything, key) || strings.Contains(everything, "tokentop0123") {
+		t.Error("the API key was stored or printed")
+	}
+}
+
+// TestServerEscapesNeverReachTheTerminal: a server's version and error
+// texts carry terminal escapes (set the window title, clear the screen).
+// No ESC, BEL or other control character reaches the terminal, the files
+// or the reports; the words around them do.
+func TestServerEscapesNeverReachTheTerminal(t *testing.T) {
+	good := replay.Serve(replay.Load(t, "ollama/api_generate_t0_stream"))
+	calls := 0
+	srv := replay.NewServer(t, replay.Route{
+		"GET /api/version": replay.Serve(replay.Exchange{Status: 200, ContentType: "application/json", Body: []byte(`{"version":"0.33\u001b]0;pwned\u0007-evil"}`)}),
+		"GET /api/tags":    replay.Serve(replay.Load(t, "ollama/api_tags")),
+		"POST /api/show":   replay.Serve(replay.Load(t, "ollama/api_show")),
+		"POST /api/generate": func(w http.ResponseWriter, r *http.Request) {
+			if calls++; calls%2 == 0 {
+				http.Error(w, `{"error":"boom\u001b[2J\u001b]0;pwned\u0007 \u009b31m done"}`, http.StatusInternalServerError)
+				return
+			}
+			good(w, r)
+		},
+	})
+	out := t.TempDir()
+	code, stdout, stderr := runCLI("run", "--backend", "ollama", "--url", srv.URL, "--model", "tiny15m", "--profile", "quick",
+		"--trials", "4", "--warmup", "0", "--headless", "--out", out)
+	if code != exitOK || !strings.Contains(stdout, "server 0.33-evil") || !strings.Contains(stdout, "HTTP 500: boom 31m done") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	manifest := manifests(t, out)[0]
+	_, report, _ := runCLI("report", manifest)
+	_, comparison, _ := runCLI("compare", manifest)
+	for name, text := range map[string]string{"run": stdout + stderr, "report": report, "compare": comparison, "files": sessionFiles(t, out)} {
+		if strings.ContainsAny(text, "\x1b\x07\u009b") || strings.Contains(text, "pwned") {
+			t.Errorf("%s carries an escape: %q", name, text)
+		}
+	}
+}
+
+// TestAProfileNamedLikeAPathIsRefused: name = "x/../../../ESCAPED" wrote
+// the session two folders above --out. It is refused, and nothing is
+// written anywhere.
+func TestAProfileNamedLikeAPathIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "a", "b", "sessions")
+	profile := filepath.Join(dir, "evil.toml")
+	os.WriteFile(profile, []byte("name = \"x/../../../ESCAPED\"\nprompts = [\"x\"]\nmax_tokens = 4\n[[arms]]\nname = \"a\"\n"), 0o644)
+	code, _, stderr := runCLI("run", "--profile", profile, "--out", out)
+	if code != exitUsage || !strings.Contains(stderr, `evil.toml:1: name: "x/../../../ESCAPED" is not a profile name (it names the session's files)`) {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("something was written: %v", entries)
+	}
+}
