@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -148,5 +149,37 @@ func TestAProfileNamedLikeAPathIsRefused(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
 		t.Errorf("something was written: %v", entries)
+	}
+}
+
+// TestReportOfADamagedSessionNamesTheLines: one e2e_ms of 1e160 made
+// `report` spin at 100% CPU for ever and `report --html` panic; a
+// negative one moved the mean by −35% without a word. Both lines are
+// named and left out; the report is written.
+func TestReportOfADamagedSessionNamesTheLines(t *testing.T) {
+	out := t.TempDir()
+	if code, stdout, stderr := runCLI("run", "--backend", "ollama", "--url", ollamaServer(t, 0), "--model", "tiny15m", "--profile", "quick",
+		"--trials", "8", "--warmup", "0", "--headless", "--out", out); code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	manifest := manifests(t, out)[0]
+	trialsCSV := strings.TrimSuffix(manifest, ".toml") + ".trials.csv"
+	data, _ := os.ReadFile(trialsCSV)
+	lines := strings.Split(string(data), "\n")
+	e2e := slices.Index(strings.Split(lines[0], ","), "e2e_ms")
+	for i, v := range map[int]string{3: "1e160", 5: "-35.000"} {
+		fields := strings.Split(lines[i], ",")
+		fields[e2e] = v
+		lines[i] = strings.Join(fields, ",")
+	}
+	os.WriteFile(trialsCSV, []byte(strings.Join(lines, "\n")), 0o644)
+	code, stdout, stderr := runCLI("report", manifest)
+	if code != exitOK || !strings.Contains(stderr, ".trials.csv:4: column e2e_ms: \"1e160\": not a time in ms") ||
+		!strings.Contains(stderr, ".trials.csv:6: column e2e_ms: \"-35.000\"") || !strings.Contains(stdout, "greedy") {
+		t.Errorf("report: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	page := filepath.Join(t.TempDir(), "r.html")
+	if code, _, stderr := runCLI("report", manifest, "--html", page); code != exitOK {
+		t.Errorf("report --html: exit %d, %s", code, stderr)
 	}
 }

@@ -56,11 +56,13 @@ func (c ConfidenceSequence) QuantileInterval(sorted []float64, p float64) CI {
 	n := float64(len(sorted))
 	u := c.radius(n/4, c.rho/4)
 	out := CI{math.Inf(-1), math.Inf(1)}
-	if k := int(math.Ceil(n*p - u)); k >= 1 {
-		out.Lo = sorted[k-1]
+	// Ranks as floats first: a radius that is not finite (no data) must
+	// not become an index.
+	if k := math.Ceil(n*p - u); k >= 1 && k <= n {
+		out.Lo = sorted[int(k)-1]
 	}
-	if m := int(math.Floor(n*p + u)); m+1 <= len(sorted) {
-		out.Hi = sorted[m]
+	if m := math.Floor(n*p + u); m >= 0 && m+1 <= n {
+		out.Hi = sorted[int(m)]
 	}
 	return out
 }

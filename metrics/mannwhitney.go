@@ -93,7 +93,9 @@ func rankSum(a, b []float64) (rankSumB, tieTerm float64) {
 		return 0
 	})
 	for i := 0; i < len(all); {
-		j := i
+		// From i+1: a NaN equals nothing, itself included, and must not
+		// hold the scan in place.
+		j := i + 1
 		for j < len(all) && all[j].v == all[i].v {
 			j++
 		}

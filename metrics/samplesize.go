@@ -2,16 +2,35 @@ package metrics
 
 import "math"
 
+// TooManyTrials caps every count of trials needed: a need beyond it
+// (data so spread that no study could pin them) is reported as "more
+// than" it, not as a number that would overflow or take for ever to find.
+const TooManyTrials = 1_000_000_000
+
+// trialsFrom turns a computed count of trials into one: up, capped at
+// TooManyTrials; 0 (unknown) when it is not a number.
+func trialsFrom(x float64) int {
+	switch {
+	case math.IsNaN(x):
+		return 0
+	case x >= TooManyTrials:
+		return TooManyTrials
+	}
+	return max(0, int(math.Ceil(x)))
+}
+
 // TrialsForMean is the n at which the 95% confidence interval of the mean
 // (Student t) is within ±tol of the mean, for data with coefficient of
-// variation cv: the smallest n with t(n-1)·cv/√n <= tol. 0 when cv is
-// unknown.
+// variation cv: the smallest n with t(n-1)·cv/√n <= tol, at most
+// TooManyTrials. 0 when cv is unknown or not finite.
 func TrialsForMean(cv, tol float64) int {
-	if math.IsNaN(cv) || cv < 0 || tol <= 0 {
+	if math.IsNaN(cv) || math.IsInf(cv, 0) || cv < 0 || !(tol > 0) {
 		return 0
 	}
-	n := max(2, int(math.Ceil(math.Pow(z975*cv/tol, 2))))
-	for TQuantile975(n-1)*cv/math.Sqrt(float64(n)) > tol {
+	n := max(2, trialsFrom(math.Pow(z975*cv/tol, 2)))
+	// The t quantile is above the normal one, so the answer is at or just
+	// above the normal approximation: a few steps.
+	for n < TooManyTrials && TQuantile975(n-1)*cv/math.Sqrt(float64(n)) > tol {
 		n++
 	}
 	return n
@@ -33,6 +52,9 @@ type QuantileNeed struct {
 // trials, p95's below 73.
 func TrialsForQuantile(sorted []float64, p, tol float64) QuantileNeed {
 	least := leastTrialsForQuantileInterval(p)
+	if least == 0 {
+		return QuantileNeed{} // the minimum or the maximum: no interval at any n
+	}
 	n := len(sorted)
 	if n < least {
 		return QuantileNeed{N: least, AtLeast: true}
@@ -40,7 +62,10 @@ func TrialsForQuantile(sorted []float64, p, tol float64) QuantileNeed {
 	lo, hi := quantileRanks(n, p)
 	q := PercentileSorted(sorted, p)
 	halfWidth := (sorted[hi-1] - sorted[lo-1]) / 2
-	need := int(math.Ceil(float64(n) * math.Pow(halfWidth/(tol*math.Abs(q)), 2)))
+	need := trialsFrom(float64(n) * math.Pow(halfWidth/(tol*math.Abs(q)), 2))
+	if need == 0 && !(halfWidth == 0) { // a quantile of 0, or values that are not finite: no relative width
+		return QuantileNeed{}
+	}
 	return QuantileNeed{N: max(need, least)}
 }
 
@@ -52,6 +77,9 @@ func quantileRanks(n int, p float64) (lo, hi int) {
 }
 
 func leastTrialsForQuantileInterval(p float64) int {
+	if !(p > 0 && p < 1) {
+		return 0 // the minimum and the maximum have no such interval
+	}
 	n := 2
 	for {
 		if lo, hi := quantileRanks(n, p); lo >= 1 && hi <= n {
@@ -81,12 +109,12 @@ const mannWhitneyARE = 3 / math.Pi
 // and never fewer than the exact test's minimum at that level (4 per arm
 // at α = 0.05, 5 at 0.0125). 0 when sd is unknown.
 func TrialsToDetect(sd, delta, alpha float64, family int) int {
-	if math.IsNaN(sd) || delta == 0 || family < 1 {
+	if math.IsNaN(sd) || math.IsInf(sd, 0) || delta == 0 || math.IsNaN(delta) || math.IsInf(delta, 0) || family < 1 {
 		return 0
 	}
 	level := alpha / float64(family)
 	z := NormalQuantile(1-level/2) + NormalQuantile(0.8)
-	n := int(math.Ceil(2 * z * z * sd * sd / (delta * delta) / mannWhitneyARE))
+	n := trialsFrom(2 * z * z * sd * sd / (delta * delta) / mannWhitneyARE)
 	least := 1
 	for !MannWhitneyCanReject(least, least, level) {
 		least++

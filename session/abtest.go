@@ -230,8 +230,12 @@ func (t *ABTest) Verdict(labels []string) string {
 	}
 	change := fmt.Sprintf("median %s %s", t.Metric.Label, ratioPercent(t.MedianRatio))
 	if !t.Significant() {
-		return fmt.Sprintf("%s vs %s: no significant difference in %s (%s, %s); to detect a 2%% change you need ~%d trials per arm",
-			b, a, t.Metric.Label, change, formatP(t.PAdjusted), t.TrialsToDetect)
+		need := ""
+		if t.TrialsToDetect > 0 {
+			need = fmt.Sprintf("; to detect a 2%% change you need ~%s trials per arm", trialsWords(t.TrialsToDetect))
+		}
+		return fmt.Sprintf("%s vs %s: no significant difference in %s (%s, %s)%s",
+			b, a, t.Metric.Label, change, formatP(t.PAdjusted), need)
 	}
 	word := t.moreOrLess()
 	// Mann-Whitney judges the whole distributions, not the medians: with

@@ -84,3 +84,52 @@ func TestReadFilesCleanOutsideText(t *testing.T) {
 		t.Errorf("error column read as %q", got)
 	}
 }
+
+// TestReadersRejectImpossibleTimes: a negative e2e moved an arm's mean by
+// −35% without a word, and one of 1e160 made the report hang. Each is a
+// bad line, named, and left out; the rest of the file reads.
+func TestReadersRejectImpossibleTimes(t *testing.T) {
+	row := func(trial int, e2e string) string {
+		r := record("greedy", trial, PhaseTimed, StatusOK, 100)
+		return strings.Replace(strings.Join(r.Fields(), ","), ",100.000,", ","+e2e+",", 1) + "\n"
+	}
+	data := strings.Join(Header, ",") + "\n" + row(1, "100.000") + row(2, "-35.000") + row(3, "1e160") + row(4, "100.000")
+	recs, warnings, err := ParseTrials("x.csv", []byte(data))
+	if err != nil || len(recs) != 2 || len(warnings) != 2 ||
+		!strings.Contains(warnings[0], `x.csv:3: column e2e_ms: "-35.000": not a time in ms, 0 to 1e9 (11 days)`) ||
+		!strings.Contains(warnings[1], `x.csv:4: column e2e_ms: "1e160": not a time in ms`) {
+		t.Errorf("%d records, warnings %q, %v", len(recs), warnings, err)
+	}
+	// Energy above the idle baseline may be negative; a power may not.
+	neg := strings.Replace(row(5, "100.000"), ",unavailable,", ",unavailable,-3,", 1)
+	neg = strings.Replace(neg, ",unavailable,-3,,", ",unavailable,-3,", 1)
+	if _, _, err := ParseTrials("x.csv", []byte(strings.Join(Header, ",")+"\n"+neg)); err == nil || !strings.Contains(err.Error(), `column avg_power_w: "-3": not a number from 0 to 1e12`) {
+		t.Errorf("a negative power: %v", err)
+	}
+}
+
+// TestReadersTakeAByteOrderMark: a CSV saved by a spreadsheet starts with
+// a UTF-8 BOM; it is read as the file it is.
+func TestReadersTakeAByteOrderMark(t *testing.T) {
+	data := "\ufeff" + strings.Join(Header, ",") + "\n" + strings.Join(record("greedy", 1, PhaseTimed, StatusOK, 100).Fields(), ",") + "\n"
+	if recs, warnings, err := ParseTrials("x.csv", []byte(data)); err != nil || len(recs) != 1 || len(warnings) != 0 {
+		t.Errorf("%d records, %q, %v", len(recs), warnings, err)
+	}
+	if tokens, _, err := ParseTokens("t.csv", []byte("\ufeffarm,trial,index,t_ms\ngreedy,1,1,2.5\n")); err != nil || len(tokens) != 1 {
+		t.Errorf("tokens: %v %v", tokens, err)
+	}
+}
+
+// TestAnUnclosedQuoteCostsOneLine: a quote opened in tokens.csv and never
+// closed took every line after it into one field, and they were lost.
+// The warning names the line it opens on, and the lines after it read.
+func TestAnUnclosedQuoteCostsOneLine(t *testing.T) {
+	data := "arm,trial,index,t_ms\ngreedy,1,1,2.5\ngreedy,1,\"2,3.0\ngreedy,1,3,4.0\ngreedy,2,1,2.0\n"
+	tokens, warnings, err := ParseTokens("t.csv", []byte(data))
+	if err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "t.csv:3: a quoted field opens on this line and is never closed") {
+		t.Fatalf("warnings %q, %v", warnings, err)
+	}
+	if a := tokens[TrialKey{Arm: "greedy", Trial: 1}]; len(a.AtMs) != 2 || a.AtMs[1] != 4.0 || len(tokens[TrialKey{Arm: "greedy", Trial: 2}].AtMs) != 1 {
+		t.Errorf("arrivals %+v", tokens)
+	}
+}

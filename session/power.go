@@ -5,7 +5,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 )
 
 // PowerSample is one row of the power CSV: a device's reading at t_ms on
@@ -20,13 +19,13 @@ type PowerSample struct {
 func ParsePower(name string, data []byte) ([]PowerSample, []string, error) {
 	var samples []PowerSample
 	warnings, err := parseRows(name, data, csvKind{"power", PowerHeader, 6, "this sample is left out"}, func(field func(int) string) error {
-		at, err := strconv.ParseFloat(field(0), 64)
-		if err != nil || math.IsNaN(at) || math.IsInf(at, 0) {
+		at, err := parseMeasure(field(0), PowerHeader[0])
+		if err != nil || math.IsNaN(at) {
 			return fmt.Errorf("column t_ms: %q is not a time in ms", field(0))
 		}
 		s := PowerSample{AtMs: at, Device: field(5)}
 		for i, dst := range []*float64{&s.PowerW, &s.EnergyMJ} {
-			if *dst, err = parseMeasure(field(1 + i)); err != nil {
+			if *dst, err = parseMeasure(field(1+i), PowerHeader[1+i]); err != nil {
 				return fmt.Errorf("column %s: %q: %w", PowerHeader[1+i], field(1+i), err)
 			}
 		}

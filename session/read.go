@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tokentop/tokentop/backends"
@@ -82,6 +83,9 @@ type csvKind struct {
 // are skipped with warnings, and no good row at all is an error.
 func parseRows(name string, data []byte, kind csvKind, row func(field func(col int) string) error) ([]string, error) {
 	var warnings []string
+	// A file saved by a spreadsheet or an editor on Windows may start
+	// with a byte order mark; it is no part of the first column's name.
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	if n := len(data); n > 0 && data[n-1] != '\n' {
 		cut := bytes.LastIndexByte(data, '\n')
 		if cut < 0 {
@@ -91,9 +95,13 @@ func parseRows(name string, data []byte, kind csvKind, row func(field func(col i
 		warnings = append(warnings, fmt.Sprintf("%s:%d: last line is incomplete (the run was killed while writing it); ignored",
 			name, bytes.Count(data, []byte("\n"))+1))
 	}
-	cr := csv.NewReader(bytes.NewReader(data))
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
+	newReader := func(data []byte) *csv.Reader {
+		cr := csv.NewReader(bytes.NewReader(data))
+		cr.FieldsPerRecord = -1
+		cr.ReuseRecord = true
+		return cr
+	}
+	cr := newReader(data)
 	header, err := cr.Read()
 	if err == io.EOF {
 		return nil, fmt.Errorf("%s: empty file; expected the %s header", name, kind.name)
@@ -108,33 +116,44 @@ func parseRows(name string, data []byte, kind csvKind, row func(field func(col i
 	width := len(header)
 	good := 0
 	var bad []error
+	linesBefore := 0 // lines of data before cr's first: cr starts again after a line it cannot read
 	for {
 		fields, err := cr.Read()
 		if err == io.EOF {
 			break
 		}
-		if err == nil {
-			if len(fields) != width {
-				err = fmt.Errorf("%d fields, expected %d", len(fields), width)
-			} else {
-				err = row(func(col int) string {
-					if cols[col] < 0 {
-						return ""
-					}
-					// Every field is shown or printed somewhere.
-					return untrusted.Line(fields[cols[col]])
-				})
+		var perr *csv.ParseError
+		if errors.As(err, &perr) {
+			// A stray or unclosed quote would swallow every line after it
+			// into one field: this line is bad, and reading goes on at the
+			// next one.
+			start := linesBefore + perr.StartLine
+			bad = append(bad, fmt.Errorf("%s:%d: %s", name, start, quoteWords(perr)))
+			next := lineStart(data, start+1)
+			if next >= len(data) {
+				break
 			}
-			if err == nil {
-				good++
-				continue
-			}
-			line, _ := cr.FieldPos(0)
-			err = fmt.Errorf("%s:%d: %w", name, line, err)
-		} else {
-			err = fmt.Errorf("%s: %w", name, err) // a csv.ParseError names its line
+			cr, linesBefore = newReader(data[next:]), start
+			continue
 		}
-		bad = append(bad, err)
+		if err == nil && len(fields) != width {
+			err = fmt.Errorf("%d fields, expected %d", len(fields), width)
+		}
+		if err == nil {
+			err = row(func(col int) string {
+				if cols[col] < 0 {
+					return ""
+				}
+				// Every field is shown or printed somewhere.
+				return untrusted.Line(fields[cols[col]])
+			})
+		}
+		if err == nil {
+			good++
+			continue
+		}
+		line, _ := cr.FieldPos(0)
+		bad = append(bad, fmt.Errorf("%s:%d: %w", name, linesBefore+line, err))
 	}
 	if len(bad) > 0 && good == 0 {
 		return warnings, bad[0]
@@ -148,6 +167,32 @@ func parseRows(name string, data []byte, kind csvKind, row func(field func(col i
 		warnings = append(warnings, fmt.Sprintf("%v; %s%s", err, kind.leftOut, more))
 	}
 	return warnings, nil
+}
+
+// quoteWords says what is wrong with a line the CSV reader could not
+// read, in words.
+func quoteWords(perr *csv.ParseError) string {
+	switch {
+	case errors.Is(perr.Err, csv.ErrQuote) && perr.Line > perr.StartLine:
+		return "a quoted field opens on this line and is never closed (the lines after it are read on their own)"
+	case errors.Is(perr.Err, csv.ErrQuote), errors.Is(perr.Err, csv.ErrBareQuote):
+		return fmt.Sprintf("a stray quote at column %d", perr.Column)
+	}
+	return perr.Err.Error()
+}
+
+// lineStart is the offset in data of line n (from 1), or len(data) when
+// data has fewer lines.
+func lineStart(data []byte, n int) int {
+	at := 0
+	for line := 1; line < n; line++ {
+		i := bytes.IndexByte(data[at:], '\n')
+		if i < 0 {
+			return len(data)
+		}
+		at += i + 1
+	}
+	return at
 }
 
 // columns maps each known column of a kind's header to its index in a
@@ -208,12 +253,12 @@ func parseRecord(field func(col int) string) (Record, error) {
 		}
 	}
 	for i, dst := range r.floatFields() {
-		if *dst, err = parseMeasure(field(11 + i)); err != nil {
+		if *dst, err = parseMeasure(field(11+i), Header[11+i]); err != nil {
 			return fail(11+i, err)
 		}
 	}
 	for i, dst := range r.tailFloatFields() {
-		if *dst, err = parseMeasure(field(27 + i)); err != nil {
+		if *dst, err = parseMeasure(field(27+i), Header[27+i]); err != nil {
 			return fail(27+i, err)
 		}
 	}
@@ -249,13 +294,36 @@ func parseCount(s string) (int, error) {
 	return n, err
 }
 
-func parseMeasure(s string) (float64, error) {
+// measureRange is what a measurement column may hold: a time or a count
+// is never negative, and none is beyond what any trial could take (over
+// 11 days, a terawatt). A value outside it is a damaged or hand-made
+// file, and would move every statistic of its arm (one e2e of 1e160
+// made the CV infinite).
+func measureRange(column string) (lo, hi float64, what string) {
+	switch {
+	case strings.HasSuffix(column, "_ms"):
+		return 0, 1e9, "a time in ms, 0 to 1e9 (11 days)"
+	case column == "energy_mj": // a counter since the driver loaded: months of a GPU's energy
+		return 0, 1e18, "millijoules, 0 to 1e18"
+	case column == "energy_j", column == "j_per_token":
+		// Energy above the idle baseline is negative when a trial drew
+		// less than idle.
+		return -1e12, 1e12, "joules, within ±1e12"
+	}
+	return 0, 1e12, "a number from 0 to 1e12"
+}
+
+// parseMeasure reads column's measurement; empty is unknown (NaN).
+func parseMeasure(s, column string) (float64, error) {
 	if s == "" {
 		return math.NaN(), nil
 	}
 	v, err := strconv.ParseFloat(s, 64)
-	if err == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
-		err = errors.New("not a finite number")
+	if err != nil {
+		return 0, err
 	}
-	return v, err
+	if lo, hi, what := measureRange(column); !(v >= lo && v <= hi) {
+		return 0, fmt.Errorf("not %s", what)
+	}
+	return v, nil
 }

@@ -195,8 +195,8 @@ func (r *Report) Lines(heading, item string) []string {
 		} else {
 			add("converged", "no: the running mean has not stayed within ±%g%% of its final value for the last %d trials", a.ConvergeTol*100, metrics.SettledFor(a.N))
 		}
-		add("needed", "for 95%% confidence: mean ±1%% %d, ±5%% %d; p95 ±5%% %s; p99 ±5%% %s",
-			a.MeanNeeds1, a.MeanNeeds5, needWords(a.P95Needs5), needWords(a.P99Needs5))
+		add("needed", "for 95%% confidence: mean ±1%% %s, ±5%% %s; p95 ±5%% %s; p99 ±5%% %s",
+			trialsWords(a.MeanNeeds1), trialsWords(a.MeanNeeds5), needWords(a.P95Needs5), needWords(a.P99Needs5))
 		add("warmup", "ratio %s; %s", FormatValue(a.WarmupRatio), a.WarmupVerdict)
 		if a.StoppedBy != "" {
 			add("stopped", "%s", a.StoppedBy)
@@ -254,7 +254,19 @@ func needWords(q metrics.QuantileNeed) string {
 	if q.AtLeast {
 		return fmt.Sprintf("≥ %d (its interval needs that many)", q.N)
 	}
-	return strconv.Itoa(q.N)
+	return trialsWords(q.N)
+}
+
+// trialsWords says a count of trials needed: "—" when it cannot be
+// known, and never a number past metrics.TooManyTrials.
+func trialsWords(n int) string {
+	switch {
+	case n <= 0:
+		return "—"
+	case n >= metrics.TooManyTrials:
+		return fmt.Sprintf("more than %d", metrics.TooManyTrials)
+	}
+	return strconv.Itoa(n)
 }
 
 var reportColumns = []string{"arm", "n", "warmup", "median_ms", "mean_ms", "cv", "cv_lo", "cv_hi", "skewness", "bimodality",

@@ -59,9 +59,9 @@ func ParseTokens(name string, data []byte) (map[TrialKey]Arrivals, []string, err
 		if err != nil || tokens < 0 {
 			return fmt.Errorf("column index: %q is not a token count", field(2))
 		}
-		at, err := strconv.ParseFloat(field(3), 64)
-		if err != nil || math.IsNaN(at) || math.IsInf(at, 0) || at < 0 {
-			return fmt.Errorf("column t_ms: %q is not a time in ms", field(3))
+		at, err := parseMeasure(field(3), TokensHeader[3])
+		if err != nil || math.IsNaN(at) {
+			return fmt.Errorf("column t_ms: %q is not a time in ms, 0 to 1e9", field(3))
 		}
 		a := trials[key]
 		if n := len(a.AtMs); n > 0 && (at < a.AtMs[n-1] || tokens < a.Tokens[n-1]) {

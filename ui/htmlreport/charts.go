@@ -57,6 +57,42 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	return p
 }
 
+// elements makes a chart's plotters and keeps the first error: a part
+// that cannot be made (a point that is not a number) fails its chart,
+// which the report then names among its caveats, instead of a nil part
+// that panics when drawn. A failed part is an empty one, never drawn.
+type elements struct{ err error }
+
+func (e *elements) keep(err error) {
+	if e.err == nil && err != nil {
+		e.err = err
+	}
+}
+
+func (e *elements) line(xys plotter.XYs) *plotter.Line {
+	l, err := plotter.NewLine(xys)
+	if e.keep(err); err != nil {
+		return &plotter.Line{}
+	}
+	return l
+}
+
+func (e *elements) scatter(xys plotter.XYs) *plotter.Scatter {
+	s, err := plotter.NewScatter(xys)
+	if e.keep(err); err != nil {
+		return &plotter.Scatter{}
+	}
+	return s
+}
+
+func (e *elements) polygon(xys plotter.XYs) *plotter.Polygon {
+	poly, err := plotter.NewPolygon(xys)
+	if e.keep(err); err != nil {
+		return &plotter.Polygon{}
+	}
+	return poly
+}
+
 func lineStyle(m figure.ArmMark) draw.LineStyle {
 	dashes := make([]vg.Length, len(m.Dash))
 	for i, d := range m.Dash {
@@ -78,8 +114,8 @@ var (
 
 // legendGlyph is a legend entry's marker: a point drawn nowhere on the
 // plot, only in the legend.
-func legendGlyph(shape draw.GlyphDrawer, c color.Color, radius vg.Length) *plotter.Scatter {
-	s, _ := plotter.NewScatter(plotter.XYs{{}})
+func (e *elements) legendGlyph(shape draw.GlyphDrawer, c color.Color, radius vg.Length) *plotter.Scatter {
+	s := e.scatter(plotter.XYs{{}})
 	s.GlyphStyle = draw.GlyphStyle{Color: c, Radius: radius, Shape: shape}
 	return s
 }
@@ -91,7 +127,8 @@ func faded(c color.RGBA, alpha uint8) color.NRGBA {
 // histogramChart draws every column's share of trials per bin over the
 // shared bins, as outlines so that overlaps stay readable, with each
 // column's p50, p95 and p99 as glyphs above the bars.
-func histogramChart(metric session.Metric, cols []column) *plot.Plot {
+func histogramChart(metric session.Metric, cols []column) (*plot.Plot, error) {
+	var e elements
 	names := make([]string, len(cols))
 	dists := make([]*metrics.Distribution, len(cols))
 	for i, c := range cols {
@@ -103,7 +140,7 @@ func histogramChart(metric session.Metric, cols []column) *plot.Plot {
 	hist := figure.NewHistogram(names, dists, maxBins)
 	p := newPlot(metric.Label+": distribution", unitLabel(metric), "share of trials (%)")
 	if len(hist.Series) == 0 {
-		return p
+		return p, nil
 	}
 	peak := 0.0
 	for _, s := range hist.Series {
@@ -114,7 +151,7 @@ func histogramChart(metric session.Metric, cols []column) *plot.Plot {
 			xys = append(xys, plotter.XY{X: hist.Edges[b], Y: share})
 		}
 		xys = append(xys, plotter.XY{X: hist.Hi(), Y: xys[len(xys)-1].Y})
-		line, _ := plotter.NewLine(xys)
+		line := e.line(xys)
 		line.StepStyle = plotter.PostStep
 		line.LineStyle = lineStyle(cols[s.Index].mark)
 		p.Add(line)
@@ -133,7 +170,7 @@ func histogramChart(metric session.Metric, cols []column) *plot.Plot {
 	for k, s := range hist.Series {
 		y := peak * (1.08 + 0.07*float64(k))
 		for _, m := range marks {
-			sc, _ := plotter.NewScatter(plotter.XYs{{X: math.Min(m.value(s.Stats), hist.Hi()), Y: y}})
+			sc := e.scatter(plotter.XYs{{X: math.Min(m.value(s.Stats), hist.Hi()), Y: y}})
 			sc.GlyphStyle = draw.GlyphStyle{Color: hexColor(cols[s.Index].mark.Hex), Radius: vg.Points(3.5), Shape: m.shape}
 			p.Add(sc)
 		}
@@ -144,12 +181,13 @@ func histogramChart(metric session.Metric, cols []column) *plot.Plot {
 	if hist.Overflow {
 		p.X.Label.Text += fmt.Sprintf(" (values past %s pile into the last bin)", session.FormatValue(hist.Hi()))
 	}
-	return p
+	return p, e.err
 }
 
 // ecdfChart draws each column's empirical CDF from at most maxPoints of
 // its quantiles.
-func ecdfChart(metric session.Metric, cols []column) *plot.Plot {
+func ecdfChart(metric session.Metric, cols []column) (*plot.Plot, error) {
+	var e elements
 	p := newPlot(metric.Label+": share of trials at or below", unitLabel(metric), "share of trials (%)")
 	p.Legend.Top, p.Legend.Left = false, false
 	p.Legend.YOffs = vg.Points(12)
@@ -166,19 +204,20 @@ func ecdfChart(metric session.Metric, cols []column) *plot.Plot {
 			k := (i + 1) * n / steps // the k smallest values
 			xys = append(xys, plotter.XY{X: values[k-1], Y: 100 * float64(k) / float64(n)})
 		}
-		line, _ := plotter.NewLine(xys)
+		line := e.line(xys)
 		line.StepStyle = plotter.PostStep
 		line.LineStyle = lineStyle(c.mark)
 		p.Add(line)
 		p.Legend.Add(c.label, line)
 	}
 	p.Y.Min, p.Y.Max = 0, 100
-	return p
+	return p, e.err
 }
 
 // convergenceChart draws each column's running mean e2e with its 95%
 // confidence band, and marks where it converged.
-func convergenceChart(cols []column) *plot.Plot {
+func convergenceChart(cols []column) (*plot.Plot, error) {
+	var e elements
 	p := newPlot("e2e: running mean with its 95% confidence band, and running median", "timed trials", "e2e (ms)")
 	converged := false
 	yLo, yHi := math.Inf(1), math.Inf(-1)
@@ -211,15 +250,15 @@ func convergenceChart(cols []column) *plot.Plot {
 		}
 		if len(upper) > 1 {
 			slices.Reverse(lower)
-			band, _ := plotter.NewPolygon(append(upper, lower...))
+			band := e.polygon(append(upper, lower...))
 			band.Color = faded(hexColor(c.mark.Hex), 40)
 			band.LineStyle.Width = 0
 			p.Add(band)
 		}
-		line, _ := plotter.NewLine(mean)
+		line := e.line(mean)
 		line.LineStyle = lineStyle(c.mark)
 		p.Add(line)
-		dots, _ := plotter.NewScatter(median)
+		dots := e.scatter(median)
 		dots.GlyphStyle = draw.GlyphStyle{Color: hexColor(c.mark.Hex), Radius: vg.Points(0.9), Shape: draw.CircleGlyph{}}
 		p.Add(dots)
 		// Where the trials-needed estimate lands: the n at which this
@@ -229,7 +268,7 @@ func convergenceChart(cols []column) *plot.Plot {
 		p.Legend.Add(fmt.Sprintf("%s (±%g%% needs %d trials)", c.label, c.tol*100, need), line)
 		if n := len(values); need > 0 && need <= 3*n {
 			x := float64(need)
-			mark, _ := plotter.NewLine(plotter.XYs{{X: x, Y: series.Mean() * (1 - 3*c.tol)}, {X: x, Y: series.Mean() * (1 + 3*c.tol)}})
+			mark := e.line(plotter.XYs{{X: x, Y: series.Mean() * (1 - 3*c.tol)}, {X: x, Y: series.Mean() * (1 + 3*c.tol)}})
 			mark.LineStyle = draw.LineStyle{Color: hexColor(c.mark.Hex), Width: vg.Points(1), Dashes: []vg.Length{vg.Points(2), vg.Points(3)}}
 			p.Add(mark)
 		}
@@ -238,23 +277,23 @@ func convergenceChart(cols []column) *plot.Plot {
 			for _, v := range values[:at] {
 				w.Add(v)
 			}
-			sc, _ := plotter.NewScatter(plotter.XYs{{X: float64(at), Y: w.Mean()}})
+			sc := e.scatter(plotter.XYs{{X: float64(at), Y: w.Mean()}})
 			sc.GlyphStyle = draw.GlyphStyle{Color: hexColor(c.mark.Hex), Radius: vg.Points(5), Shape: draw.PyramidGlyph{}}
 			p.Add(sc)
 			converged = true
 		}
 	}
 	if len(cols) > 0 {
-		p.Legend.Add("running median (dots)", legendGlyph(draw.CircleGlyph{}, legendGray, vg.Points(1.5)))
+		p.Legend.Add("running median (dots)", e.legendGlyph(draw.CircleGlyph{}, legendGray, vg.Points(1.5)))
 	}
 	if converged {
-		p.Legend.Add(fmt.Sprintf("converged (stays within ±%g%%)", cols[0].tol*100), legendGlyph(draw.PyramidGlyph{}, legendGray, vg.Points(4)))
+		p.Legend.Add(fmt.Sprintf("converged (stays within ±%g%%)", cols[0].tol*100), e.legendGlyph(draw.PyramidGlyph{}, legendGray, vg.Points(4)))
 	}
 	if yHi > yLo {
 		pad := (yHi - yLo) * 0.35 // room for the legend
 		p.Y.Min, p.Y.Max = yLo-pad/4, yHi+pad
 	}
-	return p
+	return p, e.err
 }
 
 // timelineChart draws every trial's e2e against the time it started, so
@@ -262,7 +301,8 @@ func convergenceChart(cols []column) *plot.Plot {
 // timed ones as dots, failed ones as crosses at the top. A column with
 // more trials than maxPoints is drawn as each time slice's median and
 // maximum.
-func timelineChart(cols []column) *plot.Plot {
+func timelineChart(cols []column) (*plot.Plot, error) {
+	var e elements
 	p := newPlot("e2e of every trial, in run order", "seconds since the first trial", "e2e (ms)")
 	var origin int64 = math.MaxInt64
 	top := 0.0
@@ -291,45 +331,46 @@ func timelineChart(cols []column) *plot.Plot {
 		col := hexColor(c.mark.Hex)
 		if len(timed) > maxPoints {
 			median, peak := sliceSummary(timed, maxPoints/4)
-			line, _ := plotter.NewLine(median)
+			line := e.line(median)
 			line.LineStyle = lineStyle(c.mark)
 			p.Add(line)
 			p.Legend.Add(c.label+" (median per time slice)", line)
-			sc, _ := plotter.NewScatter(peak)
+			sc := e.scatter(peak)
 			sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(1.5), Shape: draw.CircleGlyph{}}
 			p.Add(sc)
 		} else if len(timed) > 0 {
-			sc, _ := plotter.NewScatter(timed)
+			sc := e.scatter(timed)
 			sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(1.8), Shape: draw.CircleGlyph{}}
 			p.Add(sc)
 			p.Legend.Add(c.label, sc)
 		}
 		if len(warm) > 0 {
-			sc, _ := plotter.NewScatter(warm)
+			sc := e.scatter(warm)
 			sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3), Shape: draw.RingGlyph{}}
 			p.Add(sc)
 			warmupShown = true
 		}
 		if len(failed) > 0 {
-			sc, _ := plotter.NewScatter(failed)
+			sc := e.scatter(failed)
 			sc.GlyphStyle = draw.GlyphStyle{Color: failedRed, Radius: vg.Points(3), Shape: draw.CrossGlyph{}}
 			p.Add(sc)
 			failedShown = true
 		}
 	}
 	if warmupShown {
-		p.Legend.Add("warmup (set aside)", legendGlyph(draw.RingGlyph{}, legendGray, vg.Points(3)))
+		p.Legend.Add("warmup (set aside)", e.legendGlyph(draw.RingGlyph{}, legendGray, vg.Points(3)))
 	}
 	if failedShown {
-		p.Legend.Add("failed or degraded", legendGlyph(draw.CrossGlyph{}, failedRed, vg.Points(3)))
+		p.Legend.Add("failed or degraded", e.legendGlyph(draw.CrossGlyph{}, failedRed, vg.Points(3)))
 	}
 	p.Y.Min = 0
-	return p
+	return p, e.err
 }
 
 // gapsChart draws the gaps between tokens inside one trial per arm, the
 // typical one (pick typical) or the slowest, against the tokens seen.
-func gapsChart(cols []column, typical bool) *plot.Plot {
+func gapsChart(cols []column, typical bool) (*plot.Plot, error) {
+	var e elements
 	title := "gaps between tokens in each arm's slowest trial (largest ITL max)"
 	if typical {
 		title = "gaps between tokens in each arm's typical trial (median ITL max)"
@@ -351,13 +392,13 @@ func gapsChart(cols []column, typical bool) *plot.Plot {
 		for i := range gaps {
 			xys[i] = plotter.XY{X: float64(tokens[i]), Y: gaps[i]}
 		}
-		line, _ := plotter.NewLine(xys)
+		line := e.line(xys)
 		line.LineStyle = lineStyle(c.mark)
 		p.Add(line)
 		p.Legend.Add(c.label, line)
 	}
 	p.Y.Min = 0
-	return p
+	return p, e.err
 }
 
 // maxWindows is the most trials the power chart marks one by one.
@@ -366,7 +407,8 @@ const maxWindows = 2000
 // powerChart draws each device's power over the run with its idle
 // baseline dashed, and under the curves a strip of the trials' windows
 // (timed dark, warmup light), on the sampler's clock.
-func powerChart(title string, traces []deviceTrace, trials []*session.Record, origin time.Time) *plot.Plot {
+func powerChart(title string, traces []deviceTrace, trials []*session.Record, origin time.Time) (*plot.Plot, error) {
+	var e elements
 	p := newPlot(title, "seconds since the sampler started", "power (W)")
 	top := 0.0
 	for i, t := range traces {
@@ -380,12 +422,12 @@ func powerChart(title string, traces []deviceTrace, trials []*session.Record, or
 			top = math.Max(top, t.Watts[j])
 		}
 		mark := figure.Arm(i)
-		line, _ := plotter.NewLine(xys)
+		line := e.line(xys)
 		line.LineStyle = lineStyle(mark)
 		p.Add(line)
 		p.Legend.Add(t.name, line)
 		if !math.IsNaN(t.baseline) {
-			base, _ := plotter.NewLine(plotter.XYs{{X: xys[0].X, Y: t.baseline}, {X: xys[len(xys)-1].X, Y: t.baseline}})
+			base := e.line(plotter.XYs{{X: xys[0].X, Y: t.baseline}, {X: xys[len(xys)-1].X, Y: t.baseline}})
 			base.LineStyle = draw.LineStyle{Color: hexColor(mark.Hex), Width: vg.Points(1), Dashes: []vg.Length{vg.Points(2), vg.Points(4)}}
 			p.Add(base)
 			p.Legend.Add(fmt.Sprintf("%s idle %.0f W", t.name, t.baseline), base)
@@ -399,7 +441,7 @@ func powerChart(title string, traces []deviceTrace, trials []*session.Record, or
 			if math.IsNaN(to) {
 				continue
 			}
-			box, _ := plotter.NewPolygon(plotter.XYs{{X: from, Y: 0}, {X: to, Y: 0}, {X: to, Y: strip}, {X: from, Y: strip}})
+			box := e.polygon(plotter.XYs{{X: from, Y: 0}, {X: to, Y: 0}, {X: to, Y: strip}, {X: from, Y: strip}})
 			box.Color = color.Gray{Y: 90}
 			if r.Phase == session.PhaseWarmup {
 				box.Color = color.Gray{Y: 190}
@@ -409,7 +451,7 @@ func powerChart(title string, traces []deviceTrace, trials []*session.Record, or
 		}
 	}
 	p.Y.Min, p.Y.Max = 0, top*1.3 // the legend's room above the curves
-	return p
+	return p, e.err
 }
 
 // deviceTrace is one device's power over a session, with its idle
@@ -420,34 +462,40 @@ type deviceTrace struct {
 	baseline float64
 }
 
-// sliceSummary cuts points (in time order) into slices of equal time and
-// gives each slice's median and its slowest point.
+// sliceSummary cuts points (in time order) into count slices of equal
+// time and gives each slice's median and its slowest point.
 func sliceSummary(points plotter.XYs, count int) (median, peak plotter.XYs) {
 	lo, hi := points[0].X, points[len(points)-1].X
 	width := (hi - lo) / float64(count)
 	var bucket []float64
 	var slowest plotter.XY
-	flush := func(at float64) {
+	slice := -1
+	flush := func() {
 		if len(bucket) == 0 {
 			return
 		}
 		slices.Sort(bucket)
-		median = append(median, plotter.XY{X: at, Y: metrics.PercentileSorted(bucket, 0.5)})
+		median = append(median, plotter.XY{X: lo + (float64(slice)+0.5)*width, Y: metrics.PercentileSorted(bucket, 0.5)})
 		peak = append(peak, slowest)
 		bucket, slowest = bucket[:0], plotter.XY{}
 	}
-	edge := lo + width
 	for _, pt := range points {
-		for width > 0 && pt.X > edge {
-			flush(edge - width/2)
-			edge += width
+		// The slice by division, not by stepping an edge along: a step
+		// too small for the edge's float to move would never end.
+		at := 0
+		if width > 0 {
+			at = min(count-1, int((pt.X-lo)/width))
+		}
+		if at != slice {
+			flush()
+			slice = at
 		}
 		bucket = append(bucket, pt.Y)
 		if pt.Y > slowest.Y {
 			slowest = pt
 		}
 	}
-	flush(edge - width/2)
+	flush()
 	return median, peak
 }
 

@@ -59,14 +59,16 @@ func BuildGrid(cmp *grid.Comparison) *Report {
 	}
 	lead.Lines = append(lead.Lines, cmp.Method())
 	r.Lead = lead
-	r.Charts = append(r.Charts, Chart{Name: "cells", plot: cellsChart(cmp),
-		Caption: "Each cell's median e2e (dot) with its bootstrap 95% interval (bar), fastest at the top, on a log scale; the table above gives each cell's values. Cells whose bars overlap may share a rank."})
+	p, err := cellsChart(cmp)
+	r.addChart(Chart{Name: "cells",
+		Caption: "Each cell's median e2e (dot) with its bootstrap 95% interval (bar), fastest at the top, on a log scale; the table above gives each cell's values. Cells whose bars overlap may share a rank."}, p, err)
 	return r
 }
 
 // cellsChart draws every row's median e2e and interval, one row per line,
 // the fastest on top.
-func cellsChart(cmp *grid.Comparison) *plot.Plot {
+func cellsChart(cmp *grid.Comparison) (*plot.Plot, error) {
+	var e elements
 	p := newPlot("Median e2e by cell, with 95% intervals", "e2e (ms, log scale)", "")
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
@@ -96,14 +98,17 @@ func cellsChart(cmp *grid.Comparison) *plot.Plot {
 		xLo, xHi = math.Min(xLo, row.E2E.Value-lo), math.Max(xHi, row.E2E.Value+hi)
 	}
 	if len(pts) == 0 {
-		return p
+		return p, nil
 	}
-	dots, _ := plotter.NewScatter(pts)
+	dots := e.scatter(pts)
 	dots.GlyphStyle = draw.GlyphStyle{Color: hexColor(figure.Arm(0).Hex), Radius: vg.Points(3), Shape: draw.CircleGlyph{}}
-	bars, _ := plotter.NewXErrorBars(struct {
+	bars, err := plotter.NewXErrorBars(struct {
 		plotter.XYs
 		plotter.XErrors
 	}{pts, errs})
+	if err != nil {
+		return nil, err
+	}
 	bars.LineStyle.Color = hexColor(figure.Arm(0).Hex)
 	p.Add(bars, dots)
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
@@ -113,5 +118,5 @@ func cellsChart(cmp *grid.Comparison) *plot.Plot {
 	p.Y.Tick.Length, p.Y.Tick.LineStyle.Width = vg.Points(6), 0
 	p.Y.Min, p.Y.Max = 0.5, float64(n)+0.5
 	p.X.Min, p.X.Max = xLo/1.3, xHi*1.3 // the end dots clear of the frame
-	return p
+	return p, e.err
 }

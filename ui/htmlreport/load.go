@@ -67,27 +67,28 @@ func (r *Report) addLoad(sessions []*session.Session) {
 		return
 	}
 	level1 := fmt.Sprintf("knee bound: %g× level 1", session.KneeLatency)
-	charts := []Chart{
-		{Name: "throughput-vs-concurrency", plot: levelChart("Aggregate output tok/s by streams in flight", "tok/s", sweeps,
-			func(l session.Level) float64 { return l.TokensPerS }, nil),
-			Caption: fmt.Sprintf("Output tokens per second over each level's steady windows (every stream busy; ramp-up and drain left out). A ring marks the knee: where throughput stopped rising by %.0f%% or p95 latency passed %g× the first level's.", 100*session.KneeGain, session.KneeLatency)},
-		{Name: "ttft-p95-vs-concurrency", plot: levelChart("p95 time to first token by streams in flight", "p95 TTFT (ms)", sweeps,
-			func(l session.Level) float64 { return l.TTFTP95 }, append(kneeLines(sweeps, level1, func(l session.Level) float64 { return l.TTFTP95 }), ttftSLOLine(slo)...)),
-			Caption: "p95 TTFT over each level's steady requests; the thin line in each sweep's style is its knee bound, and with an SLO the grey dashed line is its TTFT bound."},
-		{Name: "itl-p95-vs-concurrency", plot: levelChart("p95 gap between tokens by streams in flight", "p95 ITL (ms)", sweeps,
-			func(l session.Level) float64 { return l.ITLP95 }, kneeLines(sweeps, level1, func(l session.Level) float64 { return l.ITLP95 })),
-			Caption: "p95 of every inter-token gap of each level's steady requests; the thin line in each sweep's style is its knee bound. (An SLO's ITL bound is on each request's p99 gap, so it is judged in goodput, not drawn here.)"},
-	}
+	p, err := levelChart("Aggregate output tok/s by streams in flight", "tok/s", sweeps, func(l session.Level) float64 { return l.TokensPerS }, nil)
+	r.addChart(Chart{Name: "throughput-vs-concurrency",
+		Caption: fmt.Sprintf("Output tokens per second over each level's steady windows (every stream busy; ramp-up and drain left out). A ring marks the knee: where throughput stopped rising by %.0f%% or p95 latency passed %g× the first level's.", 100*session.KneeGain, session.KneeLatency)}, p, err)
+	p, err = levelChart("p95 time to first token by streams in flight", "p95 TTFT (ms)", sweeps, func(l session.Level) float64 { return l.TTFTP95 },
+		append(kneeLines(sweeps, level1, func(l session.Level) float64 { return l.TTFTP95 }), ttftSLOLine(slo)...))
+	r.addChart(Chart{Name: "ttft-p95-vs-concurrency",
+		Caption: "p95 TTFT over each level's steady requests; the thin line in each sweep's style is its knee bound, and with an SLO the grey dashed line is its TTFT bound."}, p, err)
+	p, err = levelChart("p95 gap between tokens by streams in flight", "p95 ITL (ms)", sweeps, func(l session.Level) float64 { return l.ITLP95 },
+		kneeLines(sweeps, level1, func(l session.Level) float64 { return l.ITLP95 }))
+	r.addChart(Chart{Name: "itl-p95-vs-concurrency",
+		Caption: "p95 of every inter-token gap of each level's steady requests; the thin line in each sweep's style is its knee bound. (An SLO's ITL bound is on each request's p99 gap, so it is judged in goodput, not drawn here.)"}, p, err)
 	if slo != nil {
-		good := levelChart("Goodput by streams in flight", "requests within the SLO (%)", sweeps,
+		p, err = levelChart("Goodput by streams in flight", "requests within the SLO (%)", sweeps,
 			func(l session.Level) float64 { return 100 * l.Goodput }, []refLine{{label: fmt.Sprintf("target %.0f%%", 100*slo.Goodput), y: 100 * slo.Goodput, dashed: true, sweep: -1}})
-		// A share tops out at 100%, and falls as streams rise: the top
-		// right is free for the legend.
-		good.Y.Max, good.Legend.Left = 105, false
-		charts = append(charts, Chart{Name: "goodput-vs-concurrency", plot: good,
-			Caption: "The share of each level's steady requests (failed ones included) that met every SLO bound; the dashed line is the target the highest good level is judged by."})
+		if err == nil {
+			// A share tops out at 100%, and falls as streams rise: the
+			// top right is free for the legend.
+			p.Y.Max, p.Legend.Left = 105, false
+		}
+		r.addChart(Chart{Name: "goodput-vs-concurrency",
+			Caption: "The share of each level's steady requests (failed ones included) that met every SLO bound; the dashed line is the target the highest good level is judged by."}, p, err)
 	}
-	r.Charts = append(charts, r.Charts...)
 }
 
 // refLine is a horizontal reference on a level chart.
@@ -123,7 +124,8 @@ func ttftSLOLine(slo *session.SLOInfo) []refLine {
 
 // levelChart draws value against the number of streams for every sweep,
 // on a log2 axis with a tick at each level run, the knee ringed.
-func levelChart(title, yLabel string, sweeps []namedSweep, value func(session.Level) float64, refs []refLine) *plot.Plot {
+func levelChart(title, yLabel string, sweeps []namedSweep, value func(session.Level) float64, refs []refLine) (*plot.Plot, error) {
+	var e elements
 	p := newPlot(title, "streams in flight (concurrency)", yLabel)
 	p.Legend.Left = true // values rise to the right: the top left is free
 	p.X.Scale = plot.LogScale{}
@@ -145,7 +147,7 @@ func levelChart(title, yLabel string, sweeps []namedSweep, value func(session.Le
 			pts = append(pts, plotter.XY{X: x, Y: y})
 			yHi = math.Max(yHi, y)
 			if l.Concurrency == sw.Knee {
-				ring, _ := plotter.NewScatter(plotter.XYs{{X: x, Y: y}})
+				ring := e.scatter(plotter.XYs{{X: x, Y: y}})
 				ring.GlyphStyle = draw.GlyphStyle{Color: hexColor(mark.Hex), Radius: vg.Points(7), Shape: draw.RingGlyph{}}
 				p.Add(ring)
 				knee = true
@@ -154,7 +156,7 @@ func levelChart(title, yLabel string, sweeps []namedSweep, value func(session.Le
 		if len(pts) == 0 {
 			continue
 		}
-		line, points, _ := plotter.NewLinePoints(pts)
+		line, points := e.line(pts), e.scatter(pts)
 		line.LineStyle = lineStyle(mark)
 		points.GlyphStyle = draw.GlyphStyle{Color: hexColor(mark.Hex), Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
 		p.Add(line, points)
@@ -162,14 +164,14 @@ func levelChart(title, yLabel string, sweeps []namedSweep, value func(session.Le
 	}
 	inLegend := map[string]bool{}
 	for _, ref := range refs {
-		l, _ := plotter.NewLine(plotter.XYs{{X: lo, Y: ref.y}, {X: hi, Y: ref.y}})
+		l := e.line(plotter.XYs{{X: lo, Y: ref.y}, {X: hi, Y: ref.y}})
 		l.LineStyle = draw.LineStyle{Color: legendGray, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(1), vg.Points(3)}}
 		if ref.dashed {
 			l.LineStyle.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
 		}
 		legend := l
 		if ref.sweep >= 0 { // one entry for every sweep's bound: a thin line in the sweep's own style
-			own, _ := plotter.NewLine(l.XYs)
+			own := e.line(l.XYs)
 			own.LineStyle = lineStyle(figure.Arm(ref.sweep))
 			own.LineStyle.Width = vg.Points(0.6)
 			l = own
@@ -188,7 +190,7 @@ func levelChart(title, yLabel string, sweeps []namedSweep, value func(session.Le
 		yHi = math.Max(yHi, ref.y)
 	}
 	if knee {
-		p.Legend.Add("knee", legendGlyph(draw.RingGlyph{}, legendGray, vg.Points(5)))
+		p.Legend.Add("knee", e.legendGlyph(draw.RingGlyph{}, legendGray, vg.Points(5)))
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	if lo < hi {
@@ -197,5 +199,5 @@ func levelChart(title, yLabel string, sweeps []namedSweep, value func(session.Le
 		p.X.Min, p.X.Max = lo/2, lo*2
 	}
 	p.Y.Min, p.Y.Max = 0, yHi*1.35 // from zero, with room for the legend
-	return p
+	return p, e.err
 }

@@ -145,25 +145,29 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 		}
 		cols[i].typical, cols[i].slowest = typicalAndSlowest(cols[i].trials, arrivals[c.Session])
 	}
+	r.addLoad(unique)
 	for _, name := range chartMetrics {
 		m, _ := session.LookupMetric(name)
 		stem := strings.TrimSuffix(name, "_ms")
-		r.Charts = append(r.Charts,
-			Chart{Name: stem + "-histogram", plot: histogramChart(m, cols),
-				Caption: fmt.Sprintf("%s of the timed trials that ran to the end, on bins shared by every arm (the dashboard's rule: Freedman–Diaconis, up to %d bins); ● p50, ▲ p95, ✕ p99 of each arm above the bars.", m.Label, maxBins)},
-			Chart{Name: stem + "-ecdf", plot: ecdfChart(m, cols),
-				Caption: fmt.Sprintf("The same %s values as a cumulative curve: read off any percentile, and see where arms cross.", m.Label)})
+		p, err := histogramChart(m, cols)
+		r.addChart(Chart{Name: stem + "-histogram",
+			Caption: fmt.Sprintf("%s of the timed trials that ran to the end, on bins shared by every arm (the dashboard's rule: Freedman–Diaconis, up to %d bins); ● p50, ▲ p95, ✕ p99 of each arm above the bars.", m.Label, maxBins)}, p, err)
+		p, err = ecdfChart(m, cols)
+		r.addChart(Chart{Name: stem + "-ecdf",
+			Caption: fmt.Sprintf("The same %s values as a cumulative curve: read off any percentile, and see where arms cross.", m.Label)}, p, err)
 	}
-	r.Charts = append(r.Charts,
-		Chart{Name: "convergence", plot: convergenceChart(cols),
-			Caption: "How the mean e2e settled as trials came in, with its 95% confidence band (Student t), and the median (dots); the pyramid marks where it stayed within the run's tolerance of its final value, and a short dashed line where the trials-needed estimate lands (the n at which the arm's CV gives a 95% interval of ± that tolerance; the legend gives it)."},
-		Chart{Name: "timeline", plot: timelineChart(cols),
-			Caption: "Every trial's e2e at the time it started, arms interleaved as they ran: warmup trials (rings) are set aside; drift, warm-up effects and outliers show here first."},
-		Chart{Name: "gaps-typical", plot: gapsChart(cols, true),
-			Caption: "Inside one generation: the time between consecutive tokens (or chunks) of each arm's typical timed trial, the one with the median ITL max."},
-		Chart{Name: "gaps-slowest", plot: gapsChart(cols, false),
-			Caption: "The same for each arm's trial with the largest ITL max: where the worst stall fell, and whether it was one spike or a slow stretch. ITL max and CV rise with such spikes far more than the mean does."})
-	r.addLoad(unique)
+	p, err := convergenceChart(cols)
+	r.addChart(Chart{Name: "convergence",
+		Caption: "How the mean e2e settled as trials came in, with its 95% confidence band (Student t), and the median (dots); the pyramid marks where it stayed within the run's tolerance of its final value, and a short dashed line where the trials-needed estimate lands (the n at which the arm's CV gives a 95% interval of ± that tolerance; the legend gives it)."}, p, err)
+	p, err = timelineChart(cols)
+	r.addChart(Chart{Name: "timeline",
+		Caption: "Every trial's e2e at the time it started, arms interleaved as they ran: warmup trials (rings) are set aside; drift, warm-up effects and outliers show here first."}, p, err)
+	p, err = gapsChart(cols, true)
+	r.addChart(Chart{Name: "gaps-typical",
+		Caption: "Inside one generation: the time between consecutive tokens (or chunks) of each arm's typical timed trial, the one with the median ITL max."}, p, err)
+	p, err = gapsChart(cols, false)
+	r.addChart(Chart{Name: "gaps-slowest",
+		Caption: "The same for each arm's trial with the largest ITL max: where the worst stall fell, and whether it was one spike or a slow stretch. ITL max and CV rise with such spikes far more than the mean does."}, p, err)
 	for _, s := range unique {
 		r.addPower(s, len(unique) > 1)
 	}
@@ -220,8 +224,19 @@ func (r *Report) addPower(s *session.Session, named bool) {
 	if len(s.Records) > maxWindows {
 		caption = fmt.Sprintf("Each device's power (from its readings, or its energy counter's rise) and its idle power before the first trial dashed; the %d trials are too many to mark one by one.", len(s.Records))
 	}
-	r.Charts = append(r.Charts, Chart{Name: "power-" + stem, Caption: caption,
-		plot: powerChart(title, traces, trials, *power.SamplerStart)})
+	p, err := powerChart(title, traces, trials, *power.SamplerStart)
+	r.addChart(Chart{Name: "power-" + stem, Caption: caption}, p, err)
+}
+
+// addChart adds chart c, drawn by p; when its drawing failed, it says so
+// among the caveats instead: the rest of the report still stands.
+func (r *Report) addChart(c Chart, p *plot.Plot, err error) {
+	if err != nil {
+		r.Caveats = append(r.Caveats, fmt.Sprintf("the %s chart could not be drawn: %v", c.Name, err))
+		return
+	}
+	c.plot = p
+	r.Charts = append(r.Charts, c)
 }
 
 // energyQualityCaveat says how the timed trials' energy was measured when

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"html"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/plot/plotter"
 
 	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/metrics/telemetry"
@@ -278,11 +281,48 @@ func TestKneeLinesBelongToTheirOwnSweep(t *testing.T) {
 	if len(lines) != 2 || lines[0].sweep != 0 || lines[1].sweep != 1 || lines[0].y != 20 || lines[1].y != 40 {
 		t.Errorf("lines %+v", lines)
 	}
-	svg, err := svgOf(levelChart("t", "y", sweeps, func(l session.Level) float64 { return l.TTFTP95 }, lines))
+	p, err := levelChart("t", "y", sweeps, func(l session.Level) float64 { return l.TTFTP95 }, lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg, err := svgOf(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(svg, "knee bound"); n != 1 {
 		t.Errorf("%d legend entries for the knee bound, want one", n)
+	}
+}
+
+// TestAReportSurvivesValuesNoReaderLetsThrough: one e2e of 1e160 made a
+// CV infinite, the trials-needed loop spin for ever and a chart's line a
+// nil that panicked. Readers now refuse such values; the statistics and
+// charts must survive them all the same, in memory: every part that can
+// be drawn is, and one that cannot is named among the caveats.
+func TestAReportSurvivesValuesNoReaderLetsThrough(t *testing.T) {
+	for _, bad := range []float64{1e160, math.Inf(1), math.MaxFloat64} {
+		s := syntheticSession(t, 20, 1, 1.2)
+		for i := range s.Records {
+			if s.Records[i].Phase == session.PhaseTimed && s.Records[i].Arm == "arm-0" {
+				s.Records[i].E2EMs = bad
+				break
+			}
+		}
+		r := buildRun(t, s)
+		var page bytes.Buffer
+		if err := r.WriteHTML(&page); err != nil {
+			t.Fatalf("e2e %g: %v", bad, err)
+		}
+		if len(r.Charts) == 0 {
+			t.Errorf("e2e %g: no chart drawn at all", bad)
+		}
+		lines := session.BuildReport(s, session.TestOptions{Resamples: 200, Seed: 1}).Lines("", "  ")
+		if text := strings.Join(lines, "\n"); !strings.Contains(text, "needed") {
+			t.Errorf("e2e %g: report\n%s", bad, text)
+		}
+	}
+	var e elements
+	if l := e.line(plotter.XYs{{X: math.NaN(), Y: 1}}); l == nil || e.err == nil {
+		t.Error("a line through a NaN point neither failed nor came back drawable")
 	}
 }
