@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"html"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tokentop/tokentop/backends/replay"
 	"github.com/tokentop/tokentop/session"
+	"github.com/tokentop/tokentop/ui"
 )
 
 // sessionFiles is every file of the sessions in dir, read whole.
@@ -181,5 +183,33 @@ func TestReportOfADamagedSessionNamesTheLines(t *testing.T) {
 	page := filepath.Join(t.TempDir(), "r.html")
 	if code, _, stderr := runCLI("report", manifest, "--html", page); code != exitOK {
 		t.Errorf("report --html: exit %d, %s", code, stderr)
+	}
+}
+
+// TestACrashIsReportedNeverExitsZero: the done view's panic exited 0. A
+// crash prints itself and its stack, says where the session is and in
+// which state, leaves a crash report beside its manifest, and exits 70.
+func TestACrashIsReportedNeverExitsZero(t *testing.T) {
+	out := t.TempDir()
+	w, err := session.Create(out, &session.Manifest{ID: "S"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	var stderr bytes.Buffer
+	crash := &ui.Crash{Value: "runtime error: slice bounds out of range [:1] with capacity 0", Stack: []byte("goroutine 1 [running]:\nui.(*doneView).verdictLines")}
+	if code := reportCrash(&stderr, crash, w.ManifestPath(), session.StatusComplete); code != exitCrashed {
+		t.Errorf("exit %d", code)
+	}
+	report := filepath.Join(out, "S.crash.txt")
+	data, err := os.ReadFile(report)
+	if err != nil || !strings.Contains(string(data), "slice bounds out of range") || !strings.Contains(string(data), "verdictLines") {
+		t.Fatalf("crash report %q: %v", data, err)
+	}
+	for _, want := range []string{"internal error (a bug in tokentop): runtime error: slice bounds", "verdictLines",
+		"what was measured is saved, status complete: " + w.ManifestPath(), "this crash report is written beside it: " + report} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("%q missing from\n%s", want, stderr.String())
+		}
 	}
 }

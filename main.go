@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -13,6 +14,8 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,9 +37,11 @@ import (
 
 // Exit codes.
 const (
-	exitOK          = 0
-	exitFailed      = 1
-	exitUsage       = 2
+	exitOK     = 0
+	exitFailed = 1
+	exitUsage  = 2
+	// exitCrashed is sysexits' EX_SOFTWARE: an internal error, a bug.
+	exitCrashed     = 70
 	exitInterrupted = 130
 )
 
@@ -445,10 +450,14 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 	var runErr error
 	if !*headless && isTerminal(stdout) {
 		app := ui.NewGrid(ctx, m, pending, nil)
-		if _, err := tea.NewProgram(app, tea.WithContext(ctx), tea.WithOutput(stdout)).Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
+		_, err := tea.NewProgram(app, tea.WithContext(ctx), tea.WithOutput(stdout)).Run()
+		runErr = app.Err()
+		if crash := crashOf(app.Crash(), err); crash != nil {
+			return reportCrash(stderr, crash, filepath.Join(m.Dir, grid.ManifestName), "saved per session; run the grid again to go on")
+		}
+		if err != nil && !errors.Is(err, tea.ErrProgramKilled) {
 			fmt.Fprintf(stderr, "tokentop: %v\n", err)
 		}
-		runErr = app.Err()
 	} else {
 		runErr = m.Run(ctx, ui.GridHeadless(stdout, pending))
 	}
@@ -570,6 +579,15 @@ func tuiConfig(base runner.Options) ui.Config {
 func runTUI(ctx context.Context, app *ui.App, stdout, stderr io.Writer) int {
 	_, err := tea.NewProgram(app, tea.WithContext(ctx), tea.WithOutput(stdout)).Run()
 	outcome := app.Outcome()
+	if crash := crashOf(app.Crash(), err); crash != nil {
+		status := outcome.Status
+		if outcome.Finished != nil {
+			ui.WriteFinished(stdout, terminalWidth(stdout), outcome.Arms, *outcome.Finished)
+		} else if outcome.Manifest != "" {
+			status = session.StatusRunning // the manifest written at the start
+		}
+		return reportCrash(stderr, crash, outcome.Manifest, status)
+	}
 	if err != nil && !errors.Is(err, tea.ErrProgramKilled) {
 		fmt.Fprintf(stderr, "tokentop: %v\n", err)
 		return exitFailed
@@ -589,6 +607,34 @@ func runTUI(ctx context.Context, app *ui.App, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// crashOf is the program's crash: the one its guard caught, or a panic
+// Bubble Tea caught itself (it printed that one's stack already).
+func crashOf(caught *ui.Crash, runErr error) *ui.Crash {
+	if caught == nil && errors.Is(runErr, tea.ErrProgramPanic) {
+		return &ui.Crash{Value: "a panic inside the terminal library (its stack is printed above)"}
+	}
+	return caught
+}
+
+// reportCrash tells what a crash left: the panic with its stack, where
+// the session is and in which state, and a crash file beside its
+// manifest (or the grid's) with the same; the exit is exitCrashed.
+func reportCrash(stderr io.Writer, crash *ui.Crash, manifest, status string) int {
+	report := fmt.Sprintf("tokentop %s (%s) crashed at %s, on %s %s/%s\n%v\n\n%s",
+		runner.ToolVersion(), cmp.Or(runner.VCSRevision(), "unknown revision"), time.Now().UTC().Format(time.RFC3339),
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, crash, crash.Stack)
+	fmt.Fprintf(stderr, "tokentop: %v\n%s\n", crash, crash.Stack)
+	if manifest != "" {
+		where := "could not be written beside it"
+		if path, err := session.WriteBeside(manifest, ".crash.txt", []byte(report)); err == nil {
+			where = "is written beside it: " + path
+		}
+		fmt.Fprintf(stderr, "tokentop: what was measured is saved, status %s: %s; this crash report %s\n", status, manifest, where)
+	}
+	fmt.Fprintln(stderr, "tokentop: this is a bug; please report it with the lines above")
+	return exitCrashed
 }
 
 func isTerminal(w io.Writer) bool {

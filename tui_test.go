@@ -174,3 +174,73 @@ func timedCount(t *testing.T, screen string, trials int) int {
 	t.Fatalf("no trial count on the screen:\n%s", screen)
 	return 0
 }
+
+// startInTmux runs the binary with args in a w×h tmux session whose data
+// folders are under dir, echoing its exit status when it ends.
+func startInTmux(t *testing.T, bin, dir string, w, h int, args ...string) *terminal {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("TOKENTOP_REQUIRE_TMUX") != "" {
+			t.Fatal("tmux is missing; .ci/run installs it")
+		}
+		t.Skip("tmux is not installed here; .ci/run installs it, so CI runs this test")
+	}
+	term := &terminal{t: t, socket: filepath.Join(dir, "tmux.sock")}
+	env := fmt.Sprintf("XDG_DATA_HOME=%s XDG_CONFIG_HOME=%s NO_COLOR=1", filepath.Join(dir, "data"), filepath.Join(dir, "config"))
+	term.tmux("new-session", "-d", "-s", "tt", "-x", strconv.Itoa(w), "-y", strconv.Itoa(h),
+		fmt.Sprintf("env %s %s %s; echo tokentop exited $?; sleep 600", env, bin, strings.Join(args, " ")))
+	t.Cleanup(func() { exec.Command("tmux", "-S", term.socket, "kill-server").Run() })
+	return term
+}
+
+// TestCtrlCStopsADashboardRunInARealTerminal: ctrl+c on the dashboard
+// opened the q question and the run went on to its cap. It stops the run
+// at once, saves it as partial and exits 130, as SIGINT does.
+func TestCtrlCStopsADashboardRunInARealTerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	term := startInTmux(t, buildBinary(t), dir, 80, 24, "run", "--profile", "quick", "--trials", "100000", "--warmup", "1", "--max-tokens", "8", "--out", out)
+	term.waitFor("/100000 timed", 30*time.Second)
+	term.keys("C-c")
+	term.waitFor("tokentop exited 130", 30*time.Second)
+	paths, _ := filepath.Glob(filepath.Join(out, "*.toml"))
+	if len(paths) != 1 {
+		t.Fatalf("sessions: %v", paths)
+	}
+	s, err := session.Load(paths[0])
+	if err != nil || s.Manifest.Status != session.StatusPartial || len(s.Records) >= 100000 {
+		t.Errorf("status %s, %d records, %v", s.Manifest.Status, len(s.Records), err)
+	}
+}
+
+// TestTheDoneViewAtSixtyByTwentyAndItsReport: at 60×20 the done view
+// panicked as its verdicts arrived (and the process exited 0); at 80×24
+// h did, and no report was written. Both now show, h writes the page, and
+// q exits 0.
+func TestTheDoneViewAtSixtyByTwentyAndItsReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	for _, size := range [][2]int{{60, 20}, {80, 24}} {
+		dir := t.TempDir()
+		term := startInTmux(t, bin, dir, size[0], size[1], "run", "--profile", "quick", "--arm", "name=cold", "--arm", "name=hot,temperature=0.8",
+			"--trials", "40", "--warmup", "2", "--max-tokens", "8", "--out", filepath.Join(dir, "out"))
+		term.waitFor("Run complete", 60*time.Second)
+		term.waitFor("ITL CV", 60*time.Second) // the verdicts' last row
+		term.keys("h")
+		screen := term.waitFor("HTML report:", 30*time.Second)
+		if strings.Contains(screen, "tokentop exited") {
+			t.Fatalf("%dx%d: the program ended:\n%s", size[0], size[1], screen)
+		}
+		pages, _ := filepath.Glob(filepath.Join(dir, "out", "*.html"))
+		if len(pages) != 1 {
+			t.Errorf("%dx%d: reports written: %v", size[0], size[1], pages)
+		}
+		term.keys("q")
+		term.waitFor("tokentop exited 0", 30*time.Second)
+	}
+}

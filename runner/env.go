@@ -22,13 +22,20 @@ func Environment() session.Environment {
 	if cpus, err := cpu.Info(); err == nil && len(cpus) > 0 {
 		env.CPUModel = strings.TrimSpace(cpus[0].ModelName)
 	}
-	if info, ok := debug.ReadBuildInfo(); ok {
-		env.VCSRevision = vcsRevision(info.Settings)
-	}
+	env.VCSRevision = VCSRevision()
 	if vm, err := mem.VirtualMemory(); err == nil {
 		env.MemoryMB = int64(vm.Total >> 20)
 	}
 	return env
+}
+
+// VCSRevision is the commit tokentop was built from, "+dirty" when the
+// tree had uncommitted changes; empty when the build says none.
+func VCSRevision() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		return vcsRevision(info.Settings)
+	}
+	return ""
 }
 
 // vcsRevision is the commit the binary was built from, "+dirty" when the

@@ -28,12 +28,13 @@ func TestHostileNamesStayInTheSessionsFolder(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%q: %v", id, err)
 			}
-			if f, err := w.CreateFile(".crash/../../x.txt"); err != nil {
-				t.Errorf("%q: crash file: %v", id, err)
-			} else {
-				f.Close()
-			}
 			w.Close()
+			if _, err := WriteBeside(w.ManifestPath(), "/../../x.txt", []byte("x")); err == nil {
+				t.Errorf("%q: a file was written out of the folder", id)
+			}
+			if path, err := WriteBeside(w.ManifestPath(), ".crash.txt", []byte("x")); err != nil || filepath.Dir(path) != dir {
+				t.Errorf("%q: crash file %s: %v", id, path, err)
+			}
 			if filepath.Dir(w.ManifestPath()) != dir || !safe.MatchString(filepath.Base(w.ManifestPath())) {
 				t.Errorf("%q: manifest at %s", id, w.ManifestPath())
 			}

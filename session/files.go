@@ -123,11 +123,22 @@ func createCSV(root *os.Root, name string, header []string) (*os.File, error) {
 	return f, nil
 }
 
-// CreateFile makes a new file of the session's, stem+suffix, in its
-// folder (e.g. a crash report beside the manifest); an existing one is
-// not replaced.
-func (w *Writer) CreateFile(suffix string) (*os.File, error) {
-	return w.root.OpenFile(w.manifest.ID+FileName(suffix), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+// WriteBeside writes data to a new file beside the manifest at path, its
+// stem with suffix (".crash.txt"), made in the manifest's folder and
+// nowhere else, never over a file that is there; it returns its path.
+func WriteBeside(manifest, suffix string, data []byte) (string, error) {
+	root, err := os.OpenRoot(filepath.Dir(manifest))
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	name := FileStem(manifest) + suffix
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	return filepath.Join(filepath.Dir(manifest), name), errors.Join(err, f.Sync(), f.Close())
 }
 
 // ManifestPath is where the manifest lives.

@@ -63,6 +63,7 @@ type App struct {
 	quitting bool // stopping the run, then quitting: the user interrupted it
 	stale    bool // run data changed since the last frame
 	frame    string
+	guard    crashGuard
 }
 
 // Outcome is how the last run ended, for the command to print after the
@@ -73,9 +74,12 @@ type Outcome struct {
 	// q, then y), which the command reports like SIGINT.
 	Interrupted bool
 	Arms        []string // in the profile's order
-	Status      string
-	Err         error
-	Finished    *runner.Finished
+	// Manifest is the session's, once it was made (also when the run
+	// did not finish).
+	Manifest string
+	Status   string
+	Err      error
+	Finished *runner.Finished
 }
 
 // New opens the TUI on the picker.
@@ -103,8 +107,18 @@ func NewCompare(ctx context.Context, cfg Config, refs []session.Ref, sessions []
 	return a
 }
 
-// Init starts the picker's probes, or the run's event pump and frame tick.
+// Init starts the picker's probes, or the run's event pump and frame
+// tick, under the crash guard.
 func (a *App) Init() tea.Cmd {
+	_, cmd := a.guard.update(a, nil, func(tea.Msg) (tea.Model, tea.Cmd) { return a, a.start() })
+	return cmd
+}
+
+// Crash is the panic that ended the program, or nil: the command reports
+// it once the program has exited.
+func (a *App) Crash() *Crash { return a.guard.caught() }
+
+func (a *App) start() tea.Cmd {
 	a.render()
 	switch a.screen {
 	case screenPicker:
@@ -127,7 +141,7 @@ func (a *App) Outcome() Outcome {
 	r.cancel()
 	r.abandonOnce.Do(func() { close(r.abandoned) })
 	r.wait()
-	return Outcome{Ran: true, Interrupted: a.quitting, Arms: r.arms, Status: r.status, Err: r.err, Finished: r.finished}
+	return Outcome{Ran: true, Interrupted: a.quitting, Arms: r.arms, Manifest: r.manifest, Status: r.status, Err: r.err, Finished: r.finished}
 }
 
 type tickMsg time.Time
@@ -136,8 +150,12 @@ func tick() tea.Cmd {
 	return tea.Tick(frameInterval, func(t time.Time) tea.Msg { return tickMsg(t) })
 }
 
-// Update routes a message.
+// Update routes a message, under the crash guard.
 func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	return a.guard.update(a, msg, a.update)
+}
+
+func (a *App) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	var cmd tea.Cmd
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
@@ -200,11 +218,19 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // key handles a key press; quit reports that the program should end now.
 func (a *App) key(msg tea.KeyPressMsg) (cmd tea.Cmd, quit bool) {
 	running := a.run != nil && !a.run.ended()
+	// ctrl+c stops at once, as SIGINT does, and quits even from a text
+	// field, where q is just a letter; q asks first during a run.
+	if key.Matches(msg, keys.Interrupt) {
+		if !running {
+			return nil, true
+		}
+		a.stopAndQuit()
+		return nil, false
+	}
 	if a.confirm {
 		switch {
 		case key.Matches(msg, keys.Yes):
-			a.confirm, a.quitting = false, true
-			a.run.cancel() // the runner saves a partial session, then runEndedMsg quits
+			a.stopAndQuit()
 		case key.Matches(msg, keys.No):
 			a.confirm = false
 		}
@@ -212,8 +238,7 @@ func (a *App) key(msg tea.KeyPressMsg) (cmd tea.Cmd, quit bool) {
 	}
 	typing := a.screen == screenPicker && a.picker.typing()
 	switch {
-	// ctrl+c quits even from a text field, where q is just a letter.
-	case key.Matches(msg, keys.Interrupt) || key.Matches(msg, keys.Quit) && !typing:
+	case key.Matches(msg, keys.Quit) && !typing:
 		if running {
 			a.confirm = true
 			return nil, false
@@ -245,8 +270,7 @@ func (a *App) key(msg tea.KeyPressMsg) (cmd tea.Cmd, quit bool) {
 			}
 			a.dash.paused = !a.dash.paused
 		case key.Matches(msg, keys.Stop) && running:
-			a.data.event = "stopping: the trial in flight is canceled, the session saved as partial"
-			a.run.cancel()
+			a.stopRun()
 		default:
 			a.dash.update(msg)
 		}
@@ -277,8 +301,21 @@ func (a *App) key(msg tea.KeyPressMsg) (cmd tea.Cmd, quit bool) {
 	return nil, false
 }
 
+// stopRun stops the run: the trial in flight is canceled and the session
+// saved as partial; runEndedMsg then shows the done view.
+func (a *App) stopRun() {
+	a.data.event = "stopping: the trial in flight is canceled, the session saved as partial"
+	a.run.cancel()
+}
+
+// stopAndQuit stops the run, and quits once it has saved.
+func (a *App) stopAndQuit() {
+	a.confirm, a.quitting = false, true
+	a.stopRun()
+}
+
 func (a *App) startRun(plan *runner.Plan, b []backends.Backend) {
-	a.attach(plan, startRun(a.ctx, plan, b))
+	a.attach(plan, startRun(a.ctx, plan, b, &a.guard))
 }
 
 // attach shows run on the dashboard.
@@ -384,7 +421,7 @@ func (a *App) bindings() bindings {
 	full := [][]key.Binding{slices.Concat(short, []key.Binding{keys.Quit})}
 	if a.screen == screenRun {
 		short = append(short, keys.Help)
-		full = [][]key.Binding{{keys.Pause, keys.Stop}, {keys.Metric, keys.Chart}, {keys.NextPanel, keys.PrevPanel, keys.Zoom}, {keys.Help, keys.Quit}}
+		full = [][]key.Binding{{keys.Pause, keys.Stop}, {keys.Metric, keys.Chart}, {keys.NextPanel, keys.PrevPanel, keys.Zoom}, {keys.Help, keys.Quit, keys.Interrupt}}
 	}
 	short = append(short, keys.Quit)
 	return bindings{short: short, full: full}
@@ -403,6 +440,7 @@ type activeRun struct {
 	status      string
 	err         error
 	arms        []string
+	manifest    string
 	finished    *runner.Finished
 }
 
@@ -410,7 +448,7 @@ type eventsMsg []runner.Event
 
 type runEndedMsg struct{}
 
-func startRun(parent context.Context, plan *runner.Plan, b []backends.Backend) *activeRun {
+func startRun(parent context.Context, plan *runner.Plan, b []backends.Backend, guard *crashGuard) *activeRun {
 	ctx, cancel := context.WithCancel(parent)
 	plan.Pause = &runner.Pause{}
 	// A deep buffer so the runner never waits for a frame between trials.
@@ -424,7 +462,7 @@ func startRun(parent context.Context, plan *runner.Plan, b []backends.Backend) *
 		for ev := range internal {
 			switch ev := ev.(type) {
 			case runner.Started:
-				r.arms = ev.Arms
+				r.arms, r.manifest = ev.Arms, ev.Manifest
 			case runner.Finished:
 				r.finished = &ev
 			}
@@ -434,11 +472,12 @@ func startRun(parent context.Context, plan *runner.Plan, b []backends.Backend) *
 			}
 		}
 	}()
-	go func() {
+	guard.goroutine(func() {
 		r.status, r.err = runner.Run(ctx, plan, b, internal)
-		<-forwarded
+	}, func() {
+		<-forwarded // Run closes internal, even when it panics
 		close(r.done)
-	}()
+	})
 	return r
 }
 

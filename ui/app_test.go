@@ -339,7 +339,7 @@ func TestQuitAsksWhileRunning(t *testing.T) {
 	if strings.Contains(tr.screen(), "Stop the run and quit?") || ctx.Err() != nil {
 		t.Fatal("n must keep the run going")
 	}
-	tr.send(press("ctrl+c"), press("y"))
+	tr.send(press("q"), press("y"))
 	if ctx.Err() == nil {
 		t.Fatal("y must stop the run")
 	}
@@ -353,6 +353,29 @@ func TestQuitAsksWhileRunning(t *testing.T) {
 	// The command exits 130 on it, as on SIGINT.
 	if !tr.app.Outcome().Interrupted {
 		t.Error("quitting mid-run is not reported as an interruption")
+	}
+}
+
+// TestCtrlCStopsTheRunAtOnce: ctrl+c on the dashboard went to the same
+// question as q while the run went on behind it, and a second ctrl+c was
+// ignored. It stops the run at once, as SIGINT does: the runner saves a
+// partial session, and the command exits 130.
+func TestCtrlCStopsTheRunAtOnce(t *testing.T) {
+	for _, first := range []string{"ctrl+c", "q"} {
+		tr := newTestRun(t, "quick")
+		ctx, cancel := context.WithCancel(context.Background())
+		tr.app.run.cancel = cancel
+		tr.send(press(first), press("ctrl+c"))
+		if ctx.Err() == nil || strings.Contains(tr.screen(), "Stop the run and quit?") {
+			t.Fatalf("%s then ctrl+c: the run goes on:\n%s", first, tr.screen())
+		}
+		close(tr.app.run.done)
+		if _, cmd := tr.app.Update(runEndedMsg{}); cmd == nil {
+			t.Fatal("the end of the run did not quit")
+		}
+		if !tr.app.Outcome().Interrupted {
+			t.Error("ctrl+c is not reported as an interruption")
+		}
 	}
 }
 

@@ -377,7 +377,7 @@ func (d *doneView) verdictLines(w, rows int) []string {
 	}
 	table := verdictTable(d.verdicts, w)
 	switch room := rows - len(table); {
-	case len(lines) <= room:
+	case len(lines) <= room || len(lines) == 0:
 	case room >= 2:
 		lines = append(lines[:room-1], styleDim.Render("… r: the report has the load results in full"))
 	default: // the load's first line, its answer, whatever it costs the table's last note

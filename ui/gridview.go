@@ -46,6 +46,7 @@ type GridApp struct {
 	states   map[string]string
 	frame    string
 	quitting bool
+	guard    crashGuard
 }
 
 // NewGrid opens the matrix screen on m, whose run starts with Init;
@@ -75,16 +76,22 @@ type gridRankedMsg struct {
 	err error
 }
 
-// Init starts the grid's run, its event pump and the frame tick.
+// Init starts the grid's run, its event pump and the frame tick, under
+// the crash guard.
 func (g *GridApp) Init() tea.Cmd {
-	g.begin = g.now()
-	go func() {
-		g.err = g.m.Run(g.ctx, func(ev grid.Event) { g.events <- ev })
-		close(g.events)
-	}()
-	g.render()
-	return tea.Batch(g.next(), tick(), g.rank())
+	_, cmd := g.guard.update(g, nil, func(tea.Msg) (tea.Model, tea.Cmd) {
+		g.begin = g.now()
+		g.guard.goroutine(func() {
+			g.err = g.m.Run(g.ctx, func(ev grid.Event) { g.events <- ev })
+		}, func() { close(g.events) })
+		g.render()
+		return g, tea.Batch(g.next(), tick(), g.rank())
+	})
+	return cmd
 }
+
+// Crash is the panic that ended the program, or nil.
+func (g *GridApp) Crash() *Crash { return g.guard.caught() }
 
 func (g *GridApp) rank() tea.Cmd {
 	dir := g.m.Dir
@@ -126,9 +133,14 @@ func (g *GridApp) next() tea.Cmd {
 	}
 }
 
-// Update handles keys, events and ticks. Events are drawn on the next
-// tick, at most frameInterval apart, however fast they come.
+// Update handles keys, events and ticks, under the crash guard. Events
+// are drawn on the next tick, at most frameInterval apart, however fast
+// they come.
 func (g *GridApp) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	return g.guard.update(g, msg, g.update)
+}
+
+func (g *GridApp) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	var cmd tea.Cmd
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:

@@ -32,7 +32,7 @@ var keys = keyMap{
 	PrevModel: key.NewBinding(key.WithKeys("left", "h"), key.WithHelp("←/h", "prev model")),
 	Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 	Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
-	Interrupt: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
+	Interrupt: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "stop, save and quit")),
 	Yes:       key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes")),
 	No:        key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n", "no")),
 }
