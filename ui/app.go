@@ -11,6 +11,7 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/profiles"
@@ -369,11 +370,22 @@ func (a *App) render() {
 	if a.confirm {
 		helpLine = styleConfirm.Render("Stop the run and quit? Trials so far stay saved. y/n")
 	}
+	// The keys, then above them the notice, wrapped rather than cut (its
+	// point is the path), each in the rows the other leaves, so that the
+	// screen keeps at least one row at any size.
+	foot := strings.Split(helpLine, "\n")
+	foot = foot[:min(len(foot), h-1)]
 	if a.notice != "" && (a.screen == screenDone || a.screen == screenCompare) {
-		// Wrapped, not cut: the notice's point is the path.
-		helpLine = strings.Join(wrap(a.notice, w), "\n") + "\n" + helpLine
+		notice := wrap(a.notice, w)
+		if room := h - 1 - len(foot); len(notice) > room {
+			notice = notice[:room]
+			if room > 0 {
+				notice[room-1] = ansi.Truncate(notice[room-1], w-1, "") + "…"
+			}
+		}
+		foot = append(notice, foot...)
 	}
-	bodyH := h - strings.Count(helpLine, "\n") - 1
+	bodyH := h - len(foot)
 	var body string
 	switch a.screen {
 	case screenPicker:
@@ -392,7 +404,7 @@ func (a *App) render() {
 		lines = append(lines, strings.Repeat(" ", w))
 	}
 	lines = lines[:bodyH]
-	for _, l := range strings.Split(helpLine, "\n") {
+	for _, l := range foot {
 		lines = append(lines, fit(l, w))
 	}
 	a.frame = strings.Join(lines, "\n")

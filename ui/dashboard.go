@@ -68,18 +68,29 @@ func (d *dashboard) update(msg tea.KeyPressMsg) {
 	}
 }
 
-// view renders the dashboard in exactly w×h cells.
+// view renders the dashboard in exactly w×h cells (h ≥ 2): the header,
+// the panels in the rows it leaves, the event line. A header taller than
+// the terminal keeps its first lines and says how many arms it left out.
 func (d *dashboard) view(w, h int, now time.Time) string {
 	if d.data.finished != nil && d.end.IsZero() {
 		d.end = now
 	}
 	header := d.header(w, h < 30, now)
-	event := d.eventLine(w)
-	bodyH := h - len(header) - 1
-	body := d.body(w, bodyH)
-	return strings.Join(append(append(header, body), event), "\n")
+	switch room := h - 1; {
+	case room < 2 && len(header) > room:
+		header = header[:max(0, room)]
+	case len(header) > room:
+		left := len(header) - room + 1
+		header = append(header[:room-1], fit(styleDim.Render(fmt.Sprintf("… %d more arms' progress: a taller terminal shows them", left)), w))
+	}
+	lines := header
+	if bodyH := h - len(header) - 1; bodyH > 0 {
+		lines = append(lines, d.body(w, bodyH))
+	}
+	return strings.Join(append(lines, d.eventLine(w)), "\n")
 }
 
+// body lays the panels out in exactly w×h cells (h ≥ 1).
 func (d *dashboard) body(w, h int) string {
 	if d.zoomed {
 		return d.panel(d.focus, w, h)
@@ -89,11 +100,10 @@ func (d *dashboard) body(w, h int) string {
 	if len(d.data.traces) > 0 {
 		powerH = min(12, max(6, h/3)) // room for the watts chart
 	}
-	if w >= 140 {
+	if bottomH := max(statsH, powerH+1); w >= 140 && h >= bottomH+3 {
 		// Side by side the power panel has room for both status lines
 		// and the timeline; neither box takes more than its content, so
 		// the spare rows go to the charts.
-		bottomH := max(statsH, powerH+1)
 		top := d.topRow(w, h-bottomH)
 		powerW := w * 2 / 5
 		bottom := sideBySide(d.panel(panelPower, powerW, bottomH), d.panel(panelStats, w-powerW, bottomH))

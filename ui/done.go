@@ -383,7 +383,14 @@ func (d *doneView) verdictLines(w, rows int) []string {
 	default: // the load's first line, its answer, whatever it costs the table's last note
 		lines = lines[:1]
 	}
-	return append(lines, table...)
+	lines = append(lines, table...)
+	// A box too short for the table says so on its last row, rather than
+	// losing metrics at its edge without a word.
+	if len(lines) > rows && rows >= 1 {
+		more := len(lines) - rows + 1
+		lines = append(lines[:rows-1], styleDim.Render(fit(fmt.Sprintf("… %d more lines: c, then enter, has every verdict", more), w)))
+	}
+	return lines
 }
 
 // verdictTable lays the tests out with a row per metric and a column per

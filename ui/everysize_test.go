@@ -1,0 +1,353 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/runner"
+	"github.com/tokentop/tokentop/runner/grid"
+	"github.com/tokentop/tokentop/session"
+)
+
+// A screen in one of its states, ready to be drawn at any size.
+type screenState struct {
+	name  string
+	model tea.Model
+	crash func() *Crash
+}
+
+// The sizes every screen is drawn at: from the least a screen draws
+// (minWidth×minHeight, 20×6) to 250×80. Every one of them with
+// TOKENTOP_EVERY_SIZE=1 (17,325 sizes: .ci/run runs it so, without the
+// race detector); otherwise every width and height near the minimum, the
+// common terminals (80×24, 200×60) and their neighbours, and a stride
+// through the rest, coarser under the race detector.
+func everySize() [][2]int {
+	const maxW, maxH = 250, 80
+	var sizes [][2]int
+	if os.Getenv("TOKENTOP_EVERY_SIZE") != "" {
+		for w := minWidth; w <= maxW; w++ {
+			for h := minHeight; h <= maxH; h++ {
+				sizes = append(sizes, [2]int{w, h})
+			}
+		}
+		return sizes
+	}
+	pick := func(lo, hi, near, stride int, common ...int) []int {
+		var out []int
+		for v := lo; v <= hi; v++ {
+			keep := v < lo+near || v == hi || (v-lo)%stride == 0
+			for _, c := range common {
+				keep = keep || v >= c-1 && v <= c+1
+			}
+			if keep {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	widths, heights := pick(minWidth, maxW, 8, 23, 80, 120, 200), pick(minHeight, maxH, 8, 11, 24, 40, 60)
+	if raceEnabled { // the detector makes a frame about five times slower: fewer, the same kinds
+		widths, heights = pick(minWidth, maxW, 3, 46, 80, 200), pick(minHeight, maxH, 3, 20, 24, 60)
+	}
+	for _, w := range widths {
+		for _, h := range heights {
+			sizes = append(sizes, [2]int{w, h})
+		}
+	}
+	return sizes
+}
+
+// TestEveryScreenAtEverySize draws every screen (picker, dashboard, help,
+// done view and its report and chooser, compare, grid) in every state it
+// can be in (1, 3 and 12 arms, a load sweep, a together study, a grid, no
+// verdicts yet, a verdict error, nothing measured, huge numbers) at every
+// size: no panic (the crash guard would hide one, so it is asked), and a
+// frame of exactly the terminal's size, no line wider. The done view
+// panicked at 60×20 once the verdicts arrived.
+func TestEveryScreenAtEverySize(t *testing.T) {
+	sizes := everySize()
+	states := screenStates(t)
+	for _, st := range states {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel() // each state is a model of its own
+			for _, size := range sizes {
+				w, h := size[0], size[1]
+				st.model.Update(tea.WindowSizeMsg{Width: w, Height: h})
+				if crash := st.crash(); crash != nil {
+					t.Fatalf("%dx%d: %v\n%s", w, h, crash, crash.Stack)
+				}
+				frame := st.model.View().Content
+				lines := strings.Split(frame, "\n")
+				if len(lines) != h {
+					t.Fatalf("%dx%d: %d lines", w, h, len(lines))
+				}
+				for i, l := range lines {
+					if got := lipgloss.Width(l); got != w {
+						t.Fatalf("%dx%d: line %d is %d cells wide: %q (raw %q, frame %q)", w, h, i+1, got, ansi.Strip(l), l, frame)
+					}
+				}
+			}
+		})
+	}
+}
+
+// appState is an App's screenState.
+func appState(name string, a *App) screenState {
+	return screenState{name: name, model: a, crash: a.Crash}
+}
+
+func screenStates(t *testing.T) []screenState {
+	t.Helper()
+	var states []screenState
+	now := testStart
+	three := []string{"greedy", "temp-0.8", "top-k-40"}
+	twelve := make([]string, 12)
+	for i := range twelve {
+		twelve[i] = fmt.Sprintf("arm-%02d-with-a-long-name", i+1)
+	}
+
+	// The picker, bare, then with broken user profiles, probe answers
+	// (a long error, many models) and its backends panel in front.
+	states = append(states, appState("picker", New(context.Background(), testConfig(&now))))
+	cfg := testConfig(&now)
+	cfg.Problems = []error{errors.New("/home/u/.config/tokentop/profiles/broken.toml:3: trials: -1 is not a trial count; use 1 or more timed trials per arm"),
+		errors.New("/home/u/.config/tokentop/profiles/x.toml:1: name: \"../x\" is not a profile name")}
+	picker := New(context.Background(), cfg)
+	for i, k := range picker.picker.kinds {
+		report := ProbeReport{Kind: k, Info: backends.Info{URL: k.DefaultURL, ServerVersion: "0.33.0", Models: []string{"gemma3:270m", "llama3.1:8b-instruct-q4_K_M", "qwen3:30b-a3b"}}}
+		if i%2 == 1 {
+			report.Err = errors.New(strings.Repeat("cannot connect to "+k.DefaultURL+": connection refused (is the server running?) ", 3))
+		}
+		picker.Update(probeMsg{i, report})
+	}
+	picker.Update(press("tab"))
+	states = append(states, appState("picker with problems and probes", picker))
+
+	// Dashboards mid-run.
+	dash := func(name string, arms []string, edit func([]runner.Event) []runner.Event, keys ...string) {
+		tr := newTestRun(t, "greedy-vs-sampling")
+		events := syntheticRun(arms, 3, 40)
+		if edit != nil {
+			events = edit(events)
+		}
+		tr.send(eventsMsg(events))
+		for _, k := range keys {
+			tr.send(press(k))
+		}
+		tr.send(tickMsg{})
+		states = append(states, appState(name, tr.app))
+	}
+	dash("dashboard, 1 arm", []string{"greedy"}, nil)
+	dash("dashboard, 3 arms, waiting and warned", three, func(ev []runner.Event) []runner.Event {
+		return append(ev, runner.Warning{Text: strings.Repeat("greedy trial 12 was cut at the context window after 251 of 2000 tokens ", 3)},
+			runner.Waiting{What: "the server to come back", Why: "cannot connect to http://127.0.0.1:8080/health: connection refused (is the server running?)", Limit: 60e9})
+	})
+	dash("dashboard, 12 arms", twelve, nil)
+	dash("dashboard, help", three, nil, "?")
+	dash("dashboard, zoomed", three, nil, "z", "c", "m")
+	dash("dashboard, nothing measured yet", three, func(ev []runner.Event) []runner.Event { return ev[:1] })
+	dash("dashboard, huge numbers", three, hugeNumbers)
+	dash("dashboard, load sweep", []string{"greedy@c1", "greedy@c2", "greedy@c4", "greedy@c8"}, sweepEvents)
+	dash("dashboard, together study", []string{"agent-a@alone", "agent-b@alone", "agent-a@together", "agent-b@together"}, func(ev []runner.Event) []runner.Event {
+		started := ev[0].(runner.Started)
+		started.Load = &session.LoadInfo{Together: []string{"agent-a", "agent-b"}}
+		ev[0] = started
+		return ev
+	})
+
+	// Done views.
+	done := func(name string, arms []string, then func(*testRun, runner.Finished) []tea.Msg) {
+		tr := newTestRun(t, "greedy-vs-sampling")
+		events := syntheticRun(arms, 2, 30)
+		fin := finished(events, session.StatusComplete)
+		fin.Manifest = writeArmsSession(t, arms, events)
+		tr.send(eventsMsg(append(events, fin)))
+		close(tr.app.run.done)
+		tr.send(runEndedMsg{})
+		for _, msg := range then(tr, fin) {
+			tr.send(msg)
+		}
+		states = append(states, appState(name, tr.app))
+	}
+	verdicts := func(arms []string, load ...string) func(*testRun, runner.Finished) []tea.Msg {
+		return func(*testRun, runner.Finished) []tea.Msg {
+			return []tea.Msg{verdictsMsg{cmp: armsComparison(t, arms), load: load}}
+		}
+	}
+	none := func(*testRun, runner.Finished) []tea.Msg { return nil }
+	done("done, 1 arm", []string{"greedy"}, none)
+	done("done, no verdicts yet", three, none)
+	done("done, 3 arms", three, verdicts(three))
+	done("done, 12 arms", twelve, verdicts(twelve))
+	done("done, an HTML report's notice", three, func(tr *testRun, fin runner.Finished) []tea.Msg {
+		long := "/home/someone/with/a/rather/deep/folder/tokentop/sessions/" + strings.Repeat("20261125T101010Z-greedy-vs-sampling-builtin", 2) + ".html"
+		return []tea.Msg{verdictsMsg{cmp: armsComparison(t, three)}, htmlWrittenMsg{path: long, err: errors.New(strings.Repeat("no space left on device ", 5))}}
+	})
+	done("done, a verdict error", three, func(*testRun, runner.Finished) []tea.Msg {
+		return []tea.Msg{verdictsMsg{err: errors.New(strings.Repeat("the session could not be read: trials CSV line 3 is bad ", 4))}}
+	})
+	sweep := []string{"greedy@c1", "greedy@c2", "greedy@c4", "greedy@c8"}
+	done("done, a load sweep", sweep, verdicts(sweep, "greedy: tok/s 604 at 1, 783 at 2, 1041 at 4, 1216 at 8 streams",
+		"greedy: knee at 4 streams: p95 TTFT is 2.1× its value at 1 stream (over 2×)",
+		"greedy: goodput (SLO TTFT ≤ 60 ms): the highest level with at least 90% of requests within it is 2 streams"))
+	done("done, its report", three, func(tr *testRun, fin runner.Finished) []tea.Msg {
+		s, err := session.Load(fin.Manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.send(verdictsMsg{cmp: armsComparison(t, three)}, press("r"))
+		return []tea.Msg{reportMsg{lines: session.BuildReport(s, session.TestOptions{Resamples: 100, Seed: 1}).Lines("", "  ")}, press("j")}
+	})
+	done("done, its chooser", three, func(tr *testRun, fin runner.Finished) []tea.Msg {
+		tr.send(press("c"))
+		options := []baselineOption{{label: "this session's arms against each other"}}
+		for i := range 30 {
+			options = append(options, baselineOption{label: fmt.Sprintf("baseline 20261125T0%04dZ-greedy-vs-sampling-builtin.toml", i),
+				differs: "backend ollama vs builtin; model gemma3:270m vs stories260K; max_tokens 64 vs 128"})
+		}
+		return []tea.Msg{baselinesMsg{options: options}, press("j"), press("j")}
+	})
+	// A run that never began, and one whose manifest could not be saved.
+	never := newTestRun(t, "quick")
+	never.app.run.err = errors.New(strings.Repeat("ollama backend at http://127.0.0.1:11434: connection refused ", 3))
+	close(never.app.run.done)
+	never.send(runEndedMsg{})
+	states = append(states, appState("done, never ran", never.app))
+	unsaved := newTestRun(t, "greedy-vs-sampling")
+	events := syntheticRun(three, 1, 10)
+	fin := finished(events, session.StatusPartial)
+	fin.SaveErr, fin.Note = "the final manifest could not be written (no space left on device): the manifest on disk is still the one written at the start", "stopped: could not write the session files"
+	unsaved.send(eventsMsg(append(events, fin)))
+	close(unsaved.app.run.done)
+	unsaved.send(runEndedMsg{})
+	states = append(states, appState("done, not saved", unsaved.app))
+
+	// Compare screens: two sessions, and twelve arms of one.
+	compare := func(name string, refs []session.Ref, sessions []*session.Session) {
+		a := NewCompare(context.Background(), testConfig(&now), refs, sessions)
+		if cmd := a.Init(); cmd != nil {
+			a.Update(cmd())
+		}
+		states = append(states, appState(name, a))
+	}
+	refs, sessions := twoSessions(t, 4)
+	compare("compare, two sessions", refs, sessions)
+	withNotice := NewCompare(context.Background(), testConfig(&now), refs, sessions)
+	withNotice.Update(htmlWrittenMsg{path: "/a/very/long/path/to/" + strings.Repeat("compare-A-vs-B-", 6) + ".html"})
+	states = append(states, appState("compare, an HTML report's notice", withNotice))
+	path := writeArmsSession(t, twelve, syntheticRun(twelve, 0, 20))
+	s, err := session.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, sessions = session.ArmComparison(s)
+	compare("compare, 12 arms", refs, sessions)
+
+	// The grid, running (a failed cell, ranked cells), its running cell's
+	// dashboard, and over.
+	m := testGrid(t, "[axes]\nthreads = [1, 2, 3]\nmax_tokens = [8, 16, 32, 64]\n")
+	gridEvents := gridEventsMsg{{Slot: grid.Slot{Cell: 0, Repetition: 1}, Cell: &m.Cells[0], Failed: errString(strings.Repeat("builtin backend: no such model ", 4))}}
+	for _, ev := range syntheticRun([]string{"greedy"}, 0, 5) {
+		gridEvents = append(gridEvents, grid.Event{Slot: grid.Slot{Cell: 1, Repetition: 1}, Cell: &m.Cells[1], Left: 5, Event: ev})
+	}
+	var rows []grid.Row
+	for i := range m.Cells {
+		v := 10 * float64(i+1)
+		rows = append(rows, grid.Row{Cell: m.Cells[i].ID, Label: m.Cells[i].Label, Rank: i + 1, N: 40, TokensPerS: 1e6 / v,
+			E2E: metrics.Estimate{Value: v, CI: metrics.CI{Lo: v * 0.9, Hi: v * 1.2}}})
+	}
+	ranked := gridRankedMsg{cmp: &grid.Comparison{Rows: rows, Means: []grid.AxisMean{
+		{Axis: "threads", Value: "1", Rows: 4, E2E: 15, E2ERatioVsFaster: 1.5}, {Axis: "threads", Value: "2", Rows: 4, E2E: 10, E2ERatioVsFaster: 1},
+		{Axis: "max_tokens", Value: "8", Rows: 3, E2E: 8, E2ERatioVsFaster: 1}, {Axis: "max_tokens", Value: "64", Rows: 3, E2E: 64, E2ERatioVsFaster: 8}}}}
+	for _, g := range []struct {
+		name string
+		msgs []tea.Msg
+	}{
+		{"grid, running", []tea.Msg{gridEvents, tickMsg{}, ranked}},
+		{"grid, its running cell", []tea.Msg{gridEvents, tickMsg{}, ranked, press("tab")}},
+		{"grid, over", []tea.Msg{gridEvents, tickMsg{}, ranked, gridDoneMsg{}}},
+	} {
+		app := NewGrid(context.Background(), m, len(m.Cells), func() time.Time { return testStart })
+		for _, msg := range g.msgs {
+			app.Update(msg)
+		}
+		states = append(states, screenState{name: g.name, model: app, crash: app.Crash})
+	}
+	return states
+}
+
+// hugeNumbers makes every figure of a run enormous: a server that
+// answered in a day, a million tokens, a trillion tokens a second.
+func hugeNumbers(events []runner.Event) []runner.Event {
+	for i, ev := range events {
+		td, ok := ev.(runner.TrialDone)
+		if !ok {
+			continue
+		}
+		r := &td.Record
+		r.E2EMs, r.TTFTMs, r.ITLMaxMs, r.ITLMeanMs, r.TPOTMs = r.E2EMs*1e6, r.TTFTMs*1e6, r.ITLMaxMs*1e6, r.ITLMeanMs*1e6, r.TPOTMs*1e6
+		r.OutputTokens, r.OutputTPS, r.PeakRSSMB = 1_000_000, 1e12, 9.9e8
+		if td.Point.N > 0 {
+			td.Point.Mean, td.Point.HalfWidth = td.Point.Mean*1e6, td.Point.HalfWidth*1e6
+		}
+		events[i] = td
+	}
+	return events
+}
+
+// sweepEvents makes a run a load sweep: its levels, its requests steady,
+// and each level's throughput per block.
+func sweepEvents(events []runner.Event) []runner.Event {
+	started := events[0].(runner.Started)
+	started.Load = &session.LoadInfo{Levels: []int{1, 2, 4, 8}, SLO: &session.SLOInfo{TTFTMs: 1.2, Goodput: 0.9}}
+	events[0] = started
+	for i, ev := range events[1:] {
+		td := ev.(runner.TrialDone)
+		td.Record.Window, td.InFlight = session.WindowSteady, 2
+		events[1+i] = td
+	}
+	for round := range 3 {
+		for i, arm := range started.Arms {
+			events = append(events, runner.BlockDone{Arm: arm, Round: round + 1,
+				Throughput: session.Throughput{Concurrency: 1 << i, TokensPerS: 600 + 150*float64(i), RequestsPerS: 10, WindowS: 0.5, Blocks: 1}})
+		}
+	}
+	return events
+}
+
+// writeArmsSession saves a session of arms with events' trials.
+func writeArmsSession(t *testing.T, arms []string, events []runner.Event) string {
+	t.Helper()
+	m := &session.Manifest{ID: "S", CreatedAt: testStart}
+	for _, a := range arms {
+		m.Arms = append(m.Arms, session.ArmInfo{Name: a})
+	}
+	w, err := session.Create(t.TempDir(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, ev := range events {
+		if td, ok := ev.(runner.TrialDone); ok {
+			if err := w.Append(td.Record, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Finish(session.StatusComplete, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	return w.ManifestPath()
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package ui
+
+const raceEnabled = true
