@@ -26,6 +26,7 @@ import (
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/backends/registry"
+	"github.com/tokentop/tokentop/backends/untrusted"
 	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/runner"
@@ -201,7 +202,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if err := typedNoOverride(fs); err != nil {
-		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		printErr(stderr, err)
 		return exitUsage
 	}
 	noWaitIfZero(&opts)
@@ -217,12 +218,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		profile, err = profile.WithArms(arms)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		printErr(stderr, err)
 		return exitUsage
 	}
 	plan, backend, err := runner.Prepare(profile, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		printErr(stderr, err)
 		return exitUsage
 	}
 
@@ -238,10 +239,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	printed.Wait()
 	switch {
 	case errors.Is(err, runner.ErrServerLost):
-		fmt.Fprintf(stderr, "tokentop: %v; what was measured is saved (status %s)\n", err, status)
+		printErr(stderr, fmt.Errorf("%w; what was measured is saved (status %s)", err, status))
 		return exitFailed
 	case err != nil:
-		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		printErr(stderr, err)
 		return exitFailed
 	case ctx.Err() != nil:
 		fmt.Fprintln(stderr, "tokentop: interrupted; the session is saved as partial")
@@ -379,7 +380,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 			err = cmp.Write(stdout, *out.format)
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "tokentop: %v\n", err)
+			printErr(stderr, err)
 			return exitFailed
 		}
 		return exitOK
@@ -389,7 +390,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	for i, arg := range positional {
 		refs[i] = session.ParseRef(arg)
 		if sessions[i], err = session.Load(refs[i].Path); err != nil {
-			fmt.Fprintf(stderr, "tokentop: %v\n", err)
+			printErr(stderr, err)
 			return exitFailed
 		}
 	}
@@ -398,7 +399,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	}
 	if out.pictures() {
 		if err := out.writePictures(refs, sessions, metricNames, stdout); err != nil {
-			fmt.Fprintf(stderr, "tokentop: %v\n", err)
+			printErr(stderr, err)
 			return exitFailed
 		}
 		return exitOK
@@ -409,7 +410,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 		err = cmp.Write(stdout, *out.format)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		printErr(stderr, err)
 		return exitUsage
 	}
 	return exitOK
@@ -433,12 +434,12 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 	}
 	g, err := profiles.FindGrid(positional[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		printErr(stderr, err)
 		return exitUsage
 	}
 	m, err := grid.Expand(g, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		printErr(stderr, err)
 		return exitUsage
 	}
 	pending, slots := m.Pending(), len(m.Order())
@@ -456,14 +457,14 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 			return reportCrash(stderr, crash, filepath.Join(m.Dir, grid.ManifestName), "saved per session; run the grid again to go on")
 		}
 		if err != nil && !errors.Is(err, tea.ErrProgramKilled) {
-			fmt.Fprintf(stderr, "tokentop: %v\n", err)
+			printErr(stderr, err)
 		}
 	} else {
 		runErr = m.Run(ctx, ui.GridHeadless(stdout, pending))
 	}
 	fmt.Fprintf(stdout, "\ngrid ran for %v\n\n", time.Since(start).Round(time.Second))
 	if cmp, err := grid.Compare(m.Dir, session.DefaultTestOptions); err != nil {
-		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		printErr(stderr, err)
 	} else {
 		cmp.Write(stdout, "text")
 	}
@@ -472,10 +473,10 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tokentop: interrupted; run 'tokentop matrix %s' again to go on where it stopped\n", positional[0])
 		return exitInterrupted
 	case errors.Is(runErr, grid.ErrBudgetSpent):
-		fmt.Fprintf(stderr, "tokentop: %v; run 'tokentop matrix %s' again to go on where it stopped\n", runErr, positional[0])
+		printErr(stderr, fmt.Errorf("%w; run 'tokentop matrix %s' again to go on where it stopped", runErr, positional[0]))
 		return exitOK
 	case runErr != nil:
-		fmt.Fprintf(stderr, "tokentop: %v\n", runErr)
+		printErr(stderr, runErr)
 		return exitFailed
 	}
 	return exitOK
@@ -502,22 +503,22 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	for _, path := range positional {
 		s, err := session.Load(path)
 		if err != nil {
-			fmt.Fprintf(stderr, "tokentop: %v\n", err)
+			printErr(stderr, err)
 			return exitFailed
 		}
 		for _, warning := range s.Warnings {
-			fmt.Fprintf(stderr, "tokentop: warning: %s\n", warning)
+			fmt.Fprintf(stderr, "tokentop: warning: %s\n", untrusted.Line(warning))
 		}
 		if out.pictures() {
 			refs, sessions := session.ArmComparison(s)
 			if err := out.writePictures(refs, sessions, nil, stdout); err != nil {
-				fmt.Fprintf(stderr, "tokentop: %v\n", err)
+				printErr(stderr, err)
 				return exitFailed
 			}
 			return exitOK
 		}
 		if err := session.BuildReport(s, out.testOptions()).Write(stdout, *out.format); err != nil {
-			fmt.Fprintf(stderr, "tokentop: %v\n", err)
+			printErr(stderr, err)
 			return exitFailed
 		}
 	}
@@ -589,7 +590,7 @@ func runTUI(ctx context.Context, app *ui.App, stdout, stderr io.Writer) int {
 		return reportCrash(stderr, crash, outcome.Manifest, status)
 	}
 	if err != nil && !errors.Is(err, tea.ErrProgramKilled) {
-		fmt.Fprintf(stderr, "tokentop: %v\n", err)
+		printErr(stderr, err)
 		return exitFailed
 	}
 	if outcome.Finished != nil {
@@ -597,7 +598,7 @@ func runTUI(ctx context.Context, app *ui.App, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case outcome.Err != nil:
-		fmt.Fprintf(stderr, "tokentop: %v\n", outcome.Err)
+		printErr(stderr, outcome.Err)
 		return exitFailed
 	case ctx.Err() != nil || outcome.Interrupted:
 		fmt.Fprintln(stderr, "tokentop: interrupted; the session is saved as partial")
@@ -635,6 +636,12 @@ func reportCrash(stderr io.Writer, crash *ui.Crash, manifest, status string) int
 	}
 	fmt.Fprintln(stderr, "tokentop: this is a bug; please report it with the lines above")
 	return exitCrashed
+}
+
+// printErr prints an error for the user. Its words may quote a server, a
+// file or a name: they reach the terminal cleaned (lines kept).
+func printErr(stderr io.Writer, err error) {
+	fmt.Fprintf(stderr, "tokentop: %s\n", untrusted.Text(err.Error()))
 }
 
 func isTerminal(w io.Writer) bool {

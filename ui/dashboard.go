@@ -131,7 +131,20 @@ func (d *dashboard) body(w, h int) string {
 	if powerH < 3 {
 		topH, powerH = topH+powerH, 0
 	}
-	rows := []string{d.topRow(w, topH)}
+	// Nor do the charts keep a box too short to show a line.
+	switch {
+	case topH >= 3:
+	case powerH > 0:
+		topH, powerH = 0, powerH+topH
+	case statsH > 0:
+		topH, statsH = 0, statsH+topH
+	default:
+		return strings.Join(fitLines("", w, h), "\n")
+	}
+	var rows []string
+	if topH > 0 {
+		rows = append(rows, d.topRow(w, topH))
+	}
 	if powerH > 0 {
 		rows = append(rows, d.panel(panelPower, w, powerH))
 	}

@@ -343,12 +343,19 @@ func (d *doneView) headLines(w int) []string {
 // every row the verdicts do not need.
 func (d *doneView) results(w, h int) string {
 	const minPanels = 8
+	// The box takes the rows its verdicts need, and the panels keep
+	// minPanels when they can; but every metric's row comes before the
+	// panels: the verdicts are the answer.
+	boxRows := max(3, h-minPanels)
+	if d.verdicts != nil {
+		boxRows = min(h, max(boxRows, len(d.verdicts.Metrics)+5)) // borders, the load's answer, the header, a note
+	}
 	// One cell short of the box, so the last column never touches its side.
-	verdicts := d.verdictLines(w-3, max(3, h-minPanels)-2)
+	verdicts := d.verdictLines(w-3, boxRows-2)
 	if len(verdicts) == 0 {
 		return d.dash.body(w, h)
 	}
-	boxH := min(len(verdicts)+2, max(3, h-minPanels))
+	boxH := min(len(verdicts)+2, boxRows)
 	title := "verdicts · each arm against " + d.data.arms[0].name + " (the baseline) · median change [95% CI]"
 	out := box(title, strings.Join(verdicts, "\n"), w, boxH, false)
 	if h-boxH < 3 {
@@ -383,12 +390,16 @@ func (d *doneView) verdictLines(w, rows int) []string {
 	default: // the load's first line, its answer, whatever it costs the table's last note
 		lines = lines[:1]
 	}
+	notesFrom := len(lines) + 1 + len(d.verdicts.Metrics) // the table's header and a row per metric come first
 	lines = append(lines, table...)
 	// A box too short for the table says so on its last row, rather than
-	// losing metrics at its edge without a word.
+	// losing lines at its edge without a word.
 	if len(lines) > rows && rows >= 1 {
-		more := len(lines) - rows + 1
-		lines = append(lines[:rows-1], styleDim.Render(fit(fmt.Sprintf("… %d more lines: c, then enter, has every verdict", more), w)))
+		more, what := len(lines)-rows+1, "has every verdict"
+		if rows-1 >= notesFrom {
+			what = "has the legend and notes"
+		}
+		lines = append(lines[:rows-1], styleDim.Render(fit(fmt.Sprintf("… %d more lines: c, then enter, %s", more, what), w)))
 	}
 	return lines
 }
