@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"html"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -49,8 +50,9 @@ func TestServersThatDropEveryRequestEndTheRun(t *testing.T) {
 		}},
 	} {
 		for _, reset := range []bool{false, true} {
-			c.routes["POST "+c.path] = replay.Drop(reset)
-			srv := replay.NewServer(t, c.routes)
+			routes := maps.Clone(c.routes)
+			routes["POST "+c.path] = replay.Drop(reset)
+			srv := replay.NewServer(t, routes)
 			url := srv.URL
 			if c.backend == "openai" {
 				url += "/v1"

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"html"
 	"math"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -156,14 +159,59 @@ func TestProfilesAndBackendsCommands(t *testing.T) {
 	}
 }
 
-// buildBinary compiles tokentop for the signal tests.
+// built is the tokentop binary the tests run, compiled once per test
+// process (without the race detector: the tests that run it exercise the
+// built-in engine, which the detector slows tenfold, or signals).
+var built struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// buildBinary is the compiled tokentop, built on first use.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "tokentop")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "tokentop-test-"); built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "tokentop")
+		if out, err := exec.Command("go", "build", "-o", built.path, ".").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatalf("build: %v", built.err)
 	}
-	return bin
+	return built.path
+}
+
+// runBinary runs the compiled tokentop with args, as runCLI runs it in
+// process: for runs of the built-in engine, whose arithmetic the race
+// detector makes minutes long.
+func runBinary(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(buildBinary(t), args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(err, &exitErr):
+		code = exitErr.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return code, out.String(), errOut.String()
 }
 
 // startRun starts the binary on a slow replayed server and waits until at
@@ -337,7 +385,7 @@ func FuzzParsePercent(f *testing.F) {
 // Ollama server's, alone and compared.
 func TestHTMLReportsFromTheBuiltinEngineAndARecordedServer(t *testing.T) {
 	builtinOut, ollamaOut := t.TempDir(), t.TempDir()
-	if code, stdout, stderr := runCLI("run", "--trials", "6", "--warmup", "1", "--threads", "1", "--out", builtinOut); code != exitOK {
+	if code, stdout, stderr := runBinary(t, "run", "--trials", "6", "--warmup", "1", "--threads", "1", "--out", builtinOut); code != exitOK {
 		t.Fatalf("builtin run: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	if code, stdout, stderr := runCLI("run", "--backend", "ollama", "--url", ollamaServer(t, 0), "--model", "tiny15m",
@@ -392,7 +440,7 @@ func TestHTMLReportsFromTheBuiltinEngineAndARecordedServer(t *testing.T) {
 // kernel is slower than its f32 one, and the verdict must say which.
 func TestF32VersusQ8RunsAnywhereAndNamesTheFasterDType(t *testing.T) {
 	out := t.TempDir()
-	code, stdout, stderr := runCLI("run", "--profile", "f32-vs-q8", "--trials", "8", "--warmup", "0", "--max-tokens", "4", "--headless", "--power", "off", "--out", out)
+	code, stdout, stderr := runBinary(t, "run", "--profile", "f32-vs-q8", "--trials", "8", "--warmup", "0", "--max-tokens", "4", "--headless", "--power", "off", "--out", out)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -450,16 +498,16 @@ func TestArmFlagsMakeAQuickAB(t *testing.T) {
 func TestLoadStudiesOnTheBuiltinEngine(t *testing.T) {
 	dualOut, sweepOut := t.TempDir(), t.TempDir()
 	// The smallest model keeps it quick under the race detector too.
-	code, stdout, stderr := runCLI("run", "--profile", "dual-agent", "--model", "stories260K", "--trials", "3", "--warmup", "1", "--max-tokens", "16",
+	code, stdout, stderr := runBinary(t, "run", "--profile", "dual-agent", "--model", "stories260K", "--trials", "3", "--warmup", "1", "--max-tokens", "16",
 		"--threads", "1", "--headless", "--out", dualOut)
 	if code != exitOK || !strings.Contains(stdout, "2 agents together: speedup ") || !strings.Contains(stdout, "efficiency ") {
 		t.Fatalf("dual-agent: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	code, stdout, stderr = runCLI("run", "--profile", "quick", "--concurrency", "1,2", "--trials", "6", "--warmup", "1", "--threads", "1", "--headless", "--out", sweepOut)
+	code, stdout, stderr = runBinary(t, "run", "--profile", "quick", "--concurrency", "1,2", "--trials", "6", "--warmup", "1", "--threads", "1", "--headless", "--out", sweepOut)
 	if code != exitOK || !strings.Contains(stdout, "sweep of greedy (tok/s and req/s over the steady windows") || !regexp.MustCompile(`streams +tok/s +req/s`).MatchString(stdout) {
 		t.Fatalf("sweep: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	code, stdout, stderr = runCLI("run", "--profile", "quick", "--concurrency", "2", "--duration", "300ms", "--threads", "1", "--headless", "--out", t.TempDir())
+	code, stdout, stderr = runBinary(t, "run", "--profile", "quick", "--concurrency", "2", "--duration", "300ms", "--threads", "1", "--headless", "--out", t.TempDir())
 	if code != exitOK || !strings.Contains(stdout, "2 warmup, then 300ms of steady load each") || !strings.Contains(stdout, "greedy@c2 stopped: ran 300ms of steady load") {
 		t.Errorf("a level run for a duration: exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -533,7 +581,7 @@ max_tokens = [8, 16, 24, 32, 40, 48]
 	if n := len(manifests(t, folder)); n < 5 || strings.Contains(stdout.String(), "grid ran for") {
 		t.Fatalf("killed with %d manifests in the folder:\n%s", n, stdout.String())
 	}
-	code, stdout2, stderr := runCLI("matrix", gridFile, "--out", out, "--power", "off")
+	code, stdout2, stderr := runBinary(t, "matrix", gridFile, "--out", out, "--power", "off")
 	if code != exitOK || !strings.Contains(stdout2, "12 cells × 1 repetition(s)") || strings.Contains(stdout2, "12 of 12 sessions to run") {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout2, stderr)
 	}
