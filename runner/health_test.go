@@ -90,7 +90,6 @@ func TestServerThatDropsEveryRequestIsGivenUp(t *testing.T) {
 func TestHungServerIsGivenUpAfterTheWait(t *testing.T) {
 	plan := llamaPlan(t, misbehaving(t, replay.Hang()), 1, 300, 300*time.Millisecond)
 	plan.Profile.TrialTimeout = 200 * time.Millisecond
-	start := time.Now()
 	status, err, events := runOpened(t, plan)
 	recs := trials(events)
 	if !errors.Is(err, ErrServerLost) || status != session.StatusFailed || len(recs) != 2 || recs[0].Status != session.StatusTimeout {
@@ -98,9 +97,6 @@ func TestHungServerIsGivenUpAfterTheWait(t *testing.T) {
 	}
 	if !regexp.MustCompile(`gave no answer for \d+(\.\d+)?m?s \(--server-wait\): 2 request\(s\) in a row failed since \d\d:\d\d:\d\d, when (greedy|hot) trial 1 was sent`).MatchString(err.Error()) {
 		t.Errorf("error %v", err)
-	}
-	if d := time.Since(start); d > 30*time.Second {
-		t.Errorf("took %v", d)
 	}
 }
 

@@ -122,8 +122,7 @@ func parseRows(name string, data []byte, kind csvKind, row func(field func(col i
 		if err == io.EOF {
 			break
 		}
-		var perr *csv.ParseError
-		if errors.As(err, &perr) {
+		if perr := parseError(err); perr != nil {
 			// A stray or unclosed quote would swallow every line after it
 			// into one field: this line is bad, and reading goes on at the
 			// next one.
@@ -167,6 +166,19 @@ func parseRows(name string, data []byte, kind csvKind, row func(field func(col i
 		warnings = append(warnings, fmt.Sprintf("%v; %s%s", err, kind.leftOut, more))
 	}
 	return warnings, nil
+}
+
+// parseError is err as the CSV reader's own error, or nil; apart from
+// the loop, so that a row read cleanly costs no allocation for it.
+func parseError(err error) *csv.ParseError {
+	if err == nil {
+		return nil
+	}
+	var perr *csv.ParseError
+	if !errors.As(err, &perr) {
+		return nil
+	}
+	return perr
 }
 
 // quoteWords says what is wrong with a line the CSV reader could not

@@ -149,10 +149,11 @@ func TestTimeoutAndRefusedConnection(t *testing.T) {
 	b, _ := Kind.New(backends.Config{URL: srv.URL})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	start := time.Now()
+	// The deadline ends it: were it ignored, the request would wait for
+	// the release at the test's end, and the error would not be this.
 	_, err := b.Generate(ctx, backends.Request{Model: "m"}, func(int) {})
-	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
-		t.Errorf("hung server: %v after %v", err, time.Since(start))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("hung server: %v", err)
 	}
 
 	url := replay.ClosedURL(t)
