@@ -22,6 +22,12 @@ var (
 	// ErrDropped: the server took the connection, then closed or reset it
 	// before any answer (it stopped, or it drops what it is sent).
 	ErrDropped = errors.New("connection dropped")
+	// ErrStale: the request went out on a kept-alive connection that the
+	// server had already closed, and no byte of answer came: it most
+	// likely never reached the server (one that closes each connection
+	// right after an answer, whatever its headers said). Sending it again
+	// on a connection of its own (Request.FreshConnection) is safe.
+	ErrStale = errors.New("kept-alive connection closed before any answer")
 	// ErrNotReady: the server answers but cannot serve yet (llama-server's
 	// 503 "Loading model"); waiting may help.
 	ErrNotReady = errors.New("server not ready")
@@ -70,11 +76,9 @@ type Request struct {
 	// sequence, so that output length does not differ between arms
 	// (Kind.FixedLength says whether the server can be told).
 	IgnoreEOS bool
-	// OnResend, when set, is called as the request is sent once more on a
-	// new connection, because its kept-alive one was closed before any
-	// answer (Result.Connection is then ConnectionResent): what the server
-	// saw starts there, and so does the caller's clock.
-	OnResend func()
+	// FreshConnection sends the request on a connection of its own, not
+	// a kept-alive one (see ErrStale).
+	FreshConnection bool
 }
 
 // OnChunk is called as each chunk of generated text arrives. tokens is how
@@ -104,7 +108,8 @@ const (
 	ConnectionNew    = "new"    // a connection opened for it
 	ConnectionReused = "reused" // a kept-alive one
 	// ConnectionResent: its kept-alive connection was closed before any
-	// answer, so it was sent again on a new one.
+	// answer (ErrStale), so it was sent again on a new one (the caller's
+	// word: a backend sends each request once).
 	ConnectionResent = "resent"
 	// ConnectionNone: no connection could be made; the server never saw it.
 	ConnectionNone = "none"

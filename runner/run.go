@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tokentop/tokentop/backends"
@@ -241,7 +242,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 	events <- started
 
 	r := &run{plan: plan, backends: bs, writer: w, events: events, sessionID: m.ID, monitor: mon,
-		arms: make([]armState, len(p.Arms)), targets: make([]targetState, len(plan.Targets)),
+		arms: make([]armState, len(p.Arms)), targets: make([]targetState, len(plan.Targets)), stale: make([]atomic.Int32, len(plan.Targets)),
 		clocks: newClocks(plan.streams(), p.MaxTokens), tokens: map[session.TrialKey]session.Arrivals{}}
 	status, note, runErr := r.loop(ctx)
 	if err := mon.stop(); err != nil {
@@ -376,11 +377,20 @@ type run struct {
 	// tokens holds a load run's arrivals, for its throughput windows.
 	tokens map[session.TrialKey]session.Arrivals
 	// clocks are the token clocks, one per stream in flight.
-	clocks  []tokenClock
+	clocks []tokenClock
+	// stale counts each target's requests that found their kept-alive
+	// connection closed (backends.ErrStale); load workers add to it.
+	stale   []atomic.Int32
 	monitor *monitor
 	// warnedTruncated is set once a truncated generation was reported.
 	warnedTruncated bool
 }
+
+// staleToGoFresh is how many requests to a target that found their
+// kept-alive connection closed make all its later requests go on a
+// connection of their own: one can be chance, two is a server that closes
+// each connection after an answer.
+const staleToGoFresh = 2
 
 // loop runs the plan: one trial at a time in rounds of interleaved arms,
 // or a load run's blocks (see load.go). It says how the run ended.
@@ -604,10 +614,22 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 		Seed: armSeed(p.Seed, arm.Seed) + int64(trial), PromptCache: p.AllowsPromptCache(arm), IgnoreEOS: p.FixedLength}
 
 	trialCtx, cancel := context.WithTimeout(ctx, p.TrialTimeout)
+	stale := &r.stale[target]
+	req.FreshConnection = stale.Load() >= staleToGoFresh
 	clock.reset(time.Now())
-	req.OnResend = clock.restart
 	res, genErr := r.backends[target].Generate(trialCtx, req, clock.onChunk)
-	startedAt := clock.start // a resent request started when it went again
+	if errors.Is(genErr, backends.ErrStale) && trialCtx.Err() == nil {
+		// It never reached the server: send it once more, on a connection
+		// of its own, its clock started again.
+		stale.Add(1)
+		req.FreshConnection = true
+		clock.reset(time.Now())
+		res, genErr = r.backends[target].Generate(trialCtx, req, clock.onChunk)
+		if res.Connection != backends.ConnectionNone {
+			res.Connection = backends.ConnectionResent
+		}
+	}
+	startedAt := clock.start
 	end := time.Since(startedAt)
 	cancel()
 
@@ -680,10 +702,6 @@ func (c *tokenClock) reset(start time.Time) {
 	c.start = start
 	c.arrivals = c.arrivals[:0]
 }
-
-// restart starts the clock again now: the request is being sent again
-// (backends.Request.OnResend), before any chunk arrived.
-func (c *tokenClock) restart() { c.reset(time.Now()) }
 
 func (c *tokenClock) onChunk(tokens int) {
 	c.arrivals = append(c.arrivals, metrics.Arrival{At: time.Since(c.start), Tokens: tokens})

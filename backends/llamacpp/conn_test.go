@@ -13,28 +13,30 @@ import (
 	"github.com/tokentop/tokentop/backends/replay"
 )
 
-// TestKeptAliveConnectionClosedBeforeAnswerIsResent: a server closes each
-// connection once it has streamed an answer, although its headers said
-// keep-alive. A request that goes out on such a connection reached no
-// server: it is sent once more on a new connection, said so (resent),
-// with the caller's clock started again; after two such closes every
-// request gets a new connection, and none fails.
-func TestKeptAliveConnectionClosedBeforeAnswerIsResent(t *testing.T) {
+// TestAKeptAliveConnectionClosedUnderARequestIsStale: a server closes
+// each connection once it has streamed an answer, although its headers
+// said keep-alive. A request that goes out on such a connection reached
+// no server: it is ErrStale (the runner sends it again), and one asked
+// to go on a connection of its own gets a new one.
+func TestAKeptAliveConnectionClosedUnderARequestIsStale(t *testing.T) {
 	srv := replay.NewUnstartedServer(t, replay.Route{"POST /completion": replay.Serve(replay.Load(t, "llamacpp/completion_t0_stream"))})
 	replay.ClosesKeptAlive(srv)
 	srv.Start()
 	b, _ := Kind.Open(backends.Config{URL: srv.URL})
-	var connections []string
-	resends := 0
-	for range 6 {
-		res, err := b.Generate(context.Background(), backends.Request{Prompt: "Once upon a time", MaxTokens: 32, OnResend: func() { resends++ }}, func(int) {})
-		if err != nil || res.OutputTokens != 32 {
-			t.Fatalf("request %d: %v (%+v)", len(connections)+1, err, res)
+	var got []string
+	for _, fresh := range []bool{false, false, true, false, false} {
+		res, err := b.Generate(context.Background(), backends.Request{Prompt: "Once upon a time", MaxTokens: 32, FreshConnection: fresh}, func(int) {})
+		switch {
+		case errors.Is(err, backends.ErrStale) && strings.Contains(err.Error(), srv.URL+"/completion had closed the kept-alive connection this request went out on"):
+			got = append(got, "stale on "+res.Connection)
+		case err == nil && res.OutputTokens == 32:
+			got = append(got, res.Connection)
+		default:
+			t.Fatalf("request %d: %v (%+v)", len(got)+1, err, res)
 		}
-		connections = append(connections, res.Connection)
 	}
-	if got := strings.Join(connections, " "); got != "new resent new resent new new" || resends != 2 {
-		t.Errorf("connections %s, %d resends", got, resends)
+	if s := strings.Join(got, ", "); s != "new, stale on reused, new, new, stale on reused" {
+		t.Errorf("connections: %s", s)
 	}
 }
 

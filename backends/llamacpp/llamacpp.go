@@ -88,7 +88,7 @@ type event struct {
 
 // Generate streams one completion from /completion.
 func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
-	return b.conn.Generate(ctx, b.url+"/completion", RequestBody(req, b.options), req.OnResend, decode, onChunk)
+	return b.conn.Generate(ctx, b.url+"/completion", RequestBody(req, b.options), req.FreshConnection, decode, onChunk)
 }
 
 // decode reads a /completion SSE stream. The endpoint sends no [DONE]; the

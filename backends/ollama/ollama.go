@@ -83,7 +83,7 @@ func RequestBody(req backends.Request, extra map[string]any) any {
 
 // Generate streams one completion from /api/generate.
 func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
-	return b.conn.Generate(ctx, b.url+"/api/generate", RequestBody(req, b.options), req.OnResend, decode, onChunk)
+	return b.conn.Generate(ctx, b.url+"/api/generate", RequestBody(req, b.options), req.FreshConnection, decode, onChunk)
 }
 
 // decode reads a /api/generate NDJSON stream. A stream without its final

@@ -147,7 +147,7 @@ func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk ba
 	if b.chat {
 		path = "/chat/completions"
 	}
-	return b.conn.Generate(ctx, b.base+path, b.RequestBody(req), req.OnResend, decode, onChunk)
+	return b.conn.Generate(ctx, b.base+path, b.RequestBody(req), req.FreshConnection, decode, onChunk)
 }
 
 // decode reads an OpenAI-style SSE stream up to "data: [DONE]". A chunk's

@@ -27,35 +27,21 @@ import (
 // load run keeps up to backends.MaxConcurrency requests in flight on one
 // host; with fewer idle connections kept (Go's default is 2) every
 // request past them would open a new connection, and the handshake would
-// land in its TTFT.
-//
-// Some servers close a kept-alive connection right after each streamed
-// answer although their headers say keep-alive (llama-server b10470 does,
-// 0.02–0.07 ms after the last byte: ../shared/fixtures/README.md). A
-// request that goes out on such a connection before the client has seen
-// the close never reaches the server: it is sent once more, on a new
-// connection, and reported as resent; after closesToGoFresh of them the
-// server gets a new connection for every request.
+// land in its TTFT. A request may ask for a connection of its own
+// (backends.Request.FreshConnection): the runner's answer to a server
+// that closes kept-alive connections under requests (backends.ErrStale).
 type Conn struct {
 	apiKey string
 	pooled *http.Client
 	fresh  *http.Client // one connection per request, closed after it
-	// closedOnReuse counts requests whose reused connection the server
-	// had closed before answering.
-	closedOnReuse atomic.Int32
 }
 
 const idleTimeout = 4 * time.Second
 
-// closesToGoFresh is how many requests lost to a closed kept-alive
-// connection make a Conn stop reusing connections: one can be chance,
-// two is a server that closes after every answer.
-const closesToGoFresh = 2
-
 // NewConn makes the connections of a backend whose requests carry apiKey
 // (as a bearer token; "" sends none).
 func NewConn(apiKey string) *Conn {
-	transport := func(keepAlive bool) *http.Client {
+	client := func(keepAlive bool) *http.Client {
 		return &http.Client{
 			Transport: &http.Transport{
 				Proxy:               http.ProxyFromEnvironment,
@@ -67,7 +53,7 @@ func NewConn(apiKey string) *Conn {
 			CheckRedirect: sameServer,
 		}
 	}
-	return &Conn{apiKey: apiKey, pooled: transport(true), fresh: transport(false)}
+	return &Conn{apiKey: apiKey, pooled: client(true), fresh: client(false)}
 }
 
 // ErrRedirected is a server's redirect to another server, which is
@@ -89,11 +75,11 @@ func sameServer(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-// Generate posts body to url and decodes the streamed answer. A request
-// that fails before any stream arrives returns a Result with every field
-// unknown but Connection.
-func (c *Conn) Generate(ctx context.Context, url string, body any, resent func(), decode Decoder, onChunk backends.OnChunk) (backends.Result, error) {
-	resp, conn, err := c.post(ctx, url, body, resent)
+// Generate posts body to url (on a connection of its own when fresh) and
+// decodes the streamed answer. A request that fails before any stream
+// arrives returns a Result with every field unknown but Connection.
+func (c *Conn) Generate(ctx context.Context, url string, body any, fresh bool, decode Decoder, onChunk backends.OnChunk) (backends.Result, error) {
+	resp, conn, err := c.post(ctx, url, body, fresh)
 	if err != nil {
 		res := backends.NewResult()
 		res.Connection = conn
@@ -108,7 +94,7 @@ func (c *Conn) Generate(ctx context.Context, url string, body any, resent func()
 // PostJSON sends body as JSON and returns the response when its status is
 // 2xx; otherwise the error carries the server's own message.
 func (c *Conn) PostJSON(ctx context.Context, url string, body any) (*http.Response, error) {
-	resp, _, err := c.post(ctx, url, body, nil)
+	resp, _, err := c.post(ctx, url, body, false)
 	return resp, err
 }
 
@@ -118,7 +104,7 @@ func (c *Conn) GetJSON(ctx context.Context, url string, out any) error {
 	if err != nil {
 		return err
 	}
-	resp, _, err := c.do(req, nil)
+	resp, _, err := c.do(req, false)
 	if err != nil {
 		return err
 	}
@@ -129,7 +115,7 @@ func (c *Conn) GetJSON(ctx context.Context, url string, out any) error {
 	return nil
 }
 
-func (c *Conn) post(ctx context.Context, url string, body any, resent func()) (*http.Response, string, error) {
+func (c *Conn) post(ctx context.Context, url string, body any, fresh bool) (*http.Response, string, error) {
 	payload, err := json.Marshal(body)
 	if err != nil {
 		return nil, backends.ConnectionNone, err
@@ -139,20 +125,20 @@ func (c *Conn) post(ctx context.Context, url string, body any, resent func()) (*
 		return nil, backends.ConnectionNone, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	return c.do(req, resent)
+	return c.do(req, fresh)
 }
 
-// do sends req and says on which connection (backends.Connection*). A
-// request whose reused connection the server had closed before sending
-// any byte of answer is sent once more on a new connection (resent is
-// called first, so the caller's clock starts again); Go's transport does
-// this itself only for requests it may repeat, and a POST is not one.
-func (c *Conn) do(req *http.Request, resent func()) (*http.Response, string, error) {
+// do sends req, on a connection of its own when fresh, and says on which
+// connection (backends.Connection*). A kept-alive connection that the
+// server had closed before any byte of answer is ErrStale: Go's
+// transport sends such a request again itself only when it may repeat
+// it, and a POST is not one; the runner decides.
+func (c *Conn) do(req *http.Request, fresh bool) (*http.Response, string, error) {
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
 	client := c.pooled
-	if c.closedOnReuse.Load() >= closesToGoFresh {
+	if fresh {
 		client = c.fresh
 	}
 	resp, reused, err := send(client, req)
@@ -160,26 +146,16 @@ func (c *Conn) do(req *http.Request, resent func()) (*http.Response, string, err
 	if reused {
 		conn = backends.ConnectionReused
 	}
-	if err != nil && reused && closedBeforeAnswer(err) && req.GetBody != nil && req.Context().Err() == nil {
-		c.closedOnReuse.Add(1)
-		retry := req.Clone(req.Context())
-		if retry.Body, err = req.GetBody(); err != nil {
-			return nil, backends.ConnectionNone, err
-		}
-		if resent != nil {
-			resent()
-		}
-		resp, _, err = send(c.fresh, retry)
-		conn = backends.ConnectionResent
-	}
-	if err != nil {
-		failure := Describe(err, req.URL.String())
+	switch {
+	case err != nil && reused && closedBeforeAnswer(err):
+		return nil, conn, &backends.Failure{Kind: backends.ErrStale,
+			Err: fmt.Errorf("%s had closed the kept-alive connection this request went out on, before any answer", failedURL(err, req.URL.String()))}
+	case err != nil:
 		if neverSent(err) {
 			conn = backends.ConnectionNone
 		}
-		return nil, conn, failure
-	}
-	if resp.StatusCode/100 != 2 {
+		return nil, conn, Describe(err, req.URL.String())
+	case resp.StatusCode/100 != 2:
 		defer resp.Body.Close()
 		return nil, conn, errorFromBody(resp)
 	}
