@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
+	"github.com/tokentop/tokentop/runner"
 	"github.com/tokentop/tokentop/session"
 )
 
@@ -333,7 +335,8 @@ func (d *doneView) headLines(w int) []string {
 		}
 		lines = append(lines, styleWarn.Render(fit("⚠ "+c, w)))
 	}
-	if d.err != nil && fin.SaveErr == "" {
+	// A lost server's error is the note the title already gives.
+	if d.err != nil && fin.SaveErr == "" && !errors.Is(d.err, runner.ErrServerLost) {
 		lines = append(lines, wrap(styleBad.Render("✗ "+d.err.Error()), w)...)
 	}
 	return lines
