@@ -18,15 +18,20 @@ import (
 	"github.com/tokentop/tokentop/session"
 )
 
-// misbehaving is a llama-server whose probes pass (recorded /health and
+// llamaRoutes are a llama-server's whose probes pass (recorded /health and
 // /props) and whose /completion does what completion says.
-func misbehaving(t *testing.T, completion http.HandlerFunc) string {
-	t.Helper()
-	return replay.NewServer(t, replay.Route{
+func llamaRoutes(t *testing.T, completion http.HandlerFunc) replay.Route {
+	return replay.Route{
 		"GET /health":      replay.Serve(replay.Load(t, "llamacpp/health")),
 		"GET /props":       replay.Serve(replay.Load(t, "llamacpp/props")),
 		"POST /completion": completion,
-	}).URL
+	}
+}
+
+// misbehaving serves llamaRoutes.
+func misbehaving(t *testing.T, completion http.HandlerFunc) string {
+	t.Helper()
+	return replay.NewServer(t, llamaRoutes(t, completion)).URL
 }
 
 // runOpened runs plan against its one target, opened as every front end
@@ -160,11 +165,7 @@ func TestRetryAfterIsWaitedFor(t *testing.T) {
 // request that found its connection closed is sent again on a new one,
 // the run says so once, and no trial is lost.
 func TestNoTrialLostToAServerThatClosesKeptAliveConnections(t *testing.T) {
-	srv := replay.NewUnstartedServer(t, replay.Route{
-		"GET /health":      replay.Serve(replay.Load(t, "llamacpp/health")),
-		"GET /props":       replay.Serve(replay.Load(t, "llamacpp/props")),
-		"POST /completion": replay.Serve(replay.Load(t, "llamacpp/completion_t0_stream")),
-	})
+	srv := replay.NewUnstartedServer(t, llamaRoutes(t, replay.Serve(replay.Load(t, "llamacpp/completion_t0_stream"))))
 	replay.ClosesKeptAlive(srv)
 	srv.Start()
 	plan := llamaPlan(t, srv.URL, 1, 8, time.Minute)
