@@ -74,10 +74,9 @@ func isDown(err error) bool {
 	return errors.Is(err, backends.ErrNotReady) || errors.Is(err, backends.ErrUnreachable)
 }
 
-// requestEnded folds a finished request into its target's health and
-// says whether it found the server not there (down: not one of its
-// arm's measurements).
-func (r *run) requestEnded(f finished) (down bool) {
+// requestEnded folds a finished request into its target's health; down
+// says it found the server not there.
+func (r *run) requestEnded(f finished, down bool) {
 	rec := f.rec
 	t := r.plan.ArmTarget[f.arm]
 	state := &r.targets[t]
@@ -89,11 +88,10 @@ func (r *run) requestEnded(f finished) (down bool) {
 	switch rec.Status {
 	case session.StatusOK:
 		state.failing = failureRun{}
-		return false
+		return
 	case session.StatusCanceled:
-		return false
+		return
 	}
-	down = rec.Status == session.StatusError && isDown(f.err)
 	fr := &state.failing
 	if fr.count == 0 {
 		fr.since, fr.first = f.started, fmt.Sprintf("%s trial %d", rec.Arm, rec.Trial)
@@ -127,9 +125,8 @@ func (r *run) requestEnded(f finished) (down bool) {
 	case fr.atOnce >= FailuresToGiveUp:
 		r.giveUp(t, "its server failed every request: "+fr.words())
 	case fr.count >= 2 && now.Sub(fr.since) >= r.plan.ServerWait:
-		r.giveUp(t, fmt.Sprintf("its server gave no answer for %v (--server-wait): %s", now.Sub(fr.since).Round(time.Second), fr.words()))
+		r.giveUp(t, fmt.Sprintf("its server failed every request for %v (--server-wait): %s", now.Sub(fr.since).Round(time.Second), fr.words()))
 	}
-	return down
 }
 
 // giveUp ends target t's arms, saying why.

@@ -528,7 +528,7 @@ func (r *run) collect(f finished) error {
 	// arm stopped), in the order they happened.
 	down := rec.Status == session.StatusError && isDown(f.err)
 	r.report(f, down)
-	r.requestEnded(f)
+	r.requestEnded(f, down)
 	return nil
 }
 

@@ -56,10 +56,10 @@ func NewConn(apiKey string) *Conn {
 	return &Conn{apiKey: apiKey, pooled: client(true), fresh: client(false)}
 }
 
-// ErrRedirected is a server's redirect to another server, which is
-// refused: every trial would measure that other server while the session
-// named this one.
-var ErrRedirected = errors.New("redirected to another server")
+// errRedirected begins the error of a redirect to another server, which
+// is refused: every trial would measure that other server while the
+// session named this one.
+var errRedirected = errors.New("redirected to another server")
 
 // sameServer lets a redirect through only to the same scheme, host and
 // port.
@@ -67,7 +67,7 @@ func sameServer(req *http.Request, via []*http.Request) error {
 	first := via[0].URL
 	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
 		return &backends.Failure{Kind: backends.ErrBadRequest, Err: fmt.Errorf("%w: %s answered with a redirect to %s; tokentop measures only the server it is pointed at, so point --url at that server if it is the one to measure",
-			ErrRedirected, first.Redacted(), req.URL.Redacted())}
+			errRedirected, first.Redacted(), req.URL.Redacted())}
 	}
 	if len(via) >= 10 {
 		return errors.New("stopped after 10 redirects")
