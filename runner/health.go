@@ -19,7 +19,7 @@ import (
 //   - A server that is not there (refused, or answering "not ready") is
 //     probed, with its arms paused, until it answers.
 //   - A server that asks for time (429, or Retry-After) gets it before
-//     its next request.
+//     its next request, within --server-wait.
 //   - Any other failure (dropped, an error status, a cut stream, a
 //     timeout) is a degraded trial, and the next one is sent.
 //
@@ -104,6 +104,9 @@ func (r *run) requestEnded(f finished, down bool) {
 		wait = overloadPause
 	}
 	switch {
+	case wait > 0 && now.Add(wait).Sub(fr.since) > r.plan.ServerWait:
+		r.giveUp(t, fmt.Sprintf("its server asked to be left alone for %v (Retry-After), past --server-wait %v: %s", wait, r.plan.ServerWait, fr.words()))
+		return
 	case wait > 0:
 		state.holdUntil = now.Add(wait)
 	case down:

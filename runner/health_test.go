@@ -222,3 +222,16 @@ func TestOnlyWhatTheServerSawIsDegraded(t *testing.T) {
 		t.Errorf("%d never sent, %d degraded (the cut stream)", none, degraded)
 	}
 }
+
+// TestARetryAfterPastTheWaitEndsTheArms: a server that asks to be left
+// alone longer than --server-wait allows is not waited for an hour.
+func TestARetryAfterPastTheWaitEndsTheArms(t *testing.T) {
+	url := misbehaving(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "3600")
+		http.Error(w, `{"error":{"code":429,"message":"too many requests"}}`, http.StatusTooManyRequests)
+	})
+	status, err, _ := runOpened(t, llamaPlan(t, url, 0, 2, time.Minute))
+	if !errors.Is(err, ErrServerLost) || status != session.StatusFailed || !strings.Contains(err.Error(), "asked to be left alone for 1h0m0s (Retry-After), past --server-wait 1m0s") {
+		t.Errorf("status %s, error %v", status, err)
+	}
+}
