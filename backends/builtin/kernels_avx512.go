@@ -65,7 +65,12 @@ func i8x64(p unsafe.Pointer, off uintptr) archsimd.Int8x64 {
 
 // pairIndex[j] puts lane 2j of a scale vector in lanes 0–7 and lane 2j+1
 // in lanes 8–15: the scales of the two groups one 64-byte vector holds.
+// It is made only on a CPU with AVX-512: the load is an AVX-512
+// instruction, which killed the process at start on every other CPU.
 var pairIndex = func() (idx [4]archsimd.Uint32x16) {
+	if !haveAVX512 {
+		return idx
+	}
 	for j := range idx {
 		var lanes [16]uint32
 		for i := range lanes {

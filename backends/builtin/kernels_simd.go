@@ -177,7 +177,12 @@ func sum4(a0, a1, a2, a3 archsimd.Float32x8) archsimd.Float32x4 {
 }
 
 // laneIndex[k] selects lane k of a vector in every lane (for VPERMPS).
+// Like every index vector it is made only where its kernels run: the
+// load is an AVX instruction.
 var laneIndex = func() (idx [8]archsimd.Uint32x8) {
+	if !haveAVX2 {
+		return idx
+	}
 	for k := range idx {
 		var lanes [8]uint32
 		for i := range lanes {
@@ -369,6 +374,9 @@ func matVecQ6K(out []float32, m *Matrix, x *quantized, lo, hi int) {
 
 // halfIndex[k] puts lane 2k in lanes 0–3 and lane 2k+1 in lanes 4–7.
 var halfIndex = func() (idx [4]archsimd.Uint32x8) {
+	if !haveAVX2 {
+		return idx
+	}
 	for k := range idx {
 		idx[k] = archsimd.LoadUint32x8(&[8]uint32{uint32(2 * k), uint32(2 * k), uint32(2 * k), uint32(2 * k), uint32(2*k + 1), uint32(2*k + 1), uint32(2*k + 1), uint32(2*k + 1)})
 	}
