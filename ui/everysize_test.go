@@ -32,7 +32,7 @@ type screenState struct {
 // TOKENTOP_EVERY_SIZE=1 (17,325 sizes: .ci/run runs it so, without the
 // race detector); otherwise every width and height near the minimum, the
 // common terminals (80×24, 200×60) and their neighbours, and a stride
-// through the rest, coarser under the race detector.
+// through the rest; a few of each under the race detector.
 func everySize() [][2]int {
 	const maxW, maxH = 250, 80
 	var sizes [][2]int
@@ -58,8 +58,8 @@ func everySize() [][2]int {
 		return out
 	}
 	widths, heights := pick(minWidth, maxW, 8, 23, 80, 120, 200), pick(minHeight, maxH, 8, 11, 24, 40, 60)
-	if raceEnabled { // the detector makes a frame about five times slower: fewer, the same kinds
-		widths, heights = pick(minWidth, maxW, 3, 46, 80, 200), pick(minHeight, maxH, 3, 20, 24, 60)
+	if raceEnabled { // the detector makes a frame five times slower, and looks for races, not sizes
+		widths, heights = []int{minWidth, minWidth + 1, 80, 133, 200, maxW}, []int{minHeight, minHeight + 1, 24, 43, 60, maxH}
 	}
 	for _, w := range widths {
 		for _, h := range heights {
