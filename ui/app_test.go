@@ -576,6 +576,9 @@ func TestPickerRunsAnABOfTwoPickedTargets(t *testing.T) {
 	a.picker.inputs[1].SetValue("2")
 	a.picker.inputs[2].SetValue("0")
 	a.picker.base.OutDir = t.TempDir()
+	// Short trials: the race detector beside CI's busy loops made one of
+	// 64 tokens on the 15M model outlast the profile's 60 s timeout.
+	a.picker.base.MaxTokens = 8
 	a.Update(press("enter"))
 	if a.screen != screenRun || len(a.run.plan.Targets) != 2 || a.run.plan.Targets[1].Target.Model != "stories15M-synthetic" {
 		t.Fatalf("enter did not start the A/B: screen %d, plan %+v", a.screen, a.run.plan)
