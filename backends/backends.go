@@ -81,10 +81,38 @@ type Request struct {
 	FreshConnection bool
 }
 
-// OnChunk is called as each chunk of generated text arrives. tokens is how
-// many tokens the chunk carries when the server says so, else 1. It must be
-// called before any other work on the chunk's payload beyond parsing it.
-type OnChunk func(tokens int)
+// TokenKind says what a chunk's tokens are. Every generated token is an
+// arrival whatever it is: a reasoning model's thinking is generated (and
+// timed) like its answer.
+type TokenKind uint8
+
+// Kinds of token.
+const (
+	// Answer: the reply's text (content, text, response).
+	Answer TokenKind = iota
+	// Reasoning: thinking before the answer (reasoning_content,
+	// reasoning, Ollama's thinking, or text inside <think>…</think>).
+	Reasoning
+	// ToolCall: a tool call's name or arguments.
+	ToolCall
+)
+
+// String is the kind's word in the tokens CSV.
+func (k TokenKind) String() string {
+	switch k {
+	case Reasoning:
+		return "reasoning"
+	case ToolCall:
+		return "tool_call"
+	}
+	return "answer"
+}
+
+// OnChunk is called as each chunk of generated tokens arrives. tokens is
+// how many tokens the chunk carries when the server says so, else 1; kind
+// is what they are. It must be called before any other work on the
+// chunk's payload beyond parsing it.
+type OnChunk func(tokens int, kind TokenKind)
 
 // Result is what the server reported about a finished generation. Counts
 // are -1 and durations NaN when the server did not report them.
@@ -101,6 +129,20 @@ type Result struct {
 	// Connection is how the request reached the server (Connection*);
 	// empty for an in-process engine.
 	Connection string
+	// ReasoningTokens is the server's own count of reasoning tokens
+	// (usage.completion_tokens_details.reasoning_tokens); -1 when it
+	// did not say.
+	ReasoningTokens int
+	// LeadingReasoningChunks is how many of the first chunks, reported
+	// as answer, were reasoning after all: an inline </think> closed a
+	// reasoning block that no <think> opened (a chat template that opens
+	// it in the prompt, as DeepSeek-R1's does).
+	LeadingReasoningChunks int
+	// ChunkCounts is true when each chunk's token count is known: the
+	// server gave it (llama-server's tokens, a usage per chunk) or its
+	// protocol sends one token per chunk. Otherwise a chunk counts as one
+	// token, and where chunks carried several, gaps are per chunk.
+	ChunkCounts bool
 }
 
 // How a request reached its server.
@@ -118,7 +160,8 @@ const (
 // NewResult returns a Result with every field unknown.
 func NewResult() Result {
 	nan := math.NaN()
-	return Result{PromptTokens: -1, OutputTokens: -1, CachedTokens: -1, ServerLoadMs: nan, ServerPrefillMs: nan, ServerDecodeMs: nan}
+	return Result{PromptTokens: -1, OutputTokens: -1, CachedTokens: -1, ReasoningTokens: -1,
+		ServerLoadMs: nan, ServerPrefillMs: nan, ServerDecodeMs: nan}
 }
 
 // Info is what a probe learned about a server and the requested model.

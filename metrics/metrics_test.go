@@ -11,7 +11,7 @@ import (
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
 
 func TestDeriveTimingsHandComputed(t *testing.T) {
-	arrivals := []Arrival{{100 * time.Millisecond, 1}, {110 * time.Millisecond, 1}, {130 * time.Millisecond, 2}}
+	arrivals := []Arrival{{At: 100 * time.Millisecond, Tokens: 1}, {At: 110 * time.Millisecond, Tokens: 1}, {At: 130 * time.Millisecond, Tokens: 2}}
 	got := DeriveTimings(arrivals, 131*time.Millisecond, 4)
 	want := Timings{TTFTMs: 100, E2EMs: 131, DecodeMs: 31, TPOTMs: 31.0 / 3,
 		ITLMeanMs: 10, ITLP50Ms: 10, ITLP99Ms: 10, ITLMaxMs: 10, ITLCV: 0,
@@ -32,7 +32,7 @@ func TestDeriveTimingsUnknowns(t *testing.T) {
 	if none.E2EMs != 50 || !math.IsNaN(none.TTFTMs) || !math.IsNaN(none.TPOTMs) || !math.IsNaN(none.OutputTPS) {
 		t.Errorf("no tokens: %+v", none)
 	}
-	one := DeriveTimings([]Arrival{{20 * time.Millisecond, 1}}, 21*time.Millisecond, 1)
+	one := DeriveTimings([]Arrival{{At: 20 * time.Millisecond, Tokens: 1}}, 21*time.Millisecond, 1)
 	if one.TTFTMs != 20 || !math.IsNaN(one.TPOTMs) || !math.IsNaN(one.ITLMeanMs) || !math.IsNaN(one.DecodeTPS) {
 		t.Errorf("one token: %+v", one)
 	}
@@ -234,6 +234,48 @@ func TestCVIntervalCoverage(t *testing.T) {
 		t.Logf("CV %.1f, n = %d: the 95%% bootstrap interval covered the true CV in %.1f%% of %d samples", c.cv, c.n, 100*got, reps)
 		if math.Abs(got-c.want) > 0.04 {
 			t.Errorf("CV %.1f, n = %d: coverage %.1f%%, stated %.0f%%", c.cv, c.n, 100*got, 100*c.want)
+		}
+	}
+}
+
+// TestTTFOIsTheFirstOutputToken: TTFT is the first token of any kind,
+// TTFO the first that is not reasoning; NaN when only reasoning came.
+func TestTTFOIsTheFirstOutputToken(t *testing.T) {
+	ms := time.Millisecond
+	arrivals := []Arrival{{At: 20 * ms, Tokens: 1, Reasoning: true}, {At: 30 * ms, Tokens: 1, Reasoning: true}, {At: 40 * ms, Tokens: 1}, {At: 50 * ms, Tokens: 1}}
+	tm := DeriveTimings(arrivals, 55*ms, 4)
+	if tm.TTFTMs != 20 || tm.TTFOMs != 40 || tm.TPOTMs != 35.0/3 || ReasoningTokens(arrivals) != 2 {
+		t.Errorf("%+v, reasoning %d", tm, ReasoningTokens(arrivals))
+	}
+	if tm := DeriveTimings(arrivals[:2], 35*ms, 2); !math.IsNaN(tm.TTFOMs) {
+		t.Errorf("TTFO %v with no output token", tm.TTFOMs)
+	}
+}
+
+// TestBurstComparesArrivalsWithTheServersDecodeTime: 64 tokens within
+// 0.35 ms against 13 ms of generation is a burst; arrivals spanning the
+// decode time are not; without the server's time it is not known.
+func TestBurstComparesArrivalsWithTheServersDecodeTime(t *testing.T) {
+	spread := func(span time.Duration) []Arrival {
+		var a []Arrival
+		for i := range 64 {
+			a = append(a, Arrival{At: 100*time.Millisecond + span*time.Duration(i)/63, Tokens: 1})
+		}
+		return a
+	}
+	for _, c := range []struct {
+		span         time.Duration
+		decodeMs     float64
+		burst, known bool
+	}{
+		{350 * time.Microsecond, 13.1, true, true},
+		{12 * time.Millisecond, 13.1, false, true},
+		{3 * time.Millisecond, 13.1, true, true},
+		{12 * time.Millisecond, math.NaN(), false, false},
+		{12 * time.Millisecond, 0, false, false},
+	} {
+		if burst, known := Burst(spread(c.span), c.decodeMs, 64); burst != c.burst || known != c.known {
+			t.Errorf("span %v against %v ms: burst %v known %v", c.span, c.decodeMs, burst, known)
 		}
 	}
 }

@@ -184,7 +184,7 @@ func (d *downOnce) Generate(ctx context.Context, req backends.Request, onChunk b
 	}
 	select {
 	case <-time.After(20 * time.Millisecond):
-		onChunk(1)
+		onChunk(1, backends.Answer)
 		res.OutputTokens, res.StopReason = 1, "length"
 		return res, nil
 	case <-ctx.Done():

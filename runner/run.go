@@ -639,6 +639,11 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 		ServerDecodeMs: res.ServerDecodeMs, EnergyQuality: session.EnergyUnavailable, Connection: res.Connection,
 		EnergyJ: math.NaN(), AvgPowerW: math.NaN(), JPerToken: math.NaN(), PeakRSSMB: math.NaN()}
 	f := finished{arm: armIndex, err: genErr, started: startedAt, end: end}
+	// Reasoning that an inline </think> closed without a <think> began
+	// with the output: the backend learnt so only there.
+	for i := range min(res.LeadingReasoningChunks, len(clock.arrivals)) {
+		clock.arrivals[i].Reasoning = true
+	}
 	chunkTokens := metrics.ChunkTokens(clock.arrivals)
 	rec.OutputTokens = res.OutputTokens
 	if rec.OutputTokens < 0 {
@@ -661,8 +666,34 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 		}
 	}
 	rec.Timings = metrics.DeriveTimings(clock.arrivals, end, rec.OutputTokens)
+	describeTokens(&rec, res, clock.arrivals)
 	f.rec, f.arrivals = rec, clock.arrivals
 	return f
+}
+
+// describeTokens fills in what a record says of its tokens beyond the
+// timings: how many were reasoning, how many chunks they came in, what
+// its ITL gaps are between, and whether they arrived in a burst.
+func describeTokens(rec *session.Record, res backends.Result, arrivals []metrics.Arrival) {
+	rec.ReasoningTokens = res.ReasoningTokens
+	if rec.ReasoningTokens < 0 {
+		rec.ReasoningTokens = metrics.ReasoningTokens(arrivals)
+	}
+	rec.Chunks = len(arrivals)
+	if len(arrivals) >= 2 {
+		rec.ITLPer = session.ITLPerToken
+		if !res.ChunkCounts && rec.OutputTokens > len(arrivals) {
+			// Chunks carried several tokens, how many each the server
+			// did not say: a gap is a chunk's.
+			rec.ITLPer = session.ITLPerChunk
+		}
+	}
+	if burst, known := metrics.Burst(arrivals, res.ServerDecodeMs, rec.OutputTokens); known {
+		rec.Delivery = session.DeliveryStream
+		if burst {
+			rec.Delivery = session.DeliveryBurst
+		}
+	}
 }
 
 // classify names a failed trial's status and a one-line error. A request
@@ -703,6 +734,6 @@ func (c *tokenClock) reset(start time.Time) {
 	c.arrivals = c.arrivals[:0]
 }
 
-func (c *tokenClock) onChunk(tokens int) {
-	c.arrivals = append(c.arrivals, metrics.Arrival{At: time.Since(c.start), Tokens: tokens})
+func (c *tokenClock) onChunk(tokens int, kind backends.TokenKind) {
+	c.arrivals = append(c.arrivals, metrics.Arrival{At: time.Since(c.start), Tokens: tokens, Reasoning: kind == backends.Reasoning})
 }

@@ -66,7 +66,7 @@ func (f *fakeBackend) Generate(ctx context.Context, req backends.Request, onChun
 		due += d
 		time.Sleep(time.Until(begin.Add(due)))
 		sent = append(sent, time.Since(begin))
-		onChunk(1)
+		onChunk(1, backends.Answer)
 	}
 	f.mu.Lock()
 	f.sent = append(f.sent, sent)
@@ -368,7 +368,7 @@ func BenchmarkOnChunk(b *testing.B) {
 			c.reset(time.Now())
 			n = 0
 		}
-		onChunk(1)
+		onChunk(1, backends.Answer)
 		n++
 	}
 }

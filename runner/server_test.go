@@ -65,7 +65,7 @@ func (s *llamaServer) serve(ln net.Listener) {
 		"POST /completion": func(w http.ResponseWriter, r *http.Request) {
 			if s.requests.Add(1) == s.killAt {
 				ln.Close() // no new connections from here on
-				replay.Cut(s.stream)(w, r)
+				replay.Cut(s.stream.WithoutEnd())(w, r)
 				s.kill()
 				return
 			}
@@ -358,7 +358,7 @@ func (c countingBackend) Probe(context.Context, string) (backends.Info, error) {
 
 func (c countingBackend) Generate(_ context.Context, _ backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
 	for range c.chunks {
-		onChunk(1)
+		onChunk(1, backends.Answer)
 	}
 	res := backends.NewResult()
 	res.StopReason, res.OutputTokens = "length", c.count

@@ -164,6 +164,12 @@ func (w *Writer) Append(r Record, arrivals []metrics.Arrival) error {
 		w.row.WriteString(strconv.Itoa(tokens))
 		w.row.WriteByte(',')
 		w.row.WriteString(strconv.FormatFloat(float64(a.At)/float64(time.Millisecond), 'f', 3, 64))
+		w.row.WriteByte(',')
+		if a.Reasoning {
+			w.row.WriteString(KindReasoning)
+		} else {
+			w.row.WriteString(KindOutput)
+		}
 		w.row.WriteByte('\n')
 	}
 	if _, err := w.tokens.Write(w.row.Bytes()); err != nil {

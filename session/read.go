@@ -292,6 +292,25 @@ func parseRecord(field func(col int) string) (Record, error) {
 	default:
 		return fail(windowCol+1, errors.New("connection must be new, reused, resent, none or empty"))
 	}
+	ttfoCol := windowCol + 2
+	if r.TTFOMs, err = parseMeasure(field(ttfoCol), Header[ttfoCol]); err != nil {
+		return fail(ttfoCol, err)
+	}
+	for i, dst := range []*int{&r.ReasoningTokens, &r.Chunks} {
+		if *dst, err = parseCount(field(ttfoCol + 1 + i)); err != nil {
+			return fail(ttfoCol+1+i, err)
+		}
+	}
+	switch r.ITLPer = field(ttfoCol + 3); r.ITLPer {
+	case "", ITLPerToken, ITLPerChunk:
+	default:
+		return fail(ttfoCol+3, errors.New("itl_per must be token, chunk or empty"))
+	}
+	switch r.Delivery = field(ttfoCol + 4); r.Delivery {
+	case "", DeliveryStream, DeliveryBurst:
+	default:
+		return fail(ttfoCol+4, errors.New("delivery must be stream, burst or empty"))
+	}
 	return r, nil
 }
 

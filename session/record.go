@@ -85,7 +85,35 @@ type Record struct {
 	// connection could be made: the server never saw it); empty for the
 	// in-process engine and in sessions written before this column.
 	Connection string
+	// ReasoningTokens is how many of the output tokens were a reasoning
+	// model's thinking: the server's count where it gave one, else the
+	// tokens that arrived as reasoning; -1 when unknown (sessions before
+	// this column). Timings.TTFOMs is when the first output token came.
+	ReasoningTokens int
+	// Chunks is how many chunks the tokens came in; -1 when unknown.
+	Chunks int
+	// ITLPer says what the ITL columns' gaps are between: ITLPerToken,
+	// or ITLPerChunk where chunks carried several tokens whose counts the
+	// server did not give; empty when unknown.
+	ITLPer string
+	// Delivery is DeliveryBurst when the tokens arrived far tighter than
+	// the server generated them (metrics.Burst: the gaps measure delivery,
+	// not generation), DeliveryStream when they did not, and empty where
+	// the server gave no decode time to compare with.
+	Delivery string
 }
+
+// What a record's ITL gaps are between.
+const (
+	ITLPerToken = "token"
+	ITLPerChunk = "chunk"
+)
+
+// How a record's tokens were delivered.
+const (
+	DeliveryStream = "stream"
+	DeliveryBurst  = "burst"
+)
 
 // Windows of a load run's request.
 const (
@@ -115,15 +143,22 @@ var Header = []string{"session_id", "arm", "trial", "phase", "status", "error", 
 	"stop_reason", "ttft_ms", "e2e_ms", "decode_ms", "tpot_ms", "itl_mean_ms", "itl_p50_ms", "itl_p99_ms", "itl_max_ms",
 	"itl_cv", "output_tps", "decode_tps", "server_load_ms", "server_prefill_ms", "server_decode_ms", "energy_j",
 	"energy_quality", "avg_power_w", "j_per_token", "peak_rss_mb", "round", "position", "cached_tokens",
-	"concurrency", "stream", "in_flight", "window", "connection"}
+	"concurrency", "stream", "in_flight", "window", "connection", "ttfo_ms", "reasoning_tokens", "chunks", "itl_per", "delivery"}
 
 // baseColumns is how many of Header's columns every trials CSV has; the
 // ones after them were appended later, and a reader takes a file without
 // them (DESIGN.md: new columns are appended, never inserted).
 const baseColumns = 30
 
-// TokensHeader is the tokens CSV header.
-var TokensHeader = []string{"arm", "trial", "index", "t_ms"}
+// TokensHeader is the tokens CSV header. kind, appended later, is
+// "reasoning" for a reasoning model's thinking and "output" for the rest.
+var TokensHeader = []string{"arm", "trial", "index", "t_ms", "kind"}
+
+// Kinds of arrival in the tokens CSV.
+const (
+	KindOutput    = "output"
+	KindReasoning = "reasoning"
+)
 
 // floatFields lists, in Header order from ttft_ms on, the measurement
 // columns; reading and writing share it so the two cannot drift apart.
@@ -175,5 +210,6 @@ func (r Record) Fields() []string {
 		out = append(out, formatFloat(*f, decimals))
 	}
 	return append(out, formatCount(r.Round), formatCount(r.Position), formatCount(r.CachedTokens),
-		formatCount(r.Concurrency), formatCount(r.Stream), formatCount(r.InFlight), r.Window, r.Connection)
+		formatCount(r.Concurrency), formatCount(r.Stream), formatCount(r.InFlight), r.Window, r.Connection,
+		formatFloat(r.TTFOMs, 3), formatCount(r.ReasoningTokens), formatCount(r.Chunks), r.ITLPer, r.Delivery)
 }

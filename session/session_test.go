@@ -21,7 +21,8 @@ func record(arm string, trial int, phase, status string, e2e float64) Record {
 		StartedAt: time.Date(2026, 11, 21, 5, 0, trial, 123456789, time.UTC), PromptID: 1,
 		PromptTokens: 5, OutputTokens: 32, StopReason: "length", EnergyQuality: EnergyUnavailable,
 		ServerLoadMs: math.NaN(), ServerPrefillMs: 1.5, ServerDecodeMs: math.NaN(),
-		EnergyJ: math.NaN(), AvgPowerW: math.NaN(), JPerToken: math.NaN(), PeakRSSMB: math.NaN()}
+		EnergyJ: math.NaN(), AvgPowerW: math.NaN(), JPerToken: math.NaN(), PeakRSSMB: math.NaN(),
+		ReasoningTokens: 0, Chunks: 2, ITLPer: ITLPerToken}
 	first := time.Duration(min(10, e2e/2) * float64(time.Millisecond))
 	r.Timings = metrics.DeriveTimings([]metrics.Arrival{{At: first, Tokens: 1}, {At: time.Duration(e2e * float64(time.Millisecond)), Tokens: 31}},
 		time.Duration(e2e*float64(time.Millisecond)), 32)
@@ -93,7 +94,7 @@ func TestWriteThenLoadRoundTrips(t *testing.T) {
 		t.Errorf("server_load_ms %q energy_j %q server_prefill_ms %q", f[22], f[25], f[23])
 	}
 	tokens, _ := os.ReadFile(filepath.Join(dir, "one.tokens.csv"))
-	if !strings.HasPrefix(string(tokens), "arm,trial,index,t_ms\ngreedy,1,1,10.000\ngreedy,1,4,20.000\n") {
+	if !strings.HasPrefix(string(tokens), "arm,trial,index,t_ms,kind\ngreedy,1,1,10.000,output\ngreedy,1,4,20.000,output\n") {
 		t.Errorf("tokens CSV:\n%s", tokens)
 	}
 	again, err := Create(dir, newManifest("one"))
@@ -134,13 +135,16 @@ func TestBadTrialsFiles(t *testing.T) {
 		{"wrong header", strings.Replace(good, "ttft_ms", "ttft", 1), `x.csv:1: header has no "ttft_ms" column`},
 		{"short header", "session_id,arm\n", `x.csv:1: header has no "trial" column`},
 		{"column twice", strings.Replace(good, "ttft_ms", "e2e_ms", 1), `x.csv:1: header column 13, "e2e_ms", appears twice`},
-		{"bad appended column", good + strings.Replace(row, ",0,0,0,0,0,0,,\n", ",0,x,0,0,0,0,,\n", 1), `x.csv:2: column position: "x"`},
-		{"bad window", good + strings.Replace(row, ",0,0,0,0,0,0,,\n", ",0,0,0,0,0,0,late,\n", 1), `x.csv:2: column window: "late"`},
-		{"bad connection", good + strings.Replace(row, ",0,0,0,0,0,0,,\n", ",0,0,0,0,0,0,,maybe\n", 1), `x.csv:2: column connection: "maybe"`},
+		{"bad appended column", good + strings.Replace(row, ",0,0,0,0,0,0,,,", ",0,x,0,0,0,0,,,", 1), `x.csv:2: column position: "x"`},
+		{"bad window", good + strings.Replace(row, ",0,0,0,0,0,0,,,", ",0,0,0,0,0,0,late,,", 1), `x.csv:2: column window: "late"`},
+		{"bad connection", good + strings.Replace(row, ",0,0,0,0,0,0,,,", ",0,0,0,0,0,0,,maybe,", 1), `x.csv:2: column connection: "maybe"`},
+		{"negative reasoning tokens", good + strings.Replace(row, ",0,2,token,\n", ",-3,2,token,\n", 1), `x.csv:2: column reasoning_tokens: "-3"`},
+		{"bad itl_per", good + strings.Replace(row, ",0,2,token,\n", ",0,2,word,\n", 1), `x.csv:2: column itl_per: "word"`},
+		{"bad delivery", good + strings.Replace(row, ",0,2,token,\n", ",0,2,token,late\n", 1), `x.csv:2: column delivery: "late"`},
 		{"empty", "", "x.csv: empty file"},
 		{"only bad rows", good + strings.Replace(row, "100.000", "fast", 1) + "a,b,c\n", `x.csv:2: column e2e_ms: "fast"`},
 		{"bad phase", good + strings.Replace(row, ",timed,", ",cooldown,", 1), "x.csv:2: column phase"},
-		{"missing fields", good + "a,b,c\n", "x.csv:2: 3 fields, expected 38"},
+		{"missing fields", good + "a,b,c\n", "x.csv:2: 3 fields, expected 43"},
 		{"cut header", "session_id,arm,tri", "x.csv:1: the header line is incomplete"},
 	}
 	for _, c := range cases {

@@ -49,7 +49,7 @@ func (a Arrivals) Gaps() (tokens []int, gapsMs []float64) {
 // must come in order of arrival, as tokentop writes them.
 func ParseTokens(name string, data []byte) (map[TrialKey]Arrivals, []string, error) {
 	trials := map[TrialKey]Arrivals{}
-	warnings, err := parseRows(name, data, csvKind{"tokens", TokensHeader, len(TokensHeader), "this arrival is left out"}, func(field func(int) string) error {
+	warnings, err := parseRows(name, data, csvKind{"tokens", TokensHeader, 4, "this arrival is left out"}, func(field func(int) string) error {
 		key := TrialKey{Arm: field(0)}
 		var err error
 		if key.Trial, err = strconv.Atoi(field(1)); err != nil || key.Trial < 1 {
@@ -62,6 +62,11 @@ func ParseTokens(name string, data []byte) (map[TrialKey]Arrivals, []string, err
 		at, err := parseMeasure(field(3), TokensHeader[3])
 		if err != nil || math.IsNaN(at) {
 			return fmt.Errorf("column t_ms: %q is not a time in ms, 0 to 1e9", field(3))
+		}
+		switch field(4) {
+		case "", KindOutput, KindReasoning:
+		default:
+			return fmt.Errorf("column kind: %q is not output, reasoning or empty", field(4))
 		}
 		a := trials[key]
 		if n := len(a.AtMs); n > 0 && (at < a.AtMs[n-1] || tokens < a.Tokens[n-1]) {

@@ -84,7 +84,8 @@ func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk ba
 	prompt := b.engine.Model.Tokenizer.Encode(req.Prompt, true)
 	g, err := b.engine.Generate(ctx, prompt, req.MaxTokens,
 		Sampling{Temperature: req.Temperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP, Seed: req.Seed, IgnoreEOS: req.IgnoreEOS},
-		func(int) { onChunk(1) })
+		func(int) { onChunk(1, backends.Answer) })
+	res.ChunkCounts = true
 	res.PromptTokens = g.PromptTokens
 	res.OutputTokens = len(g.Tokens)
 	res.StopReason = g.StopReason

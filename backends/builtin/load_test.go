@@ -133,13 +133,13 @@ func TestBackendAdapter(t *testing.T) {
 		t.Errorf("info %+v", info)
 	}
 	chunks := 0
-	res, err := b.Generate(context.Background(), backends.Request{Prompt: "Once upon a time", MaxTokens: 10}, func(n int) { chunks += n })
+	res, err := b.Generate(context.Background(), backends.Request{Prompt: "Once upon a time", MaxTokens: 10}, func(n int, _ backends.TokenKind) { chunks += n })
 	if err != nil || chunks != 10 || res.OutputTokens != 10 || res.PromptTokens != 5 || res.StopReason != "length" || res.ServerDecodeMs <= 0 {
 		t.Errorf("%+v %v chunks %d", res, err, chunks)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	chunks = 0
-	_, err = b.Generate(ctx, backends.Request{Prompt: "Once", MaxTokens: 100}, func(int) {
+	_, err = b.Generate(ctx, backends.Request{Prompt: "Once", MaxTokens: 100}, func(int, backends.TokenKind) {
 		chunks++
 		if chunks == 3 {
 			cancel()

@@ -25,7 +25,7 @@ func TestAKeptAliveConnectionClosedUnderARequestIsStale(t *testing.T) {
 	b, _ := Kind.Open(backends.Config{URL: srv.URL})
 	var got []string
 	for _, fresh := range []bool{false, false, true, false, false} {
-		res, err := b.Generate(context.Background(), backends.Request{Prompt: "Once upon a time", MaxTokens: 32, FreshConnection: fresh}, func(int) {})
+		res, err := b.Generate(context.Background(), backends.Request{Prompt: "Once upon a time", MaxTokens: 32, FreshConnection: fresh}, func(int, backends.TokenKind) {})
 		switch {
 		case errors.Is(err, backends.ErrStale) && strings.Contains(err.Error(), srv.URL+"/completion had closed the kept-alive connection this request went out on"):
 			got = append(got, "stale on "+res.Connection)
@@ -73,7 +73,7 @@ func TestMisbehavingServersAreClassified(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			srv := replay.NewServer(t, replay.Route{"POST /completion": c.handler})
 			b, _ := Kind.Open(backends.Config{URL: srv.URL})
-			res, err := b.Generate(context.Background(), backends.Request{Prompt: "x", MaxTokens: 4}, func(int) {})
+			res, err := b.Generate(context.Background(), backends.Request{Prompt: "x", MaxTokens: 4}, func(int, backends.TokenKind) {})
 			if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.want) || res.Connection == "" || backends.RetryAfter(err) != c.wait {
 				t.Errorf("error %v (kind %v, wait %v), connection %q; want %v containing %q, wait %v", err, errors.Is(err, c.kind), backends.RetryAfter(err), res.Connection, c.kind, c.want, c.wait)
 			}
@@ -83,7 +83,7 @@ func TestMisbehavingServersAreClassified(t *testing.T) {
 		t.Errorf("the other server was sent %d requests", n)
 	}
 	b, _ := Kind.Open(backends.Config{URL: dead})
-	res, err := b.Generate(context.Background(), backends.Request{Prompt: "x", MaxTokens: 4}, func(int) {})
+	res, err := b.Generate(context.Background(), backends.Request{Prompt: "x", MaxTokens: 4}, func(int, backends.TokenKind) {})
 	if !errors.Is(err, backends.ErrUnreachable) || res.Connection != backends.ConnectionNone {
 		t.Errorf("no server: %v, connection %q", err, res.Connection)
 	}

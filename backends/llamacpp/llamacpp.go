@@ -92,19 +92,26 @@ func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk ba
 }
 
 // decode reads a /completion SSE stream. The endpoint sends no [DONE]; the
-// event with stop: true is the end, and a stream without it was cut.
+// event with stop: true is the end (reading stops there), and a stream
+// without it was cut. The text is the raw output, template-free: a
+// reasoning model's thinking is in it between <think> tags.
 func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 	res := backends.NewResult()
+	res.ChunkCounts = true
 	done := false
+	var think stream.ThinkSplitter
 	err := stream.SSE(body, func(data []byte) error {
 		var ev event
 		if err := stream.Unmarshal(data, &ev); err != nil {
 			return err
 		}
 		if n := len(ev.Tokens); n > 0 {
-			onChunk(n)
+			onChunk(n, think.Kind(ev.Content))
 		} else if ev.Content != "" {
-			onChunk(1)
+			// No tokens array: an older build; a chunk is one token
+			// as far as anyone can tell.
+			onChunk(1, think.Kind(ev.Content))
+			res.ChunkCounts = false
 		}
 		if err := stream.FrameError(ev.Error, data); err != nil {
 			return err
@@ -128,9 +135,11 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 				res.ServerPrefillMs = t.PromptMs
 				res.ServerDecodeMs = t.PredictedMs
 			}
+			return stream.ErrEnd
 		}
 		return nil
 	})
+	res.LeadingReasoningChunks = think.LeadingReasoning()
 	return res, stream.End(err, done)
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/backends/internal/stream"
@@ -19,7 +20,7 @@ func generate(t *testing.T, h http.HandlerFunc) (chunks, tokens int, res backend
 	srv := replay.NewServer(t, replay.Route{"POST /completion": h})
 	b, _ := Kind.New(backends.Config{URL: srv.URL})
 	res, err = b.Generate(context.Background(), backends.Request{Prompt: "Once upon a time", MaxTokens: 32},
-		func(n int) { chunks++; tokens += n })
+		func(n int, _ backends.TokenKind) { chunks++; tokens += n })
 	return
 }
 
@@ -33,6 +34,30 @@ func TestGenerateReplaysRecordedStream(t *testing.T) {
 	}
 	if res.ServerPrefillMs != 313.779 || res.ServerDecodeMs != 9815.207 {
 		t.Errorf("timings %+v", res)
+	}
+}
+
+// TestInlineThinkingIsReasoning: llama-server's native stream is the raw
+// text; a reasoning model's thinking is in it between <think> tags, each
+// one token, and every token of it is an arrival of its kind.
+func TestInlineThinkingIsReasoning(t *testing.T) {
+	var got replay.Chunks
+	res, err := decode(bytes.NewReader(replay.Reasoning(t, "llamaserver_completion_think_tags_stream").Body), got.OnChunk)
+	if err != nil || got.Kinds != "rrrrrrrraaaaa" || len(got.Tokens) != 13 || !res.ChunkCounts || res.OutputTokens != 13 || res.LeadingReasoningChunks != 0 {
+		t.Errorf("kinds %q tokens %v result %+v, error %v", got.Kinds, got.Tokens, res, err)
+	}
+}
+
+// TestAStreamEndsAtItsFinalEvent: a server holding the connection open
+// after the event with stop: true held the trial until its timeout.
+func TestAStreamEndsAtItsFinalEvent(t *testing.T) {
+	srv := replay.NewServer(t, replay.Route{"POST /completion": replay.ServeAndHold(replay.Load(t, "llamacpp/completion_t0_stream"))})
+	b, _ := Kind.New(backends.Config{URL: srv.URL})
+	// The deadline only bounds the test: reading past the final event waits for it.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if res, err := b.Generate(ctx, backends.Request{Prompt: "x", MaxTokens: 32}, func(int, backends.TokenKind) {}); err != nil || res.OutputTokens != 32 {
+		t.Fatalf("%+v %v", res, err)
 	}
 }
 
@@ -102,7 +127,7 @@ func TestPromptCacheIsOffAndHitsAreRecorded(t *testing.T) {
 		replay.Serve(replay.Load(t, "llamacpp/cache_prompt_false_repeat"))(w, r)
 	}})
 	b, _ := Kind.New(backends.Config{URL: srv.URL})
-	res, err := b.Generate(context.Background(), backends.Request{Prompt: "Once upon a time", MaxTokens: 16}, func(int) {})
+	res, err := b.Generate(context.Background(), backends.Request{Prompt: "Once upon a time", MaxTokens: 16}, func(int, backends.TokenKind) {})
 	if err != nil || sent["cache_prompt"] != false || res.CachedTokens != 0 || res.PromptTokens != 5 {
 		t.Errorf("sent %v, result %+v %v", sent, res, err)
 	}
@@ -125,7 +150,7 @@ func TestOptionsAreRequestFields(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := b.Generate(context.Background(), backends.Request{Prompt: "Once upon a time", MaxTokens: 16, PromptCache: cache}, func(int) {})
+		res, err := b.Generate(context.Background(), backends.Request{Prompt: "Once upon a time", MaxTokens: 16, PromptCache: cache}, func(int, backends.TokenKind) {})
 		if err != nil || res.CachedTokens != 4 {
 			t.Fatalf("%+v %v", res, err)
 		}
@@ -172,8 +197,9 @@ func FuzzDecode(f *testing.F) {
 	for _, name := range []string{"completion_t0_stream", "completion_t08_stream", "kill9_completion_stream", "completion_ctx_limit_stream", "cache_prompt_repeat_b"} {
 		f.Add(replay.Load(f, "llamacpp/"+name).Body)
 	}
+	f.Add(replay.Reasoning(f, "llamaserver_completion_think_tags_stream").Body)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		res, err := decode(bytes.NewReader(data), func(n int) {
+		res, err := decode(bytes.NewReader(data), func(n int, _ backends.TokenKind) {
 			if n < 1 {
 				t.Fatalf("chunk of %d tokens", n)
 			}

@@ -56,7 +56,10 @@ type generateRequest struct {
 
 // line is one NDJSON object; the final one has Done set and the counts.
 type line struct {
-	Response           string          `json:"response"`
+	Response string `json:"response"`
+	// Thinking is a thinking model's reasoning when the request set
+	// think (Ollama's own parser took it out of the response).
+	Thinking           string          `json:"thinking"`
 	Done               bool            `json:"done"`
 	DoneReason         string          `json:"done_reason"`
 	Error              json.RawMessage `json:"error"`
@@ -86,18 +89,26 @@ func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk ba
 	return b.conn.Generate(ctx, b.url+"/api/generate", RequestBody(req, b.options), req.FreshConnection, decode, onChunk)
 }
 
-// decode reads a /api/generate NDJSON stream. A stream without its final
-// `done: true` line is incomplete (Ollama ends a repetition abort that way).
+// decode reads a /api/generate NDJSON stream, one token a line: thinking
+// is reasoning, and so is a response's text inside inline <think> tags
+// (a thinking model asked without think). A stream without its final
+// `done: true` line is incomplete (Ollama ends a repetition abort that
+// way); reading stops at that line.
 func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 	res := backends.NewResult()
+	res.ChunkCounts = true
 	done := false
+	var think stream.ThinkSplitter
 	err := stream.Lines(body, func(raw []byte) error {
 		var l line
 		if err := stream.Unmarshal(raw, &l); err != nil {
 			return err
 		}
-		if l.Response != "" {
-			onChunk(1)
+		switch {
+		case l.Response != "":
+			onChunk(1, think.Kind(l.Response))
+		case l.Thinking != "":
+			onChunk(1, backends.Reasoning)
 		}
 		if err := stream.FrameError(l.Error, raw); err != nil {
 			return err
@@ -105,9 +116,11 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 		if l.Done {
 			done = true
 			parseFinal(&res, l)
+			return stream.ErrEnd
 		}
 		return nil
 	})
+	res.LeadingReasoningChunks = think.LeadingReasoning()
 	return res, stream.End(err, done)
 }
 

@@ -22,8 +22,42 @@ func generate(t *testing.T, h http.HandlerFunc) (chunks, tokens int, res backend
 	srv := replay.NewServer(t, replay.Route{"POST /api/generate": h})
 	b, _ := Kind.New(backends.Config{URL: srv.URL})
 	res, err = b.Generate(context.Background(), backends.Request{Model: "tiny15m", Prompt: "Once upon a time", MaxTokens: 32},
-		func(n int) { chunks++; tokens += n })
+		func(n int, _ backends.TokenKind) { chunks++; tokens += n })
 	return
+}
+
+// TestThinkingIsReasoning: Ollama's thinking field, and a response whose
+// reasoning a template opened in the prompt (only </think> in the text),
+// are reasoning arrivals; the runner turns the LeadingReasoningChunks
+// first answers into reasoning.
+func TestThinkingIsReasoning(t *testing.T) {
+	cases := []struct {
+		fixture, kinds  string
+		leading, output int
+	}{
+		{"ollama_generate_thinking_stream", "rrrrrraaaa", 0, 10},
+		{"ollama_generate_think_opened_by_template_stream", "aaaaaaraaaaa", 7, 12},
+	}
+	for _, c := range cases {
+		var got replay.Chunks
+		res, err := decode(bytes.NewReader(replay.Reasoning(t, c.fixture).Body), got.OnChunk)
+		if err != nil || got.Kinds != c.kinds || res.LeadingReasoningChunks != c.leading || res.OutputTokens != c.output || !res.ChunkCounts {
+			t.Errorf("%s: kinds %q result %+v, error %v", c.fixture, got.Kinds, res, err)
+		}
+	}
+}
+
+// TestAStreamEndsAtItsFinalLine: a server holding the connection open
+// after the line with done: true held the trial until its timeout.
+func TestAStreamEndsAtItsFinalLine(t *testing.T) {
+	srv := replay.NewServer(t, replay.Route{"POST /api/generate": replay.ServeAndHold(replay.Load(t, "ollama/api_generate_t0_stream"))})
+	b, _ := Kind.New(backends.Config{URL: srv.URL})
+	// The deadline only bounds the test: reading past the final line waits for it.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if res, err := b.Generate(ctx, backends.Request{Model: "m", MaxTokens: 32}, func(int, backends.TokenKind) {}); err != nil || res.OutputTokens != 32 {
+		t.Fatalf("%+v %v", res, err)
+	}
 }
 
 func TestGenerateReplaysRecordedStream(t *testing.T) {
@@ -80,7 +114,7 @@ func TestOptionsJoinTheRequestsOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := b.Generate(context.Background(), backends.Request{Model: "tiny15m", Prompt: "Once upon a time", MaxTokens: 32, Temperature: 0.5}, func(int) {})
+	res, err := b.Generate(context.Background(), backends.Request{Model: "tiny15m", Prompt: "Once upon a time", MaxTokens: 32, Temperature: 0.5}, func(int, backends.TokenKind) {})
 	if err != nil || res.OutputTokens != 32 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -151,14 +185,14 @@ func TestTimeoutAndRefusedConnection(t *testing.T) {
 	defer cancel()
 	// The deadline ends it: were it ignored, the request would wait for
 	// the release at the test's end, and the error would not be this.
-	_, err := b.Generate(ctx, backends.Request{Model: "m"}, func(int) {})
+	_, err := b.Generate(ctx, backends.Request{Model: "m"}, func(int, backends.TokenKind) {})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("hung server: %v", err)
 	}
 
 	url := replay.ClosedURL(t)
 	b, _ = Kind.New(backends.Config{URL: url})
-	_, err = b.Generate(context.Background(), backends.Request{Model: "m"}, func(int) {})
+	_, err = b.Generate(context.Background(), backends.Request{Model: "m"}, func(int, backends.TokenKind) {})
 	if err == nil || !strings.Contains(err.Error(), "connection refused (is the server running?)") {
 		t.Errorf("refused: %v", err)
 	}
@@ -200,8 +234,11 @@ func FuzzDecode(f *testing.F) {
 	for _, name := range []string{"api_generate_t0_stream", "kill9_runner_api_generate_stream", "repeat_abort_api_generate_stream", "api_generate_ctx_overflow_stream"} {
 		f.Add(replay.Load(f, "ollama/"+name).Body)
 	}
+	for _, name := range []string{"ollama_generate_thinking_stream", "ollama_generate_think_opened_by_template_stream"} {
+		f.Add(replay.Reasoning(f, name).Body)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		res, err := decode(bytes.NewReader(data), func(n int) {
+		res, err := decode(bytes.NewReader(data), func(n int, _ backends.TokenKind) {
 			if n != 1 {
 				t.Fatalf("NDJSON line reported as %d tokens", n)
 			}

@@ -115,6 +115,18 @@ type chunk struct {
 		Text  string `json:"text"`
 		Delta struct {
 			Content string `json:"content"`
+			// The thinking of a reasoning model: reasoning_content from
+			// vLLM's reasoning parsers, SGLang and llama-server's
+			// --reasoning-format; reasoning from newer vLLM, OpenRouter
+			// and Ollama's /v1.
+			ReasoningContent string `json:"reasoning_content"`
+			Reasoning        string `json:"reasoning"`
+			ToolCalls        []struct {
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -124,6 +136,9 @@ type chunk struct {
 		PromptTokensDetails *struct {
 			CachedTokens *int `json:"cached_tokens"`
 		} `json:"prompt_tokens_details"`
+		CompletionTokensDetails *struct {
+			ReasoningTokens *int `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
 	} `json:"usage"`
 	// llama-server adds its native timings to the usage chunk.
 	Timings *struct {
@@ -150,20 +165,25 @@ func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk ba
 	return b.conn.Generate(ctx, b.base+path, b.RequestBody(req), req.FreshConnection, decode, onChunk)
 }
 
-// decode reads an OpenAI-style SSE stream up to "data: [DONE]". A chunk's
-// token count is unknown (servers may batch), so each text chunk counts as
-// one arrival and the usage chunk gives the real total. Ollama repeats a
-// zero usage on every chunk: only a usage with completion tokens counts.
+// decode reads an OpenAI-style SSE stream up to "data: [DONE]", and stops
+// there even if the server keeps the connection open. Every generated
+// token is an arrival: answer text, reasoning (its own fields, or inline
+// <think> tags in the content where no parser took them out) and tool
+// calls. A chunk's token count is known where the server sends a usage
+// with each chunk (vLLM's continuous_usage_stats): the growth of its
+// completion_tokens. Otherwise a chunk counts as one arrival and the
+// final usage gives the real total. Ollama repeats a zero usage on every
+// chunk: only a usage with completion tokens counts.
 func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 	res := backends.NewResult()
+	res.ChunkCounts = true
 	done := false
+	var think stream.ThinkSplitter
+	counted, pending := 0, 0 // completion_tokens of the last usage seen, and those not yet on an arrival
 	err := stream.SSE(body, func(data []byte) error {
-		if done {
-			return nil
-		}
 		if string(data) == "[DONE]" {
 			done = true
-			return nil
+			return stream.ErrEnd
 		}
 		var c chunk
 		if err := stream.Unmarshal(data, &c); err != nil {
@@ -172,9 +192,19 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 		if c.Choices == nil && c.Content != nil && c.Stop != nil {
 			return errNativeStream
 		}
+		if u := c.Usage; u != nil && u.CompletionTokens > counted {
+			// Tokens that showed no text (a hidden special token) join
+			// the next chunk that does: its gap covered them too.
+			pending, counted = pending+u.CompletionTokens-counted, u.CompletionTokens
+		}
 		for _, choice := range c.Choices {
-			if choice.Text != "" || choice.Delta.Content != "" {
-				onChunk(1)
+			if kind, ok := chunkKind(choice.Text+choice.Delta.Content, choice.Delta.ReasoningContent+choice.Delta.Reasoning, len(choice.Delta.ToolCalls) > 0, &think); ok {
+				tokens := pending
+				if tokens == 0 {
+					tokens, res.ChunkCounts = 1, false
+				}
+				onChunk(tokens, kind)
+				pending = 0
 			}
 			if choice.FinishReason != "" {
 				res.StopReason = backends.NormalizeStopReason(choice.FinishReason)
@@ -189,6 +219,9 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 			if d := u.PromptTokensDetails; d != nil && d.CachedTokens != nil {
 				res.CachedTokens = *d.CachedTokens
 			}
+			if d := u.CompletionTokensDetails; d != nil && d.ReasoningTokens != nil {
+				res.ReasoningTokens = *d.ReasoningTokens
+			}
 		}
 		if c.Timings != nil {
 			res.ServerPrefillMs = c.Timings.PromptMs
@@ -196,7 +229,24 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 		}
 		return nil
 	})
+	res.LeadingReasoningChunks = think.LeadingReasoning()
 	return res, stream.End(err, done)
+}
+
+// chunkKind is what a choice's delta carries, and false when it carries
+// no token (a role, an empty delta, a finish reason alone). A delta with
+// answer text is an answer even if it also ends the reasoning: the answer
+// begins there.
+func chunkKind(answer, reasoning string, toolCall bool, think *stream.ThinkSplitter) (backends.TokenKind, bool) {
+	switch {
+	case answer != "":
+		return think.Kind(answer), true
+	case reasoning != "":
+		return backends.Reasoning, true
+	case toolCall:
+		return backends.ToolCall, true
+	}
+	return backends.Answer, false
 }
 
 // Probe lists /models and checks the requested model is among them. It

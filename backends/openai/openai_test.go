@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/backends/internal/stream"
@@ -39,7 +41,7 @@ func generate(t *testing.T, endpoint string, h http.HandlerFunc) generation {
 		t.Fatal(err)
 	}
 	g.res, g.err = b.Generate(context.Background(), backends.Request{Model: "tiny15m", Prompt: "Once upon a time", MaxTokens: 32, TopK: 40, Temperature: 0.8},
-		func(n int) { g.chunks += n })
+		func(n int, _ backends.TokenKind) { g.chunks += n })
 	return g
 }
 
@@ -135,7 +137,7 @@ func TestProbeKnowsLlamaServer(t *testing.T) {
 		t.Errorf("root probe: %v", err)
 	}
 	// Had the probe let it through, every trial would fail the same way.
-	if _, err := root.Generate(context.Background(), backends.Request{Prompt: "x", MaxTokens: 16}, func(int) {}); !errors.Is(err, errNativeStream) {
+	if _, err := root.Generate(context.Background(), backends.Request{Prompt: "x", MaxTokens: 16}, func(int, backends.TokenKind) {}); !errors.Is(err, errNativeStream) {
 		t.Errorf("root stream: %v", err)
 	}
 
@@ -148,7 +150,7 @@ func TestProbeKnowsLlamaServer(t *testing.T) {
 	if !strings.Contains(string(body), `"cache_prompt":false`) {
 		t.Errorf("llama-server body %s", body)
 	}
-	res, err := b.Generate(context.Background(), backends.Request{Prompt: "x", MaxTokens: 32}, func(int) {})
+	res, err := b.Generate(context.Background(), backends.Request{Prompt: "x", MaxTokens: 32}, func(int, backends.TokenKind) {})
 	if err != nil || res.CachedTokens != 4 {
 		t.Errorf("cached tokens %+v %v", res, err)
 	}
@@ -166,7 +168,7 @@ func TestOptionsAreExtraBodyFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := b.Generate(context.Background(), backends.Request{Model: "stories260k", Prompt: "Once upon a time", MaxTokens: 16}, func(int) {})
+	res, err := b.Generate(context.Background(), backends.Request{Model: "stories260k", Prompt: "Once upon a time", MaxTokens: 16}, func(int, backends.TokenKind) {})
 	if err != nil || res.OutputTokens != 16 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -196,9 +198,57 @@ func TestProbeTakesOllamasShortName(t *testing.T) {
 	if strings.Contains(string(body), "cache_prompt") {
 		t.Errorf("body %s", body)
 	}
-	res, err := b.Generate(context.Background(), backends.Request{Model: "stories260k", Prompt: "Once upon a time", MaxTokens: 16}, func(int) {})
+	res, err := b.Generate(context.Background(), backends.Request{Model: "stories260k", Prompt: "Once upon a time", MaxTokens: 16}, func(int, backends.TokenKind) {})
 	if err != nil || res.OutputTokens != 16 {
 		t.Errorf("short name %+v %v", res, err)
+	}
+}
+
+// TestEveryGeneratedTokenIsAnArrival: reasoning (either field), answer
+// text and tool calls all arrive as chunks of their kind; a chunk's token
+// count is read from a usage on every chunk where the server sends one,
+// and the server's reasoning count is kept. Before, only content and text
+// were arrivals: a reasoning model's TTFT was its first answer token.
+func TestEveryGeneratedTokenIsAnArrival(t *testing.T) {
+	cases := []struct {
+		fixture, kinds    string
+		tokens            []int
+		counted           bool
+		output, reasoning int
+	}{
+		{"llamaserver_v1_chat_reasoning_stream", "rrrrrraaaa", []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, false, 10, -1},
+		{"vllm_chat_reasoning_continuous_usage_stream", "rrrrrraaaa", []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, true, 10, -1},
+		{"vllm_chat_bundled_continuous_usage_stream", "aaaaaa", []int{2, 2, 1, 3, 1, 1}, true, 10, -1},
+		{"vllm_chat_bundled_stream", "aaaaaa", []int{1, 1, 1, 1, 1, 1}, false, 10, -1},
+		{"openrouter_chat_reasoning_tokens_stream", "rrrrrraaaa", []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, false, 10, 6},
+		{"vllm_chat_tool_call_stream", "ttttt", []int{1, 1, 1, 1, 1}, false, 9, -1},
+	}
+	for _, c := range cases {
+		t.Run(c.fixture, func(t *testing.T) {
+			var got replay.Chunks
+			res, err := decode(bytes.NewReader(replay.Reasoning(t, c.fixture).Body), got.OnChunk)
+			if err != nil || got.Kinds != c.kinds || !slices.Equal(got.Tokens, c.tokens) || res.ChunkCounts != c.counted ||
+				res.OutputTokens != c.output || res.ReasoningTokens != c.reasoning {
+				t.Errorf("kinds %q tokens %v counted %v output %d reasoning %d, error %v", got.Kinds, got.Tokens, res.ChunkCounts, res.OutputTokens, res.ReasoningTokens, err)
+			}
+		})
+	}
+}
+
+// TestAStreamEndsAtDone: a server that holds the connection open after
+// "data: [DONE]" held each trial until its timeout.
+func TestAStreamEndsAtDone(t *testing.T) {
+	srv := replay.NewServer(t, replay.Route{"POST /v1/chat/completions": replay.ServeAndHold(replay.Load(t, "llamacpp/v1_chat_stream_usage"))})
+	b, err := New(backends.Config{URL: srv.URL + "/v1", Endpoint: "chat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The deadline only bounds the test: reading past [DONE] waits for it.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := b.Generate(ctx, backends.Request{Prompt: "x", MaxTokens: 32}, func(int, backends.TokenKind) {})
+	if err != nil || res.OutputTokens != 32 {
+		t.Fatalf("%+v %v", res, err)
 	}
 }
 
@@ -206,9 +256,12 @@ func FuzzDecode(f *testing.F) {
 	for _, name := range []string{"llamacpp/v1_chat_stream_usage", "llamacpp/kill9_v1_chat_stream", "ollama/v1_completions_stream_usage", "ollama/kill9_runner_v1_chat_stream", "llamacpp/root_completions_stream"} {
 		f.Add(replay.Load(f, name).Body)
 	}
+	for _, name := range []string{"vllm_chat_reasoning_continuous_usage_stream", "vllm_chat_bundled_continuous_usage_stream", "openrouter_chat_reasoning_tokens_stream", "vllm_chat_tool_call_stream"} {
+		f.Add(replay.Reasoning(f, name).Body)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		res, err := decode(bytes.NewReader(data), func(n int) {
-			if n != 1 {
+		res, err := decode(bytes.NewReader(data), func(n int, _ backends.TokenKind) {
+			if n < 1 {
 				t.Fatalf("SSE chunk reported as %d tokens", n)
 			}
 		})

@@ -16,10 +16,22 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tokentop/tokentop/backends"
 )
 
 // FixturesDir finds ../shared/fixtures beside the repository root.
 func FixturesDir(t testing.TB) string {
+	t.Helper()
+	fixtures := filepath.Join(repoRoot(t), "..", "shared", "fixtures")
+	if _, err := os.Stat(fixtures); err != nil {
+		t.Fatalf("recorded fixtures not found at %s: check out ../shared beside the repository (%v)", fixtures, err)
+	}
+	return fixtures
+}
+
+// repoRoot is the folder of go.mod above the test's folder.
+func repoRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
@@ -35,11 +47,7 @@ func FixturesDir(t testing.TB) string {
 		}
 		dir = parent
 	}
-	fixtures := filepath.Join(dir, "..", "shared", "fixtures")
-	if _, err := os.Stat(fixtures); err != nil {
-		t.Fatalf("recorded fixtures not found at %s: check out ../shared beside the repository (%v)", fixtures, err)
-	}
-	return fixtures
+	return dir
 }
 
 // Exchange is one recorded request/response.
@@ -52,7 +60,21 @@ type Exchange struct {
 // Load reads fixture name (e.g. "ollama/api_version").
 func Load(t testing.TB, name string) Exchange {
 	t.Helper()
-	base := filepath.Join(FixturesDir(t), name)
+	return LoadFile(t, filepath.Join(FixturesDir(t), name))
+}
+
+// Reasoning reads one of the hand-written reasoning, tool-call and
+// bundled-chunk streams in backends/testdata/reasoning (its README names
+// the source each follows), by the same rules as Load.
+func Reasoning(t testing.TB, name string) Exchange {
+	t.Helper()
+	return LoadFile(t, filepath.Join(repoRoot(t), "backends", "testdata", "reasoning", name))
+}
+
+// LoadFile reads the exchange whose files start with base (base.body,
+// base.headers.txt).
+func LoadFile(t testing.TB, base string) Exchange {
+	t.Helper()
 	body, err := os.ReadFile(base + ".body")
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +127,27 @@ func Paced(ex Exchange, gap time.Duration) http.HandlerFunc {
 				flusher.Flush()
 			}
 		}
+	}
+}
+
+// WithoutEnd is ex with its body cut before its last frame (line): the
+// stream as far as a server killed before its final message sent it. A
+// client stops reading at the final message, so cutting the connection
+// after it cuts nothing.
+func (ex Exchange) WithoutEnd() Exchange {
+	body := strings.TrimRight(string(ex.Body), "\n")
+	if i := strings.LastIndexByte(body, '\n'); i >= 0 {
+		ex.Body = []byte(body[:i+1])
+	}
+	return ex
+}
+
+// ServeAndHold answers with ex, then keeps the connection open until the
+// client closes it: a server that does not close after its final message.
+func ServeAndHold(ex Exchange) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		Serve(ex)(w, r)
+		<-r.Context().Done()
 	}
 }
 
@@ -219,4 +262,17 @@ func NewUnstartedServer(t testing.TB, routes Route) *httptest.Server {
 	srv := httptest.NewUnstartedServer(routes.handler())
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// Chunks records what a backend reported of a stream's chunks: each one's
+// kind as a letter (a answer, r reasoning, t tool call) and its tokens.
+type Chunks struct {
+	Kinds  string
+	Tokens []int
+}
+
+// OnChunk is a backends.OnChunk that records into c.
+func (c *Chunks) OnChunk(tokens int, kind backends.TokenKind) {
+	c.Kinds += string("art"[kind])
+	c.Tokens = append(c.Tokens, tokens)
 }

@@ -33,9 +33,15 @@ const maxErrorBody = 64 << 10
 // ErrTruncated means the stream ended without the server's final message.
 var ErrTruncated = errors.New("stream ended before the server's final message (connection closed or generation aborted)")
 
+// ErrEnd, returned by a frame's callback, stops the reading: the server's
+// final message came. A server may keep the connection open after it
+// (past "data: [DONE]"), and the trial must not wait for it to close.
+var ErrEnd = errors.New("end of stream")
+
 // Lines calls fn with each line of r (without the line ending), reading at
 // most MaxLine bytes per line. A final line without a newline is passed on
-// too. It returns fn's first error, or ErrTruncated-wrapped read errors.
+// too. It returns fn's first error (nil for ErrEnd), or ErrTruncated-wrapped
+// read errors.
 func Lines(r io.Reader, fn func(line []byte) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var long []byte
@@ -58,7 +64,9 @@ func Lines(r io.Reader, fn func(line []byte) error) error {
 		}
 		line = bytes.TrimRight(line, "\r\n")
 		if len(line) > 0 {
-			if ferr := fn(line); ferr != nil {
+			if ferr := fn(line); errors.Is(ferr, ErrEnd) {
+				return nil
+			} else if ferr != nil {
 				return ferr
 			}
 		}
