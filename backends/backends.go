@@ -79,6 +79,28 @@ type Request struct {
 	// FreshConnection sends the request on a connection of its own, not
 	// a kept-alive one (see ErrStale).
 	FreshConnection bool
+	// Think is the arm's thinking switch: "" (the server's default),
+	// "true", "false" or an effort ("low", "medium", "high"), sent in the
+	// server's own words (see Thinker).
+	Think string
+}
+
+// Thinker is a backend that can tell its server whether a reasoning
+// model should think.
+type Thinker interface {
+	// Think says how think goes to the server, in a few words for the
+	// manifest, or why it cannot be honoured. It is asked after Probe,
+	// whose findings (which server, what the model can do) count.
+	Think(think string) (sent string, err error)
+}
+
+// ThinkSent is how b sends think, or why it cannot; a backend that is no
+// Thinker cannot be told.
+func ThinkSent(b Backend, think string) (string, error) {
+	if t, ok := b.(Thinker); ok {
+		return t.Think(think)
+	}
+	return "", errors.New("this backend cannot be told whether to think")
 }
 
 // TokenKind says what a chunk's tokens are. Every generated token is an
@@ -234,6 +256,9 @@ type Kind struct {
 	// ReservedOptions are the request fields tokentop sets from the arm:
 	// an option of that name is refused rather than sent.
 	ReservedOptions []string
+	// ReasoningRule says how a reasoning model's thinking is told from
+	// its answer in this backend's streams, for the manifest.
+	ReasoningRule string
 }
 
 // StopTruncated is the stop reason of a generation cut at the end of the

@@ -58,6 +58,11 @@ func (g *guarded) Generate(ctx context.Context, req Request, onChunk OnChunk) (R
 	return res, g.clean(err)
 }
 
+func (g *guarded) Think(think string) (string, error) {
+	sent, err := ThinkSent(g.inner, think)
+	return sent, g.clean(err)
+}
+
 func (g *guarded) Close() error {
 	if closer, ok := g.inner.(io.Closer); ok {
 		return closer.Close()

@@ -70,6 +70,8 @@ func ParseArmFlag(flag string) (Arm, error) {
 			var seed int64
 			seed, err = strconv.ParseInt(value, 10, 64)
 			a.Seed = &seed
+		case "think":
+			a.Think = Think(value)
 		case "prompt_cache":
 			var allow bool
 			allow, err = strconv.ParseBool(value)

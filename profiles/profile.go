@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,6 +60,8 @@ type Profile struct {
 	// model's end of sequence, so that arms compare at the same length;
 	// only backends that can be told so take it.
 	FixedLength bool `toml:"fixed_length"`
+	// Think is every arm's thinking switch, where an arm sets none.
+	Think Think `toml:"think"`
 	// Concurrency keeps that many requests in flight per arm, a closed
 	// loop; several levels make a sweep (see Levels).
 	Concurrency Levels `toml:"concurrency"`
@@ -110,6 +113,9 @@ type Arm struct {
 	// Concurrency, when set, is the arm's own level, in place of the
 	// profile's.
 	Concurrency int `toml:"concurrency"`
+	// Think, when set, turns a reasoning model's thinking on or off for
+	// this arm (or sets its effort), in place of the profile's.
+	Think Think `toml:"think"`
 
 	// from is the --arm flag the arm came from; "" for a profile's arm.
 	from string
@@ -117,7 +123,7 @@ type Arm struct {
 
 // ArmKeys are the keys of an [[arms]] table, in the order help lists them.
 var ArmKeys = []string{"name", "temperature", "top_k", "top_p", "min_p", "seed",
-	"backend", "url", "model", "model_path", "dtype", "threads", "prompt_cache", "concurrency", "options"}
+	"backend", "url", "model", "model_path", "dtype", "threads", "prompt_cache", "concurrency", "think", "options"}
 
 // AllowsPromptCache is whether the arm's server may reuse cached prompts:
 // the arm's own choice, else the profile's.
@@ -126,6 +132,49 @@ func (p *Profile) AllowsPromptCache(a Arm) bool {
 		return *a.PromptCache
 	}
 	return p.PromptCache
+}
+
+// Think is a reasoning model's thinking switch: ThinkDefault (the
+// server's default), "true", "false", or an effort (ThinkEfforts). Each
+// server is told it in its own words (backends.Request.Think).
+type Think string
+
+// ThinkDefault leaves thinking as the server and model have it.
+const ThinkDefault Think = ""
+
+// ThinkEfforts are the efforts think may name, as gpt-oss and Ollama take
+// them.
+var ThinkEfforts = []string{"low", "medium", "high"}
+
+// UnmarshalTOML takes a boolean or a string; check says what is wrong
+// with anything else, naming the line.
+func (t *Think) UnmarshalTOML(v any) error {
+	*t = Think(fmt.Sprint(v))
+	return nil
+}
+
+// MarshalTOML writes true and false as booleans, an effort as a string.
+func (t Think) MarshalTOML() ([]byte, error) {
+	if t == "true" || t == "false" {
+		return []byte(t), nil
+	}
+	return []byte(strconv.Quote(string(t))), nil
+}
+
+// valid reports whether t is a value think may take.
+func (t Think) valid() bool {
+	return t == ThinkDefault || t == "true" || t == "false" || slices.Contains(ThinkEfforts, string(t))
+}
+
+// thinkRule says the values of think in words, for errors.
+const thinkRule = "use true, false, or an effort: low, medium or high"
+
+// ThinkOf is the arm's thinking switch: its own, else the profile's.
+func (p *Profile) ThinkOf(a Arm) Think {
+	if a.Think != ThinkDefault {
+		return a.Think
+	}
+	return p.Think
 }
 
 // Stop is the optional early-stopping rule: an arm ends before its
@@ -331,7 +380,7 @@ func allowedKeys(k toml.Key) string {
 	case len(k) > 1 && k[0] == "models":
 		return "one model name per backend kind, e.g. ollama = \"gemma3:270m\""
 	default:
-		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompt_file, prompt_cache, fixed_length, concurrency, duration, together, [models], [[arms]], [stop], [slo]"
+		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompt_file, prompt_cache, fixed_length, think, concurrency, duration, together, [models], [[arms]], [stop], [slo]"
 	}
 }
 
@@ -411,6 +460,9 @@ func (p *Profile) resolve(file string) error {
 			bad(-1, "prompts", "prompt %d is empty", i+1)
 		}
 	}
+	if !p.Think.valid() {
+		bad(-1, "think", "%q is not a think value; %s", p.Think, thinkRule)
+	}
 	p.Stop.Check(p.Trials, func(key, msg string) {
 		errs = append(errs, &Error{File: file, Line: p.keys.find(toml.Key{"stop", key}, -1), Key: "stop." + key, Msg: msg})
 	})
@@ -482,6 +534,9 @@ func (a *Arm) check(seen map[string]bool, bad func(key, msg string)) {
 	}
 	if a.Model != "" && a.ModelPath != "" {
 		badf("model_path", "set either model or model_path, not both")
+	}
+	if !a.Think.valid() {
+		badf("think", "%q is not a think value; %s", a.Think, thinkRule)
 	}
 	if err := backends.CheckOptions(a.Options, nil); err != nil {
 		key, msg, _ := strings.Cut(err.Error(), ": ")

@@ -247,3 +247,26 @@ func FuzzParseLevels(f *testing.F) {
 		}
 	})
 }
+
+// TestThinkTakesABooleanOrAnEffort: think on a profile is every arm's
+// unless an arm sets its own; --arm takes it too; anything else is named
+// with its line.
+func TestThinkTakesABooleanOrAnEffort(t *testing.T) {
+	p, err := Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 8\ntrials = 1\nprompts = [\"x\"]\nthink = false\n[[arms]]\nname = \"a\"\n[[arms]]\nname = \"b\"\nthink = \"high\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ThinkOf(p.Arms[0]) != "false" || p.ThinkOf(p.Arms[1]) != "high" {
+		t.Errorf("think %q %q", p.ThinkOf(p.Arms[0]), p.ThinkOf(p.Arms[1]))
+	}
+	if a, err := ParseArmFlag("name=direct,think=false"); err != nil || a.Think != "false" {
+		t.Errorf("--arm think: %+v %v", a, err)
+	}
+	if _, err := p.WithArms([]Arm{{Name: "x", Think: "lots"}}); err == nil || !strings.Contains(err.Error(), `think: "lots" is not a think value; use true, false, or an effort`) {
+		t.Errorf("--arm think=lots: %v", err)
+	}
+	_, err = Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 8\ntrials = 1\nprompts = [\"x\"]\n[[arms]]\nname = \"a\"\nthink = 1\n"))
+	if err == nil || !strings.Contains(err.Error(), `t.toml:7: arms[0].think: "1" is not a think value`) {
+		t.Errorf("think = 1: %v", err)
+	}
+}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/tokentop/tokentop/backends/ollama"
 	"github.com/tokentop/tokentop/backends/openai"
 	"github.com/tokentop/tokentop/backends/replay"
 	"github.com/tokentop/tokentop/profiles"
@@ -45,15 +47,11 @@ func scriptedReasoner(t *testing.T, reasoning, answer int) string {
 	return srv.URL + "/v1"
 }
 
-// TestReasoningTokensAreTimedLikeAnswers is the scripted stream:
-// 40 reasoning tokens then 10 answer tokens, 10 ms apart from 20 ms. Only
-// answer deltas used to be arrivals: TTFT read 440 ms, TPOT 2.1 ms (decode
-// over 50 tokens while the clock saw 10) and ITL spanned 10 of 50 tokens.
-// The sleeps can only run long on a busy machine, so the bounds below are
-// lower bounds and distances, never a ceiling on a duration.
-func TestReasoningTokensAreTimedLikeAnswers(t *testing.T) {
-	url := scriptedReasoner(t, 40, 10)
-	p, err := profiles.Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 50\ntrials = 1\nwarmup = 0\nseed = 3\ntimeout = \"30s\"\nprompts = [\"Think\"]\n[[arms]]\nname = \"greedy\"\n"))
+// runReasoner runs one trial per arm (arms: the profile's [[arms]]
+// tables) on an OpenAI-compatible chat endpoint at url.
+func runReasoner(t *testing.T, url, arms string) (string, error, []Event) {
+	t.Helper()
+	p, err := profiles.Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 50\ntrials = 1\nwarmup = 0\nseed = 3\ntimeout = \"30s\"\nprompts = [\"Think\"]\n"+arms))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +65,69 @@ func TestReasoningTokensAreTimedLikeAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runPlan(t, context.Background(), plan, b)
+}
+
+// TestThinkOnAndOffIsAnAB: each arm's think goes to the server in its
+// words and into the manifest, with how its stream's reasoning was told
+// from its output; an arm whose server cannot be told is refused before
+// anything is measured.
+func TestThinkOnAndOffIsAnAB(t *testing.T) {
+	url := scriptedReasoner(t, 4, 4)
+	status, err, events := runReasoner(t, url, "[[arms]]\nname = \"thinking\"\nthink = true\n[[arms]]\nname = \"direct\"\nthink = false\n")
+	if err != nil || status != session.StatusComplete {
+		t.Fatalf("status %s, error %v", status, err)
+	}
+	s, err := session.Load(eventsOf[Finished](events)[0].Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	on, _ := s.Manifest.Arm("thinking")
+	off, _ := s.Manifest.Arm("direct")
+	if on.Think != "true" || on.ThinkSent != "chat_template_kwargs.enable_thinking = true" || off.Think != "false" ||
+		!strings.Contains(s.Manifest.Targets[0].Reasoning, "delta.reasoning_content and delta.reasoning are reasoning") {
+		t.Errorf("arms %+v %+v, target %+v", on, off, s.Manifest.Targets[0])
+	}
+	status, err, events = runReasoner(t, url, "[[arms]]\nname = \"a\"\nthink = \"high\"\n[[arms]]\nname = \"b\"\n")
+	if err != nil || len(trials(events)) != 2 {
+		t.Fatalf("an effort: %s %v", status, err)
+	}
+}
+
+// TestAThinkTheServerCannotHonourIsRefused: Ollama's stories260k cannot
+// think (its /api/show lists completion only): think = true fails the run
+// before any trial, in one line naming the arm.
+func TestAThinkTheServerCannotHonourIsRefused(t *testing.T) {
+	srv := replay.NewServer(t, replay.Route{
+		"GET /api/version": replay.Serve(replay.Load(t, "ollama/api_version")),
+		"GET /api/tags":    replay.Serve(replay.Load(t, "ollama/api_tags")),
+		"POST /api/show":   replay.Serve(replay.Load(t, "ollama/api_show")),
+	})
+	p, err := profiles.Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 8\ntrials = 1\nprompts = [\"x\"]\nthink = true\n[[arms]]\nname = \"greedy\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Resolve(p, Options{Backend: "ollama", URL: srv.URL, Model: "tiny15m", OutDir: t.TempDir(), Trials: 1, Warmup: 0, MaxTokens: NoOverride})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Telemetry = testPlan(t, 0, 1, "x").Telemetry
+	b, _ := ollama.Kind.Open(plan.Targets[0].Config)
 	status, err, events := runPlan(t, context.Background(), plan, b)
+	if status != session.StatusFailed || err == nil || len(trials(events)) != 0 ||
+		!strings.HasPrefix(err.Error(), "arm greedy, think = true, on the ollama backend") || !strings.Contains(err.Error(), "the model cannot think") {
+		t.Errorf("status %s, %d trials, error %v", status, len(trials(events)), err)
+	}
+}
+
+// TestReasoningTokensAreTimedLikeAnswers is the scripted stream:
+// 40 reasoning tokens then 10 answer tokens, 10 ms apart from 20 ms. Only
+// answer deltas used to be arrivals: TTFT read 440 ms, TPOT 2.1 ms (decode
+// over 50 tokens while the clock saw 10) and ITL spanned 10 of 50 tokens.
+// The sleeps can only run long on a busy machine, so the bounds below are
+// lower bounds and distances, never a ceiling on a duration.
+func TestReasoningTokensAreTimedLikeAnswers(t *testing.T) {
+	status, err, events := runReasoner(t, scriptedReasoner(t, 40, 10), "[[arms]]\nname = \"greedy\"\n")
 	recs := trials(events)
 	if err != nil || status != session.StatusComplete || len(recs) != 1 {
 		t.Fatalf("status %s, error %v, %d trials", status, err, len(recs))

@@ -194,6 +194,19 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 			return session.StatusFailed, fmt.Errorf("%s: %w", where, err)
 		}
 	}
+	// Thinking is asked of the server as each knows it; one that cannot
+	// honour an arm's think refuses the run before anything is measured.
+	thinkSent := make([]string, len(plan.Profile.Arms))
+	for i, a := range plan.Profile.Arms {
+		think := plan.Profile.ThinkOf(a)
+		if think == profiles.ThinkDefault {
+			continue
+		}
+		t := &plan.Targets[plan.ArmTarget[i]]
+		if thinkSent[i], err = backends.ThinkSent(bs[plan.ArmTarget[i]], string(think)); err != nil {
+			return session.StatusFailed, fmt.Errorf("arm %s, think = %s, on the %s backend %s: %w", a.Name, think, t.Kind.Name, t.Where(), err)
+		}
+	}
 	mon := startMonitor(plan, events)
 	defer mon.stop() // before events closes: the sampler sends on it
 	mon.measureIdle(ctx, plan.Telemetry.IdleBaseline)
@@ -216,14 +229,15 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		m.Targets = append(m.Targets, session.TargetInfo{Name: t.Name, Kind: t.Kind.Name, URL: t.Target.URL, Endpoint: t.Target.Endpoint,
 			ModelRequested: t.Target.Model, ModelActual: info.Model, Digest: info.Digest, Quantization: info.Quantization,
 			ServerVersion: info.ServerVersion, DType: t.Target.DType, Threads: t.Target.Threads, Options: t.Target.Options,
-			RSSProcess: mon.rssProcess[i], Details: info.Details})
+			RSSProcess: mon.rssProcess[i], Details: info.Details, Reasoning: t.Kind.ReasoningRule})
 		started.Targets = append(started.Targets, StartedTarget{Name: t.Name, Kind: t.Kind, Info: info, Arms: t.Arms})
 	}
 	for i, a := range p.Arms {
 		t := plan.TargetOf(i)
 		m.Arms = append(m.Arms, session.ArmInfo{Name: a.Name, Strategy: a.Strategy(), Temperature: a.Temperature,
 			TopK: a.TopK, TopP: a.TopP, MinP: a.MinP, Seed: armSeed(p.Seed, a.Seed), Target: t.Name,
-			PromptCache: promptCacheWords(p.AllowsPromptCache(a), t.Kind.Name, infos[plan.ArmTarget[i]])})
+			PromptCache: promptCacheWords(p.AllowsPromptCache(a), t.Kind.Name, infos[plan.ArmTarget[i]]),
+			Think:       string(p.ThinkOf(a)), ThinkSent: thinkSent[i]})
 		if plan.Load != nil {
 			l := plan.Load[i]
 			m.Arms[i].Base, m.Arms[i].Concurrency, m.Arms[i].Mode = l.Base, l.Concurrency, l.Mode
@@ -611,7 +625,8 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 	target := r.plan.ArmTarget[armIndex]
 	req := backends.Request{Model: r.plan.Targets[target].Target.Model, Prompt: p.Prompts[promptID], MaxTokens: p.MaxTokens,
 		Temperature: arm.Temperature, TopK: arm.TopK, TopP: arm.TopP, MinP: arm.MinP,
-		Seed: armSeed(p.Seed, arm.Seed) + int64(trial), PromptCache: p.AllowsPromptCache(arm), IgnoreEOS: p.FixedLength}
+		Seed: armSeed(p.Seed, arm.Seed) + int64(trial), PromptCache: p.AllowsPromptCache(arm), IgnoreEOS: p.FixedLength,
+		Think: string(p.ThinkOf(arm))}
 
 	trialCtx, cancel := context.WithTimeout(ctx, p.TrialTimeout)
 	stale := &r.stale[target]
@@ -663,6 +678,9 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 		if t := &r.plan.Targets[target]; len(t.Target.Options) > 0 && errors.Is(genErr, backends.ErrBadRequest) {
 			rec.Error += fmt.Sprintf(" (the request carried the options %s, %s; a server refuses one it does not take)",
 				backends.OptionsText(t.Target.Options), t.Kind.OptionsGo)
+		}
+		if req.Think != "" && errors.Is(genErr, backends.ErrBadRequest) {
+			rec.Error += fmt.Sprintf(" (the request carried think = %s; a model that cannot think refuses it)", req.Think)
 		}
 	}
 	rec.Timings = metrics.DeriveTimings(clock.arrivals, end, rec.OutputTokens)

@@ -45,6 +45,9 @@ func ConfigDifferences(a, b *Manifest) []string {
 			if sx, sy := sampling(x), sampling(y); sx != sy {
 				out = append(out, fmt.Sprintf("sampling of %s (%s vs %s)", x.Name, sx, sy))
 			}
+			if x.Think != y.Think {
+				out = append(out, fmt.Sprintf("think of %s (%s vs %s)", x.Name, orDefault(x.Think), orDefault(y.Think)))
+			}
 		}
 	}
 	if !shared && len(a.Arms) > 0 && len(b.Arms) > 0 {
@@ -66,6 +69,14 @@ func armPairs(a, b *Manifest) [][2]string {
 		pairs = append(pairs, [2]string{a.Arms[0].Name, b.Arms[0].Name})
 	}
 	return pairs
+}
+
+// orDefault names an unset think.
+func orDefault(think string) string {
+	if think == "" {
+		return "the server's default"
+	}
+	return think
 }
 
 func orNone(s string) string {

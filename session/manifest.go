@@ -137,6 +137,9 @@ type TargetInfo struct {
 	// Details holds backend-specific facts, e.g. the builtin engine's shape,
 	// weight source, threads and load time.
 	Details map[string]string `toml:"details,omitempty"`
+	// Reasoning says how a reasoning model's thinking was told from its
+	// output in this target's streams (backends.Kind.ReasoningRule).
+	Reasoning string `toml:"reasoning,omitempty"`
 }
 
 // Model is the model the target served, or the one asked for when it did
@@ -212,6 +215,10 @@ type ArmInfo struct {
 	Base        string `toml:"base,omitempty"`
 	Concurrency int    `toml:"concurrency,omitempty"`
 	Mode        string `toml:"mode,omitempty"`
+	// Think is the arm's thinking switch ("true", "false" or an effort;
+	// empty: the server's default) and ThinkSent how its server was told.
+	Think     string `toml:"think,omitempty"`
+	ThinkSent string `toml:"think_sent,omitempty"`
 }
 
 // TargetOf is the target arm ran on; the zero TargetInfo when the manifest

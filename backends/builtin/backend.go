@@ -28,6 +28,12 @@ var Kind = backends.Kind{
 		}
 		return &Backend{cfg: c}, nil
 	},
+	ReasoningRule: "none: the engine's models do not reason, every token is output",
+}
+
+// Think cannot be honoured: the engine's models do not reason.
+func (b *Backend) Think(string) (string, error) {
+	return "", errors.New("the built-in engine's models do not reason, so there is no thinking to turn on or off")
 }
 
 // Backend adapts an Engine to the backends interface. The model is loaded

@@ -6,6 +6,7 @@ package llamacpp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -30,6 +31,13 @@ var Kind = backends.Kind{
 	},
 	OptionsGo:       "as fields of the /completion request (n_keep, n_probs, dry_multiplier, ...)",
 	ReservedOptions: reservedOptions,
+	ReasoningRule:   "the raw text: " + stream.InlineThinkRule,
+}
+
+// Think cannot be honoured: /completion completes the raw prompt, with no
+// chat template to turn thinking on or off.
+func (b *Backend) Think(string) (string, error) {
+	return "", errors.New("llama-server's /completion completes the raw prompt, with no chat template to turn thinking on or off: use its OpenAI API (--backend openai --endpoint chat --url …/v1), which takes chat_template_kwargs.enable_thinking")
 }
 
 // reservedOptions are the request fields tokentop sets from the arm.

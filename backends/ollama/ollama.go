@@ -5,8 +5,11 @@ package ollama
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/tokentop/tokentop/backends"
@@ -22,20 +25,50 @@ var Kind = backends.Kind{
 		if err := backends.CheckOptions(c.Options, reservedOptions); err != nil {
 			return nil, err
 		}
+		if err := checkKnown(c.Options); err != nil {
+			return nil, err
+		}
 		return &Backend{url: strings.TrimRight(c.URL, "/"), options: c.Options, conn: stream.NewConn(c.APIKey)}, nil
 	},
 	OptionsGo:       `into the request's "options" object (num_ctx, num_gpu, num_thread, ...)`,
 	ReservedOptions: reservedOptions,
+	ReasoningRule:   "the thinking field is reasoning (think set); a response that opens with <think> is reasoning up to </think> (" + stream.InlineThinkRule + ")",
 }
 
 // reservedOptions are the options tokentop sets from the arm.
 var reservedOptions = []string{"num_predict", "temperature", "top_k", "top_p", "min_p", "seed"}
+
+// knownOptions are the names Ollama reads from a request's options (its
+// api.Options and api.Runner, which have held these since 0.1 or added
+// them since; a few older ones are kept for older servers). Ollama never
+// refuses another name: it only logs "invalid option provided" and runs
+// without it, while the arm would be labelled with it.
+var knownOptions = []string{"num_keep", "seed", "num_predict", "top_k", "top_p", "min_p", "typical_p", "tfs_z",
+	"repeat_last_n", "temperature", "repeat_penalty", "presence_penalty", "frequency_penalty", "mirostat",
+	"mirostat_tau", "mirostat_eta", "penalize_newline", "stop", "numa", "num_ctx", "num_batch", "num_gpu",
+	"main_gpu", "low_vram", "f16_kv", "logits_all", "vocab_only", "use_mmap", "use_mlock", "num_thread"}
+
+// checkKnown refuses an option Ollama would ignore.
+func checkKnown(options map[string]any) error {
+	for _, key := range slices.Sorted(maps.Keys(options)) {
+		switch {
+		case key == "think":
+			return errors.New("options.think: think is no option of Ollama's (it ignores it there); set think = true or false on the arm or profile, which is sent as the request's own think field")
+		case !slices.Contains(knownOptions, key):
+			return fmt.Errorf("options.%s: Ollama takes no option of that name and would run without it (it refuses none); use one of %s", key, strings.Join(knownOptions, ", "))
+		}
+	}
+	return nil
+}
 
 // Backend is an Ollama server.
 type Backend struct {
 	url     string
 	options map[string]any // the target's, merged into every request's options
 	conn    *stream.Conn
+	// capabilities are what /api/show says the model can do
+	// ("completion", "thinking", ...); nil when it did not say.
+	capabilities []string
 }
 
 type options struct {
@@ -52,6 +85,8 @@ type generateRequest struct {
 	Prompt  string `json:"prompt"`
 	Stream  bool   `json:"stream"`
 	Options any    `json:"options"` // options, or with the target's own merged in
+	// Think is the arm's think: a boolean, or an effort string.
+	Think any `json:"think,omitempty"`
 }
 
 // line is one NDJSON object; the final one has Done set and the counts.
@@ -79,9 +114,31 @@ func RequestBody(req backends.Request, extra map[string]any) any {
 	if topP == 0 {
 		topP = 1
 	}
-	return generateRequest{Model: req.Model, Prompt: req.Prompt, Stream: true, Options: stream.WithFields(options{
+	body := generateRequest{Model: req.Model, Prompt: req.Prompt, Stream: true, Options: stream.WithFields(options{
 		NumPredict: req.MaxTokens, Temperature: req.Temperature, TopK: req.TopK, TopP: topP, MinP: req.MinP, Seed: req.Seed,
 	}, extra)}
+	switch req.Think {
+	case "":
+	case "true", "false":
+		body.Think = req.Think == "true"
+	default:
+		body.Think = req.Think
+	}
+	return body
+}
+
+// Think is sent as the request's top-level think; a model whose
+// capabilities (Probe) lack "thinking" is refused it, as Ollama would
+// refuse every request (HTTP 400 "does not support thinking").
+func (b *Backend) Think(think string) (string, error) {
+	if think != "false" && b.capabilities != nil && !slices.Contains(b.capabilities, "thinking") {
+		return "", fmt.Errorf("the model cannot think (Ollama lists its capabilities as %s), so think = %s cannot be honoured: leave think out or pick a thinking model",
+			strings.Join(b.capabilities, ", "), think)
+	}
+	if think == "true" || think == "false" {
+		return "think: " + think, nil
+	}
+	return fmt.Sprintf("think: %q", think), nil
 }
 
 // Generate streams one completion from /api/generate.
@@ -177,11 +234,13 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 		Details struct {
 			QuantizationLevel string `json:"quantization_level"`
 		} `json:"details"`
+		Capabilities []string `json:"capabilities"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&show); err != nil {
 		return info, fmt.Errorf("%s/api/show: response is not the JSON expected: %v", b.url, err)
 	}
 	info.Quantization = show.Details.QuantizationLevel
+	b.capabilities = show.Capabilities
 	if info.Model == "" {
 		info.Model = model
 	}

@@ -230,6 +230,57 @@ func TestProbe(t *testing.T) {
 	}
 }
 
+// TestThinkIsTheRequestsOwnField: think goes at the top of the request
+// (inside options Ollama ignores it, though the arm was labelled with it:
+// ../shared/fixtures/ollama/api_generate_options_think_nonstream); an
+// option Ollama does not take is refused by name, as Ollama never refuses
+// one; a model whose capabilities lack thinking is refused think = true
+// before any request, and the 400 a request gets says why in one line.
+func TestThinkIsTheRequestsOwnField(t *testing.T) {
+	for think, want := range map[string]any{"true": true, "false": false, "high": "high"} {
+		body, _ := json.Marshal(RequestBody(backends.Request{Model: "m", Think: think}, nil))
+		var sent map[string]any
+		json.Unmarshal(body, &sent)
+		if sent["think"] != want || sent["options"].(map[string]any)["think"] != nil {
+			t.Errorf("think %s: body %s", think, body)
+		}
+	}
+	if body, _ := json.Marshal(RequestBody(backends.Request{Model: "m"}, nil)); strings.Contains(string(body), "think") {
+		t.Errorf("think sent unasked: %s", body)
+	}
+	for _, bad := range []struct {
+		options map[string]any
+		want    string
+	}{
+		{map[string]any{"think": true}, "options.think: think is no option of Ollama's (it ignores it there); set think = true or false on the arm"},
+		{map[string]any{"num_ctxx": int64(512)}, "options.num_ctxx: Ollama takes no option of that name and would run without it"},
+	} {
+		if _, err := Kind.New(backends.Config{Options: bad.options}); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: %v, want %q", bad.options, err, bad.want)
+		}
+	}
+	srv := replay.NewServer(t, replay.Route{
+		"GET /api/version":   replay.Serve(replay.Load(t, "ollama/api_version")),
+		"GET /api/tags":      replay.Serve(replay.Load(t, "ollama/api_tags")),
+		"POST /api/show":     replay.Serve(replay.Load(t, "ollama/api_show")),
+		"POST /api/generate": replay.Serve(replay.Load(t, "ollama/api_generate_think_stream")),
+	})
+	b, _ := Kind.Open(backends.Config{URL: srv.URL})
+	if _, err := b.Probe(context.Background(), "tiny15m"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backends.ThinkSent(b, "true"); err == nil || !strings.Contains(err.Error(), "the model cannot think (Ollama lists its capabilities as completion)") {
+		t.Errorf("think = true on a model without thinking: %v", err)
+	}
+	if sent, err := backends.ThinkSent(b, "false"); err != nil || sent != "think: false" {
+		t.Errorf("think = false: %q %v", sent, err)
+	}
+	_, err := b.Generate(context.Background(), backends.Request{Model: "stories260k", Think: "true"}, func(int, backends.TokenKind) {})
+	if !errors.Is(err, backends.ErrBadRequest) || err.Error() != `HTTP 400: "stories260k" does not support thinking` {
+		t.Errorf("the recorded 400: %v", err)
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	for _, name := range []string{"api_generate_t0_stream", "kill9_runner_api_generate_stream", "repeat_abort_api_generate_stream", "api_generate_ctx_overflow_stream"} {
 		f.Add(replay.Load(f, "ollama/"+name).Body)

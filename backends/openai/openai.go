@@ -26,10 +26,12 @@ var Kind = backends.Kind{
 	ReservedOptions: reservedOptions,
 	// ignore_eos is an extension that vLLM, SGLang and llama-server take;
 	// a strict server refuses the request, and the error says so.
-	FixedLength: true,
+	FixedLength:   true,
+	ReasoningRule: "delta.reasoning_content and delta.reasoning are reasoning; content, text and tool_calls are output; content that opens with <think> is reasoning up to </think> (" + stream.InlineThinkRule + ")",
 }
 
-var reservedOptions = []string{"model", "prompt", "messages", "max_tokens", "stream", "stream_options", "temperature", "top_p", "seed", "top_k", "min_p", "ignore_eos", "cache_prompt"}
+var reservedOptions = []string{"model", "prompt", "messages", "max_tokens", "stream", "stream_options", "temperature", "top_p", "seed", "top_k", "min_p", "ignore_eos", "cache_prompt",
+	"chat_template_kwargs", "reasoning_effort"}
 
 // Endpoints lists the API flavours this backend speaks.
 var Endpoints = []string{"completions", "chat"}
@@ -44,6 +46,10 @@ type Backend struct {
 	// llamaServer is set by Probe when the server is llama.cpp's
 	// llama-server, which takes cache_prompt on its /v1 endpoints too.
 	llamaServer bool
+	// ollama is set by Probe when the server is Ollama, whose /v1 takes
+	// thinking only as reasoning_effort; vllm when it is vLLM, which
+	// sends a usage with every chunk when asked (continuous_usage_stats).
+	ollama, vllm bool
 }
 
 // New makes a backend for cfg; Endpoint "" means "completions", which sends
@@ -76,6 +82,9 @@ type request struct {
 	Stream        bool      `json:"stream"`
 	StreamOptions struct {
 		IncludeUsage bool `json:"include_usage"`
+		// ContinuousUsage goes only to vLLM (found by Probe): a usage on
+		// every chunk gives each chunk's token count.
+		ContinuousUsage bool `json:"continuous_usage_stats,omitempty"`
 	} `json:"stream_options"`
 	Temperature float64 `json:"temperature"`
 	TopP        float64 `json:"top_p"`
@@ -89,6 +98,10 @@ type request struct {
 	// CachePrompt goes only to llama-server (found by Probe), whose
 	// default is to reuse the cached prompt.
 	CachePrompt *bool `json:"cache_prompt,omitempty"`
+	// The arm's think (see Backend.Think): the chat template's switch
+	// (vLLM, SGLang, llama-server), or an effort.
+	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs,omitempty"`
+	ReasoningEffort    string         `json:"reasoning_effort,omitempty"`
 }
 
 // RequestBody builds the JSON body of one streaming request.
@@ -102,6 +115,16 @@ func (b *Backend) RequestBody(req backends.Request) any {
 		r.TopP = 1
 	}
 	r.StreamOptions.IncludeUsage = true
+	r.StreamOptions.ContinuousUsage = b.vllm
+	switch {
+	case req.Think == "":
+	case b.ollama && req.Think == "false":
+		r.ReasoningEffort = "none"
+	case req.Think == "true" || req.Think == "false":
+		r.ChatTemplateKwargs = map[string]any{"enable_thinking": req.Think == "true"}
+	default:
+		r.ReasoningEffort = req.Think
+	}
 	if b.chat {
 		r.Messages = []message{{Role: "user", Content: req.Prompt}}
 	} else {
@@ -249,6 +272,24 @@ func chunkKind(answer, reasoning string, toolCall bool, think *stream.ThinkSplit
 	return backends.Answer, false
 }
 
+// Think sends a boolean as the chat template's enable_thinking (vLLM,
+// SGLang, llama-server: Qwen3 and its kind) and an effort as
+// reasoning_effort (gpt-oss). Only the chat endpoint applies a template;
+// Ollama's /v1 takes thinking only as an effort, "none" for off.
+func (b *Backend) Think(think string) (string, error) {
+	switch {
+	case !b.chat:
+		return "", errors.New("think needs the chat endpoint (--endpoint chat): the completions endpoint sends the prompt with no chat template, so nothing can turn thinking on or off")
+	case b.ollama && think == "true":
+		return "", errors.New(`Ollama's OpenAI API takes thinking only as an effort (reasoning_effort): use think = "low", "medium" or "high" (or false), or the ollama backend, which takes think = true`)
+	case b.ollama && think == "false":
+		return `reasoning_effort "none"`, nil
+	case think == "true" || think == "false":
+		return "chat_template_kwargs.enable_thinking = " + think, nil
+	}
+	return fmt.Sprintf("reasoning_effort %q", think), nil
+}
+
 // Probe lists /models and checks the requested model is among them. It
 // also asks the server's root who it is: llama-server (/props) and Ollama
 // (/api/version) say their version there, which the OpenAI API does not.
@@ -302,7 +343,14 @@ func (b *Backend) identify(ctx context.Context, info *backends.Info) error {
 		Version string `json:"version"`
 	}
 	if b.conn.GetJSON(ctx, root+"/api/version", &version) == nil && version.Version != "" {
+		b.ollama = true
 		info.ServerVersion = "ollama " + version.Version
+		return nil
+	}
+	// vLLM answers its version at the root.
+	if b.conn.GetJSON(ctx, root+"/version", &version) == nil && version.Version != "" {
+		b.vllm = true
+		info.ServerVersion = "vllm " + version.Version
 	}
 	return nil
 }

@@ -204,6 +204,54 @@ func TestProbeTakesOllamasShortName(t *testing.T) {
 	}
 }
 
+// TestThinkInEachServersWords: on the chat endpoint a boolean think is the
+// chat template's enable_thinking (vLLM, SGLang, llama-server) and an
+// effort is reasoning_effort; Ollama's /v1 takes only an effort ("none"
+// for off: it ignores enable_thinking and think); the completions endpoint
+// applies no template, so nothing there turns thinking on or off. vLLM,
+// found by its /version, is asked for a usage on every chunk.
+func TestThinkInEachServersWords(t *testing.T) {
+	routes := func(server string) replay.Route {
+		r := replay.Route{"GET /v1/models": replay.Serve(replay.Load(t, "ollama/v1_models_stories260k"))}
+		switch server {
+		case "ollama":
+			r["GET /api/version"] = replay.Serve(replay.Load(t, "ollama/api_version"))
+		case "vllm":
+			r["GET /version"] = func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(`{"version":"0.11.0"}`)) }
+		}
+		return r
+	}
+	cases := []struct {
+		server, endpoint, think, sent, body, refused string
+	}{
+		{"vllm", "chat", "false", "chat_template_kwargs.enable_thinking = false", `"chat_template_kwargs":{"enable_thinking":false}`, ""},
+		{"vllm", "chat", "true", "chat_template_kwargs.enable_thinking = true", `"chat_template_kwargs":{"enable_thinking":true}`, ""},
+		{"vllm", "chat", "high", `reasoning_effort "high"`, `"reasoning_effort":"high"`, ""},
+		{"ollama", "chat", "false", `reasoning_effort "none"`, `"reasoning_effort":"none"`, ""},
+		{"ollama", "chat", "low", `reasoning_effort "low"`, `"reasoning_effort":"low"`, ""},
+		{"ollama", "chat", "true", "", "", "Ollama's OpenAI API takes thinking only as an effort"},
+		{"vllm", "completions", "false", "", "", "think needs the chat endpoint (--endpoint chat)"},
+	}
+	for _, c := range cases {
+		srv := replay.NewServer(t, routes(c.server))
+		b, _ := New(backends.Config{URL: srv.URL + "/v1", Endpoint: c.endpoint})
+		if _, err := b.Probe(context.Background(), ""); err != nil {
+			t.Fatal(err)
+		}
+		sent, err := backends.ThinkSent(b, c.think)
+		body, _ := json.Marshal(b.(*Backend).RequestBody(backends.Request{Think: c.think}))
+		switch {
+		case c.refused != "" && (err == nil || !strings.Contains(err.Error(), c.refused)):
+			t.Errorf("%s %s think %s: %v, want it refused: %s", c.server, c.endpoint, c.think, err, c.refused)
+		case c.refused == "" && (err != nil || sent != c.sent || !strings.Contains(string(body), c.body)):
+			t.Errorf("%s %s think %s: sent %q (%v), body %s", c.server, c.endpoint, c.think, sent, err, body)
+		}
+		if continuous := strings.Contains(string(body), `"continuous_usage_stats":true`); continuous != (c.server == "vllm") {
+			t.Errorf("%s: continuous usage asked %v: %s", c.server, continuous, body)
+		}
+	}
+}
+
 // TestEveryGeneratedTokenIsAnArrival: reasoning (either field), answer
 // text and tool calls all arrive as chunks of their kind; a chunk's token
 // count is read from a usage on every chunk where the server sends one,
