@@ -27,7 +27,8 @@ const detectableChange = 0.02
 const lengthMetric = "output_tokens"
 
 // perTokenMetrics lead the verdicts when output lengths differ: they do
-// not grow with the length.
+// not grow with the length. Where reasoning lengths differ, TTFO leads
+// with them: TTFT times the thinking's first token, not the answer's.
 var perTokenMetrics = []string{"tpot_ms", "itl_mean_ms", "itl_cv"}
 
 // ABTest is one metric of one column against its baseline column.
@@ -157,6 +158,10 @@ func (c *Comparison) ABTests(opts TestOptions) (tests, lengths []ABTest) {
 	}
 	length, _ := LookupMetric(lengthMetric)
 	lengths = pairs(length)
+	if c.reasoned() {
+		reasoning, _ := LookupMetric(reasoningMetric)
+		lengths = append(lengths, pairs(reasoning)...)
+	}
 	all := append(slices.Clip(tests), lengths...)
 	var wg sync.WaitGroup
 	next := make(chan int)
@@ -333,12 +338,16 @@ func (c *Comparison) VerdictLines() []VerdictLine {
 			lines = append(lines, VerdictLine{Text: fmt.Sprintf("%s vs %s: the sessions were set up differently (%s), so the verdicts below measure that as well",
 				labels[col], labels[c.Columns[col].Baseline], strings.Join(d, "; "))})
 		}
-		differ := false
+		differ, reasoningDiffers := false, false
 		for i := range c.Lengths {
 			if t := &c.Lengths[i]; t.Column == col && t.LengthsDiffer() {
 				differ = true
+				reasoningDiffers = reasoningDiffers || t.Metric.Name == reasoningMetric
 				lines = append(lines, VerdictLine{Text: t.LengthNote(labels)})
 			}
+		}
+		for _, note := range TokenNotes(labels[col], c.Columns[col].records) {
+			lines = append(lines, VerdictLine{Text: note})
 		}
 		var own []*ABTest
 		for i := range c.Tests {
@@ -350,7 +359,7 @@ func (c *Comparison) VerdictLines() []VerdictLine {
 			// Per-token metrics rank 0, the rest 1; a stable sort keeps
 			// the order within each.
 			rank := func(t *ABTest) int {
-				if slices.Contains(perTokenMetrics, t.Metric.Name) {
+				if slices.Contains(perTokenMetrics, t.Metric.Name) || reasoningDiffers && t.Metric.Name == "ttfo_ms" {
 					return 0
 				}
 				return 1
@@ -387,8 +396,8 @@ func (t *ABTest) LengthsDiffer() bool {
 	return !t.TooFew && t.PAdjusted < Alpha && math.Abs(t.MeanDiff.Value) >= materialLengthChange*t.baselineMean
 }
 
-// LengthNote says that two arms wrote different numbers of tokens, and
-// what follows for reading e2e.
+// LengthNote says that two arms wrote (or reasoned) different numbers of
+// tokens, and what follows for reading e2e (and TTFT).
 func (t *ABTest) LengthNote(labels []string) string {
 	word := "more"
 	if t.CliffsDelta < 0 {
@@ -397,10 +406,53 @@ func (t *ABTest) LengthNote(labels []string) string {
 	// The means say how much: medians of capped lengths are often equal
 	// (128 vs 128) when a few trials stop early.
 	mean := t.baselineMean + t.MeanDiff.Value
+	if t.Metric.Name == reasoningMetric {
+		means := fmt.Sprintf("mean %s vs %s reasoning tokens", strconv.FormatFloat(mean, 'f', 1, 64), strconv.FormatFloat(t.baselineMean, 'f', 1, 64))
+		if d := FormatDelta(100 * t.MeanDiff.Value / t.baselineMean); d != "" { // none against a baseline that did not think
+			means += ", " + d
+		}
+		return fmt.Sprintf("note: %s thinks in %s tokens than %s (%s; median %s vs %s; %s): its TTFT, e2e and output tok/s count that thinking; "+
+			"read TTFO (the answer's first token) and the per-token metrics (TPOT, ITL) first",
+			labels[t.Column], word, labels[t.Baseline], means, strconv.FormatFloat(t.MedianB, 'f', -1, 64), strconv.FormatFloat(t.MedianA, 'f', -1, 64), formatP(t.PAdjusted))
+	}
 	return fmt.Sprintf("note: %s writes %s tokens than %s (mean %s vs %s, %s; median %s vs %s; %s): its e2e and output tok/s differ partly for that reason; "+
 		"read the per-token metrics (TPOT) first, or set fixed_length = true where the backend can",
 		labels[t.Column], word, labels[t.Baseline], strconv.FormatFloat(mean, 'f', 1, 64), strconv.FormatFloat(t.baselineMean, 'f', 1, 64),
 		FormatDelta(100*t.MeanDiff.Value/t.baselineMean), strconv.FormatFloat(t.MedianB, 'f', -1, 64), strconv.FormatFloat(t.MedianA, 'f', -1, 64), formatP(t.PAdjusted))
+}
+
+// TokenNotes say, of one column's counted trials, what its ITL is between
+// where that is not one token and the next: chunks that carried several
+// tokens (counts the server gave, or did not), and tokens that arrived in
+// a burst far tighter than the server generated them.
+func TokenNotes(label string, records []*Record) []string {
+	var notes []string
+	var bundled, uncounted, burst, tokens, chunks int
+	for _, r := range records {
+		if r.Chunks > 0 && r.OutputTokens > r.Chunks {
+			bundled++
+			tokens, chunks = tokens+r.OutputTokens, chunks+r.Chunks
+			if r.ITLPer == ITLPerChunk {
+				uncounted++
+			}
+		}
+		if r.Delivery == DeliveryBurst {
+			burst++
+		}
+	}
+	switch {
+	case uncounted > 0:
+		notes = append(notes, fmt.Sprintf("note: %s's chunks carried several tokens each (%d tokens in %d chunks, in %d of its %d trials) and the server did not say how many each: "+
+			"its ITL is the gap between chunks, not tokens; TPOT, from the token count, is per token", label, tokens, chunks, bundled, len(records)))
+	case bundled > 0:
+		notes = append(notes, fmt.Sprintf("note: %s's chunks carried several tokens each (%d tokens in %d chunks, in %d of its %d trials); the server gave each chunk's count, "+
+			"so its ITL splits a chunk's gap evenly among its tokens", label, tokens, chunks, bundled, len(records)))
+	}
+	if burst > 0 {
+		notes = append(notes, fmt.Sprintf("note: in %d of %d trials of %s the tokens arrived in a burst, within a quarter of the server's own decode time: "+
+			"their ITL measures delivery, not generation (server_decode_ms has the generation's)", burst, len(records), label))
+	}
+	return notes
 }
 
 // SpreadVerdicts are each column's spread verdict for the first metric,

@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -467,5 +469,64 @@ func TestMismatchedSetupsAreSaidInTheTableAndTheVerdicts(t *testing.T) {
 	c, _ = Compare([]Ref{{Path: a.Path}, {Path: "/s/A2.toml"}}, []*Session{a, {Path: "/s/A2.toml", Manifest: a.Manifest, Records: recs}}, []string{"e2e_ms"})
 	if len(c.Warnings) != 0 || c.Columns[1].Differences != nil {
 		t.Errorf("identical setups warned: %q", c.Warnings)
+	}
+}
+
+// TestArmsThatThinkDifferentlyLeadWithTTFOAndPerTokenVerdicts: where a
+// model reasoned, TTFO joins TTFT in the comparison; an arm that thinks
+// longer is said to first, and TTFO and the per-token metrics lead its
+// verdicts (TTFT and e2e count the thinking).
+func TestArmsThatThinkDifferentlyLeadWithTTFOAndPerTokenVerdicts(t *testing.T) {
+	s := abSession(30, 1, 1, 7)
+	for i := range s.Records {
+		r := &s.Records[i]
+		r.ReasoningTokens = 4 + i%3 // greedy thinks a little
+		if r.Arm == "hot" {
+			r.ReasoningTokens = 20 + i%5
+		}
+		r.TTFOMs = r.TTFTMs + float64(r.ReasoningTokens)
+	}
+	c := abCompare(t, s, CompareMetrics...)
+	if !slices.Equal(c.Metrics[:3], []string{"e2e_ms", "ttft_ms", "ttfo_ms"}) {
+		t.Errorf("metrics %v", c.Metrics)
+	}
+	v := c.Verdicts()
+	if !strings.HasPrefix(v[0], "note: hot thinks in more tokens than greedy (mean 22.0 vs 5.0 reasoning tokens, +340.0%") ||
+		!strings.Contains(v[0], "read TTFO (the answer's first token) and the per-token metrics (TPOT, ITL) first") ||
+		!strings.Contains(v[1], " TTFO") && !strings.Contains(v[1], " TPOT") || !strings.Contains(v[2], " TTFO") && !strings.Contains(v[2], " TPOT") {
+		t.Errorf("verdicts:\n%s", strings.Join(v, "\n"))
+	}
+	var text strings.Builder
+	if err := c.Write(&text, "text"); err != nil || !strings.Contains(text.String(), "reasoning (per trial: mean tokens, median times):") ||
+		!regexp.MustCompile(`hot +30 +22\.0 +32\.0`).MatchString(text.String()) {
+		t.Errorf("the text comparison (%v):\n%s", err, text.String())
+	}
+	plain := abCompare(t, abSession(30, 1, 1, 7), CompareMetrics...)
+	if slices.Contains(plain.Metrics, "ttfo_ms") || len(plain.Lengths) != 1 {
+		t.Errorf("no reasoning, yet metrics %v and %d length checks", plain.Metrics, len(plain.Lengths))
+	}
+}
+
+// TestBundledChunksAndBurstsAreSaid: where chunks carried several tokens
+// the verdicts say what ITL is between (chunks, when their counts were
+// not given); trials whose tokens came in a burst are counted and said.
+func TestBundledChunksAndBurstsAreSaid(t *testing.T) {
+	s := abSession(30, 1, 1, 7)
+	for i := range s.Records {
+		r := &s.Records[i]
+		if r.Arm == "hot" {
+			r.Chunks, r.ITLPer = 16, ITLPerChunk
+		} else if i%6 == 0 {
+			r.Delivery = DeliveryBurst
+		}
+	}
+	v := strings.Join(abCompare(t, s, CompareMetrics...).Verdicts(), "\n")
+	for _, want := range []string{
+		"note: in 10 of 30 trials of greedy the tokens arrived in a burst, within a quarter of the server's own decode time: their ITL measures delivery, not generation",
+		"note: hot's chunks carried several tokens each (960 tokens in 480 chunks, in 30 of its 30 trials) and the server did not say how many each: its ITL is the gap between chunks, not tokens",
+	} {
+		if !strings.Contains(v, want) {
+			t.Errorf("%q missing from the verdicts:\n%s", want, v)
+		}
 	}
 }

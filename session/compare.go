@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/tokentop/tokentop/metrics"
@@ -158,6 +159,9 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 			metricNames = append(slices.Clone(metricNames), energyMetric)
 		}
 	}
+	if c.reasoned() {
+		metricNames = withTTFO(metricNames)
+	}
 	c.Metrics = metricNames
 	c.Warnings = append(c.Warnings, machineDifferences(refs, sessions)...)
 	c.Caveats = comparisonCaveats(sessions, c.Columns)
@@ -219,6 +223,55 @@ func comparisonCaveats(sessions []*Session, columns []Column) []string {
 }
 
 // allHave reports whether every column has a value of the metric.
+// ReasoningTable is, where a model reasoned (else ok is false), each
+// column's thinking against its output: its mean reasoning and output
+// tokens a trial and its median TTFT (the first token, thinking
+// included) and TTFO (the answer's first). The text comparison and the
+// HTML report print this one.
+func (c *Comparison) ReasoningTable() (t Table, ok bool) {
+	if !c.reasoned() {
+		return Table{}, false
+	}
+	labels, _ := ShortLabels(c.Columns)
+	t.Header = []string{"", "n", "reasoning tokens", "output tokens", "TTFT p50 ms", "TTFO p50 ms"}
+	stat := func(col Column, name string) metrics.Stats {
+		m, _ := LookupMetric(name)
+		return metrics.Describe(col.Values(m))
+	}
+	for i, col := range c.Columns {
+		t.Rows = append(t.Rows, []string{labels[i], strconv.Itoa(len(col.records)), orDash("%.1f", stat(col, reasoningMetric).Mean),
+			orDash("%.1f", stat(col, lengthMetric).Mean), orDash("%.1f", stat(col, "ttft_ms").Median), orDash("%.1f", stat(col, "ttfo_ms").Median)})
+	}
+	return t, true
+}
+
+// reasoned reports whether any column's model reasoned in a counted
+// trial: its TTFT then times the first thinking token, and TTFO the first
+// of the answer.
+func (c *Comparison) reasoned() bool {
+	for _, col := range c.Columns {
+		for _, r := range col.records {
+			if r.ReasoningTokens > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// reasoningMetric is tested beside the output lengths where a model
+// reasoned (Comparison.Lengths).
+const reasoningMetric = "reasoning_tokens"
+
+// withTTFO puts ttfo_ms after ttft_ms in names, where it is not there.
+func withTTFO(names []string) []string {
+	i := slices.Index(names, "ttft_ms")
+	if i < 0 || slices.Contains(names, "ttfo_ms") {
+		return names
+	}
+	return slices.Insert(slices.Clone(names), i+1, "ttfo_ms")
+}
+
 func (c *Comparison) allHave(metric string) bool {
 	m, _ := LookupMetric(metric)
 	for _, col := range c.Columns {

@@ -112,6 +112,9 @@ func (c *Comparison) writeText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := c.writeReasoning(w); err != nil {
+		return err
+	}
 	if err := c.writeVerdicts(w, ""); err != nil {
 		return err
 	}
@@ -119,6 +122,20 @@ func (c *Comparison) writeText(w io.Writer) error {
 		return err
 	}
 	return c.writeFootnotes(w)
+}
+
+// writeReasoning prints the ReasoningTable where a model reasoned.
+func (c *Comparison) writeReasoning(w io.Writer) error {
+	t, ok := c.ReasoningTable()
+	if !ok {
+		return nil
+	}
+	io.WriteString(w, "\nreasoning (per trial: mean tokens, median times):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, cells := range append([][]string{t.Header}, t.Rows...) {
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	return tw.Flush()
 }
 
 // writeLoad prints the sessions' load results, each line after prefix.

@@ -25,6 +25,9 @@ type Metric struct {
 var Metrics = []Metric{
 	latency("e2e_ms", "e2e", func(r *Record) float64 { return r.E2EMs }),
 	latency("ttft_ms", "TTFT", func(r *Record) float64 { return r.TTFTMs }),
+	// The first token past a reasoning model's thinking: what a reader
+	// of the answer waits for. Compared beside TTFT where any arm reasons.
+	latency("ttfo_ms", "TTFO", func(r *Record) float64 { return r.TTFOMs }),
 	latency("tpot_ms", "TPOT", func(r *Record) float64 { return r.TPOTMs }),
 	latency("itl_mean_ms", "ITL mean", func(r *Record) float64 { return r.ITLMeanMs }),
 	// A trial's longest gap between tokens and how much its gaps vary:
@@ -39,6 +42,13 @@ var Metrics = []Metric{
 				return math.NaN()
 			}
 			return float64(r.OutputTokens)
+		}},
+	{Name: "reasoning_tokens", Label: "reasoning tokens", More: "reasons longer", Less: "reasons shorter",
+		Value: func(r *Record) float64 {
+			if r.ReasoningTokens < 0 {
+				return math.NaN()
+			}
+			return float64(r.ReasoningTokens)
 		}},
 	{Name: "output_tps", Label: "output tok/s", More: "is faster", Less: "is slower", HigherIsBetter: true,
 		Value: func(r *Record) float64 { return r.OutputTPS },

@@ -893,3 +893,28 @@ func TestSweepDashboardShowsLevelsAsTheyRun(t *testing.T) {
 		checkFits(t, tr.app.View().Content, size[0], size[1])
 	}
 }
+
+// TestAReasoningRunShowsTTFOAndItsThinking: where an arm's model reasons
+// the stats table adds its median TTFO and its thinking against its output
+// tokens, and m reaches a TTFO histogram; where none does, m cycles the
+// four metrics it always had (TTFO is TTFT there).
+func TestAReasoningRunShowsTTFOAndItsThinking(t *testing.T) {
+	three := []string{"greedy", "temp-0.8", "top-k-40"}
+	tr := newTestRun(t, "greedy-vs-sampling")
+	tr.send(tea.WindowSizeMsg{Width: 200, Height: 60}, eventsMsg(reasoningRun(syntheticRun(three, 1, 12))), tickMsg{})
+	screen := tr.screen()
+	for _, want := range []string{"TTFO p50", "think/out", "48/64"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("%q missing from the dashboard:\n%s", want, screen)
+		}
+	}
+	tr.send(press("m"), press("m"), press("m"), press("m"), tickMsg{})
+	if screen := tr.screen(); !strings.Contains(screen, "TTFO ms") {
+		t.Errorf("m did not reach the TTFO histogram:\n%s", screen)
+	}
+	plain := newTestRun(t, "greedy-vs-sampling")
+	plain.send(tea.WindowSizeMsg{Width: 200, Height: 60}, eventsMsg(syntheticRun(three, 1, 12)), press("m"), press("m"), press("m"), press("m"), tickMsg{})
+	if screen := plain.screen(); strings.Contains(screen, "TTFO") || !strings.Contains(screen, "e2e ms") {
+		t.Errorf("TTFO shown where no model reasons:\n%s", screen)
+	}
+}

@@ -159,6 +159,8 @@ func screenStates(t *testing.T) []screenState {
 	dash("dashboard, zoomed", three, nil, "z", "c", "m")
 	dash("dashboard, nothing measured yet", three, func(ev []runner.Event) []runner.Event { return ev[:1] })
 	dash("dashboard, huge numbers", three, hugeNumbers)
+	dash("dashboard, a reasoning model", three, reasoningRun)
+	dash("dashboard, a reasoning model's TTFO", three, reasoningRun, "m", "m", "m", "m")
 	dash("dashboard, load sweep", []string{"greedy@c1", "greedy@c2", "greedy@c4", "greedy@c8"}, sweepEvents)
 	dash("dashboard, together study", []string{"agent-a@alone", "agent-b@alone", "agent-a@together", "agent-b@together"}, func(ev []runner.Event) []runner.Event {
 		started := ev[0].(runner.Started)
@@ -286,6 +288,19 @@ func screenStates(t *testing.T) []screenState {
 		states = append(states, screenState{name: g.name, model: app, crash: app.Crash})
 	}
 	return states
+}
+
+// reasoningRun makes each trial a reasoning model's: most of its tokens
+// thinking, its answer's first token well after its first.
+func reasoningRun(events []runner.Event) []runner.Event {
+	for i, ev := range events {
+		if td, ok := ev.(runner.TrialDone); ok {
+			td.Record.ReasoningTokens = td.Record.OutputTokens * 3 / 4
+			td.Record.TTFOMs = td.Record.TTFTMs + 0.75*td.Record.DecodeMs
+			events[i] = td
+		}
+	}
+	return events
 }
 
 // hugeNumbers makes every figure of a run enormous: a server that

@@ -14,20 +14,26 @@ import (
 
 // histogramPanel shows every arm's distribution of one metric; m cycles
 // the metric.
-type histogramPanel struct{ metric int } // index into histMetrics
+type histogramPanel struct{ presses int } // m presses; the metric is shown(data)
 
 func (p *histogramPanel) update(msg tea.KeyPressMsg) {
 	if key.Matches(msg, keys.Metric) {
-		p.metric = (p.metric + 1) % len(histMetrics)
+		p.presses++
 	}
 }
 
-func (p *histogramPanel) title(*runData) string { return histogramTitle(histMetrics[p.metric].label) }
+// shown is the index into histMetrics drawn: the presses cycle through
+// the metrics the run has (TTFO only where an arm reasons).
+func (p *histogramPanel) shown(data *runData) int { return p.presses % data.histShown() }
+
+func (p *histogramPanel) title(data *runData) string {
+	return histogramTitle(histMetrics[p.shown(data)].label)
+}
 
 func (p *histogramPanel) view(data *runData, w, h int) string {
 	var series []histSeries
 	for _, a := range data.arms {
-		series = append(series, histSeries{name: a.name, color: a.index, dist: &a.dists[p.metric]})
+		series = append(series, histSeries{name: a.name, color: a.index, dist: &a.dists[p.shown(data)]})
 	}
 	return renderHistogram(series, w, h)
 }

@@ -22,7 +22,11 @@ var histMetrics = [...]struct{ name, label string }{
 	{"ttft_ms", "TTFT"},
 	{"tpot_ms", "TPOT"},
 	{"itl_mean_ms", "ITL mean"},
+	{"ttfo_ms", "TTFO"}, // last: shown only where an arm reasons (runData.histShown)
 }
+
+// ttfoHist is TTFO's place in histMetrics.
+const ttfoHist = len(histMetrics) - 1
 
 // armData is everything the panels draw for one arm, folded in one
 // trial at a time so a frame never rescans the run's history.
@@ -45,6 +49,9 @@ type armData struct {
 	windowS, windowTokens, windowReqs float64
 	// sloMet of sloJudged steady timed requests kept within the SLO.
 	sloMet, sloJudged int
+	// Sums over the counted trials whose counts are known: reasoning
+	// tokens, output tokens, and how many trials they cover.
+	reasoningTokens, outputTokens, tokenTrials int
 }
 
 // aggregate is a load arm's output tok/s and requests/s over its steady
@@ -226,6 +233,9 @@ func (d *runData) addTrial(ev runner.TrialDone) {
 		a.dists[i].Add(m.Value(&rec))
 	}
 	a.throughput.Add(rec.OutputTokens, rec.E2EMs)
+	if rec.ReasoningTokens >= 0 && rec.OutputTokens >= 0 {
+		a.reasoningTokens, a.outputTokens, a.tokenTrials = a.reasoningTokens+rec.ReasoningTokens, a.outputTokens+rec.OutputTokens, a.tokenTrials+1
+	}
 	a.points = append(a.points, ev.Point)
 	a.countedE2E = append(a.countedE2E, rec.E2EMs)
 }
@@ -252,6 +262,26 @@ func (a *armData) convergence(tol float64) int {
 // warmupRatio is median(warmup e2e) / median(timed e2e).
 func (a *armData) warmupRatio() float64 {
 	return a.warmupE2E.Stats().Median / a.dists[0].Stats().Median
+}
+
+// reasoned reports whether any arm's model reasoned in a counted trial:
+// TTFT then times its first thinking token, TTFO the answer's first.
+func (d *runData) reasoned() bool {
+	for _, a := range d.arms {
+		if a.reasoningTokens > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// histShown is how many of histMetrics the histogram cycles through:
+// TTFO only where an arm reasons (elsewhere it is TTFT).
+func (d *runData) histShown() int {
+	if d.reasoned() {
+		return len(histMetrics)
+	}
+	return ttfoHist
 }
 
 // trialsDone counts finished trials over all arms and phases.

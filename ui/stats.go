@@ -35,6 +35,9 @@ func (statsPanel) view(data *runData, w, h int) string {
 	if data.sweep() {
 		return renderStatsTable(data.arms, loadTable(data.slo() != nil), w, h)
 	}
+	if data.reasoned() {
+		return renderStatsTable(data.arms, reasoningTable, w, h)
+	}
 	return renderStatsTable(data.arms, trialTable, w, h)
 }
 
@@ -48,6 +51,18 @@ var trialTable = statsTable{statsColumns, func(a *armData) []string {
 	st := a.dists[0].Stats()
 	return []string{fmt.Sprint(st.N), fmt.Sprint(a.degraded), formatMs(st.Mean), formatMs(st.Median), formatMs(st.P95),
 		formatMs(st.P99), formatMs(st.Max), number(st.CV, 3), number(a.throughput.Rate(), 1), number(a.warmupRatio(), 2)}
+}}
+
+// reasoningTable adds, where a model reasons, each arm's median TTFO (its
+// answer's first token, where TTFT is its thinking's) and its mean
+// reasoning and output tokens a trial.
+var reasoningTable = statsTable{append(slices.Clip(statsColumns), "TTFO p50", "think/out"), func(a *armData) []string {
+	think := "—"
+	if a.tokenTrials > 0 {
+		n := float64(a.tokenTrials)
+		think = number(float64(a.reasoningTokens)/n, 0) + "/" + number(float64(a.outputTokens)/n, 0)
+	}
+	return append(trialTable.cells(a), formatMs(a.dists[ttfoHist].Stats().Median), think)
 }}
 
 // loadTable's tok/s and req/s are over the steady windows of the blocks

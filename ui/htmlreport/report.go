@@ -38,6 +38,9 @@ type Report struct {
 	// a baseline, read first: a load run's levels, knee and goodput (or
 	// a together study), or a grid's cells ranked.
 	Lead *Lead
+	// Reasoning is, where a model reasoned, each column's thinking
+	// against its output and its TTFT against its TTFO.
+	Reasoning *Table
 	// Caveats lead: unfinished sessions, degraded, truncated or cached
 	// trials, mismatched set-ups, rows of a file that could not be read.
 	Caveats []string
@@ -74,7 +77,8 @@ type Setup struct {
 }
 
 // chartMetrics are drawn as distributions: latency, time to first token,
-// time per output token and the mean gap between tokens.
+// time per output token and the mean gap between tokens; where a model
+// reasoned, the time to its answer's first token (TTFO) after TTFT.
 var chartMetrics = []string{"e2e_ms", "ttft_ms", "tpot_ms", "itl_mean_ms"}
 
 // Build compares the columns refs name (a session's every arm, or
@@ -121,6 +125,11 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 	if len(cmp.Columns) > 1 {
 		r.Verdicts, r.TestsNote = cmp.Verdicts(), cmp.TestsNote()
 	}
+	charted := chartMetrics
+	if t, ok := cmp.ReasoningTable(); ok {
+		r.Reasoning = &Table{Caption: "per trial: mean reasoning and output tokens; median TTFT (the first token, thinking included) and TTFO (the answer's first)", Table: t}
+		charted = slices.Insert(slices.Clone(chartMetrics), slices.Index(chartMetrics, "ttft_ms")+1, "ttfo_ms")
+	}
 	arrivals := map[string]map[session.TrialKey]session.Arrivals{} // per session stem
 	for _, s := range unique {
 		stem := session.FileStem(s.Path)
@@ -139,14 +148,14 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 		if sum, ok := s.Manifest.Summary[c.Arm]; ok && sum.ConvergeTolerance > 0 {
 			cols[i].tol = sum.ConvergeTolerance
 		}
-		for _, name := range chartMetrics {
+		for _, name := range charted {
 			m, _ := session.LookupMetric(name)
 			cols[i].values[name] = c.Values(m)
 		}
 		cols[i].typical, cols[i].slowest = typicalAndSlowest(cols[i].trials, arrivals[c.Session])
 	}
 	r.addLoad(unique)
-	for _, name := range chartMetrics {
+	for _, name := range charted {
 		m, _ := session.LookupMetric(name)
 		stem := strings.TrimSuffix(name, "_ms")
 		p, err := histogramChart(m, cols)

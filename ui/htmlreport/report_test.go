@@ -326,3 +326,32 @@ func TestAReportSurvivesValuesNoReaderLetsThrough(t *testing.T) {
 		t.Error("a line through a NaN point neither failed nor came back drawable")
 	}
 }
+
+// TestAReasoningModelsReportShowsItsThinking: where a model reasoned the
+// page adds each arm's thinking against its output, its TTFO beside TTFT
+// in the verdicts and a TTFO chart; where none did, none of them.
+func TestAReasoningModelsReportShowsItsThinking(t *testing.T) {
+	s := syntheticSession(t, 30, 1, 1.3)
+	for i := range s.Records {
+		r := &s.Records[i]
+		r.ReasoningTokens = 24
+		r.TTFOMs = r.TTFTMs + 0.75*r.DecodeMs
+	}
+	var page bytes.Buffer
+	if err := buildRun(t, s).WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	doc := html.UnescapeString(page.String())
+	for _, want := range []string{`<h2 id="reasoning">Reasoning</h2>`, "<th>reasoning tokens</th>", "<td>24.0</td>", `id="ttfo-histogram"`, "median TTFO "} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	page.Reset()
+	if err := buildRun(t, syntheticSession(t, 30, 1, 1.3)).WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(page.String(), "TTFO") || strings.Contains(page.String(), `id="reasoning"`) {
+		t.Error("TTFO or a reasoning table where no model reasoned")
+	}
+}
