@@ -246,6 +246,9 @@ func screenStates(t *testing.T) []screenState {
 	}
 	refs, sessions := twoSessions(t, 4)
 	compare("compare, two sessions", refs, sessions)
+	thinking, thinkingSessions := twoSessions(t, 4)
+	reasoningSessions(thinkingSessions)
+	compare("compare, a reasoning model", thinking, thinkingSessions)
 	withNotice := NewCompare(context.Background(), testConfig(&now), refs, sessions)
 	withNotice.Update(htmlWrittenMsg{path: "/a/very/long/path/to/" + strings.Repeat("compare-A-vs-B-", 6) + ".html"})
 	states = append(states, appState("compare, an HTML report's notice", withNotice))
@@ -288,6 +291,18 @@ func screenStates(t *testing.T) []screenState {
 		states = append(states, screenState{name: g.name, model: app, crash: app.Crash})
 	}
 	return states
+}
+
+// reasoningSessions make every trial of sessions a reasoning model's, the
+// second session's thinking longer.
+func reasoningSessions(sessions []*session.Session) {
+	for i, s := range sessions {
+		for j := range s.Records {
+			r := &s.Records[j]
+			r.ReasoningTokens = (i + 1) * r.OutputTokens / 3
+			r.TTFOMs = r.TTFTMs + float64(r.ReasoningTokens)*r.TPOTMs
+		}
+	}
 }
 
 // reasoningRun makes each trial a reasoning model's: most of its tokens

@@ -135,6 +135,20 @@ func TestGoldenCompare80x24(t *testing.T) {
 	golden.RequireEqual(t, finalScreenAfter(t, NewCompare(t.Context(), testConfig(&now), refs, sessions), 80, 24, "A#greedy:"))
 }
 
+// TestTheCompareScreenSaysEachColumnsThinking: where a model reasoned,
+// TTFO joins the table and each column's thinking leads the verdicts.
+func TestTheCompareScreenSaysEachColumnsThinking(t *testing.T) {
+	refs, sessions := twoSessions(t, 4)
+	reasoningSessions(sessions)
+	now := testStart
+	screen := ansi.Strip(finalScreenAfter(t, NewCompare(t.Context(), testConfig(&now), refs, sessions), 200, 60, "A#greedy:"))
+	for _, want := range []string{"ttfo_ms", "reasoning: B#greedy thought 42.0 of 64.0 tokens a trial", "median TTFO +83.8%"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("%q missing from the compare screen:\n%s", want, screen)
+		}
+	}
+}
+
 // TestCompareGivesSpareRowsToTheHistogram: at 200×60 the verdicts need a
 // dozen rows; the box takes those and the histogram the rest, instead of
 // a blank verdict box above a histogram of one row per column.
