@@ -180,6 +180,11 @@ func TestMain(m *testing.M) {
 // buildBinary is the compiled tokentop, built on first use.
 func buildBinary(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		// CI's emulated arm64 suite runs -short: the binary's studies
+		// took minutes there, and run natively in full.
+		t.Skip("builds the binary and runs it")
+	}
 	built.once.Do(func() {
 		if built.dir, built.err = os.MkdirTemp("", "tokentop-test-"); built.err != nil {
 			return
@@ -242,9 +247,6 @@ func startRun(t *testing.T, bin string, n int) (*exec.Cmd, string, *bytes.Buffer
 }
 
 func TestKill9MidRunKeepsEveryFinishedTrial(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	cmd, manifest, _ := startRun(t, buildBinary(t), 3)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
@@ -268,9 +270,6 @@ func TestKill9MidRunKeepsEveryFinishedTrial(t *testing.T) {
 }
 
 func TestSigintSavesAPartialSessionAndExits130(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	cmd, manifest, output := startRun(t, buildBinary(t), 2)
 	cmd.Process.Signal(os.Interrupt)
 	err := cmd.Wait()
@@ -542,9 +541,6 @@ func TestLoadStudiesOnTheBuiltinEngine(t *testing.T) {
 // middle of a cell's session and started again, finishes every cell with
 // no trial lost or run twice, and its comparison ranks all 12.
 func TestGridSurvivesKill9AndResumes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	dir := t.TempDir()
 	gridFile := filepath.Join(dir, "g.toml")
 	os.WriteFile(gridFile, []byte(`name = "kill"

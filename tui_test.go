@@ -24,9 +24,6 @@ func TestDashboardInARealTerminal(t *testing.T) {
 		}
 		t.Skip("tmux is not installed here; .ci/run installs it, so CI runs this test")
 	}
-	if testing.Short() {
-		t.Skip("builds the binary and runs two short studies")
-	}
 	bin := buildBinary(t)
 	// The small terminal also runs with NO_COLOR set.
 	for _, size := range [][2]int{{80, 24}, {160, 48}} {
@@ -197,12 +194,10 @@ func startInTmux(t *testing.T, bin, dir string, w, h int, args ...string) *termi
 // opened the q question and the run went on to its cap. It stops the run
 // at once, saves it as partial and exits 130, as SIGINT does.
 func TestCtrlCStopsADashboardRunInARealTerminal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
+	bin := buildBinary(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
-	term := startInTmux(t, buildBinary(t), dir, 80, 24, "run", "--profile", "quick", "--trials", "100000", "--warmup", "1", "--max-tokens", "8", "--out", out)
+	term := startInTmux(t, bin, dir, 80, 24, "run", "--profile", "quick", "--trials", "100000", "--warmup", "1", "--max-tokens", "8", "--out", out)
 	term.waitFor("/100000 timed", 30*time.Second)
 	term.keys("C-c")
 	term.waitFor("tokentop exited 130", 30*time.Second)
@@ -221,9 +216,6 @@ func TestCtrlCStopsADashboardRunInARealTerminal(t *testing.T) {
 // h did, and no report was written. Both now show, h writes the page, and
 // q exits 0.
 func TestTheDoneViewAtSixtyByTwentyAndItsReport(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := buildBinary(t)
 	for _, size := range [][2]int{{60, 20}, {80, 24}} {
 		dir := t.TempDir()
