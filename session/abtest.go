@@ -407,13 +407,17 @@ func (t *ABTest) LengthNote(labels []string) string {
 	// (128 vs 128) when a few trials stop early.
 	mean := t.baselineMean + t.MeanDiff.Value
 	if t.Metric.Name == reasoningMetric {
-		means := fmt.Sprintf("mean %s vs %s reasoning tokens", strconv.FormatFloat(mean, 'f', 1, 64), strconv.FormatFloat(t.baselineMean, 'f', 1, 64))
-		if d := FormatDelta(100 * t.MeanDiff.Value / t.baselineMean); d != "" { // none against a baseline that did not think
-			means += ", " + d
+		const follows = ": its TTFT, e2e and output tok/s count that thinking; read TTFO (the answer's first token) and the per-token metrics (TPOT, ITL) first"
+		tokens := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+		switch {
+		case t.baselineMean == 0:
+			return fmt.Sprintf("note: %s thinks (mean %s reasoning tokens a trial; %s) where %s does not%s", labels[t.Column], tokens(mean), formatP(t.PAdjusted), labels[t.Baseline], follows)
+		case mean == 0:
+			return fmt.Sprintf("note: %s does not think where %s does (mean %s reasoning tokens a trial; %s)%s", labels[t.Column], labels[t.Baseline], tokens(t.baselineMean), formatP(t.PAdjusted), follows)
 		}
-		return fmt.Sprintf("note: %s thinks in %s tokens than %s (%s; median %s vs %s; %s): its TTFT, e2e and output tok/s count that thinking; "+
-			"read TTFO (the answer's first token) and the per-token metrics (TPOT, ITL) first",
-			labels[t.Column], word, labels[t.Baseline], means, strconv.FormatFloat(t.MedianB, 'f', -1, 64), strconv.FormatFloat(t.MedianA, 'f', -1, 64), formatP(t.PAdjusted))
+		return fmt.Sprintf("note: %s thinks in %s tokens than %s (mean %s vs %s reasoning tokens, %s; median %s vs %s; %s)%s",
+			labels[t.Column], word, labels[t.Baseline], tokens(mean), tokens(t.baselineMean), FormatDelta(100*t.MeanDiff.Value/t.baselineMean),
+			strconv.FormatFloat(t.MedianB, 'f', -1, 64), strconv.FormatFloat(t.MedianA, 'f', -1, 64), formatP(t.PAdjusted), follows)
 	}
 	return fmt.Sprintf("note: %s writes %s tokens than %s (mean %s vs %s, %s; median %s vs %s; %s): its e2e and output tok/s differ partly for that reason; "+
 		"read the per-token metrics (TPOT) first, or set fixed_length = true where the backend can",

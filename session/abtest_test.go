@@ -501,6 +501,14 @@ func TestArmsThatThinkDifferentlyLeadWithTTFOAndPerTokenVerdicts(t *testing.T) {
 		!regexp.MustCompile(`hot +30 +22\.0 +32\.0`).MatchString(text.String()) {
 		t.Errorf("the text comparison (%v):\n%s", err, text.String())
 	}
+	for i := range s.Records {
+		if r := &s.Records[i]; r.Arm == "hot" {
+			r.ReasoningTokens = 0
+		}
+	}
+	if v := abCompare(t, s, CompareMetrics...).Verdicts(); !strings.HasPrefix(v[0], "note: hot does not think where greedy does (mean 5.0 reasoning tokens a trial; p < 0.001): its TTFT") {
+		t.Errorf("thinking against none: %q", v[0])
+	}
 	plain := abCompare(t, abSession(30, 1, 1, 7), CompareMetrics...)
 	if slices.Contains(plain.Metrics, "ttfo_ms") || len(plain.Lengths) != 1 {
 		t.Errorf("no reasoning, yet metrics %v and %d length checks", plain.Metrics, len(plain.Lengths))

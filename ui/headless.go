@@ -305,6 +305,15 @@ func WriteSummary(w io.Writer, width int, arms []string, summary map[string]sess
 		{header: "trial tok/s p50", giveWay: 13}, {header: "p5", giveWay: 14},
 		{header: "warmup ratio", giveWay: 11}, {header: "converged at", giveWay: 7},
 	}}
+	// Where a model reasons, TTFO (its answer's first token) and its
+	// thinking against its output follow TTFT.
+	reasoned := false
+	for _, a := range arms {
+		reasoned = reasoned || summary[a].Metrics["reasoning_tokens"].Mean > 0
+	}
+	if reasoned {
+		table.columns = slices.Insert(table.columns, 10, textColumn{header: "ttfo p50", giveWay: 6}, textColumn{header: "think/out", giveWay: 6})
+	}
 	anytimeNote := false
 	for _, a := range arms {
 		s := summary[a]
@@ -314,10 +323,15 @@ func WriteSummary(w io.Writer, width int, arms []string, summary map[string]sess
 		if anytime {
 			mark, anytimeNote = "*", true
 		}
-		table.add(a, fmt.Sprint(s.Metrics["e2e_ms"].N), fmt.Sprint(s.Degraded),
-			millis(e2e.Mean), millis(e2e.Median)+" "+interval(lo, hi, oneDecimal)+mark,
+		cells := []string{a, fmt.Sprint(s.Metrics["e2e_ms"].N), fmt.Sprint(s.Degraded),
+			millis(e2e.Mean), millis(e2e.Median) + " " + interval(lo, hi, oneDecimal) + mark,
 			millis(e2e.P95), millis(e2e.P99), millis(e2e.Max), number(e2e.CV, 3), millis(ttft.Median),
-			number(s.OutputTPS, 1), number(tps.P50, 1), number(tps.P5, 1), number(s.WarmupRatio, 2), convergedAt(s))
+			number(s.OutputTPS, 1), number(tps.P50, 1), number(tps.P5, 1), number(s.WarmupRatio, 2), convergedAt(s)}
+		if reasoned {
+			think := number(s.Metrics["reasoning_tokens"].Mean, 0) + "/" + number(s.Metrics["output_tokens"].Mean, 0)
+			cells = slices.Insert(cells, 10, millis(s.Metrics["ttfo_ms"].Median), think)
+		}
+		table.add(cells...)
 	}
 	leftOut, _ := table.write(w, width)
 	if len(leftOut) > 0 {
