@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -172,5 +173,25 @@ func TestProfilesFitTheTerminalAndStayATableWhenPiped(t *testing.T) {
 				t.Errorf("at 80 columns %q is missing or split:\n%s", word, narrow.String())
 			}
 		}
+	}
+}
+
+// TestSummaryTableShowsTTFOWhereAModelReasons: the headless table adds
+// the answer's first token and the thinking against the output where any
+// arm's model reasoned, and nothing of it elsewhere.
+func TestSummaryTableShowsTTFOWhereAModelReasons(t *testing.T) {
+	arm := func(reasoning, output, ttfo float64) session.ArmSummary {
+		return session.ArmSummary{TimedOK: 20, Metrics: map[string]session.MetricSummary{"e2e_ms": {N: 20, Mean: 300, Median: 290},
+			"ttft_ms": {Median: 40}, "ttfo_ms": {Median: ttfo}, "reasoning_tokens": {Mean: reasoning}, "output_tokens": {Mean: output}}}
+	}
+	var buf bytes.Buffer
+	WriteSummary(&buf, 0, []string{"thinking", "direct"}, map[string]session.ArmSummary{"thinking": arm(47.2, 63.2, 278), "direct": arm(0, 16, 40)})
+	if out := buf.String(); !regexp.MustCompile(`thinking .* 40\.0 ms +278\.0 ms +47/63 `).MatchString(out) || !strings.Contains(out, "think/out") {
+		t.Errorf("summary:\n%s", out)
+	}
+	buf.Reset()
+	WriteSummary(&buf, 0, []string{"direct"}, map[string]session.ArmSummary{"direct": arm(0, 16, 40)})
+	if strings.Contains(buf.String(), "ttfo") || strings.Contains(buf.String(), "think/out") {
+		t.Errorf("TTFO where no model reasons:\n%s", buf.String())
 	}
 }
