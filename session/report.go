@@ -50,6 +50,9 @@ type ArmReport struct {
 	// the model did not reason, NaN where it is not known.
 	ReasoningMean, OutputMean float64
 	TTFTMedian, TTFOMedian    float64
+	// TokenNotes say what its ITL is between where that is not one token
+	// and the next (see TokenNotes).
+	TokenNotes []string
 	// Curve is the running mean, its 95% CI half-width and the running CV
 	// after each timed trial.
 	Curve []metrics.Point
@@ -83,7 +86,7 @@ func BuildReport(s *Session, opts TestOptions) *Report {
 }
 
 func armReport(arm string, records []*Record, summary ArmSummary, opts TestOptions) ArmReport {
-	a := ArmReport{Arm: arm, StoppedBy: summary.StoppedBy, ConvergeTol: summary.ConvergeTolerance}
+	a := ArmReport{Arm: arm, StoppedBy: summary.StoppedBy, ConvergeTol: summary.ConvergeTolerance, TokenNotes: TokenNotes(arm, Counted(records))}
 	if a.ConvergeTol == 0 {
 		a.ConvergeTol = 0.01
 	}
@@ -216,6 +219,9 @@ func (r *Report) Lines(heading, item string) []string {
 		}
 		if a.StoppedBy != "" {
 			add("stopped", "%s", a.StoppedBy)
+		}
+		for _, note := range a.TokenNotes {
+			lines = append(lines, item+note)
 		}
 		lines = append(lines, "")
 	}

@@ -98,3 +98,28 @@ func BenchmarkReport(b *testing.B) {
 		BuildReport(s, DefaultTestOptions)
 	}
 }
+
+// TestTheReportSaysWhatITLIsBetween: an arm whose chunks bundled tokens
+// of unknown count, and whose tokens came in bursts, is said to have so
+// in the repeatability report, with its thinking against its output.
+func TestTheReportSaysWhatITLIsBetween(t *testing.T) {
+	s := reportSession()
+	for i := range s.Records {
+		if r := &s.Records[i]; r.Arm == "hot" {
+			r.Chunks, r.ITLPer, r.Delivery, r.ReasoningTokens = 8, ITLPerChunk, DeliveryBurst, 24
+		}
+	}
+	text := strings.Join(BuildReport(s, TestOptions{Resamples: 200, Seed: 1}).Lines("", "  "), "\n")
+	for _, want := range []string{
+		"  note: hot's chunks carried several tokens each (1280 tokens in 320 chunks, in 40 of its 40 trials) and the server did not say how many each",
+		"  note: in 40 of 40 trials of hot the tokens arrived in a burst",
+		"  reasoning  24.00 of 32.00 output tokens were thinking (means)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("%q missing from the report:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "greedy's chunks") {
+		t.Errorf("a note on greedy, whose chunks were single tokens:\n%s", text)
+	}
+}
