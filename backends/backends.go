@@ -119,17 +119,6 @@ const (
 	ToolCall
 )
 
-// String is the kind's word in the tokens CSV.
-func (k TokenKind) String() string {
-	switch k {
-	case Reasoning:
-		return "reasoning"
-	case ToolCall:
-		return "tool_call"
-	}
-	return "answer"
-}
-
 // OnChunk is called as each chunk of generated tokens arrives. tokens is
 // how many tokens the chunk carries when the server says so, else 1; kind
 // is what they are. It must be called before any other work on the
@@ -256,6 +245,10 @@ type Kind struct {
 	// ReservedOptions are the request fields tokentop sets from the arm:
 	// an option of that name is refused rather than sent.
 	ReservedOptions []string
+	// KnownOptions, where not nil, are every option the server reads: one
+	// outside them is refused, for a server that would run without it
+	// unsaid (Ollama refuses none).
+	KnownOptions []string
 	// ReasoningRule says how a reasoning model's thinking is told from
 	// its answer in this backend's streams, for the manifest.
 	ReasoningRule string

@@ -2,6 +2,7 @@ package backends
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -59,22 +60,29 @@ func (k Kind) CheckOptions(options map[string]any) error {
 	if len(options) > 0 && k.OptionsGo == "" {
 		return fmt.Errorf("the %s backend takes no options (it is tuned by dtype and threads)", k.Name)
 	}
-	return CheckOptions(options, k.ReservedOptions)
+	return CheckOptions(options, k.ReservedOptions, k.KnownOptions)
 }
 
 // CheckOptions tells whether options can be sent to a server: each must be
-// a scalar, and none may be one of reserved, the fields tokentop sets
-// itself from the arm (temperature, the token limit, ...), which would
-// change the arm behind its back. The error names the option.
-func CheckOptions(options map[string]any, reserved []string) error {
+// a scalar, none may be one of reserved, the fields tokentop sets itself
+// from the arm (temperature, the token limit, ...), which would change the
+// arm behind its back, nor think, which the arm's own think sets in each
+// server's words; and where known is not nil, each must be one of them.
+// The error names the option.
+func CheckOptions(options map[string]any, reserved, known []string) error {
 	keys := make([]string, 0, len(options))
 	for key := range options {
 		keys = append(keys, key)
 	}
 	sort.Strings(keys)
 	for _, key := range keys {
-		if slices.Contains(reserved, key) {
+		switch {
+		case key == "think":
+			return errors.New("options.think: thinking is set by think on the arm or profile, which tokentop sends in each server's own words (as an option a server ignores it, or takes it for something else)")
+		case slices.Contains(reserved, key):
 			return fmt.Errorf("options.%s: tokentop sets %s itself from the arm (its sampling, max_tokens, seed or prompt_cache); set it there instead", key, key)
+		case known != nil && !slices.Contains(known, key):
+			return fmt.Errorf("options.%s: the server takes no option of that name and would run without it, unsaid; use one of %s", key, strings.Join(known, ", "))
 		}
 		switch v := options[key].(type) {
 		case string, bool, int64, int:

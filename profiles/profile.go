@@ -538,7 +538,7 @@ func (a *Arm) check(seen map[string]bool, bad func(key, msg string)) {
 	if !a.Think.valid() {
 		badf("think", "%q is not a think value; %s", a.Think, thinkRule)
 	}
-	if err := backends.CheckOptions(a.Options, nil); err != nil {
+	if err := backends.CheckOptions(a.Options, nil, nil); err != nil {
 		key, msg, _ := strings.Cut(err.Error(), ": ")
 		bad(key, msg)
 	}

@@ -265,6 +265,10 @@ func TestThinkTakesABooleanOrAnEffort(t *testing.T) {
 	if _, err := p.WithArms([]Arm{{Name: "x", Think: "lots"}}); err == nil || !strings.Contains(err.Error(), `think: "lots" is not a think value; use true, false, or an effort`) {
 		t.Errorf("--arm think=lots: %v", err)
 	}
+	_, err = Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 8\ntrials = 1\nprompts = [\"x\"]\n[[arms]]\nname = \"a\"\n[arms.options]\nthink = true\n"))
+	if err == nil || !strings.Contains(err.Error(), "t.toml:8: arms[0].options.think: thinking is set by think on the arm or profile") {
+		t.Errorf("options.think: %v", err)
+	}
 	_, err = Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 8\ntrials = 1\nprompts = [\"x\"]\n[[arms]]\nname = \"a\"\nthink = 1\n"))
 	if err == nil || !strings.Contains(err.Error(), `t.toml:7: arms[0].think: "1" is not a think value`) {
 		t.Errorf("think = 1: %v", err)

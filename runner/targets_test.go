@@ -187,6 +187,7 @@ func TestResolveGivesEachArmItsTarget(t *testing.T) {
 		{"[[arms]]\nname = \"a\"\nbackend = \"ollama\"\nurl = \"localhost:11434\"\n", nil, `/p/ab.toml:10: arm a: url: "localhost:11434" is not a server address`},
 		{"[[arms]]\nname = \"a\"\n[arms.options]\nnum_ctx = 1\n", nil, "/p/ab.toml:10: arm a: options.num_ctx: the builtin backend takes no options"},
 		{"[[arms]]\nname = \"a\"\nbackend = \"ollama\"\n[arms.options]\nseed = 1\n", nil, "/p/ab.toml:11: arm a: options.seed: tokentop sets seed itself"},
+		{"[[arms]]\nname = \"a\"\nbackend = \"ollama\"\n[arms.options]\nnum_ctxx = 1\n", nil, "/p/ab.toml:11: arm a: options.num_ctxx: the server takes no option of that name and would run without it, unsaid"},
 		{"[[arms]]\nname = \"a\"\nbackend = \"openai\"\n", nil, "/p/ab.toml:8: arm a: model: no model for backend openai: set model in the arm"},
 		{"[[arms]]\nname = \"a\"\ndtype = \"f32\"\n[[arms]]\nname = \"b\"\ndtype = \"q8_0\"\n", func(o *Options) { o.DType = "q8_0" }, "--dtype q8_0 would change no arm: every arm of profile ab sets its own dtype"},
 		{"[[arms]]\nname = \"a\"\nbackend = \"ollama\"\nmodel = \"m\"\n", func(o *Options) { o.Model = "x" }, "--model x would change no arm"},

@@ -24,7 +24,7 @@ var Kind = backends.Kind{
 	ModelOptional: true,
 	FixedLength:   true,
 	New: func(c backends.Config) (backends.Backend, error) {
-		if err := backends.CheckOptions(c.Options, reservedOptions); err != nil {
+		if err := backends.CheckOptions(c.Options, reservedOptions, nil); err != nil {
 			return nil, err
 		}
 		return &Backend{url: strings.TrimRight(c.URL, "/"), options: c.Options, conn: stream.NewConn(c.APIKey)}, nil

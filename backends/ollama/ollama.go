@@ -5,10 +5,8 @@ package ollama
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 
@@ -22,16 +20,14 @@ var Kind = backends.Kind{
 	Description: "Ollama native API (/api/generate, NDJSON)",
 	DefaultURL:  "http://127.0.0.1:11434",
 	New: func(c backends.Config) (backends.Backend, error) {
-		if err := backends.CheckOptions(c.Options, reservedOptions); err != nil {
-			return nil, err
-		}
-		if err := checkKnown(c.Options); err != nil {
+		if err := backends.CheckOptions(c.Options, reservedOptions, knownOptions); err != nil {
 			return nil, err
 		}
 		return &Backend{url: strings.TrimRight(c.URL, "/"), options: c.Options, conn: stream.NewConn(c.APIKey)}, nil
 	},
 	OptionsGo:       `into the request's "options" object (num_ctx, num_gpu, num_thread, ...)`,
 	ReservedOptions: reservedOptions,
+	KnownOptions:    knownOptions,
 	ReasoningRule:   "the thinking field is reasoning (think set); a response that opens with <think> is reasoning up to </think> (" + stream.InlineThinkRule + ")",
 }
 
@@ -47,19 +43,6 @@ var knownOptions = []string{"num_keep", "seed", "num_predict", "top_k", "top_p",
 	"repeat_last_n", "temperature", "repeat_penalty", "presence_penalty", "frequency_penalty", "mirostat",
 	"mirostat_tau", "mirostat_eta", "penalize_newline", "stop", "numa", "num_ctx", "num_batch", "num_gpu",
 	"main_gpu", "low_vram", "f16_kv", "logits_all", "vocab_only", "use_mmap", "use_mlock", "num_thread"}
-
-// checkKnown refuses an option Ollama would ignore.
-func checkKnown(options map[string]any) error {
-	for _, key := range slices.Sorted(maps.Keys(options)) {
-		switch {
-		case key == "think":
-			return errors.New("options.think: think is no option of Ollama's (it ignores it there); set think = true or false on the arm or profile, which is sent as the request's own think field")
-		case !slices.Contains(knownOptions, key):
-			return fmt.Errorf("options.%s: Ollama takes no option of that name and would run without it (it refuses none); use one of %s", key, strings.Join(knownOptions, ", "))
-		}
-	}
-	return nil
-}
 
 // Backend is an Ollama server.
 type Backend struct {

@@ -252,8 +252,8 @@ func TestThinkIsTheRequestsOwnField(t *testing.T) {
 		options map[string]any
 		want    string
 	}{
-		{map[string]any{"think": true}, "options.think: think is no option of Ollama's (it ignores it there); set think = true or false on the arm"},
-		{map[string]any{"num_ctxx": int64(512)}, "options.num_ctxx: Ollama takes no option of that name and would run without it"},
+		{map[string]any{"think": true}, "options.think: thinking is set by think on the arm or profile"},
+		{map[string]any{"num_ctxx": int64(512)}, "options.num_ctxx: the server takes no option of that name and would run without it, unsaid; use one of num_keep,"},
 	} {
 		if _, err := Kind.New(backends.Config{Options: bad.options}); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%v: %v, want %q", bad.options, err, bad.want)

@@ -55,7 +55,7 @@ type Backend struct {
 // New makes a backend for cfg; Endpoint "" means "completions", which sends
 // the prompt as-is, like the other backends, with no chat template.
 func New(cfg backends.Config) (backends.Backend, error) {
-	if err := backends.CheckOptions(cfg.Options, reservedOptions); err != nil {
+	if err := backends.CheckOptions(cfg.Options, reservedOptions, nil); err != nil {
 		return nil, err
 	}
 	b := &Backend{base: strings.TrimRight(cfg.URL, "/"), conn: stream.NewConn(cfg.APIKey), options: cfg.Options}
