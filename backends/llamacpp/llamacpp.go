@@ -113,8 +113,10 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 		if err := stream.Unmarshal(data, &ev); err != nil {
 			return err
 		}
-		if n := len(ev.Tokens); n > 0 {
+		if len(ev.Tokens) > 0 {
+			n, counted := stream.ChunkTokens(len(ev.Tokens))
 			onChunk(n, think.Kind(ev.Content))
+			res.ChunkCounts = res.ChunkCounts && counted
 		} else if ev.Content != "" {
 			// No tokens array: an older build; a chunk is one token
 			// as far as anyone can tell.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,8 +66,15 @@ func TestMultiTokenChunkReportsItsTokens(t *testing.T) {
 	body := "data: {\"content\":\"ab\",\"tokens\":[1,2,3],\"stop\":false}\n\n" +
 		"data: {\"content\":\"\",\"tokens\":[],\"stop\":true,\"stop_type\":\"eos\",\"timings\":{\"predicted_n\":3}}\n\n"
 	chunks, tokens, res, err := generate(t, replay.Serve(replay.Exchange{Status: 200, ContentType: "text/event-stream", Body: []byte(body)}))
-	if err != nil || chunks != 1 || tokens != 3 || res.OutputTokens != 3 || res.StopReason != "stop" {
+	if err != nil || chunks != 1 || tokens != 3 || res.OutputTokens != 3 || res.StopReason != "stop" || !res.ChunkCounts {
 		t.Errorf("chunks %d tokens %d %+v %v", chunks, tokens, res, err)
+	}
+	// A chunk that says it carried more tokens than any step makes is a
+	// broken server's: one arrival, its count not known.
+	huge := "data: {\"content\":\"ab\",\"tokens\":[" + strings.Repeat("1,", stream.MaxChunkTokens) + "1],\"stop\":false}\n\n"
+	var got replay.Chunks
+	if res, err := decode(strings.NewReader(huge+body[strings.Index(body, "\n\n")+2:]), got.OnChunk); err != nil || !slices.Equal(got.Tokens, []int{1}) || res.ChunkCounts {
+		t.Errorf("%d-token chunk: tokens %v, counts known %v, error %v", stream.MaxChunkTokens+1, got.Tokens, res.ChunkCounts, err)
 	}
 }
 
@@ -200,7 +208,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(replay.Reasoning(f, "llamaserver_completion_think_tags_stream").Body)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		res, err := decode(bytes.NewReader(data), func(n int, _ backends.TokenKind) {
-			if n < 1 {
+			if n < 1 || n > stream.MaxChunkTokens {
 				t.Fatalf("chunk of %d tokens", n)
 			}
 		})

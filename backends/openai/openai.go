@@ -202,7 +202,7 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 	res.ChunkCounts = true
 	done := false
 	var think stream.ThinkSplitter
-	counted, pending := 0, 0 // completion_tokens of the last usage seen, and those not yet on an arrival
+	used, pending := 0, 0 // completion_tokens of the last usage seen, and those not yet on an arrival
 	err := stream.SSE(body, func(data []byte) error {
 		if string(data) == "[DONE]" {
 			done = true
@@ -215,18 +215,16 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 		if c.Choices == nil && c.Content != nil && c.Stop != nil {
 			return errNativeStream
 		}
-		if u := c.Usage; u != nil && u.CompletionTokens > counted {
+		if u := c.Usage; u != nil && u.CompletionTokens > used {
 			// Tokens that showed no text (a hidden special token) join
 			// the next chunk that does: its gap covered them too.
-			pending, counted = pending+u.CompletionTokens-counted, u.CompletionTokens
+			pending, used = pending+u.CompletionTokens-used, u.CompletionTokens
 		}
 		for _, choice := range c.Choices {
 			if kind, ok := chunkKind(choice.Text+choice.Delta.Content, choice.Delta.ReasoningContent+choice.Delta.Reasoning, len(choice.Delta.ToolCalls) > 0, &think); ok {
-				tokens := pending
-				if tokens == 0 {
-					tokens, res.ChunkCounts = 1, false
-				}
+				tokens, counted := stream.ChunkTokens(pending)
 				onChunk(tokens, kind)
+				res.ChunkCounts = res.ChunkCounts && counted
 				pending = 0
 			}
 			if choice.FinishReason != "" {

@@ -283,6 +283,20 @@ func TestEveryGeneratedTokenIsAnArrival(t *testing.T) {
 	}
 }
 
+// TestAClaimedCountPastBeliefIsNotTaken: a usage that says one chunk
+// carried two billion tokens would have made two billion ITL gaps of the
+// trial; such a count is taken as unknown, the chunk as one arrival.
+func TestAClaimedCountPastBeliefIsNotTaken(t *testing.T) {
+	body := `data: {"choices":[{"index":0,"delta":{"content":"a"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}` + "\n\n" +
+		`data: {"choices":[{"index":0,"delta":{"content":"b"}}],"usage":{"prompt_tokens":1,"completion_tokens":2000000001}}` + "\n\n" +
+		"data: [DONE]\n\n"
+	var got replay.Chunks
+	res, err := decode(strings.NewReader(body), got.OnChunk)
+	if err != nil || !slices.Equal(got.Tokens, []int{1, 1}) || res.ChunkCounts {
+		t.Errorf("tokens %v, counts known %v, error %v", got.Tokens, res.ChunkCounts, err)
+	}
+}
+
 // TestAStreamEndsAtDone: a server that holds the connection open after
 // "data: [DONE]" held each trial until its timeout.
 func TestAStreamEndsAtDone(t *testing.T) {
@@ -309,7 +323,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		res, err := decode(bytes.NewReader(data), func(n int, _ backends.TokenKind) {
-			if n < 1 {
+			if n < 1 || n > stream.MaxChunkTokens {
 				t.Fatalf("SSE chunk reported as %d tokens", n)
 			}
 		})

@@ -27,6 +27,21 @@ import (
 // reading it whole would let it exhaust memory.
 const MaxLine = 1 << 20
 
+// MaxChunkTokens bounds the tokens a server may say one chunk carries. A
+// chunk holds a few (a speculative step, a coalesced delta); a count past
+// this is a broken or hostile server's, and taken as said it would make
+// the trial's ITL a gap per claimed token (billions of them).
+const MaxChunkTokens = 4096
+
+// ChunkTokens is the count a chunk said it carries, if it is believable
+// (1 to MaxChunkTokens); else 1, and false: the count is not known.
+func ChunkTokens(said int) (int, bool) {
+	if said < 1 || said > MaxChunkTokens {
+		return 1, false
+	}
+	return said, true
+}
+
 // maxErrorBody bounds how much of an error response is read.
 const maxErrorBody = 64 << 10
 
