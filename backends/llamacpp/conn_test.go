@@ -88,3 +88,23 @@ func TestMisbehavingServersAreClassified(t *testing.T) {
 		t.Errorf("no server: %v, connection %q", err, res.Connection)
 	}
 }
+
+// TestAConnectionIsKeptAfterTheFinalMessage: reading stops at the final
+// event, and what the body has left (its chunked end) is still read, so
+// the kept-alive connection goes back to the pool; closed early, every
+// request opened a connection of its own, its handshake in the TTFT.
+func TestAConnectionIsKeptAfterTheFinalMessage(t *testing.T) {
+	srv := replay.NewServer(t, replay.Route{"POST /completion": replay.Serve(replay.Load(t, "llamacpp/completion_t0_stream"))})
+	b, _ := Kind.Open(backends.Config{URL: srv.URL})
+	var got []string
+	for range 5 {
+		res, err := b.Generate(context.Background(), backends.Request{Prompt: "x", MaxTokens: 32}, func(int, backends.TokenKind) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, res.Connection)
+	}
+	if s := strings.Join(got, ", "); s != "new, reused, reused, reused, reused" {
+		t.Errorf("connections: %s", s)
+	}
+}

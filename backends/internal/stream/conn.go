@@ -79,6 +79,8 @@ func sameServer(req *http.Request, via []*http.Request) error {
 // decodes the streamed answer. A request that fails before any stream
 // arrives returns a Result with every field unknown but Connection.
 func (c *Conn) Generate(ctx context.Context, url string, body any, fresh bool, decode Decoder, onChunk backends.OnChunk) (backends.Result, error) {
+	ctx, cancel := context.WithCancel(ctx) // cancel ends a drain that waits too long
+	defer cancel()
 	resp, conn, err := c.post(ctx, url, body, fresh)
 	if err != nil {
 		res := backends.NewResult()
@@ -88,7 +90,29 @@ func (c *Conn) Generate(ctx context.Context, url string, body any, fresh bool, d
 	defer resp.Body.Close()
 	res, err := decode(resp.Body, onChunk)
 	res.Connection = conn
+	if err == nil {
+		drain(resp.Body, cancel)
+	}
 	return res, err
+}
+
+// drainWait bounds how long the rest of a body is waited for after its
+// final message, and maxDrain how much of it is read.
+const (
+	drainWait = 20 * time.Millisecond
+	maxDrain  = 64 << 10
+)
+
+// drain reads what a body has left after the final message (its chunked
+// end, usually in the same read), so that Go's transport sees its end and
+// keeps the connection for the next request: a body closed before its end
+// costs the connection, and the next request's handshake lands in its
+// TTFT. A server that holds the body open past drainWait is cut off
+// (cancel), its connection dropped, rather than the trial held.
+func drain(body io.Reader, cancel context.CancelFunc) {
+	stop := time.AfterFunc(drainWait, cancel)
+	defer stop.Stop()
+	io.Copy(io.Discard, io.LimitReader(body, maxDrain))
 }
 
 // PostJSON sends body as JSON and returns the response when its status is
