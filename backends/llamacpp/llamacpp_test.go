@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/backends/internal/stream"
@@ -52,12 +51,8 @@ func TestInlineThinkingIsReasoning(t *testing.T) {
 // TestAStreamEndsAtItsFinalEvent: a server holding the connection open
 // after the event with stop: true held the trial until its timeout.
 func TestAStreamEndsAtItsFinalEvent(t *testing.T) {
-	srv := replay.NewServer(t, replay.Route{"POST /completion": replay.ServeAndHold(replay.Load(t, "llamacpp/completion_t0_stream"))})
-	b, _ := Kind.New(backends.Config{URL: srv.URL})
-	// The deadline only bounds the test: reading past the final event waits for it.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if res, err := b.Generate(ctx, backends.Request{Prompt: "x", MaxTokens: 32}, func(int, backends.TokenKind) {}); err != nil || res.OutputTokens != 32 {
+	res, err := replay.GenerateHeld(t, Kind, backends.Config{}, "POST /completion", replay.Load(t, "llamacpp/completion_t0_stream"), backends.Request{Prompt: "x", MaxTokens: 32})
+	if err != nil || res.OutputTokens != 32 {
 		t.Fatalf("%+v %v", res, err)
 	}
 }

@@ -50,12 +50,8 @@ func TestThinkingIsReasoning(t *testing.T) {
 // TestAStreamEndsAtItsFinalLine: a server holding the connection open
 // after the line with done: true held the trial until its timeout.
 func TestAStreamEndsAtItsFinalLine(t *testing.T) {
-	srv := replay.NewServer(t, replay.Route{"POST /api/generate": replay.ServeAndHold(replay.Load(t, "ollama/api_generate_t0_stream"))})
-	b, _ := Kind.New(backends.Config{URL: srv.URL})
-	// The deadline only bounds the test: reading past the final line waits for it.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if res, err := b.Generate(ctx, backends.Request{Model: "m", MaxTokens: 32}, func(int, backends.TokenKind) {}); err != nil || res.OutputTokens != 32 {
+	res, err := replay.GenerateHeld(t, Kind, backends.Config{}, "POST /api/generate", replay.Load(t, "ollama/api_generate_t0_stream"), backends.Request{Model: "m", MaxTokens: 32})
+	if err != nil || res.OutputTokens != 32 {
 		t.Fatalf("%+v %v", res, err)
 	}
 }

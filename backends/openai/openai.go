@@ -4,6 +4,7 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -221,7 +222,7 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 			pending, used = pending+u.CompletionTokens-used, u.CompletionTokens
 		}
 		for _, choice := range c.Choices {
-			if kind, ok := chunkKind(choice.Text+choice.Delta.Content, choice.Delta.ReasoningContent+choice.Delta.Reasoning, len(choice.Delta.ToolCalls) > 0, &think); ok {
+			if kind, ok := chunkKind(cmp.Or(choice.Delta.Content, choice.Text), cmp.Or(choice.Delta.Reasoning, choice.Delta.ReasoningContent), len(choice.Delta.ToolCalls) > 0, &think); ok {
 				tokens, counted := stream.ChunkTokens(pending)
 				onChunk(tokens, kind)
 				res.ChunkCounts = res.ChunkCounts && counted

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/backends/internal/stream"
@@ -300,15 +299,7 @@ func TestAClaimedCountPastBeliefIsNotTaken(t *testing.T) {
 // TestAStreamEndsAtDone: a server that holds the connection open after
 // "data: [DONE]" held each trial until its timeout.
 func TestAStreamEndsAtDone(t *testing.T) {
-	srv := replay.NewServer(t, replay.Route{"POST /v1/chat/completions": replay.ServeAndHold(replay.Load(t, "llamacpp/v1_chat_stream_usage"))})
-	b, err := New(backends.Config{URL: srv.URL + "/v1", Endpoint: "chat"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The deadline only bounds the test: reading past [DONE] waits for it.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	res, err := b.Generate(ctx, backends.Request{Prompt: "x", MaxTokens: 32}, func(int, backends.TokenKind) {})
+	res, err := replay.GenerateHeld(t, Kind, backends.Config{URL: "/v1", Endpoint: "chat"}, "POST /v1/chat/completions", replay.Load(t, "llamacpp/v1_chat_stream_usage"), backends.Request{Prompt: "x", MaxTokens: 32})
 	if err != nil || res.OutputTokens != 32 {
 		t.Fatalf("%+v %v", res, err)
 	}

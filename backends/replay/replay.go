@@ -142,13 +142,25 @@ func (ex Exchange) WithoutEnd() Exchange {
 	return ex
 }
 
-// ServeAndHold answers with ex, then keeps the connection open until the
-// client closes it: a server that does not close after its final message.
-func ServeAndHold(ex Exchange) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+// GenerateHeld sends req through a backend of kind (cfg.URL is a path
+// after the test server's address) to a server that answers route
+// ("POST /completion") with ex and then keeps the connection open until
+// the client closes it. Its deadline, 5 s, only bounds the test: a client
+// that reads on past the final message waits for it and fails.
+func GenerateHeld(t testing.TB, kind backends.Kind, cfg backends.Config, route string, ex Exchange, req backends.Request) (backends.Result, error) {
+	t.Helper()
+	srv := NewServer(t, Route{route: func(w http.ResponseWriter, r *http.Request) {
 		Serve(ex)(w, r)
 		<-r.Context().Done()
+	}})
+	cfg.URL = srv.URL + cfg.URL
+	b, err := kind.New(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return b.Generate(ctx, req, func(int, backends.TokenKind) {})
 }
 
 // Cut sends the recorded body under chunked encoding and then drops the

@@ -35,11 +35,16 @@ type ThinkSplitter struct {
 // Kind is the kind of the chunk carrying text.
 func (s *ThinkSplitter) Kind(text string) backends.TokenKind {
 	s.chunks++
-	window := s.tail + text
-	s.tail = window[max(0, len(window)-len(thinkClose)+1):]
 	if s.done {
 		return backends.Answer
 	}
+	// A tag can straddle chunks only from a '<' in the tail: without one
+	// the chunk is looked at alone, with no copy on the arrival's path.
+	window := text
+	if strings.IndexByte(s.tail, '<') >= 0 {
+		window = s.tail + text
+	}
+	s.tail = window[max(0, len(window)-len(thinkClose)+1):]
 	if s.inside {
 		if strings.Contains(window, thinkClose) {
 			s.inside, s.done = false, true

@@ -1,7 +1,11 @@
 package stream
 
 import (
+	"regexp"
+	"strings"
 	"testing"
+
+	"github.com/tokentop/tokentop/backends/replay"
 )
 
 // TestThinkSplitterFindsTagsCutAcrossChunks: tags split over chunks still
@@ -25,30 +29,50 @@ func TestThinkSplitterFindsTagsCutAcrossChunks(t *testing.T) {
 	}
 	for _, c := range cases {
 		var s ThinkSplitter
-		kinds := ""
+		var got replay.Chunks
 		for _, chunk := range c.chunks {
-			kinds += string("art"[s.Kind(chunk)])
+			got.OnChunk(1, s.Kind(chunk))
 		}
-		if kinds != c.kinds || s.LeadingReasoning() != c.leading {
-			t.Errorf("%s: kinds %q leading %d, want %q %d", c.name, kinds, s.LeadingReasoning(), c.kinds, c.leading)
+		if got.Kinds != c.kinds || s.LeadingReasoning() != c.leading {
+			t.Errorf("%s: kinds %q leading %d, want %q %d", c.name, got.Kinds, s.LeadingReasoning(), c.kinds, c.leading)
 		}
 	}
 }
 
-// FuzzThinkSplitter: any text, cut anywhere, gives a kind per chunk and
-// never more leading reasoning chunks than there were chunks.
+// FuzzThinkSplitter: any text, cut anywhere: once the leading chunks are
+// counted as reasoning, reasoning is a run from the first chunk (never
+// after the answer began), and a text with no tag in it is all answer.
 func FuzzThinkSplitter(f *testing.F) {
 	f.Add("<think>hmm</think>\n\nHi", uint8(3))
 	f.Add("hmm so</think>Hi", uint8(2))
+	f.Add("Once <think> upon", uint8(1))
 	f.Fuzz(func(t *testing.T, text string, step uint8) {
 		var s ThinkSplitter
-		n := 0
-		for i := 0; i < len(text); i += int(step%8) + 1 {
-			s.Kind(text[i:min(len(text), i+int(step%8)+1)])
-			n++
+		var got replay.Chunks
+		size := int(step%8) + 1
+		for i := 0; i < len(text); i += size {
+			got.OnChunk(1, s.Kind(text[i:min(len(text), i+size)]))
 		}
-		if s.LeadingReasoning() > n {
-			t.Fatalf("%d leading reasoning chunks of %d", s.LeadingReasoning(), n)
+		lead := s.LeadingReasoning()
+		if lead > len(got.Kinds) {
+			t.Fatalf("%d leading reasoning chunks of %d", lead, len(got.Kinds))
+		}
+		kinds := strings.Repeat("r", lead) + got.Kinds[lead:]
+		if !regexp.MustCompile(`^r*a*$`).MatchString(kinds) {
+			t.Fatalf("%q cut every %d: kinds %q: reasoning after the answer", text, size, kinds)
+		}
+		if !strings.Contains(text, thinkOpen) && !strings.Contains(text, thinkClose) && strings.Contains(kinds, "r") {
+			t.Fatalf("%q has no tag, yet kinds %q", text, kinds)
 		}
 	})
+}
+
+// BenchmarkThinkSplitter: the split is on each arrival's path, before its
+// stamp: a chunk of plain text costs no allocation.
+func BenchmarkThinkSplitter(b *testing.B) {
+	b.ReportAllocs()
+	var s ThinkSplitter
+	for b.Loop() {
+		s.Kind(" upon")
+	}
 }
