@@ -158,7 +158,7 @@ func (c *Comparison) ABTests(opts TestOptions) (tests, lengths []ABTest) {
 	}
 	length, _ := LookupMetric(lengthMetric)
 	lengths = pairs(length)
-	if c.reasoned() {
+	if c.Reasoned() {
 		reasoning, _ := LookupMetric(reasoningMetric)
 		lengths = append(lengths, pairs(reasoning)...)
 	}

@@ -159,7 +159,7 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 			metricNames = append(slices.Clone(metricNames), energyMetric)
 		}
 	}
-	if c.reasoned() {
+	if c.Reasoned() {
 		metricNames = withTTFO(metricNames)
 	}
 	c.Metrics = metricNames
@@ -223,32 +223,49 @@ func comparisonCaveats(sessions []*Session, columns []Column) []string {
 }
 
 // allHave reports whether every column has a value of the metric.
+// Reasoning is what trials say of a reasoning model: how many there are,
+// their mean reasoning and output tokens, and their median TTFT (the first
+// token, thinking included) and TTFO (the answer's first).
+type Reasoning struct {
+	N                         int
+	ReasoningMean, OutputMean float64
+	TTFTMedian, TTFOMedian    float64
+}
+
+// ReasoningOf is the Reasoning of records (counted ones, as a column's).
+func ReasoningOf(records []*Record) Reasoning {
+	stat := func(name string) metrics.Stats {
+		m, _ := LookupMetric(name)
+		return metrics.Describe(Values(records, m))
+	}
+	return Reasoning{N: len(records), ReasoningMean: stat(reasoningMetric).Mean, OutputMean: stat(lengthMetric).Mean,
+		TTFTMedian: stat("ttft_ms").Median, TTFOMedian: stat("ttfo_ms").Median}
+}
+
+// Reasoning is the column's thinking against its output.
+func (c Column) Reasoning() Reasoning { return ReasoningOf(c.records) }
+
 // ReasoningTable is, where a model reasoned (else ok is false), each
-// column's thinking against its output: its mean reasoning and output
-// tokens a trial and its median TTFT (the first token, thinking
-// included) and TTFO (the answer's first). The text comparison and the
-// HTML report print this one.
+// column's Reasoning. The text comparison and the HTML report print this
+// one.
 func (c *Comparison) ReasoningTable() (t Table, ok bool) {
-	if !c.reasoned() {
+	if !c.Reasoned() {
 		return Table{}, false
 	}
 	labels, _ := ShortLabels(c.Columns)
 	t.Header = []string{"", "n", "reasoning tokens", "output tokens", "TTFT p50 ms", "TTFO p50 ms"}
-	stat := func(col Column, name string) metrics.Stats {
-		m, _ := LookupMetric(name)
-		return metrics.Describe(col.Values(m))
-	}
 	for i, col := range c.Columns {
-		t.Rows = append(t.Rows, []string{labels[i], strconv.Itoa(len(col.records)), orDash("%.1f", stat(col, reasoningMetric).Mean),
-			orDash("%.1f", stat(col, lengthMetric).Mean), orDash("%.1f", stat(col, "ttft_ms").Median), orDash("%.1f", stat(col, "ttfo_ms").Median)})
+		r := col.Reasoning()
+		t.Rows = append(t.Rows, []string{labels[i], strconv.Itoa(r.N), orDash("%.1f", r.ReasoningMean),
+			orDash("%.1f", r.OutputMean), orDash("%.1f", r.TTFTMedian), orDash("%.1f", r.TTFOMedian)})
 	}
 	return t, true
 }
 
-// reasoned reports whether any column's model reasoned in a counted
+// Reasoned reports whether any column's model reasoned in a counted
 // trial: its TTFT then times the first thinking token, and TTFO the first
 // of the answer.
-func (c *Comparison) reasoned() bool {
+func (c *Comparison) Reasoned() bool {
 	for _, col := range c.Columns {
 		for _, r := range col.records {
 			if r.ReasoningTokens > 0 {

@@ -130,12 +130,8 @@ func (c *Comparison) writeReasoning(w io.Writer) error {
 	if !ok {
 		return nil
 	}
-	io.WriteString(w, "\nreasoning (per trial: mean tokens, median times):\n")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	for _, cells := range append([][]string{t.Header}, t.Rows...) {
-		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
-	}
-	return tw.Flush()
+	_, err := io.WriteString(w, "\nreasoning (per trial: mean tokens, median times):\n"+strings.Join(t.Lines(), "\n")+"\n")
+	return err
 }
 
 // writeLoad prints the sessions' load results, each line after prefix.

@@ -485,15 +485,8 @@ func (res *LoadResults) Words() []string {
 func (res *LoadResults) Lines() []string {
 	var lines []string
 	for _, sw := range res.Sweeps {
-		var b strings.Builder
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		t := sw.Table()
-		for _, row := range append([][]string{t.Header}, t.Rows...) {
-			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
-		}
-		tw.Flush()
 		lines = append(lines, fmt.Sprintf("sweep of %s (tok/s and req/s over the steady windows; p95 over the steady requests):", sw.Base))
-		lines = append(lines, strings.Split(strings.TrimRight(b.String(), "\n"), "\n")...)
+		lines = append(lines, sw.Table().Lines()...)
 	}
 	return append(lines, res.Words()...)
 }
@@ -502,6 +495,17 @@ func (res *LoadResults) Lines() []string {
 type Table struct {
 	Header []string
 	Rows   [][]string
+}
+
+// Lines are the table as plain text, its columns aligned right.
+func (t Table) Lines() []string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, row := range append([][]string{t.Header}, t.Rows...) {
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	tw.Flush()
+	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 }
 
 // Table is a sweep's levels: streams, aggregate tok/s and req/s, p95

@@ -44,12 +44,10 @@ type ArmReport struct {
 	SettleKnown   bool
 	WarmupVerdict string
 	StoppedBy     string
-	// Of a reasoning model: the mean reasoning and output tokens of the
-	// timed trials, and the medians of TTFT (the first token, thinking
-	// included) and TTFO (the answer's first); ReasoningMean is 0 where
-	// the model did not reason, NaN where it is not known.
-	ReasoningMean, OutputMean float64
-	TTFTMedian, TTFOMedian    float64
+	// Reasoning is a reasoning model's thinking against its output over
+	// the counted trials; its ReasoningMean is 0 where the model did not
+	// reason, NaN where that is not known.
+	Reasoning Reasoning
 	// TokenNotes say what its ITL is between where that is not one token
 	// and the next (see TokenNotes).
 	TokenNotes []string
@@ -86,11 +84,13 @@ func BuildReport(s *Session, opts TestOptions) *Report {
 }
 
 func armReport(arm string, records []*Record, summary ArmSummary, opts TestOptions) ArmReport {
-	a := ArmReport{Arm: arm, StoppedBy: summary.StoppedBy, ConvergeTol: summary.ConvergeTolerance, TokenNotes: TokenNotes(arm, Counted(records))}
+	counted := Counted(records)
+	a := ArmReport{Arm: arm, StoppedBy: summary.StoppedBy, ConvergeTol: summary.ConvergeTolerance,
+		Reasoning: ReasoningOf(counted), TokenNotes: TokenNotes(arm, counted)}
 	if a.ConvergeTol == 0 {
 		a.ConvergeTol = 0.01
 	}
-	var series, timed, warmup, reasoning, output, ttft, ttfo []float64
+	var series, timed, warmup []float64
 	var timedTrials []int
 	for _, rec := range records {
 		if rec.Status != StatusOK {
@@ -102,14 +102,8 @@ func armReport(arm string, records []*Record, summary ArmSummary, opts TestOptio
 		} else {
 			timed = append(timed, rec.E2EMs)
 			timedTrials = append(timedTrials, rec.Trial)
-			if rec.ReasoningTokens >= 0 && rec.OutputTokens >= 0 {
-				reasoning, output = append(reasoning, float64(rec.ReasoningTokens)), append(output, float64(rec.OutputTokens))
-			}
-			ttft, ttfo = append(ttft, rec.TTFTMs), append(ttfo, rec.TTFOMs)
 		}
 	}
-	a.ReasoningMean, a.OutputMean = metrics.Describe(reasoning).Mean, metrics.Describe(output).Mean
-	a.TTFTMedian, a.TTFOMedian = metrics.Describe(ttft).Median, metrics.Describe(ttfo).Median
 	a.N, a.Warmup = len(timed), len(warmup)
 	st := metrics.Describe(timed)
 	a.Median, a.Mean = st.Median, st.Mean
@@ -213,9 +207,9 @@ func (r *Report) Lines(heading, item string) []string {
 		add("needed", "for 95%% confidence: mean ±1%% %s, ±5%% %s; p95 ±5%% %s; p99 ±5%% %s",
 			trialsWords(a.MeanNeeds1), trialsWords(a.MeanNeeds5), needWords(a.P95Needs5), needWords(a.P99Needs5))
 		add("warmup", "ratio %s; %s", FormatValue(a.WarmupRatio), a.WarmupVerdict)
-		if a.ReasoningMean > 0 {
+		if r := a.Reasoning; r.ReasoningMean > 0 {
 			add("reasoning", "%s of %s output tokens were thinking (means); TTFT median %s ms (its first token), TTFO median %s ms (the answer's first)",
-				FormatValue(a.ReasoningMean), FormatValue(a.OutputMean), FormatValue(a.TTFTMedian), FormatValue(a.TTFOMedian))
+				FormatValue(r.ReasoningMean), FormatValue(r.OutputMean), FormatValue(r.TTFTMedian), FormatValue(r.TTFOMedian))
 		}
 		if a.StoppedBy != "" {
 			add("stopped", "%s", a.StoppedBy)
@@ -304,7 +298,7 @@ func (a *ArmReport) row() []any {
 	return []any{a.Arm, a.N, a.Warmup, a.Median, a.Mean, a.CV.Value, a.CV.Lo, a.CV.Hi, a.Shape.Skewness, a.Shape.Bimodality,
 		len(a.OutlierTrials), a.EarlyOutliers, a.ConvergedAt, a.ConvergeTol, a.MeanNeeds1, a.MeanNeeds5,
 		a.P95Needs5.N, a.P95Needs5.AtLeast, a.P99Needs5.N, a.P99Needs5.AtLeast,
-		a.WarmupRatio, settle, a.WarmupVerdict, a.StoppedBy, a.ReasoningMean, a.OutputMean, a.TTFTMedian, a.TTFOMedian}
+		a.WarmupRatio, settle, a.WarmupVerdict, a.StoppedBy, a.Reasoning.ReasoningMean, a.Reasoning.OutputMean, a.Reasoning.TTFTMedian, a.Reasoning.TTFOMedian}
 }
 
 func (r *Report) writeCSV(w io.Writer) error {

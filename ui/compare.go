@@ -148,9 +148,11 @@ func (v *compareView) verdictLines(w int) []string {
 	for _, line := range v.cmp.Load { // a load run's answer first, as in the done view
 		add("load: "+line, lipgloss.NewStyle())
 	}
-	if t, ok := v.cmp.ReasoningTable(); ok { // each column's thinking against its output
-		for _, row := range t.Rows {
-			add(fmt.Sprintf("reasoning: %s thought %s of %s tokens a trial (means); TTFT p50 %s ms, TTFO p50 %s ms", row[0], row[2], row[3], row[4], row[5]), lipgloss.NewStyle())
+	if v.cmp.Reasoned() { // each column's thinking against its output
+		for i, col := range v.cmp.Columns {
+			r := col.Reasoning()
+			add(fmt.Sprintf("reasoning: %s thought %.1f of %.1f tokens a trial (means); TTFT p50 %s, TTFO p50 %s",
+				v.labels[i], r.ReasoningMean, r.OutputMean, millis(r.TTFTMedian), millis(r.TTFOMedian)), lipgloss.NewStyle())
 		}
 	}
 	for _, line := range v.cmp.VerdictLines() {

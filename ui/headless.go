@@ -328,8 +328,7 @@ func WriteSummary(w io.Writer, width int, arms []string, summary map[string]sess
 			millis(e2e.P95), millis(e2e.P99), millis(e2e.Max), number(e2e.CV, 3), millis(ttft.Median),
 			number(s.OutputTPS, 1), number(tps.P50, 1), number(tps.P5, 1), number(s.WarmupRatio, 2), convergedAt(s)}
 		if reasoned {
-			think := number(s.Metrics["reasoning_tokens"].Mean, 0) + "/" + number(s.Metrics["output_tokens"].Mean, 0)
-			cells = slices.Insert(cells, 10, millis(s.Metrics["ttfo_ms"].Median), think)
+			cells = slices.Insert(cells, 10, millis(s.Metrics["ttfo_ms"].Median), thinkOut(s.Metrics["reasoning_tokens"].Mean, s.Metrics["output_tokens"].Mean))
 		}
 		table.add(cells...)
 	}

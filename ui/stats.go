@@ -57,13 +57,18 @@ var trialTable = statsTable{statsColumns, func(a *armData) []string {
 // answer's first token, where TTFT is its thinking's) and its mean
 // reasoning and output tokens a trial.
 var reasoningTable = statsTable{append(slices.Clip(statsColumns), "TTFO p50", "think/out"), func(a *armData) []string {
-	think := "—"
-	if a.tokenTrials > 0 {
-		n := float64(a.tokenTrials)
-		think = number(float64(a.reasoningTokens)/n, 0) + "/" + number(float64(a.outputTokens)/n, 0)
-	}
-	return append(trialTable.cells(a), formatMs(a.dists[ttfoHist].Stats().Median), think)
+	n := float64(a.tokenTrials) // 0: NaN means, a dash
+	return append(trialTable.cells(a), formatMs(a.dists[ttfoHist].Stats().Median), thinkOut(float64(a.reasoningTokens)/n, float64(a.outputTokens)/n))
 }}
+
+// thinkOut is an arm's mean reasoning tokens against its mean output
+// tokens a trial, "46/62", as the live and the headless tables show it.
+func thinkOut(reasoning, output float64) string {
+	if math.IsNaN(reasoning) || math.IsNaN(output) {
+		return "—"
+	}
+	return number(reasoning, 0) + "/" + number(output, 0)
+}
 
 // loadTable's tok/s and req/s are over the steady windows of the blocks
 // so far; with an SLO a goodput column follows.
