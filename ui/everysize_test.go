@@ -170,9 +170,12 @@ func screenStates(t *testing.T) []screenState {
 	})
 
 	// Done views.
-	done := func(name string, arms []string, then func(*testRun, runner.Finished) []tea.Msg) {
+	done := func(name string, arms []string, edit func([]runner.Event) []runner.Event, then func(*testRun, runner.Finished) []tea.Msg) {
 		tr := newTestRun(t, "greedy-vs-sampling")
 		events := syntheticRun(arms, 2, 30)
+		if edit != nil {
+			events = edit(events)
+		}
 		fin := finished(events, session.StatusComplete)
 		fin.Manifest = writeArmsSession(t, arms, events)
 		tr.send(eventsMsg(append(events, fin)))
@@ -189,22 +192,25 @@ func screenStates(t *testing.T) []screenState {
 		}
 	}
 	none := func(*testRun, runner.Finished) []tea.Msg { return nil }
-	done("done, 1 arm", []string{"greedy"}, none)
-	done("done, no verdicts yet", three, none)
-	done("done, 3 arms", three, verdicts(three))
-	done("done, 12 arms", twelve, verdicts(twelve))
-	done("done, an HTML report's notice", three, func(tr *testRun, fin runner.Finished) []tea.Msg {
+	done("done, 1 arm", []string{"greedy"}, nil, none)
+	done("done, no verdicts yet", three, nil, none)
+	done("done, 3 arms", three, nil, verdicts(three))
+	done("done, a reasoning model", three, reasoningRun, func(*testRun, runner.Finished) []tea.Msg {
+		return []tea.Msg{verdictsMsg{cmp: eventsComparison(t, three, reasoningRun(syntheticRun(three, 0, 30)))}}
+	})
+	done("done, 12 arms", twelve, nil, verdicts(twelve))
+	done("done, an HTML report's notice", three, nil, func(tr *testRun, fin runner.Finished) []tea.Msg {
 		long := "/home/someone/with/a/rather/deep/folder/tokentop/sessions/" + strings.Repeat("20261125T101010Z-greedy-vs-sampling-builtin", 2) + ".html"
 		return []tea.Msg{verdictsMsg{cmp: armsComparison(t, three)}, htmlWrittenMsg{path: long, err: errors.New(strings.Repeat("no space left on device ", 5))}}
 	})
-	done("done, a verdict error", three, func(*testRun, runner.Finished) []tea.Msg {
+	done("done, a verdict error", three, nil, func(*testRun, runner.Finished) []tea.Msg {
 		return []tea.Msg{verdictsMsg{err: errors.New(strings.Repeat("the session could not be read: trials CSV line 3 is bad ", 4))}}
 	})
 	sweep := []string{"greedy@c1", "greedy@c2", "greedy@c4", "greedy@c8"}
-	done("done, a load sweep", sweep, verdicts(sweep, "greedy: tok/s 604 at 1, 783 at 2, 1041 at 4, 1216 at 8 streams",
+	done("done, a load sweep", sweep, nil, verdicts(sweep, "greedy: tok/s 604 at 1, 783 at 2, 1041 at 4, 1216 at 8 streams",
 		"greedy: knee at 4 streams: p95 TTFT is 2.1× its value at 1 stream (over 2×)",
 		"greedy: goodput (SLO TTFT ≤ 60 ms): the highest level with at least 90% of requests within it is 2 streams"))
-	done("done, its report", three, func(tr *testRun, fin runner.Finished) []tea.Msg {
+	done("done, its report", three, nil, func(tr *testRun, fin runner.Finished) []tea.Msg {
 		s, err := session.Load(fin.Manifest)
 		if err != nil {
 			t.Fatal(err)
@@ -212,7 +218,7 @@ func screenStates(t *testing.T) []screenState {
 		tr.send(verdictsMsg{cmp: armsComparison(t, three)}, press("r"))
 		return []tea.Msg{reportMsg{lines: session.BuildReport(s, session.TestOptions{Resamples: 100, Seed: 1}).Lines("", "  ")}, press("j")}
 	})
-	done("done, its chooser", three, func(tr *testRun, fin runner.Finished) []tea.Msg {
+	done("done, its chooser", three, nil, func(tr *testRun, fin runner.Finished) []tea.Msg {
 		tr.send(press("c"))
 		options := []baselineOption{{label: "this session's arms against each other"}}
 		for i := range 30 {

@@ -251,10 +251,16 @@ func TestStatsColumnsFitTheirContent(t *testing.T) {
 // the done view does.
 func armsComparison(t *testing.T, arms []string) *session.Comparison {
 	t.Helper()
+	return eventsComparison(t, arms, syntheticRun(arms, 0, 30))
+}
+
+// eventsComparison is the arms' verdicts over the trials of events.
+func eventsComparison(t *testing.T, arms []string, events []runner.Event) *session.Comparison {
+	t.Helper()
 	s := &session.Session{Path: "/s/S.toml", Manifest: &session.Manifest{Status: session.StatusComplete}}
 	var refs []session.Ref
 	var sessions []*session.Session
-	for _, ev := range syntheticRun(arms, 0, 30) {
+	for _, ev := range events {
 		if td, ok := ev.(runner.TrialDone); ok {
 			s.Records = append(s.Records, td.Record)
 		}
