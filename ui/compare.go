@@ -148,13 +148,6 @@ func (v *compareView) verdictLines(w int) []string {
 	for _, line := range v.cmp.Load { // a load run's answer first, as in the done view
 		add("load: "+line, lipgloss.NewStyle())
 	}
-	if v.cmp.Reasoned() { // each column's thinking against its output
-		for i, col := range v.cmp.Columns {
-			r := col.Reasoning()
-			add(fmt.Sprintf("reasoning: %s thought %.1f of %.1f tokens a trial (means); TTFT p50 %s, TTFO p50 %s",
-				v.labels[i], r.ReasoningMean, r.OutputMean, millis(r.TTFTMedian), millis(r.TTFOMedian)), lipgloss.NewStyle())
-		}
-	}
 	for _, line := range v.cmp.VerdictLines() {
 		t := line.Test
 		if t == nil {
@@ -163,6 +156,13 @@ func (v *compareView) verdictLines(w int) []string {
 		}
 		mark, style := testMark(t)
 		add(mark+" "+line.Text, style)
+	}
+	if v.cmp.Reasoned() { // each column's thinking against its output, after the verdicts
+		for i, col := range v.cmp.Columns {
+			r := col.Reasoning()
+			add(fmt.Sprintf("reasoning: %s thought %.1f of %.1f tokens a trial (means); TTFT p50 %s, TTFO p50 %s",
+				v.labels[i], r.ReasoningMean, r.OutputMean, millis(r.TTFTMedian), millis(r.TTFOMedian)), lipgloss.NewStyle())
+		}
 	}
 	for _, line := range v.cmp.SpreadVerdicts() {
 		add(line, lipgloss.NewStyle())
