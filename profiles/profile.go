@@ -24,7 +24,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -151,14 +150,6 @@ var ThinkEfforts = []string{"low", "medium", "high"}
 func (t *Think) UnmarshalTOML(v any) error {
 	*t = Think(fmt.Sprint(v))
 	return nil
-}
-
-// MarshalTOML writes true and false as booleans, an effort as a string.
-func (t Think) MarshalTOML() ([]byte, error) {
-	if t == "true" || t == "false" {
-		return []byte(t), nil
-	}
-	return []byte(strconv.Quote(string(t))), nil
 }
 
 // valid reports whether t is a value think may take.
