@@ -114,7 +114,7 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 			return err
 		}
 		if len(ev.Tokens) > 0 {
-			n, counted := stream.ChunkTokens(len(ev.Tokens))
+			n, counted := stream.ChunkCount(len(ev.Tokens))
 			onChunk(n, think.Kind(ev.Content))
 			res.ChunkCounts = res.ChunkCounts && counted
 		} else if ev.Content != "" {

@@ -223,7 +223,7 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 		}
 		for _, choice := range c.Choices {
 			if kind, ok := chunkKind(cmp.Or(choice.Delta.Content, choice.Text), cmp.Or(choice.Delta.Reasoning, choice.Delta.ReasoningContent), len(choice.Delta.ToolCalls) > 0, &think); ok {
-				tokens, counted := stream.ChunkTokens(pending)
+				tokens, counted := stream.ChunkCount(pending)
 				onChunk(tokens, kind)
 				res.ChunkCounts = res.ChunkCounts && counted
 				pending = 0

@@ -33,9 +33,9 @@ const MaxLine = 1 << 20
 // the trial's ITL a gap per claimed token (billions of them).
 const MaxChunkTokens = 4096
 
-// ChunkTokens is the count a chunk said it carries, if it is believable
+// ChunkCount is the count a chunk said it carries, if it is believable
 // (1 to MaxChunkTokens); else 1, and false: the count is not known.
-func ChunkTokens(said int) (int, bool) {
+func ChunkCount(said int) (int, bool) {
 	if said < 1 || said > MaxChunkTokens {
 		return 1, false
 	}
