@@ -210,14 +210,16 @@ func screenStates(t *testing.T) []screenState {
 	done("done, a load sweep", sweep, nil, verdicts(sweep, "greedy: tok/s 604 at 1, 783 at 2, 1041 at 4, 1216 at 8 streams",
 		"greedy: knee at 4 streams: p95 TTFT is 2.1× its value at 1 stream (over 2×)",
 		"greedy: goodput (SLO TTFT ≤ 60 ms): the highest level with at least 90% of requests within it is 2 streams"))
-	done("done, its report", three, nil, func(tr *testRun, fin runner.Finished) []tea.Msg {
+	report := func(tr *testRun, fin runner.Finished) []tea.Msg {
 		s, err := session.Load(fin.Manifest)
 		if err != nil {
 			t.Fatal(err)
 		}
 		tr.send(verdictsMsg{cmp: armsComparison(t, three)}, press("r"))
 		return []tea.Msg{reportMsg{lines: session.BuildReport(s, session.TestOptions{Resamples: 100, Seed: 1}).Lines("", "  ")}, press("j")}
-	})
+	}
+	done("done, its report", three, nil, report)
+	done("done, a reasoning run's report", three, reasoningRun, report)
 	done("done, its chooser", three, nil, func(tr *testRun, fin runner.Finished) []tea.Msg {
 		tr.send(press("c"))
 		options := []baselineOption{{label: "this session's arms against each other"}}
