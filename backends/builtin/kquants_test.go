@@ -183,8 +183,10 @@ func stories110MFiles(t testing.TB) map[string]string {
 // shape load as stored and generate. It is slow under the race detector,
 // so .ci/run runs it once without.
 func TestStories110MShapeGGUFsLoadAndGenerate(t *testing.T) {
-	if raceEnabled {
-		t.Skip("110M weights under the race detector take minutes; .ci/run runs this without -race")
+	if raceEnabled || testing.Short() {
+		// 111 s of CI's emulated arm64 suite (-short), whose portable
+		// kernels the small shapes test on every quantization.
+		t.Skip("110M weights under the race detector or emulation take minutes; .ci/run runs this natively, without -race")
 	}
 	files := stories110MFiles(t)
 	for name, want := range map[string]string{"Q4_K_M": "q4_K ×72, q6_K ×13", "Q4_0": "q4_0", "Q8_0": "q8_0"} {
