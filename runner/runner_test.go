@@ -128,30 +128,35 @@ func TestMeasuredTimesMatchTheScript(t *testing.T) {
 		t.Fatal(status, err)
 	}
 	recs := trials(events)
-	var ttftErr, itlErr, stampLag []float64
+	var ttftErr, itlErr []float64
 	for i, rec := range recs {
 		sent := fake.sent[i]
-		// The runner's stamp vs the moment the fake handed the chunk over:
-		// never before it, and (median, below) within 1 ms after it.
+		// Against the moments the fake handed each token over, not the
+		// script it slept to: a loaded machine oversleeps, and that is the
+		// fake's lateness, not the runner's. TTFT never precedes the
+		// hand-over and lags it by at most 1 ms (median, below); ITL p50
+		// and max are those of the hand-over gaps.
 		lag := rec.TTFTMs - ms(sent[0])
 		if lag < 0 {
 			t.Errorf("trial %d: TTFT %.3f ms precedes the hand-over at %.3f ms", i+1, rec.TTFTMs, ms(sent[0]))
 		}
-		stampLag = append(stampLag, lag)
-		ttftErr = append(ttftErr, math.Abs(rec.TTFTMs-30))
-		itlErr = append(itlErr, math.Abs(rec.ITLP50Ms-5), math.Abs(rec.ITLMaxMs-10))
+		ttftErr = append(ttftErr, lag)
+		var gaps []float64
+		for j := 1; j < len(sent); j++ {
+			gaps = append(gaps, ms(sent[j]-sent[j-1]))
+		}
+		sort.Float64s(gaps)
+		itlErr = append(itlErr, math.Abs(rec.ITLP50Ms-(gaps[1]+gaps[2])/2), math.Abs(rec.ITLMaxMs-gaps[3]))
 		if rec.OutputTokens != 5 || math.Abs(rec.TPOTMs-(rec.E2EMs-rec.TTFTMs)/4) > 1e-9 {
 			t.Errorf("trial %d: %+v", i+1, rec)
 		}
 	}
-	// Against the script: the median error, robust to a rare preemption of
-	// the sleeping fake on a loaded machine.
+	// The median, robust to a rare preemption between a hand-over and
+	// its stamp on a loaded machine.
 	sort.Float64s(ttftErr)
 	sort.Float64s(itlErr)
-	sort.Float64s(stampLag)
-	if ttftErr[len(ttftErr)/2] > 1 || itlErr[len(itlErr)/2] > 1 || stampLag[len(stampLag)/2] > 1 {
-		t.Errorf("median error vs script: TTFT %.3f ms, ITL %.3f ms; median stamp lag %.3f ms",
-			ttftErr[len(ttftErr)/2], itlErr[len(itlErr)/2], stampLag[len(stampLag)/2])
+	if ttftErr[len(ttftErr)/2] > 1 || itlErr[len(itlErr)/2] > 1 {
+		t.Errorf("median error vs the hand-overs: TTFT %.3f ms, ITL %.3f ms", ttftErr[len(ttftErr)/2], itlErr[len(itlErr)/2])
 	}
 }
 
