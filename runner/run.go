@@ -82,8 +82,16 @@ type BlockDone struct {
 	Cost session.LoadCost
 }
 
-// ArmStopped is sent when an arm's stop rule fires.
+// ArmStopped is sent when an arm's trials end.
 type ArmStopped struct {
+	Arm string
+	Decision
+}
+
+// ArmReached is sent when an arm's statistic first comes within the stop
+// rule's target; the arm runs on, interleaved, until every arm beside it
+// has reached it too.
+type ArmReached struct {
 	Arm string
 	Decision
 }
@@ -130,6 +138,10 @@ type Finished struct {
 	// empty when it is. Status and Summary are then what it would have
 	// said, and nothing may claim the session was saved.
 	SaveErr string
+	// Precision says what the stop rule reached (session.PrecisionLine);
+	// PrecisionMissed that some arm fell short of its target.
+	Precision       string
+	PrecisionMissed bool
 }
 
 func (Waiting) isEvent()     {}
@@ -141,6 +153,7 @@ func (Started) isEvent()     {}
 func (TrialDone) isEvent()   {}
 func (BlockDone) isEvent()   {}
 func (ArmStopped) isEvent()  {}
+func (ArmReached) isEvent()  {}
 func (Finished) isEvent()    {}
 
 // ProbeTimeout bounds one reachability check.
@@ -273,7 +286,8 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		if d := r.arms[i].stop; d.Stop {
 			s.StoppedBy = d.Reason
 			if d.Statistic != "" {
-				s.StopInterval = &session.StopInterval{Statistic: d.Statistic, Estimate: d.Estimate, Lo: d.Interval.Lo, Hi: d.Interval.Hi}
+				s.StopInterval = &session.StopInterval{Statistic: d.Statistic, Estimate: d.Estimate, Lo: d.Interval.Lo, Hi: d.Interval.Hi,
+					N: d.N, Missed: !d.Reached}
 			}
 		}
 		if t, ok := load[a.Name]; ok {
@@ -283,12 +297,37 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		summary[a.Name] = s
 	}
 	fin := Finished{Status: status, Note: note, Manifest: w.ManifestPath(), Summary: summary}
-	if err := w.Finish(status, note, summary); err != nil {
+	names := make([]string, len(p.Arms))
+	for i, a := range p.Arms {
+		names[i] = a.Name
+	}
+	fin.Precision, fin.PrecisionMissed = session.PrecisionLine(stopInfo(p.Stop), p.Trials, names, summary)
+	if err := w.Finish(status, note, studyStoppedBy(fin.Precision, names, summary), summary); err != nil {
 		fin.SaveErr = saveFailure(err, w.ManifestPath(), len(r.records))
 		runErr = errors.Join(runErr, errors.New(fin.SaveErr))
 	}
 	events <- fin
 	return status, runErr
+}
+
+// studyStoppedBy says what ended the study's timed trials, for the
+// manifest: the stop rule's precision line, or the cap where every arm
+// reached it; "" where the arms ended each for its own reason (their
+// stopped_by says) or the run was cut (its stop note says).
+func studyStoppedBy(precision string, arms []string, summary map[string]session.ArmSummary) string {
+	if precision != "" {
+		return precision
+	}
+	first := summary[arms[0]].StoppedBy
+	if !strings.HasPrefix(first, "reached the trial cap of ") {
+		return ""
+	}
+	for _, a := range arms[1:] {
+		if !strings.HasPrefix(summary[a].StoppedBy, "reached the trial cap of ") {
+			return ""
+		}
+	}
+	return "every arm " + strings.Split(first, ":")[0]
 }
 
 // armWords names a target's arms: "arm a", "arms a, b".
@@ -372,6 +411,7 @@ type armState struct {
 	warmupLeft int // warmup trials before its next timed one
 	stopped    bool
 	stop       Decision // why the arm stopped
+	reach      Decision // where it first reached the stop rule's target
 	mismatches int
 	// counterRejected counts timed trials whose energy counter was not used.
 	counterRejected int
@@ -489,6 +529,7 @@ func (r *run) rounds(ctx context.Context, arms []int, unit func(ctx context.Cont
 				break // the next round waits for it
 			}
 		}
+		r.stopTogether(arms)
 		if ctx.Err() != nil {
 			if active > 0 && position == 0 {
 				return "interrupted while waiting for the server", nil
@@ -596,9 +637,45 @@ func (r *run) report(f finished, serverDown bool) {
 	if !measured || arm.stopped {
 		return
 	}
-	if d := r.plan.Stop.Decide(rec.Arm, arm.timed, &arm.e2e); d.Stop {
-		arm.stopped, arm.stop = true, d
-		r.events <- ArmStopped{Arm: rec.Arm, Decision: d}
+	d := r.plan.Stop.Decide(rec.Arm, arm.timed, &arm.e2e)
+	if d.Reached && !arm.reach.Reached {
+		arm.reach = d
+		r.events <- ArmReached{Arm: rec.Arm, Decision: d}
+	}
+	if d.Stop {
+		r.stopArm(f.arm, d)
+	}
+}
+
+// stopArm ends arm i's trials. An arm that reached the stop rule's target
+// is recorded by where it reached it, and how far it ran on after.
+func (r *run) stopArm(i int, d Decision) {
+	arm := &r.arms[i]
+	if reach := arm.reach; reach.Reached {
+		d = reach
+		d.Stop = true
+		if n := len(arm.e2e.Values()); n > reach.N {
+			d.Reason += fmt.Sprintf("; it ran on to %d, interleaved with the arms still short of the target", n)
+		}
+	}
+	arm.stopped, arm.stop = true, d
+	r.events <- ArmStopped{Arm: r.plan.Profile.Arms[i].Name, Decision: d}
+}
+
+// stopTogether ends the arms once every one still running has reached
+// the stop rule's target: an arm that reached it first runs on with the
+// others, so that none runs alone, off the interleaving, on a machine the
+// first never saw.
+func (r *run) stopTogether(arms []int) {
+	for _, i := range arms {
+		if !r.arms[i].stopped && !r.arms[i].reach.Reached {
+			return
+		}
+	}
+	for _, i := range arms {
+		if !r.arms[i].stopped {
+			r.stopArm(i, r.arms[i].reach)
+		}
 	}
 }
 

@@ -29,6 +29,7 @@ type llamaServer struct {
 	addr     string
 	mu       sync.Mutex
 	srv      *http.Server
+	ln       net.Listener
 	requests atomic.Int32
 	// killAt is the /completion request that dies mid-stream, taking the
 	// server with it (0: none).
@@ -80,7 +81,7 @@ func (s *llamaServer) serve(ln net.Listener) {
 		http.NotFound(w, r)
 	})}
 	s.mu.Lock()
-	s.srv = srv
+	s.srv, s.ln = srv, ln
 	s.mu.Unlock()
 	go srv.Serve(ln)
 }
@@ -91,8 +92,12 @@ func (s *llamaServer) kill() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.srv != nil {
+		// The listener too: Close closes only those Serve has begun
+		// on, and a kill right after the start would leave the port
+		// taking connections that then close unanswered.
+		s.ln.Close()
 		s.srv.Close()
-		s.srv = nil
+		s.srv, s.ln = nil, nil
 	}
 }
 

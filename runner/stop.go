@@ -11,16 +11,25 @@ import (
 
 // Decision is a stop rule's answer after a timed trial.
 type Decision struct {
-	Stop   bool
-	Reason string
+	// Stop: the arm has no trials left to run (its cap, its duration, its
+	// server lost).
+	Stop bool
+	// Reached: its statistic is within the rule's target. The arm runs on
+	// until every arm beside it has reached the target too, so that no
+	// arm of an A/B runs alone, off the interleaving.
+	Reached bool
+	Reason  string
 	// Short is the reason in a few words, for a status line.
 	Short string
-	// Statistic, Estimate and Interval are the confidence sequence's at a
-	// stop by the margin: the interval that justified the stop. Interval
-	// is NaN when the cap stopped the arm.
+	// Statistic, Estimate and Interval are the confidence sequence's
+	// where the arm reached the target, or at the cap where it did not;
+	// Interval is NaN without a sequence (a plain cap, fewer counted
+	// trials than the rule's minimum).
 	Statistic string
 	Estimate  float64
 	Interval  metrics.CI
+	// N is the arm's counted trials at the decision.
+	N int
 }
 
 // StopRule decides, after each timed trial of an arm, whether that arm is
@@ -40,12 +49,19 @@ func (c TrialCap) Decide(_ string, timed int, e2e *metrics.Series) Decision {
 	if timed < c.N {
 		return Decision{}
 	}
-	reason, short := fmt.Sprintf("reached the trial cap of %d", c.N), fmt.Sprintf("trial cap %d", c.N)
-	if usable := len(e2e.Values()); usable < timed {
-		reason += fmt.Sprintf(": %d of its %d trials usable, %d degraded (see the error column)", usable, timed, timed-usable)
-		short += fmt.Sprintf(", %d usable", usable)
+	reason, short := usableWords(timed, e2e)
+	return Decision{Stop: true, Reason: fmt.Sprintf("reached the trial cap of %d", c.N) + reason, Short: fmt.Sprintf("trial cap %d", c.N) + short,
+		Interval: metrics.CI{Lo: math.NaN(), Hi: math.NaN()}}
+}
+
+// usableWords say, at the cap, how many of an arm's trials can be used,
+// when degraded ones took a share; "" when all can.
+func usableWords(timed int, e2e *metrics.Series) (reason, short string) {
+	usable := len(e2e.Values())
+	if usable == timed {
+		return "", ""
 	}
-	return Decision{Stop: true, Reason: reason, Short: short, Interval: metrics.CI{Lo: math.NaN(), Hi: math.NaN()}}
+	return fmt.Sprintf(": %d of its %d trials usable, %d degraded (see the error column)", usable, timed, timed-usable), fmt.Sprintf(", %d usable", usable)
 }
 
 // Unbounded never stops an arm: a load run with a duration ends each arm
@@ -83,15 +99,14 @@ func NewUntilCI(stop profiles.Stop, trialCap int) *UntilCI {
 		byArm: map[string]*metrics.Distribution{}}
 }
 
-// Decide implements StopRule.
+// Decide implements StopRule: Reached once both ends of the sequence are
+// within the target; at the cap, Stop, saying how far the sequence got.
 func (u *UntilCI) Decide(arm string, timed int, e2e *metrics.Series) Decision {
 	sorted := u.sorted(arm, e2e)
-	if d := u.Cap.Decide(arm, timed, e2e); d.Stop {
-		return d
-	}
+	atCap := u.Cap.Decide(arm, timed, e2e)
 	n := len(sorted)
 	if n < u.Config.MinTrials {
-		return Decision{}
+		return atCap
 	}
 	statistic, fallback := u.Config.Statistic, ""
 	var estimate float64
@@ -109,13 +124,19 @@ func (u *UntilCI) Decide(arm string, timed int, e2e *metrics.Series) Decision {
 		estimate, iv = metrics.PercentileSorted(sorted, 0.5), u.seq.QuantileInterval(sorted, 0.5)
 	}
 	reach := max(estimate-iv.Lo, iv.Hi-estimate) / math.Abs(estimate)
-	if !(reach <= u.Config.UntilCI) {
-		return Decision{}
+	d := Decision{Stop: atCap.Stop, Reached: reach <= u.Config.UntilCI, Statistic: statistic, Estimate: estimate, Interval: iv, N: n}
+	switch {
+	case d.Reached:
+		d.Short = fmt.Sprintf("%s within ±%.2g%% after %d trials", statistic, reach*100, n)
+		d.Reason = fmt.Sprintf("%s e2e %s, 95%% sequence [%s, %s]: both ends within ±%.2g%% (target ±%.2g%%) after %d trials%s",
+			statistic, inMs(estimate), inMs(iv.Lo), inMs(iv.Hi), reach*100, u.Config.UntilCI*100, n, fallback)
+	case d.Stop:
+		usable, short := usableWords(timed, e2e)
+		d.Short = fmt.Sprintf("cap %d, ±%.2g%% of ±%.2g%%", u.Cap.N, reach*100, u.Config.UntilCI*100) + short
+		d.Reason = fmt.Sprintf("%s e2e ±%.2g%% not reached: stopped at the trial cap of %d with its 95%% sequence [%s, %s], ±%.2g%% of %s%s%s",
+			statistic, u.Config.UntilCI*100, u.Cap.N, inMs(iv.Lo), inMs(iv.Hi), reach*100, inMs(estimate), fallback, usable)
 	}
-	return Decision{Stop: true, Statistic: statistic, Estimate: estimate, Interval: iv,
-		Short: fmt.Sprintf("%s within ±%.2g%% after %d trials", statistic, reach*100, n),
-		Reason: fmt.Sprintf("%s e2e %s, 95%% sequence [%s, %s]: both ends within ±%.2g%% (target ±%.2g%%) after %d trials%s",
-			statistic, inMs(estimate), inMs(iv.Lo), inMs(iv.Hi), reach*100, u.Config.UntilCI*100, n, fallback)}
+	return d
 }
 
 func inMs(v float64) string { return session.FormatValue(v) + " ms" }

@@ -2,8 +2,10 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,12 +17,13 @@ import (
 )
 
 // feed adds values to a series one by one, asking the rule after each, and
-// returns the count at which it stopped (0 if never) and why.
+// returns the count at which it reached its target or stopped (0 if
+// never) and why.
 func feed(rule StopRule, arm string, values []float64) (int, string) {
 	var s metrics.Series
 	for i, v := range values {
 		s.Add(v)
-		if d := rule.Decide(arm, i+1, &s); d.Stop {
+		if d := rule.Decide(arm, i+1, &s); d.Stop || d.Reached {
 			return i + 1, d.Reason
 		}
 	}
@@ -46,7 +49,7 @@ func TestUntilCIStopsQuietArmsEarlyAndNoisyOnesAtTheCap(t *testing.T) {
 		// Each arm keeps its own state: a noisy arm asked in between is
 		// not helped by the quiet one.
 		noisyAt, why := feed(rule, "noisy", noisy(2, 500, 0.3))
-		if noisyAt != 500 || why != "reached the trial cap of 500" {
+		if noisyAt != 500 || !strings.HasPrefix(why, statistic+" e2e ±1% not reached: stopped at the trial cap of 500 with its 95% sequence [") {
 			t.Errorf("%s, CV 30%%: stopped at %d (%q), want the cap", statistic, noisyAt, why)
 		}
 	}
@@ -103,45 +106,73 @@ func TestResolveBuildsTheStopRule(t *testing.T) {
 	}
 }
 
-// Through a real run: the steady arm stops by the rule, the other goes on
-// alone to the cap, and the manifest records the rule and both reasons.
-func TestRunStopsEachArmOnItsOwn(t *testing.T) {
-	// greedy always takes about 10 ms (long enough that a loaded CI
-	// machine's scheduling jitter stays well inside ±20%); hot takes 10 ms
-	// or 40 ms by turns, so its median cannot settle within ±20%.
-	fake := &fakeBackend{delays: []time.Duration{5 * time.Millisecond, 5 * time.Millisecond},
-		extra: func(req backends.Request) time.Duration {
-			if req.Temperature > 0 && req.Seed%2 == 0 {
-				return 30 * time.Millisecond
+// Through a real run: the steady arm reaches the target early but runs on,
+// interleaved, with the noisy one until the cap; when both are steady they
+// stop together once the second reaches it. The manifest records the rule,
+// each arm's reason and what ended the study.
+func TestArmsStopTogether(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		hotNoisy     bool
+		wantStudy    string
+		wantAllTrial bool // both arms ran to the cap
+	}{
+		{"one arm short of the target", true, "median e2e ±20% not reached by hot (±", true},
+		{"both reach it", false, "every arm's median e2e within ±20% (anytime-valid 95% interval): greedy after ", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// greedy always takes about 10 ms (long enough that a loaded
+			// CI machine's scheduling jitter stays well inside ±20%); a
+			// noisy hot takes 10 ms or 40 ms by turns, so its median
+			// cannot settle within ±20%.
+			fake := &fakeBackend{delays: []time.Duration{5 * time.Millisecond, 5 * time.Millisecond},
+				extra: func(req backends.Request) time.Duration {
+					if c.hotNoisy && req.Temperature > 0 && req.Seed%2 == 0 {
+						return 30 * time.Millisecond
+					}
+					return 0
+				}}
+			plan := testPlan(t, 0, 40, "greedy", "hot")
+			plan.Profile.Stop = profiles.Stop{UntilCI: 0.2}.Effective()
+			plan.Stop = NewUntilCI(plan.Profile.Stop, 40)
+			status, err, events := runPlan(t, context.Background(), plan, fake)
+			if err != nil || status != session.StatusComplete {
+				t.Fatal(status, err)
 			}
-			return 0
-		}}
-	plan := testPlan(t, 0, 40, "greedy", "hot")
-	plan.Profile.Stop = profiles.Stop{UntilCI: 0.2}.Effective()
-	plan.Stop = NewUntilCI(plan.Profile.Stop, 40)
-	status, err, events := runPlan(t, context.Background(), plan, fake)
-	if err != nil || status != session.StatusComplete {
-		t.Fatal(status, err)
-	}
-	fin := events[len(events)-1].(Finished)
-	greedy, hot := fin.Summary["greedy"], fin.Summary["hot"]
-	if iv := greedy.StopInterval; iv == nil || iv.Statistic != "median" || max(iv.Estimate-iv.Lo, iv.Hi-iv.Estimate) > 0.2*iv.Estimate {
-		t.Errorf("the interval that stopped greedy: %+v", iv)
-	}
-	if !strings.HasPrefix(greedy.StoppedBy, "median e2e ") || greedy.TimedOK >= 40 || hot.StoppedBy != "reached the trial cap of 40" || hot.TimedOK != 40 {
-		t.Fatalf("greedy %d trials (%q), hot %d (%q)", greedy.TimedOK, greedy.StoppedBy, hot.TimedOK, hot.StoppedBy)
-	}
-	recs := trials(events)
-	last := recs[len(recs)-1-(40-greedy.TimedOK)]
-	for _, rec := range recs[len(recs)-(40-greedy.TimedOK):] {
-		if rec.Arm != "hot" {
-			t.Fatalf("a trial of %s after greedy stopped (after %s#%d)", rec.Arm, last.Arm, last.Trial)
-		}
-	}
-	s, err := session.Load(fin.Manifest)
-	if err != nil || s.Manifest.Profile.Stop == nil || *s.Manifest.Profile.Stop != (session.StopInfo{UntilCI: 0.2, Statistic: "median", MinTrials: 10}) ||
-		s.Manifest.Summary["greedy"].StoppedBy != greedy.StoppedBy {
-		t.Errorf("manifest: %v %+v %+v", err, s.Manifest.Profile.Stop, s.Manifest.Summary["greedy"])
+			fin := events[len(events)-1].(Finished)
+			greedy, hot := fin.Summary["greedy"], fin.Summary["hot"]
+			iv := greedy.StopInterval
+			if iv == nil || iv.Statistic != "median" || iv.Missed || iv.N < 10 || iv.Reach() > 0.2 {
+				t.Errorf("the interval where greedy reached the target: %+v", iv)
+			}
+			// Never an arm alone: every arm ran the same rounds.
+			if greedy.TimedOK != hot.TimedOK || (greedy.TimedOK == 40) != c.wantAllTrial {
+				t.Fatalf("greedy ran %d trials (%q), hot %d (%q)", greedy.TimedOK, greedy.StoppedBy, hot.TimedOK, hot.StoppedBy)
+			}
+			if !strings.HasPrefix(greedy.StoppedBy, "median e2e ") || !strings.Contains(greedy.StoppedBy, fmt.Sprintf("after %d trials", iv.N)) ||
+				(iv.N < greedy.TimedOK) != strings.Contains(greedy.StoppedBy, fmt.Sprintf("it ran on to %d, interleaved", greedy.TimedOK)) {
+				t.Errorf("greedy: %q", greedy.StoppedBy)
+			}
+			if c.hotNoisy != hot.StopInterval.Missed || c.hotNoisy != strings.Contains(hot.StoppedBy, "±20% not reached: stopped at the trial cap of 40") {
+				t.Errorf("hot: %q %+v", hot.StoppedBy, hot.StopInterval)
+			}
+			var reached []string
+			for _, ev := range events {
+				if r, ok := ev.(ArmReached); ok {
+					reached = append(reached, r.Arm)
+				}
+			}
+			slices.Sort(reached)
+			if want := map[bool][]string{true: {"greedy"}, false: {"greedy", "hot"}}[c.hotNoisy]; !slices.Equal(reached, want) {
+				t.Errorf("reached events: %v", reached)
+			}
+			s, err := session.Load(fin.Manifest)
+			if err != nil || s.Manifest.Profile.Stop == nil || *s.Manifest.Profile.Stop != (session.StopInfo{UntilCI: 0.2, Statistic: "median", MinTrials: 10}) ||
+				s.Manifest.Summary["greedy"].StoppedBy != greedy.StoppedBy || !strings.HasPrefix(s.Manifest.StoppedBy, c.wantStudy) ||
+				s.Manifest.StoppedBy != fin.Precision || fin.PrecisionMissed != c.hotNoisy {
+				t.Errorf("manifest: %v %+v stopped_by %q (finished: %q)", err, s.Manifest.Profile.Stop, s.Manifest.StoppedBy, fin.Precision)
+			}
+		})
 	}
 }
 
@@ -188,10 +219,10 @@ func TestMeanRuleOnHeavyTails(t *testing.T) {
 				if decided {
 					continue
 				}
-				if d := rule.Decide("a", n, &s); d.Stop {
+				if d := rule.Decide("a", n, &s); d.Stop || d.Reached {
 					decided = true
-					if d.Statistic == "" {
-						continue // the cap: no interval claimed
+					if !d.Reached {
+						continue // the cap: no target claimed
 					}
 					stops++
 					truth := 100.0

@@ -129,5 +129,14 @@ func SessionCaveats(s *Session) []string {
 		health(groups[arm], &sum)
 		summary[arm] = sum
 	}
-	return Caveats(s.Manifest.Status, s.Manifest.StopNote, arms, summary)
+	out := Caveats(s.Manifest.Status, s.Manifest.StopNote, arms, summary)
+	if line, missed := s.Precision(); missed {
+		out = append([]string{line}, out...)
+	}
+	return out
+}
+
+// Precision is what the session's stop rule reached (PrecisionLine).
+func (s *Session) Precision() (line string, missed bool) {
+	return PrecisionLine(s.Manifest.Profile.Stop, s.Manifest.Profile.Trials, armOrder(s), s.Manifest.Summary)
 }

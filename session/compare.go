@@ -214,6 +214,9 @@ func comparisonCaveats(sessions []*Session, columns []Column) []string {
 		if line := statusCaveat(s.Manifest.Status, s.Manifest.StopNote); line != "" {
 			out = append(out, FileStem(s.Path)+": "+line)
 		}
+		if line, missed := s.Precision(); missed {
+			out = append(out, FileStem(s.Path)+": "+line)
+		}
 	}
 	var perColumn [][3]string
 	for i, col := range columns {

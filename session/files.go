@@ -192,10 +192,11 @@ func csvField(s string) string {
 }
 
 // Finish rewrites the manifest with its final status and summary.
-func (w *Writer) Finish(status, note string, summary map[string]ArmSummary) error {
+func (w *Writer) Finish(status, note, stoppedBy string, summary map[string]ArmSummary) error {
 	now := time.Now().UTC()
 	w.manifest.Status = status
 	w.manifest.StopNote = note
+	w.manifest.StoppedBy = stoppedBy
 	w.manifest.FinishedAt = &now
 	w.manifest.Summary = summary
 	return w.writeManifest()

@@ -56,6 +56,23 @@ func FormatValue(v float64) string {
 	}
 }
 
+// FormatCount prints a count with thousands separators: "7,419,356".
+func FormatCount(n int) string {
+	digits := strconv.Itoa(n)
+	sign := ""
+	if n < 0 {
+		sign, digits = "-", digits[1:]
+	}
+	var b strings.Builder
+	for i, d := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	return sign + b.String()
+}
+
 // FormatDelta prints a percent change with its sign.
 func FormatDelta(d float64) string {
 	if math.IsNaN(d) || math.IsInf(d, 0) {

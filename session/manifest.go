@@ -43,8 +43,11 @@ type Manifest struct {
 	TrialsFile  string     `toml:"trials_file"`
 	TokensFile  string     `toml:"tokens_file"`
 	// StopNote says why a run ended early (interrupted, all arms stopped).
-	StopNote string      `toml:"stop_note,omitempty"`
-	Profile  ProfileInfo `toml:"profile"`
+	StopNote string `toml:"stop_note,omitempty"`
+	// StoppedBy says what ended the timed trials of a study that ran its
+	// plan: every arm within the stop rule's target, or the cap first.
+	StoppedBy string      `toml:"stopped_by,omitempty"`
+	Profile   ProfileInfo `toml:"profile"`
 	// Backend is schema 1's one target; ReadManifest moves it into
 	// Targets, so it is nil in every manifest read or written.
 	Backend     *TargetInfo           `toml:"backend,omitempty"`

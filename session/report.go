@@ -59,9 +59,12 @@ type ArmReport struct {
 // Report is a session's repeatability report, on e2e latency.
 type Report struct {
 	Session string
-	// Caveats come first: an unfinished run, degraded, truncated or
-	// cached trials.
+	// Caveats come first: a stop rule's target not reached, an
+	// unfinished run, degraded, truncated or cached trials.
 	Caveats []string
+	// Reached is what the stop rule reached, where every arm reached its
+	// target (else the first caveat says how far they got).
+	Reached string
 	// Load is a load run's results (LoadResults.Lines); nil otherwise.
 	Load    []string
 	Arms    []ArmReport
@@ -71,6 +74,9 @@ type Report struct {
 // BuildReport computes the repeatability report of a session.
 func BuildReport(s *Session, opts TestOptions) *Report {
 	r := &Report{Session: FileStem(s.Path), Options: opts, Caveats: SessionCaveats(s)}
+	if line, missed := s.Precision(); !missed {
+		r.Reached = line
+	}
 	if res, err := s.LoadResults(); err != nil {
 		r.Caveats = append(r.Caveats, "no load results: "+err.Error())
 	} else if res != nil {
@@ -173,6 +179,9 @@ func (r *Report) Lines(heading, item string) []string {
 	prefix := "caveat: "
 	if bullet := strings.TrimSpace(item); bullet != "" { // Markdown: a list item each
 		prefix = bullet + " **Caveat:** "
+	}
+	if r.Reached != "" {
+		lines = append(lines, "stopped: "+r.Reached)
 	}
 	for _, c := range r.Caveats {
 		lines = append(lines, prefix+c)
@@ -280,9 +289,9 @@ func trialsWords(n int) string {
 	case n <= 0:
 		return "—"
 	case n >= metrics.TooManyTrials:
-		return fmt.Sprintf("more than %d", metrics.TooManyTrials)
+		return "more than " + FormatCount(metrics.TooManyTrials)
 	}
-	return strconv.Itoa(n)
+	return FormatCount(n)
 }
 
 var reportColumns = []string{"arm", "n", "warmup", "median_ms", "mean_ms", "cv", "cv_lo", "cv_hi", "skewness", "bimodality",
@@ -325,10 +334,11 @@ func (r *Report) writeJSON(w io.Writer) error {
 	}
 	out := struct {
 		Session string   `json:"session"`
+		Reached string   `json:"reached,omitempty"`
 		Caveats []string `json:"caveats"`
 		Load    []string `json:"load,omitempty"`
 		Arms    []arm    `json:"arms"`
-	}{Session: r.Session, Caveats: r.Caveats, Load: r.Load}
+	}{Session: r.Session, Reached: r.Reached, Caveats: r.Caveats, Load: r.Load}
 	for i := range r.Arms {
 		a := &r.Arms[i]
 		j := arm{Summary: jsonObject(reportColumns, a.row()), OutlierTrials: a.OutlierTrials}

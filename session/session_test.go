@@ -65,7 +65,7 @@ func TestWriteThenLoadRoundTrips(t *testing.T) {
 		t.Fatalf("manifest at start: %+v %v", m, err)
 	}
 	summary := map[string]ArmSummary{"greedy": SummarizeArm(ByArm(records)["greedy"], 1, 0.01, 0)}
-	if err := w.Finish(StatusComplete, "", summary); err != nil {
+	if err := w.Finish(StatusComplete, "", "", summary); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
@@ -412,7 +412,7 @@ func TestPowerCSVAndPowerTableRoundTrip(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Finish(StatusComplete, "", nil); err != nil {
+	if err := w.Finish(StatusComplete, "", "", nil); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
@@ -445,7 +445,7 @@ func TestCaveatsComeFirst(t *testing.T) {
 		recs = append(recs, record("hot", i, PhaseTimed, map[bool]string{true: StatusError, false: StatusOK}[i > 3], 120))
 	}
 	w := writeSession(t, dir, "cav", recs)
-	w.Finish(StatusPartial, "the server stopped answering", nil)
+	w.Finish(StatusPartial, "the server stopped answering", "", nil)
 	s, err := Load(w.ManifestPath())
 	if err != nil {
 		t.Fatal(err)

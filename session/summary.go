@@ -114,12 +114,23 @@ type MetricSummary struct {
 	MedianCIHi float64 `toml:"median_ci95_hi"`
 }
 
-// StopInterval is the anytime-valid 95% interval at an early stop.
+// StopInterval is the stop rule's anytime-valid 95% interval: where the
+// arm first reached its target, or, when it never did (Missed), at the
+// cap.
 type StopInterval struct {
 	Statistic string  `toml:"statistic"`
 	Estimate  float64 `toml:"estimate"`
 	Lo        float64 `toml:"lo"`
 	Hi        float64 `toml:"hi"`
+	// N is the arm's counted trials at that point (0 in older files).
+	N      int  `toml:"n,omitzero"`
+	Missed bool `toml:"missed,omitempty"`
+}
+
+// Reach is the interval's farther end from the estimate, as a fraction
+// of it: the ± the rule compares with its target.
+func (iv StopInterval) Reach() float64 {
+	return max(iv.Estimate-iv.Lo, iv.Hi-iv.Estimate) / math.Abs(iv.Estimate)
 }
 
 // ArmSummary is one arm's [summary.<arm>] table.
@@ -149,8 +160,9 @@ type ArmSummary struct {
 	// StoppedBy is why the arm's timed trials ended: the trial cap, or the
 	// stop rule with the margin it reached; empty when the run was cut.
 	StoppedBy string `toml:"stopped_by,omitempty"`
-	// StopInterval is the confidence sequence's interval that stopped the
-	// arm early (not the fixed-n bootstrap interval of the summary).
+	// StopInterval is the confidence sequence's interval where the arm
+	// reached the stop rule's target, or at the cap where it did not (not
+	// the fixed-n bootstrap interval of the summary).
 	StopInterval   *StopInterval `toml:"stop_interval,omitempty"`
 	USDPer1MTokens float64       `toml:"usd_per_1m_tokens,omitzero"`
 	// EnergyQualities counts the arm's timed trials per energy quality

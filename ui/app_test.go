@@ -692,7 +692,7 @@ func writeSession(t *testing.T, dir, id string, slower float64) string {
 			}
 		}
 	}
-	if err := w.Finish(session.StatusComplete, "", nil); err != nil {
+	if err := w.Finish(session.StatusComplete, "", "", nil); err != nil {
 		t.Fatal(err)
 	}
 	return w.ManifestPath()

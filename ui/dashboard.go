@@ -228,8 +228,11 @@ func (d *dashboard) header(w int, compactHeader bool, now time.Time) []string {
 		if warmup > 0 {
 			counts += fmt.Sprintf(" · %d/%d warmup", a.warmupDone, warmup)
 		}
-		if a.stopped != "" {
+		switch {
+		case a.stopped != "":
 			counts += " · stopped: " + a.stopped
+		case a.reached != "":
+			counts += " · " + a.reached + ", runs on with the others"
 		}
 		name := armStyle(a.index).Render(fit(a.name, nameW))
 		barW := max(10, min(40, w-nameW-1-lipgloss.Width(counts)))
@@ -238,8 +241,11 @@ func (d *dashboard) header(w int, compactHeader bool, now time.Time) []string {
 		if d := data.started.Duration; d > 0 {
 			short = fmt.Sprintf(" %.0f/%gs", a.windowS, d.Seconds())
 		}
-		if a.stopped != "" {
+		switch {
+		case a.stopped != "":
 			short += " stopped"
+		case a.reached != "":
+			short += " reached"
 		}
 		compact = append(compact, armStyle(a.index).Render(a.name)+" "+progressBar(done, 8)+short)
 	}

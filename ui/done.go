@@ -325,8 +325,15 @@ func (d *doneView) headLines(w int) []string {
 	for _, a := range d.data.arms {
 		names = append(names, a.name)
 	}
-	// The title says the status; the arms' caveats follow, two at most,
-	// so the charts stay in view (the report, r, lists them all).
+	// The title says the status; what the stop rule reached follows
+	// (wrapped: it is the answer to "how precise"), then the arms'
+	// caveats, two at most, so the charts stay in view (the report, r,
+	// lists them all).
+	if fin.PrecisionMissed {
+		lines = append(lines, wrap(styleWarn.Render("⚠ "+fin.Precision), w)...)
+	} else if fin.Precision != "" {
+		lines = append(lines, wrap("✓ "+fin.Precision, w)...)
+	}
 	caveats := session.ArmCaveats(names, fin.Summary)
 	shown := min(len(caveats), 2)
 	for i, c := range caveats[:shown] {

@@ -151,6 +151,10 @@ func screenStates(t *testing.T) []screenState {
 	}
 	dash("dashboard, 1 arm", []string{"greedy"}, nil)
 	dash("dashboard, 3 arms, waiting and warned", three, func(ev []runner.Event) []runner.Event {
+		// greedy reached the stop rule's target and runs on; top-k-40 ran
+		// to its cap.
+		ev = append(ev, runner.ArmReached{Arm: "greedy", Decision: runner.Decision{Reached: true, Short: "median within ±1.9% after 1,262 trials"}},
+			runner.ArmStopped{Arm: "top-k-40", Decision: runner.Decision{Stop: true, Short: "cap 1500, ±3.1% of ±2%, 1,377 usable"}})
 		return append(ev, runner.Warning{Text: strings.Repeat("greedy trial 12 was cut at the context window after 251 of 2000 tokens ", 3)},
 			runner.Waiting{What: "the server to come back", Why: "cannot connect to http://127.0.0.1:8080/health: connection refused (is the server running?)", Limit: 60e9})
 	})
@@ -178,6 +182,14 @@ func screenStates(t *testing.T) []screenState {
 		}
 		fin := finished(events, session.StatusComplete)
 		fin.Manifest = writeArmsSession(t, arms, events)
+		// What a stop rule reached leads the done view: short of the
+		// target on three arms, reached on twelve.
+		switch name {
+		case "done, 3 arms":
+			fin.Precision, fin.PrecisionMissed = "mean e2e ±2% not reached by greedy (±3.1%), temp-0.8 (on its median) (±2.6%): stopped at the cap of 1,500 trials; reached by top-k-40 after 1,262 trials", true
+		case "done, 12 arms":
+			fin.Precision = "every arm's mean e2e within ±2% (anytime-valid 95% interval): " + strings.Repeat("arm-01-with-a-long-name after 262 trials, ", 12) + "; the arms ran on together until the last one reached it"
+		}
 		tr.send(eventsMsg(append(events, fin)))
 		close(tr.app.run.done)
 		tr.send(runEndedMsg{})
@@ -384,7 +396,7 @@ func writeArmsSession(t *testing.T, arms []string, events []runner.Event) string
 			}
 		}
 	}
-	if err := w.Finish(session.StatusComplete, "", nil); err != nil {
+	if err := w.Finish(session.StatusComplete, "", "", nil); err != nil {
 		t.Fatal(err)
 	}
 	return w.ManifestPath()

@@ -94,7 +94,7 @@ func finishedRun(t *testing.T) (*testRun, []tea.Msg) {
 			w.Append(td.Record, nil)
 		}
 	}
-	w.Finish(session.StatusComplete, "", fin.Summary)
+	w.Finish(session.StatusComplete, "", "", fin.Summary)
 	w.Close()
 	fin.Manifest = w.ManifestPath()
 	close(tr.app.run.done)

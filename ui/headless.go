@@ -55,6 +55,8 @@ func Headless(w io.Writer, width int, events <-chan runner.Event) {
 			fmt.Fprintln(w, progressLine(ev, warmup[ev.Record.Arm], trials, nameWidth))
 		case runner.ArmStopped:
 			fmt.Fprintf(w, "%s stopped: %s\n", ev.Arm, ev.Reason)
+		case runner.ArmReached:
+			fmt.Fprintf(w, "%s reached the target: %s; it runs on until every arm has\n", ev.Arm, ev.Reason)
 		case runner.Waiting, runner.Resumed, runner.Warning:
 			fmt.Fprintln(w, EventLine(ev))
 		case runner.Finished:
@@ -189,7 +191,13 @@ func orDash(s string) string {
 // WriteFinished prints the summary table, the final status and where the
 // session was saved, within width cells (0: no limit).
 func WriteFinished(w io.Writer, width int, arms []string, fin runner.Finished) {
-	// The status line below says whether the plan finished, and why not.
+	// The status line below says whether the plan finished, and why not;
+	// what the stop rule reached leads.
+	if fin.PrecisionMissed {
+		writeProse(w, width, "caveat: %s", fin.Precision)
+	} else if fin.Precision != "" {
+		writeProse(w, width, "stopped: %s", fin.Precision)
+	}
 	for _, c := range session.ArmCaveats(arms, fin.Summary) {
 		writeProse(w, width, "caveat: %s", c)
 	}
@@ -340,10 +348,10 @@ func WriteSummary(w io.Writer, width int, arms []string, summary map[string]sess
 		writeProse(w, width, "tok/s: Σ output tokens / Σ e2e time over the arm's timed ok trials; trial tok/s: the distribution of each trial's own rate")
 	}
 	if anytimeNote {
-		writeProse(w, width, "* the anytime-valid 95%% interval that stopped the arm; the others are bootstrap intervals at fixed n")
+		writeProse(w, width, "* the stop rule's anytime-valid 95%% interval (where the arm reached its target, or at the cap); the others are bootstrap intervals at fixed n")
 	}
 	for _, a := range arms {
-		if iv := summary[a].StopInterval; iv != nil && iv.Statistic == "mean" {
+		if iv := summary[a].StopInterval; iv != nil && iv.Statistic == "mean" && !iv.Missed {
 			writeProse(w, width, "note: %s stopped on its mean e2e %s, anytime-valid 95%% interval [%s, %s]", a, millis(iv.Estimate), number(iv.Lo, 1), number(iv.Hi, 1))
 		}
 		if n := summary[a].TokenCountMismatches; n > 0 {

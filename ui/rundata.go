@@ -36,6 +36,7 @@ type armData struct {
 	warmupDone, timed   int // the runner's counts: warmup trials, and trials toward the cap
 	degraded            int
 	stopped             string // the stop rule's reason, once it fired
+	reached             string // where it reached the stop rule's target, while it runs on
 	dists               [len(histMetrics)]metrics.Distribution
 	warmupE2E           metrics.Distribution
 	throughput          metrics.Throughput
@@ -187,6 +188,8 @@ func (d *runData) apply(ev runner.Event) {
 		a.windowReqs += ev.RequestsPerS * ev.WindowS
 	case runner.ArmStopped:
 		d.arm(ev.Arm).stopped = ev.Short
+	case runner.ArmReached:
+		d.arm(ev.Arm).reached = ev.Short
 	case runner.Waiting, runner.Resumed, runner.Warning:
 		d.event = EventLine(ev)
 		if d.started == nil {

@@ -386,6 +386,7 @@ func setupOf(s *session.Session) Setup {
 	}
 	rows := [][2]string{
 		{"status", m.Status},
+		{"stopped by", orDash(m.StoppedBy)},
 		{"started · finished", m.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC") + " · " + finished},
 		{"profile", fmt.Sprintf("%s (%s): %d warmup + %d trials per arm, max %d tokens, order %s, seed %d", m.Profile.Name, m.Profile.Source, m.Profile.Warmup, m.Profile.Trials, m.Profile.MaxTokens, m.Profile.Order, m.Profile.Seed)},
 	}
