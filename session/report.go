@@ -54,6 +54,10 @@ type ArmReport struct {
 	// Curve is the running mean, its 95% CI half-width and the running CV
 	// after each timed trial.
 	Curve []metrics.Point
+	// Dependence is how much each timed trial's e2e tells of the next's:
+	// where material, the CV interval is a block bootstrap's and the
+	// trials needed for the mean are scaled up to match.
+	Dependence metrics.Dependence
 }
 
 // Report is a session's repeatability report, on e2e latency.
@@ -113,7 +117,8 @@ func armReport(arm string, records []*Record, summary ArmSummary, opts TestOptio
 	a.N, a.Warmup = len(timed), len(warmup)
 	st := metrics.Describe(timed)
 	a.Median, a.Mean = st.Median, st.Mean
-	a.CV = metrics.Estimate{Value: st.CV, CI: metrics.Bootstrap(timed, metrics.CV, opts.Resamples, opts.Seed)}
+	a.Dependence = metrics.DependenceOf(timed)
+	a.CV = metrics.Estimate{Value: st.CV, CI: a.Dependence.Interval(timed, metrics.CV, opts.Resamples, opts.Seed)}
 	a.Shape = metrics.DescribeShape(timed)
 	for _, i := range a.Shape.Outliers {
 		a.OutlierTrials = append(a.OutlierTrials, timedTrials[i])
@@ -123,6 +128,10 @@ func armReport(arm string, records []*Record, summary ArmSummary, opts TestOptio
 	}
 	a.ConvergedAt = metrics.ConvergedAt(timed, a.ConvergeTol)
 	a.MeanNeeds1, a.MeanNeeds5 = metrics.TrialsForMean(st.CV, 0.01), metrics.TrialsForMean(st.CV, 0.05)
+	if d := a.Dependence; d.Material { // correlated trials are worth fewer independent ones
+		inflate := func(n int) int { return min(metrics.TooManyTrials, int(math.Ceil(float64(n)*(1+d.R)/(1-d.R)))) }
+		a.MeanNeeds1, a.MeanNeeds5 = inflate(a.MeanNeeds1), inflate(a.MeanNeeds5)
+	}
 	ascending := slices.Sorted(slices.Values(timed))
 	a.P95Needs5, a.P99Needs5 = metrics.TrialsForQuantile(ascending, 0.95, 0.05), metrics.TrialsForQuantile(ascending, 0.99, 0.05)
 	a.WarmupRatio = metrics.Describe(warmup).Median / st.Median
@@ -216,6 +225,7 @@ func (r *Report) Lines(heading, item string) []string {
 		add("needed", "for 95%% confidence: mean ±1%% %s, ±5%% %s; p95 ±5%% %s; p99 ±5%% %s",
 			trialsWords(a.MeanNeeds1), trialsWords(a.MeanNeeds5), needWords(a.P95Needs5), needWords(a.P99Needs5))
 		add("warmup", "ratio %s; %s", FormatValue(a.WarmupRatio), a.WarmupVerdict)
+		add("drift", "%s", dependenceWords(a.Dependence, a.N))
 		if r := a.Reasoning; r.ReasoningMean > 0 {
 			add("reasoning", "%s of %s output tokens were thinking (means); TTFT median %s ms (its first token), TTFO median %s ms (the answer's first)",
 				FormatValue(r.ReasoningMean), FormatValue(r.OutputMean), FormatValue(r.TTFTMedian), FormatValue(r.TTFOMedian))
@@ -228,7 +238,7 @@ func (r *Report) Lines(heading, item string) []string {
 		}
 		lines = append(lines, "")
 	}
-	return append(lines, fmt.Sprintf("e2e latency of timed ok trials; CV interval: bootstrap percentile 95%%, %d resamples, seed %d; outliers: Tukey's fences (1.5 IQR); trials needed: Student t for the mean, order-statistic intervals for p95/p99; warmup: MSER-5. %s.",
+	return append(lines, fmt.Sprintf("e2e latency of timed ok trials; CV interval: bootstrap percentile 95%% (moving-block where the drift line says so), %d resamples, seed %d; outliers: Tukey's fences (1.5 IQR); trials needed: Student t for the mean, order-statistic intervals for p95/p99; warmup: MSER-5. %s.",
 		r.Options.Resamples, r.Options.Seed, CVIntervalCaveat))
 }
 
@@ -282,6 +292,19 @@ func needWords(q metrics.QuantileNeed) string {
 	return trialsWords(q.N)
 }
 
+// dependenceWords say whether an arm's trials were independent enough for
+// the ordinary bootstrap.
+func dependenceWords(d metrics.Dependence, n int) string {
+	switch {
+	case math.IsNaN(d.R):
+		return "lag-1 autocorrelation of e2e: too few trials or no spread"
+	case !d.Material:
+		return fmt.Sprintf("lag-1 autocorrelation of e2e %.2f: trials independent enough for the ordinary bootstrap (material above 0.1 and 1.96/√n = %.2f)", d.R, 1.96/math.Sqrt(float64(n)))
+	}
+	return fmt.Sprintf("lag-1 autocorrelation of e2e %.2f: each trial tells of the next, so the %d trials are worth about %s independent ones; "+
+		"intervals from a moving-block bootstrap (blocks of %d), trials needed scaled by (1+r)/(1−r)", d.R, n, FormatCount(int(math.Round(d.EffectiveN))), d.Block)
+}
+
 // trialsWords says a count of trials needed: "—" when it cannot be
 // known, and never a number past metrics.TooManyTrials.
 func trialsWords(n int) string {
@@ -297,7 +320,8 @@ func trialsWords(n int) string {
 var reportColumns = []string{"arm", "n", "warmup", "median_ms", "mean_ms", "cv", "cv_lo", "cv_hi", "skewness", "bimodality",
 	"outliers", "early_outliers", "converged_at", "converge_tolerance", "trials_mean_1pct", "trials_mean_5pct",
 	"trials_p95_5pct", "trials_p95_5pct_at_least", "trials_p99_5pct", "trials_p99_5pct_at_least",
-	"warmup_ratio", "mser5_settle", "warmup_verdict", "stopped_by", "reasoning_tokens_mean", "output_tokens_mean", "ttft_median_ms", "ttfo_median_ms"}
+	"warmup_ratio", "mser5_settle", "warmup_verdict", "stopped_by", "reasoning_tokens_mean", "output_tokens_mean", "ttft_median_ms", "ttfo_median_ms",
+	"lag1_autocorrelation", "bootstrap_block", "effective_n"}
 
 func (a *ArmReport) row() []any {
 	settle := any(math.NaN())
@@ -307,7 +331,8 @@ func (a *ArmReport) row() []any {
 	return []any{a.Arm, a.N, a.Warmup, a.Median, a.Mean, a.CV.Value, a.CV.Lo, a.CV.Hi, a.Shape.Skewness, a.Shape.Bimodality,
 		len(a.OutlierTrials), a.EarlyOutliers, a.ConvergedAt, a.ConvergeTol, a.MeanNeeds1, a.MeanNeeds5,
 		a.P95Needs5.N, a.P95Needs5.AtLeast, a.P99Needs5.N, a.P99Needs5.AtLeast,
-		a.WarmupRatio, settle, a.WarmupVerdict, a.StoppedBy, a.Reasoning.ReasoningMean, a.Reasoning.OutputMean, a.Reasoning.TTFTMedian, a.Reasoning.TTFOMedian}
+		a.WarmupRatio, settle, a.WarmupVerdict, a.StoppedBy, a.Reasoning.ReasoningMean, a.Reasoning.OutputMean, a.Reasoning.TTFTMedian, a.Reasoning.TTFOMedian,
+		a.Dependence.R, a.Dependence.Block, a.Dependence.EffectiveN}
 }
 
 func (r *Report) writeCSV(w io.Writer) error {

@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -121,5 +122,38 @@ func TestTheReportSaysWhatITLIsBetween(t *testing.T) {
 	}
 	if strings.Contains(text, "greedy's chunks") {
 		t.Errorf("a note on greedy, whose chunks were single tokens:\n%s", text)
+	}
+}
+
+// Trials that drift together get a block bootstrap's wider intervals, a
+// smaller effective n and more trials needed, and the report says so;
+// independent ones keep the ordinary bootstrap.
+func TestCorrelatedTrialsGetBlockIntervals(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	s := &Session{Path: "/x/S.toml", Manifest: newManifest("S")}
+	s.Manifest.Arms = []ArmInfo{{Name: "drifting"}, {Name: "steady"}}
+	drift := 0.0
+	for i := range 300 {
+		drift = 0.7*drift + math.Sqrt(1-0.49)*rng.NormFloat64()
+		s.Records = append(s.Records, record("drifting", i+1, PhaseTimed, StatusOK, 100+3*drift),
+			record("steady", i+1, PhaseTimed, StatusOK, 100+3*rng.NormFloat64()))
+	}
+	groups := ByArm(s.Records)
+	drifting, steady := SummarizeArm(groups["drifting"], 1, 0.01, 0).Metrics["e2e_ms"], SummarizeArm(groups["steady"], 1, 0.01, 0).Metrics["e2e_ms"]
+	if drifting.Lag1 < 0.6 || drifting.Block < 2 || steady.Block != 0 || math.Abs(steady.Lag1) > 0.12 {
+		t.Fatalf("drifting r %.2f block %d, steady r %.2f block %d", drifting.Lag1, drifting.Block, steady.Lag1, steady.Block)
+	}
+	// Alike in spread, so the drifting arm's wider interval is the block's.
+	if wd, ws := drifting.MeanCIHi-drifting.MeanCILo, steady.MeanCIHi-steady.MeanCILo; wd < 1.5*ws {
+		t.Errorf("mean interval %.3f wide drifting, %.3f steady", wd, ws)
+	}
+	r := BuildReport(s, TestOptions{Resamples: 500, Seed: 1})
+	text := strings.Join(r.Lines("", "  "), "\n")
+	if !strings.Contains(text, "the 300 trials are worth about") || !strings.Contains(text, "moving-block bootstrap (blocks of") ||
+		!strings.Contains(text, "trials independent enough for the ordinary bootstrap") {
+		t.Errorf("report:\n%s", text)
+	}
+	if d, st := r.Arms[0], r.Arms[1]; d.Dependence.EffectiveN > 80 || d.MeanNeeds1 <= st.MeanNeeds1 {
+		t.Errorf("effective n %.0f; trials needed for ±1%%: %d drifting, %d steady", d.Dependence.EffectiveN, d.MeanNeeds1, st.MeanNeeds1)
 	}
 }

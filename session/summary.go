@@ -112,6 +112,12 @@ type MetricSummary struct {
 	MeanCIHi   float64 `toml:"mean_ci95_hi"`
 	MedianCILo float64 `toml:"median_ci95_lo"`
 	MedianCIHi float64 `toml:"median_ci95_hi"`
+	// Lag1 is the lag-1 autocorrelation of the values in trial order;
+	// Block the moving-block bootstrap's block the intervals were drawn
+	// with where it is material (0: trials independent enough for the
+	// ordinary bootstrap).
+	Lag1  float64 `toml:"lag1_autocorrelation"`
+	Block int     `toml:"bootstrap_block,omitzero"`
 }
 
 // StopInterval is the stop rule's anytime-valid 95% interval: where the
@@ -245,13 +251,15 @@ func SummarizeArm(records []*Record, seed uint64, convergeTol, usdPerHour float6
 	}
 	counted := Counted(records)
 	for _, m := range Metrics {
-		values := Values(counted, m)
+		values := Values(counted, m) // in the order the trials ran
 		st := metrics.Describe(values)
-		meanCI := metrics.Bootstrap(values, metrics.Mean, metrics.DefaultResamples, seed)
-		medianCI := metrics.Bootstrap(values, metrics.Median, metrics.DefaultResamples, seed)
+		dep := metrics.DependenceOf(values)
+		meanCI := dep.Interval(values, metrics.Mean, metrics.DefaultResamples, seed)
+		medianCI := dep.Interval(values, metrics.Median, metrics.DefaultResamples, seed)
 		s.Metrics[m.Name] = MetricSummary{N: st.N, Mean: st.Mean, Median: st.Median, Std: st.Std, CV: st.CV,
 			Min: st.Min, Max: st.Max, P5: st.P5, P50: st.P50, P95: st.P95, P99: st.P99,
-			MeanCILo: meanCI.Lo, MeanCIHi: meanCI.Hi, MedianCILo: medianCI.Lo, MedianCIHi: medianCI.Hi}
+			MeanCILo: meanCI.Lo, MeanCIHi: meanCI.Hi, MedianCILo: medianCI.Lo, MedianCIHi: medianCI.Hi,
+			Lag1: dep.R, Block: dep.Block}
 	}
 	outputTPS, _ := LookupMetric("output_tps")
 	s.OutputTPS = outputTPS.Pooled(counted)
