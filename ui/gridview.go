@@ -240,7 +240,7 @@ func (g *GridApp) render() {
 		g.frame = body + "\n" + fit(styleDim.Render(help), w)
 		return
 	}
-	body = box("cells · rank among those run so far (1 = fastest; ties: no test tells them apart)", g.table(w-2, bodyH-2), w, bodyH, true)
+	body = box("cells · rank so far (1 = fastest) and group (a shared letter: no test tells them apart)", g.table(w-2, bodyH-2), w, bodyH, true)
 	g.frame = strings.Join([]string{header, body, fit(styleDim.Render(help), w)}, "\n")
 }
 
@@ -322,7 +322,7 @@ func (g *GridApp) table(w, h int) string {
 			row := []string{"", c.ID, label, "", "", "", state}
 			style := lipgloss.NewStyle()
 			if r, ok := byCell[c.ID]; ok && r.N > 0 {
-				row[0], row[3], row[5] = rankText(r.Rank), fmt.Sprint(r.N), session.FormatValue(r.TokensPerS)
+				row[0], row[3], row[5] = strings.TrimSpace(rankText(r.Rank)+" "+r.Group), fmt.Sprint(r.N), session.FormatValue(r.TokensPerS)
 				row[4] = fmt.Sprintf("%s [%s, %s]", session.FormatValue(r.E2E.Value), session.FormatValue(r.E2E.Lo), session.FormatValue(r.E2E.Hi))
 				if level >= 4 {
 					row[4] = session.FormatValue(r.E2E.Value)

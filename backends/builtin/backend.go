@@ -72,8 +72,10 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 			"weights":   weights,
 			"threads":   strconv.Itoa(b.engine.Threads()),
 			"load_ms":   strconv.FormatFloat(float64(m.LoadTime)/float64(time.Millisecond), 'f', 1, 64),
-			"weight_mb": strconv.FormatFloat(float64(m.Weights.WeightBytes())/(1<<20), 'f', 1, 64),
-			"kernels":   KernelName,
+			"weight_mb": strconv.FormatFloat(float64(m.Weights.WeightBytes())/(1<<20), 'f', 1, 64), // MiB in memory
+			// 10⁶ bytes read per decoded token: the phase split's axis.
+			"decode_read_mb": strconv.FormatFloat(float64(m.Weights.BytesPerToken())/1e6, 'f', 3, 64),
+			"kernels":        KernelName,
 		}}
 	return info, nil
 }

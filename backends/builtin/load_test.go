@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -215,4 +217,23 @@ func FuzzParseLlama2cHeader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The phase split's axis is what decode reads per token, in 10⁶ bytes:
+// of the embedding table only the token's row (Q8_0 keeps the table in
+// f32 beside the quantized classifier, so the weights in memory are
+// three times what decode reads).
+func TestDecodeReadIsWhatATokenReads(t *testing.T) {
+	b, _ := Kind.New(backends.Config{Threads: 1, DType: "q8_0"})
+	defer b.(*Backend).Close()
+	info, err := b.Probe(context.Background(), "stories15M-synthetic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err1 := strconv.ParseFloat(info.Details["decode_read_mb"], 64)
+	memory, err2 := strconv.ParseFloat(info.Details["weight_mb"], 64)
+	want := float64(b.(*Backend).engine.Model.Weights.BytesPerToken()) / 1e6
+	if err1 != nil || err2 != nil || math.Abs(read-want) > 0.001 || !(read < memory*(1<<20)/1e6/2) {
+		t.Errorf("decode reads %v MB of %v MiB in memory (want %.3f MB): %v %v", read, memory, want, err1, err2)
+	}
 }

@@ -36,17 +36,24 @@ type Row struct {
 	// usd_per_hour (NaN without one).
 	USDPer1M float64
 	// Rank is 1 plus the number of rows significantly faster in e2e
-	// (Holm-adjusted pairwise Mann-Whitney tests), so rows that no test
-	// tells apart share a rank; 0 (unranked) for a row too small for any
-	// test to tell apart.
-	Rank     int
+	// (Holm-adjusted pairwise tests); 0 (unranked) for a row too small
+	// for any test to tell apart. Pairwise tests are not transitive, so
+	// equal ranks do not say that no test tells two rows apart: Group does.
+	Rank int
+	// Group is the row's letters in a compact letter display: two rows
+	// that share a letter are told apart by no test; two with none in
+	// common differ significantly. "" for an unranked row.
+	Group    string
 	Sessions int
-	e2e      []float64
+	// ICC is the share of the e2e variance that lies between the row's
+	// sessions (its repetitions drifting), NaN with fewer than two.
+	ICC float64
+	e2e []float64
 	// perSession are the counted trials of each of its sessions: the
 	// phase fits take a session as one point, so that drift between
 	// sessions shows in their intervals.
 	perSession [][]*session.Record
-	weightMB   float64 // the model's weights (the built-in engine says), NaN when unknown
+	decodeMB   float64 // 10⁶ bytes of weights read per decoded token (the built-in engine says), NaN when unknown
 }
 
 // AxisMean is one value of one axis across the other axes: the geometric
@@ -66,8 +73,9 @@ type Comparison struct {
 	Rows    []Row
 	Means   []AxisMean
 	Caveats []string
-	// Pairs is how many pairwise tests the ranks rest on.
-	Pairs int
+	// Pairs is how many pairwise tests the ranks rest on; Repeated how
+	// many of them compared repetitions' medians, not pooled trials.
+	Pairs, Repeated int
 	// Fits split the time into its phases (TR121) where the grid varies
 	// what they scale with.
 	Fits []PhaseFit
@@ -121,9 +129,9 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 				if !slices.Contains(arms, arm) {
 					arms = append(arms, arm)
 				}
-				mb, err := strconv.ParseFloat(s.Manifest.TargetOf(arm).Details["weight_mb"], 64)
+				mb, err := strconv.ParseFloat(s.Manifest.TargetOf(arm).Details["decode_read_mb"], 64)
 				if err != nil {
-					mb = math.NaN()
+					mb = math.NaN() // a backend that does not say (sessions before it did said weight_mb, with the embedding table decode does not read)
 				}
 				weight[arm] = mb
 				counted := session.Counted(recs)
@@ -135,7 +143,8 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 		for _, arm := range arms {
 			recs := byArm[arm]
 			e2e := session.Values(recs, e2eMetric)
-			r := Row{Cell: cell.ID, Label: cell.Label, Values: cell.Values, Arm: arm, N: len(recs), Sessions: sessions, e2e: e2e, perSession: bySession[arm], weightMB: weight[arm],
+			r := Row{Cell: cell.ID, Label: cell.Label, Values: cell.Values, Arm: arm, N: len(recs), Sessions: sessions, e2e: e2e, perSession: bySession[arm], decodeMB: weight[arm],
+				ICC:        metrics.ICC(sessionValues(bySession[arm], e2eMetric)),
 				E2E:        median(e2e, opts),
 				Mean:       metrics.Estimate{Value: metrics.Mean(e2e), CI: metrics.Bootstrap(e2e, metrics.Mean, opts.Resamples, opts.Seed)},
 				TTFT:       median(session.Values(recs, metric("ttft_ms")), opts),
@@ -153,7 +162,60 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 	c.axisMeans() // before rank sorts the rows: each axis's values in the grid's order
 	c.rank()
 	c.phaseFits()
+	c.Caveats = append(c.Caveats, c.driftCaveat())
+	if c.Caveats[len(c.Caveats)-1] == "" {
+		c.Caveats = c.Caveats[:len(c.Caveats)-1]
+	}
 	return c, nil
+}
+
+func sessionValues(sessions [][]*session.Record, m session.Metric) [][]float64 {
+	out := make([][]float64, len(sessions))
+	for i, recs := range sessions {
+		out[i] = session.Values(recs, m)
+	}
+	return out
+}
+
+// repetitionMedians are a row's sessions' median e2e, one per session
+// with trials.
+func (r *Row) repetitionMedians() []float64 {
+	e2e, _ := session.LookupMetric("e2e_ms")
+	var out []float64
+	for _, values := range sessionValues(r.perSession, e2e) {
+		if len(values) > 0 {
+			out = append(out, metrics.Median(values))
+		}
+	}
+	return out
+}
+
+// driftCaveat says what the grid can see of drift between runs: nothing
+// without repetitions; with them, how much of the variance lay between
+// them.
+func (c *Comparison) driftCaveat() string {
+	var iccs []float64
+	single := 0
+	for _, r := range c.Rows {
+		if r.Sessions < 2 {
+			single++
+		}
+		if !math.IsNaN(r.ICC) {
+			iccs = append(iccs, r.ICC)
+		}
+	}
+	switch {
+	case len(c.Rows) < 2:
+		return ""
+	case single == len(c.Rows):
+		return "each cell ran once, so drift between runs of one cell cannot be seen, and the ranks test pooled trials as if each were independent " +
+			"(in a real grid 5 of 12 cells differed between repetitions); run it with repetitions = 2 or more"
+	case len(iccs) == 0:
+		return ""
+	}
+	slices.Sort(iccs)
+	return fmt.Sprintf("between-repetition ICC of e2e: median %.2f (%.2f–%.2f over %d rows): that share of the variance lay between runs of the same cell, "+
+		"so cells with repetitions are compared over their repetitions' medians", metrics.Median(iccs), iccs[0], iccs[len(iccs)-1], len(iccs))
 }
 
 // slopeWords says a slope in ms per scale units of x (unit), with its
@@ -220,10 +282,10 @@ func (c *Comparison) phaseFits() {
 			func(f metrics.LinearFit) string {
 				return "TTFT " + slopeWords(f, 1000, "per 1,000 prompt tokens") + inverseRate(f, 1000, "prompt tokens/s", "")
 			}},
-		{"TPOT against weight size", []string{"model", "dtype"}, func(r *Row, _ *session.Record) float64 { return r.weightMB },
+		{"TPOT against weights read per token", []string{"model", "dtype"}, func(r *Row, _ *session.Record) float64 { return r.decodeMB },
 			func(t *session.Record) float64 { return t.TPOTMs },
 			func(f metrics.LinearFit) string {
-				return "TPOT " + slopeWords(f, 1000, "per GB of weights") + inverseRate(f, 1, "GB/s", ", the rate if decode only read the weights")
+				return "TPOT " + slopeWords(f, 1000, "per GB (10⁹ bytes) of weights read per token") + inverseRate(f, 1, "GB/s", ", the rate if decode only read the weights")
 			}},
 		{"TPOT against context", []string{"max_tokens", "prompt_words"}, func(_ *Row, t *session.Record) float64 {
 			if t.PromptTokens < 0 {
@@ -298,28 +360,63 @@ func prefixed(prefix string, lines []string) []string {
 	return out
 }
 
-// testable reports whether some pair of row i could reach significance:
-// the smallest p-value a Mann-Whitney test of its trials against another
-// row's can reach is below α over all the pairs (Holm's first step, the
-// most lenient). A row of a few trials (a cell cut short) cannot, and a
-// rank of 1 by default would read as "as fast as the fastest".
+// repeated reports whether row i is compared over its repetitions: it
+// has the medians of two or more sessions.
+func (c *Comparison) repeated(i int) bool { return len(c.Rows[i].repetitionMedians()) >= 2 }
+
+// testable reports whether some pair of row i could reach significance.
+// Over repetitions, any pair of repeated rows can; over pooled trials,
+// the smallest p-value a Mann-Whitney test against another row can reach
+// must be below α over all the pairs (Holm's most lenient step). A row
+// of a few trials (a cell cut short) cannot, and a rank of 1 by default
+// would read as "as fast as the fastest".
 func (c *Comparison) testable(i int) bool {
 	if len(c.Rows[i].e2e) < 2 || c.Pairs == 0 {
 		return false
 	}
 	for j := range c.Rows {
-		if j != i && len(c.Rows[j].e2e) >= 2 && metrics.MannWhitneyCanReject(len(c.Rows[i].e2e), len(c.Rows[j].e2e), session.Alpha/float64(c.Pairs)) {
+		if j == i || len(c.Rows[j].e2e) < 2 {
+			continue
+		}
+		if c.repeated(i) && c.repeated(j) || metrics.MannWhitneyCanReject(len(c.Rows[i].e2e), len(c.Rows[j].e2e), session.Alpha/float64(c.Pairs)) {
 			return true
 		}
 	}
 	return false
 }
 
-// rank tests every pair of rows on e2e (Mann-Whitney, Holm-adjusted over
-// all pairs) and ranks each row by how many rows are significantly
-// faster; rows are then sorted by rank and median.
+// pairTest tests rows a and b on e2e: over their repetitions' medians
+// (Welch's t on their logs) where both have repetitions, since pooled
+// trials of drifting repetitions pass drift for evidence (12–34% false
+// positives at an ICC of 0.1–0.4); else over their pooled trials
+// (Mann-Whitney). aFaster comes from the test's own effect, never from
+// the medians, which can point the other way: P(a < b) > ½ for
+// Mann-Whitney, the difference of the logs for Welch.
+func pairTest(a, b *Row, repeated bool) (p float64, aFaster bool) {
+	if repeated {
+		w := metrics.WelchTest(logs(a.repetitionMedians()), logs(b.repetitionMedians()))
+		return w.P, w.Diff > 0
+	}
+	mw := metrics.MannWhitney(a.e2e, b.e2e)
+	return mw.P, mw.U/float64(len(a.e2e)*len(b.e2e)) > 0.5 // U counts b above a
+}
+
+func logs(values []float64) []float64 {
+	out := make([]float64, len(values))
+	for i, v := range values {
+		out[i] = math.Log(v)
+	}
+	return out
+}
+
+// rank tests every pair of rows on e2e (pairTest, Holm-adjusted over all
+// pairs), ranks each row by how many rows are significantly faster, sorts
+// the rows by rank and median, and letters them (metrics.CompactLetters).
 func (c *Comparison) rank() {
-	type pair struct{ i, j int }
+	type pair struct {
+		i, j    int
+		iFaster bool
+	}
 	var pairs []pair
 	var p []float64
 	for i := range c.Rows {
@@ -327,19 +424,25 @@ func (c *Comparison) rank() {
 			if len(c.Rows[i].e2e) < 2 || len(c.Rows[j].e2e) < 2 {
 				continue
 			}
-			pairs = append(pairs, pair{i, j})
-			p = append(p, metrics.MannWhitney(c.Rows[i].e2e, c.Rows[j].e2e).P)
+			repeated := c.repeated(i) && c.repeated(j)
+			if repeated {
+				c.Repeated++
+			}
+			pv, iFaster := pairTest(&c.Rows[i], &c.Rows[j], repeated)
+			pairs = append(pairs, pair{i, j, iFaster})
+			p = append(p, pv)
 		}
 	}
 	c.Pairs = len(pairs)
 	adjusted := metrics.Holm(p)
 	faster := make([]int, len(c.Rows))
+	differ := map[[2]int]bool{}
 	for k, pr := range pairs {
 		if !(adjusted[k] < session.Alpha) {
 			continue
 		}
-		a, b := c.Rows[pr.i], c.Rows[pr.j]
-		if a.E2E.Value < b.E2E.Value {
+		differ[[2]int{pr.i, pr.j}], differ[[2]int{pr.j, pr.i}] = true, true
+		if pr.iFaster {
 			faster[pr.j]++
 		} else {
 			faster[pr.i]++
@@ -351,8 +454,12 @@ func (c *Comparison) rank() {
 			c.Rows[i].Rank = 0 // no test could tell it apart from any other: a rank would claim a tie nothing showed
 		}
 	}
-	slices.SortStableFunc(c.Rows, func(a, b Row) int {
-		ra, rb := a.Rank, b.Rank
+	order := make([]int, len(c.Rows))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		ra, rb := c.Rows[a].Rank, c.Rows[b].Rank
 		if ra == 0 {
 			ra = math.MaxInt
 		}
@@ -362,8 +469,25 @@ func (c *Comparison) rank() {
 		if ra != rb {
 			return ra - rb
 		}
-		return cmp.Compare(a.E2E.Value, b.E2E.Value)
+		return cmp.Compare(c.Rows[a].E2E.Value, c.Rows[b].E2E.Value)
 	})
+	sorted := make([]Row, len(c.Rows))
+	for k, i := range order {
+		sorted[k] = c.Rows[i]
+	}
+	// Letters for the ranked rows, in the order shown.
+	var ranked []int
+	for k, i := range order {
+		if sorted[k].Rank > 0 {
+			ranked = append(ranked, i)
+		}
+	}
+	if letters, ok := metrics.CompactLetters(len(ranked), func(x, y int) bool { return differ[[2]int{ranked[x], ranked[y]}] }); ok {
+		for k := range ranked {
+			sorted[k].Group = letters[k]
+		}
+	}
+	c.Rows = sorted
 }
 
 // axisMeans summarises each axis value across the other axes by
@@ -422,12 +546,19 @@ func (c *Comparison) axisMeans() {
 	}
 }
 
-// Method says how the ranks and means were reached.
+// Method says how the ranks, groups and means were reached.
 func (c *Comparison) Method() string {
-	return fmt.Sprintf("rank: 1 + the rows significantly faster in e2e (Mann-Whitney over each pair, %d pairs, Holm-adjusted, p < %g), so rows no test tells apart share a rank; "+
+	tests := fmt.Sprintf("Mann-Whitney on each pair's pooled trials, %d pairs", c.Pairs)
+	if c.Repeated > 0 {
+		tests = fmt.Sprintf("%d of %d pairs over their repetitions' medians (Welch's t on their logs), the rest on pooled trials (Mann-Whitney)", c.Repeated, c.Pairs)
+	}
+	return fmt.Sprintf("rank: 1 + the rows significantly faster in e2e (%s, Holm-adjusted, p < %g; which is faster comes from the test's own effect: "+
+		"P(X < Y) for Mann-Whitney, the ratio of geometric means for Welch); "+
+		"group: rows that share a letter are told apart by no test, rows with no letter in common differ significantly "+
+		"(a compact letter display: the tests are not transitive, so equal ranks do not mean that); "+
 		"— for a row with too few trials for any test to tell it apart; "+
 		"intervals: bootstrap percentile 95%%; per axis value: geometric means of its rows' medians across the other axes, over matched rows only "+
-		"(each combination of the other axes that ran with every value of this one)", c.Pairs, session.Alpha)
+		"(each combination of the other axes that ran with every value of this one)", tests, session.Alpha)
 }
 
 // PhaseSplitMethod says how the phase split's lines (Fits) are made, for
@@ -437,7 +568,7 @@ const PhaseSplitMethod = "phase split (a least-squares line through each group's
 
 var rowColumns = []string{"rank", "cell", "label", "arm", "n", "sessions", "e2e_median_ms", "e2e_median_lo", "e2e_median_hi",
 	"e2e_mean_ms", "e2e_mean_lo", "e2e_mean_hi", "ttft_median_ms", "tpot_median_ms", "output_tps", "j_per_token", "usd_per_1m_tokens",
-	"ttft_median_lo", "ttft_median_hi", "tpot_median_lo", "tpot_median_hi"}
+	"ttft_median_lo", "ttft_median_hi", "tpot_median_lo", "tpot_median_hi", "group", "icc"}
 
 func (r *Row) cells() []string {
 	num := func(v float64) string { return session.FormatValue(v) }
@@ -447,7 +578,7 @@ func (r *Row) cells() []string {
 	}
 	return []string{rank, r.Cell, r.Label, r.Arm, strconv.Itoa(r.N), strconv.Itoa(r.Sessions), num(r.E2E.Value), num(r.E2E.Lo), num(r.E2E.Hi),
 		num(r.Mean.Value), num(r.Mean.Lo), num(r.Mean.Hi), num(r.TTFT.Value), num(r.TPOT.Value), num(r.TokensPerS), num(r.JPerToken), num(r.USDPer1M),
-		num(r.TTFT.Lo), num(r.TTFT.Hi), num(r.TPOT.Lo), num(r.TPOT.Hi)}
+		num(r.TTFT.Lo), num(r.TTFT.Hi), num(r.TPOT.Lo), num(r.TPOT.Hi), cmp.Or(r.Group, "—"), num(r.ICC)}
 }
 
 // Write prints the comparison as text, md, csv or json.
@@ -505,7 +636,7 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		b.WriteString("\n")
 	}
 	energy := slices.ContainsFunc(c.Rows, func(r Row) bool { return !math.IsNaN(r.JPerToken) }) // a column only where measured
-	header := []string{"rank", "cell", strings.Join(c.Axes, " · "), "arm", "n", "e2e median [95% CI] ms", "mean", "TTFT p50 [95% CI]", "TPOT p50 [95% CI]", "tok/s"}
+	header := []string{"rank", "group", "cell", strings.Join(c.Axes, " · "), "arm", "n", "e2e median [95% CI] ms", "mean", "TTFT p50 [95% CI]", "TPOT p50 [95% CI]", "tok/s"}
 	cost := slices.ContainsFunc(c.Rows, func(r Row) bool { return !math.IsNaN(r.USDPer1M) })
 	if energy {
 		header = append(header, "J/token")
@@ -517,7 +648,7 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 	for i := range c.Rows {
 		r := &c.Rows[i]
 		cells := r.cells()
-		row := []string{cells[0], r.Cell, r.Label, r.Arm, cells[4],
+		row := []string{cells[0], cells[21], r.Cell, r.Label, r.Arm, cells[4],
 			fmt.Sprintf("%s [%s, %s]", cells[6], cells[7], cells[8]), cells[9],
 			fmt.Sprintf("%s [%s, %s]", cells[12], cells[17], cells[18]), fmt.Sprintf("%s [%s, %s]", cells[13], cells[19], cells[20]), cells[14]}
 		if energy {

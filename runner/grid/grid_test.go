@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -177,12 +178,123 @@ func TestRanksTieWhereNoTestTellsRowsApart(t *testing.T) {
 		{Cell: "b", e2e: series(10.01), E2E: metrics.Estimate{Value: 10.21}},
 	}}
 	c.rank()
-	got := map[string]int{}
+	got := map[string]string{}
 	for _, r := range c.Rows {
-		got[r.Cell] = r.Rank
+		got[r.Cell] = fmt.Sprint(r.Rank, r.Group)
 	}
-	if got["a"] != 1 || got["b"] != 1 || got["slow"] != 3 || c.Rows[2].Cell != "slow" || c.Pairs != 3 {
-		t.Errorf("ranks %v, order %v, %d pairs", got, []string{c.Rows[0].Cell, c.Rows[1].Cell, c.Rows[2].Cell}, c.Pairs)
+	if got["a"] != "1a" || got["b"] != "1a" || got["slow"] != "3b" || c.Rows[2].Cell != "slow" || c.Pairs != 3 {
+		t.Errorf("ranks and groups %v, order %v, %d pairs", got, []string{c.Rows[0].Cell, c.Rows[1].Cell, c.Rows[2].Cell}, c.Pairs)
+	}
+}
+
+// Pairwise tests are not transitive: fast differs from slow, and mid
+// from neither. Equal ranks would hide it; the groups say it (fast "a",
+// mid "ab", slow "b").
+func TestGroupsShowWhatNoRankCan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	series := func(mean float64) []float64 {
+		out := make([]float64, 30)
+		for i := range out {
+			out[i] = mean + rng.NormFloat64()
+		}
+		return out
+	}
+	c := &Comparison{Rows: []Row{
+		{Cell: "slow", e2e: series(11), E2E: metrics.Estimate{Value: 11}},
+		{Cell: "mid", e2e: series(10.5), E2E: metrics.Estimate{Value: 10.5}},
+		{Cell: "fast", e2e: series(10), E2E: metrics.Estimate{Value: 10}},
+	}}
+	c.rank()
+	got := map[string]string{}
+	for _, r := range c.Rows {
+		got[r.Cell] = fmt.Sprint(r.Rank, r.Group)
+	}
+	if got["fast"] != "1a" || got["mid"] != "1ab" || got["slow"] != "2b" {
+		t.Errorf("ranks and groups %v; want fast 1a, mid 1ab, slow 2b", got)
+	}
+	if m := c.Method(); !strings.Contains(m, "rows that share a letter are told apart by no test") || strings.Contains(m, "share a rank") {
+		t.Errorf("method: %s", m)
+	}
+}
+
+// Which of two rows is faster comes from the test's own effect, not the
+// medians: here x's median is the higher (60 against 50), yet x is below
+// y in 58% of pairs, which is what Mann-Whitney found significant.
+func TestRankDirectionComesFromTheTest(t *testing.T) {
+	var x, y []float64
+	for i := range 200 {
+		// x: 30% at 1, 70% at 60; y: 60% at 50, 40% at 70 (a little
+		// spread, so that the values are not all ties).
+		jitter := float64(i) * 1e-4
+		if i%10 < 3 {
+			x = append(x, 1+jitter)
+		} else {
+			x = append(x, 60+jitter)
+		}
+		if i%10 < 6 {
+			y = append(y, 50+jitter)
+		} else {
+			y = append(y, 70+jitter)
+		}
+	}
+	c := &Comparison{Rows: []Row{
+		{Cell: "x", e2e: x, E2E: metrics.Estimate{Value: metrics.Median(x)}},
+		{Cell: "y", e2e: y, E2E: metrics.Estimate{Value: metrics.Median(y)}},
+	}}
+	if mw := metrics.MannWhitney(x, y); !(mw.P < 0.05) || !(c.Rows[0].E2E.Value > c.Rows[1].E2E.Value) {
+		t.Fatalf("the crafted grid: p %g, medians %g and %g", mw.P, c.Rows[0].E2E.Value, c.Rows[1].E2E.Value)
+	}
+	c.rank()
+	if c.Rows[0].Cell != "x" || c.Rows[0].Rank != 1 || c.Rows[1].Rank != 2 || c.Rows[0].Group == c.Rows[1].Group {
+		t.Errorf("rows %s rank %d %q, %s rank %d %q: want x first", c.Rows[0].Cell, c.Rows[0].Rank, c.Rows[0].Group, c.Rows[1].Cell, c.Rows[1].Rank, c.Rows[1].Group)
+	}
+}
+
+// Two cells alike but for repetitions that drift (ICC 0.3): pooling their
+// trials into one Mann-Whitney test calls them different far more often
+// than 5%; comparing them over their repetitions does not.
+func TestRepetitionsThatDriftAreNotEvidence(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	e2eMetric, _ := session.LookupMetric("e2e_ms")
+	row := func(name string, reps int) Row {
+		r := Row{Cell: name, Sessions: reps}
+		for range reps {
+			offset := math.Sqrt(0.3) * rng.NormFloat64()
+			var recs []*session.Record
+			for range 20 {
+				rec := &session.Record{Phase: session.PhaseTimed, Status: session.StatusOK}
+				rec.E2EMs = 100 * math.Exp(0.05*(offset+math.Sqrt(0.7)*rng.NormFloat64()))
+				recs = append(recs, rec)
+			}
+			r.perSession = append(r.perSession, recs)
+			r.e2e = append(r.e2e, session.Values(recs, e2eMetric)...)
+		}
+		r.E2E.Value = metrics.Median(r.e2e)
+		r.ICC = metrics.ICC(sessionValues(r.perSession, e2eMetric))
+		return r
+	}
+	const runs = 400
+	pooledWrong, repeatedWrong := 0, 0
+	var icc float64
+	for range runs {
+		a, b := row("a", 3), row("b", 3)
+		icc += a.ICC
+		if metrics.MannWhitney(a.e2e, b.e2e).P < 0.05 {
+			pooledWrong++
+		}
+		c := &Comparison{Rows: []Row{a, b}}
+		c.rank()
+		if c.Repeated != 1 {
+			t.Fatalf("%d pairs over repetitions", c.Repeated)
+		}
+		if c.Rows[0].Group != c.Rows[1].Group {
+			repeatedWrong++
+		}
+	}
+	t.Logf("ICC %.2f: pooled trials called alike cells different in %.1f%% of %d grids, repetitions in %.1f%%",
+		icc/runs, 100*float64(pooledWrong)/runs, runs, 100*float64(repeatedWrong)/runs)
+	if float64(pooledWrong)/runs < 0.2 || float64(repeatedWrong)/runs > 0.075 {
+		t.Errorf("false positives: pooled %d, over repetitions %d of %d", pooledWrong, repeatedWrong, runs)
 	}
 }
 
@@ -237,7 +349,7 @@ func TestPhaseSplitFitsPrefillPerGroup(t *testing.T) {
 			}
 			sessions = append(sessions, trials)
 		}
-		return Row{Values: []string{threads, fmt.Sprint(promptTokens)}, Arm: "greedy", N: 10, perSession: sessions, weightMB: math.NaN()}
+		return Row{Values: []string{threads, fmt.Sprint(promptTokens)}, Arm: "greedy", N: 10, perSession: sessions, decodeMB: math.NaN()}
 	}
 	c := &Comparison{Axes: []string{"threads", "prompt_words"}, Rows: []Row{
 		row("1", 100, 52), row("1", 200, 102), row("1", 400, 202),

@@ -26,7 +26,7 @@ func BuildGrid(cmp *grid.Comparison) *Report {
 	for _, row := range cmp.Rows {
 		arms[row.Arm] = true
 	}
-	cells := session.Table{Header: []string{"rank", "cell", strings.Join(cmp.Axes, " · "), "n", "e2e median [95% CI] ms", "TTFT p50 [95% CI] ms", "TPOT p50 [95% CI] ms", "tok/s"}}
+	cells := session.Table{Header: []string{"rank", "group", "cell", strings.Join(cmp.Axes, " · "), "n", "e2e median [95% CI] ms", "TTFT p50 [95% CI] ms", "TPOT p50 [95% CI] ms", "tok/s"}}
 	interval := func(e metrics.Estimate) string {
 		return fmt.Sprintf("%s [%s, %s]", session.FormatValue(e.Value), session.FormatValue(e.Lo), session.FormatValue(e.Hi))
 	}
@@ -39,7 +39,7 @@ func BuildGrid(cmp *grid.Comparison) *Report {
 		if len(arms) > 1 { // the arm only where the cells have several
 			label += " · " + row.Arm
 		}
-		cells.Rows = append(cells.Rows, []string{rank, row.Cell, label, strconv.Itoa(row.N), interval(row.E2E), interval(row.TTFT), interval(row.TPOT),
+		cells.Rows = append(cells.Rows, []string{rank, orDash(row.Group), row.Cell, label, strconv.Itoa(row.N), interval(row.E2E), interval(row.TTFT), interval(row.TPOT),
 			session.FormatValue(row.TokensPerS)})
 	}
 	means := session.Table{Header: []string{"axis", "value", "matched rows", "e2e geomean ms", "vs fastest", "tok/s geomean"}}
@@ -61,7 +61,7 @@ func BuildGrid(cmp *grid.Comparison) *Report {
 	r.Lead = lead
 	p, err := cellsChart(cmp)
 	r.addChart(Chart{Name: "cells",
-		Caption: "Each cell's median e2e (dot) with its bootstrap 95% interval (bar), fastest at the top, on a log scale; the table above gives each cell's values. Cells whose bars overlap may share a rank."}, p, err)
+		Caption: "Each cell's median e2e (dot) with its bootstrap 95% interval (bar), fastest at the top, on a log scale; the table above gives each cell's values. Overlapping bars do not mean two cells are alike, nor apart ones that they differ: the group letters in the table say what the tests found."}, p, err)
 	return r
 }
 
