@@ -12,8 +12,8 @@ import (
 func health(records []*Record, s *ArmSummary) {
 	reasons := map[string]int{}
 	for _, r := range records {
-		if r.Phase != PhaseTimed {
-			continue
+		if r.Phase != PhaseTimed || r.Window == WindowRamp || r.Window == WindowDrain {
+			continue // not measured: a load block's ramp-up and drain
 		}
 		if r.Degraded() {
 			s.Degraded++

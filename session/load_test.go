@@ -48,6 +48,47 @@ func TestLoadThroughputCountsTheSteadyWindow(t *testing.T) {
 	}
 }
 
+// Four streams in lockstep, as a batching server finishes them: each
+// stream's four 100 ms requests end a microsecond apart from the other
+// streams', so the window closes at the first of the last completions
+// and the other three land just past it. Counting requests whole where
+// they ended lost those three while their tokens counted (req/s read 9
+// requests for 117 tokens); by their tokens' share, tok/s ÷ req/s is the
+// tokens per request.
+func TestRequestsCountAsTheirTokensDo(t *testing.T) {
+	var records []Record
+	tokens := map[TrialKey]Arrivals{}
+	trial := 0
+	for stream := 1; stream <= 4; stream++ {
+		jitter := float64(stream) * 1e-3 // ms
+		for j := range 4 {
+			trial++
+			window := map[bool]string{true: WindowRamp, false: WindowSteady}[j == 0]
+			r := Record{Arm: "a@c4", Trial: trial, Phase: PhaseTimed, Status: StatusOK, Round: 1, Stream: stream, Concurrency: 4,
+				StartedAt: t0.Add(time.Duration((100*float64(j) + jitter) * float64(time.Millisecond))), Window: window}
+			r.E2EMs = 100
+			var a Arrivals
+			for i := range 10 { // a token every 10 ms, the last at the end
+				a.Tokens = append(a.Tokens, i+1)
+				a.AtMs = append(a.AtMs, 10*float64(i+1))
+			}
+			records = append(records, r)
+			tokens[TrialKey{r.Arm, r.Trial}] = a
+		}
+	}
+	got := LoadThroughput(records, tokens)["a@c4"]
+	if perRequest := got.TokensPerS / got.RequestsPerS; math.Abs(perRequest-10) > 1e-9 || got.Blocks != 1 {
+		t.Errorf("%+v: tok/s ÷ req/s = %g, want the 10 tokens of each request", got, perRequest)
+	}
+	// One definition of a timed trial everywhere: the ramp-up requests
+	// (one per stream) are neither in the report's count nor the summary's.
+	s := &Session{Path: "/x/L.toml", Manifest: &Manifest{Arms: []ArmInfo{{Name: "a@c4"}}}, Records: records}
+	summary := SummarizeArm(ByArm(records)["a@c4"], 1, 0.01, 0)
+	if r := BuildReport(s, TestOptions{Resamples: 100, Seed: 1}); r.Arms[0].N != 12 || summary.TimedOK != 12 || summary.Metrics["e2e_ms"].N != 12 {
+		t.Errorf("report n %d, summary timed_ok %d and n %d; want the 12 steady requests", r.Arms[0].N, summary.TimedOK, summary.Metrics["e2e_ms"].N)
+	}
+}
+
 func TestKneeFindsLatencyOrAStall(t *testing.T) {
 	level := func(n int, tps, ttft float64) Level {
 		return Level{Concurrency: n, Throughput: Throughput{TokensPerS: tps}, TTFTP95: ttft, ITLP95: 1}

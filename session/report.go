@@ -102,17 +102,19 @@ func armReport(arm string, records []*Record, summary ArmSummary, opts TestOptio
 	}
 	var series, timed, warmup []float64
 	var timedTrials []int
+	// The timed trials are the counted ones, as everywhere: a load
+	// block's ramp-up and drain requests are not among them.
 	for _, rec := range records {
-		if rec.Status != StatusOK {
+		switch {
+		case rec.Phase == PhaseWarmup && rec.Status == StatusOK:
+			warmup = append(warmup, rec.E2EMs)
+		case rec.Counted():
+			timed = append(timed, rec.E2EMs)
+			timedTrials = append(timedTrials, rec.Trial)
+		default:
 			continue
 		}
 		series = append(series, rec.E2EMs)
-		if rec.Phase == PhaseWarmup {
-			warmup = append(warmup, rec.E2EMs)
-		} else {
-			timed = append(timed, rec.E2EMs)
-			timedTrials = append(timedTrials, rec.Trial)
-		}
 	}
 	a.N, a.Warmup = len(timed), len(warmup)
 	st := metrics.Describe(timed)
