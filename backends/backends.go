@@ -188,6 +188,10 @@ type Info struct {
 	// PromptCacheSwitch is true when the server takes a per-request
 	// switch for its prompt cache (Request.PromptCache is honoured).
 	PromptCacheSwitch bool
+	// NoFixedLength says why this server drops the request to ignore the
+	// end of sequence although its kind can send it (Kind.FixedLength);
+	// "" where it honours it.
+	NoFixedLength string
 	// Details are backend-specific facts worth keeping with a session
 	// (the builtin engine's shape, weight source, threads, ...).
 	Details map[string]string

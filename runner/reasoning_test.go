@@ -144,3 +144,30 @@ func TestReasoningTokensAreTimedLikeAnswers(t *testing.T) {
 		t.Errorf("TPOT %.2f ms and ITL %.2f ms: the tokens came 10 ms apart", r.TPOTMs, r.ITLMeanMs)
 	}
 }
+
+// TestFixedLengthOnOllamasV1IsRefused: the openai backend can send
+// ignore_eos, but Ollama's /v1 drops it, so fixed_length = true would run
+// trials of every length recorded as fixed; the run is refused before
+// any trial, naming the server and what to do.
+func TestFixedLengthOnOllamasV1IsRefused(t *testing.T) {
+	srv := replay.NewServer(t, replay.Route{
+		"GET /v1/models":   replay.Serve(replay.Load(t, "ollama/v1_models_stories260k")),
+		"GET /api/version": replay.Serve(replay.Load(t, "ollama/api_version")),
+	})
+	p, err := profiles.Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 8\ntrials = 1\nprompts = [\"x\"]\nfixed_length = true\n[[arms]]\nname = \"greedy\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Resolve(p, Options{Backend: "openai", URL: srv.URL + "/v1", Model: "stories260k", OutDir: t.TempDir(), Trials: 1, Warmup: 0, MaxTokens: NoOverride})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Telemetry = testPlan(t, 0, 1, "x").Telemetry
+	b, _ := openai.Kind.Open(plan.Targets[0].Config)
+	status, err, events := runPlan(t, context.Background(), plan, b)
+	if status != session.StatusFailed || err == nil || len(trials(events)) != 0 ||
+		!strings.HasPrefix(err.Error(), "fixed_length = true: the openai backend") || !strings.Contains(err.Error(), "Ollama's /v1 drops ignore_eos") ||
+		!strings.Contains(err.Error(), "set fixed_length = false") {
+		t.Errorf("status %s, %d trials, error %v", status, len(trials(events)), err)
+	}
+}

@@ -207,6 +207,16 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 			return session.StatusFailed, fmt.Errorf("%s: %w", where, err)
 		}
 	}
+	// A server whose kind could be told to ignore the end of sequence but
+	// that drops the request (Ollama's /v1) would run fixed_length trials
+	// of every length, recorded as fixed: refused before anything is
+	// measured, as the kinds that cannot send it are when planned.
+	for i := range plan.Targets {
+		if t := &plan.Targets[i]; plan.Profile.FixedLength && infos[i].NoFixedLength != "" {
+			return session.StatusFailed, fmt.Errorf("fixed_length = true: the %s backend %s (%s) cannot honour it: %s; set fixed_length = false, and the trials end at the end of sequence",
+				t.Kind.Name, t.Where(), armWords(t), infos[i].NoFixedLength)
+		}
+	}
 	// Thinking is asked of the server as each knows it; one that cannot
 	// honour an arm's think refuses the run before anything is measured.
 	thinkSent := make([]string, len(plan.Profile.Arms))

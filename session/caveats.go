@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -133,7 +134,39 @@ func SessionCaveats(s *Session) []string {
 	if line, missed := s.Precision(); missed {
 		out = append([]string{line}, out...)
 	}
+	if line := cacheCaveat(s.Manifest); line != "" {
+		out = append(out, line)
+	}
 	return out
+}
+
+// MayCache reports whether the arm's server may have served its repeated
+// prompts from a cache that tokentop could not turn off: one with no
+// per-request switch (the runner's words start "allowed" or "off"
+// otherwise).
+func (a ArmInfo) MayCache() bool {
+	return a.PromptCache != "" && !strings.HasPrefix(a.PromptCache, "allowed") && !strings.HasPrefix(a.PromptCache, "off")
+}
+
+// cacheCaveat says which arms asked for prompt_cache = false of a server
+// that cannot be told it: their repeated prompts may have come from its
+// cache, and a server that reports no hits (Ollama) leaves no trace of
+// it in cached_tokens.
+func cacheCaveat(m *Manifest) string {
+	var arms, kinds []string
+	for _, a := range m.Arms {
+		if a.MayCache() {
+			arms = append(arms, a.Name)
+			if kind := m.TargetOf(a.Name).Kind; !slices.Contains(kinds, kind) {
+				kinds = append(kinds, kind)
+			}
+		}
+	}
+	if len(arms) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: prompt_cache = false could not be enforced: %s takes no per-request switch, so repeated prompts may have been served from its cache "+
+		"(their TTFT then not a full prefill's); only hits the server reports show in cached_tokens, and Ollama reports none", strings.Join(arms, ", "), strings.Join(kinds, " and "))
 }
 
 // Precision is what the session's stop rule reached (PrecisionLine).

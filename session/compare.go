@@ -217,6 +217,9 @@ func comparisonCaveats(sessions []*Session, columns []Column) []string {
 		if line, missed := s.Precision(); missed {
 			out = append(out, FileStem(s.Path)+": "+line)
 		}
+		if line := cacheCaveat(s.Manifest); line != "" {
+			out = append(out, FileStem(s.Path)+" "+line)
+		}
 	}
 	var perColumn [][3]string
 	for i, col := range columns {

@@ -520,3 +520,25 @@ func TestSummaryRateIsAggregate(t *testing.T) {
 		t.Errorf("rate rows %v", got)
 	}
 }
+
+// An arm that asked for prompt_cache = false of a server with no switch
+// (Ollama: it reuses prompts and reports no hits) gets a caveat saying it
+// could not be enforced; arms whose server took the switch get none.
+func TestAnUnenforcedPromptCacheIsACaveat(t *testing.T) {
+	s := &Session{Path: "/x/S.toml", Manifest: newManifest("S")}
+	s.Manifest.Targets = []TargetInfo{{Name: "ollama", Kind: "ollama"}}
+	for i := range s.Manifest.Arms {
+		s.Manifest.Arms[i].Target = "ollama"
+		s.Manifest.Arms[i].PromptCache = "ollama has no per-request switch: it may reuse a cached prompt prefix"
+	}
+	caveats := strings.Join(SessionCaveats(s), "\n")
+	if !strings.Contains(caveats, "greedy, hot: prompt_cache = false could not be enforced: ollama takes no per-request switch") {
+		t.Errorf("caveats: %s", caveats)
+	}
+	for i := range s.Manifest.Arms {
+		s.Manifest.Arms[i].PromptCache = "off: every request asks the server to evaluate the whole prompt"
+	}
+	if caveats := strings.Join(SessionCaveats(s), "\n"); strings.Contains(caveats, "could not be enforced") {
+		t.Errorf("a switch that was used: %s", caveats)
+	}
+}

@@ -344,6 +344,7 @@ func (b *Backend) identify(ctx context.Context, info *backends.Info) error {
 	if b.conn.GetJSON(ctx, root+"/api/version", &version) == nil && version.Version != "" {
 		b.ollama = true
 		info.ServerVersion = "ollama " + version.Version
+		info.NoFixedLength = "Ollama's /v1 drops ignore_eos, and its API has no other way to ignore the end of sequence"
 		return nil
 	}
 	// vLLM answers its version at the root.

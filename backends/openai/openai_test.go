@@ -190,7 +190,8 @@ func TestProbeTakesOllamasShortName(t *testing.T) {
 	})
 	b, _ := New(backends.Config{URL: srv.URL + "/v1"})
 	info, err := b.Probe(context.Background(), "stories260k")
-	if err != nil || info.Model != "stories260k:latest" || info.ServerVersion != "ollama 0.33.0-rc2" || info.PromptCacheSwitch {
+	if err != nil || info.Model != "stories260k:latest" || info.ServerVersion != "ollama 0.33.0-rc2" || info.PromptCacheSwitch ||
+		!strings.Contains(info.NoFixedLength, "Ollama's /v1 drops ignore_eos") {
 		t.Fatalf("probe %+v %v", info, err)
 	}
 	body, _ := json.Marshal(b.(*Backend).RequestBody(backends.Request{}))
