@@ -154,3 +154,38 @@ func TestCompactLetters(t *testing.T) {
 		}
 	}
 }
+
+// Whatever the distribution, a new draw lands above ChanceBound's order
+// statistic with the chance it says (1/21 for the 20th of 20), where the
+// interpolated p95 of 20 normal draws is exceeded 8.7% of the time.
+func TestChanceBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, c := range []struct {
+		name string
+		draw func() float64
+	}{{"normal", rng.NormFloat64}, {"lognormal", func() float64 { return math.Exp(rng.NormFloat64()) }}} {
+		for _, n := range []int{20, 60} {
+			const runs = 40000
+			above := 0
+			var chance float64
+			for range runs {
+				draws := make([]float64, n)
+				for i := range draws {
+					draws[i] = c.draw()
+				}
+				slices.Sort(draws)
+				var bound float64
+				bound, _, chance = ChanceBound(draws, 0.95)
+				if c.draw() > bound {
+					above++
+				}
+			}
+			if got := float64(above) / runs; math.Abs(got-chance) > 0.004 || chance > 0.05 {
+				t.Errorf("%s, n %d: %.4f of new draws above the bound, which says %.4f", c.name, n, got, chance)
+			}
+		}
+	}
+	if v, k, chance := ChanceBound([]float64{1, 2, 3}, 0.95); v != 3 || k != 3 || chance != 0.25 {
+		t.Errorf("three values: %g, the %d-th, %g", v, k, chance)
+	}
+}

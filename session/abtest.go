@@ -60,9 +60,15 @@ type ABTest struct {
 	// stays out of the Holm family.
 	TooFew bool
 	// pooledSD and baselineMean size TrialsToDetect once the family is
-	// known.
+	// known; family is its size.
 	pooledSD, baselineMean float64
+	family                 int
 }
+
+// outOfReach is the trials per arm past which the verdict calls a 2%
+// change out of reach at the arms' spread: 28 hours an arm at a second a
+// trial.
+const outOfReach = 100_000
 
 // Test is the test of metric in column col, once RunTests has run; nil
 // before, or for a baseline column.
@@ -87,6 +93,15 @@ func (t *ABTest) Significant() bool { return t.PAdjusted < Alpha }
 func (t *ABTest) IntervalShowsIt() bool {
 	e := t.MedianRatio
 	return math.IsNaN(e.Lo) || t.CliffsDelta > 0 && e.Lo > 1 || t.CliffsDelta < 0 && e.Hi < 1
+}
+
+// IntervalWithoutVerdict reports whether a difference that is not
+// significant has a medians' interval that excludes no change all the
+// same: the interval is the comparison's own, at 95%, while the test is
+// adjusted over every test of the family, and the test decides.
+func (t *ABTest) IntervalWithoutVerdict() bool {
+	e := t.MedianRatio
+	return !t.TooFew && !t.Significant() && (e.Lo > 1 || e.Hi < 1)
 }
 
 // Better reports whether a significant difference is for the better:
@@ -189,6 +204,7 @@ func (c *Comparison) ABTests(opts TestOptions) (tests, lengths []ABTest) {
 		t := &tests[i]
 		t.PAdjusted, t.SpreadPAdjusted = location[i], spread[i]
 		t.TrialsToDetect = metrics.TrialsToDetect(t.pooledSD, detectableChange*t.baselineMean, Alpha, family)
+		t.family = family
 	}
 	for i := range lengths {
 		lengths[i].PAdjusted, lengths[i].SpreadPAdjusted = lengths[i].MannWhitney.P, lengths[i].SpreadP
@@ -235,9 +251,15 @@ func (t *ABTest) Verdict(labels []string) string {
 	}
 	change := fmt.Sprintf("median %s %s", t.Metric.Label, ratioPercent(t.MedianRatio))
 	if !t.Significant() {
+		if t.IntervalWithoutVerdict() {
+			change += fmt.Sprintf(" (this interval is not adjusted for the family's %d tests and excludes no change; the Holm-adjusted test decides)", t.family)
+		}
 		need := ""
-		if t.TrialsToDetect > 0 {
-			need = fmt.Sprintf("; to detect a 2%% change you need ~%s trials per arm", trialsWords(t.TrialsToDetect))
+		switch n := t.TrialsToDetect; {
+		case n > outOfReach:
+			need = fmt.Sprintf("; a 2%% change is out of reach at this spread (~%s trials per arm)", trialsWords(n))
+		case n > 0:
+			need = fmt.Sprintf("; to detect a 2%% change you need ~%s trials per arm", trialsWords(n))
 		}
 		return fmt.Sprintf("%s vs %s: no significant difference in %s (%s, %s)%s",
 			b, a, t.Metric.Label, change, formatP(t.PAdjusted), need)
@@ -248,7 +270,7 @@ func (t *ABTest) Verdict(labels []string) string {
 	// one side is plainly slower. Then say what the test found, in its
 	// terms, beside the interval that does not show it.
 	if !t.IntervalShowsIt() {
-		change += fmt.Sprintf(" (the medians' interval does not show it: the difference is in the distributions as a whole, %s %s than %s in %.0f%% of trial pairs)",
+		change += fmt.Sprintf(" (the medians' interval does not show it: the difference is in the distributions as a whole, %s %s than %s in %.0f%% of trial pairs, ties counting half)",
 			b, word, a, (1+math.Abs(t.CliffsDelta))/2*100)
 	}
 	return fmt.Sprintf("%s %s than %s: %s, %s, %s effect", b, word, a, change, formatP(t.PAdjusted), metrics.Magnitude(t.CliffsDelta))
@@ -301,11 +323,15 @@ func (c *Comparison) TestsNote() string {
 	if len(c.Tests) == 0 {
 		return ""
 	}
+	family := fmt.Sprintf("family size %d: metrics %d × comparisons %d", familySize(c.Tests), len(c.Metrics), len(c.Columns)-baselines(c.Columns))
+	if familySize(c.Tests) == 0 {
+		family = "no test: every comparison had too few values"
+	}
 	return fmt.Sprintf("Verdicts: Mann-Whitney U test (exact without ties up to 50×50 values, else normal approximation), "+
-		"p-values Holm-adjusted (family size %d: metrics %d × comparisons %d), significant below %g; effect size from Cliff's delta; "+
+		"p-values Holm-adjusted (%s), significant below %g; effect size from Cliff's delta; "+
 		"intervals: bootstrap percentile 95%%, %d resamples, seed %d; spread: Brown-Forsythe test, Holm-adjusted alike; "+
 		"trials needed: 80%% power for this test at α = %g over the family (Mann-Whitney efficiency 3/π). %s.",
-		familySize(c.Tests), len(c.Metrics), (len(c.Columns) - baselines(c.Columns)), Alpha, c.TestOptions.Resamples, c.TestOptions.Seed, Alpha, CVIntervalCaveat)
+		family, Alpha, c.TestOptions.Resamples, c.TestOptions.Seed, Alpha, CVIntervalCaveat)
 }
 
 // baselines counts the columns that are their own baseline.

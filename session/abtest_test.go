@@ -538,3 +538,34 @@ func TestBundledChunksAndBurstsAreSaid(t *testing.T) {
 		}
 	}
 }
+
+// The small words hold: an interval that excludes no change beside "not
+// significant" says the adjusted test decides; a 2% change that would take
+// millions of trials is out of reach (and its count has separators); a
+// family with no test says so, not "family size 0".
+func TestVerdictWordsHold(t *testing.T) {
+	e2e, _ := LookupMetric("e2e_ms")
+	ns := ABTest{Metric: e2e, Baseline: 0, Column: 1, NA: 30, NB: 30, PAdjusted: 0.08, family: 5, TrialsToDetect: 7419356}
+	ns.MedianRatio = metrics.Estimate{Value: 1.03, CI: metrics.CI{Lo: 1.01, Hi: 1.05}}
+	v := ns.Verdict([]string{"greedy", "hot"})
+	for _, want := range []string{"no significant difference in e2e", "this interval is not adjusted for the family's 5 tests and excludes no change; the Holm-adjusted test decides",
+		"a 2% change is out of reach at this spread (~7,419,356 trials per arm)"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("verdict %q lacks %q", v, want)
+		}
+	}
+	if !ns.IntervalWithoutVerdict() {
+		t.Error("IntervalWithoutVerdict")
+	}
+	s := abSession(30, 1, 1, 2)
+	var few []Record
+	for _, r := range s.Records {
+		if r.Trial <= 3 {
+			few = append(few, r)
+		}
+	}
+	s.Records = few
+	if note := abCompare(t, s, "e2e_ms").TestsNote(); !strings.Contains(note, "no test: every comparison had too few values") || strings.Contains(note, "family size 0") {
+		t.Errorf("note %s", note)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -310,10 +311,15 @@ type TogetherStudy struct {
 // and of output tok/s (together / alone), and contention: the together
 // requests whose TTFT was above the alone requests' p95.
 type AgentDelta struct {
-	Agent             string
-	TTFT, TPS         metrics.Estimate
-	Anomalies, Of     int
+	Agent         string
+	TTFT, TPS     metrics.Estimate
+	Anomalies, Of int
+	// AloneP95TTFTMs is the alone TTFT that a together request exceeds
+	// with Chance where sharing costs nothing: the AloneP95Rank-th of the
+	// alone requests (metrics.ChanceBound).
 	AloneP95TTFTMs    float64
+	AloneP95Rank      int
+	Chance            float64
 	AloneN, TogetherN int
 }
 
@@ -393,7 +399,9 @@ func Together(m *Manifest, records []Record, seed uint64) *TogetherStudy {
 		tps := func(r *Record) float64 { return r.OutputTPS }
 		d.TTFT = metrics.BootstrapTwoSample(field(alone[agent], ttft), field(together[agent], ttft), metrics.ReportResamples, seed).MedianRatio
 		d.TPS = metrics.BootstrapTwoSample(field(alone[agent], tps), field(together[agent], tps), metrics.ReportResamples, seed).MedianRatio
-		d.AloneP95TTFTMs = p95(field(alone[agent], ttft))
+		aloneTTFT := field(alone[agent], ttft)
+		slices.Sort(aloneTTFT)
+		d.AloneP95TTFTMs, d.AloneP95Rank, d.Chance = metrics.ChanceBound(aloneTTFT, 0.95)
 		for _, r := range together[agent] {
 			d.Of++
 			if r.TTFTMs > d.AloneP95TTFTMs {
@@ -425,10 +433,26 @@ func (st *TogetherStudy) Verdict() []string {
 		lines[0] += fmt.Sprintf(": too few rounds for an interval (%d needed)", metrics.MinIntervalN)
 	}
 	for _, d := range st.PerAgent {
-		lines = append(lines, fmt.Sprintf("%s together vs alone: median TTFT %s, output tok/s %s; contention: %d of %d together requests had a TTFT above the alone p95 (%.1f ms; about 5%% would by chance)",
-			d.Agent, ratioWords(d.TTFT), ratioWords(d.TPS), d.Anomalies, d.Of, d.AloneP95TTFTMs))
+		lines = append(lines, fmt.Sprintf("%s together vs alone: median TTFT %s, output tok/s %s; contention: %d of %d together requests had a TTFT above the alone p95 (%.1f ms, the %s of %d alone TTFTs: %.1f%% would be above it by chance)",
+			d.Agent, ratioWords(d.TTFT), ratioWords(d.TPS), d.Anomalies, d.Of, d.AloneP95TTFTMs, ordinal(d.AloneP95Rank), d.AloneN, 100*d.Chance))
 	}
 	return lines
+}
+
+// ordinal writes 1st, 2nd, 3rd, 20th, 21st.
+func ordinal(n int) string {
+	suffix := "th"
+	if n%100 < 11 || n%100 > 13 {
+		switch n % 10 {
+		case 1:
+			suffix = "st"
+		case 2:
+			suffix = "nd"
+		case 3:
+			suffix = "rd"
+		}
+	}
+	return strconv.Itoa(n) + suffix
 }
 
 // ratioWords writes a median ratio as a signed change with its interval.

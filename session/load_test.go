@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -174,5 +175,11 @@ func TestTogetherSpeedupIsSequentialOverConcurrentTime(t *testing.T) {
 	}
 	if v := st.Verdict()[0]; !strings.Contains(v, "speedup 1.60×") || !strings.Contains(v, "efficiency 80%") {
 		t.Errorf("verdict %q", v)
+	}
+	// The chance is the bound's own (its rank among the alone requests),
+	// not a flat 5%.
+	d := st.PerAgent[1]
+	if want := fmt.Sprintf("the %s of %d alone TTFTs: %.1f%% would be above it by chance", ordinal(d.AloneP95Rank), d.AloneN, 100*(1-float64(d.AloneP95Rank)/float64(d.AloneN+1))); !strings.Contains(st.Verdict()[2], want) || d.AloneN == 0 {
+		t.Errorf("contention %q, want %q", st.Verdict()[2], want)
 	}
 }

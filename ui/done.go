@@ -427,13 +427,17 @@ func verdictTable(cmp *session.Comparison, w int) []string {
 			columns = append(columns, i)
 		}
 	}
-	spanned := false // a significant change whose medians' interval spans none
+	spanned := false    // a significant change whose medians' interval spans none
+	unadjusted := false // no significant change, yet an interval that excludes none
 	cell := func(t *session.ABTest, short bool) (string, lipgloss.Style) {
 		switch {
 		case t == nil || t.NA == 0 || t.NB == 0:
 			return "no data", styleDim
 		case t.TooFew:
 			return "too few trials", styleDim
+		case t.IntervalWithoutVerdict():
+			unadjusted = true
+			return "n.s.† " + t.Change(short), styleDim
 		case !t.Significant():
 			return "n.s. " + t.Change(short), styleDim
 		}
@@ -502,6 +506,9 @@ func verdictTable(cmp *session.Comparison, w int) []string {
 	}
 	if spanned {
 		notes = append(notes, "* significant, but the medians' interval spans no change: the distributions differ as a whole")
+	}
+	if unadjusted {
+		notes = append(notes, "† not significant, though the interval excludes no change: the interval is not adjusted for the family of tests; the Holm-adjusted test decides")
 	}
 	legend := fmt.Sprintf("✓/✗ significant (Mann-Whitney, Holm-adjusted p < %g) · n.s. not significant", session.Alpha)
 	// Notes wrap rather than lose their end: a caveat cut at the edge
