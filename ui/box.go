@@ -38,10 +38,10 @@ func fit(line string, w int) string {
 	}
 	// Measuring is most of a frame's cost: measure once, again only after
 	// cutting.
-	width := ansi.StringWidth(line)
+	width := cellWidth(line)
 	if width > w {
 		line = ansi.Truncate(line, w, "…")
-		width = ansi.StringWidth(line)
+		width = cellWidth(line)
 	}
 	if width < w {
 		line += strings.Repeat(" ", w-width)
@@ -90,11 +90,11 @@ func box(title, content string, w, h int, focused bool) string {
 	label := ""
 	if title != "" {
 		label = " " + stylePanelTitle.Render(title) + " "
-		if lipgloss.Width(label) > w-4 {
+		if cellWidth(label) > w-4 {
 			label = fit(label, w-4)
 		}
 	}
-	top := edge.apply(b.TopLeft+b.Top) + label + edge.apply(strings.Repeat(b.Top, max(0, w-3-lipgloss.Width(label)))+b.TopRight)
+	top := edge.apply(b.TopLeft+b.Top) + label + edge.apply(strings.Repeat(b.Top, max(0, w-3-cellWidth(label)))+b.TopRight)
 	lines := []string{top}
 	for _, line := range fitLines(content, w-2, h-2) {
 		lines = append(lines, edge.apply(b.Left)+line+edge.apply(b.Right))

@@ -206,7 +206,7 @@ func (v *compareView) table(w int, stats []string) []string {
 	widestDelta++ // room for the ✓/✗ of a significant change
 	colW := 1 + widestValue + 1 + widestDelta
 	for _, l := range v.labels {
-		colW = max(colW, 1+lipgloss.Width(l))
+		colW = max(colW, 1+cellWidth(l))
 	}
 	var head strings.Builder
 	head.WriteString(fmt.Sprintf("%-11s%-7s", "metric", "stat"))

@@ -8,7 +8,6 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/guptarohit/asciigraph"
 )
@@ -91,7 +90,7 @@ func renderConvergence(arms []*armData, tol float64, v convergenceView, w, h int
 		for _, a := range arms {
 			names = append(names, armStyle(a.index).Render(armGlyph(a.index)+" "+a.name))
 		}
-		if short := strings.Join(names, "  "); lipgloss.Width(short) <= w {
+		if short := strings.Join(names, "  "); cellWidth(short) <= w {
 			legend, graphRows = []string{short}, h-1-markerRows
 		}
 	}
@@ -241,7 +240,7 @@ func throughputLegend(arms []*armData, w int) []string {
 				fmt.Sprintf(" %s tok/s · %s req/s", number(tps, 1), number(rps, 2)),
 				fmt.Sprintf(" %s tok/s", number(tps, 1)),
 			} {
-				if line = name + figures; lipgloss.Width(line) <= w {
+				if line = name + figures; cellWidth(line) <= w {
 					break
 				}
 			}

@@ -10,7 +10,6 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
 )
 
 // panel identifies a dashboard panel; tab cycles focus in this order.
@@ -202,10 +201,10 @@ func (d *dashboard) header(w int, compactHeader bool, now time.Time) []string {
 		status += " · ETA " + clock(eta)
 	}
 	// The title gives way to the status, never touching it.
-	if room := w - lipgloss.Width(status) - 2; lipgloss.Width(title) > room {
+	if room := w - cellWidth(status) - 2; cellWidth(title) > room {
 		title = ansi.Truncate(title, max(0, room), "…")
 	}
-	gap := w - lipgloss.Width(title) - lipgloss.Width(status)
+	gap := w - cellWidth(title) - cellWidth(status)
 	lines := []string{fit(title+strings.Repeat(" ", max(1, gap))+styleBold.Render(status), w)}
 	if data.started == nil {
 		return lines
@@ -235,7 +234,7 @@ func (d *dashboard) header(w int, compactHeader bool, now time.Time) []string {
 			counts += " · " + a.reached + ", runs on with the others"
 		}
 		name := armStyle(a.index).Render(fit(a.name, nameW))
-		barW := max(10, min(40, w-nameW-1-lipgloss.Width(counts)))
+		barW := max(10, min(40, w-nameW-1-cellWidth(counts)))
 		full = append(full, fit(name+" "+progressBar(done, barW)+counts, w))
 		short := fmt.Sprintf(" %d/%d", a.warmupDone+a.timed, warmup+trials)
 		if d := data.started.Duration; d > 0 {
@@ -251,7 +250,7 @@ func (d *dashboard) header(w int, compactHeader bool, now time.Time) []string {
 	}
 	// Short terminals get every arm on one line when it fits, leaving the
 	// rows to the charts.
-	if oneLine := strings.Join(compact, "  "); compactHeader && len(data.arms) > 1 && lipgloss.Width(oneLine) <= w {
+	if oneLine := strings.Join(compact, "  "); compactHeader && len(data.arms) > 1 && cellWidth(oneLine) <= w {
 		return append(lines, fit(oneLine, w))
 	}
 	return append(lines, full...)

@@ -452,15 +452,15 @@ func verdictTable(cmp *session.Comparison, w int) []string {
 	labelW := len("ITL mean")
 	for _, name := range cmp.Metrics {
 		m, _ := session.LookupMetric(name)
-		labelW = max(labelW, lipgloss.Width(m.Label))
+		labelW = max(labelW, cellWidth(m.Label))
 	}
 	widths := func(short bool) []int {
 		out := make([]int, len(columns))
 		for j, col := range columns {
-			out[j] = lipgloss.Width(labels[col])
+			out[j] = cellWidth(labels[col])
 			for _, name := range cmp.Metrics {
 				text, _ := cell(cmp.Test(name, col), short)
-				out[j] = max(out[j], lipgloss.Width(text))
+				out[j] = max(out[j], cellWidth(text))
 			}
 		}
 		return out

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tokentop/tokentop/backends"
@@ -94,7 +93,7 @@ func TestEveryScreenAtEverySize(t *testing.T) {
 					t.Fatalf("%dx%d: %d lines", w, h, len(lines))
 				}
 				for i, l := range lines {
-					if got := lipgloss.Width(l); got != w {
+					if got := cellWidth(l); got != w { // ansi.StringWidth, faster (TestCellWidthIsAnsiStringWidth)
 						t.Fatalf("%dx%d: line %d is %d cells wide: %q (raw %q, frame %q)", w, h, i+1, got, ansi.Strip(l), l, frame)
 					}
 				}

@@ -267,7 +267,7 @@ func (g *GridApp) header(w int) string {
 	if g.running != nil && !g.over {
 		title += " · running " + g.running.Cell.ID
 	}
-	gap := w - lipgloss.Width(title) - lipgloss.Width(status)
+	gap := w - cellWidth(title) - cellWidth(status)
 	return fit(title+strings.Repeat(" ", max(1, gap))+styleBold.Render(status), w)
 }
 
@@ -339,7 +339,7 @@ func (g *GridApp) table(w, h int) string {
 		widths := make([]int, len(head))
 		for _, r := range rows {
 			for i, cell := range r {
-				widths[i] = max(widths[i], lipgloss.Width(cell))
+				widths[i] = max(widths[i], cellWidth(cell))
 			}
 		}
 		var lines []string
@@ -358,7 +358,7 @@ func (g *GridApp) table(w, h int) string {
 			}
 			line := b.String()
 			if k == 0 {
-				total = lipgloss.Width(line) + 7 // room for a state word under its header
+				total = cellWidth(line) + 7 // room for a state word under its header
 				lines = append(lines, styleBold.Render(fit(line, w)))
 				continue
 			}
@@ -413,7 +413,7 @@ func (g *GridApp) forest(w, h int) []string {
 	}
 	labelW := 0
 	for _, r := range rows {
-		labelW = max(labelW, lipgloss.Width(r.Cell)+len(rankText(r.Rank))+2)
+		labelW = max(labelW, cellWidth(r.Cell)+len(rankText(r.Rank))+2)
 	}
 	plotW := w - labelW - 1
 	if len(rows) < 2 || len(rows)+2 > h || plotW < 20 {
@@ -500,7 +500,7 @@ func (g *GridApp) axisMeans(w, h int) []string {
 	widths := make([]int, len(rows[0]))
 	for _, r := range rows {
 		for i, c := range r {
-			widths[i] = max(widths[i], lipgloss.Width(c))
+			widths[i] = max(widths[i], cellWidth(c))
 		}
 	}
 	var lines []string

@@ -7,7 +7,6 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
 	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/ui/figure"
 )
@@ -65,7 +64,7 @@ func renderHistogram(series []histSeries, w, h int) string {
 	nameW, hasData := 0, false
 	for _, s := range series {
 		if s.dist.N() > 0 {
-			nameW, hasData = max(nameW, lipgloss.Width(s.name)), true
+			nameW, hasData = max(nameW, cellWidth(s.name)), true
 		}
 	}
 	if !hasData {
@@ -142,7 +141,7 @@ func renderHistogram(series []histSeries, w, h int) string {
 	if hist.Overflow {
 		hiLabel = "≥" + hiLabel
 	}
-	gap := max(1, plotW-lipgloss.Width(loLabel)-lipgloss.Width(hiLabel))
+	gap := max(1, plotW-cellWidth(loLabel)-cellWidth(hiLabel))
 	lines = append(lines, strings.Repeat(" ", nameW+1)+styleDim.Render(loLabel+strings.Repeat(" ", gap)+hiLabel))
 	// Rows that do not divide among the series go above the bars, so the
 	// axis sits on the panel's floor rather than over a blank row.

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"charm.land/lipgloss/v2"
-
 	tea "charm.land/bubbletea/v2"
 )
 
@@ -105,15 +103,15 @@ func renderStatsTable(arms []*armData, table statsTable, w, h int) string {
 	rows := make([][]string, len(arms))
 	widths := make([]int, len(table.columns))
 	for i, title := range table.columns {
-		widths[i] = lipgloss.Width(title)
+		widths[i] = cellWidth(title)
 	}
 	nameW := len("arm")
 	for r, a := range arms {
 		rows[r] = table.cells(a)
 		for i, cell := range rows[r] {
-			widths[i] = max(widths[i], lipgloss.Width(cell))
+			widths[i] = max(widths[i], cellWidth(cell))
 		}
-		nameW = max(nameW, lipgloss.Width(a.name))
+		nameW = max(nameW, cellWidth(a.name))
 	}
 	figures := 0
 	for _, cw := range widths {
