@@ -5,37 +5,62 @@ import (
 	"math/rand/v2"
 )
 
-// Welch is Welch's two-sample t test: Diff is mean(b) − mean(a), P its
-// two-sided p-value (NaN with fewer than two values a side, or none of
-// either spread).
-type Welch struct {
+// TTest is a two-sample t test: Diff is mean(b) − mean(a), P its
+// two-sided p-value (NaN where it cannot be computed).
+type TTest struct {
 	Diff, T, DF, P float64
 }
 
-// WelchTest compares the means of a and b without assuming equal
-// variances. Over repetitions' medians it is the test of the repetitions,
-// not of their pooled trials: trials of one repetition share its drift,
-// and pooling them counts that drift as if it were independent evidence.
-func WelchTest(a, b []float64) Welch {
-	na, nb := float64(len(a)), float64(len(b))
-	if na < 2 || nb < 2 {
-		return Welch{Diff: math.NaN(), T: math.NaN(), DF: math.NaN(), P: math.NaN()}
-	}
-	ma, va := meanVar(a)
-	mb, vb := meanVar(b)
-	sa, sb := va/na, vb/nb
-	w := Welch{Diff: mb - ma}
-	if sa+sb == 0 {
-		w.T, w.DF, w.P = math.NaN(), math.NaN(), math.NaN()
-		return w
-	}
-	w.T = w.Diff / math.Sqrt(sa+sb)
-	w.DF = (sa + sb) * (sa + sb) / (sa*sa/(na-1) + sb*sb/(nb-1))
-	w.P = FSurvival(w.T*w.T, 1, w.DF) // t² with ν degrees of freedom is F(1, ν)
-	return w
+// PooledGroups compares groups of values (a grid's cells, each value one
+// repetition's median) pairwise with one variance pooled over every
+// group, as the t tests after a one-way ANOVA do (Fisher's LSD): each
+// group's own variance from two or three repetitions has one or two
+// degrees of freedom, so a test on it alone could tell nothing apart,
+// while the drift between repetitions of a cell is much the same in every
+// cell. Groups with fewer than two values add nothing to the pool.
+type PooledGroups struct {
+	Means    []float64
+	Counts   []int
+	Variance float64 // pooled within-group variance
+	DF       int     // its degrees of freedom, Σ (nᵢ − 1)
 }
 
-// meanVar is the mean and the sample variance (n − 1).
+// PoolGroups pools the groups' variances.
+func PoolGroups(groups [][]float64) PooledGroups {
+	p := PooledGroups{Means: make([]float64, len(groups)), Counts: make([]int, len(groups))}
+	var squares float64
+	for i, g := range groups {
+		p.Counts[i] = len(g)
+		if len(g) == 0 {
+			p.Means[i] = math.NaN()
+			continue
+		}
+		m, _ := meanVar(g)
+		p.Means[i] = m
+		for _, v := range g {
+			squares += (v - m) * (v - m)
+		}
+		p.DF += len(g) - 1
+	}
+	p.Variance = math.NaN()
+	if p.DF > 0 {
+		p.Variance = squares / float64(p.DF)
+	}
+	return p
+}
+
+// Test compares group b with group a on the pooled variance.
+func (p PooledGroups) Test(a, b int) TTest {
+	t := TTest{Diff: p.Means[b] - p.Means[a], DF: float64(p.DF), T: math.NaN(), P: math.NaN()}
+	if p.Counts[a] == 0 || p.Counts[b] == 0 || !(p.Variance > 0) {
+		return t
+	}
+	t.T = t.Diff / math.Sqrt(p.Variance*(1/float64(p.Counts[a])+1/float64(p.Counts[b])))
+	t.P = FSurvival(t.T*t.T, 1, t.DF) // t² with ν degrees of freedom is F(1, ν)
+	return t
+}
+
+// meanVar is the mean and the sample variance (n − 1; NaN for one value).
 func meanVar(x []float64) (mean, variance float64) {
 	for _, v := range x {
 		mean += v
@@ -43,6 +68,9 @@ func meanVar(x []float64) (mean, variance float64) {
 	mean /= float64(len(x))
 	for _, v := range x {
 		variance += (v - mean) * (v - mean)
+	}
+	if len(x) < 2 {
+		return mean, math.NaN()
 	}
 	return mean, variance / float64(len(x)-1)
 }

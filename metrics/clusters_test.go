@@ -8,26 +8,23 @@ import (
 )
 
 // Against Student's t density integrated numerically (Simpson, 200,000
-// steps), independently of FSurvival.
-func TestWelchTest(t *testing.T) {
-	for _, c := range []struct {
-		a, b        []float64
-		t, df, p    float64
-		description string
-	}{
-		{[]float64{1, 2, 3, 4, 5}, []float64{2, 4, 6, 8, 10}, 1.8973665961010275, 5.882352941176471, 0.10753119493063157, "unequal spreads"},
-		{[]float64{10.1, 10.3, 9.8}, []float64{11.0, 11.4, 10.9, 11.2}, 5.7907015578619285, 4.083970274134614, 0.004145189976326069, "three repetitions against four"},
-	} {
-		w := WelchTest(c.a, c.b)
-		if math.Abs(w.T-c.t) > 1e-9 || math.Abs(w.DF-c.df) > 1e-9 || math.Abs(w.P-c.p) > 1e-6 {
-			t.Errorf("%s: %+v, want t %g, df %g, p %g", c.description, w, c.t, c.df, c.p)
-		}
+// steps), independently of FSurvival: two groups are Student's t test;
+// with a third, its spread joins the pool and its degrees of freedom.
+func TestPooledGroups(t *testing.T) {
+	two := PoolGroups([][]float64{{1, 2, 3, 4, 5}, {2, 4, 6, 8, 10}}).Test(0, 1)
+	if math.Abs(two.T-1.8973665961010275) > 1e-9 || two.DF != 8 || math.Abs(two.P-0.09434977284245383) > 1e-6 || two.Diff != 3 {
+		t.Errorf("two groups: %+v", two)
 	}
-	if w := WelchTest([]float64{1}, []float64{2, 3}); !math.IsNaN(w.P) {
-		t.Errorf("one value: %+v", w)
+	p := PoolGroups([][]float64{{1, 2, 3}, {2, 4}, {10, 11, 12, 13}, {7}})
+	three := p.Test(1, 2)
+	if p.Variance != 1.5 || p.DF != 6 || math.Abs(three.T-8.01387685344754) > 1e-9 || math.Abs(three.P-0.00020151692075609517) > 1e-6 {
+		t.Errorf("pooled %+v, test %+v", p, three)
 	}
-	if w := WelchTest([]float64{1, 1}, []float64{2, 2}); !math.IsNaN(w.P) {
-		t.Errorf("no spread: %+v", w)
+	if alone := p.Test(0, 3); math.IsNaN(alone.P) || alone.Diff != 5 { // one value: no spread of its own, the pool's serves
+		t.Errorf("a group of one: %+v", alone)
+	}
+	if none := PoolGroups([][]float64{{1}, {2}}).Test(0, 1); !math.IsNaN(none.P) {
+		t.Errorf("no pool: %+v", none)
 	}
 }
 

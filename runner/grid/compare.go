@@ -385,20 +385,22 @@ func (c *Comparison) testable(i int) bool {
 	return false
 }
 
-// pairTest tests rows a and b on e2e: over their repetitions' medians
-// (Welch's t on their logs) where both have repetitions, since pooled
-// trials of drifting repetitions pass drift for evidence (12–34% false
-// positives at an ICC of 0.1–0.4); else over their pooled trials
-// (Mann-Whitney). aFaster comes from the test's own effect, never from
-// the medians, which can point the other way: P(a < b) > ½ for
-// Mann-Whitney, the difference of the logs for Welch.
-func pairTest(a, b *Row, repeated bool) (p float64, aFaster bool) {
+// pairTest tests rows i and j on e2e: over their repetitions' medians
+// where both have repetitions (pool: a t test on their logs, with the
+// variance between repetitions pooled over every repeated row), since
+// pooled trials of drifting repetitions pass drift for evidence (12–34%
+// false positives at an ICC of 0.1–0.4); else over their pooled trials
+// (Mann-Whitney). iFaster comes from the test's own effect, never from
+// the medians, which can point the other way: P(i < j) > ½ for
+// Mann-Whitney, the difference of the logs for the t test.
+func (c *Comparison) pairTest(i, j int, repeated bool, pool metrics.PooledGroups) (p float64, iFaster bool) {
 	if repeated {
-		w := metrics.WelchTest(logs(a.repetitionMedians()), logs(b.repetitionMedians()))
-		return w.P, w.Diff > 0
+		t := pool.Test(i, j)
+		return t.P, t.Diff > 0
 	}
-	mw := metrics.MannWhitney(a.e2e, b.e2e)
-	return mw.P, mw.U/float64(len(a.e2e)*len(b.e2e)) > 0.5 // U counts b above a
+	a, b := c.Rows[i].e2e, c.Rows[j].e2e
+	mw := metrics.MannWhitney(a, b)
+	return mw.P, mw.U/float64(len(a)*len(b)) > 0.5 // U counts b above a
 }
 
 func logs(values []float64) []float64 {
@@ -419,6 +421,13 @@ func (c *Comparison) rank() {
 	}
 	var pairs []pair
 	var p []float64
+	repetitions := make([][]float64, len(c.Rows))
+	for i := range c.Rows {
+		if c.repeated(i) {
+			repetitions[i] = logs(c.Rows[i].repetitionMedians())
+		}
+	}
+	pool := metrics.PoolGroups(repetitions)
 	for i := range c.Rows {
 		for j := i + 1; j < len(c.Rows); j++ {
 			if len(c.Rows[i].e2e) < 2 || len(c.Rows[j].e2e) < 2 {
@@ -428,7 +437,7 @@ func (c *Comparison) rank() {
 			if repeated {
 				c.Repeated++
 			}
-			pv, iFaster := pairTest(&c.Rows[i], &c.Rows[j], repeated)
+			pv, iFaster := c.pairTest(i, j, repeated, pool)
 			pairs = append(pairs, pair{i, j, iFaster})
 			p = append(p, pv)
 		}
@@ -549,11 +558,15 @@ func (c *Comparison) axisMeans() {
 // Method says how the ranks, groups and means were reached.
 func (c *Comparison) Method() string {
 	tests := fmt.Sprintf("Mann-Whitney on each pair's pooled trials, %d pairs", c.Pairs)
-	if c.Repeated > 0 {
-		tests = fmt.Sprintf("%d of %d pairs over their repetitions' medians (Welch's t on their logs), the rest on pooled trials (Mann-Whitney)", c.Repeated, c.Pairs)
+	overRepetitions := "a t test on the logs of their repetitions' medians, the variance between repetitions pooled over the cells"
+	switch {
+	case c.Repeated == c.Pairs && c.Pairs > 0:
+		tests = fmt.Sprintf("%s, %d pairs", overRepetitions, c.Pairs)
+	case c.Repeated > 0:
+		tests = fmt.Sprintf("%d of %d pairs by %s, the rest by Mann-Whitney on pooled trials", c.Repeated, c.Pairs, overRepetitions)
 	}
 	return fmt.Sprintf("rank: 1 + the rows significantly faster in e2e (%s, Holm-adjusted, p < %g; which is faster comes from the test's own effect: "+
-		"P(X < Y) for Mann-Whitney, the ratio of geometric means for Welch); "+
+		"P(X < Y) for Mann-Whitney, the ratio of geometric means for the t test); "+
 		"group: rows that share a letter are told apart by no test, rows with no letter in common differ significantly "+
 		"(a compact letter display: the tests are not transitive, so equal ranks do not mean that); "+
 		"— for a row with too few trials for any test to tell it apart; "+

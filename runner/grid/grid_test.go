@@ -296,6 +296,32 @@ func TestRepetitionsThatDriftAreNotEvidence(t *testing.T) {
 	if float64(pooledWrong)/runs < 0.2 || float64(repeatedWrong)/runs > 0.075 {
 		t.Errorf("false positives: pooled %d, over repetitions %d of %d", pooledWrong, repeatedWrong, runs)
 	}
+
+	// Two repetitions a cell still tell a doubling apart: the variance
+	// between repetitions is pooled over the grid's eight cells.
+	var rows []Row
+	for k := range 8 {
+		r := row(fmt.Sprintf("c%d", k), 2)
+		scale := math.Pow(2, float64(k))
+		for _, recs := range r.perSession {
+			for _, rec := range recs {
+				rec.E2EMs *= scale
+			}
+		}
+		r.e2e = nil
+		for _, recs := range r.perSession {
+			r.e2e = append(r.e2e, session.Values(recs, e2eMetric)...)
+		}
+		r.E2E.Value = metrics.Median(r.e2e)
+		rows = append(rows, r)
+	}
+	c := &Comparison{Rows: rows}
+	c.rank()
+	for k, r := range c.Rows {
+		if r.Rank != k+1 || r.Group != string(rune('a'+k)) {
+			t.Errorf("row %s: rank %d, group %q; want every doubling told apart", r.Cell, r.Rank, r.Group)
+		}
+	}
 }
 
 // An axis value's geometric mean counts only the rows matched across the
