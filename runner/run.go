@@ -138,10 +138,8 @@ type Finished struct {
 	// empty when it is. Status and Summary are then what it would have
 	// said, and nothing may claim the session was saved.
 	SaveErr string
-	// Precision says what the stop rule reached (session.PrecisionLine);
-	// PrecisionMissed that some arm fell short of its target.
-	Precision       string
-	PrecisionMissed bool
+	// Precision says what the stop rule reached.
+	Precision session.Precision
 }
 
 func (Waiting) isEvent()     {}
@@ -311,8 +309,8 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 	for i, a := range p.Arms {
 		names[i] = a.Name
 	}
-	fin.Precision, fin.PrecisionMissed = session.PrecisionLine(stopInfo(p.Stop), p.Trials, names, summary)
-	if err := w.Finish(status, note, studyStoppedBy(fin.Precision, names, summary), summary); err != nil {
+	fin.Precision = session.PrecisionOf(stopInfo(p.Stop), p.Trials, names, summary)
+	if err := w.Finish(status, note, studyStoppedBy(fin.Precision.Line, names, summary), summary); err != nil {
 		fin.SaveErr = saveFailure(err, w.ManifestPath(), len(r.records))
 		runErr = errors.Join(runErr, errors.New(fin.SaveErr))
 	}

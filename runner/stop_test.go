@@ -169,8 +169,8 @@ func TestArmsStopTogether(t *testing.T) {
 			s, err := session.Load(fin.Manifest)
 			if err != nil || s.Manifest.Profile.Stop == nil || *s.Manifest.Profile.Stop != (session.StopInfo{UntilCI: 0.2, Statistic: "median", MinTrials: 10}) ||
 				s.Manifest.Summary["greedy"].StoppedBy != greedy.StoppedBy || !strings.HasPrefix(s.Manifest.StoppedBy, c.wantStudy) ||
-				s.Manifest.StoppedBy != fin.Precision || fin.PrecisionMissed != c.hotNoisy {
-				t.Errorf("manifest: %v %+v stopped_by %q (finished: %q)", err, s.Manifest.Profile.Stop, s.Manifest.StoppedBy, fin.Precision)
+				s.Manifest.StoppedBy != fin.Precision.Line || fin.Precision.Missed != c.hotNoisy {
+				t.Errorf("manifest: %v %+v stopped_by %q (finished: %+v)", err, s.Manifest.Profile.Stop, s.Manifest.StoppedBy, fin.Precision)
 			}
 		})
 	}

@@ -131,8 +131,8 @@ func SessionCaveats(s *Session) []string {
 		summary[arm] = sum
 	}
 	out := Caveats(s.Manifest.Status, s.Manifest.StopNote, arms, summary)
-	if line, missed := s.Precision(); missed {
-		out = append([]string{line}, out...)
+	if p := s.Precision(); p.Missed {
+		out = append([]string{p.Line}, out...)
 	}
 	if line := cacheCaveat(s.Manifest); line != "" {
 		out = append(out, line)
@@ -169,7 +169,7 @@ func cacheCaveat(m *Manifest) string {
 		"(their TTFT then not a full prefill's); only hits the server reports show in cached_tokens, and Ollama reports none", strings.Join(arms, ", "), strings.Join(kinds, " and "))
 }
 
-// Precision is what the session's stop rule reached (PrecisionLine).
-func (s *Session) Precision() (line string, missed bool) {
-	return PrecisionLine(s.Manifest.Profile.Stop, s.Manifest.Profile.Trials, armOrder(s), s.Manifest.Summary)
+// Precision is what the session's stop rule reached.
+func (s *Session) Precision() Precision {
+	return PrecisionOf(s.Manifest.Profile.Stop, s.Manifest.Profile.Trials, armOrder(s), s.Manifest.Summary)
 }

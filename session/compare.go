@@ -214,8 +214,8 @@ func comparisonCaveats(sessions []*Session, columns []Column) []string {
 		if line := statusCaveat(s.Manifest.Status, s.Manifest.StopNote); line != "" {
 			out = append(out, FileStem(s.Path)+": "+line)
 		}
-		if line, missed := s.Precision(); missed {
-			out = append(out, FileStem(s.Path)+": "+line)
+		if p := s.Precision(); p.Missed {
+			out = append(out, FileStem(s.Path)+": "+p.Line)
 		}
 		if line := cacheCaveat(s.Manifest); line != "" {
 			out = append(out, FileStem(s.Path)+" "+line)

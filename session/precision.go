@@ -5,53 +5,76 @@ import (
 	"strings"
 )
 
-// PrecisionLine says what a run under a stop rule reached, for the top of
-// the done view and every report: each arm's e2e statistic within the
-// target, or, where the cap came first, how close each arm came. missed
-// is true when some arm did not reach the target. It is "" without a stop
-// rule, and while some arm has no stop recorded (a run cut short says so
-// in its status).
-func PrecisionLine(stop *StopInfo, trialCap int, arms []string, summary map[string]ArmSummary) (line string, missed bool) {
+// Precision is what a run under a stop rule reached, for the top of the
+// done view and every report: each arm's e2e statistic within the
+// target, or, where the cap came first, how close each arm came. Line
+// says it all; Short in a line of a terminal; Missed is true when some arm
+// did not reach the target. Both are "" without a stop rule, and while
+// some arm has no stop recorded (a run cut short says so in its status).
+type Precision struct {
+	Line, Short string
+	Missed      bool
+}
+
+// PrecisionOf words what the stop rule reached over the arms' summaries.
+func PrecisionOf(stop *StopInfo, trialCap int, arms []string, summary map[string]ArmSummary) Precision {
 	if stop == nil || stop.UntilCI <= 0 || len(arms) == 0 {
-		return "", false
+		return Precision{}
 	}
 	target := fmt.Sprintf("±%.3g%%", stop.UntilCI*100)
-	var reached, short []string
+	var reached, short, shortNames []string
+	last, reach := 0, "" // the last arm's trials to its target; a missed arm's reach
 	for _, arm := range arms {
 		s, ok := summary[arm]
 		if !ok || s.StoppedBy == "" {
-			return "", false
+			return Precision{}
 		}
 		iv := s.StopInterval
 		switch {
 		case iv == nil:
 			short = append(short, arm+" (no interval: "+s.StoppedBy+")")
+			shortNames = append(shortNames, arm)
 		case iv.Missed:
-			short = append(short, fmt.Sprintf("%s%s (±%.2g%%)", arm, otherStatistic(iv, stop), iv.Reach()*100))
+			reach = fmt.Sprintf("±%.2g%%", iv.Reach()*100)
+			short = append(short, fmt.Sprintf("%s%s (%s)", arm, otherStatistic(iv, stop), reach))
+			shortNames = append(shortNames, arm)
 		default:
 			part := arm + otherStatistic(iv, stop)
 			if iv.N > 0 {
 				part += " after " + FormatCount(iv.N) + " trials"
 			}
 			reached = append(reached, part)
+			last = max(last, iv.N)
 		}
 	}
+	capCount := FormatCount(trialCap)
 	if len(short) == 0 {
-		line = fmt.Sprintf("%s e2e within %s (anytime-valid 95%% interval): %s", stop.Statistic, target, strings.Join(reached, ", "))
+		p := Precision{Line: fmt.Sprintf("%s e2e within %s (anytime-valid 95%% interval): %s", stop.Statistic, target, strings.Join(reached, ", ")),
+			Short: fmt.Sprintf("%s e2e within %s", stop.Statistic, target)}
 		if len(arms) > 1 {
-			line = "every arm's " + line + "; the arms ran on together until the last one reached it"
+			p.Line = "every arm's " + p.Line + "; the arms ran on together until the last one reached it"
+			p.Short = "every arm's " + p.Short
 		}
-		return line, false
+		if last > 0 {
+			p.Short += fmt.Sprintf(" (the last after %s trials)", FormatCount(last))
+		}
+		return p
 	}
+	p := Precision{Missed: true, Short: fmt.Sprintf("%s e2e %s not reached by %s: stopped at the cap of %s trials", stop.Statistic, target, strings.Join(shortNames, ", "), capCount)}
 	if len(arms) == 1 {
-		return fmt.Sprintf("%s e2e %s not reached: stopped at the cap of %s trials (%s reached)",
-			stop.Statistic, target, FormatCount(trialCap), strings.TrimPrefix(short[0], arms[0]+" ")), true
+		what := strings.TrimPrefix(short[0], arms[0]+" ") // "(no interval: …)"
+		if iv := summary[arms[0]].StopInterval; iv != nil {
+			what = "(" + strings.TrimPrefix(otherStatistic(iv, stop)+" ", " ") + reach + " reached)"
+		}
+		p.Line = fmt.Sprintf("%s e2e %s not reached: stopped at the cap of %s trials %s", stop.Statistic, target, capCount, what)
+		p.Short = fmt.Sprintf("%s e2e %s not reached: stopped at the cap of %s trials", stop.Statistic, target, capCount)
+		return p
 	}
-	line = fmt.Sprintf("%s e2e %s not reached by %s: stopped at the cap of %s trials", stop.Statistic, target, strings.Join(short, ", "), FormatCount(trialCap))
+	p.Line = fmt.Sprintf("%s e2e %s not reached by %s: stopped at the cap of %s trials", stop.Statistic, target, strings.Join(short, ", "), capCount)
 	if len(reached) > 0 {
-		line += "; reached by " + strings.Join(reached, ", ")
+		p.Line += "; reached by " + strings.Join(reached, ", ")
 	}
-	return line, true
+	return p
 }
 
 // otherStatistic names the statistic an arm was decided on where it is

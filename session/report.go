@@ -78,8 +78,8 @@ type Report struct {
 // BuildReport computes the repeatability report of a session.
 func BuildReport(s *Session, opts TestOptions) *Report {
 	r := &Report{Session: FileStem(s.Path), Options: opts, Caveats: SessionCaveats(s)}
-	if line, missed := s.Precision(); !missed {
-		r.Reached = line
+	if p := s.Precision(); !p.Missed {
+		r.Reached = p.Line
 	}
 	if res, err := s.LoadResults(); err != nil {
 		r.Caveats = append(r.Caveats, "no load results: "+err.Error())

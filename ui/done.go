@@ -315,25 +315,27 @@ func (d *doneView) headLines(w int) []string {
 	if fin.Note != "" {
 		title += " (" + fin.Note + ")"
 	}
+	// The title says the status and what the stop rule reached, in its
+	// short form (the report, r, and the manifest's stopped_by give each
+	// arm's), wrapped, not cut: it is the answer to "how precise".
+	head := style.Render(title)
+	if p := fin.Precision; p.Missed {
+		head += " " + styleWarn.Render("⚠ "+p.Short)
+	} else if p.Short != "" {
+		head += ": " + p.Short
+	}
 	var lines []string
 	if fin.SaveErr != "" {
-		lines = wrap(styleBad.Render(title+" ✗ but the session is not saved in full: "+fin.SaveErr), w)
+		lines = wrap(head+" "+styleBad.Render("✗ but the session is not saved in full: "+fin.SaveErr), w)
 	} else {
-		lines = wrap(style.Render(title)+" · saved "+fin.Manifest, w)
+		lines = wrap(head+" · saved "+fin.Manifest, w)
 	}
 	var names []string
 	for _, a := range d.data.arms {
 		names = append(names, a.name)
 	}
-	// The title says the status; what the stop rule reached follows
-	// (wrapped: it is the answer to "how precise"), then the arms'
-	// caveats, two at most, so the charts stay in view (the report, r,
-	// lists them all).
-	if fin.PrecisionMissed {
-		lines = append(lines, wrap(styleWarn.Render("⚠ "+fin.Precision), w)...)
-	} else if fin.Precision != "" {
-		lines = append(lines, wrap("✓ "+fin.Precision, w)...)
-	}
+	// The arms' caveats follow, two at most, so the charts stay in view
+	// (the report, r, lists them all).
 	caveats := session.ArmCaveats(names, fin.Summary)
 	shown := min(len(caveats), 2)
 	for i, c := range caveats[:shown] {

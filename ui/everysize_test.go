@@ -185,9 +185,9 @@ func screenStates(t *testing.T) []screenState {
 		// target on three arms, reached on twelve.
 		switch name {
 		case "done, 3 arms":
-			fin.Precision, fin.PrecisionMissed = "mean e2e ±2% not reached by greedy (±3.1%), temp-0.8 (on its median) (±2.6%): stopped at the cap of 1,500 trials; reached by top-k-40 after 1,262 trials", true
+			fin.Precision = session.Precision{Missed: true, Short: "mean e2e ±2% not reached by greedy, temp-0.8: stopped at the cap of 1,500 trials"}
 		case "done, 12 arms":
-			fin.Precision = "every arm's mean e2e within ±2% (anytime-valid 95% interval): " + strings.Repeat("arm-01-with-a-long-name after 262 trials, ", 12) + "; the arms ran on together until the last one reached it"
+			fin.Precision = session.Precision{Short: "every arm's mean e2e within ±2% (the last after 1,262 trials)"}
 		}
 		tr.send(eventsMsg(append(events, fin)))
 		close(tr.app.run.done)

@@ -193,10 +193,10 @@ func orDash(s string) string {
 func WriteFinished(w io.Writer, width int, arms []string, fin runner.Finished) {
 	// The status line below says whether the plan finished, and why not;
 	// what the stop rule reached leads.
-	if fin.PrecisionMissed {
-		writeProse(w, width, "caveat: %s", fin.Precision)
-	} else if fin.Precision != "" {
-		writeProse(w, width, "stopped: %s", fin.Precision)
+	if p := fin.Precision; p.Missed {
+		writeProse(w, width, "caveat: %s", p.Line)
+	} else if p.Line != "" {
+		writeProse(w, width, "stopped: %s", p.Line)
 	}
 	for _, c := range session.ArmCaveats(arms, fin.Summary) {
 		writeProse(w, width, "caveat: %s", c)
