@@ -64,6 +64,7 @@ Usage:
                                 outliers, trials needed, warmup
   tokentop profiles             list built-in and user profiles
   tokentop backends [--url URL] show which backends are reachable
+  tokentop --version            the module version and the commit it was built from
 
 Run 'tokentop COMMAND -h' for a command's flags.
 `
@@ -82,8 +83,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return cmdPicker(stdout, stderr)
 	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	switch args[0] {
+	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
+		return exitOK
+	case "--version", "-version", "version":
+		fmt.Fprintf(stdout, "tokentop %s (%s, %s)\n", runner.ToolVersion(), cmp.Or(runner.VCSRevision(), "no VCS revision in this build"), runtime.Version())
 		return exitOK
 	}
 	switch args[0] {
@@ -102,29 +107,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "tokentop: unknown command %q\n\n%s", args[0], usage)
 	return exitUsage
-}
-
-// parseFlags parses flags that may come before, between or after the
-// positional arguments, and returns the positional ones.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return positional, nil
-		}
-		positional = append(positional, args[0])
-		args = args[1:]
-	}
-}
-
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("tokentop "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
 }
 
 // percentFlag is a fraction written as a percent ("1%") or as a plain
@@ -158,7 +140,7 @@ func parsePercent(s string) (float64, error) {
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("run", stderr)
+	fs := newCommand("run", "tokentop run [flags]", []string{"tokentop run --profile quick --trials 50", "tokentop run --until-ci 1% --trials 2000", "tokentop run --arm name=f32 --arm name=q8,dtype=q8_0", "tokentop run --backend ollama --model llama3.2:1b --profile quick", "tokentop run --backend openai --url http://127.0.0.1:8000/v1 --model M --endpoint chat", "tokentop run --profile quick --concurrency 1,2,4,8 --duration 30s"}, stdout, stderr)
 	profileArg := fs.String("profile", profiles.DefaultName, "profile name or path to a .toml file")
 	opts := runner.Options{}
 	fs.StringVar(&opts.Backend, "backend", registry.Default, "backend: "+strings.Join(registry.Names(), ", "))
@@ -193,15 +175,15 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return err
 	})
 	headless := fs.Bool("headless", false, "print plain progress lines instead of the dashboard (the default when stdout is not a terminal)")
-	positional, err := parseFlags(fs, args)
-	if err != nil {
-		return exitUsage
+	positional, code, ok := fs.parse(args)
+	if !ok {
+		return code
 	}
 	if len(positional) > 0 {
 		fmt.Fprintf(stderr, "tokentop run: unexpected argument %q\n", positional[0])
 		return exitUsage
 	}
-	if err := typedNoOverride(fs); err != nil {
+	if err := typedNoOverride(fs.FlagSet); err != nil {
 		printErr(stderr, err)
 		return exitUsage
 	}
@@ -347,13 +329,13 @@ func (o outputFlags) testOptions() session.TestOptions {
 }
 
 func cmdCompare(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("compare", stderr)
+	fs := newCommand("compare", "tokentop compare A.toml B.toml [...] | S.toml#arm1 S.toml#arm2 | GRID-FOLDER [flags]", []string{"tokentop compare A.toml B.toml", "tokentop compare S.toml#greedy S.toml#top-k-40 --metric e2e_ms", "tokentop compare A.toml B.toml --html report.html", "tokentop compare GRID-FOLDER --format md", "tokentop compare A.toml B.toml --tui"}, stdout, stderr)
 	metric := fs.String("metric", "", "compare only this metric (default: "+strings.Join(session.CompareMetrics, ", ")+")")
 	tui := fs.Bool("tui", false, "open the compare screen instead of printing")
-	out := addOutputFlags(fs)
-	positional, err := parseFlags(fs, args)
-	if err != nil {
-		return exitUsage
+	out := addOutputFlags(fs.FlagSet)
+	positional, code, ok := fs.parse(args)
+	if !ok {
+		return code
 	}
 	if len(positional) == 0 {
 		fmt.Fprintln(stderr, "tokentop compare: name at least one session manifest (A.toml, or A.toml#arm)")
@@ -389,6 +371,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	sessions := make([]*session.Session, len(positional))
 	for i, arg := range positional {
 		refs[i] = session.ParseRef(arg)
+		var err error
 		if sessions[i], err = session.Load(refs[i].Path); err != nil {
 			printErr(stderr, err)
 			return exitFailed
@@ -417,15 +400,15 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdMatrix(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("matrix", stderr)
+	fs := newCommand("matrix", "tokentop matrix GRID.toml | engine-grid | phase-grid | servers-grid [flags]", []string{"tokentop matrix engine-grid", "tokentop matrix my-grid.toml --out grids", "tokentop compare GRID-FOLDER   (then: the cells ranked)"}, stdout, stderr)
 	opts := runner.Options{Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride}
 	fs.StringVar(&opts.OutDir, "out", "", "where the grid's folder goes (default: tokentop/sessions under the user data folder)")
 	fs.StringVar(&opts.Power, "power", telemetry.PowerAuto, "power sources, as for run")
 	fs.DurationVar(&opts.ServerWait, "server-wait", runner.DefaultServerWait, "how long to wait for a cell's server that is not started yet, is loading, or stopped answering (0: not at all)")
 	headless := fs.Bool("headless", false, "print progress lines instead of the grid's table (the default when stdout is not a terminal)")
-	positional, err := parseFlags(fs, args)
-	if err != nil {
-		return exitUsage
+	positional, code, ok := fs.parse(args)
+	if !ok {
+		return code
 	}
 	noWaitIfZero(&opts)
 	if len(positional) != 1 {
@@ -483,11 +466,11 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdReport(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("report", stderr)
-	out := addOutputFlags(fs)
-	positional, err := parseFlags(fs, args)
-	if err != nil {
-		return exitUsage
+	fs := newCommand("report", "tokentop report S.toml [...] [flags]", []string{"tokentop report S.toml", "tokentop report S.toml --format json", "tokentop report S.toml --html report.html"}, stdout, stderr)
+	out := addOutputFlags(fs.FlagSet)
+	positional, code, ok := fs.parse(args)
+	if !ok {
+		return code
 	}
 	if len(positional) == 0 {
 		fmt.Fprintln(stderr, "tokentop report: name at least one session manifest (S.toml)")
@@ -526,9 +509,9 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdProfiles(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("profiles", stderr)
-	if _, err := parseFlags(fs, args); err != nil {
-		return exitUsage
+	fs := newCommand("profiles", "tokentop profiles", []string{"tokentop profiles"}, stdout, stderr)
+	if _, code, ok := fs.parse(args); !ok {
+		return code
 	}
 	list, problems := profiles.All()
 	dir, err := profiles.UserDir()
@@ -540,11 +523,11 @@ func cmdProfiles(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdBackends(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("backends", stderr)
+	fs := newCommand("backends", "tokentop backends [--url URL] [flags]", []string{"tokentop backends", "tokentop backends --url http://127.0.0.1:8000/v1"}, stdout, stderr)
 	url := fs.String("url", "", "probe every backend kind at this URL instead of their usual local addresses")
 	apiKeyEnv := fs.String("api-key-env", runner.DefaultAPIKeyEnv, "environment variable holding the openai API key")
-	if _, err := parseFlags(fs, args); err != nil {
-		return exitUsage
+	if _, code, ok := fs.parse(args); !ok {
+		return code
 	}
 	reports := make([]ui.ProbeReport, len(registry.Kinds))
 	var wg sync.WaitGroup

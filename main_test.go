@@ -612,3 +612,31 @@ max_tokens = [8, 16, 24, 32, 40, 48]
 		t.Error("a grid's report has a verdicts section against a baseline")
 	}
 }
+
+// A typo gets one line and a hint, not the whole usage; -h gets the
+// synopsis in the README's syntax, defaults that are values (never the
+// -1 that means "the profile's"), and examples; --version the build's.
+func TestHelpAndVersion(t *testing.T) {
+	code, stdout, stderr := runCLI("run", "--trails", "5")
+	if lines := strings.Split(strings.TrimSpace(stderr), "\n"); code != exitUsage || stdout != "" || len(lines) != 2 ||
+		lines[0] != "flag provided but not defined: -trails" || lines[1] != "run 'tokentop run -h' for its flags and examples" {
+		t.Errorf("a typo: exit %d, stderr %q", code, stderr)
+	}
+	for _, c := range []struct{ command, want string }{
+		{"run", "tokentop run --arm name=f32 --arm name=q8,dtype=q8_0"},
+		{"compare", "Usage: tokentop compare A.toml B.toml [...] | S.toml#arm1 S.toml#arm2 | GRID-FOLDER [flags]"},
+		{"matrix", "tokentop matrix GRID.toml | engine-grid | phase-grid | servers-grid"},
+		{"report", "tokentop report S.toml --html report.html"},
+	} {
+		code, stdout, stderr := runCLI(c.command, "-h")
+		if code != exitOK || stderr != "" || !strings.Contains(stdout, c.want) || !strings.Contains(stdout, "Examples:") || strings.Contains(stdout, "(default -1)") {
+			t.Errorf("%s -h: exit %d, stderr %q, stdout:\n%s", c.command, code, stderr, stdout)
+		}
+	}
+	if _, stdout, _ := runCLI("run", "-h"); !strings.Contains(stdout, "--trials int\n    \ttimed trials per arm (overrides the profile)\n") || !strings.Contains(stdout, "(default builtin)") {
+		t.Errorf("run -h:\n%s", stdout)
+	}
+	if code, stdout, _ := runCLI("--version"); code != exitOK || !regexp.MustCompile(`^tokentop \S+ \(.+, go1\.\d+`).MatchString(stdout) {
+		t.Errorf("--version: exit %d, %q", code, stdout)
+	}
+}
