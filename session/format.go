@@ -299,11 +299,11 @@ func csvCells(row []any) []string {
 	return out
 }
 
-// jsonNumber is how JSON carries a measurement: a number, null when
+// JSONNumber is how JSON carries a measurement: a number, null when
 // unknown (NaN), and the strings "+Inf" and "-Inf" for infinities (a
 // ratio over a zero baseline, an interval open on one side), which JSON
 // numbers cannot hold and null would lose the sign of.
-func jsonNumber(v float64) any {
+func JSONNumber(v float64) any {
 	switch {
 	case math.IsNaN(v):
 		return nil
@@ -315,13 +315,13 @@ func jsonNumber(v float64) any {
 	return v
 }
 
-// jsonObject pairs columns with typed cells, numbers through jsonNumber.
+// jsonObject pairs columns with typed cells, numbers through JSONNumber.
 func jsonObject(columns []string, row []any) map[string]any {
 	obj := make(map[string]any, len(columns))
 	for i, name := range columns {
 		obj[name] = row[i]
 		if v, ok := row[i].(float64); ok {
-			obj[name] = jsonNumber(v)
+			obj[name] = JSONNumber(v)
 		}
 	}
 	return obj
@@ -358,7 +358,7 @@ func (c *Comparison) writeJSON(w io.Writer) error {
 	for _, r := range c.Rows {
 		jr := row{Metric: r.Metric, Stat: r.Stat}
 		for i, col := range c.Columns {
-			jr.Cells = append(jr.Cells, cell{Column: col.Label, Baseline: c.Columns[col.Baseline].Label, Value: jsonNumber(r.Values[i]), DeltaPct: jsonNumber(r.Deltas[i])})
+			jr.Cells = append(jr.Cells, cell{Column: col.Label, Baseline: c.Columns[col.Baseline].Label, Value: JSONNumber(r.Values[i]), DeltaPct: JSONNumber(r.Deltas[i])})
 		}
 		out.Rows = append(out.Rows, jr)
 	}

@@ -370,7 +370,7 @@ func (r *Report) writeJSON(w io.Writer) error {
 		a := &r.Arms[i]
 		j := arm{Summary: jsonObject(reportColumns, a.row()), OutlierTrials: a.OutlierTrials}
 		for _, p := range a.Curve {
-			j.Curve = append(j.Curve, point{p.N, jsonNumber(p.Mean), jsonNumber(p.HalfWidth), jsonNumber(p.CV)})
+			j.Curve = append(j.Curve, point{p.N, JSONNumber(p.Mean), JSONNumber(p.HalfWidth), JSONNumber(p.CV)})
 		}
 		out.Arms = append(out.Arms, j)
 	}

@@ -66,6 +66,14 @@ type AxisMean struct {
 	E2ERatioVsFaster float64 // its geometric mean e2e / the lowest of the axis (1 for the fastest)
 }
 
+// MarshalJSON writes an axis mean with snake_case keys, its unknowns as
+// null (session.JSONNumber).
+func (m AxisMean) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{"axis": m.Axis, "value": m.Value, "matched_rows": m.Rows,
+		"e2e_geomean_ms": session.JSONNumber(m.E2E), "tokens_per_s_geomean": session.JSONNumber(m.TokensPerS),
+		"e2e_vs_fastest": session.JSONNumber(m.E2ERatioVsFaster)})
+}
+
 // Comparison is the grid's cells side by side.
 type Comparison struct {
 	Name    string
@@ -594,6 +602,19 @@ func (r *Row) cells() []string {
 		num(r.TTFT.Lo), num(r.TTFT.Hi), num(r.TPOT.Lo), num(r.TPOT.Hi), cmp.Or(r.Group, "—"), num(r.ICC)}
 }
 
+// values are the row's cells for JSON: numbers as numbers, and what is
+// not known (an unranked row's rank and group, a NaN) as null.
+func (r *Row) values() []any {
+	rank, group := any(r.Rank), any(r.Group)
+	if r.Rank == 0 {
+		rank, group = nil, nil
+	}
+	num := session.JSONNumber
+	return []any{rank, r.Cell, r.Label, r.Arm, r.N, r.Sessions, num(r.E2E.Value), num(r.E2E.Lo), num(r.E2E.Hi),
+		num(r.Mean.Value), num(r.Mean.Lo), num(r.Mean.Hi), num(r.TTFT.Value), num(r.TPOT.Value), num(r.TokensPerS), num(r.JPerToken), num(r.USDPer1M),
+		num(r.TTFT.Lo), num(r.TTFT.Hi), num(r.TPOT.Lo), num(r.TPOT.Hi), group, num(r.ICC)}
+}
+
 // Write prints the comparison as text, md, csv or json.
 func (c *Comparison) Write(w io.Writer, format string) error {
 	switch format {
@@ -612,7 +633,7 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		cw.Flush()
 		return cw.Error()
 	case "json":
-		type row map[string]string
+		type row map[string]any
 		out := struct {
 			Grid    string     `json:"grid"`
 			Axes    []string   `json:"axes"`
@@ -627,7 +648,7 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		}
 		for i := range c.Rows {
 			r := row{}
-			for k, v := range c.Rows[i].cells() {
+			for k, v := range c.Rows[i].values() {
 				r[rowColumns[k]] = v
 			}
 			out.Rows = append(out.Rows, r)

@@ -2,6 +2,7 @@ package grid
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -548,5 +549,45 @@ func TestACellWhoseServerDropsEveryRequestDoesNotStallTheGrid(t *testing.T) {
 	}
 	if runs := m.State.Cells[1].Runs; len(runs) != 1 || runs[0].Status != session.StatusComplete {
 		t.Errorf("the cell after it: %+v", runs)
+	}
+}
+
+// The grid's JSON holds numbers as numbers and unknowns as null, as the
+// README promises: a script reads n as a number, not "10", and an
+// unranked row's rank and an unknown J/token as null, not "—".
+func TestGridJSONHoldsNumbers(t *testing.T) {
+	series := func(base float64, n int) []float64 {
+		var out []float64
+		for i := range n {
+			out = append(out, base+float64(i%5)*0.1)
+		}
+		return out
+	}
+	c := &Comparison{Name: "g", Axes: []string{"threads"}, Rows: []Row{
+		{Cell: "fast", Label: "1 thread", Arm: "greedy", N: 10, e2e: series(1, 10), E2E: metrics.Estimate{Value: 1.2}, JPerToken: math.NaN(), USDPer1M: math.NaN(), ICC: math.NaN()},
+		{Cell: "slow", Label: "3 threads", Arm: "greedy", N: 10, e2e: series(10, 10), E2E: metrics.Estimate{Value: 10.2}, JPerToken: math.NaN(), USDPer1M: math.NaN(), ICC: math.NaN()},
+		{Cell: "cut", Label: "2 threads", Arm: "greedy", N: 1, e2e: series(100, 1), E2E: metrics.Estimate{Value: 100}, JPerToken: math.NaN(), USDPer1M: math.NaN(), ICC: math.NaN()},
+	}, Means: []AxisMean{{Axis: "threads", Value: "1", Rows: 1, E2E: 1.2, TokensPerS: math.NaN(), E2ERatioVsFaster: 1}}}
+	c.rank()
+	var b strings.Builder
+	if err := c.Write(&b, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Rows  []map[string]any `json:"rows"`
+		Means []map[string]any `json:"axis_means"`
+	}
+	if err := json.Unmarshal([]byte(b.String()), &out); err != nil {
+		t.Fatal(err, b.String())
+	}
+	fast, cut := out.Rows[0], out.Rows[2]
+	if fast["n"] != 10.0 || fast["rank"] != 1.0 || fast["e2e_median_ms"] != 1.2 || fast["j_per_token"] != nil || fast["cell"] != "fast" {
+		t.Errorf("fast: %v", fast)
+	}
+	if v, ok := cut["rank"]; !ok || v != nil || cut["group"] != nil {
+		t.Errorf("cut (unranked): %v", cut)
+	}
+	if m := out.Means[0]; m["e2e_geomean_ms"] != 1.2 || m["tokens_per_s_geomean"] != nil || m["matched_rows"] != 1.0 {
+		t.Errorf("axis mean: %v", m)
 	}
 }
