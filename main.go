@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +63,8 @@ Usage:
                                 'tokentop compare GRID-FOLDER' ranks the cells
   tokentop report S.toml [...]  repeatability report: distribution shape,
                                 outliers, trials needed, warmup
+  tokentop export S.toml [...]  every request as JSON Lines or CSV, or
+                                --summary: each arm's percentiles as JSON
   tokentop profiles             list built-in and user profiles
   tokentop backends [--url URL] show which backends are reachable
   tokentop --version            the module version and the commit it was built from
@@ -98,6 +101,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdCompare(args[1:], stdout, stderr)
 	case "report":
 		return cmdReport(args[1:], stdout, stderr)
+	case "export":
+		return cmdExport(args[1:], stdout, stderr)
 	case "matrix":
 		return cmdMatrix(args[1:], stdout, stderr)
 	case "profiles":
@@ -504,6 +509,46 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 			printErr(stderr, err)
 			return exitFailed
 		}
+	}
+	return exitOK
+}
+
+func cmdExport(args []string, stdout, stderr io.Writer) int {
+	fs := newCommand("export", "tokentop export S.toml [...] [flags]", []string{"tokentop export S.toml > requests.jsonl", "tokentop export A.toml B.toml --format csv > requests.csv",
+		"tokentop export S.toml --summary > summary.json"}, stdout, stderr)
+	format := fs.String("format", "jsonl", "one record per request: "+strings.Join(session.ExportFormats, " or "))
+	summary := fs.Bool("summary", false, "instead, one JSON document of each arm's percentiles of every metric")
+	positional, code, ok := fs.parse(args)
+	if !ok {
+		return code
+	}
+	if len(positional) == 0 {
+		fmt.Fprintln(stderr, "tokentop export: name at least one session manifest (S.toml)")
+		return exitUsage
+	}
+	if !slices.Contains(session.ExportFormats, *format) {
+		fmt.Fprintf(stderr, "tokentop export: --format %q: use %s\n", *format, strings.Join(session.ExportFormats, " or "))
+		return exitUsage
+	}
+	var sessions []*session.Session
+	for _, path := range positional {
+		s, err := session.Load(path)
+		if err != nil {
+			printErr(stderr, err)
+			return exitFailed
+		}
+		for _, warning := range s.Warnings {
+			fmt.Fprintf(stderr, "tokentop: warning: %s\n", untrusted.Line(warning))
+		}
+		sessions = append(sessions, s)
+	}
+	write := func() error { return session.WriteExport(stdout, sessions, *format) }
+	if *summary {
+		write = func() error { return session.WriteExportSummary(stdout, sessions) }
+	}
+	if err := write(); err != nil {
+		printErr(stderr, err)
+		return exitFailed
 	}
 	return exitOK
 }
