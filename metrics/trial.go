@@ -129,14 +129,14 @@ type Stats struct {
 	Mean, Median, Std float64
 	CV                float64
 	Min, Max          float64
-	P5, P50, P95, P99 float64
+	P5, P50, P90, P95, P99 float64
 }
 
 // Describe computes Stats of values (left unchanged). Empty input gives
 // N = 0 and NaN everywhere else.
 func Describe(values []float64) Stats {
 	nan := math.NaN()
-	st := Stats{N: len(values), Mean: nan, Median: nan, Std: nan, CV: nan, Min: nan, Max: nan, P5: nan, P50: nan, P95: nan, P99: nan}
+	st := Stats{N: len(values), Mean: nan, Median: nan, Std: nan, CV: nan, Min: nan, Max: nan, P5: nan, P50: nan, P90: nan, P95: nan, P99: nan}
 	if len(values) == 0 {
 		return st
 	}
@@ -149,7 +149,7 @@ func Describe(values []float64) Stats {
 	st.Mean, st.Std, st.CV = w.Mean(), w.Std(), w.CV()
 	st.Min, st.Max = sorted[0], sorted[len(sorted)-1]
 	st.P5, st.P50 = PercentileSorted(sorted, 0.05), PercentileSorted(sorted, 0.50)
-	st.P95, st.P99 = PercentileSorted(sorted, 0.95), PercentileSorted(sorted, 0.99)
+	st.P90, st.P95, st.P99 = PercentileSorted(sorted, 0.90), PercentileSorted(sorted, 0.95), PercentileSorted(sorted, 0.99)
 	st.Median = st.P50
 	return st
 }

@@ -30,7 +30,7 @@ const energyMetric = "j_per_token"
 const rateStat = "rate"
 
 // CompareStats are the statistics shown for each metric.
-var CompareStats = []string{"mean", "median", "p95", "p99", "max", "cv"}
+var CompareStats = []string{"mean", "median", "p90", "p95", "p99", "max", "cv"}
 
 // Ref is a compare argument: a manifest path and optionally one arm
 // ("A.toml#greedy").
@@ -398,6 +398,8 @@ func pick(st metrics.Stats, stat string) float64 {
 		return st.Mean
 	case "median":
 		return st.Median
+	case "p90":
+		return st.P90
 	case "p95":
 		return st.P95
 	case "p99":

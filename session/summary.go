@@ -106,6 +106,7 @@ type MetricSummary struct {
 	Max        float64 `toml:"max"`
 	P5         float64 `toml:"p5"`
 	P50        float64 `toml:"p50"`
+	P90        float64 `toml:"p90"`
 	P95        float64 `toml:"p95"`
 	P99        float64 `toml:"p99"`
 	MeanCILo   float64 `toml:"mean_ci95_lo"`
@@ -257,7 +258,7 @@ func SummarizeArm(records []*Record, seed uint64, convergeTol, usdPerHour float6
 		meanCI := dep.Interval(values, metrics.Mean, metrics.DefaultResamples, seed)
 		medianCI := dep.Interval(values, metrics.Median, metrics.DefaultResamples, seed)
 		s.Metrics[m.Name] = MetricSummary{N: st.N, Mean: st.Mean, Median: st.Median, Std: st.Std, CV: st.CV,
-			Min: st.Min, Max: st.Max, P5: st.P5, P50: st.P50, P95: st.P95, P99: st.P99,
+			Min: st.Min, Max: st.Max, P5: st.P5, P50: st.P50, P90: st.P90, P95: st.P95, P99: st.P99,
 			MeanCILo: meanCI.Lo, MeanCIHi: meanCI.Hi, MedianCILo: medianCI.Lo, MedianCIHi: medianCI.Hi,
 			Lag1: dep.R, Block: dep.Block}
 	}
