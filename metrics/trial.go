@@ -125,10 +125,10 @@ func Burst(arrivals []Arrival, serverDecodeMs float64, outputTokens int) (burst,
 // Stats describes a sample. Std is the sample standard deviation (n-1);
 // percentiles interpolate linearly between order statistics.
 type Stats struct {
-	N                 int
-	Mean, Median, Std float64
-	CV                float64
-	Min, Max          float64
+	N                      int
+	Mean, Median, Std      float64
+	CV                     float64
+	Min, Max               float64
 	P5, P50, P90, P95, P99 float64
 }
 
