@@ -300,6 +300,11 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 		} `json:"data"`
 	}
 	if err := b.conn.GetJSON(ctx, b.base+"/models", &list); err != nil {
+		// Most servers put the OpenAI API under /v1: a root given
+		// without it is the commonest wrong address.
+		if !strings.HasSuffix(b.base, "/v1") && b.conn.GetJSON(ctx, b.base+"/v1/models", &list) == nil {
+			return info, fmt.Errorf("%w; the OpenAI API answers at %s/v1: use --url %s/v1", err, b.base, b.base)
+		}
 		return info, err
 	}
 	if err := b.identify(ctx, &info); err != nil {

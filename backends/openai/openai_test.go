@@ -117,6 +117,11 @@ func TestProbeAndEndpointValidation(t *testing.T) {
 	if _, err := New(backends.Config{Endpoint: "embeddings"}); err == nil || !strings.Contains(err.Error(), "completions, chat") {
 		t.Errorf("bad endpoint: %v", err)
 	}
+	// The server's root, not its /v1: the probe says where the API is.
+	root, _ := New(backends.Config{URL: srv.URL})
+	if _, err := root.Probe(context.Background(), ""); err == nil || !strings.Contains(err.Error(), "the OpenAI API answers at "+srv.URL+"/v1: use --url "+srv.URL+"/v1") {
+		t.Errorf("the root: %v", err)
+	}
 }
 
 // TestProbeKnowsLlamaServer replays llama-server: at its root, /models
