@@ -38,6 +38,9 @@ type Report struct {
 	// a baseline, read first: a load run's levels, knee and goodput (or
 	// a together study), or a grid's cells ranked.
 	Lead *Lead
+	// Numbers open the report: each column's figures, before any words
+	// (session.Comparison.NumbersTable).
+	Numbers *Table
 	// Reasoning is, where a model reasoned, each column's thinking
 	// against its output and its TTFT against its TTFO.
 	Reasoning *Table
@@ -140,6 +143,12 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 		r.Caveats = append(r.Caveats, warnings...)
 		arrivals[stem] = tokens
 	}
+	numbers := cmp.NumbersTable(func(stem string) map[session.TrialKey]session.Arrivals { return arrivals[stem] })
+	caption := "each arm's timed ok trials, in ms unless named: e2e with the median's bootstrap 95% interval; ITL over every gap between chunks; tok/s = Σ tokens / Σ time"
+	if slices.Contains(numbers.Header, "req/s") {
+		caption += "; req/s over a load run's steady windows"
+	}
+	r.Numbers = &Table{Caption: caption, Class: "numbers", Table: numbers}
 	cols := make([]column, len(cmp.Columns))
 	for i, c := range cmp.Columns {
 		s := sessionOf(c.Session, sessions)

@@ -355,3 +355,39 @@ func TestAReasoningModelsReportShowsItsThinking(t *testing.T) {
 		t.Error("TTFO or a reasoning table where no model reasoned")
 	}
 }
+
+// The report opens with numbers: a table per arm before any verdict,
+// whose figures are the session's own (read back from the page).
+func TestTheReportOpensWithEachArmsNumbers(t *testing.T) {
+	s := syntheticSession(t, 60, 1, 1.3)
+	r := buildRun(t, s)
+	var page bytes.Buffer
+	if err := r.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	doc := page.String()
+	numbers, verdicts := strings.Index(doc, `id="numbers"`), strings.Index(doc, `id="verdicts"`)
+	if !(numbers > 0 && numbers < verdicts) {
+		t.Fatalf("numbers at %d, verdicts at %d", numbers, verdicts)
+	}
+	section := doc[numbers:verdicts]
+	cell := regexp.MustCompile(`<t[hd][^>]*>([^<]*)</t[hd]>`)
+	var cells []string
+	for _, m := range cell.FindAllStringSubmatch(section, -1) {
+		cells = append(cells, html.UnescapeString(m[1]))
+	}
+	header := []string{"", "n", "degraded", "e2e mean ms", "median [95% CI]", "p90", "p95", "p99", "max", "CV", "TTFT p50", "TTFT p95", "TPOT p50", "ITL p50", "ITL p99", "tok/s"}
+	if len(cells) != 3*len(header) || !slices.Equal(cells[:len(header)], header) {
+		t.Fatalf("the numbers table: %q", cells)
+	}
+	var e2e []float64
+	for _, rec := range session.Counted(session.ByArm(s.Records)["arm-1"]) {
+		e2e = append(e2e, rec.E2EMs)
+	}
+	st := metrics.Describe(e2e)
+	row := cells[2*len(header):]
+	if row[0] != "arm-1" || row[1] != fmt.Sprint(st.N) || row[5] != fmt.Sprintf("%.2f", st.P90) || row[7] != fmt.Sprintf("%.2f", st.P99) ||
+		!strings.HasPrefix(row[4], fmt.Sprintf("%.2f [", st.Median)) || row[13] == "—" {
+		t.Errorf("arm-1's row %q; want n %d, p90 %.2f, p99 %.2f, median %.2f and ITL from the tokens", row, st.N, st.P90, st.P99, st.Median)
+	}
+}
