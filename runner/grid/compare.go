@@ -87,6 +87,9 @@ type Comparison struct {
 	// Fits split the time into its phases (TR121) where the grid varies
 	// what they scale with.
 	Fits []PhaseFit
+	// Setup is how the grid was run, as label/value rows: its file, plan,
+	// cells and repetitions, and the machine its first session ran on.
+	Setup [][2]string
 }
 
 // PhaseFit is a line through one group of cells' trials: cells alike in
@@ -111,6 +114,7 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 		return nil, err
 	}
 	c := &Comparison{Name: m.Name, Axes: m.Axes}
+	var machine *session.Manifest // the first session read: its environment
 	e2eMetric, _ := session.LookupMetric("e2e_ms")
 	metric := func(name string) session.Metric { mt, _ := session.LookupMetric(name); return mt }
 	for _, cell := range m.Cells {
@@ -131,6 +135,9 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 				continue
 			}
 			sessions++
+			if machine == nil {
+				machine = s.Manifest
+			}
 			usdPerHour = s.Manifest.Profile.USDPerHour
 			c.Caveats = append(c.Caveats, prefixed(cell.ID+" ", session.SessionCaveats(s))...)
 			for arm, recs := range session.ByArm(s.Records) {
@@ -167,6 +174,7 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 			c.Rows = append(c.Rows, r)
 		}
 	}
+	c.Setup = setupRows(m, machine)
 	c.axisMeans() // before rank sorts the rows: each axis's values in the grid's order
 	c.rank()
 	c.phaseFits()
@@ -175,6 +183,37 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 		c.Caveats = c.Caveats[:len(c.Caveats)-1]
 	}
 	return c, nil
+}
+
+// setupRows say how the grid ran: its file and plan, its cells and the
+// sessions they ran, and the machine of its first session (nil: none
+// read).
+func setupRows(m Manifest, machine *session.Manifest) [][2]string {
+	runs, failed := 0, 0
+	for _, cell := range m.Cells {
+		for _, run := range cell.Runs {
+			runs++
+			if run.Session == "" {
+				failed++
+			}
+		}
+	}
+	rows := [][2]string{
+		{"grid", fmt.Sprintf("%s (%s)", m.Name, m.Source)},
+		{"axes", strings.Join(m.Axes, " × ")},
+		{"cells · repetitions", fmt.Sprintf("%d cells × %d repetitions; %d sessions run (a repetition cut short goes on as a session of its own), %d did not run", len(m.Cells), m.Repetitions, runs-failed, failed)},
+		{"order · seed", fmt.Sprintf("%s, seed %d", m.Order, m.Seed)},
+		{"started", m.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC")},
+		{"tokentop", m.ToolVersion},
+	}
+	if machine != nil {
+		e := machine.Environment
+		rows = append(rows, [2]string{"machine", fmt.Sprintf("%s/%s, %s, %d cores, %d MB (the first session's)", e.OS, e.Arch, cmp.Or(e.CPUModel, "—"), e.Cores, e.MemoryMB)})
+		for _, g := range e.GPUs {
+			rows = append(rows, [2]string{"GPU", fmt.Sprintf("%s, driver %s", g.Name, cmp.Or(e.Driver, "—"))})
+		}
+	}
+	return rows
 }
 
 func sessionValues(sessions [][]*session.Record, m session.Metric) [][]float64 {

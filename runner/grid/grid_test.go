@@ -161,6 +161,15 @@ func TestResumeRunsOnlyWhatIsLeft(t *testing.T) {
 			t.Errorf("%s: %d trials (want 4 per repetition, 8), rank %d", r.Cell, r.N, r.Rank)
 		}
 	}
+	// The report's Set-up: the grid, its plan and the machine it ran on.
+	setup := map[string]string{}
+	for _, row := range cmp.Setup {
+		setup[row[0]] = row[1]
+	}
+	if setup["cells · repetitions"] != "3 cells × 2 repetitions; 7 sessions run (a repetition cut short goes on as a session of its own), 0 did not run" || setup["axes"] != "threads × max_tokens" ||
+		!strings.Contains(setup["machine"], "cores") || setup["order · seed"] != "shuffle, seed 3" {
+		t.Errorf("set-up %v", setup)
+	}
 }
 
 // Rows that no test tells apart share a rank; a row slower than both

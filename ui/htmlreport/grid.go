@@ -21,7 +21,8 @@ import (
 // value's geometric mean, the phase split, and a chart of every cell's
 // median e2e with its interval.
 func BuildGrid(cmp *grid.Comparison) *Report {
-	r := &Report{Title: "tokentop grid: " + cmp.Name, Subtitle: "axes: " + strings.Join(cmp.Axes, " × "), Caveats: cmp.Caveats}
+	r := &Report{Title: "tokentop grid: " + cmp.Name, Subtitle: "axes: " + strings.Join(cmp.Axes, " × "), Caveats: cmp.Caveats,
+		Setups: []Setup{{Session: "grid " + cmp.Name, Rows: cmp.Setup}}}
 	arms := map[string]bool{}
 	for _, row := range cmp.Rows {
 		arms[row.Arm] = true
@@ -88,9 +89,9 @@ func cellsChart(cmp *grid.Comparison) (*plot.Plot, error) {
 			lo, hi = 0, 0
 		}
 		errs = append(errs, struct{ Low, High float64 }{lo, hi})
-		// The cell's ID and rank: its values are in the table above, and a
-		// long label would run into the plot in a browser's wider font.
-		label := fmt.Sprintf("%s · rank %d", row.Cell, row.Rank)
+		// The cell's ID, rank and group: its values are in the table above,
+		// and a long label would run into the plot in a browser's wider font.
+		label := fmt.Sprintf("%s · rank %d %s", row.Cell, row.Rank, row.Group)
 		if row.Rank == 0 {
 			label = row.Cell + " · unranked"
 		}
