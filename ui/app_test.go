@@ -918,3 +918,24 @@ func TestAReasoningRunShowsTTFOAndItsThinking(t *testing.T) {
 		t.Errorf("TTFO shown where no model reasons:\n%s", screen)
 	}
 }
+
+// Past 1,000 trials the main job's three arms still share the header's
+// one line at 80×24 (the bars shrink), so every arm keeps its rows in
+// the histogram and the stats below.
+func TestEveryArmStaysPastAThousandTrials(t *testing.T) {
+	tr := newTestRun(t, "greedy-vs-sampling")
+	three := []string{"greedy", "temp-0.8", "top-k-40"}
+	tr.send(tea.WindowSizeMsg{Width: 80, Height: 24}, eventsMsg(syntheticRun(three, 3, 1200)), tickMsg{})
+	lines := strings.Split(tr.screen(), "\n")
+	for _, a := range three {
+		if !strings.Contains(lines[1], a+" ") || !strings.Contains(lines[1], "1203/1203") {
+			t.Errorf("the header's line does not hold %s:\n%s", a, tr.screen())
+		}
+		if strings.Count(tr.screen(), a) < 3 { // header, histogram, convergence or stats
+			t.Errorf("%s vanishes from the panels:\n%s", a, tr.screen())
+		}
+	}
+	if strings.Contains(tr.screen(), "more arms") {
+		t.Errorf("arms left out:\n%s", tr.screen())
+	}
+}

@@ -215,7 +215,12 @@ func (d *dashboard) header(w int, compactHeader bool, now time.Time) []string {
 	}
 	nameW = min(nameW, w/3)
 	trials := data.started.TrialsPerArm
-	var full, compact []string
+	var full []string
+	type compactArm struct {
+		name, short string
+		done        float64
+	}
+	var compact []compactArm
 	for _, a := range data.arms {
 		warmup := data.started.Warmup[a.name]
 		counts := fmt.Sprintf(" %d/%d timed", a.timed, trials)
@@ -246,12 +251,25 @@ func (d *dashboard) header(w int, compactHeader bool, now time.Time) []string {
 		case a.reached != "":
 			short += " reached"
 		}
-		compact = append(compact, armStyle(a.index).Render(a.name)+" "+progressBar(done, 8)+short)
+		compact = append(compact, compactArm{armStyle(a.index).Render(a.name), short, done})
 	}
 	// Short terminals get every arm on one line when it fits, leaving the
-	// rows to the charts.
-	if oneLine := strings.Join(compact, "  "); compactHeader && len(data.arms) > 1 && cellWidth(oneLine) <= w {
-		return append(lines, fit(oneLine, w))
+	// rows to the charts: the bars shrink, then go, before the line
+	// breaks (four-digit counts of three arms do not fit 80 columns with
+	// bars of 8).
+	if compactHeader && len(data.arms) > 1 {
+		for _, barW := range []int{8, 6, 4, 0} {
+			parts := make([]string, len(compact))
+			for i, c := range compact {
+				parts[i] = c.name + c.short
+				if barW > 0 {
+					parts[i] = c.name + " " + progressBar(c.done, barW) + c.short
+				}
+			}
+			if oneLine := strings.Join(parts, "  "); cellWidth(oneLine) <= w {
+				return append(lines, fit(oneLine, w))
+			}
+		}
 	}
 	return append(lines, full...)
 }
