@@ -36,7 +36,9 @@ type llamaServer struct {
 	killAt int32
 	// loading is how many /health probes get llama-server's 503.
 	loading atomic.Int32
-	stream  replay.Exchange
+	// pace is the gap between a /completion stream's chunks (0: at once).
+	pace   atomic.Int64
+	stream replay.Exchange
 }
 
 func newLlamaServer(t *testing.T, stream string) *llamaServer {
@@ -70,7 +72,7 @@ func (s *llamaServer) serve(ln net.Listener) {
 				s.kill()
 				return
 			}
-			replay.Serve(s.stream)(w, r)
+			replay.Paced(s.stream, time.Duration(s.pace.Load()))(w, r)
 		},
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -392,6 +394,11 @@ func TestTruncationNeedsTheServersCount(t *testing.T) {
 // comparison of a level with a one-at-a-time run warns of the difference.
 func TestSweepAgainstARecordedLlamaServer(t *testing.T) {
 	srv := newLlamaServer(t, "completion_t0_stream")
+	// Paced as a server decodes: answered at once, four streams' requests
+	// could end so nearly together, on a busy machine, that a block had no
+	// steady window (a stream's first request ending after another's
+	// last) and its level no throughput.
+	srv.pace.Store(int64(time.Millisecond))
 	plan := llamaPlan(t, srv.url(), 0, 8, time.Second)
 	plan.Profile.Concurrency = profiles.Levels{1, 4}
 	plan.expandLoad()

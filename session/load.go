@@ -185,7 +185,11 @@ func Sweeps(m *Manifest, records []Record, tokens map[TrialKey]Arrivals) []Sweep
 			i = len(sweeps) - 1
 		}
 		lv := Level{Arm: a.Name, Concurrency: a.Concurrency, Goodput: math.NaN()}
-		lv.Throughput = throughput[a.Name]
+		var ok bool
+		if lv.Throughput, ok = throughput[a.Name]; !ok {
+			// No block had a steady window: no rate is known, not 0.
+			lv.Throughput = Throughput{Concurrency: a.Concurrency, TokensPerS: math.NaN(), RequestsPerS: math.NaN()}
+		}
 		if sum, ok := m.Summary[a.Name]; ok {
 			lv.Cost = sum.LoadCost
 		}
@@ -270,12 +274,14 @@ func knee(levels []Level) (int, string) {
 				return lv.Concurrency, fmt.Sprintf("%s is %.1f× its value at %s (over %g×)", l.name, l.now/l.ref, streamWords(ref.Concurrency), KneeLatency)
 			}
 		}
-		if i == len(levels)-1 || lv.TokensPerS <= 0 {
+		if i == len(levels)-1 || !(lv.TokensPerS > 0) {
 			continue
 		}
-		best := levels[i+1]
+		// Only levels whose throughput is known (a steady window) are
+		// evidence that it stopped rising.
+		best := Level{Throughput: Throughput{TokensPerS: math.NaN()}}
 		for _, above := range levels[i+1:] {
-			if above.TokensPerS > best.TokensPerS {
+			if above.TokensPerS > best.TokensPerS || math.IsNaN(best.TokensPerS) && !math.IsNaN(above.TokensPerS) {
 				best = above
 			}
 		}

@@ -183,3 +183,24 @@ func TestTogetherSpeedupIsSequentialOverConcurrentTime(t *testing.T) {
 		t.Errorf("contention %q, want %q", st.Verdict()[2], want)
 	}
 }
+
+// A level whose blocks had no steady window has no known throughput: its
+// rate is NaN ("—"), not 0, and it is no evidence that throughput stopped
+// rising (a 0 there made a knee of the level below).
+func TestALevelWithoutAWindowClaimsNoRate(t *testing.T) {
+	nan := math.NaN()
+	lv := func(c int, tps float64) Level {
+		return Level{Concurrency: c, Throughput: Throughput{Concurrency: c, TokensPerS: tps, RequestsPerS: tps / 32}, TTFTP95: 10, ITLP95: 1}
+	}
+	if k, why := knee([]Level{lv(1, 9517), lv(4, nan)}); k != 0 {
+		t.Errorf("a knee from an unknown level: %d (%s)", k, why)
+	}
+	if k, _ := knee([]Level{lv(1, 100), lv(2, nan), lv(4, 105)}); k != 1 {
+		t.Errorf("the known level above still counts: knee %d", k)
+	}
+	m := &Manifest{Arms: []ArmInfo{{Name: "a@c1", Base: "a", Concurrency: 1}, {Name: "a@c4", Base: "a", Concurrency: 4}}}
+	sweeps := Sweeps(m, nil, nil)
+	if len(sweeps) != 1 || !math.IsNaN(sweeps[0].Levels[1].TokensPerS) || sweeps[0].Knee != 0 {
+		t.Errorf("sweeps %+v", sweeps)
+	}
+}

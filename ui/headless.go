@@ -252,7 +252,11 @@ func loadProse(manifest string) []string {
 	for _, sw := range res.Sweeps {
 		levels := make([]string, len(sw.Levels))
 		for i, lv := range sw.Levels {
-			levels[i] = fmt.Sprintf("%.0f at %d", lv.TokensPerS, lv.Concurrency)
+			tps := "—" // no steady window: no rate
+			if !math.IsNaN(lv.TokensPerS) {
+				tps = fmt.Sprintf("%.0f", lv.TokensPerS)
+			}
+			levels[i] = fmt.Sprintf("%s at %d", tps, lv.Concurrency)
 		}
 		lines = append(lines, fmt.Sprintf("%s: tok/s %s streams", sw.Base, strings.Join(levels, ", ")))
 	}
