@@ -50,7 +50,7 @@ func TestArmTargetErrorsNameFileLineAndKey(t *testing.T) {
 		{"unknown arm key", strings.Replace(targetsProfile, "threads = 2", "thread = 2", 1), "t.toml:18: arms.thread: unknown key; allowed keys are name, temperature, top_k, top_p, min_p, seed, backend, url, model, model_path, dtype, threads, prompt_cache, concurrency, think, options"},
 		{"negative threads", strings.Replace(targetsProfile, "threads = 2", "threads = -2", 1), "t.toml:18: arms[1].threads: -2 is negative"},
 		{"model and model_path", strings.Replace(targetsProfile, "threads = 2", "model = \"x\"", 1), "t.toml:19: arms[1].model_path: set either model or model_path, not both"},
-		{"prompt_cache not a bool", strings.Replace(targetsProfile, "prompt_cache = true", "prompt_cache = 1", 1), `t.toml: toml: line 10 (last key "arms.prompt_cache"): incompatible types: TOML value has type int64; destination has type boolean`},
+		{"prompt_cache not a bool", strings.Replace(targetsProfile, "prompt_cache = true", "prompt_cache = 1", 1), `t.toml:10: arms.prompt_cache: a whole number where true or false belongs`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -18,12 +18,15 @@ package profiles
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -301,6 +304,8 @@ type Error struct {
 	Line int // 0 when unknown
 	Key  string
 	Msg  string
+	// typeMismatch marks the decoder's value of the wrong type.
+	typeMismatch bool
 }
 
 func (e *Error) Error() string {
@@ -326,32 +331,123 @@ func Load(path string) (*Profile, error) {
 // Parse decodes and validates a profile. file names it in errors; a relative
 // prompt_file is resolved against file's folder.
 func Parse(file string, data []byte) (*Profile, error) {
-	p := &Profile{Source: file, keys: scanKeyLines(data)}
-	md, err := decode(file, data, p)
-	if err != nil {
-		return nil, err
-	}
-	if undecoded := md.Undecoded(); len(undecoded) > 0 {
-		var errs []error
-		for _, k := range undecoded {
+	// Every problem at once, so that a file is mended in one pass: a
+	// value of the wrong type stops the decoder, so its line is set aside
+	// and the file decoded again, up to maxTypeErrors times; then the
+	// unknown keys and every field's own check.
+	var errs []error
+	typed := map[string]bool{} // keys with a type error: their other errors would repeat it
+	for range maxTypeErrors + 1 {
+		p := &Profile{Source: file, keys: scanKeyLines(data)}
+		md, err := decode(file, data, p)
+		var te *Error
+		if errors.As(err, &te) && te.typeMismatch && len(errs) < maxTypeErrors {
+			errs = append(errs, te)
+			typed[te.Key] = true
+			data = blankLine(data, te.Line)
+			continue
+		}
+		if err != nil {
+			if len(errs) > 0 {
+				// Setting a line aside can break a value that spans
+				// lines: what was found stands on its own.
+				return nil, joinByLine(errs)
+			}
+			return nil, err
+		}
+		for _, k := range md.Undecoded() {
 			errs = append(errs, &Error{File: file, Line: p.keys.find(k, -1), Key: k.String(),
 				Msg: "unknown key; allowed keys are " + allowedKeys(k)})
 		}
-		return nil, errors.Join(errs...)
+		if err := p.resolve(file); err != nil {
+			for _, e := range unjoin(err) {
+				if fe, ok := e.(*Error); !ok || !typed[armIndex.ReplaceAllString(fe.Key, "")] {
+					errs = append(errs, e)
+				}
+			}
+		}
+		if len(errs) > 0 {
+			return nil, joinByLine(errs)
+		}
+		return p, nil
 	}
-	if err := p.resolve(file); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return nil, joinByLine(errs)
 }
 
-// decode reads TOML into v; a syntax error names the file and line.
+// joinByLine joins errors in the order of their lines in the file, those
+// without a line last.
+func joinByLine(errs []error) error {
+	line := func(e error) int {
+		if fe, ok := e.(*Error); ok && fe.Line > 0 {
+			return fe.Line
+		}
+		return math.MaxInt
+	}
+	slices.SortStableFunc(errs, func(a, b error) int { return cmp.Compare(line(a), line(b)) })
+	return errors.Join(errs...)
+}
+
+// maxTypeErrors bounds how many values of the wrong type Parse reports
+// (and how many times it decodes a file).
+const maxTypeErrors = 20
+
+// armIndex is an arm's index in an error's key: "arms[2].seed".
+var armIndex = regexp.MustCompile(`\[\d+\]`)
+
+// unjoin is the errors an errors.Join holds, or err alone.
+func unjoin(err error) []error {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		return joined.Unwrap()
+	}
+	return []error{err}
+}
+
+// blankLine empties line n (from 1) of data, keeping every other line's
+// number.
+func blankLine(data []byte, n int) []byte {
+	lines := bytes.Split(data, []byte("\n"))
+	if n >= 1 && n <= len(lines) {
+		lines[n-1] = nil
+	}
+	return bytes.Join(lines, []byte("\n"))
+}
+
+// typeMismatch is the decoder's words for a value of the wrong type.
+var typeMismatch = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]+)"\): incompatible types: TOML value has type ([\w.]+); destination has type ([\w.\[\]]+)$`)
+
+// tomlTypeWords says a TOML or Go type the way a profile's reader thinks
+// of it.
+func tomlTypeWords(t string) string {
+	switch {
+	case strings.Contains(t, "string"):
+		return "text (in quotes)"
+	case strings.Contains(t, "int"):
+		return "a whole number"
+	case strings.Contains(t, "float"):
+		return "a number"
+	case strings.Contains(t, "bool"):
+		return "true or false"
+	case strings.HasPrefix(t, "[]") || strings.Contains(t, "array") || strings.Contains(t, "slice"):
+		return "a list in [brackets]"
+	case strings.Contains(t, "map") || strings.Contains(t, "table") || strings.Contains(t, "struct"):
+		return "a table"
+	}
+	return t
+}
+
+// decode reads TOML into v; a syntax error names the file and line, and a
+// value of the wrong type says so in a profile's words.
 func decode(file string, data []byte, v any) (toml.MetaData, error) {
 	md, err := toml.Decode(string(data), v)
 	if err != nil {
 		var perr toml.ParseError
 		if errors.As(err, &perr) {
 			return md, &Error{File: file, Line: perr.Position.Line, Msg: perr.Message}
+		}
+		if m := typeMismatch.FindStringSubmatch(err.Error()); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			return md, &Error{File: file, Line: line, Key: m[2], typeMismatch: true,
+				Msg: fmt.Sprintf("%s where %s belongs", tomlTypeWords(m[3]), tomlTypeWords(m[4]))}
 		}
 		return md, &Error{File: file, Msg: err.Error()}
 	}

@@ -274,3 +274,32 @@ func TestThinkTakesABooleanOrAnEffort(t *testing.T) {
 		t.Errorf("think = 1: %v", err)
 	}
 }
+
+// A bad profile lists every problem at once, in the file's order and in
+// a profile's words: values of the wrong type (each stops the decoder, so
+// their lines are set aside and the file read again), unknown keys, and
+// each field's own check, with no echo of a key already named.
+func TestEveryProblemOfAProfileAtOnce(t *testing.T) {
+	src := "name = \"x\"\ntrials = \"ten\"\nwarmup = -3\nbogus = 1\nprompts = [\"a\"]\nmax_tokens = true\n[[arms]]\nname = \"a\"\ntemperature = \"hot\"\ncolour = 3\n"
+	_, err := Parse("bad.toml", []byte(src))
+	if err == nil {
+		t.Fatal("a bad profile parsed")
+	}
+	want := []string{
+		"bad.toml:2: trials: text (in quotes) where a whole number belongs",
+		"bad.toml:3: warmup: -3 is negative; use 0 or more warmup trials per arm",
+		"bad.toml:4: bogus: unknown key;",
+		"bad.toml:6: max_tokens: true or false where a whole number belongs",
+		"bad.toml:9: arms.temperature: text (in quotes) where a number belongs",
+		"bad.toml:10: arms.colour: unknown key;",
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d problems, want %d:\n%s", len(lines), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("problem %d: %q, want %q", i+1, lines[i], w)
+		}
+	}
+}
