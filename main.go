@@ -489,13 +489,9 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	for _, path := range positional {
-		s, err := session.Load(path)
-		if err != nil {
-			printErr(stderr, err)
+		s, ok := loadSession(path, stderr)
+		if !ok {
 			return exitFailed
-		}
-		for _, warning := range s.Warnings {
-			fmt.Fprintf(stderr, "tokentop: warning: %s\n", untrusted.Line(warning))
 		}
 		if out.pictures() {
 			refs, sessions := session.ArmComparison(s)
@@ -511,6 +507,20 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitOK
+}
+
+// loadSession reads a session for report and export, printing its
+// warnings (rows a file could not give) or why it could not be read.
+func loadSession(path string, stderr io.Writer) (*session.Session, bool) {
+	s, err := session.Load(path)
+	if err != nil {
+		printErr(stderr, err)
+		return nil, false
+	}
+	for _, warning := range s.Warnings {
+		fmt.Fprintf(stderr, "tokentop: warning: %s\n", untrusted.Line(warning))
+	}
+	return s, true
 }
 
 func cmdExport(args []string, stdout, stderr io.Writer) int {
@@ -532,13 +542,9 @@ func cmdExport(args []string, stdout, stderr io.Writer) int {
 	}
 	var sessions []*session.Session
 	for _, path := range positional {
-		s, err := session.Load(path)
-		if err != nil {
-			printErr(stderr, err)
+		s, ok := loadSession(path, stderr)
+		if !ok {
 			return exitFailed
-		}
-		for _, warning := range s.Warnings {
-			fmt.Fprintf(stderr, "tokentop: warning: %s\n", untrusted.Line(warning))
 		}
 		sessions = append(sessions, s)
 	}

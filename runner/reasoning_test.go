@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/backends/ollama"
 	"github.com/tokentop/tokentop/backends/openai"
 	"github.com/tokentop/tokentop/backends/replay"
@@ -103,17 +104,7 @@ func TestAThinkTheServerCannotHonourIsRefused(t *testing.T) {
 		"GET /api/tags":    replay.Serve(replay.Load(t, "ollama/api_tags")),
 		"POST /api/show":   replay.Serve(replay.Load(t, "ollama/api_show")),
 	})
-	p, err := profiles.Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 8\ntrials = 1\nprompts = [\"x\"]\nthink = true\n[[arms]]\nname = \"greedy\"\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := Resolve(p, Options{Backend: "ollama", URL: srv.URL, Model: "tiny15m", OutDir: t.TempDir(), Trials: 1, Warmup: 0, MaxTokens: NoOverride})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan.Telemetry = testPlan(t, 0, 1, "x").Telemetry
-	b, _ := ollama.Kind.Open(plan.Targets[0].Config)
-	status, err, events := runPlan(t, context.Background(), plan, b)
+	status, err, events := runOneArm(t, ollama.Kind, srv.URL, "tiny15m", "think = true")
 	if status != session.StatusFailed || err == nil || len(trials(events)) != 0 ||
 		!strings.HasPrefix(err.Error(), "arm greedy, think = true, on the ollama backend") || !strings.Contains(err.Error(), "the model cannot think") {
 		t.Errorf("status %s, %d trials, error %v", status, len(trials(events)), err)
@@ -154,20 +145,30 @@ func TestFixedLengthOnOllamasV1IsRefused(t *testing.T) {
 		"GET /v1/models":   replay.Serve(replay.Load(t, "ollama/v1_models_stories260k")),
 		"GET /api/version": replay.Serve(replay.Load(t, "ollama/api_version")),
 	})
-	p, err := profiles.Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 8\ntrials = 1\nprompts = [\"x\"]\nfixed_length = true\n[[arms]]\nname = \"greedy\"\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := Resolve(p, Options{Backend: "openai", URL: srv.URL + "/v1", Model: "stories260k", OutDir: t.TempDir(), Trials: 1, Warmup: 0, MaxTokens: NoOverride})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan.Telemetry = testPlan(t, 0, 1, "x").Telemetry
-	b, _ := openai.Kind.Open(plan.Targets[0].Config)
-	status, err, events := runPlan(t, context.Background(), plan, b)
+	status, err, events := runOneArm(t, openai.Kind, srv.URL+"/v1", "stories260k", "fixed_length = true")
 	if status != session.StatusFailed || err == nil || len(trials(events)) != 0 ||
 		!strings.HasPrefix(err.Error(), "fixed_length = true: the openai backend") || !strings.Contains(err.Error(), "Ollama's /v1 drops ignore_eos") ||
 		!strings.Contains(err.Error(), "set fixed_length = false") {
 		t.Errorf("status %s, %d trials, error %v", status, len(trials(events)), err)
 	}
+}
+
+// runOneArm runs one timed trial of a one-arm profile with the extra
+// top-level line against kind's server at url.
+func runOneArm(t *testing.T, kind backends.Kind, url, model, extra string) (string, error, []Event) {
+	t.Helper()
+	p, err := profiles.Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 8\ntrials = 1\nprompts = [\"x\"]\n"+extra+"\n[[arms]]\nname = \"greedy\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Resolve(p, Options{Backend: kind.Name, URL: url, Model: model, OutDir: t.TempDir(), Trials: 1, Warmup: 0, MaxTokens: NoOverride})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Telemetry = testPlan(t, 0, 1, "x").Telemetry
+	b, err := kind.Open(plan.Targets[0].Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runPlan(t, context.Background(), plan, b)
 }

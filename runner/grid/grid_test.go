@@ -175,26 +175,35 @@ func TestResumeRunsOnlyWhatIsLeft(t *testing.T) {
 // Rows that no test tells apart share a rank; a row slower than both
 // ranks after them.
 func TestRanksTieWhereNoTestTellsRowsApart(t *testing.T) {
-	series := func(base float64) []float64 {
-		var out []float64
-		for i := range 20 {
-			out = append(out, base+float64(i%5)*0.1)
-		}
-		return out
-	}
 	c := &Comparison{Rows: []Row{
-		{Cell: "slow", e2e: series(20), E2E: metrics.Estimate{Value: 20.2}},
-		{Cell: "a", e2e: series(10), E2E: metrics.Estimate{Value: 10.2}},
-		{Cell: "b", e2e: series(10.01), E2E: metrics.Estimate{Value: 10.21}},
+		{Cell: "slow", e2e: steps(20, 20), E2E: metrics.Estimate{Value: 20.2}},
+		{Cell: "a", e2e: steps(10, 20), E2E: metrics.Estimate{Value: 10.2}},
+		{Cell: "b", e2e: steps(10.01, 20), E2E: metrics.Estimate{Value: 10.21}},
 	}}
 	c.rank()
+	got := ranksAndGroups(c)
+	if got["a"] != "1a" || got["b"] != "1a" || got["slow"] != "3b" || c.Rows[2].Cell != "slow" || c.Pairs != 3 {
+		t.Errorf("ranks and groups %v, order %v, %d pairs", got, []string{c.Rows[0].Cell, c.Rows[1].Cell, c.Rows[2].Cell}, c.Pairs)
+	}
+}
+
+// steps are n values from base, a tenth apart in a cycle of five: a
+// cell's trials, alike enough that only the base tells cells apart.
+func steps(base float64, n int) []float64 {
+	var out []float64
+	for i := range n {
+		out = append(out, base+float64(i%5)*0.1)
+	}
+	return out
+}
+
+// ranksAndGroups are each row's rank and group letters: "1ab".
+func ranksAndGroups(c *Comparison) map[string]string {
 	got := map[string]string{}
 	for _, r := range c.Rows {
 		got[r.Cell] = fmt.Sprint(r.Rank, r.Group)
 	}
-	if got["a"] != "1a" || got["b"] != "1a" || got["slow"] != "3b" || c.Rows[2].Cell != "slow" || c.Pairs != 3 {
-		t.Errorf("ranks and groups %v, order %v, %d pairs", got, []string{c.Rows[0].Cell, c.Rows[1].Cell, c.Rows[2].Cell}, c.Pairs)
-	}
+	return got
 }
 
 // Pairwise tests are not transitive: fast differs from slow, and mid
@@ -215,10 +224,7 @@ func TestGroupsShowWhatNoRankCan(t *testing.T) {
 		{Cell: "fast", e2e: series(10), E2E: metrics.Estimate{Value: 10}},
 	}}
 	c.rank()
-	got := map[string]string{}
-	for _, r := range c.Rows {
-		got[r.Cell] = fmt.Sprint(r.Rank, r.Group)
-	}
+	got := ranksAndGroups(c)
 	if got["fast"] != "1a" || got["mid"] != "1ab" || got["slow"] != "2b" {
 		t.Errorf("ranks and groups %v; want fast 1a, mid 1ab, slow 2b", got)
 	}
@@ -485,17 +491,10 @@ func TestCellsCostPerMillionTokens(t *testing.T) {
 // any other by the tests, however slow: it is unranked, not ranked 1
 // beside the fastest.
 func TestTooSmallACellIsUnranked(t *testing.T) {
-	series := func(base float64, n int) []float64 {
-		var out []float64
-		for i := range n {
-			out = append(out, base+float64(i%5)*0.1)
-		}
-		return out
-	}
 	c := &Comparison{Rows: []Row{
-		{Cell: "fast", e2e: series(1, 10), E2E: metrics.Estimate{Value: 1.2}},
-		{Cell: "mid", e2e: series(10, 10), E2E: metrics.Estimate{Value: 10.2}},
-		{Cell: "cut", e2e: series(100, 2), E2E: metrics.Estimate{Value: 100}},
+		{Cell: "fast", e2e: steps(1, 10), E2E: metrics.Estimate{Value: 1.2}},
+		{Cell: "mid", e2e: steps(10, 10), E2E: metrics.Estimate{Value: 10.2}},
+		{Cell: "cut", e2e: steps(100, 2), E2E: metrics.Estimate{Value: 100}},
 	}}
 	c.rank()
 	got := map[string]int{}
@@ -565,17 +564,10 @@ func TestACellWhoseServerDropsEveryRequestDoesNotStallTheGrid(t *testing.T) {
 // README promises: a script reads n as a number, not "10", and an
 // unranked row's rank and an unknown J/token as null, not "—".
 func TestGridJSONHoldsNumbers(t *testing.T) {
-	series := func(base float64, n int) []float64 {
-		var out []float64
-		for i := range n {
-			out = append(out, base+float64(i%5)*0.1)
-		}
-		return out
-	}
 	c := &Comparison{Name: "g", Axes: []string{"threads"}, Rows: []Row{
-		{Cell: "fast", Label: "1 thread", Arm: "greedy", N: 10, e2e: series(1, 10), E2E: metrics.Estimate{Value: 1.2}, JPerToken: math.NaN(), USDPer1M: math.NaN(), ICC: math.NaN()},
-		{Cell: "slow", Label: "3 threads", Arm: "greedy", N: 10, e2e: series(10, 10), E2E: metrics.Estimate{Value: 10.2}, JPerToken: math.NaN(), USDPer1M: math.NaN(), ICC: math.NaN()},
-		{Cell: "cut", Label: "2 threads", Arm: "greedy", N: 1, e2e: series(100, 1), E2E: metrics.Estimate{Value: 100}, JPerToken: math.NaN(), USDPer1M: math.NaN(), ICC: math.NaN()},
+		{Cell: "fast", Label: "1 thread", Arm: "greedy", N: 10, e2e: steps(1, 10), E2E: metrics.Estimate{Value: 1.2}, JPerToken: math.NaN(), USDPer1M: math.NaN(), ICC: math.NaN()},
+		{Cell: "slow", Label: "3 threads", Arm: "greedy", N: 10, e2e: steps(10, 10), E2E: metrics.Estimate{Value: 10.2}, JPerToken: math.NaN(), USDPer1M: math.NaN(), ICC: math.NaN()},
+		{Cell: "cut", Label: "2 threads", Arm: "greedy", N: 1, e2e: steps(100, 1), E2E: metrics.Estimate{Value: 100}, JPerToken: math.NaN(), USDPer1M: math.NaN(), ICC: math.NaN()},
 	}, Means: []AxisMean{{Axis: "threads", Value: "1", Rows: 1, E2E: 1.2, TokensPerS: math.NaN(), E2ERatioVsFaster: 1}}}
 	c.rank()
 	var b strings.Builder

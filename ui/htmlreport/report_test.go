@@ -97,14 +97,20 @@ var external = regexp.MustCompile(`(?i)\s(src|href)\s*=|@import|<script|<link|<i
 // font) are allowed.
 var cssURL = regexp.MustCompile(`(?i)url\(\s*["']?([^"')]*)`)
 
-func TestTheReportLeadsWithVerdictsAndHoldsEveryChartInline(t *testing.T) {
-	s := syntheticSession(t, 60, 1, 1.3)
-	r := buildRun(t, s)
+// pageOf is the report's page as WriteHTML writes it.
+func pageOf(t testing.TB, r *Report) string {
+	t.Helper()
 	var page bytes.Buffer
 	if err := r.WriteHTML(&page); err != nil {
 		t.Fatal(err)
 	}
-	doc := page.String()
+	return page.String()
+}
+
+func TestTheReportLeadsWithVerdictsAndHoldsEveryChartInline(t *testing.T) {
+	s := syntheticSession(t, 60, 1, 1.3)
+	r := buildRun(t, s)
+	doc := pageOf(t, r)
 	if loc := external.FindStringIndex(doc); loc != nil {
 		t.Errorf("an external reference: %q", doc[max(0, loc[0]-40):min(len(doc), loc[1]+60)])
 	}
@@ -171,11 +177,7 @@ func TestCaveatsAreSaidAndASingleArmHasNoVerdicts(t *testing.T) {
 			t.Errorf("caveats lack %q: %q", want, r.Caveats)
 		}
 	}
-	var page bytes.Buffer
-	if err := r.WriteHTML(&page); err != nil {
-		t.Fatal(err)
-	}
-	doc := page.String()
+	doc := pageOf(t, r)
 	if len(r.Caveats) < 2 || !strings.Contains(html.UnescapeString(doc), r.Caveats[0]) || strings.Contains(doc, "None: every session finished") {
 		t.Errorf("caveats %q", r.Caveats)
 	}
@@ -361,11 +363,7 @@ func TestAReasoningModelsReportShowsItsThinking(t *testing.T) {
 func TestTheReportOpensWithEachArmsNumbers(t *testing.T) {
 	s := syntheticSession(t, 60, 1, 1.3)
 	r := buildRun(t, s)
-	var page bytes.Buffer
-	if err := r.WriteHTML(&page); err != nil {
-		t.Fatal(err)
-	}
-	doc := page.String()
+	doc := pageOf(t, r)
 	numbers, verdicts := strings.Index(doc, `id="numbers"`), strings.Index(doc, `id="verdicts"`)
 	if !(numbers > 0 && numbers < verdicts) {
 		t.Fatalf("numbers at %d, verdicts at %d", numbers, verdicts)
