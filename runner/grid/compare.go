@@ -178,9 +178,8 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 	c.axisMeans() // before rank sorts the rows: each axis's values in the grid's order
 	c.rank()
 	c.phaseFits()
-	c.Caveats = append(c.Caveats, c.driftCaveat())
-	if c.Caveats[len(c.Caveats)-1] == "" {
-		c.Caveats = c.Caveats[:len(c.Caveats)-1]
+	if line := c.driftCaveat(); line != "" {
+		c.Caveats = append(c.Caveats, line)
 	}
 	return c, nil
 }
@@ -407,17 +406,13 @@ func prefixed(prefix string, lines []string) []string {
 	return out
 }
 
-// repeated reports whether row i is compared over its repetitions: it
-// has the medians of two or more sessions.
-func (c *Comparison) repeated(i int) bool { return len(c.Rows[i].repetitionMedians()) >= 2 }
-
 // testable reports whether some pair of row i could reach significance.
-// Over repetitions, any pair of repeated rows can; over pooled trials,
+// Over repetitions (repeated: rows with two or more), any pair can; over pooled trials,
 // the smallest p-value a Mann-Whitney test against another row can reach
 // must be below α over all the pairs (Holm's most lenient step). A row
 // of a few trials (a cell cut short) cannot, and a rank of 1 by default
 // would read as "as fast as the fastest".
-func (c *Comparison) testable(i int) bool {
+func (c *Comparison) testable(i int, repeated []bool) bool {
 	if len(c.Rows[i].e2e) < 2 || c.Pairs == 0 {
 		return false
 	}
@@ -425,7 +420,7 @@ func (c *Comparison) testable(i int) bool {
 		if j == i || len(c.Rows[j].e2e) < 2 {
 			continue
 		}
-		if c.repeated(i) && c.repeated(j) || metrics.MannWhitneyCanReject(len(c.Rows[i].e2e), len(c.Rows[j].e2e), session.Alpha/float64(c.Pairs)) {
+		if repeated[i] && repeated[j] || metrics.MannWhitneyCanReject(len(c.Rows[i].e2e), len(c.Rows[j].e2e), session.Alpha/float64(c.Pairs)) {
 			return true
 		}
 	}
@@ -468,10 +463,13 @@ func (c *Comparison) rank() {
 	}
 	var pairs []pair
 	var p []float64
+	// A row is compared over its repetitions where it has the medians of
+	// two or more sessions.
 	repetitions := make([][]float64, len(c.Rows))
+	repeated := make([]bool, len(c.Rows))
 	for i := range c.Rows {
-		if c.repeated(i) {
-			repetitions[i] = logs(c.Rows[i].repetitionMedians())
+		if medians := c.Rows[i].repetitionMedians(); len(medians) >= 2 {
+			repetitions[i], repeated[i] = logs(medians), true
 		}
 	}
 	pool := metrics.PoolGroups(repetitions)
@@ -480,11 +478,11 @@ func (c *Comparison) rank() {
 			if len(c.Rows[i].e2e) < 2 || len(c.Rows[j].e2e) < 2 {
 				continue
 			}
-			repeated := c.repeated(i) && c.repeated(j)
-			if repeated {
+			both := repeated[i] && repeated[j]
+			if both {
 				c.Repeated++
 			}
-			pv, iFaster := c.pairTest(i, j, repeated, pool)
+			pv, iFaster := c.pairTest(i, j, both, pool)
 			pairs = append(pairs, pair{i, j, iFaster})
 			p = append(p, pv)
 		}
@@ -506,7 +504,7 @@ func (c *Comparison) rank() {
 	}
 	for i := range c.Rows {
 		c.Rows[i].Rank = 1 + faster[i]
-		if !c.testable(i) {
+		if !c.testable(i, repeated) {
 			c.Rows[i].Rank = 0 // no test could tell it apart from any other: a rank would claim a tie nothing showed
 		}
 	}
