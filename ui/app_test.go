@@ -493,6 +493,43 @@ func TestHWritesTheHTMLReportAndSaysWhere(t *testing.T) {
 	}
 }
 
+// TestPickerShowsEveryProfileAndItsFocusAt80x24: eight profiles (the
+// built-ins and a user's) all show at 80x24, one line each with the
+// selected one's plan under them, and the focused box and field are marked
+// with ▸, not by colour alone.
+func TestPickerShowsEveryProfileAndItsFocusAt80x24(t *testing.T) {
+	now := testStart
+	cfg := testConfig(&now)
+	mine := *cfg.Profiles[0]
+	mine.Name, mine.Source = "my-profile", "user"
+	cfg.Profiles = append(cfg.Profiles, &mine)
+	if len(cfg.Profiles) < 8 {
+		t.Fatalf("the test wants 8 profiles, has %d", len(cfg.Profiles))
+	}
+	a := New(context.Background(), cfg)
+	a.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	screen := ansi.Strip(a.View().Content)
+	checkFits(t, a.View().Content, 80, 24)
+	for _, p := range cfg.Profiles {
+		if !strings.Contains(screen, p.Name) {
+			t.Errorf("profile %s missing at 80x24:\n%s", p.Name, screen)
+		}
+	}
+	if !strings.Contains(screen, "3 warmup + 1500 trials") {
+		t.Errorf("the selected profile's plan is not shown:\n%s", screen)
+	}
+	for _, want := range []string{"▸ Profiles", "▸ Backend", "▸ Run"} {
+		screen := ansi.Strip(a.View().Content)
+		if strings.Count(screen, "─ ▸ ") != 1 || !strings.Contains(screen, "─ "+want) {
+			t.Errorf("focus should be marked on %q alone:\n%s", want, screen)
+		}
+		a.Update(press("tab"))
+	}
+	if screen := ansi.Strip(a.View().Content); !strings.Contains(screen, "▸ trials") || strings.Contains(screen, "▸ model") {
+		t.Errorf("the focused field is not marked:\n%s", screen)
+	}
+}
+
 func TestPickerStartsTheChosenRun(t *testing.T) {
 	now := testStart
 	a := New(context.Background(), testConfig(&now))

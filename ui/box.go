@@ -78,6 +78,15 @@ func sideBySide(left, right string) string {
 
 // box draws a rounded panel of exactly w×h cells with the title set in
 // its top border; content is fitted to the inside.
+// focusTitle marks the focused box's title with ▸, so focus shows without
+// colour too.
+func focusTitle(title string, focused bool) string {
+	if focused {
+		return "▸ " + title
+	}
+	return title
+}
+
 func box(title, content string, w, h int, focused bool) string {
 	if w < 4 || h < 2 {
 		return strings.Join(fitLines("", w, h), "\n")

@@ -158,15 +158,10 @@ func (d *dashboard) topRow(w, h int) string {
 	return sideBySide(d.panel(panelHistogram, left, h), d.panel(panelConvergence, w-left, h))
 }
 
-// panel draws one panel in its box; the focused one's title starts with
-// ▸, so focus shows without colour too.
+// panel draws one panel in its box.
 func (d *dashboard) panel(p panel, w, h int) string {
 	m := d.panels[p]
-	title := m.title(d.data)
-	if p == d.focus {
-		title = "▸ " + title
-	}
-	return box(title, m.view(d.data, w-2, h-2), w, h, p == d.focus)
+	return box(focusTitle(m.title(d.data), p == d.focus), m.view(d.data, w-2, h-2), w, h, p == d.focus)
 }
 
 // header is the title line and one progress line per arm.

@@ -133,6 +133,13 @@ func screenStates(t *testing.T) []screenState {
 	}
 	picker.Update(press("tab"))
 	states = append(states, appState("picker with problems and probes", picker))
+	filtered := New(context.Background(), testConfig(&now))
+	filtered.Update(press("/"))
+	for _, r := range "qu" {
+		_, cmd := filtered.Update(press(string(r)))
+		applyFilterResults(filtered, cmd)
+	}
+	states = append(states, appState("picker filtering", filtered))
 
 	// Dashboards mid-run.
 	dash := func(name string, arms []string, edit func([]runner.Event) []runner.Event, keys ...string) {

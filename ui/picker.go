@@ -51,6 +51,7 @@ func (i profileItem) FilterValue() string { return i.p.Name + " " + i.p.Descript
 type picker struct {
 	base     runner.Options
 	list     list.Model
+	delegate list.DefaultDelegate
 	kinds    []backends.Kind
 	probes   []*ProbeReport // nil while probing
 	backend  int
@@ -91,10 +92,16 @@ func newPicker(all []*profiles.Profile, problems []error, base runner.Options) *
 	l := list.New(items, delegate, 40, 10)
 	l.SetShowTitle(false)
 	l.SetShowHelp(false)
+	// The box's title counts the profiles; the filter bar shows only while
+	// a filter is typed or applied, and without the blank line under it.
+	l.SetShowStatusBar(false)
+	l.SetShowFilter(false)
+	l.SetShowPagination(false) // the title's "3/12" says where the list is
+
+	l.Styles.TitleBar = l.Styles.TitleBar.PaddingBottom(0)
 	l.DisableQuitKeybindings()
-	l.SetStatusBarItemName("profile", "profiles")
 	l.Select(selected)
-	p := &picker{base: base, list: l, kinds: registry.Kinds, probes: make([]*ProbeReport, len(registry.Kinds)), problems: problems,
+	p := &picker{base: base, list: l, delegate: delegate, kinds: registry.Kinds, probes: make([]*ProbeReport, len(registry.Kinds)), problems: problems,
 		models: make([]string, len(registry.Kinds))}
 	for i, k := range p.kinds {
 		if k.Name == base.Backend || base.Backend == "" && k.Name == registry.Default {
@@ -337,14 +344,49 @@ func (p *picker) view(w, h int) string {
 	status := p.statusLine()
 	if w >= 120 {
 		left := w / 2
-		p.list.SetSize(left-2, h-1-2)
 		right := lipgloss.JoinVertical(lipgloss.Left, p.backendsBox(w-left, backendsH), p.formBox(w-left, formH))
-		return lipgloss.JoinHorizontal(lipgloss.Top, box("Profiles", p.list.View(), left, h-1, p.focus == focusProfiles), right) + "\n" + fit(status, w)
+		return lipgloss.JoinHorizontal(lipgloss.Top, p.profilesBox(left, h-1), right) + "\n" + fit(status, w)
 	}
 	listH := max(5, h-backendsH-formH-1)
-	p.list.SetSize(w-2, listH-2)
-	return strings.Join([]string{box("Profiles", p.list.View(), w, listH, p.focus == focusProfiles),
-		p.backendsBox(w, backendsH), p.formBox(w, formH), fit(status, w)}, "\n")
+	return strings.Join([]string{p.profilesBox(w, listH), p.backendsBox(w, backendsH), p.formBox(w, formH), fit(status, w)}, "\n")
+}
+
+// profilesBox lists the profiles, two lines each (name, then plan) where
+// they all fit, else one line each with the selected one's plan under the
+// list, so a short terminal still shows most of them. The filter bar shows
+// only while a filter is typed; an applied one is named in the title.
+func (p *picker) profilesBox(w, h int) string {
+	inner := h - 2
+	p.list.SetShowFilter(p.filtering())
+	shown := len(p.list.VisibleItems())
+	if p.list.ShowFilter() {
+		inner--
+	}
+	compact := 2*shown > inner
+	if compact != !p.delegate.ShowDescription {
+		p.delegate.ShowDescription = !compact
+		p.list.SetDelegate(p.delegate)
+	}
+	footer := ""
+	listH := h - 2
+	if compact && listH > 2 {
+		if item, ok := p.list.SelectedItem().(profileItem); ok {
+			footer = "\n" + styleDim.Render("  "+item.Description())
+			listH--
+		}
+	}
+	p.list.SetSize(w-2, listH)
+	title := fmt.Sprintf("Profiles %d/%d", p.list.Index()+1, shown)
+	if shown == 0 {
+		title = "Profiles: none match"
+	}
+	if p.list.FilterState() == list.FilterApplied {
+		title += fmt.Sprintf(" matching %q · esc shows all", p.list.FilterValue())
+	}
+	if p.focus == focusProfiles {
+		title = "▸ " + title
+	}
+	return box(title, p.list.View()+footer, w, h, p.focus == focusProfiles)
 }
 
 func (p *picker) statusLine() string {
@@ -382,7 +424,7 @@ func (p *picker) backendsBox(w, h int) string {
 		}
 		lines = append(lines, mark+name+" "+tag+p.backendStatus(i, profile))
 	}
-	return box("Backend", strings.Join(lines, "\n"), w, h, p.focus == focusBackends)
+	return box(focusTitle("Backend", p.focus == focusBackends), strings.Join(lines, "\n"), w, h, p.focus == focusBackends)
 }
 
 // backendStatus is a backend's row: reachable or why not, server version,
@@ -416,10 +458,14 @@ func (p *picker) backendStatus(i int, profile *profiles.Profile) string {
 func (p *picker) formBox(w, h int) string {
 	var lines []string
 	for i := range p.inputs {
-		p.inputs[i].SetWidth(max(1, w-4-len(p.inputs[i].Prompt)))
-		lines = append(lines, p.inputs[i].View())
+		p.inputs[i].SetWidth(max(1, w-6-len(p.inputs[i].Prompt)))
+		mark := "  "
+		if pickerFocus(i)+focusModel == p.focus {
+			mark = styleSelected.Render("▸ ")
+		}
+		lines = append(lines, mark+p.inputs[i].View())
 	}
-	return box("Run", strings.Join(lines, "\n"), w, h, p.focus >= focusModel)
+	return box(focusTitle("Run", p.focus >= focusModel), strings.Join(lines, "\n"), w, h, p.focus >= focusModel)
 }
 
 // ProbeReport is one backend's answer to a reachability probe.
