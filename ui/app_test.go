@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -974,5 +975,29 @@ func TestEveryArmStaysPastAThousandTrials(t *testing.T) {
 	}
 	if strings.Contains(tr.screen(), "more arms") {
 		t.Errorf("arms left out:\n%s", tr.screen())
+	}
+
+	// Through to the done view, with a long path and a missed target: the
+	// head keeps to two lines and the histogram to every arm.
+	events := syntheticRun(three, 3, 1200)
+	fin := finished(events, session.StatusComplete)
+	fin.Manifest = "/home/someone/with/a/rather/deep/folder/tokentop/sessions/20261125T101010Z-greedy-vs-sampling-builtin.toml"
+	fin.Precision = session.Precision{Missed: true, Short: "mean e2e ±2% not reached by greedy, temp-0.8: stopped at the cap of 1,500 trials"}
+	tr.send(eventsMsg{fin})
+	close(tr.app.run.done)
+	tr.send(runEndedMsg{}, verdictsMsg{cmp: armsComparison(t, three)})
+	screen := strings.Split(tr.screen(), "\n")
+	if !strings.HasSuffix(strings.TrimSpace(screen[1]), "…/20261125T101010Z-greedy-vs-sampling-builtin.toml") {
+		t.Errorf("the path should end the head's second line, its folders elided:\n%s", tr.screen())
+	}
+	top := slices.IndexFunc(screen, func(l string) bool { return strings.Contains(l, "e2e ms  │ p50") })
+	if top < 0 {
+		t.Fatalf("no histogram on the done view:\n%s", tr.screen())
+	}
+	bottom := top + slices.IndexFunc(screen[top:], func(l string) bool { return strings.HasPrefix(l, "╰") })
+	for _, a := range three {
+		if !slices.ContainsFunc(screen[top+1:bottom], func(l string) bool { return strings.HasPrefix(strings.TrimLeft(l, "│"), a+" ") }) {
+			t.Errorf("the done view's histogram lost %s:\n%s", a, tr.screen())
+		}
 	}
 }

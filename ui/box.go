@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"path/filepath"
 	"strings"
 
 	"charm.land/lipgloss/v2"
@@ -16,6 +17,39 @@ const nonBreakingHyphen = "\u2011"
 // than w is cut, so that a panel never overflows.
 func wrap(text string, w int) []string {
 	return strings.Split(keepHyphens(text, func(s string) string { return ansi.Wrap(s, w, " ") }), "\n")
+}
+
+// withPath ends lines with label and path on one line, on the last line
+// where a readable part of the path fits, else a line of its own; a path
+// too long for it keeps its file name and loses leading folders (the full
+// path is printed when tokentop exits, and is in the report).
+func withPath(lines []string, label, path string, w int) []string {
+	const readable = 24
+	last := lines[len(lines)-1]
+	if room := w - cellWidth(last) - cellWidth(label); room >= min(readable, cellWidth(path)) {
+		lines[len(lines)-1] = last + label + elidePath(path, room)
+		return lines
+	}
+	label = strings.TrimLeft(label, " ·")
+	return append(lines, label+elidePath(path, w-cellWidth(label)))
+}
+
+// elidePath fits a path into w cells by dropping leading folders for "…",
+// keeping the file name and as many of its folders as fit.
+func elidePath(path string, w int) string {
+	if cellWidth(path) <= w {
+		return path
+	}
+	parts := strings.Split(filepath.ToSlash(path), "/")
+	kept := parts[len(parts)-1]
+	for i := len(parts) - 2; i >= 0; i-- {
+		next := parts[i] + "/" + kept
+		if cellWidth("…/"+next) > w {
+			break
+		}
+		kept = next
+	}
+	return fit(filepath.FromSlash("…/"+kept), w)
 }
 
 // wrapWords breaks text at spaces only, into lines of at most w cells

@@ -328,7 +328,7 @@ func (d *doneView) headLines(w int) []string {
 	if fin.SaveErr != "" {
 		lines = wrap(head+" "+styleBad.Render("✗ but the session is not saved in full: "+fin.SaveErr), w)
 	} else {
-		lines = wrap(head+" · saved "+fin.Manifest, w)
+		lines = withPath(wrap(head, w), " · saved ", fin.Manifest, w)
 	}
 	var names []string
 	for _, a := range d.data.arms {
