@@ -364,6 +364,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 		case err == nil && out.pictures():
 			err = out.save(htmlreport.BuildGrid(cmp), stdout)
 		case err == nil:
+			cmp.Width = terminalWidth(stdout)
 			err = cmp.Write(stdout, *out.format)
 		}
 		if err != nil {
@@ -395,6 +396,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	cmp, err := session.Compare(refs, sessions, metricNames)
 	if err == nil {
 		cmp.RunTests(out.testOptions())
+		cmp.Width = terminalWidth(stdout)
 		err = cmp.Write(stdout, *out.format)
 	}
 	if err != nil {
@@ -454,6 +456,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 	if cmp, err := grid.Compare(m.Dir, session.DefaultTestOptions); err != nil {
 		printErr(stderr, err)
 	} else {
+		cmp.Width = terminalWidth(stdout)
 		cmp.Write(stdout, "text")
 	}
 	switch {

@@ -72,7 +72,7 @@ func TestRunHeadlessThenCompare(t *testing.T) {
 		t.Fatalf("%v %d %+v", err, len(s.Records), s.Manifest.Targets)
 	}
 	code, stdout, stderr = runCLI("compare", paths[0]+"#greedy", paths[0]+"#temp-0.8", "--metric", "e2e_ms", "--format", "md")
-	if code != exitOK || !strings.Contains(stdout, "| e2e_ms | mean |") || !strings.Contains(stdout, "#temp-0.8 is compared with") ||
+	if code != exitOK || !strings.Contains(stdout, "| e2e_ms | mean |") || !strings.Contains(stdout, "temp-0.8 is compared with greedy") ||
 		!strings.Contains(stdout, "- temp-0.8 ") || !strings.Contains(stdout, "Holm-adjusted (family size 1") {
 		t.Errorf("compare exit %d\n%s\n%s", code, stdout, stderr)
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/tokentop/tokentop/metrics"
 )
@@ -464,6 +465,21 @@ func TestMismatchedSetupsAreSaidInTheTableAndTheVerdicts(t *testing.T) {
 	lines := c.VerdictLines()
 	if len(lines) < 2 || lines[0].Test != nil || !strings.Contains(lines[0].Text, "B#greedy vs A#greedy: the sessions were set up differently ("+want+")") {
 		t.Errorf("verdict lines %+v", lines)
+	}
+	// As text at 80 columns: the legend names the baseline, and no line,
+	// table or prose, is wider.
+	c.Width = 80
+	var text strings.Builder
+	if err := c.Write(&text, "text"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "A = A (baseline)\nB = B\n") || !strings.Contains(text.String(), "A#greedy") {
+		t.Errorf("the text names no baseline:\n%s", text.String())
+	}
+	for _, line := range strings.Split(text.String(), "\n") {
+		if n := utf8.RuneCountInString(line); n > 80 {
+			t.Errorf("a text line of %d cells: %q", n, line)
+		}
 	}
 	// The same setup twice: nothing to warn about.
 	c, _ = Compare([]Ref{{Path: a.Path}, {Path: "/s/A2.toml"}}, []*Session{a, {Path: "/s/A2.toml", Manifest: a.Manifest, Records: recs}}, []string{"e2e_ms"})

@@ -75,6 +75,9 @@ type Row struct {
 
 // Comparison is a table of statistics across sessions or arms.
 type Comparison struct {
+	// Width is the text table's width, a terminal's: its columns go into
+	// blocks that fit. 0 prints one block however wide.
+	Width    int
 	Metrics  []string // in row order
 	Columns  []Column
 	Rows     []Row

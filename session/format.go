@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/tokentop/tokentop/metrics"
 )
@@ -81,6 +80,23 @@ func FormatDelta(d float64) string {
 	return fmt.Sprintf("%+.1f%%", d)
 }
 
+// writeLegend names the columns by their short labels, says whose they
+// are and which is the baseline, each line after prefix and a blank line
+// after them, and returns the labels.
+func (c *Comparison) writeLegend(w io.Writer, prefix string) ([]string, error) {
+	labels, legend := ShortLabels(c.Columns)
+	if len(legend) == 0 {
+		legend = []string{"Δ% against " + labels[0] + ", the baseline"}
+	}
+	var b strings.Builder
+	for _, line := range legend {
+		b.WriteString(prefix + line + "\n")
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return labels, err
+}
+
 func (c *Comparison) cells(row Row) []string {
 	out := []string{row.Metric, row.Stat}
 	for i := range c.Columns {
@@ -91,14 +107,6 @@ func (c *Comparison) cells(row Row) []string {
 		out = append(out, cell)
 	}
 	return out
-}
-
-func (c *Comparison) header() []string {
-	h := []string{"metric", "stat"}
-	for _, col := range c.Columns {
-		h = append(h, col.Label)
-	}
-	return h
 }
 
 // writeCaveats puts the caveats first, each line after prefix, with a
@@ -117,28 +125,31 @@ func writeCaveats(w io.Writer, caveats []string, prefix string) error {
 }
 
 func (c *Comparison) writeText(w io.Writer) error {
-	if err := writeCaveats(w, c.Caveats, "caveat: "); err != nil {
+	prose := wrapping{w, c.Width}
+	if err := writeCaveats(prose, c.Caveats, "caveat: "); err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	line := func(cells []string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
-	line(c.header())
-	for _, row := range c.Rows {
-		line(c.cells(row))
+	labels, err := c.writeLegend(prose, "")
+	if err != nil {
+		return err
 	}
-	if err := tw.Flush(); err != nil {
+	rows := [][]string{append([]string{"metric", "stat"}, labels...)}
+	for _, row := range c.Rows {
+		rows = append(rows, c.cells(row))
+	}
+	if err := (TextTable{Rows: rows, Key: 2, Width: c.Width, AlignRight: true}).Write(w); err != nil {
 		return err
 	}
 	if err := c.writeReasoning(w); err != nil {
 		return err
 	}
-	if err := c.writeVerdicts(w, ""); err != nil {
+	if err := c.writeVerdicts(prose, ""); err != nil {
 		return err
 	}
-	if err := c.writeLoad(w, ""); err != nil {
+	if err := c.writeLoad(prose, ""); err != nil {
 		return err
 	}
-	return c.writeFootnotes(w)
+	return c.writeFootnotes(prose)
 }
 
 // writeReasoning prints the ReasoningTable where a model reasoned.
@@ -183,6 +194,7 @@ func (c *Comparison) writeVerdicts(w io.Writer, prefix string) error {
 
 func (c *Comparison) writeFootnotes(w io.Writer) error {
 	var b strings.Builder
+	labels, _ := ShortLabels(c.Columns)
 	for _, name := range c.Metrics {
 		if m, _ := LookupMetric(name); m.Pooled != nil {
 			fmt.Fprintf(&b, "%s %s is Σ tokens / Σ time over the column's trials; its other rows describe the trials' own rates.\n", name, rateStat)
@@ -190,7 +202,7 @@ func (c *Comparison) writeFootnotes(w io.Writer) error {
 	}
 	for i, col := range c.Columns {
 		if col.Baseline != i {
-			fmt.Fprintf(&b, "%s is compared with %s.\n", col.Label, c.Columns[col.Baseline].Label)
+			fmt.Fprintf(&b, "%s is compared with %s.\n", labels[i], labels[col.Baseline])
 		}
 	}
 	for _, warn := range c.Warnings {
@@ -206,9 +218,13 @@ func (c *Comparison) writeMarkdown(w io.Writer) error {
 	if err := writeCaveats(w, c.Caveats, "- **Caveat:** "); err != nil {
 		return err
 	}
+	labels, err := c.writeLegend(w, "- ")
+	if err != nil {
+		return err
+	}
 	var b strings.Builder
 	row := func(cells []string) { b.WriteString("| " + strings.Join(cells, " | ") + " |\n") }
-	row(c.header())
+	row(append([]string{"metric", "stat"}, labels...))
 	sep := make([]string, len(c.Columns)+2)
 	for i := range sep {
 		sep[i] = "---:"

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/session"
@@ -76,6 +75,9 @@ func (m AxisMean) MarshalJSON() ([]byte, error) {
 
 // Comparison is the grid's cells side by side.
 type Comparison struct {
+	// Width is the text tables' width, a terminal's: their columns go
+	// into blocks that fit. 0 prints each in one block however wide.
+	Width   int
 	Name    string
 	Axes    []string
 	Rows    []Row
@@ -700,7 +702,7 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		if md {
 			b.WriteString("- **Caveat:** " + cv + "\n")
 		} else {
-			b.WriteString("caveat: " + cv + "\n")
+			b.WriteString(session.WrapText("caveat: "+cv, c.Width) + "\n")
 		}
 	}
 	if len(c.Caveats) > 0 {
@@ -730,13 +732,13 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		}
 		rows = append(rows, row)
 	}
-	writeTable(&b, rows, md)
+	writeTable(&b, rows, md, 4, c.Width) // rank, group, cell, axes
 	b.WriteString("\n")
 	means := [][]string{{"axis", "value", "matched rows", "e2e geomean (ms)", "vs fastest", "tok/s geomean"}}
 	for _, a := range c.Means {
 		means = append(means, []string{a.Axis, a.Value, strconv.Itoa(a.Rows), session.FormatValue(a.E2E), fmt.Sprintf("%.2f×", a.E2ERatioVsFaster), session.FormatValue(a.TokensPerS)})
 	}
-	writeTable(&b, means, md)
+	writeTable(&b, means, md, 2, c.Width)
 	if len(c.Fits) > 0 {
 		b.WriteString("\n" + PhaseSplitMethod + ":\n")
 		for _, f := range c.Fits {
@@ -744,15 +746,17 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 			if md {
 				prefix = "- "
 			}
-			b.WriteString(fmt.Sprintf("%s%s, %s: %s (n %d)\n", prefix, f.Group, f.What, f.Words, f.N))
+			b.WriteString(session.WrapText(fmt.Sprintf("%s%s, %s: %s (n %d)", prefix, f.Group, f.What, f.Words, f.N), c.Width) + "\n")
 		}
 	}
-	b.WriteString("\n" + c.Method() + "\n")
+	b.WriteString("\n" + session.WrapText(c.Method(), c.Width) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func writeTable(b *strings.Builder, rows [][]string, md bool) {
+// writeTable prints rows as Markdown or as text that fits width, its
+// first key columns repeated in each block.
+func writeTable(b *strings.Builder, rows [][]string, md bool, key, width int) {
 	if md {
 		for i, r := range rows {
 			b.WriteString("| " + strings.Join(r, " | ") + " |\n")
@@ -762,9 +766,5 @@ func writeTable(b *strings.Builder, rows [][]string, md bool) {
 		}
 		return
 	}
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	tw.Flush()
+	session.TextTable{Rows: rows, Key: key, Width: width}.Write(b)
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tokentop/tokentop/backends/replay"
 	"github.com/tokentop/tokentop/metrics"
@@ -484,6 +485,19 @@ func TestCellsCostPerMillionTokens(t *testing.T) {
 	cmp.Write(&out, "text")
 	if !strings.Contains(out.String(), "$/1M tokens") {
 		t.Errorf("no cost column:\n%s", out.String())
+	}
+	// In a terminal of 80 columns, no line is wider: the table goes into
+	// blocks, the prose wraps.
+	cmp.Width = 80
+	out.Reset()
+	cmp.Write(&out, "text")
+	for _, line := range strings.Split(out.String(), "\n") {
+		if n := utf8.RuneCountInString(line); n > 80 {
+			t.Errorf("a line of %d cells at 80: %q", n, line)
+		}
+	}
+	if !strings.Contains(out.String(), "$/1M tokens") || strings.Count(out.String(), "rank") < 2 {
+		t.Errorf("the table's blocks at 80 lack the cost column or repeat no key column:\n%s", out.String())
 	}
 }
 
