@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -71,21 +72,14 @@ func BootstrapTwoSample(a, b []float64, resamples int, seed uint64) TwoSample {
 		return out
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x746f6b656e746f70))
-	scratchA, scratchB := make([]float64, len(a)), make([]float64, len(b))
-	draw := func(scratch, from []float64) (median, mean, cv float64) {
-		for i := range scratch {
-			scratch[i] = from[rng.IntN(len(from))]
-		}
-		mean, cv = meanCV(scratch)
-		return Median(scratch), mean, cv // Median reorders: last
-	}
+	fromA, fromB := newResampler(a), newResampler(b)
 	est := make([][]float64, 7)
 	for i := range est {
 		est[i] = make([]float64, resamples)
 	}
 	for r := range resamples {
-		ma, ua, ca := draw(scratchA, a)
-		mb, ub, cb := draw(scratchB, b)
+		ma, ua, ca := fromA.draw(rng)
+		mb, ub, cb := fromB.draw(rng)
 		est[0][r], est[1][r] = mb-ma, ub-ua
 		est[2][r], est[3][r] = mb/ma, ub/ua
 		est[4][r], est[5][r], est[6][r] = ca, cb, cb/ca
@@ -94,6 +88,75 @@ func BootstrapTwoSample(a, b []float64, resamples int, seed uint64) TwoSample {
 		e.CI = percentileCI(est[i])
 	}
 	return out
+}
+
+// resampler draws bootstrap resamples of a sample as counts of its values
+// in ascending order: a resample's median is then a walk along the counts
+// and its mean and CV two sums, with no copy and no selection (which cost
+// two thirds of the verdicts' time). Each draw picks values by their
+// index in the sample, as a copying bootstrap would, so a seed gives the
+// same resamples as before.
+type resampler struct {
+	sorted []float64 // the sample, ascending
+	rank   []int     // rank[i]: where the sample's i-th value is in sorted
+	counts []int32   // a resample: how often each sorted value was drawn
+}
+
+func newResampler(sample []float64) *resampler {
+	n := len(sample)
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(sample[i], sample[j]) })
+	r := &resampler{sorted: make([]float64, n), rank: make([]int, n), counts: make([]int32, n)}
+	for p, i := range order {
+		r.sorted[p], r.rank[i] = sample[i], p
+	}
+	return r
+}
+
+// draw resamples len(sample) values with replacement and returns their
+// median, mean and CV, as Median and meanCV define them.
+func (r *resampler) draw(rng *rand.Rand) (median, mean, cv float64) {
+	n := len(r.sorted)
+	clear(r.counts)
+	for range n {
+		r.counts[r.rank[rng.IntN(n)]]++
+	}
+	// The median is the value at position n/2 of the resample in order,
+	// or for an even n the mean of it and the one before. The sums run
+	// over zero counts too: adding 0 is exact, and a branch per value
+	// costs more than it saves.
+	hiAt, loAt := n/2, n/2
+	if n%2 == 0 {
+		loAt = n/2 - 1
+	}
+	p, seen := 0, int(r.counts[0])
+	for seen <= loAt {
+		p++
+		seen += int(r.counts[p])
+	}
+	lo := r.sorted[p]
+	for seen <= hiAt {
+		p++
+		seen += int(r.counts[p])
+	}
+	median = (lo + r.sorted[p]) / 2
+	sum := 0.0
+	for p, c := range r.counts {
+		sum += float64(c) * r.sorted[p]
+	}
+	mean = sum / float64(n)
+	if n < 2 {
+		return median, mean, math.NaN()
+	}
+	ss := 0.0
+	for p, c := range r.counts {
+		d := r.sorted[p] - mean
+		ss += float64(c) * d * d
+	}
+	return median, mean, math.Sqrt(ss/float64(n-1)) / mean
 }
 
 // percentileCI is the 2.5%..97.5% range of bootstrap estimates; it sorts

@@ -80,3 +80,30 @@ func BenchmarkBootstrapTwoSample(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(resamples*2000), "ns/value")
 }
+
+// A resample drawn as counts has the median, mean and CV of the same draws
+// copied out and measured by Median and meanCV: for odd and even sizes,
+// with ties, from the same seed.
+func TestResamplerMatchesACopyingBootstrap(t *testing.T) {
+	for _, n := range []int{2, 3, 10, 11, 1000, 1001} {
+		sample := make([]float64, n)
+		src := rand.New(rand.NewPCG(uint64(n), 2))
+		for i := range sample {
+			sample[i] = math.Round(src.ExpFloat64()*20) / 2 // ties
+		}
+		counted, copied := rand.New(rand.NewPCG(9, 9)), rand.New(rand.NewPCG(9, 9))
+		r := newResampler(sample)
+		scratch := make([]float64, n)
+		for range 50 {
+			median, mean, cv := r.draw(counted)
+			for i := range scratch {
+				scratch[i] = sample[copied.IntN(n)]
+			}
+			wantMean, wantCV := meanCV(scratch)
+			wantMedian := Median(scratch)
+			if median != wantMedian || math.Abs(mean-wantMean) > 1e-12*math.Abs(wantMean) || math.Abs(cv-wantCV) > 1e-9*math.Abs(wantCV) {
+				t.Fatalf("n %d: counted %v %v %v, copied %v %v %v", n, median, mean, cv, wantMedian, wantMean, wantCV)
+			}
+		}
+	}
+}
