@@ -13,15 +13,16 @@ import (
 // its bootstrap 95% interval, p90, p95, p99, max and CV; TTFT p50 and p95;
 // TPOT p50; ITL p50 and p99 over every gap between chunks of the counted
 // trials (from tokens, each column's session's arrivals; "—" without);
-// tok/s (Σ tokens / Σ time); and for load runs req/s over the steady
-// windows (the concurrency is in the arm's name, <arm>@c<N>).
+// tok/s (Σ tokens / Σ time, a request's own rate); and for load runs the
+// streams in flight and req/s over the steady windows (the load table
+// that follows has all streams' tok/s and the rest).
 func (c *Comparison) NumbersTable(tokens func(session string) map[TrialKey]Arrivals) Table {
 	labels, _ := ShortLabels(c.Columns)
 	t := Table{Header: []string{"", "n", "degraded", "e2e mean ms", "median [95% CI]", "p90", "p95", "p99", "max", "CV",
 		"TTFT p50", "TTFT p95", "TPOT p50", "ITL p50", "ITL p99", "tok/s"}}
 	load := slices.ContainsFunc(c.Columns, func(col Column) bool { return col.load() != nil })
 	if load {
-		t.Header = append(t.Header, "req/s")
+		t.Header = append(t.Header, "streams", "req/s")
 	}
 	metric := func(name string) Metric { m, _ := LookupMetric(name); return m }
 	for i, col := range c.Columns {
@@ -39,11 +40,11 @@ func (c *Comparison) NumbersTable(tokens func(session string) map[TrialKey]Arriv
 			ms(st.P90), ms(st.P95), ms(st.P99), ms(st.Max), orDash("%.3f", st.CV), ms(ttft.Median), ms(ttft.P95), ms(tpot.Median),
 			ms(itl.Median), ms(itl.P99), orDash("%.1f", metric("output_tps").Pooled(col.records))}
 		if load {
-			rps := "—"
+			streams, rps := "1", "—"
 			if l := col.load(); l != nil {
-				rps = orDash("%.2f", l.RequestsPerS)
+				streams, rps = strconv.Itoa(l.Concurrency), orDash("%.2f", l.RequestsPerS)
 			}
-			row = append(row, rps)
+			row = append(row, streams, rps)
 		}
 		t.Rows = append(t.Rows, row)
 	}

@@ -32,8 +32,10 @@ type compareView struct {
 	dists  [][]metrics.Distribution // [metric][column]
 }
 
-// compareStats are the rows shown per metric; cv shows spread.
-var compareStats = []string{"median", "p95", "cv"}
+// compareStats are the rows shown per metric, in the order a short
+// terminal keeps them (the table shows them in the comparison's own row
+// order); cv shows spread.
+var compareStats = []string{"median", "p95", "cv", "p90", "p99"}
 
 // compareTestedMsg carries the comparison's A/B statistics.
 type compareTestedMsg struct {
@@ -99,8 +101,8 @@ func (v *compareView) view(w, h int) string {
 		return box("Compare", styleBad.Render(v.err.Error()), w, h, true)
 	}
 	// The histogram keeps a row per column and its axis, and the verdicts
-	// at least three lines; a short terminal drops the CV, then the p95
-	// rows rather than those.
+	// at least three lines; a short terminal drops the p99 and p90, then
+	// the CV, then the p95 rows rather than those.
 	histH := len(v.cmp.Columns) + 3
 	const minVerdictH = 5
 	table := v.table(w-2, compareStats)

@@ -45,7 +45,9 @@ func NewHistogram(names []string, dists []*metrics.Distribution, maxBins int) Hi
 			continue
 		}
 		st := d.Stats()
-		lo, hi = math.Min(lo, st.Min), math.Max(hi, st.P99)
+		// The bins end at p99, or before a far outlier that p99 of a few
+		// trials still reaches (AxisTop); the rest pile into the last bin.
+		lo, hi = math.Min(lo, st.Min), math.Max(hi, math.Min(st.P99, AxisTop(d.Sorted())))
 		h.Series = append(h.Series, HistSeries{Index: i, Name: names[i], Stats: st})
 		withData = append(withData, d)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/tokentop/tokentop/metrics"
@@ -55,6 +57,28 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	return p
+}
+
+// legendRow is the share of a value axis that one legend row takes, a
+// chart's height in the page: the axis is extended by the rows' band so
+// that the legend sits above the data, never on it.
+const legendRow = 0.06
+
+// roomForLegend is the axis maximum that leaves a band for rows legend
+// entries above top, on an axis from lo.
+func roomForLegend(lo, top float64, rows int) float64 {
+	share := legendRow*float64(rows) + 0.04
+	return lo + (top-lo)/(1-share)
+}
+
+// clippedNote says, for an axis label, how many values lie past the axis
+// and how far, drawn as triangles at its edge.
+func clippedNote(c figure.Clipped, edge float64) string {
+	trials := "trials"
+	if c.N == 1 {
+		trials = "trial"
+	}
+	return fmt.Sprintf(" · %d %s past %s, up to %s, drawn as triangles at the edge", c.N, trials, session.FormatValue(edge), session.FormatValue(c.Max))
 }
 
 // elements makes a chart's plotters and keeps the first error: a part
@@ -176,8 +200,11 @@ func histogramChart(metric session.Metric, cols []column) (*plot.Plot, error) {
 		}
 	}
 	// The caption says what the glyphs mean; the legend (arms only) keeps
-	// the top band, above the marks.
-	p.Y.Max = peak * (1.08 + 0.07*float64(len(hist.Series))) / 0.75
+	// the top band, above the marks, and the marks at the ends of the
+	// bins keep their whole glyph.
+	p.Y.Max = roomForLegend(0, peak*(1.08+0.07*float64(len(hist.Series))), len(hist.Series))
+	pad := 0.02 * (hist.Hi() - hist.Lo())
+	p.X.Min, p.X.Max = hist.Lo()-pad, hist.Hi()+pad
 	if hist.Overflow {
 		p.X.Label.Text += fmt.Sprintf(" (values past %s pile into the last bin)", session.FormatValue(hist.Hi()))
 	}
@@ -189,15 +216,24 @@ func histogramChart(metric session.Metric, cols []column) (*plot.Plot, error) {
 func ecdfChart(metric session.Metric, cols []column) (*plot.Plot, error) {
 	var e elements
 	p := newPlot(metric.Label+": share of trials at or below", unitLabel(metric), "share of trials (%)")
-	p.Legend.Top, p.Legend.Left = false, false
-	p.Legend.YOffs = vg.Points(12)
+	var sorted [][]float64
 	for _, c := range cols {
 		values := slices.Clone(c.values[metric.Name])
-		if len(values) == 0 {
+		slices.Sort(values)
+		sorted = append(sorted, values)
+	}
+	// A far outlier would squeeze every curve against the left edge: the
+	// axis ends at AxisTop, and the values past it are triangles at the
+	// right edge, at their share, counted in the label.
+	top := figure.AxisTop(sorted...)
+	clipped := figure.ClippedAbove(top, sorted...)
+	rows := 0
+	for i, c := range cols {
+		values := sorted[i]
+		n := len(values)
+		if n == 0 {
 			continue
 		}
-		slices.Sort(values)
-		n := len(values)
 		steps := min(n, maxPoints)
 		xys := make(plotter.XYs, 0, steps)
 		for i := range steps {
@@ -209,8 +245,26 @@ func ecdfChart(metric session.Metric, cols []column) (*plot.Plot, error) {
 		line.LineStyle = lineStyle(c.mark)
 		p.Add(line)
 		p.Legend.Add(c.label, line)
+		rows++
+		if clipped.N > 0 {
+			var past plotter.XYs
+			for k := n - 1; k >= 0 && values[k] > top; k-- {
+				past = append(past, plotter.XY{X: top, Y: 100 * float64(k+1) / float64(n)})
+			}
+			if len(past) > 0 {
+				sc := e.scatter(past)
+				sc.GlyphStyle = draw.GlyphStyle{Color: hexColor(c.mark.Hex), Radius: vg.Points(3.5), Shape: draw.TriangleGlyph{}}
+				p.Add(sc)
+			}
+		}
 	}
-	p.Y.Min, p.Y.Max = 0, 100
+	if clipped.N > 0 {
+		p.X.Max = top
+		p.X.Label.Text += clippedNote(clipped, top)
+	}
+	// The legend's band is above 100%; the ticks stop at 100.
+	p.Y.Min, p.Y.Max = 0, roomForLegend(0, 100, rows)
+	p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 25}, {Value: 50, Label: "50"}, {Value: 75}, {Value: 100, Label: "100"}})
 	return p, e.err
 }
 
@@ -305,23 +359,38 @@ func timelineChart(cols []column) (*plot.Plot, error) {
 	var e elements
 	p := newPlot("e2e of every trial, in run order", "seconds since the first trial", "e2e (ms)")
 	var origin int64 = math.MaxInt64
-	top := 0.0
+	var sorted [][]float64
 	for _, c := range cols {
+		var values []float64
 		for _, r := range c.trials {
 			origin = min(origin, r.StartedAt.UnixNano())
-			if !math.IsNaN(r.E2EMs) {
-				top = math.Max(top, r.E2EMs)
+			if !math.IsNaN(r.E2EMs) && r.Status == session.StatusOK {
+				values = append(values, r.E2EMs)
 			}
 		}
+		slices.Sort(values)
+		sorted = append(sorted, values)
 	}
+	// A far outlier would flatten every other trial into a line: the axis
+	// ends at AxisTop and the trials above it are triangles on its top
+	// line, counted in the legend; failed trials, which have no e2e, are
+	// crosses on it too.
+	top := figure.AxisTop(sorted...)
+	if math.IsNaN(top) {
+		top = 1
+	}
+	clipped := figure.ClippedAbove(top, sorted...)
 	seconds := func(r *session.Record) float64 { return float64(r.StartedAt.UnixNano()-origin) / 1e9 }
 	var warmupShown, failedShown bool
+	rows := 0
 	for _, c := range cols {
-		var warm, timed, failed plotter.XYs
+		var warm, timed, failed, past plotter.XYs
 		for _, r := range c.trials {
 			switch {
 			case r.Status != session.StatusOK:
 				failed = append(failed, plotter.XY{X: seconds(r), Y: top})
+			case r.E2EMs > top:
+				past = append(past, plotter.XY{X: seconds(r), Y: top})
 			case r.Phase == session.PhaseWarmup:
 				warm = append(warm, plotter.XY{X: seconds(r), Y: r.E2EMs})
 			default:
@@ -329,6 +398,12 @@ func timelineChart(cols []column) (*plot.Plot, error) {
 			}
 		}
 		col := hexColor(c.mark.Hex)
+		if len(past) > 0 {
+			sc := e.scatter(past)
+			sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3.5), Shape: draw.TriangleGlyph{}}
+			p.Add(sc)
+		}
+		rows++
 		if len(timed) > maxPoints {
 			median, peak := sliceSummary(timed, maxPoints/4)
 			line := e.line(median)
@@ -359,11 +434,17 @@ func timelineChart(cols []column) (*plot.Plot, error) {
 	}
 	if warmupShown {
 		p.Legend.Add("warmup (set aside)", e.legendGlyph(draw.RingGlyph{}, legendGray, vg.Points(3)))
+		rows++
 	}
 	if failedShown {
 		p.Legend.Add("failed or degraded", e.legendGlyph(draw.CrossGlyph{}, failedRed, vg.Points(3)))
+		rows++
 	}
-	p.Y.Min = 0
+	if clipped.N > 0 {
+		p.Legend.Add(strings.TrimPrefix(clippedNote(clipped, top), " · "), e.legendGlyph(draw.TriangleGlyph{}, legendGray, vg.Points(3.5)))
+		rows++
+	}
+	p.Y.Min, p.Y.Max = 0, roomForLegend(0, top, rows)
 	return p, e.err
 }
 
@@ -376,6 +457,7 @@ func gapsChart(cols []column, typical bool) (*plot.Plot, error) {
 		title = "gaps between tokens in each arm's typical trial (median ITL max)"
 	}
 	p := newPlot(title, "tokens generated", "gap (ms)")
+	rows, top := 0, 0.0
 	for _, c := range cols {
 		a := c.slowest
 		if typical {
@@ -396,8 +478,13 @@ func gapsChart(cols []column, typical bool) (*plot.Plot, error) {
 		line.LineStyle = lineStyle(c.mark)
 		p.Add(line)
 		p.Legend.Add(c.label, line)
+		rows++
+		top = math.Max(top, slices.Max(gaps))
 	}
 	p.Y.Min = 0
+	if rows > 0 {
+		p.Y.Max = roomForLegend(0, top, rows)
+	}
 	return p, e.err
 }
 
@@ -410,7 +497,7 @@ const maxWindows = 2000
 func powerChart(title string, traces []deviceTrace, trials []*session.Record, origin time.Time) (*plot.Plot, error) {
 	var e elements
 	p := newPlot(title, "seconds since the sampler started", "power (W)")
-	top := 0.0
+	top, rows := 0.0, 0
 	for i, t := range traces {
 		if len(t.Watts) == 0 {
 			continue
@@ -426,11 +513,13 @@ func powerChart(title string, traces []deviceTrace, trials []*session.Record, or
 		line.LineStyle = lineStyle(mark)
 		p.Add(line)
 		p.Legend.Add(t.name, line)
+		rows++
 		if !math.IsNaN(t.baseline) {
 			base := e.line(plotter.XYs{{X: xys[0].X, Y: t.baseline}, {X: xys[len(xys)-1].X, Y: t.baseline}})
 			base.LineStyle = draw.LineStyle{Color: hexColor(mark.Hex), Width: vg.Points(1), Dashes: []vg.Length{vg.Points(2), vg.Points(4)}}
 			p.Add(base)
 			p.Legend.Add(fmt.Sprintf("%s idle %.0f W", t.name, t.baseline), base)
+			rows++
 		}
 	}
 	if len(trials) <= maxWindows {
@@ -450,7 +539,7 @@ func powerChart(title string, traces []deviceTrace, trials []*session.Record, or
 			p.Add(box)
 		}
 	}
-	p.Y.Min, p.Y.Max = 0, top*1.3 // the legend's room above the curves
+	p.Y.Min, p.Y.Max = 0, roomForLegend(0, top, rows)
 	return p, e.err
 }
 
@@ -506,13 +595,39 @@ func unitLabel(m session.Metric) string {
 	return m.Label
 }
 
+// chartMargin keeps a chart's title, its outermost glyphs and its legend
+// off the image's edge, which cut them.
+const chartMargin = 6 * vg.Millimeter
+
+// drawChart draws p on a white canvas inside chartMargin.
+func drawChart(p *plot.Plot, c vg.CanvasSizer) {
+	dc := draw.New(c)
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	p.Draw(draw.Crop(dc, chartMargin, -chartMargin, chartMargin, -chartMargin))
+}
+
+// writeChart renders p as a standalone svg or png file's bytes.
+func writeChart(p *plot.Plot, ext string, w io.Writer) error {
+	var c vg.CanvasWriterTo
+	switch ext {
+	case "svg":
+		c = vgsvg.New(chartW, chartH)
+	case "png":
+		c = vgimg.PngCanvas{Canvas: vgimg.New(chartW, chartH)}
+	default:
+		return fmt.Errorf("unknown chart format %q; use svg or png", ext)
+	}
+	drawChart(p, c)
+	_, err := c.WriteTo(w)
+	return err
+}
+
 // svgOf renders a chart as an SVG element for inlining in the page: the
 // XML prologue a standalone file needs is dropped.
 func svgOf(p *plot.Plot) (string, error) {
-	c := vgsvg.New(chartW, chartH)
-	p.Draw(draw.New(c))
 	var b bytes.Buffer
-	if _, err := c.WriteTo(&b); err != nil {
+	if err := writeChart(p, "svg", &b); err != nil {
 		return "", err
 	}
 	s := b.String()

@@ -131,7 +131,7 @@ func levelChart(title, yLabel string, sweeps []namedSweep, value func(session.Le
 	p.X.Scale = plot.LogScale{}
 	var ticks []plot.Tick
 	lo, hi, yHi := math.Inf(1), math.Inf(-1), 0.0
-	knee := false
+	knee, rows := false, 0
 	for i, sw := range sweeps {
 		mark := figure.Arm(i)
 		var pts plotter.XYs
@@ -161,6 +161,7 @@ func levelChart(title, yLabel string, sweeps []namedSweep, value func(session.Le
 		points.GlyphStyle = draw.GlyphStyle{Color: hexColor(mark.Hex), Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
 		p.Add(line, points)
 		p.Legend.Add(sw.label, line, points)
+		rows++
 	}
 	inLegend := map[string]bool{}
 	for _, ref := range refs {
@@ -186,11 +187,13 @@ func levelChart(title, yLabel string, sweeps []namedSweep, value func(session.Le
 			}
 			p.Legend.Add(label, legend)
 			inLegend[ref.label] = true
+			rows++
 		}
 		yHi = math.Max(yHi, ref.y)
 	}
 	if knee {
 		p.Legend.Add("knee", e.legendGlyph(draw.RingGlyph{}, legendGray, vg.Points(5)))
+		rows++
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	if lo < hi {
@@ -198,6 +201,6 @@ func levelChart(title, yLabel string, sweeps []namedSweep, value func(session.Le
 	} else if lo > 0 {
 		p.X.Min, p.X.Max = lo/2, lo*2
 	}
-	p.Y.Min, p.Y.Max = 0, yHi*1.35 // from zero, with room for the legend
+	p.Y.Min, p.Y.Max = 0, roomForLegend(0, yHi, rows) // from zero
 	return p, e.err
 }

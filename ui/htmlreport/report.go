@@ -6,6 +6,7 @@
 package htmlreport
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"github.com/tokentop/tokentop/backends"
@@ -318,7 +319,11 @@ func (r *Report) SaveCharts(dir, ext string) ([]string, error) {
 	var paths []string
 	for _, c := range r.Charts {
 		path := filepath.Join(dir, c.Name+"."+ext)
-		if err := c.plot.Save(chartW, chartH, path); err != nil {
+		var b bytes.Buffer
+		if err := writeChart(c.plot, ext, &b); err != nil {
+			return paths, fmt.Errorf("writing %s: %w", path, err)
+		}
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 			return paths, fmt.Errorf("writing %s: %w", path, err)
 		}
 		paths = append(paths, path)

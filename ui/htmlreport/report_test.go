@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"html"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/session"
+	"github.com/tokentop/tokentop/ui/figure"
 )
 
 // syntheticSession is a run of arms with trials timed from generated
@@ -387,5 +389,56 @@ func TestTheReportOpensWithEachArmsNumbers(t *testing.T) {
 	if row[0] != "arm-1" || row[1] != fmt.Sprint(st.N) || row[5] != fmt.Sprintf("%.2f", st.P90) || row[7] != fmt.Sprintf("%.2f", st.P99) ||
 		!strings.HasPrefix(row[4], fmt.Sprintf("%.2f [", st.Median)) || row[13] == "—" {
 		t.Errorf("arm-1's row %q; want n %d, p90 %.2f, p99 %.2f, median %.2f and ITL from the tokens", row, st.N, st.P90, st.P99, st.Median)
+	}
+}
+
+// TestOneOutlierDoesNotFlattenTheCharts: one trial of 3.3 s among trials
+// of milliseconds once stretched the ECDF's and the timeline's axes until
+// the rest was a flat line. The axes now end near the rest, the outlier is
+// counted in the label or legend, the legends have their own band above
+// the data, and the histogram's marks keep their whole glyph.
+func TestOneOutlierDoesNotFlattenTheCharts(t *testing.T) {
+	s := syntheticSession(t, 30, 1, 1.1)
+	for i := range s.Records {
+		if r := &s.Records[i]; r.Arm == "arm-0" && r.Trial == 20 {
+			r.E2EMs = 3300
+		}
+	}
+	r := buildRun(t, s)
+	charts := map[string]Chart{}
+	for _, c := range r.Charts {
+		charts[c.Name] = c
+	}
+	ecdf, timeline, hist := charts["e2e-ecdf"].plot, charts["timeline"].plot, charts["e2e-histogram"].plot
+	if ecdf == nil || timeline == nil || hist == nil {
+		t.Fatalf("charts %v", slices.Collect(maps.Keys(charts)))
+	}
+	if ecdf.X.Max > 330 || !strings.Contains(ecdf.X.Label.Text, "1 trial past") || !strings.Contains(ecdf.X.Label.Text, "up to 3300.0") {
+		t.Errorf("ECDF axis to %v, label %q", ecdf.X.Max, ecdf.X.Label.Text)
+	}
+	if ecdf.Y.Max <= 100 {
+		t.Errorf("the ECDF's legend has no band above 100%%: Y max %v", ecdf.Y.Max)
+	}
+	if timeline.Y.Max > 330 {
+		t.Errorf("timeline axis to %v: the outlier flattens it", timeline.Y.Max)
+	}
+	if hist.X.Max > 330 {
+		t.Errorf("histogram axis to %v", hist.X.Max)
+	}
+	// The histogram's marks sit at most at the last bin's edge, which is
+	// at most AxisTop: the axis goes past it, so no glyph is cut.
+	var sorted [][]float64
+	for _, arm := range []string{"arm-0", "arm-1"} {
+		var values []float64
+		for _, rec := range s.Records {
+			if rec.Arm == arm && rec.Phase == session.PhaseTimed {
+				values = append(values, rec.E2EMs)
+			}
+		}
+		slices.Sort(values)
+		sorted = append(sorted, values)
+	}
+	if top := figure.AxisTop(sorted...); !(hist.X.Max > top) || !(timeline.Y.Max > top) {
+		t.Errorf("the histogram's axis ends at %v, the timeline's at %v: not past the marks' edge %v", hist.X.Max, timeline.Y.Max, top)
 	}
 }

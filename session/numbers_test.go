@@ -1,0 +1,40 @@
+package session
+
+import (
+	"slices"
+	"testing"
+)
+
+// A load run's numbers carry its streams and req/s over the steady
+// windows beside each request's own figures; a run one trial at a time
+// has neither column.
+func TestTheNumbersOfALoadRunCarryItsRates(t *testing.T) {
+	var recs []Record
+	for i := range 12 {
+		recs = append(recs, record("greedy@c1", i+1, PhaseTimed, StatusOK, 20+float64(i)), record("greedy@c4", i+1, PhaseTimed, StatusOK, 40+float64(i)))
+	}
+	m := &Manifest{Status: StatusComplete, Arms: []ArmInfo{{Name: "greedy@c1"}, {Name: "greedy@c4", Concurrency: 4}},
+		Summary: map[string]ArmSummary{
+			"greedy@c1": {Load: &Throughput{Concurrency: 1, TokensPerS: 604, RequestsPerS: 4.72, WindowS: 9.8}},
+			"greedy@c4": {Load: &Throughput{Concurrency: 4, TokensPerS: 1216.4, RequestsPerS: 9.5, WindowS: 12.34}}}}
+	s := &Session{Path: "/s/L.toml", Manifest: m, Records: recs}
+	refs, sessions := ArmComparison(s)
+	c, err := Compare(refs, sessions, []string{"e2e_ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.RunTests(TestOptions{Resamples: 100, Seed: 1})
+	table := c.NumbersTable(func(string) map[TrialKey]Arrivals { return nil })
+	at := slices.Index(table.Header, "streams")
+	if at < 0 || !slices.Equal(table.Header[at:], []string{"streams", "req/s"}) {
+		t.Fatalf("header %q", table.Header)
+	}
+	if got := table.Rows[1][at:]; !slices.Equal(got, []string{"4", "9.50"}) {
+		t.Errorf("greedy@c4's load cells %q", got)
+	}
+	s.Manifest.Summary = nil
+	c, _ = Compare(refs, []*Session{s, s}, []string{"e2e_ms"})
+	if table := c.NumbersTable(func(string) map[TrialKey]Arrivals { return nil }); slices.Contains(table.Header, "streams") {
+		t.Errorf("a run without load has load columns: %q", table.Header)
+	}
+}
