@@ -510,7 +510,7 @@ func TestLoadStudiesOnTheBuiltinEngine(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "2 warmup, then 300ms of steady load each") || !strings.Contains(stdout, "greedy@c2 stopped: ran 300ms of steady load") {
 		t.Errorf("a level run for a duration: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	if code, _, stderr = runCLI("run", "--profile", "quick", "--duration", "1s", "--headless"); code != exitUsage || !strings.Contains(stderr, "duration 1s: it ends a load run's arms by their steady time; set concurrency too") {
+	if code, _, stderr = runCLI("run", "--profile", "quick", "--duration", "1s", "--headless"); code != exitUsage || !strings.Contains(stderr, "duration 1s: it ends a load run's arms by their steady time; set concurrency or rate too") {
 		t.Errorf("--duration without --concurrency: exit %d, %s", code, stderr)
 	}
 	dual, sweep := manifests(t, dualOut)[0], manifests(t, sweepOut)[0]

@@ -47,7 +47,7 @@ func TestArmsSetTheirOwnTargets(t *testing.T) {
 func TestArmTargetErrorsNameFileLineAndKey(t *testing.T) {
 	cases := []struct{ name, edit, want string }{
 		{"option not a scalar", strings.Replace(targetsProfile, "low_vram = true", "low_vram = [1, 2]", 1), "t.toml:13: arms[0].options.low_vram: a []interface {}; options are passed to the server as-is"},
-		{"unknown arm key", strings.Replace(targetsProfile, "threads = 2", "thread = 2", 1), "t.toml:18: arms.thread: unknown key; allowed keys are name, temperature, top_k, top_p, min_p, seed, backend, url, model, model_path, dtype, threads, prompt_cache, concurrency, think, options"},
+		{"unknown arm key", strings.Replace(targetsProfile, "threads = 2", "thread = 2", 1), "t.toml:18: arms.thread: unknown key; allowed keys are name, temperature, top_k, top_p, min_p, seed, backend, url, model, model_path, dtype, threads, prompt_cache, concurrency, rate, think, options"},
 		{"negative threads", strings.Replace(targetsProfile, "threads = 2", "threads = -2", 1), "t.toml:18: arms[1].threads: -2 is negative"},
 		{"model and model_path", strings.Replace(targetsProfile, "threads = 2", "model = \"x\"", 1), "t.toml:19: arms[1].model_path: set either model or model_path, not both"},
 		{"prompt_cache not a bool", strings.Replace(targetsProfile, "prompt_cache = true", "prompt_cache = 1", 1), `t.toml:10: arms.prompt_cache: a whole number where true or false belongs`},

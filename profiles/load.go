@@ -103,7 +103,7 @@ func (s *SLO) check(bad func(key, msg string)) {
 // above one, a sweep, an arm's own concurrency or a together group) rather
 // than one trial at a time.
 func (p *Profile) RunsLoad() bool {
-	if len(p.Together) > 0 {
+	if len(p.Together) > 0 || p.OpenLoop() {
 		return true
 	}
 	return slices.ContainsFunc(p.Arms, func(a Arm) bool { return !slices.Equal(p.ArmLevels(a), []int{1}) })
@@ -131,7 +131,7 @@ func (p *Profile) DurationProblem() string {
 	case len(p.Together) > 0:
 		return "a together group runs whole rounds, counted by trials; remove duration"
 	case !p.RunsLoad():
-		return "it ends a load run's arms by their steady time; set concurrency too (one trial at a time is counted by trials)"
+		return "it ends a load run's arms by their steady time; set concurrency or rate too (one trial at a time is counted by trials)"
 	case p.Stop.Enabled():
 		return "it replaces the trial count as the end of each arm, and [stop] would end them by their interval; keep one of the two"
 	}
@@ -147,6 +147,7 @@ func (p *Profile) checkLoad(bad func(key, msg string), badArm func(arm int, key,
 			badArm(i, "concurrency", fmt.Sprintf("%d is out of range; use 1 to %d streams", a.Concurrency, backends.MaxConcurrency))
 		}
 	}
+	p.checkRates(bad, badArm)
 	p.SLO.check(func(key, msg string) { bad("slo."+key, msg) })
 	if p.Duration != "" {
 		d, err := time.ParseDuration(p.Duration)

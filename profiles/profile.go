@@ -67,6 +67,15 @@ type Profile struct {
 	// Concurrency keeps that many requests in flight per arm, a closed
 	// loop; several levels make a sweep (see Levels).
 	Concurrency Levels `toml:"concurrency"`
+	// Rate sends each arm's requests on a schedule at that many per
+	// second, an open loop; several rates make a sweep (see Rates).
+	// Arrival is the schedule's process (poisson, constant, gamma),
+	// Burstiness gamma's shape, and MaxConcurrency caps the requests in
+	// flight (0: none): one due past the cap waits in the client.
+	Rate           Rates   `toml:"rate"`
+	Arrival        string  `toml:"arrival"`
+	Burstiness     float64 `toml:"burstiness"`
+	MaxConcurrency int     `toml:"max_concurrency"`
 	// Together names arms that run as one multi-agent group: concurrently
 	// and, interleaved with that, one after the other.
 	Together []string `toml:"together"`
@@ -115,6 +124,9 @@ type Arm struct {
 	// Concurrency, when set, is the arm's own level, in place of the
 	// profile's.
 	Concurrency int `toml:"concurrency"`
+	// Rate, when set, is the arm's own request rate, in place of the
+	// profile's.
+	Rate float64 `toml:"rate"`
 	// Think, when set, turns a reasoning model's thinking on or off for
 	// this arm (or sets its effort), in place of the profile's.
 	Think Think `toml:"think"`
@@ -125,7 +137,7 @@ type Arm struct {
 
 // ArmKeys are the keys of an [[arms]] table, in the order help lists them.
 var ArmKeys = []string{"name", "temperature", "top_k", "top_p", "min_p", "seed",
-	"backend", "url", "model", "model_path", "dtype", "threads", "prompt_cache", "concurrency", "think", "options"}
+	"backend", "url", "model", "model_path", "dtype", "threads", "prompt_cache", "concurrency", "rate", "think", "options"}
 
 // AllowsPromptCache is whether the arm's server may reuse cached prompts:
 // the arm's own choice, else the profile's.
@@ -467,7 +479,7 @@ func allowedKeys(k toml.Key) string {
 	case len(k) > 1 && k[0] == "models":
 		return "one model name per backend kind, e.g. ollama = \"gemma3:270m\""
 	default:
-		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompt_file, prompt_cache, fixed_length, think, concurrency, duration, together, [models], [[arms]], [stop], [slo]"
+		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompt_file, prompt_cache, fixed_length, think, concurrency, rate, arrival, burstiness, max_concurrency, duration, together, [models], [[arms]], [stop], [slo]"
 	}
 }
 

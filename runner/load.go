@@ -28,10 +28,17 @@ const (
 
 // ArmLoad is how one derived arm of a load run runs.
 type ArmLoad struct {
-	Base        string // the profile arm it derives from
-	Concurrency int    // streams kept in flight
-	Mode        string // "", or ModeAlone / ModeTogether in a together group
+	Base string // the profile arm it derives from
+	// Concurrency is the streams a closed loop keeps in flight, or an open
+	// loop's cap on requests in flight (0: none).
+	Concurrency int
+	// Rate is an open loop's requests per second; 0 for a closed loop.
+	Rate float64
+	Mode string // "", or ModeAlone / ModeTogether in a together group
 }
+
+// open reports whether the arm runs an open loop (a rate).
+func (l ArmLoad) open() bool { return l.Rate > 0 }
 
 // expandLoad replaces the profile's arms by one arm per arm and level
 // ("greedy@c4"), or in a together group per arm and mode
@@ -40,6 +47,7 @@ type ArmLoad struct {
 // records, summary, stop rule and verdicts.
 func (p *Plan) expandLoad() {
 	prof := &p.Profile
+	open := prof.OpenLoop()
 	base, baseTarget := prof.Arms, p.ArmTarget
 	prof.Arms, p.ArmTarget, p.Load = nil, nil, nil
 	for i := range p.Targets {
@@ -62,6 +70,25 @@ func (p *Plan) expandLoad() {
 					n = len(base)
 				}
 				add(i, a.Name+"@"+mode, ArmLoad{Base: a.Name, Concurrency: n, Mode: mode})
+			}
+		}
+		return
+	}
+	if open {
+		var rates []float64
+		for _, a := range base {
+			for _, r := range prof.ArmRates(a) {
+				if !slices.Contains(rates, r) {
+					rates = append(rates, r)
+				}
+			}
+		}
+		slices.Sort(rates)
+		for _, rate := range rates {
+			for i, a := range base {
+				if slices.Contains(prof.ArmRates(a), rate) {
+					add(i, fmt.Sprintf("%s@r%g", a.Name, rate), ArmLoad{Base: a.Name, Concurrency: prof.MaxConcurrency, Rate: rate})
+				}
 			}
 		}
 		return
@@ -92,8 +119,8 @@ func perStream(warmup, n int) int { return (warmup + n - 1) / n }
 // a whole number of requests per stream.
 func (p *Plan) warmupOf(i int) int {
 	w := p.Profile.Warmup
-	if p.Load == nil || w == 0 {
-		return w
+	if p.Load == nil || w == 0 || p.Load[i].open() {
+		return w // an open loop's warmup requests come at its rate
 	}
 	n := p.Load[i].Concurrency
 	if p.Load[i].Mode != "" {
@@ -102,11 +129,14 @@ func (p *Plan) warmupOf(i int) int {
 	return n * perStream(w, n)
 }
 
-// streams is the most requests the plan keeps in flight at once.
+// streams is the most streams a closed loop of the plan keeps in flight
+// at once (an open loop's requests have a token clock each).
 func (p *Plan) streams() int {
 	n := 1
 	for _, l := range p.Load {
-		n = max(n, l.Concurrency)
+		if !l.open() {
+			n = max(n, l.Concurrency)
+		}
 	}
 	return n
 }
@@ -115,11 +145,12 @@ func (p *Plan) streams() int {
 // each level's arms, interleaved, before the next level's.
 func (r *run) levels() [][]int {
 	var groups [][]int
-	var at []int
+	var at []ArmLoad
 	for i, l := range r.plan.Load {
-		k := slices.Index(at, l.Concurrency)
+		level := ArmLoad{Concurrency: l.Concurrency, Rate: l.Rate}
+		k := slices.Index(at, level)
 		if k < 0 {
-			at, groups = append(at, l.Concurrency), append(groups, nil)
+			at, groups = append(at, level), append(groups, nil)
 			k = len(groups) - 1
 		}
 		groups[k] = append(groups[k], i)
@@ -131,6 +162,9 @@ func (r *run) levels() [][]int {
 // has warmup left (at least one request per stream), else a timed block
 // of RequestsPerStream requests per stream.
 func (r *run) block(ctx context.Context, i, round, position int) error {
+	if r.plan.Load[i].open() {
+		return r.openBlock(ctx, i, round, position)
+	}
 	n := r.plan.Load[i].Concurrency
 	streams := slices.Repeat([]int{i}, n)
 	if left := r.arms[i].warmupLeft; left > 0 {
@@ -196,6 +230,20 @@ func (r *run) runStreams(ctx context.Context, streams []int, perStream int, phas
 		wg.Wait()
 		close(results)
 	}()
+	block, writeErr := r.collectBlock(results, cancel, phase, round, position)
+	r.monitor.mark(fmt.Sprintf("block_end %s round %d", r.plan.Profile.Arms[streams[0]].Name, round))
+	peakMB := r.monitor.endBlock(watches)
+	if windows && writeErr == nil {
+		r.blockDone(streams[0], round, block, peakMB)
+	}
+	return writeErr
+}
+
+// collectBlock writes a block's requests as they end, in the order they
+// end, and returns them. A server that cannot be sent more (down, asking
+// for time, or given up on) ends the block through cancel: its other
+// requests would fail alike. After a write error it drains the rest.
+func (r *run) collectBlock(results <-chan finished, cancel func(), phase string, round, position int) ([]session.Record, error) {
 	var writeErr error
 	var block []session.Record
 	for f := range results {
@@ -203,19 +251,12 @@ func (r *run) runStreams(ctx context.Context, streams []int, perStream int, phas
 		if writeErr != nil {
 			continue
 		}
-		// A server that cannot be sent more (down, asking for time, or
-		// given up on) ends the block: its other requests would fail alike.
 		if writeErr = r.collect(f); writeErr != nil || !r.available(r.plan.ArmTarget[f.arm]) {
 			cancel()
 		}
 		block = append(block, f.rec)
 	}
-	r.monitor.mark(fmt.Sprintf("block_end %s round %d", r.plan.Profile.Arms[streams[0]].Name, round))
-	peakMB := r.monitor.endBlock(watches)
-	if windows && writeErr == nil {
-		r.blockDone(streams[0], round, block, peakMB)
-	}
-	return writeErr
+	return block, writeErr
 }
 
 // emptyBlocksToGiveUp is how many timed blocks in a row without a steady
@@ -424,7 +465,16 @@ func (p *Plan) loadInfo() *session.LoadInfo {
 	if prof.LoadDuration > 0 {
 		info.Duration = prof.LoadDuration.String()
 	}
-	if len(prof.Together) == 0 {
+	switch {
+	case prof.OpenLoop():
+		info.Arrival, info.Burstiness, info.MaxConcurrency = prof.Arrival, prof.Burstiness, prof.MaxConcurrency
+		info.RequestsPerBlock = fmt.Sprintf("the rate × %v, at least %d", p.OpenBlock, minOpenBlock)
+		for _, l := range p.Load {
+			if !slices.Contains(info.Rates, l.Rate) {
+				info.Rates = append(info.Rates, l.Rate)
+			}
+		}
+	case len(prof.Together) == 0:
 		info.RequestsPerStream = RequestsPerStream
 		for _, l := range p.Load {
 			if !slices.Contains(info.Levels, l.Concurrency) {

@@ -39,6 +39,7 @@ import (
 	"github.com/tokentop/tokentop/backends/registry"
 	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/runner/arrival"
 )
 
 // Options are the user's choices from the command line. Numeric overrides
@@ -76,6 +77,14 @@ type Options struct {
 	ServerWait time.Duration
 	// Concurrency replaces the profile's levels (nil keeps them).
 	Concurrency profiles.Levels
+	// Rates replace the profile's open-loop rates, and with them any
+	// closed loop (nil keeps the profile's); Arrival, Burstiness and
+	// MaxConcurrency replace its arrival process, gamma's shape and the
+	// cap in flight (zero values keep the profile's).
+	Rates          profiles.Rates
+	Arrival        string
+	Burstiness     float64
+	MaxConcurrency int
 	// Duration ends each load arm after that much steady load (0: the
 	// profile's, if any).
 	Duration time.Duration
@@ -106,7 +115,15 @@ type Plan struct {
 	// Load is set for a load run: Load[i] says how Profile.Arms[i], an
 	// arm derived from one of the profile's, runs (see expandLoad).
 	Load []ArmLoad
+	// OpenBlock is how long an open loop's timed block offers requests at
+	// its rate (DefaultOpenBlock; tests shorten it).
+	OpenBlock time.Duration
 }
+
+// DefaultOpenBlock is an open loop's timed block: long enough for a queue
+// to build where the server is slower than the rate, short enough for the
+// arms to interleave.
+const DefaultOpenBlock = 5 * time.Second
 
 // PlanTarget is one resolved target and the arms that run on it.
 type PlanTarget struct {
@@ -200,7 +217,10 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 		if len(p.Together) > 0 {
 			return nil, fmt.Errorf("--concurrency: profile %s runs a together group, whose arms are one stream each; drop the flag", p.Name)
 		}
-		p.Concurrency = opts.Concurrency
+		p.Concurrency, p.Rate = opts.Concurrency, nil
+	}
+	if err := applyOpenLoop(p, opts); err != nil {
+		return nil, err
 	}
 	if opts.Duration < 0 {
 		return nil, fmt.Errorf("--duration %v: use a positive duration, e.g. 60s", opts.Duration)
@@ -214,6 +234,7 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	if p.RunsLoad() {
 		plan.expandLoad()
 	}
+	plan.OpenBlock = DefaultOpenBlock
 	servers := 0
 	for _, t := range plan.Targets {
 		if p.FixedLength && !t.Kind.FixedLength {
@@ -266,6 +287,46 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 		plan.Stop = NewUntilCI(p.Stop, p.Trials)
 	}
 	return plan, nil
+}
+
+// applyOpenLoop puts the open loop's flags on the profile: --rate
+// replaces its rates and its closed loop's levels, the others its
+// arrival process and cap, each checked as the profile's keys are.
+func applyOpenLoop(p *profiles.Profile, opts Options) error {
+	if len(opts.Rates) > 0 {
+		p.Rate, p.Concurrency = opts.Rates, nil
+	}
+	if opts.Arrival != "" {
+		p.Arrival = opts.Arrival
+		if opts.Burstiness == 0 && opts.Arrival != arrival.Gamma {
+			p.Burstiness = 1
+		}
+	}
+	if opts.Burstiness != 0 {
+		p.Burstiness = opts.Burstiness
+	}
+	if opts.MaxConcurrency != 0 {
+		p.MaxConcurrency = opts.MaxConcurrency
+	}
+	if !p.OpenLoop() {
+		if opts.Arrival != "" || opts.Burstiness != 0 || opts.MaxConcurrency != 0 {
+			return errors.New("--arrival, --burstiness and --max-concurrency shape an open loop; set --rate too (or rate in the profile)")
+		}
+		return nil
+	}
+	if msg := p.LoopProblem(); msg != "" {
+		return fmt.Errorf("--rate: profile %s: %s", p.Name, msg)
+	}
+	if p.MaxConcurrency < 0 || p.MaxConcurrency > backends.MaxConcurrency {
+		return fmt.Errorf("--max-concurrency %d: use 1 to %d requests in flight, or leave it out for no cap", p.MaxConcurrency, backends.MaxConcurrency)
+	}
+	if p.Arrival != arrival.Gamma && p.Burstiness != 1 {
+		return fmt.Errorf("--burstiness %v: only a gamma arrival has a burstiness; add --arrival gamma", p.Burstiness)
+	}
+	if err := p.Arrivals(1, 0).Check(); err != nil {
+		return fmt.Errorf("--arrival %s: %w", p.Arrival, err)
+	}
+	return nil
 }
 
 func telemetryOptions(opts Options) (TelemetryOptions, error) {

@@ -261,7 +261,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 			Think:       string(p.ThinkOf(a)), ThinkSent: thinkSent[i]})
 		if plan.Load != nil {
 			l := plan.Load[i]
-			m.Arms[i].Base, m.Arms[i].Concurrency, m.Arms[i].Mode = l.Base, l.Concurrency, l.Mode
+			m.Arms[i].Base, m.Arms[i].Concurrency, m.Arms[i].Rate, m.Arms[i].Mode = l.Base, l.Concurrency, l.Rate, l.Mode
 		}
 	}
 	m.Environment.GPUs, m.Environment.Driver, m.Environment.CUDADriver = mon.found.GPUs, mon.found.Driver, mon.found.CUDADriver
@@ -737,7 +737,8 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 		StartedAt: startedAt.UTC(), PromptID: promptID + 1, PromptTokens: res.PromptTokens, CachedTokens: res.CachedTokens,
 		StopReason: res.StopReason, ServerLoadMs: res.ServerLoadMs, ServerPrefillMs: res.ServerPrefillMs,
 		ServerDecodeMs: res.ServerDecodeMs, EnergyQuality: session.EnergyUnavailable, Connection: res.Connection,
-		EnergyJ: math.NaN(), AvgPowerW: math.NaN(), JPerToken: math.NaN(), PeakRSSMB: math.NaN()}
+		EnergyJ: math.NaN(), AvgPowerW: math.NaN(), JPerToken: math.NaN(), PeakRSSMB: math.NaN(),
+		ScheduledMs: math.NaN(), QueueMs: math.NaN()}
 	f := finished{arm: armIndex, err: genErr, started: startedAt, end: end}
 	// Reasoning that an inline </think> closed without a <think> began
 	// with the output: the backend learnt so only there.

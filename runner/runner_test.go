@@ -160,8 +160,6 @@ func TestMeasuredTimesMatchTheScript(t *testing.T) {
 	}
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
 func TestInterleavedWarmupThenTimedAndFilesWritten(t *testing.T) {
 	fake := &fakeBackend{delays: []time.Duration{time.Millisecond, time.Millisecond}}
 	plan := testPlan(t, 2, 3, "greedy", "hot")

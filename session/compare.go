@@ -165,6 +165,9 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 	if c.Reasoned() {
 		metricNames = withTTFO(metricNames)
 	}
+	if c.Scheduled() {
+		metricNames = withDueTime(metricNames)
+	}
 	c.Metrics = metricNames
 	c.Warnings = append(c.Warnings, machineDifferences(refs, sessions)...)
 	c.Caveats = comparisonCaveats(sessions, c.Columns)
@@ -288,6 +291,34 @@ func (c *Comparison) Reasoned() bool {
 // reasoningMetric is tested beside the output lengths where a model
 // reasoned (Comparison.Lengths).
 const reasoningMetric = "reasoning_tokens"
+
+// Scheduled reports whether every column ran an open loop (its arm had a
+// rate): its requests had due times, and their latencies from them are
+// compared too.
+func (c *Comparison) Scheduled() bool {
+	for _, col := range c.Columns {
+		if col.manifest == nil {
+			return false
+		}
+		if a, _ := col.manifest.Arm(col.Arm); a.Rate <= 0 {
+			return false
+		}
+	}
+	return len(c.Columns) > 0
+}
+
+// withDueTime puts each latency's due-time twin after it in names
+// (e2e_due_ms after e2e_ms, ttft_due_ms after ttft_ms), where it is not
+// there.
+func withDueTime(names []string) []string {
+	out := slices.Clone(names)
+	for _, pair := range [][2]string{{"e2e_ms", "e2e_due_ms"}, {"ttft_ms", "ttft_due_ms"}} {
+		if i := slices.Index(out, pair[0]); i >= 0 && !slices.Contains(out, pair[1]) {
+			out = slices.Insert(out, i+1, pair[1])
+		}
+	}
+	return out
+}
 
 // withTTFO puts ttfo_ms after ttft_ms in names, where it is not there.
 func withTTFO(names []string) []string {

@@ -473,6 +473,7 @@ func ratioWords(e metrics.Estimate) string {
 // group's study, and the SLO they were judged by.
 type LoadResults struct {
 	Sweeps []Sweep
+	Rates  []RateSweep
 	Study  *TogetherStudy
 	SLO    *SLOInfo
 }
@@ -503,6 +504,7 @@ func (s *Session) LoadResults() (*LoadResults, error) {
 		return nil, err
 	}
 	res.Sweeps = Sweeps(s.Manifest, s.Records, tokens)
+	res.Rates = RateSweeps(s.Manifest, s.Records)
 	return res, nil
 }
 
@@ -518,6 +520,11 @@ func (res *LoadResults) Words() []string {
 			lines = append(lines, sw.Base+": "+w)
 		}
 	}
+	for _, sw := range res.Rates {
+		for _, w := range sw.Words() {
+			lines = append(lines, sw.Base+": "+w)
+		}
+	}
 	return lines
 }
 
@@ -527,6 +534,10 @@ func (res *LoadResults) Lines() []string {
 	var lines []string
 	for _, sw := range res.Sweeps {
 		lines = append(lines, fmt.Sprintf("sweep of %s (tok/s and req/s over the steady windows; p95 over the steady requests):", sw.Base))
+		lines = append(lines, sw.Table().Lines()...)
+	}
+	for _, sw := range res.Rates {
+		lines = append(lines, fmt.Sprintf("rates of %s (%s):", sw.Base, RateTableCaption))
 		lines = append(lines, sw.Table().Lines()...)
 	}
 	return append(lines, res.Words()...)

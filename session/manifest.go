@@ -85,9 +85,18 @@ type ProfileInfo struct {
 // several), the together group, the SLO, and what per-request figures
 // mean when requests overlap.
 type LoadInfo struct {
-	Levels            []int    `toml:"levels,omitempty"`
-	Together          []string `toml:"together,omitempty"`
-	RequestsPerStream int      `toml:"requests_per_stream,omitempty"`
+	Levels []int `toml:"levels,omitempty"`
+	// Rates are an open loop's request rates per arm (requests per
+	// second), Arrival its process, Burstiness gamma's shape and
+	// MaxConcurrency the cap on requests in flight (0: none); each block's
+	// schedule is seeded by its arm's seed and its round.
+	Rates             []float64 `toml:"rates,omitempty"`
+	Arrival           string    `toml:"arrival,omitempty"`
+	Burstiness        float64   `toml:"burstiness,omitzero"`
+	MaxConcurrency    int       `toml:"max_concurrency,omitzero"`
+	RequestsPerBlock  string    `toml:"requests_per_block,omitempty"`
+	Together          []string  `toml:"together,omitempty"`
+	RequestsPerStream int       `toml:"requests_per_stream,omitempty"`
 	// Duration is the steady time each arm ran for, in place of the
 	// profile's trial count; empty when the count ended them.
 	Duration string   `toml:"duration,omitempty"`
@@ -214,10 +223,13 @@ type ArmInfo struct {
 	// arm's requests.
 	PromptCache string `toml:"prompt_cache,omitempty"`
 	// Base is the profile arm a load run's arm derives from, Concurrency
-	// its level and Mode, in a together group, "alone" or "together".
-	Base        string `toml:"base,omitempty"`
-	Concurrency int    `toml:"concurrency,omitempty"`
-	Mode        string `toml:"mode,omitempty"`
+	// its level (an open loop's cap in flight), Rate an open loop's
+	// requests per second and Mode, in a together group, "alone" or
+	// "together".
+	Base        string  `toml:"base,omitempty"`
+	Concurrency int     `toml:"concurrency,omitempty"`
+	Rate        float64 `toml:"rate,omitzero"`
+	Mode        string  `toml:"mode,omitempty"`
 	// Think is the arm's thinking switch ("true", "false" or an effort;
 	// empty: the server's default) and ThinkSent how its server was told.
 	Think     string `toml:"think,omitempty"`

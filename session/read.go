@@ -311,6 +311,12 @@ func parseRecord(field func(col int) string) (Record, error) {
 	default:
 		return fail(ttfoCol+4, errors.New("delivery must be stream, burst or empty"))
 	}
+	scheduledCol := ttfoCol + 5
+	for i, dst := range []*float64{&r.ScheduledMs, &r.QueueMs} {
+		if *dst, err = parseMeasure(field(scheduledCol+i), Header[scheduledCol+i]); err != nil {
+			return fail(scheduledCol+i, err)
+		}
+	}
 	return r, nil
 }
 

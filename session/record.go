@@ -101,7 +101,20 @@ type Record struct {
 	// not generation), DeliveryStream when they did not, and empty where
 	// the server gave no decode time to compare with.
 	Delivery string
+	// ScheduledMs is when an open loop's request was due, in ms from its
+	// block's start, and QueueMs how late it left (its send minus its due
+	// time: a wait for a free slot under a cap, or the client's own
+	// lateness); NaN for a closed loop's and one-at-a-time trials. A user
+	// arriving on time waited QueueMs + TTFTMs for a first token.
+	ScheduledMs, QueueMs float64
 }
+
+// TTFTFromDueMs is the time from when the request was due to its first
+// token: what a user arriving on schedule waited. NaN without a schedule.
+func (r Record) TTFTFromDueMs() float64 { return r.QueueMs + r.TTFTMs }
+
+// E2EFromDueMs is the time from when the request was due to its end.
+func (r Record) E2EFromDueMs() float64 { return r.QueueMs + r.E2EMs }
 
 // What a record's ITL gaps are between.
 const (
@@ -143,7 +156,8 @@ var Header = []string{"session_id", "arm", "trial", "phase", "status", "error", 
 	"stop_reason", "ttft_ms", "e2e_ms", "decode_ms", "tpot_ms", "itl_mean_ms", "itl_p50_ms", "itl_p99_ms", "itl_max_ms",
 	"itl_cv", "output_tps", "decode_tps", "server_load_ms", "server_prefill_ms", "server_decode_ms", "energy_j",
 	"energy_quality", "avg_power_w", "j_per_token", "peak_rss_mb", "round", "position", "cached_tokens",
-	"concurrency", "stream", "in_flight", "window", "connection", "ttfo_ms", "reasoning_tokens", "chunks", "itl_per", "delivery"}
+	"concurrency", "stream", "in_flight", "window", "connection", "ttfo_ms", "reasoning_tokens", "chunks", "itl_per", "delivery",
+	"scheduled_ms", "queue_ms"}
 
 // baseColumns is how many of Header's columns every trials CSV has; the
 // ones after them were appended later, and a reader takes a file without
@@ -211,5 +225,6 @@ func (r Record) Fields() []string {
 	}
 	return append(out, formatCount(r.Round), formatCount(r.Position), formatCount(r.CachedTokens),
 		formatCount(r.Concurrency), formatCount(r.Stream), formatCount(r.InFlight), r.Window, r.Connection,
-		formatFloat(r.TTFOMs, 3), formatCount(r.ReasoningTokens), formatCount(r.Chunks), r.ITLPer, r.Delivery)
+		formatFloat(r.TTFOMs, 3), formatCount(r.ReasoningTokens), formatCount(r.Chunks), r.ITLPer, r.Delivery,
+		formatFloat(r.ScheduledMs, 3), formatFloat(r.QueueMs, 3))
 }

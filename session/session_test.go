@@ -22,7 +22,7 @@ func record(arm string, trial int, phase, status string, e2e float64) Record {
 		PromptTokens: 5, OutputTokens: 32, StopReason: "length", EnergyQuality: EnergyUnavailable,
 		ServerLoadMs: math.NaN(), ServerPrefillMs: 1.5, ServerDecodeMs: math.NaN(),
 		EnergyJ: math.NaN(), AvgPowerW: math.NaN(), JPerToken: math.NaN(), PeakRSSMB: math.NaN(),
-		ReasoningTokens: 0, Chunks: 32, ITLPer: ITLPerToken}
+		ReasoningTokens: 0, Chunks: 32, ITLPer: ITLPerToken, ScheduledMs: math.NaN(), QueueMs: math.NaN()}
 	first := time.Duration(min(10, e2e/2) * float64(time.Millisecond))
 	r.Timings = metrics.DeriveTimings([]metrics.Arrival{{At: first, Tokens: 1}, {At: time.Duration(e2e * float64(time.Millisecond)), Tokens: 31}},
 		time.Duration(e2e*float64(time.Millisecond)), 32)
@@ -138,13 +138,14 @@ func TestBadTrialsFiles(t *testing.T) {
 		{"bad appended column", good + strings.Replace(row, ",0,0,0,0,0,0,,,", ",0,x,0,0,0,0,,,", 1), `x.csv:2: column position: "x"`},
 		{"bad window", good + strings.Replace(row, ",0,0,0,0,0,0,,,", ",0,0,0,0,0,0,late,,", 1), `x.csv:2: column window: "late"`},
 		{"bad connection", good + strings.Replace(row, ",0,0,0,0,0,0,,,", ",0,0,0,0,0,0,,maybe,", 1), `x.csv:2: column connection: "maybe"`},
-		{"negative reasoning tokens", good + strings.Replace(row, ",0,32,token,\n", ",-3,32,token,\n", 1), `x.csv:2: column reasoning_tokens: "-3"`},
-		{"bad itl_per", good + strings.Replace(row, ",0,32,token,\n", ",0,32,word,\n", 1), `x.csv:2: column itl_per: "word"`},
-		{"bad delivery", good + strings.Replace(row, ",0,32,token,\n", ",0,32,token,late\n", 1), `x.csv:2: column delivery: "late"`},
+		{"negative reasoning tokens", good + strings.Replace(row, ",0,32,token,,,\n", ",-3,32,token,,,\n", 1), `x.csv:2: column reasoning_tokens: "-3"`},
+		{"bad itl_per", good + strings.Replace(row, ",0,32,token,,,\n", ",0,32,word,,,\n", 1), `x.csv:2: column itl_per: "word"`},
+		{"bad delivery", good + strings.Replace(row, ",0,32,token,,,\n", ",0,32,token,late,,\n", 1), `x.csv:2: column delivery: "late"`},
+		{"negative queue", good + strings.Replace(row, ",0,32,token,,,\n", ",0,32,token,,12.5,-1\n", 1), `x.csv:2: column queue_ms: "-1"`},
 		{"empty", "", "x.csv: empty file"},
 		{"only bad rows", good + strings.Replace(row, "100.000", "fast", 1) + "a,b,c\n", `x.csv:2: column e2e_ms: "fast"`},
 		{"bad phase", good + strings.Replace(row, ",timed,", ",cooldown,", 1), "x.csv:2: column phase"},
-		{"missing fields", good + "a,b,c\n", "x.csv:2: 3 fields, expected 43"},
+		{"missing fields", good + "a,b,c\n", "x.csv:2: 3 fields, expected 45"},
 		{"cut header", "session_id,arm,tri", "x.csv:1: the header line is incomplete"},
 	}
 	for _, c := range cases {
@@ -283,6 +284,9 @@ func FuzzParseTrials(f *testing.F) {
 	f.Add([]byte(header + row + row[:40]))
 	f.Add([]byte(header + strings.Join(record("x", 2, PhaseWarmup, StatusError, 1).Fields(), ",") + "\n"))
 	f.Add([]byte(strings.Join(Header[:baseColumns], ",") + "\n" + strings.Join(record("x", 2, PhaseTimed, StatusOK, 1).Fields()[:baseColumns], ",") + "\n"))
+	openLoop := record("greedy@r2", 3, PhaseTimed, StatusOK, 80)
+	openLoop.ScheduledMs, openLoop.QueueMs = 1250.5, 0.125
+	f.Add([]byte(header + strings.Join(openLoop.Fields(), ",") + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		records, _, err := ParseTrials("fuzz.csv", data)
 		if err != nil {

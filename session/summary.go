@@ -28,6 +28,11 @@ var Metrics = []Metric{
 	// The first token past a reasoning model's thinking: what a reader
 	// of the answer waits for. Compared beside TTFT where any arm reasons.
 	latency("ttfo_ms", "TTFO", func(r *Record) float64 { return r.TTFOMs }),
+	// An open loop's latencies from each request's due time: what a user
+	// arriving on schedule waited, the client's queue included. Compared
+	// beside the ones from the send where the requests had a schedule.
+	latency("e2e_due_ms", "e2e from the due time", func(r *Record) float64 { return r.E2EFromDueMs() }),
+	latency("ttft_due_ms", "TTFT from the due time", func(r *Record) float64 { return r.TTFTFromDueMs() }),
 	latency("tpot_ms", "TPOT", func(r *Record) float64 { return r.TPOTMs }),
 	latency("itl_mean_ms", "ITL mean", func(r *Record) float64 { return r.ITLMeanMs }),
 	// A trial's longest gap between tokens and how much its gaps vary:

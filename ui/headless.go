@@ -260,6 +260,17 @@ func loadProse(manifest string) []string {
 		}
 		lines = append(lines, fmt.Sprintf("%s: tok/s %s streams", sw.Base, strings.Join(levels, ", ")))
 	}
+	for _, sw := range res.Rates {
+		levels := make([]string, len(sw.Levels))
+		for i, lv := range sw.Levels {
+			achieved := "—" // no request succeeded
+			if !math.IsNaN(lv.Achieved) {
+				achieved = fmt.Sprintf("%.1f", lv.Achieved)
+			}
+			levels[i] = fmt.Sprintf("%s of %g", achieved, lv.Offered)
+		}
+		lines = append(lines, fmt.Sprintf("%s: req/s achieved %s offered", sw.Base, strings.Join(levels, ", ")))
+	}
 	return append(lines, res.Words()...)
 }
 
@@ -301,7 +312,29 @@ func writeLoadResults(w io.Writer, width int, manifest string) {
 			writeProse(w, width, "%s", line)
 		}
 	}
+	for _, sw := range res.Rates {
+		fmt.Fprintln(w)
+		writeProse(w, width, "rates of %s (%s):", sw.Base, session.RateTableCaption)
+		rates := sw.Table()
+		table := plainTable{}
+		for _, h := range rates.Header {
+			table.columns = append(table.columns, textColumn{header: h, giveWay: rateGiveWay[h]})
+		}
+		for _, row := range rates.Rows {
+			table.add(row...)
+		}
+		if _, err := table.write(w, width); err != nil {
+			return
+		}
+		for _, line := range sw.Words() {
+			writeProse(w, width, "%s", line)
+		}
+	}
 }
+
+// rateGiveWay orders the rate table's columns that give way on a narrow
+// terminal; the rates and the p95 TTFTs both ways always stay.
+var rateGiveWay = map[string]int{"failed": 1, "n": 2, "queue p50": 3, "p95 e2e sent": 4, "tok/s": 5, "p95 e2e due": 6, "queue p99": 7}
 
 // WriteSummary prints the per-arm table of e2e statistics, TTFT, tok/s
 // and the run-quality figures, arms in the profile's order, within width

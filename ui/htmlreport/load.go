@@ -50,6 +50,13 @@ func (r *Report) addLoad(sessions []*session.Session) {
 		for _, line := range res.Words() {
 			lead.Lines = append(lead.Lines, prefix+line)
 		}
+		for _, sw := range res.Rates {
+			label := sw.Base
+			if len(sessions) > 1 {
+				label = stem + " " + sw.Base
+			}
+			lead.Tables = append(lead.Tables, Table{Table: sw.Table(), Caption: fmt.Sprintf("rates of %s: %s", label, session.RateTableCaption)})
+		}
 		for _, sw := range res.Sweeps {
 			label := sw.Base
 			if len(sessions) > 1 {

@@ -1,0 +1,133 @@
+package runner
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/session"
+)
+
+// openPlan is an open loop at rate on the fake server, its blocks 100 ms
+// of arrivals, with cap requests in flight at most (0: none).
+func openPlan(t *testing.T, trials int, rate float64, cap int) *Plan {
+	t.Helper()
+	plan := testPlan(t, 0, trials, "greedy")
+	plan.Profile.Rate, plan.Profile.MaxConcurrency = profiles.Rates{rate}, cap
+	plan.expandLoad()
+	plan.OpenBlock = 100 * time.Millisecond
+	return plan
+}
+
+func timedOf(events []Event, arm string) []session.Record {
+	var out []session.Record
+	for _, r := range trials(events) {
+		if r.Arm == arm && r.Phase == session.PhaseTimed {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b session.Record) int { return a.Trial - b.Trial })
+	return out
+}
+
+// Into a server slower than its gaps (24 ms a request, due every 5 ms on
+// average), an open loop keeps sending on schedule: several requests are
+// in flight at once, each left at or after its due time, and each record
+// keeps when it was due and how late it left.
+func TestAnOpenLoopSendsOnScheduleWhateverTheServerDoes(t *testing.T) {
+	fake := &fakeBackend{delays: slices.Repeat([]time.Duration{3 * time.Millisecond}, 8)}
+	plan := openPlan(t, 20, 200, 0)
+	if got := plan.Profile.ArmNames(); !slices.Equal(got, []string{"greedy@r200"}) {
+		t.Fatalf("derived arms %v", got)
+	}
+	status, err, events := runPlan(t, context.Background(), plan, fake)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	recs := timedOf(events, "greedy@r200")
+	if len(recs) < 20 {
+		t.Fatalf("%d timed requests, want a block of 20", len(recs))
+	}
+	most := 0
+	for k, r := range recs {
+		most = max(most, r.InFlight)
+		if math.IsNaN(r.ScheduledMs) || r.QueueMs < 0 || math.IsNaN(r.QueueMs) {
+			t.Fatalf("request %d: scheduled %v ms, queue %v ms", r.Trial, r.ScheduledMs, r.QueueMs)
+		}
+		if r.TTFTFromDueMs() < r.TTFTMs || r.E2EFromDueMs() < r.E2EMs {
+			t.Errorf("request %d: the latency from its due time is shorter than from its send", r.Trial)
+		}
+		if k > 0 && r.Round == recs[k-1].Round && r.ScheduledMs <= recs[k-1].ScheduledMs {
+			t.Errorf("request %d is due at %v ms, not after request %d (%v ms): trials are numbered in schedule order", r.Trial, r.ScheduledMs, recs[k-1].Trial, recs[k-1].ScheduledMs)
+		}
+		if r.Window != session.WindowSteady || r.Concurrency != 0 {
+			t.Errorf("request %d: window %q, concurrency %d", r.Trial, r.Window, r.Concurrency)
+		}
+	}
+	if most < 2 {
+		t.Errorf("at most %d request in flight: the loop waited for the server", most)
+	}
+}
+
+// Under a cap of one in flight, a server slower than the rate makes a
+// queue that grows through the block: the last request waits far longer
+// than the first, and its latency from its due time shows the wait.
+func TestAnOpenLoopUnderACapShowsTheGrowingQueue(t *testing.T) {
+	fake := &fakeBackend{delays: slices.Repeat([]time.Duration{3 * time.Millisecond}, 8)}
+	plan := openPlan(t, 20, 200, 1)
+	status, err, events := runPlan(t, context.Background(), plan, fake)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	recs := timedOf(events, "greedy@r200")
+	block := recs[:20]
+	for _, r := range block {
+		if r.InFlight > 1 {
+			t.Fatalf("request %d started with %d in flight under a cap of 1", r.Trial, r.InFlight)
+		}
+	}
+	// 20 requests of at least 24 ms each, one at a time, take 456 ms
+	// before the last can start; the schedule put them all within a few
+	// hundred ms at 200/s.
+	first, last := block[0], block[len(block)-1]
+	if last.QueueMs < first.QueueMs+100 || last.E2EFromDueMs() < last.E2EMs+100 {
+		t.Errorf("queue %v ms for the first request, %v ms for the last: no growing queue", first.QueueMs, last.QueueMs)
+	}
+}
+
+// The flags put an open loop on any profile, and refuse what cannot run.
+func TestOpenLoopFlagsAreChecked(t *testing.T) {
+	p, err := profiles.Find("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Options{OutDir: t.TempDir(), Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride}
+	opts := base
+	opts.Rates, opts.Arrival, opts.Burstiness, opts.MaxConcurrency = profiles.Rates{1, 4}, "gamma", 0.5, 8
+	plan, err := Resolve(p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := plan.Profile.ArmNames(); !slices.Equal(got, []string{"greedy@r1", "greedy@r4"}) || plan.Load[1].Concurrency != 8 || plan.Profile.Burstiness != 0.5 {
+		t.Errorf("arms %v, load %+v, burstiness %v", got, plan.Load, plan.Profile.Burstiness)
+	}
+	for _, c := range []struct {
+		edit func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.Arrival = "gamma" }, "--arrival, --burstiness and --max-concurrency shape an open loop; set --rate too"},
+		{func(o *Options) { o.Rates, o.Arrival = profiles.Rates{2}, "bursty" }, `--arrival bursty: arrival "bursty" is not an arrival process`},
+		{func(o *Options) { o.Rates, o.Burstiness = profiles.Rates{2}, 2 }, "--burstiness 2: only a gamma arrival has a burstiness; add --arrival gamma"},
+		{func(o *Options) { o.Rates, o.MaxConcurrency = profiles.Rates{2}, 1000 }, "--max-concurrency 1000: use 1 to 256"},
+	} {
+		opts := base
+		c.edit(&opts)
+		if _, err := Resolve(p, opts); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v; want %q", opts, err, c.want)
+		}
+	}
+}
