@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net"
 	"net/http"
 	"regexp"
@@ -479,5 +480,59 @@ func TestLoadBlockAgainstAServerThatDies(t *testing.T) {
 	last := eventsOf[TrialDone](events)
 	if failed == 0 || last[len(last)-1].Measured > 8 {
 		t.Errorf("%d failed requests; %d measured (the server served 6 before it died)", failed, last[len(last)-1].Measured)
+	}
+}
+
+// An open loop at two rates against the recorded llama-server shapes: every
+// request succeeds, the trials CSV read back keeps each one's due time and
+// queue, and the report gives each rate's offered and achieved req/s and
+// its latencies both ways.
+func TestRatesAgainstARecordedLlamaServer(t *testing.T) {
+	srv := newLlamaServer(t, "completion_t0_stream")
+	srv.pace.Store(int64(time.Millisecond))
+	plan := llamaPlan(t, srv.url(), 1, 16, time.Second)
+	plan.Profile.Rate = profiles.Rates{20, 50}
+	plan.expandLoad()
+	plan.OpenBlock = 200 * time.Millisecond
+	if got := plan.Profile.ArmNames(); !slices.Equal(got, []string{"greedy@r20", "hot@r20", "greedy@r50", "hot@r50"}) {
+		t.Fatalf("derived arms %v", got)
+	}
+	status, err, events := runLlama(t, plan)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	s, err := session.Load(eventsOf[Finished](events)[0].Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	timed := 0
+	for _, r := range s.Records {
+		if r.Status != session.StatusOK || r.OutputTokens != 32 || math.IsNaN(r.ScheduledMs) || !(r.QueueMs >= 0) {
+			t.Errorf("%s trial %d read back: %s, %d tokens, scheduled %v ms, queue %v ms", r.Arm, r.Trial, r.Status, r.OutputTokens, r.ScheduledMs, r.QueueMs)
+		}
+		if r.Phase == session.PhaseTimed {
+			timed++
+		}
+	}
+	if timed < 4*16 {
+		t.Errorf("%d timed requests, want 16 per arm at least", timed)
+	}
+	if s.Manifest.Profile.Load == nil || !slices.Equal(s.Manifest.Profile.Load.Rates, []float64{20, 50}) || s.Manifest.Profile.Load.Arrival != "poisson" {
+		t.Errorf("manifest load %+v", s.Manifest.Profile.Load)
+	}
+	res, err := s.LoadResults()
+	if err != nil || res == nil || len(res.Rates) != 2 {
+		t.Fatalf("load results %+v, %v", res, err)
+	}
+	for _, sw := range res.Rates {
+		for _, lv := range sw.Levels {
+			if !(lv.Achieved > 0) || lv.N < 16 || lv.TTFTDueP95 < lv.TTFTP95 {
+				t.Errorf("%s at %g/s: %+v", sw.Base, lv.Offered, lv)
+			}
+		}
+	}
+	report := strings.Join(session.BuildReport(s, session.TestOptions{Resamples: 100, Seed: 1}).Lines("", "  "), "\n")
+	if !strings.Contains(report, "rates of greedy (") || !regexp.MustCompile(`offered req/s +scheduled +achieved`).MatchString(report) {
+		t.Errorf("report:\n%s", report)
 	}
 }

@@ -16,20 +16,23 @@ import (
 // user arriving on schedule waited: the queue, then the service).
 type RateLevel struct {
 	Arm     string
-	Offered float64 // requests per second, the schedule's rate
-	// Achieved is the ok requests per second over the timed blocks, each
-	// from its start to its last request's end: under Offered when the
-	// server (or the client) fell behind.
-	Achieved   float64
-	TokensPerS float64 // output tokens per second over the same spans
-	N, Failed  int     // timed requests that succeeded, and the rest
+	Offered float64 // requests per second, the process's rate
+	// Scheduled is the rate the blocks' schedules came to (a Poisson
+	// block of a few seconds is off its rate by chance): arrivals over
+	// the time from each block's first due time to its last. Achieved is
+	// the same of the ok requests' ends: a server that keeps up answers
+	// as fast as requests come, one that falls behind at its own pace.
+	Scheduled, Achieved float64
+	// TokensPerS is the output tokens that arrived over the same spans
+	// of ends.
+	TokensPerS float64
+	N, Failed  int // timed requests that succeeded, and the rest
 	// QueueP50 and QueueP99 are the requests' waits past their due time:
 	// under a cap in flight the client's queue, else its own lateness.
 	QueueP50, QueueP99  float64
 	TTFTP95, TTFTDueP95 float64 // from the send, and from the due time
 	E2EP95, E2EDueP95   float64
 	Capped              bool // a cap in flight made requests wait in the client
-	blockS, blockTokens float64
 }
 
 // RateSweep is one profile arm's open loop at each of its rates, rising.
@@ -59,45 +62,53 @@ func RateSweeps(m *Manifest, records []Record) []RateSweep {
 	return sweeps
 }
 
+// rateSpan is a block's first and last time of a kind (due, or end) and
+// how many fell between them, the first not counted.
+type rateSpan struct {
+	from, to time.Time
+	n        int
+	tokens   float64 // output tokens of the ones after the first, for ends
+	first    float64 // the first one's tokens, set aside if a later one comes first
+}
+
+func (s *rateSpan) add(t time.Time, tokens float64) {
+	switch {
+	case s.n == 0 && s.from.IsZero():
+		s.from, s.to, s.first = t, t, tokens
+		return
+	case t.Before(s.from):
+		s.from, s.tokens, s.first = t, s.tokens+s.first, tokens
+	case t.After(s.to):
+		s.to, s.tokens = t, s.tokens+tokens
+	default:
+		s.tokens += tokens
+	}
+	s.n++
+}
+
 func rateLevel(a ArmInfo, recs []*Record) RateLevel {
 	lv := RateLevel{Arm: a.Name, Offered: a.Rate, Capped: a.Concurrency > 0}
-	type span struct{ from, to time.Time }
-	blocks := map[int]*span{}
+	dues, ends := map[int]*rateSpan{}, map[int]*rateSpan{}
 	var queue, ttft, ttftDue, e2e, e2eDue []float64
 	for _, r := range recs {
 		if r.Phase != PhaseTimed || math.IsNaN(r.ScheduledMs) {
 			continue
 		}
+		due := r.StartedAt.Add(-time.Duration(r.QueueMs * float64(time.Millisecond)))
+		spanOf(dues, r.Round).add(due, 0)
 		if r.Status != StatusOK {
 			lv.Failed++
 			continue
 		}
 		lv.N++
-		due := r.StartedAt.Add(-time.Duration((r.QueueMs + r.ScheduledMs) * float64(time.Millisecond)))
 		end := r.StartedAt.Add(time.Duration(r.E2EMs * float64(time.Millisecond)))
-		b := blocks[r.Round]
-		if b == nil {
-			b = &span{due, end}
-			blocks[r.Round] = b
-		}
-		if due.Before(b.from) {
-			b.from = due
-		}
-		if end.After(b.to) {
-			b.to = end
-		}
-		lv.blockTokens += float64(max(r.OutputTokens, 0))
+		spanOf(ends, r.Round).add(end, float64(max(r.OutputTokens, 0)))
 		queue = append(queue, r.QueueMs)
 		ttft, ttftDue = append(ttft, r.TTFTMs), append(ttftDue, r.TTFTFromDueMs())
 		e2e, e2eDue = append(e2e, r.E2EMs), append(e2eDue, r.E2EFromDueMs())
 	}
-	for _, b := range blocks {
-		lv.blockS += b.to.Sub(b.from).Seconds()
-	}
-	lv.Achieved, lv.TokensPerS = math.NaN(), math.NaN()
-	if lv.blockS > 0 {
-		lv.Achieved, lv.TokensPerS = float64(lv.N)/lv.blockS, lv.blockTokens/lv.blockS
-	}
+	lv.Scheduled, _ = spanRate(dues)
+	lv.Achieved, lv.TokensPerS = spanRate(ends)
 	q := metrics.Describe(queue)
 	lv.QueueP50, lv.QueueP99 = q.Median, q.P99
 	lv.TTFTP95, lv.TTFTDueP95 = metrics.Describe(ttft).P95, metrics.Describe(ttftDue).P95
@@ -105,14 +116,37 @@ func rateLevel(a ArmInfo, recs []*Record) RateLevel {
 	return lv
 }
 
+func spanOf(spans map[int]*rateSpan, round int) *rateSpan {
+	if spans[round] == nil {
+		spans[round] = &rateSpan{}
+	}
+	return spans[round]
+}
+
+// spanRate is events and tokens per second over the blocks' spans, each
+// from its first event to its last; NaN where no block had two.
+func spanRate(spans map[int]*rateSpan) (perS, tokensPerS float64) {
+	var n int
+	var seconds, tokens float64
+	for _, s := range spans {
+		if d := s.to.Sub(s.from).Seconds(); s.n > 0 && d > 0 {
+			n, seconds, tokens = n+s.n, seconds+d, tokens+s.tokens
+		}
+	}
+	if seconds == 0 {
+		return math.NaN(), math.NaN()
+	}
+	return float64(n) / seconds, tokens / seconds
+}
+
 // Table is the sweep's rates: offered and achieved req/s, tok/s, the
 // queue's p50 and p99, p95 TTFT and e2e from the send and from the due
 // time, and n.
 func (sw RateSweep) Table() Table {
-	t := Table{Header: []string{"offered req/s", "achieved req/s", "tok/s", "queue p50", "queue p99",
+	t := Table{Header: []string{"offered req/s", "scheduled", "achieved", "tok/s", "queue p50", "queue p99",
 		"p95 TTFT sent", "p95 TTFT due", "p95 e2e sent", "p95 e2e due", "n", "failed"}}
 	for _, lv := range sw.Levels {
-		t.Rows = append(t.Rows, []string{fmt.Sprintf("%g", lv.Offered), orDash("%.2f", lv.Achieved), orDash("%.1f", lv.TokensPerS),
+		t.Rows = append(t.Rows, []string{fmt.Sprintf("%g", lv.Offered), orDash("%.2f", lv.Scheduled), orDash("%.2f", lv.Achieved), orDash("%.1f", lv.TokensPerS),
 			orDash("%.2f ms", lv.QueueP50), orDash("%.2f ms", lv.QueueP99), orDash("%.1f ms", lv.TTFTP95), orDash("%.1f ms", lv.TTFTDueP95),
 			orDash("%.1f ms", lv.E2EP95), orDash("%.1f ms", lv.E2EDueP95), fmt.Sprint(lv.N), fmt.Sprint(lv.Failed)})
 	}
@@ -120,10 +154,11 @@ func (sw RateSweep) Table() Table {
 }
 
 // RateTableCaption says what a rate table's columns are.
-const RateTableCaption = "achieved req/s and tok/s over each block from its start to its last end; queue: how late a request left its due time; TTFT and e2e from the send and from the due time"
+const RateTableCaption = "scheduled: req/s from each block's first due time to its last; achieved: req/s and tok/s from its first end to its last; queue: how late a request left its due time; TTFT and e2e from the send and from the due time"
 
-// fellBehind is how far under the offered rate a level may achieve and
-// still be said to keep up: a Poisson block's own randomness moves it.
+// fellBehind is how far under the scheduled rate a level may achieve and
+// still be said to keep up: service times that vary spread the ends a
+// little more than the arrivals.
 const fellBehind = 0.9
 
 // Words say, per rate, whether the server kept up, and where it did not
@@ -133,13 +168,14 @@ func (sw RateSweep) Words() []string {
 	var lines []string
 	for _, lv := range sw.Levels {
 		switch {
-		case math.IsNaN(lv.Achieved):
-			lines = append(lines, fmt.Sprintf("%g req/s offered: no request succeeded", lv.Offered))
-		case lv.Achieved < fellBehind*lv.Offered:
-			lines = append(lines, fmt.Sprintf("%g req/s offered, %.2f achieved: the server fell behind the rate; a user arriving on time waited p95 %.1f ms for a first token (%.1f ms once sent), %.1f ms for the whole answer (%.1f ms once sent)",
-				lv.Offered, lv.Achieved, lv.TTFTDueP95, lv.TTFTP95, lv.E2EDueP95, lv.E2EP95))
+		case math.IsNaN(lv.Achieved) || math.IsNaN(lv.Scheduled):
+			lines = append(lines, fmt.Sprintf("%g req/s offered: too few requests succeeded in a block to measure a rate", lv.Offered))
+		case lv.Achieved < fellBehind*lv.Scheduled:
+			lines = append(lines, fmt.Sprintf("%g req/s offered (%.2f as scheduled), %.2f achieved: the server fell behind the rate; a user arriving on time waited p95 %.1f ms for a first token (%.1f ms once sent), %.1f ms for the whole answer (%.1f ms once sent)",
+				lv.Offered, lv.Scheduled, lv.Achieved, lv.TTFTDueP95, lv.TTFTP95, lv.E2EDueP95, lv.E2EP95))
 		default:
-			lines = append(lines, fmt.Sprintf("%g req/s offered, %.2f achieved: kept up; p95 TTFT %.1f ms from the due time, %.1f ms once sent", lv.Offered, lv.Achieved, lv.TTFTDueP95, lv.TTFTP95))
+			lines = append(lines, fmt.Sprintf("%g req/s offered (%.2f as scheduled), %.2f achieved: kept up; p95 TTFT %.1f ms from the due time, %.1f ms once sent",
+				lv.Offered, lv.Scheduled, lv.Achieved, lv.TTFTDueP95, lv.TTFTP95))
 		}
 		if !lv.Capped && lv.QueueP99 > 1 {
 			lines = append(lines, fmt.Sprintf("%g req/s: the client sent late (dispatch lag p99 %.2f ms with no cap in flight): the client, not the server, held requests back, and the latencies from the due time include that", lv.Offered, lv.QueueP99))

@@ -22,7 +22,10 @@ func TestRateSweepsSayOfferedAchievedAndBothLatencies(t *testing.T) {
 	}
 	// At 10/s, 10 requests due 100 ms apart, each answered in 20 ms: kept
 	// up. At 100/s, 10 due 10 ms apart under a cap of one, each taking
-	// 50 ms: the k-th waits 40·k ms, and the block ends at 500 ms.
+	// 50 ms: the k-th waits 40·k ms, and the block's ends come 50 ms
+	// apart. A short block's achieved rate is measured from its first end,
+	// not its start: from the start, the last answer's own 50 ms would
+	// make a server that keeps up look behind.
 	for k := range 10 {
 		add("greedy@r10", k, float64(k*100), 0.5, 20)
 		add("greedy@r100", k, float64(k*10), float64(40*k), 50)
@@ -33,16 +36,18 @@ func TestRateSweepsSayOfferedAchievedAndBothLatencies(t *testing.T) {
 		t.Fatalf("sweeps %+v", sweeps)
 	}
 	slow, fast := sweeps[0].Levels[0], sweeps[0].Levels[1]
-	// 10 requests over 0.9 s + 0.5 ms queue + 20 ms: 920.5 ms.
-	if want := 10 / 0.9205; math.Abs(slow.Achieved-want) > 1e-6 || slow.N != 10 || slow.QueueP99 != 0.5 {
-		t.Errorf("10/s: achieved %v (want %v), n %d, queue p99 %v", slow.Achieved, want, slow.N, slow.QueueP99)
+	// Due every 100 ms and answered 20.5 ms after: 9 arrivals and 9 ends
+	// after the first, each over 0.9 s.
+	if math.Abs(slow.Scheduled-10) > 1e-6 || math.Abs(slow.Achieved-10) > 1e-6 || slow.N != 10 || slow.QueueP99 != 0.5 {
+		t.Errorf("10/s: scheduled %v, achieved %v (want 10 and 10), n %d, queue p99 %v", slow.Scheduled, slow.Achieved, slow.N, slow.QueueP99)
 	}
-	// The last starts at 90 + 360 ms and ends 50 ms later: 10 in 0.5 s.
-	if math.Abs(fast.Achieved-20) > 1e-6 || fast.E2EDueP95 <= fast.E2EP95+300 || !fast.Capped {
-		t.Errorf("100/s: achieved %v (want 20), e2e p95 %v sent, %v due", fast.Achieved, fast.E2EP95, fast.E2EDueP95)
+	// Due every 10 ms, but ending every 50 ms (from 50 to 500 ms).
+	if math.Abs(fast.Scheduled-100) > 1e-6 || math.Abs(fast.Achieved-20) > 1e-6 || fast.E2EDueP95 <= fast.E2EP95+300 || !fast.Capped {
+		t.Errorf("100/s: scheduled %v, achieved %v (want 100 and 20), e2e p95 %v sent, %v due", fast.Scheduled, fast.Achieved, fast.E2EP95, fast.E2EDueP95)
 	}
 	words := strings.Join(sweeps[0].Words(), "\n")
-	for _, want := range []string{"10 req/s offered, 10.86 achieved: kept up", "100 req/s offered, 20.00 achieved: the server fell behind the rate; a user arriving on time waited p95"} {
+	for _, want := range []string{"10 req/s offered (10.00 as scheduled), 10.00 achieved: kept up",
+		"100 req/s offered (100.00 as scheduled), 20.00 achieved: the server fell behind the rate; a user arriving on time waited p95"} {
 		if !strings.Contains(words, want) {
 			t.Errorf("%q missing from:\n%s", want, words)
 		}
@@ -51,7 +56,7 @@ func TestRateSweepsSayOfferedAchievedAndBothLatencies(t *testing.T) {
 		t.Errorf("a capped queue and a 0.5 ms lag are not the client's lateness:\n%s", words)
 	}
 	table := sweeps[0].Table()
-	if len(table.Rows) != 2 || table.Rows[1][0] != "100" || table.Rows[1][1] != "20.00" {
+	if len(table.Rows) != 2 || table.Rows[1][0] != "100" || table.Rows[1][1] != "100.00" || table.Rows[1][2] != "20.00" {
 		t.Errorf("table %q", table.Rows)
 	}
 	// Without a cap, a lag over 1 ms is the client's, and it is said.

@@ -333,8 +333,9 @@ func writeLoadResults(w io.Writer, width int, manifest string) {
 }
 
 // rateGiveWay orders the rate table's columns that give way on a narrow
-// terminal; the rates and the p95 TTFTs both ways always stay.
-var rateGiveWay = map[string]int{"failed": 1, "n": 2, "queue p50": 3, "p95 e2e sent": 4, "tok/s": 5, "p95 e2e due": 6, "queue p99": 7}
+// terminal; the offered and achieved rates and the p95 TTFTs both ways
+// always stay.
+var rateGiveWay = map[string]int{"failed": 1, "n": 2, "queue p50": 3, "p95 e2e sent": 4, "tok/s": 5, "p95 e2e due": 6, "queue p99": 7, "scheduled": 8}
 
 // WriteSummary prints the per-arm table of e2e statistics, TTFT, tok/s
 // and the run-quality figures, arms in the profile's order, within width
