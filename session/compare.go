@@ -150,6 +150,12 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 		if x, y := base.manifest.Concurrency(base.Arm), col.manifest.Concurrency(col.Arm); x != y {
 			col.Differences = append(col.Differences, fmt.Sprintf("concurrency %d vs %d", x, y))
 		}
+		// An open loop's arrivals load the server as its rate says.
+		baseArm, _ := base.manifest.Arm(base.Arm)
+		colArm, _ := col.manifest.Arm(col.Arm)
+		if x, y := baseArm.Rate, colArm.Rate; x != y {
+			col.Differences = append(col.Differences, fmt.Sprintf("rate %s vs %s", rateWords(x), rateWords(y)))
+		}
 		if key := base.Session + " " + col.Session + " " + strings.Join(col.Differences, ";"); len(col.Differences) > 0 && !warned[key] {
 			warned[key] = true
 			c.Warnings = append(c.Warnings, fmt.Sprintf("%s and %s were set up differently (%s): their deltas and verdicts measure that too",
@@ -291,6 +297,14 @@ func (c *Comparison) Reasoned() bool {
 // reasoningMetric is tested beside the output lengths where a model
 // reasoned (Comparison.Lengths).
 const reasoningMetric = "reasoning_tokens"
+
+// rateWords says an arm's rate: "20 req/s", or "none" for a closed loop.
+func rateWords(rate float64) string {
+	if rate <= 0 {
+		return "none (a closed loop)"
+	}
+	return fmt.Sprintf("%g req/s", rate)
+}
 
 // Scheduled reports whether every column ran an open loop (its arm had a
 // rate): its requests had due times, and their latencies from them are

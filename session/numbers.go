@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -14,15 +15,15 @@ import (
 // TPOT p50; ITL p50 and p99 over every gap between chunks of the counted
 // trials (from tokens, each column's session's arrivals; "—" without);
 // tok/s (Σ tokens / Σ time, a request's own rate); and for load runs the
-// streams in flight and req/s over the steady windows (the load table
-// that follows has all streams' tok/s and the rest).
+// load (streams in flight, or an open loop's rate) and req/s over the
+// steady windows (the load table that follows has the rest).
 func (c *Comparison) NumbersTable(tokens func(session string) map[TrialKey]Arrivals) Table {
 	labels, _ := ShortLabels(c.Columns)
 	t := Table{Header: []string{"", "n", "degraded", "e2e mean ms", "median [95% CI]", "p90", "p95", "p99", "max", "CV",
 		"TTFT p50", "TTFT p95", "TPOT p50", "ITL p50", "ITL p99", "tok/s"}}
 	load := slices.ContainsFunc(c.Columns, func(col Column) bool { return col.load() != nil })
 	if load {
-		t.Header = append(t.Header, "streams", "req/s")
+		t.Header = append(t.Header, "load", "req/s")
 	}
 	metric := func(name string) Metric { m, _ := LookupMetric(name); return m }
 	for i, col := range c.Columns {
@@ -40,11 +41,7 @@ func (c *Comparison) NumbersTable(tokens func(session string) map[TrialKey]Arriv
 			ms(st.P90), ms(st.P95), ms(st.P99), ms(st.Max), orDash("%.3f", st.CV), ms(ttft.Median), ms(ttft.P95), ms(tpot.Median),
 			ms(itl.Median), ms(itl.P99), orDash("%.1f", metric("output_tps").Pooled(col.records))}
 		if load {
-			streams, rps := "1", "—"
-			if l := col.load(); l != nil {
-				streams, rps = strconv.Itoa(l.Concurrency), orDash("%.2f", l.RequestsPerS)
-			}
-			row = append(row, streams, rps)
+			row = append(row, col.loadWords(), orDash("%.2f", col.requestsPerS()))
 		}
 		t.Rows = append(t.Rows, row)
 	}
@@ -60,6 +57,33 @@ func (c Column) gaps(tokens func(session string) map[TrialKey]Arrivals) []float6
 		out = append(out, g...)
 	}
 	return out
+}
+
+// loadWords say the column's load: "4 streams", "20 req/s" for an open
+// loop (with its cap in flight), "1 stream" for one at a time.
+func (c Column) loadWords() string {
+	var a ArmInfo
+	if c.manifest != nil {
+		a, _ = c.manifest.Arm(c.Arm)
+	}
+	switch {
+	case a.Rate > 0 && a.Concurrency > 0:
+		return fmt.Sprintf("%g req/s, ≤ %d", a.Rate, a.Concurrency)
+	case a.Rate > 0:
+		return fmt.Sprintf("%g req/s", a.Rate)
+	case a.Concurrency > 1:
+		return fmt.Sprintf("%d streams", a.Concurrency)
+	}
+	return "1 stream"
+}
+
+// requestsPerS is the column's req/s over its steady windows; NaN for
+// a run one trial at a time.
+func (c Column) requestsPerS() float64 {
+	if l := c.load(); l != nil {
+		return l.RequestsPerS
+	}
+	return math.NaN()
 }
 
 // load is the column's load throughput from its manifest's summary; nil

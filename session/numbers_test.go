@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// A load run's numbers carry its streams and req/s over the steady
-// windows beside each request's own figures; a run one trial at a time
-// has neither column.
+// A load run's numbers carry its load (streams, or an open loop's rate)
+// and req/s over the steady windows beside each request's own figures; a
+// run one trial at a time has neither column.
 func TestTheNumbersOfALoadRunCarryItsRates(t *testing.T) {
 	var recs []Record
 	for i := range 12 {
@@ -25,16 +25,21 @@ func TestTheNumbersOfALoadRunCarryItsRates(t *testing.T) {
 	}
 	c.RunTests(TestOptions{Resamples: 100, Seed: 1})
 	table := c.NumbersTable(func(string) map[TrialKey]Arrivals { return nil })
-	at := slices.Index(table.Header, "streams")
-	if at < 0 || !slices.Equal(table.Header[at:], []string{"streams", "req/s"}) {
+	at := slices.Index(table.Header, "load")
+	if at < 0 || !slices.Equal(table.Header[at:], []string{"load", "req/s"}) {
 		t.Fatalf("header %q", table.Header)
 	}
-	if got := table.Rows[1][at:]; !slices.Equal(got, []string{"4", "9.50"}) {
+	if got := table.Rows[1][at:]; !slices.Equal(got, []string{"4 streams", "9.50"}) {
 		t.Errorf("greedy@c4's load cells %q", got)
+	}
+	// An open loop's load is its rate, with its cap where it has one.
+	m.Arms[1].Concurrency, m.Arms[1].Rate = 16, 20
+	if got := c.NumbersTable(func(string) map[TrialKey]Arrivals { return nil }).Rows[1][at]; got != "20 req/s, ≤ 16" {
+		t.Errorf("an open loop's load %q", got)
 	}
 	s.Manifest.Summary = nil
 	c, _ = Compare(refs, []*Session{s, s}, []string{"e2e_ms"})
-	if table := c.NumbersTable(func(string) map[TrialKey]Arrivals { return nil }); slices.Contains(table.Header, "streams") {
+	if table := c.NumbersTable(func(string) map[TrialKey]Arrivals { return nil }); slices.Contains(table.Header, "load") {
 		t.Errorf("a run without load has load columns: %q", table.Header)
 	}
 }

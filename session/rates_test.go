@@ -65,3 +65,28 @@ func TestRateSweepsSayOfferedAchievedAndBothLatencies(t *testing.T) {
 		t.Errorf("an uncapped lag of seconds is not said:\n%s", words)
 	}
 }
+
+// Sessions run at different rates, or one open and one closed, are set up
+// differently, and the comparison says so before its verdicts.
+func TestSessionsAtOtherRatesAreWarnedAbout(t *testing.T) {
+	var recs []Record
+	for i := range 12 {
+		recs = append(recs, record("greedy", i+1, PhaseTimed, StatusOK, 20+float64(i)))
+	}
+	at := func(rate float64) *Manifest {
+		return &Manifest{Status: StatusComplete, Arms: []ArmInfo{{Name: "greedy", Rate: rate}}}
+	}
+	a := &Session{Path: "/s/A.toml", Manifest: at(20), Records: recs}
+	b := &Session{Path: "/s/B.toml", Manifest: at(80), Records: recs}
+	closed := &Session{Path: "/s/C.toml", Manifest: at(0), Records: recs}
+	c, err := Compare([]Ref{{Path: a.Path}, {Path: b.Path}, {Path: closed.Path}}, []*Session{a, b, closed}, []string{"e2e_ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warnings := strings.Join(c.Warnings, "\n")
+	for _, want := range []string{"A and B were set up differently (rate 20 req/s vs 80 req/s)", "A and C were set up differently (rate 20 req/s vs none (a closed loop))"} {
+		if !strings.Contains(warnings, want) {
+			t.Errorf("%q missing from the warnings:\n%s", want, warnings)
+		}
+	}
+}
