@@ -145,7 +145,7 @@ func parsePercent(s string) (float64, error) {
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
-	fs := newCommand("run", "tokentop run [flags]", []string{"tokentop run --profile quick --trials 50", "tokentop run --until-ci 1% --trials 2000", "tokentop run --arm name=f32 --arm name=q8,dtype=q8_0", "tokentop run --backend ollama --model llama3.2:1b --profile quick", "tokentop run --backend openai --url http://127.0.0.1:8000/v1 --model M --endpoint chat", "tokentop run --profile quick --concurrency 1,2,4,8 --duration 30s", "tokentop run --profile quick --rate 10,20,40 --trials 200"}, stdout, stderr)
+	fs := newCommand("run", "tokentop run [flags]", []string{"tokentop run --profile quick --trials 50", "tokentop run --until-ci 1% --trials 2000", "tokentop run --arm name=f32 --arm name=q8,dtype=q8_0", "tokentop run --backend ollama --model llama3.2:1b --profile quick", "tokentop run --backend openai --url http://127.0.0.1:8000/v1 --model M --endpoint chat", "tokentop run --profile quick --concurrency 1,2,4,8 --duration 30s", "tokentop run --profile quick --rate 10,20,40 --trials 200", "tokentop run --backend llamacpp --trace mooncake.jsonl --trace-speed 2"}, stdout, stderr)
 	profileArg := fs.String("profile", profiles.DefaultName, "profile name or path to a .toml file")
 	opts := runner.Options{}
 	fs.StringVar(&opts.Backend, "backend", registry.Default, "backend: "+strings.Join(registry.Names(), ", "))
@@ -180,6 +180,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	})
 	fs.StringVar(&opts.Arrival, "arrival", "", "with --rate: how requests arrive: poisson (default), constant or gamma")
 	fs.Float64Var(&opts.Burstiness, "burstiness", 0, "with --arrival gamma: its shape (1 is Poisson, below 1 burstier, above 1 more regular)")
+	fs.StringVar(&opts.Trace, "trace", "", "replay a JSON Lines trace of requests at their times, each arm the whole of it: Mooncake's {\"timestamp\", \"input_length\", \"output_length\", \"hash_ids\"} or {\"timestamp\", \"prompt\", \"max_tokens\"} (timestamps in ms)")
+	fs.Float64Var(&opts.TraceSpeed, "trace-speed", 0, "with --trace: replay it this many times as fast (default 1)")
 	fs.IntVar(&opts.MaxConcurrency, "max-concurrency", 0, "with --rate: at most N requests in flight; one due past the cap waits in the client, and its wait counts (default: no cap)")
 	var arms []profiles.Arm
 	fs.Func("arm", "an arm of your own, replacing the profile's (repeat for an A/B): key=value pairs, e.g. name=q8,dtype=q8_0 or name=ctx4k,backend=ollama,options.num_ctx=4096", func(flag string) error {

@@ -32,13 +32,16 @@ type ArmLoad struct {
 	// Concurrency is the streams a closed loop keeps in flight, or an open
 	// loop's cap on requests in flight (0: none).
 	Concurrency int
-	// Rate is an open loop's requests per second; 0 for a closed loop.
+	// Rate is an open loop's requests per second (a trace's mean rate);
+	// 0 for a closed loop.
 	Rate float64
-	Mode string // "", or ModeAlone / ModeTogether in a together group
+	// Trace is set where the arm replays the plan's trace.
+	Trace bool
+	Mode  string // "", or ModeAlone / ModeTogether in a together group
 }
 
-// open reports whether the arm runs an open loop (a rate).
-func (l ArmLoad) open() bool { return l.Rate > 0 }
+// open reports whether the arm runs an open loop (a rate, or a trace).
+func (l ArmLoad) open() bool { return l.Rate > 0 || l.Trace }
 
 // expandLoad replaces the profile's arms by one arm per arm and level
 // ("greedy@c4"), or in a together group per arm and mode
@@ -71,6 +74,13 @@ func (p *Plan) expandLoad() {
 				}
 				add(i, a.Name+"@"+mode, ArmLoad{Base: a.Name, Concurrency: n, Mode: mode})
 			}
+		}
+		return
+	}
+	if p.Trace != nil {
+		rate := traceRate(p.Trace, p.TraceSpeed)
+		for i, a := range base {
+			add(i, a.Name+"@trace", ArmLoad{Base: a.Name, Concurrency: prof.MaxConcurrency, Rate: rate, Trace: true})
 		}
 		return
 	}
@@ -206,7 +216,7 @@ func (r *run) runStreams(ctx context.Context, streams []int, perStream int, phas
 					return
 				}
 				at := inFlight.Add(1)
-				f := r.request(ctx, blockCtx, i, trial, clock)
+				f := r.request(ctx, blockCtx, i, trial, clock, nil)
 				switch {
 				case !windows:
 				case j == 0:
@@ -466,6 +476,10 @@ func (p *Plan) loadInfo() *session.LoadInfo {
 		info.Duration = prof.LoadDuration.String()
 	}
 	switch {
+	case p.Trace != nil:
+		info.Trace, info.MaxConcurrency = p.traceInfo(), prof.MaxConcurrency
+		info.RequestsPerBlock = fmt.Sprintf("the trace's next %v (at its speed)", p.OpenBlock)
+		info.Rates = []float64{p.Load[0].Rate}
 	case prof.OpenLoop():
 		info.Arrival, info.Burstiness, info.MaxConcurrency = prof.Arrival, prof.Burstiness, prof.MaxConcurrency
 		info.RequestsPerBlock = fmt.Sprintf("the rate × %v, at least %d", p.OpenBlock, minOpenBlock)

@@ -22,41 +22,69 @@ const minOpenBlock = 8
 // back: their waits are then the client's.
 const clientLagLimit = time.Millisecond
 
-// openBlock is an open-loop arm's unit: its warmup, at its rate, while it
-// has warmup left, else a timed block.
+// openRequest is one request of an open-loop block: when it is due from
+// the block's start, and what it asks for (nil: the profile's prompt of
+// its trial and max_tokens).
+type openRequest struct {
+	due   time.Duration
+	shape *shape
+}
+
+// openBlock is an open-loop arm's unit: its warmup, at its rate (or the
+// trace's first requests at their times), while it has warmup left, else
+// a timed block: Plan.OpenBlock of arrivals at its rate, or the trace's
+// next stretch of that long.
 func (r *run) openBlock(ctx context.Context, i, round, position int) error {
+	l := r.plan.Load[i]
 	if left := r.arms[i].warmupLeft; left > 0 {
 		r.arms[i].warmupLeft = 0
-		return r.runOpenLoop(ctx, i, left, session.PhaseWarmup, round, position, false)
+		if l.Trace {
+			return r.runOpenLoop(ctx, i, r.traceStretch(0, left), session.PhaseWarmup, round, position, false)
+		}
+		return r.runOpenLoop(ctx, i, r.arrivals(i, left, round), session.PhaseWarmup, round, position, false)
 	}
-	n := max(minOpenBlock, int(math.Ceil(r.plan.Load[i].Rate*r.plan.OpenBlock.Seconds())))
+	if l.Trace {
+		return r.traceBlock(ctx, i, round, position)
+	}
+	n := max(minOpenBlock, int(math.Ceil(l.Rate*r.plan.OpenBlock.Seconds())))
 	// A block does not run far past a trial cap: the last one is cut to
 	// what the cap still wants, yet keeps minOpenBlock requests.
 	if c, ok := r.plan.Stop.(TrialCap); ok {
 		n = min(n, max(minOpenBlock, c.N-r.arms[i].timed))
 	}
-	return r.runOpenLoop(ctx, i, n, session.PhaseTimed, round, position, true)
+	return r.runOpenLoop(ctx, i, r.arrivals(i, n, round), session.PhaseTimed, round, position, true)
 }
 
-// runOpenLoop sends n requests of arm i on a schedule fixed before the
-// first goes (seeded by the arm and round), each at its time whatever
-// became of the ones before, and collects them as they end. Each record
-// keeps when it was due (ScheduledMs) and how late it left (QueueMs).
-// With windows set every request is steady: an open loop has no streams
-// to ramp up, and its block's window runs from its first end to its last.
-func (r *run) runOpenLoop(ctx context.Context, i, n int, phase string, round, position int, windows bool) error {
+// arrivals are n requests of arm i at its rate, on a schedule seeded by
+// the arm and the round: the same session gives the same schedules.
+func (r *run) arrivals(i, n, round int) []openRequest {
+	p := &r.plan.Profile
+	seed := uint64(armSeed(p.Seed, p.Arms[i].Seed))<<16 ^ uint64(round)
+	out := make([]openRequest, n)
+	for k, due := range p.Arrivals(r.plan.Load[i].Rate, seed).Schedule(n) {
+		out[k].due = due
+	}
+	return out
+}
+
+// runOpenLoop sends arm i's requests, each at its due time from the
+// block's start whatever became of the ones before, and collects them as
+// they end. Each record keeps when it was due (ScheduledMs) and how late
+// it left (QueueMs). With windows set every request is steady: an open
+// loop has no streams to ramp up, and its block's window runs from its
+// first end to its last.
+func (r *run) runOpenLoop(ctx context.Context, i int, requests []openRequest, phase string, round, position int, windows bool) error {
 	p := &r.plan.Profile
 	l := r.plan.Load[i]
-	trials := make([]int, n)
-	for k := range trials {
+	trials := make([]int, len(requests))
+	schedule := make([]time.Duration, len(requests))
+	for k, req := range requests {
 		r.arms[i].next++
-		trials[k] = r.arms[i].next
+		trials[k], schedule[k] = r.arms[i].next, req.due
 	}
-	seed := uint64(armSeed(p.Seed, p.Arms[i].Seed))<<16 ^ uint64(round)
-	schedule := p.Arrivals(l.Rate, seed).Schedule(n)
 	blockCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	results := make(chan finished, n)
+	results := make(chan finished, len(requests))
 	var inFlight atomic.Int32
 	arm := p.Arms[i].Name
 	r.monitor.mark(fmt.Sprintf("block_start %s round %d", arm, round))
@@ -66,8 +94,13 @@ func (r *run) runOpenLoop(ctx context.Context, i, n int, phase string, round, po
 		defer close(results)
 		arrival.Dispatch(blockCtx, start, schedule, l.Concurrency, func(s arrival.Sent) {
 			at := inFlight.Add(1)
-			clock := &tokenClock{arrivals: make([]metrics.Arrival, 0, p.MaxTokens+8)}
-			f := r.request(ctx, blockCtx, i, trials[s.Index], clock)
+			sh := requests[s.Index].shape
+			limit := p.MaxTokens
+			if sh != nil && sh.maxTokens > 0 {
+				limit = sh.maxTokens
+			}
+			clock := &tokenClock{arrivals: make([]metrics.Arrival, 0, limit+8)}
+			f := r.request(ctx, blockCtx, i, trials[s.Index], clock, sh)
 			f.inFlight = int(inFlight.Add(-1))
 			f.rec.ScheduledMs = ms(s.Intended.Sub(start))
 			f.rec.QueueMs = ms(f.started.Sub(s.Intended))

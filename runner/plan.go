@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -85,6 +86,10 @@ type Options struct {
 	Arrival        string
 	Burstiness     float64
 	MaxConcurrency int
+	// Trace is a JSON Lines file of requests to replay at their times,
+	// each arm the whole of it, TraceSpeed times as fast (0: 1).
+	Trace      string
+	TraceSpeed float64
 	// Duration ends each load arm after that much steady load (0: the
 	// profile's, if any).
 	Duration time.Duration
@@ -118,6 +123,11 @@ type Plan struct {
 	// OpenBlock is how long an open loop's timed block offers requests at
 	// its rate (DefaultOpenBlock; tests shorten it).
 	OpenBlock time.Duration
+	// Trace, when set, is replayed by every arm at TraceSpeed; TraceSHA256
+	// is its file's digest, for the manifest.
+	Trace       *arrival.Trace
+	TraceSHA256 string
+	TraceSpeed  float64
 }
 
 // DefaultOpenBlock is an open loop's timed block: long enough for a queue
@@ -222,6 +232,9 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	if err := applyOpenLoop(p, opts); err != nil {
 		return nil, err
 	}
+	if err := plan.applyTrace(opts); err != nil {
+		return nil, err
+	}
 	if opts.Duration < 0 {
 		return nil, fmt.Errorf("--duration %v: use a positive duration, e.g. 60s", opts.Duration)
 	}
@@ -231,7 +244,7 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	if plan.Targets, plan.ArmTarget, err = resolveTargets(p, kind, opts); err != nil {
 		return nil, err
 	}
-	if p.RunsLoad() {
+	if p.RunsLoad() || plan.Trace != nil {
 		plan.expandLoad()
 	}
 	plan.OpenBlock = DefaultOpenBlock
@@ -281,6 +294,8 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	p.Stop = p.Stop.Effective()
 	plan.Stop = TrialCap{N: p.Trials}
 	switch {
+	case plan.Trace != nil:
+		plan.Stop = Unbounded{} // each arm ends when it has replayed the trace
 	case p.LoadDuration > 0:
 		plan.Stop = Unbounded{} // the load loop ends each arm by its steady time
 	case p.Stop.Enabled():
@@ -289,10 +304,57 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	return plan, nil
 }
 
+// applyTrace reads --trace for every arm to replay, in place of the
+// profile's load: its requests' own prompts, lengths and times.
+func (plan *Plan) applyTrace(opts Options) error {
+	p := &plan.Profile
+	if opts.Trace == "" {
+		if opts.TraceSpeed != 0 {
+			return errors.New("--trace-speed replays a trace faster or slower; set --trace too")
+		}
+		return nil
+	}
+	switch {
+	case len(opts.Rates) > 0 || len(opts.Concurrency) > 0:
+		return errors.New("--trace: the trace's own times load the server; drop --rate and --concurrency")
+	case len(p.Together) > 0:
+		return fmt.Errorf("--trace: profile %s runs a together group; a trace is replayed by each arm alone", p.Name)
+	case opts.Arrival != "" || opts.Burstiness != 0:
+		return errors.New("--trace: the trace's own times are its arrivals; drop --arrival and --burstiness")
+	case opts.Duration > 0 || p.LoadDuration > 0 || opts.UntilCI != 0:
+		return errors.New("--trace: each arm replays the whole trace, which sets its length; drop --duration and --until-ci")
+	case opts.TraceSpeed < 0 || math.IsNaN(opts.TraceSpeed) || math.IsInf(opts.TraceSpeed, 0):
+		return fmt.Errorf("--trace-speed %v: use a speed over 0 (2 replays the trace twice as fast)", opts.TraceSpeed)
+	}
+	t, sum, err := readTrace(opts.Trace)
+	if err != nil {
+		return err
+	}
+	// The trace sets each arm's length: no stop rule ends it sooner.
+	p.Concurrency, p.Rate, p.Stop = nil, nil, profiles.Stop{}
+	for i := range p.Arms {
+		p.Arms[i].Concurrency, p.Arms[i].Rate = 0, 0
+	}
+	plan.Trace, plan.TraceSHA256, plan.TraceSpeed = t, sum, opts.TraceSpeed
+	if plan.TraceSpeed == 0 {
+		plan.TraceSpeed = 1
+	}
+	return nil
+}
+
 // applyOpenLoop puts the open loop's flags on the profile: --rate
 // replaces its rates and its closed loop's levels, the others its
 // arrival process and cap, each checked as the profile's keys are.
 func applyOpenLoop(p *profiles.Profile, opts Options) error {
+	if opts.Trace != "" { // a trace's own times are its arrivals (applyTrace)
+		if opts.MaxConcurrency < 0 || opts.MaxConcurrency > backends.MaxConcurrency {
+			return fmt.Errorf("--max-concurrency %d: use 1 to %d requests in flight, or leave it out for no cap", opts.MaxConcurrency, backends.MaxConcurrency)
+		}
+		if opts.MaxConcurrency != 0 {
+			p.MaxConcurrency = opts.MaxConcurrency
+		}
+		return nil
+	}
 	if len(opts.Rates) > 0 {
 		p.Rate, p.Concurrency = opts.Rates, nil
 	}

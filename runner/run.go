@@ -425,6 +425,7 @@ type armState struct {
 	counterRejected int
 	e2e             metrics.Series
 	blocks          blockSum // a load arm's timed blocks
+	traceAt         int      // a trace replay's next request
 }
 
 type run struct {
@@ -562,7 +563,7 @@ func (r *run) oneTrial(ctx context.Context, i, round, position int) error {
 	label := fmt.Sprintf("%s#%d", r.plan.Profile.Arms[i].Name, arm.next)
 	target := r.plan.ArmTarget[i]
 	r.monitor.beginTrial(label, target)
-	f := r.request(ctx, ctx, i, arm.next, &r.clocks[0])
+	f := r.request(ctx, ctx, i, arm.next, &r.clocks[0], nil)
 	f.rec.Phase, f.rec.Round, f.rec.Position = phase, round, position
 	f.rec.Concurrency, f.rec.Stream, f.rec.InFlight = 1, 1, 1
 	if r.monitor.endTrial(label, target, f.started, f.end, &f.rec) && phase == session.PhaseTimed {
@@ -638,7 +639,7 @@ func (r *run) report(f finished, serverDown bool) {
 		r.warnedTruncated = true
 		r.events <- Warning{Text: fmt.Sprintf("%s trial %d was cut at the context window after %d of %d tokens (stop reason truncated): "+
 			"its timings are not those of a full-length trial; lower max_tokens or give the server a larger context",
-			rec.Arm, rec.Trial, rec.OutputTokens, r.plan.Profile.MaxTokens)}
+			rec.Arm, rec.Trial, rec.OutputTokens, f.maxTokens)}
 	}
 	// The cap counts measurements, at the arm's load; a load block ends
 	// the requests it started after its arm stopped.
@@ -697,18 +698,37 @@ type finished struct {
 	started  time.Time
 	end      time.Duration
 	inFlight int // the block's requests in flight as its stream goes on
+	// maxTokens is the token limit the request asked for.
+	maxTokens int
+}
+
+// shape is what a request asks for where a trace sets it: its prompt,
+// the number it goes by in the records (its trace line) and its token
+// limit (0: the profile's).
+type shape struct {
+	prompt    string
+	promptID  int
+	maxTokens int
 }
 
 // request runs arm armIndex's trial number trial on clock and turns it
 // into a Record (phase, round and place are the caller's to fill). It
 // changes no run state, so load workers call it at once; parent is the
-// run's context, ctx the one the request runs under.
-func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *tokenClock) finished {
+// run's context, ctx the one the request runs under. A nil shape asks
+// the profile's prompt of the trial and its max_tokens.
+func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *tokenClock, sh *shape) finished {
 	p := &r.plan.Profile
 	arm := p.Arms[armIndex]
 	promptID := (trial - 1) % len(p.Prompts)
+	prompt, maxTokens := p.Prompts[promptID], p.MaxTokens
+	if sh != nil {
+		prompt, promptID = sh.prompt, sh.promptID-1
+		if sh.maxTokens > 0 {
+			maxTokens = sh.maxTokens
+		}
+	}
 	target := r.plan.ArmTarget[armIndex]
-	req := backends.Request{Model: r.plan.Targets[target].Target.Model, Prompt: p.Prompts[promptID], MaxTokens: p.MaxTokens,
+	req := backends.Request{Model: r.plan.Targets[target].Target.Model, Prompt: prompt, MaxTokens: maxTokens,
 		Temperature: arm.Temperature, TopK: arm.TopK, TopP: arm.TopP, MinP: arm.MinP,
 		Seed: armSeed(p.Seed, arm.Seed) + int64(trial), PromptCache: p.AllowsPromptCache(arm), IgnoreEOS: p.FixedLength,
 		Think: string(p.ThinkOf(arm))}
@@ -739,7 +759,7 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 		ServerDecodeMs: res.ServerDecodeMs, EnergyQuality: session.EnergyUnavailable, Connection: res.Connection,
 		EnergyJ: math.NaN(), AvgPowerW: math.NaN(), JPerToken: math.NaN(), PeakRSSMB: math.NaN(),
 		ScheduledMs: math.NaN(), QueueMs: math.NaN()}
-	f := finished{arm: armIndex, err: genErr, started: startedAt, end: end}
+	f := finished{arm: armIndex, err: genErr, started: startedAt, end: end, maxTokens: maxTokens}
 	// Reasoning that an inline </think> closed without a <think> began
 	// with the output: the backend learnt so only there.
 	for i := range min(res.LeadingReasoningChunks, len(clock.arrivals)) {
@@ -752,7 +772,7 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 	} else if rec.OutputTokens != chunkTokens {
 		f.mismatch = true
 	}
-	if rec.StopReason == "length" && res.OutputTokens >= 0 && res.OutputTokens < p.MaxTokens {
+	if rec.StopReason == "length" && res.OutputTokens >= 0 && res.OutputTokens < maxTokens {
 		// A token limit reached below the one asked for is the context
 		// window's (the OpenAI API says "length" for both). Only the
 		// server's own count can tell: a count of chunks undercounts

@@ -90,19 +90,32 @@ type LoadInfo struct {
 	// second), Arrival its process, Burstiness gamma's shape and
 	// MaxConcurrency the cap on requests in flight (0: none); each block's
 	// schedule is seeded by its arm's seed and its round.
-	Rates             []float64 `toml:"rates,omitempty"`
-	Arrival           string    `toml:"arrival,omitempty"`
-	Burstiness        float64   `toml:"burstiness,omitzero"`
-	MaxConcurrency    int       `toml:"max_concurrency,omitzero"`
-	RequestsPerBlock  string    `toml:"requests_per_block,omitempty"`
-	Together          []string  `toml:"together,omitempty"`
-	RequestsPerStream int       `toml:"requests_per_stream,omitempty"`
+	Rates            []float64 `toml:"rates,omitempty"`
+	Arrival          string    `toml:"arrival,omitempty"`
+	Burstiness       float64   `toml:"burstiness,omitzero"`
+	MaxConcurrency   int       `toml:"max_concurrency,omitzero"`
+	RequestsPerBlock string    `toml:"requests_per_block,omitempty"`
+	// Trace is the trace every arm replayed; nil for a rate or a
+	// closed loop.
+	Trace             *TraceInfo `toml:"trace,omitempty"`
+	Together          []string   `toml:"together,omitempty"`
+	RequestsPerStream int        `toml:"requests_per_stream,omitempty"`
 	// Duration is the steady time each arm ran for, in place of the
 	// profile's trial count; empty when the count ended them.
 	Duration string   `toml:"duration,omitempty"`
 	SLO      *SLOInfo `toml:"slo,omitempty"`
 	// Energy says how energy and memory were measured.
 	Energy string `toml:"energy"`
+}
+
+// TraceInfo is a replayed trace: its file and digest, its requests, the
+// speed it was replayed at, and how its prompts were made.
+type TraceInfo struct {
+	File     string  `toml:"file"`
+	SHA256   string  `toml:"sha256"`
+	Requests int     `toml:"requests"`
+	Speed    float64 `toml:"speed"`
+	Prompts  string  `toml:"prompts"`
 }
 
 // SLOInfo bounds each request's latencies (0: not bounded); Goodput is the

@@ -146,7 +146,7 @@ func (sw RateSweep) Table() Table {
 	t := Table{Header: []string{"offered req/s", "scheduled", "achieved", "tok/s", "queue p50", "queue p99",
 		"p95 TTFT sent", "p95 TTFT due", "p95 e2e sent", "p95 e2e due", "n", "failed"}}
 	for _, lv := range sw.Levels {
-		t.Rows = append(t.Rows, []string{fmt.Sprintf("%g", lv.Offered), orDash("%.2f", lv.Scheduled), orDash("%.2f", lv.Achieved), orDash("%.1f", lv.TokensPerS),
+		t.Rows = append(t.Rows, []string{fmt.Sprintf("%.4g", lv.Offered), orDash("%.2f", lv.Scheduled), orDash("%.2f", lv.Achieved), orDash("%.1f", lv.TokensPerS),
 			orDash("%.2f ms", lv.QueueP50), orDash("%.2f ms", lv.QueueP99), orDash("%.1f ms", lv.TTFTP95), orDash("%.1f ms", lv.TTFTDueP95),
 			orDash("%.1f ms", lv.E2EP95), orDash("%.1f ms", lv.E2EDueP95), fmt.Sprint(lv.N), fmt.Sprint(lv.Failed)})
 	}
@@ -169,16 +169,16 @@ func (sw RateSweep) Words() []string {
 	for _, lv := range sw.Levels {
 		switch {
 		case math.IsNaN(lv.Achieved) || math.IsNaN(lv.Scheduled):
-			lines = append(lines, fmt.Sprintf("%g req/s offered: too few requests succeeded in a block to measure a rate", lv.Offered))
+			lines = append(lines, fmt.Sprintf("%.4g req/s offered: too few requests succeeded in a block to measure a rate", lv.Offered))
 		case lv.Achieved < fellBehind*lv.Scheduled:
-			lines = append(lines, fmt.Sprintf("%g req/s offered (%.2f as scheduled), %.2f achieved: the server fell behind the rate; a user arriving on time waited p95 %.1f ms for a first token (%.1f ms once sent), %.1f ms for the whole answer (%.1f ms once sent)",
+			lines = append(lines, fmt.Sprintf("%.4g req/s offered (%.2f as scheduled), %.2f achieved: the server fell behind the rate; a user arriving on time waited p95 %.1f ms for a first token (%.1f ms once sent), %.1f ms for the whole answer (%.1f ms once sent)",
 				lv.Offered, lv.Scheduled, lv.Achieved, lv.TTFTDueP95, lv.TTFTP95, lv.E2EDueP95, lv.E2EP95))
 		default:
-			lines = append(lines, fmt.Sprintf("%g req/s offered (%.2f as scheduled), %.2f achieved: kept up; p95 TTFT %.1f ms from the due time, %.1f ms once sent",
+			lines = append(lines, fmt.Sprintf("%.4g req/s offered (%.2f as scheduled), %.2f achieved: kept up; p95 TTFT %.1f ms from the due time, %.1f ms once sent",
 				lv.Offered, lv.Scheduled, lv.Achieved, lv.TTFTDueP95, lv.TTFTP95))
 		}
 		if !lv.Capped && lv.QueueP99 > 1 {
-			lines = append(lines, fmt.Sprintf("%g req/s: the client sent late (dispatch lag p99 %.2f ms with no cap in flight): the client, not the server, held requests back, and the latencies from the due time include that", lv.Offered, lv.QueueP99))
+			lines = append(lines, fmt.Sprintf("%.4g req/s: the client sent late (dispatch lag p99 %.2f ms with no cap in flight): the client, not the server, held requests back, and the latencies from the due time include that", lv.Offered, lv.QueueP99))
 		}
 	}
 	return lines
