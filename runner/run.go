@@ -55,6 +55,9 @@ type Started struct {
 	// Duration ends each load arm by its steady time instead of
 	// TrialsPerArm; 0 when the count ends them.
 	Duration time.Duration
+	// Rates are each open-loop arm's offered requests per second (a
+	// trace's mean rate); nil for closed loops and one trial at a time.
+	Rates map[string]float64
 }
 
 // TrialDone is sent after a trial is on disk.
@@ -244,6 +247,12 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 	started := Started{Arms: p.ArmNames(), TrialsPerArm: p.Trials, Warmup: map[string]int{}, Load: m.Profile.Load, Duration: p.LoadDuration}
 	for i, a := range p.Arms {
 		started.Warmup[a.Name] = plan.warmupOf(i)
+		if plan.Load != nil && plan.Load[i].open() {
+			if started.Rates == nil {
+				started.Rates = map[string]float64{}
+			}
+			started.Rates[a.Name] = plan.Load[i].Rate
+		}
 	}
 	for i, t := range plan.Targets {
 		info := infos[i]

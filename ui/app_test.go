@@ -1013,3 +1013,17 @@ func everyArmStays(t *testing.T, size tea.WindowSizeMsg) {
 		}
 	}
 }
+
+// An open loop's dashboard gives each rate offered against the rate
+// achieved, the queue past the due times and TTFT both ways.
+func TestTheDashboardOfAnOpenLoopShowsOfferedAndAchieved(t *testing.T) {
+	tr := newTestRun(t, "greedy-vs-sampling")
+	arms := []string{"greedy@r20", "greedy@r80"}
+	tr.send(tea.WindowSizeMsg{Width: 80, Height: 24}, eventsMsg(openLoopEvents(syntheticRun(arms, 0, 40))), tickMsg{})
+	screen := tr.screen()
+	for _, want := range []string{"offered achieved queue p99 TTFT p95 due p95", "greedy@r20", "20.0", "80.0"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("%q missing from the open loop's dashboard:\n%s", want, screen)
+		}
+	}
+}

@@ -172,6 +172,7 @@ func screenStates(t *testing.T) []screenState {
 	dash("dashboard, a reasoning model", three, reasoningRun)
 	dash("dashboard, a reasoning model's TTFO", three, reasoningRun, "m", "m", "m", "m")
 	dash("dashboard, load sweep", []string{"greedy@c1", "greedy@c2", "greedy@c4", "greedy@c8"}, sweepEvents)
+	dash("dashboard, an open loop", []string{"greedy@r20", "greedy@r80"}, openLoopEvents)
 	dash("dashboard, together study", []string{"agent-a@alone", "agent-b@alone", "agent-a@together", "agent-b@together"}, func(ev []runner.Event) []runner.Event {
 		started := ev[0].(runner.Started)
 		started.Load = &session.LoadInfo{Together: []string{"agent-a", "agent-b"}}
@@ -378,6 +379,23 @@ func sweepEvents(events []runner.Event) []runner.Event {
 		for i, arm := range started.Arms {
 			events = append(events, runner.BlockDone{Arm: arm, Round: round + 1,
 				Throughput: session.Throughput{Concurrency: 1 << i, TokensPerS: 600 + 150*float64(i), RequestsPerS: 10, WindowS: 0.5, Blocks: 1}})
+		}
+	}
+	return events
+}
+
+// openLoopEvents make a run an open loop at rates: each arm's rate, each
+// request's queue past its due time, and each block's throughput.
+func openLoopEvents(events []runner.Event) []runner.Event {
+	events = sweepEvents(events)
+	started := events[0].(runner.Started)
+	started.Load = &session.LoadInfo{Rates: []float64{20, 80}, Arrival: "poisson"}
+	started.Rates = map[string]float64{"greedy@r20": 20, "greedy@r80": 80}
+	events[0] = started
+	for i, ev := range events {
+		if td, ok := ev.(runner.TrialDone); ok {
+			td.Record.ScheduledMs, td.Record.QueueMs = float64(50*i), float64(i%7)*1.5
+			events[i] = td
 		}
 	}
 	return events

@@ -50,6 +50,9 @@ type armData struct {
 	windowS, windowTokens, windowReqs float64
 	// sloMet of sloJudged steady timed requests kept within the SLO.
 	sloMet, sloJudged int
+	// An open loop's counted requests: how late each left its due time,
+	// and its TTFT from that time.
+	queue, ttftDue metrics.Distribution
 	// Sums over the counted trials whose counts are known: reasoning
 	// tokens, output tokens, and how many trials they cover.
 	reasoningTokens, outputTokens, tokenTrials int
@@ -122,6 +125,20 @@ type runData struct {
 // windows (a concurrency level or a sweep, not a together group).
 func (d *runData) sweep() bool {
 	return d.started != nil && d.started.Load != nil && len(d.started.Load.Levels) > 0
+}
+
+// openLoop reports whether the run's arms run at request rates.
+func (d *runData) openLoop() bool { return d.started != nil && len(d.started.Rates) > 0 }
+
+// offered is an open-loop arm's rate; NaN for others.
+func (d *runData) offered(arm string) float64 {
+	if d.started == nil {
+		return math.NaN()
+	}
+	if rate, ok := d.started.Rates[arm]; ok {
+		return rate
+	}
+	return math.NaN()
 }
 
 // slo is the load run's SLO; nil without one.
@@ -236,6 +253,10 @@ func (d *runData) addTrial(ev runner.TrialDone) {
 		a.dists[i].Add(m.Value(&rec))
 	}
 	a.throughput.Add(rec.OutputTokens, rec.E2EMs)
+	if !math.IsNaN(rec.QueueMs) {
+		a.queue.Add(rec.QueueMs)
+		a.ttftDue.Add(rec.TTFTFromDueMs())
+	}
 	if rec.ReasoningTokens >= 0 && rec.OutputTokens >= 0 {
 		a.reasoningTokens, a.outputTokens, a.tokenTrials = a.reasoningTokens+rec.ReasoningTokens, a.outputTokens+rec.OutputTokens, a.tokenTrials+1
 	}

@@ -23,6 +23,9 @@ type statsPanel struct{}
 func (statsPanel) update(tea.KeyPressMsg) {}
 
 func (statsPanel) title(data *runData) string {
+	if data.openLoop() {
+		return "stats · req/s offered, achieved · queue p99: ms past due · TTFT ms sent, due"
+	}
 	if data.sweep() {
 		return "stats · e2e ms · tok/s, req/s over steady windows · steady ok requests"
 	}
@@ -30,6 +33,9 @@ func (statsPanel) title(data *runData) string {
 }
 
 func (statsPanel) view(data *runData, w, h int) string {
+	if data.openLoop() {
+		return renderStatsTable(data.arms, openLoopTable(data), w, h)
+	}
 	if data.sweep() {
 		return renderStatsTable(data.arms, loadTable(data.slo() != nil), w, h)
 	}
@@ -84,6 +90,19 @@ func loadTable(slo bool) statsTable {
 			cells = append(cells, percent(a.goodput()))
 		}
 		return cells
+	}}
+}
+
+// openLoopColumns are an open loop's: each rate offered against the rate
+// achieved so far, how late requests left their due times, and TTFT both
+// ways, so a queue that grows shows as it grows.
+var openLoopColumns = []string{"n", "deg", "offered", "achieved", "queue p99", "TTFT p95", "due p95"}
+
+func openLoopTable(data *runData) statsTable {
+	return statsTable{openLoopColumns, func(a *armData) []string {
+		_, rps := a.aggregate()
+		return []string{fmt.Sprint(a.dists[0].Stats().N), fmt.Sprint(a.degraded), number(data.offered(a.name), 1), number(rps, 1),
+			formatMs(a.queue.Stats().P99), formatMs(a.dists[1].Stats().P95), formatMs(a.ttftDue.Stats().P95)}
 	}}
 }
 
