@@ -180,6 +180,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	})
 	fs.StringVar(&opts.Arrival, "arrival", "", "with --rate: how requests arrive: poisson (default), constant or gamma")
 	fs.Float64Var(&opts.Burstiness, "burstiness", 0, "with --arrival gamma: its shape (1 is Poisson, below 1 burstier, above 1 more regular)")
+	fs.Func("slo", "bounds each request must meet, in ms, for goodput: --slo ttft_ms=500,itl_ms=50 (an open loop's are judged from each request's due time)", func(flag string) error {
+		slo, err := profiles.ParseSLO(flag)
+		opts.SLO = &slo
+		return err
+	})
+	fs.Func("goodput", "with --slo: the share of requests that must meet it, e.g. 90% (default 90%)", func(flag string) error {
+		v, err := profiles.ParseGoodput(flag)
+		opts.Goodput = v
+		return err
+	})
 	fs.StringVar(&opts.Trace, "trace", "", "replay a JSON Lines trace of requests at their times, each arm the whole of it: Mooncake's {\"timestamp\", \"input_length\", \"output_length\", \"hash_ids\"} or {\"timestamp\", \"prompt\", \"max_tokens\"} (timestamps in ms)")
 	fs.Float64Var(&opts.TraceSpeed, "trace-speed", 0, "with --trace: replay it this many times as fast (default 1)")
 	fs.IntVar(&opts.MaxConcurrency, "max-concurrency", 0, "with --rate: at most N requests in flight; one due past the cap waits in the client, and its wait counts (default: no cap)")

@@ -185,3 +185,42 @@ func (p *Profile) checkLoad(bad func(key, msg string), badArm func(arm int, key,
 		}
 	}
 }
+
+// ParseSLO reads --slo: bounds in milliseconds by key, as [slo] has them,
+// e.g. "ttft_ms=500,itl_ms=50". Its goodput is DefaultGoodput until
+// --goodput sets it.
+func ParseSLO(flag string) (SLO, error) {
+	slo := SLO{Goodput: DefaultGoodput}
+	for _, pair := range strings.Split(flag, ",") {
+		key, value, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if !ok || err != nil || !(v > 0) || v > 1e9 {
+			return SLO{}, fmt.Errorf("--slo %q: %q is not a bound; write key=milliseconds, e.g. --slo ttft_ms=500,itl_ms=50", flag, pair)
+		}
+		switch strings.TrimSpace(key) {
+		case "ttft_ms":
+			slo.TTFTMs = v
+		case "itl_ms":
+			slo.ITLMs = v
+		case "e2e_ms":
+			slo.E2EMs = v
+		default:
+			return SLO{}, fmt.Errorf("--slo %q: %q is not a bound; use ttft_ms, itl_ms or e2e_ms", flag, key)
+		}
+	}
+	return slo, nil
+}
+
+// ParseGoodput reads --goodput: the share of requests that must meet the
+// SLO, "90%" or 0.9, in (0, 1].
+func ParseGoodput(flag string) (float64, error) {
+	number, percent := strings.CutSuffix(strings.TrimSpace(flag), "%")
+	v, err := strconv.ParseFloat(strings.TrimSpace(number), 64)
+	if percent {
+		v /= 100
+	}
+	if err != nil || !(v > 0 && v <= 1) {
+		return 0, fmt.Errorf("--goodput %q: use the share of requests that must meet the SLO, from over 0%% to 100%%, e.g. 90%%", flag)
+	}
+	return v, nil
+}

@@ -86,6 +86,10 @@ type Options struct {
 	Arrival        string
 	Burstiness     float64
 	MaxConcurrency int
+	// SLO replaces the profile's [slo] (nil keeps it); Goodput its share
+	// (0 keeps it).
+	SLO     *profiles.SLO
+	Goodput float64
 	// Trace is a JSON Lines file of requests to replay at their times,
 	// each arm the whole of it, TraceSpeed times as fast (0: 1).
 	Trace      string
@@ -234,6 +238,18 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	}
 	if err := plan.applyTrace(opts); err != nil {
 		return nil, err
+	}
+	if opts.SLO != nil {
+		p.SLO = *opts.SLO
+	}
+	if opts.Goodput != 0 {
+		if !p.SLO.Enabled() {
+			return nil, errors.New("--goodput is the share of requests that must meet the SLO; set --slo (or [slo] in the profile) too")
+		}
+		p.SLO.Goodput = opts.Goodput
+	}
+	if p.SLO.Enabled() && !p.RunsLoad() && plan.Trace == nil {
+		return nil, errors.New("--slo judges a load run's requests for its goodput; set --rate or --concurrency too")
 	}
 	if opts.Duration < 0 {
 		return nil, fmt.Errorf("--duration %v: use a positive duration, e.g. 60s", opts.Duration)

@@ -242,13 +242,19 @@ func (r Record) JudgedBySLO() bool {
 }
 
 // MeetsSLO reports whether a request kept within every bound of the load
-// run's SLO (true without one).
+// run's SLO (true without one). An open loop's request is judged from its
+// due time, the wait its user had: a request that queued past its bound
+// did not meet it, however fast the server was once it was sent.
 func MeetsSLO(r *Record, l *LoadInfo) bool {
 	if l == nil || l.SLO == nil {
 		return true
 	}
 	s := l.SLO
-	return (s.TTFTMs == 0 || r.TTFTMs <= s.TTFTMs) && (s.ITLMs == 0 || !(r.ITLP99Ms > s.ITLMs)) && (s.E2EMs == 0 || r.E2EMs <= s.E2EMs)
+	ttft, e2e := r.TTFTMs, r.E2EMs
+	if !math.IsNaN(r.QueueMs) {
+		ttft, e2e = r.TTFTFromDueMs(), r.E2EFromDueMs()
+	}
+	return (s.TTFTMs == 0 || ttft <= s.TTFTMs) && (s.ITLMs == 0 || !(r.ITLP99Ms > s.ITLMs)) && (s.E2EMs == 0 || e2e <= s.E2EMs)
 }
 
 func p95(values []float64) float64 {
@@ -521,7 +527,7 @@ func (res *LoadResults) Words() []string {
 		}
 	}
 	for _, sw := range res.Rates {
-		for _, w := range sw.Words() {
+		for _, w := range sw.Words(res.SLO) {
 			lines = append(lines, sw.Base+": "+w)
 		}
 	}
@@ -603,6 +609,20 @@ func orDash(format string, v float64) string {
 	return fmt.Sprintf(format, v)
 }
 
+// sloWords say an SLO's bounds: "TTFT ≤ 500 ms, request p99 ITL ≤ 50 ms".
+func sloWords(slo *SLOInfo) string {
+	var bounds []string
+	for _, b := range []struct {
+		name string
+		v    float64
+	}{{"TTFT", slo.TTFTMs}, {"request p99 ITL", slo.ITLMs}, {"e2e", slo.E2EMs}} {
+		if b.v > 0 {
+			bounds = append(bounds, fmt.Sprintf("%s ≤ %g ms", b.name, b.v))
+		}
+	}
+	return strings.Join(bounds, ", ")
+}
+
 // Words say a sweep's knee and, under an SLO, its goodput.
 func (sw Sweep) Words(slo *SLOInfo) []string {
 	var lines []string
@@ -615,16 +635,7 @@ func (sw Sweep) Words(slo *SLOInfo) []string {
 	if slo == nil {
 		return lines
 	}
-	var bounds []string
-	for _, b := range []struct {
-		name string
-		v    float64
-	}{{"TTFT", slo.TTFTMs}, {"request p99 ITL", slo.ITLMs}, {"e2e", slo.E2EMs}} {
-		if b.v > 0 {
-			bounds = append(bounds, fmt.Sprintf("%s ≤ %g ms", b.name, b.v))
-		}
-	}
-	within := fmt.Sprintf("goodput (SLO %s): ", strings.Join(bounds, ", "))
+	within := fmt.Sprintf("goodput (SLO %s): ", sloWords(slo))
 	if sw.BestGood > 0 {
 		return append(lines, within+fmt.Sprintf("the highest level with at least %.0f%% of requests within it is %s", 100*slo.Goodput, streamWords(sw.BestGood)))
 	}

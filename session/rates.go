@@ -33,6 +33,9 @@ type RateLevel struct {
 	TTFTP95, TTFTDueP95 float64 // from the send, and from the due time
 	E2EP95, E2EDueP95   float64
 	Capped              bool // a cap in flight made requests wait in the client
+	// Goodput is the share of the timed requests (failed ones included)
+	// that met every SLO bound from their due time; NaN without an SLO.
+	Goodput float64
 }
 
 // RateSweep is one profile arm's open loop at each of its rates, rising.
@@ -49,7 +52,7 @@ func RateSweeps(m *Manifest, records []Record) []RateSweep {
 		if a.Rate <= 0 {
 			continue
 		}
-		lv := rateLevel(a, groups[a.Name])
+		lv := rateLevel(a, groups[a.Name], m.Profile.Load)
 		k := slices.IndexFunc(sweeps, func(s RateSweep) bool { return s.Base == a.Base })
 		if k < 0 {
 			sweeps, k = append(sweeps, RateSweep{Base: a.Base}), len(sweeps)
@@ -86,8 +89,9 @@ func (s *rateSpan) add(t time.Time, tokens float64) {
 	s.n++
 }
 
-func rateLevel(a ArmInfo, recs []*Record) RateLevel {
-	lv := RateLevel{Arm: a.Name, Offered: a.Rate, Capped: a.Concurrency > 0}
+func rateLevel(a ArmInfo, recs []*Record, load *LoadInfo) RateLevel {
+	lv := RateLevel{Arm: a.Name, Offered: a.Rate, Capped: a.Concurrency > 0, Goodput: math.NaN()}
+	met, judged := 0, 0
 	dues, ends := map[int]*rateSpan{}, map[int]*rateSpan{}
 	var queue, ttft, ttftDue, e2e, e2eDue []float64
 	for _, r := range recs {
@@ -96,6 +100,12 @@ func rateLevel(a ArmInfo, recs []*Record) RateLevel {
 		}
 		due := r.StartedAt.Add(-time.Duration(r.QueueMs * float64(time.Millisecond)))
 		spanOf(dues, r.Round).add(due, 0)
+		if r.Status != StatusCanceled {
+			judged++
+			if r.Status == StatusOK && MeetsSLO(r, load) {
+				met++
+			}
+		}
 		if r.Status != StatusOK {
 			lv.Failed++
 			continue
@@ -106,6 +116,9 @@ func rateLevel(a ArmInfo, recs []*Record) RateLevel {
 		queue = append(queue, r.QueueMs)
 		ttft, ttftDue = append(ttft, r.TTFTMs), append(ttftDue, r.TTFTFromDueMs())
 		e2e, e2eDue = append(e2e, r.E2EMs), append(e2eDue, r.E2EFromDueMs())
+	}
+	if load != nil && load.SLO != nil && judged > 0 {
+		lv.Goodput = float64(met) / float64(judged)
 	}
 	lv.Scheduled, _ = spanRate(dues)
 	lv.Achieved, lv.TokensPerS = spanRate(ends)
@@ -145,10 +158,18 @@ func spanRate(spans map[int]*rateSpan) (perS, tokensPerS float64) {
 func (sw RateSweep) Table() Table {
 	t := Table{Header: []string{"offered req/s", "scheduled", "achieved", "tok/s", "queue p50", "queue p99",
 		"p95 TTFT sent", "p95 TTFT due", "p95 e2e sent", "p95 e2e due", "n", "failed"}}
+	judged := slices.ContainsFunc(sw.Levels, func(lv RateLevel) bool { return !math.IsNaN(lv.Goodput) })
+	if judged {
+		t.Header = append(t.Header, "goodput")
+	}
 	for _, lv := range sw.Levels {
-		t.Rows = append(t.Rows, []string{fmt.Sprintf("%.4g", lv.Offered), orDash("%.2f", lv.Scheduled), orDash("%.2f", lv.Achieved), orDash("%.1f", lv.TokensPerS),
+		row := []string{fmt.Sprintf("%.4g", lv.Offered), orDash("%.2f", lv.Scheduled), orDash("%.2f", lv.Achieved), orDash("%.1f", lv.TokensPerS),
 			orDash("%.2f ms", lv.QueueP50), orDash("%.2f ms", lv.QueueP99), orDash("%.1f ms", lv.TTFTP95), orDash("%.1f ms", lv.TTFTDueP95),
-			orDash("%.1f ms", lv.E2EP95), orDash("%.1f ms", lv.E2EDueP95), fmt.Sprint(lv.N), fmt.Sprint(lv.Failed)})
+			orDash("%.1f ms", lv.E2EP95), orDash("%.1f ms", lv.E2EDueP95), fmt.Sprint(lv.N), fmt.Sprint(lv.Failed)}
+		if judged {
+			row = append(row, orDash("%.0f%%", 100*lv.Goodput))
+		}
+		t.Rows = append(t.Rows, row)
 	}
 	return t
 }
@@ -164,7 +185,7 @@ const fellBehind = 0.9
 // Words say, per rate, whether the server kept up, and where it did not
 // the wait a user arriving on schedule had; and where the client itself
 // sent late with no cap to wait for, that the client held requests back.
-func (sw RateSweep) Words() []string {
+func (sw RateSweep) Words(slo *SLOInfo) []string {
 	var lines []string
 	for _, lv := range sw.Levels {
 		switch {
@@ -181,5 +202,20 @@ func (sw RateSweep) Words() []string {
 			lines = append(lines, fmt.Sprintf("%.4g req/s: the client sent late (dispatch lag p99 %.2f ms with no cap in flight): the client, not the server, held requests back, and the latencies from the due time include that", lv.Offered, lv.QueueP99))
 		}
 	}
-	return lines
+	if slo == nil {
+		return lines
+	}
+	// The highest rate whose requests met the SLO often enough, of the
+	// rates run: a bound on the answer, not a search between them.
+	best := math.NaN()
+	for _, lv := range sw.Levels {
+		if lv.Goodput >= slo.Goodput {
+			best = lv.Offered
+		}
+	}
+	within := fmt.Sprintf("goodput (SLO %s, judged from each request's due time): ", sloWords(slo))
+	if math.IsNaN(best) {
+		return append(lines, within+fmt.Sprintf("no rate kept %.0f%% of requests within it", 100*slo.Goodput))
+	}
+	return append(lines, within+fmt.Sprintf("the highest rate run with at least %.0f%% of requests within it is %.4g req/s", 100*slo.Goodput, best))
 }

@@ -45,7 +45,7 @@ func TestRateSweepsSayOfferedAchievedAndBothLatencies(t *testing.T) {
 	if math.Abs(fast.Scheduled-100) > 1e-6 || math.Abs(fast.Achieved-20) > 1e-6 || fast.E2EDueP95 <= fast.E2EP95+300 || !fast.Capped {
 		t.Errorf("100/s: scheduled %v, achieved %v (want 100 and 20), e2e p95 %v sent, %v due", fast.Scheduled, fast.Achieved, fast.E2EP95, fast.E2EDueP95)
 	}
-	words := strings.Join(sweeps[0].Words(), "\n")
+	words := strings.Join(sweeps[0].Words(nil), "\n")
 	for _, want := range []string{"10 req/s offered (10.00 as scheduled), 10.00 achieved: kept up",
 		"100 req/s offered (100.00 as scheduled), 20.00 achieved: the server fell behind the rate; a user arriving on time waited p95"} {
 		if !strings.Contains(words, want) {
@@ -61,7 +61,7 @@ func TestRateSweepsSayOfferedAchievedAndBothLatencies(t *testing.T) {
 	}
 	// Without a cap, a lag over 1 ms is the client's, and it is said.
 	m.Arms[1].Concurrency = 0
-	if words := strings.Join(RateSweeps(m, recs)[0].Words(), "\n"); !strings.Contains(words, "100 req/s: the client sent late") {
+	if words := strings.Join(RateSweeps(m, recs)[0].Words(nil), "\n"); !strings.Contains(words, "100 req/s: the client sent late") {
 		t.Errorf("an uncapped lag of seconds is not said:\n%s", words)
 	}
 }
@@ -88,5 +88,41 @@ func TestSessionsAtOtherRatesAreWarnedAbout(t *testing.T) {
 		if !strings.Contains(warnings, want) {
 			t.Errorf("%q missing from the warnings:\n%s", want, warnings)
 		}
+	}
+}
+
+// Under an SLO an open loop's requests are judged from their due time:
+// at 100/s behind a cap of one, the server answers each in 10 ms once
+// sent, yet most users waited far past a 100 ms bound, so that rate fails
+// and the highest rate that kept its goodput is 10/s.
+func TestAnOpenLoopsGoodputIsJudgedFromTheDueTime(t *testing.T) {
+	start := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	var recs []Record
+	for k := range 10 {
+		for _, c := range []struct {
+			arm          string
+			every, queue float64
+		}{{"greedy@r10", 100, 0.5}, {"greedy@r100", 10, float64(40 * k)}} {
+			r := record(c.arm, k+1, PhaseTimed, StatusOK, 50)
+			r.Round, r.Window = 1, WindowSteady
+			r.ScheduledMs, r.QueueMs = float64(k)*c.every, c.queue
+			r.StartedAt = start.Add(time.Duration((r.ScheduledMs + r.QueueMs) * float64(time.Millisecond)))
+			recs = append(recs, r)
+		}
+	}
+	slo := &SLOInfo{TTFTMs: 100, Goodput: 0.9}
+	m := &Manifest{Arms: []ArmInfo{{Name: "greedy@r10", Base: "greedy", Rate: 10}, {Name: "greedy@r100", Base: "greedy", Rate: 100, Concurrency: 1}},
+		Profile: ProfileInfo{Load: &LoadInfo{Rates: []float64{10, 100}, SLO: slo}}}
+	sw := RateSweeps(m, recs)[0]
+	// TTFT is 10 ms once sent; from the due time 10 + 40·k ms: 3 of 10 within 100 ms.
+	if sw.Levels[0].Goodput != 1 || sw.Levels[1].Goodput != 0.3 {
+		t.Errorf("goodput %v and %v; want 1 and 0.3", sw.Levels[0].Goodput, sw.Levels[1].Goodput)
+	}
+	words := strings.Join(sw.Words(slo), "\n")
+	if !strings.Contains(words, "goodput (SLO TTFT ≤ 100 ms, judged from each request's due time): the highest rate run with at least 90% of requests within it is 10 req/s") {
+		t.Errorf("words:\n%s", words)
+	}
+	if table := sw.Table(); table.Header[len(table.Header)-1] != "goodput" || table.Rows[1][len(table.Rows[1])-1] != "30%" {
+		t.Errorf("table %q %q", table.Header, table.Rows)
 	}
 }

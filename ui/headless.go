@@ -326,7 +326,7 @@ func writeLoadResults(w io.Writer, width int, manifest string) {
 		if _, err := table.write(w, width); err != nil {
 			return
 		}
-		for _, line := range sw.Words() {
+		for _, line := range sw.Words(res.SLO) {
 			writeProse(w, width, "%s", line)
 		}
 	}
