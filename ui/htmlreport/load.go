@@ -33,6 +33,7 @@ func (r *Report) addLoad(sessions []*session.Session) {
 		}
 	}()
 	var sweeps []namedSweep
+	var rates []namedRates
 	var slo *session.SLOInfo
 	for _, s := range sessions {
 		res, err := s.LoadResults()
@@ -56,6 +57,7 @@ func (r *Report) addLoad(sessions []*session.Session) {
 				label = stem + " " + sw.Base
 			}
 			lead.Tables = append(lead.Tables, Table{Table: sw.Table(), Caption: fmt.Sprintf("rates of %s: %s", label, session.RateTableCaption)})
+			rates = append(rates, namedRates{label, sw})
 		}
 		for _, sw := range res.Sweeps {
 			label := sw.Base
@@ -70,6 +72,7 @@ func (r *Report) addLoad(sessions []*session.Session) {
 			slo = res.SLO
 		}
 	}
+	r.addRateCharts(rates, slo)
 	if len(sweeps) == 0 {
 		return
 	}
@@ -209,5 +212,118 @@ func levelChart(title, yLabel string, sweeps []namedSweep, value func(session.Le
 		p.X.Min, p.X.Max = lo/2, lo*2
 	}
 	p.Y.Min, p.Y.Max = 0, roomForLegend(0, yHi, rows) // from zero
+	return p, e.err
+}
+
+// namedRates is one open loop's rates as the rate charts draw them.
+type namedRates struct {
+	label string
+	session.RateSweep
+}
+
+// addRateCharts draws, over every open loop of the report, the rate
+// achieved against the rate offered (the diagonal is keeping up), and p95
+// TTFT and e2e against it, from the send and from the due time.
+func (r *Report) addRateCharts(rates []namedRates, slo *session.SLOInfo) {
+	if len(rates) == 0 {
+		return
+	}
+	var ttftBound, e2eBound float64
+	if slo != nil {
+		ttftBound, e2eBound = slo.TTFTMs, slo.E2EMs
+	}
+	p, err := rateChart("Requests per second achieved against offered", "achieved req/s", rates, true, 0,
+		rateSeries{"", func(l session.RateLevel) float64 { return l.Achieved }, false})
+	r.addChart(Chart{Name: "achieved-vs-offered",
+		Caption: "Each rate's ok requests per second from each block's first end to its last, against the rate offered; on the dotted diagonal the server kept up, below it it fell behind."}, p, err)
+	p, err = rateChart("p95 time to first token by offered rate", "p95 TTFT (ms)", rates, false, ttftBound,
+		rateSeries{"once sent", func(l session.RateLevel) float64 { return l.TTFTP95 }, false},
+		rateSeries{"from the due time", func(l session.RateLevel) float64 { return l.TTFTDueP95 }, true})
+	r.addChart(Chart{Name: "ttft-p95-vs-rate",
+		Caption: "p95 TTFT at each rate once a request was sent (what a server reports) and from its due time (what a user arriving on schedule waited: the queue, then the service); with an SLO the grey dashed line is its TTFT bound."}, p, err)
+	p, err = rateChart("p95 end-to-end latency by offered rate", "p95 e2e (ms)", rates, false, e2eBound,
+		rateSeries{"once sent", func(l session.RateLevel) float64 { return l.E2EP95 }, false},
+		rateSeries{"from the due time", func(l session.RateLevel) float64 { return l.E2EDueP95 }, true})
+	r.addChart(Chart{Name: "e2e-p95-vs-rate",
+		Caption: "p95 e2e at each rate once sent and from the due time; with an SLO the grey dashed line is its e2e bound."}, p, err)
+}
+
+// rateSeries is one line of a rate chart: its name after the sweep's, its
+// value per level, and whether it is drawn dashed (the due-time view).
+type rateSeries struct {
+	name   string
+	value  func(session.RateLevel) float64
+	dashed bool
+}
+
+// rateChart draws each series of every open loop against the offered
+// rate, on a log2 axis with a tick at each rate run; with diagonal, the
+// line where achieved equals offered, and with a bound over 0 an SLO's.
+func rateChart(title, yLabel string, rates []namedRates, diagonal bool, bound float64, series ...rateSeries) (*plot.Plot, error) {
+	var e elements
+	p := newPlot(title, "offered requests per second (log scale)", yLabel)
+	p.X.Scale = plot.LogScale{}
+	var ticks []plot.Tick
+	lo, hi, yHi := math.Inf(1), math.Inf(-1), 0.0
+	rows := 0
+	for i, rs := range rates {
+		mark := figure.Arm(i)
+		for _, sr := range series {
+			var pts plotter.XYs
+			for _, lv := range rs.Levels {
+				x, y := lv.Offered, sr.value(lv)
+				if !slices.ContainsFunc(ticks, func(t plot.Tick) bool { return t.Value == x }) {
+					ticks = append(ticks, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', 4, 64)})
+				}
+				lo, hi = math.Min(lo, x), math.Max(hi, x)
+				if math.IsNaN(y) || math.IsInf(y, 0) {
+					continue
+				}
+				pts = append(pts, plotter.XY{X: x, Y: y})
+				yHi = math.Max(yHi, y)
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			line, points := e.line(pts), e.scatter(pts)
+			line.LineStyle = lineStyle(mark)
+			shape := draw.GlyphDrawer(draw.CircleGlyph{})
+			if sr.dashed {
+				line.LineStyle.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+				shape = draw.TriangleGlyph{}
+			}
+			points.GlyphStyle = draw.GlyphStyle{Color: hexColor(mark.Hex), Radius: vg.Points(2.5), Shape: shape}
+			p.Add(line, points)
+			label := rs.label
+			if sr.name != "" {
+				label += ", " + sr.name
+			}
+			p.Legend.Add(label, line, points)
+			rows++
+		}
+	}
+	if diagonal && hi >= lo {
+		d := e.line(plotter.XYs{{X: lo, Y: lo}, {X: hi, Y: hi}})
+		d.LineStyle = draw.LineStyle{Color: legendGray, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(1), vg.Points(3)}}
+		p.Add(d)
+		p.Legend.Add("achieved = offered", d)
+		rows++
+		yHi = math.Max(yHi, hi)
+	}
+	if bound > 0 && hi >= lo {
+		b := e.line(plotter.XYs{{X: lo, Y: bound}, {X: hi, Y: bound}})
+		b.LineStyle = draw.LineStyle{Color: legendGray, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(6), vg.Points(4)}}
+		p.Add(b)
+		p.Legend.Add(fmt.Sprintf("SLO bound %g ms", bound), b)
+		rows++
+		yHi = math.Max(yHi, bound)
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	if lo < hi {
+		p.X.Min, p.X.Max = lo/1.15, hi*1.15 // the end levels' glyphs clear of the frame
+	} else if lo > 0 {
+		p.X.Min, p.X.Max = lo/2, lo*2
+	}
+	p.Y.Min, p.Y.Max = 0, roomForLegend(0, yHi, rows)
 	return p, e.err
 }

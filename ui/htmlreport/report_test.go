@@ -442,3 +442,34 @@ func TestOneOutlierDoesNotFlattenTheCharts(t *testing.T) {
 		t.Errorf("the histogram's axis ends at %v, the timeline's at %v: not past the marks' edge %v", hist.X.Max, timeline.Y.Max, top)
 	}
 }
+
+// An open loop's report draws achieved against offered and p95 TTFT and
+// e2e both ways by rate, with the SLO's bounds, beside its rate table.
+func TestAnOpenLoopsReportDrawsItsRates(t *testing.T) {
+	s := syntheticSession(t, 30, 1, 1.4)
+	s.Manifest.Profile.Load = &session.LoadInfo{Rates: []float64{10, 40}, Arrival: "poisson", SLO: &session.SLOInfo{TTFTMs: 3, Goodput: 0.9}}
+	for i, rate := range []float64{10, 40} {
+		s.Manifest.Arms[i].Base, s.Manifest.Arms[i].Rate = "arm", rate
+	}
+	for i := range s.Records {
+		r := &s.Records[i]
+		r.Window = session.WindowSteady
+		r.ScheduledMs, r.QueueMs = float64(r.Trial)*10, float64(r.Trial%5)
+	}
+	r := buildRun(t, s)
+	names := map[string]bool{}
+	for _, c := range r.Charts {
+		names[c.Name] = true
+	}
+	for _, want := range []string{"achieved-vs-offered", "ttft-p95-vs-rate", "e2e-p95-vs-rate"} {
+		if !names[want] {
+			t.Errorf("no %s chart among %v", want, slices.Collect(maps.Keys(names)))
+		}
+	}
+	page := pageOf(t, r)
+	for _, want := range []string{"rates of arm:", "SLO bound 3 ms", "achieved = offered", "from the due time"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("%q missing from the page", want)
+		}
+	}
+}
