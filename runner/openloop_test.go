@@ -131,3 +131,45 @@ func TestOpenLoopFlagsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// Under an SLO, a sweep whose lowest rate meets it and highest does not
+// is refined between them: the search adds the geometric middle as an
+// arm of its own (marked searched in the manifest), and the words give
+// the bracket the answer lies in. One request in flight at most, of 16 ms
+// each: 10/s always keeps TTFT within 60 ms of its due time, 640/s never.
+func TestTheSLOSearchRunsRatesBetween(t *testing.T) {
+	fake := &fakeBackend{delays: slices.Repeat([]time.Duration{2 * time.Millisecond}, 8)}
+	plan := testPlan(t, 0, 16, "greedy")
+	plan.Profile.Rate, plan.Profile.MaxConcurrency = profiles.Rates{10, 640}, 1
+	plan.Profile.SLO = profiles.SLO{TTFTMs: 60, Goodput: 0.9}
+	plan.expandLoad()
+	plan.OpenBlock = 100 * time.Millisecond
+	status, err, events := runPlan(t, context.Background(), plan, fake)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	added := eventsOf[ArmAdded](events)
+	if len(added) == 0 || added[0].Arm != "greedy@r80" || added[0].Rate != 80 || !strings.Contains(added[0].Why, "10 req/s met the SLO, 640 did not; trying 80") {
+		t.Fatalf("search steps %+v", added)
+	}
+	s, err := session.Load(eventsOf[Finished](events)[0].Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	searched := 0
+	for _, a := range s.Manifest.Arms {
+		if a.Searched {
+			searched++
+		}
+	}
+	if searched != len(added) || len(s.Manifest.Arms) != 2+len(added) {
+		t.Errorf("manifest arms %+v; want the %d searched ones marked", s.Manifest.Arms, len(added))
+	}
+	res, err := s.LoadResults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if words := strings.Join(res.Words(), "\n"); !strings.Contains(words, "the highest rate that meets the SLO lies between them") {
+		t.Errorf("words:\n%s", words)
+	}
+}

@@ -99,6 +99,14 @@ type ArmReached struct {
 	Decision
 }
 
+// ArmAdded is sent when the SLO search adds an arm at a rate between two
+// it ran; Why says which.
+type ArmAdded struct {
+	Arm  string
+	Rate float64
+	Why  string
+}
+
 // StartedTarget is one target as its probe found it.
 type StartedTarget struct {
 	Name string
@@ -156,6 +164,7 @@ func (BlockDone) isEvent()   {}
 func (ArmStopped) isEvent()  {}
 func (ArmReached) isEvent()  {}
 func (Finished) isEvent()    {}
+func (ArmAdded) isEvent()    {}
 
 // ProbeTimeout bounds one reachability check.
 const ProbeTimeout = 15 * time.Second
@@ -287,7 +296,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 
 	r := &run{plan: plan, backends: bs, writer: w, events: events, sessionID: m.ID, monitor: mon,
 		arms: make([]armState, len(p.Arms)), targets: make([]targetState, len(plan.Targets)), stale: make([]atomic.Int32, len(plan.Targets)),
-		clocks: newClocks(plan.streams(), p.MaxTokens), tokens: map[session.TrialKey]session.Arrivals{}}
+		clocks: newClocks(plan.streams(), p.MaxTokens), tokens: map[session.TrialKey]session.Arrivals{}, manifestArms: slices.Clone(m.Arms)}
 	status, note, runErr := r.loop(ctx)
 	if err := mon.stop(); err != nil {
 		note = strings.TrimPrefix(note+"; the power CSV is incomplete: "+err.Error(), "; ")
@@ -446,6 +455,8 @@ type run struct {
 	arms      []armState
 	targets   []targetState
 	records   []session.Record
+	// manifestArms are the manifest's arms, for arms added as the run goes.
+	manifestArms []session.ArmInfo
 	// tokens holds a load run's arrivals, for its throughput windows.
 	tokens map[session.TrialKey]session.Arrivals
 	// clocks are the token clocks, one per stream in flight.
@@ -481,6 +492,9 @@ func (r *run) loop(ctx context.Context) (status, note string, err error) {
 			if note, err = r.rounds(ctx, level, r.block); note != "" || err != nil {
 				break
 			}
+		}
+		if note == "" && err == nil && ctx.Err() == nil {
+			note, err = r.searchSLO(ctx)
 		}
 	}
 	switch {

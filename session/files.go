@@ -210,6 +210,10 @@ func (w *Writer) writeManifest() error {
 	return writeAtomicIn(w.root, filepath.Base(w.manifestPath), data)
 }
 
+// AddArm adds an arm the run made as it went (the SLO search's) to the
+// manifest the run ends with.
+func (w *Writer) AddArm(a ArmInfo) { w.manifest.Arms = append(w.manifest.Arms, a) }
+
 // Close closes the CSV files and the folder.
 func (w *Writer) Close() error {
 	return errors.Join(w.trials.Close(), w.tokens.Close(), w.root.Close())

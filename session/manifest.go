@@ -243,6 +243,9 @@ type ArmInfo struct {
 	Concurrency int     `toml:"concurrency,omitempty"`
 	Rate        float64 `toml:"rate,omitzero"`
 	Mode        string  `toml:"mode,omitempty"`
+	// Searched marks an arm the SLO search added at a rate between two
+	// it had run.
+	Searched bool `toml:"searched,omitempty"`
 	// Think is the arm's thinking switch ("true", "false" or an effort;
 	// empty: the server's default) and ThinkSent how its server was told.
 	Think     string `toml:"think,omitempty"`

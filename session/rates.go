@@ -207,15 +207,22 @@ func (sw RateSweep) Words(slo *SLOInfo) []string {
 	}
 	// The highest rate whose requests met the SLO often enough, of the
 	// rates run: a bound on the answer, not a search between them.
-	best := math.NaN()
-	for _, lv := range sw.Levels {
+	best := -1
+	for k, lv := range sw.Levels {
 		if lv.Goodput >= slo.Goodput {
-			best = lv.Offered
+			best = k
 		}
 	}
 	within := fmt.Sprintf("goodput (SLO %s, judged from each request's due time): ", sloWords(slo))
-	if math.IsNaN(best) {
+	if best < 0 {
 		return append(lines, within+fmt.Sprintf("no rate kept %.0f%% of requests within it", 100*slo.Goodput))
 	}
-	return append(lines, within+fmt.Sprintf("the highest rate run with at least %.0f%% of requests within it is %.4g req/s", 100*slo.Goodput, best))
+	answer := within + fmt.Sprintf("the highest rate run with at least %.0f%% of requests within it is %.4g req/s", 100*slo.Goodput, sw.Levels[best].Offered)
+	if best+1 < len(sw.Levels) {
+		next := sw.Levels[best+1]
+		answer += fmt.Sprintf("; the next one run, %.4g req/s, kept %s: the highest rate that meets the SLO lies between them", next.Offered, orDash("%.0f%%", 100*next.Goodput))
+	} else {
+		answer += ", the highest run: the answer may lie above it"
+	}
+	return append(lines, answer)
 }

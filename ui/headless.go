@@ -59,6 +59,9 @@ func Headless(w io.Writer, width int, events <-chan runner.Event) {
 			fmt.Fprintf(w, "%s reached the target: %s; it runs on until every arm has\n", ev.Arm, ev.Reason)
 		case runner.Waiting, runner.Resumed, runner.Warning:
 			fmt.Fprintln(w, EventLine(ev))
+		case runner.ArmAdded:
+			arms = append(arms, ev.Arm) // the search's arms join the final table
+			fmt.Fprintln(w, EventLine(ev))
 		case runner.Finished:
 			fmt.Fprintln(w)
 			WriteFinished(w, width, arms, ev)
@@ -116,6 +119,8 @@ func EventLine(ev runner.Event) string {
 		return fmt.Sprintf("%s is back after %v: %d warmup round(s) before timed trials go on", who, ev.After.Round(100*time.Millisecond), ev.Warmup)
 	case runner.Warning:
 		return "warning: " + ev.Text
+	case runner.ArmAdded:
+		return "SLO search: " + ev.Why
 	}
 	return ""
 }

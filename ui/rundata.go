@@ -207,6 +207,15 @@ func (d *runData) apply(ev runner.Event) {
 		d.arm(ev.Arm).stopped = ev.Short
 	case runner.ArmReached:
 		d.arm(ev.Arm).reached = ev.Short
+	case runner.ArmAdded:
+		if d.started != nil {
+			if d.started.Rates == nil {
+				d.started.Rates = map[string]float64{}
+			}
+			d.started.Rates[ev.Arm] = ev.Rate
+		}
+		d.arm(ev.Arm)
+		d.event = EventLine(ev)
 	case runner.Waiting, runner.Resumed, runner.Warning:
 		d.event = EventLine(ev)
 		if d.started == nil {
