@@ -97,7 +97,7 @@ func (p *Plan) expandLoad() {
 		for _, rate := range rates {
 			for i, a := range base {
 				if slices.Contains(prof.ArmRates(a), rate) {
-					add(i, fmt.Sprintf("%s@r%g", a.Name, rate), ArmLoad{Base: a.Name, Concurrency: prof.MaxConcurrency, Rate: rate})
+					add(i, rateArmName(a.Name, rate), ArmLoad{Base: a.Name, Concurrency: prof.MaxConcurrency, Rate: rate})
 				}
 			}
 		}
@@ -120,6 +120,9 @@ func (p *Plan) expandLoad() {
 		}
 	}
 }
+
+// rateArmName names an open loop's arm by its base and rate: "greedy@r20".
+func rateArmName(base string, rate float64) string { return fmt.Sprintf("%s@r%g", base, rate) }
 
 // perStream is how many of warmup requests each of n streams runs: at
 // least one, so every stream is warm.

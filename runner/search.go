@@ -106,7 +106,7 @@ func (r *run) addRateArm(base string, rate float64, why string) int {
 	p := &r.plan.Profile
 	from := slices.IndexFunc(r.plan.Load, func(l ArmLoad) bool { return l.Base == base })
 	a := p.Arms[from]
-	a.Name = fmt.Sprintf("%s@r%g", base, rate)
+	a.Name = rateArmName(base, rate)
 	i := len(p.Arms)
 	p.Arms = append(p.Arms, a)
 	t := r.plan.ArmTarget[from]
