@@ -279,3 +279,19 @@ func TestBurstComparesArrivalsWithTheServersDecodeTime(t *testing.T) {
 		}
 	}
 }
+
+// Wilson's interval against values computed by hand from its formula.
+func TestWilsonIntervalOfAShare(t *testing.T) {
+	for _, c := range []struct {
+		k, n   int
+		lo, hi float64
+	}{{17, 20, 0.6395811352592431, 0.9476312541037835}, {60, 60, 0.93982814785791, 1}, {0, 10, 0, 0.2775327998628892}, {51, 60, 0.7388541093022145, 0.9190255941983225}} {
+		ci := WilsonInterval(c.k, c.n)
+		if math.Abs(ci.Lo-c.lo) > 1e-12 || math.Abs(ci.Hi-c.hi) > 1e-12 {
+			t.Errorf("%d of %d: %+v, want [%v, %v]", c.k, c.n, ci, c.lo, c.hi)
+		}
+	}
+	if ci := WilsonInterval(0, 0); !math.IsNaN(ci.Lo) {
+		t.Errorf("no trials: %+v", ci)
+	}
+}

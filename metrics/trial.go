@@ -212,3 +212,19 @@ func (t *Throughput) Rate() float64 {
 	}
 	return float64(t.tokens) / (t.ms / 1000)
 }
+
+// WilsonInterval is the 95% Wilson score interval of a share of k
+// successes in n trials: unlike the normal approximation it stays within
+// [0, 1] and holds its coverage near 0% and 100%, where a goodput often
+// is. NaN for no trials.
+func WilsonInterval(k, n int) CI {
+	if n <= 0 {
+		return CI{Lo: math.NaN(), Hi: math.NaN()}
+	}
+	const z = 1.959963984540054 // the normal's 97.5% quantile
+	p, nf := float64(k)/float64(n), float64(n)
+	d := 1 + z*z/nf
+	center := (p + z*z/(2*nf)) / d
+	half := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / d
+	return CI{Lo: max(0, center-half), Hi: min(1, center+half)}
+}

@@ -34,8 +34,10 @@ type RateLevel struct {
 	E2EP95, E2EDueP95   float64
 	Capped              bool // a cap in flight made requests wait in the client
 	// Goodput is the share of the timed requests (failed ones included)
-	// that met every SLO bound from their due time; NaN without an SLO.
-	Goodput float64
+	// that met every SLO bound from their due time, GoodputCI its 95%
+	// Wilson interval; NaN without an SLO.
+	Goodput   float64
+	GoodputCI metrics.CI
 }
 
 // RateSweep is one profile arm's open loop at each of its rates, rising.
@@ -90,7 +92,7 @@ func (s *rateSpan) add(t time.Time, tokens float64) {
 }
 
 func rateLevel(a ArmInfo, recs []*Record, load *LoadInfo) RateLevel {
-	lv := RateLevel{Arm: a.Name, Offered: a.Rate, Capped: a.Concurrency > 0, Goodput: math.NaN()}
+	lv := RateLevel{Arm: a.Name, Offered: a.Rate, Capped: a.Concurrency > 0, Goodput: math.NaN(), GoodputCI: metrics.WilsonInterval(0, 0)}
 	met, judged := 0, 0
 	dues, ends := map[int]*rateSpan{}, map[int]*rateSpan{}
 	var queue, ttft, ttftDue, e2e, e2eDue []float64
@@ -118,7 +120,7 @@ func rateLevel(a ArmInfo, recs []*Record, load *LoadInfo) RateLevel {
 		e2e, e2eDue = append(e2e, r.E2EMs), append(e2eDue, r.E2EFromDueMs())
 	}
 	if load != nil && load.SLO != nil && judged > 0 {
-		lv.Goodput = float64(met) / float64(judged)
+		lv.Goodput, lv.GoodputCI = float64(met)/float64(judged), metrics.WilsonInterval(met, judged)
 	}
 	lv.Scheduled, _ = spanRate(dues)
 	lv.Achieved, lv.TokensPerS = spanRate(ends)
@@ -217,12 +219,26 @@ func (sw RateSweep) Words(slo *SLOInfo) []string {
 	if best < 0 {
 		return append(lines, within+fmt.Sprintf("no rate kept %.0f%% of requests within it", 100*slo.Goodput))
 	}
-	answer := within + fmt.Sprintf("the highest rate run with at least %.0f%% of requests within it is %.4g req/s", 100*slo.Goodput, sw.Levels[best].Offered)
+	lv := sw.Levels[best]
+	answer := within + fmt.Sprintf("the highest rate run with at least %.0f%% of requests within it is %.4g req/s (%s)", 100*slo.Goodput, lv.Offered, goodputWords(lv))
 	if best+1 < len(sw.Levels) {
 		next := sw.Levels[best+1]
-		answer += fmt.Sprintf("; the next one run, %.4g req/s, kept %s: the highest rate that meets the SLO lies between them", next.Offered, orDash("%.0f%%", 100*next.Goodput))
+		answer += fmt.Sprintf("; the next one run, %.4g req/s, kept %s: the highest rate that meets the SLO lies between them", next.Offered, goodputWords(next))
+		// A share of a few dozen requests is uncertain: where either
+		// end's interval holds the target, the bracket may be off.
+		if unsure := lv.GoodputCI.Lo < slo.Goodput || next.GoodputCI.Hi >= slo.Goodput; unsure {
+			answer += fmt.Sprintf(", though an interval holds %.0f%%: more requests at these rates would tell", 100*slo.Goodput)
+		}
 	} else {
 		answer += ", the highest run: the answer may lie above it"
 	}
 	return append(lines, answer)
+}
+
+// goodputWords say a level's goodput with its interval: "85% [74%, 92%]".
+func goodputWords(lv RateLevel) string {
+	if math.IsNaN(lv.Goodput) {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f%% [%.0f%%, %.0f%%]", 100*lv.Goodput, 100*lv.GoodputCI.Lo, 100*lv.GoodputCI.Hi)
 }

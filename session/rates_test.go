@@ -119,7 +119,7 @@ func TestAnOpenLoopsGoodputIsJudgedFromTheDueTime(t *testing.T) {
 		t.Errorf("goodput %v and %v; want 1 and 0.3", sw.Levels[0].Goodput, sw.Levels[1].Goodput)
 	}
 	words := strings.Join(sw.Words(slo), "\n")
-	if !strings.Contains(words, "goodput (SLO TTFT ≤ 100 ms, judged from each request's due time): the highest rate run with at least 90% of requests within it is 10 req/s; the next one run, 100 req/s, kept 30%: the highest rate that meets the SLO lies between them") {
+	if !strings.Contains(words, "goodput (SLO TTFT ≤ 100 ms, judged from each request's due time): the highest rate run with at least 90% of requests within it is 10 req/s (100% [72%, 100%]); the next one run, 100 req/s, kept 30% [11%, 60%]: the highest rate that meets the SLO lies between them, though an interval holds 90%: more requests at these rates would tell") {
 		t.Errorf("words:\n%s", words)
 	}
 	if table := sw.Table(); table.Header[len(table.Header)-1] != "goodput" || table.Rows[1][len(table.Rows[1])-1] != "30%" {
