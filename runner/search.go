@@ -8,20 +8,28 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/session"
 )
 
 // sloSearchSteps is how many rates the SLO search adds between those a
 // sweep ran, per arm: each halves (geometrically) the bracket around the
-// highest rate that meets the SLO.
-const sloSearchSteps = 3
+// highest rate that meets the SLO. sloSearchRepeats is how many more
+// times it runs a bracket's end whose goodput's interval holds the
+// target, its requests pooled with the earlier runs'.
+const (
+	sloSearchSteps   = 3
+	sloSearchRepeats = 2
+)
 
 // searchSLO refines, for each profile arm of an open-loop sweep under an
 // SLO, the highest rate whose goodput met the target: between the highest
 // rate run that met it and the lowest above it that did not, it runs the
 // geometric middle as a level of its own, sloSearchSteps times or until
-// the bracket is within 5%. The rate table then holds every rate run, and
-// its words the bracket the answer lies in. It returns as rounds does.
+// the bracket is within 5%; then it runs each end of the bracket whose
+// goodput's 95% interval holds the target again, up to sloSearchRepeats
+// times. The rate table then holds every rate run, and its words the
+// bracket the answer lies in. It returns as rounds does.
 func (r *run) searchSLO(ctx context.Context) (string, error) {
 	p := &r.plan.Profile
 	if r.plan.Trace != nil || !p.OpenLoop() || !p.SLO.Enabled() {
@@ -35,11 +43,32 @@ func (r *run) searchSLO(ctx context.Context) (string, error) {
 			if !ok {
 				continue
 			}
-			mid := roundRate(math.Sqrt(pass * fail))
-			if mid <= pass || mid >= fail || fail/pass < 1.05 {
+			mid := roundRate(math.Sqrt(pass.rate * fail.rate))
+			if mid <= pass.rate || mid >= fail.rate || fail.rate/pass.rate < 1.05 {
 				continue
 			}
-			level = append(level, r.addRateArm(base, mid, fmt.Sprintf("%s: %g req/s met the SLO, %g did not; trying %g", base, pass, fail, mid)))
+			level = append(level, r.addRateArm(base, mid, fmt.Sprintf("%s: %g req/s met the SLO, %g did not; trying %g", base, pass.rate, fail.rate, mid)))
+		}
+		if len(level) == 0 {
+			break
+		}
+		if note, err := r.rounds(ctx, level, r.block); note != "" || err != nil || ctx.Err() != nil {
+			return note, err
+		}
+	}
+	for range sloSearchRepeats {
+		var level []int
+		for _, base := range r.baseArms() {
+			pass, fail, ok := r.bracket(base, slo)
+			if !ok {
+				continue
+			}
+			for _, end := range []rateGoodput{pass, fail} {
+				if end.ci.Lo < slo.Goodput && end.ci.Hi >= slo.Goodput {
+					level = append(level, r.addRateArm(base, end.rate, fmt.Sprintf("%s: %g req/s kept %.0f%% [%.0f%%, %.0f%%] of requests within the SLO, an interval that holds %.0f%%; running it again",
+						base, end.rate, 100*end.goodput, 100*end.ci.Lo, 100*end.ci.Hi, 100*slo.Goodput)))
+				}
+			}
 		}
 		if len(level) == 0 {
 			return "", nil
@@ -49,6 +78,13 @@ func (r *run) searchSLO(ctx context.Context) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// rateGoodput is a rate's goodput over every run of it, with its 95%
+// Wilson interval.
+type rateGoodput struct {
+	rate, goodput float64
+	ci            metrics.CI
 }
 
 // baseArms are the profile arms the load's arms derive from, in order.
@@ -62,42 +98,44 @@ func (r *run) baseArms() []string {
 	return out
 }
 
-// bracket is the highest rate of base's arms whose goodput met the SLO,
-// and the lowest above it that did not; ok only when both exist.
-func (r *run) bracket(base string, slo *session.SLOInfo) (pass, fail float64, ok bool) {
+// bracket is the highest rate of base's whose goodput met the SLO, and
+// the lowest above it that did not, each over every run of it; ok only
+// when both exist.
+func (r *run) bracket(base string, slo *session.SLOInfo) (pass, fail rateGoodput, ok bool) {
 	load := &session.LoadInfo{SLO: slo}
-	type level struct{ rate, goodput float64 }
-	var levels []level
+	met, judged := map[float64]int{}, map[float64]int{}
+	arms := map[string]float64{} // arm name → its rate
 	for i, l := range r.plan.Load {
-		if l.Base != base || !l.open() {
-			continue
-		}
-		met, judged := 0, 0
-		name := r.plan.Profile.Arms[i].Name
-		for k := range r.records {
-			rec := &r.records[k]
-			if rec.Arm == name && rec.JudgedBySLO() {
-				judged++
-				if rec.Status == session.StatusOK && session.MeetsSLO(rec, load) {
-					met++
-				}
-			}
-		}
-		if judged > 0 {
-			levels = append(levels, level{l.Rate, float64(met) / float64(judged)})
+		if l.Base == base && l.open() {
+			arms[r.plan.Profile.Arms[i].Name] = l.Rate
 		}
 	}
-	slices.SortFunc(levels, func(a, b level) int { return cmp.Compare(a.rate, b.rate) })
-	pass = math.NaN()
+	for k := range r.records {
+		rec := &r.records[k]
+		rate, mine := arms[rec.Arm]
+		if !mine || !rec.JudgedBySLO() {
+			continue
+		}
+		judged[rate]++
+		if rec.Status == session.StatusOK && session.MeetsSLO(rec, load) {
+			met[rate]++
+		}
+	}
+	var levels []rateGoodput
+	for rate, n := range judged {
+		levels = append(levels, rateGoodput{rate, float64(met[rate]) / float64(n), metrics.WilsonInterval(met[rate], n)})
+	}
+	slices.SortFunc(levels, func(a, b rateGoodput) int { return cmp.Compare(a.rate, b.rate) })
+	found := false
 	for _, lv := range levels {
 		switch {
 		case lv.goodput >= slo.Goodput:
-			pass = lv.rate
-		case !math.IsNaN(pass):
-			return pass, lv.rate, true
+			pass, found = lv, true
+		case found:
+			return pass, lv, true
 		}
 	}
-	return 0, 0, false
+	return pass, fail, false
 }
 
 // addRateArm adds base's arm at rate to the run, the plan and the
@@ -107,6 +145,11 @@ func (r *run) addRateArm(base string, rate float64, why string) int {
 	from := slices.IndexFunc(r.plan.Load, func(l ArmLoad) bool { return l.Base == base })
 	a := p.Arms[from]
 	a.Name = rateArmName(base, rate)
+	// A rate run again is an arm of its own: "greedy@r80-2".
+	runs := 1 + len(slices.DeleteFunc(slices.Clone(r.plan.Load), func(l ArmLoad) bool { return l.Base != base || l.Rate != rate }))
+	if runs > 1 {
+		a.Name += fmt.Sprintf("-%d", runs)
+	}
 	i := len(p.Arms)
 	p.Arms = append(p.Arms, a)
 	t := r.plan.ArmTarget[from]

@@ -38,6 +38,9 @@ type RateLevel struct {
 	// Wilson interval; NaN without an SLO.
 	Goodput   float64
 	GoodputCI metrics.CI
+	// Runs is how many times the level ran: the SLO search runs the ends
+	// of its bracket again until their goodput is clear of the target.
+	Runs int
 }
 
 // RateSweep is one profile arm's open loop at each of its rates, rising.
@@ -46,20 +49,40 @@ type RateSweep struct {
 	Levels []RateLevel
 }
 
-// RateSweeps are the session's open loops; none for other runs.
+// RateSweeps are the session's open loops; none for other runs. Arms of
+// one base at one rate (a level the SLO search ran again) are one level,
+// their requests pooled.
 func RateSweeps(m *Manifest, records []Record) []RateSweep {
 	var sweeps []RateSweep
 	groups := ByArm(records)
+	type key struct {
+		base string
+		rate float64
+	}
+	var order []key
+	arms := map[key][]ArmInfo{}
 	for _, a := range m.Arms {
 		if a.Rate <= 0 {
 			continue
 		}
-		lv := rateLevel(a, groups[a.Name], m.Profile.Load)
-		k := slices.IndexFunc(sweeps, func(s RateSweep) bool { return s.Base == a.Base })
-		if k < 0 {
-			sweeps, k = append(sweeps, RateSweep{Base: a.Base}), len(sweeps)
+		k := key{a.Base, a.Rate}
+		if arms[k] == nil {
+			order = append(order, k)
 		}
-		sweeps[k].Levels = append(sweeps[k].Levels, lv)
+		arms[k] = append(arms[k], a)
+	}
+	for _, k := range order {
+		var recs []*Record
+		for _, a := range arms[k] {
+			recs = append(recs, groups[a.Name]...)
+		}
+		lv := rateLevel(arms[k][0], recs, m.Profile.Load)
+		lv.Runs = len(arms[k])
+		i := slices.IndexFunc(sweeps, func(s RateSweep) bool { return s.Base == k.base })
+		if i < 0 {
+			sweeps, i = append(sweeps, RateSweep{Base: k.base}), len(sweeps)
+		}
+		sweeps[i].Levels = append(sweeps[i].Levels, lv)
 	}
 	for _, s := range sweeps {
 		slices.SortFunc(s.Levels, func(a, b RateLevel) int { return cmp.Compare(a.Offered, b.Offered) })
@@ -94,14 +117,19 @@ func (s *rateSpan) add(t time.Time, tokens float64) {
 func rateLevel(a ArmInfo, recs []*Record, load *LoadInfo) RateLevel {
 	lv := RateLevel{Arm: a.Name, Offered: a.Rate, Capped: a.Concurrency > 0, Goodput: math.NaN(), GoodputCI: metrics.WilsonInterval(0, 0)}
 	met, judged := 0, 0
-	dues, ends := map[int]*rateSpan{}, map[int]*rateSpan{}
+	// A block is an arm's round: a level run again has rounds of its own.
+	type block struct {
+		arm   string
+		round int
+	}
+	dues, ends := map[block]*rateSpan{}, map[block]*rateSpan{}
 	var queue, ttft, ttftDue, e2e, e2eDue []float64
 	for _, r := range recs {
 		if r.Phase != PhaseTimed || math.IsNaN(r.ScheduledMs) {
 			continue
 		}
 		due := r.StartedAt.Add(-time.Duration(r.QueueMs * float64(time.Millisecond)))
-		spanOf(dues, r.Round).add(due, 0)
+		spanOf(dues, block{r.Arm, r.Round}).add(due, 0)
 		if r.Status != StatusCanceled {
 			judged++
 			if r.Status == StatusOK && MeetsSLO(r, load) {
@@ -114,7 +142,7 @@ func rateLevel(a ArmInfo, recs []*Record, load *LoadInfo) RateLevel {
 		}
 		lv.N++
 		end := r.StartedAt.Add(time.Duration(r.E2EMs * float64(time.Millisecond)))
-		spanOf(ends, r.Round).add(end, float64(max(r.OutputTokens, 0)))
+		spanOf(ends, block{r.Arm, r.Round}).add(end, float64(max(r.OutputTokens, 0)))
 		queue = append(queue, r.QueueMs)
 		ttft, ttftDue = append(ttft, r.TTFTMs), append(ttftDue, r.TTFTFromDueMs())
 		e2e, e2eDue = append(e2e, r.E2EMs), append(e2eDue, r.E2EFromDueMs())
@@ -131,16 +159,16 @@ func rateLevel(a ArmInfo, recs []*Record, load *LoadInfo) RateLevel {
 	return lv
 }
 
-func spanOf(spans map[int]*rateSpan, round int) *rateSpan {
-	if spans[round] == nil {
-		spans[round] = &rateSpan{}
+func spanOf[K comparable](spans map[K]*rateSpan, k K) *rateSpan {
+	if spans[k] == nil {
+		spans[k] = &rateSpan{}
 	}
-	return spans[round]
+	return spans[k]
 }
 
 // spanRate is events and tokens per second over the blocks' spans, each
 // from its first event to its last; NaN where no block had two.
-func spanRate(spans map[int]*rateSpan) (perS, tokensPerS float64) {
+func spanRate[K comparable](spans map[K]*rateSpan) (perS, tokensPerS float64) {
 	var n int
 	var seconds, tokens float64
 	for _, s := range spans {

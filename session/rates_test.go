@@ -126,3 +126,32 @@ func TestAnOpenLoopsGoodputIsJudgedFromTheDueTime(t *testing.T) {
 		t.Errorf("table %q %q", table.Header, table.Rows)
 	}
 }
+
+// A level the SLO search ran again is one level: its runs' requests are
+// pooled, and each run's blocks keep their own spans.
+func TestARateRunAgainIsOneLevel(t *testing.T) {
+	start := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	var recs []Record
+	for _, arm := range []string{"greedy@r100", "greedy@r100-2"} {
+		for k := range 10 {
+			r := record(arm, k+1, PhaseTimed, StatusOK, 20)
+			r.Round, r.Window = 1, WindowSteady // each run's first round
+			r.ScheduledMs, r.QueueMs = float64(k*10), 0.5
+			r.StartedAt = start.Add(time.Duration((r.ScheduledMs + r.QueueMs) * float64(time.Millisecond)))
+			if arm != "greedy@r100" {
+				r.StartedAt = r.StartedAt.Add(time.Minute)
+			}
+			recs = append(recs, r)
+		}
+	}
+	m := &Manifest{Arms: []ArmInfo{{Name: "greedy@r100", Base: "greedy", Rate: 100}, {Name: "greedy@r100-2", Base: "greedy", Rate: 100, Searched: true}}}
+	sw := RateSweeps(m, recs)
+	if len(sw) != 1 || len(sw[0].Levels) != 1 {
+		t.Fatalf("sweeps %+v", sw)
+	}
+	// 20 requests over two runs, each 90 ms of arrivals: 100/s, not 18
+	// over a minute.
+	if lv := sw[0].Levels[0]; lv.N != 20 || lv.Runs != 2 || math.Abs(lv.Scheduled-100) > 1e-6 || math.Abs(lv.Achieved-100) > 1e-6 {
+		t.Errorf("level %+v", lv)
+	}
+}
