@@ -85,7 +85,7 @@ func (r *run) runOpenLoop(ctx context.Context, i int, requests []openRequest, ph
 	blockCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	results := make(chan finished, len(requests))
-	var inFlight atomic.Int32
+	var inFlight, sent atomic.Int32
 	arm := p.Arms[i].Name
 	r.monitor.mark(fmt.Sprintf("block_start %s round %d", arm, round))
 	watches := r.monitor.beginBlock([]int{r.plan.ArmTarget[i]})
@@ -93,6 +93,7 @@ func (r *run) runOpenLoop(ctx context.Context, i int, requests []openRequest, ph
 	go func() {
 		defer close(results)
 		arrival.Dispatch(blockCtx, start, schedule, l.Concurrency, func(s arrival.Sent) {
+			sent.Add(1)
 			at := inFlight.Add(1)
 			sh := requests[s.Index].shape
 			limit := p.MaxTokens
@@ -102,6 +103,8 @@ func (r *run) runOpenLoop(ctx context.Context, i int, requests []openRequest, ph
 			clock := &tokenClock{arrivals: make([]metrics.Arrival, 0, limit+8)}
 			f := r.request(ctx, blockCtx, i, trials[s.Index], clock, sh)
 			f.inFlight = int(inFlight.Add(-1))
+			due, _ := slices.BinarySearch(schedule, time.Since(start))
+			f.waiting = max(0, due-int(sent.Load()))
 			f.rec.ScheduledMs = ms(s.Intended.Sub(start))
 			f.rec.QueueMs = ms(f.started.Sub(s.Intended))
 			f.rec.Concurrency, f.rec.InFlight = l.Concurrency, int(at)

@@ -93,6 +93,13 @@ func TestAnOpenLoopUnderACapShowsTheGrowingQueue(t *testing.T) {
 	// 20 requests of at least 24 ms each, one at a time, take 456 ms
 	// before the last can start; the schedule put them all within a few
 	// hundred ms at 200/s.
+	waiting := 0
+	for _, ev := range eventsOf[TrialDone](events) {
+		waiting = max(waiting, ev.Waiting)
+	}
+	if waiting < 2 {
+		t.Errorf("at most %d requests waiting for the slot: the queue does not show", waiting)
+	}
 	first, last := block[0], block[len(block)-1]
 	if last.QueueMs < first.QueueMs+100 || last.E2EFromDueMs() < last.E2EMs+100 {
 		t.Errorf("queue %v ms for the first request, %v ms for the last: no growing queue", first.QueueMs, last.QueueMs)

@@ -74,6 +74,10 @@ type TrialDone struct {
 	// stream went on to its next (0 after the block's last, and when one
 	// trial runs at a time).
 	InFlight int
+	// Waiting counts an open loop's requests that were due by the time
+	// this one ended but had not been sent: under a cap, the client's
+	// queue.
+	Waiting int
 }
 
 // BlockDone is sent after each timed load block that had a steady
@@ -657,7 +661,7 @@ func (r *run) report(f finished, serverDown bool) {
 	case measured:
 		arm.timed++
 	}
-	r.events <- TrialDone{Record: rec, Point: point, Warmups: arm.warmups, Measured: arm.timed, InFlight: f.inFlight}
+	r.events <- TrialDone{Record: rec, Point: point, Warmups: arm.warmups, Measured: arm.timed, InFlight: f.inFlight, Waiting: f.waiting}
 	if rec.StopReason == backends.StopTruncated && !r.warnedTruncated {
 		r.warnedTruncated = true
 		r.events <- Warning{Text: fmt.Sprintf("%s trial %d was cut at the context window after %d of %d tokens (stop reason truncated): "+
@@ -721,6 +725,7 @@ type finished struct {
 	started  time.Time
 	end      time.Duration
 	inFlight int // the block's requests in flight as its stream goes on
+	waiting  int // an open loop's requests due but not yet sent as it ended
 	// maxTokens is the token limit the request asked for.
 	maxTokens int
 }

@@ -1021,7 +1021,7 @@ func TestTheDashboardOfAnOpenLoopShowsOfferedAndAchieved(t *testing.T) {
 	arms := []string{"greedy@r20", "greedy@r80"}
 	tr.send(tea.WindowSizeMsg{Width: 80, Height: 24}, eventsMsg(openLoopEvents(syntheticRun(arms, 0, 40))), tickMsg{})
 	screen := tr.screen()
-	for _, want := range []string{"offered achieved queue p99 TTFT p95 due p95", "greedy@r20", "20.0", "80.0"} {
+	for _, want := range []string{"offered achieved queue p99 TTFT p95 due p95", "greedy@r20", "20.0", "80.0", "waiting"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("%q missing from the open loop's dashboard:\n%s", want, screen)
 		}

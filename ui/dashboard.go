@@ -191,6 +191,9 @@ func (d *dashboard) header(w int, compactHeader bool, now time.Time) []string {
 	status := d.phase() + " · " + clock(elapsed)
 	if data.started != nil && data.started.Load != nil && data.finished == nil {
 		status = fmt.Sprintf("%s · %d in flight · %s", d.phase(), data.inFlight, clock(elapsed))
+		if data.openLoop() {
+			status = fmt.Sprintf("%s · %d in flight, %d waiting · %s", d.phase(), data.inFlight, data.waiting, clock(elapsed))
+		}
 	}
 	if eta, ok := d.eta(elapsed); ok {
 		status += " · ETA " + clock(eta)

@@ -395,6 +395,7 @@ func openLoopEvents(events []runner.Event) []runner.Event {
 	for i, ev := range events {
 		if td, ok := ev.(runner.TrialDone); ok {
 			td.Record.ScheduledMs, td.Record.QueueMs = float64(50*i), float64(i%7)*1.5
+			td.Waiting = i % 5
 			events[i] = td
 		}
 	}

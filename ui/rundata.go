@@ -119,6 +119,7 @@ type runData struct {
 	lastEnergy  *session.Record // the latest trial with an energy figure
 	lastWarmup  bool            // the latest trial was warmup
 	inFlight    int             // a load run's requests in flight as the latest one's stream went on
+	waiting     int             // an open loop's requests due but not yet sent as the latest one ended
 }
 
 // sweep reports whether the run keeps streams in flight with steady
@@ -195,7 +196,7 @@ func (d *runData) apply(ev runner.Event) {
 			d.model = strings.Join(models, " + ")
 		}
 	case runner.TrialDone:
-		d.inFlight = ev.InFlight
+		d.inFlight, d.waiting = ev.InFlight, ev.Waiting
 		d.addTrial(ev)
 	case runner.BlockDone:
 		a := d.arm(ev.Arm)
