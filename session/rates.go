@@ -217,6 +217,11 @@ const fellBehind = 0.9
 // sent late with no cap to wait for, that the client held requests back.
 func (sw RateSweep) Words(slo *SLOInfo) []string {
 	var lines []string
+	if knee, why := sw.Knee(); knee > 0 {
+		lines = append(lines, fmt.Sprintf("knee at %.4g req/s: %s", knee, why))
+	} else if len(sw.Levels) > 1 {
+		lines = append(lines, fmt.Sprintf("no knee up to %.4g req/s: every rate kept up, and p95 TTFT from the due time stayed within %g× the first rate's", sw.Levels[len(sw.Levels)-1].Offered, KneeLatency))
+	}
 	for _, lv := range sw.Levels {
 		switch {
 		case math.IsNaN(lv.Achieved) || math.IsNaN(lv.Scheduled):
@@ -261,6 +266,26 @@ func (sw RateSweep) Words(slo *SLOInfo) []string {
 		answer += ", the highest run: the answer may lie above it"
 	}
 	return append(lines, answer)
+}
+
+// Knee is the lowest rate the server could not take: it fell behind the
+// rate its schedule came to, or its p95 TTFT from the due time passed
+// KneeLatency times the first rate's, as a closed loop's knee is found on
+// its streams; 0 and "" where none did.
+func (sw RateSweep) Knee() (float64, string) {
+	if len(sw.Levels) == 0 {
+		return 0, ""
+	}
+	ref := sw.Levels[0]
+	for _, lv := range sw.Levels {
+		switch {
+		case lv.Achieved < fellBehind*lv.Scheduled:
+			return lv.Offered, fmt.Sprintf("the server fell behind, %.2f req/s achieved of %.2f as scheduled", lv.Achieved, lv.Scheduled)
+		case ref.TTFTDueP95 > 0 && lv.TTFTDueP95 > KneeLatency*ref.TTFTDueP95:
+			return lv.Offered, fmt.Sprintf("p95 TTFT from the due time is %.1f× its value at %.4g req/s (over %g×)", lv.TTFTDueP95/ref.TTFTDueP95, ref.Offered, KneeLatency)
+		}
+	}
+	return 0, ""
 }
 
 // goodputWords say a level's goodput with its interval: "85% [74%, 92%]".

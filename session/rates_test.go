@@ -52,6 +52,9 @@ func TestRateSweepsSayOfferedAchievedAndBothLatencies(t *testing.T) {
 			t.Errorf("%q missing from:\n%s", want, words)
 		}
 	}
+	if !strings.Contains(words, "knee at 100 req/s: the server fell behind, 20.00 req/s achieved of 100.00 as scheduled") {
+		t.Errorf("no knee at 100 req/s:\n%s", words)
+	}
 	if strings.Contains(words, "client sent late") {
 		t.Errorf("a capped queue and a 0.5 ms lag are not the client's lateness:\n%s", words)
 	}
