@@ -1,13 +1,14 @@
 package profiles
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tokentop/tokentop/backends"
-	"github.com/tokentop/tokentop/runner/arrival"
 )
 
 // MaxRate is the most requests per second an open loop offers per arm.
@@ -96,11 +97,12 @@ func (p *Profile) OpenLoop() bool {
 	return false
 }
 
-// Arrivals is the arrival process of a level at rate, for a block seeded
-// with seed.
-func (p *Profile) Arrivals(rate float64, seed uint64) arrival.Process {
-	return arrival.Process{Kind: p.Arrival, Rate: rate, Burstiness: p.Burstiness, Seed: seed}
-}
+// ArrivalKinds are the arrival processes a profile may name; the runner's
+// scheduler (runner/arrival) draws each.
+var ArrivalKinds = []string{"poisson", "constant", "gamma"}
+
+// arrivalGamma is the one process with a shape: burstiness.
+const arrivalGamma = "gamma"
 
 // checkRates validates rate, arrival, burstiness and max_concurrency,
 // filling in the defaults (Poisson arrivals; a burstiness of 1).
@@ -114,22 +116,18 @@ func (p *Profile) checkRates(bad func(key, msg string), badArm func(arm int, key
 		}
 	}
 	if p.Arrival == "" {
-		p.Arrival = arrival.Poisson
+		p.Arrival = ArrivalKinds[0]
 	}
 	if p.Burstiness == 0 {
 		p.Burstiness = 1
 	}
 	switch {
-	case p.Arrival != arrival.Gamma && p.Burstiness != 1:
-		bad("burstiness", fmt.Sprintf("only a gamma arrival has a burstiness; set arrival = %q, or remove burstiness", arrival.Gamma))
-	default:
-		if err := p.Arrivals(1, 0).Check(); err != nil {
-			key := "arrival"
-			if strings.HasPrefix(err.Error(), "burstiness") {
-				key = "burstiness"
-			}
-			bad(key, err.Error())
-		}
+	case !slices.Contains(ArrivalKinds, p.Arrival):
+		bad("arrival", fmt.Sprintf("%q is not an arrival process; use one of %s", p.Arrival, strings.Join(ArrivalKinds, ", ")))
+	case !(p.Burstiness > 0) || math.IsInf(p.Burstiness, 0):
+		bad("burstiness", fmt.Sprintf("%v is not a gamma shape; use a number over 0 (1 is Poisson, below 1 burstier)", p.Burstiness))
+	case p.Arrival != arrivalGamma && p.Burstiness != 1:
+		bad("burstiness", fmt.Sprintf("only a gamma arrival has a burstiness; set arrival = %q, or remove burstiness", arrivalGamma))
 	}
 	if p.MaxConcurrency < 0 || p.MaxConcurrency > backends.MaxConcurrency {
 		bad("max_concurrency", fmt.Sprintf("%d is out of range; use 1 to %d requests in flight, or leave it out for no cap", p.MaxConcurrency, backends.MaxConcurrency))
@@ -140,6 +138,16 @@ func (p *Profile) checkRates(bad func(key, msg string), badArm func(arm int, key
 	if p.MaxConcurrency > 0 && !p.OpenLoop() {
 		bad("max_concurrency", "it caps an open loop's requests in flight; set rate too (a closed loop's concurrency is its own cap)")
 	}
+}
+
+// RateProblems are checkRates' findings as one error, each as "key:
+// what is wrong", for settings that came from flags after the profile was
+// read; nil when there are none.
+func (p *Profile) RateProblems() error {
+	var errs []error
+	p.checkRates(func(key, msg string) { errs = append(errs, fmt.Errorf("%s: %s", key, msg)) },
+		func(arm int, key, msg string) { errs = append(errs, fmt.Errorf("arms[%d].%s: %s", arm, key, msg)) })
+	return errors.Join(errs...)
 }
 
 // LoopProblem says why the profile's open loop (rate) cannot run as set;

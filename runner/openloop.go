@@ -61,7 +61,8 @@ func (r *run) arrivals(i, n, round int) []openRequest {
 	p := &r.plan.Profile
 	seed := uint64(armSeed(p.Seed, p.Arms[i].Seed))<<16 ^ uint64(round)
 	out := make([]openRequest, n)
-	for k, due := range p.Arrivals(r.plan.Load[i].Rate, seed).Schedule(n) {
+	process := arrival.Process{Kind: p.Arrival, Rate: r.plan.Load[i].Rate, Burstiness: p.Burstiness, Seed: seed}
+	for k, due := range process.Schedule(n) {
 		out[k].due = due
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/runner/arrival"
 	"github.com/tokentop/tokentop/session"
 )
 
@@ -127,9 +128,9 @@ func TestOpenLoopFlagsAreChecked(t *testing.T) {
 		want string
 	}{
 		{func(o *Options) { o.Arrival = "gamma" }, "--arrival, --burstiness and --max-concurrency shape an open loop; set --rate too"},
-		{func(o *Options) { o.Rates, o.Arrival = profiles.Rates{2}, "bursty" }, `--arrival bursty: arrival "bursty" is not an arrival process`},
-		{func(o *Options) { o.Rates, o.Burstiness = profiles.Rates{2}, 2 }, "--burstiness 2: only a gamma arrival has a burstiness; add --arrival gamma"},
-		{func(o *Options) { o.Rates, o.MaxConcurrency = profiles.Rates{2}, 1000 }, "--max-concurrency 1000: use 1 to 256"},
+		{func(o *Options) { o.Rates, o.Arrival = profiles.Rates{2}, "bursty" }, `arrival: "bursty" is not an arrival process; use one of poisson, constant, gamma`},
+		{func(o *Options) { o.Rates, o.Burstiness = profiles.Rates{2}, 2 }, `burstiness: only a gamma arrival has a burstiness; set arrival = "gamma"`},
+		{func(o *Options) { o.Rates, o.MaxConcurrency = profiles.Rates{2}, 1000 }, "max_concurrency: 1000 is out of range; use 1 to 256"},
 	} {
 		opts := base
 		c.edit(&opts)
@@ -178,5 +179,13 @@ func TestTheSLOSearchRunsRatesBetween(t *testing.T) {
 	}
 	if words := strings.Join(res.Words(), "\n"); !strings.Contains(words, "the highest rate that meets the SLO lies between them") {
 		t.Errorf("words:\n%s", words)
+	}
+}
+
+// The profile's arrival names and the scheduler's processes are one list:
+// profiles checks them, runner/arrival draws them.
+func TestProfilesNameTheSchedulersProcesses(t *testing.T) {
+	if !slices.Equal(profiles.ArrivalKinds, arrival.Processes) {
+		t.Errorf("profiles take %v, the scheduler draws %v", profiles.ArrivalKinds, arrival.Processes)
 	}
 }

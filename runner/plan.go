@@ -392,17 +392,10 @@ func applyOpenLoop(p *profiles.Profile, opts Options) error {
 		}
 		return nil
 	}
-	if msg := p.LoopProblem(); msg != "" {
-		return fmt.Errorf("--rate: profile %s: %s", p.Name, msg)
-	}
-	if p.MaxConcurrency < 0 || p.MaxConcurrency > backends.MaxConcurrency {
-		return fmt.Errorf("--max-concurrency %d: use 1 to %d requests in flight, or leave it out for no cap", p.MaxConcurrency, backends.MaxConcurrency)
-	}
-	if p.Arrival != arrival.Gamma && p.Burstiness != 1 {
-		return fmt.Errorf("--burstiness %v: only a gamma arrival has a burstiness; add --arrival gamma", p.Burstiness)
-	}
-	if err := p.Arrivals(1, 0).Check(); err != nil {
-		return fmt.Errorf("--arrival %s: %w", p.Arrival, err)
+	// The profile's own checks, on what the flags made of it: a key's
+	// flag is its name with dashes.
+	if err := p.RateProblems(); err != nil {
+		return fmt.Errorf("the open loop of profile %s as the flags set it: %w", p.Name, err)
 	}
 	return nil
 }
