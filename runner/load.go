@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/metrics/telemetry"
+	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/session"
 )
 
@@ -85,37 +87,33 @@ func (p *Plan) expandLoad() {
 		return
 	}
 	if open {
-		var rates []float64
-		for _, a := range base {
-			for _, r := range prof.ArmRates(a) {
-				if !slices.Contains(rates, r) {
-					rates = append(rates, r)
-				}
-			}
-		}
-		slices.Sort(rates)
-		for _, rate := range rates {
-			for i, a := range base {
-				if slices.Contains(prof.ArmRates(a), rate) {
-					add(i, rateArmName(a.Name, rate), ArmLoad{Base: a.Name, Concurrency: prof.MaxConcurrency, Rate: rate})
-				}
-			}
-		}
+		expandLevels(base, prof.ArmRates, func(i int, rate float64) {
+			add(i, rateArmName(base[i].Name, rate), ArmLoad{Base: base[i].Name, Concurrency: prof.MaxConcurrency, Rate: rate})
+		})
 		return
 	}
-	var levels []int
+	expandLevels(base, prof.ArmLevels, func(i, n int) {
+		add(i, fmt.Sprintf("%s@c%d", base[i].Name, n), ArmLoad{Base: base[i].Name, Concurrency: n})
+	})
+}
+
+// expandLevels adds, level by rising level, an arm for each base arm that
+// runs at that level: a sweep runs its levels in order, each level's arms
+// interleaved.
+func expandLevels[L cmp.Ordered](base []profiles.Arm, levelsOf func(profiles.Arm) []L, add func(i int, level L)) {
+	var levels []L
 	for _, a := range base {
-		for _, n := range prof.ArmLevels(a) {
-			if !slices.Contains(levels, n) {
-				levels = append(levels, n)
+		for _, l := range levelsOf(a) {
+			if !slices.Contains(levels, l) {
+				levels = append(levels, l)
 			}
 		}
 	}
 	slices.Sort(levels)
-	for _, n := range levels {
+	for _, l := range levels {
 		for i, a := range base {
-			if slices.Contains(prof.ArmLevels(a), n) {
-				add(i, fmt.Sprintf("%s@c%d", a.Name, n), ArmLoad{Base: a.Name, Concurrency: n})
+			if slices.Contains(levelsOf(a), l) {
+				add(i, l)
 			}
 		}
 	}

@@ -17,11 +17,6 @@ import (
 // a low rate its Plan.OpenBlock would hold too few to see a queue.
 const minOpenBlock = 8
 
-// clientLagLimit is the dispatcher's lateness (p99, with no cap in
-// flight) past which the client itself, not the server, held requests
-// back: their waits are then the client's.
-const clientLagLimit = time.Millisecond
-
 // openRequest is one request of an open-loop block: when it is due from
 // the block's start, and what it asks for (nil: the profile's prompt of
 // its trial and max_tokens).
@@ -122,8 +117,8 @@ func (r *run) runOpenLoop(ctx context.Context, i int, requests []openRequest, ph
 		return err
 	}
 	if lag, late := clientLate(block, l); late {
-		r.events <- Warning{Text: fmt.Sprintf("%s round %d: the client sent its requests late (dispatch lag p99 %.2f ms, over %v with no cap in flight): the client, not the server, held them back; this machine is too busy for the rate",
-			arm, round, lag, clientLagLimit)}
+		r.events <- Warning{Text: fmt.Sprintf("%s round %d: the client sent its requests late (dispatch lag p99 %.2f ms, over %g ms with no cap in flight): the client, not the server, held them back; this machine is too busy for the rate",
+			arm, round, lag, session.ClientLagLimitMs)}
 	}
 	if windows {
 		r.blockDone(i, round, block, peakMB)
@@ -132,7 +127,7 @@ func (r *run) runOpenLoop(ctx context.Context, i int, requests []openRequest, ph
 }
 
 // clientLate is the p99 of a block's dispatch lag, and whether it passed
-// clientLagLimit where no cap made requests wait.
+// session.ClientLagLimitMs where no cap made requests wait.
 func clientLate(block []session.Record, l ArmLoad) (float64, bool) {
 	if l.Concurrency > 0 || len(block) == 0 {
 		return 0, false
@@ -148,7 +143,7 @@ func clientLate(block []session.Record, l ArmLoad) (float64, bool) {
 	}
 	slices.Sort(lags)
 	p99 := metrics.PercentileSorted(lags, 0.99)
-	return p99, p99 > float64(clientLagLimit)/float64(time.Millisecond)
+	return p99, p99 > session.ClientLagLimitMs
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -204,6 +204,11 @@ func (sw RateSweep) Table() Table {
 	return t
 }
 
+// ClientLagLimitMs is the dispatcher's lateness (p99, with no cap in
+// flight) past which the client itself, not the server, held requests
+// back: the run warns of it live, and the reports say it beside the rate.
+const ClientLagLimitMs = 1.0
+
 // RateTableCaption says what a rate table's columns are.
 const RateTableCaption = "scheduled: req/s from each block's first due time to its last; achieved: req/s and tok/s from its first end to its last; queue: how late a request left its due time; TTFT and e2e from the send and from the due time"
 
@@ -233,7 +238,7 @@ func (sw RateSweep) Words(slo *SLOInfo) []string {
 			lines = append(lines, fmt.Sprintf("%.4g req/s offered (%.2f as scheduled), %.2f achieved: kept up; p95 TTFT %.1f ms from the due time, %.1f ms once sent",
 				lv.Offered, lv.Scheduled, lv.Achieved, lv.TTFTDueP95, lv.TTFTP95))
 		}
-		if !lv.Capped && lv.QueueP99 > 1 {
+		if !lv.Capped && lv.QueueP99 > ClientLagLimitMs {
 			lines = append(lines, fmt.Sprintf("%.4g req/s: the client sent late (dispatch lag p99 %.2f ms with no cap in flight): the client, not the server, held requests back, and the latencies from the due time include that", lv.Offered, lv.QueueP99))
 		}
 	}
