@@ -276,6 +276,6 @@ func NormalizeStopReason(s string) string {
 	return s
 }
 
-// MaxConcurrency is the most requests a load run keeps in flight on one
-// target; the HTTP client keeps that many idle connections per host.
+// MaxConcurrency is the most requests a closed loop keeps in flight on
+// one target, and the highest cap an open loop may set.
 const MaxConcurrency = 256

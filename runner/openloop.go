@@ -147,3 +147,36 @@ func clientLate(block []session.Record, l ArmLoad) (float64, bool) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// filesHeldBack is the open files a run keeps for its own: session files,
+// telemetry, the terminal and the standard streams.
+const filesHeldBack = 64
+
+// inFlightWarning says, where an open loop may keep more requests in
+// flight than the process may open connections (limit files), that the
+// requests past it would fail to connect: recorded as failed, which the
+// user should know is the client's limit, not the server's. A capped arm
+// keeps at most its cap in flight; an uncapped one at most its rate times
+// the trial timeout, since every request ends by then.
+func (p *Plan) inFlightWarning(limit uint64) string {
+	worst, worstArm, why := 0.0, -1, ""
+	for i, l := range p.Load {
+		if !l.open() {
+			continue
+		}
+		bound := math.Ceil(l.Rate * p.Profile.TrialTimeout.Seconds())
+		reason := fmt.Sprintf("%g req/s for up to the %v trial timeout", l.Rate, p.Profile.TrialTimeout)
+		if l.Concurrency > 0 {
+			bound, reason = float64(l.Concurrency), "its cap"
+		}
+		if bound > worst {
+			worst, worstArm, why = bound, i, reason
+		}
+	}
+	if worstArm < 0 || worst+filesHeldBack <= float64(limit) {
+		return ""
+	}
+	return fmt.Sprintf("%s may keep up to %.0f requests in flight (%s), each on its own connection, but this process may open only %d files: "+
+		"requests past that would fail to connect and be recorded as failed, the client's limit rather than the server's; raise it (ulimit -n) or cap the requests in flight with --max-concurrency",
+		p.Profile.Arms[worstArm].Name, worst, why, limit)
+}

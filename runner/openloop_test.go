@@ -189,3 +189,34 @@ func TestProfilesNameTheSchedulersProcesses(t *testing.T) {
 		t.Errorf("profiles take %v, the scheduler draws %v", profiles.ArrivalKinds, arrival.Processes)
 	}
 }
+
+// An open loop that may keep more requests in flight than the process
+// may open files is warned of before it runs, naming the arm, the bound
+// and the way out; a capped one is bounded by its cap, and a closed loop
+// is never warned of.
+func TestAnOpenLoopPastTheOpenFilesLimitIsWarnedOf(t *testing.T) {
+	plan := openPlan(t, 20, 50, 0)
+	plan.Profile.TrialTimeout = 30 * time.Second // 50 req/s × 30 s: 1,500 in flight at most
+	text := plan.inFlightWarning(1024)
+	for _, want := range []string{"greedy@r50", "1500 requests in flight", "50 req/s for up to the 30s trial timeout", "only 1024 files", "ulimit -n", "--max-concurrency"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("warning lacks %q: %s", want, text)
+		}
+	}
+	if text := plan.inFlightWarning(1500 + filesHeldBack); text != "" {
+		t.Errorf("warned with room for every request: %s", text)
+	}
+	capped := openPlan(t, 20, 50, 200)
+	if text := capped.inFlightWarning(1024); text != "" {
+		t.Errorf("warned of a run capped at 200 in flight: %s", text)
+	}
+	if text := capped.inFlightWarning(200); !strings.Contains(text, "200 requests in flight (its cap)") {
+		t.Errorf("capped run past its limit: %q", text)
+	}
+	closed := testPlan(t, 0, 20, "greedy")
+	closed.Profile.Concurrency = []int{4}
+	closed.expandLoad()
+	if text := closed.inFlightWarning(1); text != "" {
+		t.Errorf("warned of a closed loop: %s", text)
+	}
+}

@@ -297,6 +297,11 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 	}
 	started.Manifest, started.Power, started.Labels = w.ManifestPath(), mon.info, session.ArmLabels(m)
 	events <- started
+	if limit, ok := openFilesLimit(); ok {
+		if text := plan.inFlightWarning(limit); text != "" {
+			events <- Warning{Text: text}
+		}
+	}
 
 	r := &run{plan: plan, backends: bs, writer: w, events: events, sessionID: m.ID, monitor: mon,
 		arms: make([]armState, len(p.Arms)), targets: make([]targetState, len(plan.Targets)), stale: make([]atomic.Int32, len(plan.Targets)),

@@ -23,11 +23,12 @@ import (
 // off because a gzip layer would buffer stream chunks and distort arrival
 // times; there is no client timeout because each trial carries its own
 // deadline. Idle connections are dropped after idleTimeout, before
-// llama-server's own 5 s keep-alive limit closes them under a request. A
-// load run keeps up to backends.MaxConcurrency requests in flight on one
-// host; with fewer idle connections kept (Go's default is 2) every
-// request past them would open a new connection, and the handshake would
-// land in its TTFT. A request may ask for a connection of its own
+// llama-server's own 5 s keep-alive limit closes them under a request.
+// Every connection a run had in flight at once is kept for the next
+// requests (Go's default keeps 2 per host): a closed loop keeps up to
+// backends.MaxConcurrency in flight, an open loop as many as its rate
+// and the server's speed make, and a request past the connections kept
+// would open a new one, its handshake landing in its TTFT. A request may ask for a connection of its own
 // (backends.Request.FreshConnection): the runner's answer to a server
 // that closes kept-alive connections under requests (backends.ErrStale).
 type Conn struct {
@@ -38,6 +39,10 @@ type Conn struct {
 
 const idleTimeout = 4 * time.Second
 
+// keptPerHost is more connections than a run can hold open at once: the
+// process's open-files limit bounds them first.
+const keptPerHost = 1 << 20
+
 // NewConn makes the connections of a backend whose requests carry apiKey
 // (as a bearer token; "" sends none).
 func NewConn(apiKey string) *Conn {
@@ -47,7 +52,7 @@ func NewConn(apiKey string) *Conn {
 				Proxy:               http.ProxyFromEnvironment,
 				DisableCompression:  true,
 				DisableKeepAlives:   !keepAlive,
-				MaxIdleConnsPerHost: backends.MaxConcurrency,
+				MaxIdleConnsPerHost: keptPerHost,
 				IdleConnTimeout:     idleTimeout,
 			},
 			CheckRedirect: sameServer,
