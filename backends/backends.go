@@ -61,8 +61,11 @@ func (f *Failure) Unwrap() []error { return []error{f.Kind, f.Err} }
 
 // Request is one generation.
 type Request struct {
-	Model       string
-	Prompt      string
+	Model  string
+	Prompt string
+	// Messages, when set, are a conversation that chat endpoints send as
+	// it is; Prompt is then its text, for endpoints that take text.
+	Messages    []Message
 	MaxTokens   int
 	Temperature float64 // 0 means greedy
 	TopK        int     // 0 means off
@@ -83,6 +86,12 @@ type Request struct {
 	// "true", "false" or an effort ("low", "medium", "high"), sent in the
 	// server's own words (see Thinker).
 	Think string
+}
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
 }
 
 // Thinker is a backend that can tell its server whether a reasoning

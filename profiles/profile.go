@@ -16,7 +16,6 @@
 package profiles
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"errors"
@@ -38,17 +37,20 @@ import (
 
 // Profile is one resolved, validated benchmark profile.
 type Profile struct {
-	Name        string            `toml:"name"`
-	Description string            `toml:"description"`
-	MaxTokens   int               `toml:"max_tokens"`
-	Warmup      int               `toml:"warmup"`
-	Trials      int               `toml:"trials"`
-	Timeout     string            `toml:"timeout"`
-	Order       string            `toml:"order"`
-	Seed        int64             `toml:"seed"`
-	USDPerHour  float64           `toml:"usd_per_hour"`
-	APIKeyEnv   string            `toml:"api_key_env"`
-	Prompts     []string          `toml:"prompts"`
+	Name        string   `toml:"name"`
+	Description string   `toml:"description"`
+	MaxTokens   int      `toml:"max_tokens"`
+	Warmup      int      `toml:"warmup"`
+	Trials      int      `toml:"trials"`
+	Timeout     string   `toml:"timeout"`
+	Order       string   `toml:"order"`
+	Seed        int64    `toml:"seed"`
+	USDPerHour  float64  `toml:"usd_per_hour"`
+	APIKeyEnv   string   `toml:"api_key_env"`
+	Prompts     []string `toml:"prompts"`
+	// PromptsFile names a file of prompts (text, JSONL or ShareGPT), in
+	// place of Prompts; PromptFile is its older spelling.
+	PromptsFile string            `toml:"prompts_file"`
 	PromptFile  string            `toml:"prompt_file"`
 	Models      map[string]string `toml:"models"`
 	Arms        []Arm             `toml:"arms"`
@@ -91,6 +93,8 @@ type Profile struct {
 	TrialTimeout time.Duration `toml:"-"`
 	// LoadDuration is Duration parsed; 0 ends arms by their trial count.
 	LoadDuration time.Duration `toml:"-"`
+	// Dataset is PromptsFile read; nil where the prompts are Prompts.
+	Dataset *PromptsFile `toml:"-"`
 
 	keys keyLines
 }
@@ -479,7 +483,7 @@ func allowedKeys(k toml.Key) string {
 	case len(k) > 1 && k[0] == "models":
 		return "one model name per backend kind, e.g. ollama = \"gemma3:270m\""
 	default:
-		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompt_file, prompt_cache, fixed_length, think, concurrency, rate, arrival, burstiness, max_concurrency, duration, together, [models], [[arms]], [stop], [slo]"
+		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompts_file, prompt_cache, fixed_length, think, concurrency, rate, arrival, burstiness, max_concurrency, duration, together, [models], [[arms]], [stop], [slo]"
 	}
 }
 
@@ -542,20 +546,24 @@ func (p *Profile) resolve(file string) error {
 	if p.USDPerHour < 0 {
 		bad(-1, "usd_per_hour", "%g is negative", p.USDPerHour)
 	}
+	promptsKey := "prompts_file"
+	if p.PromptsFile == "" && p.PromptFile != "" {
+		p.PromptsFile, promptsKey = p.PromptFile, "prompt_file"
+	}
 	switch {
-	case len(p.Prompts) > 0 && p.PromptFile != "":
-		bad(-1, "prompt_file", "set either prompts or prompt_file, not both")
-	case p.PromptFile != "":
-		prompts, err := readPromptFile(file, p.PromptFile)
-		if err != nil {
-			bad(-1, "prompt_file", "%v", err)
+	case p.PromptsFile != "" && p.PromptFile != "" && p.PromptsFile != p.PromptFile:
+		bad(-1, "prompt_file", "is the older spelling of prompts_file; keep one")
+	case len(p.Prompts) > 0 && p.PromptsFile != "":
+		bad(-1, promptsKey, "set either prompts or %s, not both", promptsKey)
+	case p.PromptsFile != "":
+		if err := p.ReadPrompts(relativeTo(file, p.PromptsFile)); err != nil {
+			bad(-1, promptsKey, "%v", err)
 		}
-		p.Prompts = prompts
 	case len(p.Prompts) == 0:
-		bad(-1, "prompts", "no prompts; give prompts = [\"...\"] or prompt_file = \"prompts.txt\"")
+		bad(-1, "prompts", "no prompts; give prompts = [\"...\"] or prompts_file = \"prompts.jsonl\"")
 	}
 	for i, prompt := range p.Prompts {
-		if strings.TrimSpace(prompt) == "" && p.PromptFile == "" {
+		if strings.TrimSpace(prompt) == "" {
 			bad(-1, "prompts", "prompt %d is empty", i+1)
 		}
 	}
@@ -643,31 +651,27 @@ func (a *Arm) check(seen map[string]bool, bad func(key, msg string)) {
 	}
 }
 
-// readPromptFile reads one prompt per non-blank line.
-func readPromptFile(profileFile, name string) ([]string, error) {
-	path := name
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(filepath.Dir(profileFile), name)
+// relativeTo resolves name against the folder of the profile file
+// (a built-in profile's against the working folder).
+func relativeTo(profileFile, name string) string {
+	if filepath.IsAbs(name) || profileFile == "builtin" {
+		return name
 	}
-	data, err := os.ReadFile(path)
+	return filepath.Join(filepath.Dir(profileFile), name)
+}
+
+// ReadPrompts makes the prompts file at path the profile's prompts, in
+// place of any it had (--prompts-file).
+func (p *Profile) ReadPrompts(path string) error {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs // the manifest names it wherever it is read from
+	}
+	f, err := ReadPromptsFile(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var prompts []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		if line := strings.TrimSpace(sc.Text()); line != "" {
-			prompts = append(prompts, line)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(prompts) == 0 {
-		return nil, fmt.Errorf("%s holds no prompts (one prompt per line)", path)
-	}
-	return prompts, nil
+	p.Dataset, p.PromptsFile, p.PromptFile, p.Prompts = f, path, "", nil
+	return nil
 }
 
 // Where locates a key of this profile as "file:line" for errors raised by

@@ -143,8 +143,8 @@ func TestPromptFileAndFindByPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Prompts) != 2 || p.Prompts[1] != "second prompt" || p.Source != path {
-		t.Errorf("prompts %q source %q", p.Prompts, p.Source)
+	if d := p.Dataset; d == nil || len(d.Prompts) != 2 || d.Prompts[1].Text != "second prompt" || d.Prompts[1].Line != 3 || d.Format != FormatText || p.Source != path {
+		t.Errorf("prompts %+v source %q", d, p.Source)
 	}
 	os.Remove(filepath.Join(dir, "prompts.txt"))
 	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "prompt_file") {

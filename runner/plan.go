@@ -94,6 +94,9 @@ type Options struct {
 	// each arm the whole of it, TraceSpeed times as fast (0: 1).
 	Trace      string
 	TraceSpeed float64
+	// PromptsFile draws the prompts from a file (text, JSONL or
+	// ShareGPT) in place of the profile's.
+	PromptsFile string
 	// Duration ends each load arm after that much steady load (0: the
 	// profile's, if any).
 	Duration time.Duration
@@ -232,6 +235,11 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 			return nil, fmt.Errorf("--concurrency: profile %s runs a together group, whose arms are one stream each; drop the flag", p.Name)
 		}
 		p.Concurrency, p.Rate = opts.Concurrency, nil
+	}
+	if opts.PromptsFile != "" {
+		if err := p.ReadPrompts(opts.PromptsFile); err != nil {
+			return nil, fmt.Errorf("--prompts-file: %w", err)
+		}
 	}
 	if err := applyOpenLoop(p, opts); err != nil {
 		return nil, err
@@ -639,7 +647,8 @@ func (p *Plan) ConfigHash() string {
 	for _, t := range p.Targets {
 		canonical.Targets = append(canonical.Targets, t.Target)
 	}
-	canonical.Profile.Source = ""
+	// A prompts file counts by its digest (in Dataset), not where it lies.
+	canonical.Profile.Source, canonical.Profile.PromptsFile, canonical.Profile.PromptFile = "", "", ""
 	data, err := json.Marshal(canonical)
 	if err != nil {
 		panic(err) // plain data: cannot fail

@@ -52,6 +52,9 @@ type Started struct {
 	// Load is the manifest's account of a load run; nil for one trial at
 	// a time.
 	Load *session.LoadInfo
+	// PromptsFile is the file the prompts are drawn from; nil where the
+	// profile lists them.
+	PromptsFile *session.PromptsFileInfo
 	// Duration ends each load arm by its steady time instead of
 	// TrialsPerArm; 0 when the count ends them.
 	Duration time.Duration
@@ -255,9 +258,10 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		Profile: session.ProfileInfo{Name: p.Name, Source: p.Source, Description: p.Description, MaxTokens: p.MaxTokens,
 			Warmup: p.Warmup, Trials: p.Trials, Timeout: p.TrialTimeout.String(), Order: p.Order, Seed: p.Seed,
 			USDPerHour: p.USDPerHour, Prompts: p.Prompts, Stop: stopInfo(p.Stop), PromptCache: p.PromptCache, FixedLength: p.FixedLength,
-			Load: plan.loadInfo()},
+			Load: plan.loadInfo(), PromptsFile: plan.promptsFileInfo()},
 	}
-	started := Started{Arms: p.ArmNames(), TrialsPerArm: p.Trials, Warmup: map[string]int{}, Load: m.Profile.Load, Duration: p.LoadDuration}
+	started := Started{Arms: p.ArmNames(), TrialsPerArm: p.Trials, Warmup: map[string]int{}, Load: m.Profile.Load, Duration: p.LoadDuration,
+		PromptsFile: m.Profile.PromptsFile}
 	for i, a := range p.Arms {
 		started.Warmup[a.Name] = plan.warmupOf(i)
 		if plan.Load != nil && plan.Load[i].open() {
@@ -306,6 +310,9 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 	r := &run{plan: plan, backends: bs, writer: w, events: events, sessionID: m.ID, monitor: mon,
 		arms: make([]armState, len(p.Arms)), targets: make([]targetState, len(plan.Targets)), stale: make([]atomic.Int32, len(plan.Targets)),
 		clocks: newClocks(plan.streams(), p.MaxTokens), tokens: map[session.TrialKey]session.Arrivals{}, manifestArms: slices.Clone(m.Arms)}
+	if p.Dataset != nil {
+		r.promptOrder = p.Dataset.Order(p.Seed)
+	}
 	status, note, runErr := r.loop(ctx)
 	if err := mon.stop(); err != nil {
 		note = strings.TrimPrefix(note+"; the power CSV is incomplete: "+err.Error(), "; ")
@@ -476,6 +483,8 @@ type run struct {
 	monitor *monitor
 	// warnedTruncated is set once a truncated generation was reported.
 	warnedTruncated bool
+	// promptOrder is the order trials draw a prompts file's prompts in.
+	promptOrder []int
 }
 
 // staleToGoFresh is how many requests to a target that found their
@@ -752,16 +761,20 @@ type shape struct {
 func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *tokenClock, sh *shape) finished {
 	p := &r.plan.Profile
 	arm := p.Arms[armIndex]
-	promptID := (trial - 1) % len(p.Prompts)
-	prompt, maxTokens := p.Prompts[promptID], p.MaxTokens
+	chosen, promptID := r.promptOf(trial)
+	prompt, maxTokens := chosen.Text, p.MaxTokens
+	if chosen.MaxTokens > 0 {
+		maxTokens = chosen.MaxTokens
+	}
 	if sh != nil {
+		chosen.Messages = nil
 		prompt, promptID = sh.prompt, sh.promptID-1
 		if sh.maxTokens > 0 {
 			maxTokens = sh.maxTokens
 		}
 	}
 	target := r.plan.ArmTarget[armIndex]
-	req := backends.Request{Model: r.plan.Targets[target].Target.Model, Prompt: prompt, MaxTokens: maxTokens,
+	req := backends.Request{Model: r.plan.Targets[target].Target.Model, Prompt: prompt, Messages: chosen.Messages, MaxTokens: maxTokens,
 		Temperature: arm.Temperature, TopK: arm.TopK, TopP: arm.TopP, MinP: arm.MinP,
 		Seed: armSeed(p.Seed, arm.Seed) + int64(trial), PromptCache: p.AllowsPromptCache(arm), IgnoreEOS: p.FixedLength,
 		Think: string(p.ThinkOf(arm))}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +33,10 @@ func ConfigDifferences(a, b *Manifest) []string {
 		differ("options", orNone(backends.OptionsText(x.Options)), orNone(backends.OptionsText(y.Options)))
 	}
 	differ("max_tokens", strconv.Itoa(a.Profile.MaxTokens), strconv.Itoa(b.Profile.MaxTokens))
-	if !slices.Equal(a.Profile.Prompts, b.Profile.Prompts) {
+	switch fa, fb := a.Profile.PromptsFile, b.Profile.PromptsFile; {
+	case fa != nil || fb != nil:
+		differ("prompts", promptsDrawn(a.Profile), promptsDrawn(b.Profile))
+	case !slices.Equal(a.Profile.Prompts, b.Profile.Prompts):
 		out = append(out, fmt.Sprintf("prompts (%d vs %d, not the same text)", len(a.Profile.Prompts), len(b.Profile.Prompts)))
 	}
 	if a.Profile.FixedLength != b.Profile.FixedLength {
@@ -186,4 +190,14 @@ func LabelledArm(arm, label string) string {
 		return arm
 	}
 	return arm + " (" + label + ")"
+}
+
+// promptsDrawn says where a session's prompts came from, as far as two
+// sessions differ by it: a prompts file by its digest and the seed that
+// ordered it, else the count of the profile's own.
+func promptsDrawn(p ProfileInfo) string {
+	if f := p.PromptsFile; f != nil {
+		return fmt.Sprintf("file %s (sha256 %.12s, drawn by seed %d)", filepath.Base(f.File), f.SHA256, p.Seed)
+	}
+	return fmt.Sprintf("%d listed in the profile", len(p.Prompts))
 }

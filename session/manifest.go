@@ -71,6 +71,9 @@ type ProfileInfo struct {
 	Seed        int64    `toml:"seed"`
 	USDPerHour  float64  `toml:"usd_per_hour,omitzero"`
 	Prompts     []string `toml:"prompts" untrusted:"text"`
+	// PromptsFile is the file the prompts were drawn from, in place of
+	// Prompts.
+	PromptsFile *PromptsFileInfo `toml:"prompts_file,omitempty"`
 	// Stop is the early-stopping rule, when one was on.
 	Stop *StopInfo `toml:"stop,omitempty"`
 	// PromptCache is whether servers were allowed to reuse cached
@@ -116,6 +119,16 @@ type TraceInfo struct {
 	Requests int     `toml:"requests"`
 	Speed    float64 `toml:"speed"`
 	Prompts  string  `toml:"prompts"`
+}
+
+// PromptsFileInfo is a prompts file as a run drew from it: its path and
+// digest, its format and count, and how trials drew its prompts.
+type PromptsFileInfo struct {
+	File     string `toml:"file"`
+	SHA256   string `toml:"sha256"`
+	Format   string `toml:"format"`
+	Prompts  int    `toml:"prompts"`
+	Sampling string `toml:"sampling"`
 }
 
 // SLOInfo bounds each request's latencies (0: not bounded); Goodput is the

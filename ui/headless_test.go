@@ -195,3 +195,17 @@ func TestSummaryTableShowsTTFOWhereAModelReasons(t *testing.T) {
 		t.Errorf("TTFO where no model reasons:\n%s", buf.String())
 	}
 }
+
+// A run drawing from a prompts file says which file, how many prompts and
+// how they are drawn, before its first trial.
+func TestHeadlessNamesThePromptsFile(t *testing.T) {
+	events := make(chan runner.Event, 2)
+	events <- runner.Started{Manifest: "/s/x.toml", Arms: []string{"greedy"}, TrialsPerArm: 3, Warmup: map[string]int{"greedy": 0},
+		PromptsFile: &session.PromptsFileInfo{File: "/data/sg.json", SHA256: "b8e2d9ffe6cda07923801fa5", Format: "sharegpt", Prompts: 5}}
+	close(events)
+	var buf bytes.Buffer
+	Headless(&buf, 0, events)
+	if want := "prompts: /data/sg.json, 5 sharegpt prompts (sha256 b8e2d9ffe6cd), in an order seeded by the profile, the same for every arm"; !strings.Contains(buf.String(), want) {
+		t.Errorf("missing %q in:\n%s", want, buf.String())
+	}
+}

@@ -70,17 +70,12 @@ func New(cfg backends.Config) (backends.Backend, error) {
 	return b, nil
 }
 
-type message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
 type request struct {
-	Model         string    `json:"model"`
-	Prompt        string    `json:"prompt,omitempty"`
-	Messages      []message `json:"messages,omitempty"`
-	MaxTokens     int       `json:"max_tokens"`
-	Stream        bool      `json:"stream"`
+	Model         string             `json:"model"`
+	Prompt        string             `json:"prompt,omitempty"`
+	Messages      []backends.Message `json:"messages,omitempty"`
+	MaxTokens     int                `json:"max_tokens"`
+	Stream        bool               `json:"stream"`
 	StreamOptions struct {
 		IncludeUsage bool `json:"include_usage"`
 		// ContinuousUsage goes only to vLLM (found by Probe): a usage on
@@ -126,9 +121,12 @@ func (b *Backend) RequestBody(req backends.Request) any {
 	default:
 		r.ReasoningEffort = req.Think
 	}
-	if b.chat {
-		r.Messages = []message{{Role: "user", Content: req.Prompt}}
-	} else {
+	switch {
+	case b.chat && len(req.Messages) > 0:
+		r.Messages = req.Messages
+	case b.chat:
+		r.Messages = []backends.Message{{Role: "user", Content: req.Prompt}}
+	default:
 		r.Prompt = req.Prompt
 	}
 	return stream.WithFields(r, b.options)

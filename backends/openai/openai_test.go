@@ -329,3 +329,36 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// A conversation goes to the chat endpoint as its messages, replayed
+// against llama-server's recorded answer to a three-message history; to
+// the completions endpoint it goes as its text.
+func TestAConversationGoesAsItsMessages(t *testing.T) {
+	history := []backends.Message{{Role: "system", Content: "You tell stories."}, {Role: "user", Content: "A cat"}, {Role: "assistant", Content: "Once"}}
+	for _, endpoint := range []string{"chat", "completions"} {
+		var body map[string]any
+		path := map[string]string{"chat": "/v1/chat/completions", "completions": "/v1/completions"}[endpoint]
+		fixture := map[string]string{"chat": "llamacpp/v1_chat_stream_multiturn", "completions": "llamacpp/v1_completions_stream_usage"}[endpoint]
+		srv := replay.NewServer(t, replay.Route{"POST " + path: func(w http.ResponseWriter, r *http.Request) {
+			json.NewDecoder(r.Body).Decode(&body)
+			replay.Serve(replay.Load(t, fixture))(w, r)
+		}})
+		b, err := New(backends.Config{URL: srv.URL + "/v1", Endpoint: endpoint})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := b.Generate(context.Background(), backends.Request{Model: "m", Prompt: "You tell stories.\n\nA cat\n\nOnce", Messages: history, MaxTokens: 8}, func(int, backends.TokenKind) {})
+		if err != nil || res.OutputTokens < 1 {
+			t.Fatalf("%s: %+v %v", endpoint, res, err)
+		}
+		raw, _ := json.Marshal(body["messages"])
+		var sent []backends.Message
+		json.Unmarshal(raw, &sent)
+		if endpoint == "chat" && !slices.Equal(sent, history) {
+			t.Errorf("chat sent messages %s, want %v", raw, history)
+		}
+		if endpoint == "completions" && (body["messages"] != nil || body["prompt"] != "You tell stories.\n\nA cat\n\nOnce") {
+			t.Errorf("completions sent %v", body)
+		}
+	}
+}

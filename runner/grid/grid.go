@@ -122,7 +122,7 @@ func Expand(g *profiles.Grid, base runner.Options) (*Matrix, error) {
 		if v, ok := g.Value(values, "prompt_words"); ok {
 			n, _ := strconv.Atoi(v) // checked by profiles.ParseGrid
 			p := *c.profile
-			p.Prompts = []string{profiles.PromptOfWords(n)}
+			p.Prompts, p.Dataset, p.PromptsFile, p.PromptFile = []string{profiles.PromptOfWords(n)}, nil, "", ""
 			c.profile = &p
 		}
 		opts, err := cellOptions(g, values, base, m.Dir)
