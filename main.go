@@ -190,6 +190,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		opts.Goodput = v
 		return err
 	})
+	fs.StringVar(&opts.ServerMetrics, "server-metrics", "", "where the servers' Prometheus metrics are read each second into <stem>.server.csv (default: each server's own /metrics), or off")
 	fs.StringVar(&opts.PromptsFile, "prompts-file", "", "draw the prompts from a file, in a seeded order every arm shares: plain text (one per line), JSONL ({\"prompt\"}, {\"text\"} or {\"messages\"} per line) or ShareGPT JSON")
 	fs.StringVar(&opts.Trace, "trace", "", "replay a JSON Lines trace of requests at their times, each arm the whole of it: Mooncake's {\"timestamp\", \"input_length\", \"output_length\", \"hash_ids\"} or {\"timestamp\", \"prompt\", \"max_tokens\"} (timestamps in ms)")
 	fs.Float64Var(&opts.TraceSpeed, "trace-speed", 0, "with --trace: replay it this many times as fast (default 1)")

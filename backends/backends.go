@@ -265,6 +265,9 @@ type Kind struct {
 	// ReasoningRule says how a reasoning model's thinking is told from
 	// its answer in this backend's streams, for the manifest.
 	ReasoningRule string
+	// MetricsPath is where the server serves its Prometheus metrics, from
+	// its root ("/metrics"); empty where it has none.
+	MetricsPath string
 }
 
 // StopTruncated is the stop reason of a generation cut at the end of the

@@ -97,6 +97,9 @@ type Options struct {
 	// PromptsFile draws the prompts from a file (text, JSONL or
 	// ShareGPT) in place of the profile's.
 	PromptsFile string
+	// ServerMetrics is where the servers' Prometheus metrics are read
+	// ("": each server's own /metrics; ServerMetricsOff: not read).
+	ServerMetrics string
 	// Duration ends each load arm after that much steady load (0: the
 	// profile's, if any).
 	Duration time.Duration
@@ -132,9 +135,11 @@ type Plan struct {
 	OpenBlock time.Duration
 	// Trace, when set, is replayed by every arm at TraceSpeed; TraceSHA256
 	// is its file's digest, for the manifest.
-	Trace       *arrival.Trace
-	TraceSHA256 string
-	TraceSpeed  float64
+	// ServerMetrics is Options.ServerMetrics.
+	ServerMetrics string
+	Trace         *arrival.Trace
+	TraceSHA256   string
+	TraceSpeed    float64
 }
 
 // DefaultOpenBlock is an open loop's timed block: long enough for a queue
@@ -236,6 +241,10 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 		}
 		p.Concurrency, p.Rate = opts.Concurrency, nil
 	}
+	if err := checkServerMetrics(opts.ServerMetrics); err != nil {
+		return nil, err
+	}
+	plan.ServerMetrics = opts.ServerMetrics
 	if opts.PromptsFile != "" {
 		if err := p.ReadPrompts(opts.PromptsFile); err != nil {
 			return nil, fmt.Errorf("--prompts-file: %w", err)

@@ -158,6 +158,9 @@ type Finished struct {
 	SaveErr string
 	// Precision says what the stop rule reached.
 	Precision session.Precision
+	// ServerMetrics is what came of scraping the servers' own metrics;
+	// nil where none was scraped.
+	ServerMetrics *session.ServerMetricsInfo
 }
 
 func (Waiting) isEvent()     {}
@@ -299,6 +302,11 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 	if err := mon.attach(w); err != nil {
 		return session.StatusFailed, err
 	}
+	servers, err := watchServers(plan, w, events)
+	if err != nil {
+		return session.StatusFailed, err
+	}
+	defer servers.stop() // before events closes: the scraper sends on it
 	started.Manifest, started.Power, started.Labels = w.ManifestPath(), mon.info, session.ArmLabels(m)
 	events <- started
 	if limit, ok := openFilesLimit(); ok {
@@ -316,6 +324,13 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 	status, note, runErr := r.loop(ctx)
 	if err := mon.stop(); err != nil {
 		note = strings.TrimPrefix(note+"; the power CSV is incomplete: "+err.Error(), "; ")
+	}
+	serverInfo, err := servers.stop()
+	if err != nil {
+		note = strings.TrimPrefix(note+"; the server metrics CSV is incomplete: "+err.Error(), "; ")
+	}
+	if serverInfo != nil {
+		w.SetServerMetrics(serverInfo)
 	}
 
 	summary := map[string]session.ArmSummary{}
@@ -338,7 +353,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		}
 		summary[a.Name] = s
 	}
-	fin := Finished{Status: status, Note: note, Manifest: w.ManifestPath(), Summary: summary}
+	fin := Finished{Status: status, Note: note, Manifest: w.ManifestPath(), Summary: summary, ServerMetrics: serverInfo}
 	names := make([]string, len(p.Arms))
 	for i, a := range p.Arms {
 		names[i] = a.Name

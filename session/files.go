@@ -8,11 +8,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/tokentop/tokentop/backends/untrusted"
 	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/metrics/telemetry"
 )
@@ -217,6 +219,69 @@ func (w *Writer) AddArm(a ArmInfo) { w.manifest.Arms = append(w.manifest.Arms, a
 // Close closes the CSV files and the folder.
 func (w *Writer) Close() error {
 	return errors.Join(w.trials.Close(), w.tokens.Close(), w.root.Close())
+}
+
+// ServerHeader is the server metrics CSV's header: when (ms on the
+// scraper's clock), which server (its index in the manifest's
+// [[server_metrics.servers]]), and one series: its metric, labels and
+// value. tokentop's own common series (telemetry.Common*) are rows too.
+var ServerHeader = []string{"t_ms", "server", "metric", "labels", "value"}
+
+// ServerWriter appends scrapes to <stem>.server.csv, from the scraper's
+// goroutine.
+type ServerWriter struct {
+	mu   sync.Mutex
+	file *os.File
+	row  bytes.Buffer
+}
+
+// CreateServerMetrics creates the session's server metrics CSV, names it
+// in info and puts a copy of info in the manifest.
+func (w *Writer) CreateServerMetrics(info *ServerMetricsInfo) (*ServerWriter, error) {
+	info.File = w.manifest.ID + ".server.csv"
+	f, err := createCSV(w.root, info.File, ServerHeader)
+	if err != nil {
+		return nil, err
+	}
+	inManifest := *info
+	inManifest.Servers = slices.Clone(info.Servers) // info's change as the run goes
+	w.manifest.ServerMetrics = &inManifest
+	if err := w.writeManifest(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &ServerWriter{file: f}, nil
+}
+
+// SetServerMetrics records how the scraping went, for the final
+// manifest.
+func (w *Writer) SetServerMetrics(info *ServerMetricsInfo) { w.manifest.ServerMetrics = info }
+
+// Append writes one scrape's series. A server's names and labels are its
+// own text: bounded and cleaned.
+func (s *ServerWriter) Append(server int, at time.Duration, series []telemetry.ServerSeries) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.row.Reset()
+	cw := csv.NewWriter(&s.row)
+	t := strconv.FormatFloat(float64(at)/float64(time.Millisecond), 'f', 3, 64)
+	for _, x := range series {
+		cw.Write([]string{t, strconv.Itoa(server), untrusted.Line(x.Metric), untrusted.Line(x.Labels), strconv.FormatFloat(x.Value, 'g', -1, 64)})
+	}
+	cw.Flush()
+	_, err := s.file.Write(s.row.Bytes())
+	return err
+}
+
+// Close syncs and closes the server metrics CSV.
+func (s *ServerWriter) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.file.Sync()
+	if cerr := s.file.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // PowerHeader is the power CSV's header: DESIGN.md's columns, then the

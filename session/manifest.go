@@ -50,12 +50,15 @@ type Manifest struct {
 	Profile   ProfileInfo `toml:"profile"`
 	// Backend is schema 1's one target; ReadManifest moves it into
 	// Targets, so it is nil in every manifest read or written.
-	Backend     *TargetInfo           `toml:"backend,omitempty"`
-	Targets     []TargetInfo          `toml:"targets"`
-	Environment Environment           `toml:"environment"`
-	Power       *PowerInfo            `toml:"power,omitempty"`
-	Arms        []ArmInfo             `toml:"arms"`
-	Summary     map[string]ArmSummary `toml:"summary,omitempty"`
+	Backend     *TargetInfo  `toml:"backend,omitempty"`
+	Targets     []TargetInfo `toml:"targets"`
+	Environment Environment  `toml:"environment"`
+	Power       *PowerInfo   `toml:"power,omitempty"`
+	// ServerMetrics is what the servers' own Prometheus metrics gave;
+	// nil where no target is a server or scraping was off.
+	ServerMetrics *ServerMetricsInfo    `toml:"server_metrics,omitempty"`
+	Arms          []ArmInfo             `toml:"arms"`
+	Summary       map[string]ArmSummary `toml:"summary,omitempty"`
 }
 
 // ProfileInfo is the resolved plan as it ran (after CLI overrides).
@@ -129,6 +132,33 @@ type PromptsFileInfo struct {
 	Format   string `toml:"format"`
 	Prompts  int    `toml:"prompts"`
 	Sampling string `toml:"sampling"`
+}
+
+// ServerMetricsInfo is the scraping of the servers' own metrics: the
+// CSV (empty where no server answered), its cadence and clock, and each
+// server's address and what came of it.
+type ServerMetricsInfo struct {
+	File       string                `toml:"file,omitempty"`
+	IntervalMs float64               `toml:"interval_ms"`
+	StartedAt  *time.Time            `toml:"started_at,omitempty"` // t_ms = 0 in the CSV
+	Servers    []ServerMetricsSource `toml:"servers"`
+}
+
+// ServerMetricsSource is one server scraped: the targets it serves, where
+// its metrics were asked for, and "scraped" or why it gave none.
+type ServerMetricsSource struct {
+	Targets []string `toml:"targets"`
+	URL     string   `toml:"url"`
+	Status  string   `toml:"status"`
+	// Over the run, from the first scrape to the last, where the server
+	// says: the tokens it generated, the share of prompt tokens its
+	// prefix cache served, and the most requests it ran and queued and
+	// the most of its KV cache in use (a share).
+	TokensGenerated float64 `toml:"tokens_generated,omitzero"`
+	PrefixHitRate   float64 `toml:"prefix_hit_rate,omitzero"`
+	PeakRunning     float64 `toml:"peak_running,omitzero"`
+	PeakWaiting     float64 `toml:"peak_waiting,omitzero"`
+	PeakKVCache     float64 `toml:"peak_kv_cache,omitzero"`
 }
 
 // SLOInfo bounds each request's latencies (0: not bounded); Goodput is the

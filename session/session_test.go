@@ -546,3 +546,20 @@ func TestAnUnenforcedPromptCacheIsACaveat(t *testing.T) {
 		t.Errorf("a switch that was used: %s", caveats)
 	}
 }
+
+// The words of a server's metrics give its totals and peaks where it had
+// metrics, and why not where it had none.
+func TestServerMetricsWords(t *testing.T) {
+	info := &ServerMetricsInfo{File: "s.server.csv", Servers: []ServerMetricsSource{
+		{Targets: []string{"llamacpp"}, Status: "scraped", TokensGenerated: 270, PrefixHitRate: 0.3, PeakRunning: 2, PeakWaiting: 1, PeakKVCache: 0.34},
+		{Targets: []string{"openai"}, Status: "none: http://h/metrics answered HTTP 404"}}}
+	got := info.Words()
+	want := []string{"server llamacpp, by its own metrics: 270 tokens generated over the run; its prefix cache served 30% of the prompt tokens; at most 2 requests running and 1 waiting, 34% of its KV cache in use (every scrape in s.server.csv)",
+		"server openai: no metrics (http://h/metrics answered HTTP 404)"}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("words:\n%q\nwant\n%q", got, want)
+	}
+	if (*ServerMetricsInfo)(nil).Words() != nil {
+		t.Error("words of no metrics")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/runner"
 	"github.com/tokentop/tokentop/runner/grid"
 	"github.com/tokentop/tokentop/session"
@@ -173,6 +175,13 @@ func screenStates(t *testing.T) []screenState {
 	dash("dashboard, a reasoning model's TTFO", three, reasoningRun, "m", "m", "m", "m")
 	dash("dashboard, load sweep", []string{"greedy@c1", "greedy@c2", "greedy@c4", "greedy@c8"}, sweepEvents)
 	dash("dashboard, an open loop", []string{"greedy@r20", "greedy@r80"}, openLoopEvents)
+	dash("dashboard, two servers' metrics", three, func(ev []runner.Event) []runner.Event {
+		nan := math.NaN()
+		return append(ev,
+			runner.ServerMetrics{Server: 0, Targets: []string{"llamacpp-a-long-target-name-for-a-server"}, TokensPerSecond: 1969.05, PrefixHitRate: 0.3,
+				View: telemetry.ServerView{Running: 2, Waiting: 14, KVCache: 0.34, Generated: 270, PrefixHits: 51, PrefixQueries: 170, PrefixHitRate: nan}},
+			runner.ServerMetrics{Server: 1, Targets: []string{"openai"}, Unavailable: "http://127.0.0.1:8000/metrics answered HTTP 404"})
+	})
 	dash("dashboard, together study", []string{"agent-a@alone", "agent-b@alone", "agent-a@together", "agent-b@together"}, func(ev []runner.Event) []runner.Event {
 		started := ev[0].(runner.Started)
 		started.Load = &session.LoadInfo{Together: []string{"agent-a", "agent-b"}}

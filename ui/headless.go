@@ -210,6 +210,9 @@ func WriteFinished(w io.Writer, width int, arms []string, fin runner.Finished) {
 		writeProse(w, width, "caveat: %s", c)
 	}
 	WriteSummary(w, width, arms, fin.Summary)
+	for _, line := range fin.ServerMetrics.Words() {
+		writeProse(w, width, "%s", line)
+	}
 	status := "status " + string(fin.Status)
 	if fin.Note != "" {
 		status += " (" + fin.Note + ")"

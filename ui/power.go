@@ -11,6 +11,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/guptarohit/asciigraph"
+
+	"github.com/tokentop/tokentop/runner"
 )
 
 // powerPanel shows each device's power over the run, the idle baseline as
@@ -20,7 +22,10 @@ type powerPanel struct{}
 
 func (powerPanel) update(tea.KeyPressMsg) {}
 
-func (powerPanel) title(*runData) string {
+func (powerPanel) title(data *runData) string {
+	if len(data.servers) > 0 {
+		return "server & power · ░ warmup █ timed ╳ degraded │ trial"
+	}
 	return "power · ░ warmup █ timed ╳ degraded │ trial"
 }
 
@@ -33,6 +38,11 @@ func renderPower(data *runData, w, h int) string {
 	case data.started == nil:
 		return styleDim.Render("probing…")
 	}
+	// The servers' own lines go first; the power lines and the chart get
+	// what is left, the timeline last of all.
+	servers := serverLines(data.servers, w)
+	servers = servers[:min(len(servers), max(0, h-2))]
+	h -= len(servers)
 	power := data.started.Power
 	origin := data.spansOrigin()
 	if len(data.traces) == 0 || power.SamplerStart == nil {
@@ -40,9 +50,39 @@ func renderPower(data *runData, w, h int) string {
 		if len(data.spans) > 0 && h >= 2 {
 			lines = append(lines[:min(len(lines), h-1)], timeline(data.spans, origin, data.spansEnd(origin), w))
 		}
-		return strings.Join(lines, "\n")
+		return strings.Join(append(servers, lines...), "\n")
 	}
-	return renderWatts(data, w, h, origin)
+	return strings.Join(append(servers, renderWatts(data, w, h, origin)), "\n")
+}
+
+// serverLines are one line per scraped server: the requests it runs and
+// queues, its KV cache in use, its prefix cache's hits and the tokens it
+// generates a second, over the last scrape; or why it has no metrics.
+func serverLines(servers []runner.ServerMetrics, w int) []string {
+	var out []string
+	for _, s := range servers {
+		if s.Targets == nil {
+			continue
+		}
+		name := "server " + strings.Join(s.Targets, ", ") + ": "
+		if s.Unavailable != "" {
+			out = append(out, fit(styleDim.Render(name+"no metrics ("+s.Unavailable+")"), w))
+			continue
+		}
+		var parts []string
+		add := func(format string, v float64) {
+			if !math.IsNaN(v) {
+				parts = append(parts, fmt.Sprintf(format, v))
+			}
+		}
+		add("%.0f running", s.View.Running)
+		add("%.0f waiting", s.View.Waiting)
+		add("KV cache %.0f%%", 100*s.View.KVCache)
+		add("prefix hits %.0f%%", 100*s.PrefixHitRate)
+		add("%.0f tok/s generated", s.TokensPerSecond)
+		out = append(out, fit(name+strings.Join(parts, " · "), w))
+	}
+	return out
 }
 
 // spansOrigin is time zero of the panel's axis: the sampler's start when

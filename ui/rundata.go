@@ -116,10 +116,12 @@ type runData struct {
 	event       string // the latest warning or error, for the event line
 	measuring   string // what the runner measures before the first trial
 	traces      []*powerTrace
-	lastEnergy  *session.Record // the latest trial with an energy figure
-	lastWarmup  bool            // the latest trial was warmup
-	inFlight    int             // a load run's requests in flight as the latest one's stream went on
-	waiting     int             // an open loop's requests due but not yet sent as the latest one ended
+	// servers are each scraped server's latest metrics.
+	servers    []runner.ServerMetrics
+	lastEnergy *session.Record // the latest trial with an energy figure
+	lastWarmup bool            // the latest trial was warmup
+	inFlight   int             // a load run's requests in flight as the latest one's stream went on
+	waiting    int             // an open loop's requests due but not yet sent as the latest one ended
 }
 
 // sweep reports whether the run keeps streams in flight with steady
@@ -171,6 +173,11 @@ func (d *runData) apply(ev runner.Event) {
 		d.measuring = fmt.Sprintf("measuring the %s (%v)", ev.What, ev.For)
 	case runner.PowerSample:
 		d.addPower(ev.Sample)
+	case runner.ServerMetrics:
+		for len(d.servers) <= ev.Server {
+			d.servers = append(d.servers, runner.ServerMetrics{})
+		}
+		d.servers[ev.Server] = ev
 	case runner.Started:
 		d.started = &ev
 		d.measuring = ""

@@ -20,6 +20,9 @@ var Kind = backends.Kind{
 	Name:        "llamacpp",
 	Description: "llama.cpp llama-server native API (/completion, SSE)",
 	DefaultURL:  "http://127.0.0.1:8080",
+	// llama-server with --metrics, vLLM, SGLang and TGI serve them at
+	// the root, whatever the API's path.
+	MetricsPath: "/metrics",
 	// llama-server serves the one model it was started with.
 	ModelOptional: true,
 	FixedLength:   true,

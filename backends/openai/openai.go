@@ -21,6 +21,9 @@ var Kind = backends.Kind{
 	Name:        "openai",
 	Description: "any OpenAI-compatible server (/v1/completions or /v1/chat/completions, SSE)",
 	DefaultURL:  "http://127.0.0.1:8000/v1",
+	// llama-server with --metrics, vLLM, SGLang and TGI serve them at
+	// the root, whatever the API's path.
+	MetricsPath: "/metrics",
 	New:         New,
 	OptionsGo:   "as extra fields of the request body (e.g. vLLM's repetition_penalty)",
 	// The fields tokentop sets from the arm.

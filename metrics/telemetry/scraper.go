@@ -1,0 +1,127 @@
+package telemetry
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// Scrape is one reading of one server's metrics: when (on the scraper's
+// clock), the series it gave and their common view, or why it gave none.
+type Scrape struct {
+	Target int
+	At     time.Duration
+	Series []ServerSeries
+	View   ServerView
+	Err    error
+}
+
+// ServerScraper reads servers' Prometheus metrics at a fixed cadence on
+// its own goroutine and hands each scrape to a sink (the server CSV, the
+// dashboard). A server whose first scrape fails has no metrics to give
+// (llama-server without --metrics answers 501) and is not asked again; one
+// that answered before and then fails is asked on. Each scrape is bounded
+// by the client's timeout.
+type ServerScraper struct {
+	urls     []string
+	interval time.Duration
+	start    time.Time
+	client   *http.Client
+	sink     func(Scrape)
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// maxMetricsBody bounds one scrape's body.
+const maxMetricsBody = 8 << 20
+
+// DefaultServerInterval is the server metrics' cadence: the engines
+// update their gauges every scheduler step, but a scrape costs the
+// server a little, and a second is what a person reads.
+const DefaultServerInterval = time.Second
+
+// StartServerScraper scrapes each of urls every interval, each scrape
+// bounded by the interval (at least a second); sink sees every scrape, in
+// order, on the scraper's goroutine.
+func StartServerScraper(urls []string, interval time.Duration, sink func(Scrape)) *ServerScraper {
+	s := &ServerScraper{urls: urls, interval: interval, start: time.Now(), sink: sink,
+		client: &http.Client{Timeout: max(interval, time.Second), Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}},
+		stop:   make(chan struct{}), done: make(chan struct{})}
+	go s.loop()
+	return s
+}
+
+// Started is when the scraper's clock reads zero.
+func (s *ServerScraper) Started() time.Time { return s.start }
+
+func (s *ServerScraper) loop() {
+	defer close(s.done)
+	// answered: the server gave metrics once; failing: its last scrape
+	// failed. A server that never answered is not asked again.
+	answered := make([]bool, len(s.urls))
+	failing := make([]bool, len(s.urls))
+	round := func(final bool) {
+		for i, url := range s.urls {
+			if failing[i] && (!answered[i] || final) {
+				continue
+			}
+			scrape := s.scrape(i, url)
+			failing[i] = scrape.Err != nil
+			answered[i] = answered[i] || scrape.Err == nil
+			s.sink(scrape)
+		}
+	}
+	ticker := time.NewTicker(s.interval)
+	defer ticker.Stop()
+	for {
+		round(false)
+		select {
+		case <-ticker.C:
+		case <-s.stop:
+			// The counters at the end, so that a run's totals are whole.
+			round(true)
+			return
+		}
+	}
+}
+
+func (s *ServerScraper) scrape(i int, url string) Scrape {
+	out := Scrape{Target: i}
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		out.Err = err
+		return out
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := s.client.Do(req)
+	out.At = time.Since(s.start)
+	if err != nil {
+		out.Err = err
+		return out
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		out.Err = fmt.Errorf("%s answered HTTP %d", url, resp.StatusCode)
+		return out
+	}
+	out.Series, out.Err = ParseServerMetrics(io.LimitReader(resp.Body, maxMetricsBody))
+	if out.Err != nil {
+		out.Err = fmt.Errorf("%s: %w", url, out.Err)
+		return out
+	}
+	out.View = CommonView(out.Series)
+	return out
+}
+
+// Stop ends scraping after a last scrape of each server still answering,
+// and returns once the sink has seen it: within a scrape's bound of the
+// one under way and one more each.
+func (s *ServerScraper) Stop() {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	<-s.done
+}

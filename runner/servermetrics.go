@@ -1,0 +1,203 @@
+package runner
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tokentop/tokentop/backends/untrusted"
+	"github.com/tokentop/tokentop/metrics/telemetry"
+	"github.com/tokentop/tokentop/session"
+)
+
+// ServerMetricsOff turns the scraping of servers' metrics off
+// (--server-metrics off).
+const ServerMetricsOff = "off"
+
+// ServerMetrics is one scrape of a server's own metrics, for the
+// dashboard: the common series, and over the time since the scrape
+// before it the tokens generated a second and the prefix cache's hit
+// rate (NaN where unknown). These are dropped rather than wait for a slow
+// front end; the server CSV has every one.
+type ServerMetrics struct {
+	Server          int
+	Targets         []string
+	View            telemetry.ServerView
+	TokensPerSecond float64
+	PrefixHitRate   float64
+	// Unavailable says why a server gave no metrics at all; the rest is
+	// then empty.
+	Unavailable string
+}
+
+func (ServerMetrics) isEvent() {}
+
+// checkServerMetrics checks --server-metrics: "", "off" or an http(s)
+// address.
+func checkServerMetrics(v string) error {
+	if v == "" || v == ServerMetricsOff {
+		return nil
+	}
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--server-metrics %q: give the address of the server's Prometheus metrics (http://host:port/metrics), or off", v)
+	}
+	return nil
+}
+
+// metricsSources are the servers to scrape: each server target's own
+// address at its kind's metrics path (targets on one server share it),
+// or the one address --server-metrics gives for them all. In-process
+// engines and servers with no metrics (Ollama) have none.
+func (p *Plan) metricsSources() []session.ServerMetricsSource {
+	if p.ServerMetrics == ServerMetricsOff {
+		return nil
+	}
+	var out []session.ServerMetricsSource
+	at := map[string]int{}
+	for _, t := range p.Targets {
+		if t.Kind.InProcess || t.Kind.MetricsPath == "" {
+			continue
+		}
+		where := p.ServerMetrics
+		if where == "" {
+			u, err := url.Parse(t.Target.URL)
+			if err != nil {
+				continue
+			}
+			where = (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: t.Kind.MetricsPath}).String()
+		}
+		if k, ok := at[where]; ok {
+			out[k].Targets = append(out[k].Targets, t.Name)
+			continue
+		}
+		at[where] = len(out)
+		out = append(out, session.ServerMetricsSource{Targets: []string{t.Name}, URL: where})
+	}
+	return out
+}
+
+// serverWatch scrapes the servers' metrics into the server CSV and onto
+// the dashboard, and keeps what the run's end reports of them.
+type serverWatch struct {
+	scraper *telemetry.ServerScraper
+	csv     *session.ServerWriter
+	events  chan<- Event
+
+	mu     sync.Mutex
+	info   session.ServerMetricsInfo
+	first  []*telemetry.Scrape // per server, its first good scrape
+	last   []*telemetry.Scrape // and its last
+	csvErr error
+	warned []bool
+
+	stopped sync.Once
+}
+
+// watchServers starts scraping plan's servers into w's server CSV; nil
+// where there are none to scrape.
+func watchServers(plan *Plan, w *session.Writer, events chan<- Event) (*serverWatch, error) {
+	sources := plan.metricsSources()
+	if len(sources) == 0 {
+		return nil, nil
+	}
+	s := &serverWatch{events: events, first: make([]*telemetry.Scrape, len(sources)), last: make([]*telemetry.Scrape, len(sources)), warned: make([]bool, len(sources))}
+	s.info = session.ServerMetricsInfo{IntervalMs: float64(telemetry.DefaultServerInterval) / float64(time.Millisecond), Servers: sources}
+	for i := range s.info.Servers {
+		s.info.Servers[i].Status = "not answered yet"
+	}
+	csv, err := w.CreateServerMetrics(&s.info)
+	if err != nil {
+		return nil, err
+	}
+	s.csv = csv
+	urls := make([]string, len(sources))
+	for i, src := range sources {
+		urls[i] = src.URL
+	}
+	s.scraper = telemetry.StartServerScraper(urls, telemetry.DefaultServerInterval, s.sink)
+	started := s.scraper.Started().UTC()
+	s.info.StartedAt = &started
+	return s, nil
+}
+
+// sink receives every scrape on the scraper's goroutine.
+func (s *serverWatch) sink(sc telemetry.Scrape) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	src := &s.info.Servers[sc.Target]
+	if sc.Err != nil {
+		why := untrusted.Line(sc.Err.Error())
+		switch {
+		case s.last[sc.Target] == nil:
+			// A server with no metrics is common (llama-server without
+			// --metrics): said where they would show, not warned of.
+			src.Status = "none: " + why
+			select {
+			case s.events <- ServerMetrics{Server: sc.Target, Targets: src.Targets, Unavailable: why}:
+			default:
+			}
+		case !s.warned[sc.Target]:
+			s.warned[sc.Target] = true
+			// The front end reads until the run ends.
+			s.events <- Warning{Text: fmt.Sprintf("server metrics of %s stopped: %s; asked again each second", strings.Join(src.Targets, ", "), why)}
+		}
+		return
+	}
+	if err := s.csv.Append(sc.Target, sc.At, append(sc.Series, sc.View.Rows()...)); err != nil && s.csvErr == nil {
+		s.csvErr = err
+	}
+	ev := ServerMetrics{Server: sc.Target, Targets: src.Targets, View: sc.View, TokensPerSecond: math.NaN(), PrefixHitRate: math.NaN()}
+	if prev := s.last[sc.Target]; prev != nil {
+		ev.TokensPerSecond, ev.PrefixHitRate = sc.View.Since(prev.View, (sc.At - prev.At).Seconds())
+	} else {
+		src.Status, s.first[sc.Target] = "scraped", &sc
+	}
+	s.last[sc.Target] = &sc
+	peak := func(to *float64, v float64) {
+		if !math.IsNaN(v) {
+			*to = max(*to, v)
+		}
+	}
+	peak(&src.PeakRunning, sc.View.Running)
+	peak(&src.PeakWaiting, sc.View.Waiting)
+	peak(&src.PeakKVCache, sc.View.KVCache)
+	s.warned[sc.Target] = false
+	select {
+	case s.events <- ev:
+	default: // the front end is behind; the CSV has the scrape
+	}
+}
+
+// stop ends scraping and closes the CSV; it returns the manifest's
+// account of it and the first error writing the CSV, which never stops
+// a run.
+func (s *serverWatch) stop() (*session.ServerMetricsInfo, error) {
+	if s == nil {
+		return nil, nil
+	}
+	s.stopped.Do(func() {
+		s.scraper.Stop()
+		if err := s.csv.Close(); err != nil && s.csvErr == nil {
+			s.csvErr = err
+		}
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, first := range s.first {
+		if first == nil {
+			continue
+		}
+		last, src := s.last[i], &s.info.Servers[i]
+		if d := last.View.Generated - first.View.Generated; d >= 0 { // not NaN, nor a restart
+			src.TokensGenerated = d
+		}
+		if _, hitRate := last.View.Since(first.View, 0); !math.IsNaN(hitRate) {
+			src.PrefixHitRate = hitRate
+		}
+	}
+	info := s.info
+	return &info, s.csvErr
+}

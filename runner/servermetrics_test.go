@@ -1,0 +1,100 @@
+package runner
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tokentop/tokentop/backends/replay"
+	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/session"
+)
+
+// metricsRun runs three trials on a recorded llama-server whose /metrics
+// answers with metrics (nil: 404, as a build without --metrics has none
+// there), with --server-metrics set to where.
+func metricsRun(t *testing.T, metrics http.HandlerFunc, where string) (*Plan, []Event) {
+	t.Helper()
+	routes := llamaRoutes(t, replay.Serve(replay.Load(t, "llamacpp/completion_t0_stream")))
+	if metrics != nil {
+		routes["GET /metrics"] = metrics
+	}
+	srv := replay.NewServer(t, routes)
+	p, err := profiles.Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 32\ntrials = 3\nwarmup = 0\nprompts = [\"x\"]\n"+
+		"[[arms]]\nname = \"a\"\nbackend = \"llamacpp\"\nurl = \""+srv.URL+"\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, bs, err := Prepare(p, Options{OutDir: t.TempDir(), Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride, ServerMetrics: where})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Telemetry = testPlan(t, 0, 1, "x").Telemetry
+	status, err, events := runTargets(t, plan, bs)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	return plan, events
+}
+
+// A server with metrics is scraped into <stem>.server.csv: its own series
+// and the common ones (llama-server's recorded /metrics: 270 tokens
+// predicted, 51 of 170 prompt tokens from the cache), with the manifest
+// naming the file and the server as scraped, and the run's end saying so.
+func TestAServersMetricsAreScrapedIntoTheServerCSV(t *testing.T) {
+	_, events := metricsRun(t, replay.Serve(replay.Load(t, "llamacpp/metrics_busy")), "")
+	fin := eventsOf[Finished](events)[0]
+	m, err := session.ReadManifest(fin.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := m.ServerMetrics
+	if info == nil || info.File == "" || len(info.Servers) != 1 || info.Servers[0].Status != "scraped" || !strings.HasSuffix(info.Servers[0].URL, "/metrics") ||
+		fin.ServerMetrics == nil || info.StartedAt == nil {
+		t.Fatalf("manifest %+v, finished %+v", info, fin.ServerMetrics)
+	}
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(fin.Manifest), info.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if lines[0] != strings.Join(session.ServerHeader, ",") {
+		t.Errorf("header %q", lines[0])
+	}
+	// The first scrape at the start and the last at the end, at least.
+	for _, want := range []string{",0,llamacpp:tokens_predicted_total,,270", ",0,tokentop:tokens_generated_total,,270", ",0,tokentop:prefix_cache_hit_rate,,0.3"} {
+		if n := bytes.Count(data, []byte(want+"\n")); n < 2 {
+			t.Errorf("%q in %d rows of:\n%s", want, n, data)
+		}
+	}
+	if len(eventsOf[ServerMetrics](events)) == 0 {
+		t.Error("no scrape reached the front end")
+	}
+}
+
+// A server with no metrics is no warning: the manifest says why, the CSV
+// has its header alone; --server-metrics off asks nothing and writes no
+// CSV.
+func TestAServerWithNoMetricsIsSaidNotWarnedOf(t *testing.T) {
+	_, events := metricsRun(t, nil, "")
+	if w := eventsOf[Warning](events); len(w) != 0 {
+		t.Errorf("warnings %+v", w)
+	}
+	fin := eventsOf[Finished](events)[0]
+	if info := fin.ServerMetrics; info == nil || !strings.HasPrefix(info.Servers[0].Status, "none: ") || !strings.Contains(info.Servers[0].Status, "HTTP 404") {
+		t.Errorf("server metrics %+v", info)
+	}
+	asked := 0
+	_, events = metricsRun(t, func(w http.ResponseWriter, r *http.Request) { asked++ }, ServerMetricsOff)
+	fin = eventsOf[Finished](events)[0]
+	m, err := session.ReadManifest(fin.Manifest)
+	if err != nil || fin.ServerMetrics != nil || m.ServerMetrics != nil || asked != 0 {
+		t.Errorf("off: finished %+v, manifest %+v, %v, asked %d", fin.ServerMetrics, m.ServerMetrics, err, asked)
+	}
+	if _, err := Resolve(&profiles.Profile{}, Options{Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride, ServerMetrics: "localhost:9000"}); err == nil || !strings.Contains(err.Error(), "--server-metrics") {
+		t.Errorf("a bad address: %v", err)
+	}
+}

@@ -1,0 +1,33 @@
+package session
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Words say, a line per server, what its own metrics told over the run,
+// or why it gave none.
+func (info *ServerMetricsInfo) Words() []string {
+	if info == nil {
+		return nil
+	}
+	var out []string
+	for _, s := range info.Servers {
+		name := "server " + strings.Join(s.Targets, ", ")
+		if s.Status != "scraped" {
+			out = append(out, fmt.Sprintf("%s: no metrics (%s)", name, strings.TrimPrefix(s.Status, "none: ")))
+			continue
+		}
+		parts := []string{fmt.Sprintf("%.0f tokens generated over the run", s.TokensGenerated)}
+		if s.PrefixHitRate > 0 {
+			parts = append(parts, fmt.Sprintf("its prefix cache served %.0f%% of the prompt tokens", 100*s.PrefixHitRate))
+		}
+		peaks := fmt.Sprintf("at most %.0f requests running and %.0f waiting", s.PeakRunning, s.PeakWaiting)
+		if s.PeakKVCache > 0 {
+			peaks += fmt.Sprintf(", %.0f%% of its KV cache in use", 100*s.PeakKVCache)
+		}
+		parts = append(parts, peaks)
+		out = append(out, fmt.Sprintf("%s, by its own metrics: %s (every scrape in %s)", name, strings.Join(parts, "; "), info.File))
+	}
+	return out
+}
