@@ -190,6 +190,19 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		opts.Goodput = v
 		return err
 	})
+	for _, l := range []struct {
+		name, usage string
+		to          **profiles.TokenLength
+	}{
+		{"input-tokens", "make each prompt N tokens long, as the server's tokenizer counts (512), or drawn: 64-1024 (uniform) or mean=512,stddev=128,min=64,max=1024", &opts.InputTokens},
+		{"output-tokens", "ask each request for N output tokens and the server to generate them all; a number or a distribution as --input-tokens", &opts.OutputTokens},
+	} {
+		fs.Func(l.name, l.usage, func(flag string) error {
+			length, err := profiles.ParseTokenLength(flag)
+			*l.to = &length
+			return err
+		})
+	}
 	fs.StringVar(&opts.ServerMetrics, "server-metrics", "", "where the servers' Prometheus metrics are read each second into <stem>.server.csv (default: each server's own /metrics), or off")
 	fs.StringVar(&opts.PromptsFile, "prompts-file", "", "draw the prompts from a file, in a seeded order every arm shares: plain text (one per line), JSONL ({\"prompt\"}, {\"text\"} or {\"messages\"} per line) or ShareGPT JSON")
 	fs.StringVar(&opts.Trace, "trace", "", "replay a JSON Lines trace of requests at their times, each arm the whole of it: Mooncake's {\"timestamp\", \"input_length\", \"output_length\", \"hash_ids\"} or {\"timestamp\", \"prompt\", \"max_tokens\"} (timestamps in ms)")

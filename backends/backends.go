@@ -88,6 +88,17 @@ type Request struct {
 	Think string
 }
 
+// Tokenizer is a backend that can count text in its model's tokens and
+// make text of tokens, as its server does (llama-server's /tokenize and
+// /detokenize), for prompts of an exact length.
+type Tokenizer interface {
+	// Tokenize is text's tokens; special adds those the server adds to a
+	// prompt (its BOS).
+	Tokenize(ctx context.Context, text string, special bool) ([]int, error)
+	// Detokenize is the text of tokens.
+	Detokenize(ctx context.Context, tokens []int) (string, error)
+}
+
 // Message is one turn of a conversation.
 type Message struct {
 	Role    string `json:"role"`

@@ -2,6 +2,7 @@ package backends
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/tokentop/tokentop/backends/untrusted"
@@ -62,6 +63,31 @@ func (g *guarded) Think(think string) (string, error) {
 	sent, err := ThinkSent(g.inner, think)
 	return sent, g.clean(err)
 }
+
+// Tokenize asks the inner backend's tokenizer, where it has one.
+func (g *guarded) Tokenize(ctx context.Context, text string, special bool) ([]int, error) {
+	tok, ok := g.inner.(Tokenizer)
+	if !ok {
+		return nil, ErrNoTokenizer
+	}
+	tokens, err := tok.Tokenize(ctx, text, special)
+	return tokens, g.clean(err)
+}
+
+// Detokenize asks the inner backend's tokenizer, where it has one. Its
+// text goes only back to the server, as a prompt.
+func (g *guarded) Detokenize(ctx context.Context, tokens []int) (string, error) {
+	tok, ok := g.inner.(Tokenizer)
+	if !ok {
+		return "", ErrNoTokenizer
+	}
+	text, err := tok.Detokenize(ctx, tokens)
+	return text, g.clean(err)
+}
+
+// ErrNoTokenizer is the answer of a backend whose tokenizer tokentop
+// cannot ask.
+var ErrNoTokenizer = errors.New("this backend has no tokenizer tokentop can ask")
 
 func (g *guarded) Close() error {
 	if closer, ok := g.inner.(io.Closer); ok {

@@ -66,6 +66,12 @@ type Profile struct {
 	FixedLength bool `toml:"fixed_length"`
 	// Think is every arm's thinking switch, where an arm sets none.
 	Think Think `toml:"think"`
+	// InputTokens makes each prompt that many tokens long, in place of
+	// Prompts, as the server's tokenizer counts them where it has one;
+	// OutputTokens sets each request's output length and asks the server
+	// to generate all of it. Either may be a distribution.
+	InputTokens  TokenLength `toml:"input_tokens"`
+	OutputTokens TokenLength `toml:"output_tokens"`
 	// Concurrency keeps that many requests in flight per arm, a closed
 	// loop; several levels make a sweep (see Levels).
 	Concurrency Levels `toml:"concurrency"`
@@ -483,7 +489,7 @@ func allowedKeys(k toml.Key) string {
 	case len(k) > 1 && k[0] == "models":
 		return "one model name per backend kind, e.g. ollama = \"gemma3:270m\""
 	default:
-		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompts_file, prompt_cache, fixed_length, think, concurrency, rate, arrival, burstiness, max_concurrency, duration, together, [models], [[arms]], [stop], [slo]"
+		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompts_file, input_tokens, output_tokens, prompt_cache, fixed_length, think, concurrency, rate, arrival, burstiness, max_concurrency, duration, together, [models], [[arms]], [stop], [slo]"
 	}
 }
 
@@ -559,8 +565,16 @@ func (p *Profile) resolve(file string) error {
 		if err := p.ReadPrompts(relativeTo(file, p.PromptsFile)); err != nil {
 			bad(-1, promptsKey, "%v", err)
 		}
-	case len(p.Prompts) == 0:
-		bad(-1, "prompts", "no prompts; give prompts = [\"...\"] or prompts_file = \"prompts.jsonl\"")
+	case p.PromptsFile != "" && p.InputTokens.Set():
+		bad(-1, "input_tokens", "makes prompts of its own; drop %s or input_tokens", promptsKey)
+	case len(p.Prompts) == 0 && !p.InputTokens.Set():
+		bad(-1, "prompts", "no prompts; give prompts = [\"...\"], prompts_file = \"prompts.jsonl\" or input_tokens = 512")
+	}
+	if msg := p.InputTokens.Problem(MaxInputTokens); msg != "" {
+		bad(-1, "input_tokens", "%s", msg)
+	}
+	if msg := p.OutputTokens.Problem(MaxOutputTokens); msg != "" {
+		bad(-1, "output_tokens", "%s", msg)
 	}
 	for i, prompt := range p.Prompts {
 		if strings.TrimSpace(prompt) == "" {

@@ -92,7 +92,7 @@ func (r *run) runOpenLoop(ctx context.Context, i int, requests []openRequest, ph
 			sent.Add(1)
 			at := inFlight.Add(1)
 			sh := requests[s.Index].shape
-			limit := p.MaxTokens
+			limit := p.MostTokens()
 			if sh != nil && sh.maxTokens > 0 {
 				limit = sh.maxTokens
 			}

@@ -100,6 +100,9 @@ type Options struct {
 	// ServerMetrics is where the servers' Prometheus metrics are read
 	// ("": each server's own /metrics; ServerMetricsOff: not read).
 	ServerMetrics string
+	// InputTokens and OutputTokens set lengths in tokens in place of the
+	// profile's (nil: the profile's).
+	InputTokens, OutputTokens *profiles.TokenLength
 	// Duration ends each load arm after that much steady load (0: the
 	// profile's, if any).
 	Duration time.Duration
@@ -250,6 +253,9 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 			return nil, fmt.Errorf("--prompts-file: %w", err)
 		}
 	}
+	if err := applyLengths(p, opts); err != nil {
+		return nil, err
+	}
 	if err := applyOpenLoop(p, opts); err != nil {
 		return nil, err
 	}
@@ -335,6 +341,27 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 		plan.Stop = NewUntilCI(p.Stop, p.Trials)
 	}
 	return plan, nil
+}
+
+// applyLengths applies --input-tokens, whose prompts replace the
+// profile's, and --output-tokens.
+func applyLengths(p *profiles.Profile, opts Options) error {
+	if l := opts.InputTokens; l != nil {
+		if msg := l.Problem(profiles.MaxInputTokens); msg != "" {
+			return fmt.Errorf("--input-tokens: %s", msg)
+		}
+		if opts.PromptsFile != "" {
+			return errors.New("--input-tokens makes prompts of its own; drop --prompts-file or --input-tokens")
+		}
+		p.InputTokens, p.Dataset = *l, nil
+	}
+	if l := opts.OutputTokens; l != nil {
+		if msg := l.Problem(profiles.MaxOutputTokens); msg != "" {
+			return fmt.Errorf("--output-tokens: %s", msg)
+		}
+		p.OutputTokens = *l
+	}
+	return nil
 }
 
 // applyTrace reads --trace for every arm to replay, in place of the

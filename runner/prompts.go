@@ -5,20 +5,48 @@ import (
 	"github.com/tokentop/tokentop/session"
 )
 
-// promptOf is trial's prompt and its place: the profile's prompts in
-// turn, or its prompts file's in the seeded order every arm shares (its
-// place in the file). A prompt's own output length is kept to
-// max_tokens.
-func (r *run) promptOf(trial int) (profiles.Prompt, int) {
+// chosenPrompt is what a trial asks: its prompt, and for a run whose
+// lengths are set in tokens the lengths asked and whether the server is
+// told to generate the whole output length.
+type chosenPrompt struct {
+	profiles.Prompt
+	RequestedTokens, RequestedOutput int
+	ForceLength                      bool
+}
+
+// promptOf is arm's prompt on trial and its place: the profile's prompts
+// in turn, or its prompts file's in the seeded order every arm shares
+// (its place in the file), or the length bank's entry (made with the
+// arm's target's tokenizer). A file's prompt's own output length is kept
+// to max_tokens; output_tokens set the length itself.
+func (r *run) promptOf(arm, trial int) (chosenPrompt, int) {
 	p := &r.plan.Profile
+	var c chosenPrompt
+	var id int
 	if p.Dataset == nil {
-		id := (trial - 1) % len(p.Prompts)
-		return profiles.Prompt{Text: p.Prompts[id]}, id
+		id = (trial - 1) % max(1, len(p.Prompts))
+		if len(p.Prompts) > 0 {
+			c.Text = p.Prompts[id]
+		}
+	} else {
+		id = r.promptOrder[(trial-1)%len(r.promptOrder)]
+		c.Prompt = p.Dataset.Prompts[id]
+		c.MaxTokens = min(c.MaxTokens, p.MaxTokens)
 	}
-	id := r.promptOrder[(trial-1)%len(r.promptOrder)]
-	prompt := p.Dataset.Prompts[id]
-	prompt.MaxTokens = min(prompt.MaxTokens, p.MaxTokens)
-	return prompt, id
+	b := r.bank
+	if b == nil {
+		return c, id
+	}
+	k := b.entry(trial)
+	if b.texts != nil {
+		c.Prompt, id = profiles.Prompt{Text: b.texts[r.plan.ArmTarget[arm]][k]}, k
+		c.RequestedTokens = b.inputs[k]
+	}
+	if b.outputs[k] > 0 {
+		c.MaxTokens, c.RequestedOutput = b.outputs[k], b.outputs[k]
+		c.ForceLength = r.plan.TargetOf(arm).Kind.FixedLength
+	}
+	return c, id
 }
 
 // promptsFileInfo is the manifest's account of the prompts file; nil

@@ -55,6 +55,8 @@ type Started struct {
 	// PromptsFile is the file the prompts are drawn from; nil where the
 	// profile lists them.
 	PromptsFile *session.PromptsFileInfo
+	// Lengths are the lengths in tokens asked; nil where none was.
+	Lengths *session.LengthsInfo
 	// Duration ends each load arm by its steady time instead of
 	// TrialsPerArm; 0 when the count ends them.
 	Duration time.Duration
@@ -250,6 +252,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 			return session.StatusFailed, fmt.Errorf("arm %s, think = %s, on the %s backend %s: %w", a.Name, think, t.Kind.Name, t.Where(), err)
 		}
 	}
+	bank := makeLengthBank(ctx, plan, bs)
 	mon := startMonitor(plan, events)
 	defer mon.stop() // before events closes: the sampler sends on it
 	mon.measureIdle(ctx, plan.Telemetry.IdleBaseline)
@@ -261,10 +264,10 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		Profile: session.ProfileInfo{Name: p.Name, Source: p.Source, Description: p.Description, MaxTokens: p.MaxTokens,
 			Warmup: p.Warmup, Trials: p.Trials, Timeout: p.TrialTimeout.String(), Order: p.Order, Seed: p.Seed,
 			USDPerHour: p.USDPerHour, Prompts: p.Prompts, Stop: stopInfo(p.Stop), PromptCache: p.PromptCache, FixedLength: p.FixedLength,
-			Load: plan.loadInfo(), PromptsFile: plan.promptsFileInfo()},
+			Load: plan.loadInfo(), PromptsFile: plan.promptsFileInfo(), Lengths: plan.lengthsInfo(bank)},
 	}
 	started := Started{Arms: p.ArmNames(), TrialsPerArm: p.Trials, Warmup: map[string]int{}, Load: m.Profile.Load, Duration: p.LoadDuration,
-		PromptsFile: m.Profile.PromptsFile}
+		PromptsFile: m.Profile.PromptsFile, Lengths: m.Profile.Lengths}
 	for i, a := range p.Arms {
 		started.Warmup[a.Name] = plan.warmupOf(i)
 		if plan.Load != nil && plan.Load[i].open() {
@@ -317,10 +320,11 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 
 	r := &run{plan: plan, backends: bs, writer: w, events: events, sessionID: m.ID, monitor: mon,
 		arms: make([]armState, len(p.Arms)), targets: make([]targetState, len(plan.Targets)), stale: make([]atomic.Int32, len(plan.Targets)),
-		clocks: newClocks(plan.streams(), p.MaxTokens), tokens: map[session.TrialKey]session.Arrivals{}, manifestArms: slices.Clone(m.Arms)}
+		clocks: newClocks(plan.streams(), p.MostTokens()), tokens: map[session.TrialKey]session.Arrivals{}, manifestArms: slices.Clone(m.Arms)}
 	if p.Dataset != nil {
 		r.promptOrder = p.Dataset.Order(p.Seed)
 	}
+	r.bank = bank
 	status, note, runErr := r.loop(ctx)
 	if err := mon.stop(); err != nil {
 		note = strings.TrimPrefix(note+"; the power CSV is incomplete: "+err.Error(), "; ")
@@ -470,6 +474,9 @@ type armState struct {
 	stop       Decision // why the arm stopped
 	reach      Decision // where it first reached the stop rule's target
 	mismatches int
+	// warnedLength is set once a trial's lengths in tokens missed those
+	// asked.
+	warnedLength bool
 	// counterRejected counts timed trials whose energy counter was not used.
 	counterRejected int
 	e2e             metrics.Series
@@ -500,6 +507,9 @@ type run struct {
 	warnedTruncated bool
 	// promptOrder is the order trials draw a prompts file's prompts in.
 	promptOrder []int
+	// bank holds the prompts and lengths of a run whose lengths are set
+	// in tokens; nil for others.
+	bank *lengthBank
 }
 
 // staleToGoFresh is how many requests to a target that found their
@@ -691,6 +701,10 @@ func (r *run) report(f finished, serverDown bool) {
 		arm.timed++
 	}
 	r.events <- TrialDone{Record: rec, Point: point, Warmups: arm.warmups, Measured: arm.timed, InFlight: f.inFlight, Waiting: f.waiting}
+	if text := lengthMismatch(rec, r.plan.TargetOf(f.arm).Kind.FixedLength); text != "" && !arm.warnedLength {
+		arm.warnedLength = true
+		r.events <- Warning{Text: text}
+	}
 	if rec.StopReason == backends.StopTruncated && !r.warnedTruncated {
 		r.warnedTruncated = true
 		r.events <- Warning{Text: fmt.Sprintf("%s trial %d was cut at the context window after %d of %d tokens (stop reason truncated): "+
@@ -776,7 +790,7 @@ type shape struct {
 func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *tokenClock, sh *shape) finished {
 	p := &r.plan.Profile
 	arm := p.Arms[armIndex]
-	chosen, promptID := r.promptOf(trial)
+	chosen, promptID := r.promptOf(armIndex, trial)
 	prompt, maxTokens := chosen.Text, p.MaxTokens
 	if chosen.MaxTokens > 0 {
 		maxTokens = chosen.MaxTokens
@@ -791,7 +805,7 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 	target := r.plan.ArmTarget[armIndex]
 	req := backends.Request{Model: r.plan.Targets[target].Target.Model, Prompt: prompt, Messages: chosen.Messages, MaxTokens: maxTokens,
 		Temperature: arm.Temperature, TopK: arm.TopK, TopP: arm.TopP, MinP: arm.MinP,
-		Seed: armSeed(p.Seed, arm.Seed) + int64(trial), PromptCache: p.AllowsPromptCache(arm), IgnoreEOS: p.FixedLength,
+		Seed: armSeed(p.Seed, arm.Seed) + int64(trial), PromptCache: p.AllowsPromptCache(arm), IgnoreEOS: p.FixedLength || chosen.ForceLength,
 		Think: string(p.ThinkOf(arm))}
 
 	trialCtx, cancel := context.WithTimeout(ctx, p.TrialTimeout)
@@ -815,6 +829,7 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 	cancel()
 
 	rec := session.Record{SessionID: r.sessionID, Arm: arm.Name, Trial: trial, Status: session.StatusOK,
+		RequestedPromptTokens: chosen.RequestedTokens, RequestedOutputTokens: chosen.RequestedOutput,
 		StartedAt: startedAt.UTC(), PromptID: promptID + 1, PromptTokens: res.PromptTokens, CachedTokens: res.CachedTokens,
 		StopReason: res.StopReason, ServerLoadMs: res.ServerLoadMs, ServerPrefillMs: res.ServerPrefillMs,
 		ServerDecodeMs: res.ServerDecodeMs, EnergyQuality: session.EnergyUnavailable, Connection: res.Connection,

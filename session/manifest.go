@@ -77,6 +77,9 @@ type ProfileInfo struct {
 	// PromptsFile is the file the prompts were drawn from, in place of
 	// Prompts.
 	PromptsFile *PromptsFileInfo `toml:"prompts_file,omitempty"`
+	// Lengths are the lengths in tokens asked (input_tokens,
+	// output_tokens); nil where none was.
+	Lengths *LengthsInfo `toml:"lengths,omitempty"`
 	// Stop is the early-stopping rule, when one was on.
 	Stop *StopInfo `toml:"stop,omitempty"`
 	// PromptCache is whether servers were allowed to reuse cached
@@ -159,6 +162,19 @@ type ServerMetricsSource struct {
 	PeakRunning     float64 `toml:"peak_running,omitzero"`
 	PeakWaiting     float64 `toml:"peak_waiting,omitzero"`
 	PeakKVCache     float64 `toml:"peak_kv_cache,omitzero"`
+}
+
+// LengthsInfo is how a run set lengths in tokens: the input and output
+// lengths asked (a number or a distribution), how many prompts were made
+// (trials past them reuse them in turn), how each target's prompts were
+// made, and the targets that could not be told to generate the whole
+// output length (their output_tokens may fall short).
+type LengthsInfo struct {
+	InputTokens     string   `toml:"input_tokens,omitempty"`
+	OutputTokens    string   `toml:"output_tokens,omitempty"`
+	Prompts         int      `toml:"prompts"`
+	Tokenizers      []string `toml:"tokenizers,omitempty"`
+	OutputNotForced []string `toml:"output_not_forced,omitempty"`
 }
 
 // SLOInfo bounds each request's latencies (0: not bounded); Goodput is the

@@ -317,6 +317,13 @@ func parseRecord(field func(col int) string) (Record, error) {
 			return fail(scheduledCol+i, err)
 		}
 	}
+	requestedCol := scheduledCol + 2
+	for i, dst := range []*int{&r.RequestedPromptTokens, &r.RequestedOutputTokens} {
+		if *dst, err = parseCount(field(requestedCol + i)); err != nil {
+			return fail(requestedCol+i, err)
+		}
+		*dst = max(*dst, 0)
+	}
 	return r, nil
 }
 

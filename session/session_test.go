@@ -138,14 +138,15 @@ func TestBadTrialsFiles(t *testing.T) {
 		{"bad appended column", good + strings.Replace(row, ",0,0,0,0,0,0,,,", ",0,x,0,0,0,0,,,", 1), `x.csv:2: column position: "x"`},
 		{"bad window", good + strings.Replace(row, ",0,0,0,0,0,0,,,", ",0,0,0,0,0,0,late,,", 1), `x.csv:2: column window: "late"`},
 		{"bad connection", good + strings.Replace(row, ",0,0,0,0,0,0,,,", ",0,0,0,0,0,0,,maybe,", 1), `x.csv:2: column connection: "maybe"`},
-		{"negative reasoning tokens", good + strings.Replace(row, ",0,32,token,,,\n", ",-3,32,token,,,\n", 1), `x.csv:2: column reasoning_tokens: "-3"`},
-		{"bad itl_per", good + strings.Replace(row, ",0,32,token,,,\n", ",0,32,word,,,\n", 1), `x.csv:2: column itl_per: "word"`},
-		{"bad delivery", good + strings.Replace(row, ",0,32,token,,,\n", ",0,32,token,late,,\n", 1), `x.csv:2: column delivery: "late"`},
-		{"negative queue", good + strings.Replace(row, ",0,32,token,,,\n", ",0,32,token,,12.5,-1\n", 1), `x.csv:2: column queue_ms: "-1"`},
+		{"negative reasoning tokens", good + strings.Replace(row, ",0,32,token,,,,,\n", ",-3,32,token,,,,,\n", 1), `x.csv:2: column reasoning_tokens: "-3"`},
+		{"bad itl_per", good + strings.Replace(row, ",0,32,token,,,,,\n", ",0,32,word,,,,,\n", 1), `x.csv:2: column itl_per: "word"`},
+		{"bad delivery", good + strings.Replace(row, ",0,32,token,,,,,\n", ",0,32,token,late,,,,\n", 1), `x.csv:2: column delivery: "late"`},
+		{"negative queue", good + strings.Replace(row, ",0,32,token,,,,,\n", ",0,32,token,,12.5,-1,,\n", 1), `x.csv:2: column queue_ms: "-1"`},
+		{"negative requested tokens", good + strings.Replace(row, ",0,32,token,,,,,\n", ",0,32,token,,,,-8,\n", 1), `x.csv:2: column requested_prompt_tokens: "-8"`},
 		{"empty", "", "x.csv: empty file"},
 		{"only bad rows", good + strings.Replace(row, "100.000", "fast", 1) + "a,b,c\n", `x.csv:2: column e2e_ms: "fast"`},
 		{"bad phase", good + strings.Replace(row, ",timed,", ",cooldown,", 1), "x.csv:2: column phase"},
-		{"missing fields", good + "a,b,c\n", "x.csv:2: 3 fields, expected 45"},
+		{"missing fields", good + "a,b,c\n", "x.csv:2: 3 fields, expected 47"},
 		{"cut header", "session_id,arm,tri", "x.csv:1: the header line is incomplete"},
 	}
 	for _, c := range cases {
@@ -561,5 +562,19 @@ func TestServerMetricsWords(t *testing.T) {
 	}
 	if (*ServerMetricsInfo)(nil).Words() != nil {
 		t.Error("words of no metrics")
+	}
+}
+
+// The words of the lengths asked name each target's tokenizer and the
+// targets that could not be told to generate the whole output.
+func TestLengthsWords(t *testing.T) {
+	l := &LengthsInfo{InputTokens: "512", OutputTokens: "128", Prompts: 40, Tokenizers: []string{"llamacpp: made to length with the server's own tokenizer"}, OutputNotForced: []string{"ollama"}}
+	want := []string{"prompt lengths: 512 tokens, 40 prompts, the same for every arm", "  llamacpp: made to length with the server's own tokenizer",
+		"output lengths: 128 tokens, the end of sequence ignored (not by ollama: it cannot be told)"}
+	if got := l.Words(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("words:\n%q\nwant\n%q", got, want)
+	}
+	if (*LengthsInfo)(nil).Words() != nil {
+		t.Error("words of no lengths")
 	}
 }

@@ -41,6 +41,9 @@ func Headless(w io.Writer, width int, events <-chan runner.Event) {
 			}
 			fmt.Fprintf(w, "session %s\n", ev.Manifest)
 			fmt.Fprintf(w, "arms %s: %s\n", armList(ev.Arms, ev.Labels), trialWords(ev))
+			for _, line := range ev.Lengths.Words() {
+				fmt.Fprintln(w, line)
+			}
 			if f := ev.PromptsFile; f != nil {
 				fmt.Fprintf(w, "prompts: %s, %d %s prompts (sha256 %.12s), in an order seeded by the profile, the same for every arm\n", f.File, f.Prompts, f.Format, f.SHA256)
 			}

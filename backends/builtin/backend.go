@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tokentop/tokentop/backends"
@@ -111,4 +112,27 @@ func (b *Backend) Close() error {
 		b.engine = nil
 	}
 	return nil
+}
+
+// Tokenize counts text in the model's tokens; special adds the BOS a
+// prompt gets.
+func (b *Backend) Tokenize(ctx context.Context, text string, special bool) ([]int, error) {
+	if b.engine == nil {
+		return nil, errors.New("the engine is not loaded yet: probe it first")
+	}
+	return b.engine.Model.Tokenizer.Encode(text, special), nil
+}
+
+// Detokenize is the text of tokens, as the engine prints them.
+func (b *Backend) Detokenize(ctx context.Context, tokens []int) (string, error) {
+	if b.engine == nil {
+		return "", errors.New("the engine is not loaded yet: probe it first")
+	}
+	var out strings.Builder
+	prev := -1
+	for _, t := range tokens {
+		out.WriteString(b.engine.Model.Tokenizer.Decode(prev, t))
+		prev = t
+	}
+	return out.String(), nil
 }

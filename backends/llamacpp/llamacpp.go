@@ -190,3 +190,13 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 	}
 	return info, nil
 }
+
+// Tokenize counts text in the server's own tokens (/tokenize).
+func (b *Backend) Tokenize(ctx context.Context, text string, special bool) ([]int, error) {
+	return b.conn.LlamaTokenize(ctx, b.url, text, special)
+}
+
+// Detokenize is the server's text of tokens (/detokenize).
+func (b *Backend) Detokenize(ctx context.Context, tokens []int) (string, error) {
+	return b.conn.LlamaDetokenize(ctx, b.url, tokens)
+}

@@ -212,3 +212,35 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// Tokenize and Detokenize ask llama-server's /tokenize and /detokenize as
+// the recorded requests did, and read their recorded answers.
+func TestTokenizeAndDetokenizeAskTheServer(t *testing.T) {
+	var bodies []map[string]any
+	keep := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			var body map[string]any
+			json.NewDecoder(r.Body).Decode(&body)
+			bodies = append(bodies, body)
+			h(w, r)
+		}
+	}
+	srv := replay.NewServer(t, replay.Route{
+		"POST /tokenize":   keep(replay.Serve(replay.Load(t, "llamacpp/tokenize"))),
+		"POST /detokenize": keep(replay.Serve(replay.Load(t, "llamacpp/detokenize"))),
+	})
+	b, _ := Kind.New(backends.Config{URL: srv.URL})
+	tok := b.(backends.Tokenizer)
+	ids, err := tok.Tokenize(context.Background(), "Once upon a time there was a little dog", false)
+	if err != nil || !slices.Equal(ids, []int{403, 407, 261, 378, 383, 286, 261, 376, 400, 428}) {
+		t.Fatalf("tokens %v %v", ids, err)
+	}
+	text, err := tok.Detokenize(context.Background(), []int{403, 407, 261, 378, 430})
+	if err != nil || text != " Once upon a timeb" {
+		t.Fatalf("text %q %v", text, err)
+	}
+	if len(bodies) != 2 || bodies[0]["content"] != "Once upon a time there was a little dog" || bodies[0]["add_special"] != false ||
+		len(bodies[1]["tokens"].([]any)) != 5 {
+		t.Errorf("requests %v", bodies)
+	}
+}

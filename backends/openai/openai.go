@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 
 	"github.com/tokentop/tokentop/backends"
@@ -359,4 +360,32 @@ func (b *Backend) identify(ctx context.Context, info *backends.Info) error {
 		info.ServerVersion = "vllm " + version.Version
 	}
 	return nil
+}
+
+// Tokenize counts text in the server's own tokens, where it is
+// llama-server (its /tokenize at the root); other servers' are not known.
+func (b *Backend) Tokenize(ctx context.Context, text string, special bool) ([]int, error) {
+	if !b.llamaServer {
+		return nil, errNoTokenizer
+	}
+	return b.conn.LlamaTokenize(ctx, b.root(), text, special)
+}
+
+// Detokenize is the text of tokens, where the server is llama-server.
+func (b *Backend) Detokenize(ctx context.Context, tokens []int) (string, error) {
+	if !b.llamaServer {
+		return "", errNoTokenizer
+	}
+	return b.conn.LlamaDetokenize(ctx, b.root(), tokens)
+}
+
+var errNoTokenizer = fmt.Errorf("%w: tokentop knows this server's tokenizer only where it is llama-server (its /tokenize)", backends.ErrNoTokenizer)
+
+// root is the server's address without the API's path.
+func (b *Backend) root() string {
+	u, err := url.Parse(b.base)
+	if err != nil {
+		return b.base
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
 }

@@ -31,3 +31,26 @@ func (info *ServerMetricsInfo) Words() []string {
 	}
 	return out
 }
+
+// Words say, a line each, the lengths asked and how each target's
+// prompts were made.
+func (l *LengthsInfo) Words() []string {
+	if l == nil {
+		return nil
+	}
+	var out []string
+	if l.InputTokens != "" {
+		out = append(out, fmt.Sprintf("prompt lengths: %s tokens, %d prompts, the same for every arm", l.InputTokens, l.Prompts))
+		for _, t := range l.Tokenizers {
+			out = append(out, "  "+t)
+		}
+	}
+	if l.OutputTokens != "" {
+		line := fmt.Sprintf("output lengths: %s tokens, the end of sequence ignored", l.OutputTokens)
+		if len(l.OutputNotForced) > 0 {
+			line += fmt.Sprintf(" (not by %s: it cannot be told)", strings.Join(l.OutputNotForced, ", "))
+		}
+		out = append(out, line)
+	}
+	return out
+}

@@ -1,0 +1,146 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/untrusted"
+	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/session"
+)
+
+// maxLengthBank bounds the prompts made for a run whose lengths are set
+// in tokens: trials past it reuse them in turn. Each costs the server a
+// few tokenizer calls before the first trial.
+const maxLengthBank = 256
+
+// lengthBank holds a run's prompts made to lengths in tokens, entry k for
+// trials k+1, k+1+n, …: the lengths asked, the same for every arm, and
+// per target the prompt made with that target's tokenizer and how long it
+// counts it.
+type lengthBank struct {
+	inputs, outputs []int      // 0 where input_tokens or output_tokens is not set
+	texts           [][]string // per target; nil without input_tokens
+	counted         [][]int    // per target: the prompt's tokens as its tokenizer counts
+	how             []string   // per target: how its prompts were made
+}
+
+// makeLengthBank draws the lengths and makes each target's prompts with
+// its server's tokenizer where it has one, else of words estimated at
+// profiles.WordsPerToken a token (and says why).
+func makeLengthBank(ctx context.Context, plan *Plan, bs []backends.Backend) *lengthBank {
+	p := &plan.Profile
+	if !p.InputTokens.Set() && !p.OutputTokens.Set() {
+		return nil
+	}
+	n := maxLengthBank
+	if c, ok := plan.Stop.(TrialCap); ok {
+		n = min(n, max(1, c.N+p.Warmup))
+	}
+	b := &lengthBank{inputs: make([]int, n), outputs: make([]int, n)}
+	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0x6c656e67746873))
+	for k := range n {
+		if p.InputTokens.Set() {
+			b.inputs[k] = p.InputTokens.Draw(rng)
+		}
+		if p.OutputTokens.Set() {
+			b.outputs[k] = p.OutputTokens.Draw(rng)
+		}
+	}
+	if !p.InputTokens.Set() {
+		return b
+	}
+	for t := range plan.Targets {
+		texts, counted, how := b.prompts(ctx, bs[t], uint64(p.Seed))
+		b.texts, b.counted, b.how = append(b.texts, texts), append(b.counted, counted), append(b.how, how)
+	}
+	return b
+}
+
+// prompts are the bank's prompts as backend's tokenizer makes them, or of
+// estimated words where it has none or it fails.
+func (b *lengthBank) prompts(ctx context.Context, backend backends.Backend, seed uint64) ([]string, []int, string) {
+	texts, counted := make([]string, len(b.inputs)), make([]int, len(b.inputs))
+	why := backends.ErrNoTokenizer.Error()
+	if tok, ok := backend.(backends.Tokenizer); ok {
+		var err error
+		for k, n := range b.inputs {
+			if texts[k], counted[k], err = profiles.ExactPrompt(ctx, tok, n, seed<<16^uint64(k)); err != nil {
+				break
+			}
+		}
+		switch {
+		case err == nil:
+			return texts, counted, "made to length with the server's own tokenizer"
+		case errors.Is(err, backends.ErrNoTokenizer):
+			why = untrusted.Line(err.Error())
+		default:
+			why = "its tokenizer failed: " + untrusted.Line(err.Error())
+		}
+	}
+	for k, n := range b.inputs {
+		texts[k], counted[k] = profiles.EstimatedPrompt(n, seed<<16^uint64(k)), 0
+	}
+	return texts, counted, fmt.Sprintf("estimated from words at %g a token (%s): the server's prompt_tokens are the real lengths", profiles.WordsPerToken, why)
+}
+
+// entry is the bank's entry for trial.
+func (b *lengthBank) entry(trial int) int { return (trial - 1) % len(b.inputs) }
+
+// lengthsInfo is the manifest's account of the lengths: as asked, and per
+// target how its prompts were made.
+func (p *Plan) lengthsInfo(b *lengthBank) *session.LengthsInfo {
+	if b == nil {
+		return nil
+	}
+	info := &session.LengthsInfo{Prompts: len(b.inputs)}
+	if l := p.Profile.InputTokens; l.Set() {
+		info.InputTokens = l.String()
+	}
+	if l := p.Profile.OutputTokens; l.Set() {
+		info.OutputTokens = l.String()
+	}
+	for t, how := range b.how {
+		info.Tokenizers = append(info.Tokenizers, p.Targets[t].Name+": "+how)
+	}
+	for _, t := range p.Targets {
+		if p.Profile.OutputTokens.Set() && !t.Kind.FixedLength {
+			info.OutputNotForced = append(info.OutputNotForced, t.Name)
+		}
+	}
+	return info
+}
+
+// lengthTolerance is how far a trial's lengths may miss those asked
+// before the run says so.
+const lengthTolerance = 0.01
+
+// lengthMismatch says where an ok trial's lengths, as its server counted
+// them, missed those asked by more than lengthTolerance; "" where they
+// did not, or none was asked. forced is whether the server could be told
+// to generate the whole output length.
+func lengthMismatch(rec session.Record, forced bool) string {
+	if rec.Status != session.StatusOK {
+		return ""
+	}
+	off := func(got, asked int) bool {
+		return asked > 0 && got >= 0 && math.Abs(float64(got-asked)) > lengthTolerance*float64(asked)
+	}
+	switch {
+	case off(rec.PromptTokens, rec.RequestedPromptTokens):
+		return fmt.Sprintf("%s trial %d: the server counted %d prompt tokens of the %d asked (%+.1f%%): it tokenizes otherwise than the prompt was made (a chat template, another tokenizer, or words estimated); the trials CSV keeps both counts",
+			rec.Arm, rec.Trial, rec.PromptTokens, rec.RequestedPromptTokens, 100*float64(rec.PromptTokens-rec.RequestedPromptTokens)/float64(rec.RequestedPromptTokens))
+	case off(rec.OutputTokens, rec.RequestedOutputTokens):
+		why := "the server did not generate the whole length though told to ignore the end of sequence"
+		if !forced {
+			why = "this backend cannot be told to ignore the end of sequence, so the model may stop early"
+		}
+		return fmt.Sprintf("%s trial %d: %d output tokens of the %d asked (%+.1f%%): %s; the trials CSV keeps both counts",
+			rec.Arm, rec.Trial, rec.OutputTokens, rec.RequestedOutputTokens, 100*float64(rec.OutputTokens-rec.RequestedOutputTokens)/float64(rec.RequestedOutputTokens), why)
+	}
+	return ""
+}

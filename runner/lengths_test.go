@@ -1,0 +1,123 @@
+package runner
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/session"
+)
+
+// wordTokenizer is a fake backend whose tokenizer makes each word a token
+// and a prompt's BOS one more, and which counts a prompt's tokens so.
+type wordTokenizer struct {
+	*fakeBackend
+	mu    sync.Mutex
+	vocab []string
+}
+
+func (w *wordTokenizer) Tokenize(_ context.Context, text string, special bool) ([]int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var ids []int
+	if special {
+		ids = append(ids, -1)
+	}
+	for _, word := range strings.Fields(text) {
+		ids = append(ids, len(w.vocab))
+		w.vocab = append(w.vocab, word)
+	}
+	return ids, nil
+}
+
+func (w *wordTokenizer) Detokenize(_ context.Context, ids []int) (string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	words := make([]string, len(ids))
+	for i, id := range ids {
+		words[i] = w.vocab[id]
+	}
+	return strings.Join(words, " "), nil
+}
+
+func (w *wordTokenizer) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
+	res, err := w.fakeBackend.Generate(ctx, req, onChunk)
+	res.PromptTokens = 1 + len(strings.Fields(req.Prompt))
+	return res, err
+}
+
+// Lengths set in tokens: every arm's trial t asks the same lengths, its
+// prompt made with the target's tokenizer to exactly that many tokens
+// (its BOS included); each record keeps the lengths asked beside the
+// server's counts; the manifest says how the prompts were made and that
+// this backend (Ollama's kind) could not be told to generate the whole
+// output length.
+func TestLengthsInTokensAreMadeWithTheServersTokenizer(t *testing.T) {
+	fake := &wordTokenizer{fakeBackend: &fakeBackend{delays: []time.Duration{0, 0, 0, 0}}}
+	plan := testPlan(t, 0, 12, "greedy", "hot")
+	plan.Profile.InputTokens = profiles.TokenLength{Min: 5, Max: 60}
+	plan.Profile.OutputTokens = profiles.TokenLength{Fixed: 4}
+	status, err, events := runPlan(t, context.Background(), plan, fake)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	asked := map[int]int{}
+	for _, r := range trials(events) {
+		if r.RequestedPromptTokens < 5 || r.RequestedPromptTokens > 60 || r.PromptTokens != r.RequestedPromptTokens || r.RequestedOutputTokens != 4 {
+			t.Errorf("%s trial %d: asked %d prompt tokens, counted %d; asked %d output", r.Arm, r.Trial, r.RequestedPromptTokens, r.PromptTokens, r.RequestedOutputTokens)
+		}
+		if n, ok := asked[r.Trial]; ok && n != r.RequestedPromptTokens {
+			t.Errorf("trial %d asked %d and %d tokens of the two arms", r.Trial, n, r.RequestedPromptTokens)
+		}
+		asked[r.Trial] = r.RequestedPromptTokens
+	}
+	for _, req := range fake.requests {
+		if req.MaxTokens != 4 || req.IgnoreEOS {
+			t.Errorf("request asked %d tokens, ignore_eos %v (ollama cannot be told)", req.MaxTokens, req.IgnoreEOS)
+		}
+	}
+	m, err := session.ReadManifest(eventsOf[Finished](events)[0].Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := m.Profile.Lengths
+	if l == nil || l.InputTokens != "uniform in [5, 60]" || l.OutputTokens != "4" || l.Prompts != 12 ||
+		len(l.Tokenizers) != 1 || !strings.HasSuffix(l.Tokenizers[0], "made to length with the server's own tokenizer") || len(l.OutputNotForced) != 1 {
+		t.Errorf("lengths %+v", l)
+	}
+	if w := eventsOf[Warning](events); len(w) != 0 {
+		t.Errorf("warnings %+v", w)
+	}
+}
+
+// A backend with no tokenizer gets prompts of estimated words, said so;
+// a trial whose counts miss those asked by more than 1% is warned of
+// once per arm, naming both counts.
+func TestLengthsWithoutATokenizerAreEstimatedAndMissesWarned(t *testing.T) {
+	plan := testPlan(t, 0, 4, "greedy")
+	plan.Profile.InputTokens = profiles.TokenLength{Fixed: 100}
+	status, err, events := runPlan(t, context.Background(), plan, &fakeBackend{delays: []time.Duration{0}})
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	m, _ := session.ReadManifest(eventsOf[Finished](events)[0].Manifest)
+	if l := m.Profile.Lengths; l == nil || !strings.Contains(l.Tokenizers[0], "estimated from words at 0.75 a token (this backend has no tokenizer tokentop can ask)") {
+		t.Errorf("lengths %+v", l)
+	}
+	rec := session.Record{Arm: "a", Trial: 3, Status: session.StatusOK, PromptTokens: 541, RequestedPromptTokens: 512, OutputTokens: 10, RequestedOutputTokens: 10}
+	if got := lengthMismatch(rec, true); !strings.Contains(got, "a trial 3: the server counted 541 prompt tokens of the 512 asked (+5.7%)") {
+		t.Errorf("prompt miss: %q", got)
+	}
+	rec.PromptTokens, rec.OutputTokens = 517, 5 // within 1%; half the output
+	if got := lengthMismatch(rec, false); !strings.Contains(got, "5 output tokens of the 10 asked (-50.0%): this backend cannot be told to ignore the end of sequence") {
+		t.Errorf("output miss: %q", got)
+	}
+	rec.OutputTokens = 10
+	if got := lengthMismatch(rec, false); got != "" {
+		t.Errorf("within 1%%: %q", got)
+	}
+}
