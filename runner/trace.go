@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tokentop/tokentop/metrics"
+	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/runner/arrival"
 	"github.com/tokentop/tokentop/session"
 )
@@ -87,7 +88,7 @@ func (r *run) traceBlock(ctx context.Context, i, round, position int) error {
 }
 
 // traceShape is what a trace's request asks for: its own prompt, or for
-// lengths in tokens a prompt built to that length (traceWordsPerToken
+// lengths in tokens a prompt built to that length (profiles.WordsPerToken
 // words a token: an estimate, said in the manifest) from the blocks its
 // hash ids name, so that requests sharing a block share that prefix.
 func (r *run) traceShape(req arrival.TraceRequest) *shape {
@@ -98,35 +99,23 @@ func (r *run) traceShape(req arrival.TraceRequest) *shape {
 	return sh
 }
 
-// traceWordsPerToken is how many words a token of English text makes, for
-// a prompt built from a length in tokens; the server's own count of the
-// prompt's tokens is recorded beside it.
-const traceWordsPerToken = 0.75
-
 // traceBlockTokens is the tokens of prompt one hash id stands for in
 // Mooncake's traces.
 const traceBlockTokens = 512
-
-// traceWords are the words prompts are built from.
-var traceWords = strings.Fields("the a of and to in is was he she it that on with as for his her they at by from this had not but are what all were when we there can an your which their said if do will each about how up out them then many some so these would other into has more two like him see time could no make than first been its who now people my made over did down only way find use may water long little very after words called just where most know")
 
 // tracePrompt builds a prompt of the request's input length in words:
 // one block of words per hash id (the same id, the same words), then
 // words of its own.
 func tracePrompt(req arrival.TraceRequest) string {
-	want := int(math.Ceil(float64(req.InputTokens) * traceWordsPerToken))
+	want := int(math.Ceil(float64(req.InputTokens) * profiles.WordsPerToken))
 	words := make([]string, 0, want)
-	blockWords := int(traceBlockTokens * traceWordsPerToken)
+	blockWords := int(traceBlockTokens * profiles.WordsPerToken)
 	for _, id := range req.HashIDs {
 		rng := rand.New(rand.NewPCG(uint64(id), 0x7472616365))
-		for k := 0; k < blockWords && len(words) < want; k++ {
-			words = append(words, traceWords[rng.IntN(len(traceWords))])
-		}
+		words = append(words, profiles.SeededWords(rng, min(blockWords, want-len(words)))...)
 	}
 	rng := rand.New(rand.NewPCG(uint64(req.Line), 0x6f776e))
-	for len(words) < want {
-		words = append(words, traceWords[rng.IntN(len(traceWords))])
-	}
+	words = append(words, profiles.SeededWords(rng, want-len(words))...)
 	return strings.Join(words, " ")
 }
 
@@ -137,5 +126,5 @@ func (p *Plan) traceInfo() *session.TraceInfo {
 	}
 	return &session.TraceInfo{File: p.Trace.File, SHA256: p.TraceSHA256, Requests: len(p.Trace.Requests), Speed: p.TraceSpeed,
 		Prompts: fmt.Sprintf("a line's prompt, or for lengths in tokens one built from %g words a token (an estimate; the server's count is each request's prompt_tokens), one block of %d tokens per hash id, shared by the requests that name it",
-			traceWordsPerToken, traceBlockTokens)}
+			profiles.WordsPerToken, traceBlockTokens)}
 }
