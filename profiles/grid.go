@@ -65,6 +65,9 @@ var GridAxes = []struct{ Name, Want string }{
 	{"max_tokens", fmt.Sprintf("a whole number of tokens, 1 to %d", maxMaxTokens)},
 	{"concurrency", "a whole number of streams, 1 or more"},
 	{"prompt_words", fmt.Sprintf("a whole number of words, 1 to %d (one prompt of that length)", MaxPromptWords)},
+	{"input_tokens", "a length in tokens: 512, \"64-1024\" (uniform) or \"mean=512,stddev=128,min=64,max=1024\""},
+	{"output_tokens", "a length in tokens, as input_tokens"},
+	{"prompts_file", "a prompts file (text, JSONL or ShareGPT), relative to the grid file's folder"},
 	{"backend", "a backend kind"},
 	{"url", "a server address"},
 	{"profile", "a profile name or file"},
@@ -195,6 +198,16 @@ func ParseGrid(file string, data []byte) (*Grid, error) {
 		}
 		g.Axes = append(g.Axes, axis)
 	}
+	// Each of these makes the cell's prompts: two would fight over them.
+	var promptAxes []string
+	for _, a := range g.Axes {
+		if slices.Contains([]string{"prompt_words", "input_tokens", "prompts_file"}, a.Name) {
+			promptAxes = append(promptAxes, a.Name)
+		}
+	}
+	if len(promptAxes) > 1 {
+		bad(toml.Key{"axes", promptAxes[1]}, -1, "%s and %s both make the prompts; vary one of them", promptAxes[0], promptAxes[1])
+	}
 	if n := g.combinations(); n > MaxGridCells {
 		errs = append(errs, &Error{File: file, Key: "axes", Msg: fmt.Sprintf("its axes make more than %d combinations; a grid runs at most that many cells, so split it", MaxGridCells)})
 	}
@@ -314,6 +327,14 @@ func axisValue(axis string, v any) (string, error) {
 			return s, nil
 		}
 		return "", fmt.Errorf("%v is not %s", v, want)
+	case "input_tokens", "output_tokens":
+		text := fmt.Sprint(v)
+		l, err := ParseTokenLength(text)
+		most := map[string]int{"input_tokens": MaxInputTokens, "output_tokens": MaxOutputTokens}[axis]
+		if err != nil || !l.Set() || l.Problem(most) != "" {
+			return "", fmt.Errorf("%v is not %s", v, want)
+		}
+		return text, nil
 	}
 	s, ok := v.(string)
 	if !ok || strings.TrimSpace(s) == "" {
@@ -368,7 +389,8 @@ func (g *Grid) Value(c Cell, name string) (string, bool) {
 func (g *Grid) Label(c Cell) string {
 	parts := make([]string, len(c))
 	for i, v := range c {
-		unit := map[string]string{"threads": "thread", "max_tokens": "token", "concurrency": "stream", "prompt_words": "prompt word"}[g.Axes[i].Name]
+		unit := map[string]string{"threads": "thread", "max_tokens": "token", "concurrency": "stream", "prompt_words": "prompt word",
+			"input_tokens": "input token", "output_tokens": "output token"}[g.Axes[i].Name]
 		switch {
 		case unit == "":
 			parts[i] = v

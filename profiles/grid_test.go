@@ -57,6 +57,8 @@ func TestGridErrorsNameFileLineAndKey(t *testing.T) {
 		{"exclude unknown value", "[axes]\nmodel = [\"a\"]\n[[exclude]]\nmodel = \"b\"\n", "exclude.model: b is not one of the axis's values (a)"},
 		{"too many", "[axes]\nthreads = [1,2,3,4,5,6,7,8,9,10]\nmax_tokens = [1,2,3,4,5,6,7,8,9,10]\nconcurrency = [1,2,3,4,5,6,7,8,9,10]\nmodel = [\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\",\"j\",\"k\"]\n", "a grid runs at most that many cells"},
 		{"syntax", "[axes\n", "g.toml:2: expected"},
+		{"bad length", "[axes]\ninput_tokens = [512, \"lots\"]\n", "axes.input_tokens: value 2: lots is not a length in tokens"},
+		{"two prompt axes", "[axes]\nprompt_words = [8]\ninput_tokens = [64]\n", "g.toml:3: axes.input_tokens: prompt_words and input_tokens both make the prompts; vary one of them"},
 	}
 	for _, c := range cases {
 		_, err := ParseGrid("g.toml", []byte(c.src))
@@ -96,5 +98,21 @@ func TestBuiltinGridsParse(t *testing.T) {
 	}
 	if _, err := FindGrid("nope"); err == nil || !strings.Contains(err.Error(), "engine-grid") {
 		t.Errorf("unknown grid: %v", err)
+	}
+}
+
+// The workload axes take lengths in tokens, as numbers or distributions,
+// and prompts files; their cells are labelled with their units.
+func TestWorkloadAxes(t *testing.T) {
+	g, err := ParseGrid("g.toml", []byte("[axes]\ninput_tokens = [64, \"32-256\"]\noutput_tokens = [1, \"mean=40,stddev=10,min=8,max=64\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := g.Cells()
+	if len(cells) != 4 || g.Label(cells[0]) != "64 input tokens · 1 output token" || g.Label(cells[3]) != "32-256 input tokens · mean=40,stddev=10,min=8,max=64 output tokens" {
+		t.Errorf("cells %v, labels %q %q", cells, g.Label(cells[0]), g.Label(cells[3]))
+	}
+	if _, err := ParseGrid("g.toml", []byte("[axes]\nprompts_file = [\"a.jsonl\", \"sharegpt.json\"]\n")); err != nil {
+		t.Error(err)
 	}
 }

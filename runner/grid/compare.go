@@ -305,9 +305,10 @@ func inverseRate(f metrics.LinearFit, scale float64, unit, gloss string) string 
 // (one point per session: its trials' mean x and median y, since trials
 // of one session share its drift and are not independent of it),
 // TTFT against the prompt's tokens (prefill) where the grid varies
-// prompt_words, the time per output token against the weights' size
-// (decode reads every weight per token) where it varies model or dtype,
-// and against the context where it varies max_tokens or prompt_words.
+// prompt_words, input_tokens or prompts_file, the time per output token
+// against the weights' size (decode reads every weight per token) where
+// it varies model or dtype, and against the context where it varies
+// max_tokens, prompt_words, input_tokens or output_tokens.
 func (c *Comparison) phaseFits() {
 	has := func(axes ...string) bool {
 		return slices.ContainsFunc(axes, func(a string) bool { return slices.Contains(c.Axes, a) })
@@ -326,7 +327,7 @@ func (c *Comparison) phaseFits() {
 		return float64(t.PromptTokens)
 	}
 	fits := []fit{
-		{"TTFT against prompt tokens", []string{"prompt_words"}, promptTokens, func(t *session.Record) float64 { return t.TTFTMs },
+		{"TTFT against prompt tokens", []string{"prompt_words", "input_tokens", "prompts_file"}, promptTokens, func(t *session.Record) float64 { return t.TTFTMs },
 			func(f metrics.LinearFit) string {
 				return "TTFT " + slopeWords(f, 1000, "per 1,000 prompt tokens") + inverseRate(f, 1000, "prompt tokens/s", "")
 			}},
@@ -335,7 +336,7 @@ func (c *Comparison) phaseFits() {
 			func(f metrics.LinearFit) string {
 				return "TPOT " + slopeWords(f, 1000, "per GB (10⁹ bytes) of weights read per token") + inverseRate(f, 1, "GB/s", ", the rate if decode only read the weights")
 			}},
-		{"TPOT against context", []string{"max_tokens", "prompt_words"}, func(_ *Row, t *session.Record) float64 {
+		{"TPOT against context", []string{"max_tokens", "prompt_words", "input_tokens", "output_tokens"}, func(_ *Row, t *session.Record) float64 {
 			if t.PromptTokens < 0 {
 				return math.NaN()
 			}

@@ -176,6 +176,18 @@ func cellOptions(g *profiles.Grid, values profiles.Cell, base runner.Options, di
 			opts.Backend = v
 		case "url":
 			opts.URL = v
+		case "input_tokens", "output_tokens":
+			length, _ := profiles.ParseTokenLength(v) // checked by profiles.ParseGrid
+			if axis.Name == "input_tokens" {
+				opts.InputTokens = &length
+			} else {
+				opts.OutputTokens = &length
+			}
+		case "prompts_file":
+			opts.PromptsFile = v
+			if !filepath.IsAbs(v) && g.Source != "builtin" {
+				opts.PromptsFile = filepath.Join(filepath.Dir(g.Source), v)
+			}
 		case "profile", "prompt_words": // the cell's profile, made by the caller
 		default:
 			return opts, fmt.Errorf("axis %s is not one a grid varies", axis.Name)

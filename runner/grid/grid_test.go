@@ -606,3 +606,32 @@ func TestGridJSONHoldsNumbers(t *testing.T) {
 		t.Errorf("axis mean: %v", m)
 	}
 }
+
+// The workload axes reach each cell's plan: its lengths in tokens, or its
+// prompts file read relative to the grid file's folder; cells that
+// differ in them are different experiments.
+func TestWorkloadAxesReachTheCells(t *testing.T) {
+	m := expand(t, "profile = \"quick\"\nbackend = \"builtin\"\n[axes]\ninput_tokens = [16, \"32-64\"]\noutput_tokens = [8]\n", t.TempDir())
+	if len(m.Cells) != 2 {
+		t.Fatalf("%d cells", len(m.Cells))
+	}
+	first, second := m.Cells[0], m.Cells[1]
+	if first.opts.InputTokens == nil || first.opts.InputTokens.Fixed != 16 || second.opts.InputTokens.Max != 64 || first.opts.OutputTokens.Fixed != 8 ||
+		first.Hash == second.Hash {
+		t.Errorf("cells %+v %+v", first.opts, second.opts)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.jsonl"), []byte(`{"prompt": "Once upon a time"}`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.txt"), []byte("The cat sat\n"), 0o644)
+	g, err := profiles.ParseGrid(filepath.Join(dir, "g.toml"), []byte("profile = \"quick\"\nbackend = \"builtin\"\n[axes]\nprompts_file = [\"a.jsonl\", \"b.txt\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Expand(g, runner.Options{OutDir: t.TempDir(), Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride, Power: telemetry.PowerOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := files.Cells[0].opts.PromptsFile; got != filepath.Join(dir, "a.jsonl") || files.Cells[0].Hash == files.Cells[1].Hash {
+		t.Errorf("prompts file %q, hashes %s %s", got, files.Cells[0].Hash, files.Cells[1].Hash)
+	}
+}
