@@ -21,6 +21,9 @@ type TokenLength struct {
 	Min, Max int
 }
 
+// MaxPrefixGroups bounds prefix_groups: each is made before the run.
+const MaxPrefixGroups = 256
+
 // MaxInputTokens bounds input_tokens: past any model's context today;
 // MaxOutputTokens bounds output_tokens as max_tokens is bounded.
 const (

@@ -72,6 +72,11 @@ type Profile struct {
 	// to generate all of it. Either may be a distribution.
 	InputTokens  TokenLength `toml:"input_tokens"`
 	OutputTokens TokenLength `toml:"output_tokens"`
+	// PrefixTokens puts before each prompt one of PrefixGroups system
+	// prompts of that many tokens (a shared prefix, to measure prefix
+	// caching on purpose with prompt_cache = true).
+	PrefixTokens int `toml:"prefix_tokens"`
+	PrefixGroups int `toml:"prefix_groups"`
 	// Concurrency keeps that many requests in flight per arm, a closed
 	// loop; several levels make a sweep (see Levels).
 	Concurrency Levels `toml:"concurrency"`
@@ -489,7 +494,7 @@ func allowedKeys(k toml.Key) string {
 	case len(k) > 1 && k[0] == "models":
 		return "one model name per backend kind, e.g. ollama = \"gemma3:270m\""
 	default:
-		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompts_file, input_tokens, output_tokens, prompt_cache, fixed_length, think, concurrency, rate, arrival, burstiness, max_concurrency, duration, together, [models], [[arms]], [stop], [slo]"
+		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompts_file, input_tokens, output_tokens, prefix_tokens, prefix_groups, prompt_cache, fixed_length, think, concurrency, rate, arrival, burstiness, max_concurrency, duration, together, [models], [[arms]], [stop], [slo]"
 	}
 }
 
@@ -575,6 +580,16 @@ func (p *Profile) resolve(file string) error {
 	}
 	if msg := p.OutputTokens.Problem(MaxOutputTokens); msg != "" {
 		bad(-1, "output_tokens", "%s", msg)
+	}
+	switch {
+	case p.PrefixTokens < 0 || p.PrefixTokens > MaxInputTokens:
+		bad(-1, "prefix_tokens", "%d is out of range; use 1 to %d tokens of shared prefix", p.PrefixTokens, MaxInputTokens)
+	case p.PrefixGroups < 0 || p.PrefixGroups > MaxPrefixGroups:
+		bad(-1, "prefix_groups", "%d is out of range; use 1 to %d prefixes", p.PrefixGroups, MaxPrefixGroups)
+	case p.PrefixGroups > 0 && p.PrefixTokens == 0:
+		bad(-1, "prefix_groups", "needs prefix_tokens, the length of each shared prefix")
+	case p.PrefixTokens > 0 && p.PrefixGroups == 0:
+		p.PrefixGroups = 1
 	}
 	for i, prompt := range p.Prompts {
 		if strings.TrimSpace(prompt) == "" {

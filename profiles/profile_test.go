@@ -133,6 +133,25 @@ func TestParseErrorsNameFileLineAndKey(t *testing.T) {
 	}
 }
 
+// A shared prefix needs its length; its groups default to one; both are
+// bounded.
+func TestSharedPrefixKeys(t *testing.T) {
+	for _, c := range []struct{ keys, want string }{
+		{"prefix_groups = 4", "prefix_groups: needs prefix_tokens"},
+		{"prefix_tokens = -1", "prefix_tokens: -1 is out of range"},
+		{"prefix_tokens = 64\nprefix_groups = 100000", "prefix_groups: 100000 is out of range"},
+	} {
+		_, err := Parse("p.toml", []byte(strings.Replace(validProfile, `prompts = ["hi"]`, `prompts = ["hi"]`+"\n"+c.keys, 1)))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.keys, err, c.want)
+		}
+	}
+	p, err := Parse("p.toml", []byte(strings.Replace(validProfile, `prompts = ["hi"]`, "input_tokens = 32\nprefix_tokens = 64", 1)))
+	if err != nil || p.PrefixGroups != 1 || p.InputTokens.Fixed != 32 {
+		t.Errorf("%+v %v", p, err)
+	}
+}
+
 func TestPromptFileAndFindByPath(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "prompts.txt"), []byte("first prompt\n\n  second prompt  \n"), 0o644)

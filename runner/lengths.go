@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/backends/untrusted"
@@ -27,6 +28,10 @@ type lengthBank struct {
 	texts           [][]string // per target; nil without input_tokens
 	counted         [][]int    // per target: the prompt's tokens as its tokenizer counts
 	how             []string   // per target: how its prompts were made
+	// groups is each entry's shared prefix, and prefixes per target the
+	// prefixes' texts; nil without prefix_tokens.
+	groups   []int
+	prefixes [][]string
 }
 
 // makeLengthBank draws the lengths and makes each target's prompts with
@@ -34,7 +39,7 @@ type lengthBank struct {
 // profiles.WordsPerToken a token (and says why).
 func makeLengthBank(ctx context.Context, plan *Plan, bs []backends.Backend) *lengthBank {
 	p := &plan.Profile
-	if !p.InputTokens.Set() && !p.OutputTokens.Set() {
+	if !p.InputTokens.Set() && !p.OutputTokens.Set() && p.PrefixTokens == 0 {
 		return nil
 	}
 	n := maxLengthBank
@@ -51,24 +56,37 @@ func makeLengthBank(ctx context.Context, plan *Plan, bs []backends.Backend) *len
 			b.outputs[k] = p.OutputTokens.Draw(rng)
 		}
 	}
-	if !p.InputTokens.Set() {
-		return b
+	if p.PrefixTokens > 0 {
+		b.groups = make([]int, n)
+		for k := range b.groups {
+			b.groups[k] = rng.IntN(p.PrefixGroups)
+		}
 	}
 	for t := range plan.Targets {
-		texts, counted, how := b.prompts(ctx, bs[t], uint64(p.Seed))
-		b.texts, b.counted, b.how = append(b.texts, texts), append(b.counted, counted), append(b.how, how)
+		if p.InputTokens.Set() {
+			texts, counted, how := b.prompts(ctx, bs[t], b.inputs, uint64(p.Seed))
+			b.texts, b.counted, b.how = append(b.texts, texts), append(b.counted, counted), append(b.how, how)
+		}
+		if p.PrefixTokens > 0 {
+			lengths := slices.Repeat([]int{p.PrefixTokens}, p.PrefixGroups)
+			prefixes, _, how := b.prompts(ctx, bs[t], lengths, uint64(p.Seed)^0x707265666978)
+			b.prefixes = append(b.prefixes, prefixes)
+			if !p.InputTokens.Set() {
+				b.how = append(b.how, how)
+			}
+		}
 	}
 	return b
 }
 
-// prompts are the bank's prompts as backend's tokenizer makes them, or of
-// estimated words where it has none or it fails.
-func (b *lengthBank) prompts(ctx context.Context, backend backends.Backend, seed uint64) ([]string, []int, string) {
-	texts, counted := make([]string, len(b.inputs)), make([]int, len(b.inputs))
+// prompts are prompts of the lengths as backend's tokenizer makes them,
+// or of estimated words where it has none or it fails.
+func (b *lengthBank) prompts(ctx context.Context, backend backends.Backend, lengths []int, seed uint64) ([]string, []int, string) {
+	texts, counted := make([]string, len(lengths)), make([]int, len(lengths))
 	why := backends.ErrNoTokenizer.Error()
 	if tok, ok := backend.(backends.Tokenizer); ok {
 		var err error
-		for k, n := range b.inputs {
+		for k, n := range lengths {
 			if texts[k], counted[k], err = profiles.ExactPrompt(ctx, tok, n, seed<<16^uint64(k)); err != nil {
 				break
 			}
@@ -82,7 +100,7 @@ func (b *lengthBank) prompts(ctx context.Context, backend backends.Backend, seed
 			why = "its tokenizer failed: " + untrusted.Line(err.Error())
 		}
 	}
-	for k, n := range b.inputs {
+	for k, n := range lengths {
 		texts[k], counted[k] = profiles.EstimatedPrompt(n, seed<<16^uint64(k)), 0
 	}
 	return texts, counted, fmt.Sprintf("estimated from words at %g a token (%s): the server's prompt_tokens are the real lengths", profiles.WordsPerToken, why)
@@ -97,7 +115,7 @@ func (p *Plan) lengthsInfo(b *lengthBank) *session.LengthsInfo {
 	if b == nil {
 		return nil
 	}
-	info := &session.LengthsInfo{Prompts: len(b.inputs)}
+	info := &session.LengthsInfo{Prompts: len(b.inputs), PrefixTokens: p.Profile.PrefixTokens, PrefixGroups: p.Profile.PrefixGroups}
 	if l := p.Profile.InputTokens; l.Set() {
 		info.InputTokens = l.String()
 	}

@@ -121,3 +121,50 @@ func TestLengthsWithoutATokenizerAreEstimatedAndMissesWarned(t *testing.T) {
 		t.Errorf("within 1%%: %q", got)
 	}
 }
+
+// prefixCaching is a fake server with a prefix cache: a prompt whose
+// system prompt it has seen takes that prompt's words from its cache.
+type prefixCaching struct {
+	*wordTokenizer
+	seen map[string]bool
+}
+
+func (c *prefixCaching) Generate(ctx context.Context, req backends.Request, onChunk backends.OnChunk) (backends.Result, error) {
+	res, err := c.wordTokenizer.Generate(ctx, req, onChunk)
+	res.CachedTokens = 0
+	if prefix := req.Messages[0].Content; c.seen[prefix] {
+		res.CachedTokens = len(strings.Fields(prefix))
+	} else {
+		c.seen[prefix] = true
+	}
+	return res, err
+}
+
+// A shared-prefix workload opens every prompt with one of G system
+// prompts made to L tokens, as a system message; the run's end says what
+// the prefix cache served: here each prefix misses once, then hits.
+func TestASharedPrefixIsMeasuredOnPurpose(t *testing.T) {
+	fake := &prefixCaching{wordTokenizer: &wordTokenizer{fakeBackend: &fakeBackend{delays: []time.Duration{0}}}, seen: map[string]bool{}}
+	plan := testPlan(t, 0, 10, "greedy")
+	plan.Profile.PrefixTokens, plan.Profile.PrefixGroups, plan.Profile.PromptCache = 30, 2, true
+	status, err, events := runPlan(t, context.Background(), plan, fake)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	prefixes := map[string]bool{}
+	for _, req := range fake.requests {
+		if len(req.Messages) != 2 || req.Messages[0].Role != "system" || len(strings.Fields(req.Messages[0].Content)) != 29 || req.Messages[1].Content == "" {
+			t.Fatalf("messages %+v", req.Messages)
+		}
+		prefixes[req.Messages[0].Content] = true
+	}
+	fin := eventsOf[Finished](events)[0]
+	c := fin.Summary["greedy"].PrefixCache
+	if len(prefixes) != 2 || c == nil || c.Misses != 2 || c.Hits != 8 || c.HitRate <= 0 {
+		t.Errorf("%d prefixes, prefix cache %+v", len(prefixes), c)
+	}
+	m, _ := session.ReadManifest(fin.Manifest)
+	if l := m.Profile.Lengths; l == nil || l.PrefixTokens != 30 || l.PrefixGroups != 2 {
+		t.Errorf("lengths %+v", l)
+	}
+}

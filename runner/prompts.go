@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/session"
 )
@@ -45,6 +46,18 @@ func (r *run) promptOf(arm, trial int) (chosenPrompt, int) {
 	if b.outputs[k] > 0 {
 		c.MaxTokens, c.RequestedOutput = b.outputs[k], b.outputs[k]
 		c.ForceLength = r.plan.TargetOf(arm).Kind.FixedLength
+	}
+	if b.prefixes != nil {
+		// The shared prefix is the conversation's system prompt; its
+		// seam with the prompt makes the whole a token or two off any
+		// length asked, so none is claimed.
+		prefix := b.prefixes[r.plan.ArmTarget[arm]][b.groups[k]]
+		messages := c.Messages
+		if messages == nil {
+			messages = []backends.Message{{Role: "user", Content: c.Text}}
+		}
+		c.Messages = append([]backends.Message{{Role: "system", Content: prefix}}, messages...)
+		c.Text, c.RequestedTokens = profiles.JoinMessages(c.Messages), 0
 	}
 	return c, id
 }

@@ -343,6 +343,9 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 	for i, a := range p.Arms {
 		s := session.SummarizeArm(groups[a.Name], uint64(p.Seed), plan.ConvergeTol, p.USDPerHour)
 		s.TokenCountMismatches = r.arms[i].mismatches
+		if p.PrefixTokens > 0 {
+			s.PrefixCache = session.PrefixCacheOf(groups[a.Name])
+		}
 		s.EnergyCounterRejected = r.arms[i].counterRejected
 		if d := r.arms[i].stop; d.Stop {
 			s.StoppedBy = d.Reason

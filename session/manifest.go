@@ -175,6 +175,10 @@ type LengthsInfo struct {
 	Prompts         int      `toml:"prompts"`
 	Tokenizers      []string `toml:"tokenizers,omitempty"`
 	OutputNotForced []string `toml:"output_not_forced,omitempty"`
+	// PrefixTokens and PrefixGroups are a shared-prefix workload's: each
+	// prompt opened with one of that many system prompts of that length.
+	PrefixTokens int `toml:"prefix_tokens,omitzero"`
+	PrefixGroups int `toml:"prefix_groups,omitzero"`
 }
 
 // SLOInfo bounds each request's latencies (0: not bounded); Goodput is the

@@ -578,3 +578,22 @@ func TestLengthsWords(t *testing.T) {
 		t.Error("words of no lengths")
 	}
 }
+
+// The prefix cache's words: the share of prompt tokens it served over
+// timed ok trials whose server said, and the median TTFT of hits against
+// misses; nothing where no server said.
+func TestPrefixCacheOfRecords(t *testing.T) {
+	rec := func(cached, prompt int, ttft float64, phase string) *Record {
+		return &Record{Phase: phase, Status: StatusOK, CachedTokens: cached, PromptTokens: prompt, Timings: metrics.Timings{TTFTMs: ttft}}
+	}
+	c := PrefixCacheOf([]*Record{rec(0, 100, 40, PhaseTimed), rec(90, 100, 10, PhaseTimed), rec(90, 100, 12, PhaseTimed), rec(90, 100, 1, PhaseWarmup), rec(-1, 100, 5, PhaseTimed)})
+	if c == nil || c.HitRate != 0.6 || c.Hits != 2 || c.Misses != 1 || c.TTFTHitMs != 11 || c.TTFTMissMs != 40 {
+		t.Fatalf("%+v", c)
+	}
+	if got := c.Words(); got != "prefix cache: 60% of prompt tokens from the cache; 2 trials hit it, 1 missed; TTFT p50 11.00 ms on a hit, 40.00 ms on a miss" {
+		t.Errorf("words %q", got)
+	}
+	if PrefixCacheOf([]*Record{rec(-1, 100, 5, PhaseTimed)}) != nil {
+		t.Error("a cache no server told of")
+	}
+}

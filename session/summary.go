@@ -157,6 +157,9 @@ type ArmSummary struct {
 	// CacheHits those that took prompt tokens from the server's cache.
 	Truncated int `toml:"truncated,omitzero"`
 	CacheHits int `toml:"cache_hits,omitzero"`
+	// PrefixCache is what a shared-prefix workload's cache served; nil
+	// for other runs.
+	PrefixCache *PrefixCache `toml:"prefix_cache,omitempty"`
 	// WarmupRatio is median(warmup e2e) / median(timed e2e).
 	WarmupRatio float64 `toml:"warmup_ratio"`
 	// ConvergedAt is the first n from which the running mean of e2e stays

@@ -2,7 +2,11 @@ package session
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strings"
+
+	"github.com/tokentop/tokentop/metrics"
 )
 
 // Words say, a line per server, what its own metrics told over the run,
@@ -45,6 +49,14 @@ func (l *LengthsInfo) Words() []string {
 			out = append(out, "  "+t)
 		}
 	}
+	if l.PrefixTokens > 0 {
+		out = append(out, fmt.Sprintf("shared prefix: each prompt opens with one of %d system prompts of %d tokens", l.PrefixGroups, l.PrefixTokens))
+		if l.InputTokens == "" {
+			for _, t := range l.Tokenizers {
+				out = append(out, "  "+t)
+			}
+		}
+	}
 	if l.OutputTokens != "" {
 		line := fmt.Sprintf("output lengths: %s tokens, the end of sequence ignored", l.OutputTokens)
 		if len(l.OutputNotForced) > 0 {
@@ -53,4 +65,54 @@ func (l *LengthsInfo) Words() []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// PrefixCache is how much of an arm's prompts its server's prefix cache
+// served, over its timed ok trials whose server said (cached_tokens), and
+// the TTFT it bought: the median on a hit (some prompt tokens cached)
+// against a miss (none); 0 where no trial was one.
+type PrefixCache struct {
+	HitRate    float64 `toml:"hit_rate"` // Σ cached tokens / Σ prompt tokens
+	Hits       int     `toml:"hits"`
+	Misses     int     `toml:"misses"`
+	TTFTHitMs  float64 `toml:"ttft_hit_ms,omitzero"`
+	TTFTMissMs float64 `toml:"ttft_miss_ms,omitzero"`
+}
+
+// PrefixCacheOf is the prefix cache of records; nil where no timed ok
+// trial's server said how many prompt tokens it took from its cache.
+func PrefixCacheOf(records []*Record) *PrefixCache {
+	var cached, prompt float64
+	var hits, misses []float64
+	for _, r := range records {
+		if r.Phase != PhaseTimed || r.Status != StatusOK || r.CachedTokens < 0 || r.PromptTokens <= 0 || math.IsNaN(r.TTFTMs) {
+			continue
+		}
+		cached, prompt = cached+float64(r.CachedTokens), prompt+float64(r.PromptTokens)
+		if r.CachedTokens > 0 {
+			hits = append(hits, r.TTFTMs)
+		} else {
+			misses = append(misses, r.TTFTMs)
+		}
+	}
+	if prompt == 0 {
+		return nil
+	}
+	median := func(v []float64) float64 {
+		if len(v) == 0 {
+			return 0
+		}
+		slices.Sort(v)
+		return metrics.PercentileSorted(v, 0.5)
+	}
+	return &PrefixCache{HitRate: cached / prompt, Hits: len(hits), Misses: len(misses), TTFTHitMs: median(hits), TTFTMissMs: median(misses)}
+}
+
+// Words say what the prefix cache served and bought.
+func (c *PrefixCache) Words() string {
+	s := fmt.Sprintf("prefix cache: %.0f%% of prompt tokens from the cache; %d trials hit it, %d missed", 100*c.HitRate, c.Hits, c.Misses)
+	if c.Hits > 0 && c.Misses > 0 {
+		s += fmt.Sprintf("; TTFT p50 %s ms on a hit, %s ms on a miss", FormatValue(c.TTFTHitMs), FormatValue(c.TTFTMissMs))
+	}
+	return s
 }

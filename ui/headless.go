@@ -213,6 +213,11 @@ func WriteFinished(w io.Writer, width int, arms []string, fin runner.Finished) {
 		writeProse(w, width, "caveat: %s", c)
 	}
 	WriteSummary(w, width, arms, fin.Summary)
+	for _, a := range arms {
+		if c := fin.Summary[a].PrefixCache; c != nil {
+			writeProse(w, width, "%s %s", a, c.Words())
+		}
+	}
 	for _, line := range fin.ServerMetrics.Words() {
 		writeProse(w, width, "%s", line)
 	}
