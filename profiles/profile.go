@@ -77,6 +77,12 @@ type Profile struct {
 	// caching on purpose with prompt_cache = true).
 	PrefixTokens int `toml:"prefix_tokens"`
 	PrefixGroups int `toml:"prefix_groups"`
+	// MultiTurn sends a prompts file's conversations turn by turn, each
+	// turn carrying the conversation so far; ThinkTime is the pause
+	// before each turn after the first (a user reading and typing),
+	// outside every measurement.
+	MultiTurn bool   `toml:"multi_turn"`
+	ThinkTime string `toml:"think_time"`
 	// Concurrency keeps that many requests in flight per arm, a closed
 	// loop; several levels make a sweep (see Levels).
 	Concurrency Levels `toml:"concurrency"`
@@ -104,8 +110,11 @@ type Profile struct {
 	TrialTimeout time.Duration `toml:"-"`
 	// LoadDuration is Duration parsed; 0 ends arms by their trial count.
 	LoadDuration time.Duration `toml:"-"`
-	// Dataset is PromptsFile read; nil where the prompts are Prompts.
+	// Dataset is PromptsFile read (its turns, with MultiTurn); nil where
+	// the prompts are Prompts.
 	Dataset *PromptsFile `toml:"-"`
+	// ThinkPause is ThinkTime parsed.
+	ThinkPause time.Duration `toml:"-"`
 
 	keys keyLines
 }
@@ -494,7 +503,7 @@ func allowedKeys(k toml.Key) string {
 	case len(k) > 1 && k[0] == "models":
 		return "one model name per backend kind, e.g. ollama = \"gemma3:270m\""
 	default:
-		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompts_file, input_tokens, output_tokens, prefix_tokens, prefix_groups, prompt_cache, fixed_length, think, concurrency, rate, arrival, burstiness, max_concurrency, duration, together, [models], [[arms]], [stop], [slo]"
+		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompts_file, input_tokens, output_tokens, prefix_tokens, prefix_groups, multi_turn, think_time, prompt_cache, fixed_length, think, concurrency, rate, arrival, burstiness, max_concurrency, duration, together, [models], [[arms]], [stop], [slo]"
 	}
 }
 
@@ -580,6 +589,20 @@ func (p *Profile) resolve(file string) error {
 	}
 	if msg := p.OutputTokens.Problem(MaxOutputTokens); msg != "" {
 		bad(-1, "output_tokens", "%s", msg)
+	}
+	if msg := p.ApplyTurns(); msg != "" {
+		bad(-1, "multi_turn", "%s", msg)
+	}
+	if p.ThinkTime != "" {
+		d, err := time.ParseDuration(p.ThinkTime)
+		switch {
+		case err != nil || d < 0:
+			bad(-1, "think_time", "%q is not a duration; write it like \"2s\"", p.ThinkTime)
+		case !p.MultiTurn:
+			bad(-1, "think_time", "is the pause between a conversation's turns; set multi_turn = true too")
+		default:
+			p.ThinkPause = d
+		}
 	}
 	switch {
 	case p.PrefixTokens < 0 || p.PrefixTokens > MaxInputTokens:
@@ -700,7 +723,30 @@ func (p *Profile) ReadPrompts(path string) error {
 		return err
 	}
 	p.Dataset, p.PromptsFile, p.PromptFile, p.Prompts = f, path, "", nil
+	if p.MultiTurn {
+		p.Dataset = f.Turns()
+	}
 	return nil
+}
+
+// ApplyTurns makes the prompts file's conversations' turns the prompts
+// where multi_turn is set (ReadPrompts does as it reads a file; this is
+// for a file read before multi_turn was set), and says what keeps
+// multi_turn from running, if anything: it needs a prompts file of
+// conversations, and makes the prompts itself.
+func (p *Profile) ApplyTurns() string {
+	switch {
+	case !p.MultiTurn:
+		return ""
+	case p.Dataset == nil:
+		return "needs a prompts_file of conversations (JSONL messages or ShareGPT)"
+	case p.InputTokens.Set() || p.PrefixTokens > 0:
+		return "sends the file's conversations; drop input_tokens and prefix_tokens"
+	}
+	if p.Dataset.Prompts[0].Turn == 0 {
+		p.Dataset = p.Dataset.Turns()
+	}
+	return ""
 }
 
 // Where locates a key of this profile as "file:line" for errors raised by

@@ -28,6 +28,13 @@ type Prompt struct {
 	Messages  []backends.Message
 	MaxTokens int
 	Line      int
+	// Conversation is the whole conversation the prompt comes from, for
+	// multi_turn (nil for a plain prompt); Turn is the prompt's user turn
+	// in it (from 1) and ConversationID its conversation's place in the
+	// file, once Turns expanded it.
+	Conversation   []backends.Message
+	Turn           int
+	ConversationID int
 }
 
 // Prompts-file formats.
@@ -194,7 +201,7 @@ func parseJSONL(name string, data []byte) ([]Prompt, error) {
 					return fmt.Errorf("%s:%d: messages[%d] needs a role and a content", name, n, k)
 				}
 			}
-			p.Messages, p.Text = row.Messages, JoinMessages(row.Messages)
+			p.Messages, p.Text, p.Conversation = row.Messages, JoinMessages(row.Messages), row.Messages
 		}
 		switch {
 		case set != 1:
@@ -308,12 +315,51 @@ func parseShareGPT(name string, data []byte) ([]Prompt, int, error) {
 		if next := human + 1; next < len(c.Conversations) {
 			p.MaxTokens = TokensOfWords(len(strings.Fields(c.Conversations[next].Value)))
 		}
+		for _, turn := range c.Conversations {
+			if role, ok := shareGPTRoles[turn.From]; ok && strings.TrimSpace(turn.Value) != "" {
+				p.Conversation = append(p.Conversation, backends.Message{Role: role, Content: turn.Value})
+			}
+		}
 		out = append(out, p)
 	}
 	if _, err := dec.Token(); err != nil {
 		return nil, 0, fmt.Errorf("%s:%d: the list does not end: %v", name, lineAt(), err)
 	}
 	return out, skipped, nil
+}
+
+// shareGPTRoles are the chat roles of ShareGPT's speakers.
+var shareGPTRoles = map[string]string{"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "chatgpt": "assistant", "system": "system"}
+
+// Turns is the file with each conversation's user turns as prompts of
+// their own, in order: turn u carries the conversation up to it (the
+// file's own replies between its turns: the same history for every arm,
+// not the model's answers), and for an output length the reply after it
+// where there is one. A prompt with no conversation is one turn.
+func (f *PromptsFile) Turns() *PromptsFile {
+	out := *f
+	out.Prompts = nil
+	for id, p := range f.Prompts {
+		if p.Conversation == nil {
+			p.Turn, p.ConversationID = 1, id
+			out.Prompts = append(out.Prompts, p)
+			continue
+		}
+		turn := 0
+		for k, m := range p.Conversation {
+			if m.Role != "user" {
+				continue
+			}
+			turn++
+			history := p.Conversation[:k+1]
+			q := Prompt{Text: JoinMessages(history), Messages: history, Line: p.Line, Conversation: p.Conversation, Turn: turn, ConversationID: id}
+			if k+1 < len(p.Conversation) && p.Conversation[k+1].Role == "assistant" {
+				q.MaxTokens = TokensOfWords(len(strings.Fields(p.Conversation[k+1].Content)))
+			}
+			out.Prompts = append(out.Prompts, q)
+		}
+	}
+	return &out
 }
 
 // TokensOfWords is the tokens n words make, estimated at WordsPerToken;
@@ -324,12 +370,33 @@ func TokensOfWords(n int) int { return max(1, int(math.Ceil(float64(n)/WordsPerT
 // the same for every arm, so that arms see the same prompts trial by
 // trial and a long file is sampled, not read from its top.
 func (f *PromptsFile) Order(seed int64) []int {
-	return rand.New(rand.NewPCG(uint64(seed), 0x70726f6d707473)).Perm(len(f.Prompts))
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x70726f6d707473))
+	if len(f.Prompts) == 0 || f.Prompts[0].Turn == 0 {
+		return rng.Perm(len(f.Prompts))
+	}
+	// Conversations are shuffled; their turns keep their order.
+	var starts []int
+	for k, p := range f.Prompts {
+		if k == 0 || p.ConversationID != f.Prompts[k-1].ConversationID {
+			starts = append(starts, k)
+		}
+	}
+	order := make([]int, 0, len(f.Prompts))
+	for _, c := range rng.Perm(len(starts)) {
+		for k := starts[c]; k < len(f.Prompts) && f.Prompts[k].ConversationID == f.Prompts[starts[c]].ConversationID; k++ {
+			order = append(order, k)
+		}
+	}
+	return order
 }
 
 // Sampling says how a run draws the file's prompts, for the manifest.
 func (f *PromptsFile) Sampling(seed int64) string {
 	s := fmt.Sprintf("trial t uses prompt order[(t-1) mod %d], the file's prompts shuffled by seed %d, the same for every arm", len(f.Prompts), seed)
+	if len(f.Prompts) > 0 && f.Prompts[0].Turn > 0 {
+		s = fmt.Sprintf("multi-turn: trial t sends turn order[(t-1) mod %d], the file's conversations shuffled by seed %d and each's user turns in order, "+
+			"a turn carrying the conversation before it with the file's own replies (the same history for every arm, not the model's answers)", len(f.Prompts), seed)
+	}
 	if f.Format == FormatShareGPT {
 		s += fmt.Sprintf("; each prompt is a conversation's first human turn, its output length the reply's words at %g a token (an estimate), at most max_tokens; conversations with no human turn, left out: %d",
 			WordsPerToken, f.Skipped)

@@ -163,3 +163,46 @@ func FuzzParsePrompts(f *testing.F) {
 		}
 	})
 }
+
+// Turns makes each user turn of a conversation a prompt carrying the
+// conversation before it, with the reply after it for its length; the
+// seeded order shuffles conversations and keeps their turns in order.
+func TestConversationsTurnByTurn(t *testing.T) {
+	jsonl := `{"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello there friend"}, {"role": "user", "content": "how are you"}]}
+{"prompt": "a plain one"}
+`
+	f, err := ParsePrompts("c.jsonl", []byte(jsonl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns := f.Turns()
+	if len(turns.Prompts) != 3 {
+		t.Fatalf("%d turns: %+v", len(turns.Prompts), turns.Prompts)
+	}
+	first, second, plain := turns.Prompts[0], turns.Prompts[1], turns.Prompts[2]
+	if first.Turn != 1 || len(first.Messages) != 2 || first.MaxTokens != 4 || second.Turn != 2 || len(second.Messages) != 4 ||
+		second.Messages[2].Content != "hello there friend" || second.MaxTokens != 0 || plain.Turn != 1 || plain.ConversationID != 1 || plain.Text != "a plain one" {
+		t.Errorf("turns %+v", turns.Prompts)
+	}
+	share, err := ParsePrompts("sg.json", []byte(`[{"conversations": [{"from": "human", "value": "q1"}, {"from": "gpt", "value": "a1"}, {"from": "human", "value": "q2"}, {"from": "gpt", "value": "a2 a2"}]},
+{"conversations": [{"from": "human", "value": "r1"}]}, {"conversations": [{"from": "human", "value": "s1"}, {"from": "gpt", "value": "b"}, {"from": "human", "value": "s2"}]}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := share.Turns()
+	if len(st.Prompts) != 5 || st.Prompts[1].Messages[1].Role != "assistant" || st.Prompts[1].MaxTokens != 3 || st.Prompts[1].Text != "q1\n\na1\n\nq2" {
+		t.Fatalf("sharegpt turns %+v", st.Prompts)
+	}
+	for seed := range int64(20) {
+		order := st.Order(seed)
+		if len(order) != 5 {
+			t.Fatalf("order %v", order)
+		}
+		for k := 1; k < len(order); k++ {
+			a, b := st.Prompts[order[k-1]], st.Prompts[order[k]]
+			if a.ConversationID == b.ConversationID && b.Turn != a.Turn+1 || a.ConversationID != b.ConversationID && b.Turn != 1 {
+				t.Fatalf("seed %d: order %v breaks a conversation's turns", seed, order)
+			}
+		}
+	}
+}

@@ -103,6 +103,8 @@ type Options struct {
 	// InputTokens and OutputTokens set lengths in tokens in place of the
 	// profile's (nil: the profile's).
 	InputTokens, OutputTokens *profiles.TokenLength
+	// MultiTurn sends the prompts file's conversations turn by turn.
+	MultiTurn bool
 	// Duration ends each load arm after that much steady load (0: the
 	// profile's, if any).
 	Duration time.Duration
@@ -256,6 +258,12 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	if err := applyLengths(p, opts); err != nil {
 		return nil, err
 	}
+	if opts.MultiTurn {
+		p.MultiTurn = true
+	}
+	if msg := p.ApplyTurns(); msg != "" {
+		return nil, fmt.Errorf("--multi-turn: %s", msg)
+	}
 	if err := applyOpenLoop(p, opts); err != nil {
 		return nil, err
 	}
@@ -270,6 +278,9 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 			return nil, errors.New("--goodput is the share of requests that must meet the SLO; set --slo (or [slo] in the profile) too")
 		}
 		p.SLO.Goodput = opts.Goodput
+	}
+	if p.MultiTurn && (p.RunsLoad() || plan.Trace != nil) {
+		return nil, errors.New("multi_turn sends each arm's conversations one turn at a time, in order; it does not run under --concurrency, --rate or --trace yet")
 	}
 	if p.SLO.Enabled() && !p.RunsLoad() && plan.Trace == nil {
 		return nil, errors.New("--slo judges a load run's requests for its goodput; set --rate or --concurrency too")

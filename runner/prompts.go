@@ -69,5 +69,9 @@ func (p *Plan) promptsFileInfo() *session.PromptsFileInfo {
 	if d == nil {
 		return nil
 	}
-	return &session.PromptsFileInfo{File: d.Path, SHA256: d.SHA256, Format: d.Format, Prompts: len(d.Prompts), Sampling: d.Sampling(p.Profile.Seed)}
+	info := &session.PromptsFileInfo{File: d.Path, SHA256: d.SHA256, Format: d.Format, Prompts: len(d.Prompts), Sampling: d.Sampling(p.Profile.Seed)}
+	if p.Profile.MultiTurn {
+		info.Conversations = d.Prompts[len(d.Prompts)-1].ConversationID + 1
+	}
+	return info
 }

@@ -5,8 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/session"
 )
 
@@ -79,5 +82,51 @@ func TestAPromptsFileDrivesEveryArmAlike(t *testing.T) {
 	}
 	if f := m.Profile.PromptsFile; f == nil || f.File != file || f.Format != "jsonl" || f.Prompts != 6 || len(f.SHA256) != 64 || len(m.Profile.Prompts) != 0 {
 		t.Errorf("manifest prompts %q, file %+v", m.Profile.Prompts, f)
+	}
+}
+
+// Multi-turn: each arm sends a conversation's turns in order, each turn
+// carrying the conversation before it, after the think time; each record
+// keeps its turn; a load run is refused.
+func TestConversationsAreSentTurnByTurn(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.jsonl")
+	os.WriteFile(file, []byte(`{"messages": [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"}, {"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"}, {"role": "user", "content": "q3"}]}
+{"messages": [{"role": "user", "content": "r1"}, {"role": "assistant", "content": "b1"}, {"role": "user", "content": "r2"}]}
+`), 0o644)
+	plan := testPlan(t, 0, 5, "greedy", "hot")
+	plan.Profile.MultiTurn, plan.Profile.ThinkPause = true, 20*time.Millisecond
+	if err := plan.Profile.ReadPrompts(file); err != nil {
+		t.Fatal(err)
+	}
+	fake := &fakeBackend{}
+	began := time.Now()
+	status, err, events := runPlan(t, context.Background(), plan, fake)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	// 2 arms × 5 turns, 3 of each arm's after a first turn: at least 6
+	// think times.
+	if took := time.Since(began); took < 6*20*time.Millisecond {
+		t.Errorf("the run took %v: no think time", took)
+	}
+	turns := map[string][]int{}
+	for _, r := range trials(events) {
+		turns[r.Arm] = append(turns[r.Arm], r.Turn)
+	}
+	if !slices.Equal(turns["greedy"], turns["hot"]) || (!slices.Equal(turns["greedy"], []int{1, 2, 3, 1, 2}) && !slices.Equal(turns["greedy"], []int{1, 2, 1, 2, 3})) {
+		t.Errorf("turns by arm %v", turns)
+	}
+	for _, req := range fake.requests {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role != "user" || len(req.Messages)%2 != 1 {
+			t.Errorf("a turn sent %+v", req.Messages)
+		}
+	}
+	load := testPlan(t, 0, 5, "greedy")
+	load.Profile.PromptsFile = file
+	if _, err := Resolve(&load.Profile, Options{Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride, PromptsFile: file, MultiTurn: true,
+		Concurrency: profiles.Levels{2}}); err == nil || !strings.Contains(err.Error(), "does not run under --concurrency") {
+		t.Errorf("multi-turn under load: %v", err)
 	}
 }

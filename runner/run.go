@@ -264,7 +264,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		Profile: session.ProfileInfo{Name: p.Name, Source: p.Source, Description: p.Description, MaxTokens: p.MaxTokens,
 			Warmup: p.Warmup, Trials: p.Trials, Timeout: p.TrialTimeout.String(), Order: p.Order, Seed: p.Seed,
 			USDPerHour: p.USDPerHour, Prompts: p.Prompts, Stop: stopInfo(p.Stop), PromptCache: p.PromptCache, FixedLength: p.FixedLength,
-			Load: plan.loadInfo(), PromptsFile: plan.promptsFileInfo(), Lengths: plan.lengthsInfo(bank)},
+			Load: plan.loadInfo(), PromptsFile: plan.promptsFileInfo(), Lengths: plan.lengthsInfo(bank), ThinkTime: p.ThinkTime},
 	}
 	started := Started{Arms: p.ArmNames(), TrialsPerArm: p.Trials, Warmup: map[string]int{}, Load: m.Profile.Load, Duration: p.LoadDuration,
 		PromptsFile: m.Profile.PromptsFile, Lengths: m.Profile.Lengths}
@@ -346,6 +346,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		if p.PrefixTokens > 0 {
 			s.PrefixCache = session.PrefixCacheOf(groups[a.Name])
 		}
+		s.Turns = session.TurnWords(groups[a.Name])
 		s.EnergyCounterRejected = r.arms[i].counterRejected
 		if d := r.arms[i].stop; d.Stop {
 			s.StoppedBy = d.Reason
@@ -811,6 +812,14 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 		Seed: armSeed(p.Seed, arm.Seed) + int64(trial), PromptCache: p.AllowsPromptCache(arm), IgnoreEOS: p.FixedLength || chosen.ForceLength,
 		Think: string(p.ThinkOf(arm))}
 
+	if chosen.Turn > 1 && p.ThinkPause > 0 {
+		// The user reads the answer and types the next turn: a pause
+		// outside the trial's clock and its timeout.
+		select {
+		case <-time.After(p.ThinkPause):
+		case <-ctx.Done():
+		}
+	}
 	trialCtx, cancel := context.WithTimeout(ctx, p.TrialTimeout)
 	stale := &r.stale[target]
 	req.FreshConnection = stale.Load() >= staleToGoFresh
@@ -832,7 +841,7 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 	cancel()
 
 	rec := session.Record{SessionID: r.sessionID, Arm: arm.Name, Trial: trial, Status: session.StatusOK,
-		RequestedPromptTokens: chosen.RequestedTokens, RequestedOutputTokens: chosen.RequestedOutput,
+		RequestedPromptTokens: chosen.RequestedTokens, RequestedOutputTokens: chosen.RequestedOutput, Turn: chosen.Turn,
 		StartedAt: startedAt.UTC(), PromptID: promptID + 1, PromptTokens: res.PromptTokens, CachedTokens: res.CachedTokens,
 		StopReason: res.StopReason, ServerLoadMs: res.ServerLoadMs, ServerPrefillMs: res.ServerPrefillMs,
 		ServerDecodeMs: res.ServerDecodeMs, EnergyQuality: session.EnergyUnavailable, Connection: res.Connection,

@@ -77,6 +77,9 @@ type ProfileInfo struct {
 	// PromptsFile is the file the prompts were drawn from, in place of
 	// Prompts.
 	PromptsFile *PromptsFileInfo `toml:"prompts_file,omitempty"`
+	// ThinkTime is a multi-turn run's pause before each turn after the
+	// first, outside every measurement.
+	ThinkTime string `toml:"think_time,omitempty"`
 	// Lengths are the lengths in tokens asked (input_tokens,
 	// output_tokens); nil where none was.
 	Lengths *LengthsInfo `toml:"lengths,omitempty"`
@@ -135,6 +138,9 @@ type PromptsFileInfo struct {
 	Format   string `toml:"format"`
 	Prompts  int    `toml:"prompts"`
 	Sampling string `toml:"sampling"`
+	// Conversations counts a multi-turn run's conversations, whose turns
+	// Prompts counts.
+	Conversations int `toml:"conversations,omitzero"`
 }
 
 // ServerMetricsInfo is the scraping of the servers' own metrics: the

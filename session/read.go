@@ -318,7 +318,7 @@ func parseRecord(field func(col int) string) (Record, error) {
 		}
 	}
 	requestedCol := scheduledCol + 2
-	for i, dst := range []*int{&r.RequestedPromptTokens, &r.RequestedOutputTokens} {
+	for i, dst := range []*int{&r.RequestedPromptTokens, &r.RequestedOutputTokens, &r.Turn} {
 		if *dst, err = parseCount(field(requestedCol + i)); err != nil {
 			return fail(requestedCol+i, err)
 		}

@@ -112,6 +112,9 @@ type Record struct {
 	// the server's own counts in PromptTokens and OutputTokens; 0 where
 	// none was set.
 	RequestedPromptTokens, RequestedOutputTokens int
+	// Turn is a multi-turn conversation's user turn the trial sent (from
+	// 1), its prompt carrying the turns before; 0 for other trials.
+	Turn int
 }
 
 // TTFTFromDueMs is the time from when the request was due to its first
@@ -162,7 +165,7 @@ var Header = []string{"session_id", "arm", "trial", "phase", "status", "error", 
 	"itl_cv", "output_tps", "decode_tps", "server_load_ms", "server_prefill_ms", "server_decode_ms", "energy_j",
 	"energy_quality", "avg_power_w", "j_per_token", "peak_rss_mb", "round", "position", "cached_tokens",
 	"concurrency", "stream", "in_flight", "window", "connection", "ttfo_ms", "reasoning_tokens", "chunks", "itl_per", "delivery",
-	"scheduled_ms", "queue_ms", "requested_prompt_tokens", "requested_output_tokens"}
+	"scheduled_ms", "queue_ms", "requested_prompt_tokens", "requested_output_tokens", "turn"}
 
 // baseColumns is how many of Header's columns every trials CSV has; the
 // ones after them were appended later, and a reader takes a file without
@@ -231,10 +234,11 @@ func (r Record) Fields() []string {
 	return append(out, formatCount(r.Round), formatCount(r.Position), formatCount(r.CachedTokens),
 		formatCount(r.Concurrency), formatCount(r.Stream), formatCount(r.InFlight), r.Window, r.Connection,
 		formatFloat(r.TTFOMs, 3), formatCount(r.ReasoningTokens), formatCount(r.Chunks), r.ITLPer, r.Delivery,
-		formatFloat(r.ScheduledMs, 3), formatFloat(r.QueueMs, 3), formatRequested(r.RequestedPromptTokens), formatRequested(r.RequestedOutputTokens))
+		formatFloat(r.ScheduledMs, 3), formatFloat(r.QueueMs, 3), formatRequested(r.RequestedPromptTokens), formatRequested(r.RequestedOutputTokens), formatRequested(r.Turn))
 }
 
-// formatRequested writes a requested length, empty where none was.
+// formatRequested writes a requested length or a turn, empty where none
+// was.
 func formatRequested(n int) string {
 	if n <= 0 {
 		return ""

@@ -138,15 +138,15 @@ func TestBadTrialsFiles(t *testing.T) {
 		{"bad appended column", good + strings.Replace(row, ",0,0,0,0,0,0,,,", ",0,x,0,0,0,0,,,", 1), `x.csv:2: column position: "x"`},
 		{"bad window", good + strings.Replace(row, ",0,0,0,0,0,0,,,", ",0,0,0,0,0,0,late,,", 1), `x.csv:2: column window: "late"`},
 		{"bad connection", good + strings.Replace(row, ",0,0,0,0,0,0,,,", ",0,0,0,0,0,0,,maybe,", 1), `x.csv:2: column connection: "maybe"`},
-		{"negative reasoning tokens", good + strings.Replace(row, ",0,32,token,,,,,\n", ",-3,32,token,,,,,\n", 1), `x.csv:2: column reasoning_tokens: "-3"`},
-		{"bad itl_per", good + strings.Replace(row, ",0,32,token,,,,,\n", ",0,32,word,,,,,\n", 1), `x.csv:2: column itl_per: "word"`},
-		{"bad delivery", good + strings.Replace(row, ",0,32,token,,,,,\n", ",0,32,token,late,,,,\n", 1), `x.csv:2: column delivery: "late"`},
-		{"negative queue", good + strings.Replace(row, ",0,32,token,,,,,\n", ",0,32,token,,12.5,-1,,\n", 1), `x.csv:2: column queue_ms: "-1"`},
-		{"negative requested tokens", good + strings.Replace(row, ",0,32,token,,,,,\n", ",0,32,token,,,,-8,\n", 1), `x.csv:2: column requested_prompt_tokens: "-8"`},
+		{"negative reasoning tokens", good + strings.Replace(row, ",0,32,token,,,,,,\n", ",-3,32,token,,,,,,\n", 1), `x.csv:2: column reasoning_tokens: "-3"`},
+		{"bad itl_per", good + strings.Replace(row, ",0,32,token,,,,,,\n", ",0,32,word,,,,,,\n", 1), `x.csv:2: column itl_per: "word"`},
+		{"bad delivery", good + strings.Replace(row, ",0,32,token,,,,,,\n", ",0,32,token,late,,,,,\n", 1), `x.csv:2: column delivery: "late"`},
+		{"negative queue", good + strings.Replace(row, ",0,32,token,,,,,,\n", ",0,32,token,,12.5,-1,,,\n", 1), `x.csv:2: column queue_ms: "-1"`},
+		{"negative requested tokens", good + strings.Replace(row, ",0,32,token,,,,,,\n", ",0,32,token,,,,-8,,\n", 1), `x.csv:2: column requested_prompt_tokens: "-8"`},
 		{"empty", "", "x.csv: empty file"},
 		{"only bad rows", good + strings.Replace(row, "100.000", "fast", 1) + "a,b,c\n", `x.csv:2: column e2e_ms: "fast"`},
 		{"bad phase", good + strings.Replace(row, ",timed,", ",cooldown,", 1), "x.csv:2: column phase"},
-		{"missing fields", good + "a,b,c\n", "x.csv:2: 3 fields, expected 47"},
+		{"missing fields", good + "a,b,c\n", "x.csv:2: 3 fields, expected 48"},
 		{"cut header", "session_id,arm,tri", "x.csv:1: the header line is incomplete"},
 	}
 	for _, c := range cases {
@@ -595,5 +595,20 @@ func TestPrefixCacheOfRecords(t *testing.T) {
 	}
 	if PrefixCacheOf([]*Record{rec(-1, 100, 5, PhaseTimed)}) != nil {
 		t.Error("a cache no server told of")
+	}
+}
+
+// A multi-turn arm's TTFT by turn: the median of each turn's timed ok
+// trials, in turn order; nothing for trials with no turn.
+func TestTurnWords(t *testing.T) {
+	rec := func(turn int, ttft float64, status string) *Record {
+		return &Record{Phase: PhaseTimed, Status: status, Turn: turn, Timings: metrics.Timings{TTFTMs: ttft}}
+	}
+	got := TurnWords([]*Record{rec(2, 20, StatusOK), rec(1, 5, StatusOK), rec(2, 30, StatusOK), rec(1, 7, StatusOK), rec(2, 900, StatusError)})
+	if got != "TTFT p50 by turn: turn 1 6.00 ms (n 2), turn 2 25.00 ms (n 2)" {
+		t.Errorf("%q", got)
+	}
+	if TurnWords([]*Record{rec(0, 5, StatusOK)}) != "" {
+		t.Error("turns of a run without any")
 	}
 }

@@ -160,6 +160,8 @@ type ArmSummary struct {
 	// PrefixCache is what a shared-prefix workload's cache served; nil
 	// for other runs.
 	PrefixCache *PrefixCache `toml:"prefix_cache,omitempty"`
+	// Turns says a multi-turn arm's median TTFT by turn; empty for others.
+	Turns string `toml:"turns,omitempty"`
 	// WarmupRatio is median(warmup e2e) / median(timed e2e).
 	WarmupRatio float64 `toml:"warmup_ratio"`
 	// ConvergedAt is the first n from which the running mean of e2e stays

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -115,4 +116,27 @@ func (c *PrefixCache) Words() string {
 		s += fmt.Sprintf("; TTFT p50 %s ms on a hit, %s ms on a miss", FormatValue(c.TTFTHitMs), FormatValue(c.TTFTMissMs))
 	}
 	return s
+}
+
+// TurnWords says, for a multi-turn arm's timed ok trials, the median TTFT
+// of each turn: the history each turn carries lengthens its prompt, so
+// its prefill grows unless the server's cache holds the turns before.
+// "" where no trial had a turn.
+func TurnWords(records []*Record) string {
+	byTurn := map[int][]float64{}
+	for _, r := range records {
+		if r.Turn > 0 && r.Phase == PhaseTimed && r.Status == StatusOK && !math.IsNaN(r.TTFTMs) {
+			byTurn[r.Turn] = append(byTurn[r.Turn], r.TTFTMs)
+		}
+	}
+	if len(byTurn) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, turn := range slices.Sorted(maps.Keys(byTurn)) {
+		v := byTurn[turn]
+		slices.Sort(v)
+		parts = append(parts, fmt.Sprintf("turn %d %s ms (n %d)", turn, FormatValue(metrics.PercentileSorted(v, 0.5)), len(v)))
+	}
+	return "TTFT p50 by turn: " + strings.Join(parts, ", ")
 }

@@ -45,7 +45,11 @@ func Headless(w io.Writer, width int, events <-chan runner.Event) {
 				fmt.Fprintln(w, line)
 			}
 			if f := ev.PromptsFile; f != nil {
-				fmt.Fprintf(w, "prompts: %s, %d %s prompts (sha256 %.12s), in an order seeded by the profile, the same for every arm\n", f.File, f.Prompts, f.Format, f.SHA256)
+				what := fmt.Sprintf("%d %s prompts", f.Prompts, f.Format)
+				if f.Conversations > 0 {
+					what = fmt.Sprintf("%d turns of %d %s conversations, each sent turn by turn", f.Prompts, f.Conversations, f.Format)
+				}
+				fmt.Fprintf(w, "prompts: %s, %s (sha256 %.12s), in an order seeded by the profile, the same for every arm\n", f.File, what, f.SHA256)
 			}
 			fmt.Fprintf(w, "power: %s; %s\nmemory: %s\n", ev.Power.GPU, ev.Power.CPU, ev.Power.RSSProcess)
 			warmup, trials, arms = ev.Warmup, ev.TrialsPerArm, ev.Arms
@@ -216,6 +220,9 @@ func WriteFinished(w io.Writer, width int, arms []string, fin runner.Finished) {
 	for _, a := range arms {
 		if c := fin.Summary[a].PrefixCache; c != nil {
 			writeProse(w, width, "%s %s", a, c.Words())
+		}
+		if turns := fin.Summary[a].Turns; turns != "" {
+			writeProse(w, width, "%s %s", a, turns)
 		}
 	}
 	for _, line := range fin.ServerMetrics.Words() {
