@@ -522,24 +522,64 @@ func powerChart(title string, traces []deviceTrace, trials []*session.Record, or
 			rows++
 		}
 	}
-	if len(trials) <= maxWindows {
-		strip := top * 0.04
-		for _, r := range trials {
-			from := r.StartedAt.Sub(origin).Seconds()
-			to := from + r.E2EMs/1000
-			if math.IsNaN(to) {
-				continue
-			}
-			box := e.polygon(plotter.XYs{{X: from, Y: 0}, {X: to, Y: 0}, {X: to, Y: strip}, {X: from, Y: strip}})
-			box.Color = color.Gray{Y: 90}
-			if r.Phase == session.PhaseWarmup {
-				box.Color = color.Gray{Y: 190}
-			}
-			box.LineStyle.Width = 0
-			p.Add(box)
-		}
-	}
+	trialWindows(p, &e, trials, origin, top)
 	p.Y.Min, p.Y.Max = 0, roomForLegend(0, top, rows)
+	return p, e.err
+}
+
+// trialWindows marks under a chart's curves (a strip 4% of top high)
+// every trial's window on a clock whose zero is origin: timed dark,
+// warmup light; none past maxWindows trials.
+func trialWindows(p *plot.Plot, e *elements, trials []*session.Record, origin time.Time, top float64) {
+	if len(trials) > maxWindows {
+		return
+	}
+	strip := top * 0.04
+	for _, r := range trials {
+		from := r.StartedAt.Sub(origin).Seconds()
+		to := from + r.E2EMs/1000
+		if math.IsNaN(to) {
+			continue
+		}
+		box := e.polygon(plotter.XYs{{X: from, Y: 0}, {X: to, Y: 0}, {X: to, Y: strip}, {X: from, Y: strip}})
+		box.Color = color.Gray{Y: 90}
+		if r.Phase == session.PhaseWarmup {
+			box.Color = color.Gray{Y: 190}
+		}
+		box.LineStyle.Width = 0
+		p.Add(box)
+	}
+}
+
+// serverSeries is one common series of one server over a session, named
+// for the legend.
+type serverSeries struct {
+	name string
+	xys  plotter.XYs
+}
+
+// serverChart draws servers' common series against the scraper's clock
+// (scaled by scale: 100 for a share as a percentage), with the trials'
+// windows under them.
+func serverChart(title, yLabel string, series []serverSeries, scale float64, trials []*session.Record, origin time.Time) (*plot.Plot, error) {
+	var e elements
+	p := newPlot(title, "seconds since the scraper started", yLabel)
+	top := 0.0
+	for i, s := range series {
+		xys := make(plotter.XYs, 0, min(len(s.xys), maxPoints))
+		step := max(1, len(s.xys)/maxPoints)
+		for j := 0; j < len(s.xys); j += step {
+			xys = append(xys, plotter.XY{X: s.xys[j].X, Y: s.xys[j].Y * scale})
+			top = math.Max(top, s.xys[j].Y*scale)
+		}
+		line := e.line(xys)
+		line.LineStyle = lineStyle(figure.Arm(i))
+		p.Add(line)
+		p.Legend.Add(s.name, line)
+	}
+	top = math.Max(top, 1)
+	trialWindows(p, &e, trials, origin, top)
+	p.Y.Min, p.Y.Max = 0, roomForLegend(0, top, len(series))
 	return p, e.err
 }
 

@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
-	"github.com/tokentop/tokentop/backends"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,7 +17,9 @@ import (
 	"time"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 
+	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/session"
 	"github.com/tokentop/tokentop/ui/figure"
@@ -189,8 +190,74 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 		Caption: "The same for each arm's trial with the largest ITL max: where the worst stall fell, and whether it was one spike or a slow stretch. ITL max and CV rise with such spikes far more than the mean does."}, p, err)
 	for _, s := range unique {
 		r.addPower(s, len(unique) > 1)
+		r.addServer(s, len(unique) > 1)
 	}
 	return r, nil
+}
+
+// addServer adds the charts of a session's servers' own metrics, where
+// any were read: the requests they ran and queued, and the shares of
+// their KV cache in use and of prompt tokens their prefix cache served.
+func (r *Report) addServer(s *session.Session, named bool) {
+	stem, info := session.FileStem(s.Path), s.Manifest.ServerMetrics
+	points, warnings, err := session.LoadServerCSV(s)
+	r.Caveats = append(r.Caveats, warnings...)
+	switch {
+	case err != nil:
+		r.Caveats = append(r.Caveats, fmt.Sprintf("%s: its server metrics file could not be read: %v", stem, err))
+		return
+	case len(points) == 0 || info.StartedAt == nil:
+		return
+	}
+	series := func(metrics ...string) []serverSeries {
+		var out []serverSeries
+		for _, metric := range metrics {
+			for server, src := range info.Servers {
+				var xys plotter.XYs
+				for _, pt := range points {
+					if pt.Server == server && pt.Metric == metric {
+						xys = append(xys, plotter.XY{X: pt.AtMs / 1000, Y: pt.Value})
+					}
+				}
+				if len(xys) > 0 {
+					name := commonSeriesNames[metric]
+					if len(info.Servers) > 1 {
+						name = strings.Join(src.Targets, ", ") + ": " + name
+					}
+					out = append(out, serverSeries{name: name, xys: xys})
+				}
+			}
+		}
+		return out
+	}
+	trials := make([]*session.Record, len(s.Records))
+	for i := range s.Records {
+		trials[i] = &s.Records[i]
+	}
+	suffix := ""
+	if named {
+		suffix = ": " + stem
+	}
+	windows := " Under the curves, every trial's window: timed dark, warmup light."
+	if len(s.Records) > maxWindows {
+		windows = fmt.Sprintf(" The %d trials are too many to mark one by one.", len(s.Records))
+	}
+	if q := series(telemetry.CommonRunning, telemetry.CommonWaiting); len(q) > 0 {
+		p, err := serverChart("the server's requests, by its own metrics"+suffix, "requests", q, 1, trials, *info.StartedAt)
+		r.addChart(Chart{Name: "server-requests-" + stem, Caption: "The requests the server ran and queued, as its Prometheus metrics said once a second." + windows}, p, err)
+	}
+	if c := series(telemetry.CommonKVCache, telemetry.CommonPrefixHit); len(c) > 0 {
+		p, err := serverChart("the server's caches, by its own metrics"+suffix, "percent", c, 100, trials, *info.StartedAt)
+		r.addChart(Chart{Name: "server-caches-" + stem, Caption: "The share of the server's KV cache in use, and of prompt tokens its prefix cache served since it started, as its Prometheus metrics said." + windows}, p, err)
+	}
+}
+
+// commonSeriesNames are the common series' legend names.
+var commonSeriesNames = map[string]string{
+	telemetry.CommonRunning:   "running",
+	telemetry.CommonWaiting:   "waiting",
+	telemetry.CommonKVCache:   "KV cache in use",
+	telemetry.CommonPrefixHit: "prefix cache hits",
 }
 
 // addPower adds a session's power chart, or says why it has none.

@@ -473,3 +473,39 @@ func TestAnOpenLoopsReportDrawsItsRates(t *testing.T) {
 		}
 	}
 }
+
+// A session whose server gave its metrics draws them against the
+// scraper's clock, the trials' windows under them: its requests running
+// and waiting, and its caches in percent; a session whose server gave
+// none draws neither.
+func TestTheServersOwnMetricsAreDrawn(t *testing.T) {
+	s := syntheticSession(t, 20, 1, 1.2)
+	start := s.Manifest.CreatedAt
+	var rows strings.Builder
+	rows.WriteString(strings.Join(session.ServerHeader, ",") + "\n")
+	for k := range 10 {
+		at := float64(k) * 1000
+		fmt.Fprintf(&rows, "%.3f,0,llamacpp:requests_processing,,%d\n%.3f,0,tokentop:requests_running,,%d\n%.3f,0,tokentop:requests_waiting,,%d\n%.3f,0,tokentop:prefix_cache_hit_rate,,%g\n",
+			at, k%3, at, k%3, at, k%2, at, 0.1*float64(k))
+	}
+	s.Manifest.ServerMetrics = &session.ServerMetricsInfo{File: s.Manifest.ID + ".server.csv", IntervalMs: 1000, StartedAt: &start,
+		Servers: []session.ServerMetricsSource{{Targets: []string{"llamacpp"}, URL: "http://127.0.0.1:8080/metrics", Status: "scraped"}}}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(s.Path), s.Manifest.ServerMetrics.File), []byte(rows.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	has := func(r *Report) map[string]bool {
+		names := map[string]bool{}
+		for _, c := range r.Charts {
+			names[c.Name] = true
+		}
+		return names
+	}
+	names := has(buildRun(t, s))
+	if !names["server-requests-"+s.Manifest.ID] || !names["server-caches-"+s.Manifest.ID] {
+		t.Errorf("charts %v", names)
+	}
+	s.Manifest.ServerMetrics.Servers[0].Status = "none: HTTP 501"
+	if names := has(buildRun(t, s)); names["server-requests-"+s.Manifest.ID] {
+		t.Errorf("a server with no metrics drew %v", names)
+	}
+}
