@@ -93,7 +93,7 @@ func (b *lengthBank) prompts(ctx context.Context, backend backends.Backend, leng
 		}
 		switch {
 		case err == nil:
-			return texts, counted, "made to length with the server's own tokenizer"
+			return texts, counted, madeWords(lengths, counted)
 		case errors.Is(err, backends.ErrNoTokenizer):
 			why = untrusted.Line(err.Error())
 		default:
@@ -105,6 +105,24 @@ func (b *lengthBank) prompts(ctx context.Context, backend backends.Backend, leng
 	}
 	return texts, counted, fmt.Sprintf("estimated from words at %g a token (%s): the server's prompt_tokens are the real lengths", profiles.WordsPerToken, why)
 }
+
+// madeWords says how prompts made with the server's tokenizer came out:
+// each exactly its length, or how many missed it and by how much (a cut
+// between tokens that merges or splits at every try).
+func madeWords(lengths, counted []int) string {
+	missed, most := 0, 0
+	for k, n := range lengths {
+		if d := abs(counted[k] - n); d > 0 {
+			missed, most = missed+1, max(most, d)
+		}
+	}
+	if missed == 0 {
+		return "made to length with the server's own tokenizer"
+	}
+	return fmt.Sprintf("made with the server's own tokenizer, but %d of %d prompts missed their length by up to %d tokens", missed, len(lengths), most)
+}
+
+func abs(n int) int { return max(n, -n) }
 
 // entry is the bank's entry for trial.
 func (b *lengthBank) entry(trial int) int { return (trial - 1) % len(b.inputs) }
