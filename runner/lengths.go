@@ -64,12 +64,12 @@ func makeLengthBank(ctx context.Context, plan *Plan, bs []backends.Backend) *len
 	}
 	for t := range plan.Targets {
 		if p.InputTokens.Set() {
-			texts, counted, how := b.prompts(ctx, bs[t], b.inputs, uint64(p.Seed))
+			texts, counted, how := b.prompts(ctx, plan, bs[t], b.inputs, uint64(p.Seed))
 			b.texts, b.counted, b.how = append(b.texts, texts), append(b.counted, counted), append(b.how, how)
 		}
 		if p.PrefixTokens > 0 {
 			lengths := slices.Repeat([]int{p.PrefixTokens}, p.PrefixGroups)
-			prefixes, _, how := b.prompts(ctx, bs[t], lengths, uint64(p.Seed)^0x707265666978)
+			prefixes, _, how := b.prompts(ctx, plan, bs[t], lengths, uint64(p.Seed)^0x707265666978)
 			b.prefixes = append(b.prefixes, prefixes)
 			if !p.InputTokens.Set() {
 				b.how = append(b.how, how)
@@ -80,24 +80,35 @@ func makeLengthBank(ctx context.Context, plan *Plan, bs []backends.Backend) *len
 }
 
 // prompts are prompts of the lengths as backend's tokenizer makes them,
-// or of estimated words where it has none or it fails.
-func (b *lengthBank) prompts(ctx context.Context, backend backends.Backend, lengths []int, seed uint64) ([]string, []int, string) {
+// else (it has none, or it fails) as the plan's --tokenizer file's does,
+// else of estimated words; and how they were made.
+func (b *lengthBank) prompts(ctx context.Context, plan *Plan, backend backends.Backend, lengths []int, seed uint64) ([]string, []int, string) {
 	texts, counted := make([]string, len(lengths)), make([]int, len(lengths))
-	why := backends.ErrNoTokenizer.Error()
-	if tok, ok := backend.(backends.Tokenizer); ok {
-		var err error
+	build := func(tok backends.Tokenizer) error {
 		for k, n := range lengths {
+			var err error
 			if texts[k], counted[k], err = profiles.ExactPrompt(ctx, tok, n, seed<<16^uint64(k)); err != nil {
-				break
+				return err
 			}
 		}
+		return nil
+	}
+	why := backends.ErrNoTokenizer.Error()
+	if tok, ok := backend.(backends.Tokenizer); ok {
+		err := build(tok)
 		switch {
 		case err == nil:
-			return texts, counted, madeWords(lengths, counted)
+			return texts, counted, madeWords(lengths, counted, "the server's own tokenizer")
 		case errors.Is(err, backends.ErrNoTokenizer):
 			why = untrusted.Line(err.Error())
 		default:
 			why = "its tokenizer failed: " + untrusted.Line(err.Error())
+		}
+	}
+	if plan.Tokenizer != nil {
+		if err := build(plan.Tokenizer); err == nil {
+			return texts, counted, madeWords(lengths, counted, "the tokenizer of "+plan.TokenizerFile) +
+				" (not the server's: " + why + "; its own counts are each trial's prompt_tokens)"
 		}
 	}
 	for k, n := range lengths {
@@ -109,7 +120,7 @@ func (b *lengthBank) prompts(ctx context.Context, backend backends.Backend, leng
 // madeWords says how prompts made with the server's tokenizer came out:
 // each exactly its length, or how many missed it and by how much (a cut
 // between tokens that merges or splits at every try).
-func madeWords(lengths, counted []int) string {
+func madeWords(lengths, counted []int, tokenizer string) string {
 	missed, most := 0, 0
 	for k, n := range lengths {
 		if d := abs(counted[k] - n); d > 0 {
@@ -117,9 +128,9 @@ func madeWords(lengths, counted []int) string {
 		}
 	}
 	if missed == 0 {
-		return "made to length with the server's own tokenizer"
+		return "made to length with " + tokenizer
 	}
-	return fmt.Sprintf("made with the server's own tokenizer, but %d of %d prompts missed their length by up to %d tokens", missed, len(lengths), most)
+	return fmt.Sprintf("made with %s, but %d of %d prompts missed their length by up to %d tokens", tokenizer, missed, len(lengths), most)
 }
 
 func abs(n int) int { return max(n, -n) }

@@ -2,12 +2,15 @@ package runner
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/builtin"
+	"github.com/tokentop/tokentop/backends/replay"
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/session"
 )
@@ -166,5 +169,36 @@ func TestASharedPrefixIsMeasuredOnPurpose(t *testing.T) {
 	m, _ := session.ReadManifest(fin.Manifest)
 	if l := m.Profile.Lengths; l == nil || l.PrefixTokens != 30 || l.PrefixGroups != 2 {
 		t.Errorf("lengths %+v", l)
+	}
+}
+
+// --tokenizer makes the prompts of a backend with no tokenizer with a
+// GGUF file's (the fixtures' stories260K.gguf), exactly, and says it is
+// not the server's; without input_tokens it is refused.
+func TestATokenizerFileMakesPromptsForAServerWithNone(t *testing.T) {
+	gguf := filepath.Join(replay.FixturesDir(t), "..", "models", "stories260K.gguf")
+	plan := testPlan(t, 0, 3, "greedy")
+	plan.Profile.InputTokens = profiles.TokenLength{Fixed: 40}
+	tok, err := builtin.GGUFTokenizer(gguf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Tokenizer, plan.TokenizerFile = tok, "stories260K.gguf"
+	fake := &fakeBackend{delays: []time.Duration{0}}
+	if _, err, _ := runPlan(t, context.Background(), plan, fake); err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range fake.requests {
+		if ids, _ := tok.Tokenize(context.Background(), req.Prompt, true); len(ids) != 40 {
+			t.Errorf("a prompt of %d tokens: %q", len(ids), req.Prompt)
+		}
+	}
+	b := makeLengthBank(context.Background(), plan, []backends.Backend{fake})
+	if !strings.HasPrefix(b.how[0], "made to length with the tokenizer of stories260K.gguf (not the server's: this backend has no tokenizer tokentop can ask") {
+		t.Errorf("how %q", b.how[0])
+	}
+	plain := testPlan(t, 0, 3, "greedy")
+	if _, err := Resolve(&plain.Profile, Options{Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride, Tokenizer: gguf}); err == nil || !strings.Contains(err.Error(), "--tokenizer makes the prompts of input_tokens") {
+		t.Errorf("--tokenizer alone: %v", err)
 	}
 }

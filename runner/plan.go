@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/builtin"
 	"github.com/tokentop/tokentop/backends/registry"
 	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/profiles"
@@ -105,6 +106,9 @@ type Options struct {
 	InputTokens, OutputTokens *profiles.TokenLength
 	// MultiTurn sends the prompts file's conversations turn by turn.
 	MultiTurn bool
+	// Tokenizer is a GGUF file whose tokenizer makes input_tokens'
+	// prompts for a server with none tokentop can ask.
+	Tokenizer string
 	// Duration ends each load arm after that much steady load (0: the
 	// profile's, if any).
 	Duration time.Duration
@@ -142,6 +146,10 @@ type Plan struct {
 	// is its file's digest, for the manifest.
 	// ServerMetrics is Options.ServerMetrics.
 	ServerMetrics string
+	// Tokenizer is Options.Tokenizer's, read from TokenizerFile; nil
+	// without one.
+	Tokenizer     backends.Tokenizer
+	TokenizerFile string
 	Trace         *arrival.Trace
 	TraceSHA256   string
 	TraceSpeed    float64
@@ -260,6 +268,15 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	}
 	if opts.MultiTurn {
 		p.MultiTurn = true
+	}
+	if opts.Tokenizer != "" {
+		if !p.InputTokens.Set() && p.PrefixTokens == 0 {
+			return nil, errors.New("--tokenizer makes the prompts of input_tokens and prefix_tokens; set one of them too")
+		}
+		if plan.Tokenizer, err = builtin.GGUFTokenizer(opts.Tokenizer); err != nil {
+			return nil, fmt.Errorf("--tokenizer: %w", err)
+		}
+		plan.TokenizerFile = filepath.Base(opts.Tokenizer)
 	}
 	if msg := p.ApplyTurns(); msg != "" {
 		return nil, fmt.Errorf("--multi-turn: %s", msg)

@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strconv"
 	"strings"
@@ -120,7 +121,7 @@ func (b *Backend) Tokenize(ctx context.Context, text string, special bool) ([]in
 	if b.engine == nil {
 		return nil, errors.New("the engine is not loaded yet: probe it first")
 	}
-	return b.engine.Model.Tokenizer.Encode(text, special), nil
+	return textTokenizer{b.engine.Model.Tokenizer}.Tokenize(ctx, text, special)
 }
 
 // Detokenize is the text of tokens, as the engine prints them.
@@ -128,11 +129,41 @@ func (b *Backend) Detokenize(ctx context.Context, tokens []int) (string, error) 
 	if b.engine == nil {
 		return "", errors.New("the engine is not loaded yet: probe it first")
 	}
+	return textTokenizer{b.engine.Model.Tokenizer}.Detokenize(ctx, tokens)
+}
+
+// textTokenizer is a Tokenizer as a backends.Tokenizer.
+type textTokenizer struct{ tok *Tokenizer }
+
+func (t textTokenizer) Tokenize(_ context.Context, text string, special bool) ([]int, error) {
+	return t.tok.Encode(text, special), nil
+}
+
+func (t textTokenizer) Detokenize(_ context.Context, tokens []int) (string, error) {
 	var out strings.Builder
 	prev := -1
-	for _, t := range tokens {
-		out.WriteString(b.engine.Model.Tokenizer.Decode(prev, t))
-		prev = t
+	for _, id := range tokens {
+		out.WriteString(t.tok.Decode(prev, id))
+		prev = id
 	}
 	return out.String(), nil
+}
+
+// GGUFTokenizer is the tokenizer a GGUF file holds, to count and make
+// prompts for a server that has none tokentop can ask (--tokenizer). The
+// file is mapped, and its weights never read.
+func GGUFTokenizer(path string) (backends.Tokenizer, error) {
+	data, err := mapFile(path)
+	if err != nil {
+		return nil, err
+	}
+	g, err := ParseGGUF(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	tok, err := ggufTokenizer(g)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return textTokenizer{tok}, nil
 }
