@@ -86,8 +86,13 @@ func (b *lengthBank) prompts(ctx context.Context, plan *Plan, backend backends.B
 	texts, counted := make([]string, len(lengths)), make([]int, len(lengths))
 	build := func(tok backends.Tokenizer) error {
 		for k, n := range lengths {
+			// A server that hangs on its tokenizer holds the run's start
+			// no longer than a trial's timeout a prompt.
+			promptCtx, cancel := context.WithTimeout(ctx, plan.Profile.TrialTimeout)
 			var err error
-			if texts[k], counted[k], err = profiles.ExactPrompt(ctx, tok, n, seed<<16^uint64(k)); err != nil {
+			texts[k], counted[k], err = profiles.ExactPrompt(promptCtx, tok, n, seed<<16^uint64(k))
+			cancel()
+			if err != nil {
 				return err
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/backends/builtin"
+	"github.com/tokentop/tokentop/backends/llamacpp"
 	"github.com/tokentop/tokentop/backends/replay"
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/session"
@@ -200,5 +201,25 @@ func TestATokenizerFileMakesPromptsForAServerWithNone(t *testing.T) {
 	plain := testPlan(t, 0, 3, "greedy")
 	if _, err := Resolve(&plain.Profile, Options{Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride, Tokenizer: gguf}); err == nil || !strings.Contains(err.Error(), "--tokenizer makes the prompts of input_tokens") {
 		t.Errorf("--tokenizer alone: %v", err)
+	}
+}
+
+// A server whose tokenizer hangs holds the run's start for a trial's
+// timeout, then its prompts are estimated, and the manifest says why.
+func TestAHungTokenizerIsWaitedForBoundedly(t *testing.T) {
+	srv := replay.NewServer(t, replay.Route{"POST /tokenize": replay.Hang()})
+	b, err := llamacpp.Kind.Open(backends.Config{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := testPlan(t, 0, 2, "greedy")
+	plan.Profile.InputTokens, plan.Profile.TrialTimeout = profiles.TokenLength{Fixed: 16}, 100*time.Millisecond
+	began := time.Now()
+	bank := makeLengthBank(context.Background(), plan, []backends.Backend{b})
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("the bank took %v", took)
+	}
+	if !strings.HasPrefix(bank.how[0], "estimated from words at 0.75 a token (its tokenizer failed: ") || !strings.Contains(bank.how[0], "deadline") {
+		t.Errorf("how %q", bank.how[0])
 	}
 }
