@@ -21,8 +21,12 @@ type TokenLength struct {
 	Min, Max int
 }
 
-// MaxPrefixGroups bounds prefix_groups: each is made before the run.
-const MaxPrefixGroups = 256
+// MaxPrefixGroups bounds prefix_groups: each is made before the run;
+// MaxTurns bounds turns.
+const (
+	MaxPrefixGroups = 256
+	MaxTurns        = 64
+)
 
 // MaxInputTokens bounds input_tokens: past any model's context today;
 // MaxOutputTokens bounds output_tokens as max_tokens is bounded.

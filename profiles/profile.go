@@ -83,6 +83,9 @@ type Profile struct {
 	// outside every measurement.
 	MultiTurn bool   `toml:"multi_turn"`
 	ThinkTime string `toml:"think_time"`
+	// Turns makes synthetic conversations of that many user turns of
+	// input_tokens each, their history's replies output_tokens long.
+	Turns int `toml:"turns"`
 	// Concurrency keeps that many requests in flight per arm, a closed
 	// loop; several levels make a sweep (see Levels).
 	Concurrency Levels `toml:"concurrency"`
@@ -503,7 +506,7 @@ func allowedKeys(k toml.Key) string {
 	case len(k) > 1 && k[0] == "models":
 		return "one model name per backend kind, e.g. ollama = \"gemma3:270m\""
 	default:
-		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompts_file, input_tokens, output_tokens, prefix_tokens, prefix_groups, multi_turn, think_time, prompt_cache, fixed_length, think, concurrency, rate, arrival, burstiness, max_concurrency, duration, together, [models], [[arms]], [stop], [slo]"
+		return "name, description, max_tokens, warmup, trials, timeout, order, seed, usd_per_hour, api_key_env, prompts, prompts_file, input_tokens, output_tokens, prefix_tokens, prefix_groups, multi_turn, turns, think_time, prompt_cache, fixed_length, think, concurrency, rate, arrival, burstiness, max_concurrency, duration, together, [models], [[arms]], [stop], [slo]"
 	}
 }
 
@@ -598,11 +601,20 @@ func (p *Profile) resolve(file string) error {
 		switch {
 		case err != nil || d < 0:
 			bad(-1, "think_time", "%q is not a duration; write it like \"2s\"", p.ThinkTime)
-		case !p.MultiTurn:
-			bad(-1, "think_time", "is the pause between a conversation's turns; set multi_turn = true too")
+		case !p.MultiTurn && p.Turns < 2:
+			bad(-1, "think_time", "is the pause between a conversation's turns; set multi_turn = true or turns too")
 		default:
 			p.ThinkPause = d
 		}
+	}
+	switch {
+	case p.Turns == 0:
+	case p.Turns < 2 || p.Turns > MaxTurns:
+		bad(-1, "turns", "%d is out of range; use 2 to %d user turns a conversation", p.Turns, MaxTurns)
+	case !p.InputTokens.Set():
+		bad(-1, "turns", "makes each user turn input_tokens long; set input_tokens too")
+	case p.MultiTurn:
+		bad(-1, "turns", "makes conversations of its own; drop multi_turn (a file's conversations) or turns")
 	}
 	switch {
 	case p.PrefixTokens < 0 || p.PrefixTokens > MaxInputTokens:

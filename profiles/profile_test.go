@@ -331,3 +331,23 @@ func TestEveryProblemOfAProfileAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// Synthetic turns need a length for each turn, and go with no file's
+// conversations.
+func TestTurnsKeys(t *testing.T) {
+	for _, c := range []struct{ keys, want string }{
+		{"turns = 3", "turns: makes each user turn input_tokens long"},
+		{"input_tokens = 8\nturns = 1", "turns: 1 is out of range; use 2 to 64"},
+		{"input_tokens = 8\nturns = 65", "turns: 65 is out of range"},
+		{"think_time = \"1s\"", "think_time: is the pause between a conversation's turns"},
+	} {
+		_, err := Parse("p.toml", []byte(strings.Replace(validProfile, `prompts = ["hi"]`, `prompts = ["hi"]`+"\n"+c.keys, 1)))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.keys, err, c.want)
+		}
+	}
+	p, err := Parse("p.toml", []byte(strings.Replace(validProfile, `prompts = ["hi"]`, "input_tokens = 8\nturns = 4\nthink_time = \"2s\"", 1)))
+	if err != nil || p.Turns != 4 || p.ThinkPause != 2*time.Second {
+		t.Errorf("%+v %v", p, err)
+	}
+}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,11 @@ type lengthBank struct {
 	// prefixes' texts; nil without prefix_tokens.
 	groups   []int
 	prefixes [][]string
+	// turns is a synthetic conversation's user turns (0: none): entry k
+	// is turn k%turns+1 of conversation k/turns, and replies per target
+	// the history's reply after each entry's turn.
+	turns   int
+	replies [][]string
 }
 
 // makeLengthBank draws the lengths and makes each target's prompts with
@@ -46,7 +52,10 @@ func makeLengthBank(ctx context.Context, plan *Plan, bs []backends.Backend) *len
 	if c, ok := plan.Stop.(TrialCap); ok {
 		n = min(n, max(1, c.N+p.Warmup))
 	}
-	b := &lengthBank{inputs: make([]int, n), outputs: make([]int, n)}
+	if p.Turns > 1 { // whole conversations
+		n = max(p.Turns, n/p.Turns*p.Turns)
+	}
+	b := &lengthBank{inputs: make([]int, n), outputs: make([]int, n), turns: p.Turns}
 	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0x6c656e67746873))
 	for k := range n {
 		if p.InputTokens.Set() {
@@ -66,6 +75,14 @@ func makeLengthBank(ctx context.Context, plan *Plan, bs []backends.Backend) *len
 		if p.InputTokens.Set() {
 			texts, counted, how := b.prompts(ctx, plan, bs[t], b.inputs, uint64(p.Seed))
 			b.texts, b.counted, b.how = append(b.texts, texts), append(b.counted, counted), append(b.how, how)
+		}
+		if p.Turns > 1 {
+			lengths := make([]int, n)
+			for k := range lengths {
+				lengths[k] = cmp.Or(b.outputs[k], p.MaxTokens)
+			}
+			replies, _, _ := b.prompts(ctx, plan, bs[t], lengths, uint64(p.Seed)^0x7265706c79)
+			b.replies = append(b.replies, replies)
 		}
 		if p.PrefixTokens > 0 {
 			lengths := slices.Repeat([]int{p.PrefixTokens}, p.PrefixGroups)
@@ -149,7 +166,7 @@ func (p *Plan) lengthsInfo(b *lengthBank) *session.LengthsInfo {
 	if b == nil {
 		return nil
 	}
-	info := &session.LengthsInfo{Prompts: len(b.inputs), PrefixTokens: p.Profile.PrefixTokens, PrefixGroups: p.Profile.PrefixGroups}
+	info := &session.LengthsInfo{Prompts: len(b.inputs), PrefixTokens: p.Profile.PrefixTokens, PrefixGroups: p.Profile.PrefixGroups, Turns: b.turns}
 	if l := p.Profile.InputTokens; l.Set() {
 		info.InputTokens = l.String()
 	}

@@ -223,3 +223,38 @@ func TestAHungTokenizerIsWaitedForBoundedly(t *testing.T) {
 		t.Errorf("how %q", bank.how[0])
 	}
 }
+
+// Synthetic conversations: turns = 3 makes conversations of three user
+// turns of input_tokens each, turn u carrying the turns before it and
+// made replies of the output length; each trial keeps its turn, and only
+// a first turn claims an exact prompt length.
+func TestSyntheticConversationsAreSentTurnByTurn(t *testing.T) {
+	fake := &wordTokenizer{fakeBackend: &fakeBackend{delays: []time.Duration{0, 0, 0, 0, 0}}}
+	plan := testPlan(t, 0, 6, "greedy")
+	plan.Profile.InputTokens, plan.Profile.OutputTokens, plan.Profile.Turns = profiles.TokenLength{Fixed: 10}, profiles.TokenLength{Fixed: 5}, 3
+	status, err, events := runPlan(t, context.Background(), plan, fake)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	for k, r := range trials(events) {
+		turn := k%3 + 1
+		want := 0
+		if turn == 1 {
+			want = 10
+		}
+		if r.Turn != turn || r.RequestedPromptTokens != want {
+			t.Errorf("trial %d: turn %d asking %d prompt tokens; want turn %d asking %d", r.Trial, r.Turn, r.RequestedPromptTokens, turn, want)
+		}
+		req := fake.requests[k]
+		if len(req.Messages) != 2*turn-1 || len(strings.Fields(req.Messages[len(req.Messages)-1].Content)) != 9 {
+			t.Fatalf("turn %d sent %+v", turn, req.Messages)
+		}
+		if turn > 1 && (req.Messages[1].Role != "assistant" || len(strings.Fields(req.Messages[1].Content)) != 4) {
+			t.Errorf("turn %d's history %+v", turn, req.Messages)
+		}
+	}
+	m, _ := session.ReadManifest(eventsOf[Finished](events)[0].Manifest)
+	if l := m.Profile.Lengths; l == nil || l.Turns != 3 {
+		t.Errorf("lengths %+v", l)
+	}
+}

@@ -296,7 +296,7 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 		}
 		p.SLO.Goodput = opts.Goodput
 	}
-	if p.MultiTurn && (p.RunsLoad() || plan.Trace != nil) {
+	if (p.MultiTurn || p.Turns > 1) && (p.RunsLoad() || plan.Trace != nil) {
 		return nil, errors.New("multi_turn sends each arm's conversations one turn at a time, in order; it does not run under --concurrency, --rate or --trace yet")
 	}
 	if p.SLO.Enabled() && !p.RunsLoad() && plan.Trace == nil {

@@ -38,10 +38,24 @@ func (r *run) promptOf(arm, trial int) (chosenPrompt, int) {
 	if b == nil {
 		return c, id
 	}
-	k := b.entry(trial)
+	k, target := b.entry(trial), r.plan.ArmTarget[arm]
 	if b.texts != nil {
-		c.Prompt, id = profiles.Prompt{Text: b.texts[r.plan.ArmTarget[arm]][k]}, k
+		c.Prompt, id = profiles.Prompt{Text: b.texts[target][k]}, k
 		c.RequestedTokens = b.inputs[k]
+	}
+	if b.turns > 1 {
+		// Turn u of its conversation carries the turns before it and
+		// their made replies; its length is the history's and its own.
+		first := k / b.turns * b.turns
+		for j := first; j < k; j++ {
+			c.Messages = append(c.Messages, backends.Message{Role: "user", Content: b.texts[target][j]},
+				backends.Message{Role: "assistant", Content: b.replies[target][j]})
+		}
+		c.Messages = append(c.Messages, backends.Message{Role: "user", Content: b.texts[target][k]})
+		c.Text, c.Turn, c.ConversationID = profiles.JoinMessages(c.Messages), k-first+1, first/b.turns
+		if k > first {
+			c.RequestedTokens = 0
+		}
 	}
 	if b.outputs[k] > 0 {
 		c.MaxTokens, c.RequestedOutput = b.outputs[k], b.outputs[k]

@@ -185,6 +185,9 @@ type LengthsInfo struct {
 	// prompt opened with one of that many system prompts of that length.
 	PrefixTokens int `toml:"prefix_tokens,omitzero"`
 	PrefixGroups int `toml:"prefix_groups,omitzero"`
+	// Turns is a synthetic conversation's user turns, each input_tokens
+	// long, the replies in its history output_tokens (or max_tokens) long.
+	Turns int `toml:"turns,omitzero"`
 }
 
 // SLOInfo bounds each request's latencies (0: not bounded); Goodput is the

@@ -50,6 +50,9 @@ func (l *LengthsInfo) Words() []string {
 			out = append(out, "  "+t)
 		}
 	}
+	if l.Turns > 1 {
+		out = append(out, fmt.Sprintf("conversations of %d user turns, each carrying the turns before it with made replies of the output length, sent turn by turn", l.Turns))
+	}
 	if l.PrefixTokens > 0 {
 		out = append(out, fmt.Sprintf("shared prefix: each prompt opens with one of %d system prompts of %d tokens", l.PrefixGroups, l.PrefixTokens))
 		if l.InputTokens == "" {
