@@ -203,7 +203,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			return err
 		})
 	}
-	fs.StringVar(&opts.Tokenizer, "tokenizer", "", "a GGUF file whose tokenizer makes --input-tokens' prompts where the server has none tokentop can ask (Ollama, vLLM)")
+	fs.StringVar(&opts.Tokenizer, "tokenizer", "", "a GGUF file whose tokenizer makes --input-tokens' prompts where the server has none tokentop can ask (Ollama, SGLang)")
 	fs.BoolVar(&opts.MultiTurn, "multi-turn", false, "with --prompts-file of conversations: send each conversation's turns in order, each carrying the conversation so far")
 	fs.StringVar(&opts.ServerMetrics, "server-metrics", "", "where the servers' Prometheus metrics are read each second into <stem>.server.csv (default: each server's own /metrics), or off")
 	fs.StringVar(&opts.PromptsFile, "prompts-file", "", "draw the prompts from a file, in a seeded order every arm shares: plain text (one per line), JSONL ({\"prompt\"}, {\"text\"} or {\"messages\"} per line) or ShareGPT JSON")

@@ -55,6 +55,9 @@ type Backend struct {
 	// thinking only as reasoning_effort; vllm when it is vLLM, which
 	// sends a usage with every chunk when asked (continuous_usage_stats).
 	ollama, vllm bool
+	// model is the served model Probe found, which vLLM's tokenizer
+	// endpoints name.
+	model string
 }
 
 // New makes a backend for cfg; Endpoint "" means "completions", which sends
@@ -325,6 +328,7 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 	if info.Model == "" {
 		return info, fmt.Errorf("model %q is not served at %s; it offers: %s", model, b.base, strings.Join(info.Models, ", "))
 	}
+	b.model = info.Model
 	return info, nil
 }
 
@@ -363,23 +367,31 @@ func (b *Backend) identify(ctx context.Context, info *backends.Info) error {
 }
 
 // Tokenize counts text in the server's own tokens, where it is
-// llama-server (its /tokenize at the root); other servers' are not known.
+// llama-server or vLLM (each's /tokenize at the root); other servers'
+// are not known.
 func (b *Backend) Tokenize(ctx context.Context, text string, special bool) ([]int, error) {
-	if !b.llamaServer {
-		return nil, errNoTokenizer
+	switch {
+	case b.llamaServer:
+		return b.conn.LlamaTokenize(ctx, b.root(), text, special)
+	case b.vllm:
+		return b.conn.VLLMTokenize(ctx, b.root(), b.model, text, special)
 	}
-	return b.conn.LlamaTokenize(ctx, b.root(), text, special)
+	return nil, errNoTokenizer
 }
 
-// Detokenize is the text of tokens, where the server is llama-server.
+// Detokenize is the text of tokens, where the server is llama-server or
+// vLLM.
 func (b *Backend) Detokenize(ctx context.Context, tokens []int) (string, error) {
-	if !b.llamaServer {
-		return "", errNoTokenizer
+	switch {
+	case b.llamaServer:
+		return b.conn.LlamaDetokenize(ctx, b.root(), tokens)
+	case b.vllm:
+		return b.conn.VLLMDetokenize(ctx, b.root(), b.model, tokens)
 	}
-	return b.conn.LlamaDetokenize(ctx, b.root(), tokens)
+	return "", errNoTokenizer
 }
 
-var errNoTokenizer = fmt.Errorf("%w: tokentop knows this server's tokenizer only where it is llama-server (its /tokenize)", backends.ErrNoTokenizer)
+var errNoTokenizer = fmt.Errorf("%w: tokentop knows this server's tokenizer only where it is llama-server or vLLM (their /tokenize)", backends.ErrNoTokenizer)
 
 // root is the server's address without the API's path.
 func (b *Backend) root() string {

@@ -362,3 +362,54 @@ func TestAConversationGoesAsItsMessages(t *testing.T) {
 		}
 	}
 }
+
+// vLLM's tokenizer is asked at its root, in the shape of its
+// vllm/entrypoints/serve/tokenize/protocol.py (TokenizeCompletionRequest:
+// model, prompt, add_special_tokens → tokens, count, max_model_len;
+// DetokenizeRequest: model, tokens → prompt); no vLLM recording exists
+// here, so this server is scripted from that source. A server that is
+// neither vLLM nor llama-server has no tokenizer tokentop can ask.
+func TestVLLMsTokenizerIsAskedInItsShape(t *testing.T) {
+	var bodies []map[string]any
+	srv := replay.NewServer(t, replay.Route{
+		"GET /v1/models": func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte(`{"object":"list","data":[{"id":"meta-llama/Llama-3.2-1B","object":"model"}]}`))
+		},
+		"GET /version": func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"version":"0.11.0"}`)) },
+		"POST /tokenize": func(w http.ResponseWriter, r *http.Request) {
+			var body map[string]any
+			json.NewDecoder(r.Body).Decode(&body)
+			bodies = append(bodies, body)
+			w.Write([]byte(`{"count":3,"max_model_len":131072,"tokens":[128000,9906,1917],"token_strs":null}`))
+		},
+		"POST /detokenize": func(w http.ResponseWriter, r *http.Request) {
+			var body map[string]any
+			json.NewDecoder(r.Body).Decode(&body)
+			bodies = append(bodies, body)
+			w.Write([]byte(`{"prompt":"Hello world"}`))
+		},
+	})
+	b, err := New(backends.Config{URL: srv.URL + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := b.(backends.Tokenizer)
+	if _, err := tok.Tokenize(context.Background(), "x", true); !errors.Is(err, backends.ErrNoTokenizer) {
+		t.Fatalf("before the probe knew the server: %v", err)
+	}
+	if _, err := b.Probe(context.Background(), "meta-llama/Llama-3.2-1B"); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := tok.Tokenize(context.Background(), "Hello world", true)
+	if err != nil || !slices.Equal(ids, []int{128000, 9906, 1917}) {
+		t.Fatalf("tokens %v %v", ids, err)
+	}
+	text, err := tok.Detokenize(context.Background(), []int{9906, 1917})
+	if err != nil || text != "Hello world" {
+		t.Fatalf("text %q %v", text, err)
+	}
+	if len(bodies) != 2 || bodies[0]["model"] != "meta-llama/Llama-3.2-1B" || bodies[0]["prompt"] != "Hello world" || bodies[0]["add_special_tokens"] != true ||
+		bodies[1]["model"] != "meta-llama/Llama-3.2-1B" || len(bodies[1]["tokens"].([]any)) != 2 {
+		t.Errorf("requests %v", bodies)
+	}
+}

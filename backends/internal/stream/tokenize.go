@@ -38,3 +38,23 @@ func (c *Conn) LlamaDetokenize(ctx context.Context, root string, tokens []int) (
 	err := c.postInto(ctx, root+"/detokenize", map[string]any{"tokens": tokens}, &out)
 	return out.Content, err
 }
+
+// VLLMTokenize asks vLLM at root for text's tokens of model (its
+// /tokenize: {"model", "prompt", "add_special_tokens"} → {"tokens"}).
+func (c *Conn) VLLMTokenize(ctx context.Context, root, model, text string, special bool) ([]int, error) {
+	var out struct {
+		Tokens []int `json:"tokens"`
+	}
+	err := c.postInto(ctx, root+"/tokenize", map[string]any{"model": model, "prompt": text, "add_special_tokens": special}, &out)
+	return out.Tokens, err
+}
+
+// VLLMDetokenize asks vLLM at root for the text of tokens (its
+// /detokenize: {"model", "tokens"} → {"prompt"}).
+func (c *Conn) VLLMDetokenize(ctx context.Context, root, model string, tokens []int) (string, error) {
+	var out struct {
+		Prompt string `json:"prompt"`
+	}
+	err := c.postInto(ctx, root+"/detokenize", map[string]any{"model": model, "tokens": tokens}, &out)
+	return out.Prompt, err
+}
