@@ -79,6 +79,10 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 			"decode_read_mb": strconv.FormatFloat(float64(m.Weights.BytesPerToken())/1e6, 'f', 3, 64),
 			"kernels":        KernelName,
 		}}
+	if len(m.KeptAsIs) > 0 {
+		info.Details["kept_as_is"] = fmt.Sprintf("%d matrices stay as stored, their rows not a whole number of %d-weight blocks: %s",
+			len(m.KeptAsIs), GroupSize, strings.Join(m.KeptAsIs, ", "))
+	}
 	return info, nil
 }
 

@@ -95,8 +95,8 @@ func TestSyntheticShapesRunAndAreDeterministic(t *testing.T) {
 	run := func(threads int, q8 bool) []int {
 		w := Synthetic(shape, 9)
 		if q8 {
-			if err := w.quantize(); err != nil {
-				t.Fatal(err)
+			if kept := w.quantize(); kept != nil {
+				t.Fatalf("kept %v of a shape of whole blocks", kept)
 			}
 		}
 		e := NewEngine(&Model{Weights: w, Tokenizer: ByteLevelTokenizer(shape.Vocab)}, threads)
@@ -235,5 +235,40 @@ func TestDecodeReadIsWhatATokenReads(t *testing.T) {
 	want := float64(b.(*Backend).engine.Model.Weights.BytesPerToken()) / 1e6
 	if err1 != nil || err2 != nil || math.Abs(read-want) > 0.001 || !(read < memory*(1<<20)/1e6/2) {
 		t.Errorf("decode reads %v MB of %v MiB in memory (want %.3f MB): %v %v", read, memory, want, err1, err2)
+	}
+}
+
+// --dtype q8_0 on stories260K, whose 172-wide matrices are not whole
+// Q8_0 blocks, keeps those as stored, as llama-quantize does, quantizes
+// the rest, and says which in the probe's details; it still generates.
+func TestQ8OfAModelWithOddRowsKeepsThemAsTheyAre(t *testing.T) {
+	m, err := Load(DefaultModel, "q8_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.KeptAsIs) != 5 || m.KeptAsIs[0] != "layers.0.w2 64×172" || m.Weights.Format() != "q8_0 ×31, f32 ×5" {
+		t.Fatalf("kept %v, format %s", m.KeptAsIs, m.Weights.Format())
+	}
+	b := &Backend{}
+	info, err := b.Probe(context.Background(), DefaultModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if info.Details["kept_as_is"] != "" {
+		t.Errorf("f32 kept %q", info.Details["kept_as_is"])
+	}
+	q8 := &Backend{cfg: backends.Config{DType: "q8_0"}}
+	info, err = q8.Probe(context.Background(), DefaultModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q8.Close()
+	if !strings.HasPrefix(info.Details["kept_as_is"], "5 matrices stay as stored, their rows not a whole number of 32-weight blocks: layers.0.w2 64×172, layers.1.w2 64×172") {
+		t.Errorf("details %q", info.Details["kept_as_is"])
+	}
+	res, err := q8.Generate(context.Background(), backends.Request{Prompt: "Once upon a time", MaxTokens: 16}, func(int, backends.TokenKind) {})
+	if err != nil || res.OutputTokens < 1 {
+		t.Errorf("generated %+v %v", res, err)
 	}
 }

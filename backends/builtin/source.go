@@ -53,6 +53,10 @@ type Model struct {
 	SHA256    string // of the weights file; empty for synthetic weights
 	Synthetic bool
 	LoadTime  time.Duration
+	// KeptAsIs names the matrices a dtype left in their own format, as
+	// llama-quantize does with rows it cannot cut into blocks
+	// ("layers.0.w2 64×172"); empty where every matrix converted.
+	KeptAsIs []string
 }
 
 // ModelNames lists the names Load understands besides file paths.
@@ -80,9 +84,7 @@ func Load(name, dtype string) (*Model, error) {
 	// The weights run as the file stores them; a dtype converts them.
 	switch dtype {
 	case "q8_0":
-		if err := m.Weights.quantize(); err != nil {
-			return nil, fmt.Errorf("model %s: %w", name, err)
-		}
+		m.KeptAsIs = m.Weights.quantize()
 		// The f32 originals are garbage now; hand their pages back so the
 		// resident size reported with the session is the engine's own.
 		debug.FreeOSMemory()
@@ -262,19 +264,36 @@ func (w *Weights) Format() string {
 }
 
 // quantize converts every matrix to Q8_0 (the embedding stays f32: rows of
-// it are copied per token, not multiplied).
-func (w *Weights) quantize() error {
-	for _, m := range w.matrices() {
-		if (*m).DType() == "q8_0" {
-			continue
+// it are copied per token, not multiplied). A matrix whose rows are not a
+// whole number of Q8_0's blocks stays as it is, as llama-quantize keeps
+// such tensors; it returns their names and shapes.
+func (w *Weights) quantize() (kept []string) {
+	names := w.matrixNames()
+	for i, m := range w.matrices() {
+		switch {
+		case (*m).DType() == "q8_0":
+		case (*m).Cols%GroupSize != 0:
+			kept = append(kept, fmt.Sprintf("%s %d×%d", names[i], (*m).Rows, (*m).Cols))
+		default:
+			qm, err := (*m).Dequantize().Quantize()
+			if err != nil {
+				panic(err) // the columns are whole blocks: cannot fail
+			}
+			*m = qm
 		}
-		qm, err := (*m).Dequantize().Quantize()
-		if err != nil {
-			return err
-		}
-		*m = qm
 	}
-	return nil
+	return kept
+}
+
+// matrixNames name matrices()' matrices, in its order.
+func (w *Weights) matrixNames() []string {
+	var out []string
+	for i := range w.Layers {
+		for _, n := range []string{"wq", "wk", "wv", "wo", "w1", "w2", "w3"} {
+			out = append(out, fmt.Sprintf("layers.%d.%s", i, n))
+		}
+	}
+	return append(out, "classifier")
 }
 
 // BytesPerToken is what one decode step reads of the weights: every
