@@ -736,7 +736,7 @@ func (p *Profile) ReadPrompts(path string) error {
 	}
 	p.Dataset, p.PromptsFile, p.PromptFile, p.Prompts = f, path, "", nil
 	if p.MultiTurn {
-		p.Dataset = f.Turns()
+		p.Dataset = f.Turns() // what ApplyTurns checks
 	}
 	return nil
 }
@@ -755,8 +755,11 @@ func (p *Profile) ApplyTurns() string {
 	case p.InputTokens.Set() || p.PrefixTokens > 0:
 		return "sends the file's conversations; drop input_tokens and prefix_tokens"
 	}
-	if p.Dataset.Prompts[0].Turn == 0 {
+	if len(p.Dataset.Prompts) > 0 && p.Dataset.Prompts[0].Turn == 0 {
 		p.Dataset = p.Dataset.Turns()
+	}
+	if len(p.Dataset.Prompts) == 0 {
+		return p.Dataset.Path + "'s conversations have no user turn to send"
 	}
 	return ""
 }

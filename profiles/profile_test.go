@@ -351,3 +351,16 @@ func TestTurnsKeys(t *testing.T) {
 		t.Errorf("%+v %v", p, err)
 	}
 }
+
+// A conversation file with no user turn to send is an error naming the
+// file, not a run with nothing to draw from.
+func TestMultiTurnWithNoUserTurnIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "c.jsonl"), []byte(`{"messages": [{"role": "system", "content": "be brief"}]}`+"\n"), 0o644)
+	src := strings.Replace(validProfile, `prompts = ["hi"]`, "prompts_file = \"c.jsonl\"\nmulti_turn = true", 1)
+	path := filepath.Join(dir, "p.toml")
+	os.WriteFile(path, []byte(src), 0o644)
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "multi_turn: "+filepath.Join(dir, "c.jsonl")+"'s conversations have no user turn to send") {
+		t.Errorf("%v", err)
+	}
+}

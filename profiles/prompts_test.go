@@ -161,6 +161,17 @@ func FuzzParsePrompts(f *testing.F) {
 				t.Fatalf("prompt %+v", p)
 			}
 		}
+		// Turn by turn, every turn ends with a user's message and the
+		// order is a permutation that keeps each conversation's turns.
+		turns := got.Turns()
+		for _, p := range turns.Prompts {
+			if p.Turn < 1 || p.Messages != nil && p.Messages[len(p.Messages)-1].Role != "user" {
+				t.Fatalf("turn %+v", p)
+			}
+		}
+		if order := turns.Order(1); len(order) != len(turns.Prompts) {
+			t.Fatalf("order %v of %d turns", order, len(turns.Prompts))
+		}
 	})
 }
 
