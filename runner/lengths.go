@@ -22,12 +22,10 @@ const maxLengthBank = 256
 
 // lengthBank holds a run's prompts made to lengths in tokens, entry k for
 // trials k+1, k+1+n, …: the lengths asked, the same for every arm, and
-// per target the prompt made with that target's tokenizer and how long it
-// counts it.
+// per target the prompt made with that target's tokenizer.
 type lengthBank struct {
 	inputs, outputs []int      // 0 where input_tokens or output_tokens is not set
 	texts           [][]string // per target; nil without input_tokens
-	counted         [][]int    // per target: the prompt's tokens as its tokenizer counts
 	how             []string   // per target: how its prompts were made
 	// groups is each entry's shared prefix, and prefixes per target the
 	// prefixes' texts; nil without prefix_tokens.
@@ -73,20 +71,20 @@ func makeLengthBank(ctx context.Context, plan *Plan, bs []backends.Backend) *len
 	}
 	for t := range plan.Targets {
 		if p.InputTokens.Set() {
-			texts, counted, how := b.prompts(ctx, plan, bs[t], b.inputs, uint64(p.Seed))
-			b.texts, b.counted, b.how = append(b.texts, texts), append(b.counted, counted), append(b.how, how)
+			texts, how := makePrompts(ctx, plan, bs[t], b.inputs, uint64(p.Seed))
+			b.texts, b.how = append(b.texts, texts), append(b.how, how)
 		}
 		if p.Turns > 1 {
 			lengths := make([]int, n)
 			for k := range lengths {
 				lengths[k] = cmp.Or(b.outputs[k], p.MaxTokens)
 			}
-			replies, _, _ := b.prompts(ctx, plan, bs[t], lengths, uint64(p.Seed)^0x7265706c79)
+			replies, _ := makePrompts(ctx, plan, bs[t], lengths, uint64(p.Seed)^0x7265706c79)
 			b.replies = append(b.replies, replies)
 		}
 		if p.PrefixTokens > 0 {
 			lengths := slices.Repeat([]int{p.PrefixTokens}, p.PrefixGroups)
-			prefixes, _, how := b.prompts(ctx, plan, bs[t], lengths, uint64(p.Seed)^0x707265666978)
+			prefixes, how := makePrompts(ctx, plan, bs[t], lengths, uint64(p.Seed)^0x707265666978)
 			b.prefixes = append(b.prefixes, prefixes)
 			if !p.InputTokens.Set() {
 				b.how = append(b.how, how)
@@ -96,10 +94,10 @@ func makeLengthBank(ctx context.Context, plan *Plan, bs []backends.Backend) *len
 	return b
 }
 
-// prompts are prompts of the lengths as backend's tokenizer makes them,
+// makePrompts are prompts of the lengths as backend's tokenizer makes them,
 // else (it has none, or it fails) as the plan's --tokenizer file's does,
 // else of estimated words; and how they were made.
-func (b *lengthBank) prompts(ctx context.Context, plan *Plan, backend backends.Backend, lengths []int, seed uint64) ([]string, []int, string) {
+func makePrompts(ctx context.Context, plan *Plan, backend backends.Backend, lengths []int, seed uint64) ([]string, string) {
 	texts, counted := make([]string, len(lengths)), make([]int, len(lengths))
 	build := func(tok backends.Tokenizer) error {
 		for k, n := range lengths {
@@ -120,7 +118,7 @@ func (b *lengthBank) prompts(ctx context.Context, plan *Plan, backend backends.B
 		err := build(tok)
 		switch {
 		case err == nil:
-			return texts, counted, madeWords(lengths, counted, "the server's own tokenizer")
+			return texts, madeWords(lengths, counted, "the server's own tokenizer")
 		case errors.Is(err, backends.ErrNoTokenizer):
 			why = untrusted.Line(err.Error())
 		default:
@@ -129,14 +127,14 @@ func (b *lengthBank) prompts(ctx context.Context, plan *Plan, backend backends.B
 	}
 	if plan.Tokenizer != nil {
 		if err := build(plan.Tokenizer); err == nil {
-			return texts, counted, madeWords(lengths, counted, "the tokenizer of "+plan.TokenizerFile) +
+			return texts, madeWords(lengths, counted, "the tokenizer of "+plan.TokenizerFile) +
 				" (not the server's: " + why + "; its own counts are each trial's prompt_tokens)"
 		}
 	}
 	for k, n := range lengths {
-		texts[k], counted[k] = profiles.EstimatedPrompt(n, seed<<16^uint64(k)), 0
+		texts[k] = profiles.EstimatedPrompt(n, seed<<16^uint64(k))
 	}
-	return texts, counted, fmt.Sprintf("estimated from words at %g a token (%s): the server's prompt_tokens are the real lengths", profiles.WordsPerToken, why)
+	return texts, fmt.Sprintf("estimated from words at %g a token (%s): the server's prompt_tokens are the real lengths", profiles.WordsPerToken, why)
 }
 
 // madeWords says how prompts made with the server's tokenizer came out:

@@ -57,6 +57,7 @@ func (s *ServerScraper) Started() time.Time { return s.start }
 
 func (s *ServerScraper) loop() {
 	defer close(s.done)
+	defer s.client.CloseIdleConnections()
 	// answered: the server gave metrics once; failing: its last scrape
 	// failed. A server that never answered is not asked again.
 	answered := make([]bool, len(s.urls))
