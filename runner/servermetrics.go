@@ -119,7 +119,9 @@ func watchServers(plan *Plan, w *session.Writer, events chan<- Event) (*serverWa
 	}
 	s.scraper = telemetry.StartServerScraper(urls, telemetry.DefaultServerInterval, s.sink)
 	started := s.scraper.Started().UTC()
+	s.mu.Lock() // the scraper's sink writes info from its first scrape on
 	s.info.StartedAt = &started
+	s.mu.Unlock()
 	return s, nil
 }
 
