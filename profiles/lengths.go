@@ -192,7 +192,13 @@ func ExactPrompt(ctx context.Context, tok backends.Tokenizer, n int, seed uint64
 	}
 	best, bestCount := "", -1
 	for range exactTries {
-		for len(ids) < want { // words of several tokens are rare; add more
+		// Most words are a token or more, so a few more words make up a
+		// short count; a tokenizer whose count does not grow with the
+		// text is not one, and is not asked for ever.
+		for grown := 0; len(ids) < want; grown++ {
+			if grown == exactTries {
+				return "", 0, fmt.Errorf("the tokenizer counted %d tokens in %d words: it does not count text as a tokenizer does", len(ids), len(words))
+			}
 			words = append(words, SeededWords(rng, want-len(ids)+8)...)
 			if ids, err = tok.Tokenize(ctx, strings.Join(words, " "), false); err != nil {
 				return "", 0, err

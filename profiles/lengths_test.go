@@ -90,3 +90,25 @@ func TestTokenLengthsReadAndDraw(t *testing.T) {
 		t.Error("a word read as a length")
 	}
 }
+
+// stuckTokenizer counts every text as the same three tokens, as a
+// misbehaving server's /tokenize might.
+type stuckTokenizer struct{ calls int }
+
+func (s *stuckTokenizer) Tokenize(context.Context, string, bool) ([]int, error) {
+	s.calls++
+	return []int{1, 2, 3}, nil
+}
+
+func (s *stuckTokenizer) Detokenize(context.Context, []int) (string, error) { return "a b c", nil }
+
+// A tokenizer whose count does not grow with the text is given up on
+// after a few tries, with an error that says so, not asked for ever with
+// a text that grows without end.
+func TestAStuckTokenizerIsGivenUpOn(t *testing.T) {
+	tok := &stuckTokenizer{}
+	_, _, err := ExactPrompt(context.Background(), tok, 500, 1)
+	if err == nil || !strings.Contains(err.Error(), "it does not count text as a tokenizer does") || tok.calls > 2+exactTries+1 {
+		t.Errorf("after %d calls: %v", tok.calls, err)
+	}
+}
