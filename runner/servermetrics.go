@@ -103,20 +103,23 @@ func watchServers(plan *Plan, w *session.Writer, events chan<- Event) (*serverWa
 	if len(sources) == 0 {
 		return nil, nil
 	}
+	urls := make([]string, len(sources))
+	for i, src := range sources {
+		urls[i] = src.URL
+		if u, err := url.Parse(src.URL); err == nil {
+			// --server-metrics may carry a password: asked with it,
+			// stored and shown without.
+			sources[i].URL = u.Redacted()
+		}
+		sources[i].Status = "not answered yet"
+	}
 	s := &serverWatch{events: events, first: make([]*telemetry.Scrape, len(sources)), last: make([]*telemetry.Scrape, len(sources)), warned: make([]bool, len(sources))}
 	s.info = session.ServerMetricsInfo{IntervalMs: float64(telemetry.DefaultServerInterval) / float64(time.Millisecond), Servers: sources}
-	for i := range s.info.Servers {
-		s.info.Servers[i].Status = "not answered yet"
-	}
 	csv, err := w.CreateServerMetrics(&s.info)
 	if err != nil {
 		return nil, err
 	}
 	s.csv = csv
-	urls := make([]string, len(sources))
-	for i, src := range sources {
-		urls[i] = src.URL
-	}
 	s.scraper = telemetry.StartServerScraper(urls, telemetry.DefaultServerInterval, s.sink)
 	started := s.scraper.Started().UTC()
 	s.mu.Lock() // the scraper's sink writes info from its first scrape on

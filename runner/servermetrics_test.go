@@ -98,3 +98,27 @@ func TestAServerWithNoMetricsIsSaidNotWarnedOf(t *testing.T) {
 		t.Errorf("a bad address: %v", err)
 	}
 }
+
+// A --server-metrics address with a password is asked with it, and the
+// manifest, the CSV's account and every message name it without.
+func TestAServerMetricsPasswordIsNeverStored(t *testing.T) {
+	var user, pass string
+	metrics := func(w http.ResponseWriter, r *http.Request) {
+		user, pass, _ = r.BasicAuth()
+		http.Error(w, "no", http.StatusNotImplemented)
+	}
+	srv := replay.NewServer(t, replay.Route{"GET /metrics": metrics})
+	where := strings.Replace(srv.URL, "http://", "http://tok:s3cr3t-pw@", 1) + "/metrics"
+	_, events := metricsRun(t, nil, where)
+	fin := eventsOf[Finished](events)[0]
+	data, err := os.ReadFile(fin.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if user != "tok" || pass != "s3cr3t-pw" {
+		t.Errorf("asked as %q:%q", user, pass)
+	}
+	if strings.Contains(string(data), "s3cr3t-pw") || !strings.Contains(fin.ServerMetrics.Servers[0].Status, "HTTP 501") || strings.Contains(fin.ServerMetrics.Servers[0].Status, "s3cr3t-pw") {
+		t.Errorf("status %q; manifest holds the password: %v", fin.ServerMetrics.Servers[0].Status, strings.Contains(string(data), "s3cr3t-pw"))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -25,6 +26,7 @@ type Scrape struct {
 // by the client's timeout.
 type ServerScraper struct {
 	urls     []string
+	shown    []string // urls as errors name them: a password in one redacted
 	interval time.Duration
 	start    time.Time
 	client   *http.Client
@@ -48,6 +50,13 @@ func StartServerScraper(urls []string, interval time.Duration, sink func(Scrape)
 	s := &ServerScraper{urls: urls, interval: interval, start: time.Now(), sink: sink,
 		client: &http.Client{Timeout: max(interval, time.Second), Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}},
 		stop:   make(chan struct{}), done: make(chan struct{})}
+	for _, raw := range urls {
+		shown := raw
+		if u, err := url.Parse(raw); err == nil {
+			shown = u.Redacted()
+		}
+		s.shown = append(s.shown, shown)
+	}
 	go s.loop()
 	return s
 }
@@ -63,11 +72,11 @@ func (s *ServerScraper) loop() {
 	answered := make([]bool, len(s.urls))
 	failing := make([]bool, len(s.urls))
 	round := func(final bool) {
-		for i, url := range s.urls {
+		for i := range s.urls {
 			if failing[i] && (!answered[i] || final) {
 				continue
 			}
-			scrape := s.scrape(i, url)
+			scrape := s.scrape(i)
 			failing[i] = scrape.Err != nil
 			answered[i] = answered[i] || scrape.Err == nil
 			s.sink(scrape)
@@ -87,9 +96,9 @@ func (s *ServerScraper) loop() {
 	}
 }
 
-func (s *ServerScraper) scrape(i int, url string) Scrape {
+func (s *ServerScraper) scrape(i int) Scrape {
 	out := Scrape{Target: i}
-	req, err := http.NewRequest(http.MethodGet, url, nil)
+	req, err := http.NewRequest(http.MethodGet, s.urls[i], nil)
 	if err != nil {
 		out.Err = err
 		return out
@@ -103,12 +112,12 @@ func (s *ServerScraper) scrape(i int, url string) Scrape {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		out.Err = fmt.Errorf("%s answered HTTP %d", url, resp.StatusCode)
+		out.Err = fmt.Errorf("%s answered HTTP %d", s.shown[i], resp.StatusCode)
 		return out
 	}
 	out.Series, out.Err = ParseServerMetrics(io.LimitReader(resp.Body, maxMetricsBody))
 	if out.Err != nil {
-		out.Err = fmt.Errorf("%s: %w", url, out.Err)
+		out.Err = fmt.Errorf("%s: %w", s.shown[i], out.Err)
 		return out
 	}
 	out.View = CommonView(out.Series)
