@@ -17,23 +17,30 @@ import (
 )
 
 // scriptedServerEnv, set, makes the test binary the benchmark's scripted
-// server (TestScriptedServer) instead of running tests.
+// server instead of running tests (TestMain).
 const scriptedServerEnv = "TOKENTOP_SCRIPTED_SERVER"
 
 // streamHold is how long the scripted server takes over each answer.
 const streamHold = 2 * time.Second
 
-// TestScriptedServer is the scripted server when the benchmark starts
-// this binary as one: it streams each answer over streamHold, printing
-// its address and serving until its input closes. Run as a test, it
-// returns at once.
-func TestScriptedServer(t *testing.T) {
+// TestMain runs the package's tests, or, started by the benchmark with
+// scriptedServerEnv set, is its scripted server.
+func TestMain(m *testing.M) {
 	if os.Getenv(scriptedServerEnv) == "" {
-		return
+		os.Exit(m.Run())
 	}
+	if err := serveScripted(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// serveScripted streams each answer over streamHold, printing its
+// address and serving until its input closes.
+func serveScripted() error {
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	fmt.Println(listener.Addr())
 	go http.Serve(listener, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -44,14 +51,15 @@ func TestScriptedServer(t *testing.T) {
 			time.Sleep(streamHold / 4)
 		}
 	}))
-	io.Copy(io.Discard, os.Stdin)
+	_, err = io.Copy(io.Discard, os.Stdin)
+	return err
 }
 
 // startScriptedServer runs the scripted server in a process of its own,
 // as a real server is: in this one its thousand handlers would compete
 // with the dispatcher for the client's threads. It returns its URL.
 func startScriptedServer(b *testing.B) string {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestScriptedServer$")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), scriptedServerEnv+"=1")
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
