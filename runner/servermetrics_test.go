@@ -16,28 +16,10 @@ import (
 // metricsRun runs three trials on a recorded llama-server whose /metrics
 // answers with metrics (nil: 404, as a build without --metrics has none
 // there), with --server-metrics set to where.
-func metricsRun(t *testing.T, metrics http.HandlerFunc, where string) (*Plan, []Event) {
+func metricsRun(t *testing.T, metrics http.HandlerFunc, where string) []Event {
 	t.Helper()
-	routes := llamaRoutes(t, replay.Serve(replay.Load(t, "llamacpp/completion_t0_stream")))
-	if metrics != nil {
-		routes["GET /metrics"] = metrics
-	}
-	srv := replay.NewServer(t, routes)
-	p, err := profiles.Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 32\ntrials = 3\nwarmup = 0\nprompts = [\"x\"]\n"+
-		"[[arms]]\nname = \"a\"\nbackend = \"llamacpp\"\nurl = \""+srv.URL+"\"\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, bs, err := Prepare(p, Options{OutDir: t.TempDir(), Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride, ServerMetrics: where})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan.Telemetry = testPlan(t, 0, 1, "x").Telemetry
-	status, err, events := runTargets(t, plan, bs)
-	if err != nil || status != session.StatusComplete {
-		t.Fatal(status, err)
-	}
-	return plan, events
+	_, _, _, events := newRecordedLlama(t, metrics).run(t, "trials = 3\nprompts = [\"x\"]", Options{ServerMetrics: where})
+	return events
 }
 
 // A server with metrics is scraped into <stem>.server.csv: its own series
@@ -45,7 +27,7 @@ func metricsRun(t *testing.T, metrics http.HandlerFunc, where string) (*Plan, []
 // predicted, 51 of 170 prompt tokens from the cache), with the manifest
 // naming the file and the server as scraped, and the run's end saying so.
 func TestAServersMetricsAreScrapedIntoTheServerCSV(t *testing.T) {
-	_, events := metricsRun(t, replay.Serve(replay.Load(t, "llamacpp/metrics_busy")), "")
+	events := metricsRun(t, replay.Serve(replay.Load(t, "llamacpp/metrics_busy")), "")
 	fin := eventsOf[Finished](events)[0]
 	m, err := session.ReadManifest(fin.Manifest)
 	if err != nil {
@@ -79,7 +61,7 @@ func TestAServersMetricsAreScrapedIntoTheServerCSV(t *testing.T) {
 // has its header alone; --server-metrics off asks nothing and writes no
 // CSV.
 func TestAServerWithNoMetricsIsSaidNotWarnedOf(t *testing.T) {
-	_, events := metricsRun(t, nil, "")
+	events := metricsRun(t, nil, "")
 	if w := eventsOf[Warning](events); len(w) != 0 {
 		t.Errorf("warnings %+v", w)
 	}
@@ -88,7 +70,7 @@ func TestAServerWithNoMetricsIsSaidNotWarnedOf(t *testing.T) {
 		t.Errorf("server metrics %+v", info)
 	}
 	asked := 0
-	_, events = metricsRun(t, func(w http.ResponseWriter, r *http.Request) { asked++ }, ServerMetricsOff)
+	events = metricsRun(t, func(w http.ResponseWriter, r *http.Request) { asked++ }, ServerMetricsOff)
 	fin = eventsOf[Finished](events)[0]
 	m, err := session.ReadManifest(fin.Manifest)
 	if err != nil || fin.ServerMetrics != nil || m.ServerMetrics != nil || asked != 0 {
@@ -109,7 +91,7 @@ func TestAServerMetricsPasswordIsNeverStored(t *testing.T) {
 	}
 	srv := replay.NewServer(t, replay.Route{"GET /metrics": metrics})
 	where := strings.Replace(srv.URL, "http://", "http://tok:s3cr3t-pw@", 1) + "/metrics"
-	_, events := metricsRun(t, nil, where)
+	events := metricsRun(t, nil, where)
 	fin := eventsOf[Finished](events)[0]
 	data, err := os.ReadFile(fin.Manifest)
 	if err != nil {

@@ -16,15 +16,16 @@ import (
 
 // recordedLlama is a llama-server of recorded exchanges (b10470 family):
 // its probes, /completion's stream (whose timings say 4 prompt tokens
-// came from its cache), /tokenize, /detokenize and /metrics; it keeps
-// each /completion prompt it was sent.
+// came from its cache), /tokenize, /detokenize and /metrics (metrics; nil:
+// none, as a build without --metrics); it keeps each /completion prompt
+// it was sent.
 type recordedLlama struct {
 	url     string
 	mu      sync.Mutex
 	prompts []string
 }
 
-func newRecordedLlama(t *testing.T) *recordedLlama {
+func newRecordedLlama(t *testing.T, metrics http.HandlerFunc) *recordedLlama {
 	l := &recordedLlama{}
 	completion := replay.Serve(replay.Load(t, "llamacpp/completion_t0_stream"))
 	routes := llamaRoutes(t, func(w http.ResponseWriter, r *http.Request) {
@@ -39,7 +40,9 @@ func newRecordedLlama(t *testing.T) *recordedLlama {
 	})
 	routes["POST /tokenize"] = replay.Serve(replay.Load(t, "llamacpp/tokenize"))
 	routes["POST /detokenize"] = replay.Serve(replay.Load(t, "llamacpp/detokenize"))
-	routes["GET /metrics"] = replay.Serve(replay.Load(t, "llamacpp/metrics_busy"))
+	if metrics != nil {
+		routes["GET /metrics"] = metrics
+	}
 	l.url = replay.NewServer(t, routes).URL
 	return l
 }
@@ -71,13 +74,24 @@ func (l *recordedLlama) run(t *testing.T, src string, opts Options) (session.Arm
 	if err != nil {
 		t.Fatal(err)
 	}
+	return fin.Summary["a"], m, trials(events), events
+}
+
+// withMetrics is a recorded llama-server with its recorded /metrics.
+func withMetrics(t *testing.T) *recordedLlama {
+	return newRecordedLlama(t, replay.Serve(replay.Load(t, "llamacpp/metrics_busy")))
+}
+
+// scraped checks that a session's server metrics were read into its CSV.
+func scraped(t *testing.T, m *session.Manifest, events []Event) {
+	t.Helper()
 	if m.ServerMetrics == nil || m.ServerMetrics.Servers[0].Status != "scraped" {
-		t.Errorf("server metrics %+v", m.ServerMetrics)
+		t.Fatalf("server metrics %+v", m.ServerMetrics)
 	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(fin.Manifest), m.ServerMetrics.File)); err != nil {
+	dir := filepath.Dir(eventsOf[Finished](events)[0].Manifest)
+	if _, err := os.Stat(filepath.Join(dir, m.ServerMetrics.File)); err != nil {
 		t.Error(err)
 	}
-	return fin.Summary["a"], m, trials(events), events
 }
 
 // The issue's four workloads against llama-server's recorded shapes: a
@@ -86,10 +100,11 @@ func (l *recordedLlama) run(t *testing.T, src string, opts Options) (session.Arm
 func TestTheWorkloadsRunAgainstRecordedLlamaServer(t *testing.T) {
 	dir := t.TempDir()
 	t.Run("sharegpt", func(t *testing.T) {
-		l := newRecordedLlama(t)
+		l := withMetrics(t)
 		file := filepath.Join(dir, "sg.json")
 		os.WriteFile(file, []byte(shareGPTFile), 0o644)
-		_, m, recs, _ := l.run(t, "trials = 4\nprompts = [\"x\"]", Options{PromptsFile: file})
+		_, m, recs, events := l.run(t, "trials = 4\nprompts = [\"x\"]", Options{PromptsFile: file})
+		scraped(t, m, events)
 		if m.Profile.PromptsFile == nil || m.Profile.PromptsFile.Format != "sharegpt" || len(recs) != 4 {
 			t.Fatalf("prompts %+v, %d trials", m.Profile.PromptsFile, len(recs))
 		}
@@ -100,8 +115,9 @@ func TestTheWorkloadsRunAgainstRecordedLlamaServer(t *testing.T) {
 		}
 	})
 	t.Run("token-exact", func(t *testing.T) {
-		l := newRecordedLlama(t)
+		l := withMetrics(t)
 		_, m, recs, events := l.run(t, "trials = 3\ninput_tokens = 8\noutput_tokens = 32", Options{})
+		scraped(t, m, events)
 		// The recording answers every /tokenize with the same 10 tokens,
 		// so no cut makes 8: the manifest says the prompts missed, and
 		// the server's count (5) against the 8 asked is warned of.
@@ -116,10 +132,11 @@ func TestTheWorkloadsRunAgainstRecordedLlamaServer(t *testing.T) {
 		}
 	})
 	t.Run("3-turn conversation", func(t *testing.T) {
-		l := newRecordedLlama(t)
+		l := withMetrics(t)
 		file := filepath.Join(dir, "c.jsonl")
 		os.WriteFile(file, []byte(`{"messages": [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"}, {"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"}, {"role": "user", "content": "q3"}]}`+"\n"), 0o644)
-		s, _, recs, _ := l.run(t, "trials = 3\nprompts = [\"x\"]", Options{PromptsFile: file, MultiTurn: true})
+		s, m, recs, events := l.run(t, "trials = 3\nprompts = [\"x\"]", Options{PromptsFile: file, MultiTurn: true})
+		scraped(t, m, events)
 		want := []string{"q1", "q1\n\na1\n\nq2", "q1\n\na1\n\nq2\n\na2\n\nq3"}
 		for k, r := range recs {
 			if r.Turn != k+1 || l.prompts[k] != want[k] {
@@ -131,8 +148,9 @@ func TestTheWorkloadsRunAgainstRecordedLlamaServer(t *testing.T) {
 		}
 	})
 	t.Run("shared prefix", func(t *testing.T) {
-		l := newRecordedLlama(t)
-		s, m, _, _ := l.run(t, "trials = 4\nprompts = [\"Once upon a time\"]\nprompt_cache = true\nprefix_tokens = 6\nprefix_groups = 2", Options{})
+		l := withMetrics(t)
+		s, m, _, events := l.run(t, "trials = 4\nprompts = [\"Once upon a time\"]\nprompt_cache = true\nprefix_tokens = 6\nprefix_groups = 2", Options{})
+		scraped(t, m, events)
 		if c := s.PrefixCache; c == nil || c.Hits != 4 || c.HitRate <= 0 {
 			t.Errorf("prefix cache %+v", c)
 		}
