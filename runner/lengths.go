@@ -143,8 +143,8 @@ func makePrompts(ctx context.Context, plan *Plan, backend backends.Backend, leng
 func madeWords(lengths, counted []int, tokenizer string) string {
 	missed, most := 0, 0
 	for k, n := range lengths {
-		if d := abs(counted[k] - n); d > 0 {
-			missed, most = missed+1, max(most, d)
+		if d := counted[k] - n; d != 0 {
+			missed, most = missed+1, max(most, d, -d)
 		}
 	}
 	if missed == 0 {
@@ -152,8 +152,6 @@ func madeWords(lengths, counted []int, tokenizer string) string {
 	}
 	return fmt.Sprintf("made with %s, but %d of %d prompts missed their length by up to %d tokens", tokenizer, missed, len(lengths), most)
 }
-
-func abs(n int) int { return max(n, -n) }
 
 // entry is the bank's entry for trial.
 func (b *lengthBank) entry(trial int) int { return (trial - 1) % len(b.inputs) }

@@ -52,7 +52,7 @@ func (r *run) promptOf(arm, trial int) (chosenPrompt, int) {
 				backends.Message{Role: "assistant", Content: b.replies[target][j]})
 		}
 		c.Messages = append(c.Messages, backends.Message{Role: "user", Content: b.texts[target][k]})
-		c.Text, c.Turn, c.ConversationID = profiles.JoinMessages(c.Messages), k-first+1, first/b.turns
+		c.Text, c.Turn = profiles.JoinMessages(c.Messages), k-first+1
 		if k > first {
 			c.RequestedTokens = 0
 		}
@@ -85,7 +85,11 @@ func (p *Plan) promptsFileInfo() *session.PromptsFileInfo {
 	}
 	info := &session.PromptsFileInfo{File: d.Path, SHA256: d.SHA256, Format: d.Format, Prompts: len(d.Prompts), Sampling: d.Sampling(p.Profile.Seed)}
 	if p.Profile.MultiTurn {
-		info.Conversations = d.Prompts[len(d.Prompts)-1].ConversationID + 1
+		for k, pr := range d.Prompts {
+			if k == 0 || pr.ConversationID != d.Prompts[k-1].ConversationID {
+				info.Conversations++
+			}
+		}
 	}
 	return info
 }

@@ -93,6 +93,7 @@ func TestConversationsAreSentTurnByTurn(t *testing.T) {
 	file := filepath.Join(dir, "c.jsonl")
 	os.WriteFile(file, []byte(`{"messages": [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"}, {"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"}, {"role": "user", "content": "q3"}]}
 {"messages": [{"role": "user", "content": "r1"}, {"role": "assistant", "content": "b1"}, {"role": "user", "content": "r2"}]}
+{"messages": [{"role": "system", "content": "no user turn: nothing to send"}]}
 `), 0o644)
 	plan := testPlan(t, 0, 5, "greedy", "hot")
 	plan.Profile.MultiTurn, plan.Profile.ThinkPause = true, 20*time.Millisecond
@@ -109,6 +110,13 @@ func TestConversationsAreSentTurnByTurn(t *testing.T) {
 	// think times.
 	if took := time.Since(began); took < 6*20*time.Millisecond {
 		t.Errorf("the run took %v: no think time", took)
+	}
+	m, err := session.ReadManifest(eventsOf[Finished](events)[0].Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := m.Profile.PromptsFile; f == nil || f.Prompts != 5 || f.Conversations != 2 {
+		t.Errorf("manifest's prompts file %+v: want 5 turns of 2 conversations", f)
 	}
 	turns := map[string][]int{}
 	for _, r := range trials(events) {
