@@ -36,38 +36,38 @@ func (r *run) searchSLO(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	slo := &session.SLOInfo{TTFTMs: p.SLO.TTFTMs, ITLMs: p.SLO.ITLMs, E2EMs: p.SLO.E2EMs, Goodput: p.SLO.Goodput}
-	for range sloSearchSteps {
-		var level []int
-		for _, base := range r.baseArms() {
-			pass, fail, ok := r.bracket(base, slo)
-			if !ok {
-				continue
-			}
-			mid := roundRate(math.Sqrt(pass.rate * fail.rate))
-			if mid <= pass.rate || mid >= fail.rate || fail.rate/pass.rate < 1.05 {
-				continue
-			}
-			level = append(level, r.addRateArm(base, mid, fmt.Sprintf("%s: %g req/s met the SLO, %g did not; trying %g", base, pass.rate, fail.rate, mid)))
+	bisect := func(base string, pass, fail rateGoodput) []int {
+		mid := roundRate(math.Sqrt(pass.rate * fail.rate))
+		if mid <= pass.rate || mid >= fail.rate || fail.rate/pass.rate < 1.05 {
+			return nil
 		}
-		if len(level) == 0 {
-			break
-		}
-		if note, err := r.rounds(ctx, level, r.block); note != "" || err != nil || ctx.Err() != nil {
-			return note, err
-		}
+		return []int{r.addRateArm(base, mid, fmt.Sprintf("%s: %g req/s met the SLO, %g did not; trying %g", base, pass.rate, fail.rate, mid))}
 	}
-	for range sloSearchRepeats {
+	repeat := func(base string, pass, fail rateGoodput) []int {
+		var again []int
+		for _, end := range []rateGoodput{pass, fail} {
+			if end.ci.Lo < slo.Goodput && end.ci.Hi >= slo.Goodput {
+				again = append(again, r.addRateArm(base, end.rate, fmt.Sprintf("%s: %g req/s kept %.0f%% [%.0f%%, %.0f%%] of requests within the SLO, an interval that holds %.0f%%; running it again",
+					base, end.rate, 100*end.goodput, 100*end.ci.Lo, 100*end.ci.Hi, 100*slo.Goodput)))
+			}
+		}
+		return again
+	}
+	if note, err := r.searchLevels(ctx, slo, sloSearchSteps, bisect); note != "" || err != nil || ctx.Err() != nil {
+		return note, err
+	}
+	return r.searchLevels(ctx, slo, sloSearchRepeats, repeat)
+}
+
+// searchLevels runs, up to times, one level of the arms next adds for
+// each base arm from its bracket, and stops early when it adds none. It
+// returns as rounds does.
+func (r *run) searchLevels(ctx context.Context, slo *session.SLOInfo, times int, next func(base string, pass, fail rateGoodput) []int) (string, error) {
+	for range times {
 		var level []int
 		for _, base := range r.baseArms() {
-			pass, fail, ok := r.bracket(base, slo)
-			if !ok {
-				continue
-			}
-			for _, end := range []rateGoodput{pass, fail} {
-				if end.ci.Lo < slo.Goodput && end.ci.Hi >= slo.Goodput {
-					level = append(level, r.addRateArm(base, end.rate, fmt.Sprintf("%s: %g req/s kept %.0f%% [%.0f%%, %.0f%%] of requests within the SLO, an interval that holds %.0f%%; running it again",
-						base, end.rate, 100*end.goodput, 100*end.ci.Lo, 100*end.ci.Hi, 100*slo.Goodput)))
-				}
+			if pass, fail, ok := r.bracket(base, slo); ok {
+				level = append(level, next(base, pass, fail)...)
 			}
 		}
 		if len(level) == 0 {
