@@ -1027,3 +1027,37 @@ func TestTheDashboardOfAnOpenLoopShowsOfferedAndAchieved(t *testing.T) {
 		}
 	}
 }
+
+// Two servers' metrics at 80×24 share one line, so that the stats table
+// keeps its rows; at 200×60 each has its own. Either way each server's
+// numbers, or why it has none, begin where they can be read.
+func TestServersMetricsLeaveTheStatsTheirRows(t *testing.T) {
+	tr := newTestRun(t, "greedy-vs-sampling")
+	arms := []string{"greedy", "temp-0.8", "top-k-40"}
+	events := append(syntheticRun(arms, 3, 10),
+		runner.ServerMetrics{Server: 0, Targets: []string{"llamacpp"}, TokensPerSecond: 192, PrefixHitRate: 0.8,
+			View: telemetry.ServerView{Running: 1, Waiting: 0, KVCache: math.NaN(), Generated: 9, PrefixHits: 8, PrefixQueries: 10, PrefixHitRate: math.NaN()}},
+		runner.ServerMetrics{Server: 1, Targets: []string{"vllm"}, Unavailable: "http://h:8000/metrics answered HTTP 404"})
+	tr.send(eventsMsg(events), tickMsg{})
+	for _, c := range []struct {
+		w, h        int
+		serverLines int
+	}{{80, 24, 1}, {200, 60, 2}} {
+		tr.send(tea.WindowSizeMsg{Width: c.w, Height: c.h})
+		screen := tr.screen()
+		lines := 0
+		for _, l := range strings.Split(screen, "\n") {
+			if strings.Contains(l, "llamacpp: 1 running · 0 waiting · prefix hits 80% · 192 tok/s") || strings.Contains(l, "vllm: no metrics") {
+				lines++
+			}
+		}
+		if lines != c.serverLines || !strings.Contains(screen, "─ stats ·") {
+			t.Errorf("%dx%d: %d server lines, want %d; stats shown: %v\n%s", c.w, c.h, lines, c.serverLines, strings.Contains(screen, "─ stats ·"), screen)
+		}
+		for _, a := range arms {
+			if !strings.Contains(screen, "│"+a+" ") {
+				t.Errorf("%dx%d: the stats table lost %s", c.w, c.h, a)
+			}
+		}
+	}
+}

@@ -99,7 +99,7 @@ func (d *dashboard) body(w, h int) string {
 	if len(d.data.traces) > 0 {
 		powerH = min(12, max(6, h/3)) // room for the watts chart
 	}
-	powerH += len(serverLines(d.data.servers, w))
+	powerH += serverRows(d.data.servers, h)
 	if bottomH := max(statsH, powerH+1); w >= 140 && h >= bottomH+3 {
 		// Side by side the power panel has room for both status lines
 		// and the timeline; neither box takes more than its content, so

@@ -38,9 +38,16 @@ func renderPower(data *runData, w, h int) string {
 	case data.started == nil:
 		return styleDim.Render("probing…")
 	}
-	// The servers' own lines go first; the power lines and the chart get
-	// what is left, the timeline last of all.
-	servers := serverLines(data.servers, w)
+	// The servers' own lines go first, on one line where the panel is
+	// short; the power lines and the chart get what is left, the
+	// timeline last of all.
+	servers := serverLines(data.servers)
+	if len(servers) > 1 && h-len(servers) < 3 {
+		servers = []string{strings.Join(servers, " │ ")}
+	}
+	for i := range servers {
+		servers[i] = fit(servers[i], w)
+	}
 	servers = servers[:min(len(servers), max(0, h-2))]
 	h -= len(servers)
 	power := data.started.Power
@@ -55,18 +62,30 @@ func renderPower(data *runData, w, h int) string {
 	return strings.Join(append(servers, renderWatts(data, w, h, origin)), "\n")
 }
 
-// serverLines are one line per scraped server: the requests it runs and
-// queues, its KV cache in use, its prefix cache's hits and the tokens it
-// generates a second, over the last scrape; or why it has no metrics.
-func serverLines(servers []runner.ServerMetrics, w int) []string {
+// serverRows is how many rows the servers' lines add to the power panel
+// of a body h rows high: one each, or one for all where the body is short
+// and the stats table needs the rows.
+func serverRows(servers []runner.ServerMetrics, h int) int {
+	n := len(serverLines(servers))
+	if h < 30 {
+		return min(n, 1)
+	}
+	return n
+}
+
+// serverLines are one line per scraped server (the panel's title says
+// these are servers): the requests it runs and queues, its KV cache in
+// use, its prefix cache's hits and the tokens it generates a second, over
+// the last scrape; or why it has no metrics.
+func serverLines(servers []runner.ServerMetrics) []string {
 	var out []string
 	for _, s := range servers {
 		if s.Targets == nil {
 			continue
 		}
-		name := "server " + strings.Join(s.Targets, ", ") + ": "
+		name := strings.Join(s.Targets, ", ") + ": "
 		if s.Unavailable != "" {
-			out = append(out, fit(styleDim.Render(name+"no metrics ("+s.Unavailable+")"), w))
+			out = append(out, styleDim.Render(name+"no metrics ("+s.Unavailable+")"))
 			continue
 		}
 		var parts []string
@@ -79,8 +98,8 @@ func serverLines(servers []runner.ServerMetrics, w int) []string {
 		add("%.0f waiting", s.View.Waiting)
 		add("KV cache %.0f%%", 100*s.View.KVCache)
 		add("prefix hits %.0f%%", 100*s.PrefixHitRate)
-		add("%.0f tok/s generated", s.TokensPerSecond)
-		out = append(out, fit(name+strings.Join(parts, " · "), w))
+		add("%.0f tok/s", s.TokensPerSecond)
+		out = append(out, name+strings.Join(parts, " · "))
 	}
 	return out
 }
