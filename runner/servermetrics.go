@@ -113,18 +113,18 @@ func watchServers(plan *Plan, w *session.Writer, events chan<- Event) (*serverWa
 		}
 		sources[i].Status = "not answered yet"
 	}
+	// The clock's start is in the manifest from the first: a run killed
+	// before its end leaves a CSV whose times can still be placed.
+	start := time.Now()
+	startedAt := start.UTC()
 	s := &serverWatch{events: events, first: make([]*telemetry.Scrape, len(sources)), last: make([]*telemetry.Scrape, len(sources)), warned: make([]bool, len(sources))}
-	s.info = session.ServerMetricsInfo{IntervalMs: float64(telemetry.DefaultServerInterval) / float64(time.Millisecond), Servers: sources}
+	s.info = session.ServerMetricsInfo{IntervalMs: float64(telemetry.DefaultServerInterval) / float64(time.Millisecond), Servers: sources, StartedAt: &startedAt}
 	csv, err := w.CreateServerMetrics(&s.info)
 	if err != nil {
 		return nil, err
 	}
 	s.csv = csv
-	s.scraper = telemetry.StartServerScraper(urls, telemetry.DefaultServerInterval, s.sink)
-	started := s.scraper.Started().UTC()
-	s.mu.Lock() // the scraper's sink writes info from its first scrape on
-	s.info.StartedAt = &started
-	s.mu.Unlock()
+	s.scraper = telemetry.StartServerScraper(urls, telemetry.DefaultServerInterval, start, s.sink)
 	return s, nil
 }
 

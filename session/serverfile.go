@@ -45,11 +45,12 @@ func ParseServerCSV(name string, data []byte) ([]ServerPoint, []string, error) {
 	return points, warnings, err
 }
 
-// LoadServerCSV reads the server metrics CSV a session's manifest names;
-// nil where no server's metrics were read.
+// LoadServerCSV reads the server metrics CSV a session's manifest names
+// (a killed run's too, whose manifest never said how scraping went); nil
+// where there is none, or it holds no common series.
 func LoadServerCSV(s *Session) ([]ServerPoint, []string, error) {
 	info := s.Manifest.ServerMetrics
-	if info == nil || info.File == "" || !info.scraped() {
+	if info == nil || info.File == "" {
 		return nil, nil, nil
 	}
 	path := filepath.Join(filepath.Dir(s.Path), filepath.Base(info.File))
@@ -58,14 +59,4 @@ func LoadServerCSV(s *Session) ([]ServerPoint, []string, error) {
 		return nil, nil, err
 	}
 	return ParseServerCSV(path, data)
-}
-
-// scraped reports whether any server gave its metrics.
-func (info *ServerMetricsInfo) scraped() bool {
-	for _, s := range info.Servers {
-		if s.Status == "scraped" {
-			return true
-		}
-	}
-	return false
 }

@@ -128,7 +128,7 @@ func TestTheScraperAsksAtItsCadenceAndStopsAskingAServerWithNoMetrics(t *testing
 	hung := replay.NewServer(t, replay.Route{"GET /metrics": count("hung", replay.Hang())})
 	var scrapes []Scrape
 	var seen sync.Mutex
-	s := StartServerScraper([]string{withMetrics.URL + "/metrics", without.URL + "/metrics", hung.URL + "/metrics"}, 20*time.Millisecond, func(sc Scrape) {
+	s := StartServerScraper([]string{withMetrics.URL + "/metrics", without.URL + "/metrics", hung.URL + "/metrics"}, 20*time.Millisecond, time.Now(), func(sc Scrape) {
 		seen.Lock()
 		scrapes = append(scrapes, sc)
 		seen.Unlock()

@@ -44,10 +44,11 @@ const maxMetricsBody = 8 << 20
 const DefaultServerInterval = time.Second
 
 // StartServerScraper scrapes each of urls every interval, each scrape
-// bounded by the interval (at least a second); sink sees every scrape, in
-// order, on the scraper's goroutine.
-func StartServerScraper(urls []string, interval time.Duration, sink func(Scrape)) *ServerScraper {
-	s := &ServerScraper{urls: urls, interval: interval, start: time.Now(), sink: sink,
+// bounded by the interval (at least a second), timing each from start
+// (the caller's, so that it can be stored before the first scrape); sink
+// sees every scrape, in order, on the scraper's goroutine.
+func StartServerScraper(urls []string, interval time.Duration, start time.Time, sink func(Scrape)) *ServerScraper {
+	s := &ServerScraper{urls: urls, interval: interval, start: start, sink: sink,
 		client: &http.Client{Timeout: max(interval, time.Second), Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}},
 		stop:   make(chan struct{}), done: make(chan struct{})}
 	for _, raw := range urls {
@@ -60,9 +61,6 @@ func StartServerScraper(urls []string, interval time.Duration, sink func(Scrape)
 	go s.loop()
 	return s
 }
-
-// Started is when the scraper's clock reads zero.
-func (s *ServerScraper) Started() time.Time { return s.start }
 
 func (s *ServerScraper) loop() {
 	defer close(s.done)

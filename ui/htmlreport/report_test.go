@@ -504,7 +504,15 @@ func TestTheServersOwnMetricsAreDrawn(t *testing.T) {
 	if !names["server-requests-"+s.Manifest.ID] || !names["server-caches-"+s.Manifest.ID] {
 		t.Errorf("charts %v", names)
 	}
+	// A run killed before its end never said how scraping went: its CSV
+	// is drawn all the same.
+	s.Manifest.ServerMetrics.Servers[0].Status = "not answered yet"
+	if names := has(buildRun(t, s)); !names["server-requests-"+s.Manifest.ID] {
+		t.Errorf("a killed run's server metrics were not drawn: %v", names)
+	}
+	// A server with no metrics left the CSV its header alone.
 	s.Manifest.ServerMetrics.Servers[0].Status = "none: HTTP 501"
+	os.WriteFile(filepath.Join(filepath.Dir(s.Path), s.Manifest.ServerMetrics.File), []byte(strings.Join(session.ServerHeader, ",")+"\n"), 0o644)
 	if names := has(buildRun(t, s)); names["server-requests-"+s.Manifest.ID] {
 		t.Errorf("a server with no metrics drew %v", names)
 	}
