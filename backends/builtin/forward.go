@@ -266,7 +266,7 @@ func (e *Engine) multiply(p *pass, states []*State, ms [3]*Matrix, n int, gated 
 	quantize, sums := false, false
 	for _, m := range ms[:n] {
 		quantize = quantize || m.Quantized()
-		sums = sums || m.format == formatQ4_K
+		sums = sums || formats[m.format].sums
 	}
 	for _, st := range states {
 		x, xq := st.vec(in), st.quant(in)

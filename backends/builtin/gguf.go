@@ -9,21 +9,49 @@ import (
 	"strings"
 )
 
-// ggml tensor types the engine reads.
+// ggml tensor types the engine reads: every type llama-quantize writes
+// for its Q2_K…Q8_0 presets, and the fallbacks it picks for rows that are
+// not a multiple of 256 wide (IQ4_NL, Q5_0, Q5_1, Q8_0, F16).
 const (
-	ggmlF32  = 0
-	ggmlF16  = 1
-	ggmlQ4_0 = 2
-	ggmlQ8_0 = 8
-	ggmlQ4_K = 12
-	ggmlQ6_K = 14
+	ggmlF32    = 0
+	ggmlF16    = 1
+	ggmlQ4_0   = 2
+	ggmlQ4_1   = 3
+	ggmlQ5_0   = 6
+	ggmlQ5_1   = 7
+	ggmlQ8_0   = 8
+	ggmlQ2_K   = 10
+	ggmlQ3_K   = 11
+	ggmlQ4_K   = 12
+	ggmlQ5_K   = 13
+	ggmlQ6_K   = 14
+	ggmlIQ4_NL = 20
 )
 
 // ggmlFormats are the quantized ggml types the engine multiplies as stored.
-var ggmlFormats = map[uint32]format{ggmlQ8_0: formatQ8_0, ggmlQ4_0: formatQ4_0, ggmlQ4_K: formatQ4_K, ggmlQ6_K: formatQ6_K}
+var ggmlFormats = func() map[uint32]format {
+	m := map[uint32]format{}
+	for f, spec := range formats {
+		if format(f) != formatF32 {
+			m[spec.ggml] = format(f)
+		}
+	}
+	return m
+}()
 
 var ggmlTypeNames = map[uint32]string{0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 9: "Q8_1",
-	10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K", 30: "BF16"}
+	10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K", 16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS",
+	19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S", 23: "IQ4_XS", 29: "IQ1_M", 30: "BF16", 34: "TQ1_0", 35: "TQ2_0", 39: "MXFP4"}
+
+// readableTypes lists the types the engine reads, for an error naming one
+// it does not.
+var readableTypes = func() string {
+	names := []string{"F32", "F16"}
+	for f := formatQ8_0; int(f) < len(formats); f++ {
+		names = append(names, strings.ToUpper(f.String()))
+	}
+	return strings.Join(names, ", ")
+}()
 
 // GGUF is a parsed GGUF header: metadata and tensor directory.
 type GGUF struct {
@@ -409,7 +437,7 @@ func (l *tensorLoader) data(name string, rows, cols int) (GGUFTensor, []byte) {
 		if typeName == "" {
 			typeName = fmt.Sprintf("type %d", t.Type)
 		}
-		l.err = fmt.Errorf("tensor %s is %s; the builtin engine reads F32, F16, Q8_0, Q4_0, Q4_K and Q6_K", name, typeName)
+		l.err = fmt.Errorf("tensor %s is %s; the builtin engine reads %s (requantize with llama-quantize, e.g. to Q4_K_M)", name, typeName, readableTypes)
 		return t, nil
 	}
 	start := uint64(l.g.DataOffset) + t.Offset
@@ -453,13 +481,13 @@ func (l *tensorLoader) matrix(name string, rows, cols int) *Matrix {
 	return l.matrixOf(t, raw, rows, cols)
 }
 
-// matrixOf makes a quantized tensor a Matrix. K-quant rows are the
+// matrixOf makes a quantized tensor a Matrix. Most formats' rows are the
 // file's bytes, viewed in place. Q8_0 and Q4_0 blocks (an f16 scale, then
 // the group's payload) become the engine's rows (the scales, then the
 // payloads).
 func (l *tensorLoader) matrixOf(t GGUFTensor, raw []byte, rows, cols int) *Matrix {
 	f := ggmlFormats[t.Type]
-	if f.block() == superBlock {
+	if f.storedAsBlocks() {
 		return &Matrix{Rows: rows, Cols: cols, format: f, quant: raw}
 	}
 	m := newQuantMatrix(f, rows, cols)

@@ -14,7 +14,7 @@ import (
 
 // ggufOf writes w as a llama GGUF (version 3) with vocab's tokenizer
 // metadata, each matrix in the ggml type typeOf gives its tensor's name
-// (F32, Q8_0, Q4_0, Q4_K or Q6_K), and the classifier tied to the
+// (F32 or any quantized format the engine reads), and the classifier tied to the
 // embedding (no output.weight), as llama-quantize writes small models.
 func ggufOf(t testing.TB, w *Weights, vocab []metaKV, typeOf func(tensor string) uint32) []byte {
 	t.Helper()
@@ -51,7 +51,7 @@ func ggufOf(t testing.TB, w *Weights, vocab []metaKV, typeOf func(tensor string)
 			return
 		}
 		q := quantizeTo(t, typ, NewF32(rows, cols, values))
-		if q.format.block() == superBlock { // the engine keeps the file's blocks
+		if q.format.storedAsBlocks() { // the engine keeps the file's blocks
 			data.Write(q.quant)
 			return
 		}
@@ -374,6 +374,24 @@ func BenchmarkQ4File(b *testing.B) {
 				defer e.Close()
 				benchDecode(b, e)
 			})
+		}
+	}
+}
+
+// TestWriteSpeedTableFiles writes f32 GGUFs of the stories shapes (seeded
+// synthetic weights, byte-level vocabulary) into $TOKENTOP_GGUF_DIR, for
+// scripts/speed-table to quantize with llama-quantize and time against
+// llama-bench. Without the variable it does nothing.
+func TestWriteSpeedTableFiles(t *testing.T) {
+	dir := os.Getenv("TOKENTOP_GGUF_DIR")
+	if dir == "" {
+		t.Skip("set TOKENTOP_GGUF_DIR to write the speed table's GGUFs")
+	}
+	for _, name := range []string{"stories15M", "stories42M", "stories110M"} {
+		shape := SyntheticShapes[name]
+		data := ggufOf(t, Synthetic(shape, 1), spmVocab(ByteLevelTokenizer(shape.Vocab)), every(ggmlF32))
+		if err := os.WriteFile(filepath.Join(dir, name+"-f32.gguf"), data, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -96,27 +96,20 @@ func matVecQ4Generic(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	}
 }
 
-// matVecKGeneric computes rows [lo, hi) of a K-quant matrix against
-// Q8_0 activations, summing blockDot over each row's super-blocks (g0 is
-// a block's first group of 32 activations).
-func matVecKGeneric(out []float32, m *Matrix, x *quantized, lo, hi int, blockDot func(b []byte, x *quantized, g0 int) float32) {
-	per := m.format.fileBlockBytes()
+// matVecBlocksGeneric computes rows [lo, hi) of a matrix stored as the
+// GGUF's blocks against Q8_0 activations, summing its format's dot over
+// each row's blocks (g0 is a block's first group of 32 activations).
+func matVecBlocksGeneric(out []float32, m *Matrix, x *quantized, lo, hi int) {
+	spec := formats[m.format]
+	per, groups := spec.blockBytes, spec.block/GroupSize
 	for r := lo; r < hi; r++ {
 		row := m.quantRow(r)
 		var sum float32
-		for sb := range m.Cols / superBlock {
-			sum += blockDot(row[sb*per:(sb+1)*per], x, sb*superBlock/GroupSize)
+		for b := range m.Cols / spec.block {
+			sum += spec.dot(row[b*per:(b+1)*per], x, b*groups)
 		}
 		out[r] = sum
 	}
-}
-
-func matVecQ4KGeneric(out []float32, m *Matrix, x *quantized, lo, hi int) {
-	matVecKGeneric(out, m, x, lo, hi, q4KDot)
-}
-
-func matVecQ6KGeneric(out []float32, m *Matrix, x *quantized, lo, hi int) {
-	matVecKGeneric(out, m, x, lo, hi, q6KDot)
 }
 
 // q4KDot is one Q4_K block's product with activations x = scale_x·q_x.
@@ -155,6 +148,53 @@ func q6KDot(b []byte, x *quantized, g0 int) float32 {
 			s := 8*h + 2*k
 			sum += x.scales[g] * d * (q6KScale(b, s)*float32(dot[0]) + q6KScale(b, s+1)*float32(dot[1]))
 		}
+	}
+	return sum
+}
+
+// runDot is Σ code(i)·q_x over run s (16 weights) of the block whose
+// activations start at group g0, and Σ q_x over the run, in integers.
+func runDot(x *quantized, g0, s int, code func(i int) int32) (dot, sum int32) {
+	at := g0*GroupSize + s*16
+	for l, v := range x.q[at : at+16] {
+		dot += code(s*16+l) * int32(v)
+		sum += int32(v)
+	}
+	return dot, sum
+}
+
+// q2KDot: run s is d·scale_s·q − dmin·min_s, so its product is
+// scale_x·(d·scale_s·Σ q·q_x − dmin·min_s·Σ q_x).
+func q2KDot(b []byte, x *quantized, g0 int) float32 {
+	d, dmin := f16ToF32(le16(b[80:])), f16ToF32(le16(b[82:]))
+	var total float32
+	for s := range superBlock / 16 {
+		dot, sum := runDot(x, g0, s, func(i int) int32 { q, _, _ := q2KCode(b, i); return q })
+		_, sc, mn := q2KCode(b, s*16)
+		total += x.scales[g0+s/2] * (d*float32(sc*dot) - dmin*float32(mn*sum))
+	}
+	return total
+}
+
+func q3KDot(b []byte, x *quantized, g0 int) float32 {
+	d := f16ToF32(le16(b[108:]))
+	var total float32
+	for s := range superBlock / 16 {
+		dot, _ := runDot(x, g0, s, func(i int) int32 { return q3KValue(b, i) })
+		total += x.scales[g0+s/2] * d * float32(q3KScale(b, s)*dot)
+	}
+	return total
+}
+
+// q5KDot is q4KDot with each weight's fifth bit.
+func q5KDot(b []byte, x *quantized, g0 int) float32 {
+	d, dmin := f16ToF32(le16(b)), f16ToF32(le16(b[2:]))
+	var sum float32
+	for j := range superBlock / GroupSize {
+		g := g0 + j
+		dot := groupDot(x, g, func(l int) int32 { return q5KValue(b, j, l) })
+		sc, mn := q4KScaleMin(j, b[4:16])
+		sum += d*float32(sc)*x.scales[g]*float32(dot) - dmin*float32(mn)*x.sums[g]
 	}
 	return sum
 }

@@ -20,11 +20,8 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 }
 func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) { matVecQ8Generic(out, m, x, lo, hi) }
 func matVecQ4(out []float32, m *Matrix, x *quantized, lo, hi int) { matVecQ4Generic(out, m, x, lo, hi) }
-func matVecQ4K(out []float32, m *Matrix, x *quantized, lo, hi int) {
-	matVecQ4KGeneric(out, m, x, lo, hi)
-}
-func matVecQ6K(out []float32, m *Matrix, x *quantized, lo, hi int) {
-	matVecQ6KGeneric(out, m, x, lo, hi)
+func matVecBlocks(out []float32, m *Matrix, x *quantized, lo, hi int) {
+	matVecBlocksGeneric(out, m, x, lo, hi)
 }
 func dotRows(out, w, x []float32, lo, hi, cols, stride int) {
 	dotRowsGeneric(out, w, x, lo, hi, cols, stride)

@@ -309,6 +309,20 @@ func q4Unpack(w unsafe.Pointer, g int, low archsimd.Uint8x16, eight archsimd.Int
 	return archsimd.Uint8x32{}.SetLo(v.And(low)).SetHi(hi).AsInt8x32().Sub(eight)
 }
 
+// matVecBlocks multiplies a matrix stored as the GGUF's blocks: Q4_K
+// and Q6_K with the vector kernels below, the rarer formats with the
+// portable ones.
+func matVecBlocks(out []float32, m *Matrix, x *quantized, lo, hi int) {
+	switch m.format {
+	case formatQ4_K:
+		matVecQ4K(out, m, x, lo, hi)
+	case formatQ6_K:
+		matVecQ6K(out, m, x, lo, hi)
+	default:
+		matVecBlocksGeneric(out, m, x, lo, hi)
+	}
+}
+
 // matVecQ4K multiplies Q4_K blocks as stored. Per block, the eight
 // groups' scales (d·scale_j·scale_x) and mins (dmin·min_j) are one vector
 // each, so a block's offset term is one FMA against the activations'
@@ -316,7 +330,7 @@ func q4Unpack(w unsafe.Pointer, g int, low archsimd.Uint8x16, eight archsimd.Int
 // directly (VPMADDUBSW, unsigned × signed).
 func matVecQ4K(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	if !haveAVX2 {
-		matVecQ4KGeneric(out, m, x, lo, hi)
+		matVecBlocksGeneric(out, m, x, lo, hi)
 		return
 	}
 	blocks := m.Cols / superBlock
@@ -361,7 +375,7 @@ func q4KRow(w, x, xs, xsum unsafe.Pointer, blocks int) archsimd.Float32x8 {
 // so one vector of two scales weighs both.
 func matVecQ6K(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	if !haveAVX2 {
-		matVecQ6KGeneric(out, m, x, lo, hi)
+		matVecBlocksGeneric(out, m, x, lo, hi)
 		return
 	}
 	blocks := m.Cols / superBlock

@@ -1,21 +1,102 @@
 package builtin
 
-// ggml's K-quant super-blocks, which a Q4_K_M file holds (Q4_K for most
-// matrices, Q6_K for some). The engine keeps them exactly as the GGUF
-// stores them and decodes a block's scales as it multiplies.
+// ggml's K-quant super-blocks, which llama-quantize's K presets write
+// (a Q4_K_M file: Q4_K for most matrices, Q6_K for some). The engine
+// keeps them exactly as the GGUF stores them and decodes a block's scales
+// as it multiplies.
+//
+// Q2_K, 84 bytes per 256 weights: 16 bytes each packing a run of 16's
+// 4-bit scale (low) and 4-bit min (high), 64 bytes of 2-bit codes, then d
+// and dmin (f16). A weight is d·scale·q − dmin·min.
+//
+// Q3_K, 110 bytes per 256 weights: 32 bytes of high bits, 64 bytes of
+// 2-bit codes, 12 bytes packing sixteen 6-bit scales, then d (f16). A
+// weight is d·(scale − 32)·(q − 4), q three bits.
+//
+// In both, weight i's two low bits are bits 2j of byte 32n + l of the
+// codes, for n = i/128, j = i%128/32, l = i%32; Q3_K's high bit is bit
+// 4n + j of byte l of the high bits; each run of 16 has its own scale.
 //
 // Q4_K, 144 bytes per 256 weights: d and dmin (f16), 12 bytes packing
 // eight 6-bit scales and eight 6-bit mins, then 128 bytes of nibbles.
 // Group j (32 weights) is d·scale_j·q − dmin·min_j; groups 2c and 2c+1
 // are the low and high nibbles of bytes 32c…32c+31.
 //
+// Q5_K, 176 bytes per 256 weights: as Q4_K, with 32 bytes of fifth bits
+// before the nibbles: group j's weight l has its high bit in bit j of
+// byte l.
+//
 // Q6_K, 210 bytes per 256 weights: 128 bytes of low nibbles, 64 bytes of
 // high 2-bit pairs, 16 int8 scales (one per 16 weights), then d (f16).
 // A weight is d·scale·(q − 32), q six bits.
 const (
+	q2KBlockBytes = 84
+	q3KBlockBytes = 110
 	q4KBlockBytes = 144
+	q5KBlockBytes = 176
 	q6KBlockBytes = 210
 )
+
+// twoBits is weight i's two low bits in 64 bytes of 2-bit codes (Q2_K,
+// Q3_K).
+func twoBits(qs []byte, i int) int32 {
+	return int32(qs[i/128*32+i%32] >> (2 * (i % 128 / 32)) & 3)
+}
+
+// q2KCode is weight i of a Q2_K block, and its run's scale and min.
+func q2KCode(b []byte, i int) (q int32, scale, min int32) {
+	packed := b[i/16]
+	return twoBits(b[16:80], i), int32(packed & 0x0f), int32(packed >> 4)
+}
+
+func dequantQ2K(out []float32, b []byte) {
+	d, dmin := f16ToF32(le16(b[80:])), f16ToF32(le16(b[82:]))
+	for i := range superBlock {
+		q, sc, mn := q2KCode(b, i)
+		out[i] = d*float32(sc*q) - dmin*float32(mn)
+	}
+}
+
+// q3KValue is weight i of a Q3_K block: q − 4, the high bit set meaning
+// no −4.
+func q3KValue(b []byte, i int) int32 {
+	high := int32(b[i%32] >> (4*(i/128) + i%128/32) & 1)
+	return twoBits(b[32:96], i) - 4 + 4*high
+}
+
+// q3KScale is run s's scale less 32: its low four bits are a nibble of
+// bytes 0–7 (low for s < 8, high after), its top two bits a pair in
+// bytes 8–11.
+func q3KScale(b []byte, s int) int32 {
+	packed := b[96:108]
+	low := packed[s%8] >> (4 * (s / 8)) & 0x0f
+	high := packed[8+s%4] >> (2 * (s / 4)) & 3
+	return int32(low|high<<4) - 32
+}
+
+func dequantQ3K(out []float32, b []byte) {
+	d := f16ToF32(le16(b[108:]))
+	for i := range superBlock {
+		out[i] = d * float32(q3KScale(b, i/16)*q3KValue(b, i))
+	}
+}
+
+// q5KValue is weight l of group j of a Q5_K block: its nibble and fifth
+// bit.
+func q5KValue(b []byte, j, l int) int32 {
+	nib, shift := q4KNibbles(b[48:q5KBlockBytes], j)
+	return int32(nib[l]>>shift&0x0f) | int32(b[16+l]>>j&1)<<4
+}
+
+func dequantQ5K(out []float32, b []byte) {
+	d, dmin := f16ToF32(le16(b)), f16ToF32(le16(b[2:]))
+	for j := range superBlock / GroupSize {
+		sc, mn := q4KScaleMin(j, b[4:16])
+		for l := range GroupSize {
+			out[j*GroupSize+l] = d*float32(sc)*float32(q5KValue(b, j, l)) - dmin*float32(mn)
+		}
+	}
+}
 
 // q4KScaleMin unpacks group j's 6-bit scale and min: groups 0–3 keep
 // theirs in the low 6 bits of bytes j and j+4; groups 4–7 have 4 bits in

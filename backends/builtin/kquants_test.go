@@ -44,7 +44,7 @@ func TestKQuantRoundTripAndMatVec(t *testing.T) {
 		f       format
 		generic func([]float32, *Matrix, *quantized, int, int)
 		kernel  func([]float32, *Matrix, *quantized, int, int)
-	}{{ggmlQ4_K, formatQ4_K, matVecQ4KGeneric, matVecQ4K}, {ggmlQ6_K, formatQ6_K, matVecQ6KGeneric, matVecQ6K}} {
+	}{{ggmlQ4_K, formatQ4_K, matVecBlocksGeneric, matVecBlocks}, {ggmlQ6_K, formatQ6_K, matVecBlocksGeneric, matVecBlocks}} {
 		t.Run(c.f.String(), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, uint64(c.f)))
 			rows, cols := 40, 768
@@ -138,7 +138,7 @@ func TestQuantizedGGUFsFailCleanlyWhenCut(t *testing.T) {
 	shape := kShape
 	shape.Layers, shape.Vocab = 1, 16
 	w := Synthetic(shape, 2)
-	for _, typ := range []uint32{ggmlQ8_0, ggmlQ4_0, ggmlQ4_K, ggmlQ6_K} {
+	for _, typ := range quantizedTypes() {
 		full := ggufOf(t, w, spmVocab(ByteLevelTokenizer(shape.Vocab)), every(typ))
 		if _, _, err := LoadGGUF(full); err != nil {
 			t.Fatalf("%s: %v", ggmlTypeNames[typ], err)
@@ -152,13 +152,23 @@ func TestQuantizedGGUFsFailCleanlyWhenCut(t *testing.T) {
 	}
 }
 
+// quantizedTypes are the ggml types of every quantized format the engine
+// reads.
+func quantizedTypes() []uint32 {
+	var types []uint32
+	for _, spec := range formats[formatQ8_0:] {
+		types = append(types, spec.ggml)
+	}
+	return types
+}
+
 // kFuzzSeeds are small GGUFs of every quantized format, and one with a
 // gpt2 vocabulary: seeds for FuzzParseGGUF.
 func kFuzzSeeds(t testing.TB) [][]byte {
 	shape := Shape{Dim: 256, HiddenDim: 256, Layers: 1, Heads: 2, KVHeads: 2, Vocab: 4, SeqLen: 8}
 	w := Synthetic(shape, 1)
 	var seeds [][]byte
-	for _, typ := range []uint32{ggmlQ8_0, ggmlQ4_0, ggmlQ4_K, ggmlQ6_K} {
+	for _, typ := range quantizedTypes() {
 		seeds = append(seeds, ggufOf(t, w, spmVocab(NewTokenizer([]string{"<unk>", "<s>", "</s>", "a"}, make([]float32, 4))), every(typ)))
 	}
 	tok, vocab := testBPE(t, "qwen2", "h e")

@@ -29,8 +29,8 @@ func TestBadModelFilesFailBeforeAnyTrial(t *testing.T) {
 	archAt := bytes.Index(otherArch, []byte("general.architecture"))
 	archAt += bytes.Index(otherArch[archAt:], []byte("llama"))
 	copy(otherArch[archAt:], "gpt2\x00")
-	// Retype the first tensor (token_embd.weight, 64 wide) as Q5_K, then
-	// Q4_K: its type field sits 12 bytes after its dims in the directory.
+	// Retype the first tensor (token_embd.weight, 64 wide) as IQ2_XXS,
+	// then Q4_K: its type field sits 12 bytes after its dims in the directory.
 	retyped := func(typ uint32) []byte {
 		b := append([]byte(nil), gguf...)
 		at := bytes.Index(b, []byte("token_embd.weight")) + len("token_embd.weight") + 4 + 16
@@ -45,7 +45,8 @@ func TestBadModelFilesFailBeforeAnyTrial(t *testing.T) {
 		{write("cut.gguf", gguf[:len(gguf)-1000]), "cut.gguf: tensor blk.4.ffn_norm.weight runs past the end of the file"},
 		{write("header.gguf", gguf[:100]), "header.gguf: metadata array of 512 elements does not fit in the file (truncated?)"},
 		{write("gpt2.gguf", otherArch), `gpt2.gguf: GGUF general.architecture is "gpt2\x00"; the builtin engine runs llama models only`},
-		{write("q5k.gguf", retyped(13)), "q5k.gguf: tensor token_embd.weight is Q5_K; the builtin engine reads F32, F16, Q8_0, Q4_0, Q4_K and Q6_K"},
+		{write("iq2.gguf", retyped(16)), "iq2.gguf: tensor token_embd.weight is IQ2_XXS; the builtin engine reads F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (requantize with llama-quantize, e.g. to Q4_K_M)"},
+		{write("odd.gguf", retyped(99)), "odd.gguf: tensor token_embd.weight is type 99; the builtin engine reads"},
 		{write("q4k.gguf", retyped(12)), "q4k.gguf: tensor token_embd.weight: Q4_K rows of 64 values, not a multiple of its 256-weight block"},
 		{dir, dir + " is a folder; name the checkpoint in it"},
 		{"stories7B-synthetic", `no synthetic shape "stories7B-synthetic"`},

@@ -7,7 +7,7 @@ import (
 )
 
 // DTypes lists the weight formats the engine converts to when asked; a
-// file's own format (Q4_0, Q4_K, Q6_K as well) runs as stored.
+// file's own format (any of formats) runs as stored.
 var DTypes = []string{"f32", "q8_0"}
 
 // GroupSize is the Q8_0 block: 32 weights share one scale (as in
@@ -16,7 +16,7 @@ var DTypes = []string{"f32", "q8_0"}
 const GroupSize = 32
 
 // superBlock is the K-quants' block: 256 weights, in 8 groups of 32
-// (Q4_K) or 16 of 16 (Q6_K) with their own scales.
+// (Q4_K, Q5_K) or 16 runs of 16 (Q2_K, Q3_K, Q6_K) with their own scales.
 const superBlock = 256
 
 // format is how a matrix stores its weights.
@@ -26,53 +26,72 @@ const (
 	formatF32 format = iota
 	formatQ8_0
 	formatQ4_0
+	formatQ4_1
+	formatQ5_0
+	formatQ5_1
+	formatIQ4_NL
+	formatQ2_K
+	formatQ3_K
 	formatQ4_K
+	formatQ5_K
 	formatQ6_K
 )
 
-// String is ggml's name for the format.
-func (f format) String() string {
-	return [...]string{"f32", "q8_0", "q4_0", "q4_K", "q6_K"}[f]
+// formatSpec is what the engine knows of a format. Q8_0 and Q4_0 are
+// rearranged at load into the engine's own rows (see groupRow); every
+// other quantized format keeps the GGUF's blocks byte for byte, which
+// decode and dot read as ggml lays them out.
+type formatSpec struct {
+	name       string // ggml's
+	ggml       uint32 // the GGUF type id
+	block      int    // weights per block
+	blockBytes int    // bytes per block as a GGUF stores it
+	// decode writes one stored block's weights; dot is one stored block's
+	// product with the activations from group g0 on. Both nil for f32,
+	// Q8_0 and Q4_0.
+	decode func(out []float32, b []byte)
+	dot    func(b []byte, x *quantized, g0 int) float32
+	sums   bool // dot reads x.sums (formats with a min per group)
 }
+
+var formats = [...]formatSpec{
+	formatF32:    {name: "f32", ggml: ggmlF32, block: 1, blockBytes: 4},
+	formatQ8_0:   {name: "q8_0", ggml: ggmlQ8_0, block: GroupSize, blockBytes: 2 + GroupSize},
+	formatQ4_0:   {name: "q4_0", ggml: ggmlQ4_0, block: GroupSize, blockBytes: 2 + GroupSize/2},
+	formatQ4_1:   {"q4_1", ggmlQ4_1, GroupSize, q4_1BlockBytes, decodeQ4_1, q4_1Dot, true},
+	formatQ5_0:   {"q5_0", ggmlQ5_0, GroupSize, q5_0BlockBytes, decodeQ5_0, q5_0Dot, false},
+	formatQ5_1:   {"q5_1", ggmlQ5_1, GroupSize, q5_1BlockBytes, decodeQ5_1, q5_1Dot, true},
+	formatIQ4_NL: {"iq4_nl", ggmlIQ4_NL, GroupSize, iq4NLBlockBytes, decodeIQ4NL, iq4NLDot, false},
+	formatQ2_K:   {"q2_K", ggmlQ2_K, superBlock, q2KBlockBytes, dequantQ2K, q2KDot, false},
+	formatQ3_K:   {"q3_K", ggmlQ3_K, superBlock, q3KBlockBytes, dequantQ3K, q3KDot, false},
+	formatQ4_K:   {"q4_K", ggmlQ4_K, superBlock, q4KBlockBytes, dequantQ4K, q4KDot, true},
+	formatQ5_K:   {"q5_K", ggmlQ5_K, superBlock, q5KBlockBytes, dequantQ5K, q5KDot, true},
+	formatQ6_K:   {"q6_K", ggmlQ6_K, superBlock, q6KBlockBytes, dequantQ6K, q6KDot, false},
+}
+
+// String is ggml's name for the format.
+func (f format) String() string { return formats[f].name }
 
 // block is how many weights one block of the format covers.
-func (f format) block() int {
-	if f == formatQ4_K || f == formatQ6_K {
-		return superBlock
-	}
-	return GroupSize
-}
+func (f format) block() int { return formats[f].block }
 
-// fileBlockBytes is the size of one block as a GGUF stores it: an f16
-// scale and the group's payload for Q8_0 and Q4_0, the whole super-block
-// for the K-quants (which the engine keeps as they are).
-func (f format) fileBlockBytes() int {
-	switch f {
-	case formatQ8_0:
-		return 2 + GroupSize
-	case formatQ4_0:
-		return 2 + GroupSize/2
-	case formatQ4_K:
-		return q4KBlockBytes
-	case formatQ6_K:
-		return q6KBlockBytes
-	}
-	return 0
-}
+// fileBlockBytes is the size of one block as a GGUF stores it.
+func (f format) fileBlockBytes() int { return formats[f].blockBytes }
 
-// rowBytes is the size of one stored row of cols weights.
+// storedAsBlocks reports whether the engine keeps the file's blocks as
+// they are (every quantized format but Q8_0 and Q4_0).
+func (f format) storedAsBlocks() bool { return formats[f].decode != nil }
+
+// rowBytes is the size of one stored row of cols weights: Q8_0 and Q4_0
+// rows hold a float32 scale per group, then the groups' payloads.
 func (f format) rowBytes(cols int) int {
 	switch f {
 	case formatQ8_0:
 		return cols/GroupSize*4 + cols
 	case formatQ4_0:
 		return cols/GroupSize*4 + cols/2
-	case formatQ4_K:
-		return cols / superBlock * q4KBlockBytes
-	case formatQ6_K:
-		return cols / superBlock * q6KBlockBytes
 	}
-	return 4 * cols
+	return cols / f.block() * f.fileBlockBytes()
 }
 
 // Matrix is a row-major rows × cols weight matrix, in f32 or quantized.
@@ -80,8 +99,8 @@ func (f format) rowBytes(cols int) int {
 // Quantized rows are stored whole, one after another, so reading a row is
 // one sequential stream: streams, not arithmetic, limit a decode step.
 // Q8_0 and Q4_0 rows hold the row's group scales (float32), then its
-// groups' payloads (see groupRow); Q4_K and Q6_K rows are the GGUF's own
-// super-blocks, byte for byte (see kquants.go).
+// groups' payloads (see groupRow); every other format's rows are the
+// GGUF's own blocks, byte for byte (see blocks.go and kquants.go).
 type Matrix struct {
 	Rows, Cols int
 	F32        []float32
@@ -176,14 +195,10 @@ func (m *Matrix) Dequantize() *Matrix {
 					row[g*GroupSize+i+16] = float32(int(b>>4)-8) * d
 				}
 			}
-		case formatQ4_K, formatQ6_K:
-			decode := dequantQ4K
-			if m.format == formatQ6_K {
-				decode = dequantQ6K
-			}
-			raw, per := m.quantRow(r), m.format.fileBlockBytes()
-			for sb := range m.Cols / superBlock {
-				decode(row[sb*superBlock:(sb+1)*superBlock], raw[sb*per:(sb+1)*per])
+		default:
+			raw, per, block := m.quantRow(r), m.format.fileBlockBytes(), m.format.block()
+			for b := range m.Cols / block {
+				formats[m.format].decode(row[b*block:(b+1)*block], raw[b*per:(b+1)*per])
 			}
 		}
 	}

@@ -245,12 +245,10 @@ func (j *matJob) rows(i, s, a, b int) {
 		matVecQ8(j.out[i][s], m, j.xq[s], a, b)
 	case formatQ4_0:
 		matVecQ4(j.out[i][s], m, j.xq[s], a, b)
-	case formatQ4_K:
-		matVecQ4K(j.out[i][s], m, j.xq[s], a, b)
-	case formatQ6_K:
-		matVecQ6K(j.out[i][s], m, j.xq[s], a, b)
-	default:
+	case formatF32:
 		matVecF32(j.out[i][s], m, j.x[s], a, b)
+	default:
+		matVecBlocks(j.out[i][s], m, j.xq[s], a, b)
 	}
 }
 

@@ -27,6 +27,10 @@ func quantizeTo(t testing.TB, typ uint32, m *Matrix) *Matrix {
 	case ggmlQ6_K:
 		q, err = quantizeK(m, formatQ6_K, encodeQ6K)
 	default:
+		if f, ok := ggmlFormats[typ]; ok && testEncoders[f] != nil {
+			q, err = quantizeK(m, f, testEncoders[f])
+			break
+		}
 		err = fmt.Errorf("no quantizer for ggml type %d", typ)
 	}
 	if err != nil {
@@ -69,27 +73,43 @@ func quantizeQ4(m *Matrix) (*Matrix, error) {
 	return q, nil
 }
 
-// quantizeK encodes each row's super-blocks in format f.
+// testEncoders write one block of each format kept as the GGUF's blocks
+// but Q4_K and Q6_K (encode_test.go).
+var testEncoders = map[format]func(block []byte, x []float32){
+	formatQ4_1: encodeQ4_1, formatQ5_0: encodeQ5_0, formatQ5_1: encodeQ5_1, formatIQ4_NL: encodeIQ4NL,
+	formatQ2_K: encodeQ2K, formatQ3_K: encodeQ3K, formatQ5_K: encodeQ5K,
+}
+
+// quantizeK encodes each row's blocks in format f.
 func quantizeK(m *Matrix, f format, encode func(block []byte, x []float32)) (*Matrix, error) {
-	if m.Cols%superBlock != 0 {
-		return nil, fmt.Errorf("cannot quantize a %d×%d matrix to %s: columns are not a multiple of %d", m.Rows, m.Cols, f, superBlock)
+	n := f.block()
+	if m.Cols%n != 0 {
+		return nil, fmt.Errorf("cannot quantize a %d×%d matrix to %s: columns are not a multiple of %d", m.Rows, m.Cols, f, n)
 	}
 	q := newQuantMatrix(f, m.Rows, m.Cols)
-	per := f.rowBytes(superBlock)
+	per := f.fileBlockBytes()
 	for r := range m.Rows {
 		raw := q.quantRow(r)
-		for sb := range m.Cols / superBlock {
-			encode(raw[sb*per:(sb+1)*per], m.F32[r*m.Cols+sb*superBlock:r*m.Cols+(sb+1)*superBlock])
+		for b := range m.Cols / n {
+			encode(raw[b*per:(b+1)*per], m.F32[r*m.Cols+b*n:r*m.Cols+(b+1)*n])
 		}
 	}
 	return q, nil
 }
 
-// encodeQ4K writes 256 weights as one Q4_K block. Group j spans
-// [lo_j, hi_j] with lo_j ≤ 0: its min is the smallest multiple of dmin at
-// or below lo_j, and its step d·scale_j the smallest multiple of d that
-// covers the rest of the span in 15 steps.
+// encodeQ4K writes 256 weights as one Q4_K block.
 func encodeQ4K(b []byte, x []float32) {
+	encodeScaledMinBlock(b, x, 15, func(j, i, q int) {
+		b[16+j/2*32+i] |= byte(q) << (4 * (j & 1))
+	})
+}
+
+// encodeScaledMinBlock writes the d, dmin and packed scales and mins of
+// a Q4_K or Q5_K block, and gives put each weight's code (0…steps). Group
+// j spans [lo_j, hi_j] with lo_j ≤ 0: its min is the smallest multiple of
+// dmin at or below lo_j, and its step d·scale_j the smallest multiple of
+// d that covers the rest of the span in steps steps.
+func encodeScaledMinBlock(b []byte, x []float32, steps int, put func(j, i, q int)) {
 	const groups = superBlock / GroupSize
 	var lo, hi [groups]float32
 	var maxNegLo float32
@@ -109,7 +129,7 @@ func encodeQ4K(b []byte, x []float32) {
 			mins[j] = uint8(min(63, math.Ceil(float64(-lo[j]/dmin))))
 		}
 		base[j] = -dmin * float32(mins[j])
-		step[j] = (hi[j] - base[j]) / 15
+		step[j] = (hi[j] - base[j]) / float32(steps)
 		maxStep = max(maxStep, step[j])
 	}
 	dBits := f16Up(maxStep / 63)
@@ -117,7 +137,7 @@ func encodeQ4K(b []byte, x []float32) {
 	clear(b)
 	binary.LittleEndian.PutUint16(b, dBits)
 	binary.LittleEndian.PutUint16(b[2:], dminBits)
-	packed, qs := b[4:16], b[16:q4KBlockBytes]
+	packed := b[4:16]
 	for j := range groups {
 		if d > 0 {
 			scales[j] = uint8(min(63, math.Ceil(float64(step[j]/d))))
@@ -134,9 +154,9 @@ func encodeQ4K(b []byte, x []float32) {
 		for i, v := range x[j*GroupSize : (j+1)*GroupSize] {
 			var q float64
 			if s > 0 {
-				q = min(15, max(0, math.Round(float64((v-base[j])/s))))
+				q = min(float64(steps), max(0, math.Round(float64((v-base[j])/s))))
 			}
-			qs[j/2*32+i] |= byte(q) << (4 * (j & 1))
+			put(j, i, int(q))
 		}
 	}
 }
