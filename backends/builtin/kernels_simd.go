@@ -283,6 +283,7 @@ func matVecQ4(out []float32, m *Matrix, x *quantized, lo, hi int) {
 func q4Row(w, ws, x, xs unsafe.Pointer, groups int) archsimd.Float32x8 {
 	ones := archsimd.BroadcastInt16x16(1)
 	low := archsimd.BroadcastUint8x16(0x0f)
+	four := archsimd.BroadcastUint32x4(4)
 	eight := archsimd.BroadcastInt8x32(8)
 	var even, odd archsimd.Float32x8
 	for b := 0; b < groups; b += 8 {
@@ -291,11 +292,11 @@ func q4Row(w, ws, x, xs unsafe.Pointer, groups int) archsimd.Float32x8 {
 		k := 0
 		for ; k+2 <= n; k += 2 {
 			off := uintptr(b+k) * GroupSize
-			even = q8Dot(q4Unpack(w, b+k, low, eight), i8x32(x, off), ones).MulAdd(scales.Permute(laneIndex[k]), even)
-			odd = q8Dot(q4Unpack(w, b+k+1, low, eight), i8x32(x, off+GroupSize), ones).MulAdd(scales.Permute(laneIndex[k+1]), odd)
+			even = q8Dot(q4Unpack(w, b+k, low, four, eight), i8x32(x, off), ones).MulAdd(scales.Permute(laneIndex[k]), even)
+			odd = q8Dot(q4Unpack(w, b+k+1, low, four, eight), i8x32(x, off+GroupSize), ones).MulAdd(scales.Permute(laneIndex[k+1]), odd)
 		}
 		if k < n {
-			even = q8Dot(q4Unpack(w, b+k, low, eight), i8x32(x, uintptr(b+k)*GroupSize), ones).MulAdd(scales.Permute(laneIndex[k]), even)
+			even = q8Dot(q4Unpack(w, b+k, low, four, eight), i8x32(x, uintptr(b+k)*GroupSize), ones).MulAdd(scales.Permute(laneIndex[k]), even)
 		}
 	}
 	return even.Add(odd)
@@ -303,9 +304,16 @@ func q4Row(w, ws, x, xs unsafe.Pointer, groups int) archsimd.Float32x8 {
 
 // q4Unpack is group g's 32 values: its 16 bytes' low nibbles, then their
 // high nibbles, each minus 8.
-func q4Unpack(w unsafe.Pointer, g int, low archsimd.Uint8x16, eight archsimd.Int8x32) archsimd.Int8x32 {
+//
+// Nibbles are shifted by a vector of counts (VPSRLVD), never by
+// ShiftAllRight: that takes its count in an XMM register, which Go fills
+// with a legacy-SSE MOVQ inside the loop, and on this project's AMD EPYC
+// VMs an SSE instruction between AVX2 ones cost 20–40× the whole kernel
+// (stories110M Q4_0 decode: 2.7 tok/s). The shift is per 32-bit lane;
+// the bits it brings across from the next byte are masked off.
+func q4Unpack(w unsafe.Pointer, g int, low archsimd.Uint8x16, four archsimd.Uint32x4, eight archsimd.Int8x32) archsimd.Int8x32 {
 	v := archsimd.LoadUint8x16((*[16]uint8)(unsafe.Add(w, g*16)))
-	hi := v.AsUint16x8().ShiftAllRight(4).AsUint8x16().And(low)
+	hi := v.AsUint32x4().ShiftRight(four).AsUint8x16().And(low)
 	return archsimd.Uint8x32{}.SetLo(v.And(low)).SetHi(hi).AsInt8x32().Sub(eight)
 }
 
@@ -345,6 +353,7 @@ func matVecQ4K(out []float32, m *Matrix, x *quantized, lo, hi int) {
 func q4KRow(w, x, xs, xsum unsafe.Pointer, blocks int) archsimd.Float32x8 {
 	ones := archsimd.BroadcastInt16x16(1)
 	low := archsimd.BroadcastUint8x32(0x0f)
+	four := archsimd.BroadcastUint32x8(4) // a vector count: see q4Unpack
 	var even, odd, offsets archsimd.Float32x8
 	var sc, mn [8]int32
 	for sb := range blocks {
@@ -360,7 +369,7 @@ func q4KRow(w, x, xs, xsum unsafe.Pointer, blocks int) archsimd.Float32x8 {
 		offsets = archsimd.LoadInt32x8(&mn).ConvertToFloat32().Mul(dmin).MulAdd(f32x8(xsum, g*4), offsets)
 		for c := range 4 {
 			v := archsimd.LoadUint8x32((*[32]uint8)(b[16+c*32 : 48+c*32]))
-			hi := v.AsUint16x16().ShiftAllRight(4).AsUint8x32().And(low)
+			hi := v.AsUint32x8().ShiftRight(four).AsUint8x32().And(low)
 			off := (g + uintptr(2*c)) * GroupSize
 			even = v.And(low).DotProductPairsSaturated(i8x32(x, off)).DotProductPairs(ones).ConvertToFloat32().MulAdd(scales.Permute(laneIndex[2*c]), even)
 			odd = hi.DotProductPairsSaturated(i8x32(x, off+GroupSize)).DotProductPairs(ones).ConvertToFloat32().MulAdd(scales.Permute(laneIndex[2*c+1]), odd)
@@ -402,6 +411,10 @@ func q6KRow(w, x, xs unsafe.Pointer, blocks int) archsimd.Float32x8 {
 	low := archsimd.BroadcastUint8x32(0x0f)
 	two := archsimd.BroadcastUint8x32(3)
 	bias := archsimd.BroadcastInt8x32(32)
+	// Vector shift counts, not ShiftAllRight's (see q4Unpack): 4, and the
+	// 2k that brings group k's bit pair down.
+	four := archsimd.BroadcastUint32x8(4)
+	pair := [4]archsimd.Uint32x8{archsimd.BroadcastUint32x8(0), archsimd.BroadcastUint32x8(2), archsimd.BroadcastUint32x8(4), archsimd.BroadcastUint32x8(6)}
 	var even, odd archsimd.Float32x8
 	var sc [8]int32
 	for sb := range blocks {
@@ -422,9 +435,9 @@ func q6KRow(w, x, xs unsafe.Pointer, blocks int) archsimd.Float32x8 {
 			for k := range 4 {
 				lo := ql[k&1]
 				if k >= 2 {
-					lo = lo.AsUint16x16().ShiftAllRight(4).AsUint8x32()
+					lo = lo.AsUint32x8().ShiftRight(four).AsUint8x32()
 				}
-				top := qh.AsUint16x16().ShiftAllRight(uint64(2 * k)).AsUint8x32().And(two).AsUint16x16().ShiftAllLeft(4).AsUint8x32()
+				top := qh.AsUint32x8().ShiftRight(pair[k]).AsUint8x32().And(two).AsUint32x8().ShiftLeft(four).AsUint8x32()
 				q := lo.And(low).Or(top).AsInt8x32().Sub(bias)
 				off := (g0 + uintptr(4*h+k)) * GroupSize
 				weight := scales.Permute(halfIndex[k]).Mul(xsv.Permute(laneIndex[4*h+k]))
