@@ -41,8 +41,7 @@ func TestEveryBlockFormatRoundTripsAndMultiplies(t *testing.T) {
 			}
 			x := randomMatrix(rng, 1, cols).F32
 			xq := newQuantized(cols)
-			quantizeInto(xq.q, xq.scales[:cols/GroupSize], x)
-			xq.sumGroups(cols / GroupSize)
+			xq.quantize(x, allForms)
 			got, generic, want := make([]float32, rows), make([]float32, rows), make([]float32, rows)
 			matVecBlocks(got, q, &xq, 0, rows)
 			matVecBlocksGeneric(generic, q, &xq, 0, rows)

@@ -35,18 +35,57 @@ type State struct {
 	views      []*State    // one per earlier token of a prompt chunk, made on first use
 }
 
-// quantized is an activation vector in Q8_0, with each group's sum
-// (scale·Σq, the group's sum of values as quantized) for the formats whose
-// weights carry an offset (Q4_K's mins).
+// quantized is an activation vector in the forms its matrices read: Q8_0
+// (groups of 32, one scale each), with each group's sum (scale·Σq, the
+// group's sum of values as quantized) for the formats whose weights carry
+// an offset (Q4_1's and Q5_K's mins); and ggml's Q8_K (blocks of 256, one
+// scale each, and each 16 codes' sum) for the K-quants whose kernels sum a
+// whole block in integers (Q4_K, Q6_K), as ggml's do.
 type quantized struct {
-	q      []int8
-	scales []float32
-	sums   []float32
+	q       []int8
+	scales  []float32
+	sums    []float32
+	kq      []int8
+	kscales []float32
+	ksums   []int16
 }
 
 func newQuantized(n int) quantized {
 	groups := (n + GroupSize - 1) / GroupSize
-	return quantized{q: make([]int8, n), scales: newScales(groups), sums: make([]float32, groups)}
+	return quantized{q: make([]int8, n), scales: newScales(groups), sums: make([]float32, groups),
+		kq: make([]int8, n), kscales: make([]float32, n/superBlock), ksums: make([]int16, n/16)}
+}
+
+// activationForms says which forms of its input a product's matrices read.
+type activationForms struct{ q8_0, sums, q8K bool }
+
+// allForms is every form, for tests that multiply every format.
+var allForms = activationForms{q8_0: true, sums: true, q8K: true}
+
+func formsOf(ms []*Matrix) activationForms {
+	var f activationForms
+	for _, m := range ms {
+		spec := formats[m.format]
+		f.q8K = f.q8K || spec.q8K
+		f.q8_0 = f.q8_0 || m.Quantized() && !spec.q8K
+		f.sums = f.sums || spec.sums
+	}
+	return f
+}
+
+// quantize sets the forms of v (len(v) ≤ the vector's size) that forms
+// asks for.
+func (x *quantized) quantize(v []float32, forms activationForms) {
+	if forms.q8_0 || forms.sums {
+		quantizeInto(x.q[:len(v)], x.scales[:len(v)/GroupSize], v)
+	}
+	if forms.sums {
+		x.sumGroups(len(v) / GroupSize)
+	}
+	if forms.q8K {
+		blocks := len(v) / superBlock
+		quantizeQ8K(x.kq[:len(v)], x.kscales[:blocks], x.ksums[:blocks*16], v)
+	}
 }
 
 // sumGroups sets sums for the first groups groups.
@@ -262,20 +301,11 @@ func (e *Engine) multiply(p *pass, states []*State, ms [3]*Matrix, n int, gated 
 		j.out[i] = j.out[i][:0]
 	}
 	// A file may mix formats (Q4_K_M's attn_v is Q6_K beside Q4_K q and
-	// k), so any quantized matrix of the job needs the quantized input.
-	quantize, sums := false, false
-	for _, m := range ms[:n] {
-		quantize = quantize || m.Quantized()
-		sums = sums || formats[m.format].sums
-	}
+	// k), so the input is quantized in every form the job's matrices read.
+	forms := formsOf(ms[:n])
 	for _, st := range states {
 		x, xq := st.vec(in), st.quant(in)
-		if quantize {
-			quantizeInto(xq.q[:len(x)], xq.scales[:len(x)/GroupSize], x)
-		}
-		if sums {
-			xq.sumGroups(len(x) / GroupSize)
-		}
+		xq.quantize(x, forms)
 		j.x, j.xq = append(j.x, x), append(j.xq, xq)
 		for i := range n {
 			j.out[i] = append(j.out[i], st.vec(out[i]))

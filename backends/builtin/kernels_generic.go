@@ -112,44 +112,45 @@ func matVecBlocksGeneric(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	}
 }
 
-// q4KDot is one Q4_K block's product with activations x = scale_x·q_x.
-// Group j is d·s_j·q − dmin·m_j, so its product is
-// d·s_j·scale_x·Σ q·q_x − dmin·m_j·(the group's sum of x, x.sums).
+// q4KDot is one Q4_K block's product with Q8_K activations d_x·y
+// (block sb). Group j is d·s_j·q − dmin·m_j, so the product is
+// d_x·(d·Σ_j s_j·Σ q·y − dmin·Σ_j m_j·Σ y): integers until the last
+// step, as ggml sums it.
 func q4KDot(b []byte, x *quantized, g0 int) float32 {
-	d, dmin := f16ToF32(le16(b)), f16ToF32(le16(b[2:]))
-	var sum float32
+	sb := g0 / (superBlock / GroupSize)
+	y := x.kq[sb*superBlock : (sb+1)*superBlock]
+	var dot, mins int32
 	for j := range superBlock / GroupSize {
-		g := g0 + j
-		xq := x.q[g*GroupSize : (g+1)*GroupSize]
 		nib, shift := q4KNibbles(b[16:q4KBlockBytes], j)
-		var dot int32
+		var s int32
 		for i, v := range nib {
-			dot += int32(v>>shift&0x0f) * int32(xq[i])
+			s += int32(v>>shift&0x0f) * int32(y[j*GroupSize+i])
 		}
 		sc, mn := q4KScaleMin(j, b[4:16])
-		sum += d*float32(sc)*x.scales[g]*float32(dot) - dmin*float32(mn)*x.sums[g]
+		dot += int32(sc) * s
+		mins += int32(mn) * int32(x.ksums[sb*16+2*j]+x.ksums[sb*16+2*j+1])
 	}
-	return sum
+	return x.kscales[sb] * (f16ToF32(le16(b))*float32(dot) - f16ToF32(le16(b[2:]))*float32(mins))
 }
 
-// q6KDot is one Q6_K block's product with the activations: per group of
-// 32, two integer sums (one per 16-weight scale), then
-// scale_x·d·(s_0·Σ_0 + s_1·Σ_1).
+// q6KDot is one Q6_K block's product with Q8_K activations: per run of
+// 16, Σ (q−32)·y times the run's scale, summed in integers, then
+// d·d_x.
 func q6KDot(b []byte, x *quantized, g0 int) float32 {
-	d := f16ToF32(le16(b[208:]))
-	var sum float32
+	sb := g0 / (superBlock / GroupSize)
+	y := x.kq[sb*superBlock : (sb+1)*superBlock]
+	var dot int32
 	for h := range 2 {
 		for k := range 4 {
-			g := g0 + h*4 + k
-			var dot [2]int32
-			for i, v := range x.q[g*GroupSize : (g+1)*GroupSize] {
-				dot[i/16] += q6KValue(b, h, k, i) * int32(v)
+			var run [2]int32
+			for i := range GroupSize {
+				run[i/16] += q6KValue(b, h, k, i) * int32(y[h*128+k*32+i])
 			}
 			s := 8*h + 2*k
-			sum += x.scales[g] * d * (q6KScale(b, s)*float32(dot[0]) + q6KScale(b, s+1)*float32(dot[1]))
+			dot += int32(int8(b[192+s]))*run[0] + int32(int8(b[193+s]))*run[1]
 		}
 	}
-	return sum
+	return x.kscales[sb] * f16ToF32(le16(b[208:])) * float32(dot)
 }
 
 // runDot is Σ code(i)·q_x over run s (16 weights) of the block whose
@@ -197,6 +198,40 @@ func q5KDot(b []byte, x *quantized, g0 int) float32 {
 		sum += d*float32(sc)*x.scales[g]*float32(dot) - dmin*float32(mn)*x.sums[g]
 	}
 	return sum
+}
+
+// quantizeQ8KGeneric fills q, scales and sums with ggml's Q8_K form of
+// x: per block of 256, scale = max|v|/127 and q rounded as in
+// quantizeGeneric; sums holds each 16 codes' sum.
+func quantizeQ8KGeneric(q []int8, scales []float32, sums []int16, x []float32) {
+	for b := range scales {
+		block := x[b*superBlock : (b+1)*superBlock]
+		var amax float32
+		for _, v := range block {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		scales[b] = amax / 127
+		inv := float32(0)
+		if amax != 0 {
+			inv = 127 / amax
+		}
+		out := q[b*superBlock : (b+1)*superBlock]
+		for i, v := range block {
+			y := float64(v * inv)
+			if y >= 0 {
+				out[i] = int8(min(127, y+0.5))
+			} else {
+				out[i] = int8(max(-127, y-0.5))
+			}
+		}
+		for r := range superBlock / 16 {
+			var s int16
+			for _, v := range out[r*16 : (r+1)*16] {
+				s += int16(v)
+			}
+			sums[b*16+r] = s
+		}
+	}
 }
 
 // quantizeGeneric fills q and scales with the Q8_0 form of x: per group

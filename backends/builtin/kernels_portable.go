@@ -28,5 +28,8 @@ func dotRows(out, w, x []float32, lo, hi, cols, stride int) {
 }
 func weightedSum(out, weights, v []float32, stride int)    { weightedSumGeneric(out, weights, v, stride) }
 func quantizeInto(q []int8, scales []float32, x []float32) { quantizeGeneric(q, scales, x) }
-func softmax(x []float32, scale float32)                   { softmaxGeneric(x, scale) }
-func swiGLU(hb, hb2 []float32)                             { swiGLUGeneric(hb, hb2) }
+func quantizeQ8K(q []int8, scales []float32, sums []int16, x []float32) {
+	quantizeQ8KGeneric(q, scales, sums, x)
+}
+func softmax(x []float32, scale float32) { softmaxGeneric(x, scale) }
+func swiGLU(hb, hb2 []float32)           { swiGLUGeneric(hb, hb2) }

@@ -52,21 +52,22 @@ type formatSpec struct {
 	decode func(out []float32, b []byte)
 	dot    func(b []byte, x *quantized, g0 int) float32
 	sums   bool // dot reads x.sums (formats with a min per group)
+	q8K    bool // dot reads the Q8_K activations, not Q8_0
 }
 
 var formats = [...]formatSpec{
 	formatF32:    {name: "f32", ggml: ggmlF32, block: 1, blockBytes: 4},
 	formatQ8_0:   {name: "q8_0", ggml: ggmlQ8_0, block: GroupSize, blockBytes: 2 + GroupSize},
 	formatQ4_0:   {name: "q4_0", ggml: ggmlQ4_0, block: GroupSize, blockBytes: 2 + GroupSize/2},
-	formatQ4_1:   {"q4_1", ggmlQ4_1, GroupSize, q4_1BlockBytes, decodeQ4_1, q4_1Dot, true},
-	formatQ5_0:   {"q5_0", ggmlQ5_0, GroupSize, q5_0BlockBytes, decodeQ5_0, q5_0Dot, false},
-	formatQ5_1:   {"q5_1", ggmlQ5_1, GroupSize, q5_1BlockBytes, decodeQ5_1, q5_1Dot, true},
-	formatIQ4_NL: {"iq4_nl", ggmlIQ4_NL, GroupSize, iq4NLBlockBytes, decodeIQ4NL, iq4NLDot, false},
-	formatQ2_K:   {"q2_K", ggmlQ2_K, superBlock, q2KBlockBytes, dequantQ2K, q2KDot, false},
-	formatQ3_K:   {"q3_K", ggmlQ3_K, superBlock, q3KBlockBytes, dequantQ3K, q3KDot, false},
-	formatQ4_K:   {"q4_K", ggmlQ4_K, superBlock, q4KBlockBytes, dequantQ4K, q4KDot, true},
-	formatQ5_K:   {"q5_K", ggmlQ5_K, superBlock, q5KBlockBytes, dequantQ5K, q5KDot, true},
-	formatQ6_K:   {"q6_K", ggmlQ6_K, superBlock, q6KBlockBytes, dequantQ6K, q6KDot, false},
+	formatQ4_1:   {"q4_1", ggmlQ4_1, GroupSize, q4_1BlockBytes, decodeQ4_1, q4_1Dot, true, false},
+	formatQ5_0:   {"q5_0", ggmlQ5_0, GroupSize, q5_0BlockBytes, decodeQ5_0, q5_0Dot, false, false},
+	formatQ5_1:   {"q5_1", ggmlQ5_1, GroupSize, q5_1BlockBytes, decodeQ5_1, q5_1Dot, true, false},
+	formatIQ4_NL: {"iq4_nl", ggmlIQ4_NL, GroupSize, iq4NLBlockBytes, decodeIQ4NL, iq4NLDot, false, false},
+	formatQ2_K:   {"q2_K", ggmlQ2_K, superBlock, q2KBlockBytes, dequantQ2K, q2KDot, false, false},
+	formatQ3_K:   {"q3_K", ggmlQ3_K, superBlock, q3KBlockBytes, dequantQ3K, q3KDot, false, false},
+	formatQ4_K:   {"q4_K", ggmlQ4_K, superBlock, q4KBlockBytes, dequantQ4K, q4KDot, false, true},
+	formatQ5_K:   {"q5_K", ggmlQ5_K, superBlock, q5KBlockBytes, dequantQ5K, q5KDot, true, false},
+	formatQ6_K:   {"q6_K", ggmlQ6_K, superBlock, q6KBlockBytes, dequantQ6K, q6KDot, false, true},
 }
 
 // String is ggml's name for the format.
