@@ -54,25 +54,52 @@ func weightedSumGeneric(out, weights, v []float32, stride int) {
 	}
 }
 
+// The portable integer kernels walk a group through re-sliced windows of
+// four or eight values (one bounds check per window, and plain indexed
+// loads), summing into two accumulators: an indexed loop over a fixed
+// array compiled to six instructions a weight here.
+
+// dot8s is Σ a[i]·b[i] over int8 values, eight at a time.
+func dot8s(a, b []int8) int32 {
+	var s0, s1 int32
+	for len(a) >= 8 && len(b) >= 8 {
+		x, y := a[:8:8], b[:8:8]
+		s0 += int32(x[0])*int32(y[0]) + int32(x[1])*int32(y[1]) + int32(x[2])*int32(y[2]) + int32(x[3])*int32(y[3])
+		s1 += int32(x[4])*int32(y[4]) + int32(x[5])*int32(y[5]) + int32(x[6])*int32(y[6]) + int32(x[7])*int32(y[7])
+		a, b = a[8:], b[8:]
+	}
+	return s0 + s1
+}
+
+// group32 is group g of the int8 values v.
+func group32(v []int8, g int) []int8 { return v[g*GroupSize : (g+1)*GroupSize] }
+
 // matVecQ8Generic computes out[r] = Σ_groups scale_w·scale_x·Σ q_w·q_x for rows
 // [lo, hi), with integer sums inside each group of 32.
 func matVecQ8Generic(out []float32, m *Matrix, x *quantized, lo, hi int) {
-	c := m.Cols
-	groups := c / GroupSize
+	groups := m.Cols / GroupSize
 	for r := lo; r < hi; r++ {
 		ws, w := m.q8Row(r)
 		var sum float32
 		for g := range groups {
-			a := w[g*GroupSize : (g+1)*GroupSize]
-			b := x.q[g*GroupSize : (g+1)*GroupSize]
-			var acc int32
-			for i := range GroupSize {
-				acc += int32(a[i]) * int32(b[i])
-			}
-			sum += float32(acc) * ws[g] * x.scales[g]
+			sum += float32(dot8s(group32(w, g), group32(x.q, g))) * ws[g] * x.scales[g]
 		}
 		out[r] = sum
 	}
+}
+
+// nibbleDot is Σ (n_i − 8)·y_i over a group of 32 weights stored as 16
+// bytes of nibbles (weight i < 16 in byte i's low nibble, i + 16 in its
+// high one), y the group's activations.
+func nibbleDot(nib *[16]byte, y *[GroupSize]int8) int32 {
+	var s0, s1, s2, s3 int32
+	for i := 0; i < 16; i += 2 {
+		s0 += (int32(nib[i]&0x0f) - 8) * int32(y[i])
+		s1 += (int32(nib[i]>>4) - 8) * int32(y[i+16])
+		s2 += (int32(nib[i+1]&0x0f) - 8) * int32(y[i+1])
+		s3 += (int32(nib[i+1]>>4) - 8) * int32(y[i+17])
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // matVecQ4 computes out[r] = Σ_groups scale_w·scale_x·Σ (n_w−8)·q_x for
@@ -84,13 +111,7 @@ func matVecQ4Generic(out []float32, m *Matrix, x *quantized, lo, hi int) {
 		ws, nib := m.groupRow(r)
 		var sum float32
 		for g := range groups {
-			b := nib[g*16 : g*16+16]
-			xq := x.q[g*GroupSize : (g+1)*GroupSize]
-			var acc int32
-			for i := range GroupSize / 2 {
-				acc += (int32(b[i]&0x0f)-8)*int32(xq[i]) + (int32(b[i]>>4)-8)*int32(xq[i+16])
-			}
-			sum += float32(acc) * ws[g] * x.scales[g]
+			sum += float32(nibbleDot((*[16]byte)(nib[g*16:]), (*[GroupSize]int8)(group32(x.q, g)))) * ws[g] * x.scales[g]
 		}
 		out[r] = sum
 	}
@@ -122,15 +143,25 @@ func q4KDot(b []byte, x *quantized, g0 int) float32 {
 	var dot, mins int32
 	for j := range superBlock / GroupSize {
 		nib, shift := q4KNibbles(b[16:q4KBlockBytes], j)
-		var s int32
-		for i, v := range nib {
-			s += int32(v>>shift&0x0f) * int32(y[j*GroupSize+i])
-		}
 		sc, mn := q4KScaleMin(j, b[4:16])
-		dot += int32(sc) * s
+		dot += int32(sc) * shiftedNibbleDot(nib, shift, y[j*GroupSize:(j+1)*GroupSize])
 		mins += int32(mn) * int32(x.ksums[sb*16+2*j]+x.ksums[sb*16+2*j+1])
 	}
 	return x.kscales[sb] * (f16ToF32(le16(b))*float32(dot) - f16ToF32(le16(b[2:]))*float32(mins))
+}
+
+// shiftedNibbleDot is Σ (nib[i]>>shift & 15)·y[i] over 32 weights,
+// eight at a time through re-sliced windows (a form the compiler checks
+// once per window).
+func shiftedNibbleDot(nib []byte, shift uint, y []int8) int32 {
+	var s0, s1 int32
+	for len(nib) >= 8 && len(y) >= 8 {
+		n, v := nib[:8:8], y[:8:8]
+		s0 += int32(n[0]>>shift&15)*int32(v[0]) + int32(n[1]>>shift&15)*int32(v[1]) + int32(n[2]>>shift&15)*int32(v[2]) + int32(n[3]>>shift&15)*int32(v[3])
+		s1 += int32(n[4]>>shift&15)*int32(v[4]) + int32(n[5]>>shift&15)*int32(v[5]) + int32(n[6]>>shift&15)*int32(v[6]) + int32(n[7]>>shift&15)*int32(v[7])
+		nib, y = nib[8:], y[8:]
+	}
+	return s0 + s1
 }
 
 // q6KDot is one Q6_K block's product with Q8_K activations: per run of
@@ -142,15 +173,30 @@ func q6KDot(b []byte, x *quantized, g0 int) float32 {
 	var dot int32
 	for h := range 2 {
 		for k := range 4 {
-			var run [2]int32
-			for i := range GroupSize {
-				run[i/16] += q6KValue(b, h, k, i) * int32(y[h*128+k*32+i])
-			}
+			// Group k of half h: low nibbles from ql (see q6KValue), bit
+			// pairs from qh; each run of 16 has its scale.
+			ql := b[h*64+(k&1)*32 : h*64+(k&1)*32+32]
+			qh := b[128+h*32 : 160+h*32]
+			lo, hi := uint(4*(k>>1)), uint(2*k)
+			v := y[h*128+k*32 : h*128+k*32+32]
 			s := 8*h + 2*k
-			dot += int32(int8(b[192+s]))*run[0] + int32(int8(b[193+s]))*run[1]
+			dot += int32(int8(b[192+s]))*q6Run(ql[:16], qh[:16], lo, hi, v[:16]) + int32(int8(b[193+s]))*q6Run(ql[16:], qh[16:], lo, hi, v[16:])
 		}
 	}
 	return x.kscales[sb] * f16ToF32(le16(b[208:])) * float32(dot)
+}
+
+// q6Run is Σ (q−32)·y over a run of 16 Q6_K weights, q put together from
+// ql's nibbles (shifted by lo) and qh's bit pairs (shifted by hi).
+func q6Run(ql, qh []byte, lo, hi uint, y []int8) int32 {
+	var s0, s1 int32
+	for len(ql) >= 4 && len(qh) >= 4 && len(y) >= 4 {
+		l, h, v := ql[:4:4], qh[:4:4], y[:4:4]
+		s0 += (int32(l[0]>>lo&15|(h[0]>>hi&3)<<4)-32)*int32(v[0]) + (int32(l[1]>>lo&15|(h[1]>>hi&3)<<4)-32)*int32(v[1])
+		s1 += (int32(l[2]>>lo&15|(h[2]>>hi&3)<<4)-32)*int32(v[2]) + (int32(l[3]>>lo&15|(h[3]>>hi&3)<<4)-32)*int32(v[3])
+		ql, qh, y = ql[4:], qh[4:], y[4:]
+	}
+	return s0 + s1
 }
 
 // runDot is Σ code(i)·q_x over run s (16 weights) of the block whose
