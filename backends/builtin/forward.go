@@ -48,19 +48,20 @@ type quantized struct {
 	kq      []int8
 	kscales []float32
 	ksums   []int16
+	kbcast  []int8 // kq, each four repeated eight times, for the tile kernels
 }
 
 func newQuantized(n int) quantized {
 	groups := (n + GroupSize - 1) / GroupSize
 	return quantized{q: make([]int8, n), scales: newScales(groups), sums: make([]float32, groups),
-		kq: make([]int8, n), kscales: make([]float32, n/superBlock), ksums: make([]int16, n/16)}
+		kq: make([]int8, n), kscales: make([]float32, n/superBlock), ksums: make([]int16, n/16), kbcast: make([]int8, 8*n)}
 }
 
 // activationForms says which forms of its input a product's matrices read.
-type activationForms struct{ q8_0, sums, q8K bool }
+type activationForms struct{ q8_0, sums, q8K, tiles bool }
 
 // allForms is every form, for tests that multiply every format.
-var allForms = activationForms{q8_0: true, sums: true, q8K: true}
+var allForms = activationForms{q8_0: true, sums: true, q8K: true, tiles: true}
 
 func formsOf(ms []*Matrix) activationForms {
 	var f activationForms
@@ -69,6 +70,7 @@ func formsOf(ms []*Matrix) activationForms {
 		f.q8K = f.q8K || spec.q8K
 		f.q8_0 = f.q8_0 || m.Quantized() && !spec.q8K
 		f.sums = f.sums || spec.sums
+		f.tiles = f.tiles || m.tiles != nil
 	}
 	return f
 }
@@ -82,9 +84,12 @@ func (x *quantized) quantize(v []float32, forms activationForms) {
 	if forms.sums {
 		x.sumGroups(len(v) / GroupSize)
 	}
-	if forms.q8K {
+	if forms.q8K || forms.tiles {
 		blocks := len(v) / superBlock
 		quantizeQ8K(x.kq[:len(v)], x.kscales[:blocks], x.ksums[:blocks*16], v)
+	}
+	if forms.tiles {
+		broadcastActivations(x, len(v))
 	}
 }
 

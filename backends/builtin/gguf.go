@@ -488,7 +488,7 @@ func (l *tensorLoader) matrix(name string, rows, cols int) *Matrix {
 func (l *tensorLoader) matrixOf(t GGUFTensor, raw []byte, rows, cols int) *Matrix {
 	f := ggmlFormats[t.Type]
 	if f.storedAsBlocks() {
-		return &Matrix{Rows: rows, Cols: cols, format: f, quant: raw}
+		return withTiles(&Matrix{Rows: rows, Cols: cols, format: f, quant: raw})
 	}
 	m := newQuantMatrix(f, rows, cols)
 	groups := cols / GroupSize

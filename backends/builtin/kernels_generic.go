@@ -1,6 +1,9 @@
 package builtin
 
-import "math"
+import (
+	"math"
+	"unsafe"
+)
 
 // The portable kernels: plain Go loops, unrolled by four so the compiler
 // keeps independent accumulators. They serve builds without
@@ -339,5 +342,18 @@ func swiGLUGeneric(hb, hb2 []float32) {
 	hb2 = hb2[:len(hb)]
 	for i, v := range hb {
 		hb[i] = v / (1 + float32(math.Exp(float64(-v)))) * hb2[i]
+	}
+}
+
+// broadcastActivations sets x's Q8_K codes, each four repeated eight
+// times (32 bytes per four), so a tile kernel (tiles_simd.go) loads the four it needs in
+// every row's lanes with one load.
+func broadcastActivations(x *quantized, n int) {
+	for u := range n / 4 {
+		four := *(*uint32)(unsafe.Pointer(&x.kq[4*u]))
+		dst := unsafe.Slice((*uint32)(unsafe.Pointer(&x.kbcast[32*u])), 8)
+		for i := range dst {
+			dst[i] = four
+		}
 	}
 }

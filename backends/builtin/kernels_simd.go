@@ -3,7 +3,6 @@
 package builtin
 
 import (
-	"encoding/binary"
 	"math"
 	"simd/archsimd"
 	"unsafe"
@@ -319,8 +318,8 @@ func q4Unpack(w unsafe.Pointer, g int, low archsimd.Uint8x16, four archsimd.Uint
 }
 
 // matVecBlocks multiplies a matrix stored as the GGUF's blocks: Q4_K
-// and Q6_K with the vector kernels below, the rarer formats with the
-// portable ones.
+// and Q6_K with the tile kernels, the rarer formats with the portable
+// ones.
 func matVecBlocks(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	switch m.format {
 	case formatQ4_K:
@@ -332,29 +331,23 @@ func matVecBlocks(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	}
 }
 
-// matVecQ4K and matVecQ6K multiply K-quant blocks as stored against the
-// Q8_K activations, as ggml's AVX2 kernels do: each group's unsigned
-// codes multiply the int8 activations directly (VPMADDUBSW, unsigned ×
-// signed, into int16 pairs), the pairs are multiplied by the group's
-// scales and summed into int32 (VPMADDWD), and a whole block accumulates
-// in integers: one conversion and one FMA per 256 weights. The offsets
-// (Q4_K's mins, Q6_K's −32) come from the activations' sums of 16.
+// matVecQ4K and matVecQ6K multiply K-quant matrices through their tiles
+// (tiles_simd.go), built when the matrix was loaded; a matrix without
+// them (none the engine loads on an AVX2 CPU) takes the portable kernel.
 func matVecQ4K(out []float32, m *Matrix, x *quantized, lo, hi int) {
-	if !haveAVX2 {
+	if m.tiles == nil {
 		matVecBlocksGeneric(out, m, x, lo, hi)
 		return
 	}
-	k := kActivations(x, m.Cols)
-	matVecRows(out, m, lo, hi, func(row unsafe.Pointer) archsimd.Float32x8 { return q4KRow(row, k) })
+	matVecTiles(out, m, x, lo, hi, q4KTile, q4KTileBytes)
 }
 
 func matVecQ6K(out []float32, m *Matrix, x *quantized, lo, hi int) {
-	if !haveAVX2 {
+	if m.tiles == nil {
 		matVecBlocksGeneric(out, m, x, lo, hi)
 		return
 	}
-	k := kActivations(x, m.Cols)
-	matVecRows(out, m, lo, hi, func(row unsafe.Pointer) archsimd.Float32x8 { return q6KRow(row, k) })
+	matVecTiles(out, m, x, lo, hi, q6KTile, q6KTileBytes)
 }
 
 // kVector is the Q8_K activations as a kernel reads them.
@@ -366,120 +359,6 @@ type kVector struct {
 func kActivations(x *quantized, cols int) kVector {
 	blocks := cols / superBlock
 	return kVector{unsafe.Pointer(&x.kq[:cols][0]), unsafe.Pointer(&x.kscales[:blocks][0]), unsafe.Pointer(&x.ksums[:blocks*16][0]), blocks}
-}
-
-// blockScale is d·d_x for block sb, d an f16 in the weights. It is built
-// from integer registers, so no scalar float instruction sits among the
-// AVX2 ones (see q4Unpack): the half's bits, moved into a float32's
-// places, are the value times 2^-112 (subnormal halves included), and
-// twoTo112 puts that right. A half's infinity or NaN would read as a large
-// finite scale; no quantizer writes one.
-func blockScale(d uint16, k kVector, sb int, twoTo112 archsimd.Float32x8) archsimd.Float32x8 {
-	dx := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(k.scales, sb*4))).AsFloat32x8()
-	bits := uint32(d&0x8000)<<16 | uint32(d&0x7fff)<<13
-	return archsimd.BroadcastUint32x8(bits).AsFloat32x8().Mul(twoTo112).Mul(dx)
-}
-
-// groupIndex[j] repeats int16 lane j of a 128-bit half in all 8 lanes of
-// both halves (for VPSHUFB); halfPairIndex[j] repeats lane 2j in the low
-// half and 2j+1 in the high one, a Q6_K group's two run scales. lowBytes
-// and highBytes copy bytes 0–7 or 8–15 into both halves of 16 bytes, and
-// minIndex repeats bytes 8–15 (Q4_K's mins) twice each, one per sum of 16.
-var groupIndex, halfPairIndex, lowBytes, highBytes, minIndex = func() (group, halfPair [8]archsimd.Int8x32, lo, hi, mins archsimd.Int8x16) {
-	if !haveAVX2 {
-		return
-	}
-	var l, h, m [16]int8
-	for j := range 8 {
-		var g, p [32]int8
-		for i := range 32 {
-			g[i] = int8(2*j + i%2)
-			p[i] = int8(2*(2*j%8+i/16) + i%2)
-		}
-		group[j], halfPair[j] = archsimd.LoadInt8x32(&g), archsimd.LoadInt8x32(&p)
-		l[j], l[j+8], h[j], h[j+8] = int8(j), int8(j), int8(8+j), int8(8+j)
-		m[2*j], m[2*j+1] = int8(8+j), int8(8+j)
-	}
-	return group, halfPair, archsimd.LoadInt8x16(&l), archsimd.LoadInt8x16(&h), archsimd.LoadInt8x16(&m)
-}()
-
-// q4KScalesAndMins unpacks a Q4_K block's 12 packed bytes into its eight
-// 6-bit scales (bytes 0–7) and mins (bytes 8–15), in integer registers
-// (see q4KScaleMin for the packing).
-func q4KScalesAndMins(p *[12]byte) archsimd.Int8x16 {
-	const low6, low4, top2 = 0x3f3f3f3f, 0x0f0f0f0f, 0x03030303
-	w0, w1, w2 := binary.LittleEndian.Uint32(p[0:]), binary.LittleEndian.Uint32(p[4:]), binary.LittleEndian.Uint32(p[8:])
-	scales47 := w2&low4 | (w0>>6&top2)<<4
-	mins47 := w2>>4&low4 | (w1>>6&top2)<<4
-	var v archsimd.Uint32x4
-	return v.SetElem(0, w0&low6).SetElem(1, scales47).SetElem(2, w1&low6).SetElem(3, mins47).AsInt8x16()
-}
-
-func q4KRow(w unsafe.Pointer, k kVector) archsimd.Float32x8 {
-	low := archsimd.BroadcastUint8x32(0x0f)
-	four := archsimd.BroadcastUint32x8(4) // a vector count: see q4Unpack
-	twoTo112 := archsimd.BroadcastFloat32x8(0x1p112)
-	var sum, offsets archsimd.Float32x8
-	for sb := range k.blocks {
-		b := (*[q4KBlockBytes]byte)(unsafe.Add(w, sb*q4KBlockBytes))
-		sm := q4KScalesAndMins((*[12]byte)(b[4:16]))
-		scales := sm.PermuteOrZero(lowBytes).ExtendToInt16().AsInt8x32() // the eight scales in each half
-		y := unsafe.Add(k.q, sb*superBlock)
-		var acc archsimd.Int32x8
-		for c := range 4 {
-			v := archsimd.LoadUint8x32((*[32]uint8)(b[16+c*32 : 48+c*32]))
-			hi := v.AsUint32x8().ShiftRight(four).AsUint8x32().And(low)
-			acc = acc.Add(v.And(low).DotProductPairsSaturated(i8x32(y, uintptr(64*c))).DotProductPairs(scales.PermuteOrZeroGrouped(groupIndex[2*c]).AsInt16x16()))
-			acc = acc.Add(hi.DotProductPairsSaturated(i8x32(y, uintptr(64*c+32))).DotProductPairs(scales.PermuteOrZeroGrouped(groupIndex[2*c+1]).AsInt16x16()))
-		}
-		sums := archsimd.LoadInt16x16((*[16]int16)(unsafe.Add(k.sums, sb*32)))
-		mins := sums.DotProductPairs(sm.PermuteOrZero(minIndex).ExtendToInt16())
-		sum = acc.ConvertToFloat32().MulAdd(blockScale(le16(b[0:]), k, sb, twoTo112), sum)
-		offsets = mins.ConvertToFloat32().MulAdd(blockScale(le16(b[2:]), k, sb, twoTo112), offsets)
-	}
-	return sum.Sub(offsets)
-}
-
-func q6KRow(w unsafe.Pointer, k kVector) archsimd.Float32x8 {
-	low := archsimd.BroadcastUint8x32(0x0f)
-	top := archsimd.BroadcastUint8x32(0x30)
-	// Vector shift counts, not ShiftAllRight's (see q4Unpack): group g's
-	// bit pair goes to bits 4–5 by a left shift of 4, 2 or 0, or a right
-	// shift of 2; and ×32 is a left shift of 5.
-	two := archsimd.BroadcastUint32x8(2)
-	four := archsimd.BroadcastUint32x8(4)
-	five := archsimd.BroadcastUint32x8(5)
-	twoTo112 := archsimd.BroadcastFloat32x8(0x1p112)
-	var sum archsimd.Float32x8
-	for sb := range k.blocks {
-		b := (*[q6KBlockBytes]byte)(unsafe.Add(w, sb*q6KBlockBytes))
-		scales := archsimd.LoadInt8x16((*[16]int8)(unsafe.Pointer(&b[192])))
-		y := unsafe.Add(k.q, sb*superBlock)
-		var acc archsimd.Int32x8
-		for h := range 2 {
-			half := lowBytes
-			if h == 1 {
-				half = highBytes
-			}
-			runScales := scales.PermuteOrZero(half).ExtendToInt16().AsInt8x32() // the half's eight run scales, in each half
-			ql0 := archsimd.LoadUint8x32((*[32]uint8)(b[h*64 : h*64+32]))
-			ql1 := archsimd.LoadUint8x32((*[32]uint8)(b[h*64+32 : h*64+64]))
-			qh := archsimd.LoadUint8x32((*[32]uint8)(b[128+h*32 : 160+h*32]))
-			q := [4]archsimd.Uint8x32{
-				ql0.And(low).Or(qh.AsUint32x8().ShiftLeft(four).AsUint8x32().And(top)),
-				ql1.And(low).Or(qh.AsUint32x8().ShiftLeft(two).AsUint8x32().And(top)),
-				ql0.AsUint32x8().ShiftRight(four).AsUint8x32().And(low).Or(qh.And(top)),
-				ql1.AsUint32x8().ShiftRight(four).AsUint8x32().And(low).Or(qh.AsUint32x8().ShiftRight(two).AsUint8x32().And(top)),
-			}
-			for g := range 4 { // 0…63 each: the −32 is taken off below
-				acc = acc.Add(q[g].DotProductPairsSaturated(i8x32(y, uintptr(h*128+g*32))).DotProductPairs(runScales.PermuteOrZeroGrouped(halfPairIndex[g]).AsInt16x16()))
-			}
-		}
-		sums := archsimd.LoadInt16x16((*[16]int16)(unsafe.Add(k.sums, sb*32)))
-		acc = acc.Sub(sums.DotProductPairs(scales.ExtendToInt16()).AsUint32x8().ShiftLeft(five).AsInt32x8())
-		sum = acc.ConvertToFloat32().MulAdd(blockScale(le16(b[208:]), k, sb, twoTo112), sum)
-	}
-	return sum
 }
 
 // pairedRowGroups is the longest row (in groups) for which two rows are

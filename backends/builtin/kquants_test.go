@@ -52,8 +52,8 @@ func TestKQuantRoundTripAndMatVec(t *testing.T) {
 			f.F32[5] = 0 // a group with a zero, and a row of zeros
 			clear(f.F32[3*cols : 4*cols])
 			q := quantizeTo(t, c.typ, f)
-			if q.DType() != c.f.String() || q.Bytes() != int64(rows*c.f.rowBytes(cols)) {
-				t.Fatalf("%s, %d bytes", q.DType(), q.Bytes())
+			if q.DType() != c.f.String() || len(q.quant) != rows*c.f.rowBytes(cols) {
+				t.Fatalf("%s, %d bytes", q.DType(), len(q.quant))
 			}
 			back := q.Dequantize()
 			per := c.f.rowBytes(superBlock)

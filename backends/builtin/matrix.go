@@ -95,6 +95,9 @@ func (f format) rowBytes(cols int) int {
 	return cols / f.block() * f.fileBlockBytes()
 }
 
+// tileRows is how many rows a tile interleaves (see tiles_simd.go).
+const tileRows = 8
+
 // Matrix is a row-major rows × cols weight matrix, in f32 or quantized.
 //
 // Quantized rows are stored whole, one after another, so reading a row is
@@ -107,6 +110,7 @@ type Matrix struct {
 	F32        []float32
 	format     format
 	quant      []byte // the quantized rows; nil for f32
+	tiles      []byte // the rows interleaved for a tile kernel, where the build has one (tiles_simd.go)
 }
 
 // newQuantMatrix allocates a zeroed matrix in format f (cols a multiple of
@@ -150,8 +154,12 @@ func (m *Matrix) q8Row(r int) (scales []float32, q []int8) {
 	return scales, unsafe.Slice((*int8)(unsafe.Pointer(&payload[0])), m.Cols)
 }
 
-// Bytes is the memory the weights take.
+// Bytes is the memory the weights take, and a decode step reads: the
+// tiles where the kernels read those.
 func (m *Matrix) Bytes() int64 {
+	if m.tiles != nil {
+		return int64(len(m.tiles))
+	}
 	if m.Quantized() {
 		return int64(len(m.quant))
 	}

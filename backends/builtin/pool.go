@@ -235,6 +235,9 @@ func (j *matJob) block(m *Matrix, span int) int {
 	if len(j.x) == 1 {
 		return max(span, 1)
 	}
+	if m.tiles != nil { // whole tiles
+		return max(tileRows, rowBlockBytes/m.rowBytes()/tileRows*tileRows)
+	}
 	return max(2, rowBlockBytes/m.rowBytes()&^1)
 }
 

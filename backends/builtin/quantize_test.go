@@ -36,7 +36,7 @@ func quantizeTo(t testing.TB, typ uint32, m *Matrix) *Matrix {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return q
+	return withTiles(q) // as the loader does, so the tests reach the kernels the engine runs
 }
 
 // quantizeQ4 returns m in Q4_0 by ggml's rule: per group of 32, the value

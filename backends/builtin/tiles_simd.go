@@ -1,0 +1,215 @@
+//go:build goexperiment.simd && amd64
+
+package builtin
+
+import (
+	"simd/archsimd"
+	"unsafe"
+)
+
+// Tiles: the AVX2 decode kernels' own copy of a K-quant matrix, eight
+// rows interleaved, as llama.cpp repacks Q4_0 and Q4_K for its CPU
+// kernels. A kernel reading one row at a time spends most of its
+// instructions unpacking that row's blocks and summing its lanes; a tile
+// puts four weights of each of eight rows side by side in one 32-byte
+// vector, so one multiply-add (VPMADDUBSW) serves eight rows against four
+// activations broadcast to every row, each int32 lane of the result is
+// one row's sum, and eight outputs come out of one kernel call with no
+// horizontal sum. The file's blocks stay where they are (mapped) for
+// everything else: the portable kernels, row lookups, dequantizing.
+
+// Q6_K tile, per super-block of 256 columns (q6KTileBytes):
+//   - 2048 bytes of codes (q+32, 0…63, one byte each): weights 4u…4u+3 of
+//     rows 0…7 in bytes 32u…32u+31, row r at 32u+4r;
+//   - 128 bytes of scales: run s (weights 16s…16s+15) of rows 0…7 in
+//     bytes 8s…8s+7;
+//   - 8 float32 d, row r at r.
+const (
+	q6KTileCodes  = tileRows * superBlock
+	q6KTileScales = tileRows * superBlock / 16
+	q6KTileBytes  = q6KTileCodes + q6KTileScales + 4*tileRows
+)
+
+// Q4_K tile, per super-block of 256 columns (q4KTileBytes):
+//   - 1024 bytes of nibbles, the blocks' own bytes reordered: for groups
+//     2c and 2c+1 (low and high nibbles, as in the block) and their
+//     weights 4t…4t+3, rows 0…7 in bytes 32(8c+t)…+31, row r at +4r;
+//   - 64 bytes of scales and 64 of mins: group j of rows 0…7 in bytes
+//     8j…8j+7 of each;
+//   - 8 float32 d, then 8 float32 dmin.
+const (
+	q4KTileNibbles = tileRows * superBlock / 2
+	q4KTileScales  = q4KTileNibbles
+	q4KTileMins    = q4KTileScales + tileRows*8
+	q4KTileD       = q4KTileMins + tileRows*8
+	q4KTileBytes   = q4KTileD + 2*4*tileRows
+)
+
+// withTiles returns m with its rows also laid out as tiles where this
+// build and CPU have a tile kernel for its format.
+func withTiles(m *Matrix) *Matrix {
+	if !haveAVX2 {
+		return m
+	}
+	switch m.format {
+	case formatQ4_K:
+		m.tiles = makeTiles(m, q4KTileBytes, q4KTileRow)
+	case formatQ6_K:
+		m.tiles = makeTiles(m, q6KTileBytes, q6KTileRow)
+	}
+	return m
+}
+
+// makeTiles lays m's rows out as tiles of tileBytes per super-block,
+// put placing row r of a tile's block b.
+func makeTiles(m *Matrix, tileBytes int, put func(tile []byte, r int, b []byte)) []byte {
+	blocks, per := m.Cols/superBlock, m.format.fileBlockBytes()
+	out := make([]byte, tileCount(m.Rows)*blocks*tileBytes)
+	for row := range m.Rows {
+		t, r := row/tileRows, row%tileRows
+		raw := m.quantRow(row)
+		for sb := range blocks {
+			put(out[(t*blocks+sb)*tileBytes:(t*blocks+sb+1)*tileBytes], r, raw[sb*per:(sb+1)*per])
+		}
+	}
+	return out
+}
+
+func q4KTileRow(tile []byte, r int, b []byte) {
+	for c := range 4 {
+		for t := range 8 {
+			copy(tile[32*(8*c+t)+4*r:][:4], b[16+32*c+4*t:])
+		}
+	}
+	for j := range 8 {
+		tile[q4KTileScales+8*j+r], tile[q4KTileMins+8*j+r] = q4KScaleMin(j, b[4:16])
+	}
+	putFloat(tile[q4KTileD+4*r:], f16ToF32(le16(b)))
+	putFloat(tile[q4KTileD+4*tileRows+4*r:], f16ToF32(le16(b[2:])))
+}
+
+func q6KTileRow(tile []byte, r int, b []byte) {
+	for w := range superBlock {
+		tile[w/4*32+4*r+w%4] = byte(q6KValue(b, w/128, w%128/32, w%32) + 32)
+	}
+	for s := range 16 {
+		tile[q6KTileCodes+8*s+r] = b[192+s]
+	}
+	putFloat(tile[q6KTileCodes+q6KTileScales+4*r:], f16ToF32(le16(b[208:])))
+}
+
+func putFloat(b []byte, f float32) { *(*float32)(unsafe.Pointer(&b[0])) = f }
+
+// tileCount is how many tiles cover rows rows, the last padded with rows
+// of zeros.
+func tileCount(rows int) int { return (rows + tileRows - 1) / tileRows }
+
+// matVecTiles computes rows [lo, hi) of a tiled matrix, a whole tile at a
+// time (rows of a tile outside the range are computed and dropped).
+func matVecTiles(out []float32, m *Matrix, x *quantized, lo, hi int, tile func(t unsafe.Pointer, k kVector, bcast unsafe.Pointer) archsimd.Float32x8, tileBytes int) {
+	k := kActivations(x, m.Cols)
+	bcast := unsafe.Pointer(&x.kbcast[:8*m.Cols][0])
+	per := k.blocks * tileBytes
+	var rows [tileRows]float32
+	for t := lo / tileRows; t*tileRows < hi; t++ {
+		tile(unsafe.Pointer(&m.tiles[t*per]), k, bcast).Store(&rows)
+		first, last := max(lo, t*tileRows), min(hi, (t+1)*tileRows)
+		copy(out[first:last], rows[first-t*tileRows:last-t*tileRows])
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+// runIndex[0] and runIndex[1] repeat each of bytes 0–7 or 8–15 twice
+// (for VPSHUFB), so that sign-extending gives each row's scale for one
+// run in both int16 lanes of its int32 lane; twoRunIndex interleaves the
+// two (run s of row r, then run s+1 of row r).
+var runIndex, twoRunIndex = func() (run [2]archsimd.Int8x16, twoRuns archsimd.Int8x16) {
+	if !haveAVX2 {
+		return
+	}
+	var lo, hi, p [16]int8
+	for i := range 16 {
+		lo[i], hi[i] = int8(i/2), int8(8+i/2)
+		p[i] = int8(i/2 + 8*(i%2))
+	}
+	return [2]archsimd.Int8x16{archsimd.LoadInt8x16(&lo), archsimd.LoadInt8x16(&hi)}, archsimd.LoadInt8x16(&p)
+}()
+
+// q6KTile is one Q6_K tile's eight dot products with the activations:
+// per four columns, codes × activations (VPMADDUBSW) then × each row's
+// run scale (VPMADDWD), summed over a block in int32; the codes' +32 is
+// taken off with the activations' sums of 16, two runs at a time; then
+// d·d_x.
+func q6KTile(tile unsafe.Pointer, k kVector, bcast unsafe.Pointer) archsimd.Float32x8 {
+	five := archsimd.BroadcastUint32x8(5) // ×32, by a vector count (see q4Unpack)
+	var sum archsimd.Float32x8
+	for sb := range k.blocks {
+		tb := unsafe.Add(tile, sb*q6KTileBytes)
+		y := unsafe.Add(bcast, sb*superBlock*8)
+		var acc, offset archsimd.Int32x8
+		codes, x := tb, y // running pointers (see q4KTile)
+		for s := 0; s < 16; s += 2 {
+			runs := archsimd.LoadInt8x16((*[16]int8)(unsafe.Add(tb, q6KTileCodes+8*s)))
+			for half := range 2 {
+				scale := runs.PermuteOrZero(runIndex[half]).ExtendToInt16()
+				for range 2 {
+					c0 := archsimd.LoadUint8x32((*[32]uint8)(codes))
+					c1 := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(codes, 32)))
+					acc = acc.Add(c0.DotProductPairsSaturated(i8x32(x, 0)).DotProductPairs(scale))
+					acc = acc.Add(c1.DotProductPairsSaturated(i8x32(x, 32)).DotProductPairs(scale))
+					codes, x = unsafe.Add(codes, 64), unsafe.Add(x, 64)
+				}
+			}
+			sums := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(k.sums, 2*(sb*16+s)))).AsInt16x16()
+			offset = offset.Add(runs.PermuteOrZero(twoRunIndex).ExtendToInt16().DotProductPairs(sums))
+		}
+		acc = acc.Sub(offset.AsUint32x8().ShiftLeft(five).AsInt32x8())
+		d := f32x8(tb, q6KTileCodes+q6KTileScales)
+		dx := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(k.scales, sb*4))).AsFloat32x8()
+		sum = acc.ConvertToFloat32().MulAdd(d.Mul(dx), sum)
+	}
+	return sum
+}
+
+// q4KTile is one Q4_K tile's eight dot products with the activations:
+// per group, each four columns' nibbles × activations (VPMADDUBSW) summed
+// in int16 (8 × 2 × 15 × 127 fits), then × each row's group scale
+// (VPMADDWD) into int32 for the block; the mins meet the activations'
+// group sums the same way; then d·d_x and dmin·d_x.
+func q4KTile(tile unsafe.Pointer, k kVector, bcast unsafe.Pointer) archsimd.Float32x8 {
+	low := archsimd.BroadcastUint8x32(0x0f)
+	four := archsimd.BroadcastUint32x8(4) // a vector count (see q4Unpack)
+	var sum archsimd.Float32x8
+	for sb := range k.blocks {
+		tb := unsafe.Add(tile, sb*q4KTileBytes)
+		y := unsafe.Add(bcast, sb*superBlock*8)
+		sums := (*[16]int16)(unsafe.Add(k.sums, sb*32))
+		var acc, mins archsimd.Int32x8
+		// Running pointers: index arithmetic in these loops cost more
+		// instructions than the vector work.
+		nib, even := tb, y // group 2c's activations, then 2c+1's 256 bytes on
+		for c := range 4 {
+			var evenSum, oddSum archsimd.Int16x16
+			odd := unsafe.Add(even, 256)
+			for range 4 {
+				v := archsimd.LoadUint8x32((*[32]uint8)(nib))
+				w := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(nib, 32)))
+				evenSum = evenSum.Add(v.And(low).DotProductPairsSaturated(i8x32(even, 0))).Add(w.And(low).DotProductPairsSaturated(i8x32(even, 32)))
+				oddSum = oddSum.Add(v.AsUint32x8().ShiftRight(four).AsUint8x32().And(low).DotProductPairsSaturated(i8x32(odd, 0)))
+				oddSum = oddSum.Add(w.AsUint32x8().ShiftRight(four).AsUint8x32().And(low).DotProductPairsSaturated(i8x32(odd, 32)))
+				nib, even, odd = unsafe.Add(nib, 64), unsafe.Add(even, 64), unsafe.Add(odd, 64)
+			}
+			even = odd
+			scales := archsimd.LoadInt8x16((*[16]int8)(unsafe.Add(tb, q4KTileScales+16*c)))
+			acc = acc.Add(evenSum.DotProductPairs(scales.PermuteOrZero(runIndex[0]).ExtendToInt16()))
+			acc = acc.Add(oddSum.DotProductPairs(scales.PermuteOrZero(runIndex[1]).ExtendToInt16()))
+			groupSums := uint32(uint16(sums[4*c]+sums[4*c+1])) | uint32(uint16(sums[4*c+2]+sums[4*c+3]))<<16
+			m := archsimd.LoadInt8x16((*[16]int8)(unsafe.Add(tb, q4KTileMins+16*c)))
+			mins = mins.Add(m.PermuteOrZero(twoRunIndex).ExtendToInt16().DotProductPairs(archsimd.BroadcastUint32x8(groupSums).AsInt16x16()))
+		}
+		dx := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(k.scales, sb*4))).AsFloat32x8()
+		sum = acc.ConvertToFloat32().MulAdd(f32x8(tb, q4KTileD).Mul(dx), sum)
+		sum = sum.Sub(mins.ConvertToFloat32().Mul(f32x8(tb, q4KTileD+4*tileRows).Mul(dx)))
+	}
+	return sum
+}
