@@ -2,11 +2,12 @@ package builtin
 
 import "encoding/binary"
 
-// ggml's other 32-weight blocks, which llama-quantize writes for its
-// Q4_1, Q5_0 and Q5_1 presets and as fallbacks for rows that K-quants
-// cannot hold (Q5_0 for Q4_K, Q5_1 for Q5_K, IQ4_NL for Q2_K and Q3_K).
-// The engine keeps them as the GGUF stores them.
+// ggml's 32-weight blocks but Q8_0, which llama-quantize writes for its
+// Q4_0, Q4_1, Q5_0 and Q5_1 presets and as fallbacks for rows that
+// K-quants cannot hold (Q5_0 for Q4_K, Q5_1 for Q5_K, IQ4_NL for Q2_K and
+// Q3_K). The engine keeps them as the GGUF stores them.
 //
+// Q4_0, 18 bytes: d (f16), 16 bytes of nibbles; w = d·(q − 8).
 // Q4_1, 20 bytes: d and m (f16), 16 bytes of nibbles; w = d·q + m.
 // Q5_0, 22 bytes: d (f16), 32 high bits (a little-endian uint32), 16
 // bytes of nibbles; w = d·(q − 16), q five bits.
@@ -17,6 +18,7 @@ import "encoding/binary"
 // In each, weight i < 16 is byte i's low nibble, weight i + 16 its high
 // one, and bit i of the high bits belongs to weight i.
 const (
+	q4_0BlockBytes  = 18
 	q4_1BlockBytes  = 20
 	q5_0BlockBytes  = 22
 	q5_1BlockBytes  = 24
@@ -32,6 +34,13 @@ func nibble(qs []byte, i int) int32 { return int32(qs[i&15] >> (4 * (i >> 4)) & 
 // fifthBit is weight i's high bit, as 16 or 0.
 func fifthBit(qh []byte, i int) int32 {
 	return int32(binary.LittleEndian.Uint32(qh)>>i&1) << 4
+}
+
+func decodeQ4_0(out []float32, b []byte) {
+	d := f16ToF32(le16(b))
+	for i := range GroupSize {
+		out[i] = d * float32(nibble(b[2:], i)-8)
+	}
 }
 
 func decodeQ4_1(out []float32, b []byte) {
@@ -69,6 +78,10 @@ func groupDot(x *quantized, g int, code func(i int) int32) int32 {
 		acc += code(i) * int32(v)
 	}
 	return acc
+}
+
+func q4_0Dot(b []byte, x *quantized, g int) float32 {
+	return f16ToF32(le16(b)) * x.scales[g] * float32(nibbleDot((*[16]byte)(b[2:]), (*[GroupSize]int8)(group32(x.q, g))))
 }
 
 // q4_1Dot: a weight is d·q + m, so the group's product is

@@ -62,9 +62,12 @@ func encodeMinBlock(b []byte, x []float32, levels int, qh, qs []byte) {
 func encodeQ4_1(b []byte, x []float32) { clear(b); encodeMinBlock(b, x, 16, nil, b[4:20]) }
 func encodeQ5_1(b []byte, x []float32) { clear(b); encodeMinBlock(b, x, 32, b[4:8], b[8:24]) }
 
-// encodeQ5_0 follows ggml's rule: the weight of largest magnitude maps
-// to −16.
-func encodeQ5_0(b []byte, x []float32) {
+// encodeQ4_0 and encodeQ5_0 follow ggml's rule: the weight of largest
+// magnitude maps to the most negative code, −8 or −16.
+func encodeQ4_0(b []byte, x []float32) { encodeSymmetric(b, x, 8, nil, b[2:18]) }
+func encodeQ5_0(b []byte, x []float32) { encodeSymmetric(b, x, 16, b[2:6], b[6:22]) }
+
+func encodeSymmetric(b []byte, x []float32, half int, qh, qs []byte) {
 	clear(b)
 	var extreme float32
 	for _, v := range x {
@@ -72,14 +75,14 @@ func encodeQ5_0(b []byte, x []float32) {
 			extreme = v
 		}
 	}
-	dBits := f32ToF16(extreme / -16)
+	dBits := f32ToF16(extreme / float32(-half))
 	d := f16ToF32(dBits)
 	binary.LittleEndian.PutUint16(b, dBits)
 	var codes [GroupSize]int
 	for i, v := range x {
-		codes[i] = codeOf(v, d, -16, 15) + 16
+		codes[i] = codeOf(v, d, -half, half-1) + half
 	}
-	putNibbles(b[6:22], b[2:6], codes)
+	putNibbles(qs, qh, codes)
 }
 
 // encodeIQ4NL scales the block so that its largest magnitude meets the

@@ -48,20 +48,22 @@ type quantized struct {
 	kq      []int8
 	kscales []float32
 	ksums   []int16
-	kbcast  []int8 // kq, each four repeated eight times, for the tile kernels
+	// q and kq, each four codes repeated eight times, for the tile
+	// kernels (tiles_simd.go)
+	bcast, kbcast []int8
 }
 
 func newQuantized(n int) quantized {
 	groups := (n + GroupSize - 1) / GroupSize
 	return quantized{q: make([]int8, n), scales: newScales(groups), sums: make([]float32, groups),
-		kq: make([]int8, n), kscales: make([]float32, n/superBlock), ksums: make([]int16, n/16), kbcast: make([]int8, 8*n)}
+		kq: make([]int8, n), kscales: make([]float32, n/superBlock), ksums: make([]int16, n/16), bcast: make([]int8, 8*n), kbcast: make([]int8, 8*n)}
 }
 
 // activationForms says which forms of its input a product's matrices read.
-type activationForms struct{ q8_0, sums, q8K, tiles bool }
+type activationForms struct{ q8_0, sums, q8K, bcast, kbcast bool }
 
 // allForms is every form, for tests that multiply every format.
-var allForms = activationForms{q8_0: true, sums: true, q8K: true, tiles: true}
+var allForms = activationForms{q8_0: true, sums: true, q8K: true, bcast: true, kbcast: true}
 
 func formsOf(ms []*Matrix) activationForms {
 	var f activationForms
@@ -70,7 +72,10 @@ func formsOf(ms []*Matrix) activationForms {
 		f.q8K = f.q8K || spec.q8K
 		f.q8_0 = f.q8_0 || m.Quantized() && !spec.q8K
 		f.sums = f.sums || spec.sums
-		f.tiles = f.tiles || m.tiles != nil
+		q8_0Tiles, q8KTiles := tilesRead(m)
+		f.bcast = f.bcast || q8_0Tiles
+		f.sums = f.sums || q8_0Tiles
+		f.kbcast = f.kbcast || q8KTiles
 	}
 	return f
 }
@@ -84,12 +89,15 @@ func (x *quantized) quantize(v []float32, forms activationForms) {
 	if forms.sums {
 		x.sumGroups(len(v) / GroupSize)
 	}
-	if forms.q8K || forms.tiles {
+	if forms.q8K || forms.kbcast {
 		blocks := len(v) / superBlock
 		quantizeQ8K(x.kq[:len(v)], x.kscales[:blocks], x.ksums[:blocks*16], v)
 	}
-	if forms.tiles {
-		broadcastActivations(x, len(v))
+	if forms.bcast {
+		broadcastCodes(x.bcast, x.q[:len(v)])
+	}
+	if forms.kbcast {
+		broadcastCodes(x.kbcast, x.kq[:len(v)])
 	}
 }
 

@@ -105,21 +105,6 @@ func nibbleDot(nib *[16]byte, y *[GroupSize]int8) int32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// matVecQ4 computes out[r] = Σ_groups scale_w·scale_x·Σ (n_w−8)·q_x for
-// rows [lo, hi) of a Q4_0 matrix against Q8_0 activations, unpacking
-// each group's nibbles as it goes (never the whole matrix).
-func matVecQ4Generic(out []float32, m *Matrix, x *quantized, lo, hi int) {
-	groups := m.Cols / GroupSize
-	for r := lo; r < hi; r++ {
-		ws, nib := m.groupRow(r)
-		var sum float32
-		for g := range groups {
-			sum += float32(nibbleDot((*[16]byte)(nib[g*16:]), (*[GroupSize]int8)(group32(x.q, g)))) * ws[g] * x.scales[g]
-		}
-		out[r] = sum
-	}
-}
-
 // matVecBlocksGeneric computes rows [lo, hi) of a matrix stored as the
 // GGUF's blocks against Q8_0 activations, summing its format's dot over
 // each row's blocks (g0 is a block's first group of 32 activations).
@@ -345,15 +330,15 @@ func swiGLUGeneric(hb, hb2 []float32) {
 	}
 }
 
-// broadcastActivations sets x's Q8_K codes, each four repeated eight
-// times (32 bytes per four), so a tile kernel (tiles_simd.go) loads the four it needs in
-// every row's lanes with one load.
-func broadcastActivations(x *quantized, n int) {
-	for u := range n / 4 {
-		four := *(*uint32)(unsafe.Pointer(&x.kq[4*u]))
-		dst := unsafe.Slice((*uint32)(unsafe.Pointer(&x.kbcast[32*u])), 8)
-		for i := range dst {
-			dst[i] = four
+// broadcastCodes sets dst to codes, each four repeated eight times (32
+// bytes per four), so a tile kernel (tiles_simd.go) loads the four it
+// needs in every row's lanes with one load.
+func broadcastCodes(dst, codes []int8) {
+	for u := range len(codes) / 4 {
+		four := *(*uint32)(unsafe.Pointer(&codes[4*u]))
+		words := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[32*u])), 8)
+		for i := range words {
+			words[i] = four
 		}
 	}
 }

@@ -19,7 +19,6 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 	matVecF32Generic(out, m, x, lo, hi)
 }
 func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) { matVecQ8Generic(out, m, x, lo, hi) }
-func matVecQ4(out []float32, m *Matrix, x *quantized, lo, hi int) { matVecQ4Generic(out, m, x, lo, hi) }
 func matVecBlocks(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	matVecBlocksGeneric(out, m, x, lo, hi)
 }
@@ -36,3 +35,6 @@ func swiGLU(hb, hb2 []float32)           { swiGLUGeneric(hb, hb2) }
 
 // withTiles returns m as it is: the portable kernels read rows.
 func withTiles(m *Matrix) *Matrix { return m }
+
+// tilesRead reports that no activations are read as tiles.
+func tilesRead(*Matrix) (q8_0, q8K bool) { return false, false }

@@ -260,105 +260,16 @@ func matVecRows(out []float32, m *Matrix, lo, hi int, row func(raw unsafe.Pointe
 	archsimd.ClearAVXUpperBits()
 }
 
-// matVecQ4 unpacks each Q4_0 group's 16 bytes into 32 int8 values (low
-// nibbles, then high, minus 8) and takes Q8_0's dot product.
-func matVecQ4(out []float32, m *Matrix, x *quantized, lo, hi int) {
-	if !haveAVX2 {
-		matVecQ4Generic(out, m, x, lo, hi)
-		return
-	}
-	groups := m.Cols / GroupSize
-	px := unsafe.Pointer(&x.q[:m.Cols][0])
-	pxs := unsafe.Pointer(&x.scales[:groups+scalePad][0])
-	matVecRows(out, m, lo, hi, func(row unsafe.Pointer) archsimd.Float32x8 {
-		return q4Row(unsafe.Add(row, groups*4), row, px, pxs, groups)
-	})
-}
-
-// q4Row is q8Row for Q4_0: the same two accumulators and scale
-// broadcasts, each group's values unpacked from its nibbles. It keeps its
-// own copy of the loop: one generic loop for both, the group loader a
-// type parameter, halved both kernels' speed (stories110M Q8_0 decode,
-// one thread: 211 → 111 tok/s), the loads no longer inlined.
-func q4Row(w, ws, x, xs unsafe.Pointer, groups int) archsimd.Float32x8 {
-	ones := archsimd.BroadcastInt16x16(1)
-	low := archsimd.BroadcastUint8x16(0x0f)
-	four := archsimd.BroadcastUint32x4(4)
-	eight := archsimd.BroadcastInt8x32(8)
-	var even, odd archsimd.Float32x8
-	for b := 0; b < groups; b += 8 {
-		scales := f32x8(ws, uintptr(b)*4).Mul(f32x8(xs, uintptr(b)*4))
-		n := min(8, groups-b)
-		k := 0
-		for ; k+2 <= n; k += 2 {
-			off := uintptr(b+k) * GroupSize
-			even = q8Dot(q4Unpack(w, b+k, low, four, eight), i8x32(x, off), ones).MulAdd(scales.Permute(laneIndex[k]), even)
-			odd = q8Dot(q4Unpack(w, b+k+1, low, four, eight), i8x32(x, off+GroupSize), ones).MulAdd(scales.Permute(laneIndex[k+1]), odd)
-		}
-		if k < n {
-			even = q8Dot(q4Unpack(w, b+k, low, four, eight), i8x32(x, uintptr(b+k)*GroupSize), ones).MulAdd(scales.Permute(laneIndex[k]), even)
-		}
-	}
-	return even.Add(odd)
-}
-
-// q4Unpack is group g's 32 values: its 16 bytes' low nibbles, then their
-// high nibbles, each minus 8.
-//
-// Nibbles are shifted by a vector of counts (VPSRLVD), never by
-// ShiftAllRight: that takes its count in an XMM register, which Go fills
-// with a legacy-SSE MOVQ inside the loop, and on this project's AMD EPYC
-// VMs an SSE instruction between AVX2 ones cost 20–40× the whole kernel
-// (stories110M Q4_0 decode: 2.7 tok/s). The shift is per 32-bit lane;
-// the bits it brings across from the next byte are masked off.
-func q4Unpack(w unsafe.Pointer, g int, low archsimd.Uint8x16, four archsimd.Uint32x4, eight archsimd.Int8x32) archsimd.Int8x32 {
-	v := archsimd.LoadUint8x16((*[16]uint8)(unsafe.Add(w, g*16)))
-	hi := v.AsUint32x4().ShiftRight(four).AsUint8x16().And(low)
-	return archsimd.Uint8x32{}.SetLo(v.And(low)).SetHi(hi).AsInt8x32().Sub(eight)
-}
-
-// matVecBlocks multiplies a matrix stored as the GGUF's blocks: Q4_K
-// and Q6_K with the tile kernels, the rarer formats with the portable
-// ones.
+// matVecBlocks multiplies a matrix stored as the GGUF's blocks: Q4_0,
+// Q4_K and Q6_K through their tiles (tiles_simd.go), built when the
+// matrix was loaded; the rarer formats, and a matrix without tiles (none
+// the engine loads on an AVX2 CPU), with the portable kernels.
 func matVecBlocks(out []float32, m *Matrix, x *quantized, lo, hi int) {
-	switch m.format {
-	case formatQ4_K:
-		matVecQ4K(out, m, x, lo, hi)
-	case formatQ6_K:
-		matVecQ6K(out, m, x, lo, hi)
-	default:
-		matVecBlocksGeneric(out, m, x, lo, hi)
-	}
-}
-
-// matVecQ4K and matVecQ6K multiply K-quant matrices through their tiles
-// (tiles_simd.go), built when the matrix was loaded; a matrix without
-// them (none the engine loads on an AVX2 CPU) takes the portable kernel.
-func matVecQ4K(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	if m.tiles == nil {
 		matVecBlocksGeneric(out, m, x, lo, hi)
 		return
 	}
-	matVecTiles(out, m, x, lo, hi, q4KTile, q4KTileBytes)
-}
-
-func matVecQ6K(out []float32, m *Matrix, x *quantized, lo, hi int) {
-	if m.tiles == nil {
-		matVecBlocksGeneric(out, m, x, lo, hi)
-		return
-	}
-	matVecTiles(out, m, x, lo, hi, q6KTile, q6KTileBytes)
-}
-
-// kVector is the Q8_K activations as a kernel reads them.
-type kVector struct {
-	q, scales, sums unsafe.Pointer
-	blocks          int
-}
-
-func kActivations(x *quantized, cols int) kVector {
-	blocks := cols / superBlock
-	return kVector{unsafe.Pointer(&x.kq[:cols][0]), unsafe.Pointer(&x.kscales[:blocks][0]), unsafe.Pointer(&x.ksums[:blocks*16][0]), blocks}
+	matVecTiles(out, m, x, lo, hi)
 }
 
 // pairedRowGroups is the longest row (in groups) for which two rows are

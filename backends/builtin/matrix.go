@@ -37,18 +37,18 @@ const (
 	formatQ6_K
 )
 
-// formatSpec is what the engine knows of a format. Q8_0 and Q4_0 are
-// rearranged at load into the engine's own rows (see groupRow); every
-// other quantized format keeps the GGUF's blocks byte for byte, which
-// decode and dot read as ggml lays them out.
+// formatSpec is what the engine knows of a format. Q8_0 is rearranged at
+// load into the engine's own rows (see groupRow); every other quantized
+// format keeps the GGUF's blocks byte for byte, which decode and dot read
+// as ggml lays them out.
 type formatSpec struct {
 	name       string // ggml's
 	ggml       uint32 // the GGUF type id
 	block      int    // weights per block
 	blockBytes int    // bytes per block as a GGUF stores it
 	// decode writes one stored block's weights; dot is one stored block's
-	// product with the activations from group g0 on. Both nil for f32,
-	// Q8_0 and Q4_0.
+	// product with the activations from group g0 on. Both nil for f32 and
+	// Q8_0.
 	decode func(out []float32, b []byte)
 	dot    func(b []byte, x *quantized, g0 int) float32
 	sums   bool // dot reads x.sums (formats with a min per group)
@@ -58,7 +58,7 @@ type formatSpec struct {
 var formats = [...]formatSpec{
 	formatF32:    {name: "f32", ggml: ggmlF32, block: 1, blockBytes: 4},
 	formatQ8_0:   {name: "q8_0", ggml: ggmlQ8_0, block: GroupSize, blockBytes: 2 + GroupSize},
-	formatQ4_0:   {name: "q4_0", ggml: ggmlQ4_0, block: GroupSize, blockBytes: 2 + GroupSize/2},
+	formatQ4_0:   {"q4_0", ggmlQ4_0, GroupSize, q4_0BlockBytes, decodeQ4_0, q4_0Dot, false, false},
 	formatQ4_1:   {"q4_1", ggmlQ4_1, GroupSize, q4_1BlockBytes, decodeQ4_1, q4_1Dot, true, false},
 	formatQ5_0:   {"q5_0", ggmlQ5_0, GroupSize, q5_0BlockBytes, decodeQ5_0, q5_0Dot, false, false},
 	formatQ5_1:   {"q5_1", ggmlQ5_1, GroupSize, q5_1BlockBytes, decodeQ5_1, q5_1Dot, true, false},
@@ -80,17 +80,14 @@ func (f format) block() int { return formats[f].block }
 func (f format) fileBlockBytes() int { return formats[f].blockBytes }
 
 // storedAsBlocks reports whether the engine keeps the file's blocks as
-// they are (every quantized format but Q8_0 and Q4_0).
+// they are (every quantized format but Q8_0).
 func (f format) storedAsBlocks() bool { return formats[f].decode != nil }
 
-// rowBytes is the size of one stored row of cols weights: Q8_0 and Q4_0
-// rows hold a float32 scale per group, then the groups' payloads.
+// rowBytes is the size of one stored row of cols weights: Q8_0 rows hold
+// a float32 scale per group, then the groups' values.
 func (f format) rowBytes(cols int) int {
-	switch f {
-	case formatQ8_0:
+	if f == formatQ8_0 {
 		return cols/GroupSize*4 + cols
-	case formatQ4_0:
-		return cols/GroupSize*4 + cols/2
 	}
 	return cols / f.block() * f.fileBlockBytes()
 }
@@ -102,9 +99,9 @@ const tileRows = 8
 //
 // Quantized rows are stored whole, one after another, so reading a row is
 // one sequential stream: streams, not arithmetic, limit a decode step.
-// Q8_0 and Q4_0 rows hold the row's group scales (float32), then its
-// groups' payloads (see groupRow); every other format's rows are the
-// GGUF's own blocks, byte for byte (see blocks.go and kquants.go).
+// Q8_0 rows hold the row's group scales (float32), then its groups'
+// values (see groupRow); every other format's rows are the GGUF's own
+// blocks, byte for byte (see blocks.go and kquants.go).
 type Matrix struct {
 	Rows, Cols int
 	F32        []float32
@@ -140,8 +137,8 @@ func (m *Matrix) quantRow(r int) []byte {
 	return m.quant[r*n : (r+1)*n]
 }
 
-// groupRow views row r of a Q8_0 or Q4_0 matrix as its group scales and
-// its payload bytes (32 int8 values, or 16 bytes of nibbles, per group).
+// groupRow views row r of a Q8_0 matrix as its group scales and its
+// payload bytes (32 int8 values per group).
 func (m *Matrix) groupRow(r int) (scales []float32, payload []byte) {
 	groups := m.Cols / GroupSize
 	row := m.quantRow(r)
@@ -194,15 +191,6 @@ func (m *Matrix) Dequantize() *Matrix {
 			scales, values := m.q8Row(r)
 			for i, v := range values {
 				row[i] = float32(v) * scales[i/GroupSize]
-			}
-		case formatQ4_0:
-			scales, nib := m.groupRow(r)
-			for g, d := range scales {
-				for i := range GroupSize / 2 {
-					b := nib[g*16+i]
-					row[g*GroupSize+i] = float32(int(b&0x0f)-8) * d
-					row[g*GroupSize+i+16] = float32(int(b>>4)-8) * d
-				}
 			}
 		default:
 			raw, per, block := m.quantRow(r), m.format.fileBlockBytes(), m.format.block()

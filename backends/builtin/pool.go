@@ -246,8 +246,6 @@ func (j *matJob) rows(i, s, a, b int) {
 	switch m := j.m[i]; m.format {
 	case formatQ8_0:
 		matVecQ8(j.out[i][s], m, j.xq[s], a, b)
-	case formatQ4_0:
-		matVecQ4(j.out[i][s], m, j.xq[s], a, b)
 	case formatF32:
 		matVecF32(j.out[i][s], m, j.x[s], a, b)
 	default:

@@ -8,7 +8,7 @@ import (
 )
 
 // The tests' quantizers, which write the GGUFs the engine reads: Q4_0 by
-// ggml's rule, and Q4_K and Q6_K by a simpler rule than llama-quantize's
+// ggml's rule (encode_test.go), and Q4_K and Q6_K by a simpler rule than llama-quantize's
 // search, chosen so that every weight is within half a step of the
 // original (scales are rounded up, never down, so no weight clamps).
 
@@ -20,8 +20,6 @@ func quantizeTo(t testing.TB, typ uint32, m *Matrix) *Matrix {
 	switch typ {
 	case ggmlQ8_0:
 		q, err = m.Quantize()
-	case ggmlQ4_0:
-		q, err = quantizeQ4(m)
 	case ggmlQ4_K:
 		q, err = quantizeK(m, formatQ4_K, encodeQ4K)
 	case ggmlQ6_K:
@@ -39,44 +37,10 @@ func quantizeTo(t testing.TB, typ uint32, m *Matrix) *Matrix {
 	return withTiles(q) // as the loader does, so the tests reach the kernels the engine runs
 }
 
-// quantizeQ4 returns m in Q4_0 by ggml's rule: per group of 32, the value
-// of largest magnitude maps to −8, so scale = that value / −8, and each
-// weight is round(w/scale) + 8, at most 15.
-func quantizeQ4(m *Matrix) (*Matrix, error) {
-	if m.Cols%GroupSize != 0 {
-		return nil, fmt.Errorf("cannot quantize a %d×%d matrix to Q4_0: columns are not a multiple of %d", m.Rows, m.Cols, GroupSize)
-	}
-	q := newQuantMatrix(formatQ4_0, m.Rows, m.Cols)
-	for r := range m.Rows {
-		scales, nib := q.groupRow(r)
-		row := m.F32[r*m.Cols : (r+1)*m.Cols]
-		for g := range scales {
-			vals := row[g*GroupSize : (g+1)*GroupSize]
-			var extreme float32
-			for _, v := range vals {
-				if math.Abs(float64(v)) > math.Abs(float64(extreme)) {
-					extreme = v
-				}
-			}
-			d := extreme / -8
-			scales[g] = d
-			var inv float32
-			if d != 0 {
-				inv = 1 / d
-			}
-			code := func(v float32) byte { return byte(min(15, int(v*inv+8.5))) }
-			for i := range GroupSize / 2 {
-				nib[g*16+i] = code(vals[i]) | code(vals[i+16])<<4
-			}
-		}
-	}
-	return q, nil
-}
-
 // testEncoders write one block of each format kept as the GGUF's blocks
 // but Q4_K and Q6_K (encode_test.go).
 var testEncoders = map[format]func(block []byte, x []float32){
-	formatQ4_1: encodeQ4_1, formatQ5_0: encodeQ5_0, formatQ5_1: encodeQ5_1, formatIQ4_NL: encodeIQ4NL,
+	formatQ4_0: encodeQ4_0, formatQ4_1: encodeQ4_1, formatQ5_0: encodeQ5_0, formatQ5_1: encodeQ5_1, formatIQ4_NL: encodeIQ4NL,
 	formatQ2_K: encodeQ2K, formatQ3_K: encodeQ3K, formatQ5_K: encodeQ5K,
 }
 

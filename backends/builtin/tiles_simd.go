@@ -7,8 +7,8 @@ import (
 	"unsafe"
 )
 
-// Tiles: the AVX2 decode kernels' own copy of a K-quant matrix, eight
-// rows interleaved, as llama.cpp repacks Q4_0 and Q4_K for its CPU
+// Tiles: the AVX2 kernels' own copy of a Q4_0, Q4_K or Q6_K matrix,
+// eight rows interleaved, as llama.cpp repacks Q4_0 and Q4_K for its CPU
 // kernels. A kernel reading one row at a time spends most of its
 // instructions unpacking that row's blocks and summing its lanes; a tile
 // puts four weights of each of eight rows side by side in one 32-byte
@@ -30,6 +30,16 @@ const (
 	q6KTileBytes  = q6KTileCodes + q6KTileScales + 4*tileRows
 )
 
+// Q4_0 tile, per group of 32 columns (q4_0TileBytes):
+//   - 128 bytes of nibbles, the blocks' own bytes reordered: bytes 4t…4t+3
+//     of rows 0…7 (weights 4t… in the low nibbles, 16+4t… in the high) in
+//     bytes 32t…32t+31, row r at +4r;
+//   - 8 float32 d.
+const (
+	q4_0TileNibbles = tileRows * GroupSize / 2
+	q4_0TileBytes   = q4_0TileNibbles + 4*tileRows
+)
+
 // Q4_K tile, per super-block of 256 columns (q4KTileBytes):
 //   - 1024 bytes of nibbles, the blocks' own bytes reordered: for groups
 //     2c and 2c+1 (low and high nibbles, as in the block) and their
@@ -45,34 +55,61 @@ const (
 	q4KTileBytes   = q4KTileD + 2*4*tileRows
 )
 
+// tileKernel is a format's tile layout and kernel.
+type tileKernel struct {
+	cols  int // columns one tile block covers: the format's block
+	bytes int // bytes of one tile block
+	// put lays out row r of a tile block from the row's file block b.
+	put func(tile []byte, r int, b []byte)
+	// dot is one tile's eight dot products with the activations.
+	dot func(tile unsafe.Pointer, x tileInput) archsimd.Float32x8
+	q8K bool // dot reads Q8_K activations, not Q8_0
+}
+
+var tileKernels = map[format]*tileKernel{
+	formatQ4_0: {GroupSize, q4_0TileBytes, q4_0TileRow, q4_0Tile, false},
+	formatQ4_K: {superBlock, q4KTileBytes, q4KTileRow, q4KTile, true},
+	formatQ6_K: {superBlock, q6KTileBytes, q6KTileRow, q6KTile, true},
+}
+
 // withTiles returns m with its rows also laid out as tiles where this
 // build and CPU have a tile kernel for its format.
 func withTiles(m *Matrix) *Matrix {
-	if !haveAVX2 {
-		return m
-	}
-	switch m.format {
-	case formatQ4_K:
-		m.tiles = makeTiles(m, q4KTileBytes, q4KTileRow)
-	case formatQ6_K:
-		m.tiles = makeTiles(m, q6KTileBytes, q6KTileRow)
+	if k := tileKernels[m.format]; haveAVX2 && k != nil {
+		m.tiles = makeTiles(m, k)
 	}
 	return m
 }
 
-// makeTiles lays m's rows out as tiles of tileBytes per super-block,
-// put placing row r of a tile's block b.
-func makeTiles(m *Matrix, tileBytes int, put func(tile []byte, r int, b []byte)) []byte {
-	blocks, per := m.Cols/superBlock, m.format.fileBlockBytes()
-	out := make([]byte, tileCount(m.Rows)*blocks*tileBytes)
+// tilesRead reports which activations m's tiles read, if it has any:
+// Q8_K's or Q8_0's codes, broadcast.
+func tilesRead(m *Matrix) (q8_0, q8K bool) {
+	if m.tiles == nil {
+		return false, false
+	}
+	k := tileKernels[m.format]
+	return !k.q8K, k.q8K
+}
+
+// makeTiles lays m's rows out as tiles.
+func makeTiles(m *Matrix, k *tileKernel) []byte {
+	blocks, per := m.Cols/k.cols, m.format.fileBlockBytes()
+	out := make([]byte, tileCount(m.Rows)*blocks*k.bytes)
 	for row := range m.Rows {
 		t, r := row/tileRows, row%tileRows
 		raw := m.quantRow(row)
-		for sb := range blocks {
-			put(out[(t*blocks+sb)*tileBytes:(t*blocks+sb+1)*tileBytes], r, raw[sb*per:(sb+1)*per])
+		for b := range blocks {
+			k.put(out[(t*blocks+b)*k.bytes:(t*blocks+b+1)*k.bytes], r, raw[b*per:(b+1)*per])
 		}
 	}
 	return out
+}
+
+func q4_0TileRow(tile []byte, r int, b []byte) {
+	for t := range 4 {
+		copy(tile[32*t+4*r:][:4], b[2+4*t:])
+	}
+	putFloat(tile[q4_0TileNibbles+4*r:], f16ToF32(le16(b)))
 }
 
 func q4KTileRow(tile []byte, r int, b []byte) {
@@ -104,19 +141,69 @@ func putFloat(b []byte, f float32) { *(*float32)(unsafe.Pointer(&b[0])) = f }
 // of zeros.
 func tileCount(rows int) int { return (rows + tileRows - 1) / tileRows }
 
+// tileInput is the activations as a tile kernel reads them: the codes,
+// each four repeated eight times (so one load puts four of them in every
+// row's lanes), and per block (Q8_K) or group (Q8_0) the scale and the
+// sums.
+type tileInput struct {
+	bcast, scales, sums unsafe.Pointer
+	blocks              int
+}
+
 // matVecTiles computes rows [lo, hi) of a tiled matrix, a whole tile at a
 // time (rows of a tile outside the range are computed and dropped).
-func matVecTiles(out []float32, m *Matrix, x *quantized, lo, hi int, tile func(t unsafe.Pointer, k kVector, bcast unsafe.Pointer) archsimd.Float32x8, tileBytes int) {
-	k := kActivations(x, m.Cols)
-	bcast := unsafe.Pointer(&x.kbcast[:8*m.Cols][0])
-	per := k.blocks * tileBytes
+func matVecTiles(out []float32, m *Matrix, x *quantized, lo, hi int) {
+	k := tileKernels[m.format]
+	blocks := m.Cols / k.cols
+	in := tileInput{unsafe.Pointer(&x.bcast[:8*m.Cols][0]), unsafe.Pointer(&x.scales[:blocks][0]), unsafe.Pointer(&x.sums[:blocks][0]), blocks}
+	if k.q8K {
+		in = tileInput{unsafe.Pointer(&x.kbcast[:8*m.Cols][0]), unsafe.Pointer(&x.kscales[:blocks][0]), unsafe.Pointer(&x.ksums[:blocks*16][0]), blocks}
+	}
+	per := blocks * k.bytes
 	var rows [tileRows]float32
 	for t := lo / tileRows; t*tileRows < hi; t++ {
-		tile(unsafe.Pointer(&m.tiles[t*per]), k, bcast).Store(&rows)
+		k.dot(unsafe.Pointer(&m.tiles[t*per]), in).Store(&rows)
 		first, last := max(lo, t*tileRows), min(hi, (t+1)*tileRows)
 		copy(out[first:last], rows[first-t*tileRows:last-t*tileRows])
 	}
 	archsimd.ClearAVXUpperBits()
+}
+
+// shiftBy is a vector of shift counts. The kernels shift by a vector
+// (VPSRLVD, VPSLLVD), never by ShiftAllRight's scalar count: Go loads that
+// count into an XMM register with a legacy-SSE MOVQ inside the loop, and
+// on this project's AMD EPYC VMs one SSE instruction among AVX2 ones made
+// a kernel 20–40× slower (stories110M Q4_0 decode: 2.7 tok/s). A shift of
+// 32-bit lanes serves bytes too: the bits it brings across from the next
+// byte are masked off.
+func shiftBy(n uint32) archsimd.Uint32x8 { return archsimd.BroadcastUint32x8(n) }
+
+// q4_0Tile: per group, each four columns' nibbles (low, then high) ×
+// activations summed in int16 (8 × 2 × 15 × 127 fits), then
+// d_x·Σ n·y − 8·(d_x·Σ y), the group's sum, times each row's d.
+func q4_0Tile(tile unsafe.Pointer, in tileInput) archsimd.Float32x8 {
+	low := archsimd.BroadcastUint8x32(0x0f)
+	four := shiftBy(4)
+	ones := archsimd.BroadcastInt16x16(1)
+	eight := archsimd.BroadcastFloat32x8(8)
+	var sum archsimd.Float32x8
+	nib, y := tile, in.bcast // running pointers (see q4KTile)
+	for g := range in.blocks {
+		var s16 archsimd.Int16x16
+		for t := uintptr(0); t < 4; t += 2 {
+			v := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(nib, 32*t)))
+			w := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(nib, 32*t+32)))
+			s16 = s16.Add(v.And(low).DotProductPairsSaturated(i8x32(y, 32*t))).Add(w.And(low).DotProductPairsSaturated(i8x32(y, 32*t+32)))
+			s16 = s16.Add(v.AsUint32x8().ShiftRight(four).AsUint8x32().And(low).DotProductPairsSaturated(i8x32(y, 32*t+128)))
+			s16 = s16.Add(w.AsUint32x8().ShiftRight(four).AsUint8x32().And(low).DotProductPairsSaturated(i8x32(y, 32*t+160)))
+		}
+		dx := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(in.scales, 4*g))).AsFloat32x8()
+		ysum := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(in.sums, 4*g))).AsFloat32x8()
+		group := s16.DotProductPairs(ones).ConvertToFloat32().Mul(dx).Sub(ysum.Mul(eight))
+		sum = group.MulAdd(f32x8(nib, q4_0TileNibbles), sum)
+		nib, y = unsafe.Add(nib, q4_0TileBytes), unsafe.Add(y, 8*GroupSize)
+	}
+	return sum
 }
 
 // runIndex[0] and runIndex[1] repeat each of bytes 0–7 or 8–15 twice
@@ -140,12 +227,12 @@ var runIndex, twoRunIndex = func() (run [2]archsimd.Int8x16, twoRuns archsimd.In
 // run scale (VPMADDWD), summed over a block in int32; the codes' +32 is
 // taken off with the activations' sums of 16, two runs at a time; then
 // d·d_x.
-func q6KTile(tile unsafe.Pointer, k kVector, bcast unsafe.Pointer) archsimd.Float32x8 {
-	five := archsimd.BroadcastUint32x8(5) // ×32, by a vector count (see q4Unpack)
+func q6KTile(tile unsafe.Pointer, k tileInput) archsimd.Float32x8 {
+	five := shiftBy(5) // ×32
 	var sum archsimd.Float32x8
 	for sb := range k.blocks {
 		tb := unsafe.Add(tile, sb*q6KTileBytes)
-		y := unsafe.Add(bcast, sb*superBlock*8)
+		y := unsafe.Add(k.bcast, sb*superBlock*8)
 		var acc, offset archsimd.Int32x8
 		codes, x := tb, y // running pointers (see q4KTile)
 		for s := 0; s < 16; s += 2 {
@@ -176,13 +263,13 @@ func q6KTile(tile unsafe.Pointer, k kVector, bcast unsafe.Pointer) archsimd.Floa
 // in int16 (8 × 2 × 15 × 127 fits), then × each row's group scale
 // (VPMADDWD) into int32 for the block; the mins meet the activations'
 // group sums the same way; then d·d_x and dmin·d_x.
-func q4KTile(tile unsafe.Pointer, k kVector, bcast unsafe.Pointer) archsimd.Float32x8 {
+func q4KTile(tile unsafe.Pointer, k tileInput) archsimd.Float32x8 {
 	low := archsimd.BroadcastUint8x32(0x0f)
-	four := archsimd.BroadcastUint32x8(4) // a vector count (see q4Unpack)
+	four := shiftBy(4)
 	var sum archsimd.Float32x8
 	for sb := range k.blocks {
 		tb := unsafe.Add(tile, sb*q4KTileBytes)
-		y := unsafe.Add(bcast, sb*superBlock*8)
+		y := unsafe.Add(k.bcast, sb*superBlock*8)
 		sums := (*[16]int16)(unsafe.Add(k.sums, sb*32))
 		var acc, mins archsimd.Int32x8
 		// Running pointers: index arithmetic in these loops cost more
