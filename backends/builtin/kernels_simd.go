@@ -241,25 +241,6 @@ func matVecQ8Vector(out []float32, m *Matrix, x *quantized, lo, hi int, wide boo
 	archsimd.ClearAVXUpperBits()
 }
 
-// matVecRows runs a one-row kernel over rows [lo, hi), four rows per
-// horizontal sum.
-func matVecRows(out []float32, m *Matrix, lo, hi int, row func(raw unsafe.Pointer) archsimd.Float32x8) {
-	var acc [4]archsimd.Float32x8
-	var sums [4]float32
-	for r0 := lo; r0 < hi; r0 += 4 {
-		n := min(4, hi-r0)
-		for i := range 4 {
-			acc[i] = archsimd.Float32x8{}
-			if i < n {
-				acc[i] = row(unsafe.Pointer(&m.quantRow(r0 + i)[0]))
-			}
-		}
-		sum4(acc[0], acc[1], acc[2], acc[3]).Store(&sums)
-		copy(out[r0:r0+n], sums[:n])
-	}
-	archsimd.ClearAVXUpperBits()
-}
-
 // matVecBlocks multiplies a matrix stored as the GGUF's blocks: Q4_0,
 // Q4_K and Q6_K through their tiles (tiles_simd.go), built when the
 // matrix was loaded; the rarer formats, and a matrix without tiles (none
