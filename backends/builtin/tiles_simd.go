@@ -270,7 +270,6 @@ func q4KTile(tile unsafe.Pointer, k tileInput) archsimd.Float32x8 {
 	for sb := range k.blocks {
 		tb := unsafe.Add(tile, sb*q4KTileBytes)
 		y := unsafe.Add(k.bcast, sb*superBlock*8)
-		sums := (*[16]int16)(unsafe.Add(k.sums, sb*32))
 		var acc, mins archsimd.Int32x8
 		// Running pointers: index arithmetic in these loops cost more
 		// instructions than the vector work.
@@ -290,9 +289,12 @@ func q4KTile(tile unsafe.Pointer, k tileInput) archsimd.Float32x8 {
 			scales := archsimd.LoadInt8x16((*[16]int8)(unsafe.Add(tb, q4KTileScales+16*c)))
 			acc = acc.Add(evenSum.DotProductPairs(scales.PermuteOrZero(runIndex[0]).ExtendToInt16()))
 			acc = acc.Add(oddSum.DotProductPairs(scales.PermuteOrZero(runIndex[1]).ExtendToInt16()))
-			groupSums := uint32(uint16(sums[4*c]+sums[4*c+1])) | uint32(uint16(sums[4*c+2]+sums[4*c+3]))<<16
+			// Group j's min times its two sums of 16: each row's min in
+			// both int16 lanes against the pair, one VPMADDWD.
 			m := archsimd.LoadInt8x16((*[16]int8)(unsafe.Add(tb, q4KTileMins+16*c)))
-			mins = mins.Add(m.PermuteOrZero(twoRunIndex).ExtendToInt16().DotProductPairs(archsimd.BroadcastUint32x8(groupSums).AsInt16x16()))
+			sumPairs := unsafe.Add(k.sums, sb*32+8*c)
+			mins = mins.Add(m.PermuteOrZero(runIndex[0]).ExtendToInt16().DotProductPairs(archsimd.BroadcastUint32x8(*(*uint32)(sumPairs)).AsInt16x16()))
+			mins = mins.Add(m.PermuteOrZero(runIndex[1]).ExtendToInt16().DotProductPairs(archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(sumPairs, 4))).AsInt16x16()))
 		}
 		dx := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(k.scales, sb*4))).AsFloat32x8()
 		sum = acc.ConvertToFloat32().MulAdd(f32x8(tb, q4KTileD).Mul(dx), sum)
