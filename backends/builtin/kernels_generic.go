@@ -235,8 +235,8 @@ func q5KDot(b []byte, x *quantized, g0 int) float32 {
 }
 
 // quantizeQ8KGeneric fills q, scales and sums with ggml's Q8_K form of
-// x: per block of 256, scale = max|v|/127 and q rounded as in
-// quantizeGeneric; sums holds each 16 codes' sum.
+// x: per block of 256, scale = max|v|/127 and q = v·(1/scale) rounded
+// as in quantizeGeneric; sums holds each 16 codes' sum.
 func quantizeQ8KGeneric(q []int8, scales []float32, sums []int16, x []float32) {
 	for b := range scales {
 		block := x[b*superBlock : (b+1)*superBlock]
@@ -244,18 +244,19 @@ func quantizeQ8KGeneric(q []int8, scales []float32, sums []int16, x []float32) {
 		for _, v := range block {
 			amax = max(amax, float32(math.Abs(float64(v))))
 		}
-		scales[b] = amax / 127
+		scale := amax / 127
+		scales[b] = scale
 		inv := float32(0)
-		if amax != 0 {
-			inv = 127 / amax
+		if scale != 0 {
+			inv = 1 / scale
 		}
 		out := q[b*superBlock : (b+1)*superBlock]
 		for i, v := range block {
 			y := float64(v * inv)
 			if y >= 0 {
-				out[i] = int8(min(127, y+0.5))
+				out[i] = int8(y + 0.5)
 			} else {
-				out[i] = int8(max(-127, y-0.5))
+				out[i] = int8(y - 0.5)
 			}
 		}
 		for r := range superBlock / 16 {

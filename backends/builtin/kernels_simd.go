@@ -336,41 +336,99 @@ func quantizeInto(q []int8, scales []float32, x []float32) {
 	_ = x[groups*GroupSize-1]
 	_ = q[groups*GroupSize-1]
 	px, pq := unsafe.Pointer(unsafe.SliceData(x)), unsafe.Pointer(unsafe.SliceData(q))
-	absMask := archsimd.BroadcastUint32x8(0x7fffffff)
-	signMask := archsimd.BroadcastUint32x8(0x80000000)
-	// Adding the float just below ½, with v's sign, then truncating
-	// rounds halves away from zero exactly in float32 (a plain +½ would
-	// round 0.49999997 up).
-	justBelowHalf := archsimd.BroadcastUint32x8(0x3effffff)
-	maxQ := archsimd.BroadcastFloat32x8(127)
-	one := archsimd.BroadcastFloat32x8(1)
-	var zero archsimd.Float32x8
-	lowBytes, highBytes := quantShuffle[0], quantShuffle[1]
+	c := newQuantConsts()
 	var scale [8]uint32
 	for g := range groups {
 		off := uintptr(g) * GroupSize * 4
 		v0, v1, v2, v3 := f32x8(px, off), f32x8(px, off+32), f32x8(px, off+64), f32x8(px, off+96)
-		amax := abs32(v0, absMask).Max(abs32(v1, absMask)).Max(abs32(v2, absMask).Max(abs32(v3, absMask)))
-		amax = amax.Max(amax.Permute(laneSwap[0]))
-		amax = amax.Max(amax.Permute(laneSwap[1]))
-		amax = amax.Max(amax.Permute(laneSwap[2]))
-		s := amax.Div(maxQ)
+		s := c.amax(v0, v1, v2, v3).Div(c.maxQ)
 		s.AsUint32x8().Store(&scale)
 		// Stored as bits: a float32 move would be an SSE instruction here.
 		*(*uint32)(unsafe.Pointer(&scales[g])) = scale[0]
-		inv := one.Div(s).Masked(s.NotEqual(zero))
-		r0 := roundHalfAway(v0.Mul(inv), signMask, justBelowHalf)
-		r1 := roundHalfAway(v1.Mul(inv), signMask, justBelowHalf)
-		r2 := roundHalfAway(v2.Mul(inv), signMask, justBelowHalf)
-		r3 := roundHalfAway(v3.Mul(inv), signMask, justBelowHalf)
-		// Packing works within 128-bit halves: the bytes come out as
-		// r0[0:4] r1[0:4] r2[0:4] r3[0:4] | r0[4:8] r1[4:8] r2[4:8] r3[4:8],
-		// which one dword permute puts in order.
-		lo := r0.SaturateToInt16ConcatGrouped(r1).AsInt8x32().PermuteOrZeroGrouped(lowBytes)
-		hi := r2.SaturateToInt16ConcatGrouped(r3).AsInt8x32().PermuteOrZeroGrouped(highBytes)
-		lo.Or(hi).AsInt32x8().Permute(dwordOrder).AsInt8x32().Store((*[32]int8)(unsafe.Add(pq, uintptr(g)*GroupSize)))
+		c.round(v0, v1, v2, v3, c.one.Div(s).Masked(s.NotEqual(c.zero))).Store((*[32]int8)(unsafe.Add(pq, uintptr(g)*GroupSize)))
 	}
 	archsimd.ClearAVXUpperBits()
+}
+
+// quantizeQ8K is quantizeInto over blocks of 256 (ggml's Q8_K), with each
+// 16 codes' sum.
+func quantizeQ8K(q []int8, scales []float32, sums []int16, x []float32) {
+	blocks := len(scales)
+	if !haveAVX2 || blocks == 0 {
+		quantizeQ8KGeneric(q, scales, sums, x)
+		return
+	}
+	_ = x[blocks*superBlock-1]
+	_ = q[blocks*superBlock-1]
+	px, pq := unsafe.Pointer(unsafe.SliceData(x)), unsafe.Pointer(unsafe.SliceData(q))
+	c := newQuantConsts()
+	var scale [8]uint32
+	for b := range blocks {
+		at := uintptr(b) * superBlock * 4
+		var amax archsimd.Float32x8
+		for g := range uintptr(superBlock / GroupSize) {
+			off := at + g*GroupSize*4
+			amax = amax.Max(c.amax(f32x8(px, off), f32x8(px, off+32), f32x8(px, off+64), f32x8(px, off+96)))
+		}
+		s := amax.Div(c.maxQ)
+		s.AsUint32x8().Store(&scale)
+		*(*uint32)(unsafe.Pointer(&scales[b])) = scale[0]
+		inv := c.one.Div(s).Masked(s.NotEqual(c.zero))
+		for g := range uintptr(superBlock / GroupSize) {
+			off := at + g*GroupSize*4
+			c.round(f32x8(px, off), f32x8(px, off+32), f32x8(px, off+64), f32x8(px, off+96), inv).Store((*[32]int8)(unsafe.Add(pq, uintptr(b)*superBlock+g*GroupSize)))
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+	for r := range blocks * superBlock / 16 {
+		var sum int16
+		for _, v := range q[r*16 : (r+1)*16] {
+			sum += int16(v)
+		}
+		sums[r] = sum
+	}
+}
+
+// quantConsts are the vectors the quantizers use.
+type quantConsts struct {
+	absMask, signMask, justBelowHalf archsimd.Uint32x8
+	maxQ, one, zero                  archsimd.Float32x8
+}
+
+func newQuantConsts() quantConsts {
+	return quantConsts{
+		absMask:  archsimd.BroadcastUint32x8(0x7fffffff),
+		signMask: archsimd.BroadcastUint32x8(0x80000000),
+		// Adding the float just below ½, with v's sign, then truncating
+		// rounds halves away from zero exactly in float32 (a plain +½
+		// would round 0.49999997 up).
+		justBelowHalf: archsimd.BroadcastUint32x8(0x3effffff),
+		maxQ:          archsimd.BroadcastFloat32x8(127),
+		one:           archsimd.BroadcastFloat32x8(1),
+	}
+}
+
+// amax is the largest magnitude of 32 values, in every lane.
+func (c *quantConsts) amax(v0, v1, v2, v3 archsimd.Float32x8) archsimd.Float32x8 {
+	m := abs32(v0, c.absMask).Max(abs32(v1, c.absMask)).Max(abs32(v2, c.absMask).Max(abs32(v3, c.absMask)))
+	m = m.Max(m.Permute(laneSwap[0]))
+	m = m.Max(m.Permute(laneSwap[1]))
+	return m.Max(m.Permute(laneSwap[2]))
+}
+
+// round is 32 values times inv, rounded halves away from zero, as int8 in
+// order.
+func (c *quantConsts) round(v0, v1, v2, v3, inv archsimd.Float32x8) archsimd.Int8x32 {
+	r0 := roundHalfAway(v0.Mul(inv), c.signMask, c.justBelowHalf)
+	r1 := roundHalfAway(v1.Mul(inv), c.signMask, c.justBelowHalf)
+	r2 := roundHalfAway(v2.Mul(inv), c.signMask, c.justBelowHalf)
+	r3 := roundHalfAway(v3.Mul(inv), c.signMask, c.justBelowHalf)
+	// Packing works within 128-bit halves: the bytes come out as
+	// r0[0:4] r1[0:4] r2[0:4] r3[0:4] | r0[4:8] r1[4:8] r2[4:8] r3[4:8],
+	// which one dword permute puts in order.
+	lo := r0.SaturateToInt16ConcatGrouped(r1).AsInt8x32().PermuteOrZeroGrouped(quantShuffle[0])
+	hi := r2.SaturateToInt16ConcatGrouped(r3).AsInt8x32().PermuteOrZeroGrouped(quantShuffle[1])
+	return lo.Or(hi).AsInt32x8().Permute(dwordOrder).AsInt8x32()
 }
 
 func abs32(v archsimd.Float32x8, absMask archsimd.Uint32x8) archsimd.Float32x8 {
@@ -505,7 +563,3 @@ const (
 	ln2Hi  = 0.693359375 // ln 2 = ln2Hi + ln2Lo, ln2Hi with few mantissa bits
 	ln2Lo  = -2.12194440e-4
 )
-
-func quantizeQ8K(q []int8, scales []float32, sums []int16, x []float32) {
-	quantizeQ8KGeneric(q, scales, sums, x)
-}

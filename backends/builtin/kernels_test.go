@@ -3,6 +3,7 @@ package builtin
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"testing"
 )
@@ -348,5 +349,32 @@ func TestQuantizeRoundsHalfAwayFromZero(t *testing.T) {
 	}
 	if scales[1] != 0 {
 		t.Errorf("zero block scale %v", scales[1])
+	}
+}
+
+// The Q8_K quantizer the engine runs gives the portable one's codes,
+// scales and sums of 16 bit for bit: on a block of zeros, a block with
+// halves to round, and blocks of large magnitudes.
+func TestQuantizeQ8KMatchesGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 7))
+	x := randomVec(rng, 5*superBlock)
+	clear(x[superBlock : 2*superBlock])
+	copy(x[2*superBlock:], []float32{127, 0.5, -0.5, 1.5, -2.5, 126.5, -126.5, 0.49999997, -0.49999997, 2.4999998, 1e-30, -127})
+	for i := 3 * superBlock; i < 4*superBlock; i++ {
+		x[i] *= 1e6
+	}
+	want, got := newQuantized(len(x)), newQuantized(len(x))
+	quantizeQ8KGeneric(want.kq, want.kscales, want.ksums, x)
+	quantizeQ8K(got.kq, got.kscales, got.ksums, x)
+	if want.kscales[2] != 1 || want.kscales[1] != 0 {
+		t.Fatalf("block scales %v", want.kscales)
+	}
+	if !slices.Equal(got.kq, want.kq) || !slices.Equal(got.ksums, want.ksums) {
+		t.Errorf("codes or sums differ from the portable quantizer's")
+	}
+	for b := range want.kscales {
+		if math.Float32bits(got.kscales[b]) != math.Float32bits(want.kscales[b]) {
+			t.Errorf("block %d scale %v, want %v", b, got.kscales[b], want.kscales[b])
+		}
 	}
 }
