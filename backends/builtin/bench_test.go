@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -310,5 +311,35 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkGGUFFile times the GGUF named by $TOKENTOP_BENCH_GGUF as
+// llama-bench times a model, for scripts/speed-table: tg128 decodes 128
+// tokens one at a time from an empty context, pp64 runs a 64-token prompt
+// as one batch; tok/s over the whole, at 1 and 2 threads. Without the
+// variable it does nothing.
+func BenchmarkGGUFFile(b *testing.B) {
+	path := os.Getenv("TOKENTOP_BENCH_GGUF")
+	if path == "" {
+		b.Skip("set TOKENTOP_BENCH_GGUF to a GGUF file")
+	}
+	for _, threads := range []int{1, 2} {
+		m, err := Load(path, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		e := NewEngine(m, threads)
+		b.Run(fmt.Sprintf("tg128/threads=%d", threads), func(b *testing.B) {
+			for b.Loop() {
+				st := NewState(e.Model.Weights)
+				for pos := range 128 {
+					e.forwardOne(st, 1, pos)
+				}
+			}
+			b.ReportMetric(128*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+		})
+		b.Run(fmt.Sprintf("pp64/threads=%d", threads), func(b *testing.B) { benchPrefill64(b, e) })
+		e.Close()
 	}
 }

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# speed-table.sh: the README's built-in engine against llama.cpp table.
+#
+# Writes f32 GGUFs of the stories shapes with the tests' GGUF writer,
+# quantizes them with llama.cpp's llama-quantize, then times each file in
+# tokentop (BenchmarkGGUFFile) and in llama-bench, taking turns (tokentop,
+# llama.cpp, tokentop, ...) so both see the same machine, and prints the
+# medians and their ratio as a Markdown table.
+#
+#   LLAMA_CPP=~/llama.cpp/build/bin backends/builtin/testdata/speed-table.sh [rounds] [shape] [presets...]
+#
+# LLAMA_CPP is the folder holding llama-quantize and llama-bench (a build
+# of your own; the table should name its commit). Defaults: 3 rounds,
+# stories110M, presets F32 Q8_0 Q4_0 Q4_K_M. Files go to $OUT (default a
+# temporary folder), kept for reuse.
+set -euo pipefail
+
+rounds=${1:-3}
+shape=${2:-stories110M}
+shift $(( $# > 2 ? 2 : $# ))
+presets=("$@")
+[ ${#presets[@]} -gt 0 ] || presets=(F32 Q8_0 Q4_0 Q4_K_M)
+: "${LLAMA_CPP:?set LLAMA_CPP to the folder with llama-quantize and llama-bench}"
+for tool in llama-quantize llama-bench; do
+	[ -x "$LLAMA_CPP/$tool" ] || { echo "speed-table: no $tool in $LLAMA_CPP" >&2; exit 2; }
+done
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
+out=${OUT:-$(mktemp -d)}
+mkdir -p "$out"
+
+if [ ! -f "$out/$shape-f32.gguf" ]; then
+	echo "writing f32 GGUFs into $out" >&2
+	(cd "$repo" && TOKENTOP_GGUF_DIR="$out" go test ./backends/builtin -run '^TestWriteSpeedTableFiles$' -count=1 >/dev/null)
+fi
+for p in "${presets[@]}"; do
+	f="$out/$shape-$p.gguf"
+	if [ "$p" = F32 ]; then
+		f="$out/$shape-f32.gguf"
+	elif [ ! -f "$f" ]; then
+		echo "llama-quantize $p" >&2
+		"$LLAMA_CPP/llama-quantize" "$out/$shape-f32.gguf" "$f" "$p" >/dev/null 2>&1
+	fi
+done
+
+bench="$out/builtin.test"
+(cd "$repo" && GOEXPERIMENT=simd go test -c -o "$bench" ./backends/builtin)
+
+# tokentop FILE TEST THREADS: tok/s of one sub-benchmark.
+tokentop() {
+	TOKENTOP_BENCH_GGUF=$1 "$bench" -test.run '^$' -test.bench "^BenchmarkGGUFFile/$2/threads=$3\$" -test.benchtime 3x |
+		awk '/tok\/s/ { for (i = 1; i < NF; i++) if ($(i+1) ~ /tok\/s$/) print $i }'
+}
+
+# llamacpp FILE TEST THREADS: llama-bench's mean tok/s over 3 repetitions.
+llamacpp() {
+	local args=(-p 0 -n 128)
+	[ "$2" = pp64 ] && args=(-p 64 -n 0)
+	"$LLAMA_CPP/llama-bench" -m "$1" -t "$3" -r 3 "${args[@]}" -o csv 2>/dev/null |
+		awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /avg_ts/) col = i; next } { gsub(/"/, "", $col); print $col }'
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+results="$out/runs.tsv"
+: >"$results"
+for ((r = 1; r <= rounds; r++)); do
+	for p in "${presets[@]}"; do
+		f="$out/$shape-$p.gguf"
+		[ "$p" = F32 ] && f="$out/$shape-f32.gguf"
+		for test in tg128 pp64; do
+			for threads in 1 2; do
+				printf '%s\t%s\t%s\ttokentop\t%s\n' "$p" "$test" "$threads" "$(tokentop "$f" "$test" "$threads")" >>"$results"
+				printf '%s\t%s\t%s\tllama.cpp\t%s\n' "$p" "$test" "$threads" "$(llamacpp "$f" "$test" "$threads")" >>"$results"
+			done
+		done
+	done
+	echo "round $r of $rounds done" >&2
+done
+
+echo "| $shape | test | threads | tokentop tok/s | llama.cpp tok/s | tokentop ÷ llama.cpp |"
+echo "|---|---|---:|---:|---:|---:|"
+for p in "${presets[@]}"; do
+	for test in tg128 pp64; do
+		for threads in 1 2; do
+			a=$(awk -F'\t' -v p="$p" -v t="$test" -v n="$threads" '$1 == p && $2 == t && $3 == n && $4 == "tokentop" { print $5 }' "$results" | median)
+			b=$(awk -F'\t' -v p="$p" -v t="$test" -v n="$threads" '$1 == p && $2 == t && $3 == n && $4 == "llama.cpp" { print $5 }' "$results" | median)
+			awk -v p="$p" -v t="$test" -v n="$threads" -v a="$a" -v b="$b" 'BEGIN { printf "| %s | %s | %s | %.1f | %.1f | %.2f |\n", p, t, n, a, b, a / b }'
+		done
+	done
+done
