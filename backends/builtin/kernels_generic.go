@@ -235,28 +235,24 @@ func q5KDot(b []byte, x *quantized, g0 int) float32 {
 }
 
 // quantizeQ8KGeneric fills q, scales and sums with ggml's Q8_K form of
-// x: per block of 256, scale = max|v|/127 and q = v·(1/scale) rounded
-// as in quantizeGeneric; sums holds each 16 codes' sum.
+// x, by ggml's own rule (quantize_row_q8_K), so that K-quant products
+// round as llama.cpp's do: per block of 256, the value of largest
+// magnitude (the first, on a tie) maps to −127, q = round(v·(−127/max))
+// with halves to even, at most 127, and the scale is 1/(−127/max);
+// sums holds each 16 codes' sum. A block of zeros has scale 0.
 func quantizeQ8KGeneric(q []int8, scales []float32, sums []int16, x []float32) {
 	for b := range scales {
 		block := x[b*superBlock : (b+1)*superBlock]
-		var amax float32
-		for _, v := range block {
-			amax = max(amax, float32(math.Abs(float64(v))))
-		}
-		scale := amax / 127
-		scales[b] = scale
-		inv := float32(0)
-		if scale != 0 {
-			inv = 1 / scale
-		}
 		out := q[b*superBlock : (b+1)*superBlock]
-		for i, v := range block {
-			y := float64(v * inv)
-			if y >= 0 {
-				out[i] = int8(y + 0.5)
-			} else {
-				out[i] = int8(y - 0.5)
+		extreme := signedMax(block)
+		if extreme == 0 {
+			scales[b] = 0
+			clear(out)
+		} else {
+			iscale := -127 / extreme
+			scales[b] = 1 / iscale
+			for i, v := range block {
+				out[i] = int8(min(127, math.RoundToEven(float64(iscale*v))))
 			}
 		}
 		for r := range superBlock / 16 {
@@ -267,6 +263,17 @@ func quantizeQ8KGeneric(q []int8, scales []float32, sums []int16, x []float32) {
 			sums[b*16+r] = s
 		}
 	}
+}
+
+// signedMax is the first value of largest magnitude in x, with its sign.
+func signedMax(x []float32) float32 {
+	var amax, extreme float32
+	for _, v := range x {
+		if a := float32(math.Abs(float64(v))); a > amax {
+			amax, extreme = a, v
+		}
+	}
+	return extreme
 }
 
 // quantizeGeneric fills q and scales with the Q8_0 form of x: per group

@@ -350,8 +350,10 @@ func quantizeInto(q []int8, scales []float32, x []float32) {
 	archsimd.ClearAVXUpperBits()
 }
 
-// quantizeQ8K is quantizeInto over blocks of 256 (ggml's Q8_K), with each
-// 16 codes' sum.
+// quantizeQ8K is quantizeQ8KGeneric's rule in vectors: each block's
+// signed extreme is found in scalar code (between vector passes, after
+// ClearAVXUpperBits), and the products round to nearest even (VROUNDPS;
+// the conversion itself truncates).
 func quantizeQ8K(q []int8, scales []float32, sums []int16, x []float32) {
 	blocks := len(scales)
 	if !haveAVX2 || blocks == 0 {
@@ -360,26 +362,19 @@ func quantizeQ8K(q []int8, scales []float32, sums []int16, x []float32) {
 	}
 	_ = x[blocks*superBlock-1]
 	_ = q[blocks*superBlock-1]
-	px, pq := unsafe.Pointer(unsafe.SliceData(x)), unsafe.Pointer(unsafe.SliceData(q))
-	c := newQuantConsts()
-	var scale [8]uint32
 	for b := range blocks {
-		at := uintptr(b) * superBlock * 4
-		var amax archsimd.Float32x8
-		for g := range uintptr(superBlock / GroupSize) {
-			off := at + g*GroupSize*4
-			amax = amax.Max(c.amax(f32x8(px, off), f32x8(px, off+32), f32x8(px, off+64), f32x8(px, off+96)))
+		// The scale's bits are stored through an integer: a float32 move
+		// would be an SSE instruction among the vector ones.
+		extreme := signedMax(x[b*superBlock : (b+1)*superBlock])
+		var iscale float32
+		if extreme != 0 {
+			iscale = -127 / extreme
+			scales[b] = 1 / iscale
+		} else {
+			scales[b] = 0
 		}
-		s := amax.Div(c.maxQ)
-		s.AsUint32x8().Store(&scale)
-		*(*uint32)(unsafe.Pointer(&scales[b])) = scale[0]
-		inv := c.one.Div(s).Masked(s.NotEqual(c.zero))
-		for g := range uintptr(superBlock / GroupSize) {
-			off := at + g*GroupSize*4
-			c.round(f32x8(px, off), f32x8(px, off+32), f32x8(px, off+64), f32x8(px, off+96), inv).Store((*[32]int8)(unsafe.Add(pq, uintptr(b)*superBlock+g*GroupSize)))
-		}
+		roundBlockQ8K(q[b*superBlock:(b+1)*superBlock], x[b*superBlock:(b+1)*superBlock], math.Float32bits(iscale))
 	}
-	archsimd.ClearAVXUpperBits()
 	for r := range blocks * superBlock / 16 {
 		var sum int16
 		for _, v := range q[r*16 : (r+1)*16] {
@@ -387,6 +382,22 @@ func quantizeQ8K(q []int8, scales []float32, sums []int16, x []float32) {
 		}
 		sums[r] = sum
 	}
+}
+
+// roundBlockQ8K sets q to x times the float32 whose bits are iscale,
+// rounded to nearest even (within ±127, as iscale was chosen).
+func roundBlockQ8K(q []int8, x []float32, iscale uint32) {
+	px, pq := unsafe.Pointer(unsafe.SliceData(x)), unsafe.Pointer(unsafe.SliceData(q))
+	inv := archsimd.BroadcastUint32x8(iscale).AsFloat32x8()
+	for g := range uintptr(superBlock / GroupSize) {
+		off := g * GroupSize * 4
+		r0 := f32x8(px, off).Mul(inv).RoundToEven().ConvertToInt32()
+		r1 := f32x8(px, off+32).Mul(inv).RoundToEven().ConvertToInt32()
+		r2 := f32x8(px, off+64).Mul(inv).RoundToEven().ConvertToInt32()
+		r3 := f32x8(px, off+96).Mul(inv).RoundToEven().ConvertToInt32()
+		packInt8(r0, r1, r2, r3).Store((*[32]int8)(unsafe.Add(pq, g*GroupSize)))
+	}
+	archsimd.ClearAVXUpperBits()
 }
 
 // quantConsts are the vectors the quantizers use.
@@ -419,10 +430,15 @@ func (c *quantConsts) amax(v0, v1, v2, v3 archsimd.Float32x8) archsimd.Float32x8
 // round is 32 values times inv, rounded halves away from zero, as int8 in
 // order.
 func (c *quantConsts) round(v0, v1, v2, v3, inv archsimd.Float32x8) archsimd.Int8x32 {
-	r0 := roundHalfAway(v0.Mul(inv), c.signMask, c.justBelowHalf)
-	r1 := roundHalfAway(v1.Mul(inv), c.signMask, c.justBelowHalf)
-	r2 := roundHalfAway(v2.Mul(inv), c.signMask, c.justBelowHalf)
-	r3 := roundHalfAway(v3.Mul(inv), c.signMask, c.justBelowHalf)
+	return packInt8(
+		roundHalfAway(v0.Mul(inv), c.signMask, c.justBelowHalf),
+		roundHalfAway(v1.Mul(inv), c.signMask, c.justBelowHalf),
+		roundHalfAway(v2.Mul(inv), c.signMask, c.justBelowHalf),
+		roundHalfAway(v3.Mul(inv), c.signMask, c.justBelowHalf))
+}
+
+// packInt8 is 32 int32 values within ±127 as int8, in order.
+func packInt8(r0, r1, r2, r3 archsimd.Int32x8) archsimd.Int8x32 {
 	// Packing works within 128-bit halves: the bytes come out as
 	// r0[0:4] r1[0:4] r2[0:4] r3[0:4] | r0[4:8] r1[4:8] r2[4:8] r3[4:8],
 	// which one dword permute puts in order.

@@ -352,22 +352,30 @@ func TestQuantizeRoundsHalfAwayFromZero(t *testing.T) {
 	}
 }
 
-// The Q8_K quantizer the engine runs gives the portable one's codes,
-// scales and sums of 16 bit for bit: on a block of zeros, a block with
-// halves to round, and blocks of large magnitudes.
+// The Q8_K quantizer follows ggml's rule (the first value of largest
+// magnitude maps to −127, halves round to even), and the one the engine
+// runs gives the portable one's codes, scales and sums of 16 bit for bit:
+// on a block of zeros, a block with halves to round, and blocks of large
+// magnitudes.
 func TestQuantizeQ8KMatchesGeneric(t *testing.T) {
 	rng := rand.New(rand.NewPCG(6, 7))
 	x := randomVec(rng, 5*superBlock)
 	clear(x[superBlock : 2*superBlock])
-	copy(x[2*superBlock:], []float32{127, 0.5, -0.5, 1.5, -2.5, 126.5, -126.5, 0.49999997, -0.49999997, 2.4999998, 1e-30, -127})
+	halves := []float32{127, 0.5, -0.5, 1.5, -2.5, 126.5, -126.5, 0.49999997, -127}
+	copy(x[2*superBlock:], halves)
 	for i := 3 * superBlock; i < 4*superBlock; i++ {
 		x[i] *= 1e6
 	}
 	want, got := newQuantized(len(x)), newQuantized(len(x))
 	quantizeQ8KGeneric(want.kq, want.kscales, want.ksums, x)
 	quantizeQ8K(got.kq, got.kscales, got.ksums, x)
-	if want.kscales[2] != 1 || want.kscales[1] != 0 {
+	// 127 comes first, so the scale is 1/(−127/127) = −1: each code is
+	// −v rounded to even.
+	if want.kscales[2] != -1 || want.kscales[1] != 0 {
 		t.Fatalf("block scales %v", want.kscales)
+	}
+	if codes, wantCodes := want.kq[2*superBlock:2*superBlock+len(halves)], []int8{-127, 0, 0, -2, 2, -126, 126, 0, 127}; !slices.Equal(codes, wantCodes) {
+		t.Errorf("codes %v, ggml's rule gives %v", codes, wantCodes)
 	}
 	if !slices.Equal(got.kq, want.kq) || !slices.Equal(got.ksums, want.ksums) {
 		t.Errorf("codes or sums differ from the portable quantizer's")
