@@ -266,10 +266,13 @@ func quantizeQ8KGeneric(q []int8, scales []float32, sums []int16, x []float32) {
 }
 
 // signedMax is the first value of largest magnitude in x, with its sign.
+// Magnitudes compare as their bits without the sign (in integer
+// registers, which order finite floats as their values do).
 func signedMax(x []float32) float32 {
-	var amax, extreme float32
+	var amax uint32
+	var extreme float32
 	for _, v := range x {
-		if a := float32(math.Abs(float64(v))); a > amax {
+		if a := math.Float32bits(v) &^ (1 << 31); a > amax {
 			amax, extreme = a, v
 		}
 	}
