@@ -237,6 +237,18 @@ func TestDTypeFollowsTheFile(t *testing.T) {
 
 // lastLogits runs tokens through m one by one and returns the logits
 // after the last.
+// offFromF32 is how far m's logits for a fixed prompt are (relative L2)
+// from those of the same file's weights run in f32.
+func offFromF32(t *testing.T, m *Model, path string) float64 {
+	t.Helper()
+	f32, err := Load(path, "f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := []int{1, 40, 80, 120, 7}
+	return relativeL2(lastLogits(m, 2, tokens), lastLogits(f32, 2, tokens))
+}
+
 func lastLogits(m *Model, threads int, tokens []int) []float32 {
 	e := NewEngine(m, threads)
 	defer e.Close()
@@ -314,12 +326,7 @@ func TestQ4GGUFRunsAsStored(t *testing.T) {
 	if q4.Weights.Format() != "q4_0" || q4.Weights.Classifier.DType() != "q4_0" {
 		t.Fatalf("format %q, classifier %s", q4.Weights.Format(), q4.Weights.Classifier.DType())
 	}
-	f32, err := Load(path, "f32") // the same stored weights, dequantized
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens := []int{1, 40, 80, 120}
-	if rel := relativeL2(lastLogits(q4, 1, tokens), lastLogits(f32, 1, tokens)); !(rel <= 0.05) {
+	if rel := offFromF32(t, q4, path); !(rel <= 0.05) {
 		t.Errorf("Q4_0 logits off by %.4f (relative L2) from the same weights in f32", rel)
 	}
 	q8, err := Load(path, "q8_0")

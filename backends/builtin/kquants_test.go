@@ -117,12 +117,7 @@ func TestQ4KMGGUFRunsAsStored(t *testing.T) {
 	if got := m.Weights.Format(); got != "q4_K ×12, q6_K ×3" {
 		t.Errorf("format %q", got)
 	}
-	f32, err := Load(path, "f32")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens := []int{1, 40, 80, 120, 7}
-	if rel := relativeL2(lastLogits(m, 2, tokens), lastLogits(f32, 2, tokens)); !(rel <= 0.05) {
+	if rel := offFromF32(t, m, path); !(rel <= 0.05) {
 		t.Errorf("Q4_K_M logits off by %.4f (relative L2) from the same weights in f32", rel)
 	}
 	q8, err := Load(path, "q8_0")

@@ -84,17 +84,12 @@ func TestEveryQuantizePresetLoadsAndGenerates(t *testing.T) {
 					seen[name] = true
 				}
 			}
-			f32, err := Load(path, "f32")
-			if err != nil {
-				t.Fatal(err)
-			}
-			tokens := []int{1, 40, 80, 120, 7}
-			if rel := relativeL2(lastLogits(m, 2, tokens), lastLogits(f32, 2, tokens)); !(rel <= 0.02) {
+			if rel := offFromF32(t, m, path); !(rel <= 0.02) {
 				t.Errorf("logits off by %.4f (relative L2) from the same weights in f32", rel)
 			}
 			e := NewEngine(m, 2)
 			defer e.Close()
-			g, err := e.Generate(context.Background(), tokens, 8, Sampling{IgnoreEOS: true}, func(int) {})
+			g, err := e.Generate(context.Background(), []int{1, 40, 80}, 8, Sampling{IgnoreEOS: true}, func(int) {})
 			if err != nil || len(g.Tokens) != 8 {
 				t.Errorf("generate: %v, %d tokens", err, len(g.Tokens))
 			}

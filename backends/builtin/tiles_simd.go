@@ -187,8 +187,8 @@ func q4_0Tile(tile unsafe.Pointer, in tileInput) archsimd.Float32x8 {
 	ones := archsimd.BroadcastInt16x16(1)
 	eight := archsimd.BroadcastFloat32x8(8)
 	var sum archsimd.Float32x8
-	nib, y := tile, in.bcast // running pointers (see q4KTile)
 	for g := range in.blocks {
+		nib, y := unsafe.Add(tile, g*q4_0TileBytes), unsafe.Add(in.bcast, g*8*GroupSize)
 		var s16 archsimd.Int16x16
 		for t := uintptr(0); t < 4; t += 2 {
 			v := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(nib, 32*t)))
@@ -201,7 +201,6 @@ func q4_0Tile(tile unsafe.Pointer, in tileInput) archsimd.Float32x8 {
 		ysum := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(in.sums, 4*g))).AsFloat32x8()
 		group := s16.DotProductPairs(ones).ConvertToFloat32().Mul(dx).Sub(ysum.Mul(eight))
 		sum = group.MulAdd(f32x8(nib, q4_0TileNibbles), sum)
-		nib, y = unsafe.Add(nib, q4_0TileBytes), unsafe.Add(y, 8*GroupSize)
 	}
 	return sum
 }
@@ -234,17 +233,17 @@ func q6KTile(tile unsafe.Pointer, k tileInput) archsimd.Float32x8 {
 		tb := unsafe.Add(tile, sb*q6KTileBytes)
 		y := unsafe.Add(k.bcast, sb*superBlock*8)
 		var acc, offset archsimd.Int32x8
-		codes, x := tb, y // running pointers (see q4KTile)
 		for s := 0; s < 16; s += 2 {
 			runs := archsimd.LoadInt8x16((*[16]int8)(unsafe.Add(tb, q6KTileCodes+8*s)))
 			for half := range 2 {
 				scale := runs.PermuteOrZero(runIndex[half]).ExtendToInt16()
-				for range 2 {
-					c0 := archsimd.LoadUint8x32((*[32]uint8)(codes))
-					c1 := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(codes, 32)))
-					acc = acc.Add(c0.DotProductPairsSaturated(i8x32(x, 0)).DotProductPairs(scale))
-					acc = acc.Add(c1.DotProductPairsSaturated(i8x32(x, 32)).DotProductPairs(scale))
-					codes, x = unsafe.Add(codes, 64), unsafe.Add(x, 64)
+				// Offsets from the run's bases (see q4KTile).
+				codes, x := unsafe.Add(tb, 128*(s+half)), unsafe.Add(y, 128*(s+half))
+				for i := uintptr(0); i < 128; i += 64 {
+					c0 := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(codes, i)))
+					c1 := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(codes, i+32)))
+					acc = acc.Add(c0.DotProductPairsSaturated(i8x32(x, i)).DotProductPairs(scale))
+					acc = acc.Add(c1.DotProductPairsSaturated(i8x32(x, i+32)).DotProductPairs(scale))
 				}
 			}
 			sums := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(k.sums, 2*(sb*16+s)))).AsInt16x16()
@@ -271,21 +270,20 @@ func q4KTile(tile unsafe.Pointer, k tileInput) archsimd.Float32x8 {
 		tb := unsafe.Add(tile, sb*q4KTileBytes)
 		y := unsafe.Add(k.bcast, sb*superBlock*8)
 		var acc, mins archsimd.Int32x8
-		// Running pointers: index arithmetic in these loops cost more
-		// instructions than the vector work.
-		nib, even := tb, y // group 2c's activations, then 2c+1's 256 bytes on
 		for c := range 4 {
+			// Offsets from each group pair's bases, in the loads'
+			// addressing: index arithmetic per load cost more instructions
+			// than the vector work, and a pointer stepped past the last
+			// load would point outside the tiles (checkptr refuses it).
+			nib, even := unsafe.Add(tb, 256*c), unsafe.Add(y, 512*c) // group 2c's activations, then 2c+1's 256 bytes on
 			var evenSum, oddSum archsimd.Int16x16
-			odd := unsafe.Add(even, 256)
-			for range 4 {
-				v := archsimd.LoadUint8x32((*[32]uint8)(nib))
-				w := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(nib, 32)))
-				evenSum = evenSum.Add(v.And(low).DotProductPairsSaturated(i8x32(even, 0))).Add(w.And(low).DotProductPairsSaturated(i8x32(even, 32)))
-				oddSum = oddSum.Add(v.AsUint32x8().ShiftRight(four).AsUint8x32().And(low).DotProductPairsSaturated(i8x32(odd, 0)))
-				oddSum = oddSum.Add(w.AsUint32x8().ShiftRight(four).AsUint8x32().And(low).DotProductPairsSaturated(i8x32(odd, 32)))
-				nib, even, odd = unsafe.Add(nib, 64), unsafe.Add(even, 64), unsafe.Add(odd, 64)
+			for i := uintptr(0); i < 256; i += 64 {
+				v := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(nib, i)))
+				w := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(nib, i+32)))
+				evenSum = evenSum.Add(v.And(low).DotProductPairsSaturated(i8x32(even, i))).Add(w.And(low).DotProductPairsSaturated(i8x32(even, i+32)))
+				oddSum = oddSum.Add(v.AsUint32x8().ShiftRight(four).AsUint8x32().And(low).DotProductPairsSaturated(i8x32(even, i+256)))
+				oddSum = oddSum.Add(w.AsUint32x8().ShiftRight(four).AsUint8x32().And(low).DotProductPairsSaturated(i8x32(even, i+288)))
 			}
-			even = odd
 			scales := archsimd.LoadInt8x16((*[16]int8)(unsafe.Add(tb, q4KTileScales+16*c)))
 			acc = acc.Add(evenSum.DotProductPairs(scales.PermuteOrZero(runIndex[0]).ExtendToInt16()))
 			acc = acc.Add(oddSum.DotProductPairs(scales.PermuteOrZero(runIndex[1]).ExtendToInt16()))
