@@ -51,6 +51,34 @@ func BenchmarkMatVec(b *testing.B) {
 	}
 }
 
+// BenchmarkMatVecFormats is BenchmarkMatVec for every format kept as the
+// GGUF's blocks, at stories110M's FFN shape (2048×768, held in cache), on
+// one thread: the dispatched kernel (the tiles, where the build has them)
+// and the portable one, in GFLOP/s.
+func BenchmarkMatVecFormats(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 3))
+	const rows, cols = 2048, 768
+	w := randomMatrix(rng, rows, cols)
+	x := randomVec(rng, cols)
+	xq := newQuantized(cols)
+	xq.quantize(x, allForms)
+	out := make([]float32, rows)
+	for f := range formats {
+		if !format(f).storedAsBlocks() {
+			continue
+		}
+		m := quantizeTo(b, formats[f].ggml, w)
+		for name, kernel := range map[string]func([]float32, *Matrix, *quantized, int, int){"dispatched": matVecBlocks, "portable": matVecBlocksGeneric} {
+			b.Run(fmt.Sprintf("%s/%s", format(f), name), func(b *testing.B) {
+				for b.Loop() {
+					kernel(out, m, &xq, 0, rows)
+				}
+				b.ReportMetric(2*rows*cols*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
 func benchEngine(b *testing.B, model, dtype string, threads int) *Engine {
 	b.Helper()
 	m, err := Load(model, dtype)

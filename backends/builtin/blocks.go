@@ -71,13 +71,25 @@ func decodeIQ4NL(out []float32, b []byte) {
 	}
 }
 
-// groupDot is Σ code(i)·q_x over group g's 32 activations, in integers.
-func groupDot(x *quantized, g int, code func(i int) int32) int32 {
-	var acc int32
-	for i, v := range x.q[g*GroupSize : (g+1)*GroupSize] {
-		acc += code(i) * int32(v)
+// The dots below put a group's codes into an int8 array with a plain
+// loop and take dot8s of it: a code function called per weight cost
+// several times the multiply-add.
+
+// groupDot is Σ codes[i]·q_x over group g's 32 activations, in integers.
+func groupDot(x *quantized, g int, codes *[GroupSize]int8) int32 {
+	return dot8s(codes[:], group32(x.q, g))
+}
+
+// nibbleCodes is a block's 32 nibbles (low, then high) as codes, each
+// with bit i of high as its fifth bit (high 0 for none), plus bias.
+func nibbleCodes(qs []byte, high uint32, bias int8) *[GroupSize]int8 {
+	var c [GroupSize]int8
+	qs = qs[:16]
+	for i, b := range qs {
+		c[i] = int8(b&15|byte(high>>i&1)<<4) + bias
+		c[i+16] = int8(b>>4|byte(high>>(i+16)&1)<<4) + bias
 	}
-	return acc
+	return &c
 }
 
 func q4_0Dot(b []byte, x *quantized, g int) float32 {
@@ -87,21 +99,24 @@ func q4_0Dot(b []byte, x *quantized, g int) float32 {
 // q4_1Dot: a weight is d·q + m, so the group's product is
 // d·scale_x·Σ q·q_x + m·(the group's sum of x).
 func q4_1Dot(b []byte, x *quantized, g int) float32 {
-	dot := groupDot(x, g, func(i int) int32 { return nibble(b[4:], i) })
+	dot := groupDot(x, g, nibbleCodes(b[4:], 0, 0))
 	return f16ToF32(le16(b))*x.scales[g]*float32(dot) + f16ToF32(le16(b[2:]))*x.sums[g]
 }
 
 func q5_0Dot(b []byte, x *quantized, g int) float32 {
-	dot := groupDot(x, g, func(i int) int32 { return nibble(b[6:], i) | fifthBit(b[2:], i) - 16 })
+	dot := groupDot(x, g, nibbleCodes(b[6:], binary.LittleEndian.Uint32(b[2:]), -16))
 	return f16ToF32(le16(b)) * x.scales[g] * float32(dot)
 }
 
 func q5_1Dot(b []byte, x *quantized, g int) float32 {
-	dot := groupDot(x, g, func(i int) int32 { return nibble(b[8:], i) | fifthBit(b[4:], i) })
+	dot := groupDot(x, g, nibbleCodes(b[8:], binary.LittleEndian.Uint32(b[4:]), 0))
 	return f16ToF32(le16(b))*x.scales[g]*float32(dot) + f16ToF32(le16(b[2:]))*x.sums[g]
 }
 
 func iq4NLDot(b []byte, x *quantized, g int) float32 {
-	dot := groupDot(x, g, func(i int) int32 { return int32(iq4NLLevels[nibble(b[2:], i)]) })
-	return f16ToF32(le16(b)) * x.scales[g] * float32(dot)
+	c := nibbleCodes(b[2:], 0, 0)
+	for i, n := range c {
+		c[i] = iq4NLLevels[n]
+	}
+	return f16ToF32(le16(b)) * x.scales[g] * float32(groupDot(x, g, c))
 }

@@ -187,15 +187,26 @@ func q6Run(ql, qh []byte, lo, hi uint, y []int8) int32 {
 	return s0 + s1
 }
 
-// runDot is Σ code(i)·q_x over run s (16 weights) of the block whose
+// runDot is Σ codes[l]·q_x over run s (16 weights) of the block whose
 // activations start at group g0, and Σ q_x over the run, in integers.
-func runDot(x *quantized, g0, s int, code func(i int) int32) (dot, sum int32) {
-	at := g0*GroupSize + s*16
-	for l, v := range x.q[at : at+16] {
-		dot += code(s*16+l) * int32(v)
+func runDot(x *quantized, g0, s int, codes *[16]int8) (dot, sum int32) {
+	y := x.q[g0*GroupSize+s*16 : g0*GroupSize+s*16+16]
+	for _, v := range y {
 		sum += int32(v)
 	}
-	return dot, sum
+	return dot8s(codes[:], y), sum
+}
+
+// runCodes is run s's 16 two-bit codes of a Q2_K or Q3_K block (qs, 64
+// bytes; see twoBits), and the bit of hmask that is each weight's third
+// (Q3_K) at position 4n + j.
+func runCodes(qs []byte, s int) (c [16]int8, hmaskAt int, bit uint) {
+	n, j := s/8, s%8/2
+	base := qs[32*n+16*(s%2) : 32*n+16*(s%2)+16]
+	for l, v := range base {
+		c[l] = int8(v >> (2 * j) & 3)
+	}
+	return c, 16 * (s % 2), uint(4*n + j)
 }
 
 // q2KDot: run s is d·scale_s·q − dmin·min_s, so its product is
@@ -204,8 +215,9 @@ func q2KDot(b []byte, x *quantized, g0 int) float32 {
 	d, dmin := f16ToF32(le16(b[80:])), f16ToF32(le16(b[82:]))
 	var total float32
 	for s := range superBlock / 16 {
-		dot, sum := runDot(x, g0, s, func(i int) int32 { q, _, _ := q2KCode(b, i); return q })
-		_, sc, mn := q2KCode(b, s*16)
+		codes, _, _ := runCodes(b[16:80], s)
+		dot, sum := runDot(x, g0, s, &codes)
+		sc, mn := int32(b[s]&0x0f), int32(b[s]>>4)
 		total += x.scales[g0+s/2] * (d*float32(sc*dot) - dmin*float32(mn*sum))
 	}
 	return total
@@ -215,21 +227,30 @@ func q3KDot(b []byte, x *quantized, g0 int) float32 {
 	d := f16ToF32(le16(b[108:]))
 	var total float32
 	for s := range superBlock / 16 {
-		dot, _ := runDot(x, g0, s, func(i int) int32 { return q3KValue(b, i) })
+		codes, at, bit := runCodes(b[32:96], s)
+		for l, h := range b[at : at+16] { // no high bit: −4
+			codes[l] += int8(h>>bit&1)*4 - 4
+		}
+		dot, _ := runDot(x, g0, s, &codes)
 		total += x.scales[g0+s/2] * d * float32(q3KScale(b, s)*dot)
 	}
 	return total
 }
 
-// q5KDot is q4KDot with each weight's fifth bit.
+// q5KDot is q4KDot with each weight's fifth bit, against Q8_0
+// activations.
 func q5KDot(b []byte, x *quantized, g0 int) float32 {
 	d, dmin := f16ToF32(le16(b)), f16ToF32(le16(b[2:]))
 	var sum float32
 	for j := range superBlock / GroupSize {
 		g := g0 + j
-		dot := groupDot(x, g, func(l int) int32 { return q5KValue(b, j, l) })
+		nib, shift := q4KNibbles(b[48:q5KBlockBytes], j)
+		var codes [GroupSize]int8
+		for l, v := range nib {
+			codes[l] = int8(v>>shift&15 | (b[16+l]>>j&1)<<4)
+		}
 		sc, mn := q4KScaleMin(j, b[4:16])
-		sum += d*float32(sc)*x.scales[g]*float32(dot) - dmin*float32(mn)*x.sums[g]
+		sum += d*float32(sc)*x.scales[g]*float32(groupDot(x, g, &codes)) - dmin*float32(mn)*x.sums[g]
 	}
 	return sum
 }
