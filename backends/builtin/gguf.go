@@ -478,7 +478,9 @@ func (l *tensorLoader) matrix(name string, rows, cols int) *Matrix {
 	if !isQuantized(t.Type) {
 		return NewF32(rows, cols, l.vector(name, rows, cols))
 	}
-	return l.matrixOf(t, raw, rows, cols)
+	// Tiles only here, for the matrices that multiply: an embedding read
+	// as vector is dequantized and its matrix dropped.
+	return withTiles(l.matrixOf(t, raw, rows, cols))
 }
 
 // matrixOf makes a quantized tensor a Matrix. Most formats' rows are the
@@ -488,7 +490,7 @@ func (l *tensorLoader) matrix(name string, rows, cols int) *Matrix {
 func (l *tensorLoader) matrixOf(t GGUFTensor, raw []byte, rows, cols int) *Matrix {
 	f := ggmlFormats[t.Type]
 	if f.storedAsBlocks() {
-		return withTiles(&Matrix{Rows: rows, Cols: cols, format: f, quant: raw})
+		return &Matrix{Rows: rows, Cols: cols, format: f, quant: raw}
 	}
 	m := newQuantMatrix(f, rows, cols)
 	groups := cols / GroupSize
