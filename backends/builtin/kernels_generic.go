@@ -237,22 +237,22 @@ func q3KDot(b []byte, x *quantized, g0 int) float32 {
 	return total
 }
 
-// q5KDot is q4KDot with each weight's fifth bit, against Q8_0
-// activations.
+// q5KDot is q4KDot with each weight's fifth bit.
 func q5KDot(b []byte, x *quantized, g0 int) float32 {
-	d, dmin := f16ToF32(le16(b)), f16ToF32(le16(b[2:]))
-	var sum float32
+	sb := g0 / (superBlock / GroupSize)
+	y := x.kq[sb*superBlock : (sb+1)*superBlock]
+	var dot, mins int32
 	for j := range superBlock / GroupSize {
-		g := g0 + j
 		nib, shift := q4KNibbles(b[48:q5KBlockBytes], j)
 		var codes [GroupSize]int8
 		for l, v := range nib {
 			codes[l] = int8(v>>shift&15 | (b[16+l]>>j&1)<<4)
 		}
 		sc, mn := q4KScaleMin(j, b[4:16])
-		sum += d*float32(sc)*x.scales[g]*float32(groupDot(x, g, &codes)) - dmin*float32(mn)*x.sums[g]
+		dot += int32(sc) * dot8s(codes[:], y[j*GroupSize:(j+1)*GroupSize])
+		mins += int32(mn) * int32(x.ksums[sb*16+2*j]+x.ksums[sb*16+2*j+1])
 	}
-	return sum
+	return x.kscales[sb] * (f16ToF32(le16(b))*float32(dot) - f16ToF32(le16(b[2:]))*float32(mins))
 }
 
 // quantizeQ8KGeneric fills q, scales and sums with ggml's Q8_K form of

@@ -66,7 +66,7 @@ var formats = [...]formatSpec{
 	formatQ2_K:   {"q2_K", ggmlQ2_K, superBlock, q2KBlockBytes, dequantQ2K, q2KDot, false, false},
 	formatQ3_K:   {"q3_K", ggmlQ3_K, superBlock, q3KBlockBytes, dequantQ3K, q3KDot, false, false},
 	formatQ4_K:   {"q4_K", ggmlQ4_K, superBlock, q4KBlockBytes, dequantQ4K, q4KDot, false, true},
-	formatQ5_K:   {"q5_K", ggmlQ5_K, superBlock, q5KBlockBytes, dequantQ5K, q5KDot, true, false},
+	formatQ5_K:   {"q5_K", ggmlQ5_K, superBlock, q5KBlockBytes, dequantQ5K, q5KDot, false, true},
 	formatQ6_K:   {"q6_K", ggmlQ6_K, superBlock, q6KBlockBytes, dequantQ6K, q6KDot, false, true},
 }
 

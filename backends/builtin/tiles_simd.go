@@ -55,6 +55,19 @@ const (
 	q4KTileBytes   = q4KTileD + 2*4*tileRows
 )
 
+// Q5_K tile: a Q4_K tile (the nibbles, scales, mins, d and dmin at the
+// same places), then 1024 bytes of fifth bits laid out as the nibbles:
+// for groups 2c and 2c+1 and weights 4t…4t+3, rows 0…7 in bytes
+// 32(8c+t)…+31, group 2c's bit at bit 4 and 2c+1's at bit 0, so that
+// each is one mask (and a shift) from its place in a code. A byte for two
+// bits (+59% over the file's blocks) keeps the kernel to a few registers:
+// a layout with a byte for eight bits needed a shift per group, and the
+// spills it caused were legacy-SSE moves (20× slower here).
+const (
+	q5KTileHigh  = q4KTileBytes
+	q5KTileBytes = q5KTileHigh + tileRows*superBlock/2
+)
+
 // tileKernel is a format's tile layout and kernel.
 type tileKernel struct {
 	cols  int // columns one tile block covers: the format's block
@@ -69,6 +82,7 @@ type tileKernel struct {
 var tileKernels = map[format]*tileKernel{
 	formatQ4_0: {GroupSize, q4_0TileBytes, q4_0TileRow, q4_0Tile, false},
 	formatQ4_K: {superBlock, q4KTileBytes, q4KTileRow, q4KTile, true},
+	formatQ5_K: {superBlock, q5KTileBytes, q5KTileRow, q5KTile, true},
 	formatQ6_K: {superBlock, q6KTileBytes, q6KTileRow, q6KTile, true},
 }
 
@@ -116,6 +130,29 @@ func q4KTileRow(tile []byte, r int, b []byte) {
 	for c := range 4 {
 		for t := range 8 {
 			copy(tile[32*(8*c+t)+4*r:][:4], b[16+32*c+4*t:])
+		}
+	}
+	for j := range 8 {
+		tile[q4KTileScales+8*j+r], tile[q4KTileMins+8*j+r] = q4KScaleMin(j, b[4:16])
+	}
+	putFloat(tile[q4KTileD+4*r:], f16ToF32(le16(b)))
+	putFloat(tile[q4KTileD+4*tileRows+4*r:], f16ToF32(le16(b[2:])))
+}
+
+// q5KTileRow lays out a Q5_K block: its scales, d and dmin as Q4_K's,
+// its nibbles (after the 32 bytes of fifth bits) as Q4_K's.
+func q5KTileRow(tile []byte, r int, b []byte) {
+	for c := range 4 {
+		for t := range 8 {
+			copy(tile[32*(8*c+t)+4*r:][:4], b[48+32*c+4*t:])
+		}
+	}
+	for c := range 4 {
+		for t := range 8 {
+			for k := range 4 {
+				h := b[16+4*t+k]
+				tile[q5KTileHigh+32*(8*c+t)+4*r+k] = h>>(2*c)&1<<4 | h>>(2*c+1)&1
+			}
 		}
 	}
 	for j := range 8 {
@@ -289,6 +326,45 @@ func q4KTile(tile unsafe.Pointer, k tileInput) archsimd.Float32x8 {
 			acc = acc.Add(oddSum.DotProductPairs(scales.PermuteOrZero(runIndex[1]).ExtendToInt16()))
 			// Group j's min times its two sums of 16: each row's min in
 			// both int16 lanes against the pair, one VPMADDWD.
+			m := archsimd.LoadInt8x16((*[16]int8)(unsafe.Add(tb, q4KTileMins+16*c)))
+			sumPairs := unsafe.Add(k.sums, sb*32+8*c)
+			mins = mins.Add(m.PermuteOrZero(runIndex[0]).ExtendToInt16().DotProductPairs(archsimd.BroadcastUint32x8(*(*uint32)(sumPairs)).AsInt16x16()))
+			mins = mins.Add(m.PermuteOrZero(runIndex[1]).ExtendToInt16().DotProductPairs(archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(sumPairs, 4))).AsInt16x16()))
+		}
+		dx := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(k.scales, sb*4))).AsFloat32x8()
+		sum = acc.ConvertToFloat32().MulAdd(f32x8(tb, q4KTileD).Mul(dx), sum)
+		sum = sum.Sub(mins.ConvertToFloat32().Mul(f32x8(tb, q4KTileD+4*tileRows).Mul(dx)))
+	}
+	return sum
+}
+
+// q5KTile is q4KTile with each code's fifth bit (see the layout). Codes
+// reach 31, so a group's int16 sums take four vectors at a time (4 × 2 ×
+// 31 × 127 fits) before its scale.
+func q5KTile(tile unsafe.Pointer, k tileInput) archsimd.Float32x8 {
+	low := archsimd.BroadcastUint8x32(0x0f)
+	bit4 := archsimd.BroadcastUint8x32(0x10)
+	four := shiftBy(4)
+	var sum archsimd.Float32x8
+	for sb := range k.blocks {
+		tb := unsafe.Add(tile, sb*q5KTileBytes)
+		y := unsafe.Add(k.bcast, sb*superBlock*8)
+		var acc, mins archsimd.Int32x8
+		for c := range 4 {
+			nib, high, even := unsafe.Add(tb, 256*c), unsafe.Add(tb, q5KTileHigh+256*c), unsafe.Add(y, 512*c) // offsets as in q4KTile
+			for half := uintptr(0); half < 256; half += 128 {
+				var evenSum, oddSum archsimd.Int16x16
+				for i := half; i < half+128; i += 32 {
+					v := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(nib, i)))
+					h := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(high, i)))
+					evenSum = evenSum.Add(v.And(low).Or(h.And(bit4)).DotProductPairsSaturated(i8x32(even, i)))
+					odd := v.AsUint32x8().ShiftRight(four).AsUint8x32().And(low).Or(h.AsUint32x8().ShiftLeft(four).AsUint8x32().And(bit4))
+					oddSum = oddSum.Add(odd.DotProductPairsSaturated(i8x32(even, i+256)))
+				}
+				scales := archsimd.LoadInt8x16((*[16]int8)(unsafe.Add(tb, q4KTileScales+16*c)))
+				acc = acc.Add(evenSum.DotProductPairs(scales.PermuteOrZero(runIndex[0]).ExtendToInt16()))
+				acc = acc.Add(oddSum.DotProductPairs(scales.PermuteOrZero(runIndex[1]).ExtendToInt16()))
+			}
 			m := archsimd.LoadInt8x16((*[16]int8)(unsafe.Add(tb, q4KTileMins+16*c)))
 			sumPairs := unsafe.Add(k.sums, sb*32+8*c)
 			mins = mins.Add(m.PermuteOrZero(runIndex[0]).ExtendToInt16().DotProductPairs(archsimd.BroadcastUint32x8(*(*uint32)(sumPairs)).AsInt16x16()))
