@@ -7,7 +7,7 @@ import (
 	"unsafe"
 )
 
-// Tiles: the AVX2 kernels' own copy of a Q4_0, Q4_K or Q6_K matrix,
+// Tiles: the AVX2 kernels' own copy of a Q4_0, Q4_K, Q5_K or Q6_K matrix,
 // eight rows interleaved, as llama.cpp repacks Q4_0 and Q4_K for its CPU
 // kernels. A kernel reading one row at a time spends most of its
 // instructions unpacking that row's blocks and summing its lanes; a tile
