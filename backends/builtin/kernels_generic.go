@@ -126,13 +126,21 @@ func matVecBlocksGeneric(out []float32, m *Matrix, x *quantized, lo, hi int) {
 // d_x·(d·Σ_j s_j·Σ q·y − dmin·Σ_j m_j·Σ y): integers until the last
 // step, as ggml sums it.
 func q4KDot(b []byte, x *quantized, g0 int) float32 {
+	return scaledMinDot(b, x, g0, func(j int, y []int8) int32 {
+		nib, shift := q4KNibbles(b[16:q4KBlockBytes], j)
+		return shiftedNibbleDot(nib, shift, y)
+	})
+}
+
+// scaledMinDot is a Q4_K or Q5_K block's product with Q8_K activations,
+// group(j, y) giving group j's Σ q·y against its 32 activations y.
+func scaledMinDot(b []byte, x *quantized, g0 int, group func(j int, y []int8) int32) float32 {
 	sb := g0 / (superBlock / GroupSize)
 	y := x.kq[sb*superBlock : (sb+1)*superBlock]
 	var dot, mins int32
 	for j := range superBlock / GroupSize {
-		nib, shift := q4KNibbles(b[16:q4KBlockBytes], j)
 		sc, mn := q4KScaleMin(j, b[4:16])
-		dot += int32(sc) * shiftedNibbleDot(nib, shift, y[j*GroupSize:(j+1)*GroupSize])
+		dot += int32(sc) * group(j, y[j*GroupSize:(j+1)*GroupSize])
 		mins += int32(mn) * int32(x.ksums[sb*16+2*j]+x.ksums[sb*16+2*j+1])
 	}
 	return x.kscales[sb] * (f16ToF32(le16(b))*float32(dot) - f16ToF32(le16(b[2:]))*float32(mins))
@@ -239,20 +247,14 @@ func q3KDot(b []byte, x *quantized, g0 int) float32 {
 
 // q5KDot is q4KDot with each weight's fifth bit.
 func q5KDot(b []byte, x *quantized, g0 int) float32 {
-	sb := g0 / (superBlock / GroupSize)
-	y := x.kq[sb*superBlock : (sb+1)*superBlock]
-	var dot, mins int32
-	for j := range superBlock / GroupSize {
+	return scaledMinDot(b, x, g0, func(j int, y []int8) int32 {
 		nib, shift := q4KNibbles(b[48:q5KBlockBytes], j)
 		var codes [GroupSize]int8
 		for l, v := range nib {
 			codes[l] = int8(v>>shift&15 | (b[16+l]>>j&1)<<4)
 		}
-		sc, mn := q4KScaleMin(j, b[4:16])
-		dot += int32(sc) * dot8s(codes[:], y[j*GroupSize:(j+1)*GroupSize])
-		mins += int32(mn) * int32(x.ksums[sb*16+2*j]+x.ksums[sb*16+2*j+1])
-	}
-	return x.kscales[sb] * (f16ToF32(le16(b))*float32(dot) - f16ToF32(le16(b[2:]))*float32(mins))
+		return dot8s(codes[:], y)
+	})
 }
 
 // quantizeQ8KGeneric fills q, scales and sums with ggml's Q8_K form of
