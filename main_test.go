@@ -454,9 +454,13 @@ func TestF32VersusQ8RunsAnywhereAndNamesTheFasterDType(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := s.Manifest
-	verdict := regexp.MustCompile(`\n  q8 \(q8_0\) (is faster than|is slower than|vs) f32: (no significant difference in e2e \()?median e2e [-+]\d+\.\d% \[[-+]\d+\.\d%, [-+]\d+\.\d%\]`).FindStringSubmatch(stdout)
-	if verdict == nil || strings.HasPrefix(m.TargetOf("q8").Details["kernels"], "AVX2") && verdict[1] != "is faster than" {
-		t.Errorf("no e2e verdict, or q8_0 not faster with the %s kernels:\n%s", m.TargetOf("q8").Details["kernels"], stdout)
+	// The verdict's words must agree with its own median change. Which
+	// dtype wins is not asserted: 8 trials of 4 tokens beside CI's CPU
+	// hog once made f32 look as fast (a timed assertion, which this
+	// suite does not make).
+	verdict := regexp.MustCompile(`\n  q8 \(q8_0\) (is faster than|is slower than|vs) f32: (no significant difference in e2e \()?median e2e ([-+])\d+\.\d% \[[-+]\d+\.\d%, [-+]\d+\.\d%\]`).FindStringSubmatch(stdout)
+	if verdict == nil || verdict[1] == "is faster than" && verdict[3] != "-" || verdict[1] == "is slower than" && verdict[3] != "+" {
+		t.Errorf("no e2e verdict, or one whose words contradict its median change:\n%s", stdout)
 	}
 	if m.Schema != session.Schema || len(m.Targets) != 2 || m.TargetOf("q8").DType != "q8_0" || m.TargetOf("q8").Quantization != "q8_0" ||
 		m.TargetOf("f32").Quantization != "f32" || !strings.Contains(m.TargetOf("q8").RSSProcess, "one process holds the 2 in-process engines") {
