@@ -54,7 +54,8 @@ func BenchmarkMatVec(b *testing.B) {
 // BenchmarkMatVecFormats is BenchmarkMatVec for every format kept as the
 // GGUF's blocks, at stories110M's FFN shape (2048×768, held in cache), on
 // one thread: the dispatched kernel (the tiles, where the build has them)
-// and the portable one, in GFLOP/s.
+// and the portable one, in GFLOP/s; f32 and Q8_0 first, for comparison
+// within one run (this machine's speed moves between runs).
 func BenchmarkMatVecFormats(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 3))
 	const rows, cols = 2048, 768
@@ -63,6 +64,23 @@ func BenchmarkMatVecFormats(b *testing.B) {
 	xq := newQuantized(cols)
 	xq.quantize(x, allForms)
 	out := make([]float32, rows)
+	q8, _ := w.Quantize()
+	for _, name := range slices.Sorted(maps.Keys(f32Kernels)) {
+		b.Run("f32/"+name, func(b *testing.B) {
+			for b.Loop() {
+				f32Kernels[name](out, w, x, 0, rows)
+			}
+			b.ReportMetric(2*rows*cols*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+	for _, name := range slices.Sorted(maps.Keys(q8Kernels)) {
+		b.Run("q8_0/"+name, func(b *testing.B) {
+			for b.Loop() {
+				q8Kernels[name](out, q8, &xq, 0, rows)
+			}
+			b.ReportMetric(2*rows*cols*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
 	for f := range formats {
 		if !format(f).storedAsBlocks() {
 			continue
@@ -76,6 +94,38 @@ func BenchmarkMatVecFormats(b *testing.B) {
 				b.ReportMetric(2*rows*cols*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
+	}
+}
+
+// BenchmarkPrefillProduct is one matrix against a 64-token prompt chunk
+// on one thread, as a batched prefill runs it (matJob, with its blocking):
+// the product behind pp64, per format.
+func BenchmarkPrefillProduct(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 4))
+	const rows, cols, tokens = 2048, 768, 64
+	w := randomMatrix(rng, rows, cols)
+	j := matJob{n: 1}
+	for range tokens {
+		x := randomVec(rng, cols)
+		xq := newQuantized(cols)
+		xq.quantize(x, allForms)
+		j.x, j.xq, j.out[0] = append(j.x, x), append(j.xq, &xq), append(j.out[0], make([]float32, rows))
+	}
+	for _, f := range []format{formatF32, formatQ8_0, formatQ4_0, formatQ4_K, formatQ5_K, formatQ6_K} {
+		switch f {
+		case formatF32:
+			j.m[0] = w
+		case formatQ8_0:
+			j.m[0], _ = w.Quantize()
+		default:
+			j.m[0] = quantizeTo(b, formats[f].ggml, w)
+		}
+		b.Run(f.String(), func(b *testing.B) {
+			for b.Loop() {
+				j.do(0, rows)
+			}
+			b.ReportMetric(2*rows*cols*tokens*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
 	}
 }
 

@@ -51,19 +51,22 @@ type quantized struct {
 	// q and kq, each four codes repeated eight times, for the tile
 	// kernels (tiles_simd.go)
 	bcast, kbcast []int8
+	// q and kq spread for the portable kernels' word products (swar.go)
+	spread, kspread []uint64
 }
 
 func newQuantized(n int) quantized {
 	groups := (n + GroupSize - 1) / GroupSize
 	return quantized{q: make([]int8, n), scales: newScales(groups), sums: make([]float32, groups),
-		kq: make([]int8, n), kscales: make([]float32, n/superBlock), ksums: make([]int16, n/16), bcast: make([]int8, 8*n), kbcast: make([]int8, 8*n)}
+		kq: make([]int8, n), kscales: make([]float32, n/superBlock), ksums: make([]int16, n/16), bcast: make([]int8, 8*n), kbcast: make([]int8, 8*n),
+		spread: make([]uint64, n/4), kspread: make([]uint64, n/4)}
 }
 
 // activationForms says which forms of its input a product's matrices read.
-type activationForms struct{ q8_0, sums, q8K, bcast, kbcast bool }
+type activationForms struct{ q8_0, sums, q8K, bcast, kbcast, spread, kspread bool }
 
 // allForms is every form, for tests that multiply every format.
-var allForms = activationForms{q8_0: true, sums: true, q8K: true, bcast: true, kbcast: true}
+var allForms = activationForms{q8_0: true, sums: true, q8K: true, bcast: true, kbcast: true, spread: true, kspread: true}
 
 func formsOf(ms []*Matrix) activationForms {
 	var f activationForms
@@ -72,6 +75,10 @@ func formsOf(ms []*Matrix) activationForms {
 		f.q8K = f.q8K || spec.q8K
 		f.q8_0 = f.q8_0 || m.Quantized() && !spec.q8K
 		f.sums = f.sums || spec.sums
+		if m.format.storedAsBlocks() && m.tiles == nil { // the portable kernels
+			f.spread = f.spread || !spec.q8K
+			f.kspread = f.kspread || spec.q8K
+		}
 		q8_0Tiles, q8KTiles := tilesRead(m)
 		f.bcast = f.bcast || q8_0Tiles
 		f.sums = f.sums || q8_0Tiles
@@ -92,6 +99,12 @@ func (x *quantized) quantize(v []float32, forms activationForms) {
 	if forms.q8K || forms.kbcast {
 		blocks := len(v) / superBlock
 		quantizeQ8K(x.kq[:len(v)], x.kscales[:blocks], x.ksums[:blocks*16], v)
+	}
+	if forms.spread {
+		spreadOctets(x.spread, x.q[:len(v)])
+	}
+	if forms.kspread {
+		spreadOctets(x.kspread, x.kq[:len(v)])
 	}
 	if forms.bcast {
 		broadcastCodes(x.bcast, x.q[:len(v)])

@@ -508,7 +508,13 @@ func (l *tensorLoader) matrixOf(t GGUFTensor, raw []byte, rows, cols int) *Matri
 }
 
 // f16ToF32 converts an IEEE half-precision value.
-func f16ToF32(h uint16) float32 { return math.Float32frombits(f16Bits(h)) }
+func f16ToF32(h uint16) float32 {
+	// Normal halves inline; the block kernels convert one per block.
+	if e := h >> 10 & 0x1f; e-1 < 30 {
+		return math.Float32frombits(uint32(h>>15)<<31 | uint32(e+112)<<23 | uint32(h&0x3ff)<<13)
+	}
+	return math.Float32frombits(f16Bits(h))
+}
 
 // f16Bits is the float32 bits of a half, in integer arithmetic only, so a
 // vector kernel can broadcast a block scale without a scalar float

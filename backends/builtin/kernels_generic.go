@@ -91,81 +91,66 @@ func matVecQ8Generic(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	}
 }
 
-// nibbleDot is Σ (n_i − 8)·y_i over a group of 32 weights stored as 16
-// bytes of nibbles (weight i < 16 in byte i's low nibble, i + 16 in its
-// high one), y the group's activations.
-func nibbleDot(nib *[16]byte, y *[GroupSize]int8) int32 {
-	var s0, s1, s2, s3 int32
-	for i := 0; i < 16; i += 2 {
-		s0 += (int32(nib[i]&0x0f) - 8) * int32(y[i])
-		s1 += (int32(nib[i]>>4) - 8) * int32(y[i+16])
-		s2 += (int32(nib[i+1]&0x0f) - 8) * int32(y[i+1])
-		s3 += (int32(nib[i+1]>>4) - 8) * int32(y[i+17])
+// matVecBlocksGeneric computes rows [lo, hi) of a matrix stored as the
+// GGUF's blocks against Q8_0 activations: its format's dot over each
+// row's blocks.
+func matVecBlocksGeneric(out []float32, m *Matrix, x *quantized, lo, hi int) {
+	dot := formats[m.format].dot
+	for r := lo; r < hi; r++ {
+		out[r] = dot(m.quantRow(r), x, 0)
 	}
-	return (s0 + s1) + (s2 + s3)
 }
 
-// matVecBlocksGeneric computes rows [lo, hi) of a matrix stored as the
-// GGUF's blocks against Q8_0 activations, summing its format's dot over
-// each row's blocks (g0 is a block's first group of 32 activations).
-func matVecBlocksGeneric(out []float32, m *Matrix, x *quantized, lo, hi int) {
-	spec := formats[m.format]
-	per, groups := spec.blockBytes, spec.block/GroupSize
-	for r := lo; r < hi; r++ {
-		row := m.quantRow(r)
+// superBlocks sums a K-quant's block product over a row's blocks (from
+// group g0 on): a call per 256 weights costs little.
+func superBlocks(blockBytes int, dot func(b []byte, x *quantized, g0 int) float32) func([]byte, *quantized, int) float32 {
+	return func(blocks []byte, x *quantized, g0 int) float32 {
 		var sum float32
-		for b := range m.Cols / spec.block {
-			sum += spec.dot(row[b*per:(b+1)*per], x, b*groups)
+		for g := g0; len(blocks) >= blockBytes; g += superBlock / GroupSize {
+			sum += dot(blocks[:blockBytes], x, g)
+			blocks = blocks[blockBytes:]
 		}
-		out[r] = sum
+		return sum
 	}
 }
 
 // q4KDot is one Q4_K block's product with Q8_K activations d_x·y
 // (block sb). Group j is d·s_j·q − dmin·m_j, so the product is
 // d_x·(d·Σ_j s_j·Σ q·y − dmin·Σ_j m_j·Σ y): integers until the last
-// step, as ggml sums it.
+// step, as ggml sums it. A nibble octet gains at most 8·15·127 in lane 3,
+// so each half of a group is read on its own.
 func q4KDot(b []byte, x *quantized, g0 int) float32 {
-	return scaledMinDot(b, x, g0, func(j int, y []int8) int32 {
+	return scaledMinDot(b, x, g0, func(j int, s []uint64, _ int32) int32 {
 		nib, shift := q4KNibbles(b[16:q4KBlockBytes], j)
-		return shiftedNibbleDot(nib, shift, y)
+		first, second := groupOctets(nib, shift, nibbleMask, 0, s)
+		return lane3(first) + lane3(second)
 	})
 }
 
 // scaledMinDot is a Q4_K or Q5_K block's product with Q8_K activations,
-// group(j, y) giving group j's Σ q·y against its 32 activations y.
-func scaledMinDot(b []byte, x *quantized, g0 int, group func(j int, y []int8) int32) float32 {
+// group(j, s, sum) giving group j's Σ q·y against its 32 activations,
+// spread as s, whose sum is sum.
+func scaledMinDot(b []byte, x *quantized, g0 int, group func(j int, s []uint64, sum int32) int32) float32 {
 	sb := g0 / (superBlock / GroupSize)
-	y := x.kq[sb*superBlock : (sb+1)*superBlock]
+	s := x.kspread[sb*superBlock/4 : (sb+1)*superBlock/4]
 	var dot, mins int32
 	for j := range superBlock / GroupSize {
 		sc, mn := q4KScaleMin(j, b[4:16])
-		dot += int32(sc) * group(j, y[j*GroupSize:(j+1)*GroupSize])
-		mins += int32(mn) * int32(x.ksums[sb*16+2*j]+x.ksums[sb*16+2*j+1])
+		sum := int32(x.ksums[sb*16+2*j]) + int32(x.ksums[sb*16+2*j+1])
+		dot += int32(sc) * group(j, s[8*j:8*j+8], sum)
+		mins += int32(mn) * sum
 	}
 	return x.kscales[sb] * (f16ToF32(le16(b))*float32(dot) - f16ToF32(le16(b[2:]))*float32(mins))
 }
 
-// shiftedNibbleDot is Σ (nib[i]>>shift & 15)·y[i] over 32 weights,
-// eight at a time through re-sliced windows (a form the compiler checks
-// once per window).
-func shiftedNibbleDot(nib []byte, shift uint, y []int8) int32 {
-	var s0, s1 int32
-	for len(nib) >= 8 && len(y) >= 8 {
-		n, v := nib[:8:8], y[:8:8]
-		s0 += int32(n[0]>>shift&15)*int32(v[0]) + int32(n[1]>>shift&15)*int32(v[1]) + int32(n[2]>>shift&15)*int32(v[2]) + int32(n[3]>>shift&15)*int32(v[3])
-		s1 += int32(n[4]>>shift&15)*int32(v[4]) + int32(n[5]>>shift&15)*int32(v[5]) + int32(n[6]>>shift&15)*int32(v[6]) + int32(n[7]>>shift&15)*int32(v[7])
-		nib, y = nib[8:], y[8:]
-	}
-	return s0 + s1
-}
-
 // q6KDot is one Q6_K block's product with Q8_K activations: per run of
 // 16, Σ (q−32)·y times the run's scale, summed in integers, then
-// d·d_x.
+// d·d_x. Codes within ±32 gain up to 8·32·127 in lane 3 an octet, so
+// each octet is read on its own.
 func q6KDot(b []byte, x *quantized, g0 int) float32 {
 	sb := g0 / (superBlock / GroupSize)
-	y := x.kq[sb*superBlock : (sb+1)*superBlock]
+	spread := x.kspread[sb*superBlock/4 : (sb+1)*superBlock/4]
+	bias := lanes16(32)
 	var dot int32
 	for h := range 2 {
 		for k := range 4 {
@@ -173,87 +158,83 @@ func q6KDot(b []byte, x *quantized, g0 int) float32 {
 			// pairs from qh; each run of 16 has its scale.
 			ql := b[h*64+(k&1)*32 : h*64+(k&1)*32+32]
 			qh := b[128+h*32 : 160+h*32]
-			lo, hi := uint(4*(k>>1)), uint(2*k)
-			v := y[h*128+k*32 : h*128+k*32+32]
-			s := 8*h + 2*k
-			dot += int32(int8(b[192+s]))*q6Run(ql[:16], qh[:16], lo, hi, v[:16]) + int32(int8(b[193+s]))*q6Run(ql[16:], qh[16:], lo, hi, v[16:])
+			lowShift, highShift := uint(4*(k>>1)), uint(2*k)
+			s := spread[(h*128+k*32)/4 : (h*128+k*32)/4+8]
+			var run [4]int32
+			for o := range 4 {
+				le, lo := fields(word(ql[8*o:]), lowShift, nibbleMask, 0)
+				he, ho := fields(word(qh[8*o:]), highShift, pairMask, 0)
+				run[o] = lane3(octet(le|he<<4-bias, lo|ho<<4-bias, s[2*o:2*o+2]))
+			}
+			sc := 8*h + 2*k
+			dot += int32(int8(b[192+sc]))*(run[0]+run[1]) + int32(int8(b[193+sc]))*(run[2]+run[3])
 		}
 	}
 	return x.kscales[sb] * f16ToF32(le16(b[208:])) * float32(dot)
 }
 
-// q6Run is Σ (q−32)·y over a run of 16 Q6_K weights, q put together from
-// ql's nibbles (shifted by lo) and qh's bit pairs (shifted by hi).
-func q6Run(ql, qh []byte, lo, hi uint, y []int8) int32 {
-	var s0, s1 int32
-	for len(ql) >= 4 && len(qh) >= 4 && len(y) >= 4 {
-		l, h, v := ql[:4:4], qh[:4:4], y[:4:4]
-		s0 += (int32(l[0]>>lo&15|(h[0]>>hi&3)<<4)-32)*int32(v[0]) + (int32(l[1]>>lo&15|(h[1]>>hi&3)<<4)-32)*int32(v[1])
-		s1 += (int32(l[2]>>lo&15|(h[2]>>hi&3)<<4)-32)*int32(v[2]) + (int32(l[3]>>lo&15|(h[3]>>hi&3)<<4)-32)*int32(v[3])
-		ql, qh, y = ql[4:], qh[4:], y[4:]
-	}
-	return s0 + s1
-}
-
-// runDot is Σ codes[l]·q_x over run s (16 weights) of the block whose
-// activations start at group g0, and Σ q_x over the run, in integers.
-func runDot(x *quantized, g0, s int, codes *[16]int8) (dot, sum int32) {
-	y := x.q[g0*GroupSize+s*16 : g0*GroupSize+s*16+16]
-	for _, v := range y {
-		sum += int32(v)
-	}
-	return dot8s(codes[:], y), sum
-}
-
-// runCodes is run s's 16 two-bit codes of a Q2_K or Q3_K block (qs, 64
-// bytes; see twoBits), and the bit of hmask that is each weight's third
-// (Q3_K) at position 4n + j.
-func runCodes(qs []byte, s int) (c [16]int8, hmaskAt int, bit uint) {
+// runBits is the words of run s's two-bit codes of a Q2_K or Q3_K block
+// (qs, 64 bytes; see twoBits) and their shift; and where the run's bits of
+// hmask start and which bit is each weight's third (Q3_K): weight l's at
+// byte at + l, bit 4n + j.
+func runBits(qs []byte, s int) (lo, hi uint64, shift uint, at int, bit uint) {
 	n, j := s/8, s%8/2
 	base := qs[32*n+16*(s%2) : 32*n+16*(s%2)+16]
-	for l, v := range base {
-		c[l] = int8(v >> (2 * j) & 3)
-	}
-	return c, 16 * (s % 2), uint(4*n + j)
+	return word(base), word(base[8:]), uint(2 * j), 16 * (s % 2), uint(4*n + j)
 }
 
 // q2KDot: run s is d·scale_s·q − dmin·min_s, so its product is
-// scale_x·(d·scale_s·Σ q·q_x − dmin·min_s·Σ q_x).
+// scale_x·(d·scale_s·Σ q·q_x − dmin·min_s·Σ q_x). Σ q_x is a product
+// with ones.
 func q2KDot(b []byte, x *quantized, g0 int) float32 {
 	d, dmin := f16ToF32(le16(b[80:])), f16ToF32(le16(b[82:]))
+	ones := lanes16(1)
 	var total float32
 	for s := range superBlock / 16 {
-		codes, _, _ := runCodes(b[16:80], s)
-		dot, sum := runDot(x, g0, s, &codes)
+		lo, hi, shift, _, _ := runBits(b[16:80], s)
+		y := x.spread[(g0*GroupSize+16*s)/4 : (g0*GroupSize+16*s)/4+4]
+		e0, o0 := fields(lo, shift, pairMask, 0)
+		e1, o1 := fields(hi, shift, pairMask, 0)
+		dot := lane3(octet(e0, o0, y[0:2]) + octet(e1, o1, y[2:4]))
+		sum := lane3(octet(ones, ones, y[0:2]) + octet(ones, ones, y[2:4]))
 		sc, mn := int32(b[s]&0x0f), int32(b[s]>>4)
 		total += x.scales[g0+s/2] * (d*float32(sc*dot) - dmin*float32(mn*sum))
 	}
 	return total
 }
 
+// q3KDot: a weight is its two low bits, plus 4 with its high bit, less 4.
 func q3KDot(b []byte, x *quantized, g0 int) float32 {
 	d := f16ToF32(le16(b[108:]))
+	bias := lanes16(4)
 	var total float32
 	for s := range superBlock / 16 {
-		codes, at, bit := runCodes(b[32:96], s)
-		for l, h := range b[at : at+16] { // no high bit: −4
-			codes[l] += int8(h>>bit&1)*4 - 4
-		}
-		dot, _ := runDot(x, g0, s, &codes)
+		lo, hi, shift, at, bit := runBits(b[32:96], s)
+		y := x.spread[(g0*GroupSize+16*s)/4 : (g0*GroupSize+16*s)/4+4]
+		e0, o0 := fields(lo, shift, pairMask, 0)
+		e1, o1 := fields(hi, shift, pairMask, 0)
+		he0, ho0 := fields(word(b[at:]), bit, bitMask, 0)
+		he1, ho1 := fields(word(b[at+8:]), bit, bitMask, 0)
+		dot := lane3(octet(e0|he0<<2-bias, o0|ho0<<2-bias, y[0:2]) + octet(e1|he1<<2-bias, o1|ho1<<2-bias, y[2:4]))
 		total += x.scales[g0+s/2] * d * float32(q3KScale(b, s)*dot)
 	}
 	return total
 }
 
-// q5KDot is q4KDot with each weight's fifth bit.
+// q5KDot is q4KDot with each weight's fifth bit (bit j of byte l of the
+// block's high bits). Codes less 16 gain at most 8·16·127 in lane 3 an
+// octet; the 16·Σ y taken off comes back from the group's sum.
 func q5KDot(b []byte, x *quantized, g0 int) float32 {
-	return scaledMinDot(b, x, g0, func(j int, y []int8) int32 {
+	bias := lanes16(16)
+	return scaledMinDot(b, x, g0, func(j int, s []uint64, sum int32) int32 {
 		nib, shift := q4KNibbles(b[48:q5KBlockBytes], j)
-		var codes [GroupSize]int8
-		for l, v := range nib {
-			codes[l] = int8(v>>shift&15 | (b[16+l]>>j&1)<<4)
+		var half [2]uint64
+		for o := range 4 {
+			ne, no := fields(word(nib[8*o:]), shift, nibbleMask, 0)
+			he, ho := fields(word(b[16+8*o:]), uint(j), bitMask, 0)
+			half[o/2] += octet(ne|he<<4-bias, no|ho<<4-bias, s[2*o:2*o+2])
 		}
-		return dot8s(codes[:], y)
+		return lane3(half[0]) + lane3(half[1]) + 16*sum
 	})
 }
 

@@ -46,9 +46,9 @@ type formatSpec struct {
 	ggml       uint32 // the GGUF type id
 	block      int    // weights per block
 	blockBytes int    // bytes per block as a GGUF stores it
-	// decode writes one stored block's weights; dot is one stored block's
-	// product with the activations from group g0 on. Both nil for f32 and
-	// Q8_0.
+	// decode writes one stored block's weights; dot is the product of
+	// stored blocks (a row, or one block) with the activations from group
+	// g0 on. Both nil for f32 and Q8_0.
 	decode func(out []float32, b []byte)
 	dot    func(b []byte, x *quantized, g0 int) float32
 	sums   bool // dot reads x.sums (formats with a min per group)
@@ -63,11 +63,11 @@ var formats = [...]formatSpec{
 	formatQ5_0:   {"q5_0", ggmlQ5_0, GroupSize, q5_0BlockBytes, decodeQ5_0, q5_0Dot, false, false},
 	formatQ5_1:   {"q5_1", ggmlQ5_1, GroupSize, q5_1BlockBytes, decodeQ5_1, q5_1Dot, true, false},
 	formatIQ4_NL: {"iq4_nl", ggmlIQ4_NL, GroupSize, iq4NLBlockBytes, decodeIQ4NL, iq4NLDot, false, false},
-	formatQ2_K:   {"q2_K", ggmlQ2_K, superBlock, q2KBlockBytes, dequantQ2K, q2KDot, false, false},
-	formatQ3_K:   {"q3_K", ggmlQ3_K, superBlock, q3KBlockBytes, dequantQ3K, q3KDot, false, false},
-	formatQ4_K:   {"q4_K", ggmlQ4_K, superBlock, q4KBlockBytes, dequantQ4K, q4KDot, false, true},
-	formatQ5_K:   {"q5_K", ggmlQ5_K, superBlock, q5KBlockBytes, dequantQ5K, q5KDot, false, true},
-	formatQ6_K:   {"q6_K", ggmlQ6_K, superBlock, q6KBlockBytes, dequantQ6K, q6KDot, false, true},
+	formatQ2_K:   {"q2_K", ggmlQ2_K, superBlock, q2KBlockBytes, dequantQ2K, superBlocks(q2KBlockBytes, q2KDot), false, false},
+	formatQ3_K:   {"q3_K", ggmlQ3_K, superBlock, q3KBlockBytes, dequantQ3K, superBlocks(q3KBlockBytes, q3KDot), false, false},
+	formatQ4_K:   {"q4_K", ggmlQ4_K, superBlock, q4KBlockBytes, dequantQ4K, superBlocks(q4KBlockBytes, q4KDot), false, true},
+	formatQ5_K:   {"q5_K", ggmlQ5_K, superBlock, q5KBlockBytes, dequantQ5K, superBlocks(q5KBlockBytes, q5KDot), false, true},
+	formatQ6_K:   {"q6_K", ggmlQ6_K, superBlock, q6KBlockBytes, dequantQ6K, superBlocks(q6KBlockBytes, q6KDot), false, true},
 }
 
 // String is ggml's name for the format.
