@@ -26,7 +26,7 @@ func BenchmarkMatVec(b *testing.B) {
 		q8, _ := f32.Quantize()
 		x := randomVec(rng, cols)
 		xq := newQuantized(cols)
-		quantizeInto(xq.q, xq.scales, x)
+		xq.quantize(x, allForms)
 		out := make([]float32, rows)
 		flops := float64(2 * rows * cols)
 		report := func(b *testing.B) {
@@ -94,6 +94,47 @@ func BenchmarkMatVecFormats(b *testing.B) {
 				b.ReportMetric(2*rows*cols*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
+	}
+}
+
+// BenchmarkPortableAgainstF32 is each format's portable kernel against
+// the portable f32 one on the same 2048×768 product, the two timed by
+// turns each iteration (this machine's speed drifts within a run, which
+// separate benchmarks cannot tell from the kernels): "×f32" is the
+// format's speed over f32's, issue 37's bar for the portable build being
+// 1 or more.
+func BenchmarkPortableAgainstF32(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 3))
+	const rows, cols = 2048, 768
+	w := randomMatrix(rng, rows, cols)
+	x := randomVec(rng, cols)
+	xq := newQuantized(cols)
+	xq.quantize(x, allForms)
+	out := make([]float32, rows)
+	for f := range formats {
+		if f == int(formatF32) {
+			continue
+		}
+		var m *Matrix
+		kernel := matVecBlocksGeneric
+		if f == int(formatQ8_0) {
+			m, _ = w.Quantize()
+			kernel = matVecQ8Generic
+		} else {
+			m = quantizeTo(b, formats[f].ggml, w)
+		}
+		b.Run(format(f).String(), func(b *testing.B) {
+			var f32Time, formatTime time.Duration
+			for b.Loop() {
+				start := time.Now()
+				matVecF32Generic(out, w, x, 0, rows)
+				mid := time.Now()
+				kernel(out, m, &xq, 0, rows)
+				f32Time, formatTime = f32Time+mid.Sub(start), formatTime+time.Since(mid)
+			}
+			b.ReportMetric(f32Time.Seconds()/formatTime.Seconds(), "×f32")
+			b.ReportMetric(2*rows*cols*float64(b.N)/formatTime.Seconds()/1e9, "GFLOP/s")
+		})
 	}
 }
 

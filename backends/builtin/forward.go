@@ -45,28 +45,30 @@ type quantized struct {
 	q       []int8
 	scales  []float32
 	sums    []float32
+	isums   []int32 // Σq of each group, with sums
 	kq      []int8
 	kscales []float32
 	ksums   []int16
 	// q and kq, each four codes repeated eight times, for the tile
 	// kernels (tiles_simd.go)
 	bcast, kbcast []int8
-	// q and kq spread for the portable kernels' word products (swar.go)
-	spread, kspread []uint64
+	// q and kq spread for the portable kernels' word products, and q
+	// split in two for the portable Q8_0 kernel's (swar.go)
+	spread, kspread, spreadLo, spreadHi []uint64
 }
 
 func newQuantized(n int) quantized {
 	groups := (n + GroupSize - 1) / GroupSize
-	return quantized{q: make([]int8, n), scales: newScales(groups), sums: make([]float32, groups),
+	return quantized{q: make([]int8, n), scales: newScales(groups), sums: make([]float32, groups), isums: make([]int32, groups),
 		kq: make([]int8, n), kscales: make([]float32, n/superBlock), ksums: make([]int16, n/16), bcast: make([]int8, 8*n), kbcast: make([]int8, 8*n),
-		spread: make([]uint64, n/4), kspread: make([]uint64, n/4)}
+		spread: make([]uint64, n/4), kspread: make([]uint64, n/4), spreadLo: make([]uint64, n/4), spreadHi: make([]uint64, n/4)}
 }
 
 // activationForms says which forms of its input a product's matrices read.
-type activationForms struct{ q8_0, sums, q8K, bcast, kbcast, spread, kspread bool }
+type activationForms struct{ q8_0, sums, q8K, bcast, kbcast, spread, kspread, split bool }
 
 // allForms is every form, for tests that multiply every format.
-var allForms = activationForms{q8_0: true, sums: true, q8K: true, bcast: true, kbcast: true, spread: true, kspread: true}
+var allForms = activationForms{q8_0: true, sums: true, q8K: true, bcast: true, kbcast: true, spread: true, kspread: true, split: true}
 
 func formsOf(ms []*Matrix) activationForms {
 	var f activationForms
@@ -75,6 +77,7 @@ func formsOf(ms []*Matrix) activationForms {
 		f.q8K = f.q8K || spec.q8K
 		f.q8_0 = f.q8_0 || m.Quantized() && !spec.q8K
 		f.sums = f.sums || spec.sums
+		f.split = f.split || m.format == formatQ8_0 && portableQ8
 		if m.format.storedAsBlocks() && m.tiles == nil { // the portable kernels
 			f.spread = f.spread || !spec.q8K
 			f.kspread = f.kspread || spec.q8K
@@ -103,6 +106,9 @@ func (x *quantized) quantize(v []float32, forms activationForms) {
 	if forms.spread {
 		spreadOctets(x.spread, x.q[:len(v)])
 	}
+	if forms.split {
+		spreadSplit(x.spreadLo, x.spreadHi, x.q[:len(v)])
+	}
 	if forms.kspread {
 		spreadOctets(x.kspread, x.kq[:len(v)])
 	}
@@ -121,7 +127,7 @@ func (x *quantized) sumGroups(groups int) {
 		for _, v := range x.q[g*GroupSize : (g+1)*GroupSize] {
 			s += int32(v)
 		}
-		x.sums[g] = float32(s) * x.scales[g]
+		x.sums[g], x.isums[g] = float32(s)*x.scales[g], s
 	}
 }
 

@@ -78,14 +78,25 @@ func dot8s(a, b []int8) int32 {
 func group32(v []int8, g int) []int8 { return v[g*GroupSize : (g+1)*GroupSize] }
 
 // matVecQ8Generic computes out[r] = Σ_groups scale_w·scale_x·Σ q_w·q_x for rows
-// [lo, hi), with integer sums inside each group of 32.
+// [lo, hi), with integer sums inside each group of 32: word products
+// (swar.go) against the activations split in two, Σ w·l + 16·Σ w·h. With
+// |w| ≤ 128, an octet gains at most 8·128·15 in lane 3 against l and
+// 8·128·8 against h: two octets a read.
 func matVecQ8Generic(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	groups := m.Cols / GroupSize
 	for r := lo; r < hi; r++ {
-		ws, w := m.q8Row(r)
+		ws, w := m.groupRow(r)
 		var sum float32
 		for g := range groups {
-			sum += float32(dot8s(group32(w, g), group32(x.q, g))) * ws[g] * x.scales[g]
+			v := (*[GroupSize]byte)(w[g*GroupSize:])
+			l, h := (*[8]uint64)(x.spreadLo[8*g:]), (*[8]uint64)(x.spreadHi[8*g:])
+			e0, o0 := signedBytes(word(v[0:8]))
+			e1, o1 := signedBytes(word(v[8:16]))
+			e2, o2 := signedBytes(word(v[16:24]))
+			e3, o3 := signedBytes(word(v[24:32]))
+			low := lane3(e0*l[0]+o0*l[1]+e1*l[2]+o1*l[3]) + lane3(e2*l[4]+o2*l[5]+e3*l[6]+o3*l[7])
+			high := lane3(e0*h[0]+o0*h[1]+e1*h[2]+o1*h[3]) + lane3(e2*h[4]+o2*h[5]+e3*h[6]+o3*h[7])
+			sum += float32(low+16*high) * ws[g] * x.scales[g]
 		}
 		out[r] = sum
 	}
@@ -117,27 +128,54 @@ func superBlocks(blockBytes int, dot func(b []byte, x *quantized, g0 int) float3
 // q4KDot is one Q4_K block's product with Q8_K activations d_x·y
 // (block sb). Group j is d·s_j·q − dmin·m_j, so the product is
 // d_x·(d·Σ_j s_j·Σ q·y − dmin·Σ_j m_j·Σ y): integers until the last
-// step, as ggml sums it. A nibble octet gains at most 8·15·127 in lane 3,
-// so each half of a group is read on its own.
+// step, as ggml sums it.
 func q4KDot(b []byte, x *quantized, g0 int) float32 {
-	return scaledMinDot(b, x, g0, func(j int, s []uint64, _ int32) int32 {
-		nib, shift := q4KNibbles(b[16:q4KBlockBytes], j)
-		first, second := groupOctets(nib, shift, nibbleMask, 0, s)
-		return lane3(first) + lane3(second)
-	})
+	return scaledMinDot(b, b[16:q4KBlockBytes], nil, x, g0)
 }
 
-// scaledMinDot is a Q4_K or Q5_K block's product with Q8_K activations,
-// group(j, s, sum) giving group j's Σ q·y against its 32 activations,
-// spread as s, whose sum is sum.
-func scaledMinDot(b []byte, x *quantized, g0 int, group func(j int, s []uint64, sum int32) int32) float32 {
+// q5KDot is q4KDot with each weight's fifth bit.
+func q5KDot(b []byte, x *quantized, g0 int) float32 {
+	return scaledMinDot(b, b[48:q5KBlockBytes], b[16:48], x, g0)
+}
+
+// scaledMinDot is a Q4_K block's product with Q8_K activations, or with
+// high (bit j of byte l the fifth bit of group j's weight l) a Q5_K
+// block's. A nibble octet gains at most 8·15·127 in lane 3, so two
+// octets a read; five-bit codes less 16 gain up to 8·16·127, two octets a
+// read too, and the 16·Σ y taken off comes back from the group's sum.
+func scaledMinDot(b, nibs, high []byte, x *quantized, g0 int) float32 {
 	sb := g0 / (superBlock / GroupSize)
-	s := x.kspread[sb*superBlock/4 : (sb+1)*superBlock/4]
+	sums := x.ksums[sb*16 : sb*16+16]
 	var dot, mins int32
 	for j := range superBlock / GroupSize {
 		sc, mn := q4KScaleMin(j, b[4:16])
-		sum := int32(x.ksums[sb*16+2*j]) + int32(x.ksums[sb*16+2*j+1])
-		dot += int32(sc) * group(j, s[8*j:8*j+8], sum)
+		sum := int32(sums[2*j]) + int32(sums[2*j+1])
+		nib, shift := q4KNibbles(nibs, j)
+		w0, w1, w2, w3 := word(nib[0:8]), word(nib[8:16]), word(nib[16:24]), word(nib[24:32])
+		var h0, h1, h2, h3, bias uint64 // the fifth bits at bit 4
+		if high != nil {
+			at := uint(j)
+			h0, h1, h2, h3 = word(high[0:8])>>at<<4, word(high[8:16])>>at<<4, word(high[16:24])>>at<<4, word(high[24:32])>>at<<4
+			bias = 16 * everyLane
+		}
+		y := group(x.kspread, sb*superBlock+j*GroupSize)
+		e, o := fields(w0, shift, nibbleMask)
+		he, ho := fields(h0, 0, 0x10*everyLane)
+		first := (e|he-bias)*y[0] + (o|ho-bias)*y[1]
+		e, o = fields(w1, shift, nibbleMask)
+		he, ho = fields(h1, 0, 0x10*everyLane)
+		first += (e|he-bias)*y[2] + (o|ho-bias)*y[3]
+		e, o = fields(w2, shift, nibbleMask)
+		he, ho = fields(h2, 0, 0x10*everyLane)
+		second := (e|he-bias)*y[4] + (o|ho-bias)*y[5]
+		e, o = fields(w3, shift, nibbleMask)
+		he, ho = fields(h3, 0, 0x10*everyLane)
+		second += (e|he-bias)*y[6] + (o|ho-bias)*y[7]
+		g := lane3(first) + lane3(second)
+		if high != nil {
+			g += 16 * sum
+		}
+		dot += int32(sc) * g
 		mins += int32(mn) * sum
 	}
 	return x.kscales[sb] * (f16ToF32(le16(b))*float32(dot) - f16ToF32(le16(b[2:]))*float32(mins))
@@ -149,25 +187,31 @@ func scaledMinDot(b []byte, x *quantized, g0 int, group func(j int, s []uint64, 
 // each octet is read on its own.
 func q6KDot(b []byte, x *quantized, g0 int) float32 {
 	sb := g0 / (superBlock / GroupSize)
-	spread := x.kspread[sb*superBlock/4 : (sb+1)*superBlock/4]
-	bias := lanes16(32)
+	const bias = 32 * everyLane
 	var dot int32
 	for h := range 2 {
+		qh := b[128+h*32 : 160+h*32]
+		h0, h1, h2, h3 := word(qh[0:8]), word(qh[8:16]), word(qh[16:24]), word(qh[24:32])
 		for k := range 4 {
 			// Group k of half h: low nibbles from ql (see q6KValue), bit
 			// pairs from qh; each run of 16 has its scale.
 			ql := b[h*64+(k&1)*32 : h*64+(k&1)*32+32]
-			qh := b[128+h*32 : 160+h*32]
 			lowShift, highShift := uint(4*(k>>1)), uint(2*k)
-			s := spread[(h*128+k*32)/4 : (h*128+k*32)/4+8]
-			var run [4]int32
-			for o := range 4 {
-				le, lo := fields(word(ql[8*o:]), lowShift, nibbleMask, 0)
-				he, ho := fields(word(qh[8*o:]), highShift, pairMask, 0)
-				run[o] = lane3(octet(le|he<<4-bias, lo|ho<<4-bias, s[2*o:2*o+2]))
-			}
+			y := group(x.kspread, sb*superBlock+h*128+k*32)
+			e, o := fields(word(ql[0:8]), lowShift, nibbleMask)
+			he, ho := fields(h0, highShift, pairMask)
+			run0 := lane3((e|he<<4-bias)*y[0] + (o|ho<<4-bias)*y[1])
+			e, o = fields(word(ql[8:16]), lowShift, nibbleMask)
+			he, ho = fields(h1, highShift, pairMask)
+			run0 += lane3((e|he<<4-bias)*y[2] + (o|ho<<4-bias)*y[3])
+			e, o = fields(word(ql[16:24]), lowShift, nibbleMask)
+			he, ho = fields(h2, highShift, pairMask)
+			run1 := lane3((e|he<<4-bias)*y[4] + (o|ho<<4-bias)*y[5])
+			e, o = fields(word(ql[24:32]), lowShift, nibbleMask)
+			he, ho = fields(h3, highShift, pairMask)
+			run1 += lane3((e|he<<4-bias)*y[6] + (o|ho<<4-bias)*y[7])
 			sc := 8*h + 2*k
-			dot += int32(int8(b[192+sc]))*(run[0]+run[1]) + int32(int8(b[193+sc]))*(run[2]+run[3])
+			dot += int32(int8(b[192+sc]))*run0 + int32(int8(b[193+sc]))*run1
 		}
 	}
 	return x.kscales[sb] * f16ToF32(le16(b[208:])) * float32(dot)
@@ -185,18 +229,17 @@ func runBits(qs []byte, s int) (lo, hi uint64, shift uint, at int, bit uint) {
 
 // q2KDot: run s is d·scale_s·q − dmin·min_s, so its product is
 // scale_x·(d·scale_s·Σ q·q_x − dmin·min_s·Σ q_x). Σ q_x is a product
-// with ones.
+// with ones. Two-bit codes gain at most 8·3·127 in lane 3 an octet.
 func q2KDot(b []byte, x *quantized, g0 int) float32 {
 	d, dmin := f16ToF32(le16(b[80:])), f16ToF32(le16(b[82:]))
-	ones := lanes16(1)
 	var total float32
 	for s := range superBlock / 16 {
 		lo, hi, shift, _, _ := runBits(b[16:80], s)
-		y := x.spread[(g0*GroupSize+16*s)/4 : (g0*GroupSize+16*s)/4+4]
-		e0, o0 := fields(lo, shift, pairMask, 0)
-		e1, o1 := fields(hi, shift, pairMask, 0)
-		dot := lane3(octet(e0, o0, y[0:2]) + octet(e1, o1, y[2:4]))
-		sum := lane3(octet(ones, ones, y[0:2]) + octet(ones, ones, y[2:4]))
+		y := (*[4]uint64)(x.spread[(g0*GroupSize+16*s)/4:])
+		e0, o0 := fields(lo, shift, pairMask)
+		e1, o1 := fields(hi, shift, pairMask)
+		dot := lane3(e0*y[0] + o0*y[1] + e1*y[2] + o1*y[3])
+		sum := lane3(everyLane * (y[0] + y[1] + y[2] + y[3]))
 		sc, mn := int32(b[s]&0x0f), int32(b[s]>>4)
 		total += x.scales[g0+s/2] * (d*float32(sc*dot) - dmin*float32(mn*sum))
 	}
@@ -206,36 +249,19 @@ func q2KDot(b []byte, x *quantized, g0 int) float32 {
 // q3KDot: a weight is its two low bits, plus 4 with its high bit, less 4.
 func q3KDot(b []byte, x *quantized, g0 int) float32 {
 	d := f16ToF32(le16(b[108:]))
-	bias := lanes16(4)
+	const bias = 4 * everyLane
 	var total float32
 	for s := range superBlock / 16 {
 		lo, hi, shift, at, bit := runBits(b[32:96], s)
-		y := x.spread[(g0*GroupSize+16*s)/4 : (g0*GroupSize+16*s)/4+4]
-		e0, o0 := fields(lo, shift, pairMask, 0)
-		e1, o1 := fields(hi, shift, pairMask, 0)
-		he0, ho0 := fields(word(b[at:]), bit, bitMask, 0)
-		he1, ho1 := fields(word(b[at+8:]), bit, bitMask, 0)
-		dot := lane3(octet(e0|he0<<2-bias, o0|ho0<<2-bias, y[0:2]) + octet(e1|he1<<2-bias, o1|ho1<<2-bias, y[2:4]))
+		y := (*[4]uint64)(x.spread[(g0*GroupSize+16*s)/4:])
+		e0, o0 := fields(lo, shift, pairMask)
+		e1, o1 := fields(hi, shift, pairMask)
+		he0, ho0 := fields(word(b[at:]), bit, bitMask)
+		he1, ho1 := fields(word(b[at+8:]), bit, bitMask)
+		dot := lane3((e0|he0<<2-bias)*y[0] + (o0|ho0<<2-bias)*y[1] + (e1|he1<<2-bias)*y[2] + (o1|ho1<<2-bias)*y[3])
 		total += x.scales[g0+s/2] * d * float32(q3KScale(b, s)*dot)
 	}
 	return total
-}
-
-// q5KDot is q4KDot with each weight's fifth bit (bit j of byte l of the
-// block's high bits). Codes less 16 gain at most 8·16·127 in lane 3 an
-// octet; the 16·Σ y taken off comes back from the group's sum.
-func q5KDot(b []byte, x *quantized, g0 int) float32 {
-	bias := lanes16(16)
-	return scaledMinDot(b, x, g0, func(j int, s []uint64, sum int32) int32 {
-		nib, shift := q4KNibbles(b[48:q5KBlockBytes], j)
-		var half [2]uint64
-		for o := range 4 {
-			ne, no := fields(word(nib[8*o:]), shift, nibbleMask, 0)
-			he, ho := fields(word(b[16+8*o:]), uint(j), bitMask, 0)
-			half[o/2] += octet(ne|he<<4-bias, no|ho<<4-bias, s[2*o:2*o+2])
-		}
-		return lane3(half[0]) + lane3(half[1]) + 16*sum
-	})
 }
 
 // quantizeQ8KGeneric fills q, scales and sums with ggml's Q8_K form of

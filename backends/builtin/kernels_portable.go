@@ -18,6 +18,10 @@ func portableKernelName(goarch string) string {
 func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 	matVecF32Generic(out, m, x, lo, hi)
 }
+
+// portableQ8 is whether Q8_0 products run the portable kernel.
+const portableQ8 = true
+
 func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) { matVecQ8Generic(out, m, x, lo, hi) }
 func matVecBlocks(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	matVecBlocksGeneric(out, m, x, lo, hi)

@@ -22,6 +22,9 @@ import (
 
 var haveAVX2 = archsimd.X86.AVX2() && archsimd.X86.FMA()
 
+// portableQ8 is whether Q8_0 products run the portable kernel.
+var portableQ8 = !haveAVX2
+
 // KernelName says which kernels this build computes with.
 var KernelName = func() string {
 	switch {

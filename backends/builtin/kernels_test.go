@@ -93,7 +93,7 @@ func TestMatVecQ8AgainstFloat64(t *testing.T) {
 			t.Fatal(err)
 		}
 		xq := newQuantized(cols)
-		quantizeInto(xq.q, xq.scales, x)
+		xq.quantize(x, allForms)
 		want := refMatVec(w, rows, cols, x)
 		portable := make([]float32, rows)
 		matVecQ8Generic(portable, m, &xq, 0, rows)

@@ -23,12 +23,15 @@ import "encoding/binary"
 // weight; this spends a multiply and an add on four, plus the unpacking.
 
 // lanes16 is m in every 16-bit lane.
-func lanes16(m uint64) uint64 { return m * 0x0001_0001_0001_0001 }
+func lanes16(m uint64) uint64 { return m * everyLane }
 
-var (
-	nibbleMask = lanes16(0x0f)
-	pairMask   = lanes16(0x03)
-	bitMask    = lanes16(0x01)
+// The masks of a field in every lane, constants so that they stay
+// immediates in the kernels.
+const (
+	everyLane  = 0x0001_0001_0001_0001
+	nibbleMask = 0x0f * everyLane
+	pairMask   = 0x03 * everyLane
+	bitMask    = 0x01 * everyLane
 )
 
 // spreadOctets sets s to codes q as the products read them: for each 8
@@ -43,6 +46,33 @@ func spreadOctets(s []uint64, q []int8) {
 	}
 }
 
+// spreadSplit sets lo and hi to codes q split as q = 16·h + l (l of
+// 0…15, h of −8…7), each spread as spreadOctets spreads codes: the Q8_0
+// weights' products, where a whole int8 times an int8 could reach past
+// lane 3's bound.
+func spreadSplit(lo, hi []uint64, q []int8) {
+	lo, hi = lo[:len(q)/4], hi[:len(q)/4]
+	for o := range len(q) / 8 {
+		c := q[8*o : 8*o+8 : 8*o+8]
+		var l, h [8]int64
+		for i, v := range c {
+			l[i], h[i] = int64(v&15), int64(v>>4)
+		}
+		lo[2*o] = uint64(l[0]<<48 + l[2]<<32 + l[4]<<16 + l[6])
+		lo[2*o+1] = uint64(l[1]<<48 + l[3]<<32 + l[5]<<16 + l[7])
+		hi[2*o] = uint64(h[0]<<48 + h[2]<<32 + h[4]<<16 + h[6])
+		hi[2*o+1] = uint64(h[1]<<48 + h[3]<<32 + h[5]<<16 + h[7])
+	}
+}
+
+// signedBytes is 8 bytes as int8 weights: the even bytes', then the odd
+// bytes', sign-extended into 16-bit lanes (flipping the sign bit and
+// taking 128 off, as a whole word, is the signed composition).
+func signedBytes(v uint64) (even, odd uint64) {
+	const byteMask, signBit = 0xff * everyLane, 0x80 * everyLane
+	return (v&byteMask ^ signBit) - signBit, (v>>8&byteMask ^ signBit) - signBit
+}
+
 // lane3 is the dot product in lane 3 of a sum of products, rounded so
 // that negative partial sums below it do not borrow from it.
 func lane3(acc uint64) int32 { return int32(int64(acc+1<<47) >> 48) }
@@ -50,42 +80,14 @@ func lane3(acc uint64) int32 { return int32(int64(acc+1<<47) >> 48) }
 // word is 8 bytes of b, little-endian: byte i in bits 8i…8i+7.
 func word(b []byte) uint64 { return binary.LittleEndian.Uint64(b[:8]) }
 
-// fields is 8 bytes' fields (v >> shift & mask in each byte, mask one of
-// the lanes16 masks), each less bias: the even bytes', then the odd
-// bytes', as weights in 16-bit lanes.
-func fields(v uint64, shift uint, mask, bias uint64) (even, odd uint64) {
-	return v>>shift&mask - bias, v>>(shift+8)&mask - bias
+// fields is 8 bytes' fields (v >> shift & mask in each byte, mask one
+// of the lane masks): the even bytes', then the odd bytes', as weights in
+// 16-bit lanes. Callers multiply them by an octet's two spread words.
+func fields(v uint64, shift uint, mask uint64) (even, odd uint64) {
+	return v >> shift & mask, v >> (shift + 8) & mask
 }
 
-// octet is the sum of the products of even and odd weights (fields) with
-// an octet of spread activations s. Lane 3 gains at most 8·f·127 for
-// weights within ±f.
-func octet(even, odd uint64, s []uint64) uint64 {
-	s = s[:2]
-	return even*s[0] + odd*s[1]
-}
-
-// nibbleOctets is the products of 32 nibbles, 16 bytes of ggml's 32-weight
-// blocks (weight i < 16 in byte i's low nibble, i + 16 in its high one),
-// less bias, with their activations spread as s (four octets).
-func nibbleOctets(nib []byte, bias uint64, s []uint64) (low, high uint64) {
-	s = s[:8]
-	lo, hi := word(nib), word(nib[8:16])
-	e0, o0 := fields(lo, 0, nibbleMask, bias)
-	e1, o1 := fields(hi, 0, nibbleMask, bias)
-	e2, o2 := fields(lo, 4, nibbleMask, bias)
-	e3, o3 := fields(hi, 4, nibbleMask, bias)
-	return octet(e0, o0, s[0:2]) + octet(e1, o1, s[2:4]), octet(e2, o2, s[4:6]) + octet(e3, o3, s[6:8])
-}
-
-// groupOctets is the products of 32 weights whose fields sit in 32
-// consecutive bytes (weight i in byte i, v >> shift & mask) with their
-// activations spread as s, in two sums of 16.
-func groupOctets(b []byte, shift uint, mask, bias uint64, s []uint64) (first, second uint64) {
-	s = s[:8]
-	e0, o0 := fields(word(b[0:8]), shift, mask, bias)
-	e1, o1 := fields(word(b[8:16]), shift, mask, bias)
-	e2, o2 := fields(word(b[16:24]), shift, mask, bias)
-	e3, o3 := fields(word(b[24:32]), shift, mask, bias)
-	return octet(e0, o0, s[0:2]) + octet(e1, o1, s[2:4]), octet(e2, o2, s[4:6]) + octet(e3, o3, s[6:8])
+// group is the spread activations of 32 weights: four octets.
+func group(spread []uint64, first int) *[8]uint64 {
+	return (*[8]uint64)(spread[first/4 : first/4+8])
 }

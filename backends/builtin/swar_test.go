@@ -100,3 +100,46 @@ func FuzzBlockDots(f *testing.F) {
 		checkBlockDot(t, fm, b, v)
 	})
 }
+
+// The portable Q8_0 kernel's word products stay exact at their bounds: a
+// GGUF's Q8_0 weights may be −128, which the engine's own quantizer never
+// writes, against activations all at ±127.
+func TestQ8WordProductsAtExtremeCodes(t *testing.T) {
+	const cols = 2 * GroupSize
+	rowCodes := [][]int8{make([]int8, cols), make([]int8, cols), make([]int8, cols)}
+	for i := range cols {
+		rowCodes[0][i], rowCodes[1][i], rowCodes[2][i] = -128, 127, int8(-128+255*(i%2))
+	}
+	m := newQuantMatrix(formatQ8_0, len(rowCodes), cols)
+	for r, codes := range rowCodes {
+		scales, payload := m.groupRow(r)
+		for g := range scales {
+			scales[g] = 0.5
+		}
+		for i, c := range codes {
+			payload[i] = byte(c)
+		}
+	}
+	for _, fill := range []float32{1, -1, 0} {
+		v := make([]float32, cols)
+		for i := range v {
+			v[i] = fill
+			if fill == 0 {
+				v[i] = float32(1 - 2*(i%2))
+			}
+		}
+		x := newQuantized(cols)
+		x.quantize(v, allForms)
+		got := make([]float32, len(rowCodes))
+		matVecQ8Generic(got, m, &x, 0, len(rowCodes))
+		for r, codes := range rowCodes {
+			var want float64
+			for i, c := range codes {
+				want += 0.5 * float64(c) * float64(x.q[i]) * float64(x.scales[i/GroupSize])
+			}
+			if math.Abs(float64(got[r])-want) > 1e-5*math.Abs(want)+1e-6 {
+				t.Errorf("row %d against %v: %g, want %g", r, fill, got[r], want)
+			}
+		}
+	}
+}
