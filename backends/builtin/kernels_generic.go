@@ -128,57 +128,83 @@ func superBlocks(blockBytes int, dot func(b []byte, x *quantized, g0 int) float3
 // q4KDot is one Q4_K block's product with Q8_K activations d_x·y
 // (block sb). Group j is d·s_j·q − dmin·m_j, so the product is
 // d_x·(d·Σ_j s_j·Σ q·y − dmin·Σ_j m_j·Σ y): integers until the last
-// step, as ggml sums it.
+// step, as ggml sums it. A nibble octet gains at most 8·15·127 in lane 3,
+// so two octets a read.
 func q4KDot(b []byte, x *quantized, g0 int) float32 {
-	return scaledMinDot(b, b[16:q4KBlockBytes], nil, x, g0)
-}
-
-// q5KDot is q4KDot with each weight's fifth bit.
-func q5KDot(b []byte, x *quantized, g0 int) float32 {
-	return scaledMinDot(b, b[48:q5KBlockBytes], b[16:48], x, g0)
-}
-
-// scaledMinDot is a Q4_K block's product with Q8_K activations, or with
-// high (bit j of byte l the fifth bit of group j's weight l) a Q5_K
-// block's. A nibble octet gains at most 8·15·127 in lane 3, so two
-// octets a read; five-bit codes less 16 gain up to 8·16·127, two octets a
-// read too, and the 16·Σ y taken off comes back from the group's sum.
-func scaledMinDot(b, nibs, high []byte, x *quantized, g0 int) float32 {
 	sb := g0 / (superBlock / GroupSize)
-	sums := x.ksums[sb*16 : sb*16+16]
-	var dot, mins int32
+	scales, mins := q4KScalesMins(b[4:16])
+	nibs := b[16:q4KBlockBytes]
+	var dot int32
 	for j := range superBlock / GroupSize {
-		sc, mn := q4KScaleMin(j, b[4:16])
-		sum := int32(sums[2*j]) + int32(sums[2*j+1])
 		nib, shift := q4KNibbles(nibs, j)
 		w0, w1, w2, w3 := word(nib[0:8]), word(nib[8:16]), word(nib[16:24]), word(nib[24:32])
-		var h0, h1, h2, h3, bias uint64 // the fifth bits at bit 4
-		if high != nil {
-			at := uint(j)
-			h0, h1, h2, h3 = word(high[0:8])>>at<<4, word(high[8:16])>>at<<4, word(high[16:24])>>at<<4, word(high[24:32])>>at<<4
-			bias = 16 * everyLane
-		}
 		y := group(x.kspread, sb*superBlock+j*GroupSize)
 		e, o := fields(w0, shift, nibbleMask)
-		he, ho := fields(h0, 0, 0x10*everyLane)
-		first := (e|he-bias)*y[0] + (o|ho-bias)*y[1]
+		first := e*y[0] + o*y[1]
 		e, o = fields(w1, shift, nibbleMask)
-		he, ho = fields(h1, 0, 0x10*everyLane)
-		first += (e|he-bias)*y[2] + (o|ho-bias)*y[3]
+		first += e*y[2] + o*y[3]
 		e, o = fields(w2, shift, nibbleMask)
-		he, ho = fields(h2, 0, 0x10*everyLane)
-		second := (e|he-bias)*y[4] + (o|ho-bias)*y[5]
+		second := e*y[4] + o*y[5]
 		e, o = fields(w3, shift, nibbleMask)
-		he, ho = fields(h3, 0, 0x10*everyLane)
-		second += (e|he-bias)*y[6] + (o|ho-bias)*y[7]
-		g := lane3(first) + lane3(second)
-		if high != nil {
-			g += 16 * sum
-		}
-		dot += int32(sc) * g
-		mins += int32(mn) * sum
+		second += e*y[6] + o*y[7]
+		dot += int32(scales[j]) * (lane3(first) + lane3(second))
 	}
-	return x.kscales[sb] * (f16ToF32(le16(b))*float32(dot) - f16ToF32(le16(b[2:]))*float32(mins))
+	return scaledMin(b, x, sb, dot, &mins)
+}
+
+// q5KDot is q4KDot with each weight's fifth bit (bit j of byte l of the
+// block's high bits, for group j's weight l). Codes less 16 gain at most
+// 8·16·127 in lane 3 an octet, two octets a read, and the 16·Σ y taken
+// off comes back from the group's sum.
+func q5KDot(b []byte, x *quantized, g0 int) float32 {
+	sb := g0 / (superBlock / GroupSize)
+	scales, mins := q4KScalesMins(b[4:16])
+	high, nibs := (*[32]byte)(b[16:48]), b[48:q5KBlockBytes]
+	h0, h1, h2, h3 := word(high[0:8]), word(high[8:16]), word(high[16:24]), word(high[24:32])
+	const fifth, bias = 0x10 * everyLane, 16 * everyLane
+	var dot int32
+	for j := range superBlock / GroupSize {
+		nib, shift := q4KNibbles(nibs, j)
+		y := group(x.kspread, sb*superBlock+j*GroupSize)
+		e, o := fields(word(nib[0:8]), shift, nibbleMask)
+		he, ho := fields(h0>>j<<4, 0, fifth)
+		first := (e|he-bias)*y[0] + (o|ho-bias)*y[1]
+		e, o = fields(word(nib[8:16]), shift, nibbleMask)
+		he, ho = fields(h1>>j<<4, 0, fifth)
+		first += (e|he-bias)*y[2] + (o|ho-bias)*y[3]
+		e, o = fields(word(nib[16:24]), shift, nibbleMask)
+		he, ho = fields(h2>>j<<4, 0, fifth)
+		second := (e|he-bias)*y[4] + (o|ho-bias)*y[5]
+		e, o = fields(word(nib[24:32]), shift, nibbleMask)
+		he, ho = fields(h3>>j<<4, 0, fifth)
+		second += (e|he-bias)*y[6] + (o|ho-bias)*y[7]
+		dot += int32(scales[j]) * (lane3(first) + lane3(second) + 16*groupSum(x, sb, j))
+	}
+	return scaledMin(b, x, sb, dot, &mins)
+}
+
+// q4KScalesMins unpacks a Q4_K or Q5_K block's eight group scales and
+// mins (q4KScaleMin) at once.
+func q4KScalesMins(packed []byte) (scales, mins [8]uint8) {
+	for j := range 8 {
+		scales[j], mins[j] = q4KScaleMin(j, packed)
+	}
+	return scales, mins
+}
+
+// groupSum is Σ y over group j (32 activations) of Q8_K block sb.
+func groupSum(x *quantized, sb, j int) int32 {
+	return int32(x.ksums[sb*16+2*j]) + int32(x.ksums[sb*16+2*j+1])
+}
+
+// scaledMin is a Q4_K or Q5_K block's product from Σ_j s_j·Σ q·y (dot):
+// d_x·(d·dot − dmin·Σ_j m_j·Σ y).
+func scaledMin(b []byte, x *quantized, sb int, dot int32, mins *[8]uint8) float32 {
+	var m int32
+	for j, mn := range mins {
+		m += int32(mn) * groupSum(x, sb, j)
+	}
+	return x.kscales[sb] * (f16ToF32(le16(b))*float32(dot) - f16ToF32(le16(b[2:]))*float32(m))
 }
 
 // q6KDot is one Q6_K block's product with Q8_K activations: per run of
@@ -217,15 +243,10 @@ func q6KDot(b []byte, x *quantized, g0 int) float32 {
 	return x.kscales[sb] * f16ToF32(le16(b[208:])) * float32(dot)
 }
 
-// runBits is the words of run s's two-bit codes of a Q2_K or Q3_K block
-// (qs, 64 bytes; see twoBits) and their shift; and where the run's bits of
-// hmask start and which bit is each weight's third (Q3_K): weight l's at
-// byte at + l, bit 4n + j.
-func runBits(qs []byte, s int) (lo, hi uint64, shift uint, at int, bit uint) {
-	n, j := s/8, s%8/2
-	base := qs[32*n+16*(s%2) : 32*n+16*(s%2)+16]
-	return word(base), word(base[8:]), uint(2 * j), 16 * (s % 2), uint(4*n + j)
-}
+// Q2_K and Q3_K keep a run's two-bit codes (see twoBits) in bits 2j of
+// 16 bytes of half n of qs: run s = 8n + 2j + 0 in bytes 0–15, run s + 1
+// in bytes 16–31. The two runs are one group of 32 activations, so one
+// Q8_0 scale: the integers of both are summed before it.
 
 // q2KDot: run s is d·scale_s·q − dmin·min_s, so its product is
 // scale_x·(d·scale_s·Σ q·q_x − dmin·min_s·Σ q_x). Σ q_x is a product
@@ -233,33 +254,59 @@ func runBits(qs []byte, s int) (lo, hi uint64, shift uint, at int, bit uint) {
 func q2KDot(b []byte, x *quantized, g0 int) float32 {
 	d, dmin := f16ToF32(le16(b[80:])), f16ToF32(le16(b[82:]))
 	var total float32
-	for s := range superBlock / 16 {
-		lo, hi, shift, _, _ := runBits(b[16:80], s)
-		y := (*[4]uint64)(x.spread[(g0*GroupSize+16*s)/4:])
-		e0, o0 := fields(lo, shift, pairMask)
-		e1, o1 := fields(hi, shift, pairMask)
-		dot := lane3(e0*y[0] + o0*y[1] + e1*y[2] + o1*y[3])
-		sum := lane3(everyLane * (y[0] + y[1] + y[2] + y[3]))
-		sc, mn := int32(b[s]&0x0f), int32(b[s]>>4)
-		total += x.scales[g0+s/2] * (d*float32(sc*dot) - dmin*float32(mn*sum))
+	for n := range 2 {
+		qs := (*[32]byte)(b[16+32*n:])
+		q0, q1, q2, q3 := word(qs[0:8]), word(qs[8:16]), word(qs[16:24]), word(qs[24:32])
+		for j := range 4 {
+			shift, s := uint(2*j), 8*n+2*j
+			y := group(x.spread, g0*GroupSize+16*s)
+			e0, o0 := fields(q0, shift, pairMask)
+			e1, o1 := fields(q1, shift, pairMask)
+			e2, o2 := fields(q2, shift, pairMask)
+			e3, o3 := fields(q3, shift, pairMask)
+			dot0, dot1 := lane3(e0*y[0]+o0*y[1]+e1*y[2]+o1*y[3]), lane3(e2*y[4]+o2*y[5]+e3*y[6]+o3*y[7])
+			sum0, sum1 := lane3(everyLane*(y[0]+y[1]+y[2]+y[3])), lane3(everyLane*(y[4]+y[5]+y[6]+y[7]))
+			dot := int32(b[s]&0x0f)*dot0 + int32(b[s+1]&0x0f)*dot1
+			mins := int32(b[s]>>4)*sum0 + int32(b[s+1]>>4)*sum1
+			total += x.scales[g0+s/2] * (d*float32(dot) - dmin*float32(mins))
+		}
 	}
 	return total
 }
 
-// q3KDot: a weight is its two low bits, plus 4 with its high bit, less 4.
+// q3KDot: a weight is its two low bits, plus 4 with its high bit, less 4;
+// the high bit of run s's weight l is bit 4n + j of hmask byte l (or
+// 16 + l for the second run of the pair).
 func q3KDot(b []byte, x *quantized, g0 int) float32 {
 	d := f16ToF32(le16(b[108:]))
+	var scales [16]int32
+	for s := range scales {
+		scales[s] = q3KScale(b, s)
+	}
+	hmask := (*[32]byte)(b[0:32])
+	m0, m1, m2, m3 := word(hmask[0:8]), word(hmask[8:16]), word(hmask[16:24]), word(hmask[24:32])
 	const bias = 4 * everyLane
 	var total float32
-	for s := range superBlock / 16 {
-		lo, hi, shift, at, bit := runBits(b[32:96], s)
-		y := (*[4]uint64)(x.spread[(g0*GroupSize+16*s)/4:])
-		e0, o0 := fields(lo, shift, pairMask)
-		e1, o1 := fields(hi, shift, pairMask)
-		he0, ho0 := fields(word(b[at:]), bit, bitMask)
-		he1, ho1 := fields(word(b[at+8:]), bit, bitMask)
-		dot := lane3((e0|he0<<2-bias)*y[0] + (o0|ho0<<2-bias)*y[1] + (e1|he1<<2-bias)*y[2] + (o1|ho1<<2-bias)*y[3])
-		total += x.scales[g0+s/2] * d * float32(q3KScale(b, s)*dot)
+	for n := range 2 {
+		qs := (*[32]byte)(b[32+32*n:])
+		q0, q1, q2, q3 := word(qs[0:8]), word(qs[8:16]), word(qs[16:24]), word(qs[24:32])
+		for j := range 4 {
+			shift, bit, s := uint(2*j), uint(4*n+j), 8*n+2*j
+			y := group(x.spread, g0*GroupSize+16*s)
+			e, o := fields(q0, shift, pairMask)
+			he, ho := fields(m0, bit, bitMask)
+			run0 := (e|he<<2-bias)*y[0] + (o|ho<<2-bias)*y[1]
+			e, o = fields(q1, shift, pairMask)
+			he, ho = fields(m1, bit, bitMask)
+			run0 += (e|he<<2-bias)*y[2] + (o|ho<<2-bias)*y[3]
+			e, o = fields(q2, shift, pairMask)
+			he, ho = fields(m2, bit, bitMask)
+			run1 := (e|he<<2-bias)*y[4] + (o|ho<<2-bias)*y[5]
+			e, o = fields(q3, shift, pairMask)
+			he, ho = fields(m3, bit, bitMask)
+			run1 += (e|he<<2-bias)*y[6] + (o|ho<<2-bias)*y[7]
+			total += x.scales[g0+s/2] * d * float32(scales[s]*lane3(run0)+scales[s+1]*lane3(run1))
+		}
 	}
 	return total
 }
