@@ -22,6 +22,11 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 // portableQ8 is whether Q8_0 products run the portable kernel.
 const portableQ8 = true
 
+func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
+	for s := range xs {
+		matVecF32Generic(outs[s], m, xs[s], lo, hi)
+	}
+}
 func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) { matVecQ8Generic(out, m, x, lo, hi) }
 func matVecBlocks(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	matVecBlocksGeneric(out, m, x, lo, hi)

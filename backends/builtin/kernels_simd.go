@@ -163,6 +163,54 @@ func dotAVX2(w, x unsafe.Pointer, end uintptr) archsimd.Float32x8 {
 	return a0.Add(a1).Add(a2.Add(a3))
 }
 
+// matMatF32 is matVecF32 for every vector of xs (a prompt chunk's tokens,
+// or the streams of a decode step): each row against the vectors in
+// threes (dot1x3FMA, assembly), so one load of a row's chunk serves three
+// products. Each product is summed exactly as matVecF32 sums it (dotAVX2,
+// the horizontal sum, the ragged tail), so a token's numbers do not
+// depend on what it was batched with. The AVX-512 rows (another order)
+// and the vectors left over go through matVecF32.
+//
+// In archsimd the same kernel compiled to an address computation per
+// load and a register copy per FMA, and ran no faster than a row at a
+// time (BenchmarkPrefillProduct, f32: 15 GFLOP/s either way).
+func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
+	cols := m.Cols
+	full := cols &^ 7
+	s := 0
+	if haveAVX2 && !(haveAVX512 && cols >= wideF32Cols) && full > 0 {
+		end := uintptr(full) * 4
+		var lanes [3][8]float32
+		var sums [4]float32
+		for ; s+3 <= len(xs); s += 3 {
+			x := [3][]float32{xs[s][:cols], xs[s+1][:cols], xs[s+2][:cols]}
+			for r := lo; r < hi; r++ {
+				w := m.F32[r*cols : (r+1)*cols]
+				dot1x3FMA(unsafe.Pointer(&w[0]), unsafe.Pointer(&x[0][0]), unsafe.Pointer(&x[1][0]), unsafe.Pointer(&x[2][0]), end, &lanes)
+				// The horizontal sums as dotRowsVector takes them (sum4
+				// gives each slot the same arithmetic).
+				sum4(f32x8(unsafe.Pointer(&lanes[0]), 0), f32x8(unsafe.Pointer(&lanes[1]), 0), f32x8(unsafe.Pointer(&lanes[2]), 0), archsimd.Float32x8{}).Store(&sums)
+				archsimd.ClearAVXUpperBits()
+				for k := range 3 {
+					if full < cols {
+						sums[k] += dotGeneric(w[full:], x[k][full:])
+					}
+					outs[s+k][r] = sums[k]
+				}
+			}
+		}
+	}
+	for ; s < len(xs); s++ {
+		matVecF32(outs[s], m, xs[s], lo, hi)
+	}
+}
+
+// dot1x3FMA is dotAVX2 for row w against vectors x0, x1 and x2, into
+// lanes (gemm_amd64.s).
+//
+//go:noescape
+func dot1x3FMA(w, x0, x1, x2 unsafe.Pointer, end uintptr, lanes *[3][8]float32)
+
 // f32x8 loads the eight floats at p plus off bytes.
 func f32x8(p unsafe.Pointer, off uintptr) archsimd.Float32x8 {
 	return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, off)))

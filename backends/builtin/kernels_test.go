@@ -386,3 +386,30 @@ func TestQuantizeQ8KMatchesGeneric(t *testing.T) {
 		}
 	}
 }
+
+// A matrix against several vectors at once (batched prefill, streams
+// decoding together) gives each vector exactly the numbers it gets
+// alone, in every shape the kernels are tested at and any number of
+// vectors.
+func TestMatMatF32MatchesMatVecBitForBit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, shape := range kernelShapes {
+		rows, cols := shape[0], shape[1]
+		m := NewF32(rows, cols, randomVec(rng, rows*cols))
+		for n := 1; n <= 7; n++ {
+			xs, outs := make([][]float32, n), make([][]float32, n)
+			for s := range n {
+				xs[s], outs[s] = randomVec(rng, cols), make([]float32, rows)
+			}
+			lo, hi := rows/3, rows
+			matMatF32(outs, m, xs, lo, hi)
+			for s := range n {
+				want := make([]float32, rows)
+				matVecF32(want, m, xs[s], lo, hi)
+				if !slices.Equal(outs[s][lo:hi], want[lo:hi]) {
+					t.Fatalf("%d×%d, vector %d of %d: batched %v, alone %v", rows, cols, s, n, outs[s][lo:lo+3], want[lo:lo+3])
+				}
+			}
+		}
+	}
+}

@@ -204,9 +204,9 @@ func (j *matJob) do(lo, hi int) {
 	for a := lo; a < hi; a += block {
 		b := min(a+block, hi)
 		if j.gated {
+			j.rows(0, a, b)
+			j.rows(1, a, b)
 			for s := range j.x {
-				j.rows(0, s, a, b)
-				j.rows(1, s, a, b)
 				swiGLU(j.out[0][s][a:b], j.out[1][s][a:b])
 			}
 			continue
@@ -215,9 +215,7 @@ func (j *matJob) do(lo, hi int) {
 		for i := range j.n {
 			m := j.m[i]
 			if ma, mb := max(a-base, 0), min(b-base, m.Rows); ma < mb {
-				for s := range j.x {
-					j.rows(i, s, ma, mb)
-				}
+				j.rows(i, ma, mb)
 			}
 			base += m.Rows
 		}
@@ -241,15 +239,19 @@ func (j *matJob) block(m *Matrix, span int) int {
 	return max(2, rowBlockBytes/m.rowBytes()&^1)
 }
 
-// rows computes rows [a, b) of matrix i for stream s.
-func (j *matJob) rows(i, s, a, b int) {
-	switch m := j.m[i]; m.format {
-	case formatQ8_0:
-		matVecQ8(j.out[i][s], m, j.xq[s], a, b)
-	case formatF32:
-		matVecF32(j.out[i][s], m, j.x[s], a, b)
-	default:
-		matVecBlocks(j.out[i][s], m, j.xq[s], a, b)
+// rows computes rows [a, b) of matrix i for every stream.
+func (j *matJob) rows(i, a, b int) {
+	m := j.m[i]
+	if m.format == formatF32 {
+		matMatF32(j.out[i], m, j.x, a, b)
+		return
+	}
+	for s := range j.x {
+		if m.format == formatQ8_0 {
+			matVecQ8(j.out[i][s], m, j.xq[s], a, b)
+		} else {
+			matVecBlocks(j.out[i][s], m, j.xq[s], a, b)
+		}
 	}
 }
 
