@@ -78,3 +78,94 @@ sums:
 	VMOVUPS Y8, 64(DI)
 	VZEROUPPER
 	RET
+
+// func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, groups int, out *[3][8]float32)
+//
+// q4_0Tile for one tile against three vectors' activations, each summed
+// exactly as q4_0Tile sums it: per group, the nibbles (low, then high) of
+// each four columns times the activations, summed in int16 (any order
+// gives the same sum, modulo 2^16 as in q4_0Tile); pairs summed into
+// int32, converted, times d_x, less 8·(the group's sum of x), then times
+// each row's d into the running sum. Each four columns' nibbles are
+// loaded and unpacked once for the three. Y0-Y2 are the running sums,
+// Y3-Y5 a group's int16 sums, one per vector.
+TEXT ·q4_0Tile3(SB), NOSPLIT, $0-96
+	MOVQ tile+0(FP), SI
+	MOVQ bcast0+8(FP), R8
+	MOVQ scales0+16(FP), R9
+	MOVQ sums0+24(FP), R10
+	MOVQ bcast1+32(FP), R11
+	MOVQ scales1+40(FP), R12
+	MOVQ sums1+48(FP), R13
+	MOVQ bcast2+56(FP), R14
+	MOVQ scales2+64(FP), R15
+	MOVQ sums2+72(FP), BX
+	MOVQ groups+80(FP), CX
+	MOVQ out+88(FP), DI
+	MOVL $0x0f0f0f0f, AX
+	MOVD AX, X15
+	VPBROADCASTD X15, Y15 // the low nibble of every byte
+	VPCMPEQW Y14, Y14, Y14
+	VPSRLW $15, Y14, Y14 // int16 ones
+	MOVL $0x41000000, AX
+	MOVD AX, X13
+	VBROADCASTSS X13, Y13 // 8.0
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	XORQ DX, DX // group
+
+#define COLS(OFF) \
+	VMOVDQU OFF(SI), Y6 \
+	VPAND Y15, Y6, Y7 \
+	VPSRLW $4, Y6, Y6 \
+	VPAND Y15, Y6, Y6 \
+	VPMADDUBSW OFF(R8), Y7, Y8 \
+	VPADDW Y8, Y3, Y3 \
+	VPMADDUBSW (OFF+128)(R8), Y6, Y8 \
+	VPADDW Y8, Y3, Y3 \
+	VPMADDUBSW OFF(R11), Y7, Y8 \
+	VPADDW Y8, Y4, Y4 \
+	VPMADDUBSW (OFF+128)(R11), Y6, Y8 \
+	VPADDW Y8, Y4, Y4 \
+	VPMADDUBSW OFF(R14), Y7, Y8 \
+	VPADDW Y8, Y5, Y5 \
+	VPMADDUBSW (OFF+128)(R14), Y6, Y8 \
+	VPADDW Y8, Y5, Y5
+
+#define FINISH(S16, SCALES, SUMS, SUM) \
+	VPMADDWD Y14, S16, Y8 \
+	VCVTDQ2PS Y8, Y8 \
+	VBROADCASTSS 0(SCALES)(DX*4), Y9 \
+	VMULPS Y9, Y8, Y8 \
+	VBROADCASTSS 0(SUMS)(DX*4), Y10 \
+	VMULPS Y13, Y10, Y10 \
+	VSUBPS Y10, Y8, Y8 \
+	VFMADD231PS 128(SI), Y8, SUM
+
+q4groups:
+	CMPQ DX, CX
+	JAE  q4done
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	COLS(0)
+	COLS(32)
+	COLS(64)
+	COLS(96)
+	FINISH(Y3, R9, R10, Y0)
+	FINISH(Y4, R12, R13, Y1)
+	FINISH(Y5, R15, BX, Y2)
+	ADDQ $160, SI
+	ADDQ $256, R8
+	ADDQ $256, R11
+	ADDQ $256, R14
+	INCQ DX
+	JMP  q4groups
+
+q4done:
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VZEROUPPER
+	RET

@@ -45,5 +45,12 @@ func swiGLU(hb, hb2 []float32)           { swiGLUGeneric(hb, hb2) }
 // withTiles returns m as it is: the portable kernels read rows.
 func withTiles(m *Matrix) *Matrix { return m }
 
+// matMatTiles is never reached: no matrix has tiles in this build.
+func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
+	for s := range xs {
+		matVecBlocks(outs[s], m, xs[s], lo, hi)
+	}
+}
+
 // tilesRead reports that no activations are read as tiles.
 func tilesRead(*Matrix) (q8_0, q8K bool) { return false, false }

@@ -413,3 +413,30 @@ func TestMatMatF32MatchesMatVecBitForBit(t *testing.T) {
 		}
 	}
 }
+
+// The same for a tiled matrix: batched, each vector gets its numbers
+// alone, on a span that starts and ends inside tiles.
+func TestMatMatTilesMatchesMatVecBitForBit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 6))
+	for _, f := range []format{formatQ4_0, formatQ4_K, formatQ5_K, formatQ6_K} {
+		rows, cols := 27, 512
+		m := quantizeTo(t, formats[f].ggml, randomMatrix(rng, rows, cols))
+		for n := 1; n <= 7; n++ {
+			xs, outs := make([]*quantized, n), make([][]float32, n)
+			for s := range n {
+				x := newQuantized(cols)
+				x.quantize(randomVec(rng, cols), allForms)
+				xs[s], outs[s] = &x, make([]float32, rows)
+			}
+			lo, hi := 3, 26
+			matMatTiles(outs, m, xs, lo, hi)
+			for s := range n {
+				want := make([]float32, rows)
+				matVecBlocks(want, m, xs[s], lo, hi)
+				if !slices.Equal(outs[s], want) {
+					t.Fatalf("%s, vector %d of %d: batched %v, alone %v", f, s, n, outs[s][lo:lo+3], want[lo:lo+3])
+				}
+			}
+		}
+	}
+}

@@ -242,8 +242,12 @@ func (j *matJob) block(m *Matrix, span int) int {
 // rows computes rows [a, b) of matrix i for every stream.
 func (j *matJob) rows(i, a, b int) {
 	m := j.m[i]
-	if m.format == formatF32 {
+	switch {
+	case m.format == formatF32:
 		matMatF32(j.out[i], m, j.x, a, b)
+		return
+	case m.tiles != nil:
+		matMatTiles(j.out[i], m, j.xq, a, b)
 		return
 	}
 	for s := range j.x {

@@ -187,6 +187,43 @@ type tileInput struct {
 	blocks              int
 }
 
+// matMatTiles computes rows [lo, hi) of a tiled matrix against every
+// quantized vector of xs (a prompt chunk's tokens, or a decode step's
+// streams): Q4_0 against three vectors at a time (q4_0Tile3, assembly),
+// which unpacks each tile's nibbles once for the three; the other formats,
+// and the vectors left over, a vector at a time.
+func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
+	s := 0
+	if m.format == formatQ4_0 {
+		groups := m.Cols / GroupSize
+		per := groups * q4_0TileBytes
+		var rows [3][tileRows]float32
+		for ; s+3 <= len(xs); s += 3 {
+			x := [3]*quantized{xs[s], xs[s+1], xs[s+2]}
+			for t := lo / tileRows; t*tileRows < hi; t++ {
+				q4_0Tile3(unsafe.Pointer(&m.tiles[t*per]),
+					unsafe.Pointer(&x[0].bcast[:8*m.Cols][0]), unsafe.Pointer(&x[0].scales[:groups][0]), unsafe.Pointer(&x[0].sums[:groups][0]),
+					unsafe.Pointer(&x[1].bcast[:8*m.Cols][0]), unsafe.Pointer(&x[1].scales[:groups][0]), unsafe.Pointer(&x[1].sums[:groups][0]),
+					unsafe.Pointer(&x[2].bcast[:8*m.Cols][0]), unsafe.Pointer(&x[2].scales[:groups][0]), unsafe.Pointer(&x[2].sums[:groups][0]),
+					groups, &rows)
+				first, last := max(lo, t*tileRows), min(hi, (t+1)*tileRows)
+				for k := range 3 {
+					copy(outs[s+k][first:last], rows[k][first-t*tileRows:last-t*tileRows])
+				}
+			}
+		}
+	}
+	for ; s < len(xs); s++ {
+		matVecTiles(outs[s], m, xs[s], lo, hi)
+	}
+}
+
+// q4_0Tile3 is q4_0Tile for one tile against three vectors' activations
+// (broadcast codes, group scales and sums), into out (gemm_amd64.s).
+//
+//go:noescape
+func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, groups int, out *[3][tileRows]float32)
+
 // matVecTiles computes rows [lo, hi) of a tiled matrix, a whole tile at a
 // time (rows of a tile outside the range are computed and dropped).
 func matVecTiles(out []float32, m *Matrix, x *quantized, lo, hi int) {
