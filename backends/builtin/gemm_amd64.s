@@ -169,3 +169,155 @@ q4done:
 	VMOVUPS Y2, 64(DI)
 	VZEROUPPER
 	RET
+
+// q4KRunIndex is runIndex (tiles_simd.go): bytes 0–7, then 8–15, each
+// twice, for VPSHUFB.
+DATA q4KRunIndex<>+0(SB)/8, $0x0303020201010000
+DATA q4KRunIndex<>+8(SB)/8, $0x0707060605050404
+DATA q4KRunIndex<>+16(SB)/8, $0x0b0b0a0a09090808
+DATA q4KRunIndex<>+24(SB)/8, $0x0f0f0e0e0d0d0c0c
+GLOBL q4KRunIndex<>(SB), RODATA|NOPTR, $32
+
+// func q4KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+//
+// q4KTile for one tile against three vectors' activations, each summed
+// exactly as q4KTile sums it (integer sums in any order; the same float
+// operations per block, the running sum kept in out between blocks). Each
+// 32 bytes of nibbles are loaded and unpacked once, and each group's
+// scales unpacked once, for the three. Y0-Y2 are a group pair's int16
+// sums of even groups, one per vector, Y3-Y5 of odd groups, Y6-Y8 the
+// block's int32 sums; X14 and X13 hold runIndex.
+TEXT ·q4KTile3(SB), NOSPLIT, $0-96
+	MOVQ tile+0(FP), SI
+	MOVQ bcast0+8(FP), R8
+	MOVQ scales0+16(FP), R9
+	MOVQ sums0+24(FP), R10
+	MOVQ bcast1+32(FP), R11
+	MOVQ scales1+40(FP), R12
+	MOVQ sums1+48(FP), R13
+	MOVQ bcast2+56(FP), R14
+	MOVQ scales2+64(FP), R15
+	MOVQ sums2+72(FP), BX
+	MOVQ blocks+80(FP), CX
+	MOVQ out+88(FP), DI
+	MOVL $0x0f0f0f0f, AX
+	MOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VMOVDQU q4KRunIndex<>+0(SB), X14
+	VMOVDQU q4KRunIndex<>+16(SB), X13
+	VXORPS Y0, Y0, Y0
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y0, 32(DI)
+	VMOVUPS Y0, 64(DI)
+
+#define K_COLS(C, I) \
+	VMOVDQU (256*C+32*I)(SI), Y9 \
+	VPAND Y15, Y9, Y10 \
+	VPSRLW $4, Y9, Y9 \
+	VPAND Y15, Y9, Y9 \
+	VPMADDUBSW (512*C+32*I)(R8), Y10, Y11 \
+	VPADDW Y11, Y0, Y0 \
+	VPMADDUBSW (512*C+256+32*I)(R8), Y9, Y11 \
+	VPADDW Y11, Y3, Y3 \
+	VPMADDUBSW (512*C+32*I)(R11), Y10, Y11 \
+	VPADDW Y11, Y1, Y1 \
+	VPMADDUBSW (512*C+256+32*I)(R11), Y9, Y11 \
+	VPADDW Y11, Y4, Y4 \
+	VPMADDUBSW (512*C+32*I)(R14), Y10, Y11 \
+	VPADDW Y11, Y2, Y2 \
+	VPMADDUBSW (512*C+256+32*I)(R14), Y9, Y11 \
+	VPADDW Y11, Y5, Y5
+
+// A group pair: its sums, then weighed by each row's group scales.
+#define K_PAIR(C) \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	VPXOR Y2, Y2, Y2 \
+	VPXOR Y3, Y3, Y3 \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	K_COLS(C, 0) \
+	K_COLS(C, 1) \
+	K_COLS(C, 2) \
+	K_COLS(C, 3) \
+	K_COLS(C, 4) \
+	K_COLS(C, 5) \
+	K_COLS(C, 6) \
+	K_COLS(C, 7) \
+	VMOVDQU (1024+16*C)(SI), X12 \
+	VPSHUFB X14, X12, X11 \
+	VPMOVSXBW X11, Y11 \
+	VPMADDWD Y11, Y0, Y10 \
+	VPADDD Y10, Y6, Y6 \
+	VPMADDWD Y11, Y1, Y10 \
+	VPADDD Y10, Y7, Y7 \
+	VPMADDWD Y11, Y2, Y10 \
+	VPADDD Y10, Y8, Y8 \
+	VPSHUFB X13, X12, X11 \
+	VPMOVSXBW X11, Y11 \
+	VPMADDWD Y11, Y3, Y10 \
+	VPADDD Y10, Y6, Y6 \
+	VPMADDWD Y11, Y4, Y10 \
+	VPADDD Y10, Y7, Y7 \
+	VPMADDWD Y11, Y5, Y10 \
+	VPADDD Y10, Y8, Y8
+
+// A group pair's mins against one vector's sums of 16 (SUMS).
+#define K_MINS(C, SUMS) \
+	VMOVDQU (1088+16*C)(SI), X12 \
+	VPSHUFB X14, X12, X11 \
+	VPMOVSXBW X11, Y11 \
+	VPBROADCASTD (8*C)(SUMS), Y10 \
+	VPMADDWD Y10, Y11, Y10 \
+	VPADDD Y10, Y9, Y9 \
+	VPSHUFB X13, X12, X11 \
+	VPMOVSXBW X11, Y11 \
+	VPBROADCASTD (8*C+4)(SUMS), Y10 \
+	VPMADDWD Y10, Y11, Y10 \
+	VPADDD Y10, Y9, Y9
+
+// One vector's block into its running sum (OUT): q4KTile's float steps.
+#define K_FINISH(ACC, SCALES, SUMS, OUT) \
+	VPXOR Y9, Y9, Y9 \
+	K_MINS(0, SUMS) \
+	K_MINS(1, SUMS) \
+	K_MINS(2, SUMS) \
+	K_MINS(3, SUMS) \
+	VBROADCASTSS 0(SCALES)(DX*4), Y10 \
+	VMULPS 1152(SI), Y10, Y11 \
+	VCVTDQ2PS ACC, Y12 \
+	VMOVUPS OUT(DI), Y0 \
+	VFMADD231PS Y11, Y12, Y0 \
+	VMULPS 1184(SI), Y10, Y11 \
+	VCVTDQ2PS Y9, Y12 \
+	VMULPS Y11, Y12, Y12 \
+	VSUBPS Y12, Y0, Y0 \
+	VMOVUPS Y0, OUT(DI)
+
+	XORQ DX, DX // block
+kblocks:
+	CMPQ DX, CX
+	JAE  kdone
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	K_PAIR(0)
+	K_PAIR(1)
+	K_PAIR(2)
+	K_PAIR(3)
+	K_FINISH(Y6, R9, R10, 0)
+	K_FINISH(Y7, R12, R13, 32)
+	K_FINISH(Y8, R15, BX, 64)
+	ADDQ $1216, SI
+	ADDQ $2048, R8
+	ADDQ $2048, R11
+	ADDQ $2048, R14
+	ADDQ $32, R10
+	ADDQ $32, R13
+	ADDQ $32, BX
+	INCQ DX
+	JMP  kblocks
+
+kdone:
+	VZEROUPPER
+	RET

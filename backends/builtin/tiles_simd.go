@@ -189,23 +189,19 @@ type tileInput struct {
 
 // matMatTiles computes rows [lo, hi) of a tiled matrix against every
 // quantized vector of xs (a prompt chunk's tokens, or a decode step's
-// streams): Q4_0 against three vectors at a time (q4_0Tile3, assembly),
-// which unpacks each tile's nibbles once for the three; the other formats,
-// and the vectors left over, a vector at a time.
+// streams): Q4_0 and Q4_K against three vectors at a time (q4_0Tile3,
+// q4KTile3, assembly), which unpack each tile's codes once for the three;
+// the other formats, and the vectors left over, a vector at a time.
 func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 	s := 0
-	if m.format == formatQ4_0 {
-		groups := m.Cols / GroupSize
-		per := groups * q4_0TileBytes
+	if three := tileKernels3[m.format]; three != nil {
+		k := tileKernels[m.format]
+		per := m.Cols / k.cols * k.bytes
 		var rows [3][tileRows]float32
 		for ; s+3 <= len(xs); s += 3 {
-			x := [3]*quantized{xs[s], xs[s+1], xs[s+2]}
+			a, b, c := tileInputOf(m, k, xs[s]), tileInputOf(m, k, xs[s+1]), tileInputOf(m, k, xs[s+2])
 			for t := lo / tileRows; t*tileRows < hi; t++ {
-				q4_0Tile3(unsafe.Pointer(&m.tiles[t*per]),
-					unsafe.Pointer(&x[0].bcast[:8*m.Cols][0]), unsafe.Pointer(&x[0].scales[:groups][0]), unsafe.Pointer(&x[0].sums[:groups][0]),
-					unsafe.Pointer(&x[1].bcast[:8*m.Cols][0]), unsafe.Pointer(&x[1].scales[:groups][0]), unsafe.Pointer(&x[1].sums[:groups][0]),
-					unsafe.Pointer(&x[2].bcast[:8*m.Cols][0]), unsafe.Pointer(&x[2].scales[:groups][0]), unsafe.Pointer(&x[2].sums[:groups][0]),
-					groups, &rows)
+				three(unsafe.Pointer(&m.tiles[t*per]), a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, &rows)
 				first, last := max(lo, t*tileRows), min(hi, (t+1)*tileRows)
 				for k := range 3 {
 					copy(outs[s+k][first:last], rows[k][first-t*tileRows:last-t*tileRows])
@@ -218,22 +214,35 @@ func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 	}
 }
 
-// q4_0Tile3 is q4_0Tile for one tile against three vectors' activations
-// (broadcast codes, group scales and sums), into out (gemm_amd64.s).
-//
+// tileKernels3 are the kernels of one tile against three vectors'
+// activations (tileInput's parts, three times), each vector's result
+// exactly the one-vector kernel's (gemm_amd64.s).
+var tileKernels3 = map[format]func(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32){
+	formatQ4_0: q4_0Tile3,
+	formatQ4_K: q4KTile3,
+}
+
 //go:noescape
 func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, groups int, out *[3][tileRows]float32)
+
+//go:noescape
+func q4KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+
+// tileInputOf is x as m's tile kernel reads it.
+func tileInputOf(m *Matrix, k *tileKernel, x *quantized) tileInput {
+	blocks := m.Cols / k.cols
+	if k.q8K {
+		return tileInput{unsafe.Pointer(&x.kbcast[:8*m.Cols][0]), unsafe.Pointer(&x.kscales[:blocks][0]), unsafe.Pointer(&x.ksums[:blocks*16][0]), blocks}
+	}
+	return tileInput{unsafe.Pointer(&x.bcast[:8*m.Cols][0]), unsafe.Pointer(&x.scales[:blocks][0]), unsafe.Pointer(&x.sums[:blocks][0]), blocks}
+}
 
 // matVecTiles computes rows [lo, hi) of a tiled matrix, a whole tile at a
 // time (rows of a tile outside the range are computed and dropped).
 func matVecTiles(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	k := tileKernels[m.format]
-	blocks := m.Cols / k.cols
-	in := tileInput{unsafe.Pointer(&x.bcast[:8*m.Cols][0]), unsafe.Pointer(&x.scales[:blocks][0]), unsafe.Pointer(&x.sums[:blocks][0]), blocks}
-	if k.q8K {
-		in = tileInput{unsafe.Pointer(&x.kbcast[:8*m.Cols][0]), unsafe.Pointer(&x.kscales[:blocks][0]), unsafe.Pointer(&x.ksums[:blocks*16][0]), blocks}
-	}
-	per := blocks * k.bytes
+	in := tileInputOf(m, k, x)
+	per := in.blocks * k.bytes
 	// Whole tiles store straight into out. A copy goes through memmove,
 	// whose SSE moves run many times slower while the vector registers'
 	// upper halves are dirty (12% of a Q4_K_M prefill); the span's partial
