@@ -321,3 +321,170 @@ kblocks:
 kdone:
 	VZEROUPPER
 	RET
+
+// func q4KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+//
+// q4KTile in assembly: the same sums in the same order, without the
+// address arithmetic and register copies Go's compiler puts around each
+// load. Y0 and Y1 are a group pair's int16 sums (even, odd group), Y2 the
+// block's int32 sum, Y9 its mins, Y4 the running sum.
+TEXT ·q4KTile1(SB), NOSPLIT, $0-48
+	MOVQ tile+0(FP), SI
+	MOVQ bcast+8(FP), R8
+	MOVQ scales+16(FP), R9
+	MOVQ sums+24(FP), R10
+	MOVQ blocks+32(FP), CX
+	MOVQ out+40(FP), DI
+	MOVL $0x0f0f0f0f, AX
+	MOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VMOVDQU q4KRunIndex<>+0(SB), X14
+	VMOVDQU q4KRunIndex<>+16(SB), X13
+	VXORPS Y4, Y4, Y4
+
+#define K1_COLS(C, I) \
+	VMOVDQU (256*C+32*I)(SI), Y9 \
+	VPAND Y15, Y9, Y10 \
+	VPSRLW $4, Y9, Y9 \
+	VPAND Y15, Y9, Y9 \
+	VPMADDUBSW (512*C+32*I)(R8), Y10, Y11 \
+	VPADDW Y11, Y0, Y0 \
+	VPMADDUBSW (512*C+256+32*I)(R8), Y9, Y11 \
+	VPADDW Y11, Y1, Y1
+
+#define K1_PAIR(C) \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	K1_COLS(C, 0) \
+	K1_COLS(C, 1) \
+	K1_COLS(C, 2) \
+	K1_COLS(C, 3) \
+	K1_COLS(C, 4) \
+	K1_COLS(C, 5) \
+	K1_COLS(C, 6) \
+	K1_COLS(C, 7) \
+	VMOVDQU (1024+16*C)(SI), X12 \
+	VPSHUFB X14, X12, X11 \
+	VPMOVSXBW X11, Y11 \
+	VPMADDWD Y11, Y0, Y10 \
+	VPADDD Y10, Y2, Y2 \
+	VPSHUFB X13, X12, X11 \
+	VPMOVSXBW X11, Y11 \
+	VPMADDWD Y11, Y1, Y10 \
+	VPADDD Y10, Y2, Y2
+
+	XORQ DX, DX
+k1blocks:
+	CMPQ DX, CX
+	JAE  k1done
+	VPXOR Y2, Y2, Y2
+	K1_PAIR(0)
+	K1_PAIR(1)
+	K1_PAIR(2)
+	K1_PAIR(3)
+	VPXOR Y9, Y9, Y9
+	K_MINS(0, R10)
+	K_MINS(1, R10)
+	K_MINS(2, R10)
+	K_MINS(3, R10)
+	VBROADCASTSS 0(R9)(DX*4), Y10
+	VMULPS 1152(SI), Y10, Y11
+	VCVTDQ2PS Y2, Y12
+	VFMADD231PS Y11, Y12, Y4
+	VMULPS 1184(SI), Y10, Y11
+	VCVTDQ2PS Y9, Y12
+	VMULPS Y11, Y12, Y12
+	VSUBPS Y12, Y4, Y4
+	ADDQ $1216, SI
+	ADDQ $2048, R8
+	ADDQ $32, R10
+	INCQ DX
+	JMP  k1blocks
+
+k1done:
+	VMOVUPS Y4, 0(DI)
+	VZEROUPPER
+	RET
+
+// q6KTwoRunIndex is twoRunIndex (tiles_simd.go): run s of row r, then
+// run s+1 of row r, for VPSHUFB.
+DATA q6KTwoRunIndex<>+0(SB)/8, $0x0b030a0209010800
+DATA q6KTwoRunIndex<>+8(SB)/8, $0x0f070e060d050c04
+GLOBL q6KTwoRunIndex<>(SB), RODATA|NOPTR, $16
+
+// One 32-byte column of codes times one vector's activations (X), by the
+// run's scales (Y11), into ACC.
+#define Q6_COL(OFF, X, ACC) \
+	VPMADDUBSW OFF(X), Y9, Y10 \
+	VPMADDWD Y11, Y10, Y10 \
+	VPADDD Y10, ACC, ACC
+
+// func q6KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+//
+// q6KTile in assembly, the same sums in the same order. Y0 is the
+// block's int32 sum, Y1 the offset (the codes' +32 against the sums of
+// 16), Y2 the running sum.
+TEXT ·q6KTile1(SB), NOSPLIT, $0-48
+	MOVQ tile+0(FP), SI
+	MOVQ bcast+8(FP), R8
+	MOVQ scales+16(FP), R9
+	MOVQ sums+24(FP), R10
+	MOVQ blocks+32(FP), CX
+	MOVQ out+40(FP), DI
+	VMOVDQU q4KRunIndex<>+0(SB), X14
+	VMOVDQU q4KRunIndex<>+16(SB), X13
+	VMOVDQU q6KTwoRunIndex<>+0(SB), X15
+	VXORPS Y2, Y2, Y2
+
+#define Q6_1RUN(S, IDX) \
+	VPSHUFB IDX, X12, X11 \
+	VPMOVSXBW X11, Y11 \
+	VMOVDQU (128*(S))(SI), Y9 \
+	Q6_COL(128*(S), R8, Y0) \
+	VMOVDQU (128*(S)+32)(SI), Y9 \
+	Q6_COL(128*(S)+32, R8, Y0) \
+	VMOVDQU (128*(S)+64)(SI), Y9 \
+	Q6_COL(128*(S)+64, R8, Y0) \
+	VMOVDQU (128*(S)+96)(SI), Y9 \
+	Q6_COL(128*(S)+96, R8, Y0)
+
+#define Q6_1PAIR(S) \
+	VMOVDQU (2048+8*S)(SI), X12 \
+	Q6_1RUN(S, X14) \
+	Q6_1RUN(S+1, X13) \
+	VPSHUFB X15, X12, X11 \
+	VPMOVSXBW X11, Y11 \
+	VPBROADCASTD (2*S)(R10), Y10 \
+	VPMADDWD Y10, Y11, Y10 \
+	VPADDD Y10, Y1, Y1
+
+	XORQ DX, DX
+q61blocks:
+	CMPQ DX, CX
+	JAE  q61done
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	Q6_1PAIR(0)
+	Q6_1PAIR(2)
+	Q6_1PAIR(4)
+	Q6_1PAIR(6)
+	Q6_1PAIR(8)
+	Q6_1PAIR(10)
+	Q6_1PAIR(12)
+	Q6_1PAIR(14)
+	VPSLLD $5, Y1, Y1
+	VPSUBD Y1, Y0, Y0
+	VBROADCASTSS 0(R9)(DX*4), Y10
+	VMULPS (2048+128)(SI), Y10, Y11
+	VCVTDQ2PS Y0, Y12
+	VFMADD231PS Y11, Y12, Y2
+	ADDQ $2208, SI
+	ADDQ $2048, R8
+	ADDQ $32, R10
+	INCQ DX
+	JMP  q61blocks
+
+q61done:
+	VMOVUPS Y2, 0(DI)
+	VZEROUPPER
+	RET

@@ -74,8 +74,9 @@ type tileKernel struct {
 	bytes int // bytes of one tile block
 	// put lays out row r of a tile block from the row's file block b.
 	put func(tile []byte, r int, b []byte)
-	// dot is one tile's eight dot products with the activations.
-	dot func(tile unsafe.Pointer, x tileInput) archsimd.Float32x8
+	// dot is one tile's eight dot products with the activations, into
+	// out; it clears the vector registers' upper halves.
+	dot func(tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
 	q8K bool // dot reads Q8_K activations, not Q8_0
 }
 
@@ -225,6 +226,27 @@ var tileKernels3 = map[format]func(tile, bcast0, scales0, sums0, bcast1, scales1
 //go:noescape
 func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, groups int, out *[3][tileRows]float32)
 
+// q4KTile1 and q6KTile1 are the Q4_K and Q6_K tile kernels (gemm_amd64.s):
+// per 256 columns, the codes times the activations summed in integers,
+// weighed by each row's group or run scales (VPMADDWD), the mins or the
+// codes' +32 taken off with the activations' sums of 16, then d·d_x (and
+// dmin·d_x). In archsimd they compiled to an address computation before
+// every load; the assembly folds the loads into the multiply-adds.
+//
+//go:noescape
+func q4KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
+func q6KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+func q4KTile(tile unsafe.Pointer, k tileInput, out *[tileRows]float32) {
+	q4KTile1(tile, k.bcast, k.scales, k.sums, k.blocks, out)
+}
+
+func q6KTile(tile unsafe.Pointer, k tileInput, out *[tileRows]float32) {
+	q6KTile1(tile, k.bcast, k.scales, k.sums, k.blocks, out)
+}
+
 //go:noescape
 func q4KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
@@ -244,22 +266,20 @@ func matVecTiles(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	in := tileInputOf(m, k, x)
 	per := in.blocks * k.bytes
 	// Whole tiles store straight into out. A copy goes through memmove,
-	// whose SSE moves run many times slower while the vector registers'
-	// upper halves are dirty (12% of a Q4_K_M prefill); the span's partial
-	// tiles, at most two, clear them first.
+	// whose SSE moves ran many times slower while the vector registers'
+	// upper halves were dirty (12% of a Q4_K_M prefill); the kernels now
+	// clear them, and the span's partial tiles, at most two, go through
+	// rows.
 	var rows [tileRows]float32
 	for t := lo / tileRows; t*tileRows < hi; t++ {
 		first, last := max(lo, t*tileRows), min(hi, (t+1)*tileRows)
-		tile := k.dot(unsafe.Pointer(&m.tiles[t*per]), in)
 		if last-first == tileRows {
-			tile.Store((*[tileRows]float32)(out[first:last]))
+			k.dot(unsafe.Pointer(&m.tiles[t*per]), in, (*[tileRows]float32)(out[first:last]))
 			continue
 		}
-		tile.Store(&rows)
-		archsimd.ClearAVXUpperBits()
+		k.dot(unsafe.Pointer(&m.tiles[t*per]), in, &rows)
 		copy(out[first:last], rows[first-t*tileRows:last-t*tileRows])
 	}
-	archsimd.ClearAVXUpperBits()
 }
 
 // shiftBy is a vector of shift counts. The kernels shift by a vector
@@ -274,7 +294,7 @@ func shiftBy(n uint32) archsimd.Uint32x8 { return archsimd.BroadcastUint32x8(n) 
 // q4_0Tile: per group, each four columns' nibbles (low, then high) ×
 // activations summed in int16 (8 × 2 × 15 × 127 fits), then
 // d_x·Σ n·y − 8·(d_x·Σ y), the group's sum, times each row's d.
-func q4_0Tile(tile unsafe.Pointer, in tileInput) archsimd.Float32x8 {
+func q4_0Tile(tile unsafe.Pointer, in tileInput, out *[tileRows]float32) {
 	low := archsimd.BroadcastUint8x32(0x0f)
 	four := shiftBy(4)
 	ones := archsimd.BroadcastInt16x16(1)
@@ -295,109 +315,29 @@ func q4_0Tile(tile unsafe.Pointer, in tileInput) archsimd.Float32x8 {
 		group := s16.DotProductPairs(ones).ConvertToFloat32().Mul(dx).Sub(ysum.Mul(eight))
 		sum = group.MulAdd(f32x8(nib, q4_0TileNibbles), sum)
 	}
-	return sum
+	sum.Store(out)
+	archsimd.ClearAVXUpperBits()
 }
 
 // runIndex[0] and runIndex[1] repeat each of bytes 0–7 or 8–15 twice
 // (for VPSHUFB), so that sign-extending gives each row's scale for one
-// run in both int16 lanes of its int32 lane; twoRunIndex interleaves the
-// two (run s of row r, then run s+1 of row r).
-var runIndex, twoRunIndex = func() (run [2]archsimd.Int8x16, twoRuns archsimd.Int8x16) {
+// run in both int16 lanes of its int32 lane (gemm_amd64.s has the same
+// as q4KRunIndex).
+var runIndex = func() (run [2]archsimd.Int8x16) {
 	if !haveAVX2 {
 		return
 	}
-	var lo, hi, p [16]int8
+	var lo, hi [16]int8
 	for i := range 16 {
 		lo[i], hi[i] = int8(i/2), int8(8+i/2)
-		p[i] = int8(i/2 + 8*(i%2))
 	}
-	return [2]archsimd.Int8x16{archsimd.LoadInt8x16(&lo), archsimd.LoadInt8x16(&hi)}, archsimd.LoadInt8x16(&p)
+	return [2]archsimd.Int8x16{archsimd.LoadInt8x16(&lo), archsimd.LoadInt8x16(&hi)}
 }()
-
-// q6KTile is one Q6_K tile's eight dot products with the activations:
-// per four columns, codes × activations (VPMADDUBSW) then × each row's
-// run scale (VPMADDWD), summed over a block in int32; the codes' +32 is
-// taken off with the activations' sums of 16, two runs at a time; then
-// d·d_x.
-func q6KTile(tile unsafe.Pointer, k tileInput) archsimd.Float32x8 {
-	five := shiftBy(5) // ×32
-	var sum archsimd.Float32x8
-	for sb := range k.blocks {
-		tb := unsafe.Add(tile, sb*q6KTileBytes)
-		y := unsafe.Add(k.bcast, sb*superBlock*8)
-		var acc, offset archsimd.Int32x8
-		for s := 0; s < 16; s += 2 {
-			runs := archsimd.LoadInt8x16((*[16]int8)(unsafe.Add(tb, q6KTileCodes+8*s)))
-			for half := range 2 {
-				scale := runs.PermuteOrZero(runIndex[half]).ExtendToInt16()
-				// Offsets from the run's bases (see q4KTile).
-				codes, x := unsafe.Add(tb, 128*(s+half)), unsafe.Add(y, 128*(s+half))
-				for i := uintptr(0); i < 128; i += 64 {
-					c0 := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(codes, i)))
-					c1 := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(codes, i+32)))
-					acc = acc.Add(c0.DotProductPairsSaturated(i8x32(x, i)).DotProductPairs(scale))
-					acc = acc.Add(c1.DotProductPairsSaturated(i8x32(x, i+32)).DotProductPairs(scale))
-				}
-			}
-			sums := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(k.sums, 2*(sb*16+s)))).AsInt16x16()
-			offset = offset.Add(runs.PermuteOrZero(twoRunIndex).ExtendToInt16().DotProductPairs(sums))
-		}
-		acc = acc.Sub(offset.AsUint32x8().ShiftLeft(five).AsInt32x8())
-		d := f32x8(tb, q6KTileCodes+q6KTileScales)
-		dx := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(k.scales, sb*4))).AsFloat32x8()
-		sum = acc.ConvertToFloat32().MulAdd(d.Mul(dx), sum)
-	}
-	return sum
-}
-
-// q4KTile is one Q4_K tile's eight dot products with the activations:
-// per group, each four columns' nibbles × activations (VPMADDUBSW) summed
-// in int16 (8 × 2 × 15 × 127 fits), then × each row's group scale
-// (VPMADDWD) into int32 for the block; the mins meet the activations'
-// group sums the same way; then d·d_x and dmin·d_x.
-func q4KTile(tile unsafe.Pointer, k tileInput) archsimd.Float32x8 {
-	low := archsimd.BroadcastUint8x32(0x0f)
-	four := shiftBy(4)
-	var sum archsimd.Float32x8
-	for sb := range k.blocks {
-		tb := unsafe.Add(tile, sb*q4KTileBytes)
-		y := unsafe.Add(k.bcast, sb*superBlock*8)
-		var acc, mins archsimd.Int32x8
-		for c := range 4 {
-			// Offsets from each group pair's bases, in the loads'
-			// addressing: index arithmetic per load cost more instructions
-			// than the vector work, and a pointer stepped past the last
-			// load would point outside the tiles (checkptr refuses it).
-			nib, even := unsafe.Add(tb, 256*c), unsafe.Add(y, 512*c) // group 2c's activations, then 2c+1's 256 bytes on
-			var evenSum, oddSum archsimd.Int16x16
-			for i := uintptr(0); i < 256; i += 64 {
-				v := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(nib, i)))
-				w := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(nib, i+32)))
-				evenSum = evenSum.Add(v.And(low).DotProductPairsSaturated(i8x32(even, i))).Add(w.And(low).DotProductPairsSaturated(i8x32(even, i+32)))
-				oddSum = oddSum.Add(v.AsUint32x8().ShiftRight(four).AsUint8x32().And(low).DotProductPairsSaturated(i8x32(even, i+256)))
-				oddSum = oddSum.Add(w.AsUint32x8().ShiftRight(four).AsUint8x32().And(low).DotProductPairsSaturated(i8x32(even, i+288)))
-			}
-			scales := archsimd.LoadInt8x16((*[16]int8)(unsafe.Add(tb, q4KTileScales+16*c)))
-			acc = acc.Add(evenSum.DotProductPairs(scales.PermuteOrZero(runIndex[0]).ExtendToInt16()))
-			acc = acc.Add(oddSum.DotProductPairs(scales.PermuteOrZero(runIndex[1]).ExtendToInt16()))
-			// Group j's min times its two sums of 16: each row's min in
-			// both int16 lanes against the pair, one VPMADDWD.
-			m := archsimd.LoadInt8x16((*[16]int8)(unsafe.Add(tb, q4KTileMins+16*c)))
-			sumPairs := unsafe.Add(k.sums, sb*32+8*c)
-			mins = mins.Add(m.PermuteOrZero(runIndex[0]).ExtendToInt16().DotProductPairs(archsimd.BroadcastUint32x8(*(*uint32)(sumPairs)).AsInt16x16()))
-			mins = mins.Add(m.PermuteOrZero(runIndex[1]).ExtendToInt16().DotProductPairs(archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(sumPairs, 4))).AsInt16x16()))
-		}
-		dx := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(k.scales, sb*4))).AsFloat32x8()
-		sum = acc.ConvertToFloat32().MulAdd(f32x8(tb, q4KTileD).Mul(dx), sum)
-		sum = sum.Sub(mins.ConvertToFloat32().Mul(f32x8(tb, q4KTileD+4*tileRows).Mul(dx)))
-	}
-	return sum
-}
 
 // q5KTile is q4KTile with each code's fifth bit (see the layout). Codes
 // reach 31, so a group's int16 sums take four vectors at a time (4 × 2 ×
 // 31 × 127 fits) before its scale.
-func q5KTile(tile unsafe.Pointer, k tileInput) archsimd.Float32x8 {
+func q5KTile(tile unsafe.Pointer, k tileInput, out *[tileRows]float32) {
 	low := archsimd.BroadcastUint8x32(0x0f)
 	bit4 := archsimd.BroadcastUint8x32(0x10)
 	four := shiftBy(4)
@@ -430,5 +370,6 @@ func q5KTile(tile unsafe.Pointer, k tileInput) archsimd.Float32x8 {
 		sum = acc.ConvertToFloat32().MulAdd(f32x8(tb, q4KTileD).Mul(dx), sum)
 		sum = sum.Sub(mins.ConvertToFloat32().Mul(f32x8(tb, q4KTileD+4*tileRows).Mul(dx)))
 	}
-	return sum
+	sum.Store(out)
+	archsimd.ClearAVXUpperBits()
 }
