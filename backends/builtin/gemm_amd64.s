@@ -488,3 +488,56 @@ q61done:
 	VMOVUPS Y2, 0(DI)
 	VZEROUPPER
 	RET
+
+// func q8Row1(w, ws, x, xs unsafe.Pointer, groups int, out *[8]float32)
+//
+// q8Row in assembly, the same sums in the same order: per group, |w|
+// times x with w's sign (VPMADDUBSW), pairs summed (VPMADDWD against
+// ones), converted, times ws·xs into the even groups' accumulator (Y0) or
+// the odd groups' (Y1); then even + odd, the row's eight lane sums.
+TEXT ·q8Row1(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ ws+8(FP), DX
+	MOVQ x+16(FP), R8
+	MOVQ xs+24(FP), R9
+	MOVQ groups+32(FP), CX
+	MOVQ out+40(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VPCMPEQW Y7, Y7, Y7
+	VPSRLW $15, Y7, Y7 // ones
+	XORQ AX, AX // group
+	XORQ BX, BX // its first value's offset
+
+#define Q8_GROUP(ACC) \
+	VMOVDQU 0(R8)(BX*1), Y2 \
+	VPSIGNB 0(SI)(BX*1), Y2, Y2 \
+	VPABSB 0(SI)(BX*1), Y3 \
+	VPMADDUBSW Y2, Y3, Y2 \
+	VPMADDWD Y7, Y2, Y2 \
+	VCVTDQ2PS Y2, Y2 \
+	VMOVSS 0(DX)(AX*4), X4 \
+	VMULSS 0(R9)(AX*4), X4, X4 \
+	VBROADCASTSS X4, Y4 \
+	VFMADD231PS Y4, Y2, ACC \
+	INCQ AX \
+	ADDQ $32, BX
+
+q8pairs:
+	LEAQ 2(AX), R10
+	CMPQ R10, CX
+	JA   q8last
+	Q8_GROUP(Y0)
+	Q8_GROUP(Y1)
+	JMP  q8pairs
+
+q8last:
+	CMPQ AX, CX
+	JAE  q8done
+	Q8_GROUP(Y0)
+
+q8done:
+	VADDPS Y1, Y0, Y0
+	VMOVUPS Y0, 0(DI)
+	VZEROUPPER
+	RET

@@ -23,7 +23,7 @@ import (
 // 66 → 78), at 32000×288 they lose (f32 18.5 → 16.9; Q8_0 54 → 46.5
 // against the paired AVX2 kernel). So f32 rows shorter than wideF32Cols
 // keep AVX2, and so do Q8_0 rows short enough for the paired AVX2 kernel
-// (pairedRowGroups).
+// (shortQ8Groups).
 
 var haveAVX512 = archsimd.X86.AVX512()
 
@@ -81,7 +81,7 @@ var pairIndex = func() (idx [4]archsimd.Uint32x16) {
 	return idx
 }()
 
-// q8RowAVX512 is q8Row two groups to a vector: lanes 0–7 hold the first
+// q8RowAVX512 is q8Row1 two groups to a vector: lanes 0–7 hold the first
 // group's partial sums and lanes 8–15 the second's, each weighed by its
 // own scale product; a group left over after the pairs (an odd count)
 // goes through q8Dot into an 8-lane accumulator.

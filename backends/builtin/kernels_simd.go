@@ -254,7 +254,7 @@ func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
 		matVecQ8Generic(out, m, x, lo, hi)
 		return
 	}
-	matVecQ8Vector(out, m, x, lo, hi, haveAVX512 && m.Cols/GroupSize > pairedRowGroups)
+	matVecQ8Vector(out, m, x, lo, hi, haveAVX512 && m.Cols/GroupSize > shortQ8Groups)
 }
 
 // matVecQ8Vector takes each row through q8RowAVX512 when wide is set, and
@@ -266,6 +266,7 @@ func matVecQ8Vector(out []float32, m *Matrix, x *quantized, lo, hi int, wide boo
 	pxs := unsafe.Pointer(&x.scales[:groups+scalePad][0])
 	var acc [4]archsimd.Float32x8
 	var sums [4]float32
+	var lanes [8]float32
 	// A stored row is its scales, then its values: one sequential stream.
 	// Eight-wide scale loads past a short row's scales read its own values,
 	// whose lanes are never used.
@@ -277,11 +278,9 @@ func matVecQ8Vector(out []float32, m *Matrix, x *quantized, lo, hi int, wide boo
 		for ; wide && i < n; i++ {
 			acc[i] = q8RowAVX512(rowQ8(r0+i), rowScales(r0+i), pxq, pxs, groups)
 		}
-		for ; groups <= pairedRowGroups && i+2 <= n; i += 2 {
-			acc[i], acc[i+1] = q8Rows2(rowQ8(r0+i), rowScales(r0+i), rowQ8(r0+i+1), rowScales(r0+i+1), pxq, pxs, groups)
-		}
 		for ; i < n; i++ {
-			acc[i] = q8Row(rowQ8(r0+i), rowScales(r0+i), pxq, pxs, groups)
+			q8Row1(rowQ8(r0+i), rowScales(r0+i), pxq, pxs, groups, &lanes)
+			acc[i] = archsimd.LoadFloat32x8(&lanes)
 		}
 		for ; i < 4; i++ {
 			acc[i] = archsimd.Float32x8{}
@@ -304,68 +303,21 @@ func matVecBlocks(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	matVecTiles(out, m, x, lo, hi)
 }
 
-// pairedRowGroups is the longest row (in groups) for which two rows are
-// computed together. It is an empirical rule from whole-model runs here
-// (BenchmarkGenerate256, one thread): pairing the 9-group rows of
-// stories15M took it from 820 to 950 tok/s, pairing its 24-group rows too
-// cost 15%, and pairing stories42M's 16- and 43-group rows halved its speed
-// (280 → 155), although a lone cache-resident matrix of those shapes ran
-// faster paired. Neither whole-model cache residency nor the number of
-// memory streams (rows are one stream each since the row-interleaved
-// layout) explained it.
-const pairedRowGroups = 12
+// shortQ8Groups is the longest Q8_0 row (in groups) that keeps the AVX2
+// kernel on a CPU with AVX-512: on shorter rows the 512-bit loop lost to
+// the AVX2 kernel of the time, which paired such rows (see
+// kernels_avx512.go); that kernel is now q8Row1, unpaired.
+const shortQ8Groups = 12
 
-// q8Rows2 is q8Row for two rows at once, sharing every load of x and the
-// loop's overhead; each row is summed exactly as q8Row sums it, so results
-// do not depend on which of the two computed a row.
-func q8Rows2(w0, ws0, w1, ws1, x, xs unsafe.Pointer, groups int) (archsimd.Float32x8, archsimd.Float32x8) {
-	ones := archsimd.BroadcastInt16x16(1)
-	var even0, odd0, even1, odd1 archsimd.Float32x8
-	for b := 0; b < groups; b += 8 {
-		xsv := f32x8(xs, uintptr(b)*4)
-		s0 := f32x8(ws0, uintptr(b)*4).Mul(xsv)
-		s1 := f32x8(ws1, uintptr(b)*4).Mul(xsv)
-		n := min(8, groups-b)
-		k := 0
-		for ; k+2 <= n; k += 2 {
-			off := uintptr(b+k) * GroupSize
-			xa, xb := i8x32(x, off), i8x32(x, off+GroupSize)
-			even0 = q8Dot(i8x32(w0, off), xa, ones).MulAdd(s0.Permute(laneIndex[k]), even0)
-			even1 = q8Dot(i8x32(w1, off), xa, ones).MulAdd(s1.Permute(laneIndex[k]), even1)
-			odd0 = q8Dot(i8x32(w0, off+GroupSize), xb, ones).MulAdd(s0.Permute(laneIndex[k+1]), odd0)
-			odd1 = q8Dot(i8x32(w1, off+GroupSize), xb, ones).MulAdd(s1.Permute(laneIndex[k+1]), odd1)
-		}
-		if k < n {
-			off := uintptr(b+k) * GroupSize
-			xa := i8x32(x, off)
-			even0 = q8Dot(i8x32(w0, off), xa, ones).MulAdd(s0.Permute(laneIndex[k]), even0)
-			even1 = q8Dot(i8x32(w1, off), xa, ones).MulAdd(s1.Permute(laneIndex[k]), even1)
-		}
-	}
-	return even0.Add(odd0), even1.Add(odd1)
-}
-
-// q8Row is one row's lane-wise partial sums, two groups per step into two
-// accumulators so consecutive groups' FMAs overlap.
-func q8Row(w, ws, x, xs unsafe.Pointer, groups int) archsimd.Float32x8 {
-	ones := archsimd.BroadcastInt16x16(1)
-	var even, odd archsimd.Float32x8
-	for b := 0; b < groups; b += 8 {
-		scales := f32x8(ws, uintptr(b)*4).Mul(f32x8(xs, uintptr(b)*4))
-		n := min(8, groups-b)
-		k := 0
-		for ; k+2 <= n; k += 2 {
-			off := uintptr(b+k) * GroupSize
-			even = q8Dot(i8x32(w, off), i8x32(x, off), ones).MulAdd(scales.Permute(laneIndex[k]), even)
-			odd = q8Dot(i8x32(w, off+GroupSize), i8x32(x, off+GroupSize), ones).MulAdd(scales.Permute(laneIndex[k+1]), odd)
-		}
-		if k < n {
-			off := uintptr(b+k) * GroupSize
-			even = q8Dot(i8x32(w, off), i8x32(x, off), ones).MulAdd(scales.Permute(laneIndex[k]), even)
-		}
-	}
-	return even.Add(odd)
-}
+// q8Row1 is one Q8_0 row's lane-wise partial sums against quantized x
+// (gemm_amd64.s): per group, the integer dot product in eight lanes
+// times the product of the two group scales, even groups and odd groups
+// into two accumulators so consecutive groups' FMAs overlap. In archsimd
+// (and with rows paired for short rows) it compiled to an address
+// computation per load and a bounds-checked index load per group.
+//
+//go:noescape
+func q8Row1(w, ws, x, xs unsafe.Pointer, groups int, out *[8]float32)
 
 // q8Dot is one group's 32 int8 products, summed into eight float lanes.
 func q8Dot(wv, xv archsimd.Int8x32, ones archsimd.Int16x16) archsimd.Float32x8 {
