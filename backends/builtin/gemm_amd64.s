@@ -541,3 +541,108 @@ q8done:
 	VMOVUPS Y0, 0(DI)
 	VZEROUPPER
 	RET
+
+// One 32-byte column of codes (Y9) times three vectors' activations, by
+// the run's scales (Y11), into Y0-Y2.
+#define Q6_COL3(OFF) \
+	VMOVDQU OFF(SI), Y9 \
+	Q6_COL(OFF, R8, Y0) \
+	Q6_COL(OFF, R11, Y1) \
+	Q6_COL(OFF, R14, Y2)
+
+#define Q6_3RUN(S, IDX) \
+	VPSHUFB IDX, X12, X11 \
+	VPMOVSXBW X11, Y11 \
+	Q6_COL3(128*(S)) \
+	Q6_COL3(128*(S)+32) \
+	Q6_COL3(128*(S)+64) \
+	Q6_COL3(128*(S)+96)
+
+#define Q6_3PAIR(S) \
+	VMOVDQU (2048+8*S)(SI), X12 \
+	Q6_3RUN(S, X14) \
+	Q6_3RUN(S+1, X13) \
+	VPSHUFB X15, X12, X8 \
+	VPMOVSXBW X8, Y8 \
+	VPBROADCASTD (2*S)(R10), Y10 \
+	VPMADDWD Y10, Y8, Y10 \
+	VPADDD Y10, Y3, Y3 \
+	VPBROADCASTD (2*S)(R13), Y10 \
+	VPMADDWD Y10, Y8, Y10 \
+	VPADDD Y10, Y4, Y4 \
+	VPBROADCASTD (2*S)(BX), Y10 \
+	VPMADDWD Y10, Y8, Y10 \
+	VPADDD Y10, Y5, Y5
+
+// One vector's block into its running sum (OUT): q6KTile's float steps.
+#define Q6_FINISH(ACC, OFFSET, SCALES, OUT) \
+	VPSLLD $5, OFFSET, OFFSET \
+	VPSUBD OFFSET, ACC, ACC \
+	VBROADCASTSS 0(SCALES)(DX*4), Y10 \
+	VMULPS (2048+128)(SI), Y10, Y11 \
+	VCVTDQ2PS ACC, ACC \
+	VMOVUPS OUT(DI), Y9 \
+	VFMADD231PS Y11, ACC, Y9 \
+	VMOVUPS Y9, OUT(DI)
+
+// func q6KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+//
+// q6KTile1 against three vectors' activations, each summed exactly as
+// q6KTile1 sums it, the running sums kept in out between blocks. Each 32
+// bytes of codes are loaded, and each run's scales unpacked, once for the
+// three. Y0-Y2 are the block's int32 sums, Y3-Y5 the offsets.
+TEXT ·q6KTile3(SB), NOSPLIT, $0-96
+	MOVQ tile+0(FP), SI
+	MOVQ bcast0+8(FP), R8
+	MOVQ scales0+16(FP), R9
+	MOVQ sums0+24(FP), R10
+	MOVQ bcast1+32(FP), R11
+	MOVQ scales1+40(FP), R12
+	MOVQ sums1+48(FP), R13
+	MOVQ bcast2+56(FP), R14
+	MOVQ scales2+64(FP), R15
+	MOVQ sums2+72(FP), BX
+	MOVQ blocks+80(FP), CX
+	MOVQ out+88(FP), DI
+	VMOVDQU q4KRunIndex<>+0(SB), X14
+	VMOVDQU q4KRunIndex<>+16(SB), X13
+	VMOVDQU q6KTwoRunIndex<>+0(SB), X15
+	VXORPS Y0, Y0, Y0
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y0, 32(DI)
+	VMOVUPS Y0, 64(DI)
+	XORQ DX, DX
+
+q63blocks:
+	CMPQ DX, CX
+	JAE  q63done
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	Q6_3PAIR(0)
+	Q6_3PAIR(2)
+	Q6_3PAIR(4)
+	Q6_3PAIR(6)
+	Q6_3PAIR(8)
+	Q6_3PAIR(10)
+	Q6_3PAIR(12)
+	Q6_3PAIR(14)
+	Q6_FINISH(Y0, Y3, R9, 0)
+	Q6_FINISH(Y1, Y4, R12, 32)
+	Q6_FINISH(Y2, Y5, R15, 64)
+	ADDQ $2208, SI
+	ADDQ $2048, R8
+	ADDQ $2048, R11
+	ADDQ $2048, R14
+	ADDQ $32, R10
+	ADDQ $32, R13
+	ADDQ $32, BX
+	INCQ DX
+	JMP  q63blocks
+
+q63done:
+	VZEROUPPER
+	RET

@@ -190,8 +190,9 @@ type tileInput struct {
 
 // matMatTiles computes rows [lo, hi) of a tiled matrix against every
 // quantized vector of xs (a prompt chunk's tokens, or a decode step's
-// streams): Q4_0 and Q4_K against three vectors at a time (q4_0Tile3,
-// q4KTile3, assembly), which unpack each tile's codes once for the three;
+// streams): Q4_0, Q4_K and Q6_K against three vectors at a time
+// (tileKernels3, assembly), which unpack each tile's codes once for the
+// three;
 // the other formats, and the vectors left over, a vector at a time.
 func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 	s := 0
@@ -221,6 +222,7 @@ func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 var tileKernels3 = map[format]func(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32){
 	formatQ4_0: q4_0Tile3,
 	formatQ4_K: q4KTile3,
+	formatQ6_K: q6KTile3,
 }
 
 //go:noescape
@@ -249,6 +251,9 @@ func q6KTile(tile unsafe.Pointer, k tileInput, out *[tileRows]float32) {
 
 //go:noescape
 func q4KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+
+//go:noescape
+func q6KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 // tileInputOf is x as m's tile kernel reads it.
 func tileInputOf(m *Matrix, k *tileKernel, x *quantized) tileInput {
