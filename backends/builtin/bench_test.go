@@ -57,28 +57,23 @@ func BenchmarkMatVec(b *testing.B) {
 // and the portable one, in GFLOP/s; f32 and Q8_0 first, for comparison
 // within one run (this machine's speed moves between runs).
 func BenchmarkMatVecFormats(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 3))
-	const rows, cols = 2048, 768
-	w := randomMatrix(rng, rows, cols)
-	x := randomVec(rng, cols)
-	xq := newQuantized(cols)
-	xq.quantize(x, allForms)
-	out := make([]float32, rows)
+	w, x, xq, out := ffnProduct()
+	rows, flops := w.Rows, float64(2*w.Rows*w.Cols)
 	q8, _ := w.Quantize()
 	for _, name := range slices.Sorted(maps.Keys(f32Kernels)) {
 		b.Run("f32/"+name, func(b *testing.B) {
 			for b.Loop() {
 				f32Kernels[name](out, w, x, 0, rows)
 			}
-			b.ReportMetric(2*rows*cols*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
 	for _, name := range slices.Sorted(maps.Keys(q8Kernels)) {
 		b.Run("q8_0/"+name, func(b *testing.B) {
 			for b.Loop() {
-				q8Kernels[name](out, q8, &xq, 0, rows)
+				q8Kernels[name](out, q8, xq, 0, rows)
 			}
-			b.ReportMetric(2*rows*cols*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
 	for f := range formats {
@@ -89,12 +84,23 @@ func BenchmarkMatVecFormats(b *testing.B) {
 		for name, kernel := range map[string]func([]float32, *Matrix, *quantized, int, int){"dispatched": matVecBlocks, "portable": matVecBlocksGeneric} {
 			b.Run(fmt.Sprintf("%s/%s", format(f), name), func(b *testing.B) {
 				for b.Loop() {
-					kernel(out, m, &xq, 0, rows)
+					kernel(out, m, xq, 0, rows)
 				}
-				b.ReportMetric(2*rows*cols*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
 	}
+}
+
+// ffnProduct is one product of stories110M's FFN shape (2048×768):
+// seeded weights, an input in every form, and the output.
+func ffnProduct() (w *Matrix, x []float32, xq *quantized, out []float32) {
+	rng := rand.New(rand.NewPCG(1, 3))
+	w = randomMatrix(rng, 2048, 768)
+	x = randomVec(rng, 768)
+	q := newQuantized(768)
+	q.quantize(x, allForms)
+	return w, x, &q, make([]float32, 2048)
 }
 
 // BenchmarkPortableAgainstF32 is each format's portable kernel against
@@ -104,13 +110,8 @@ func BenchmarkMatVecFormats(b *testing.B) {
 // format's speed over f32's, issue 37's bar for the portable build being
 // 1 or more.
 func BenchmarkPortableAgainstF32(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 3))
-	const rows, cols = 2048, 768
-	w := randomMatrix(rng, rows, cols)
-	x := randomVec(rng, cols)
-	xq := newQuantized(cols)
-	xq.quantize(x, allForms)
-	out := make([]float32, rows)
+	w, x, xq, out := ffnProduct()
+	rows, flops := w.Rows, float64(2*w.Rows*w.Cols)
 	for f := range formats {
 		if f == int(formatF32) {
 			continue
@@ -129,11 +130,11 @@ func BenchmarkPortableAgainstF32(b *testing.B) {
 				start := time.Now()
 				matVecF32Generic(out, w, x, 0, rows)
 				mid := time.Now()
-				kernel(out, m, &xq, 0, rows)
+				kernel(out, m, xq, 0, rows)
 				f32Time, formatTime = f32Time+mid.Sub(start), formatTime+time.Since(mid)
 			}
 			b.ReportMetric(f32Time.Seconds()/formatTime.Seconds(), "×f32")
-			b.ReportMetric(2*rows*cols*float64(b.N)/formatTime.Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(flops*float64(b.N)/formatTime.Seconds()/1e9, "GFLOP/s")
 		})
 	}
 }

@@ -2,6 +2,35 @@
 
 #include "textflag.h"
 
+// The three-vector tile kernels' arguments: the tile in SI; each
+// vector's broadcast codes, scales and sums in R8-R10, R11-R13, and R14,
+// R15, BX; the count of blocks (or groups) in CX, out in DI.
+#define TILE3_ARGS \
+	MOVQ tile+0(FP), SI \
+	MOVQ bcast0+8(FP), R8 \
+	MOVQ scales0+16(FP), R9 \
+	MOVQ sums0+24(FP), R10 \
+	MOVQ bcast1+32(FP), R11 \
+	MOVQ scales1+40(FP), R12 \
+	MOVQ sums1+48(FP), R13 \
+	MOVQ bcast2+56(FP), R14 \
+	MOVQ scales2+64(FP), R15 \
+	MOVQ sums2+72(FP), BX \
+	MOVQ blocks+80(FP), CX \
+	MOVQ out+88(FP), DI
+
+// A K-quant tile kernel's step to its next block: TILE bytes of tile, a
+// super-block of each vector's broadcast codes and sums of 16.
+#define TILE3_NEXT(TILE) \
+	ADDQ $TILE, SI \
+	ADDQ $2048, R8 \
+	ADDQ $2048, R11 \
+	ADDQ $2048, R14 \
+	ADDQ $32, R10 \
+	ADDQ $32, R13 \
+	ADDQ $32, BX \
+	INCQ DX
+
 // func dot1x3FMA(w, x0, x1, x2 unsafe.Pointer, end uintptr, lanes *[3][8]float32)
 //
 // dotAVX2 for one row w against three vectors, each summed exactly as
@@ -79,7 +108,7 @@ sums:
 	VZEROUPPER
 	RET
 
-// func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, groups int, out *[3][8]float32)
+// func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
 // q4_0Tile for one tile against three vectors' activations, each summed
 // exactly as q4_0Tile sums it: per group, the nibbles (low, then high) of
@@ -90,18 +119,7 @@ sums:
 // loaded and unpacked once for the three. Y0-Y2 are the running sums,
 // Y3-Y5 a group's int16 sums, one per vector.
 TEXT ·q4_0Tile3(SB), NOSPLIT, $0-96
-	MOVQ tile+0(FP), SI
-	MOVQ bcast0+8(FP), R8
-	MOVQ scales0+16(FP), R9
-	MOVQ sums0+24(FP), R10
-	MOVQ bcast1+32(FP), R11
-	MOVQ scales1+40(FP), R12
-	MOVQ sums1+48(FP), R13
-	MOVQ bcast2+56(FP), R14
-	MOVQ scales2+64(FP), R15
-	MOVQ sums2+72(FP), BX
-	MOVQ groups+80(FP), CX
-	MOVQ out+88(FP), DI
+	TILE3_ARGS
 	MOVL $0x0f0f0f0f, AX
 	MOVD AX, X15
 	VPBROADCASTD X15, Y15 // the low nibble of every byte
@@ -188,18 +206,7 @@ GLOBL q4KRunIndex<>(SB), RODATA|NOPTR, $32
 // sums of even groups, one per vector, Y3-Y5 of odd groups, Y6-Y8 the
 // block's int32 sums; X14 and X13 hold runIndex.
 TEXT ·q4KTile3(SB), NOSPLIT, $0-96
-	MOVQ tile+0(FP), SI
-	MOVQ bcast0+8(FP), R8
-	MOVQ scales0+16(FP), R9
-	MOVQ sums0+24(FP), R10
-	MOVQ bcast1+32(FP), R11
-	MOVQ scales1+40(FP), R12
-	MOVQ sums1+48(FP), R13
-	MOVQ bcast2+56(FP), R14
-	MOVQ scales2+64(FP), R15
-	MOVQ sums2+72(FP), BX
-	MOVQ blocks+80(FP), CX
-	MOVQ out+88(FP), DI
+	TILE3_ARGS
 	MOVL $0x0f0f0f0f, AX
 	MOVD AX, X15
 	VPBROADCASTD X15, Y15
@@ -308,14 +315,7 @@ kblocks:
 	K_FINISH(Y6, R9, R10, 0)
 	K_FINISH(Y7, R12, R13, 32)
 	K_FINISH(Y8, R15, BX, 64)
-	ADDQ $1216, SI
-	ADDQ $2048, R8
-	ADDQ $2048, R11
-	ADDQ $2048, R14
-	ADDQ $32, R10
-	ADDQ $32, R13
-	ADDQ $32, BX
-	INCQ DX
+	TILE3_NEXT(1216)
 	JMP  kblocks
 
 kdone:
@@ -592,18 +592,7 @@ q8done:
 // bytes of codes are loaded, and each run's scales unpacked, once for the
 // three. Y0-Y2 are the block's int32 sums, Y3-Y5 the offsets.
 TEXT ·q6KTile3(SB), NOSPLIT, $0-96
-	MOVQ tile+0(FP), SI
-	MOVQ bcast0+8(FP), R8
-	MOVQ scales0+16(FP), R9
-	MOVQ sums0+24(FP), R10
-	MOVQ bcast1+32(FP), R11
-	MOVQ scales1+40(FP), R12
-	MOVQ sums1+48(FP), R13
-	MOVQ bcast2+56(FP), R14
-	MOVQ scales2+64(FP), R15
-	MOVQ sums2+72(FP), BX
-	MOVQ blocks+80(FP), CX
-	MOVQ out+88(FP), DI
+	TILE3_ARGS
 	VMOVDQU q4KRunIndex<>+0(SB), X14
 	VMOVDQU q4KRunIndex<>+16(SB), X13
 	VMOVDQU q6KTwoRunIndex<>+0(SB), X15
@@ -633,14 +622,7 @@ q63blocks:
 	Q6_FINISH(Y0, Y3, R9, 0)
 	Q6_FINISH(Y1, Y4, R12, 32)
 	Q6_FINISH(Y2, Y5, R15, 64)
-	ADDQ $2208, SI
-	ADDQ $2048, R8
-	ADDQ $2048, R11
-	ADDQ $2048, R14
-	ADDQ $32, R10
-	ADDQ $32, R13
-	ADDQ $32, BX
-	INCQ DX
+	TILE3_NEXT(2208)
 	JMP  q63blocks
 
 q63done:

@@ -226,7 +226,7 @@ var tileKernels3 = map[format]func(tile, bcast0, scales0, sums0, bcast1, scales1
 }
 
 //go:noescape
-func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, groups int, out *[3][tileRows]float32)
+func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 // q4KTile1 and q6KTile1 are the Q4_K and Q6_K tile kernels (gemm_amd64.s):
 // per 256 columns, the codes times the activations summed in integers,
