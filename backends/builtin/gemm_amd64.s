@@ -188,8 +188,9 @@ q4done:
 	VZEROUPPER
 	RET
 
-// q4KRunIndex is runIndex (tiles_simd.go): bytes 0–7, then 8–15, each
-// twice, for VPSHUFB.
+// q4KRunIndex repeats each of bytes 0–7, then 8–15, twice (for VPSHUFB),
+// so that sign-extending gives each row's scale for one group or run in
+// both int16 lanes of its int32 lane.
 DATA q4KRunIndex<>+0(SB)/8, $0x0303020201010000
 DATA q4KRunIndex<>+8(SB)/8, $0x0707060605050404
 DATA q4KRunIndex<>+16(SB)/8, $0x0b0b0a0a09090808
@@ -406,8 +407,8 @@ k1done:
 	VZEROUPPER
 	RET
 
-// q6KTwoRunIndex is twoRunIndex (tiles_simd.go): run s of row r, then
-// run s+1 of row r, for VPSHUFB.
+// q6KTwoRunIndex interleaves two runs' scales (for VPSHUFB): run s of
+// row r, then run s+1 of row r.
 DATA q6KTwoRunIndex<>+0(SB)/8, $0x0b030a0209010800
 DATA q6KTwoRunIndex<>+8(SB)/8, $0x0f070e060d050c04
 GLOBL q6KTwoRunIndex<>(SB), RODATA|NOPTR, $16
@@ -626,5 +627,103 @@ q63blocks:
 	JMP  q63blocks
 
 q63done:
+	VZEROUPPER
+	RET
+
+// One 32-byte column of a Q5_K tile (nibbles at 256C+32I, fifth bits at
+// 1216 on): the even group's codes (low nibble, bit 4 from the fifth
+// bits' bit 4) and the odd group's (high nibble, bit 4 from bit 0) times
+// the activations, into Y0 and Y1.
+#define Q5_COL(C, I) \
+	VMOVDQU (256*C+32*I)(SI), Y9 \
+	VMOVDQU (1216+256*C+32*I)(SI), Y8 \
+	VPAND Y15, Y9, Y10 \
+	VPAND Y5, Y8, Y11 \
+	VPOR Y11, Y10, Y10 \
+	VPMADDUBSW (512*C+32*I)(R8), Y10, Y11 \
+	VPADDW Y11, Y0, Y0 \
+	VPSRLW $4, Y9, Y9 \
+	VPAND Y15, Y9, Y9 \
+	VPSLLW $4, Y8, Y8 \
+	VPAND Y5, Y8, Y8 \
+	VPOR Y8, Y9, Y9 \
+	VPMADDUBSW (512*C+256+32*I)(R8), Y9, Y11 \
+	VPADDW Y11, Y1, Y1
+
+// Half a group pair: four columns' sums (codes reach 31, so no more fit
+// int16), weighed by the group scales in Y6 (even) and Y7 (odd), into Y2.
+#define Q5_HALF(C, I0, I1, I2, I3) \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	Q5_COL(C, I0) \
+	Q5_COL(C, I1) \
+	Q5_COL(C, I2) \
+	Q5_COL(C, I3) \
+	VPMADDWD Y6, Y0, Y10 \
+	VPADDD Y10, Y2, Y2 \
+	VPMADDWD Y7, Y1, Y10 \
+	VPADDD Y10, Y2, Y2
+
+#define Q5_PAIR(C) \
+	VMOVDQU (1024+16*C)(SI), X12 \
+	VPSHUFB X14, X12, X11 \
+	VPMOVSXBW X11, Y6 \
+	VPSHUFB X13, X12, X11 \
+	VPMOVSXBW X11, Y7 \
+	Q5_HALF(C, 0, 1, 2, 3) \
+	Q5_HALF(C, 4, 5, 6, 7)
+
+// func q5KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+//
+// q5KTile in assembly, the same sums in the same order: Q4_K's with each
+// code's fifth bit. Y2 is the block's int32 sum, Y9 its mins, Y4 the
+// running sum, Y5 bit 4 of every byte.
+TEXT ·q5KTile1(SB), NOSPLIT, $0-48
+	MOVQ tile+0(FP), SI
+	MOVQ bcast+8(FP), R8
+	MOVQ scales+16(FP), R9
+	MOVQ sums+24(FP), R10
+	MOVQ blocks+32(FP), CX
+	MOVQ out+40(FP), DI
+	MOVL $0x0f0f0f0f, AX
+	MOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x10101010, AX
+	MOVD AX, X5
+	VPBROADCASTD X5, Y5
+	VMOVDQU q4KRunIndex<>+0(SB), X14
+	VMOVDQU q4KRunIndex<>+16(SB), X13
+	VXORPS Y4, Y4, Y4
+	XORQ DX, DX
+
+q51blocks:
+	CMPQ DX, CX
+	JAE  q51done
+	VPXOR Y2, Y2, Y2
+	Q5_PAIR(0)
+	Q5_PAIR(1)
+	Q5_PAIR(2)
+	Q5_PAIR(3)
+	VPXOR Y9, Y9, Y9
+	K_MINS(0, R10)
+	K_MINS(1, R10)
+	K_MINS(2, R10)
+	K_MINS(3, R10)
+	VBROADCASTSS 0(R9)(DX*4), Y10
+	VMULPS 1152(SI), Y10, Y11
+	VCVTDQ2PS Y2, Y12
+	VFMADD231PS Y11, Y12, Y4
+	VMULPS 1184(SI), Y10, Y11
+	VCVTDQ2PS Y9, Y12
+	VMULPS Y11, Y12, Y12
+	VSUBPS Y12, Y4, Y4
+	ADDQ $2240, SI
+	ADDQ $2048, R8
+	ADDQ $32, R10
+	INCQ DX
+	JMP  q51blocks
+
+q51done:
+	VMOVUPS Y4, 0(DI)
 	VZEROUPPER
 	RET

@@ -245,6 +245,17 @@ func q4KTile(tile unsafe.Pointer, k tileInput, out *[tileRows]float32) {
 	q4KTile1(tile, k.bcast, k.scales, k.sums, k.blocks, out)
 }
 
+// q5KTile1 is the Q5_K tile kernel (gemm_amd64.s): Q4_K's with each
+// code's fifth bit. Codes reach 31, so a group's int16 sums take four
+// vectors at a time (4 × 2 × 31 × 127 fits) before its scale.
+//
+//go:noescape
+func q5KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+func q5KTile(tile unsafe.Pointer, k tileInput, out *[tileRows]float32) {
+	q5KTile1(tile, k.bcast, k.scales, k.sums, k.blocks, out)
+}
+
 func q6KTile(tile unsafe.Pointer, k tileInput, out *[tileRows]float32) {
 	q6KTile1(tile, k.bcast, k.scales, k.sums, k.blocks, out)
 }
@@ -319,61 +330,6 @@ func q4_0Tile(tile unsafe.Pointer, in tileInput, out *[tileRows]float32) {
 		ysum := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(in.sums, 4*g))).AsFloat32x8()
 		group := s16.DotProductPairs(ones).ConvertToFloat32().Mul(dx).Sub(ysum.Mul(eight))
 		sum = group.MulAdd(f32x8(nib, q4_0TileNibbles), sum)
-	}
-	sum.Store(out)
-	archsimd.ClearAVXUpperBits()
-}
-
-// runIndex[0] and runIndex[1] repeat each of bytes 0–7 or 8–15 twice
-// (for VPSHUFB), so that sign-extending gives each row's scale for one
-// run in both int16 lanes of its int32 lane (gemm_amd64.s has the same
-// as q4KRunIndex).
-var runIndex = func() (run [2]archsimd.Int8x16) {
-	if !haveAVX2 {
-		return
-	}
-	var lo, hi [16]int8
-	for i := range 16 {
-		lo[i], hi[i] = int8(i/2), int8(8+i/2)
-	}
-	return [2]archsimd.Int8x16{archsimd.LoadInt8x16(&lo), archsimd.LoadInt8x16(&hi)}
-}()
-
-// q5KTile is q4KTile with each code's fifth bit (see the layout). Codes
-// reach 31, so a group's int16 sums take four vectors at a time (4 × 2 ×
-// 31 × 127 fits) before its scale.
-func q5KTile(tile unsafe.Pointer, k tileInput, out *[tileRows]float32) {
-	low := archsimd.BroadcastUint8x32(0x0f)
-	bit4 := archsimd.BroadcastUint8x32(0x10)
-	four := shiftBy(4)
-	var sum archsimd.Float32x8
-	for sb := range k.blocks {
-		tb := unsafe.Add(tile, sb*q5KTileBytes)
-		y := unsafe.Add(k.bcast, sb*superBlock*8)
-		var acc, mins archsimd.Int32x8
-		for c := range 4 {
-			nib, high, even := unsafe.Add(tb, 256*c), unsafe.Add(tb, q5KTileHigh+256*c), unsafe.Add(y, 512*c) // offsets as in q4KTile
-			for half := uintptr(0); half < 256; half += 128 {
-				var evenSum, oddSum archsimd.Int16x16
-				for i := half; i < half+128; i += 32 {
-					v := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(nib, i)))
-					h := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(high, i)))
-					evenSum = evenSum.Add(v.And(low).Or(h.And(bit4)).DotProductPairsSaturated(i8x32(even, i)))
-					odd := v.AsUint32x8().ShiftRight(four).AsUint8x32().And(low).Or(h.AsUint32x8().ShiftLeft(four).AsUint8x32().And(bit4))
-					oddSum = oddSum.Add(odd.DotProductPairsSaturated(i8x32(even, i+256)))
-				}
-				scales := archsimd.LoadInt8x16((*[16]int8)(unsafe.Add(tb, q4KTileScales+16*c)))
-				acc = acc.Add(evenSum.DotProductPairs(scales.PermuteOrZero(runIndex[0]).ExtendToInt16()))
-				acc = acc.Add(oddSum.DotProductPairs(scales.PermuteOrZero(runIndex[1]).ExtendToInt16()))
-			}
-			m := archsimd.LoadInt8x16((*[16]int8)(unsafe.Add(tb, q4KTileMins+16*c)))
-			sumPairs := unsafe.Add(k.sums, sb*32+8*c)
-			mins = mins.Add(m.PermuteOrZero(runIndex[0]).ExtendToInt16().DotProductPairs(archsimd.BroadcastUint32x8(*(*uint32)(sumPairs)).AsInt16x16()))
-			mins = mins.Add(m.PermuteOrZero(runIndex[1]).ExtendToInt16().DotProductPairs(archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(sumPairs, 4))).AsInt16x16()))
-		}
-		dx := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(k.scales, sb*4))).AsFloat32x8()
-		sum = acc.ConvertToFloat32().MulAdd(f32x8(tb, q4KTileD).Mul(dx), sum)
-		sum = sum.Sub(mins.ConvertToFloat32().Mul(f32x8(tb, q4KTileD+4*tileRows).Mul(dx)))
 	}
 	sum.Store(out)
 	archsimd.ClearAVXUpperBits()
