@@ -22,9 +22,6 @@ import "encoding/binary"
 // Plain loops spend a load, an extension, a multiply and an add on every
 // weight; this spends a multiply and an add on four, plus the unpacking.
 
-// lanes16 is m in every 16-bit lane.
-func lanes16(m uint64) uint64 { return m * everyLane }
-
 // The masks of a field in every lane, constants so that they stay
 // immediates in the kernels.
 const (
