@@ -2,6 +2,17 @@
 
 #include "textflag.h"
 
+// The one-vector tile kernels' arguments: the tile in SI, the vector's
+// broadcast codes, scales and sums in R8-R10, the count of blocks in CX,
+// out in DI.
+#define TILE1_ARGS \
+	MOVQ tile+0(FP), SI \
+	MOVQ bcast+8(FP), R8 \
+	MOVQ scales+16(FP), R9 \
+	MOVQ sums+24(FP), R10 \
+	MOVQ blocks+32(FP), CX \
+	MOVQ out+40(FP), DI
+
 // The three-vector tile kernels' arguments: the tile in SI; each
 // vector's broadcast codes, scales and sums in R8-R10, R11-R13, and R14,
 // R15, BX; the count of blocks (or groups) in CX, out in DI.
@@ -323,6 +334,24 @@ kdone:
 	VZEROUPPER
 	RET
 
+// A Q4_K or Q5_K block's end for one vector: its mins (Y9) against the
+// sums of 16 (R10), then q4KTile's float steps from the block's int32
+// sum (Y2) into the running sum (Y4).
+#define K1_FINISH \
+	VPXOR Y9, Y9, Y9 \
+	K_MINS(0, R10) \
+	K_MINS(1, R10) \
+	K_MINS(2, R10) \
+	K_MINS(3, R10) \
+	VBROADCASTSS 0(R9)(DX*4), Y10 \
+	VMULPS 1152(SI), Y10, Y11 \
+	VCVTDQ2PS Y2, Y12 \
+	VFMADD231PS Y11, Y12, Y4 \
+	VMULPS 1184(SI), Y10, Y11 \
+	VCVTDQ2PS Y9, Y12 \
+	VMULPS Y11, Y12, Y12 \
+	VSUBPS Y12, Y4, Y4
+
 // func q4KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
 // q4KTile in assembly: the same sums in the same order, without the
@@ -330,12 +359,7 @@ kdone:
 // load. Y0 and Y1 are a group pair's int16 sums (even, odd group), Y2 the
 // block's int32 sum, Y9 its mins, Y4 the running sum.
 TEXT ·q4KTile1(SB), NOSPLIT, $0-48
-	MOVQ tile+0(FP), SI
-	MOVQ bcast+8(FP), R8
-	MOVQ scales+16(FP), R9
-	MOVQ sums+24(FP), R10
-	MOVQ blocks+32(FP), CX
-	MOVQ out+40(FP), DI
+	TILE1_ARGS
 	MOVL $0x0f0f0f0f, AX
 	MOVD AX, X15
 	VPBROADCASTD X15, Y15
@@ -383,19 +407,7 @@ k1blocks:
 	K1_PAIR(1)
 	K1_PAIR(2)
 	K1_PAIR(3)
-	VPXOR Y9, Y9, Y9
-	K_MINS(0, R10)
-	K_MINS(1, R10)
-	K_MINS(2, R10)
-	K_MINS(3, R10)
-	VBROADCASTSS 0(R9)(DX*4), Y10
-	VMULPS 1152(SI), Y10, Y11
-	VCVTDQ2PS Y2, Y12
-	VFMADD231PS Y11, Y12, Y4
-	VMULPS 1184(SI), Y10, Y11
-	VCVTDQ2PS Y9, Y12
-	VMULPS Y11, Y12, Y12
-	VSUBPS Y12, Y4, Y4
+	K1_FINISH
 	ADDQ $1216, SI
 	ADDQ $2048, R8
 	ADDQ $32, R10
@@ -426,12 +438,7 @@ GLOBL q6KTwoRunIndex<>(SB), RODATA|NOPTR, $16
 // block's int32 sum, Y1 the offset (the codes' +32 against the sums of
 // 16), Y2 the running sum.
 TEXT ·q6KTile1(SB), NOSPLIT, $0-48
-	MOVQ tile+0(FP), SI
-	MOVQ bcast+8(FP), R8
-	MOVQ scales+16(FP), R9
-	MOVQ sums+24(FP), R10
-	MOVQ blocks+32(FP), CX
-	MOVQ out+40(FP), DI
+	TILE1_ARGS
 	VMOVDQU q4KRunIndex<>+0(SB), X14
 	VMOVDQU q4KRunIndex<>+16(SB), X13
 	VMOVDQU q6KTwoRunIndex<>+0(SB), X15
@@ -679,12 +686,7 @@ q63done:
 // code's fifth bit. Y2 is the block's int32 sum, Y9 its mins, Y4 the
 // running sum, Y5 bit 4 of every byte.
 TEXT ·q5KTile1(SB), NOSPLIT, $0-48
-	MOVQ tile+0(FP), SI
-	MOVQ bcast+8(FP), R8
-	MOVQ scales+16(FP), R9
-	MOVQ sums+24(FP), R10
-	MOVQ blocks+32(FP), CX
-	MOVQ out+40(FP), DI
+	TILE1_ARGS
 	MOVL $0x0f0f0f0f, AX
 	MOVD AX, X15
 	VPBROADCASTD X15, Y15
@@ -704,19 +706,7 @@ q51blocks:
 	Q5_PAIR(1)
 	Q5_PAIR(2)
 	Q5_PAIR(3)
-	VPXOR Y9, Y9, Y9
-	K_MINS(0, R10)
-	K_MINS(1, R10)
-	K_MINS(2, R10)
-	K_MINS(3, R10)
-	VBROADCASTSS 0(R9)(DX*4), Y10
-	VMULPS 1152(SI), Y10, Y11
-	VCVTDQ2PS Y2, Y12
-	VFMADD231PS Y11, Y12, Y4
-	VMULPS 1184(SI), Y10, Y11
-	VCVTDQ2PS Y9, Y12
-	VMULPS Y11, Y12, Y12
-	VSUBPS Y12, Y4, Y4
+	K1_FINISH
 	ADDQ $2240, SI
 	ADDQ $2048, R8
 	ADDQ $32, R10
