@@ -192,8 +192,7 @@ type tileInput struct {
 // quantized vector of xs (a prompt chunk's tokens, or a decode step's
 // streams): Q4_0, Q4_K and Q6_K against three vectors at a time
 // (tileKernels3, assembly), which unpack each tile's codes once for the
-// three;
-// the other formats, and the vectors left over, a vector at a time.
+// three; the other formats, and the vectors left over, a vector at a time.
 func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 	s := 0
 	if three := tileKernels3[m.format]; three != nil {
@@ -218,39 +217,47 @@ func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 
 // tileKernels3 are the kernels of one tile against three vectors'
 // activations (tileInput's parts, three times), each vector's result
-// exactly the one-vector kernel's (gemm_amd64.s).
+// exactly the one-vector kernel's.
 var tileKernels3 = map[format]func(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32){
 	formatQ4_0: q4_0Tile3,
 	formatQ4_K: q4KTile3,
 	formatQ6_K: q6KTile3,
 }
 
-//go:noescape
-func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
-
-// q4KTile1 and q6KTile1 are the Q4_K and Q6_K tile kernels (gemm_amd64.s):
-// per 256 columns, the codes times the activations summed in integers,
+// The assembly tile kernels (gemm_amd64.s). q4KTile1, q5KTile1 and
+// q6KTile1 are Q4_K's, Q5_K's and Q6_K's: per 256 columns, the codes
+// times the activations summed in integers (Q5_K's codes reach 31, so its
+// int16 sums take four vectors at a time: 4 × 2 × 31 × 127 fits),
 // weighed by each row's group or run scales (VPMADDWD), the mins or the
 // codes' +32 taken off with the activations' sums of 16, then d·d_x (and
 // dmin·d_x). In archsimd they compiled to an address computation before
-// every load; the assembly folds the loads into the multiply-adds.
-//
+// every load; the assembly folds the loads into the multiply-adds. The
+// Tile3 kernels are tileKernels3.
+
 //go:noescape
 func q4KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
+func q5KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
 func q6KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
+func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+
+//go:noescape
+func q4KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+
+//go:noescape
+func q6KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+
+// q4KTile, q5KTile and q6KTile are the assembly kernels as tileKernels
+// call them.
 
 func q4KTile(tile unsafe.Pointer, k tileInput, out *[tileRows]float32) {
 	q4KTile1(tile, k.bcast, k.scales, k.sums, k.blocks, out)
 }
-
-// q5KTile1 is the Q5_K tile kernel (gemm_amd64.s): Q4_K's with each
-// code's fifth bit. Codes reach 31, so a group's int16 sums take four
-// vectors at a time (4 × 2 × 31 × 127 fits) before its scale.
-//
-//go:noescape
-func q5KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 func q5KTile(tile unsafe.Pointer, k tileInput, out *[tileRows]float32) {
 	q5KTile1(tile, k.bcast, k.scales, k.sums, k.blocks, out)
@@ -259,12 +266,6 @@ func q5KTile(tile unsafe.Pointer, k tileInput, out *[tileRows]float32) {
 func q6KTile(tile unsafe.Pointer, k tileInput, out *[tileRows]float32) {
 	q6KTile1(tile, k.bcast, k.scales, k.sums, k.blocks, out)
 }
-
-//go:noescape
-func q4KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
-
-//go:noescape
-func q6KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 // tileInputOf is x as m's tile kernel reads it.
 func tileInputOf(m *Matrix, k *tileKernel, x *quantized) tileInput {
