@@ -171,6 +171,37 @@ func BenchmarkPrefillProduct(b *testing.B) {
 	}
 }
 
+// BenchmarkPrefillProductThreads is BenchmarkPrefillProduct's Q8_0 and f32
+// products through the engine's pool, on one and two threads: the pool's
+// share of prefill's two-thread speed (its chunks let a thread the host
+// slows take fewer).
+func BenchmarkPrefillProductThreads(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 4))
+	const rows, cols, tokens = 2048, 768, 64
+	w := randomMatrix(rng, rows, cols)
+	q8, _ := w.Quantize()
+	j := matJob{n: 1}
+	for range tokens {
+		x := randomVec(rng, cols)
+		xq := newQuantized(cols)
+		xq.quantize(x, allForms)
+		j.x, j.xq, j.out[0] = append(j.x, x), append(j.xq, &xq), append(j.out[0], make([]float32, rows))
+	}
+	for _, m := range []*Matrix{w, q8} {
+		for _, threads := range []int{1, 2} {
+			p := NewPool(threads)
+			j.m[0] = m
+			b.Run(fmt.Sprintf("%s/threads=%d", m.DType(), threads), func(b *testing.B) {
+				for b.Loop() {
+					p.run(&j)
+				}
+				b.ReportMetric(2*rows*cols*tokens*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+			p.Close()
+		}
+	}
+}
+
 func benchEngine(b *testing.B, model, dtype string, threads int) *Engine {
 	b.Helper()
 	m, err := Load(model, dtype)

@@ -38,10 +38,14 @@ func spreadOctets(s []uint64, q []int8) {
 	s = s[:len(q)/4]
 	for o := range len(q) / 8 {
 		c := q[8*o : 8*o+8 : 8*o+8]
-		s[2*o] = uint64(int64(c[0])<<48 + int64(c[2])<<32 + int64(c[4])<<16 + int64(c[6]))
-		s[2*o+1] = uint64(int64(c[1])<<48 + int64(c[3])<<32 + int64(c[5])<<16 + int64(c[7]))
+		s[2*o] = reversedLanes(int64(c[0]), int64(c[2]), int64(c[4]), int64(c[6]))
+		s[2*o+1] = reversedLanes(int64(c[1]), int64(c[3]), int64(c[5]), int64(c[7]))
 	}
 }
+
+// reversedLanes is a, b, c, d in signed 16-bit lanes 3, 2, 1, 0: their
+// sum as an integer, a·2^48 + b·2^32 + c·2^16 + d.
+func reversedLanes(a, b, c, d int64) uint64 { return uint64(a<<48 + b<<32 + c<<16 + d) }
 
 // spreadSplit sets lo and hi to codes q split as q = 16·h + l (l of
 // 0…15, h of −8…7), each spread as spreadOctets spreads codes: the Q8_0
@@ -55,10 +59,8 @@ func spreadSplit(lo, hi []uint64, q []int8) {
 		for i, v := range c {
 			l[i], h[i] = int64(v&15), int64(v>>4)
 		}
-		lo[2*o] = uint64(l[0]<<48 + l[2]<<32 + l[4]<<16 + l[6])
-		lo[2*o+1] = uint64(l[1]<<48 + l[3]<<32 + l[5]<<16 + l[7])
-		hi[2*o] = uint64(h[0]<<48 + h[2]<<32 + h[4]<<16 + h[6])
-		hi[2*o+1] = uint64(h[1]<<48 + h[3]<<32 + h[5]<<16 + h[7])
+		lo[2*o], lo[2*o+1] = reversedLanes(l[0], l[2], l[4], l[6]), reversedLanes(l[1], l[3], l[5], l[7])
+		hi[2*o], hi[2*o+1] = reversedLanes(h[0], h[2], h[4], h[6]), reversedLanes(h[1], h[3], h[5], h[7])
 	}
 }
 
