@@ -15,8 +15,8 @@ var f16Fields = map[format][]int{
 }
 
 // checkBlockDot holds format f's dot of one block (its bytes raw, f16
-// fields set to 1 and 0.5) against the decoded weights times the
-// activations as quantized, in float64.
+// fields set to 1 and 0.5), and the dispatched kernel's, against the
+// decoded weights times the activations as quantized, in float64.
 func checkBlockDot(t *testing.T, f format, raw []byte, v []float32) {
 	t.Helper()
 	spec := formats[f]
@@ -41,6 +41,14 @@ func checkBlockDot(t *testing.T, f format, raw []byte, v []float32) {
 	got := float64(spec.dot(b, &x, 0))
 	if math.Abs(got-want) > 1e-5*scale+1e-6 {
 		t.Errorf("%s, block % x, activations %v…: dot %g, want %g", f, b[:min(len(b), 24)], v[:4], got, want)
+	}
+	// The kernel the build dispatches to (the tiles, in assembly where
+	// the SIMD build has them) on the same block, as a one-row matrix.
+	m := withTiles(&Matrix{Rows: 1, Cols: spec.block, format: f, quant: b})
+	var row [1]float32
+	matVecBlocks(row[:], m, &x, 0, 1)
+	if math.Abs(float64(row[0])-want) > 1e-5*scale+1e-6 {
+		t.Errorf("%s, block % x, activations %v…: dispatched kernel %g, want %g", f, b[:min(len(b), 24)], v[:4], row[0], want)
 	}
 }
 
