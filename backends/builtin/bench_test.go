@@ -139,20 +139,27 @@ func BenchmarkPortableAgainstF32(b *testing.B) {
 	}
 }
 
+// prefillJob is a 2048×768 matrix (stories110M's FFN shape) and a matJob
+// of 64 tokens' activations against it, in every form, its matrix unset.
+func prefillJob() (*Matrix, *matJob) {
+	rng := rand.New(rand.NewPCG(1, 4))
+	w := randomMatrix(rng, 2048, 768)
+	j := &matJob{n: 1}
+	for range 64 {
+		x := randomVec(rng, w.Cols)
+		xq := newQuantized(w.Cols)
+		xq.quantize(x, allForms)
+		j.x, j.xq, j.out[0] = append(j.x, x), append(j.xq, &xq), append(j.out[0], make([]float32, w.Rows))
+	}
+	return w, j
+}
+
 // BenchmarkPrefillProduct is one matrix against a 64-token prompt chunk
 // on one thread, as a batched prefill runs it (matJob, with its blocking):
 // the product behind pp64, per format.
 func BenchmarkPrefillProduct(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 4))
-	const rows, cols, tokens = 2048, 768, 64
-	w := randomMatrix(rng, rows, cols)
-	j := matJob{n: 1}
-	for range tokens {
-		x := randomVec(rng, cols)
-		xq := newQuantized(cols)
-		xq.quantize(x, allForms)
-		j.x, j.xq, j.out[0] = append(j.x, x), append(j.xq, &xq), append(j.out[0], make([]float32, rows))
-	}
+	w, j := prefillJob()
+	rows, flops := w.Rows, float64(2*w.Rows*w.Cols*len(j.x))
 	for _, f := range []format{formatF32, formatQ8_0, formatQ4_0, formatQ4_K, formatQ5_K, formatQ6_K} {
 		switch f {
 		case formatF32:
@@ -166,7 +173,7 @@ func BenchmarkPrefillProduct(b *testing.B) {
 			for b.Loop() {
 				j.do(0, rows)
 			}
-			b.ReportMetric(2*rows*cols*tokens*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
 }
@@ -176,26 +183,18 @@ func BenchmarkPrefillProduct(b *testing.B) {
 // share of prefill's two-thread speed (its chunks let a thread the host
 // slows take fewer).
 func BenchmarkPrefillProductThreads(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 4))
-	const rows, cols, tokens = 2048, 768, 64
-	w := randomMatrix(rng, rows, cols)
+	w, j := prefillJob()
 	q8, _ := w.Quantize()
-	j := matJob{n: 1}
-	for range tokens {
-		x := randomVec(rng, cols)
-		xq := newQuantized(cols)
-		xq.quantize(x, allForms)
-		j.x, j.xq, j.out[0] = append(j.x, x), append(j.xq, &xq), append(j.out[0], make([]float32, rows))
-	}
+	flops := float64(2 * w.Rows * w.Cols * len(j.x))
 	for _, m := range []*Matrix{w, q8} {
 		for _, threads := range []int{1, 2} {
 			p := NewPool(threads)
 			j.m[0] = m
 			b.Run(fmt.Sprintf("%s/threads=%d", m.DType(), threads), func(b *testing.B) {
 				for b.Loop() {
-					p.run(&j)
+					p.run(j)
 				}
-				b.ReportMetric(2*rows*cols*tokens*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 			p.Close()
 		}
