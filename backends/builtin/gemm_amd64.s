@@ -717,3 +717,164 @@ q51done:
 	VMOVUPS Y4, 0(DI)
 	VZEROUPPER
 	RET
+
+// One row's group (its |w| in ABS) times one vector's (its codes in
+// Y13), by their scales' product (lane SEL of Y11), into ACC: q8Row1's
+// Q8_GROUP with the row's loads and the scales hoisted out.
+#define Q8_PAIR(W, ABS, SEL, ACC) \
+	VPSIGNB 0(W)(AX*1), Y13, Y14 \
+	VPMADDUBSW Y14, ABS, Y14 \
+	VPMADDWD Y12, Y14, Y14 \
+	VCVTDQ2PS Y14, Y14 \
+	VSHUFPS $SEL, Y11, Y11, Y15 \
+	VFMADD231PS Y15, Y14, ACC
+
+// One vector (codes at X, scales at XS) against the two rows: Y11 is
+// [dw0·dx, dw1·dx] repeated (Y10 the rows' scales so repeated).
+#define Q8_COLUMN(X, XS, ACC0, ACC1) \
+	VMOVDQU 0(X)(AX*1), Y13 \
+	VBROADCASTSS 0(XS)(BX*4), Y11 \
+	VMULPS Y10, Y11, Y11 \
+	Q8_PAIR(SI, Y8, 0x00, ACC0) \
+	Q8_PAIR(DI, Y9, 0x55, ACC1)
+
+// Every other group from the one in BX (its values at offset AX, the
+// count of groups at 0(SP)), for two rows and four vectors, into Y0-Y7
+// (Y0, Y1 the rows against x0; Y2, Y3 against x1; ...).
+#define Q8_HALF(LOOP, DONE) \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+	VXORPS Y4, Y4, Y4 \
+	VXORPS Y5, Y5, Y5 \
+	VXORPS Y6, Y6, Y6 \
+	VXORPS Y7, Y7, Y7 \
+LOOP: \
+	CMPQ BX, 0(SP) \
+	JAE  DONE \
+	VPABSB 0(SI)(AX*1), Y8 \
+	VPABSB 0(DI)(AX*1), Y9 \
+	VBROADCASTSS 0(DX)(BX*4), Y10 \
+	VBROADCASTSS 0(CX)(BX*4), Y11 \
+	VBLENDPS $0xaa, Y11, Y10, Y10 \
+	Q8_COLUMN(R8, R12, Y0, Y1) \
+	Q8_COLUMN(R9, R13, Y2, Y3) \
+	Q8_COLUMN(R10, R14, Y4, Y5) \
+	Q8_COLUMN(R11, R15, Y6, Y7) \
+	ADDQ $64, AX \
+	ADDQ $2, BX \
+	JMP  LOOP \
+DONE:
+
+// Each Q8_PAIR's row i against vector j, the four vectors' sums of row
+// ROW (accumulators A0-A3) summed across lanes as sum4 sums them, into
+// OUT's low four lanes (XOUT).
+#define Q8_LANES(A0, A1, A2, A3, T, OUT, XOUT) \
+	VHADDPS A1, A0, OUT \
+	VHADDPS A3, A2, T \
+	VHADDPS T, OUT, OUT \
+	VEXTRACTF128 $1, OUT, X15 \
+	VADDPS X15, XOUT, XOUT
+
+// Row 0's and row 1's sums against vector J (lane J of X8 and X10) into
+// the vector's output at OUT(SP), which then moves on two rows.
+#define Q8_STORE(J, OUT) \
+	MOVQ OUT(SP), AX \
+	VEXTRACTPS $J, X8, 0(AX) \
+	VEXTRACTPS $J, X10, 4(AX) \
+	ADDQ $8, AX \
+	MOVQ AX, OUT(SP)
+
+// func q8Rows2x4(rows unsafe.Pointer, rowBytes, pairs int, x, xs, outs *[4]unsafe.Pointer, groups int)
+//
+// matVecQ8 for 2·pairs Q8_0 rows (each its scales, then its values, the
+// first at rows) against four vectors' codes (x) and scales (xs), two
+// rows at a time: each product summed exactly as q8Row1 sums it (the
+// even groups' sum, then the odd groups', then even + odd) and then as
+// sum4 sums its lanes. The even and odd sums are separate passes, so one
+// accumulator a product fits the sixteen registers: each group of a row
+// is loaded, and its |w| made, once for the four vectors. Vector j's
+// results go to outs[j], one float a row.
+//
+// Frame: the count of groups at 0(SP), two rows' bytes at 8, the pairs
+// left at 16, the four output pointers at 24-48, the even sums at 64.
+TEXT ·q8Rows2x4(SB), NOSPLIT, $320-56
+	MOVQ groups+48(FP), AX
+	MOVQ AX, 0(SP)
+	MOVQ rowBytes+8(FP), AX
+	SHLQ $1, AX
+	MOVQ AX, 8(SP)
+	MOVQ pairs+16(FP), AX
+	MOVQ AX, 16(SP)
+	MOVQ outs+40(FP), AX
+	MOVQ 0(AX), BX
+	MOVQ BX, 24(SP)
+	MOVQ 8(AX), BX
+	MOVQ BX, 32(SP)
+	MOVQ 16(AX), BX
+	MOVQ BX, 40(SP)
+	MOVQ 24(AX), BX
+	MOVQ BX, 48(SP)
+	MOVQ rows+0(FP), DX // row 0's scales, then its values
+	MOVQ rowBytes+8(FP), CX
+	ADDQ DX, CX
+	MOVQ groups+48(FP), BX
+	LEAQ 0(DX)(BX*4), SI
+	LEAQ 0(CX)(BX*4), DI
+	MOVQ x+24(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ xs+32(FP), AX
+	MOVQ 0(AX), R12
+	MOVQ 8(AX), R13
+	MOVQ 16(AX), R14
+	MOVQ 24(AX), R15
+	VPCMPEQW Y12, Y12, Y12
+	VPSRLW $15, Y12, Y12 // ones
+
+q8pair:
+	MOVQ 16(SP), AX
+	TESTQ AX, AX
+	JZ   q8end
+	XORQ AX, AX
+	XORQ BX, BX
+	Q8_HALF(q8even, q8evenDone)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y1, 96(SP)
+	VMOVUPS Y2, 128(SP)
+	VMOVUPS Y3, 160(SP)
+	VMOVUPS Y4, 192(SP)
+	VMOVUPS Y5, 224(SP)
+	VMOVUPS Y6, 256(SP)
+	VMOVUPS Y7, 288(SP)
+	MOVQ $32, AX
+	MOVQ $1, BX
+	Q8_HALF(q8odd, q8oddDone)
+	VADDPS 64(SP), Y0, Y0
+	VADDPS 96(SP), Y1, Y1
+	VADDPS 128(SP), Y2, Y2
+	VADDPS 160(SP), Y3, Y3
+	VADDPS 192(SP), Y4, Y4
+	VADDPS 224(SP), Y5, Y5
+	VADDPS 256(SP), Y6, Y6
+	VADDPS 288(SP), Y7, Y7
+	Q8_LANES(Y0, Y2, Y4, Y6, Y9, Y8, X8)
+	Q8_LANES(Y1, Y3, Y5, Y7, Y11, Y10, X10)
+	Q8_STORE(0, 24)
+	Q8_STORE(1, 32)
+	Q8_STORE(2, 40)
+	Q8_STORE(3, 48)
+	MOVQ 8(SP), AX
+	ADDQ AX, DX
+	ADDQ AX, CX
+	ADDQ AX, SI
+	ADDQ AX, DI
+	DECQ 16(SP)
+	JMP  q8pair
+
+q8end:
+	VZEROUPPER
+	RET

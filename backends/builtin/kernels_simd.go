@@ -291,6 +291,46 @@ func matVecQ8Vector(out []float32, m *Matrix, x *quantized, lo, hi int, wide boo
 	archsimd.ClearAVXUpperBits()
 }
 
+// matMatQ8 is matVecQ8 for every vector of xs (a prompt chunk's tokens,
+// or the streams of a decode step): two rows against four vectors at a
+// time (q8Rows2x4, assembly), so each group of a row is loaded, and its
+// |w| made, once for four products. Each product is summed exactly as
+// matVecQ8 sums it, so a token's numbers do not depend on what it was
+// batched with. The AVX-512 rows (another order), an odd last row and
+// the vectors left over go through matVecQ8.
+func matMatQ8(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
+	c := m.Cols
+	groups := c / GroupSize
+	pairs := (hi - lo) / 2
+	s := 0
+	if haveAVX2 && !(haveAVX512 && groups > shortQ8Groups) && pairs > 0 {
+		var x, xsc, out [4]unsafe.Pointer
+		for ; s+4 <= len(xs); s += 4 {
+			for j := range 4 {
+				x[j] = unsafe.Pointer(&xs[s+j].q[:c][0])
+				xsc[j] = unsafe.Pointer(&xs[s+j].scales[:groups][0])
+				out[j] = unsafe.Pointer(&outs[s+j][lo : lo+2*pairs][0])
+			}
+			q8Rows2x4(unsafe.Pointer(&m.quantRow(lo)[0]), m.rowBytes(), pairs, &x, &xsc, &out, groups)
+			if lo+2*pairs < hi {
+				for j := range 4 {
+					matVecQ8(outs[s+j], m, xs[s+j], hi-1, hi)
+				}
+			}
+		}
+	}
+	for ; s < len(xs); s++ {
+		matVecQ8(outs[s], m, xs[s], lo, hi)
+	}
+}
+
+// q8Rows2x4 is matVecQ8 for 2·pairs rows, the first at rows, against four
+// quantized vectors, two rows at a time (gemm_amd64.s); vector j's
+// results go to outs[j].
+//
+//go:noescape
+func q8Rows2x4(rows unsafe.Pointer, rowBytes, pairs int, x, xs, outs *[4]unsafe.Pointer, groups int)
+
 // matVecBlocks multiplies a matrix stored as the GGUF's blocks: Q4_0,
 // Q4_K and Q6_K through their tiles (tiles_simd.go), built when the
 // matrix was loaded; the rarer formats, and a matrix without tiles (none

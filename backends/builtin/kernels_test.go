@@ -414,6 +414,38 @@ func TestMatMatF32MatchesMatVecBitForBit(t *testing.T) {
 	}
 }
 
+// The same for a Q8_0 matrix, on spans of odd and even length.
+func TestMatMatQ8MatchesMatVecBitForBit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 5))
+	for _, shape := range kernelShapes {
+		rows, cols := shape[0], shape[1]
+		if cols%GroupSize != 0 {
+			continue
+		}
+		m, err := NewF32(rows, cols, randomVec(rng, rows*cols)).Quantize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := 1; n <= 9; n++ {
+			xs, outs := make([]*quantized, n), make([][]float32, n)
+			for s := range n {
+				x := newQuantized(cols)
+				x.quantize(randomVec(rng, cols), allForms)
+				xs[s], outs[s] = &x, make([]float32, rows)
+			}
+			lo, hi := rows/3, rows-n%2
+			matMatQ8(outs, m, xs, lo, hi)
+			for s := range n {
+				want := make([]float32, rows)
+				matVecQ8(want, m, xs[s], lo, hi)
+				if !slices.Equal(outs[s], want) {
+					t.Fatalf("%d×%d, vector %d of %d: batched %v, alone %v", rows, cols, s, n, outs[s][lo:lo+3], want[lo:lo+3])
+				}
+			}
+		}
+	}
+}
+
 // The same for a tiled matrix: batched, each vector gets its numbers
 // alone, on a span that starts and ends inside tiles.
 func TestMatMatTilesMatchesMatVecBitForBit(t *testing.T) {
