@@ -42,83 +42,6 @@
 	ADDQ $32, BX \
 	INCQ DX
 
-// func dot1x3FMA(w, x0, x1, x2 unsafe.Pointer, end uintptr, lanes *[3][8]float32)
-//
-// dotAVX2 for one row w against three vectors, each summed exactly as
-// dotAVX2 sums it: four accumulators a vector over 128-byte steps (a0 the
-// first 32 bytes of each), the 32-byte chunks after the last whole step
-// into a0, then (a0 + a1) + (a2 + a3). Y0-Y3 are x0's accumulators, Y4-Y7
-// x1's, Y8-Y11 x2's; each chunk of w is loaded once for the three.
-TEXT ·dot1x3FMA(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ x0+8(FP), R8
-	MOVQ x1+16(FP), R9
-	MOVQ x2+24(FP), R10
-	MOVQ end+32(FP), CX
-	MOVQ lanes+40(FP), DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	XORQ AX, AX
-
-steps:
-	LEAQ 128(AX), DX
-	CMPQ DX, CX
-	JA   chunks
-	VMOVUPS 0(SI)(AX*1), Y12
-	VFMADD231PS 0(R8)(AX*1), Y12, Y0
-	VFMADD231PS 0(R9)(AX*1), Y12, Y4
-	VFMADD231PS 0(R10)(AX*1), Y12, Y8
-	VMOVUPS 32(SI)(AX*1), Y13
-	VFMADD231PS 32(R8)(AX*1), Y13, Y1
-	VFMADD231PS 32(R9)(AX*1), Y13, Y5
-	VFMADD231PS 32(R10)(AX*1), Y13, Y9
-	VMOVUPS 64(SI)(AX*1), Y12
-	VFMADD231PS 64(R8)(AX*1), Y12, Y2
-	VFMADD231PS 64(R9)(AX*1), Y12, Y6
-	VFMADD231PS 64(R10)(AX*1), Y12, Y10
-	VMOVUPS 96(SI)(AX*1), Y13
-	VFMADD231PS 96(R8)(AX*1), Y13, Y3
-	VFMADD231PS 96(R9)(AX*1), Y13, Y7
-	VFMADD231PS 96(R10)(AX*1), Y13, Y11
-	MOVQ DX, AX
-	JMP  steps
-
-chunks:
-	CMPQ AX, CX
-	JAE  sums
-	VMOVUPS 0(SI)(AX*1), Y12
-	VFMADD231PS 0(R8)(AX*1), Y12, Y0
-	VFMADD231PS 0(R9)(AX*1), Y12, Y4
-	VFMADD231PS 0(R10)(AX*1), Y12, Y8
-	ADDQ $32, AX
-	JMP  chunks
-
-sums:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	VMOVUPS Y0, 0(DI)
-	VADDPS Y5, Y4, Y4
-	VADDPS Y7, Y6, Y6
-	VADDPS Y6, Y4, Y4
-	VMOVUPS Y4, 32(DI)
-	VADDPS Y9, Y8, Y8
-	VADDPS Y11, Y10, Y10
-	VADDPS Y10, Y8, Y8
-	VMOVUPS Y8, 64(DI)
-	VZEROUPPER
-	RET
-
 // func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
 // q4_0Tile for one tile against three vectors' activations, each summed
@@ -876,5 +799,227 @@ q8pair:
 	JMP  q8pair
 
 q8end:
+	VZEROUPPER
+	RET
+
+// One 32-byte chunk (at offset AX) of four rows against three vectors:
+// Y(3i+j) += row i · vector j.
+#define F32_CHUNK \
+	VMOVUPS 0(R8)(AX*1), Y12 \
+	VMOVUPS 0(R9)(AX*1), Y13 \
+	VMOVUPS 0(R10)(AX*1), Y14 \
+	VMOVUPS 0(SI)(AX*1), Y15 \
+	VFMADD231PS Y15, Y12, Y0 \
+	VFMADD231PS Y15, Y13, Y1 \
+	VFMADD231PS Y15, Y14, Y2 \
+	VMOVUPS 0(DI)(AX*1), Y15 \
+	VFMADD231PS Y15, Y12, Y3 \
+	VFMADD231PS Y15, Y13, Y4 \
+	VFMADD231PS Y15, Y14, Y5 \
+	VMOVUPS 0(DX)(AX*1), Y15 \
+	VFMADD231PS Y15, Y12, Y6 \
+	VFMADD231PS Y15, Y13, Y7 \
+	VFMADD231PS Y15, Y14, Y8 \
+	VMOVUPS 0(CX)(AX*1), Y15 \
+	VFMADD231PS Y15, Y12, Y9 \
+	VFMADD231PS Y15, Y13, Y10 \
+	VFMADD231PS Y15, Y14, Y11
+
+// The chunks at R13+FIRST, R13+FIRST+128, ... below R14: one of
+// dotAVX2's four accumulators over one segment, into Y0-Y11.
+#define F32_RUN(FIRST, LOOP, DONE) \
+	LEAQ FIRST(R13), AX \
+LOOP: \
+	CMPQ AX, R14 \
+	JAE  DONE \
+	F32_CHUNK \
+	ADDQ $128, AX \
+	JMP  LOOP \
+DONE:
+
+#define F32_ZERO \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+	VXORPS Y4, Y4, Y4 \
+	VXORPS Y5, Y5, Y5 \
+	VXORPS Y6, Y6, Y6 \
+	VXORPS Y7, Y7, Y7 \
+	VXORPS Y8, Y8, Y8 \
+	VXORPS Y9, Y9, Y9 \
+	VXORPS Y10, Y10, Y10 \
+	VXORPS Y11, Y11, Y11
+
+// The twelve accumulators from (F32_LOAD), into (F32_SAVE) or plus
+// (F32_ADD) the scratch slot at OFF(BX).
+#define F32_LOAD(OFF) \
+	VMOVUPS (OFF+0)(BX), Y0 \
+	VMOVUPS (OFF+32)(BX), Y1 \
+	VMOVUPS (OFF+64)(BX), Y2 \
+	VMOVUPS (OFF+96)(BX), Y3 \
+	VMOVUPS (OFF+128)(BX), Y4 \
+	VMOVUPS (OFF+160)(BX), Y5 \
+	VMOVUPS (OFF+192)(BX), Y6 \
+	VMOVUPS (OFF+224)(BX), Y7 \
+	VMOVUPS (OFF+256)(BX), Y8 \
+	VMOVUPS (OFF+288)(BX), Y9 \
+	VMOVUPS (OFF+320)(BX), Y10 \
+	VMOVUPS (OFF+352)(BX), Y11
+
+#define F32_SAVE(OFF) \
+	VMOVUPS Y0, (OFF+0)(BX) \
+	VMOVUPS Y1, (OFF+32)(BX) \
+	VMOVUPS Y2, (OFF+64)(BX) \
+	VMOVUPS Y3, (OFF+96)(BX) \
+	VMOVUPS Y4, (OFF+128)(BX) \
+	VMOVUPS Y5, (OFF+160)(BX) \
+	VMOVUPS Y6, (OFF+192)(BX) \
+	VMOVUPS Y7, (OFF+224)(BX) \
+	VMOVUPS Y8, (OFF+256)(BX) \
+	VMOVUPS Y9, (OFF+288)(BX) \
+	VMOVUPS Y10, (OFF+320)(BX) \
+	VMOVUPS Y11, (OFF+352)(BX)
+
+#define F32_ADD(OFF) \
+	VADDPS (OFF+0)(BX), Y0, Y0 \
+	VADDPS (OFF+32)(BX), Y1, Y1 \
+	VADDPS (OFF+64)(BX), Y2, Y2 \
+	VADDPS (OFF+96)(BX), Y3, Y3 \
+	VADDPS (OFF+128)(BX), Y4, Y4 \
+	VADDPS (OFF+160)(BX), Y5, Y5 \
+	VADDPS (OFF+192)(BX), Y6, Y6 \
+	VADDPS (OFF+224)(BX), Y7, Y7 \
+	VADDPS (OFF+256)(BX), Y8, Y8 \
+	VADDPS (OFF+288)(BX), Y9, Y9 \
+	VADDPS (OFF+320)(BX), Y10, Y10 \
+	VADDPS (OFF+352)(BX), Y11, Y11
+
+// One accumulator's a2 + a3 (scratch slots 2 and 3) added to it.
+#define F32_A23(OFF, ACC) \
+	VMOVUPS (768+OFF)(BX), Y12 \
+	VADDPS (1152+OFF)(BX), Y12, Y12 \
+	VADDPS Y12, ACC, ACC
+
+// The four passes over one segment: each accumulator set from zero
+// (F32_ZERO) or from its scratch slot (F32_LOAD(slot)), back to its slot.
+#define F32_SEGMENT(INIT0, INIT1, INIT2, INIT3, L0, D0, L1, D1, L2, D2, L3, D3) \
+	INIT0 \
+	F32_RUN(0, L0, D0) \
+	F32_SAVE(0) \
+	INIT1 \
+	F32_RUN(32, L1, D1) \
+	F32_SAVE(384) \
+	INIT2 \
+	F32_RUN(64, L2, D2) \
+	F32_SAVE(768) \
+	INIT3 \
+	F32_RUN(96, L3, D3) \
+	F32_SAVE(1152)
+
+// Vector J's sums of the four rows (Y(J), Y(3+J), Y(6+J), Y(9+J)) across
+// their lanes as sum4 sums them, stored where outs[J] points, which then
+// moves on four rows.
+#define F32_LANES(A0, A1, A2, A3, J) \
+	VHADDPS A1, A0, Y12 \
+	VHADDPS A3, A2, Y13 \
+	VHADDPS Y13, Y12, Y12 \
+	VEXTRACTF128 $1, Y12, X13 \
+	VADDPS X13, X12, X12 \
+	MOVQ (8*J)(R13), AX \
+	VMOVUPS X12, 0(AX) \
+	ADDQ $16, AX \
+	MOVQ AX, (8*J)(R13)
+
+// f32Segment is how many bytes of the rows and vectors one segment's
+// four passes take: the seven 2 KB pieces stay in L1 from the first pass
+// to the last.
+#define f32Segment 2048
+
+// func f32Rows4x3(rows unsafe.Pointer, rowBytes, quads int, x, outs *[3]unsafe.Pointer, end uintptr, scratch *[4][12][8]float32)
+//
+// dotRowsVector for 4·quads f32 rows (the first at rows) against three
+// vectors, end bytes of each (a multiple of 32), four rows at a time:
+// each product summed exactly as dotAVX2 and sum4 sum it. dotAVX2's four
+// accumulators a product are four passes here (the chunks at 0, 128,
+// ...; at 32, 160, ...; and so on, then a0 takes the chunks after the
+// last whole 128 bytes), so one accumulator a product fits the registers
+// and each chunk of a row is loaded once for the three vectors. The
+// passes go a segment at a time, their sums kept in scratch; then
+// (a0 + a1) + (a2 + a3). Vector j's results go where outs[j] points, one
+// float a row; outs[j] moves on past them.
+TEXT ·f32Rows4x3(SB), NOSPLIT, $0-56
+	MOVQ x+24(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ end+40(FP), R12
+	MOVQ R12, R11
+	ANDQ $-128, R11 // the whole 128-byte steps' end
+	MOVQ scratch+48(FP), BX
+	MOVQ rows+0(FP), SI
+	MOVQ rowBytes+8(FP), AX
+	LEAQ 0(SI)(AX*1), DI
+	LEAQ 0(DI)(AX*1), DX
+	LEAQ 0(DX)(AX*1), CX
+
+f32quad:
+	MOVQ quads+16(FP), AX
+	TESTQ AX, AX
+	JZ   f32end
+	XORQ R13, R13
+	LEAQ f32Segment(R13), R14
+	CMPQ R14, R11
+	CMOVQHI R11, R14
+	F32_SEGMENT(F32_ZERO, F32_ZERO, F32_ZERO, F32_ZERO, f32first0, f32first0Done, f32first1, f32first1Done, f32first2, f32first2Done, f32first3, f32first3Done)
+
+f32segment:
+	MOVQ R14, R13
+	CMPQ R13, R11
+	JAE  f32tail
+	LEAQ f32Segment(R13), R14
+	CMPQ R14, R11
+	CMOVQHI R11, R14
+	F32_SEGMENT(F32_LOAD(0), F32_LOAD(384), F32_LOAD(768), F32_LOAD(1152), f32next0, f32next0Done, f32next1, f32next1Done, f32next2, f32next2Done, f32next3, f32next3Done)
+	JMP  f32segment
+
+f32tail:
+	F32_LOAD(0)
+	MOVQ R11, AX
+f32tailChunk:
+	CMPQ AX, R12
+	JAE  f32sums
+	F32_CHUNK
+	ADDQ $32, AX
+	JMP  f32tailChunk
+
+f32sums:
+	F32_ADD(384)
+	F32_A23(0, Y0)
+	F32_A23(32, Y1)
+	F32_A23(64, Y2)
+	F32_A23(96, Y3)
+	F32_A23(128, Y4)
+	F32_A23(160, Y5)
+	F32_A23(192, Y6)
+	F32_A23(224, Y7)
+	F32_A23(256, Y8)
+	F32_A23(288, Y9)
+	F32_A23(320, Y10)
+	F32_A23(352, Y11)
+	MOVQ outs+32(FP), R13
+	F32_LANES(Y0, Y3, Y6, Y9, 0)
+	F32_LANES(Y1, Y4, Y7, Y10, 1)
+	F32_LANES(Y2, Y5, Y8, Y11, 2)
+	MOVQ rowBytes+8(FP), AX
+	SHLQ $2, AX
+	ADDQ AX, SI
+	ADDQ AX, DI
+	ADDQ AX, DX
+	ADDQ AX, CX
+	DECQ quads+16(FP)
+	JMP  f32quad
+
+f32end:
 	VZEROUPPER
 	RET

@@ -164,38 +164,34 @@ func dotAVX2(w, x unsafe.Pointer, end uintptr) archsimd.Float32x8 {
 }
 
 // matMatF32 is matVecF32 for every vector of xs (a prompt chunk's tokens,
-// or the streams of a decode step): each row against the vectors in
-// threes (dot1x3FMA, assembly), so one load of a row's chunk serves three
-// products. Each product is summed exactly as matVecF32 sums it (dotAVX2,
-// the horizontal sum, the ragged tail), so a token's numbers do not
-// depend on what it was batched with. The AVX-512 rows (another order)
-// and the vectors left over go through matVecF32.
+// or the streams of a decode step): four rows against three vectors at a
+// time (f32Rows4x3, assembly), so each chunk of a row is loaded once for
+// three products and each chunk of a vector once for four. Each product
+// is summed exactly as matVecF32 sums it (dotAVX2, then sum4), so a
+// token's numbers do not depend on what it was batched with. The AVX-512
+// rows (another order), rows with a ragged tail, the rows after the last
+// four and the vectors left over go through matVecF32.
 //
-// In archsimd the same kernel compiled to an address computation per
-// load and a register copy per FMA, and ran no faster than a row at a
-// time (BenchmarkPrefillProduct, f32: 15 GFLOP/s either way).
+// In archsimd a kernel of this shape compiled to an address computation
+// per load and a register copy per FMA, and ran no faster than a row at
+// a time (BenchmarkPrefillProduct, f32: 15 GFLOP/s either way).
 func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
 	cols := m.Cols
-	full := cols &^ 7
+	quads := (hi - lo) / 4
 	s := 0
-	if haveAVX2 && !(haveAVX512 && cols >= wideF32Cols) && full > 0 {
-		end := uintptr(full) * 4
-		var lanes [3][8]float32
-		var sums [4]float32
+	if haveAVX2 && !(haveAVX512 && cols >= wideF32Cols) && cols%8 == 0 && quads > 0 {
+		var x, out [3]unsafe.Pointer
+		var scratch [4][12][8]float32
+		rows := unsafe.Pointer(&m.F32[lo*cols : hi*cols][0])
 		for ; s+3 <= len(xs); s += 3 {
-			x := [3][]float32{xs[s][:cols], xs[s+1][:cols], xs[s+2][:cols]}
-			for r := lo; r < hi; r++ {
-				w := m.F32[r*cols : (r+1)*cols]
-				dot1x3FMA(unsafe.Pointer(&w[0]), unsafe.Pointer(&x[0][0]), unsafe.Pointer(&x[1][0]), unsafe.Pointer(&x[2][0]), end, &lanes)
-				// The horizontal sums as dotRowsVector takes them (sum4
-				// gives each slot the same arithmetic).
-				sum4(f32x8(unsafe.Pointer(&lanes[0]), 0), f32x8(unsafe.Pointer(&lanes[1]), 0), f32x8(unsafe.Pointer(&lanes[2]), 0), archsimd.Float32x8{}).Store(&sums)
-				archsimd.ClearAVXUpperBits()
-				for k := range 3 {
-					if full < cols {
-						sums[k] += dotGeneric(w[full:], x[k][full:])
-					}
-					outs[s+k][r] = sums[k]
+			for j := range 3 {
+				x[j] = unsafe.Pointer(&xs[s+j][:cols][0])
+				out[j] = unsafe.Pointer(&outs[s+j][lo : lo+4*quads][0])
+			}
+			f32Rows4x3(rows, cols*4, quads, &x, &out, uintptr(cols)*4, &scratch)
+			if lo+4*quads < hi {
+				for j := range 3 {
+					matVecF32(outs[s+j], m, xs[s+j], lo+4*quads, hi)
 				}
 			}
 		}
@@ -205,11 +201,13 @@ func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
 	}
 }
 
-// dot1x3FMA is dotAVX2 for row w against vectors x0, x1 and x2, into
-// lanes (gemm_amd64.s).
+// f32Rows4x3 is matVecF32 for 4·quads rows, the first at rows, against
+// three vectors (end bytes of each, a multiple of 32), four rows at a
+// time (gemm_amd64.s); vector j's results go where outs[j] points, which
+// moves on past them.
 //
 //go:noescape
-func dot1x3FMA(w, x0, x1, x2 unsafe.Pointer, end uintptr, lanes *[3][8]float32)
+func f32Rows4x3(rows unsafe.Pointer, rowBytes, quads int, x, outs *[3]unsafe.Pointer, end uintptr, scratch *[4][12][8]float32)
 
 // f32x8 loads the eight floats at p plus off bytes.
 func f32x8(p unsafe.Pointer, off uintptr) archsimd.Float32x8 {

@@ -45,7 +45,7 @@ func relErr(got []float32, want []float64, w []float32, cols int, x []float32) f
 
 // kernelShapes include Q8_0 rows of 7 and 11 groups: pairs of groups with
 // one left over, after and without a whole block of eight.
-var kernelShapes = [][2]int{{1, 1}, {3, 7}, {17, 33}, {64, 64}, {172, 64}, {64, 172}, {5, 224}, {288, 288}, {3, 352}, {768, 288}, {2048, 768}}
+var kernelShapes = [][2]int{{1, 1}, {3, 7}, {6, 40}, {9, 2056}, {17, 33}, {64, 64}, {172, 64}, {64, 172}, {5, 224}, {288, 288}, {3, 352}, {768, 288}, {2048, 768}}
 
 // The kernels this build dispatches to and the portable ones are held to
 // the same references, whatever GOEXPERIMENT says; the SIMD build adds

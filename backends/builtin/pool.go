@@ -272,6 +272,9 @@ func (j *matJob) block(m *Matrix, span int) int {
 	if m.tiles != nil { // whole tiles
 		return max(tileRows, rowBlockBytes/m.rowBytes()/tileRows*tileRows)
 	}
+	if m.format == formatF32 { // whole fours, as matMatF32 takes them
+		return max(4, rowBlockBytes/m.rowBytes()&^3)
+	}
 	return max(2, rowBlockBytes/m.rowBytes()&^1)
 }
 
