@@ -802,6 +802,13 @@ q8end:
 	VZEROUPPER
 	RET
 
+// The f32 matrix kernels sum each row's product with one vector in one
+// accumulator of eight lanes, chunk after chunk, then across the lanes as
+// sum4 sums them; the rows go four at a time, so four accumulators a
+// vector keep the FMAs in flight. Every kernel shape does each product's
+// arithmetic the same way, so a row's number depends neither on the span
+// nor on the batch it was computed in.
+
 // One 32-byte chunk (at offset AX) of four rows against three vectors:
 // Y(3i+j) += row i · vector j.
 #define F32_CHUNK \
@@ -825,201 +832,127 @@ q8end:
 	VFMADD231PS Y15, Y13, Y10 \
 	VFMADD231PS Y15, Y14, Y11
 
-// The chunks at R13+FIRST, R13+FIRST+128, ... below R14: one of
-// dotAVX2's four accumulators over one segment, into Y0-Y11.
-#define F32_RUN(FIRST, LOOP, DONE) \
-	LEAQ FIRST(R13), AX \
-LOOP: \
-	CMPQ AX, R14 \
-	JAE  DONE \
-	F32_CHUNK \
-	ADDQ $128, AX \
-	JMP  LOOP \
-DONE:
-
-#define F32_ZERO \
-	VXORPS Y0, Y0, Y0 \
-	VXORPS Y1, Y1, Y1 \
-	VXORPS Y2, Y2, Y2 \
-	VXORPS Y3, Y3, Y3 \
-	VXORPS Y4, Y4, Y4 \
-	VXORPS Y5, Y5, Y5 \
-	VXORPS Y6, Y6, Y6 \
-	VXORPS Y7, Y7, Y7 \
-	VXORPS Y8, Y8, Y8 \
-	VXORPS Y9, Y9, Y9 \
-	VXORPS Y10, Y10, Y10 \
-	VXORPS Y11, Y11, Y11
-
-// The twelve accumulators from (F32_LOAD), into (F32_SAVE) or plus
-// (F32_ADD) the scratch slot at OFF(BX).
-#define F32_LOAD(OFF) \
-	VMOVUPS (OFF+0)(BX), Y0 \
-	VMOVUPS (OFF+32)(BX), Y1 \
-	VMOVUPS (OFF+64)(BX), Y2 \
-	VMOVUPS (OFF+96)(BX), Y3 \
-	VMOVUPS (OFF+128)(BX), Y4 \
-	VMOVUPS (OFF+160)(BX), Y5 \
-	VMOVUPS (OFF+192)(BX), Y6 \
-	VMOVUPS (OFF+224)(BX), Y7 \
-	VMOVUPS (OFF+256)(BX), Y8 \
-	VMOVUPS (OFF+288)(BX), Y9 \
-	VMOVUPS (OFF+320)(BX), Y10 \
-	VMOVUPS (OFF+352)(BX), Y11
-
-#define F32_SAVE(OFF) \
-	VMOVUPS Y0, (OFF+0)(BX) \
-	VMOVUPS Y1, (OFF+32)(BX) \
-	VMOVUPS Y2, (OFF+64)(BX) \
-	VMOVUPS Y3, (OFF+96)(BX) \
-	VMOVUPS Y4, (OFF+128)(BX) \
-	VMOVUPS Y5, (OFF+160)(BX) \
-	VMOVUPS Y6, (OFF+192)(BX) \
-	VMOVUPS Y7, (OFF+224)(BX) \
-	VMOVUPS Y8, (OFF+256)(BX) \
-	VMOVUPS Y9, (OFF+288)(BX) \
-	VMOVUPS Y10, (OFF+320)(BX) \
-	VMOVUPS Y11, (OFF+352)(BX)
-
-#define F32_ADD(OFF) \
-	VADDPS (OFF+0)(BX), Y0, Y0 \
-	VADDPS (OFF+32)(BX), Y1, Y1 \
-	VADDPS (OFF+64)(BX), Y2, Y2 \
-	VADDPS (OFF+96)(BX), Y3, Y3 \
-	VADDPS (OFF+128)(BX), Y4, Y4 \
-	VADDPS (OFF+160)(BX), Y5, Y5 \
-	VADDPS (OFF+192)(BX), Y6, Y6 \
-	VADDPS (OFF+224)(BX), Y7, Y7 \
-	VADDPS (OFF+256)(BX), Y8, Y8 \
-	VADDPS (OFF+288)(BX), Y9, Y9 \
-	VADDPS (OFF+320)(BX), Y10, Y10 \
-	VADDPS (OFF+352)(BX), Y11, Y11
-
-// One accumulator's a2 + a3 (scratch slots 2 and 3) added to it.
-#define F32_A23(OFF, ACC) \
-	VMOVUPS (768+OFF)(BX), Y12 \
-	VADDPS (1152+OFF)(BX), Y12, Y12 \
-	VADDPS Y12, ACC, ACC
-
-// The four passes over one segment: each accumulator set from zero
-// (F32_ZERO) or from its scratch slot (F32_LOAD(slot)), back to its slot.
-#define F32_SEGMENT(INIT0, INIT1, INIT2, INIT3, L0, D0, L1, D1, L2, D2, L3, D3) \
-	INIT0 \
-	F32_RUN(0, L0, D0) \
-	F32_SAVE(0) \
-	INIT1 \
-	F32_RUN(32, L1, D1) \
-	F32_SAVE(384) \
-	INIT2 \
-	F32_RUN(64, L2, D2) \
-	F32_SAVE(768) \
-	INIT3 \
-	F32_RUN(96, L3, D3) \
-	F32_SAVE(1152)
-
-// Vector J's sums of the four rows (Y(J), Y(3+J), Y(6+J), Y(9+J)) across
-// their lanes as sum4 sums them, stored where outs[J] points, which then
-// moves on four rows.
-#define F32_LANES(A0, A1, A2, A3, J) \
+// Four rows' sums (A0-A3) across their lanes, as sum4 sums them, into
+// X12, and stored at OUT, which then moves on four rows.
+#define F32_LANES(A0, A1, A2, A3, OUT) \
 	VHADDPS A1, A0, Y12 \
 	VHADDPS A3, A2, Y13 \
 	VHADDPS Y13, Y12, Y12 \
 	VEXTRACTF128 $1, Y12, X13 \
 	VADDPS X13, X12, X12 \
-	MOVQ (8*J)(R13), AX \
-	VMOVUPS X12, 0(AX) \
-	ADDQ $16, AX \
-	MOVQ AX, (8*J)(R13)
+	VMOVUPS X12, 0(OUT) \
+	ADDQ $16, OUT
 
-// f32Segment is how many bytes of the rows and vectors one segment's
-// four passes take: the seven 2 KB pieces stay in L1 from the first pass
-// to the last.
-#define f32Segment 2048
+// The four row pointers SI, DI, DX, CX from the first (in SI) and the
+// row size (in BX), which then becomes four rows' size.
+#define F32_ROWS \
+	LEAQ 0(SI)(BX*1), DI \
+	LEAQ 0(DI)(BX*1), DX \
+	LEAQ 0(DX)(BX*1), CX \
+	SHLQ $2, BX
 
-// func f32Rows4x3(rows unsafe.Pointer, rowBytes, quads int, x, outs *[3]unsafe.Pointer, end uintptr, scratch *[4][12][8]float32)
+#define F32_NEXT_ROWS \
+	ADDQ BX, SI \
+	ADDQ BX, DI \
+	ADDQ BX, DX \
+	ADDQ BX, CX
+
+// func f32Rows4x3(rows unsafe.Pointer, rowBytes, quads int, x, outs *[3]unsafe.Pointer, end uintptr)
 //
-// dotRowsVector for 4·quads f32 rows (the first at rows) against three
-// vectors, end bytes of each (a multiple of 32), four rows at a time:
-// each product summed exactly as dotAVX2 and sum4 sum it. dotAVX2's four
-// accumulators a product are four passes here (the chunks at 0, 128,
-// ...; at 32, 160, ...; and so on, then a0 takes the chunks after the
-// last whole 128 bytes), so one accumulator a product fits the registers
-// and each chunk of a row is loaded once for the three vectors. The
-// passes go a segment at a time, their sums kept in scratch; then
-// (a0 + a1) + (a2 + a3). Vector j's results go where outs[j] points, one
-// float a row; outs[j] moves on past them.
-TEXT ·f32Rows4x3(SB), NOSPLIT, $0-56
+// f32Rows4x1 against three vectors at once: each chunk of a row is
+// loaded once for the three, each chunk of a vector once for the four
+// rows. Vector j's results go to outs[j], one float a row.
+TEXT ·f32Rows4x3(SB), NOSPLIT, $0-48
 	MOVQ x+24(FP), AX
 	MOVQ 0(AX), R8
 	MOVQ 8(AX), R9
 	MOVQ 16(AX), R10
+	MOVQ outs+32(FP), AX
+	MOVQ 0(AX), R13
+	MOVQ 8(AX), R14
+	MOVQ 16(AX), R15
 	MOVQ end+40(FP), R12
-	MOVQ R12, R11
-	ANDQ $-128, R11 // the whole 128-byte steps' end
-	MOVQ scratch+48(FP), BX
+	MOVQ quads+16(FP), R11
 	MOVQ rows+0(FP), SI
-	MOVQ rowBytes+8(FP), AX
-	LEAQ 0(SI)(AX*1), DI
-	LEAQ 0(DI)(AX*1), DX
-	LEAQ 0(DX)(AX*1), CX
+	MOVQ rowBytes+8(FP), BX
+	F32_ROWS
 
-f32quad:
-	MOVQ quads+16(FP), AX
-	TESTQ AX, AX
-	JZ   f32end
-	XORQ R13, R13
-	LEAQ f32Segment(R13), R14
-	CMPQ R14, R11
-	CMOVQHI R11, R14
-	F32_SEGMENT(F32_ZERO, F32_ZERO, F32_ZERO, F32_ZERO, f32first0, f32first0Done, f32first1, f32first1Done, f32first2, f32first2Done, f32first3, f32first3Done)
+f3quad:
+	TESTQ R11, R11
+	JZ   f3end
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	XORQ AX, AX
 
-f32segment:
-	MOVQ R14, R13
-	CMPQ R13, R11
-	JAE  f32tail
-	LEAQ f32Segment(R13), R14
-	CMPQ R14, R11
-	CMOVQHI R11, R14
-	F32_SEGMENT(F32_LOAD(0), F32_LOAD(384), F32_LOAD(768), F32_LOAD(1152), f32next0, f32next0Done, f32next1, f32next1Done, f32next2, f32next2Done, f32next3, f32next3Done)
-	JMP  f32segment
-
-f32tail:
-	F32_LOAD(0)
-	MOVQ R11, AX
-f32tailChunk:
+f3chunk:
 	CMPQ AX, R12
-	JAE  f32sums
+	JAE  f3sums
 	F32_CHUNK
 	ADDQ $32, AX
-	JMP  f32tailChunk
+	JMP  f3chunk
 
-f32sums:
-	F32_ADD(384)
-	F32_A23(0, Y0)
-	F32_A23(32, Y1)
-	F32_A23(64, Y2)
-	F32_A23(96, Y3)
-	F32_A23(128, Y4)
-	F32_A23(160, Y5)
-	F32_A23(192, Y6)
-	F32_A23(224, Y7)
-	F32_A23(256, Y8)
-	F32_A23(288, Y9)
-	F32_A23(320, Y10)
-	F32_A23(352, Y11)
-	MOVQ outs+32(FP), R13
-	F32_LANES(Y0, Y3, Y6, Y9, 0)
-	F32_LANES(Y1, Y4, Y7, Y10, 1)
-	F32_LANES(Y2, Y5, Y8, Y11, 2)
-	MOVQ rowBytes+8(FP), AX
-	SHLQ $2, AX
-	ADDQ AX, SI
-	ADDQ AX, DI
-	ADDQ AX, DX
-	ADDQ AX, CX
-	DECQ quads+16(FP)
-	JMP  f32quad
+f3sums:
+	F32_LANES(Y0, Y3, Y6, Y9, R13)
+	F32_LANES(Y1, Y4, Y7, Y10, R14)
+	F32_LANES(Y2, Y5, Y8, Y11, R15)
+	F32_NEXT_ROWS
+	DECQ R11
+	JMP  f3quad
 
-f32end:
+f3end:
+	VZEROUPPER
+	RET
+
+// func f32Rows4x1(rows unsafe.Pointer, rowBytes, quads int, x, out unsafe.Pointer, end uintptr)
+//
+// The products of 4·quads f32 rows (the first at rows, each rowBytes
+// after the last) with vector x, over end bytes (a multiple of 32), four
+// rows at a time, into out, one float a row.
+TEXT ·f32Rows4x1(SB), NOSPLIT, $0-48
+	MOVQ quads+16(FP), R9
+	MOVQ x+24(FP), R8
+	MOVQ out+32(FP), R10
+	MOVQ end+40(FP), R12
+	MOVQ rows+0(FP), SI
+	MOVQ rowBytes+8(FP), BX
+	F32_ROWS
+
+f1quad:
+	TESTQ R9, R9
+	JZ   f1end
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ AX, AX
+
+f1chunk:
+	CMPQ AX, R12
+	JAE  f1sums
+	VMOVUPS 0(R8)(AX*1), Y15
+	VFMADD231PS 0(SI)(AX*1), Y15, Y0
+	VFMADD231PS 0(DI)(AX*1), Y15, Y1
+	VFMADD231PS 0(DX)(AX*1), Y15, Y2
+	VFMADD231PS 0(CX)(AX*1), Y15, Y3
+	ADDQ $32, AX
+	JMP  f1chunk
+
+f1sums:
+	F32_LANES(Y0, Y1, Y2, Y3, R10)
+	F32_NEXT_ROWS
+	DECQ R9
+	JMP  f1quad
+
+f1end:
 	VZEROUPPER
 	RET

@@ -43,7 +43,38 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 	case haveAVX512 && m.Cols >= wideF32Cols:
 		dotRowsVector(out, m.F32, x, lo, hi, m.Cols, m.Cols, dotAVX512)
 	default:
-		dotRowsVector(out, m.F32, x, lo, hi, m.Cols, m.Cols, dotAVX2)
+		quads := (hi - lo) / 4
+		if quads > 0 {
+			f32Rows4x1(unsafe.Pointer(&m.F32[lo*m.Cols : hi*m.Cols][0]), m.Cols*4, quads,
+				unsafe.Pointer(&x[:m.Cols][0]), unsafe.Pointer(&out[lo : lo+4*quads][0]), f32KernelBytes(m.Cols))
+		}
+		f32RowsAfter(out, m, x, lo, hi, lo+4*quads)
+	}
+}
+
+// f32KernelBytes is how many bytes of each row the f32 kernels take: the
+// whole chunks of eight floats.
+func f32KernelBytes(cols int) uintptr { return uintptr(cols&^7) * 4 }
+
+// f32RowsAfter finishes rows [lo, hi) of an f32 matrix against x once the
+// kernels have done rows [lo, done): rows [done, hi) each alone (the same
+// row in all four of f32Rows4x1's slots, so with a quad's arithmetic),
+// then every row's ragged tail. The f32 kernels (gemm_amd64.s) sum each
+// product in one accumulator, four rows at a time: measured here
+// (stories110M f32 tg128, one thread, by turns) 34-39 tok/s against 28-35
+// for dotAVX2's four accumulators a row, one row at a time.
+func f32RowsAfter(out []float32, m *Matrix, x []float32, lo, hi, done int) {
+	cols := m.Cols
+	full := cols &^ 7
+	var sums [4]float32
+	for r := done; r < hi; r++ {
+		f32Rows4x1(unsafe.Pointer(&m.F32[r*cols : (r+1)*cols][0]), 0, 1, unsafe.Pointer(&x[:cols][0]), unsafe.Pointer(&sums), f32KernelBytes(cols))
+		out[r] = sums[0]
+	}
+	if full < cols {
+		for r := lo; r < hi; r++ {
+			out[r] += dotGeneric(m.F32[r*cols+full:(r+1)*cols], x[full:cols])
+		}
 	}
 }
 
@@ -99,14 +130,9 @@ func weightedSum(out, weights, v []float32, stride int) {
 }
 
 // dotRowsVector sets out[r] = w[r*stride : r*stride+cols]·x for rows
-// [lo, hi), one row at a time: a matrix product (stride = cols), or
-// attention scores over cached keys (stride = the cache's row width).
-// A model's weights do not fit in cache, so every decode step streams them
-// from memory, and one row at a time is the access pattern that streams
-// fastest. Measured here
-// (BenchmarkGenerate256, stories110M, one thread): 52.7 tok/s this way,
-// 32.1 with four rows interleaved to share loads of x, although the
-// four-row kernel won on a lone matrix small enough to stay in cache.
+// [lo, hi), one row at a time: attention scores over cached keys (stride
+// = the cache's row width), and the AVX-512 kernel's f32 matrix products
+// (stride = cols).
 //
 // One summation order for every row of a matrix (dot, the horizontal sum,
 // then the ragged tail) means a row's result does not depend on which
@@ -167,10 +193,9 @@ func dotAVX2(w, x unsafe.Pointer, end uintptr) archsimd.Float32x8 {
 // or the streams of a decode step): four rows against three vectors at a
 // time (f32Rows4x3, assembly), so each chunk of a row is loaded once for
 // three products and each chunk of a vector once for four. Each product
-// is summed exactly as matVecF32 sums it (dotAVX2, then sum4), so a
-// token's numbers do not depend on what it was batched with. The AVX-512
-// rows (another order), rows with a ragged tail, the rows after the last
-// four and the vectors left over go through matVecF32.
+// is summed exactly as matVecF32 sums it, so a token's numbers do not
+// depend on what it was batched with. The AVX-512 rows (another order)
+// and the vectors left over go through matVecF32.
 //
 // In archsimd a kernel of this shape compiled to an address computation
 // per load and a register copy per FMA, and ran no faster than a row at
@@ -179,20 +204,17 @@ func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
 	cols := m.Cols
 	quads := (hi - lo) / 4
 	s := 0
-	if haveAVX2 && !(haveAVX512 && cols >= wideF32Cols) && cols%8 == 0 && quads > 0 {
+	if haveAVX2 && !(haveAVX512 && cols >= wideF32Cols) && quads > 0 {
 		var x, out [3]unsafe.Pointer
-		var scratch [4][12][8]float32
 		rows := unsafe.Pointer(&m.F32[lo*cols : hi*cols][0])
 		for ; s+3 <= len(xs); s += 3 {
 			for j := range 3 {
 				x[j] = unsafe.Pointer(&xs[s+j][:cols][0])
 				out[j] = unsafe.Pointer(&outs[s+j][lo : lo+4*quads][0])
 			}
-			f32Rows4x3(rows, cols*4, quads, &x, &out, uintptr(cols)*4, &scratch)
-			if lo+4*quads < hi {
-				for j := range 3 {
-					matVecF32(outs[s+j], m, xs[s+j], lo+4*quads, hi)
-				}
+			f32Rows4x3(rows, cols*4, quads, &x, &out, f32KernelBytes(cols))
+			for j := range 3 {
+				f32RowsAfter(outs[s+j], m, xs[s+j], lo, hi, lo+4*quads)
 			}
 		}
 	}
@@ -201,13 +223,16 @@ func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
 	}
 }
 
-// f32Rows4x3 is matVecF32 for 4·quads rows, the first at rows, against
-// three vectors (end bytes of each, a multiple of 32), four rows at a
-// time (gemm_amd64.s); vector j's results go where outs[j] points, which
-// moves on past them.
-//
+// f32Rows4x1 and f32Rows4x3 are the f32 kernels (gemm_amd64.s): 4·quads
+// rows, the first at rows, each rowBytes after the last, against one
+// vector or three, over end bytes of each (a multiple of 32), into one
+// float a row at out (outs[j] for vector j).
+
 //go:noescape
-func f32Rows4x3(rows unsafe.Pointer, rowBytes, quads int, x, outs *[3]unsafe.Pointer, end uintptr, scratch *[4][12][8]float32)
+func f32Rows4x1(rows unsafe.Pointer, rowBytes, quads int, x, out unsafe.Pointer, end uintptr)
+
+//go:noescape
+func f32Rows4x3(rows unsafe.Pointer, rowBytes, quads int, x, outs *[3]unsafe.Pointer, end uintptr)
 
 // f32x8 loads the eight floats at p plus off bytes.
 func f32x8(p unsafe.Pointer, off uintptr) archsimd.Float32x8 {

@@ -414,6 +414,28 @@ func TestMatMatF32MatchesMatVecBitForBit(t *testing.T) {
 	}
 }
 
+// A row's number does not depend on the span it was computed in (a
+// thread's span starts and ends anywhere; the kernels take rows in fours
+// and the rest alone): spans starting at each of the first rows match
+// the whole matrix's product bit for bit.
+func TestMatVecF32RowsDoNotDependOnTheSpan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 7))
+	for _, shape := range kernelShapes {
+		rows, cols := shape[0], shape[1]
+		m := NewF32(rows, cols, randomVec(rng, rows*cols))
+		x := randomVec(rng, cols)
+		whole := make([]float32, rows)
+		matVecF32(whole, m, x, 0, rows)
+		for lo := 1; lo < min(rows, 5); lo++ {
+			part := make([]float32, rows)
+			matVecF32(part, m, x, lo, rows)
+			if !slices.Equal(part[lo:], whole[lo:]) {
+				t.Fatalf("%d×%d from row %d: %v, the whole matrix's %v", rows, cols, lo, part[lo:lo+3], whole[lo:lo+3])
+			}
+		}
+	}
+}
+
 // The same for a Q8_0 matrix, on spans of odd and even length.
 func TestMatMatQ8MatchesMatVecBitForBit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 5))
