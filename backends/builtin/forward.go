@@ -242,6 +242,7 @@ type pass struct {
 	// last are the states whose logits the pass computes: all but the
 	// views of prompt chunks, whose next token nobody asked for.
 	last   []*State
+	quant  quantJob
 	mat    matJob
 	attn   attnJob
 	sample sampleJob
@@ -334,11 +335,13 @@ func (e *Engine) multiply(p *pass, states []*State, ms [3]*Matrix, n int, gated 
 	}
 	// A file may mix formats (Q4_K_M's attn_v is Q6_K beside Q4_K q and
 	// k), so the input is quantized in every form the job's matrices read.
-	forms := formsOf(ms[:n])
+	q := &p.quant
+	q.states, q.in, q.forms, q.cols = states, in, formsOf(ms[:n]), ms[0].Cols
+	if q.forms != (activationForms{}) { // f32 matrices read the floats
+		e.pool.run(q)
+	}
 	for _, st := range states {
-		x, xq := st.vec(in), st.quant(in)
-		xq.quantize(x, forms)
-		j.x, j.xq = append(j.x, x), append(j.xq, xq)
+		j.x, j.xq = append(j.x, st.vec(in)), append(j.xq, st.quant(in))
 		for i := range n {
 			j.out[i] = append(j.out[i], st.vec(out[i]))
 		}
