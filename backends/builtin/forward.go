@@ -242,6 +242,7 @@ type pass struct {
 	// last are the states whose logits the pass computes: all but the
 	// views of prompt chunks, whose next token nobody asked for.
 	last   []*State
+	step   stepJob
 	quant  quantJob
 	mat    matJob
 	attn   attnJob
@@ -276,34 +277,75 @@ func (e *Engine) forward(p *pass) {
 	}
 	for l := range w.Layers {
 		layer := &w.Layers[l]
-		for _, st := range p.states {
-			rmsNorm(st.xb, st.x, layer.AttnNorm, w.NormEps)
-		}
+		e.eachState(p, p.states, l, stepAttnNorm)
 		e.multiply(p, p.states, [3]*Matrix{layer.WQ, layer.WK, layer.WV}, 3, false, selXB, [3]vecSel{selQ, selK, selV})
-		for _, st := range p.states {
-			e.storeKV(st, l)
-		}
+		e.eachState(p, p.states, l, stepStoreKV)
 		p.attn = attnJob{states: p.states, layer: l, heads: s.Heads}
 		e.pool.run(&p.attn)
 		e.multiply(p, p.states, [3]*Matrix{layer.WO}, 1, false, selXB, [3]vecSel{selXB2})
-		for _, st := range p.states {
-			add(st.x, st.xb2)
-			rmsNorm(st.xb, st.x, layer.FFNNorm, w.NormEps)
-		}
+		e.eachState(p, p.states, l, stepFFNNorm)
 		e.multiply(p, p.states, [3]*Matrix{layer.W1, layer.W3}, 2, true, selXB, [3]vecSel{selHB, selHB2})
 		e.multiply(p, p.states, [3]*Matrix{layer.W2}, 1, false, selHB, [3]vecSel{selXB})
-		for _, st := range p.states {
-			add(st.x, st.xb)
-		}
+		e.eachState(p, p.states, l, stepResidual)
 	}
 	// Only the steps' last tokens go on: a prompt chunk's earlier ones
 	// needed no logits (and the classifier is the largest matrix).
-	for _, st := range p.last {
-		rmsNorm(st.x, st.x, w.FinalNorm, w.NormEps)
-	}
+	e.eachState(p, p.last, 0, stepFinalNorm)
 	e.multiply(p, p.last, [3]*Matrix{w.Classifier}, 1, false, selX, [3]vecSel{selLogits})
 	p.sample = sampleJob{states: p.last, vocab: s.Vocab}
 	e.pool.run(&p.sample)
+}
+
+// stateStep is one of the forward pass's steps between its matrix
+// products, each stream's own.
+type stateStep int
+
+const (
+	stepAttnNorm  stateStep = iota // the attention's input norm
+	stepStoreKV                    // RoPE, then the key and value into the cache
+	stepFFNNorm                    // the attention's residual, the feed-forward's input norm
+	stepResidual                   // the feed-forward's residual
+	stepFinalNorm                  // the classifier's input norm
+)
+
+// stepJob runs one stateStep for every stream of a pass: a batched
+// prefill's 64 streams on the calling thread alone left the other threads
+// waiting through about a twentieth of a one-thread pass.
+type stepJob struct {
+	e      *Engine
+	states []*State
+	layer  int
+	step   stateStep
+}
+
+func (j *stepJob) parts() int { return len(j.states) }
+
+// flops counts about what a norm and a residual cost a stream.
+func (j *stepJob) flops() int { return 8 * j.e.Model.Weights.Shape.Dim * len(j.states) }
+
+func (j *stepJob) do(lo, hi int) {
+	w := j.e.Model.Weights
+	for _, st := range j.states[lo:hi] {
+		switch j.step {
+		case stepAttnNorm:
+			rmsNorm(st.xb, st.x, w.Layers[j.layer].AttnNorm, w.NormEps)
+		case stepStoreKV:
+			j.e.storeKV(st, j.layer)
+		case stepFFNNorm:
+			add(st.x, st.xb2)
+			rmsNorm(st.xb, st.x, w.Layers[j.layer].FFNNorm, w.NormEps)
+		case stepResidual:
+			add(st.x, st.xb)
+		case stepFinalNorm:
+			rmsNorm(st.x, st.x, w.FinalNorm, w.NormEps)
+		}
+	}
+}
+
+// eachState runs step for every one of states, on the pool.
+func (e *Engine) eachState(p *pass, states []*State, layer int, step stateStep) {
+	p.step = stepJob{e: e, states: states, layer: layer, step: step}
+	e.pool.run(&p.step)
 }
 
 // storeKV rotates this position's query and key and appends key and value
