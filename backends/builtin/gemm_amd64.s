@@ -561,20 +561,22 @@ q63done:
 	RET
 
 // One 32-byte column of a Q5_K tile (nibbles at 256C+32I, fifth bits at
-// 1216 on): the even group's codes (low nibble, bit 4 from the fifth
-// bits' bit 4) and the odd group's (high nibble, bit 4 from bit 0) times
-// the activations, into Y0 and Y1.
-#define Q5_COL(C, I) \
+// 1216+32I, bit g for group g): the even group's codes (low nibble, bit 4
+// from the fifth bits shifted by SE $NE) and the odd group's (high
+// nibble, by SO $NO) times the activations, into Y0 and Y1. A 16-bit
+// shift of at most 4 left or 3 right brings no other byte's bit to bit 4.
+#define Q5_COL(C, I, SE, NE, SO, NO) \
 	VMOVDQU (256*C+32*I)(SI), Y9 \
-	VMOVDQU (1216+256*C+32*I)(SI), Y8 \
+	VMOVDQU (1216+32*I)(SI), Y8 \
 	VPAND Y15, Y9, Y10 \
-	VPAND Y5, Y8, Y11 \
+	SE $NE, Y8, Y11 \
+	VPAND Y5, Y11, Y11 \
 	VPOR Y11, Y10, Y10 \
 	VPMADDUBSW (512*C+32*I)(R8), Y10, Y11 \
 	VPADDW Y11, Y0, Y0 \
 	VPSRLW $4, Y9, Y9 \
 	VPAND Y15, Y9, Y9 \
-	VPSLLW $4, Y8, Y8 \
+	SO $NO, Y8, Y8 \
 	VPAND Y5, Y8, Y8 \
 	VPOR Y8, Y9, Y9 \
 	VPMADDUBSW (512*C+256+32*I)(R8), Y9, Y11 \
@@ -582,26 +584,28 @@ q63done:
 
 // Half a group pair: four columns' sums (codes reach 31, so no more fit
 // int16), weighed by the group scales in Y6 (even) and Y7 (odd), into Y2.
-#define Q5_HALF(C, I0, I1, I2, I3) \
+#define Q5_HALF(C, I0, I1, I2, I3, SE, NE, SO, NO) \
 	VPXOR Y0, Y0, Y0 \
 	VPXOR Y1, Y1, Y1 \
-	Q5_COL(C, I0) \
-	Q5_COL(C, I1) \
-	Q5_COL(C, I2) \
-	Q5_COL(C, I3) \
+	Q5_COL(C, I0, SE, NE, SO, NO) \
+	Q5_COL(C, I1, SE, NE, SO, NO) \
+	Q5_COL(C, I2, SE, NE, SO, NO) \
+	Q5_COL(C, I3, SE, NE, SO, NO) \
 	VPMADDWD Y6, Y0, Y10 \
 	VPADDD Y10, Y2, Y2 \
 	VPMADDWD Y7, Y1, Y10 \
 	VPADDD Y10, Y2, Y2
 
-#define Q5_PAIR(C) \
+// Groups 2C and 2C+1, their fifth bits brought to bit 4 by SE $NE and
+// SO $NO.
+#define Q5_PAIR(C, SE, NE, SO, NO) \
 	VMOVDQU (1024+16*C)(SI), X12 \
 	VPSHUFB X14, X12, X11 \
 	VPMOVSXBW X11, Y6 \
 	VPSHUFB X13, X12, X11 \
 	VPMOVSXBW X11, Y7 \
-	Q5_HALF(C, 0, 1, 2, 3) \
-	Q5_HALF(C, 4, 5, 6, 7)
+	Q5_HALF(C, 0, 1, 2, 3, SE, NE, SO, NO) \
+	Q5_HALF(C, 4, 5, 6, 7, SE, NE, SO, NO)
 
 // func q5KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
@@ -625,12 +629,12 @@ q51blocks:
 	CMPQ DX, CX
 	JAE  q51done
 	VPXOR Y2, Y2, Y2
-	Q5_PAIR(0)
-	Q5_PAIR(1)
-	Q5_PAIR(2)
-	Q5_PAIR(3)
+	Q5_PAIR(0, VPSLLW, 4, VPSLLW, 3)
+	Q5_PAIR(1, VPSLLW, 2, VPSLLW, 1)
+	Q5_PAIR(2, VPSLLW, 0, VPSRLW, 1)
+	Q5_PAIR(3, VPSRLW, 2, VPSRLW, 3)
 	K1_FINISH
-	ADDQ $2240, SI
+	ADDQ $1472, SI
 	ADDQ $2048, R8
 	ADDQ $32, R10
 	INCQ DX

@@ -56,16 +56,15 @@ const (
 )
 
 // Q5_K tile: a Q4_K tile (the nibbles, scales, mins, d and dmin at the
-// same places), then 1024 bytes of fifth bits laid out as the nibbles:
-// for groups 2c and 2c+1 and weights 4t…4t+3, rows 0…7 in bytes
-// 32(8c+t)…+31, group 2c's bit at bit 4 and 2c+1's at bit 0, so that
-// each is one mask (and a shift) from its place in a code. A byte for two
-// bits (+59% over the file's blocks) keeps the kernel to a few registers:
-// a layout with a byte for eight bits needed a shift per group, and the
-// spills it caused were legacy-SSE moves (20× slower here).
+// same places), then the block's 32 bytes of fifth bits as they are, per
+// row: byte j holds bit g of weight 32g+j, so weights 4t…4t+3 of rows
+// 0…7 are bytes 32t…32t+31, row r at +4r, as the nibbles are laid out,
+// and one load serves all eight groups (a shift brings each group's bit
+// to bit 4 of its code). A byte for two bits (+59% over the file's
+// blocks) read a third more a token, and decode streams the tiles.
 const (
 	q5KTileHigh  = q4KTileBytes
-	q5KTileBytes = q5KTileHigh + tileRows*superBlock/2
+	q5KTileBytes = q5KTileHigh + tileRows*superBlock/8
 )
 
 // Byte-code tile (Q4_1, Q5_0, Q5_1), per group of 32 columns
@@ -158,21 +157,16 @@ func q4KTileRow(tile []byte, r int, b []byte) {
 	putFloat(tile[q4KTileD+4*tileRows+4*r:], f16ToF32(le16(b[2:])))
 }
 
-// q5KTileRow lays out a Q5_K block: its scales, d and dmin as Q4_K's,
-// its nibbles (after the 32 bytes of fifth bits) as Q4_K's.
+// q5KTileRow lays out a Q5_K block: its scales, d, dmin and nibbles
+// (after the 32 bytes of fifth bits) as Q4_K's, then its fifth bits.
 func q5KTileRow(tile []byte, r int, b []byte) {
 	for c := range 4 {
 		for t := range 8 {
 			copy(tile[32*(8*c+t)+4*r:][:4], b[48+32*c+4*t:])
 		}
 	}
-	for c := range 4 {
-		for t := range 8 {
-			for k := range 4 {
-				h := b[16+4*t+k]
-				tile[q5KTileHigh+32*(8*c+t)+4*r+k] = h>>(2*c)&1<<4 | h>>(2*c+1)&1
-			}
-		}
+	for t := range 8 {
+		copy(tile[q5KTileHigh+32*t+4*r:][:4], b[16+4*t:])
 	}
 	for j := range 8 {
 		tile[q4KTileScales+8*j+r], tile[q4KTileMins+8*j+r] = q4KScaleMin(j, b[4:16])
