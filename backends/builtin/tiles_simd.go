@@ -7,8 +7,8 @@ import (
 	"unsafe"
 )
 
-// Tiles: the AVX2 kernels' own copy of a Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
-// Q5_K or Q6_K matrix, eight rows interleaved, as llama.cpp repacks Q4_0 and Q4_K for its CPU
+// Tiles: the AVX2 kernels' own copy of a Q4_0, Q4_1, Q5_0, Q5_1, Q3_K,
+// Q4_K, Q5_K or Q6_K matrix, eight rows interleaved, as llama.cpp repacks Q4_0 and Q4_K for its CPU
 // kernels. A kernel reading one row at a time spends most of its
 // instructions unpacking that row's blocks and summing its lanes; a tile
 // puts four weights of each of eight rows side by side in one 32-byte
@@ -99,6 +99,7 @@ var tileKernels = map[format]*tileKernel{
 	formatQ4_K: {superBlock, q4KTileBytes, q4KTileRow, q4KTile, true},
 	formatQ5_K: {superBlock, q5KTileBytes, q5KTileRow, q5KTile, true},
 	formatQ6_K: {superBlock, q6KTileBytes, q6KTileRow, q6KTile, true},
+	formatQ3_K: {superBlock, q6KTileBytes, q3KTileRow, q6KTile, true},
 	formatQ4_1: {GroupSize, byteTileBytes, byteTileRow(q4_1Layout, 0), byteTile, false},
 	formatQ5_0: {GroupSize, byteTileBytes, byteTileRow(q5_0Layout, 16), byteTile, false},
 	formatQ5_1: {GroupSize, byteTileBytes, byteTileRow(q5_1Layout, 0), byteTile, false},
@@ -207,6 +208,21 @@ func byteTileRow(l nibbleLayout, offset int) func(tile []byte, r int, b []byte) 
 	}
 }
 
+// q3KTileRow lays out a Q3_K block as a Q6_K tile: Q3_K's weights are
+// d·scale·code too, with codes −4…3 (stored +32, as Q6_K's) and scales
+// −32…31 a run of 16, so Q6_K's kernels serve it. A byte a weight is 2.4×
+// the file's blocks; Q3_K's portable kernel ran at a twentieth of the
+// tiles' speed.
+func q3KTileRow(tile []byte, r int, b []byte) {
+	for w := range superBlock {
+		tile[w/4*32+4*r+w%4] = byte(q3KValue(b, w) + 32)
+	}
+	for s := range 16 {
+		tile[q6KTileCodes+8*s+r] = byte(int8(q3KScale(b, s)))
+	}
+	putFloat(tile[q6KTileCodes+q6KTileScales+4*r:], f16ToF32(le16(b[108:])))
+}
+
 func putFloat(b []byte, f float32) { *(*float32)(unsafe.Pointer(&b[0])) = f }
 
 // tileCount is how many tiles cover rows rows, the last padded with rows
@@ -256,6 +272,7 @@ var tileKernels3 = map[format]func(tile, bcast0, scales0, sums0, bcast1, scales1
 	formatQ4_0: q4_0Tile3,
 	formatQ4_K: q4KTile3,
 	formatQ6_K: q6KTile3,
+	formatQ3_K: q6KTile3,
 }
 
 // The assembly tile kernels (gemm_amd64.s). q4KTile1, q5KTile1 and
