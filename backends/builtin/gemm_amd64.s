@@ -42,6 +42,13 @@
 	ADDQ $32, BX \
 	INCQ DX
 
+// Four vector registers to zero.
+#define ZERO4(A, B, C, D) \
+	VXORPS A, A, A \
+	VXORPS B, B, B \
+	VXORPS C, C, C \
+	VXORPS D, D, D
+
 // func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
 // q4_0Tile for one tile against three vectors' activations, each summed
@@ -669,14 +676,8 @@ q51done:
 // count of groups at 0(SP)), for two rows and four vectors, into Y0-Y7
 // (Y0, Y1 the rows against x0; Y2, Y3 against x1; ...).
 #define Q8_HALF(LOOP, DONE) \
-	VXORPS Y0, Y0, Y0 \
-	VXORPS Y1, Y1, Y1 \
-	VXORPS Y2, Y2, Y2 \
-	VXORPS Y3, Y3, Y3 \
-	VXORPS Y4, Y4, Y4 \
-	VXORPS Y5, Y5, Y5 \
-	VXORPS Y6, Y6, Y6 \
-	VXORPS Y7, Y7, Y7 \
+	ZERO4(Y0, Y1, Y2, Y3) \
+	ZERO4(Y4, Y5, Y6, Y7) \
 LOOP: \
 	CMPQ BX, 0(SP) \
 	JAE  DONE \
@@ -884,18 +885,9 @@ TEXT ·f32Rows4x3(SB), NOSPLIT, $0-48
 f3quad:
 	TESTQ R11, R11
 	JZ   f3end
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
+	ZERO4(Y0, Y1, Y2, Y3)
+	ZERO4(Y4, Y5, Y6, Y7)
+	ZERO4(Y8, Y9, Y10, Y11)
 	XORQ AX, AX
 
 f3chunk:
@@ -934,10 +926,7 @@ TEXT ·f32Rows4x1(SB), NOSPLIT, $0-48
 f1quad:
 	TESTQ R9, R9
 	JZ   f1end
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
+	ZERO4(Y0, Y1, Y2, Y3)
 	XORQ AX, AX
 
 f1chunk:
