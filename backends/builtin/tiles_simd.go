@@ -7,8 +7,8 @@ import (
 	"unsafe"
 )
 
-// Tiles: the AVX2 kernels' own copy of a Q4_0, Q4_1, Q5_0, Q5_1, Q3_K,
-// Q4_K, Q5_K or Q6_K matrix, eight rows interleaved, as llama.cpp repacks Q4_0 and Q4_K for its CPU
+// Tiles: the AVX2 kernels' own copy of a Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
+// Q3_K, Q4_K, Q5_K or Q6_K matrix, eight rows interleaved, as llama.cpp repacks Q4_0 and Q4_K for its CPU
 // kernels. A kernel reading one row at a time spends most of its
 // instructions unpacking that row's blocks and summing its lanes; a tile
 // puts four weights of each of eight rows side by side in one 32-byte
@@ -82,6 +82,15 @@ const (
 	byteTileBytes = byteTileCodes + 2*4*tileRows
 )
 
+// IQ4_NL tile, per group of 32 columns (iq4NLTileBytes): 256 bytes of
+// levels (the codes looked up, int8), weights 4t…4t+3 of rows 0…7 in
+// bytes 32t…32t+31, row r at 32t+4r; then 8 float32 d. Twice the file's
+// blocks, so the kernel looks nothing up.
+const (
+	iq4NLTileLevels = tileRows * GroupSize
+	iq4NLTileBytes  = iq4NLTileLevels + 4*tileRows
+)
+
 // tileKernel is a format's tile layout and kernel.
 type tileKernel struct {
 	cols  int // columns one tile block covers: the format's block
@@ -95,14 +104,15 @@ type tileKernel struct {
 }
 
 var tileKernels = map[format]*tileKernel{
-	formatQ4_0: {GroupSize, q4_0TileBytes, q4_0TileRow, q4_0Tile, false},
-	formatQ4_K: {superBlock, q4KTileBytes, q4KTileRow, q4KTile, true},
-	formatQ5_K: {superBlock, q5KTileBytes, q5KTileRow, q5KTile, true},
-	formatQ6_K: {superBlock, q6KTileBytes, q6KTileRow, q6KTile, true},
-	formatQ3_K: {superBlock, q6KTileBytes, q3KTileRow, q6KTile, true},
-	formatQ4_1: {GroupSize, byteTileBytes, byteTileRow(q4_1Layout, 0), byteTile, false},
-	formatQ5_0: {GroupSize, byteTileBytes, byteTileRow(q5_0Layout, 16), byteTile, false},
-	formatQ5_1: {GroupSize, byteTileBytes, byteTileRow(q5_1Layout, 0), byteTile, false},
+	formatQ4_0:   {GroupSize, q4_0TileBytes, q4_0TileRow, q4_0Tile, false},
+	formatQ4_K:   {superBlock, q4KTileBytes, q4KTileRow, q4KTile, true},
+	formatQ5_K:   {superBlock, q5KTileBytes, q5KTileRow, q5KTile, true},
+	formatQ6_K:   {superBlock, q6KTileBytes, q6KTileRow, q6KTile, true},
+	formatQ3_K:   {superBlock, q6KTileBytes, q3KTileRow, q6KTile, true},
+	formatQ4_1:   {GroupSize, byteTileBytes, byteTileRow(q4_1Layout, 0), byteTile, false},
+	formatQ5_0:   {GroupSize, byteTileBytes, byteTileRow(q5_0Layout, 16), byteTile, false},
+	formatQ5_1:   {GroupSize, byteTileBytes, byteTileRow(q5_1Layout, 0), byteTile, false},
+	formatIQ4_NL: {GroupSize, iq4NLTileBytes, iq4NLTileRow, iq4NLTile, false},
 }
 
 // withTiles returns m with its rows also laid out as tiles where this
@@ -221,6 +231,13 @@ func q3KTileRow(tile []byte, r int, b []byte) {
 		tile[q6KTileCodes+8*s+r] = byte(int8(q3KScale(b, s)))
 	}
 	putFloat(tile[q6KTileCodes+q6KTileScales+4*r:], f16ToF32(le16(b[108:])))
+}
+
+func iq4NLTileRow(tile []byte, r int, b []byte) {
+	for w := range GroupSize {
+		tile[w/4*32+4*r+w%4] = byte(iq4NLLevels[nibble(b[2:], w)])
+	}
+	putFloat(tile[iq4NLTileLevels+4*r:], f16ToF32(le16(b)))
 }
 
 func putFloat(b []byte, f float32) { *(*float32)(unsafe.Pointer(&b[0])) = f }
@@ -369,6 +386,27 @@ func byteTile(tile unsafe.Pointer, in tileInput, out *[tileRows]float32) {
 		group := first.DotProductPairs(ones).Add(second.DotProductPairs(ones)).ConvertToFloat32().Mul(dx)
 		sum = group.MulAdd(f32x8(codes, byteTileCodes), sum)
 		sum = ysum.MulAdd(f32x8(codes, byteTileCodes+4*tileRows), sum)
+	}
+	sum.Store(out)
+	archsimd.ClearAVXUpperBits()
+}
+
+// iq4NLTile: per group, each four columns' levels (−127…113) times the
+// activations as Q8_0's are multiplied: |level| times y with the level's
+// sign (VPMADDUBSW; 2 × 127 × 127 fits int16), into int32 at once; then
+// d·(d_x·Σ level·y) for each row.
+func iq4NLTile(tile unsafe.Pointer, in tileInput, out *[tileRows]float32) {
+	ones := archsimd.BroadcastInt16x16(1)
+	var sum archsimd.Float32x8
+	for g := range in.blocks {
+		levels, y := unsafe.Add(tile, g*iq4NLTileBytes), unsafe.Add(in.bcast, g*8*GroupSize)
+		var group archsimd.Int32x8
+		for t := uintptr(0); t < iq4NLTileLevels; t += 32 {
+			w := i8x32(levels, t)
+			group = group.Add(w.Abs().AsUint8x32().DotProductPairsSaturated(i8x32(y, t).CopySign(w)).DotProductPairs(ones))
+		}
+		dx := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(in.scales, 4*g))).AsFloat32x8()
+		sum = group.ConvertToFloat32().Mul(dx).MulAdd(f32x8(levels, iq4NLTileLevels), sum)
 	}
 	sum.Store(out)
 	archsimd.ClearAVXUpperBits()
