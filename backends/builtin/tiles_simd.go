@@ -8,8 +8,8 @@ import (
 )
 
 // Tiles: the AVX2 kernels' own copy of a Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
-// Q3_K, Q4_K, Q5_K or Q6_K matrix, eight rows interleaved, as llama.cpp repacks Q4_0 and Q4_K for its CPU
-// kernels. A kernel reading one row at a time spends most of its
+// Q3_K, Q4_K, Q5_K or Q6_K matrix, eight rows interleaved, as llama.cpp
+// repacks Q4_0 and Q4_K for its CPU kernels. A kernel reading one row at a time spends most of its
 // instructions unpacking that row's blocks and summing its lanes; a tile
 // puts four weights of each of eight rows side by side in one 32-byte
 // vector, so one multiply-add (VPMADDUBSW) serves eight rows against four
@@ -188,7 +188,7 @@ func q5KTileRow(tile []byte, r int, b []byte) {
 
 func q6KTileRow(tile []byte, r int, b []byte) {
 	for w := range superBlock {
-		tile[w/4*32+4*r+w%4] = byte(q6KValue(b, w/128, w%128/32, w%32) + 32)
+		tile[byteCodeAt(r, w)] = byte(q6KValue(b, w/128, w%128/32, w%32) + 32)
 	}
 	for s := range 16 {
 		tile[q6KTileCodes+8*s+r] = b[192+s]
@@ -205,7 +205,7 @@ func byteTileRow(l nibbleLayout, offset int) func(tile []byte, r int, b []byte) 
 			if l.high > 0 {
 				code |= fifthBit(b[l.high:], w)
 			}
-			tile[w/4*32+4*r+w%4] = byte(code)
+			tile[byteCodeAt(r, w)] = byte(code)
 		}
 		d, o := f16ToF32(le16(b)), float32(0)
 		if l.withMin {
@@ -225,7 +225,7 @@ func byteTileRow(l nibbleLayout, offset int) func(tile []byte, r int, b []byte) 
 // tiles' speed.
 func q3KTileRow(tile []byte, r int, b []byte) {
 	for w := range superBlock {
-		tile[w/4*32+4*r+w%4] = byte(q3KValue(b, w) + 32)
+		tile[byteCodeAt(r, w)] = byte(q3KValue(b, w) + 32)
 	}
 	for s := range 16 {
 		tile[q6KTileCodes+8*s+r] = byte(int8(q3KScale(b, s)))
@@ -235,10 +235,14 @@ func q3KTileRow(tile []byte, r int, b []byte) {
 
 func iq4NLTileRow(tile []byte, r int, b []byte) {
 	for w := range GroupSize {
-		tile[w/4*32+4*r+w%4] = byte(iq4NLLevels[nibble(b[2:], w)])
+		tile[byteCodeAt(r, w)] = byte(iq4NLLevels[nibble(b[2:], w)])
 	}
 	putFloat(tile[iq4NLTileLevels+4*r:], f16ToF32(le16(b)))
 }
+
+// byteCodeAt is where a tile that holds a byte a weight keeps weight w
+// of row r: four weights of each of the eight rows to 32 bytes.
+func byteCodeAt(r, w int) int { return w/4*32 + 4*r + w%4 }
 
 func putFloat(b []byte, f float32) { *(*float32)(unsafe.Pointer(&b[0])) = f }
 
@@ -368,8 +372,8 @@ func matVecTiles(out []float32, m *Matrix, x *quantized, lo, hi int) {
 }
 
 // byteTile: per group, each four columns' codes (at most 31) × the
-// activations, summed in int16 four columns' quads at a time (4 × 2 × 31
-// × 127 fits), then into int32: d·(d_x·Σ q·y) + o·(d_x·Σ y), the group's
+// activations, summed in int16 sixteen columns at a time (4 × 2 × 31 ×
+// 127 fits), then into int32: d·(d_x·Σ q·y) + o·(d_x·Σ y), the group's
 // sum, for each row.
 func byteTile(tile unsafe.Pointer, in tileInput, out *[tileRows]float32) {
 	ones := archsimd.BroadcastInt16x16(1)
