@@ -129,6 +129,99 @@ q4done:
 	VZEROUPPER
 	RET
 
+// One 32-byte column of nibbles (low, then high) times four vectors'
+// activations, into their int16 sums Y4-Y7.
+#define Q4_0_COL4(OFF) \
+	VMOVDQU OFF(SI), Y8 \
+	VPAND Y15, Y8, Y9 \
+	VPSRLW $4, Y8, Y8 \
+	VPAND Y15, Y8, Y8 \
+	VPMADDUBSW OFF(R8), Y9, Y10 \
+	VPADDW Y10, Y4, Y4 \
+	VPMADDUBSW (OFF+128)(R8), Y8, Y10 \
+	VPADDW Y10, Y4, Y4 \
+	VPMADDUBSW OFF(R9), Y9, Y10 \
+	VPADDW Y10, Y5, Y5 \
+	VPMADDUBSW (OFF+128)(R9), Y8, Y10 \
+	VPADDW Y10, Y5, Y5 \
+	VPMADDUBSW OFF(R10), Y9, Y10 \
+	VPADDW Y10, Y6, Y6 \
+	VPMADDUBSW (OFF+128)(R10), Y8, Y10 \
+	VPADDW Y10, Y6, Y6 \
+	VPMADDUBSW OFF(R11), Y9, Y10 \
+	VPADDW Y10, Y7, Y7 \
+	VPMADDUBSW (OFF+128)(R11), Y8, Y10 \
+	VPADDW Y10, Y7, Y7
+
+// Vector K's group (its int16 sums in S16; its scales and sums found
+// through its tileInput at 32K(BX)) into its running sum: q4_0Tile3's
+// FINISH.
+#define Q4_0_FINISH4(S16, K, SUM) \
+	VPMADDWD Y14, S16, Y10 \
+	VCVTDQ2PS Y10, Y10 \
+	MOVQ (32*K+8)(BX), AX \
+	VBROADCASTSS 0(AX)(DX*4), Y9 \
+	VMULPS Y9, Y10, Y10 \
+	MOVQ (32*K+16)(BX), AX \
+	VBROADCASTSS 0(AX)(DX*4), Y8 \
+	VMULPS Y13, Y8, Y8 \
+	VSUBPS Y8, Y10, Y10 \
+	VFMADD231PS 128(SI), Y10, SUM
+
+// func q4_0Tile4(tile unsafe.Pointer, in *[4]tileInput, blocks int, out *[4][8]float32)
+//
+// q4_0Tile3 for four vectors (in), each summed exactly as q4_0Tile sums
+// it: each four columns' nibbles loaded and unpacked once for the four.
+// Y0-Y3 are the running sums, Y4-Y7 a group's int16 sums; the vectors'
+// codes are read through R8-R11, their scales and sums through in (BX).
+TEXT ·q4_0Tile4(SB), NOSPLIT, $0-32
+	MOVQ tile+0(FP), SI
+	MOVQ in+8(FP), BX
+	MOVQ blocks+16(FP), CX
+	MOVQ 0(BX), R8
+	MOVQ 32(BX), R9
+	MOVQ 64(BX), R10
+	MOVQ 96(BX), R11
+	MOVL $0x0f0f0f0f, AX
+	MOVD AX, X15
+	VPBROADCASTD X15, Y15 // the low nibble of every byte
+	VPCMPEQW Y14, Y14, Y14
+	VPSRLW $15, Y14, Y14 // int16 ones
+	MOVL $0x41000000, AX
+	MOVD AX, X13
+	VBROADCASTSS X13, Y13 // 8.0
+	ZERO4(Y0, Y1, Y2, Y3)
+	XORQ DX, DX // group
+
+q4x4groups:
+	CMPQ DX, CX
+	JAE  q4x4done
+	ZERO4(Y4, Y5, Y6, Y7)
+	Q4_0_COL4(0)
+	Q4_0_COL4(32)
+	Q4_0_COL4(64)
+	Q4_0_COL4(96)
+	Q4_0_FINISH4(Y4, 0, Y0)
+	Q4_0_FINISH4(Y5, 1, Y1)
+	Q4_0_FINISH4(Y6, 2, Y2)
+	Q4_0_FINISH4(Y7, 3, Y3)
+	ADDQ $160, SI
+	ADDQ $256, R8
+	ADDQ $256, R9
+	ADDQ $256, R10
+	ADDQ $256, R11
+	INCQ DX
+	JMP  q4x4groups
+
+q4x4done:
+	MOVQ out+24(FP), DI
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VZEROUPPER
+	RET
+
 // q4KRunIndex repeats each of bytes 0–7, then 8–15, twice (for VPSHUFB),
 // so that sign-extending gives each row's scale for one group or run in
 // both int16 lanes of its int32 lane.

@@ -253,7 +253,7 @@ func tileCount(rows int) int { return (rows + tileRows - 1) / tileRows }
 // tileInput is the activations as a tile kernel reads them: the codes,
 // each four repeated eight times (so one load puts four of them in every
 // row's lanes), and per block (Q8_K) or group (Q8_0) the scale and the
-// sums.
+// sums. q4_0Tile4 reads an array of them: keep the fields' order.
 type tileInput struct {
 	bcast, scales, sums unsafe.Pointer
 	blocks              int
@@ -261,11 +261,30 @@ type tileInput struct {
 
 // matMatTiles computes rows [lo, hi) of a tiled matrix against every
 // quantized vector of xs (a prompt chunk's tokens, or a decode step's
-// streams): Q4_0, Q4_K and Q6_K against three vectors at a time
-// (tileKernels3, assembly), which unpack each tile's codes once for the
-// three; the other formats, and the vectors left over, a vector at a time.
+// streams): Q4_0 against four vectors at a time (q4_0Tile4), then Q4_0,
+// Q4_K, Q6_K and Q3_K against three (tileKernels3), all in assembly,
+// which unpack each tile's codes once for the four or three; the other
+// formats, and the vectors left over, a vector at a time.
 func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 	s := 0
+	if m.format == formatQ4_0 {
+		k := tileKernels[m.format]
+		per := m.Cols / k.cols * k.bytes
+		var in [4]tileInput
+		var rows [4][tileRows]float32
+		for ; s+4 <= len(xs); s += 4 {
+			for j := range 4 {
+				in[j] = tileInputOf(m, k, xs[s+j])
+			}
+			for t := lo / tileRows; t*tileRows < hi; t++ {
+				q4_0Tile4(unsafe.Pointer(&m.tiles[t*per]), &in, in[0].blocks, &rows)
+				first, last := max(lo, t*tileRows), min(hi, (t+1)*tileRows)
+				for j := range 4 {
+					copy(outs[s+j][first:last], rows[j][first-t*tileRows:last-t*tileRows])
+				}
+			}
+		}
+	}
 	if three := tileKernels3[m.format]; three != nil {
 		k := tileKernels[m.format]
 		per := m.Cols / k.cols * k.bytes
@@ -314,6 +333,9 @@ func q5KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRo
 
 //go:noescape
 func q6KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
+func q4_0Tile4(tile unsafe.Pointer, in *[4]tileInput, blocks int, out *[4][tileRows]float32)
 
 //go:noescape
 func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
