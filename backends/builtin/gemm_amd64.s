@@ -74,23 +74,27 @@ TEXT ·q4_0Tile3(SB), NOSPLIT, $0-96
 	VXORPS Y2, Y2, Y2
 	XORQ DX, DX // group
 
+// One 32-byte column of a Q4_0 tile's nibbles at OFF: RAW becomes its
+// high nibbles, LO its low ones.
+#define NIBBLES(OFF, RAW, LO) \
+	VMOVDQU OFF(SI), RAW \
+	VPAND Y15, RAW, LO \
+	VPSRLW $4, RAW, RAW \
+	VPAND Y15, RAW, RAW
+
+// The column's low nibbles (LO) and high ones (HI) times one vector's
+// activations at X, into its int16 sums ACC (T a temporary).
+#define NIBBLE_DOT(OFF, X, LO, HI, T, ACC) \
+	VPMADDUBSW OFF(X), LO, T \
+	VPADDW T, ACC, ACC \
+	VPMADDUBSW (OFF+128)(X), HI, T \
+	VPADDW T, ACC, ACC
+
 #define COLS(OFF) \
-	VMOVDQU OFF(SI), Y6 \
-	VPAND Y15, Y6, Y7 \
-	VPSRLW $4, Y6, Y6 \
-	VPAND Y15, Y6, Y6 \
-	VPMADDUBSW OFF(R8), Y7, Y8 \
-	VPADDW Y8, Y3, Y3 \
-	VPMADDUBSW (OFF+128)(R8), Y6, Y8 \
-	VPADDW Y8, Y3, Y3 \
-	VPMADDUBSW OFF(R11), Y7, Y8 \
-	VPADDW Y8, Y4, Y4 \
-	VPMADDUBSW (OFF+128)(R11), Y6, Y8 \
-	VPADDW Y8, Y4, Y4 \
-	VPMADDUBSW OFF(R14), Y7, Y8 \
-	VPADDW Y8, Y5, Y5 \
-	VPMADDUBSW (OFF+128)(R14), Y6, Y8 \
-	VPADDW Y8, Y5, Y5
+	NIBBLES(OFF, Y6, Y7) \
+	NIBBLE_DOT(OFF, R8, Y7, Y6, Y8, Y3) \
+	NIBBLE_DOT(OFF, R11, Y7, Y6, Y8, Y4) \
+	NIBBLE_DOT(OFF, R14, Y7, Y6, Y8, Y5)
 
 #define FINISH(S16, SCALES, SUMS, SUM) \
 	VPMADDWD Y14, S16, Y8 \
@@ -132,41 +136,19 @@ q4done:
 // One 32-byte column of nibbles (low, then high) times four vectors'
 // activations, into their int16 sums Y4-Y7.
 #define Q4_0_COL4(OFF) \
-	VMOVDQU OFF(SI), Y8 \
-	VPAND Y15, Y8, Y9 \
-	VPSRLW $4, Y8, Y8 \
-	VPAND Y15, Y8, Y8 \
-	VPMADDUBSW OFF(R8), Y9, Y10 \
-	VPADDW Y10, Y4, Y4 \
-	VPMADDUBSW (OFF+128)(R8), Y8, Y10 \
-	VPADDW Y10, Y4, Y4 \
-	VPMADDUBSW OFF(R9), Y9, Y10 \
-	VPADDW Y10, Y5, Y5 \
-	VPMADDUBSW (OFF+128)(R9), Y8, Y10 \
-	VPADDW Y10, Y5, Y5 \
-	VPMADDUBSW OFF(R10), Y9, Y10 \
-	VPADDW Y10, Y6, Y6 \
-	VPMADDUBSW (OFF+128)(R10), Y8, Y10 \
-	VPADDW Y10, Y6, Y6 \
-	VPMADDUBSW OFF(R11), Y9, Y10 \
-	VPADDW Y10, Y7, Y7 \
-	VPMADDUBSW (OFF+128)(R11), Y8, Y10 \
-	VPADDW Y10, Y7, Y7
+	NIBBLES(OFF, Y8, Y9) \
+	NIBBLE_DOT(OFF, R8, Y9, Y8, Y10, Y4) \
+	NIBBLE_DOT(OFF, R9, Y9, Y8, Y10, Y5) \
+	NIBBLE_DOT(OFF, R10, Y9, Y8, Y10, Y6) \
+	NIBBLE_DOT(OFF, R11, Y9, Y8, Y10, Y7)
 
-// Vector K's group (its int16 sums in S16; its scales and sums found
-// through its tileInput at 32K(BX)) into its running sum: q4_0Tile3's
-// FINISH.
+// Vector K's group (its int16 sums in S16) into its running sum:
+// q4_0Tile3's FINISH, with the vector's scales and sums found through
+// its tileInput at 32K(BX).
 #define Q4_0_FINISH4(S16, K, SUM) \
-	VPMADDWD Y14, S16, Y10 \
-	VCVTDQ2PS Y10, Y10 \
-	MOVQ (32*K+8)(BX), AX \
-	VBROADCASTSS 0(AX)(DX*4), Y9 \
-	VMULPS Y9, Y10, Y10 \
-	MOVQ (32*K+16)(BX), AX \
-	VBROADCASTSS 0(AX)(DX*4), Y8 \
-	VMULPS Y13, Y8, Y8 \
-	VSUBPS Y8, Y10, Y10 \
-	VFMADD231PS 128(SI), Y10, SUM
+	MOVQ (32*K+8)(BX), R12 \
+	MOVQ (32*K+16)(BX), R13 \
+	FINISH(S16, R12, R13, SUM)
 
 // func q4_0Tile4(tile unsafe.Pointer, in *[4]tileInput, blocks int, out *[4][8]float32)
 //
