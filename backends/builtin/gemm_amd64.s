@@ -150,16 +150,17 @@ q4done:
 	MOVQ (32*K+16)(BX), R13 \
 	FINISH(S16, R12, R13, SUM)
 
-// func q4_0Tile4(tile unsafe.Pointer, in *[4]tileInput, blocks int, out *[4][8]float32)
+// func q4_0Tile4(tile unsafe.Pointer, in *[4]tileInput, out *[4][8]float32)
 //
 // q4_0Tile3 for four vectors (in), each summed exactly as q4_0Tile sums
 // it: each four columns' nibbles loaded and unpacked once for the four.
 // Y0-Y3 are the running sums, Y4-Y7 a group's int16 sums; the vectors'
-// codes are read through R8-R11, their scales and sums through in (BX).
-TEXT ·q4_0Tile4(SB), NOSPLIT, $0-32
+// codes are read through R8-R11, their scales and sums through in (BX),
+// the count of groups from in[0].
+TEXT ·q4_0Tile4(SB), NOSPLIT, $0-24
 	MOVQ tile+0(FP), SI
 	MOVQ in+8(FP), BX
-	MOVQ blocks+16(FP), CX
+	MOVQ 24(BX), CX
 	MOVQ 0(BX), R8
 	MOVQ 32(BX), R9
 	MOVQ 64(BX), R10
@@ -196,7 +197,7 @@ q4x4groups:
 	JMP  q4x4groups
 
 q4x4done:
-	MOVQ out+24(FP), DI
+	MOVQ out+16(FP), DI
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
 	VMOVUPS Y2, 64(DI)

@@ -261,41 +261,25 @@ type tileInput struct {
 
 // matMatTiles computes rows [lo, hi) of a tiled matrix against every
 // quantized vector of xs (a prompt chunk's tokens, or a decode step's
-// streams): Q4_0 against four vectors at a time (q4_0Tile4), then Q4_0,
-// Q4_K, Q6_K and Q3_K against three (tileKernels3), all in assembly,
-// which unpack each tile's codes once for the four or three; the other
-// formats, and the vectors left over, a vector at a time.
+// streams): in batches of its format's batched kernels (tileBatches),
+// which unpack each tile's codes once for the batch, largest first; the
+// other formats, and the vectors left over, a vector at a time.
 func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 	s := 0
-	if m.format == formatQ4_0 {
-		k := tileKernels[m.format]
-		per := m.Cols / k.cols * k.bytes
-		var in [4]tileInput
-		var rows [4][tileRows]float32
-		for ; s+4 <= len(xs); s += 4 {
-			for j := range 4 {
+	k := tileKernels[m.format]
+	per := m.Cols / k.cols * k.bytes
+	var in [maxTileBatch]tileInput
+	var rows [maxTileBatch][tileRows]float32
+	for _, b := range tileBatches[m.format] {
+		for ; s+b.n <= len(xs); s += b.n {
+			for j := range b.n {
 				in[j] = tileInputOf(m, k, xs[s+j])
 			}
 			for t := lo / tileRows; t*tileRows < hi; t++ {
-				q4_0Tile4(unsafe.Pointer(&m.tiles[t*per]), &in, in[0].blocks, &rows)
+				b.dot(unsafe.Pointer(&m.tiles[t*per]), &in, &rows)
 				first, last := max(lo, t*tileRows), min(hi, (t+1)*tileRows)
-				for j := range 4 {
+				for j := range b.n {
 					copy(outs[s+j][first:last], rows[j][first-t*tileRows:last-t*tileRows])
-				}
-			}
-		}
-	}
-	if three := tileKernels3[m.format]; three != nil {
-		k := tileKernels[m.format]
-		per := m.Cols / k.cols * k.bytes
-		var rows [3][tileRows]float32
-		for ; s+3 <= len(xs); s += 3 {
-			a, b, c := tileInputOf(m, k, xs[s]), tileInputOf(m, k, xs[s+1]), tileInputOf(m, k, xs[s+2])
-			for t := lo / tileRows; t*tileRows < hi; t++ {
-				three(unsafe.Pointer(&m.tiles[t*per]), a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, &rows)
-				first, last := max(lo, t*tileRows), min(hi, (t+1)*tileRows)
-				for k := range 3 {
-					copy(outs[s+k][first:last], rows[k][first-t*tileRows:last-t*tileRows])
 				}
 			}
 		}
@@ -305,14 +289,32 @@ func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 	}
 }
 
-// tileKernels3 are the kernels of one tile against three vectors'
-// activations (tileInput's parts, three times), each vector's result
-// exactly the one-vector kernel's.
-var tileKernels3 = map[format]func(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32){
-	formatQ4_0: q4_0Tile3,
-	formatQ4_K: q4KTile3,
-	formatQ6_K: q6KTile3,
-	formatQ3_K: q6KTile3,
+// maxTileBatch is the most vectors a batched tile kernel takes.
+const maxTileBatch = 4
+
+// tileBatch is a kernel of one tile against n vectors' activations (the
+// first n of in, into the first n of out), each vector's result exactly
+// the one-vector kernel's.
+type tileBatch struct {
+	n   int
+	dot func(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32)
+}
+
+// tileBatches are each format's batched kernels, largest batch first.
+var tileBatches = map[format][]tileBatch{
+	formatQ4_0: {{4, q4_0Tile4}, {3, threeOf(q4_0Tile3)}},
+	formatQ4_K: {{3, threeOf(q4KTile3)}},
+	formatQ6_K: {{3, threeOf(q6KTile3)}},
+	formatQ3_K: {{3, threeOf(q6KTile3)}},
+}
+
+// threeOf is a three-vector kernel, which takes its vectors' activations
+// in registers, as tileBatch calls it.
+func threeOf(three func(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)) func(unsafe.Pointer, *[maxTileBatch]tileInput, *[maxTileBatch][tileRows]float32) {
+	return func(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32) {
+		a, b, c := &in[0], &in[1], &in[2]
+		three(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, (*[3][tileRows]float32)(out[:3]))
+	}
 }
 
 // The assembly tile kernels (gemm_amd64.s). q4KTile1, q5KTile1 and
@@ -323,7 +325,7 @@ var tileKernels3 = map[format]func(tile, bcast0, scales0, sums0, bcast1, scales1
 // codes' +32 taken off with the activations' sums of 16, then d·d_x (and
 // dmin·d_x). In archsimd they compiled to an address computation before
 // every load; the assembly folds the loads into the multiply-adds. The
-// Tile3 kernels are tileKernels3.
+// Tile3 and Tile4 kernels are tileBatches'.
 
 //go:noescape
 func q4KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
@@ -335,7 +337,7 @@ func q5KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRo
 func q6KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
-func q4_0Tile4(tile unsafe.Pointer, in *[4]tileInput, blocks int, out *[4][tileRows]float32)
+func q4_0Tile4(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32)
 
 //go:noescape
 func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
