@@ -272,8 +272,7 @@ var laneIndex = func() (idx [8]archsimd.Uint32x8) {
 // matVecQ8 is the int8 dot product without VNNI: |w| (unsigned) times x
 // with w's sign (VPSIGNB) through VPMADDUBSW into int16 pairs, VPMADDWD
 // against ones into int32, then one FMA per group with the product of the
-// two group scales, computed eight groups at a time and broadcast by
-// VPERMPS so no scalar float runs inside the loop.
+// two group scales (q8Row1; on AVX-512, q8RowAVX512).
 func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	if !haveAVX2 {
 		matVecQ8Generic(out, m, x, lo, hi)

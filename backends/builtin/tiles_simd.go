@@ -409,8 +409,8 @@ func byteTile(tile unsafe.Pointer, in tileInput, out *[tileRows]float32) {
 			first = first.Add(u8x32(codes, t).DotProductPairsSaturated(i8x32(y, t)))
 			second = second.Add(u8x32(codes, t+128).DotProductPairsSaturated(i8x32(y, t+128)))
 		}
-		dx := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(in.scales, 4*g))).AsFloat32x8()
-		ysum := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(in.sums, 4*g))).AsFloat32x8()
+		dx := broadcastAt(in.scales, g)
+		ysum := broadcastAt(in.sums, g)
 		group := first.DotProductPairs(ones).Add(second.DotProductPairs(ones)).ConvertToFloat32().Mul(dx)
 		sum = group.MulAdd(f32x8(codes, byteTileCodes), sum)
 		sum = ysum.MulAdd(f32x8(codes, byteTileCodes+4*tileRows), sum)
@@ -433,11 +433,19 @@ func iq4NLTile(tile unsafe.Pointer, in tileInput, out *[tileRows]float32) {
 			w := i8x32(levels, t)
 			group = group.Add(w.Abs().AsUint8x32().DotProductPairsSaturated(i8x32(y, t).CopySign(w)).DotProductPairs(ones))
 		}
-		dx := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(in.scales, 4*g))).AsFloat32x8()
+		dx := broadcastAt(in.scales, g)
 		sum = group.ConvertToFloat32().Mul(dx).MulAdd(f32x8(levels, iq4NLTileLevels), sum)
 	}
 	sum.Store(out)
 	archsimd.ClearAVXUpperBits()
+}
+
+// broadcastAt is float i of the array at p in every lane. It loads the
+// float's bits as an integer: a float load compiles to a scalar SSE move,
+// which runs many times slower while the vector registers' upper halves
+// are dirty.
+func broadcastAt(p unsafe.Pointer, i int) archsimd.Float32x8 {
+	return archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(p, 4*i))).AsFloat32x8()
 }
 
 // u8x32 loads the 32 bytes at p plus off.
@@ -473,8 +481,8 @@ func q4_0Tile(tile unsafe.Pointer, in tileInput, out *[tileRows]float32) {
 			s16 = s16.Add(v.AsUint32x8().ShiftRight(four).AsUint8x32().And(low).DotProductPairsSaturated(i8x32(y, 32*t+128)))
 			s16 = s16.Add(w.AsUint32x8().ShiftRight(four).AsUint8x32().And(low).DotProductPairsSaturated(i8x32(y, 32*t+160)))
 		}
-		dx := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(in.scales, 4*g))).AsFloat32x8()
-		ysum := archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(in.sums, 4*g))).AsFloat32x8()
+		dx := broadcastAt(in.scales, g)
+		ysum := broadcastAt(in.sums, g)
 		group := s16.DotProductPairs(ones).ConvertToFloat32().Mul(dx).Sub(ysum.Mul(eight))
 		sum = group.MulAdd(f32x8(nib, q4_0TileNibbles), sum)
 	}
