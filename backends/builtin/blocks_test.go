@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -79,15 +80,22 @@ func TestEveryBlockFormatRoundTripsAndMultiplies(t *testing.T) {
 func quantizedProduct(m *Matrix, x *quantized, q8K bool) []float32 {
 	out := make([]float32, m.Rows)
 	for r := range m.Rows {
-		var sum float64
-		for i, w := range m.F32[r*m.Cols : (r+1)*m.Cols] {
-			y := float64(x.q[i]) * float64(x.scales[i/GroupSize])
-			if q8K {
-				y = float64(x.kq[i]) * float64(x.kscales[i/superBlock])
-			}
-			sum += float64(w) * y
-		}
+		sum, _ := quantizedDot(m.F32[r*m.Cols:(r+1)*m.Cols], x, q8K)
 		out[r] = float32(sum)
 	}
 	return out
+}
+
+// quantizedDot is w times x as quantized (Q8_K's codes and scales, or
+// Q8_0's), in float64, and the size of the sum's terms (Σ|w·x|).
+func quantizedDot(w []float32, x *quantized, q8K bool) (sum, scale float64) {
+	for i, wi := range w {
+		y := float64(x.q[i]) * float64(x.scales[i/GroupSize])
+		if q8K {
+			y = float64(x.kq[i]) * float64(x.kscales[i/superBlock])
+		}
+		sum += float64(wi) * y
+		scale += math.Abs(float64(wi) * y)
+	}
+	return sum, scale
 }

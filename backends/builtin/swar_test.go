@@ -29,20 +29,7 @@ func checkBlockDot(t *testing.T, f format, raw []byte, v []float32) {
 	x.quantize(v[:spec.block], allForms)
 	weights := make([]float32, spec.block)
 	spec.decode(weights, b)
-	// The weights times the activations the kernel reads (Q8_K's or
-	// Q8_0's), in float64, and the size of the sum's terms.
-	reference := func(q8K bool) (want, scale float64) {
-		for i, w := range weights {
-			y := float64(x.q[i]) * float64(x.scales[i/GroupSize])
-			if q8K {
-				y = float64(x.kq[i]) * float64(x.kscales[0])
-			}
-			want += float64(w) * y
-			scale += math.Abs(float64(w) * y)
-		}
-		return want, scale
-	}
-	want, scale := reference(spec.q8K)
+	want, scale := quantizedDot(weights, &x, spec.q8K)
 	got := float64(spec.dot(b, &x, 0))
 	if math.Abs(got-want) > 1e-5*scale+1e-6 {
 		t.Errorf("%s, block % x, activations %v…: dot %g, want %g", f, b[:min(len(b), 24)], v[:4], got, want)
@@ -53,7 +40,7 @@ func checkBlockDot(t *testing.T, f format, raw []byte, v []float32) {
 	// where its portable kernel reads Q8_0's.
 	m := withTiles(&Matrix{Rows: 1, Cols: spec.block, format: f, quant: b})
 	if _, q8K := tilesRead(m); m.tiles != nil && q8K != spec.q8K {
-		want, scale = reference(q8K)
+		want, scale = quantizedDot(weights, &x, q8K)
 	}
 	var row [1]float32
 	matVecBlocks(row[:], m, &x, 0, 1)
