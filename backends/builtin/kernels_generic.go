@@ -245,8 +245,8 @@ func q6KDot(b []byte, x *quantized, g0 int) float32 {
 
 // Q2_K and Q3_K keep a run's two-bit codes (see twoBits) in bits 2j of
 // 16 bytes of half n of qs: run s = 8n + 2j + 0 in bytes 0–15, run s + 1
-// in bytes 16–31. The two runs are one group of 32 activations, so one
-// Q8_0 scale: the integers of both are summed before it.
+// in bytes 16–31. For Q2_K the two runs are one group of 32 activations,
+// so one Q8_0 scale: the integers of both are summed before it.
 
 // q2KDot: run s is d·scale_s·q − dmin·min_s, so its product is
 // scale_x·(d·scale_s·Σ q·q_x − dmin·min_s·Σ q_x). Σ q_x is a product
@@ -274,11 +274,13 @@ func q2KDot(b []byte, x *quantized, g0 int) float32 {
 	return total
 }
 
-// q3KDot: a weight is its two low bits, plus 4 with its high bit, less 4;
-// the high bit of run s's weight l is bit 4n + j of hmask byte l (or
-// 16 + l for the second run of the pair).
+// q3KDot is one Q3_K block's product with Q8_K activations, as
+// llama.cpp pairs them: a weight is its two low bits, plus 4 with its
+// high bit, less 4 (the high bit of run s's weight l is bit 4n + j of
+// hmask byte l, or 16 + l for the second run of the pair); per run of 16,
+// Σ q·y times the run's scale, summed in integers, then d·d_x.
 func q3KDot(b []byte, x *quantized, g0 int) float32 {
-	d := f16ToF32(le16(b[108:]))
+	sb := g0 / (superBlock / GroupSize)
 	var scales [16]int32
 	for s := range scales {
 		scales[s] = q3KScale(b, s)
@@ -286,13 +288,13 @@ func q3KDot(b []byte, x *quantized, g0 int) float32 {
 	hmask := (*[32]byte)(b[0:32])
 	m0, m1, m2, m3 := word(hmask[0:8]), word(hmask[8:16]), word(hmask[16:24]), word(hmask[24:32])
 	const bias = 4 * everyLane
-	var total float32
+	var dot int32
 	for n := range 2 {
 		qs := (*[32]byte)(b[32+32*n:])
 		q0, q1, q2, q3 := word(qs[0:8]), word(qs[8:16]), word(qs[16:24]), word(qs[24:32])
 		for j := range 4 {
 			shift, bit, s := uint(2*j), uint(4*n+j), 8*n+2*j
-			y := group(x.spread, g0*GroupSize+16*s)
+			y := group(x.kspread, sb*superBlock+16*s)
 			e, o := fields(q0, shift, pairMask)
 			he, ho := fields(m0, bit, bitMask)
 			run0 := (e|he<<2-bias)*y[0] + (o|ho<<2-bias)*y[1]
@@ -305,10 +307,10 @@ func q3KDot(b []byte, x *quantized, g0 int) float32 {
 			e, o = fields(q3, shift, pairMask)
 			he, ho = fields(m3, bit, bitMask)
 			run1 += (e|he<<2-bias)*y[6] + (o|ho<<2-bias)*y[7]
-			total += x.scales[g0+s/2] * d * float32(scales[s]*lane3(run0)+scales[s+1]*lane3(run1))
+			dot += scales[s]*lane3(run0) + scales[s+1]*lane3(run1)
 		}
 	}
-	return total
+	return x.kscales[sb] * f16ToF32(le16(b[108:])) * float32(dot)
 }
 
 // quantizeQ8KGeneric fills q, scales and sums with ggml's Q8_K form of
