@@ -468,6 +468,43 @@ func TestMatMatQ8MatchesMatVecBitForBit(t *testing.T) {
 	}
 }
 
+// The products a decode step or a prompt chunk runs allocate nothing:
+// every format's (through its tiles where the build has them), one
+// vector and four at once, as the pool's jobs dispatch them.
+func TestMatrixProductsDoNotAllocate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 8))
+	rows, cols := 16, 512
+	w := randomMatrix(rng, rows, cols)
+	one, four := &matJob{n: 1}, &matJob{n: 1}
+	for s := range 4 {
+		x := newQuantized(cols)
+		v := randomVec(rng, cols)
+		x.quantize(v, allForms)
+		four.x, four.xq, four.out[0] = append(four.x, v), append(four.xq, &x), append(four.out[0], make([]float32, rows))
+		if s == 0 {
+			one.x, one.xq, one.out[0] = four.x, four.xq, four.out[0]
+		}
+	}
+	ms := []*Matrix{w}
+	q8, err := w.Quantize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms = append(ms, q8)
+	for f := range formats {
+		if f := format(f); f.storedAsBlocks() {
+			ms = append(ms, quantizeTo(t, formats[f].ggml, w))
+		}
+	}
+	for _, m := range ms {
+		one.m[0], four.m[0] = m, m
+		product := func() { one.rows(0, 0, rows); four.rows(0, 1, rows) }
+		if n := testing.AllocsPerRun(10, product); n != 0 {
+			t.Errorf("%s: %v allocations a product", m.DType(), n)
+		}
+	}
+}
+
 // The same for a tiled matrix: batched, each vector gets its numbers
 // alone, on a span that starts and ends inside tiles.
 func TestMatMatTilesMatchesMatVecBitForBit(t *testing.T) {

@@ -91,28 +91,26 @@ const (
 	iq4NLTileBytes  = iq4NLTileLevels + 4*tileRows
 )
 
-// tileKernel is a format's tile layout and kernel.
+// tileKernel is a format's tile layout; its kernels are dotTile's and
+// dotTiles'.
 type tileKernel struct {
 	cols  int // columns one tile block covers: the format's block
 	bytes int // bytes of one tile block
 	// put lays out row r of a tile block from the row's file block b.
 	put func(tile []byte, r int, b []byte)
-	// dot is one tile's eight dot products with the activations, into
-	// out; it clears the vector registers' upper halves.
-	dot func(tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
-	q8K bool // dot reads Q8_K activations, not Q8_0
+	q8K bool // the kernels read Q8_K activations, not Q8_0
 }
 
 var tileKernels = map[format]*tileKernel{
-	formatQ4_0:   {GroupSize, q4_0TileBytes, q4_0TileRow, q4_0Tile, false},
-	formatQ4_K:   {superBlock, q4KTileBytes, q4KTileRow, q4KTile, true},
-	formatQ5_K:   {superBlock, q5KTileBytes, q5KTileRow, q5KTile, true},
-	formatQ6_K:   {superBlock, q6KTileBytes, q6KTileRow, q6KTile, true},
-	formatQ3_K:   {superBlock, q6KTileBytes, q3KTileRow, q6KTile, true},
-	formatQ4_1:   {GroupSize, byteTileBytes, byteTileRow(q4_1Layout, 0), byteTile, false},
-	formatQ5_0:   {GroupSize, byteTileBytes, byteTileRow(q5_0Layout, 16), byteTile, false},
-	formatQ5_1:   {GroupSize, byteTileBytes, byteTileRow(q5_1Layout, 0), byteTile, false},
-	formatIQ4_NL: {GroupSize, iq4NLTileBytes, iq4NLTileRow, iq4NLTile, false},
+	formatQ4_0:   {GroupSize, q4_0TileBytes, q4_0TileRow, false},
+	formatQ4_K:   {superBlock, q4KTileBytes, q4KTileRow, true},
+	formatQ5_K:   {superBlock, q5KTileBytes, q5KTileRow, true},
+	formatQ6_K:   {superBlock, q6KTileBytes, q6KTileRow, true},
+	formatQ3_K:   {superBlock, q6KTileBytes, q3KTileRow, true},
+	formatQ4_1:   {GroupSize, byteTileBytes, byteTileRow(q4_1Layout, 0), false},
+	formatQ5_0:   {GroupSize, byteTileBytes, byteTileRow(q5_0Layout, 16), false},
+	formatQ5_1:   {GroupSize, byteTileBytes, byteTileRow(q5_1Layout, 0), false},
+	formatIQ4_NL: {GroupSize, iq4NLTileBytes, iq4NLTileRow, false},
 }
 
 // withTiles returns m with its rows also laid out as tiles where this
@@ -270,15 +268,15 @@ func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 	per := m.Cols / k.cols * k.bytes
 	var in [maxTileBatch]tileInput
 	var rows [maxTileBatch][tileRows]float32
-	for _, b := range tileBatches[m.format] {
-		for ; s+b.n <= len(xs); s += b.n {
-			for j := range b.n {
+	for _, n := range tileBatches[m.format] {
+		for ; s+n <= len(xs); s += n {
+			for j := range n {
 				in[j] = tileInputOf(m, k, xs[s+j])
 			}
 			for t := lo / tileRows; t*tileRows < hi; t++ {
-				b.dot(unsafe.Pointer(&m.tiles[t*per]), &in, &rows)
+				dotTiles(m.format, n, unsafe.Pointer(&m.tiles[t*per]), &in, &rows)
 				first, last := max(lo, t*tileRows), min(hi, (t+1)*tileRows)
-				for j := range b.n {
+				for j := range n {
 					copy(outs[s+j][first:last], rows[j][first-t*tileRows:last-t*tileRows])
 				}
 			}
@@ -292,28 +290,52 @@ func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 // maxTileBatch is the most vectors a batched tile kernel takes.
 const maxTileBatch = 4
 
-// tileBatch is a kernel of one tile against n vectors' activations (the
-// first n of in, into the first n of out), each vector's result exactly
-// the one-vector kernel's.
-type tileBatch struct {
-	n   int
-	dot func(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32)
+// tileBatches are the sizes of each format's batched kernels (dotTiles),
+// largest first.
+var tileBatches = map[format][]int{
+	formatQ4_0: {4, 3},
+	formatQ4_K: {3},
+	formatQ6_K: {3},
+	formatQ3_K: {3},
 }
 
-// tileBatches are each format's batched kernels, largest batch first.
-var tileBatches = map[format][]tileBatch{
-	formatQ4_0: {{4, q4_0Tile4}, {3, threeOf(q4_0Tile3)}},
-	formatQ4_K: {{3, threeOf(q4KTile3)}},
-	formatQ6_K: {{3, threeOf(q6KTile3)}},
-	formatQ3_K: {{3, threeOf(q6KTile3)}},
+// dotTiles is one tile of format f against the first n of in (a size of
+// tileBatches[f]), into the first n of out, each vector's result exactly
+// dotTile's. The kernels are called directly, not through function
+// values, so that in and out stay on the caller's stack.
+func dotTiles(f format, n int, tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32) {
+	if n == 4 {
+		q4_0Tile4(tile, in, out)
+		return
+	}
+	a, b, c, three := &in[0], &in[1], &in[2], (*[3][tileRows]float32)(out[:3])
+	switch f {
+	case formatQ4_0:
+		q4_0Tile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+	case formatQ4_K:
+		q4KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+	case formatQ6_K, formatQ3_K:
+		q6KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+	}
 }
 
-// threeOf is a three-vector kernel, which takes its vectors' activations
-// in registers, as tileBatch calls it.
-func threeOf(three func(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)) func(unsafe.Pointer, *[maxTileBatch]tileInput, *[maxTileBatch][tileRows]float32) {
-	return func(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32) {
-		a, b, c := &in[0], &in[1], &in[2]
-		three(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, (*[3][tileRows]float32)(out[:3]))
+// dotTile is one tile of format f's eight dot products with x's
+// activations, into out; every kernel clears the vector registers'
+// upper halves.
+func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32) {
+	switch f {
+	case formatQ4_0:
+		q4_0Tile(tile, x, out)
+	case formatQ4_1, formatQ5_0, formatQ5_1:
+		byteTile(tile, x, out)
+	case formatIQ4_NL:
+		iq4NLTile(tile, x, out)
+	case formatQ4_K:
+		q4KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+	case formatQ5_K:
+		q5KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+	case formatQ6_K, formatQ3_K:
+		q6KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	}
 }
 
@@ -325,7 +347,7 @@ func threeOf(three func(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bc
 // codes' +32 taken off with the activations' sums of 16, then d·d_x (and
 // dmin·d_x). In archsimd they compiled to an address computation before
 // every load; the assembly folds the loads into the multiply-adds. The
-// Tile3 and Tile4 kernels are tileBatches'.
+// Tile3 and Tile4 kernels are dotTiles'.
 
 //go:noescape
 func q4KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
@@ -347,21 +369,6 @@ func q4KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scal
 
 //go:noescape
 func q6KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
-
-// q4KTile, q5KTile and q6KTile are the assembly kernels as tileKernels
-// call them.
-
-func q4KTile(tile unsafe.Pointer, k tileInput, out *[tileRows]float32) {
-	q4KTile1(tile, k.bcast, k.scales, k.sums, k.blocks, out)
-}
-
-func q5KTile(tile unsafe.Pointer, k tileInput, out *[tileRows]float32) {
-	q5KTile1(tile, k.bcast, k.scales, k.sums, k.blocks, out)
-}
-
-func q6KTile(tile unsafe.Pointer, k tileInput, out *[tileRows]float32) {
-	q6KTile1(tile, k.bcast, k.scales, k.sums, k.blocks, out)
-}
 
 // tileInputOf is x as m's tile kernel reads it.
 func tileInputOf(m *Matrix, k *tileKernel, x *quantized) tileInput {
@@ -387,10 +394,10 @@ func matVecTiles(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	for t := lo / tileRows; t*tileRows < hi; t++ {
 		first, last := max(lo, t*tileRows), min(hi, (t+1)*tileRows)
 		if last-first == tileRows {
-			k.dot(unsafe.Pointer(&m.tiles[t*per]), in, (*[tileRows]float32)(out[first:last]))
+			dotTile(m.format, unsafe.Pointer(&m.tiles[t*per]), in, (*[tileRows]float32)(out[first:last]))
 			continue
 		}
-		k.dot(unsafe.Pointer(&m.tiles[t*per]), in, &rows)
+		dotTile(m.format, unsafe.Pointer(&m.tiles[t*per]), in, &rows)
 		copy(out[first:last], rows[first-t*tileRows:last-t*tileRows])
 	}
 }
