@@ -93,6 +93,16 @@ func TestEveryQuantizePresetLoadsAndGenerates(t *testing.T) {
 			if err != nil || len(g.Tokens) != 8 {
 				t.Errorf("generate: %v, %d tokens", err, len(g.Tokens))
 			}
+			// No allocation per token on any preset's kernels, as
+			// TestNoAllocationPerToken checks the f32 engine's.
+			generate := func(tokens int) float64 {
+				return testing.AllocsPerRun(3, func() {
+					e.Generate(context.Background(), []int{1, 40, 80}, tokens, Sampling{IgnoreEOS: true}, func(int) {})
+				})
+			}
+			if short, long := generate(4), generate(16); long != short {
+				t.Errorf("generating 16 tokens allocates %v times, 4 tokens %v: allocation per token", long, short)
+			}
 		})
 	}
 	for _, spec := range formats[formatQ8_0:] {
