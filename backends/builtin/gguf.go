@@ -507,34 +507,15 @@ func (l *tensorLoader) matrixOf(t GGUFTensor, raw []byte, rows, cols int) *Matri
 	return m
 }
 
-// f16ToF32 converts an IEEE half-precision value.
+// f16ToF32 converts an IEEE half-precision value. The block kernels
+// convert one per block, so it is small enough to inline (a call makes
+// a kernel spill its registers every block): the half's bits moved into
+// a float32's places read 2^112 too small, for normal and subnormal
+// halves alike, and a multiply by 2^112 is exact.
 func f16ToF32(h uint16) float32 {
-	// Normal halves inline; the block kernels convert one per block.
-	if e := h >> 10 & 0x1f; e-1 < 30 {
-		return math.Float32frombits(uint32(h>>15)<<31 | uint32(e+112)<<23 | uint32(h&0x3ff)<<13)
+	bits := uint32(h&0x8000)<<16 | uint32(h&0x7fff)<<13
+	if h&0x7c00 == 0x7c00 { // infinity or NaN
+		return math.Float32frombits(bits | 0x7f800000)
 	}
-	return math.Float32frombits(f16Bits(h))
-}
-
-// f16Bits is the float32 bits of a half, in integer arithmetic only, so a
-// vector kernel can broadcast a block scale without a scalar float
-// instruction.
-func f16Bits(h uint16) uint32 {
-	sign := uint32(h>>15) << 31
-	exp := int32(h>>10) & 0x1f
-	mant := uint32(h) & 0x3ff
-	switch {
-	case exp == 0 && mant == 0:
-		return sign
-	case exp == 0: // subnormal: shift the mantissa up until it is normal
-		exp = 1
-		for mant&0x400 == 0 {
-			mant <<= 1
-			exp--
-		}
-		mant &= 0x3ff
-	case exp == 0x1f:
-		return sign | 0x7f800000 | mant<<13
-	}
-	return sign | uint32(exp+112)<<23 | mant<<13
+	return math.Float32frombits(bits) * 0x1p112
 }

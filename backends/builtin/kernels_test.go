@@ -290,6 +290,34 @@ func TestF16Conversion(t *testing.T) {
 	}
 }
 
+// TestF16ConversionOfEveryHalf holds every one of the 65,536 halves to
+// the value its fields state (sign, 5-bit exponent of bias 15, 10-bit
+// fraction; subnormal below the least exponent), bit for bit, signed
+// zeros and NaN payloads included.
+func TestF16ConversionOfEveryHalf(t *testing.T) {
+	for i := range 1 << 16 {
+		h := uint16(i)
+		exp, frac := int(h>>10&0x1f), float64(h&0x3ff)
+		var want float64
+		switch exp {
+		case 0:
+			want = math.Ldexp(frac, -24)
+		case 0x1f:
+			want = math.Inf(1)
+		default:
+			want = math.Ldexp(1024+frac, exp-25)
+		}
+		wantBits := math.Float32bits(float32(want))
+		if exp == 0x1f && frac != 0 {
+			wantBits = 0x7f800000 | uint32(h&0x3ff)<<13 // the payload kept, quiet bit and all
+		}
+		wantBits |= uint32(h>>15) << 31
+		if got := math.Float32bits(f16ToF32(h)); got != wantBits {
+			t.Fatalf("f16 %#04x = %#08x, want %#08x", h, got, wantBits)
+		}
+	}
+}
+
 // TestQuantizeMatchesGeneric holds the build's quantizer (vectorised with
 // GOEXPERIMENT=simd) to the portable one bit for bit, on random blocks and
 // on a block whose scale is exactly 1, where halves and the float just
