@@ -54,14 +54,14 @@ type quantized struct {
 	bcast, kbcast []int8
 	// q and kq spread for the portable kernels' word products, and q
 	// split in two for the portable Q8_0 kernel's (swar.go)
-	spread, kspread, spreadLo, spreadHi []uint64
+	spread, kspread, split []uint64
 }
 
 func newQuantized(n int) quantized {
 	groups := (n + GroupSize - 1) / GroupSize
 	return quantized{q: make([]int8, n), scales: newScales(groups), sums: make([]float32, groups), isums: make([]int32, groups),
 		kq: make([]int8, n), kscales: make([]float32, n/superBlock), ksums: make([]int16, n/16), bcast: make([]int8, 8*n), kbcast: make([]int8, 8*n),
-		spread: make([]uint64, n/4), kspread: make([]uint64, n/4), spreadLo: make([]uint64, n/4), spreadHi: make([]uint64, n/4)}
+		spread: make([]uint64, n/4), kspread: make([]uint64, n/4), split: make([]uint64, n/2)}
 }
 
 // activationForms says which forms of its input a product's matrices read.
@@ -78,6 +78,8 @@ func formsOf(ms []*Matrix) activationForms {
 		f.q8_0 = f.q8_0 || m.Quantized() && !spec.q8K
 		f.sums = f.sums || spec.sums
 		f.split = f.split || m.format == formatQ8_0 && portableQ8
+		// the split products take 128·Σq off
+		f.sums = f.sums || f.split
 		if m.format.storedAsBlocks() && m.tiles == nil { // the portable kernels
 			f.spread = f.spread || !spec.q8K
 			f.kspread = f.kspread || spec.q8K
@@ -107,7 +109,7 @@ func (x *quantized) quantize(v []float32, forms activationForms) {
 		spreadOctets(x.spread, x.q[:len(v)])
 	}
 	if forms.split {
-		spreadSplit(x.spreadLo, x.spreadHi, x.q[:len(v)])
+		spreadSplit(x.split, x.q[:len(v)])
 	}
 	if forms.kspread {
 		spreadOctets(x.kspread, x.kq[:len(v)])

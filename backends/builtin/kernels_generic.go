@@ -79,26 +79,36 @@ func group32(v []int8, g int) []int8 { return v[g*GroupSize : (g+1)*GroupSize] }
 
 // matVecQ8Generic computes out[r] = Σ_groups scale_w·scale_x·Σ q_w·q_x for rows
 // [lo, hi), with integer sums inside each group of 32: word products
-// (swar.go) against the activations split in two, Σ w·l + 16·Σ w·h. With
-// |w| ≤ 128, an octet gains at most 8·128·15 in lane 3 against l and
-// 8·128·8 against h: two octets a read.
+// (swar.go, q8Octets) of u = q_w + 128 against the activations split in
+// two, Σ u·l + 16·Σ u·h, less 128·Σ q_x. No u·l is negative and two
+// octets gain at most 16·255·15 < 2^16 in lane 3, so they are read
+// unsigned; |u·h| ≤ 255·8, so two octets gain at most 16·255·8 < 2^15.
+// Rows go in pairs, which share each load of the activations (an odd
+// last row is paired with itself).
 func matVecQ8Generic(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	groups := m.Cols / GroupSize
-	for r := lo; r < hi; r++ {
-		ws, w := m.groupRow(r)
-		var sum float32
+	for r := lo; r < hi; r += 2 {
+		r2 := min(r+1, hi-1)
+		scalesA, a := m.groupRow(r)
+		scalesB, b := m.groupRow(r2)
+		scalesA, scalesB = scalesA[:groups], scalesB[:groups]
+		var sumA, sumB float32
 		for g := range groups {
-			v := (*[GroupSize]byte)(w[g*GroupSize:])
-			l, h := (*[8]uint64)(x.spreadLo[8*g:]), (*[8]uint64)(x.spreadHi[8*g:])
-			e0, o0 := signedBytes(word(v[0:8]))
-			e1, o1 := signedBytes(word(v[8:16]))
-			e2, o2 := signedBytes(word(v[16:24]))
-			e3, o3 := signedBytes(word(v[24:32]))
-			low := lane3(e0*l[0]+o0*l[1]+e1*l[2]+o1*l[3]) + lane3(e2*l[4]+o2*l[5]+e3*l[6]+o3*l[7])
-			high := lane3(e0*h[0]+o0*h[1]+e1*h[2]+o1*h[3]) + lane3(e2*h[4]+o2*h[5]+e3*h[6]+o3*h[7])
-			sum += float32(low+16*high) * ws[g] * x.scales[g]
+			va, vb := (*[GroupSize]byte)(a[g*GroupSize:]), (*[GroupSize]byte)(b[g*GroupSize:])
+			y := (*[16]uint64)(x.split[16*g:])
+			lowA, highA, lowB, highB := q8Octets(word(va[0:8]), word(vb[0:8]), (*[4]uint64)(y[0:4]))
+			lowA2, highA2, lowB2, highB2 := q8Octets(word(va[8:16]), word(vb[8:16]), (*[4]uint64)(y[4:8]))
+			dotA := unsignedLane3(lowA+lowA2) + 16*lane3(highA+highA2)
+			dotB := unsignedLane3(lowB+lowB2) + 16*lane3(highB+highB2)
+			lowA, highA, lowB, highB = q8Octets(word(va[16:24]), word(vb[16:24]), (*[4]uint64)(y[8:12]))
+			lowA2, highA2, lowB2, highB2 = q8Octets(word(va[24:32]), word(vb[24:32]), (*[4]uint64)(y[12:16]))
+			dotA += unsignedLane3(lowA+lowA2) + 16*lane3(highA+highA2)
+			dotB += unsignedLane3(lowB+lowB2) + 16*lane3(highB+highB2)
+			offset, scale := 128*x.isums[g], x.scales[g]
+			sumA += float32(dotA-offset) * scalesA[g] * scale
+			sumB += float32(dotB-offset) * scalesB[g] * scale
 		}
-		out[r] = sum
+		out[r], out[r2] = sumA, sumB
 	}
 }
 

@@ -47,34 +47,44 @@ func spreadOctets(s []uint64, q []int8) {
 // sum as an integer, a·2^48 + b·2^32 + c·2^16 + d.
 func reversedLanes(a, b, c, d int64) uint64 { return uint64(a<<48 + b<<32 + c<<16 + d) }
 
-// spreadSplit sets lo and hi to codes q split as q = 16·h + l (l of
-// 0…15, h of −8…7), each spread as spreadOctets spreads codes: the Q8_0
-// weights' products, where a whole int8 times an int8 could reach past
-// lane 3's bound.
-func spreadSplit(lo, hi []uint64, q []int8) {
-	lo, hi = lo[:len(q)/4], hi[:len(q)/4]
+// spreadSplit sets s to codes q split as q = 16·h + l (l of 0…15, h of
+// −8…7), each half spread as spreadOctets spreads codes, four words an
+// octet: the even codes' l and h, then the odd codes'. The portable Q8_0
+// kernel's products read them, where a whole int8 times an int8 could
+// reach past lane 3's bound.
+func spreadSplit(s []uint64, q []int8) {
+	s = s[:len(q)/2]
 	for o := range len(q) / 8 {
 		c := q[8*o : 8*o+8 : 8*o+8]
 		var l, h [8]int64
 		for i, v := range c {
 			l[i], h[i] = int64(v&15), int64(v>>4)
 		}
-		lo[2*o], lo[2*o+1] = reversedLanes(l[0], l[2], l[4], l[6]), reversedLanes(l[1], l[3], l[5], l[7])
-		hi[2*o], hi[2*o+1] = reversedLanes(h[0], h[2], h[4], h[6]), reversedLanes(h[1], h[3], h[5], h[7])
+		s[4*o], s[4*o+1] = reversedLanes(l[0], l[2], l[4], l[6]), reversedLanes(h[0], h[2], h[4], h[6])
+		s[4*o+2], s[4*o+3] = reversedLanes(l[1], l[3], l[5], l[7]), reversedLanes(h[1], h[3], h[5], h[7])
 	}
 }
 
-// signedBytes is 8 bytes as int8 weights: the even bytes', then the odd
-// bytes', sign-extended into 16-bit lanes (flipping the sign bit and
-// taking 128 off, as a whole word, is the signed composition).
-func signedBytes(v uint64) (even, odd uint64) {
-	const byteMask, signBit = 0xff * everyLane, 0x80 * everyLane
-	return (v&byteMask ^ signBit) - signBit, (v>>8&byteMask ^ signBit) - signBit
+// q8Octets is two rows' word products over an octet of Q8_0 weights
+// (words a and b) and its split activations y: per row, Σ u·l and Σ u·h
+// for u = w + 128, the weight's byte with its sign bit flipped, which
+// unpacks with a mask and a shift where a signed byte also takes a
+// sign extension.
+func q8Octets(a, b uint64, y *[4]uint64) (lowA, highA, lowB, highB uint64) {
+	const signBits, byteMask = 0x80 * 0x0101_0101_0101_0101, 0xff * everyLane
+	a, b = a^signBits, b^signBits
+	evenA, oddA, evenB, oddB := a&byteMask, a>>8&byteMask, b&byteMask, b>>8&byteMask
+	return evenA*y[0] + oddA*y[2], evenA*y[1] + oddA*y[3], evenB*y[0] + oddB*y[2], evenB*y[1] + oddB*y[3]
 }
 
 // lane3 is the dot product in lane 3 of a sum of products, rounded so
 // that negative partial sums below it do not borrow from it.
 func lane3(acc uint64) int32 { return int32(int64(acc+1<<47) >> 48) }
+
+// unsignedLane3 is lane3 for a sum of products none of which is
+// negative: exact while every lane stays below 2^16, twice lane3's bound,
+// and one instruction.
+func unsignedLane3(acc uint64) int32 { return int32(acc >> 48) }
 
 // word is 8 bytes of b, little-endian: byte i in bits 8i…8i+7.
 func word(b []byte) uint64 { return binary.LittleEndian.Uint64(b[:8]) }
