@@ -103,13 +103,16 @@ func FuzzBlockDots(f *testing.F) {
 
 // The portable Q8_0 kernel's word products stay exact at their bounds: a
 // GGUF's Q8_0 weights may be −128, which the engine's own quantizer never
-// writes, against activations all at ±127.
+// writes, against activations all at ±127. Each row of codes is both the
+// first and the second of a pair of rows, and a span of odd length pairs
+// its last row with itself.
 func TestQ8WordProductsAtExtremeCodes(t *testing.T) {
 	const cols = 2 * GroupSize
-	rowCodes := [][]int8{make([]int8, cols), make([]int8, cols), make([]int8, cols)}
+	kinds := [][]int8{make([]int8, cols), make([]int8, cols), make([]int8, cols)}
 	for i := range cols {
-		rowCodes[0][i], rowCodes[1][i], rowCodes[2][i] = -128, 127, int8(-128+255*(i%2))
+		kinds[0][i], kinds[1][i], kinds[2][i] = -128, 127, int8(-128+255*(i%2))
 	}
+	rowCodes := append(append([][]int8{}, kinds...), kinds...)
 	m := newQuantMatrix(formatQ8_0, len(rowCodes), cols)
 	for r, codes := range rowCodes {
 		scales, payload := m.groupRow(r)
@@ -130,15 +133,17 @@ func TestQ8WordProductsAtExtremeCodes(t *testing.T) {
 		}
 		x := newQuantized(cols)
 		x.quantize(v, allForms)
-		got := make([]float32, len(rowCodes))
-		matVecQ8Generic(got, m, &x, 0, len(rowCodes))
-		for r, codes := range rowCodes {
-			var want float64
-			for i, c := range codes {
-				want += 0.5 * float64(c) * float64(x.q[i]) * float64(x.scales[i/GroupSize])
-			}
-			if math.Abs(float64(got[r])-want) > 1e-5*math.Abs(want)+1e-6 {
-				t.Errorf("row %d against %v: %g, want %g", r, fill, got[r], want)
+		for _, lo := range []int{0, 1} {
+			got := make([]float32, len(rowCodes))
+			matVecQ8Generic(got, m, &x, lo, len(rowCodes))
+			for r := lo; r < len(rowCodes); r++ {
+				var want float64
+				for i, c := range rowCodes[r] {
+					want += 0.5 * float64(c) * float64(x.q[i]) * float64(x.scales[i/GroupSize])
+				}
+				if math.Abs(float64(got[r])-want) > 1e-5*math.Abs(want)+1e-6 {
+					t.Errorf("row %d of [%d, %d) against %v: %g, want %g", r, lo, len(rowCodes), fill, got[r], want)
+				}
 			}
 		}
 	}
