@@ -219,38 +219,49 @@ func scaledMin(b []byte, x *quantized, sb int, dot int32, mins *[8]uint8) float3
 
 // q6KDot is one Q6_K block's product with Q8_K activations: per run of
 // 16, Σ (q−32)·y times the run's scale, summed in integers, then
-// d·d_x. Codes within ±32 gain up to 8·32·127 in lane 3 an octet, so
-// each octet is read on its own.
+// d·d_x. Groups k and k+2 of a half share their bytes of low nibbles
+// (low and high) and of bit pairs (bits 2k and 2k+4), so the two are
+// unpacked together, each word into its codes a byte apiece before the
+// bytes are spread into lanes. Codes within ±32 gain up to 8·32·127 in
+// lane 3 an octet, so each octet is read on its own.
 func q6KDot(b []byte, x *quantized, g0 int) float32 {
 	sb := g0 / (superBlock / GroupSize)
-	const bias = 32 * everyLane
+	const nibbles, pairs = 0x0f0f_0f0f_0f0f_0f0f, 0x3030_3030_3030_3030
+	scales := (*[16]byte)(b[192:208])
 	var dot int32
 	for h := range 2 {
-		qh := b[128+h*32 : 160+h*32]
-		h0, h1, h2, h3 := word(qh[0:8]), word(qh[8:16]), word(qh[16:24]), word(qh[24:32])
-		for k := range 4 {
-			// Group k of half h: low nibbles from ql (see q6KValue), bit
-			// pairs from qh; each run of 16 has its scale.
-			ql := b[h*64+(k&1)*32 : h*64+(k&1)*32+32]
-			lowShift, highShift := uint(4*(k>>1)), uint(2*k)
+		qh := (*[32]byte)(b[128+h*32:])
+		for k := range 2 {
+			ql := (*[32]byte)(b[h*64+k*32:])
+			highShift := uint(2 * k)
 			y := group(x.kspread, sb*superBlock+h*128+k*32)
-			e, o := fields(word(ql[0:8]), lowShift, nibbleMask)
-			he, ho := fields(h0, highShift, pairMask)
-			run0 := lane3((e|he<<4-bias)*y[0] + (o|ho<<4-bias)*y[1])
-			e, o = fields(word(ql[8:16]), lowShift, nibbleMask)
-			he, ho = fields(h1, highShift, pairMask)
-			run0 += lane3((e|he<<4-bias)*y[2] + (o|ho<<4-bias)*y[3])
-			e, o = fields(word(ql[16:24]), lowShift, nibbleMask)
-			he, ho = fields(h2, highShift, pairMask)
-			run1 := lane3((e|he<<4-bias)*y[4] + (o|ho<<4-bias)*y[5])
-			e, o = fields(word(ql[24:32]), lowShift, nibbleMask)
-			he, ho = fields(h3, highShift, pairMask)
-			run1 += lane3((e|he<<4-bias)*y[6] + (o|ho<<4-bias)*y[7])
-			sc := 8*h + 2*k
-			dot += int32(int8(b[192+sc]))*run0 + int32(int8(b[193+sc]))*run1
+			y2 := group(x.kspread, sb*superBlock+h*128+k*32+64)
+			// c is group k's codes, c2 group k+2's, a byte each.
+			w, hw := word(ql[0:8]), word(qh[0:8])>>highShift
+			c, c2 := w&nibbles|hw<<4&pairs, w>>4&nibbles|hw&pairs
+			run0, run2 := q6KOctet(c, y[0:2]), q6KOctet(c2, y2[0:2])
+			w, hw = word(ql[8:16]), word(qh[8:16])>>highShift
+			c, c2 = w&nibbles|hw<<4&pairs, w>>4&nibbles|hw&pairs
+			run0, run2 = run0+q6KOctet(c, y[2:4]), run2+q6KOctet(c2, y2[2:4])
+			w, hw = word(ql[16:24]), word(qh[16:24])>>highShift
+			c, c2 = w&nibbles|hw<<4&pairs, w>>4&nibbles|hw&pairs
+			run1, run3 := q6KOctet(c, y[4:6]), q6KOctet(c2, y2[4:6])
+			w, hw = word(ql[24:32]), word(qh[24:32])>>highShift
+			c, c2 = w&nibbles|hw<<4&pairs, w>>4&nibbles|hw&pairs
+			run1, run3 = run1+q6KOctet(c, y[6:8]), run3+q6KOctet(c2, y2[6:8])
+			s := 8*h + 2*k
+			dot += int32(int8(scales[s]))*run0 + int32(int8(scales[s+1]))*run1 +
+				int32(int8(scales[s+4]))*run2 + int32(int8(scales[s+5]))*run3
 		}
 	}
 	return x.kscales[sb] * f16ToF32(le16(b[208:])) * float32(dot)
+}
+
+// q6KOctet is Σ (q−32)·y over 8 six-bit codes c, a byte each, against an
+// octet's two spread words.
+func q6KOctet(c uint64, y []uint64) int32 {
+	const bias, byteMask = 32 * everyLane, 0xff * everyLane
+	return lane3((c&byteMask-bias)*y[0] + (c>>8&byteMask-bias)*y[1])
 }
 
 // Q2_K and Q3_K keep a run's two-bit codes (see twoBits) in bits 2j of
