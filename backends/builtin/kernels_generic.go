@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"encoding/binary"
 	"math"
 	"unsafe"
 )
@@ -138,83 +139,97 @@ func superBlocks(blockBytes int, dot func(b []byte, x *quantized, g0 int) float3
 // q4KDot is one Q4_K block's product with Q8_K activations d_x·y
 // (block sb). Group j is d·s_j·q − dmin·m_j, so the product is
 // d_x·(d·Σ_j s_j·Σ q·y − dmin·Σ_j m_j·Σ y): integers until the last
-// step, as ggml sums it. A nibble octet gains at most 8·15·127 in lane 3,
-// so two octets a read.
+// step, as ggml sums it (written out where it is used: a call would
+// spill the kernel's registers every block). Groups 2c and 2c+1 are the low and high nibbles
+// of the same 32 bytes, so the two are unpacked together. A nibble octet
+// gains at most 8·15·127 in lane 3, so two octets a read.
 func q4KDot(b []byte, x *quantized, g0 int) float32 {
 	sb := g0 / (superBlock / GroupSize)
 	scales, mins := q4KScalesMins(b[4:16])
-	nibs := b[16:q4KBlockBytes]
-	var dot int32
-	for j := range superBlock / GroupSize {
-		nib, shift := q4KNibbles(nibs, j)
-		w0, w1, w2, w3 := word(nib[0:8]), word(nib[8:16]), word(nib[16:24]), word(nib[24:32])
-		y := group(x.kspread, sb*superBlock+j*GroupSize)
-		e, o := fields(w0, shift, nibbleMask)
-		first := e*y[0] + o*y[1]
-		e, o = fields(w1, shift, nibbleMask)
-		first += e*y[2] + o*y[3]
-		e, o = fields(w2, shift, nibbleMask)
-		second := e*y[4] + o*y[5]
-		e, o = fields(w3, shift, nibbleMask)
-		second += e*y[6] + o*y[7]
-		dot += int32(scales[j]) * (lane3(first) + lane3(second))
+	var dot, minDot int32
+	for c := range superBlock / GroupSize / 2 {
+		nib := (*[32]byte)(b[16+32*c:])
+		y := group(x.kspread, sb*superBlock+2*c*GroupSize)
+		y2 := group(x.kspread, sb*superBlock+(2*c+1)*GroupSize)
+		w := word(nib[0:8])
+		e, o := fields(w, 0, nibbleMask)
+		e2, o2 := fields(w, 4, nibbleMask)
+		first, first2 := e*y[0]+o*y[1], e2*y2[0]+o2*y2[1]
+		w = word(nib[8:16])
+		e, o = fields(w, 0, nibbleMask)
+		e2, o2 = fields(w, 4, nibbleMask)
+		first, first2 = first+e*y[2]+o*y[3], first2+e2*y2[2]+o2*y2[3]
+		w = word(nib[16:24])
+		e, o = fields(w, 0, nibbleMask)
+		e2, o2 = fields(w, 4, nibbleMask)
+		second, second2 := e*y[4]+o*y[5], e2*y2[4]+o2*y2[5]
+		w = word(nib[24:32])
+		e, o = fields(w, 0, nibbleMask)
+		e2, o2 = fields(w, 4, nibbleMask)
+		second, second2 = second+e*y[6]+o*y[7], second2+e2*y2[6]+o2*y2[7]
+		dot += int32(scales[2*c])*(lane3(first)+lane3(second)) + int32(scales[2*c+1])*(lane3(first2)+lane3(second2))
+		minDot += int32(mins[2*c])*groupSum(x, sb, 2*c) + int32(mins[2*c+1])*groupSum(x, sb, 2*c+1)
 	}
-	return scaledMin(b, x, sb, dot, &mins)
+	return x.kscales[sb] * (f16ToF32(le16(b))*float32(dot) - f16ToF32(le16(b[2:]))*float32(minDot))
 }
 
 // q5KDot is q4KDot with each weight's fifth bit (bit j of byte l of the
-// block's high bits, for group j's weight l). Codes less 16 gain at most
-// 8·16·127 in lane 3 an octet, two octets a read, and the 16·Σ y taken
-// off comes back from the group's sum.
+// block's high bits, for group j's weight l). Groups 2c and 2c+1 share
+// their bytes of nibbles (low and high) and of high bits (bits 2c and
+// 2c+1), so the two are unpacked together, each word into one code a
+// byte. Codes less 16 gain at most 8·16·127 in lane 3 an octet, two
+// octets a read, and the 16·Σ y taken off comes back from the group's sum.
 func q5KDot(b []byte, x *quantized, g0 int) float32 {
 	sb := g0 / (superBlock / GroupSize)
 	scales, mins := q4KScalesMins(b[4:16])
-	high, nibs := (*[32]byte)(b[16:48]), b[48:q5KBlockBytes]
+	high := (*[32]byte)(b[16:48])
 	h0, h1, h2, h3 := word(high[0:8]), word(high[8:16]), word(high[16:24]), word(high[24:32])
-	const fifth, bias = 0x10 * everyLane, 16 * everyLane
-	var dot int32
-	for j := range superBlock / GroupSize {
-		nib, shift := q4KNibbles(nibs, j)
-		y := group(x.kspread, sb*superBlock+j*GroupSize)
-		e, o := fields(word(nib[0:8]), shift, nibbleMask)
-		he, ho := fields(h0>>j<<4, 0, fifth)
-		first := (e|he-bias)*y[0] + (o|ho-bias)*y[1]
-		e, o = fields(word(nib[8:16]), shift, nibbleMask)
-		he, ho = fields(h1>>j<<4, 0, fifth)
-		first += (e|he-bias)*y[2] + (o|ho-bias)*y[3]
-		e, o = fields(word(nib[16:24]), shift, nibbleMask)
-		he, ho = fields(h2>>j<<4, 0, fifth)
-		second := (e|he-bias)*y[4] + (o|ho-bias)*y[5]
-		e, o = fields(word(nib[24:32]), shift, nibbleMask)
-		he, ho = fields(h3>>j<<4, 0, fifth)
-		second += (e|he-bias)*y[6] + (o|ho-bias)*y[7]
-		dot += int32(scales[j]) * (lane3(first) + lane3(second) + 16*groupSum(x, sb, j))
+	const nibbles, fifths = 0x0f0f_0f0f_0f0f_0f0f, 0x1010_1010_1010_1010
+	var dot, minDot int32
+	for c := range superBlock / GroupSize / 2 {
+		nib := (*[32]byte)(b[48+32*c:])
+		shift := uint(2 * c)
+		y := group(x.kspread, sb*superBlock+2*c*GroupSize)
+		y2 := group(x.kspread, sb*superBlock+(2*c+1)*GroupSize)
+		// a is group 2c's codes, a2 group 2c+1's, a byte each.
+		w, hw := word(nib[0:8]), h0>>shift
+		a, a2 := w&nibbles|hw<<4&fifths, w>>4&nibbles|hw<<3&fifths
+		first, first2 := byteCodes(a, 16, y[0:2]), byteCodes(a2, 16, y2[0:2])
+		w, hw = word(nib[8:16]), h1>>shift
+		a, a2 = w&nibbles|hw<<4&fifths, w>>4&nibbles|hw<<3&fifths
+		first, first2 = first+byteCodes(a, 16, y[2:4]), first2+byteCodes(a2, 16, y2[2:4])
+		w, hw = word(nib[16:24]), h2>>shift
+		a, a2 = w&nibbles|hw<<4&fifths, w>>4&nibbles|hw<<3&fifths
+		second, second2 := byteCodes(a, 16, y[4:6]), byteCodes(a2, 16, y2[4:6])
+		w, hw = word(nib[24:32]), h3>>shift
+		a, a2 = w&nibbles|hw<<4&fifths, w>>4&nibbles|hw<<3&fifths
+		second, second2 = second+byteCodes(a, 16, y[6:8]), second2+byteCodes(a2, 16, y2[6:8])
+		sum, sum2 := groupSum(x, sb, 2*c), groupSum(x, sb, 2*c+1)
+		dot += int32(scales[2*c])*(lane3(first)+lane3(second)+16*sum) +
+			int32(scales[2*c+1])*(lane3(first2)+lane3(second2)+16*sum2)
+		minDot += int32(mins[2*c])*sum + int32(mins[2*c+1])*sum2
 	}
-	return scaledMin(b, x, sb, dot, &mins)
+	return x.kscales[sb] * (f16ToF32(le16(b))*float32(dot) - f16ToF32(le16(b[2:]))*float32(minDot))
 }
 
 // q4KScalesMins unpacks a Q4_K or Q5_K block's eight group scales and
-// mins (q4KScaleMin) at once.
+// mins (q4KScaleMin) at once, four bytes to a word: the low six bits of
+// bytes 0–7 for groups 0–3, then the nibbles of bytes 8–11 with the top
+// two bits of bytes 0–7.
 func q4KScalesMins(packed []byte) (scales, mins [8]uint8) {
-	for j := range 8 {
-		scales[j], mins[j] = q4KScaleMin(j, packed)
-	}
+	p := (*[12]byte)(packed)
+	s, m, lowHigh := binary.LittleEndian.Uint32(p[0:4]), binary.LittleEndian.Uint32(p[4:8]), binary.LittleEndian.Uint32(p[8:12])
+	const six, four, two = 0x3f3f_3f3f, 0x0f0f_0f0f, 0x0303_0303
+	binary.LittleEndian.PutUint32(scales[0:4], s&six)
+	binary.LittleEndian.PutUint32(scales[4:8], lowHigh&four|s>>6&two<<4)
+	binary.LittleEndian.PutUint32(mins[0:4], m&six)
+	binary.LittleEndian.PutUint32(mins[4:8], lowHigh>>4&four|m>>6&two<<4)
 	return scales, mins
 }
 
 // groupSum is Σ y over group j (32 activations) of Q8_K block sb.
 func groupSum(x *quantized, sb, j int) int32 {
 	return int32(x.ksums[sb*16+2*j]) + int32(x.ksums[sb*16+2*j+1])
-}
-
-// scaledMin is a Q4_K or Q5_K block's product from Σ_j s_j·Σ q·y (dot):
-// d_x·(d·dot − dmin·Σ_j m_j·Σ y).
-func scaledMin(b []byte, x *quantized, sb int, dot int32, mins *[8]uint8) float32 {
-	var m int32
-	for j, mn := range mins {
-		m += int32(mn) * groupSum(x, sb, j)
-	}
-	return x.kscales[sb] * (f16ToF32(le16(b))*float32(dot) - f16ToF32(le16(b[2:]))*float32(m))
 }
 
 // q6KDot is one Q6_K block's product with Q8_K activations: per run of
@@ -239,29 +254,22 @@ func q6KDot(b []byte, x *quantized, g0 int) float32 {
 			// c is group k's codes, c2 group k+2's, a byte each.
 			w, hw := word(ql[0:8]), word(qh[0:8])>>highShift
 			c, c2 := w&nibbles|hw<<4&pairs, w>>4&nibbles|hw&pairs
-			run0, run2 := q6KOctet(c, y[0:2]), q6KOctet(c2, y2[0:2])
+			run0, run2 := lane3(byteCodes(c, 32, y[0:2])), lane3(byteCodes(c2, 32, y2[0:2]))
 			w, hw = word(ql[8:16]), word(qh[8:16])>>highShift
 			c, c2 = w&nibbles|hw<<4&pairs, w>>4&nibbles|hw&pairs
-			run0, run2 = run0+q6KOctet(c, y[2:4]), run2+q6KOctet(c2, y2[2:4])
+			run0, run2 = run0+lane3(byteCodes(c, 32, y[2:4])), run2+lane3(byteCodes(c2, 32, y2[2:4]))
 			w, hw = word(ql[16:24]), word(qh[16:24])>>highShift
 			c, c2 = w&nibbles|hw<<4&pairs, w>>4&nibbles|hw&pairs
-			run1, run3 := q6KOctet(c, y[4:6]), q6KOctet(c2, y2[4:6])
+			run1, run3 := lane3(byteCodes(c, 32, y[4:6])), lane3(byteCodes(c2, 32, y2[4:6]))
 			w, hw = word(ql[24:32]), word(qh[24:32])>>highShift
 			c, c2 = w&nibbles|hw<<4&pairs, w>>4&nibbles|hw&pairs
-			run1, run3 = run1+q6KOctet(c, y[6:8]), run3+q6KOctet(c2, y2[6:8])
+			run1, run3 = run1+lane3(byteCodes(c, 32, y[6:8])), run3+lane3(byteCodes(c2, 32, y2[6:8]))
 			s := 8*h + 2*k
 			dot += int32(int8(scales[s]))*run0 + int32(int8(scales[s+1]))*run1 +
 				int32(int8(scales[s+4]))*run2 + int32(int8(scales[s+5]))*run3
 		}
 	}
 	return x.kscales[sb] * f16ToF32(le16(b[208:])) * float32(dot)
-}
-
-// q6KOctet is Σ (q−32)·y over 8 six-bit codes c, a byte each, against an
-// octet's two spread words.
-func q6KOctet(c uint64, y []uint64) int32 {
-	const bias, byteMask = 32 * everyLane, 0xff * everyLane
-	return lane3((c&byteMask-bias)*y[0] + (c>>8&byteMask-bias)*y[1])
 }
 
 // Q2_K and Q3_K keep a run's two-bit codes (see twoBits) in bits 2j of

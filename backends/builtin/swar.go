@@ -89,6 +89,13 @@ func unsignedLane3(acc uint64) int32 { return int32(acc >> 48) }
 // word is 8 bytes of b, little-endian: byte i in bits 8i…8i+7.
 func word(b []byte) uint64 { return binary.LittleEndian.Uint64(b[:8]) }
 
+// byteCodes is the products of 8 codes c, one a byte, less bias each,
+// with an octet's two spread words: the sum lane3 reads.
+func byteCodes(c, bias uint64, y []uint64) uint64 {
+	const byteMask = 0xff * everyLane
+	return (c&byteMask-bias*everyLane)*y[0] + (c>>8&byteMask-bias*everyLane)*y[1]
+}
+
 // fields is 8 bytes' fields (v >> shift & mask in each byte, mask one
 // of the lane masks): the even bytes', then the odd bytes', as weights in
 // 16-bit lanes. Callers multiply them by an octet's two spread words.
