@@ -307,16 +307,15 @@ func q2KDot(b []byte, x *quantized, g0 int) float32 {
 // llama.cpp pairs them: a weight is its two low bits, plus 4 with its
 // high bit, less 4 (the high bit of run s's weight l is bit 4n + j of
 // hmask byte l, or 16 + l for the second run of the pair); per run of 16,
-// Σ q·y times the run's scale, summed in integers, then d·d_x.
+// Σ q·y times the run's scale, summed in integers, then d·d_x. Each word
+// is unpacked into one code a byte before the bytes are spread into
+// lanes; codes within ±4 gain at most 16·4·127 in lane 3 a run.
 func q3KDot(b []byte, x *quantized, g0 int) float32 {
 	sb := g0 / (superBlock / GroupSize)
-	var scales [16]int32
-	for s := range scales {
-		scales[s] = q3KScale(b, s)
-	}
+	scales := q3KScales((*[12]byte)(b[96:108]))
 	hmask := (*[32]byte)(b[0:32])
 	m0, m1, m2, m3 := word(hmask[0:8]), word(hmask[8:16]), word(hmask[16:24]), word(hmask[24:32])
-	const bias = 4 * everyLane
+	const pairs, highs = 0x0303_0303_0303_0303, 0x0404_0404_0404_0404
 	var dot int32
 	for n := range 2 {
 		qs := (*[32]byte)(b[32+32*n:])
@@ -324,22 +323,31 @@ func q3KDot(b []byte, x *quantized, g0 int) float32 {
 		for j := range 4 {
 			shift, bit, s := uint(2*j), uint(4*n+j), 8*n+2*j
 			y := group(x.kspread, sb*superBlock+16*s)
-			e, o := fields(q0, shift, pairMask)
-			he, ho := fields(m0, bit, bitMask)
-			run0 := (e|he<<2-bias)*y[0] + (o|ho<<2-bias)*y[1]
-			e, o = fields(q1, shift, pairMask)
-			he, ho = fields(m1, bit, bitMask)
-			run0 += (e|he<<2-bias)*y[2] + (o|ho<<2-bias)*y[3]
-			e, o = fields(q2, shift, pairMask)
-			he, ho = fields(m2, bit, bitMask)
-			run1 := (e|he<<2-bias)*y[4] + (o|ho<<2-bias)*y[5]
-			e, o = fields(q3, shift, pairMask)
-			he, ho = fields(m3, bit, bitMask)
-			run1 += (e|he<<2-bias)*y[6] + (o|ho<<2-bias)*y[7]
-			dot += scales[s]*lane3(run0) + scales[s+1]*lane3(run1)
+			run0 := byteCodes(q0>>shift&pairs|m0>>bit<<2&highs, 4, y[0:2]) +
+				byteCodes(q1>>shift&pairs|m1>>bit<<2&highs, 4, y[2:4])
+			run1 := byteCodes(q2>>shift&pairs|m2>>bit<<2&highs, 4, y[4:6]) +
+				byteCodes(q3>>shift&pairs|m3>>bit<<2&highs, 4, y[6:8])
+			dot += int32(int8(scales[s]))*lane3(run0) + int32(int8(scales[s+1]))*lane3(run1)
 		}
 	}
 	return x.kscales[sb] * f16ToF32(le16(b[108:])) * float32(dot)
+}
+
+// q3KScales unpacks a Q3_K block's sixteen scales (q3KScale) at once,
+// eight bytes to a word: each is a nibble of bytes 0–7 (low for runs
+// 0–7, high after) with a bit pair of bytes 8–11 above it (bits 0–1 for
+// runs 0–3, 2–3 for runs 4–7, and so on), less 32: int8s as bytes.
+func q3KScales(packed *[12]byte) (scales [16]byte) {
+	const nibbles, pairs = 0x0f0f_0f0f_0f0f_0f0f, 0x0303_0303
+	low, high := word(packed[0:8]), uint64(binary.LittleEndian.Uint32(packed[8:12]))
+	first := low&nibbles | (high&pairs|high>>2&pairs<<32)<<4
+	second := low>>4&nibbles | (high>>4&pairs|high>>6&pairs<<32)<<4
+	// Each byte less 32 without a borrow between bytes: its top bit set
+	// first, and flipped back after.
+	const top, bias = 0x8080_8080_8080_8080, 0x2020_2020_2020_2020
+	binary.LittleEndian.PutUint64(scales[0:8], (first|top)-bias^top)
+	binary.LittleEndian.PutUint64(scales[8:16], (second|top)-bias^top)
+	return scales
 }
 
 // quantizeQ8KGeneric fills q, scales and sums with ggml's Q8_K form of

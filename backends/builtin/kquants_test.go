@@ -229,3 +229,33 @@ func BenchmarkStories110MFiles(b *testing.B) {
 		}
 	}
 }
+
+// The kernels unpack a block's packed scales a word at a time; each
+// field is the one the decoders read a scale at a time, for every bit of
+// the packed bytes.
+func TestPackedScalesUnpackAsDecoded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 12))
+	for trial := range 2000 {
+		var packed [12]byte
+		for i := range packed {
+			packed[i] = byte(rng.Uint32())
+			if trial < 2 {
+				packed[i] = byte(0xff * trial)
+			}
+		}
+		scales, mins := q4KScalesMins(packed[:])
+		for j := range 8 {
+			if sc, mn := q4KScaleMin(j, packed[:]); scales[j] != sc || mins[j] != mn {
+				t.Fatalf("Q4_K % x, group %d: scale %d min %d, want %d %d", packed, j, scales[j], mins[j], sc, mn)
+			}
+		}
+		block := make([]byte, q3KBlockBytes)
+		copy(block[96:], packed[:])
+		q3 := q3KScales(&packed)
+		for s := range 16 {
+			if got, want := int32(int8(q3[s])), q3KScale(block, s); got != want {
+				t.Fatalf("Q3_K % x, run %d: scale %d, want %d", packed, s, got, want)
+			}
+		}
+	}
+}
