@@ -274,33 +274,34 @@ func q6KDot(b []byte, x *quantized, g0 int) float32 {
 
 // Q2_K and Q3_K keep a run's two-bit codes (see twoBits) in bits 2j of
 // 16 bytes of half n of qs: run s = 8n + 2j + 0 in bytes 0–15, run s + 1
-// in bytes 16–31. For Q2_K the two runs are one group of 32 activations,
-// so one Q8_0 scale: the integers of both are summed before it.
+// in bytes 16–31.
 
-// q2KDot: run s is d·scale_s·q − dmin·min_s, so its product is
-// scale_x·(d·scale_s·Σ q·q_x − dmin·min_s·Σ q_x). Σ q_x is a product
-// with ones. Two-bit codes gain at most 8·3·127 in lane 3 an octet.
+// q2KDot is one Q2_K block's product with Q8_K activations, as llama.cpp
+// pairs them: run s is d·scale_s·q − dmin·min_s, so the product is
+// d_x·(d·Σ_s scale_s·Σ q·y − dmin·Σ_s min_s·Σ y), integers until the
+// last step, Σ y being Q8_K's sum of each 16. Two-bit codes gain at most
+// 16·3·127 in lane 3 a run.
 func q2KDot(b []byte, x *quantized, g0 int) float32 {
-	d, dmin := f16ToF32(le16(b[80:])), f16ToF32(le16(b[82:]))
-	var total float32
+	sb := g0 / (superBlock / GroupSize)
+	packed := (*[16]byte)(b[0:16])
+	sums := (*[16]int16)(x.ksums[16*sb:])
+	var dot, minDot int32
 	for n := range 2 {
 		qs := (*[32]byte)(b[16+32*n:])
 		q0, q1, q2, q3 := word(qs[0:8]), word(qs[8:16]), word(qs[16:24]), word(qs[24:32])
 		for j := range 4 {
 			shift, s := uint(2*j), 8*n+2*j
-			y := group(x.spread, g0*GroupSize+16*s)
+			y := group(x.kspread, sb*superBlock+16*s)
 			e0, o0 := fields(q0, shift, pairMask)
 			e1, o1 := fields(q1, shift, pairMask)
 			e2, o2 := fields(q2, shift, pairMask)
 			e3, o3 := fields(q3, shift, pairMask)
-			dot0, dot1 := lane3(e0*y[0]+o0*y[1]+e1*y[2]+o1*y[3]), lane3(e2*y[4]+o2*y[5]+e3*y[6]+o3*y[7])
-			sum0, sum1 := lane3(everyLane*(y[0]+y[1]+y[2]+y[3])), lane3(everyLane*(y[4]+y[5]+y[6]+y[7]))
-			dot := int32(b[s]&0x0f)*dot0 + int32(b[s+1]&0x0f)*dot1
-			mins := int32(b[s]>>4)*sum0 + int32(b[s+1]>>4)*sum1
-			total += x.scales[g0+s/2] * (d*float32(dot) - dmin*float32(mins))
+			run0, run1 := lane3(e0*y[0]+o0*y[1]+e1*y[2]+o1*y[3]), lane3(e2*y[4]+o2*y[5]+e3*y[6]+o3*y[7])
+			dot += int32(packed[s]&0x0f)*run0 + int32(packed[s+1]&0x0f)*run1
+			minDot += int32(packed[s]>>4)*int32(sums[s]) + int32(packed[s+1]>>4)*int32(sums[s+1])
 		}
 	}
-	return total
+	return x.kscales[sb] * (f16ToF32(le16(b[80:]))*float32(dot) - f16ToF32(le16(b[82:]))*float32(minDot))
 }
 
 // q3KDot is one Q3_K block's product with Q8_K activations, as

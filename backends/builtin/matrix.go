@@ -63,7 +63,7 @@ var formats = [...]formatSpec{
 	formatQ5_0:   {"q5_0", ggmlQ5_0, GroupSize, q5_0BlockBytes, decodeQ5_0, q5_0Dot, false, false},
 	formatQ5_1:   {"q5_1", ggmlQ5_1, GroupSize, q5_1BlockBytes, decodeQ5_1, q5_1Dot, true, false},
 	formatIQ4_NL: {"iq4_nl", ggmlIQ4_NL, GroupSize, iq4NLBlockBytes, decodeIQ4NL, iq4NLDot, false, false},
-	formatQ2_K:   {"q2_K", ggmlQ2_K, superBlock, q2KBlockBytes, dequantQ2K, superBlocks(q2KBlockBytes, q2KDot), false, false},
+	formatQ2_K:   {"q2_K", ggmlQ2_K, superBlock, q2KBlockBytes, dequantQ2K, superBlocks(q2KBlockBytes, q2KDot), false, true},
 	formatQ3_K:   {"q3_K", ggmlQ3_K, superBlock, q3KBlockBytes, dequantQ3K, superBlocks(q3KBlockBytes, q3KDot), false, true},
 	formatQ4_K:   {"q4_K", ggmlQ4_K, superBlock, q4KBlockBytes, dequantQ4K, superBlocks(q4KBlockBytes, q4KDot), false, true},
 	formatQ5_K:   {"q5_K", ggmlQ5_K, superBlock, q5KBlockBytes, dequantQ5K, superBlocks(q5KBlockBytes, q5KDot), false, true},
