@@ -118,10 +118,14 @@ func BenchmarkPortableAgainstF32(b *testing.B) {
 		}
 		var m *Matrix
 		kernel := matVecBlocksGeneric
-		if f == int(formatQ8_0) {
+		switch f {
+		case int(formatQ8_0):
 			m, _ = w.Quantize()
 			kernel = matVecQ8Generic
-		} else {
+		case int(formatIQ4_NL): // its level rows, as the portable build runs it
+			iq4 := quantizeTo(b, formats[f].ggml, w)
+			m, kernel = &Matrix{Rows: iq4.Rows, Cols: iq4.Cols, format: formatQ8_0, quant: iq4NLLevelRows(iq4)}, matVecQ8Generic
+		default:
 			m = quantizeTo(b, formats[f].ggml, w)
 		}
 		b.Run(format(f).String(), func(b *testing.B) {

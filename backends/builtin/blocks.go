@@ -193,3 +193,21 @@ func iq4NLDot(blocks []byte, x *quantized, g0 int) float32 {
 	}
 	return sum
 }
+
+// iq4NLLevelRows is m's weights in Q8_0's rows (groupRow): each block's d
+// as the group's scale, its codes' levels as the group's values.
+func iq4NLLevelRows(m *Matrix) []byte {
+	q8 := newQuantMatrix(formatQ8_0, m.Rows, m.Cols)
+	for r := range m.Rows {
+		blocks := m.quantRow(r)
+		scales, values := q8.q8Row(r)
+		for g := range scales {
+			b := blocks[g*iq4NLBlockBytes : (g+1)*iq4NLBlockBytes]
+			scales[g] = f16ToF32(le16(b))
+			for i, v := range b[2:iq4NLBlockBytes] {
+				values[g*GroupSize+i], values[g*GroupSize+i+16] = iq4NLLevels[v&15], iq4NLLevels[v>>4]
+			}
+		}
+	}
+	return q8.quant
+}

@@ -78,18 +78,22 @@ func formsOf(ms []*Matrix) activationForms {
 		f.q8_0 = f.q8_0 || m.Quantized() && !spec.q8K
 		f.sums = f.sums || spec.sums
 		f.split = f.split || m.format == formatQ8_0 && portableQ8
-		// the split products take 128·Σq off
-		f.sums = f.sums || f.split
 		if m.format.storedAsBlocks() && m.tiles == nil { // the portable kernels
 			f.spread = f.spread || !spec.q8K
 			f.kspread = f.kspread || spec.q8K
 		}
-		q8_0Tiles, q8KTiles := tilesRead(m)
-		f.bcast = f.bcast || q8_0Tiles
-		f.sums = f.sums || q8_0Tiles
-		f.kbcast = f.kbcast || q8KTiles
+		f = f.and(tileForms(m))
+		// the split products take 128·Σq off
+		f.sums = f.sums || f.split
 	}
 	return f
+}
+
+// and is every form either f or g has.
+func (f activationForms) and(g activationForms) activationForms {
+	return activationForms{q8_0: f.q8_0 || g.q8_0, sums: f.sums || g.sums, q8K: f.q8K || g.q8K,
+		bcast: f.bcast || g.bcast, kbcast: f.kbcast || g.kbcast, spread: f.spread || g.spread,
+		kspread: f.kspread || g.kspread, split: f.split || g.split}
 }
 
 // quantize sets the forms of v (len(v) ≤ the vector's size) that forms

@@ -534,12 +534,16 @@ func TestMatrixProductsDoNotAllocate(t *testing.T) {
 }
 
 // The same for a tiled matrix: batched, each vector gets its numbers
-// alone, on a span that starts and ends inside tiles.
+// alone, on a span that starts and ends inside tiles. (The portable
+// build's only tiles are IQ4_NL's level rows.)
 func TestMatMatTilesMatchesMatVecBitForBit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 6))
-	for _, f := range []format{formatQ4_0, formatQ4_K, formatQ5_K, formatQ6_K} {
+	for _, f := range []format{formatQ4_0, formatQ4_K, formatQ5_K, formatQ6_K, formatIQ4_NL} {
 		rows, cols := 27, 512
 		m := quantizeTo(t, formats[f].ggml, randomMatrix(rng, rows, cols))
+		if m.tiles == nil {
+			continue
+		}
 		for n := 1; n <= 7; n++ {
 			xs, outs := make([]*quantized, n), make([][]float32, n)
 			for s := range n {

@@ -107,7 +107,10 @@ type Matrix struct {
 	F32        []float32
 	format     format
 	quant      []byte // the quantized rows; nil for f32
-	tiles      []byte // the rows interleaved for a tile kernel, where the build has one (tiles_simd.go)
+	// the rows laid out again for a faster kernel, where the build has
+	// one: interleaved for a tile kernel (tiles_simd.go), or IQ4_NL's
+	// levels as Q8_0 rows for the portable one (kernels_portable.go)
+	tiles []byte
 }
 
 // newQuantMatrix allocates a zeroed matrix in format f (cols a multiple of

@@ -122,14 +122,16 @@ func withTiles(m *Matrix) *Matrix {
 	return m
 }
 
-// tilesRead reports which activations m's tiles read, if it has any:
-// Q8_K's or Q8_0's codes, broadcast.
-func tilesRead(m *Matrix) (q8_0, q8K bool) {
+// tileForms is the activations m's tiles read, if it has any: Q8_K's
+// or Q8_0's codes, broadcast (and Q8_0's sums).
+func tileForms(m *Matrix) activationForms {
 	if m.tiles == nil {
-		return false, false
+		return activationForms{}
 	}
-	k := tileKernels[m.format]
-	return !k.q8K, k.q8K
+	if tileKernels[m.format].q8K {
+		return activationForms{kbcast: true}
+	}
+	return activationForms{bcast: true, sums: true}
 }
 
 // makeTiles lays m's rows out as tiles.
