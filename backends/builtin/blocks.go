@@ -111,7 +111,7 @@ func q4_0Dot(blocks []byte, x *quantized, g0 int) float32 {
 	var sum float32
 	for g := g0; len(blocks) >= q4_0BlockBytes; g++ {
 		b := (*[q4_0BlockBytes]byte)(blocks)
-		lo, hi, y := word(b[2:10]), word(b[10:18]), group(x.spread, g*GroupSize)
+		lo, hi, y := word(b[2:10]), word(b[10:18]), group(x.spread, g)
 		first := nibbleOctet(lo, 0, 8, y[0:2]) + nibbleOctet(hi, 0, 8, y[2:4])
 		second := nibbleOctet(lo, 4, 8, y[4:6]) + nibbleOctet(hi, 4, 8, y[6:8])
 		sum += f16ToF32(le16(b[0:2])) * x.scales[g] * float32(lane3(first)+lane3(second))
@@ -125,7 +125,7 @@ func q4_1Dot(blocks []byte, x *quantized, g0 int) float32 {
 	var sum float32
 	for g := g0; len(blocks) >= q4_1BlockBytes; g++ {
 		b := (*[q4_1BlockBytes]byte)(blocks)
-		lo, hi, y := word(b[4:12]), word(b[12:20]), group(x.spread, g*GroupSize)
+		lo, hi, y := word(b[4:12]), word(b[12:20]), group(x.spread, g)
 		first := nibbleOctet(lo, 0, 0, y[0:2]) + nibbleOctet(hi, 0, 0, y[2:4])
 		second := nibbleOctet(lo, 4, 0, y[4:6]) + nibbleOctet(hi, 4, 0, y[6:8])
 		sum += f16ToF32(le16(b[0:2]))*x.scales[g]*float32(lane3(first)+lane3(second)) + f16ToF32(le16(b[2:4]))*x.sums[g]
@@ -138,7 +138,7 @@ func q5_0Dot(blocks []byte, x *quantized, g0 int) float32 {
 	var sum float32
 	for g := g0; len(blocks) >= q5_0BlockBytes; g++ {
 		b := (*[q5_0BlockBytes]byte)(blocks)
-		high, y := binary.LittleEndian.Uint32(b[2:6]), group(x.spread, g*GroupSize)
+		high, y := binary.LittleEndian.Uint32(b[2:6]), group(x.spread, g)
 		lo, hi := word(b[6:14]), word(b[14:22])
 		first := fiveBitOctet(lo, 0, high, 16, y[0:2]) + fiveBitOctet(hi, 0, high>>8, 16, y[2:4])
 		second := fiveBitOctet(lo, 4, high>>16, 16, y[4:6]) + fiveBitOctet(hi, 4, high>>24, 16, y[6:8])
@@ -154,7 +154,7 @@ func q5_1Dot(blocks []byte, x *quantized, g0 int) float32 {
 	var sum float32
 	for g := g0; len(blocks) >= q5_1BlockBytes; g++ {
 		b := (*[q5_1BlockBytes]byte)(blocks)
-		high, y := binary.LittleEndian.Uint32(b[4:8]), group(x.spread, g*GroupSize)
+		high, y := binary.LittleEndian.Uint32(b[4:8]), group(x.spread, g)
 		lo, hi := word(b[8:16]), word(b[16:24])
 		dot := lane3(fiveBitOctet(lo, 0, high, 0, y[0:2])) + lane3(fiveBitOctet(hi, 0, high>>8, 0, y[2:4])) +
 			lane3(fiveBitOctet(lo, 4, high>>16, 0, y[4:6])) + lane3(fiveBitOctet(hi, 4, high>>24, 0, y[6:8]))

@@ -146,11 +146,11 @@ func superBlocks(blockBytes int, dot func(b []byte, x *quantized, g0 int) float3
 func q4KDot(b []byte, x *quantized, g0 int) float32 {
 	sb := g0 / (superBlock / GroupSize)
 	scales, mins := q4KScalesMins(b[4:16])
+	ys, sums := kBlock(x, sb)
 	var dot, minDot int32
 	for c := range superBlock / GroupSize / 2 {
 		nib := (*[32]byte)(b[16+32*c:])
-		y := group(x.kspread, sb*superBlock+2*c*GroupSize)
-		y2 := group(x.kspread, sb*superBlock+(2*c+1)*GroupSize)
+		y, y2 := (*[8]uint64)(ys[16*c:]), (*[8]uint64)(ys[16*c+8:])
 		w := word(nib[0:8])
 		e, o := fields(w, 0, nibbleMask)
 		e2, o2 := fields(w, 4, nibbleMask)
@@ -168,7 +168,7 @@ func q4KDot(b []byte, x *quantized, g0 int) float32 {
 		e2, o2 = fields(w, 4, nibbleMask)
 		second, second2 = second+e*y[6]+o*y[7], second2+e2*y2[6]+o2*y2[7]
 		dot += int32(scales[2*c])*(lane3(first)+lane3(second)) + int32(scales[2*c+1])*(lane3(first2)+lane3(second2))
-		minDot += int32(mins[2*c])*groupSum(x, sb, 2*c) + int32(mins[2*c+1])*groupSum(x, sb, 2*c+1)
+		minDot += int32(mins[2*c])*groupSum(sums, 2*c) + int32(mins[2*c+1])*groupSum(sums, 2*c+1)
 	}
 	return x.kscales[sb] * (f16ToF32(le16(b))*float32(dot) - f16ToF32(le16(b[2:]))*float32(minDot))
 }
@@ -185,12 +185,12 @@ func q5KDot(b []byte, x *quantized, g0 int) float32 {
 	high := (*[32]byte)(b[16:48])
 	h0, h1, h2, h3 := word(high[0:8]), word(high[8:16]), word(high[16:24]), word(high[24:32])
 	const nibbles, fifths = 0x0f0f_0f0f_0f0f_0f0f, 0x1010_1010_1010_1010
+	ys, sums := kBlock(x, sb)
 	var dot, minDot int32
 	for c := range superBlock / GroupSize / 2 {
 		nib := (*[32]byte)(b[48+32*c:])
 		shift := uint(2 * c)
-		y := group(x.kspread, sb*superBlock+2*c*GroupSize)
-		y2 := group(x.kspread, sb*superBlock+(2*c+1)*GroupSize)
+		y, y2 := (*[8]uint64)(ys[16*c:]), (*[8]uint64)(ys[16*c+8:])
 		// a is group 2c's codes, a2 group 2c+1's, a byte each.
 		w, hw := word(nib[0:8]), h0>>shift
 		a, a2 := w&nibbles|hw<<4&fifths, w>>4&nibbles|hw<<3&fifths
@@ -204,7 +204,7 @@ func q5KDot(b []byte, x *quantized, g0 int) float32 {
 		w, hw = word(nib[24:32]), h3>>shift
 		a, a2 = w&nibbles|hw<<4&fifths, w>>4&nibbles|hw<<3&fifths
 		second, second2 = second+byteCodes(a, 16, y[6:8]), second2+byteCodes(a2, 16, y2[6:8])
-		sum, sum2 := groupSum(x, sb, 2*c), groupSum(x, sb, 2*c+1)
+		sum, sum2 := groupSum(sums, 2*c), groupSum(sums, 2*c+1)
 		dot += int32(scales[2*c])*(lane3(first)+lane3(second)+16*sum) +
 			int32(scales[2*c+1])*(lane3(first2)+lane3(second2)+16*sum2)
 		minDot += int32(mins[2*c])*sum + int32(mins[2*c+1])*sum2
@@ -227,9 +227,15 @@ func q4KScalesMins(packed []byte) (scales, mins [8]uint8) {
 	return scales, mins
 }
 
-// groupSum is Σ y over group j (32 activations) of Q8_K block sb.
-func groupSum(x *quantized, sb, j int) int32 {
-	return int32(x.ksums[sb*16+2*j]) + int32(x.ksums[sb*16+2*j+1])
+// kBlock is Q8_K block sb of x: its codes spread (64 words) and the sums
+// of each 16.
+func kBlock(x *quantized, sb int) (*[64]uint64, *[16]int16) {
+	return (*[64]uint64)(x.kspread[64*sb:]), (*[16]int16)(x.ksums[16*sb:])
+}
+
+// groupSum is Σ y over group j (32 activations) of a Q8_K block.
+func groupSum(sums *[16]int16, j int) int32 {
+	return int32(sums[2*j]) + int32(sums[2*j+1])
 }
 
 // q6KDot is one Q6_K block's product with Q8_K activations: per run of
@@ -243,14 +249,14 @@ func q6KDot(b []byte, x *quantized, g0 int) float32 {
 	sb := g0 / (superBlock / GroupSize)
 	const nibbles, pairs = 0x0f0f_0f0f_0f0f_0f0f, 0x3030_3030_3030_3030
 	scales := (*[16]byte)(b[192:208])
+	ys, _ := kBlock(x, sb)
 	var dot int32
 	for h := range 2 {
 		qh := (*[32]byte)(b[128+h*32:])
 		for k := range 2 {
 			ql := (*[32]byte)(b[h*64+k*32:])
 			highShift := uint(2 * k)
-			y := group(x.kspread, sb*superBlock+h*128+k*32)
-			y2 := group(x.kspread, sb*superBlock+h*128+k*32+64)
+			y, y2 := (*[8]uint64)(ys[32*h+8*k:]), (*[8]uint64)(ys[32*h+8*k+16:])
 			// c is group k's codes, c2 group k+2's, a byte each.
 			w, hw := word(ql[0:8]), word(qh[0:8])>>highShift
 			c, c2 := w&nibbles|hw<<4&pairs, w>>4&nibbles|hw&pairs
@@ -284,14 +290,14 @@ func q6KDot(b []byte, x *quantized, g0 int) float32 {
 func q2KDot(b []byte, x *quantized, g0 int) float32 {
 	sb := g0 / (superBlock / GroupSize)
 	packed := (*[16]byte)(b[0:16])
-	sums := (*[16]int16)(x.ksums[16*sb:])
+	ys, sums := kBlock(x, sb)
 	var dot, minDot int32
 	for n := range 2 {
 		qs := (*[32]byte)(b[16+32*n:])
 		q0, q1, q2, q3 := word(qs[0:8]), word(qs[8:16]), word(qs[16:24]), word(qs[24:32])
 		for j := range 4 {
 			shift, s := uint(2*j), 8*n+2*j
-			y := group(x.kspread, sb*superBlock+16*s)
+			y := (*[8]uint64)(ys[4*s:])
 			e0, o0 := fields(q0, shift, pairMask)
 			e1, o1 := fields(q1, shift, pairMask)
 			e2, o2 := fields(q2, shift, pairMask)
@@ -317,13 +323,14 @@ func q3KDot(b []byte, x *quantized, g0 int) float32 {
 	hmask := (*[32]byte)(b[0:32])
 	m0, m1, m2, m3 := word(hmask[0:8]), word(hmask[8:16]), word(hmask[16:24]), word(hmask[24:32])
 	const pairs, highs = 0x0303_0303_0303_0303, 0x0404_0404_0404_0404
+	ys, _ := kBlock(x, sb)
 	var dot int32
 	for n := range 2 {
 		qs := (*[32]byte)(b[32+32*n:])
 		q0, q1, q2, q3 := word(qs[0:8]), word(qs[8:16]), word(qs[16:24]), word(qs[24:32])
 		for j := range 4 {
 			shift, bit, s := uint(2*j), uint(4*n+j), 8*n+2*j
-			y := group(x.kspread, sb*superBlock+16*s)
+			y := (*[8]uint64)(ys[4*s:])
 			run0 := byteCodes(q0>>shift&pairs|m0>>bit<<2&highs, 4, y[0:2]) +
 				byteCodes(q1>>shift&pairs|m1>>bit<<2&highs, 4, y[2:4])
 			run1 := byteCodes(q2>>shift&pairs|m2>>bit<<2&highs, 4, y[4:6]) +

@@ -103,7 +103,7 @@ func fields(v uint64, shift uint, mask uint64) (even, odd uint64) {
 	return v >> shift & mask, v >> (shift + 8) & mask
 }
 
-// group is the spread activations of 32 weights: four octets.
-func group(spread []uint64, first int) *[8]uint64 {
-	return (*[8]uint64)(spread[first/4 : first/4+8])
+// group is the spread activations of group g (32 weights): four octets.
+func group(spread []uint64, g int) *[8]uint64 {
+	return (*[8]uint64)(spread[8*g : 8*g+8])
 }
