@@ -82,15 +82,15 @@ func formsOf(ms []*Matrix) activationForms {
 			f.spread = f.spread || !spec.q8K
 			f.kspread = f.kspread || spec.q8K
 		}
-		f = f.and(tileForms(m))
+		f = f.with(tileForms(m))
 		// the split products take 128·Σq off
 		f.sums = f.sums || f.split
 	}
 	return f
 }
 
-// and is every form either f or g has.
-func (f activationForms) and(g activationForms) activationForms {
+// with is f with g's forms too.
+func (f activationForms) with(g activationForms) activationForms {
 	return activationForms{q8_0: f.q8_0 || g.q8_0, sums: f.sums || g.sums, q8K: f.q8K || g.q8K,
 		bcast: f.bcast || g.bcast, kbcast: f.kbcast || g.kbcast, spread: f.spread || g.spread,
 		kspread: f.kspread || g.kspread, split: f.split || g.split}

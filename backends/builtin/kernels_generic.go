@@ -139,10 +139,11 @@ func superBlocks(blockBytes int, dot func(b []byte, x *quantized, g0 int) float3
 // q4KDot is one Q4_K block's product with Q8_K activations d_x·y
 // (block sb). Group j is d·s_j·q − dmin·m_j, so the product is
 // d_x·(d·Σ_j s_j·Σ q·y − dmin·Σ_j m_j·Σ y): integers until the last
-// step, as ggml sums it (written out where it is used: a call would
-// spill the kernel's registers every block). Groups 2c and 2c+1 are the low and high nibbles
-// of the same 32 bytes, so the two are unpacked together. A nibble octet
-// gains at most 8·15·127 in lane 3, so two octets a read.
+// step, as ggml sums it. That step is written out in each kernel that
+// takes it: a call would spill the kernel's registers every block.
+// Groups 2c and 2c+1 are the low and high nibbles of the same 32 bytes,
+// so the two are unpacked together. A nibble octet gains at most
+// 8·15·127 in lane 3, so two octets a read.
 func q4KDot(b []byte, x *quantized, g0 int) float32 {
 	sb := g0 / (superBlock / GroupSize)
 	scales, mins := q4KScalesMins(b[4:16])
@@ -184,25 +185,19 @@ func q5KDot(b []byte, x *quantized, g0 int) float32 {
 	scales, mins := q4KScalesMins(b[4:16])
 	high := (*[32]byte)(b[16:48])
 	h0, h1, h2, h3 := word(high[0:8]), word(high[8:16]), word(high[16:24]), word(high[24:32])
-	const nibbles, fifths = 0x0f0f_0f0f_0f0f_0f0f, 0x1010_1010_1010_1010
 	ys, sums := kBlock(x, sb)
 	var dot, minDot int32
 	for c := range superBlock / GroupSize / 2 {
 		nib := (*[32]byte)(b[48+32*c:])
 		shift := uint(2 * c)
 		y, y2 := (*[8]uint64)(ys[16*c:]), (*[8]uint64)(ys[16*c+8:])
-		// a is group 2c's codes, a2 group 2c+1's, a byte each.
-		w, hw := word(nib[0:8]), h0>>shift
-		a, a2 := w&nibbles|hw<<4&fifths, w>>4&nibbles|hw<<3&fifths
+		a, a2 := q5KCodes(word(nib[0:8]), h0>>shift)
 		first, first2 := byteCodes(a, 16, y[0:2]), byteCodes(a2, 16, y2[0:2])
-		w, hw = word(nib[8:16]), h1>>shift
-		a, a2 = w&nibbles|hw<<4&fifths, w>>4&nibbles|hw<<3&fifths
+		a, a2 = q5KCodes(word(nib[8:16]), h1>>shift)
 		first, first2 = first+byteCodes(a, 16, y[2:4]), first2+byteCodes(a2, 16, y2[2:4])
-		w, hw = word(nib[16:24]), h2>>shift
-		a, a2 = w&nibbles|hw<<4&fifths, w>>4&nibbles|hw<<3&fifths
+		a, a2 = q5KCodes(word(nib[16:24]), h2>>shift)
 		second, second2 := byteCodes(a, 16, y[4:6]), byteCodes(a2, 16, y2[4:6])
-		w, hw = word(nib[24:32]), h3>>shift
-		a, a2 = w&nibbles|hw<<4&fifths, w>>4&nibbles|hw<<3&fifths
+		a, a2 = q5KCodes(word(nib[24:32]), h3>>shift)
 		second, second2 = second+byteCodes(a, 16, y[6:8]), second2+byteCodes(a2, 16, y2[6:8])
 		sum, sum2 := groupSum(sums, 2*c), groupSum(sums, 2*c+1)
 		dot += int32(scales[2*c])*(lane3(first)+lane3(second)+16*sum) +
@@ -210,6 +205,13 @@ func q5KDot(b []byte, x *quantized, g0 int) float32 {
 		minDot += int32(mins[2*c])*sum + int32(mins[2*c+1])*sum2
 	}
 	return x.kscales[sb] * (f16ToF32(le16(b))*float32(dot) - f16ToF32(le16(b[2:]))*float32(minDot))
+}
+
+// q5KCodes is the codes of groups 2c and 2c+1 in a word of their nibbles
+// and a word of their high bits (shifted down by 2c), a byte each.
+func q5KCodes(nibbles, high uint64) (codes, codes2 uint64) {
+	const lows, fifths = 0x0f0f_0f0f_0f0f_0f0f, 0x1010_1010_1010_1010
+	return nibbles&lows | high<<4&fifths, nibbles>>4&lows | high<<3&fifths
 }
 
 // q4KScalesMins unpacks a Q4_K or Q5_K block's eight group scales and
@@ -247,7 +249,6 @@ func groupSum(sums *[16]int16, j int) int32 {
 // lane 3 an octet, so each octet is read on its own.
 func q6KDot(b []byte, x *quantized, g0 int) float32 {
 	sb := g0 / (superBlock / GroupSize)
-	const nibbles, pairs = 0x0f0f_0f0f_0f0f_0f0f, 0x3030_3030_3030_3030
 	scales := (*[16]byte)(b[192:208])
 	ys, _ := kBlock(x, sb)
 	var dot int32
@@ -257,18 +258,13 @@ func q6KDot(b []byte, x *quantized, g0 int) float32 {
 			ql := (*[32]byte)(b[h*64+k*32:])
 			highShift := uint(2 * k)
 			y, y2 := (*[8]uint64)(ys[32*h+8*k:]), (*[8]uint64)(ys[32*h+8*k+16:])
-			// c is group k's codes, c2 group k+2's, a byte each.
-			w, hw := word(ql[0:8]), word(qh[0:8])>>highShift
-			c, c2 := w&nibbles|hw<<4&pairs, w>>4&nibbles|hw&pairs
+			c, c2 := q6KCodes(word(ql[0:8]), word(qh[0:8])>>highShift)
 			run0, run2 := lane3(byteCodes(c, 32, y[0:2])), lane3(byteCodes(c2, 32, y2[0:2]))
-			w, hw = word(ql[8:16]), word(qh[8:16])>>highShift
-			c, c2 = w&nibbles|hw<<4&pairs, w>>4&nibbles|hw&pairs
+			c, c2 = q6KCodes(word(ql[8:16]), word(qh[8:16])>>highShift)
 			run0, run2 = run0+lane3(byteCodes(c, 32, y[2:4])), run2+lane3(byteCodes(c2, 32, y2[2:4]))
-			w, hw = word(ql[16:24]), word(qh[16:24])>>highShift
-			c, c2 = w&nibbles|hw<<4&pairs, w>>4&nibbles|hw&pairs
+			c, c2 = q6KCodes(word(ql[16:24]), word(qh[16:24])>>highShift)
 			run1, run3 := lane3(byteCodes(c, 32, y[4:6])), lane3(byteCodes(c2, 32, y2[4:6]))
-			w, hw = word(ql[24:32]), word(qh[24:32])>>highShift
-			c, c2 = w&nibbles|hw<<4&pairs, w>>4&nibbles|hw&pairs
+			c, c2 = q6KCodes(word(ql[24:32]), word(qh[24:32])>>highShift)
 			run1, run3 = run1+lane3(byteCodes(c, 32, y[6:8])), run3+lane3(byteCodes(c2, 32, y2[6:8]))
 			s := 8*h + 2*k
 			dot += int32(int8(scales[s]))*run0 + int32(int8(scales[s+1]))*run1 +
@@ -276,6 +272,14 @@ func q6KDot(b []byte, x *quantized, g0 int) float32 {
 		}
 	}
 	return x.kscales[sb] * f16ToF32(le16(b[208:])) * float32(dot)
+}
+
+// q6KCodes is the codes of groups k and k+2 in a word of their low
+// nibbles and a word of their bit pairs (shifted down by 2k), a byte
+// each.
+func q6KCodes(low, high uint64) (codes, codes2 uint64) {
+	const nibbles, pairs = 0x0f0f_0f0f_0f0f_0f0f, 0x3030_3030_3030_3030
+	return low&nibbles | high<<4&pairs, low>>4&nibbles | high&pairs
 }
 
 // Q2_K and Q3_K keep a run's two-bit codes (see twoBits) in bits 2j of

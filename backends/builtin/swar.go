@@ -28,7 +28,6 @@ const (
 	everyLane  = 0x0001_0001_0001_0001
 	nibbleMask = 0x0f * everyLane
 	pairMask   = 0x03 * everyLane
-	bitMask    = 0x01 * everyLane
 )
 
 // spreadOctets sets s to codes q as the products read them: for each 8
