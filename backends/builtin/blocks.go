@@ -85,16 +85,15 @@ var fifthBits = func() (t [256][2]uint64) {
 	return t
 }()
 
-// nibbleLayout is where a 32-weight format keeps its parts, for the
-// tiles that are laid out from them: d at 0, then m (withMin), the 32
-// fifth bits at high (0 for none), the 16 bytes of nibbles at nib.
+// nibbleLayout is where a five-bit format keeps its parts, for the tiles
+// that are laid out from them: d at 0, then m (withMin), the 32 fifth
+// bits at high, the 16 bytes of nibbles at nib.
 type nibbleLayout struct {
 	nib, high int
 	withMin   bool
 }
 
 var (
-	q4_1Layout = nibbleLayout{nib: 4, withMin: true}
 	q5_0Layout = nibbleLayout{nib: 6, high: 2}
 	q5_1Layout = nibbleLayout{nib: 8, high: 4, withMin: true}
 )
