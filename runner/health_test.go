@@ -100,7 +100,7 @@ func TestHungServerIsGivenUpAfterTheWait(t *testing.T) {
 	if !errors.Is(err, ErrServerLost) || status != session.StatusFailed || len(recs) != 2 || recs[0].Status != session.StatusTimeout {
 		t.Fatalf("status %s, error %v, trials %+v", status, err, recs)
 	}
-	if !regexp.MustCompile(`failed every request for \d+(\.\d+)?m?s \(--server-wait\): 2 request\(s\) in a row failed since \d\d:\d\d:\d\d, when (greedy|hot) trial 1 was sent`).MatchString(err.Error()) {
+	if !regexp.MustCompile(`failed every request for \d+(\.\d+)?m?s, past --server-wait 300ms: 2 request\(s\) in a row failed since \d\d:\d\d:\d\d, when (greedy|hot) trial 1 was sent`).MatchString(err.Error()) {
 		t.Errorf("error %v", err)
 	}
 }
