@@ -123,8 +123,7 @@ func BenchmarkPortableAgainstF32(b *testing.B) {
 			m, _ = w.Quantize()
 			kernel = matVecQ8Generic
 		case int(formatIQ4_NL): // its level rows, as the portable build runs it
-			iq4 := quantizeTo(b, formats[f].ggml, w)
-			m, kernel = &Matrix{Rows: iq4.Rows, Cols: iq4.Cols, format: formatQ8_0, quant: iq4NLLevelRows(iq4)}, matVecQ8Generic
+			m, kernel = iq4NLLevelRows(quantizeTo(b, formats[f].ggml, w)), matVecQ8Generic
 		default:
 			m = quantizeTo(b, formats[f].ggml, w)
 		}

@@ -101,10 +101,10 @@ var (
 // The dots of the 32-weight formats: per block, d·scale_x·Σ q·q_x, plus
 // m·(the group's sum of x) for a format with a min (w = d·q + m). Each
 // format has a loop of its own, its block a fixed-size array, so that
-// offsets are constants and bounds are checked once a block (a loop over
-// a layout's offsets ran 12% slower). Codes are less a bias, so that
-// lane 3 stays in bounds two octets a read: codes within ±16 gain at
-// most 8·16·127 an octet.
+// offsets are constants and bounds are checked once a block (one loop
+// over a layout's offsets ran 12% slower in a scratch benchmark). Q4_0's
+// and Q5_0's codes are less their offset, so lane 3 stays in bounds two
+// octets a read: codes within ±16 gain at most 8·16·127 an octet.
 
 func q4_0Dot(blocks []byte, x *quantized, g0 int) float32 {
 	var sum float32
@@ -178,24 +178,31 @@ func fiveBitOctet(w uint64, shift uint, high uint32, bias uint64, y []uint64) ui
 	return (e+f[0]-bias*everyLane)*y[0] + (o+f[1]-bias*everyLane)*y[1]
 }
 
+// iq4NLLevelsOf is an IQ4_NL block's 32 codes looked up in the table of
+// levels.
+func iq4NLLevelsOf(b []byte) (levels [GroupSize]int8) {
+	for i, v := range b[2:iq4NLBlockBytes] {
+		levels[i], levels[i+16] = iq4NLLevels[v&15], iq4NLLevels[v>>4]
+	}
+	return levels
+}
+
 // iq4NLDot looks each nibble's level up and takes a plain integer dot.
 func iq4NLDot(blocks []byte, x *quantized, g0 int) float32 {
 	var sum float32
 	for g := g0; len(blocks) >= iq4NLBlockBytes; g++ {
 		b := blocks[:iq4NLBlockBytes]
-		var c [GroupSize]int8
-		for i, v := range b[2:18] {
-			c[i], c[i+16] = iq4NLLevels[v&15], iq4NLLevels[v>>4]
-		}
+		c := iq4NLLevelsOf(b)
 		sum += f16ToF32(le16(b)) * x.scales[g] * float32(dot8s(c[:], group32(x.q, g)))
 		blocks = blocks[iq4NLBlockBytes:]
 	}
 	return sum
 }
 
-// iq4NLLevelRows is m's weights in Q8_0's rows (groupRow): each block's d
-// as the group's scale, its codes' levels as the group's values.
-func iq4NLLevelRows(m *Matrix) []byte {
+// iq4NLLevelRows is IQ4_NL matrix m as a Q8_0 matrix of the same
+// weights: each block's d as its group's scale, its codes' levels as the
+// group's values.
+func iq4NLLevelRows(m *Matrix) *Matrix {
 	q8 := newQuantMatrix(formatQ8_0, m.Rows, m.Cols)
 	for r := range m.Rows {
 		blocks := m.quantRow(r)
@@ -203,10 +210,9 @@ func iq4NLLevelRows(m *Matrix) []byte {
 		for g := range scales {
 			b := blocks[g*iq4NLBlockBytes : (g+1)*iq4NLBlockBytes]
 			scales[g] = f16ToF32(le16(b))
-			for i, v := range b[2:iq4NLBlockBytes] {
-				values[g*GroupSize+i], values[g*GroupSize+i+16] = iq4NLLevels[v&15], iq4NLLevels[v>>4]
-			}
+			levels := iq4NLLevelsOf(b)
+			copy(values[g*GroupSize:], levels[:])
 		}
 	}
-	return q8.quant
+	return q8
 }

@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"encoding/binary"
 	"math"
 	"unsafe"
 )
@@ -214,21 +213,6 @@ func q5KCodes(nibbles, high uint64) (codes, codes2 uint64) {
 	return nibbles&lows | high<<4&fifths, nibbles>>4&lows | high<<3&fifths
 }
 
-// q4KScalesMins unpacks a Q4_K or Q5_K block's eight group scales and
-// mins (q4KScaleMin) at once, four bytes to a word: the low six bits of
-// bytes 0–7 for groups 0–3, then the nibbles of bytes 8–11 with the top
-// two bits of bytes 0–7.
-func q4KScalesMins(packed []byte) (scales, mins [8]uint8) {
-	p := (*[12]byte)(packed)
-	s, m, lowHigh := binary.LittleEndian.Uint32(p[0:4]), binary.LittleEndian.Uint32(p[4:8]), binary.LittleEndian.Uint32(p[8:12])
-	const six, four, two = 0x3f3f_3f3f, 0x0f0f_0f0f, 0x0303_0303
-	binary.LittleEndian.PutUint32(scales[0:4], s&six)
-	binary.LittleEndian.PutUint32(scales[4:8], lowHigh&four|s>>6&two<<4)
-	binary.LittleEndian.PutUint32(mins[0:4], m&six)
-	binary.LittleEndian.PutUint32(mins[4:8], lowHigh>>4&four|m>>6&two<<4)
-	return scales, mins
-}
-
 // kBlock is Q8_K block sb of x: its codes spread (64 words) and the sums
 // of each 16.
 func kBlock(x *quantized, sb int) (*[64]uint64, *[16]int16) {
@@ -343,23 +327,6 @@ func q3KDot(b []byte, x *quantized, g0 int) float32 {
 		}
 	}
 	return x.kscales[sb] * f16ToF32(le16(b[108:])) * float32(dot)
-}
-
-// q3KScales unpacks a Q3_K block's sixteen scales (q3KScale) at once,
-// eight bytes to a word: each is a nibble of bytes 0–7 (low for runs
-// 0–7, high after) with a bit pair of bytes 8–11 above it (bits 0–1 for
-// runs 0–3, 2–3 for runs 4–7, and so on), less 32: int8s as bytes.
-func q3KScales(packed *[12]byte) (scales [16]byte) {
-	const nibbles, pairs = 0x0f0f_0f0f_0f0f_0f0f, 0x0303_0303
-	low, high := word(packed[0:8]), uint64(binary.LittleEndian.Uint32(packed[8:12]))
-	first := low&nibbles | (high&pairs|high>>2&pairs<<32)<<4
-	second := low>>4&nibbles | (high>>4&pairs|high>>6&pairs<<32)<<4
-	// Each byte less 32 without a borrow between bytes: its top bit set
-	// first, and flipped back after.
-	const top, bias = 0x8080_8080_8080_8080, 0x2020_2020_2020_2020
-	binary.LittleEndian.PutUint64(scales[0:8], (first|top)-bias^top)
-	binary.LittleEndian.PutUint64(scales[8:16], (second|top)-bias^top)
-	return scales
 }
 
 // quantizeQ8KGeneric fills q, scales and sums with ggml's Q8_K form of

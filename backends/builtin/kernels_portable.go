@@ -59,7 +59,7 @@ func swiGLU(hb, hb2 []float32)           { swiGLUGeneric(hb, hb2) }
 // read their rows as stored.
 func withTiles(m *Matrix) *Matrix {
 	if m.format == formatIQ4_NL {
-		m.tiles = iq4NLLevelRows(m)
+		m.tiles = iq4NLLevelRows(m).quant
 	}
 	return m
 }

@@ -1,5 +1,7 @@
 package builtin
 
+import "encoding/binary"
+
 // ggml's K-quant super-blocks, which llama-quantize's K presets write
 // (a Q4_K_M file: Q4_K for most matrices, Q6_K for some). The engine
 // keeps them exactly as the GGUF stores them and decodes a block's scales
@@ -64,20 +66,27 @@ func q3KValue(b []byte, i int) int32 {
 	return twoBits(b[32:96], i) - 4 + 4*high
 }
 
-// q3KScale is run s's scale less 32: its low four bits are a nibble of
-// bytes 0–7 (low for s < 8, high after), its top two bits a pair in
-// bytes 8–11.
-func q3KScale(b []byte, s int) int32 {
-	packed := b[96:108]
-	low := packed[s%8] >> (4 * (s / 8)) & 0x0f
-	high := packed[8+s%4] >> (2 * (s / 4)) & 3
-	return int32(low|high<<4) - 32
+// q3KScales unpacks a Q3_K block's sixteen 6-bit run scales, eight to a
+// word: run s's low four bits are a nibble of byte s%8 (low for s < 8,
+// high after), its top two the bit pair 2(s/4) of byte 8+s%4; each less
+// 32, int8s as bytes.
+func q3KScales(packed *[12]byte) (scales [16]byte) {
+	const nibbles, pairs = 0x0f0f_0f0f_0f0f_0f0f, 0x0303_0303
+	low, high := word(packed[0:8]), uint64(binary.LittleEndian.Uint32(packed[8:12]))
+	first := low&nibbles | (high&pairs|high>>2&pairs<<32)<<4
+	second := low>>4&nibbles | (high>>4&pairs|high>>6&pairs<<32)<<4
+	// Each byte less 32 without a borrow between bytes: its top bit set
+	// first, and flipped back after.
+	const top, bias = 0x8080_8080_8080_8080, 0x2020_2020_2020_2020
+	binary.LittleEndian.PutUint64(scales[0:8], (first|top)-bias^top)
+	binary.LittleEndian.PutUint64(scales[8:16], (second|top)-bias^top)
+	return scales
 }
 
 func dequantQ3K(out []float32, b []byte) {
-	d := f16ToF32(le16(b[108:]))
+	d, scales := f16ToF32(le16(b[108:])), q3KScales((*[12]byte)(b[96:108]))
 	for i := range superBlock {
-		out[i] = d * float32(q3KScale(b, i/16)*q3KValue(b, i))
+		out[i] = d * float32(int32(int8(scales[i/16]))*q3KValue(b, i))
 	}
 }
 
@@ -90,22 +99,28 @@ func q5KValue(b []byte, j, l int) int32 {
 
 func dequantQ5K(out []float32, b []byte) {
 	d, dmin := f16ToF32(le16(b)), f16ToF32(le16(b[2:]))
-	for j := range superBlock / GroupSize {
-		sc, mn := q4KScaleMin(j, b[4:16])
+	scales, mins := q4KScalesMins(b[4:16])
+	for j, sc := range scales {
+		mn := mins[j]
 		for l := range GroupSize {
 			out[j*GroupSize+l] = d*float32(sc)*float32(q5KValue(b, j, l)) - dmin*float32(mn)
 		}
 	}
 }
 
-// q4KScaleMin unpacks group j's 6-bit scale and min: groups 0–3 keep
-// theirs in the low 6 bits of bytes j and j+4; groups 4–7 have 4 bits in
-// byte j+4 and their top 2 bits in the spare bits of bytes j−4 and j.
-func q4KScaleMin(j int, packed []byte) (scale, min uint8) {
-	if j < 4 {
-		return packed[j] & 63, packed[j+4] & 63
-	}
-	return packed[j+4]&0x0f | packed[j-4]>>6<<4, packed[j+4]>>4 | packed[j]>>6<<4
+// q4KScalesMins unpacks a Q4_K or Q5_K block's eight 6-bit group scales
+// and mins, four to a word: groups 0–3 keep theirs in the low 6 bits of
+// bytes j and j+4; groups 4–7 have 4 bits in byte j+4 (scale low, min
+// high) and their top 2 bits in the spare bits of bytes j−4 and j.
+func q4KScalesMins(packed []byte) (scales, mins [8]uint8) {
+	p := (*[12]byte)(packed)
+	s, m, lowHigh := binary.LittleEndian.Uint32(p[0:4]), binary.LittleEndian.Uint32(p[4:8]), binary.LittleEndian.Uint32(p[8:12])
+	const six, four, two = 0x3f3f_3f3f, 0x0f0f_0f0f, 0x0303_0303
+	binary.LittleEndian.PutUint32(scales[0:4], s&six)
+	binary.LittleEndian.PutUint32(scales[4:8], lowHigh&four|s>>6&two<<4)
+	binary.LittleEndian.PutUint32(mins[0:4], m&six)
+	binary.LittleEndian.PutUint32(mins[4:8], lowHigh>>4&four|m>>6&two<<4)
+	return scales, mins
 }
 
 // q4KNibbles is group j's 32 packed bytes in a Q4_K block's values, and
@@ -117,8 +132,9 @@ func q4KNibbles(qs []byte, j int) ([]byte, uint) {
 // dequantQ4K decodes one Q4_K block into 256 weights.
 func dequantQ4K(out []float32, b []byte) {
 	d, dmin := f16ToF32(le16(b)), f16ToF32(le16(b[2:]))
-	for j := range superBlock / GroupSize {
-		sc, mn := q4KScaleMin(j, b[4:16])
+	scales, mins := q4KScalesMins(b[4:16])
+	for j, sc := range scales {
+		mn := mins[j]
 		nib, shift := q4KNibbles(b[16:q4KBlockBytes], j)
 		scale, offset := d*float32(sc), dmin*float32(mn)
 		for i, v := range nib {

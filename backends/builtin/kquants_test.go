@@ -230,9 +230,28 @@ func BenchmarkStories110MFiles(b *testing.B) {
 	}
 }
 
-// The kernels unpack a block's packed scales a word at a time; each
-// field is the one the decoders read a scale at a time, for every bit of
-// the packed bytes.
+// q4KScaleMin is group j's 6-bit scale and min read one field at a time,
+// as ggml's get_scale_min_k4 reads them: the reference for
+// q4KScalesMins.
+func q4KScaleMin(j int, packed []byte) (scale, min uint8) {
+	if j < 4 {
+		return packed[j] & 63, packed[j+4] & 63
+	}
+	return packed[j+4]&0x0f | packed[j-4]>>6<<4, packed[j+4]>>4 | packed[j]>>6<<4
+}
+
+// q3KScale is run s's scale less 32 read one field at a time: the
+// reference for q3KScales.
+func q3KScale(b []byte, s int) int32 {
+	packed := b[96:108]
+	low := packed[s%8] >> (4 * (s / 8)) & 0x0f
+	high := packed[8+s%4] >> (2 * (s / 4)) & 3
+	return int32(low|high<<4) - 32
+}
+
+// The decoders, kernels and tiles unpack a block's packed scales a word
+// at a time; each field is the one a field-at-a-time reading gives, for
+// every bit of the packed bytes.
 func TestPackedScalesUnpackAsDecoded(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 12))
 	for trial := range 2000 {

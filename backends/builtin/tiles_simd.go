@@ -183,8 +183,15 @@ func q4KTileRow(tile []byte, r int, b []byte) {
 			copy(tile[32*(8*c+t)+4*r:][:4], b[16+32*c+4*t:])
 		}
 	}
+	q4KTileScalesRow(tile, r, b)
+}
+
+// q4KTileScalesRow lays out a Q4_K or Q5_K block's scales, mins, d and
+// dmin, which the two formats keep at the same places.
+func q4KTileScalesRow(tile []byte, r int, b []byte) {
+	scales, mins := q4KScalesMins(b[4:16])
 	for j := range 8 {
-		tile[q4KTileScales+8*j+r], tile[q4KTileMins+8*j+r] = q4KScaleMin(j, b[4:16])
+		tile[q4KTileScales+8*j+r], tile[q4KTileMins+8*j+r] = scales[j], mins[j]
 	}
 	putFloat(tile[q4KTileD+4*r:], f16ToF32(le16(b)))
 	putFloat(tile[q4KTileD+4*tileRows+4*r:], f16ToF32(le16(b[2:])))
@@ -201,11 +208,7 @@ func q5KTileRow(tile []byte, r int, b []byte) {
 	for t := range 8 {
 		copy(tile[q5KTileHigh+32*t+4*r:][:4], b[16+4*t:])
 	}
-	for j := range 8 {
-		tile[q4KTileScales+8*j+r], tile[q4KTileMins+8*j+r] = q4KScaleMin(j, b[4:16])
-	}
-	putFloat(tile[q4KTileD+4*r:], f16ToF32(le16(b)))
-	putFloat(tile[q4KTileD+4*tileRows+4*r:], f16ToF32(le16(b[2:])))
+	q4KTileScalesRow(tile, r, b)
 }
 
 func q6KTileRow(tile []byte, r int, b []byte) {
@@ -251,15 +254,15 @@ func q3KTileRow(tile []byte, r int, b []byte) {
 	for w := range superBlock {
 		tile[byteCodeAt(r, w)] = byte(q3KValue(b, w) + 32)
 	}
-	for s := range 16 {
-		tile[q6KTileCodes+8*s+r] = byte(int8(q3KScale(b, s)))
+	for s, scale := range q3KScales((*[12]byte)(b[96:108])) {
+		tile[q6KTileCodes+8*s+r] = scale
 	}
 	putFloat(tile[q6KTileCodes+q6KTileScales+4*r:], f16ToF32(le16(b[108:])))
 }
 
 func iq4NLTileRow(tile []byte, r int, b []byte) {
-	for w := range GroupSize {
-		tile[byteCodeAt(r, w)] = byte(iq4NLLevels[nibble(b[2:], w)])
+	for w, level := range iq4NLLevelsOf(b) {
+		tile[byteCodeAt(r, w)] = byte(level)
 	}
 	putFloat(tile[iq4NLTileLevels+4*r:], f16ToF32(le16(b)))
 }
