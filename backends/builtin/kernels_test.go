@@ -47,6 +47,18 @@ func relErr(got []float32, want []float64, w []float32, cols int, x []float32) f
 // one left over, after and without a whole block of eight.
 var kernelShapes = [][2]int{{1, 1}, {3, 7}, {6, 40}, {9, 2056}, {17, 33}, {64, 64}, {172, 64}, {64, 172}, {5, 224}, {288, 288}, {3, 352}, {768, 288}, {2048, 768}}
 
+// randomBatch is n random vectors of cols values, quantized in every
+// form, and an output of rows values for each.
+func randomBatch(rng *rand.Rand, n, rows, cols int) ([]*quantized, [][]float32) {
+	xs, outs := make([]*quantized, n), make([][]float32, n)
+	for s := range n {
+		x := newQuantized(cols)
+		x.quantize(randomVec(rng, cols), allForms)
+		xs[s], outs[s] = &x, make([]float32, rows)
+	}
+	return xs, outs
+}
+
 // q8Shapes are the kernel shapes whose rows are whole Q8_0 groups.
 func q8Shapes() [][2]int {
 	var out [][2]int
@@ -482,12 +494,7 @@ func TestMatMatQ8MatchesMatVecBitForBit(t *testing.T) {
 			t.Fatal(err)
 		}
 		for n := 1; n <= 9; n++ {
-			xs, outs := make([]*quantized, n), make([][]float32, n)
-			for s := range n {
-				x := newQuantized(cols)
-				x.quantize(randomVec(rng, cols), allForms)
-				xs[s], outs[s] = &x, make([]float32, rows)
-			}
+			xs, outs := randomBatch(rng, n, rows, cols)
 			lo, hi := rows/3, rows-n%2
 			matMatQ8(outs, m, xs, lo, hi)
 			for s := range n {
@@ -550,12 +557,7 @@ func TestMatMatTilesMatchesMatVecBitForBit(t *testing.T) {
 			continue
 		}
 		for n := 1; n <= 7; n++ {
-			xs, outs := make([]*quantized, n), make([][]float32, n)
-			for s := range n {
-				x := newQuantized(cols)
-				x.quantize(randomVec(rng, cols), allForms)
-				xs[s], outs[s] = &x, make([]float32, rows)
-			}
+			xs, outs := randomBatch(rng, n, rows, cols)
 			lo, hi := 3, 26
 			matMatTiles(outs, m, xs, lo, hi)
 			for s := range n {
