@@ -205,6 +205,105 @@ q4x4done:
 	VZEROUPPER
 	RET
 
+// func fiveBitTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+//
+// fiveBitTile (Q5_0's and Q5_1's tiles) for one tile against three
+// vectors' activations, each summed exactly as fiveBitTile sums it: per
+// group, each step's codes (a nibble and its fifth bit) × the
+// activations in int16, the low nibbles' and the high ones' apart, then
+// into int32 and float, times d_x; then d·that + o·(d_x·Σ y) into the
+// running sum, in that order. Each step's codes are unpacked once for
+// the three. Y0-Y2 are the running sums, Y3-Y5 a group's int16 sums of
+// low nibbles and Y6-Y8 of high ones, one per vector; Y9 the group's
+// fifth bits (shifted down a bit a step), Y14 and Y15 the nibble and
+// fifth-bit masks.
+TEXT ·fiveBitTile3(SB), NOSPLIT, $0-96
+	TILE3_ARGS
+	MOVL $0x0f0f0f0f, AX
+	MOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x10101010, AX
+	MOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	XORQ DX, DX
+
+// Step T's codes: the low nibbles with their fifth bits into Y11, the
+// high ones with theirs into Y12.
+#define FIVE_BIT_CODES(T) \
+	VMOVDQU T(SI), Y10 \
+	VPSLLD $4, Y9, Y11 \
+	VPAND Y15, Y11, Y11 \
+	VPAND Y14, Y10, Y12 \
+	VPOR Y12, Y11, Y11 \
+	VPSRLD $4, Y10, Y10 \
+	VPAND Y14, Y10, Y10 \
+	VPAND Y15, Y9, Y12 \
+	VPOR Y10, Y12, Y12
+
+// Step T's codes times one vector's activations at X, into its int16
+// sums LOW and HIGH.
+#define FIVE_BIT_DOT(T, X, LOW, HIGH) \
+	VPMADDUBSW T(X), Y11, Y13 \
+	VPADDW Y13, LOW, LOW \
+	VPMADDUBSW (T+128)(X), Y12, Y13 \
+	VPADDW Y13, HIGH, HIGH
+
+#define FIVE_BIT_STEP(T) \
+	FIVE_BIT_CODES(T) \
+	FIVE_BIT_DOT(T, R8, Y3, Y6) \
+	FIVE_BIT_DOT(T, R11, Y4, Y7) \
+	FIVE_BIT_DOT(T, R14, Y5, Y8) \
+	VPSRLD $1, Y9, Y9
+
+// One vector's group (its int16 sums LOW and HIGH; Y10 int16 ones) into
+// its running sum SUM.
+#define FIVE_BIT_FINISH(LOW, HIGH, SCALES, SUMS, SUM) \
+	VPMADDWD Y10, LOW, LOW \
+	VPMADDWD Y10, HIGH, HIGH \
+	VPADDD HIGH, LOW, LOW \
+	VCVTDQ2PS LOW, LOW \
+	VBROADCASTSS 0(SCALES)(DX*4), Y11 \
+	VMULPS Y11, LOW, LOW \
+	VFMADD231PS 160(SI), LOW, SUM \
+	VBROADCASTSS 0(SUMS)(DX*4), Y11 \
+	VFMADD231PS 192(SI), Y11, SUM
+
+fivegroups:
+	CMPQ DX, CX
+	JAE  fivedone
+	VMOVDQU 128(SI), Y9
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	FIVE_BIT_STEP(0)
+	FIVE_BIT_STEP(32)
+	FIVE_BIT_STEP(64)
+	FIVE_BIT_STEP(96)
+	VPCMPEQW Y10, Y10, Y10
+	VPSRLW $15, Y10, Y10
+	FIVE_BIT_FINISH(Y3, Y6, R9, R10, Y0)
+	FIVE_BIT_FINISH(Y4, Y7, R12, R13, Y1)
+	FIVE_BIT_FINISH(Y5, Y8, R15, BX, Y2)
+	ADDQ $224, SI
+	ADDQ $256, R8
+	ADDQ $256, R11
+	ADDQ $256, R14
+	INCQ DX
+	JMP  fivegroups
+
+fivedone:
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VZEROUPPER
+	RET
+
 // q4KRunIndex repeats each of bytes 0–7, then 8–15, twice (for VPSHUFB),
 // so that sign-extending gives each row's scale for one group or run in
 // both int16 lanes of its int32 lane.

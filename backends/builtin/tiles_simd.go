@@ -325,6 +325,8 @@ var tileBatches = map[format][]int{
 	formatQ4_0: {4, 3},
 	formatQ4_K: {3},
 	formatQ6_K: {3},
+	formatQ5_0: {3},
+	formatQ5_1: {3},
 	formatQ3_K: {3},
 }
 
@@ -343,6 +345,8 @@ func dotTiles(f format, n int, tile unsafe.Pointer, in *[maxTileBatch]tileInput,
 		q4_0Tile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
 	case formatQ4_K:
 		q4KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+	case formatQ5_0, formatQ5_1:
+		fiveBitTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
 	case formatQ6_K, formatQ3_K:
 		q6KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
 	}
@@ -397,6 +401,9 @@ func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, sca
 
 //go:noescape
 func q4KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+
+//go:noescape
+func fiveBitTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
 func q6KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
