@@ -524,6 +524,109 @@ k1done:
 	VZEROUPPER
 	RET
 
+// func q2KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+//
+// Q2_K's tile kernel, summed as q2KDot sums a block: per run of 16, Σ q·y
+// in int16 (4 × 2 × 3 × 127 fits), times the row's scale into the
+// block's int32 sum; the mins against the sums of 16 into another; then
+// d_x·(d·sum − dmin·mins) into the running sum. Each 32 bytes of codes
+// hold four runs' (one a bit pair): Y0-Y3 are those runs' int16 sums,
+// Y4 the block's sum, Y5 its mins, Y6 the running sum.
+TEXT ·q2KTile1(SB), NOSPLIT, $0-48
+	TILE1_ARGS
+	MOVL $0x03030303, AX
+	MOVD AX, X15
+	VPBROADCASTD X15, Y15 // the low bit pair of every byte
+	VMOVDQU q4KRunIndex<>+0(SB), X14
+	VMOVDQU q4KRunIndex<>+16(SB), X13
+	VXORPS Y6, Y6, Y6
+
+// Codes at tile offset OFF: the run of bit pair J (its codes in Y8, the
+// activations at Y), into its int16 sum ACC.
+#define Q2_RUN(J, Y, ACC) \
+	VPSRLW $(2*J), Y7, Y8 \
+	VPAND Y15, Y8, Y8 \
+	VPMADDUBSW Y(R8), Y8, Y9 \
+	VPADDW Y9, ACC, ACC
+
+// Four columns' codes (tile offset 256N+32T) against the activations of
+// weights 128N+32J+4T, for J = 0…3.
+#define Q2_COLS(N, T) \
+	VMOVDQU (256*N+32*T)(SI), Y7 \
+	Q2_RUN(0, (1024*N+32*T), Y0) \
+	Q2_RUN(1, (1024*N+256+32*T), Y1) \
+	Q2_RUN(2, (1024*N+512+32*T), Y2) \
+	Q2_RUN(3, (1024*N+768+32*T), Y3)
+
+// Run S's int16 sums (ACC) times each row's scale (in the low 8 bytes of
+// the 16 at 8S when INDEX is X14, the high 8 when X13) into Y4.
+#define Q2_SCALE(S, INDEX, ACC) \
+	VMOVDQU (512+8*S)(SI), X12 \
+	VPSHUFB INDEX, X12, X11 \
+	VPMOVSXBW X11, Y11 \
+	VPMADDWD Y11, ACC, Y10 \
+	VPADDD Y10, Y4, Y4
+
+// Half H of half-block N: the four runs 8N+2J+H (J = 0…3), columns
+// 4H…4H+3 of each.
+#define Q2_HALF(N, H, INDEX) \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	VPXOR Y2, Y2, Y2 \
+	VPXOR Y3, Y3, Y3 \
+	Q2_COLS(N, (4*H)) \
+	Q2_COLS(N, (4*H+1)) \
+	Q2_COLS(N, (4*H+2)) \
+	Q2_COLS(N, (4*H+3)) \
+	Q2_SCALE((8*N), INDEX, Y0) \
+	Q2_SCALE((8*N+2), INDEX, Y1) \
+	Q2_SCALE((8*N+4), INDEX, Y2) \
+	Q2_SCALE((8*N+6), INDEX, Y3)
+
+// Runs 2P and 2P+1's mins against their sums of 16 (at SUMS) into Y5.
+#define Q2_MINS(P, SUMS) \
+	VPMOVSXBW (640+16*P)(SI), Y11 \
+	VPBROADCASTD (4*P)(SUMS), Y10 \
+	VPMADDWD Y10, Y11, Y10 \
+	VPADDD Y10, Y5, Y5
+
+	XORQ DX, DX
+q2blocks:
+	CMPQ DX, CX
+	JAE  q2done
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	Q2_HALF(0, 0, X14)
+	Q2_HALF(0, 1, X13)
+	Q2_HALF(1, 0, X14)
+	Q2_HALF(1, 1, X13)
+	Q2_MINS(0, R10)
+	Q2_MINS(1, R10)
+	Q2_MINS(2, R10)
+	Q2_MINS(3, R10)
+	Q2_MINS(4, R10)
+	Q2_MINS(5, R10)
+	Q2_MINS(6, R10)
+	Q2_MINS(7, R10)
+	VCVTDQ2PS Y4, Y11
+	VMULPS 768(SI), Y11, Y11
+	VCVTDQ2PS Y5, Y12
+	VMULPS 800(SI), Y12, Y12
+	VSUBPS Y12, Y11, Y11
+	VBROADCASTSS 0(R9)(DX*4), Y12
+	VMULPS Y12, Y11, Y11
+	VADDPS Y11, Y6, Y6
+	ADDQ $832, SI
+	ADDQ $2048, R8
+	ADDQ $32, R10
+	INCQ DX
+	JMP  q2blocks
+
+q2done:
+	VMOVUPS Y6, 0(DI)
+	VZEROUPPER
+	RET
+
 // q6KTwoRunIndex interleaves two runs' scales (for VPSHUFB): run s of
 // row r, then run s+1 of row r.
 DATA q6KTwoRunIndex<>+0(SB)/8, $0x0b030a0209010800

@@ -355,10 +355,9 @@ func matMatQ8(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 //go:noescape
 func q8Rows2x4(rows unsafe.Pointer, rowBytes, pairs int, x, xs, outs *[4]unsafe.Pointer, groups int)
 
-// matVecBlocks multiplies a matrix stored as the GGUF's blocks: the
-// formats of tileKernels through their tiles (tiles_simd.go), built when
-// the matrix was loaded; IQ4_NL, Q2_K and Q3_K, and a matrix without
-// tiles (none the engine loads on an AVX2 CPU), with the portable
+// matVecBlocks multiplies a matrix stored as the GGUF's blocks: every
+// format through its tiles (tiles_simd.go), built when the matrix was
+// loaded; a matrix without tiles (a CPU without AVX2) with the portable
 // kernels.
 func matVecBlocks(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	if m.tiles == nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // Tiles: the AVX2 kernels' own copy of a Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
-// Q3_K, Q4_K, Q5_K or Q6_K matrix, eight rows interleaved, as llama.cpp
+// Q2_K, Q3_K, Q4_K, Q5_K or Q6_K matrix, eight rows interleaved, as llama.cpp
 // repacks Q4_0 and Q4_K for its CPU kernels. A kernel reading one row at a time spends most of its
 // instructions unpacking that row's blocks and summing its lanes; a tile
 // puts four weights of each of eight rows side by side in one 32-byte
@@ -29,6 +29,26 @@ const (
 	q6KTileCodes  = tileRows * superBlock
 	q6KTileScales = tileRows * superBlock / 16
 	q6KTileBytes  = q6KTileCodes + q6KTileScales + 4*tileRows
+)
+
+// Q2_K tile, per super-block of 256 columns (q2KTileBytes):
+//   - 512 bytes of 2-bit codes, the blocks' own bytes reordered: bytes
+//     32n+4t…32n+4t+3 of rows 0…7 (bits 2j of each holding weight
+//     128n+32j+4t…) in bytes 256n+32t…+31, row r at +4r, so one load
+//     serves four runs of 16 and a shift brings each;
+//   - 128 bytes of scales: run s of rows 0…7 in bytes 8s…8s+7;
+//   - 128 bytes of mins, two runs to a pair of bytes: runs 2p and 2p+1 of
+//     row r in bytes 16p+2r and 16p+2r+1, as VPMADDWD meets the
+//     activations' sums of 16 two at a time;
+//   - 8 float32 d, then 8 float32 dmin.
+//
+// 104 bytes a row per 256 columns, +24% over the file's blocks.
+const (
+	q2KTileCodes  = tileRows * superBlock / 4
+	q2KTileScales = q2KTileCodes
+	q2KTileMins   = q2KTileScales + tileRows*16
+	q2KTileD      = q2KTileMins + tileRows*16
+	q2KTileBytes  = q2KTileD + 2*4*tileRows
 )
 
 // Q4_0 tile, per group of 32 columns (q4_0TileBytes):
@@ -113,6 +133,7 @@ type tileKernel struct {
 
 var tileKernels = map[format]*tileKernel{
 	formatQ4_0:   {GroupSize, q4_0TileBytes, q4_0TileRow, false},
+	formatQ2_K:   {superBlock, q2KTileBytes, q2KTileRow, true},
 	formatQ4_K:   {superBlock, q4KTileBytes, q4KTileRow, true},
 	formatQ5_K:   {superBlock, q5KTileBytes, q5KTileRow, true},
 	formatQ6_K:   {superBlock, q6KTileBytes, q6KTileRow, true},
@@ -184,6 +205,20 @@ func q4KTileRow(tile []byte, r int, b []byte) {
 		}
 	}
 	q4KTileScalesRow(tile, r, b)
+}
+
+func q2KTileRow(tile []byte, r int, b []byte) {
+	for n := range 2 {
+		for t := range 8 {
+			copy(tile[256*n+32*t+4*r:][:4], b[16+32*n+4*t:])
+		}
+	}
+	for s, packed := range b[:16] {
+		tile[q2KTileScales+8*s+r] = packed & 0x0f
+		tile[q2KTileMins+16*(s/2)+2*r+s%2] = packed >> 4
+	}
+	putFloat(tile[q2KTileD+4*r:], f16ToF32(le16(b[80:])))
+	putFloat(tile[q2KTileD+4*tileRows+4*r:], f16ToF32(le16(b[82:])))
 }
 
 // q4KTileScalesRow lays out a Q4_K or Q5_K block's scales, mins, d and
@@ -365,6 +400,8 @@ func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
 		fiveBitTile(tile, x, out)
 	case formatIQ4_NL:
 		iq4NLTile(tile, x, out)
+	case formatQ2_K:
+		q2KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	case formatQ4_K:
 		q4KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	case formatQ5_K:
@@ -383,6 +420,9 @@ func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
 // dmin·d_x). In archsimd they compiled to an address computation before
 // every load; the assembly folds the loads into the multiply-adds. The
 // Tile3 and Tile4 kernels are dotTiles'.
+
+//go:noescape
+func q2KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
 func q4KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
