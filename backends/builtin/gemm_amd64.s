@@ -2,6 +2,13 @@
 
 #include "textflag.h"
 
+// Constants go into vector registers with VMOVD, never MOVD: MOVD is a
+// legacy-SSE instruction, and one after an AVX instruction that left the
+// upper halves dirty (a VPBROADCASTD of the first constant) slowed the
+// rest of the kernel on this project's AMD EPYC VMs, as Go's scalar shift
+// counts did (tiles_simd.go, shiftBy): BenchmarkPrefillProduct, by turns,
+// Q4_0 91-106 -> 109-133 GFLOP/s, Q5_0 68-76 -> 81-94, Q5_K 32-37 -> 54-56.
+
 // The one-vector tile kernels' arguments: the tile in SI, the vector's
 // broadcast codes, scales and sums in R8-R10, the count of blocks in CX,
 // out in DI.
@@ -62,12 +69,12 @@
 TEXT ·q4_0Tile3(SB), NOSPLIT, $0-96
 	TILE3_ARGS
 	MOVL $0x0f0f0f0f, AX
-	MOVD AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Y15 // the low nibble of every byte
 	VPCMPEQW Y14, Y14, Y14
 	VPSRLW $15, Y14, Y14 // int16 ones
 	MOVL $0x41000000, AX
-	MOVD AX, X13
+	VMOVD AX, X13
 	VBROADCASTSS X13, Y13 // 8.0
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -166,12 +173,12 @@ TEXT ·q4_0Tile4(SB), NOSPLIT, $0-24
 	MOVQ 64(BX), R10
 	MOVQ 96(BX), R11
 	MOVL $0x0f0f0f0f, AX
-	MOVD AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Y15 // the low nibble of every byte
 	VPCMPEQW Y14, Y14, Y14
 	VPSRLW $15, Y14, Y14 // int16 ones
 	MOVL $0x41000000, AX
-	MOVD AX, X13
+	VMOVD AX, X13
 	VBROADCASTSS X13, Y13 // 8.0
 	ZERO4(Y0, Y1, Y2, Y3)
 	XORQ DX, DX // group
@@ -220,10 +227,10 @@ q4x4done:
 TEXT ·fiveBitTile3(SB), NOSPLIT, $0-96
 	TILE3_ARGS
 	MOVL $0x0f0f0f0f, AX
-	MOVD AX, X14
+	VMOVD AX, X14
 	VPBROADCASTD X14, Y14
 	MOVL $0x10101010, AX
-	MOVD AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -325,7 +332,7 @@ GLOBL q4KRunIndex<>(SB), RODATA|NOPTR, $32
 TEXT ·q4KTile3(SB), NOSPLIT, $0-96
 	TILE3_ARGS
 	MOVL $0x0f0f0f0f, AX
-	MOVD AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
 	VMOVDQU q4KRunIndex<>+0(SB), X14
 	VMOVDQU q4KRunIndex<>+16(SB), X13
@@ -466,7 +473,7 @@ kdone:
 TEXT ·q4KTile1(SB), NOSPLIT, $0-48
 	TILE1_ARGS
 	MOVL $0x0f0f0f0f, AX
-	MOVD AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
 	VMOVDQU q4KRunIndex<>+0(SB), X14
 	VMOVDQU q4KRunIndex<>+16(SB), X13
@@ -535,7 +542,7 @@ k1done:
 TEXT ·q2KTile1(SB), NOSPLIT, $0-48
 	TILE1_ARGS
 	MOVL $0x03030303, AX
-	MOVD AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Y15 // the low bit pair of every byte
 	VMOVDQU q4KRunIndex<>+0(SB), X14
 	VMOVDQU q4KRunIndex<>+16(SB), X13
@@ -900,10 +907,10 @@ q63done:
 TEXT ·q5KTile1(SB), NOSPLIT, $0-48
 	TILE1_ARGS
 	MOVL $0x0f0f0f0f, AX
-	MOVD AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
 	MOVL $0x10101010, AX
-	MOVD AX, X5
+	VMOVD AX, X5
 	VPBROADCASTD X5, Y5
 	VMOVDQU q4KRunIndex<>+0(SB), X14
 	VMOVDQU q4KRunIndex<>+16(SB), X13
