@@ -531,71 +531,110 @@ k1done:
 	VZEROUPPER
 	RET
 
-// func q2KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
-//
-// Q2_K's tile kernel, summed as q2KDot sums a block: per run of 16, Σ q·y
-// in int16 (4 × 2 × 3 × 127 fits), times the row's scale into the
-// block's int32 sum; the mins against the sums of 16 into another; then
-// d_x·(d·sum − dmin·mins) into the running sum. Each 32 bytes of codes
-// hold four runs' (one a bit pair): Y0-Y3 are those runs' int16 sums,
-// Y4 the block's sum, Y5 its mins, Y6 the running sum.
-TEXT ·q2KTile1(SB), NOSPLIT, $0-48
-	TILE1_ARGS
-	MOVL $0x03030303, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15 // the low bit pair of every byte
-	VMOVDQU q4KRunIndex<>+0(SB), X14
-	VMOVDQU q4KRunIndex<>+16(SB), X13
+// The 2-bit tile kernels (Q2_K's, Q3_K's). Each 32 bytes of codes hold
+// four runs of 16's (one a bit pair; tile layouts in tiles_simd.go):
+// Y0-Y3 are those runs' int16 sums (4 × 2 × 7 × 127 fits), Y4 the block's
+// int32 sum of each run's times its scale, Y5 the block's sum of each
+// run's min (Q2_K) or 4·scale (Q3_K) times the activations' sum of 16,
+// Y6 the running sum; Y15 holds the low bit pair of every byte, X14 and
+// X13 q4KRunIndex.
+#define TWO_BIT_CONSTS \
+	MOVL $0x03030303, AX \
+	VMOVD AX, X15 \
+	VPBROADCASTD X15, Y15 \
+	VMOVDQU q4KRunIndex<>+0(SB), X14 \
+	VMOVDQU q4KRunIndex<>+16(SB), X13 \
 	VXORPS Y6, Y6, Y6
 
-// Codes at tile offset OFF: the run of bit pair J (its codes in Y8, the
-// activations at Y), into its int16 sum ACC.
-#define Q2_RUN(J, Y, ACC) \
+#define TWO_BIT_ZERO \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	VPXOR Y2, Y2, Y2 \
+	VPXOR Y3, Y3, Y3
+
+// Bit pair J of the codes in Y7 into Y8.
+#define TWO_BIT_PAIR(J) \
 	VPSRLW $(2*J), Y7, Y8 \
-	VPAND Y15, Y8, Y8 \
+	VPAND Y15, Y8, Y8
+
+// The codes in Y8 times the activations at Y (R8), into the int16 sum ACC.
+#define TWO_BIT_DOT(Y, ACC) \
 	VPMADDUBSW Y(R8), Y8, Y9 \
 	VPADDW Y9, ACC, ACC
 
-// Four columns' codes (tile offset 256N+32T) against the activations of
-// weights 128N+32J+4T, for J = 0…3.
-#define Q2_COLS(N, T) \
-	VMOVDQU (256*N+32*T)(SI), Y7 \
-	Q2_RUN(0, (1024*N+32*T), Y0) \
-	Q2_RUN(1, (1024*N+256+32*T), Y1) \
-	Q2_RUN(2, (1024*N+512+32*T), Y2) \
-	Q2_RUN(3, (1024*N+768+32*T), Y3)
-
-// Run S's int16 sums (ACC) times each row's scale (in the low 8 bytes of
-// the 16 at 8S when INDEX is X14, the high 8 when X13) into Y4.
-#define Q2_SCALE(S, INDEX, ACC) \
-	VMOVDQU (512+8*S)(SI), X12 \
-	VPSHUFB INDEX, X12, X11 \
+// Run S's int16 sums (ACC) times each row's scale (the low 8 of the 16
+// bytes at OFF+8S with INDEX X14, the high 8 with X13) into Y4.
+#define TWO_BIT_SCALE(OFF, S, INDEX, ACC) \
+	VMOVDQU (OFF+8*S)(SI), X10 \
+	VPSHUFB INDEX, X10, X11 \
 	VPMOVSXBW X11, Y11 \
 	VPMADDWD Y11, ACC, Y10 \
 	VPADDD Y10, Y4, Y4
 
-// Half H of half-block N: the four runs 8N+2J+H (J = 0…3), columns
-// 4H…4H+3 of each.
+// The four runs 8N+2J+H (J = 0…3) of a half (H: INDEX X14 for 0, X13
+// for 1) of half-block N, their sums in Y0-Y3, times their scales at OFF.
+#define TWO_BIT_SCALES(OFF, N, INDEX) \
+	TWO_BIT_SCALE(OFF, (8*N), INDEX, Y0) \
+	TWO_BIT_SCALE(OFF, (8*N+2), INDEX, Y1) \
+	TWO_BIT_SCALE(OFF, (8*N+4), INDEX, Y2) \
+	TWO_BIT_SCALE(OFF, (8*N+6), INDEX, Y3)
+
+// Runs 2P and 2P+1's bytes at OFF (paired per row) against their sums of
+// 16 (R10) into Y5.
+#define TWO_BIT_PAIRS(OFF, P) \
+	VPMOVSXBW (OFF+16*P)(SI), Y11 \
+	VPBROADCASTD (4*P)(R10), Y10 \
+	VPMADDWD Y10, Y11, Y10 \
+	VPADDD Y10, Y5, Y5
+
+#define TWO_BIT_ALL_PAIRS(OFF) \
+	TWO_BIT_PAIRS(OFF, 0) \
+	TWO_BIT_PAIRS(OFF, 1) \
+	TWO_BIT_PAIRS(OFF, 2) \
+	TWO_BIT_PAIRS(OFF, 3) \
+	TWO_BIT_PAIRS(OFF, 4) \
+	TWO_BIT_PAIRS(OFF, 5) \
+	TWO_BIT_PAIRS(OFF, 6) \
+	TWO_BIT_PAIRS(OFF, 7)
+
+// A block's step to the next: TILE bytes of tile, a super-block of
+// broadcast codes and of sums of 16.
+#define TWO_BIT_NEXT(TILE) \
+	ADDQ $TILE, SI \
+	ADDQ $2048, R8 \
+	ADDQ $32, R10 \
+	INCQ DX
+
+// func q2KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+//
+// Q2_K's tile kernel, summed as q2KDot sums a block: per run of 16, Σ q·y
+// in int16, times the row's scale into the block's int32 sum; the mins
+// against the sums of 16 into another; then d_x·(d·sum − dmin·mins)
+// into the running sum.
+TEXT ·q2KTile1(SB), NOSPLIT, $0-48
+	TILE1_ARGS
+	TWO_BIT_CONSTS
+
+// Four columns' codes (tile offset 256N+32T) against the activations of
+// weights 128N+32J+4T, J = 0…3.
+#define Q2_COLS(N, T) \
+	VMOVDQU (256*N+32*T)(SI), Y7 \
+	TWO_BIT_PAIR(0) \
+	TWO_BIT_DOT((1024*N+32*T), Y0) \
+	TWO_BIT_PAIR(1) \
+	TWO_BIT_DOT((1024*N+256+32*T), Y1) \
+	TWO_BIT_PAIR(2) \
+	TWO_BIT_DOT((1024*N+512+32*T), Y2) \
+	TWO_BIT_PAIR(3) \
+	TWO_BIT_DOT((1024*N+768+32*T), Y3)
+
 #define Q2_HALF(N, H, INDEX) \
-	VPXOR Y0, Y0, Y0 \
-	VPXOR Y1, Y1, Y1 \
-	VPXOR Y2, Y2, Y2 \
-	VPXOR Y3, Y3, Y3 \
+	TWO_BIT_ZERO \
 	Q2_COLS(N, (4*H)) \
 	Q2_COLS(N, (4*H+1)) \
 	Q2_COLS(N, (4*H+2)) \
 	Q2_COLS(N, (4*H+3)) \
-	Q2_SCALE((8*N), INDEX, Y0) \
-	Q2_SCALE((8*N+2), INDEX, Y1) \
-	Q2_SCALE((8*N+4), INDEX, Y2) \
-	Q2_SCALE((8*N+6), INDEX, Y3)
-
-// Runs 2P and 2P+1's mins against their sums of 16 (at SUMS) into Y5.
-#define Q2_MINS(P, SUMS) \
-	VPMOVSXBW (640+16*P)(SI), Y11 \
-	VPBROADCASTD (4*P)(SUMS), Y10 \
-	VPMADDWD Y10, Y11, Y10 \
-	VPADDD Y10, Y5, Y5
+	TWO_BIT_SCALES(512, N, INDEX)
 
 	XORQ DX, DX
 q2blocks:
@@ -607,14 +646,7 @@ q2blocks:
 	Q2_HALF(0, 1, X13)
 	Q2_HALF(1, 0, X14)
 	Q2_HALF(1, 1, X13)
-	Q2_MINS(0, R10)
-	Q2_MINS(1, R10)
-	Q2_MINS(2, R10)
-	Q2_MINS(3, R10)
-	Q2_MINS(4, R10)
-	Q2_MINS(5, R10)
-	Q2_MINS(6, R10)
-	Q2_MINS(7, R10)
+	TWO_BIT_ALL_PAIRS(640)
 	VCVTDQ2PS Y4, Y11
 	VMULPS 768(SI), Y11, Y11
 	VCVTDQ2PS Y5, Y12
@@ -623,13 +655,84 @@ q2blocks:
 	VBROADCASTSS 0(R9)(DX*4), Y12
 	VMULPS Y12, Y11, Y11
 	VADDPS Y11, Y6, Y6
-	ADDQ $832, SI
-	ADDQ $2048, R8
-	ADDQ $32, R10
-	INCQ DX
+	TWO_BIT_NEXT(832)
 	JMP  q2blocks
 
 q2done:
+	VMOVUPS Y6, 0(DI)
+	VZEROUPPER
+	RET
+
+// func q3KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+//
+// Q3_K's tile kernel, summed as q3KDot sums a block: per run of 16, Σ q·y
+// (q the two low bits, plus 4 with the high bit) in int16, times the
+// row's scale into the block's int32 sum; 4·scale against the sums of 16
+// (the −4) into another; then (d_x·d)·(sum − that) into the running
+// sum. Y12 holds bit 2 of every byte, where each code's high bit goes.
+TEXT ·q3KTile1(SB), NOSPLIT, $0-48
+	TILE1_ARGS
+	TWO_BIT_CONSTS
+	MOVL $0x04040404, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12
+
+// Bit pair J of the codes in Y7, and its high bit from the high bits in
+// Y10 (bit 4N+J, brought to bit 2 by SHIFT $BY), into Y8.
+#define Q3_CODES(J, SHIFT, BY) \
+	TWO_BIT_PAIR(J) \
+	SHIFT $BY, Y10, Y11 \
+	VPAND Y12, Y11, Y11 \
+	VPOR Y11, Y8, Y8
+
+// Four columns' codes (tile offset 256N+32T, high bits 512+32T) against
+// the activations of weights 128N+32J+4T, J = 0…3; SHIFTJ $BYJ brings
+// bit 4N+J of the high bits to bit 2.
+#define Q3_COLS(N, T, S0, B0, S1, B1, S2, B2, S3, B3) \
+	VMOVDQU (256*N+32*T)(SI), Y7 \
+	VMOVDQU (512+32*T)(SI), Y10 \
+	Q3_CODES(0, S0, B0) \
+	TWO_BIT_DOT((1024*N+32*T), Y0) \
+	Q3_CODES(1, S1, B1) \
+	TWO_BIT_DOT((1024*N+256+32*T), Y1) \
+	Q3_CODES(2, S2, B2) \
+	TWO_BIT_DOT((1024*N+512+32*T), Y2) \
+	Q3_CODES(3, S3, B3) \
+	TWO_BIT_DOT((1024*N+768+32*T), Y3)
+
+#define Q3_COLS0(T) Q3_COLS(0, T, VPSLLW, 2, VPSLLW, 1, VPSRLW, 0, VPSRLW, 1)
+#define Q3_COLS1(T) Q3_COLS(1, T, VPSRLW, 2, VPSRLW, 3, VPSRLW, 4, VPSRLW, 5)
+
+// Half H of half-block N (COLS: Q3_COLS0 or Q3_COLS1).
+#define Q3_HALF(N, COLS, H, INDEX) \
+	TWO_BIT_ZERO \
+	COLS((4*H)) \
+	COLS((4*H+1)) \
+	COLS((4*H+2)) \
+	COLS((4*H+3)) \
+	TWO_BIT_SCALES(768, N, INDEX)
+
+	XORQ DX, DX
+q3blocks:
+	CMPQ DX, CX
+	JAE  q3done
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	Q3_HALF(0, Q3_COLS0, 0, X14)
+	Q3_HALF(0, Q3_COLS0, 1, X13)
+	Q3_HALF(1, Q3_COLS1, 0, X14)
+	Q3_HALF(1, Q3_COLS1, 1, X13)
+	TWO_BIT_ALL_PAIRS(896)
+	VPSUBD Y5, Y4, Y4
+	VCVTDQ2PS Y4, Y11
+	VBROADCASTSS 0(R9)(DX*4), Y9
+	VMULPS 1024(SI), Y9, Y9
+	VMULPS Y11, Y9, Y9
+	VADDPS Y9, Y6, Y6
+	TWO_BIT_NEXT(1056)
+	JMP  q3blocks
+
+q3done:
 	VMOVUPS Y6, 0(DI)
 	VZEROUPPER
 	RET

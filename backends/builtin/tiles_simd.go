@@ -51,6 +51,28 @@ const (
 	q2KTileBytes  = q2KTileD + 2*4*tileRows
 )
 
+// Q3_K tile, per super-block of 256 columns (q3KTileBytes): a weight is
+// d·scale·(q − 4), q its two low bits and 4 for its high bit, so the
+// kernel sums q·y and pays for the −4 with the activations' sums of 16:
+//   - 512 bytes of low bit pairs, laid out as a Q2_K tile's codes;
+//   - 256 bytes of high bits, the blocks' own bytes reordered: bytes
+//     4t…4t+3 of rows 0…7 in bytes 32t…32t+31, row r at +4r (bit 4n+j of
+//     each holding weight 128n+32j+4t…'s, so one load serves all eight
+//     runs of those columns);
+//   - 128 bytes of scales (−32…31), laid out as a Q2_K tile's;
+//   - 128 bytes of 4·scale, laid out as a Q2_K tile's mins;
+//   - 8 float32 d.
+//
+// 132 bytes a row per 256 columns, +20% over the file's blocks (Q6_K's
+// tiles, which served Q3_K before, held a byte a weight: 2.4×).
+const (
+	q3KTileHigh    = q2KTileScales
+	q3KTileScales  = q3KTileHigh + tileRows*superBlock/8
+	q3KTileOffsets = q3KTileScales + tileRows*16
+	q3KTileD       = q3KTileOffsets + tileRows*16
+	q3KTileBytes   = q3KTileD + 4*tileRows
+)
+
 // Q4_0 tile, per group of 32 columns (q4_0TileBytes):
 //   - 128 bytes of nibbles, the blocks' own bytes reordered: bytes 4t…4t+3
 //     of rows 0…7 (weights 4t… in the low nibbles, 16+4t… in the high) in
@@ -137,7 +159,7 @@ var tileKernels = map[format]*tileKernel{
 	formatQ4_K:   {superBlock, q4KTileBytes, q4KTileRow, true},
 	formatQ5_K:   {superBlock, q5KTileBytes, q5KTileRow, true},
 	formatQ6_K:   {superBlock, q6KTileBytes, q6KTileRow, true},
-	formatQ3_K:   {superBlock, q6KTileBytes, q3KTileRow, true},
+	formatQ3_K:   {superBlock, q3KTileBytes, q3KTileRow, true},
 	formatQ4_1:   {GroupSize, q4_1TileBytes, q4_1TileRow, false},
 	formatQ5_0:   {GroupSize, fiveBitTileBytes, fiveBitTileRow(q5_0Layout, 16), false},
 	formatQ5_1:   {GroupSize, fiveBitTileBytes, fiveBitTileRow(q5_1Layout, 0), false},
@@ -208,18 +230,40 @@ func q4KTileRow(tile []byte, r int, b []byte) {
 }
 
 func q2KTileRow(tile []byte, r int, b []byte) {
-	for n := range 2 {
-		for t := range 8 {
-			copy(tile[256*n+32*t+4*r:][:4], b[16+32*n+4*t:])
-		}
-	}
+	twoBitTileCodes(tile, r, b[16:80])
 	for s, packed := range b[:16] {
 		tile[q2KTileScales+8*s+r] = packed & 0x0f
-		tile[q2KTileMins+16*(s/2)+2*r+s%2] = packed >> 4
+		tile[runPairAt(q2KTileMins, r, s)] = packed >> 4
 	}
 	putFloat(tile[q2KTileD+4*r:], f16ToF32(le16(b[80:])))
 	putFloat(tile[q2KTileD+4*tileRows+4*r:], f16ToF32(le16(b[82:])))
 }
+
+func q3KTileRow(tile []byte, r int, b []byte) {
+	twoBitTileCodes(tile, r, b[32:96])
+	for t := range 8 {
+		copy(tile[q3KTileHigh+32*t+4*r:][:4], b[4*t:])
+	}
+	for s, scale := range q3KScales((*[12]byte)(b[96:108])) {
+		tile[q3KTileScales+8*s+r] = scale
+		tile[runPairAt(q3KTileOffsets, r, s)] = byte(4 * int8(scale))
+	}
+	putFloat(tile[q3KTileD+4*r:], f16ToF32(le16(b[108:])))
+}
+
+// twoBitTileCodes lays out row r's 64 bytes of 2-bit codes of a Q2_K or
+// Q3_K block in a tile: bytes 32n+4t…32n+4t+3 at 256n+32t+4r.
+func twoBitTileCodes(tile []byte, r int, codes []byte) {
+	for n := range 2 {
+		for t := range 8 {
+			copy(tile[256*n+32*t+4*r:][:4], codes[32*n+4*t:])
+		}
+	}
+}
+
+// runPairAt is where a tile keeps row r's byte for run s among bytes that
+// pair runs 2p and 2p+1 for VPMADDWD, from at.
+func runPairAt(at, r, s int) int { return at + 16*(s/2) + 2*r + s%2 }
 
 // q4KTileScalesRow lays out a Q4_K or Q5_K block's scales, mins, d and
 // dmin, which the two formats keep at the same places.
@@ -278,21 +322,6 @@ func fiveBitTileRow(l nibbleLayout, offset int) func(tile []byte, r int, b []byt
 		putFloat(tile[fiveBitTileD+4*r:], d)
 		putFloat(tile[fiveBitTileD+4*tileRows+4*r:], o)
 	}
-}
-
-// q3KTileRow lays out a Q3_K block as a Q6_K tile: Q3_K's weights are
-// d·scale·code too, with codes −4…3 (stored +32, as Q6_K's) and scales
-// −32…31 a run of 16, so Q6_K's kernels serve it. A byte a weight is 2.4×
-// the file's blocks; Q3_K's portable kernel ran at a twentieth of the
-// tiles' speed.
-func q3KTileRow(tile []byte, r int, b []byte) {
-	for w := range superBlock {
-		tile[byteCodeAt(r, w)] = byte(q3KValue(b, w) + 32)
-	}
-	for s, scale := range q3KScales((*[12]byte)(b[96:108])) {
-		tile[q6KTileCodes+8*s+r] = scale
-	}
-	putFloat(tile[q6KTileCodes+q6KTileScales+4*r:], f16ToF32(le16(b[108:])))
 }
 
 func iq4NLTileRow(tile []byte, r int, b []byte) {
@@ -362,7 +391,6 @@ var tileBatches = map[format][]int{
 	formatQ6_K: {3},
 	formatQ5_0: {3},
 	formatQ5_1: {3},
-	formatQ3_K: {3},
 }
 
 // dotTiles is one tile of format f against the first n of in (a size of
@@ -382,7 +410,7 @@ func dotTiles(f format, n int, tile unsafe.Pointer, in *[maxTileBatch]tileInput,
 		q4KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
 	case formatQ5_0, formatQ5_1:
 		fiveBitTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
-	case formatQ6_K, formatQ3_K:
+	case formatQ6_K:
 		q6KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
 	}
 }
@@ -406,7 +434,9 @@ func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
 		q4KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	case formatQ5_K:
 		q5KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
-	case formatQ6_K, formatQ3_K:
+	case formatQ3_K:
+		q3KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+	case formatQ6_K:
 		q6KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	}
 }
@@ -423,6 +453,9 @@ func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
 
 //go:noescape
 func q2KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
+func q3KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
 func q4KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
