@@ -441,13 +441,13 @@ func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
 	}
 }
 
-// The assembly tile kernels (gemm_amd64.s). q4KTile1, q5KTile1 and
-// q6KTile1 are Q4_K's, Q5_K's and Q6_K's: per 256 columns, the codes
-// times the activations summed in integers (Q5_K's codes reach 31, so its
-// int16 sums take four vectors at a time: 4 × 2 × 31 × 127 fits),
+// The assembly tile kernels (gemm_amd64.s). q2KTile1, q3KTile1,
+// q4KTile1, q5KTile1 and q6KTile1 are the K-quants': per 256 columns, the
+// codes times the activations summed in integers (Q5_K's codes reach 31,
+// so its int16 sums take four vectors at a time: 4 × 2 × 31 × 127 fits),
 // weighed by each row's group or run scales (VPMADDWD), the mins or the
-// codes' +32 taken off with the activations' sums of 16, then d·d_x (and
-// dmin·d_x). In archsimd they compiled to an address computation before
+// codes' offset (Q3_K's −4, Q6_K's −32) taken off with the activations'
+// sums of 16, then d·d_x (and dmin·d_x). In archsimd they compiled to an address computation before
 // every load; the assembly folds the loads into the multiply-adds. The
 // Tile3 and Tile4 kernels are dotTiles'.
 
