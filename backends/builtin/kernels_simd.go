@@ -403,8 +403,12 @@ func quantizeInto(q []int8, scales []float32, x []float32) {
 	_ = x[groups*GroupSize-1]
 	_ = q[groups*GroupSize-1]
 	px, pq := unsafe.Pointer(unsafe.SliceData(x)), unsafe.Pointer(unsafe.SliceData(q))
-	c := newQuantConsts()
+	// Declared before any vector is made: Go zeroes them with SSE moves,
+	// which after an AVX instruction slow everything until the registers'
+	// upper halves are cleared (see gemm_amd64.s).
 	var scale [8]uint32
+	var c quantConsts
+	c.init()
 	for g := range groups {
 		off := uintptr(g) * GroupSize * 4
 		v0, v1, v2, v3 := f32x8(px, off), f32x8(px, off+32), f32x8(px, off+64), f32x8(px, off+96)
@@ -473,17 +477,15 @@ type quantConsts struct {
 	maxQ, one, zero                  archsimd.Float32x8
 }
 
-func newQuantConsts() quantConsts {
-	return quantConsts{
-		absMask:  archsimd.BroadcastUint32x8(0x7fffffff),
-		signMask: archsimd.BroadcastUint32x8(0x80000000),
-		// Adding the float just below ½, with v's sign, then truncating
-		// rounds halves away from zero exactly in float32 (a plain +½
-		// would round 0.49999997 up).
-		justBelowHalf: archsimd.BroadcastUint32x8(0x3effffff),
-		maxQ:          archsimd.BroadcastFloat32x8(127),
-		one:           archsimd.BroadcastFloat32x8(1),
-	}
+func (c *quantConsts) init() {
+	c.absMask = archsimd.BroadcastUint32x8(0x7fffffff)
+	c.signMask = archsimd.BroadcastUint32x8(0x80000000)
+	// Adding the float just below ½, with v's sign, then truncating
+	// rounds halves away from zero exactly in float32 (a plain +½ would
+	// round 0.49999997 up).
+	c.justBelowHalf = archsimd.BroadcastUint32x8(0x3effffff)
+	c.maxQ = archsimd.BroadcastFloat32x8(127)
+	c.one = archsimd.BroadcastFloat32x8(1)
 }
 
 // amax is the largest magnitude of 32 values, in every lane.
