@@ -58,10 +58,10 @@
 
 // func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
-// q4_0Tile for one tile against three vectors' activations, each summed
-// exactly as q4_0Tile sums it: per group, the nibbles (low, then high) of
-// each four columns times the activations, summed in int16 (any order
-// gives the same sum, modulo 2^16 as in q4_0Tile); pairs summed into
+// Q4_0's tile kernel for one tile against three vectors' activations,
+// each summed exactly as q4_0Tile1 sums it alone: per group, the nibbles
+// (low, then high) of each four columns times the activations, summed in
+// int16 (in any order: the same sum modulo 2^16); pairs summed into
 // int32, converted, times d_x, less 8·(the group's sum of x), then times
 // each row's d into the running sum. Each four columns' nibbles are
 // loaded and unpacked once for the three. Y0-Y2 are the running sums,
@@ -140,6 +140,87 @@ q4done:
 	VZEROUPPER
 	RET
 
+// func q4_0Tile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+//
+// q4_0Tile3's arithmetic for one vector (decode, and prompt tokens left
+// over). Y0 is the running sum, Y3 a group's int16 sums. In archsimd this
+// kernel ran at about half the speed (MatVecFormats q4_0: 43-51 against
+// 77-86 GFLOP/s by turns): the compiler computed each address apart.
+TEXT ·q4_0Tile1(SB), NOSPLIT, $0-48
+	TILE1_ARGS
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15 // the low nibble of every byte
+	VPCMPEQW Y14, Y14, Y14
+	VPSRLW $15, Y14, Y14 // int16 ones
+	MOVL $0x41000000, AX
+	VMOVD AX, X13
+	VBROADCASTSS X13, Y13 // 8.0
+	VXORPS Y0, Y0, Y0
+	XORQ DX, DX // group
+
+#define COLS1(OFF) \
+	NIBBLES(OFF, Y6, Y7) \
+	NIBBLE_DOT(OFF, R8, Y7, Y6, Y8, Y3)
+
+q4x1groups:
+	CMPQ DX, CX
+	JAE  q4x1done
+	VPXOR Y3, Y3, Y3
+	COLS1(0)
+	COLS1(32)
+	COLS1(64)
+	COLS1(96)
+	FINISH(Y3, R9, R10, Y0)
+	ADDQ $160, SI
+	ADDQ $256, R8
+	INCQ DX
+	JMP  q4x1groups
+
+q4x1done:
+	VMOVUPS Y0, 0(DI)
+	VZEROUPPER
+	RET
+
+// func q4_1Tile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+//
+// Q4_1's tile kernel: q4_0Tile1's int16 and int32 sums, then per group
+// d·(d_x·Σ n·y) + m·(d_x·Σ y) into the running sum, in that order.
+TEXT ·q4_1Tile1(SB), NOSPLIT, $0-48
+	TILE1_ARGS
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15 // the low nibble of every byte
+	VPCMPEQW Y14, Y14, Y14
+	VPSRLW $15, Y14, Y14 // int16 ones
+	VXORPS Y0, Y0, Y0
+	XORQ DX, DX // group
+
+q41groups:
+	CMPQ DX, CX
+	JAE  q41done
+	VPXOR Y3, Y3, Y3
+	COLS1(0)
+	COLS1(32)
+	COLS1(64)
+	COLS1(96)
+	VPMADDWD Y14, Y3, Y8
+	VCVTDQ2PS Y8, Y8
+	VBROADCASTSS 0(R9)(DX*4), Y9
+	VMULPS Y9, Y8, Y8
+	VFMADD231PS 128(SI), Y8, Y0
+	VBROADCASTSS 0(R10)(DX*4), Y10
+	VFMADD231PS 160(SI), Y10, Y0
+	ADDQ $192, SI
+	ADDQ $256, R8
+	INCQ DX
+	JMP  q41groups
+
+q41done:
+	VMOVUPS Y0, 0(DI)
+	VZEROUPPER
+	RET
+
 // One 32-byte column of nibbles (low, then high) times four vectors'
 // activations, into their int16 sums Y4-Y7.
 #define Q4_0_COL4(OFF) \
@@ -159,7 +240,7 @@ q4done:
 
 // func q4_0Tile4(tile unsafe.Pointer, in *[4]tileInput, out *[4][8]float32)
 //
-// q4_0Tile3 for four vectors (in), each summed exactly as q4_0Tile sums
+// q4_0Tile3 for four vectors (in), each summed exactly as q4_0Tile1 sums
 // it: each four columns' nibbles loaded and unpacked once for the four.
 // Y0-Y3 are the running sums, Y4-Y7 a group's int16 sums; the vectors'
 // codes are read through R8-R11, their scales and sums through in (BX),

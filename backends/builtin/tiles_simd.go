@@ -421,9 +421,9 @@ func dotTiles(f format, n int, tile unsafe.Pointer, in *[maxTileBatch]tileInput,
 func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32) {
 	switch f {
 	case formatQ4_0:
-		q4_0Tile(tile, x, out)
+		q4_0Tile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	case formatQ4_1:
-		q4_1Tile(tile, x, out)
+		q4_1Tile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	case formatQ5_0, formatQ5_1:
 		fiveBitTile(tile, x, out)
 	case formatIQ4_NL:
@@ -447,9 +447,19 @@ func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
 // so its int16 sums take four vectors at a time: 4 × 2 × 31 × 127 fits),
 // weighed by each row's group or run scales (VPMADDWD), the mins or the
 // codes' offset (Q3_K's −4, Q6_K's −32) taken off with the activations'
-// sums of 16, then d·d_x (and dmin·d_x). In archsimd they compiled to an address computation before
-// every load; the assembly folds the loads into the multiply-adds. The
-// Tile3 and Tile4 kernels are dotTiles'.
+// sums of 16, then d·d_x (and dmin·d_x). q4_0Tile1 and q4_1Tile1 are
+// Q4_0's and Q4_1's: per group, the nibbles times the activations in
+// int16, then into int32, times d_x, and into each row's sum with d (and
+// Q4_1's m, or Q4_0's −8, against the group's sum of x). In archsimd they
+// compiled to an address computation before every load; the assembly
+// folds the loads into the multiply-adds. The Tile3 and Tile4 kernels are
+// dotTiles'.
+
+//go:noescape
+func q4_0Tile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
+func q4_1Tile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
 func q2KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
@@ -588,64 +598,3 @@ func u8x32(p unsafe.Pointer, off uintptr) archsimd.Uint8x32 {
 // 32-bit lanes serves bytes too: the bits it brings across from the next
 // byte are masked off.
 func shiftBy(n uint32) archsimd.Uint32x8 { return archsimd.BroadcastUint32x8(n) }
-
-// q4_0Tile: per group, each four columns' nibbles (low, then high) ×
-// activations summed in int16 (nibbleProducts), then d_x·Σ n·y −
-// 8·(d_x·Σ y), the group's sum, times each row's d.
-func q4_0Tile(tile unsafe.Pointer, in tileInput, out *[tileRows]float32) {
-	c := newNibbleConsts()
-	eight := archsimd.BroadcastFloat32x8(8)
-	var sum archsimd.Float32x8
-	for g := range in.blocks {
-		nib, y := unsafe.Add(tile, g*q4_0TileBytes), unsafe.Add(in.bcast, g*8*GroupSize)
-		dx := broadcastAt(in.scales, g)
-		ysum := broadcastAt(in.sums, g)
-		group := nibbleProducts(nib, y, c).ConvertToFloat32().Mul(dx).Sub(ysum.Mul(eight))
-		sum = group.MulAdd(f32x8(nib, q4_0TileNibbles), sum)
-	}
-	sum.Store(out)
-	archsimd.ClearAVXUpperBits()
-}
-
-// q4_1Tile: per group, d·(d_x·Σ n·y) + m·(d_x·Σ y) for each row.
-func q4_1Tile(tile unsafe.Pointer, in tileInput, out *[tileRows]float32) {
-	c := newNibbleConsts()
-	var sum archsimd.Float32x8
-	for g := range in.blocks {
-		nib, y := unsafe.Add(tile, g*q4_1TileBytes), unsafe.Add(in.bcast, g*8*GroupSize)
-		dx := broadcastAt(in.scales, g)
-		ysum := broadcastAt(in.sums, g)
-		group := nibbleProducts(nib, y, c).ConvertToFloat32().Mul(dx)
-		sum = group.MulAdd(f32x8(nib, q4_0TileNibbles), sum)
-		sum = ysum.MulAdd(f32x8(nib, q4_0TileBytes), sum)
-	}
-	sum.Store(out)
-	archsimd.ClearAVXUpperBits()
-}
-
-// nibbleConsts are nibbleProducts' constants, made once per kernel call.
-type nibbleConsts struct {
-	low  archsimd.Uint8x32
-	four archsimd.Uint32x8
-	ones archsimd.Int16x16
-}
-
-func newNibbleConsts() nibbleConsts {
-	return nibbleConsts{archsimd.BroadcastUint8x32(0x0f), shiftBy(4), archsimd.BroadcastInt16x16(1)}
-}
-
-// nibbleProducts is Σ n·y over a Q4_0 or Q4_1 tile group's nibbles (low,
-// then high) and the broadcast activations y, each row's in a lane: each
-// four columns' products summed in int16 (8 × 2 × 15 × 127 fits), then
-// into int32.
-func nibbleProducts(nib, y unsafe.Pointer, c nibbleConsts) archsimd.Int32x8 {
-	var s16 archsimd.Int16x16
-	for t := uintptr(0); t < 4; t += 2 {
-		v := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(nib, 32*t)))
-		w := archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(nib, 32*t+32)))
-		s16 = s16.Add(v.And(c.low).DotProductPairsSaturated(i8x32(y, 32*t))).Add(w.And(c.low).DotProductPairsSaturated(i8x32(y, 32*t+32)))
-		s16 = s16.Add(v.AsUint32x8().ShiftRight(c.four).AsUint8x32().And(c.low).DotProductPairsSaturated(i8x32(y, 32*t+128)))
-		s16 = s16.Add(w.AsUint32x8().ShiftRight(c.four).AsUint8x32().And(c.low).DotProductPairsSaturated(i8x32(y, 32*t+160)))
-	}
-	return s16.DotProductPairs(c.ones)
-}
