@@ -6,7 +6,7 @@
 // legacy-SSE instruction, and one after an AVX instruction that left the
 // upper halves dirty (a VPBROADCASTD of the first constant) slowed the
 // rest of the kernel on this project's AMD EPYC VMs, as Go's scalar shift
-// counts did (tiles_simd.go, shiftBy): BenchmarkPrefillProduct, by turns,
+// counts once did (README, Kernels): BenchmarkPrefillProduct, by turns,
 // Q4_0 91-106 -> 109-133 GFLOP/s, Q5_0 68-76 -> 81-94, Q5_K 32-37 -> 54-56.
 
 // The one-vector tile kernels' arguments: the tile in SI, the vector's
@@ -295,8 +295,8 @@ q4x4done:
 
 // func fiveBitTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
-// fiveBitTile (Q5_0's and Q5_1's tiles) for one tile against three
-// vectors' activations, each summed exactly as fiveBitTile sums it: per
+// Q5_0's and Q5_1's tile kernel for one tile against three vectors'
+// activations, each summed exactly as fiveBitTile1 sums it alone: per
 // group, each step's codes (a nibble and its fifth bit) × the
 // activations in int16, the low nibbles' and the high ones' apart, then
 // into int32 and float, times d_x; then d·that + o·(d_x·Σ y) into the
@@ -389,6 +389,98 @@ fivedone:
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
 	VMOVUPS Y2, 64(DI)
+	VZEROUPPER
+	RET
+
+// func fiveBitTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+//
+// fiveBitTile3's arithmetic for one vector (decode, and prompt tokens
+// left over): Y0 the running sum, Y3 and Y6 a group's int16 sums of low
+// and high nibbles' products.
+TEXT ·fiveBitTile1(SB), NOSPLIT, $0-48
+	TILE1_ARGS
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x10101010, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y0, Y0, Y0
+	XORQ DX, DX
+
+#define FIVE_BIT_STEP1(T) \
+	FIVE_BIT_CODES(T) \
+	FIVE_BIT_DOT(T, R8, Y3, Y6) \
+	VPSRLD $1, Y9, Y9
+
+five1groups:
+	CMPQ DX, CX
+	JAE  five1done
+	VMOVDQU 128(SI), Y9
+	VPXOR Y3, Y3, Y3
+	VPXOR Y6, Y6, Y6
+	FIVE_BIT_STEP1(0)
+	FIVE_BIT_STEP1(32)
+	FIVE_BIT_STEP1(64)
+	FIVE_BIT_STEP1(96)
+	VPCMPEQW Y10, Y10, Y10
+	VPSRLW $15, Y10, Y10
+	FIVE_BIT_FINISH(Y3, Y6, R9, R10, Y0)
+	ADDQ $224, SI
+	ADDQ $256, R8
+	INCQ DX
+	JMP  five1groups
+
+five1done:
+	VMOVUPS Y0, 0(DI)
+	VZEROUPPER
+	RET
+
+// func iq4NLTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+//
+// IQ4_NL's tile kernel: per group, each four columns' levels (int8) times
+// the activations as Q8_0's are multiplied (|level| times y with the
+// level's sign, VPMADDUBSW), into int32 at once; then (d_x·Σ level·y)·d
+// into the running sum (Y0). Y3 is a group's int32 sum, Y14 int16 ones.
+TEXT ·iq4NLTile1(SB), NOSPLIT, $0-48
+	TILE1_ARGS
+	VPCMPEQW Y14, Y14, Y14
+	VPSRLW $15, Y14, Y14
+	VXORPS Y0, Y0, Y0
+	XORQ DX, DX
+
+#define IQ4NL_STEP(T) \
+	VMOVDQU T(SI), Y7 \
+	VPABSB Y7, Y8 \
+	VMOVDQU T(R8), Y9 \
+	VPSIGNB Y7, Y9, Y9 \
+	VPMADDUBSW Y9, Y8, Y10 \
+	VPMADDWD Y14, Y10, Y10 \
+	VPADDD Y10, Y3, Y3
+
+iq4groups:
+	CMPQ DX, CX
+	JAE  iq4done
+	VPXOR Y3, Y3, Y3
+	IQ4NL_STEP(0)
+	IQ4NL_STEP(32)
+	IQ4NL_STEP(64)
+	IQ4NL_STEP(96)
+	IQ4NL_STEP(128)
+	IQ4NL_STEP(160)
+	IQ4NL_STEP(192)
+	IQ4NL_STEP(224)
+	VCVTDQ2PS Y3, Y3
+	VBROADCASTSS 0(R9)(DX*4), Y9
+	VMULPS Y9, Y3, Y3
+	VFMADD231PS 256(SI), Y3, Y0
+	ADDQ $288, SI
+	ADDQ $256, R8
+	INCQ DX
+	JMP  iq4groups
+
+iq4done:
+	VMOVUPS Y0, 0(DI)
 	VZEROUPPER
 	RET
 

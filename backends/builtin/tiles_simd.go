@@ -4,7 +4,6 @@ package builtin
 
 import (
 	"encoding/binary"
-	"simd/archsimd"
 	"unsafe"
 )
 
@@ -425,9 +424,9 @@ func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
 	case formatQ4_1:
 		q4_1Tile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	case formatQ5_0, formatQ5_1:
-		fiveBitTile(tile, x, out)
+		fiveBitTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	case formatIQ4_NL:
-		iq4NLTile(tile, x, out)
+		iq4NLTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	case formatQ2_K:
 		q2KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	case formatQ4_K:
@@ -460,6 +459,12 @@ func q4_0Tile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileR
 
 //go:noescape
 func q4_1Tile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
+func fiveBitTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
+func iq4NLTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
 func q2KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
@@ -522,79 +527,3 @@ func matVecTiles(out []float32, m *Matrix, x *quantized, lo, hi int) {
 		copy(out[first:last], rows[first-t*tileRows:last-t*tileRows])
 	}
 }
-
-// fiveBitTile: per group, each four columns' codes (a nibble, its fifth
-// bit moved up beside it) × the activations, summed in int16 sixteen
-// columns at a time (4 × 2 × 31 × 127 fits), then into int32:
-// d·(d_x·Σ q·y) + o·(d_x·Σ y), the group's sum, for each row.
-func fiveBitTile(tile unsafe.Pointer, in tileInput, out *[tileRows]float32) {
-	nibble, fifth := archsimd.BroadcastUint8x32(0x0f), archsimd.BroadcastUint8x32(0x10)
-	one, four := shiftBy(1), shiftBy(4)
-	ones := archsimd.BroadcastInt16x16(1)
-	var sum archsimd.Float32x8
-	for g := range in.blocks {
-		codes, y := unsafe.Add(tile, g*fiveBitTileBytes), unsafe.Add(in.bcast, g*8*GroupSize)
-		// high holds, at bit 0 of each byte for step t, the fifth bits
-		// of the step's low nibbles, and at bit 4 its high nibbles'.
-		high := archsimd.LoadUint32x8((*[8]uint32)(unsafe.Add(codes, fiveBitTileHigh)))
-		var first, second archsimd.Int16x16
-		for t := uintptr(0); t < 128; t += 32 {
-			v := u8x32(codes, t)
-			low := v.And(nibble).Or(high.ShiftLeft(four).AsUint8x32().And(fifth))
-			up := v.AsUint32x8().ShiftRight(four).AsUint8x32().And(nibble).Or(high.AsUint8x32().And(fifth))
-			first = first.Add(low.DotProductPairsSaturated(i8x32(y, t)))
-			second = second.Add(up.DotProductPairsSaturated(i8x32(y, t+128)))
-			high = high.ShiftRight(one)
-		}
-		dx := broadcastAt(in.scales, g)
-		ysum := broadcastAt(in.sums, g)
-		group := first.DotProductPairs(ones).Add(second.DotProductPairs(ones)).ConvertToFloat32().Mul(dx)
-		sum = group.MulAdd(f32x8(codes, fiveBitTileD), sum)
-		sum = ysum.MulAdd(f32x8(codes, fiveBitTileD+4*tileRows), sum)
-	}
-	sum.Store(out)
-	archsimd.ClearAVXUpperBits()
-}
-
-// iq4NLTile: per group, each four columns' levels (−127…113) times the
-// activations as Q8_0's are multiplied: |level| times y with the level's
-// sign (VPMADDUBSW; 2 × 127 × 127 fits int16), into int32 at once; then
-// d·(d_x·Σ level·y) for each row.
-func iq4NLTile(tile unsafe.Pointer, in tileInput, out *[tileRows]float32) {
-	ones := archsimd.BroadcastInt16x16(1)
-	var sum archsimd.Float32x8
-	for g := range in.blocks {
-		levels, y := unsafe.Add(tile, g*iq4NLTileBytes), unsafe.Add(in.bcast, g*8*GroupSize)
-		var group archsimd.Int32x8
-		for t := uintptr(0); t < iq4NLTileLevels; t += 32 {
-			w := i8x32(levels, t)
-			group = group.Add(w.Abs().AsUint8x32().DotProductPairsSaturated(i8x32(y, t).CopySign(w)).DotProductPairs(ones))
-		}
-		dx := broadcastAt(in.scales, g)
-		sum = group.ConvertToFloat32().Mul(dx).MulAdd(f32x8(levels, iq4NLTileLevels), sum)
-	}
-	sum.Store(out)
-	archsimd.ClearAVXUpperBits()
-}
-
-// broadcastAt is float i of the array at p in every lane. It loads the
-// float's bits as an integer: a float load compiles to a scalar SSE move,
-// which runs many times slower while the vector registers' upper halves
-// are dirty.
-func broadcastAt(p unsafe.Pointer, i int) archsimd.Float32x8 {
-	return archsimd.BroadcastUint32x8(*(*uint32)(unsafe.Add(p, 4*i))).AsFloat32x8()
-}
-
-// u8x32 loads the 32 bytes at p plus off.
-func u8x32(p unsafe.Pointer, off uintptr) archsimd.Uint8x32 {
-	return archsimd.LoadUint8x32((*[32]uint8)(unsafe.Add(p, off)))
-}
-
-// shiftBy is a vector of shift counts. The kernels shift by a vector
-// (VPSRLVD, VPSLLVD), never by ShiftAllRight's scalar count: Go loads that
-// count into an XMM register with a legacy-SSE MOVQ inside the loop, and
-// on this project's AMD EPYC VMs one SSE instruction among AVX2 ones made
-// a kernel 20–40× slower (stories110M Q4_0 decode: 2.7 tok/s). A shift of
-// 32-bit lanes serves bytes too: the bits it brings across from the next
-// byte are masked off.
-func shiftBy(n uint32) archsimd.Uint32x8 { return archsimd.BroadcastUint32x8(n) }
