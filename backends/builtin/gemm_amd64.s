@@ -56,6 +56,24 @@
 	VXORPS C, C, C \
 	VXORPS D, D, D
 
+// The 32-bit constant VALUE in every lane of Y (X its low half).
+#define BROADCAST32(VALUE, X, Y) \
+	MOVL $VALUE, AX \
+	VMOVD AX, X \
+	VPBROADCASTD X, Y
+
+// int16 ones in every lane of Y.
+#define INT16_ONES(Y) \
+	VPCMPEQW Y, Y, Y \
+	VPSRLW $15, Y, Y
+
+// Q4_0's kernels' constants: the low nibble of every byte (Y15), int16
+// ones (Y14) and 8.0 (Y13).
+#define Q4_0_CONSTS \
+	BROADCAST32(0x0f0f0f0f, X15, Y15) \
+	INT16_ONES(Y14) \
+	BROADCAST32(0x41000000, X13, Y13)
+
 // func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
 // Q4_0's tile kernel for one tile against three vectors' activations,
@@ -68,14 +86,7 @@
 // Y3-Y5 a group's int16 sums, one per vector.
 TEXT ·q4_0Tile3(SB), NOSPLIT, $0-96
 	TILE3_ARGS
-	MOVL $0x0f0f0f0f, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15 // the low nibble of every byte
-	VPCMPEQW Y14, Y14, Y14
-	VPSRLW $15, Y14, Y14 // int16 ones
-	MOVL $0x41000000, AX
-	VMOVD AX, X13
-	VBROADCASTSS X13, Y13 // 8.0
+	Q4_0_CONSTS
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -148,14 +159,7 @@ q4done:
 // 77-86 GFLOP/s by turns): the compiler computed each address apart.
 TEXT ·q4_0Tile1(SB), NOSPLIT, $0-48
 	TILE1_ARGS
-	MOVL $0x0f0f0f0f, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15 // the low nibble of every byte
-	VPCMPEQW Y14, Y14, Y14
-	VPSRLW $15, Y14, Y14 // int16 ones
-	MOVL $0x41000000, AX
-	VMOVD AX, X13
-	VBROADCASTSS X13, Y13 // 8.0
+	Q4_0_CONSTS
 	VXORPS Y0, Y0, Y0
 	XORQ DX, DX // group
 
@@ -188,11 +192,8 @@ q4x1done:
 // d·(d_x·Σ n·y) + m·(d_x·Σ y) into the running sum, in that order.
 TEXT ·q4_1Tile1(SB), NOSPLIT, $0-48
 	TILE1_ARGS
-	MOVL $0x0f0f0f0f, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15 // the low nibble of every byte
-	VPCMPEQW Y14, Y14, Y14
-	VPSRLW $15, Y14, Y14 // int16 ones
+	BROADCAST32(0x0f0f0f0f, X15, Y15) // the low nibble of every byte
+	INT16_ONES(Y14)
 	VXORPS Y0, Y0, Y0
 	XORQ DX, DX // group
 
@@ -253,14 +254,7 @@ TEXT ·q4_0Tile4(SB), NOSPLIT, $0-24
 	MOVQ 32(BX), R9
 	MOVQ 64(BX), R10
 	MOVQ 96(BX), R11
-	MOVL $0x0f0f0f0f, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15 // the low nibble of every byte
-	VPCMPEQW Y14, Y14, Y14
-	VPSRLW $15, Y14, Y14 // int16 ones
-	MOVL $0x41000000, AX
-	VMOVD AX, X13
-	VBROADCASTSS X13, Y13 // 8.0
+	Q4_0_CONSTS
 	ZERO4(Y0, Y1, Y2, Y3)
 	XORQ DX, DX // group
 
@@ -307,12 +301,8 @@ q4x4done:
 // fifth-bit masks.
 TEXT ·fiveBitTile3(SB), NOSPLIT, $0-96
 	TILE3_ARGS
-	MOVL $0x0f0f0f0f, AX
-	VMOVD AX, X14
-	VPBROADCASTD X14, Y14
-	MOVL $0x10101010, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15
+	BROADCAST32(0x0f0f0f0f, X14, Y14)
+	BROADCAST32(0x10101010, X15, Y15)
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -373,8 +363,7 @@ fivegroups:
 	FIVE_BIT_STEP(32)
 	FIVE_BIT_STEP(64)
 	FIVE_BIT_STEP(96)
-	VPCMPEQW Y10, Y10, Y10
-	VPSRLW $15, Y10, Y10
+	INT16_ONES(Y10)
 	FIVE_BIT_FINISH(Y3, Y6, R9, R10, Y0)
 	FIVE_BIT_FINISH(Y4, Y7, R12, R13, Y1)
 	FIVE_BIT_FINISH(Y5, Y8, R15, BX, Y2)
@@ -399,12 +388,8 @@ fivedone:
 // and high nibbles' products.
 TEXT ·fiveBitTile1(SB), NOSPLIT, $0-48
 	TILE1_ARGS
-	MOVL $0x0f0f0f0f, AX
-	VMOVD AX, X14
-	VPBROADCASTD X14, Y14
-	MOVL $0x10101010, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15
+	BROADCAST32(0x0f0f0f0f, X14, Y14)
+	BROADCAST32(0x10101010, X15, Y15)
 	VXORPS Y0, Y0, Y0
 	XORQ DX, DX
 
@@ -423,8 +408,7 @@ five1groups:
 	FIVE_BIT_STEP1(32)
 	FIVE_BIT_STEP1(64)
 	FIVE_BIT_STEP1(96)
-	VPCMPEQW Y10, Y10, Y10
-	VPSRLW $15, Y10, Y10
+	INT16_ONES(Y10)
 	FIVE_BIT_FINISH(Y3, Y6, R9, R10, Y0)
 	ADDQ $224, SI
 	ADDQ $256, R8
@@ -444,8 +428,7 @@ five1done:
 // into the running sum (Y0). Y3 is a group's int32 sum, Y14 int16 ones.
 TEXT ·iq4NLTile1(SB), NOSPLIT, $0-48
 	TILE1_ARGS
-	VPCMPEQW Y14, Y14, Y14
-	VPSRLW $15, Y14, Y14
+	INT16_ONES(Y14)
 	VXORPS Y0, Y0, Y0
 	XORQ DX, DX
 
@@ -504,9 +487,7 @@ GLOBL q4KRunIndex<>(SB), RODATA|NOPTR, $32
 // block's int32 sums; X14 and X13 hold runIndex.
 TEXT ·q4KTile3(SB), NOSPLIT, $0-96
 	TILE3_ARGS
-	MOVL $0x0f0f0f0f, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15
+	BROADCAST32(0x0f0f0f0f, X15, Y15)
 	VMOVDQU q4KRunIndex<>+0(SB), X14
 	VMOVDQU q4KRunIndex<>+16(SB), X13
 	VXORPS Y0, Y0, Y0
@@ -645,9 +626,7 @@ kdone:
 // block's int32 sum, Y9 its mins, Y4 the running sum.
 TEXT ·q4KTile1(SB), NOSPLIT, $0-48
 	TILE1_ARGS
-	MOVL $0x0f0f0f0f, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15
+	BROADCAST32(0x0f0f0f0f, X15, Y15)
 	VMOVDQU q4KRunIndex<>+0(SB), X14
 	VMOVDQU q4KRunIndex<>+16(SB), X13
 	VXORPS Y4, Y4, Y4
@@ -712,9 +691,7 @@ k1done:
 // Y6 the running sum; Y15 holds the low bit pair of every byte, X14 and
 // X13 q4KRunIndex.
 #define TWO_BIT_CONSTS \
-	MOVL $0x03030303, AX \
-	VMOVD AX, X15 \
-	VPBROADCASTD X15, Y15 \
+	BROADCAST32(0x03030303, X15, Y15) \
 	VMOVDQU q4KRunIndex<>+0(SB), X14 \
 	VMOVDQU q4KRunIndex<>+16(SB), X13 \
 	VXORPS Y6, Y6, Y6
@@ -846,9 +823,7 @@ q2done:
 TEXT ·q3KTile1(SB), NOSPLIT, $0-48
 	TILE1_ARGS
 	TWO_BIT_CONSTS
-	MOVL $0x04040404, AX
-	VMOVD AX, X12
-	VPBROADCASTD X12, Y12
+	BROADCAST32(0x04040404, X12, Y12)
 
 // Bit pair J of the codes in Y7, and its high bit from the high bits in
 // Y10 (bit 4N+J, brought to bit 2 by SHIFT $BY), into Y8.
@@ -1003,8 +978,7 @@ TEXT ·q8Row1(SB), NOSPLIT, $0-48
 	MOVQ out+40(FP), DI
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
-	VPCMPEQW Y7, Y7, Y7
-	VPSRLW $15, Y7, Y7 // ones
+	INT16_ONES(Y7)
 	XORQ AX, AX // group
 	XORQ BX, BX // its first value's offset
 
@@ -1182,12 +1156,8 @@ q63done:
 // running sum, Y5 bit 4 of every byte.
 TEXT ·q5KTile1(SB), NOSPLIT, $0-48
 	TILE1_ARGS
-	MOVL $0x0f0f0f0f, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15
-	MOVL $0x10101010, AX
-	VMOVD AX, X5
-	VPBROADCASTD X5, Y5
+	BROADCAST32(0x0f0f0f0f, X15, Y15)
+	BROADCAST32(0x10101010, X5, Y5)
 	VMOVDQU q4KRunIndex<>+0(SB), X14
 	VMOVDQU q4KRunIndex<>+16(SB), X13
 	VXORPS Y4, Y4, Y4
@@ -1321,8 +1291,7 @@ TEXT ·q8Rows2x4(SB), NOSPLIT, $320-56
 	MOVQ 8(AX), R13
 	MOVQ 16(AX), R14
 	MOVQ 24(AX), R15
-	VPCMPEQW Y12, Y12, Y12
-	VPSRLW $15, Y12, Y12 // ones
+	INT16_ONES(Y12)
 
 q8pair:
 	MOVQ 16(SP), AX
