@@ -163,7 +163,7 @@ func prefillJob() (*Matrix, *matJob) {
 func BenchmarkPrefillProduct(b *testing.B) {
 	w, j := prefillJob()
 	rows, flops := w.Rows, float64(2*w.Rows*w.Cols*len(j.x))
-	for _, f := range []format{formatF32, formatQ8_0, formatQ4_0, formatQ4_1, formatQ5_0, formatQ5_1, formatQ4_K, formatQ5_K, formatQ6_K} {
+	for _, f := range []format{formatF32, formatQ8_0, formatQ4_0, formatQ4_1, formatQ5_0, formatQ5_1, formatQ2_K, formatQ3_K, formatQ4_K, formatQ5_K, formatQ6_K} {
 		switch f {
 		case formatF32:
 			j.m[0] = w

@@ -730,22 +730,22 @@ k1done:
 	TWO_BIT_SCALE(OFF, (8*N+6), INDEX, Y3)
 
 // Runs 2P and 2P+1's bytes at OFF (paired per row) against their sums of
-// 16 (R10) into Y5.
-#define TWO_BIT_PAIRS(OFF, P) \
+// 16 (at SUMS) into ACC.
+#define TWO_BIT_PAIRS(OFF, P, SUMS, ACC) \
 	VPMOVSXBW (OFF+16*P)(SI), Y11 \
-	VPBROADCASTD (4*P)(R10), Y10 \
+	VPBROADCASTD (4*P)(SUMS), Y10 \
 	VPMADDWD Y10, Y11, Y10 \
-	VPADDD Y10, Y5, Y5
+	VPADDD Y10, ACC, ACC
 
-#define TWO_BIT_ALL_PAIRS(OFF) \
-	TWO_BIT_PAIRS(OFF, 0) \
-	TWO_BIT_PAIRS(OFF, 1) \
-	TWO_BIT_PAIRS(OFF, 2) \
-	TWO_BIT_PAIRS(OFF, 3) \
-	TWO_BIT_PAIRS(OFF, 4) \
-	TWO_BIT_PAIRS(OFF, 5) \
-	TWO_BIT_PAIRS(OFF, 6) \
-	TWO_BIT_PAIRS(OFF, 7)
+#define TWO_BIT_ALL_PAIRS(OFF, SUMS, ACC) \
+	TWO_BIT_PAIRS(OFF, 0, SUMS, ACC) \
+	TWO_BIT_PAIRS(OFF, 1, SUMS, ACC) \
+	TWO_BIT_PAIRS(OFF, 2, SUMS, ACC) \
+	TWO_BIT_PAIRS(OFF, 3, SUMS, ACC) \
+	TWO_BIT_PAIRS(OFF, 4, SUMS, ACC) \
+	TWO_BIT_PAIRS(OFF, 5, SUMS, ACC) \
+	TWO_BIT_PAIRS(OFF, 6, SUMS, ACC) \
+	TWO_BIT_PAIRS(OFF, 7, SUMS, ACC)
 
 // A block's step to the next: TILE bytes of tile, a super-block of
 // broadcast codes and of sums of 16.
@@ -796,7 +796,7 @@ q2blocks:
 	Q2_HALF(0, 1, X13)
 	Q2_HALF(1, 0, X14)
 	Q2_HALF(1, 1, X13)
-	TWO_BIT_ALL_PAIRS(640)
+	TWO_BIT_ALL_PAIRS(640, R10, Y5)
 	VCVTDQ2PS Y4, Y11
 	VMULPS 768(SI), Y11, Y11
 	VCVTDQ2PS Y5, Y12
@@ -870,7 +870,7 @@ q3blocks:
 	Q3_HALF(0, Q3_COLS0, 1, X13)
 	Q3_HALF(1, Q3_COLS1, 0, X14)
 	Q3_HALF(1, Q3_COLS1, 1, X13)
-	TWO_BIT_ALL_PAIRS(896)
+	TWO_BIT_ALL_PAIRS(896, R10, Y5)
 	VPSUBD Y5, Y4, Y4
 	VCVTDQ2PS Y4, Y11
 	VBROADCASTSS 0(R9)(DX*4), Y9
@@ -882,6 +882,178 @@ q3blocks:
 
 q3done:
 	VMOVUPS Y6, 0(DI)
+	VZEROUPPER
+	RET
+
+// The three-vector 2-bit kernels (Q2_K's, Q3_K's), for prompts: each
+// vector summed exactly as the one-vector kernel sums it. A run's codes
+// are unpacked once for the three, its scales once; each 32 bytes of
+// codes are loaded once a run (four times a block). Y0-Y2 are a run's
+// int16 sums, one per vector, Y3-Y5 the block's int32 sums; the running
+// sums are kept in out.
+
+// The codes in Y8 times the three vectors' activations at offset Y, into
+// their int16 sums Y0-Y2.
+#define TWO_BIT_DOT3(Y) \
+	VPMADDUBSW Y(R8), Y8, Y9 \
+	VPADDW Y9, Y0, Y0 \
+	VPMADDUBSW Y(R11), Y8, Y9 \
+	VPADDW Y9, Y1, Y1 \
+	VPMADDUBSW Y(R14), Y8, Y9 \
+	VPADDW Y9, Y2, Y2
+
+// Run S's sums (Y0-Y2) times each row's scale (as TWO_BIT_SCALE) into the
+// three block sums Y3-Y5.
+#define TWO_BIT_SCALE3(OFF, S, INDEX) \
+	VMOVDQU (OFF+8*S)(SI), X10 \
+	VPSHUFB INDEX, X10, X11 \
+	VPMOVSXBW X11, Y11 \
+	VPMADDWD Y11, Y0, Y9 \
+	VPADDD Y9, Y3, Y3 \
+	VPMADDWD Y11, Y1, Y9 \
+	VPADDD Y9, Y4, Y4 \
+	VPMADDWD Y11, Y2, Y9 \
+	VPADDD Y9, Y5, Y5
+
+#define TWO_BIT_ZERO3 \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	VPXOR Y2, Y2, Y2
+
+#define TWO_BIT3_START \
+	VXORPS Y0, Y0, Y0 \
+	VMOVUPS Y0, 0(DI) \
+	VMOVUPS Y0, 32(DI) \
+	VMOVUPS Y0, 64(DI) \
+	XORQ DX, DX
+
+// func q2KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+TEXT ·q2KTile3(SB), NOSPLIT, $0-96
+	TILE3_ARGS
+	TWO_BIT_CONSTS
+	TWO_BIT3_START
+
+// Column T of half-block N: bit pair J against the three vectors.
+#define Q2_COL3(N, T, J) \
+	VMOVDQU (256*N+32*T)(SI), Y7 \
+	TWO_BIT_PAIR(J) \
+	TWO_BIT_DOT3((1024*N+256*J+32*T))
+
+// Run 8N+2J+H: its four columns, then its scales.
+#define Q2_RUN3(N, H, J, INDEX) \
+	TWO_BIT_ZERO3 \
+	Q2_COL3(N, (4*H), J) \
+	Q2_COL3(N, (4*H+1), J) \
+	Q2_COL3(N, (4*H+2), J) \
+	Q2_COL3(N, (4*H+3), J) \
+	TWO_BIT_SCALE3(512, (8*N+2*J), INDEX)
+
+#define Q2_HALF3(N, H, INDEX) \
+	Q2_RUN3(N, H, 0, INDEX) \
+	Q2_RUN3(N, H, 1, INDEX) \
+	Q2_RUN3(N, H, 2, INDEX) \
+	Q2_RUN3(N, H, 3, INDEX)
+
+// One vector's block end (its block sum DOT, scales and sums at SCALES
+// and SUMS) into its running sum at OUT(DI): q2KTile1's float steps.
+#define Q2_FINISH3(DOT, SCALES, SUMS, OUT) \
+	VPXOR Y6, Y6, Y6 \
+	TWO_BIT_ALL_PAIRS(640, SUMS, Y6) \
+	VCVTDQ2PS DOT, Y11 \
+	VMULPS 768(SI), Y11, Y11 \
+	VCVTDQ2PS Y6, Y12 \
+	VMULPS 800(SI), Y12, Y12 \
+	VSUBPS Y12, Y11, Y11 \
+	VBROADCASTSS 0(SCALES)(DX*4), Y12 \
+	VMULPS Y12, Y11, Y11 \
+	VADDPS OUT(DI), Y11, Y11 \
+	VMOVUPS Y11, OUT(DI)
+
+q2x3blocks:
+	CMPQ DX, CX
+	JAE  q2x3done
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	Q2_HALF3(0, 0, X14)
+	Q2_HALF3(0, 1, X13)
+	Q2_HALF3(1, 0, X14)
+	Q2_HALF3(1, 1, X13)
+	Q2_FINISH3(Y3, R9, R10, 0)
+	Q2_FINISH3(Y4, R12, R13, 32)
+	Q2_FINISH3(Y5, R15, BX, 64)
+	TILE3_NEXT(832)
+	JMP  q2x3blocks
+
+q2x3done:
+	VZEROUPPER
+	RET
+
+// func q3KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+TEXT ·q3KTile3(SB), NOSPLIT, $0-96
+	TILE3_ARGS
+	TWO_BIT_CONSTS
+	BROADCAST32(0x04040404, X12, Y12)
+	TWO_BIT3_START
+
+// Column T of half-block N: bit pair J and its high bit (SHIFT $BY, as
+// Q3_COLS) against the three vectors.
+#define Q3_COL3(N, T, J, SHIFT, BY) \
+	VMOVDQU (256*N+32*T)(SI), Y7 \
+	VMOVDQU (512+32*T)(SI), Y10 \
+	Q3_CODES(J, SHIFT, BY) \
+	TWO_BIT_DOT3((1024*N+256*J+32*T))
+
+#define Q3_RUN3(N, H, J, SHIFT, BY, INDEX) \
+	TWO_BIT_ZERO3 \
+	Q3_COL3(N, (4*H), J, SHIFT, BY) \
+	Q3_COL3(N, (4*H+1), J, SHIFT, BY) \
+	Q3_COL3(N, (4*H+2), J, SHIFT, BY) \
+	Q3_COL3(N, (4*H+3), J, SHIFT, BY) \
+	TWO_BIT_SCALE3(768, (8*N+2*J), INDEX)
+
+#define Q3_HALF3_0(H, INDEX) \
+	Q3_RUN3(0, H, 0, VPSLLW, 2, INDEX) \
+	Q3_RUN3(0, H, 1, VPSLLW, 1, INDEX) \
+	Q3_RUN3(0, H, 2, VPSRLW, 0, INDEX) \
+	Q3_RUN3(0, H, 3, VPSRLW, 1, INDEX)
+
+#define Q3_HALF3_1(H, INDEX) \
+	Q3_RUN3(1, H, 0, VPSRLW, 2, INDEX) \
+	Q3_RUN3(1, H, 1, VPSRLW, 3, INDEX) \
+	Q3_RUN3(1, H, 2, VPSRLW, 4, INDEX) \
+	Q3_RUN3(1, H, 3, VPSRLW, 5, INDEX)
+
+// One vector's block end into its running sum at OUT(DI): q3KTile1's
+// float steps.
+#define Q3_FINISH3(DOT, SCALES, SUMS, OUT) \
+	VPXOR Y6, Y6, Y6 \
+	TWO_BIT_ALL_PAIRS(896, SUMS, Y6) \
+	VPSUBD Y6, DOT, DOT \
+	VCVTDQ2PS DOT, Y11 \
+	VBROADCASTSS 0(SCALES)(DX*4), Y9 \
+	VMULPS 1024(SI), Y9, Y9 \
+	VMULPS Y11, Y9, Y9 \
+	VADDPS OUT(DI), Y9, Y9 \
+	VMOVUPS Y9, OUT(DI)
+
+q3x3blocks:
+	CMPQ DX, CX
+	JAE  q3x3done
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	Q3_HALF3_0(0, X14)
+	Q3_HALF3_0(1, X13)
+	Q3_HALF3_1(0, X14)
+	Q3_HALF3_1(1, X13)
+	Q3_FINISH3(Y3, R9, R10, 0)
+	Q3_FINISH3(Y4, R12, R13, 32)
+	Q3_FINISH3(Y5, R15, BX, 64)
+	TILE3_NEXT(1056)
+	JMP  q3x3blocks
+
+q3x3done:
 	VZEROUPPER
 	RET
 
