@@ -49,6 +49,15 @@
 	ADDQ $32, BX \
 	INCQ DX
 
+// A K-quant block's end for each of the three vectors (FINISH with the
+// vector's block sum A0-A2, its scales and sums, and its offset in out),
+// then TILE3_NEXT.
+#define TILE3_FINISH_NEXT(FINISH, A0, A1, A2, TILE) \
+	FINISH(A0, R9, R10, 0) \
+	FINISH(A1, R12, R13, 32) \
+	FINISH(A2, R15, BX, 64) \
+	TILE3_NEXT(TILE)
+
 // Four vector registers to zero.
 #define ZERO4(A, B, C, D) \
 	VXORPS A, A, A \
@@ -590,10 +599,7 @@ kblocks:
 	K_PAIR(1)
 	K_PAIR(2)
 	K_PAIR(3)
-	K_FINISH(Y6, R9, R10, 0)
-	K_FINISH(Y7, R12, R13, 32)
-	K_FINISH(Y8, R15, BX, 64)
-	TILE3_NEXT(1216)
+	TILE3_FINISH_NEXT(K_FINISH, Y6, Y7, Y8, 1216)
 	JMP  kblocks
 
 kdone:
@@ -696,6 +702,14 @@ k1done:
 	VMOVDQU q4KRunIndex<>+16(SB), X13 \
 	VXORPS Y6, Y6, Y6
 
+// A block's four halves (half-block N, half H) with their scale index:
+// HALF(N, H, INDEX) for Q2_K's kernels.
+#define Q2_HALVES(HALF) \
+	HALF(0, 0, X14) \
+	HALF(0, 1, X13) \
+	HALF(1, 0, X14) \
+	HALF(1, 1, X13)
+
 #define TWO_BIT_ZERO \
 	VPXOR Y0, Y0, Y0 \
 	VPXOR Y1, Y1, Y1 \
@@ -792,10 +806,7 @@ q2blocks:
 	JAE  q2done
 	VPXOR Y4, Y4, Y4
 	VPXOR Y5, Y5, Y5
-	Q2_HALF(0, 0, X14)
-	Q2_HALF(0, 1, X13)
-	Q2_HALF(1, 0, X14)
-	Q2_HALF(1, 1, X13)
+	Q2_HALVES(Q2_HALF)
 	TWO_BIT_ALL_PAIRS(640, R10, Y5)
 	VCVTDQ2PS Y4, Y11
 	VMULPS 768(SI), Y11, Y11
@@ -975,14 +986,8 @@ q2x3blocks:
 	VPXOR Y3, Y3, Y3
 	VPXOR Y4, Y4, Y4
 	VPXOR Y5, Y5, Y5
-	Q2_HALF3(0, 0, X14)
-	Q2_HALF3(0, 1, X13)
-	Q2_HALF3(1, 0, X14)
-	Q2_HALF3(1, 1, X13)
-	Q2_FINISH3(Y3, R9, R10, 0)
-	Q2_FINISH3(Y4, R12, R13, 32)
-	Q2_FINISH3(Y5, R15, BX, 64)
-	TILE3_NEXT(832)
+	Q2_HALVES(Q2_HALF3)
+	TILE3_FINISH_NEXT(Q2_FINISH3, Y3, Y4, Y5, 832)
 	JMP  q2x3blocks
 
 q2x3done:
@@ -1047,10 +1052,7 @@ q3x3blocks:
 	Q3_HALF3_0(1, X13)
 	Q3_HALF3_1(0, X14)
 	Q3_HALF3_1(1, X13)
-	Q3_FINISH3(Y3, R9, R10, 0)
-	Q3_FINISH3(Y4, R12, R13, 32)
-	Q3_FINISH3(Y5, R15, BX, 64)
-	TILE3_NEXT(1056)
+	TILE3_FINISH_NEXT(Q3_FINISH3, Y3, Y4, Y5, 1056)
 	JMP  q3x3blocks
 
 q3x3done:
