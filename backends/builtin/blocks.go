@@ -85,19 +85,6 @@ var fifthBits = func() (t [256][2]uint64) {
 	return t
 }()
 
-// nibbleLayout is where a five-bit format keeps its parts, for the tiles
-// that are laid out from them: d at 0, then m (withMin), the 32 fifth
-// bits at high, the 16 bytes of nibbles at nib.
-type nibbleLayout struct {
-	nib, high int
-	withMin   bool
-}
-
-var (
-	q5_0Layout = nibbleLayout{nib: 6, high: 2}
-	q5_1Layout = nibbleLayout{nib: 8, high: 4, withMin: true}
-)
-
 // The dots of the 32-weight formats: per block, d·scale_x·Σ q·q_x, plus
 // m·(the group's sum of x) for a format with a min (w = d·q + m). Each
 // format has a loop of its own, its block a fixed-size array, so that

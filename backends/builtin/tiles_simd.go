@@ -143,26 +143,25 @@ const (
 )
 
 // tileKernel is a format's tile layout; its kernels are dotTile's and
-// dotTiles'.
+// dotTiles'. A tile block covers one of the format's blocks, and the
+// kernels read the activations the format's dot reads (Q8_K or Q8_0).
 type tileKernel struct {
-	cols  int // columns one tile block covers: the format's block
 	bytes int // bytes of one tile block
 	// put lays out row r of a tile block from the row's file block b.
 	put func(tile []byte, r int, b []byte)
-	q8K bool // the kernels read Q8_K activations, not Q8_0
 }
 
 var tileKernels = map[format]*tileKernel{
-	formatQ4_0:   {GroupSize, q4_0TileBytes, q4_0TileRow, false},
-	formatQ2_K:   {superBlock, q2KTileBytes, q2KTileRow, true},
-	formatQ4_K:   {superBlock, q4KTileBytes, q4KTileRow, true},
-	formatQ5_K:   {superBlock, q5KTileBytes, q5KTileRow, true},
-	formatQ6_K:   {superBlock, q6KTileBytes, q6KTileRow, true},
-	formatQ3_K:   {superBlock, q3KTileBytes, q3KTileRow, true},
-	formatQ4_1:   {GroupSize, q4_1TileBytes, q4_1TileRow, false},
-	formatQ5_0:   {GroupSize, fiveBitTileBytes, fiveBitTileRow(q5_0Layout, 16), false},
-	formatQ5_1:   {GroupSize, fiveBitTileBytes, fiveBitTileRow(q5_1Layout, 0), false},
-	formatIQ4_NL: {GroupSize, iq4NLTileBytes, iq4NLTileRow, false},
+	formatQ4_0:   {q4_0TileBytes, q4_0TileRow},
+	formatQ2_K:   {q2KTileBytes, q2KTileRow},
+	formatQ4_K:   {q4KTileBytes, q4KTileRow},
+	formatQ5_K:   {q5KTileBytes, q5KTileRow},
+	formatQ6_K:   {q6KTileBytes, q6KTileRow},
+	formatQ3_K:   {q3KTileBytes, q3KTileRow},
+	formatQ4_1:   {q4_1TileBytes, q4_1TileRow},
+	formatQ5_0:   {fiveBitTileBytes, q5_0TileRow},
+	formatQ5_1:   {fiveBitTileBytes, q5_1TileRow},
+	formatIQ4_NL: {iq4NLTileBytes, iq4NLTileRow},
 }
 
 // withTiles returns m with its rows also laid out as tiles where this
@@ -180,7 +179,7 @@ func tileForms(m *Matrix) activationForms {
 	if m.tiles == nil {
 		return activationForms{}
 	}
-	if tileKernels[m.format].q8K {
+	if formats[m.format].q8K {
 		return activationForms{kbcast: true}
 	}
 	return activationForms{bcast: true, sums: true}
@@ -188,7 +187,7 @@ func tileForms(m *Matrix) activationForms {
 
 // makeTiles lays m's rows out as tiles.
 func makeTiles(m *Matrix, k *tileKernel) []byte {
-	blocks, per := m.Cols/k.cols, m.format.fileBlockBytes()
+	blocks, per := m.Cols/m.format.block(), m.format.fileBlockBytes()
 	out := make([]byte, tileCount(m.Rows)*blocks*k.bytes)
 	for row := range m.Rows {
 		t, r := row/tileRows, row%tileRows
@@ -299,28 +298,31 @@ func q6KTileRow(tile []byte, r int, b []byte) {
 	putFloat(tile[q6KTileCodes+q6KTileScales+4*r:], f16ToF32(le16(b[208:])))
 }
 
-// fiveBitTileRow lays out a block of a five-bit format with layout l
-// whose codes are offset by offset (a format without a min).
-func fiveBitTileRow(l nibbleLayout, offset int) func(tile []byte, r int, b []byte) {
-	return func(tile []byte, r int, b []byte) {
-		tileNibbles(tile, r, b[l.nib:l.nib+16])
-		high := binary.LittleEndian.Uint32(b[l.high:])
-		var bits uint32
-		for k := range 4 {
-			for t := range 4 {
-				bits |= (high>>(4*t+k)&1)<<(8*k+t) | (high>>(16+4*t+k)&1)<<(8*k+4+t)
-			}
+// q5_0TileRow lays out a Q5_0 block (d, fifth bits, nibbles): codes
+// 0…31 less 16, so o = −16·d.
+func q5_0TileRow(tile []byte, r int, b []byte) {
+	d := f16ToF32(le16(b))
+	fiveBitTileRow(tile, r, b[6:22], binary.LittleEndian.Uint32(b[2:6]), d, -16*d)
+}
+
+// q5_1TileRow lays out a Q5_1 block (d, m, fifth bits, nibbles).
+func q5_1TileRow(tile []byte, r int, b []byte) {
+	fiveBitTileRow(tile, r, b[8:24], binary.LittleEndian.Uint32(b[4:8]), f16ToF32(le16(b)), f16ToF32(le16(b[2:])))
+}
+
+// fiveBitTileRow lays out row r of a five-bit tile block from its 16
+// bytes of nibbles, its 32 fifth bits (bit k for weight k), d and o.
+func fiveBitTileRow(tile []byte, r int, nibbles []byte, high uint32, d, o float32) {
+	tileNibbles(tile, r, nibbles)
+	var bits uint32
+	for k := range 4 {
+		for t := range 4 {
+			bits |= (high>>(4*t+k)&1)<<(8*k+t) | (high>>(16+4*t+k)&1)<<(8*k+4+t)
 		}
-		binary.LittleEndian.PutUint32(tile[fiveBitTileHigh+4*r:], bits)
-		d, o := f16ToF32(le16(b)), float32(0)
-		if l.withMin {
-			o = f16ToF32(le16(b[2:]))
-		} else {
-			o = -float32(offset) * d
-		}
-		putFloat(tile[fiveBitTileD+4*r:], d)
-		putFloat(tile[fiveBitTileD+4*tileRows+4*r:], o)
 	}
+	binary.LittleEndian.PutUint32(tile[fiveBitTileHigh+4*r:], bits)
+	putFloat(tile[fiveBitTileD+4*r:], d)
+	putFloat(tile[fiveBitTileD+4*tileRows+4*r:], o)
 }
 
 func iq4NLTileRow(tile []byte, r int, b []byte) {
@@ -357,13 +359,13 @@ type tileInput struct {
 func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 	s := 0
 	k := tileKernels[m.format]
-	per := m.Cols / k.cols * k.bytes
+	per := m.Cols / m.format.block() * k.bytes
 	var in [maxTileBatch]tileInput
 	var rows [maxTileBatch][tileRows]float32
 	for _, n := range tileBatches[m.format] {
 		for ; s+n <= len(xs); s += n {
 			for j := range n {
-				in[j] = tileInputOf(m, k, xs[s+j])
+				in[j] = tileInputOf(m, xs[s+j])
 			}
 			for t := lo / tileRows; t*tileRows < hi; t++ {
 				dotTiles(m.format, n, unsafe.Pointer(&m.tiles[t*per]), &in, &rows)
@@ -509,9 +511,9 @@ func fiveBitTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, 
 func q6KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 // tileInputOf is x as m's tile kernel reads it.
-func tileInputOf(m *Matrix, k *tileKernel, x *quantized) tileInput {
-	blocks := m.Cols / k.cols
-	if k.q8K {
+func tileInputOf(m *Matrix, x *quantized) tileInput {
+	blocks := m.Cols / m.format.block()
+	if formats[m.format].q8K {
 		return tileInput{unsafe.Pointer(&x.kbcast[:8*m.Cols][0]), unsafe.Pointer(&x.kscales[:blocks][0]), unsafe.Pointer(&x.ksums[:blocks*16][0]), blocks}
 	}
 	return tileInput{unsafe.Pointer(&x.bcast[:8*m.Cols][0]), unsafe.Pointer(&x.scales[:blocks][0]), unsafe.Pointer(&x.sums[:blocks][0]), blocks}
@@ -521,7 +523,7 @@ func tileInputOf(m *Matrix, k *tileKernel, x *quantized) tileInput {
 // time (rows of a tile outside the range are computed and dropped).
 func matVecTiles(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	k := tileKernels[m.format]
-	in := tileInputOf(m, k, x)
+	in := tileInputOf(m, x)
 	per := in.blocks * k.bytes
 	// Whole tiles store straight into out. A copy goes through memmove,
 	// whose SSE moves ran many times slower while the vector registers'
