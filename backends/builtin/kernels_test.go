@@ -3,9 +3,11 @@ package builtin
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 )
 
 func randomVec(rng *rand.Rand, n int) []float32 {
@@ -550,12 +552,14 @@ func TestMatrixProductsDoNotAllocate(t *testing.T) {
 // build's only tiles are IQ4_NL's level rows.)
 func TestMatMatTilesMatchesMatVecBitForBit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 6))
+	tiled := 0
 	for f := formatQ4_0; int(f) < len(formats); f++ { // every block format; those with tiles
 		rows, cols := 27, 512
 		m := quantizeTo(t, formats[f].ggml, randomMatrix(rng, rows, cols))
 		if m.tiles == nil {
 			continue
 		}
+		tiled++
 		for n := 1; n <= 7; n++ {
 			xs, outs := randomBatch(rng, n, rows, cols)
 			lo, hi := 3, 26
@@ -567,6 +571,29 @@ func TestMatMatTilesMatchesMatVecBitForBit(t *testing.T) {
 					t.Fatalf("%s, vector %d of %d: batched %v, alone %v", f, s, n, outs[s][lo:lo+3], want[lo:lo+3])
 				}
 			}
+		}
+	}
+	if tiled == 0 {
+		t.Skip("no format has tiles in this build on this CPU")
+	}
+}
+
+// activationForms lists its forms by hand in allForms and in with; a
+// form added to the struct and missed in either would go unquantized.
+func TestEveryActivationFormIsInAllFormsAndWith(t *testing.T) {
+	all := reflect.ValueOf(allForms)
+	for i := range all.NumField() {
+		name := all.Type().Field(i).Name
+		if !all.Field(i).Bool() {
+			t.Errorf("allForms leaves out %s", name)
+		}
+		var one activationForms // the form alone (unexported: set through its offset)
+		*(*bool)(unsafe.Add(unsafe.Pointer(&one), all.Type().Field(i).Offset)) = true
+		if got := (activationForms{}).with(one); got != one {
+			t.Errorf("with drops %s of its argument: %+v", name, got)
+		}
+		if got := one.with(activationForms{}); got != one {
+			t.Errorf("with drops %s of its receiver: %+v", name, got)
 		}
 	}
 }
