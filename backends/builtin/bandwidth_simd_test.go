@@ -4,6 +4,7 @@ package builtin
 
 import (
 	"simd/archsimd"
+	"testing"
 	"unsafe"
 )
 
@@ -48,4 +49,48 @@ func readWords(words []uint64) uint64 {
 		sum += v
 	}
 	return sum
+}
+
+// fmaChains runs twelve independent chains of n 8-wide FMAs, all in
+// registers: as many as two FMA pipes of four cycles' latency need to stay
+// busy, so it runs at the core's peak, the ceiling the f32 kernels' GFLOP/s
+// are read against.
+func fmaChains(n int) float32 {
+	if !haveAVX2 {
+		return 0
+	}
+	m, c := archsimd.BroadcastFloat32x8(0.999), archsimd.BroadcastFloat32x8(0.001)
+	// Each chain starts apart, or the compiler merges twelve equal chains
+	// into one.
+	start := func(i float32) archsimd.Float32x8 { return archsimd.BroadcastFloat32x8(i) }
+	a0, a1, a2, a3 := start(0), start(1), start(2), start(3)
+	a4, a5, a6, a7 := start(4), start(5), start(6), start(7)
+	a8, a9, a10, a11 := start(8), start(9), start(10), start(11)
+	for range n {
+		a0, a1, a2, a3 = a0.MulAdd(m, c), a1.MulAdd(m, c), a2.MulAdd(m, c), a3.MulAdd(m, c)
+		a4, a5, a6, a7 = a4.MulAdd(m, c), a5.MulAdd(m, c), a6.MulAdd(m, c), a7.MulAdd(m, c)
+		a8, a9, a10, a11 = a8.MulAdd(m, c), a9.MulAdd(m, c), a10.MulAdd(m, c), a11.MulAdd(m, c)
+	}
+	var lanes [8]float32
+	a0.Add(a1).Add(a2.Add(a3)).Add(a4.Add(a5).Add(a6.Add(a7))).Add(a8.Add(a9).Add(a10.Add(a11))).Store(&lanes)
+	archsimd.ClearAVXUpperBits()
+	return lanes[0]
+}
+
+// BenchmarkFMAPeak is one core's f32 FMA peak (8-wide, AVX2), in the
+// GFLOP/s BenchmarkPrefillProduct reports: the clock the core really runs
+// at, boost included, not the one its name states.
+func BenchmarkFMAPeak(b *testing.B) {
+	if !haveAVX2 {
+		b.Skip("no AVX2")
+	}
+	const n = 1 << 16
+	var sink float32
+	for b.Loop() {
+		sink += fmaChains(n)
+	}
+	b.ReportMetric(float64(n*12*16)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	if sink != sink {
+		b.Fatal("NaN")
+	}
 }
