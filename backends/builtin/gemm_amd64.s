@@ -1513,8 +1513,8 @@ q8end:
 
 // The f32 matrix kernels sum each row's product with one vector in one
 // accumulator of eight lanes, chunk after chunk, then across the lanes as
-// sum4 sums them; the rows go four at a time, so four accumulators a
-// vector keep the FMAs in flight. Every kernel shape does each product's
+// sum4 sums them; the rows go several at a time, so several accumulators
+// a vector keep the FMAs (and, for one vector, the row streams) in flight. Every kernel shape does each product's
 // arithmetic the same way, so a row's number depends neither on the span
 // nor on the batch it was computed in.
 
@@ -1553,12 +1553,11 @@ q8end:
 	ADDQ $16, OUT
 
 // The four row pointers SI, DI, DX, CX from the first (in SI) and the
-// row size (in BX), which then becomes four rows' size.
+// row size (in BX).
 #define F32_ROWS \
 	LEAQ 0(SI)(BX*1), DI \
 	LEAQ 0(DI)(BX*1), DX \
-	LEAQ 0(DX)(BX*1), CX \
-	SHLQ $2, BX
+	LEAQ 0(DX)(BX*1), CX
 
 #define F32_NEXT_ROWS \
 	ADDQ BX, SI \
@@ -1568,9 +1567,10 @@ q8end:
 
 // func f32Rows4x3(rows unsafe.Pointer, rowBytes, quads int, x, outs *[3]unsafe.Pointer, end uintptr)
 //
-// f32Rows4x1 against three vectors at once: each chunk of a row is
-// loaded once for the three, each chunk of a vector once for the four
-// rows. Vector j's results go to outs[j], one float a row.
+// The products of 4·quads rows (as f32Rows8x1 takes them) with three
+// vectors at once: each chunk of a row is loaded once for the three, each
+// chunk of a vector once for the four rows. Vector j's results go to
+// outs[j], one float a row.
 TEXT ·f32Rows4x3(SB), NOSPLIT, $0-48
 	MOVQ x+24(FP), AX
 	MOVQ 0(AX), R8
@@ -1585,6 +1585,7 @@ TEXT ·f32Rows4x3(SB), NOSPLIT, $0-48
 	MOVQ rows+0(FP), SI
 	MOVQ rowBytes+8(FP), BX
 	F32_ROWS
+	SHLQ $2, BX
 
 f3quad:
 	TESTQ R11, R11
@@ -1613,24 +1614,31 @@ f3end:
 	VZEROUPPER
 	RET
 
-// func f32Rows4x1(rows unsafe.Pointer, rowBytes, quads int, x, out unsafe.Pointer, end uintptr)
+// func f32Rows8x1(rows unsafe.Pointer, rowBytes, octs int, x, out unsafe.Pointer, end uintptr)
 //
-// The products of 4·quads f32 rows (the first at rows, each rowBytes
-// after the last) with vector x, over end bytes (a multiple of 32), four
-// rows at a time, into out, one float a row.
-TEXT ·f32Rows4x1(SB), NOSPLIT, $0-48
-	MOVQ quads+16(FP), R9
+// The products of 8·octs f32 rows (the first at rows, each rowBytes
+// after the last) with vector x, over end bytes (a multiple of 32), eight
+// rows at a time, into out, one float a row. With rowBytes 0 all eight
+// are one row.
+TEXT ·f32Rows8x1(SB), NOSPLIT, $0-48
+	MOVQ octs+16(FP), R9
 	MOVQ x+24(FP), R8
 	MOVQ out+32(FP), R10
 	MOVQ end+40(FP), R12
 	MOVQ rows+0(FP), SI
 	MOVQ rowBytes+8(FP), BX
 	F32_ROWS
+	LEAQ 0(CX)(BX*1), R11
+	LEAQ 0(R11)(BX*1), R13
+	LEAQ 0(R13)(BX*1), R14
+	LEAQ 0(R14)(BX*1), R15
+	SHLQ $3, BX
 
-f1quad:
+f1oct:
 	TESTQ R9, R9
 	JZ   f1end
 	ZERO4(Y0, Y1, Y2, Y3)
+	ZERO4(Y4, Y5, Y6, Y7)
 	XORQ AX, AX
 
 f1chunk:
@@ -1641,14 +1649,23 @@ f1chunk:
 	VFMADD231PS 0(DI)(AX*1), Y15, Y1
 	VFMADD231PS 0(DX)(AX*1), Y15, Y2
 	VFMADD231PS 0(CX)(AX*1), Y15, Y3
+	VFMADD231PS 0(R11)(AX*1), Y15, Y4
+	VFMADD231PS 0(R13)(AX*1), Y15, Y5
+	VFMADD231PS 0(R14)(AX*1), Y15, Y6
+	VFMADD231PS 0(R15)(AX*1), Y15, Y7
 	ADDQ $32, AX
 	JMP  f1chunk
 
 f1sums:
 	F32_LANES(Y0, Y1, Y2, Y3, R10)
+	F32_LANES(Y4, Y5, Y6, Y7, R10)
 	F32_NEXT_ROWS
+	ADDQ BX, R11
+	ADDQ BX, R13
+	ADDQ BX, R14
+	ADDQ BX, R15
 	DECQ R9
-	JMP  f1quad
+	JMP  f1oct
 
 f1end:
 	VZEROUPPER

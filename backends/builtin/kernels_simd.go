@@ -36,11 +36,13 @@ var KernelName = func() string {
 	return "portable Go (this CPU lacks AVX2/FMA)"
 }()
 
-// matVecF32 sets out[r] = row r · x for rows [lo, hi). The AVX2 kernels
-// (gemm_amd64.s) sum each product in one accumulator, four rows at a
-// time, which streamed faster than dotAVX2's four accumulators a row one
-// row at a time: stories110M f32 tg128 on one thread, by turns, 27.7-29.2
-// -> 30.6-34.1 tok/s.
+// matVecF32 sets out[r] = row r · x for rows [lo, hi). The AVX2 kernel
+// (gemm_amd64.s) sums each product in one accumulator, eight rows at a
+// time: a decode step streams its weights from memory, and more rows in
+// flight drew more of it. stories110M f32 tg128, by turns, medians of
+// five: one row at a time (dotAVX2, four accumulators a row) 27.7-29.2
+// tok/s on one thread in an earlier stop; four rows 34.3 on one thread
+// and 51.4 on two; eight 38.1 and 56.8; twelve no faster (37.8, 56.8).
 func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 	switch {
 	case !haveAVX2:
@@ -48,12 +50,12 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 	case haveAVX512 && m.Cols >= wideF32Cols:
 		dotRowsVector(out, m.F32, x, lo, hi, m.Cols, m.Cols, dotAVX512)
 	default:
-		quads := (hi - lo) / 4
-		if quads > 0 {
-			f32Rows4x1(unsafe.Pointer(&m.F32[lo*m.Cols : hi*m.Cols][0]), m.Cols*4, quads,
-				unsafe.Pointer(&x[:m.Cols][0]), unsafe.Pointer(&out[lo : lo+4*quads][0]), f32KernelBytes(m.Cols))
+		octs := (hi - lo) / 8
+		if octs > 0 {
+			f32Rows8x1(unsafe.Pointer(&m.F32[lo*m.Cols : hi*m.Cols][0]), m.Cols*4, octs,
+				unsafe.Pointer(&x[:m.Cols][0]), unsafe.Pointer(&out[lo : lo+8*octs][0]), f32KernelBytes(m.Cols))
 		}
-		f32RowsAfter(out, m, x, lo, hi, lo+4*quads)
+		f32RowsAfter(out, m, x, lo, hi, lo+8*octs)
 	}
 }
 
@@ -63,14 +65,14 @@ func f32KernelBytes(cols int) uintptr { return uintptr(cols&^7) * 4 }
 
 // f32RowsAfter finishes rows [lo, hi) of an f32 matrix against x once the
 // kernels have done rows [lo, done): rows [done, hi) each alone (the same
-// row in all four of f32Rows4x1's slots, so with a quad's arithmetic),
-// then every row's ragged tail.
+// row in all eight of f32Rows8x1's slots, so with the kernels'
+// arithmetic), then every row's ragged tail.
 func f32RowsAfter(out []float32, m *Matrix, x []float32, lo, hi, done int) {
 	cols := m.Cols
 	full := cols &^ 7
-	var sums [4]float32
+	var sums [8]float32
 	for r := done; r < hi; r++ {
-		f32Rows4x1(unsafe.Pointer(&m.F32[r*cols : (r+1)*cols][0]), 0, 1, unsafe.Pointer(&x[:cols][0]), unsafe.Pointer(&sums), f32KernelBytes(cols))
+		f32Rows8x1(unsafe.Pointer(&m.F32[r*cols : (r+1)*cols][0]), 0, 1, unsafe.Pointer(&x[:cols][0]), unsafe.Pointer(&sums), f32KernelBytes(cols))
 		out[r] = sums[0]
 	}
 	if full < cols {
@@ -225,13 +227,13 @@ func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
 	}
 }
 
-// f32Rows4x1 and f32Rows4x3 are the f32 kernels (gemm_amd64.s): 4·quads
-// rows, the first at rows, each rowBytes after the last, against one
-// vector or three, over end bytes of each (a multiple of 32), into one
-// float a row at out (outs[j] for vector j).
+// f32Rows8x1 and f32Rows4x3 are the f32 kernels (gemm_amd64.s): 8·octs
+// or 4·quads rows, the first at rows, each rowBytes after the last,
+// against one vector or three, over end bytes of each (a multiple of 32),
+// into one float a row at out (outs[j] for vector j).
 
 //go:noescape
-func f32Rows4x1(rows unsafe.Pointer, rowBytes, quads int, x, out unsafe.Pointer, end uintptr)
+func f32Rows8x1(rows unsafe.Pointer, rowBytes, octs int, x, out unsafe.Pointer, end uintptr)
 
 //go:noescape
 func f32Rows4x3(rows unsafe.Pointer, rowBytes, quads int, x, outs *[3]unsafe.Pointer, end uintptr)
