@@ -52,9 +52,9 @@ func readWords(words []uint64) uint64 {
 }
 
 // fmaChains runs twelve independent chains of n 8-wide FMAs, all in
-// registers: as many as two FMA pipes of four cycles' latency need to stay
-// busy, so it runs at the core's peak, the ceiling the f32 kernels' GFLOP/s
-// are read against.
+// registers: more than the eight that two FMA pipes of four cycles'
+// latency need to stay busy, so it runs at the core's peak, the ceiling
+// the f32 kernels' GFLOP/s are read against.
 func fmaChains(n int) float32 {
 	if !haveAVX2 {
 		return 0

@@ -1514,9 +1514,10 @@ q8end:
 // The f32 matrix kernels sum each row's product with one vector in one
 // accumulator of eight lanes, chunk after chunk, then across the lanes as
 // sum4 sums them; the rows go several at a time, so several accumulators
-// a vector keep the FMAs (and, for one vector, the row streams) in flight. Every kernel shape does each product's
-// arithmetic the same way, so a row's number depends neither on the span
-// nor on the batch it was computed in.
+// a vector keep the FMAs (and, against one vector, the row streams) in
+// flight. Every kernel shape does each product's arithmetic the same way,
+// so a row's number depends neither on the span nor on the batch it was
+// computed in.
 
 // One 32-byte chunk (at offset AX) of four rows against three vectors:
 // Y(3i+j) += row i · vector j.

@@ -262,10 +262,11 @@ func (j *matJob) do(lo, hi int) {
 // the block stays in cache while every stream's vector passes over it:
 // L1 for Q8_0's row pairs. The f32 and tile kernels gain from blocks of
 // wideRowBlockBytes, in L2: each stream's vector is loaded once for more
-// rows, and a block is started from memory less often. By turns, stories110M pp64 with 192 KiB blocks against
-// 32 KiB ran 6% and 12% faster in f32 on one and two threads, and 6–15%
-// in Q4_0 and Q4_K_M; Q8_0's ran 4–8% slower, so it keeps the small
-// block (BenchmarkGGUFFile, medians of four to eight rounds).
+// rows, and a block is started from memory less often. By turns,
+// stories110M pp64 with 192 KiB blocks against 32 KiB ran 6% and 12%
+// faster in f32 on one and two threads, and 6–15% in Q4_0 and Q4_K_M;
+// Q8_0's ran 4–8% slower, so it keeps the small block (BenchmarkGGUFFile,
+// medians of four to eight rounds).
 const (
 	rowBlockBytes     = 32 << 10
 	wideRowBlockBytes = 192 << 10
