@@ -8,15 +8,16 @@ import (
 )
 
 // Tiles: the AVX2 kernels' own copy of a Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
-// Q2_K, Q3_K, Q4_K, Q5_K or Q6_K matrix, eight rows interleaved, as llama.cpp
-// repacks Q4_0 and Q4_K for its CPU kernels. A kernel reading one row at a time spends most of its
-// instructions unpacking that row's blocks and summing its lanes; a tile
-// puts four weights of each of eight rows side by side in one 32-byte
-// vector, so one multiply-add (VPMADDUBSW) serves eight rows against four
-// activations broadcast to every row, each int32 lane of the result is
-// one row's sum, and eight outputs come out of one kernel call with no
-// horizontal sum. The file's blocks stay where they are (mapped) for
-// everything else: the portable kernels, row lookups, dequantizing.
+// Q2_K, Q3_K, Q4_K, Q5_K or Q6_K matrix, eight rows interleaved, as
+// llama.cpp repacks Q4_0 and Q4_K for its CPU kernels. A kernel reading
+// one row at a time spends most of its instructions unpacking that row's
+// blocks and summing its lanes; a tile puts four weights of each of eight
+// rows side by side in one 32-byte vector, so one multiply-add
+// (VPMADDUBSW) serves eight rows against four activations broadcast to
+// every row, each int32 lane of the result is one row's sum, and eight
+// outputs come out of one kernel call with no horizontal sum. The file's
+// blocks stay where they are (mapped) for everything else: the portable
+// kernels, row lookups, dequantizing.
 
 // Q6_K tile, per super-block of 256 columns (q6KTileBytes):
 //   - 2048 bytes of codes (q+32, 0…63, one byte each): weights 4u…4u+3 of
