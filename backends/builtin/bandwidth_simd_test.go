@@ -18,14 +18,15 @@ func readWords(words []uint64) uint64 {
 		return readWordsScalar(words)
 	}
 	p := unsafe.Pointer(unsafe.SliceData(words))
+	wide := archsimd.X86.AVX512()
 	step := 16 // words per step: four vectors
-	if haveAVX512 {
+	if wide {
 		step = 32
 	}
 	full := len(words) / step * step
 	end := uintptr(full) * 8
 	var lanes [8]uint64
-	if haveAVX512 {
+	if wide {
 		var a0, a1, a2, a3 archsimd.Uint64x8
 		for off := uintptr(0); off+256 <= end; off += 256 {
 			a0 = a0.Add(archsimd.LoadUint64x8((*[8]uint64)(unsafe.Add(p, off))))

@@ -27,10 +27,7 @@ var portableQ8 = !haveAVX2
 
 // KernelName says which kernels this build computes with.
 var KernelName = func() string {
-	switch {
-	case haveAVX512:
-		return "AVX-512 and AVX2+FMA (simd/archsimd)"
-	case haveAVX2:
+	if haveAVX2 {
 		return "AVX2+FMA (simd/archsimd)"
 	}
 	return "portable Go (this CPU lacks AVX2/FMA)"
@@ -44,19 +41,16 @@ var KernelName = func() string {
 // tok/s on one thread in an earlier stop; four rows 34.3 on one thread
 // and 51.4 on two; eight 38.1 and 56.8; twelve no faster (37.8, 56.8).
 func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
-	switch {
-	case !haveAVX2:
+	if !haveAVX2 {
 		matVecF32Generic(out, m, x, lo, hi)
-	case haveAVX512 && m.Cols >= wideF32Cols:
-		dotRowsVector(out, m.F32, x, lo, hi, m.Cols, m.Cols, dotAVX512)
-	default:
-		octs := (hi - lo) / 8
-		if octs > 0 {
-			f32Rows8x1(unsafe.Pointer(&m.F32[lo*m.Cols : hi*m.Cols][0]), m.Cols*4, octs,
-				unsafe.Pointer(&x[:m.Cols][0]), unsafe.Pointer(&out[lo : lo+8*octs][0]), f32KernelBytes(m.Cols))
-		}
-		f32RowsAfter(out, m, x, lo, hi, lo+8*octs)
+		return
 	}
+	octs := (hi - lo) / 8
+	if octs > 0 {
+		f32Rows8x1(unsafe.Pointer(&m.F32[lo*m.Cols : hi*m.Cols][0]), m.Cols*4, octs,
+			unsafe.Pointer(&x[:m.Cols][0]), unsafe.Pointer(&out[lo : lo+8*octs][0]), f32KernelBytes(m.Cols))
+	}
+	f32RowsAfter(out, m, x, lo, hi, lo+8*octs)
 }
 
 // f32KernelBytes is how many bytes of each row the f32 kernels take: the
@@ -135,8 +129,7 @@ func weightedSum(out, weights, v []float32, stride int) {
 
 // dotRowsVector sets out[r] = w[r*stride : r*stride+cols]·x for rows
 // [lo, hi), one row at a time: attention scores over cached keys (stride
-// = the cache's row width), and the AVX-512 kernel's f32 matrix products
-// (stride = cols).
+// = the cache's row width).
 //
 // One summation order for every row of a matrix (dot, the horizontal sum,
 // then the ragged tail) means a row's result does not depend on which
@@ -198,8 +191,8 @@ func dotAVX2(w, x unsafe.Pointer, end uintptr) archsimd.Float32x8 {
 // time (f32Rows4x3, assembly), so each chunk of a row is loaded once for
 // three products and each chunk of a vector once for four. Each product
 // is summed exactly as matVecF32 sums it, so a token's numbers do not
-// depend on what it was batched with. The AVX-512 rows (another order)
-// and the vectors left over go through matVecF32.
+// depend on what it was batched with. The vectors left over go through
+// matVecF32.
 //
 // In archsimd a kernel of this shape compiled to an address computation
 // per load and a register copy per FMA, and ran no faster than a row at
@@ -208,7 +201,7 @@ func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
 	cols := m.Cols
 	quads := (hi - lo) / 4
 	s := 0
-	if haveAVX2 && !(haveAVX512 && cols >= wideF32Cols) && quads > 0 {
+	if haveAVX2 && quads > 0 {
 		var x, out [3]unsafe.Pointer
 		rows := unsafe.Pointer(&m.F32[lo*cols : hi*cols][0])
 		for ; s+3 <= len(xs); s += 3 {
@@ -274,18 +267,12 @@ var laneIndex = func() (idx [8]archsimd.Uint32x8) {
 // matVecQ8 is the int8 dot product without VNNI: |w| (unsigned) times x
 // with w's sign (VPSIGNB) through VPMADDUBSW into int16 pairs, VPMADDWD
 // against ones into int32, then one FMA per group with the product of the
-// two group scales (q8Row1; on AVX-512, q8RowAVX512).
+// two group scales (q8Row1).
 func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	if !haveAVX2 {
 		matVecQ8Generic(out, m, x, lo, hi)
 		return
 	}
-	matVecQ8Vector(out, m, x, lo, hi, haveAVX512 && m.Cols/GroupSize > shortQ8Groups)
-}
-
-// matVecQ8Vector takes each row through q8RowAVX512 when wide is set, and
-// otherwise through the AVX2 kernels.
-func matVecQ8Vector(out []float32, m *Matrix, x *quantized, lo, hi int, wide bool) {
 	c := m.Cols
 	groups := c / GroupSize
 	pxq := unsafe.Pointer(&x.q[:c][0])
@@ -300,15 +287,11 @@ func matVecQ8Vector(out []float32, m *Matrix, x *quantized, lo, hi int, wide boo
 	rowQ8 := func(r int) unsafe.Pointer { return unsafe.Add(rowScales(r), groups*4) }
 	for r0 := lo; r0 < hi; r0 += 4 {
 		n := min(4, hi-r0)
-		i := 0
-		for ; wide && i < n; i++ {
-			acc[i] = q8RowAVX512(rowQ8(r0+i), rowScales(r0+i), pxq, pxs, groups)
-		}
-		for ; i < n; i++ {
+		for i := range n {
 			q8Row1(rowQ8(r0+i), rowScales(r0+i), pxq, pxs, groups, &lanes)
 			acc[i] = archsimd.LoadFloat32x8(&lanes)
 		}
-		for ; i < 4; i++ {
+		for i := n; i < 4; i++ {
 			acc[i] = archsimd.Float32x8{}
 		}
 		sum4(acc[0], acc[1], acc[2], acc[3]).Store(&sums)
@@ -322,14 +305,14 @@ func matVecQ8Vector(out []float32, m *Matrix, x *quantized, lo, hi int, wide boo
 // time (q8Rows2x4, assembly), so each group of a row is loaded, and its
 // |w| made, once for four products. Each product is summed exactly as
 // matVecQ8 sums it, so a token's numbers do not depend on what it was
-// batched with. The AVX-512 rows (another order), an odd last row and
-// the vectors left over go through matVecQ8.
+// batched with. An odd last row and the vectors left over go through
+// matVecQ8.
 func matMatQ8(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 	c := m.Cols
 	groups := c / GroupSize
 	pairs := (hi - lo) / 2
 	s := 0
-	if haveAVX2 && !(haveAVX512 && groups > shortQ8Groups) && pairs > 0 {
+	if haveAVX2 && pairs > 0 {
 		var x, xsc, out [4]unsafe.Pointer
 		for ; s+4 <= len(xs); s += 4 {
 			for j := range 4 {
@@ -368,12 +351,6 @@ func matVecBlocks(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	}
 	matVecTiles(out, m, x, lo, hi)
 }
-
-// shortQ8Groups is the longest Q8_0 row (in groups) that keeps the AVX2
-// kernel on a CPU with AVX-512: on shorter rows the 512-bit loop lost to
-// the AVX2 kernel of the time, which paired such rows (see
-// kernels_avx512.go); that kernel is now q8Row1, unpaired.
-const shortQ8Groups = 12
 
 // q8Row1 is one Q8_0 row's lane-wise partial sums against quantized x
 // (gemm_amd64.s): per group, the integer dot product in eight lanes
