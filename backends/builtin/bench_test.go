@@ -168,7 +168,8 @@ func BenchmarkPrefillProduct(b *testing.B) {
 		case formatF32:
 			j.m[0] = w
 		case formatQ8_0:
-			j.m[0], _ = w.Quantize()
+			q, _ := w.Quantize()
+			j.m[0] = withTiles(q) // as the loader does
 		default:
 			j.m[0] = quantizeTo(b, formats[f].ggml, w)
 		}
@@ -189,7 +190,7 @@ func BenchmarkPrefillProductThreads(b *testing.B) {
 	w, j := prefillJob()
 	q8, _ := w.Quantize()
 	flops := float64(2 * w.Rows * w.Cols * len(j.x))
-	for _, m := range []*Matrix{w, q8} {
+	for _, m := range []*Matrix{w, withTiles(q8)} {
 		for _, threads := range []int{1, 2} {
 			p := NewPool(threads)
 			j.m[0] = m

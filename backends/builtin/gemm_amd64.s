@@ -83,6 +83,44 @@
 	INT16_ONES(Y14) \
 	BROADCAST32(0x41000000, X13, Y13)
 
+// One 32-byte column of a Q4_0 tile's nibbles at OFF: RAW becomes its
+// high nibbles, LO its low ones.
+#define NIBBLES(OFF, RAW, LO) \
+	VMOVDQU OFF(SI), RAW \
+	VPAND Y15, RAW, LO \
+	VPSRLW $4, RAW, RAW \
+	VPAND Y15, RAW, RAW
+
+// The column's low nibbles (LO) and high ones (HI) times one vector's
+// activations at X, into its int16 sums ACC (T a temporary). The VNNI
+// kernels redefine it (and GROUP_FLOATS) at the end of this file.
+#define NIBBLE_DOT(OFF, X, LO, HI, T, ACC) \
+	VPMADDUBSW OFF(X), LO, T \
+	VPADDW T, ACC, ACC \
+	VPMADDUBSW (OFF+128)(X), HI, T \
+	VPADDW T, ACC, ACC
+
+// A group's int16 sums (S16, from NIBBLE_DOT) as floats in F: pairs
+// summed into int32 against ones (Y14), converted.
+#define GROUP_FLOATS(S16, F) \
+	VPMADDWD Y14, S16, F \
+	VCVTDQ2PS F, F
+
+#define COLS(OFF) \
+	NIBBLES(OFF, Y6, Y7) \
+	NIBBLE_DOT(OFF, R8, Y7, Y6, Y8, Y3) \
+	NIBBLE_DOT(OFF, R11, Y7, Y6, Y8, Y4) \
+	NIBBLE_DOT(OFF, R14, Y7, Y6, Y8, Y5)
+
+#define FINISH(S16, SCALES, SUMS, SUM) \
+	GROUP_FLOATS(S16, Y8) \
+	VBROADCASTSS 0(SCALES)(DX*4), Y9 \
+	VMULPS Y9, Y8, Y8 \
+	VBROADCASTSS 0(SUMS)(DX*4), Y10 \
+	VMULPS Y13, Y10, Y10 \
+	VSUBPS Y10, Y8, Y8 \
+	VFMADD231PS 128(SI), Y8, SUM
+
 // func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
 // Q4_0's tile kernel for one tile against three vectors' activations,
@@ -94,71 +132,43 @@
 // loaded and unpacked once for the three. Y0-Y2 are the running sums,
 // Y3-Y5 a group's int16 sums, one per vector.
 TEXT ·q4_0Tile3(SB), NOSPLIT, $0-96
-	TILE3_ARGS
-	Q4_0_CONSTS
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	XORQ DX, DX // group
-
-// One 32-byte column of a Q4_0 tile's nibbles at OFF: RAW becomes its
-// high nibbles, LO its low ones.
-#define NIBBLES(OFF, RAW, LO) \
-	VMOVDQU OFF(SI), RAW \
-	VPAND Y15, RAW, LO \
-	VPSRLW $4, RAW, RAW \
-	VPAND Y15, RAW, RAW
-
-// The column's low nibbles (LO) and high ones (HI) times one vector's
-// activations at X, into its int16 sums ACC (T a temporary).
-#define NIBBLE_DOT(OFF, X, LO, HI, T, ACC) \
-	VPMADDUBSW OFF(X), LO, T \
-	VPADDW T, ACC, ACC \
-	VPMADDUBSW (OFF+128)(X), HI, T \
-	VPADDW T, ACC, ACC
-
-#define COLS(OFF) \
-	NIBBLES(OFF, Y6, Y7) \
-	NIBBLE_DOT(OFF, R8, Y7, Y6, Y8, Y3) \
-	NIBBLE_DOT(OFF, R11, Y7, Y6, Y8, Y4) \
-	NIBBLE_DOT(OFF, R14, Y7, Y6, Y8, Y5)
-
-#define FINISH(S16, SCALES, SUMS, SUM) \
-	VPMADDWD Y14, S16, Y8 \
-	VCVTDQ2PS Y8, Y8 \
-	VBROADCASTSS 0(SCALES)(DX*4), Y9 \
-	VMULPS Y9, Y8, Y8 \
-	VBROADCASTSS 0(SUMS)(DX*4), Y10 \
-	VMULPS Y13, Y10, Y10 \
-	VSUBPS Y10, Y8, Y8 \
-	VFMADD231PS 128(SI), Y8, SUM
-
-q4groups:
-	CMPQ DX, CX
-	JAE  q4done
-	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	COLS(0)
-	COLS(32)
-	COLS(64)
-	COLS(96)
-	FINISH(Y3, R9, R10, Y0)
-	FINISH(Y4, R12, R13, Y1)
-	FINISH(Y5, R15, BX, Y2)
-	ADDQ $160, SI
-	ADDQ $256, R8
-	ADDQ $256, R11
-	ADDQ $256, R14
-	INCQ DX
-	JMP  q4groups
-
-q4done:
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VZEROUPPER
+#define Q4_0_TILE3 \
+	TILE3_ARGS \
+	Q4_0_CONSTS \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	XORQ DX, DX \
+q4groups: \
+	CMPQ DX, CX \
+	JAE  q4done \
+	VPXOR Y3, Y3, Y3 \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	COLS(0) \
+	COLS(32) \
+	COLS(64) \
+	COLS(96) \
+	FINISH(Y3, R9, R10, Y0) \
+	FINISH(Y4, R12, R13, Y1) \
+	FINISH(Y5, R15, BX, Y2) \
+	ADDQ $160, SI \
+	ADDQ $256, R8 \
+	ADDQ $256, R11 \
+	ADDQ $256, R14 \
+	INCQ DX \
+	JMP  q4groups \
+q4done: \
+	VMOVUPS Y0, 0(DI) \
+	VMOVUPS Y1, 32(DI) \
+	VMOVUPS Y2, 64(DI) \
+	VZEROUPPER \
 	RET
+	Q4_0_TILE3
+
+#define COLS1(OFF) \
+	NIBBLES(OFF, Y6, Y7) \
+	NIBBLE_DOT(OFF, R8, Y7, Y6, Y8, Y3)
 
 // func q4_0Tile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
@@ -167,33 +177,29 @@ q4done:
 // kernel ran at about half the speed (MatVecFormats q4_0: 43-51 against
 // 77-86 GFLOP/s by turns): the compiler computed each address apart.
 TEXT ·q4_0Tile1(SB), NOSPLIT, $0-48
-	TILE1_ARGS
-	Q4_0_CONSTS
-	VXORPS Y0, Y0, Y0
-	XORQ DX, DX // group
-
-#define COLS1(OFF) \
-	NIBBLES(OFF, Y6, Y7) \
-	NIBBLE_DOT(OFF, R8, Y7, Y6, Y8, Y3)
-
-q4x1groups:
-	CMPQ DX, CX
-	JAE  q4x1done
-	VPXOR Y3, Y3, Y3
-	COLS1(0)
-	COLS1(32)
-	COLS1(64)
-	COLS1(96)
-	FINISH(Y3, R9, R10, Y0)
-	ADDQ $160, SI
-	ADDQ $256, R8
-	INCQ DX
-	JMP  q4x1groups
-
-q4x1done:
-	VMOVUPS Y0, 0(DI)
-	VZEROUPPER
+#define Q4_0_TILE1 \
+	TILE1_ARGS \
+	Q4_0_CONSTS \
+	VXORPS Y0, Y0, Y0 \
+	XORQ DX, DX \
+q4x1groups: \
+	CMPQ DX, CX \
+	JAE  q4x1done \
+	VPXOR Y3, Y3, Y3 \
+	COLS1(0) \
+	COLS1(32) \
+	COLS1(64) \
+	COLS1(96) \
+	FINISH(Y3, R9, R10, Y0) \
+	ADDQ $160, SI \
+	ADDQ $256, R8 \
+	INCQ DX \
+	JMP  q4x1groups \
+q4x1done: \
+	VMOVUPS Y0, 0(DI) \
+	VZEROUPPER \
 	RET
+	Q4_0_TILE1
 
 // func q4_1Tile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
@@ -214,8 +220,7 @@ q41groups:
 	COLS1(32)
 	COLS1(64)
 	COLS1(96)
-	VPMADDWD Y14, Y3, Y8
-	VCVTDQ2PS Y8, Y8
+	GROUP_FLOATS(Y3, Y8)
 	VBROADCASTSS 0(R9)(DX*4), Y9
 	VMULPS Y9, Y8, Y8
 	VFMADD231PS 128(SI), Y8, Y0
@@ -256,45 +261,45 @@ q41done:
 // codes are read through R8-R11, their scales and sums through in (BX),
 // the count of groups from in[0].
 TEXT ·q4_0Tile4(SB), NOSPLIT, $0-24
-	MOVQ tile+0(FP), SI
-	MOVQ in+8(FP), BX
-	MOVQ 24(BX), CX
-	MOVQ 0(BX), R8
-	MOVQ 32(BX), R9
-	MOVQ 64(BX), R10
-	MOVQ 96(BX), R11
-	Q4_0_CONSTS
-	ZERO4(Y0, Y1, Y2, Y3)
-	XORQ DX, DX // group
-
-q4x4groups:
-	CMPQ DX, CX
-	JAE  q4x4done
-	ZERO4(Y4, Y5, Y6, Y7)
-	Q4_0_COL4(0)
-	Q4_0_COL4(32)
-	Q4_0_COL4(64)
-	Q4_0_COL4(96)
-	Q4_0_FINISH4(Y4, 0, Y0)
-	Q4_0_FINISH4(Y5, 1, Y1)
-	Q4_0_FINISH4(Y6, 2, Y2)
-	Q4_0_FINISH4(Y7, 3, Y3)
-	ADDQ $160, SI
-	ADDQ $256, R8
-	ADDQ $256, R9
-	ADDQ $256, R10
-	ADDQ $256, R11
-	INCQ DX
-	JMP  q4x4groups
-
-q4x4done:
-	MOVQ out+16(FP), DI
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VZEROUPPER
+#define Q4_0_TILE4 \
+	MOVQ tile+0(FP), SI \
+	MOVQ in+8(FP), BX \
+	MOVQ 24(BX), CX \
+	MOVQ 0(BX), R8 \
+	MOVQ 32(BX), R9 \
+	MOVQ 64(BX), R10 \
+	MOVQ 96(BX), R11 \
+	Q4_0_CONSTS \
+	ZERO4(Y0, Y1, Y2, Y3) \
+	XORQ DX, DX \
+q4x4groups: \
+	CMPQ DX, CX \
+	JAE  q4x4done \
+	ZERO4(Y4, Y5, Y6, Y7) \
+	Q4_0_COL4(0) \
+	Q4_0_COL4(32) \
+	Q4_0_COL4(64) \
+	Q4_0_COL4(96) \
+	Q4_0_FINISH4(Y4, 0, Y0) \
+	Q4_0_FINISH4(Y5, 1, Y1) \
+	Q4_0_FINISH4(Y6, 2, Y2) \
+	Q4_0_FINISH4(Y7, 3, Y3) \
+	ADDQ $160, SI \
+	ADDQ $256, R8 \
+	ADDQ $256, R9 \
+	ADDQ $256, R10 \
+	ADDQ $256, R11 \
+	INCQ DX \
+	JMP  q4x4groups \
+q4x4done: \
+	MOVQ out+16(FP), DI \
+	VMOVUPS Y0, 0(DI) \
+	VMOVUPS Y1, 32(DI) \
+	VMOVUPS Y2, 64(DI) \
+	VMOVUPS Y3, 96(DI) \
+	VZEROUPPER \
 	RET
+	Q4_0_TILE4
 
 // func fiveBitTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
@@ -1137,32 +1142,21 @@ q61done:
 	VZEROUPPER
 	RET
 
-// func q8Row1(w, ws, x, xs unsafe.Pointer, groups int, out *[8]float32)
-//
-// q8Row in assembly, the same sums in the same order: per group, |w|
-// times x with w's sign (VPMADDUBSW), pairs summed (VPMADDWD against
-// ones), converted, times ws·xs into the even groups' accumulator (Y0) or
-// the odd groups' (Y1); then even + odd, the row's eight lane sums.
-TEXT ·q8Row1(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ ws+8(FP), DX
-	MOVQ x+16(FP), R8
-	MOVQ xs+24(FP), R9
-	MOVQ groups+32(FP), CX
-	MOVQ out+40(FP), DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	INT16_ONES(Y7)
-	XORQ AX, AX // group
-	XORQ BX, BX // its first value's offset
+// Q8_DOT sets DST to the int32 sums of U's unsigned bytes times S's
+// signed ones, four to a lane, through int16 pairs summed against ONES
+// (int16 ones). Q8_0's |w| and x with w's sign never saturate the pairs
+// (2·128·127 < 2^15), so the sums are exact; the VNNI kernels redefine
+// it as one VPDPBUSD, the same sums.
+#define Q8_DOT(U, S, DST, ONES) \
+	VPMADDUBSW S, U, DST \
+	VPMADDWD ONES, DST, DST
 
 #define Q8_GROUP(ACC) \
 	VMOVDQU 0(R8)(BX*1), Y2 \
 	VPSIGNB 0(SI)(BX*1), Y2, Y2 \
 	VPABSB 0(SI)(BX*1), Y3 \
-	VPMADDUBSW Y2, Y3, Y2 \
-	VPMADDWD Y7, Y2, Y2 \
-	VCVTDQ2PS Y2, Y2 \
+	Q8_DOT(Y3, Y2, Y5, Y7) \
+	VCVTDQ2PS Y5, Y2 \
 	VMOVSS 0(DX)(AX*4), X4 \
 	VMULSS 0(R9)(AX*4), X4, X4 \
 	VBROADCASTSS X4, Y4 \
@@ -1170,24 +1164,43 @@ TEXT ·q8Row1(SB), NOSPLIT, $0-48
 	INCQ AX \
 	ADDQ $32, BX
 
-q8pairs:
-	LEAQ 2(AX), R10
-	CMPQ R10, CX
-	JA   q8last
-	Q8_GROUP(Y0)
-	Q8_GROUP(Y1)
-	JMP  q8pairs
-
-q8last:
-	CMPQ AX, CX
-	JAE  q8done
-	Q8_GROUP(Y0)
-
-q8done:
-	VADDPS Y1, Y0, Y0
-	VMOVUPS Y0, 0(DI)
-	VZEROUPPER
+// func q8Row1(w, ws, x, xs unsafe.Pointer, groups int, out *[8]float32)
+//
+// q8Row in assembly, the same sums in the same order: per group, |w|
+// times x with w's sign (VPMADDUBSW), pairs summed (VPMADDWD against
+// ones), converted, times ws·xs into the even groups' accumulator (Y0) or
+// the odd groups' (Y1); then even + odd, the row's eight lane sums.
+// AX counts groups, BX is a group's first value's offset.
+TEXT ·q8Row1(SB), NOSPLIT, $0-48
+#define Q8_ROW1 \
+	MOVQ w+0(FP), SI \
+	MOVQ ws+8(FP), DX \
+	MOVQ x+16(FP), R8 \
+	MOVQ xs+24(FP), R9 \
+	MOVQ groups+32(FP), CX \
+	MOVQ out+40(FP), DI \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	INT16_ONES(Y7) \
+	XORQ AX, AX \
+	XORQ BX, BX \
+q8pairs: \
+	LEAQ 2(AX), R10 \
+	CMPQ R10, CX \
+	JA   q8last \
+	Q8_GROUP(Y0) \
+	Q8_GROUP(Y1) \
+	JMP  q8pairs \
+q8last: \
+	CMPQ AX, CX \
+	JAE  q8done \
+	Q8_GROUP(Y0) \
+q8done: \
+	VADDPS Y1, Y0, Y0 \
+	VMOVUPS Y0, 0(DI) \
+	VZEROUPPER \
 	RET
+	Q8_ROW1
 
 // One 32-byte column of codes (Y9) times three vectors' activations, by
 // the run's scales (Y11), into Y0-Y2.
@@ -1362,9 +1375,8 @@ q51done:
 // Q8_GROUP with the row's loads and the scales hoisted out.
 #define Q8_PAIR(W, ABS, SEL, ACC) \
 	VPSIGNB 0(W)(AX*1), Y13, Y14 \
-	VPMADDUBSW Y14, ABS, Y14 \
-	VPMADDWD Y12, Y14, Y14 \
-	VCVTDQ2PS Y14, Y14 \
+	Q8_DOT(ABS, Y14, Y15, Y12) \
+	VCVTDQ2PS Y15, Y14 \
 	VSHUFPS $SEL, Y11, Y11, Y15 \
 	VFMADD231PS Y15, Y14, ACC
 
@@ -1433,83 +1445,83 @@ DONE:
 // Frame: the count of groups at 0(SP), two rows' bytes at 8, the pairs
 // left at 16, the four output pointers at 24-48, the even sums at 64.
 TEXT ·q8Rows2x4(SB), NOSPLIT, $320-56
-	MOVQ groups+48(FP), AX
-	MOVQ AX, 0(SP)
-	MOVQ rowBytes+8(FP), AX
-	SHLQ $1, AX
-	MOVQ AX, 8(SP)
-	MOVQ pairs+16(FP), AX
-	MOVQ AX, 16(SP)
-	MOVQ outs+40(FP), AX
-	MOVQ 0(AX), BX
-	MOVQ BX, 24(SP)
-	MOVQ 8(AX), BX
-	MOVQ BX, 32(SP)
-	MOVQ 16(AX), BX
-	MOVQ BX, 40(SP)
-	MOVQ 24(AX), BX
-	MOVQ BX, 48(SP)
-	MOVQ rows+0(FP), DX // row 0's scales, then its values
-	MOVQ rowBytes+8(FP), CX
-	ADDQ DX, CX
-	MOVQ groups+48(FP), BX
-	LEAQ 0(DX)(BX*4), SI
-	LEAQ 0(CX)(BX*4), DI
-	MOVQ x+24(FP), AX
-	MOVQ 0(AX), R8
-	MOVQ 8(AX), R9
-	MOVQ 16(AX), R10
-	MOVQ 24(AX), R11
-	MOVQ xs+32(FP), AX
-	MOVQ 0(AX), R12
-	MOVQ 8(AX), R13
-	MOVQ 16(AX), R14
-	MOVQ 24(AX), R15
-	INT16_ONES(Y12)
-
-q8pair:
-	MOVQ 16(SP), AX
-	TESTQ AX, AX
-	JZ   q8end
-	XORQ AX, AX
-	XORQ BX, BX
-	Q8_HALF(q8even, q8evenDone)
-	VMOVUPS Y0, 64(SP)
-	VMOVUPS Y1, 96(SP)
-	VMOVUPS Y2, 128(SP)
-	VMOVUPS Y3, 160(SP)
-	VMOVUPS Y4, 192(SP)
-	VMOVUPS Y5, 224(SP)
-	VMOVUPS Y6, 256(SP)
-	VMOVUPS Y7, 288(SP)
-	MOVQ $32, AX
-	MOVQ $1, BX
-	Q8_HALF(q8odd, q8oddDone)
-	VADDPS 64(SP), Y0, Y0
-	VADDPS 96(SP), Y1, Y1
-	VADDPS 128(SP), Y2, Y2
-	VADDPS 160(SP), Y3, Y3
-	VADDPS 192(SP), Y4, Y4
-	VADDPS 224(SP), Y5, Y5
-	VADDPS 256(SP), Y6, Y6
-	VADDPS 288(SP), Y7, Y7
-	Q8_LANES(Y0, Y2, Y4, Y6, Y9, Y8, X8)
-	Q8_LANES(Y1, Y3, Y5, Y7, Y11, Y10, X10)
-	Q8_STORE(0, 24)
-	Q8_STORE(1, 32)
-	Q8_STORE(2, 40)
-	Q8_STORE(3, 48)
-	MOVQ 8(SP), AX
-	ADDQ AX, DX
-	ADDQ AX, CX
-	ADDQ AX, SI
-	ADDQ AX, DI
-	DECQ 16(SP)
-	JMP  q8pair
-
-q8end:
-	VZEROUPPER
+#define Q8_ROWS2X4 \
+	MOVQ groups+48(FP), AX \
+	MOVQ AX, 0(SP) \
+	MOVQ rowBytes+8(FP), AX \
+	SHLQ $1, AX \
+	MOVQ AX, 8(SP) \
+	MOVQ pairs+16(FP), AX \
+	MOVQ AX, 16(SP) \
+	MOVQ outs+40(FP), AX \
+	MOVQ 0(AX), BX \
+	MOVQ BX, 24(SP) \
+	MOVQ 8(AX), BX \
+	MOVQ BX, 32(SP) \
+	MOVQ 16(AX), BX \
+	MOVQ BX, 40(SP) \
+	MOVQ 24(AX), BX \
+	MOVQ BX, 48(SP) \
+	MOVQ rows+0(FP), DX \
+	MOVQ rowBytes+8(FP), CX \
+	ADDQ DX, CX \
+	MOVQ groups+48(FP), BX \
+	LEAQ 0(DX)(BX*4), SI \
+	LEAQ 0(CX)(BX*4), DI \
+	MOVQ x+24(FP), AX \
+	MOVQ 0(AX), R8 \
+	MOVQ 8(AX), R9 \
+	MOVQ 16(AX), R10 \
+	MOVQ 24(AX), R11 \
+	MOVQ xs+32(FP), AX \
+	MOVQ 0(AX), R12 \
+	MOVQ 8(AX), R13 \
+	MOVQ 16(AX), R14 \
+	MOVQ 24(AX), R15 \
+	INT16_ONES(Y12) \
+q8pair: \
+	MOVQ 16(SP), AX \
+	TESTQ AX, AX \
+	JZ   q8end \
+	XORQ AX, AX \
+	XORQ BX, BX \
+	Q8_HALF(q8even, q8evenDone) \
+	VMOVUPS Y0, 64(SP) \
+	VMOVUPS Y1, 96(SP) \
+	VMOVUPS Y2, 128(SP) \
+	VMOVUPS Y3, 160(SP) \
+	VMOVUPS Y4, 192(SP) \
+	VMOVUPS Y5, 224(SP) \
+	VMOVUPS Y6, 256(SP) \
+	VMOVUPS Y7, 288(SP) \
+	MOVQ $32, AX \
+	MOVQ $1, BX \
+	Q8_HALF(q8odd, q8oddDone) \
+	VADDPS 64(SP), Y0, Y0 \
+	VADDPS 96(SP), Y1, Y1 \
+	VADDPS 128(SP), Y2, Y2 \
+	VADDPS 160(SP), Y3, Y3 \
+	VADDPS 192(SP), Y4, Y4 \
+	VADDPS 224(SP), Y5, Y5 \
+	VADDPS 256(SP), Y6, Y6 \
+	VADDPS 288(SP), Y7, Y7 \
+	Q8_LANES(Y0, Y2, Y4, Y6, Y9, Y8, X8) \
+	Q8_LANES(Y1, Y3, Y5, Y7, Y11, Y10, X10) \
+	Q8_STORE(0, 24) \
+	Q8_STORE(1, 32) \
+	Q8_STORE(2, 40) \
+	Q8_STORE(3, 48) \
+	MOVQ 8(SP), AX \
+	ADDQ AX, DX \
+	ADDQ AX, CX \
+	ADDQ AX, SI \
+	ADDQ AX, DI \
+	DECQ 16(SP) \
+	JMP  q8pair \
+q8end: \
+	VZEROUPPER \
 	RET
+	Q8_ROWS2X4
 
 // The f32 matrix kernels sum each row's product with one vector in one
 // accumulator of eight lanes, chunk after chunk, then across the lanes as
@@ -1669,5 +1681,169 @@ f1sums:
 	JMP  f1oct
 
 f1end:
+	VZEROUPPER
+	RET
+
+// The VNNI kernels (AVX512_VNNI with AVX512VL): q4_0Tile1, q4_0Tile3,
+// q4_0Tile4, q8Row1 and q8Rows2x4 with each integer product step one
+// VPDPBUSD (unsigned bytes times signed ones, four to an int32 lane,
+// added in), where the kernels above spend VPMADDUBSW into int16 pairs,
+// then VPADDW, then VPMADDWD against ones. Every sum is the same integer
+// (none of the int16 steps saturates), so each VNNI kernel's results are
+// bit for bit its AVX2 twin's.
+
+#undef NIBBLE_DOT
+#define NIBBLE_DOT(OFF, X, LO, HI, T, ACC) \
+	VPDPBUSD OFF(X), LO, ACC \
+	VPDPBUSD (OFF+128)(X), HI, ACC
+
+#undef GROUP_FLOATS
+#define GROUP_FLOATS(S32, F) \
+	VCVTDQ2PS S32, F
+
+#undef Q8_DOT
+#define Q8_DOT(U, S, DST, ONES) \
+	VPXOR DST, DST, DST \
+	VPDPBUSD S, U, DST
+
+// func q4_0Tile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+TEXT ·q4_0Tile3VNNI(SB), NOSPLIT, $0-96
+	Q4_0_TILE3
+
+// func q4_0Tile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+TEXT ·q4_0Tile1VNNI(SB), NOSPLIT, $0-48
+	Q4_0_TILE1
+
+// func q4_0Tile4VNNI(tile unsafe.Pointer, in *[4]tileInput, out *[4][8]float32)
+TEXT ·q4_0Tile4VNNI(SB), NOSPLIT, $0-24
+	Q4_0_TILE4
+
+// func q8Row1VNNI(w, ws, x, xs unsafe.Pointer, groups int, out *[8]float32)
+TEXT ·q8Row1VNNI(SB), NOSPLIT, $0-48
+	Q8_ROW1
+
+// func q8Rows2x4VNNI(rows unsafe.Pointer, rowBytes, pairs int, x, xs, outs *[4]unsafe.Pointer, groups int)
+TEXT ·q8Rows2x4VNNI(SB), NOSPLIT, $320-56
+	Q8_ROWS2X4
+
+// The Q8_0 tile kernels, VNNI only: a tile holds each code as u = w+128
+// (unsigned), so VPDPBUSD meets the activations' signed codes directly,
+// and Σu·x = Σw·x + 128·Σx is made exact again by taking off 128 times
+// the group's Σx (an int32 per group) before the conversion; then times
+// d_x, then times each row's d into the running sum. Each int32 lane
+// holds one row's whole group, so the float steps serve eight rows.
+
+// A Q8_0 tile group's int32 sums (ACC) against a vector whose group
+// scales and Σx are at SCALES and ISUMS, into SUM, the rows' d in Y13.
+#define Q8T_FINISH(ACC, SCALES, ISUMS, SUM) \
+	VPBROADCASTD 0(ISUMS)(DX*4), Y9 \
+	VPSLLD $7, Y9, Y9 \
+	VPSUBD Y9, ACC, ACC \
+	VCVTDQ2PS ACC, ACC \
+	VBROADCASTSS 0(SCALES)(DX*4), Y10 \
+	VMULPS Y10, ACC, ACC \
+	VFMADD231PS Y13, ACC, SUM
+
+// func q8_0Tile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+//
+// One Q8_0 tile (288 bytes a group: eight 32-byte columns of codes, four
+// of each row's, then eight float32 d) against one vector's broadcast
+// codes. Y0 is the running sum, Y3 a group's int32 sums.
+TEXT ·q8_0Tile1VNNI(SB), NOSPLIT, $0-48
+	TILE1_ARGS
+	VXORPS Y0, Y0, Y0
+	XORQ DX, DX
+
+#define Q8T_COL1(T) \
+	VMOVDQU (32*T)(SI), Y8 \
+	VPDPBUSD (32*T)(R8), Y8, Y3
+
+q8t1groups:
+	CMPQ DX, CX
+	JAE  q8t1done
+	VPXOR Y3, Y3, Y3
+	Q8T_COL1(0)
+	Q8T_COL1(1)
+	Q8T_COL1(2)
+	Q8T_COL1(3)
+	Q8T_COL1(4)
+	Q8T_COL1(5)
+	Q8T_COL1(6)
+	Q8T_COL1(7)
+	VMOVUPS 256(SI), Y13
+	Q8T_FINISH(Y3, R9, R10, Y0)
+	ADDQ $288, SI
+	ADDQ $256, R8
+	INCQ DX
+	JMP  q8t1groups
+
+q8t1done:
+	VMOVUPS Y0, 0(DI)
+	VZEROUPPER
+	RET
+
+// One column of codes against four vectors' codes (R8-R11), into their
+// int32 sums Y4-Y7.
+#define Q8T_COL4(T) \
+	VMOVDQU (32*T)(SI), Y8 \
+	VPDPBUSD (32*T)(R8), Y8, Y4 \
+	VPDPBUSD (32*T)(R9), Y8, Y5 \
+	VPDPBUSD (32*T)(R10), Y8, Y6 \
+	VPDPBUSD (32*T)(R11), Y8, Y7
+
+// Vector K's group into its running sum, its scales and Σx found through
+// its tileInput at 32K(BX).
+#define Q8T_FINISH4(ACC, K, SUM) \
+	MOVQ (32*K+8)(BX), R12 \
+	MOVQ (32*K+16)(BX), R13 \
+	Q8T_FINISH(ACC, R12, R13, SUM)
+
+// func q8_0Tile4VNNI(tile unsafe.Pointer, in *[4]tileInput, out *[4][8]float32)
+//
+// q8_0Tile1VNNI for four vectors (in), each summed exactly as
+// q8_0Tile1VNNI sums it: each column loaded once for the four. Y0-Y3
+// are the running sums, Y4-Y7 a group's int32 sums.
+TEXT ·q8_0Tile4VNNI(SB), NOSPLIT, $0-24
+	MOVQ tile+0(FP), SI
+	MOVQ in+8(FP), BX
+	MOVQ 24(BX), CX
+	MOVQ 0(BX), R8
+	MOVQ 32(BX), R9
+	MOVQ 64(BX), R10
+	MOVQ 96(BX), R11
+	ZERO4(Y0, Y1, Y2, Y3)
+	XORQ DX, DX
+
+q8t4groups:
+	CMPQ DX, CX
+	JAE  q8t4done
+	ZERO4(Y4, Y5, Y6, Y7)
+	Q8T_COL4(0)
+	Q8T_COL4(1)
+	Q8T_COL4(2)
+	Q8T_COL4(3)
+	Q8T_COL4(4)
+	Q8T_COL4(5)
+	Q8T_COL4(6)
+	Q8T_COL4(7)
+	VMOVUPS 256(SI), Y13
+	Q8T_FINISH4(Y4, 0, Y0)
+	Q8T_FINISH4(Y5, 1, Y1)
+	Q8T_FINISH4(Y6, 2, Y2)
+	Q8T_FINISH4(Y7, 3, Y3)
+	ADDQ $288, SI
+	ADDQ $256, R8
+	ADDQ $256, R9
+	ADDQ $256, R10
+	ADDQ $256, R11
+	INCQ DX
+	JMP  q8t4groups
+
+q8t4done:
+	MOVQ out+16(FP), DI
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
 	VZEROUPPER
 	RET

@@ -59,6 +59,7 @@ func ggufOf(t testing.TB, w *Weights, vocab []metaKV, typeOf func(tensor string)
 		// payloads in file order: a GGUF block is a scale (as f16) and
 		// its group's payload.
 		groups := cols / GroupSize
+		q = q.withRows()
 		for r := range rows {
 			scales, payloads := q.groupRow(r)
 			per := len(payloads) / groups

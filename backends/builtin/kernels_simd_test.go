@@ -3,12 +3,16 @@
 package builtin
 
 import (
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // Attention's row kernel (dotRows) is held to the references with the
-// matrix kernels, on every shape.
+// matrix kernels, on every shape, and so are Q8_0's tiles on a CPU with
+// VNNI (a copy of the matrix tiled, as the loader tiles it).
 func init() {
 	if !haveAVX2 {
 		return
@@ -16,10 +20,104 @@ func init() {
 	f32Kernels["rows"] = func(out []float32, m *Matrix, x []float32, lo, hi int) {
 		dotRowsVector(out, m.F32, x, lo, hi, m.Cols, m.Cols, dotAVX2)
 	}
+	if !haveVNNI {
+		return
+	}
+	tiled := map[*Matrix]*Matrix{} // so that benchmarks time the product alone
+	q8Kernels["tiles"] = func(out []float32, m *Matrix, x *quantized, lo, hi int) {
+		if tiled[m] == nil {
+			tiled[m] = withTiles(&Matrix{Rows: m.Rows, Cols: m.Cols, format: formatQ8_0, quant: m.quant})
+		}
+		matVecTiles(out, tiled[m], x, lo, hi)
+	}
 }
 
 func TestKernelNameSaysWhatRuns(t *testing.T) {
-	if strings.Contains(KernelName, "AVX2") != haveAVX2 {
-		t.Errorf("KernelName %q, AVX2 in use: %v", KernelName, haveAVX2)
+	if strings.Contains(KernelName, "AVX2") != haveAVX2 || strings.Contains(KernelName, "VNNI") != haveVNNI {
+		t.Errorf("KernelName %q, AVX2 in use: %v, VNNI: %v", KernelName, haveAVX2, haveVNNI)
+	}
+}
+
+// Each VNNI kernel sums the same integers as its AVX2 twin, so their
+// results are equal bit for bit: on random weights, and on extreme codes
+// (weights and activations all ±max: Q8_0 codes ±127, Q4_0 nibbles 0 and
+// 15, against activations ±127).
+func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
+	if !haveVNNI {
+		t.Skip("this CPU has no AVX512_VNNI with AVX512VL")
+	}
+	rng := rand.New(rand.NewPCG(7, 37))
+	const rows, cols = 16, 256
+	extreme := func(v []float32, hi float32) {
+		for i := range v {
+			v[i] = hi
+			if i%3 == 1 {
+				v[i] = -hi
+			}
+		}
+	}
+	for _, extremes := range []bool{false, true} {
+		w := randomMatrix(rng, rows, cols)
+		xs, _ := randomBatch(rng, 4, rows, cols)
+		if extremes {
+			extreme(w.F32, 1)
+			for _, x := range xs {
+				v := make([]float32, cols)
+				extreme(v, 1)
+				x.quantize(v, allForms)
+			}
+		}
+		q8, err := w.Quantize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups := cols / GroupSize
+		var a, b [8]float32
+		for r := range rows {
+			scales, values := q8.q8Row(r)
+			x := xs[r%4]
+			q8Row1(unsafe.Pointer(&values[0]), unsafe.Pointer(&scales[0]), unsafe.Pointer(&x.q[0]), unsafe.Pointer(&x.scales[0]), groups, &a)
+			q8Row1VNNI(unsafe.Pointer(&values[0]), unsafe.Pointer(&scales[0]), unsafe.Pointer(&x.q[0]), unsafe.Pointer(&x.scales[0]), groups, &b)
+			if a != b {
+				t.Fatalf("q8Row1 row %d (extremes %v): %v, VNNI %v", r, extremes, a, b)
+			}
+		}
+		var xq, xsc [4]unsafe.Pointer
+		var outA, outB [4][]float32
+		var pa, pb [4]unsafe.Pointer
+		for j := range 4 {
+			xq[j], xsc[j] = unsafe.Pointer(&xs[j].q[0]), unsafe.Pointer(&xs[j].scales[0])
+			outA[j], outB[j] = make([]float32, rows), make([]float32, rows)
+			pa[j], pb[j] = unsafe.Pointer(&outA[j][0]), unsafe.Pointer(&outB[j][0])
+		}
+		q8Rows2x4(unsafe.Pointer(&q8.quant[0]), q8.rowBytes(), rows/2, &xq, &xsc, &pa, groups)
+		q8Rows2x4VNNI(unsafe.Pointer(&q8.quant[0]), q8.rowBytes(), rows/2, &xq, &xsc, &pb, groups)
+		for j := range 4 {
+			if !slices.Equal(outA[j], outB[j]) {
+				t.Fatalf("q8Rows2x4 vector %d (extremes %v): %v, VNNI %v", j, extremes, outA[j], outB[j])
+			}
+		}
+
+		q4 := quantizeTo(t, ggmlQ4_0, w)
+		var in [maxTileBatch]tileInput
+		for j := range 4 {
+			in[j] = tileInputOf(q4, xs[j])
+		}
+		per := in[0].blocks * q4_0TileBytes
+		for tile := range rows / tileRows {
+			p := unsafe.Pointer(&q4.tiles[tile*per])
+			var one, oneVNNI [tileRows]float32
+			q4_0Tile1(p, in[0].bcast, in[0].scales, in[0].sums, in[0].blocks, &one)
+			q4_0Tile1VNNI(p, in[0].bcast, in[0].scales, in[0].sums, in[0].blocks, &oneVNNI)
+			var three, threeVNNI [3][tileRows]float32
+			q4_0Tile3(p, in[0].bcast, in[0].scales, in[0].sums, in[1].bcast, in[1].scales, in[1].sums, in[2].bcast, in[2].scales, in[2].sums, in[0].blocks, &three)
+			q4_0Tile3VNNI(p, in[0].bcast, in[0].scales, in[0].sums, in[1].bcast, in[1].scales, in[1].sums, in[2].bcast, in[2].scales, in[2].sums, in[0].blocks, &threeVNNI)
+			var four, fourVNNI [maxTileBatch][tileRows]float32
+			q4_0Tile4(p, &in, &four)
+			q4_0Tile4VNNI(p, &in, &fourVNNI)
+			if one != oneVNNI || three != threeVNNI || four != fourVNNI {
+				t.Fatalf("Q4_0 tile %d (extremes %v): %v %v %v, VNNI %v %v %v", tile, extremes, one, three, four, oneVNNI, threeVNNI, fourVNNI)
+			}
+		}
 	}
 }

@@ -532,7 +532,7 @@ func TestMatrixProductsDoNotAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms = append(ms, q8)
+	ms = append(ms, q8, withTiles(&Matrix{Rows: rows, Cols: cols, format: formatQ8_0, quant: q8.quant}))
 	for f := range formats {
 		if f := format(f); f.storedAsBlocks() {
 			ms = append(ms, quantizeTo(t, formats[f].ggml, w))
@@ -553,7 +553,7 @@ func TestMatrixProductsDoNotAllocate(t *testing.T) {
 func TestMatMatTilesMatchesMatVecBitForBit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 6))
 	tiled := 0
-	for f := formatQ4_0; int(f) < len(formats); f++ { // every block format; those with tiles
+	for f := formatQ8_0; int(f) < len(formats); f++ { // every quantized format; those with tiles
 		rows, cols := 27, 512
 		m := quantizeTo(t, formats[f].ggml, randomMatrix(rng, rows, cols))
 		if m.tiles == nil {

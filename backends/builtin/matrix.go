@@ -109,7 +109,9 @@ type Matrix struct {
 	quant      []byte // the quantized rows; nil for f32
 	// the rows laid out again for a faster kernel, where the build has
 	// one: interleaved for a tile kernel (tiles_simd.go), or IQ4_NL's
-	// levels as Q8_0 rows for the portable one (kernels_portable.go)
+	// levels as Q8_0 rows for the portable one (kernels_portable.go). A
+	// tiled Q8_0 matrix keeps its tiles alone, and quant is nil (see
+	// withRows).
 	tiles []byte
 }
 
@@ -186,6 +188,7 @@ func (m *Matrix) Dequantize() *Matrix {
 	if !m.Quantized() {
 		return m
 	}
+	m = m.withRows()
 	out := make([]float32, m.Rows*m.Cols)
 	for r := range m.Rows {
 		row := out[r*m.Cols : (r+1)*m.Cols]

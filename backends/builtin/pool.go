@@ -295,11 +295,11 @@ func (j *matJob) rows(i, a, b int) {
 	case m.format == formatF32:
 		matMatF32(j.out[i], m, j.x, a, b)
 		return
-	case m.format == formatQ8_0:
-		matMatQ8(j.out[i], m, j.xq, a, b)
-		return
 	case m.tiles != nil:
 		matMatTiles(j.out[i], m, j.xq, a, b)
+		return
+	case m.format == formatQ8_0:
+		matMatQ8(j.out[i], m, j.xq, a, b)
 		return
 	}
 	for s := range j.x {

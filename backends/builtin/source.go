@@ -279,7 +279,7 @@ func (w *Weights) quantize() (kept []string) {
 			if err != nil {
 				panic(err) // the columns are whole blocks: cannot fail
 			}
-			*m = qm
+			*m = withTiles(qm)
 		}
 	}
 	return kept

@@ -17,7 +17,8 @@ import (
 // every row, each int32 lane of the result is one row's sum, and eight
 // outputs come out of one kernel call with no horizontal sum. The file's
 // blocks stay where they are (mapped) for everything else: the portable
-// kernels, row lookups, dequantizing.
+// kernels, row lookups, dequantizing. On a CPU with VNNI a Q8_0 matrix
+// is tiled too, in place of its rows (q8tiles.go).
 
 // Q6_K tile, per super-block of 256 columns (q6KTileBytes):
 //   - 2048 bytes of codes (q+32, 0…63, one byte each): weights 4u…4u+3 of
@@ -153,6 +154,7 @@ type tileKernel struct {
 }
 
 var tileKernels = map[format]*tileKernel{
+	formatQ8_0:   {q8_0TileBytes, nil}, // with VNNI only; see withTiles
 	formatQ4_0:   {q4_0TileBytes, q4_0TileRow},
 	formatQ2_K:   {q2KTileBytes, q2KTileRow},
 	formatQ4_K:   {q4KTileBytes, q4KTileRow},
@@ -166,9 +168,19 @@ var tileKernels = map[format]*tileKernel{
 }
 
 // withTiles returns m with its rows also laid out as tiles where this
-// build and CPU have a tile kernel for its format.
+// build and CPU have a tile kernel for its format. A Q8_0 matrix is tiled
+// on a CPU with VNNI only (its tile kernels are VPDPBUSD's), and keeps
+// its tiles alone: they are the rows' size, and the kernels read nothing
+// else.
 func withTiles(m *Matrix) *Matrix {
-	if k := tileKernels[m.format]; haveAVX2 && k != nil {
+	k := tileKernels[m.format]
+	switch {
+	case !haveAVX2 || k == nil:
+	case m.format == formatQ8_0:
+		if haveVNNI {
+			m.tiles, m.quant = makeQ8_0Tiles(m), nil
+		}
+	default:
 		m.tiles = makeTiles(m, k)
 	}
 	return m
@@ -333,16 +345,6 @@ func iq4NLTileRow(tile []byte, r int, b []byte) {
 	putFloat(tile[iq4NLTileLevels+4*r:], f16ToF32(le16(b)))
 }
 
-// byteCodeAt is where a tile that holds a byte a weight keeps weight w
-// of row r: four weights of each of the eight rows to 32 bytes.
-func byteCodeAt(r, w int) int { return w/4*32 + 4*r + w%4 }
-
-func putFloat(b []byte, f float32) { *(*float32)(unsafe.Pointer(&b[0])) = f }
-
-// tileCount is how many tiles cover rows rows, the last padded with rows
-// of zeros.
-func tileCount(rows int) int { return (rows + tileRows - 1) / tileRows }
-
 // tileInput is the activations as a tile kernel reads them: the codes,
 // each four repeated eight times (so one load puts four of them in every
 // row's lanes), and per block (Q8_K) or group (Q8_0) the scale and the
@@ -388,6 +390,7 @@ const maxTileBatch = 4
 // tileBatches are the sizes of each format's batched kernels (dotTiles),
 // largest first.
 var tileBatches = map[format][]int{
+	formatQ8_0: {4},
 	formatQ4_0: {4, 3},
 	formatQ4_K: {3},
 	formatQ6_K: {3},
@@ -403,13 +406,24 @@ var tileBatches = map[format][]int{
 // values, so that in and out stay on the caller's stack.
 func dotTiles(f format, n int, tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32) {
 	if n == 4 {
-		q4_0Tile4(tile, in, out)
+		switch {
+		case f == formatQ8_0:
+			q8_0Tile4VNNI(tile, in, out)
+		case haveVNNI:
+			q4_0Tile4VNNI(tile, in, out)
+		default:
+			q4_0Tile4(tile, in, out)
+		}
 		return
 	}
 	a, b, c, three := &in[0], &in[1], &in[2], (*[3][tileRows]float32)(out[:3])
 	switch f {
 	case formatQ4_0:
-		q4_0Tile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+		if haveVNNI {
+			q4_0Tile3VNNI(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+		} else {
+			q4_0Tile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+		}
 	case formatQ4_K:
 		q4KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
 	case formatQ2_K:
@@ -428,8 +442,14 @@ func dotTiles(f format, n int, tile unsafe.Pointer, in *[maxTileBatch]tileInput,
 // upper halves.
 func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32) {
 	switch f {
+	case formatQ8_0:
+		q8_0Tile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	case formatQ4_0:
-		q4_0Tile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		if haveVNNI {
+			q4_0Tile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		} else {
+			q4_0Tile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		}
 	case formatQ4_1:
 		q4_1Tile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	case formatQ5_0, formatQ5_1:
@@ -464,7 +484,16 @@ func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
 // dotTiles'.
 
 //go:noescape
+func q8_0Tile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
+func q8_0Tile4VNNI(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32)
+
+//go:noescape
 func q4_0Tile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
+func q4_0Tile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
 func q4_1Tile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
@@ -494,7 +523,13 @@ func q6KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRo
 func q4_0Tile4(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32)
 
 //go:noescape
+func q4_0Tile4VNNI(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32)
+
+//go:noescape
 func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+
+//go:noescape
+func q4_0Tile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
 func q4KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
@@ -516,6 +551,9 @@ func tileInputOf(m *Matrix, x *quantized) tileInput {
 	blocks := m.Cols / m.format.block()
 	if formats[m.format].q8K {
 		return tileInput{unsafe.Pointer(&x.kbcast[:8*m.Cols][0]), unsafe.Pointer(&x.kscales[:blocks][0]), unsafe.Pointer(&x.ksums[:blocks*16][0]), blocks}
+	}
+	if m.format == formatQ8_0 { // its kernels take Σx in integers
+		return tileInput{unsafe.Pointer(&x.bcast[:8*m.Cols][0]), unsafe.Pointer(&x.scales[:blocks][0]), unsafe.Pointer(&x.isums[:blocks][0]), blocks}
 	}
 	return tileInput{unsafe.Pointer(&x.bcast[:8*m.Cols][0]), unsafe.Pointer(&x.scales[:blocks][0]), unsafe.Pointer(&x.sums[:blocks][0]), blocks}
 }

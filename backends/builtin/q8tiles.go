@@ -1,0 +1,80 @@
+package builtin
+
+import "unsafe"
+
+// Q8_0 tile, per group of 32 columns (q8_0TileBytes), for the VNNI
+// kernels (tiles_simd.go):
+//   - 256 bytes of codes, each as u = w+128 (0…255, so VPDPBUSD meets the
+//     activations' signed codes without a sign trick): weights 4t…4t+3
+//     of rows 0…7 in bytes 32t…32t+31, row r at 32t+4r;
+//   - 8 float32 d, row r at r.
+//
+// 36 bytes a row per group, as the rows' own layout (a float32 scale and
+// 32 codes), so a tiled Q8_0 matrix keeps its tiles alone.
+const (
+	q8_0TileCodes = tileRows * GroupSize
+	q8_0TileBytes = q8_0TileCodes + 4*tileRows
+)
+
+// makeQ8_0Tiles lays a Q8_0 matrix's rows out as tiles, the last padded
+// with rows of zeros (codes 128 and d 0).
+func makeQ8_0Tiles(m *Matrix) []byte {
+	groups := m.Cols / GroupSize
+	out := make([]byte, tileCount(m.Rows)*groups*q8_0TileBytes)
+	for i := range out {
+		out[i] = 128
+	}
+	for row := range tileCount(m.Rows) * tileRows {
+		t, r := row/tileRows, row%tileRows
+		for g := range groups {
+			tile := out[(t*groups+g)*q8_0TileBytes:][:q8_0TileBytes]
+			var d float32
+			if row < m.Rows {
+				scales, values := m.q8Row(row)
+				d = scales[g]
+				for w, v := range values[g*GroupSize : (g+1)*GroupSize] {
+					tile[byteCodeAt(r, w)] = byte(v) ^ 0x80
+				}
+			}
+			putFloat(tile[q8_0TileCodes+4*r:], d)
+		}
+	}
+	return out
+}
+
+// withRows is m with its rows: a tiled Q8_0 matrix, which keeps no rows,
+// copied out of its tiles, and every other matrix as it is.
+func (m *Matrix) withRows() *Matrix {
+	if m.format != formatQ8_0 || m.quant != nil {
+		return m
+	}
+	return q8_0RowsOfTiles(m)
+}
+
+// q8_0RowsOfTiles is a tiled Q8_0 matrix as rows.
+func q8_0RowsOfTiles(m *Matrix) *Matrix {
+	groups := m.Cols / GroupSize
+	q := newQuantMatrix(formatQ8_0, m.Rows, m.Cols)
+	for row := range m.Rows {
+		t, r := row/tileRows, row%tileRows
+		scales, values := q.q8Row(row)
+		for g := range groups {
+			tile := m.tiles[(t*groups+g)*q8_0TileBytes:][:q8_0TileBytes]
+			scales[g] = *(*float32)(unsafe.Pointer(&tile[q8_0TileCodes+4*r]))
+			for w := range GroupSize {
+				values[g*GroupSize+w] = int8(tile[byteCodeAt(r, w)] ^ 0x80)
+			}
+		}
+	}
+	return q
+}
+
+// byteCodeAt is where a tile that holds a byte a weight keeps weight w
+// of row r: four weights of each of the eight rows to 32 bytes.
+func byteCodeAt(r, w int) int { return w/4*32 + 4*r + w%4 }
+
+// tileCount is how many tiles cover rows rows, the last padded with rows
+// of zeros.
+func tileCount(rows int) int { return (rows + tileRows - 1) / tileRows }
+
+func putFloat(b []byte, f float32) { *(*float32)(unsafe.Pointer(&b[0])) = f }
