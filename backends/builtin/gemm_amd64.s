@@ -100,6 +100,11 @@
 	VPMADDUBSW (OFF+128)(X), HI, T \
 	VPADDW T, ACC, ACC
 
+// The bytes of a vector's codes per group of 32, as Q4_0's kernels read
+// them: each four repeated eight times (the VNNI kernels broadcast plain
+// codes as they load them).
+#define X_GROUP 256
+
 // A group's int16 sums (S16, from NIBBLE_DOT) as floats in F: pairs
 // summed into int32 against ones (Y14), converted.
 #define GROUP_FLOATS(S16, F) \
@@ -153,9 +158,9 @@ q4groups: \
 	FINISH(Y4, R12, R13, Y1) \
 	FINISH(Y5, R15, BX, Y2) \
 	ADDQ $160, SI \
-	ADDQ $256, R8 \
-	ADDQ $256, R11 \
-	ADDQ $256, R14 \
+	ADDQ $X_GROUP, R8 \
+	ADDQ $X_GROUP, R11 \
+	ADDQ $X_GROUP, R14 \
 	INCQ DX \
 	JMP  q4groups \
 q4done: \
@@ -192,7 +197,7 @@ q4x1groups: \
 	COLS1(96) \
 	FINISH(Y3, R9, R10, Y0) \
 	ADDQ $160, SI \
-	ADDQ $256, R8 \
+	ADDQ $X_GROUP, R8 \
 	INCQ DX \
 	JMP  q4x1groups \
 q4x1done: \
@@ -285,10 +290,10 @@ q4x4groups: \
 	Q4_0_FINISH4(Y6, 2, Y2) \
 	Q4_0_FINISH4(Y7, 3, Y3) \
 	ADDQ $160, SI \
-	ADDQ $256, R8 \
-	ADDQ $256, R9 \
-	ADDQ $256, R10 \
-	ADDQ $256, R11 \
+	ADDQ $X_GROUP, R8 \
+	ADDQ $X_GROUP, R9 \
+	ADDQ $X_GROUP, R10 \
+	ADDQ $X_GROUP, R11 \
 	INCQ DX \
 	JMP  q4x4groups \
 q4x4done: \
@@ -1690,12 +1695,16 @@ f1end:
 // added in), where the kernels above spend VPMADDUBSW into int16 pairs,
 // then VPADDW, then VPMADDWD against ones. Every sum is the same integer
 // (none of the int16 steps saturates), so each VNNI kernel's results are
-// bit for bit its AVX2 twin's.
+// bit for bit its AVX2 twin's. The Q4_0 ones read the activations' plain
+// codes, broadcast as they load them (.BCST), as the Q8_0 tiles' do.
 
 #undef NIBBLE_DOT
 #define NIBBLE_DOT(OFF, X, LO, HI, T, ACC) \
-	VPDPBUSD OFF(X), LO, ACC \
-	VPDPBUSD (OFF+128)(X), HI, ACC
+	VPDPBUSD.BCST ((OFF)/8)(X), LO, ACC \
+	VPDPBUSD.BCST ((OFF)/8+16)(X), HI, ACC
+
+#undef X_GROUP
+#define X_GROUP 32
 
 #undef GROUP_FLOATS
 #define GROUP_FLOATS(S32, F) \
@@ -1731,7 +1740,10 @@ TEXT ·q8Rows2x4VNNI(SB), NOSPLIT, $320-56
 // and Σu·x = Σw·x + 128·Σx is made exact again by taking off 128 times
 // the group's Σx (an int32 per group) before the conversion; then times
 // d_x, then times each row's d into the running sum. Each int32 lane
-// holds one row's whole group, so the float steps serve eight rows.
+// holds one row's whole group, so the float steps serve eight rows. The
+// activations are their plain codes: VPDPBUSD's embedded broadcast
+// (.BCST) puts four of them in every row's lane as it loads them, where
+// the other tile kernels read a copy with each four repeated eight times.
 
 // A Q8_0 tile group's int32 sums (ACC) against a vector whose group
 // scales and Σx are at SCALES and ISUMS, into SUM, the rows' d in Y13.
@@ -1747,8 +1759,9 @@ TEXT ·q8Rows2x4VNNI(SB), NOSPLIT, $320-56
 // func q8_0Tile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
 // One Q8_0 tile (288 bytes a group: eight 32-byte columns of codes, four
-// of each row's, then eight float32 d) against one vector's broadcast
-// codes. Y0 is the running sum, Y3 a group's int32 sums.
+// of each row's, then eight float32 d) against one vector's codes
+// (bcast), group scales and Σx (sums). Y0 is the running sum, Y3 a
+// group's int32 sums.
 TEXT ·q8_0Tile1VNNI(SB), NOSPLIT, $0-48
 	TILE1_ARGS
 	VXORPS Y0, Y0, Y0
@@ -1756,7 +1769,7 @@ TEXT ·q8_0Tile1VNNI(SB), NOSPLIT, $0-48
 
 #define Q8T_COL1(T) \
 	VMOVDQU (32*T)(SI), Y8 \
-	VPDPBUSD (32*T)(R8), Y8, Y3
+	VPDPBUSD.BCST (4*T)(R8), Y8, Y3
 
 q8t1groups:
 	CMPQ DX, CX
@@ -1773,7 +1786,7 @@ q8t1groups:
 	VMOVUPS 256(SI), Y13
 	Q8T_FINISH(Y3, R9, R10, Y0)
 	ADDQ $288, SI
-	ADDQ $256, R8
+	ADDQ $32, R8
 	INCQ DX
 	JMP  q8t1groups
 
@@ -1786,10 +1799,10 @@ q8t1done:
 // int32 sums Y4-Y7.
 #define Q8T_COL4(T) \
 	VMOVDQU (32*T)(SI), Y8 \
-	VPDPBUSD (32*T)(R8), Y8, Y4 \
-	VPDPBUSD (32*T)(R9), Y8, Y5 \
-	VPDPBUSD (32*T)(R10), Y8, Y6 \
-	VPDPBUSD (32*T)(R11), Y8, Y7
+	VPDPBUSD.BCST (4*T)(R8), Y8, Y4 \
+	VPDPBUSD.BCST (4*T)(R9), Y8, Y5 \
+	VPDPBUSD.BCST (4*T)(R10), Y8, Y6 \
+	VPDPBUSD.BCST (4*T)(R11), Y8, Y7
 
 // Vector K's group into its running sum, its scales and Σx found through
 // its tileInput at 32K(BX).
@@ -1832,10 +1845,10 @@ q8t4groups:
 	Q8T_FINISH4(Y6, 2, Y2)
 	Q8T_FINISH4(Y7, 3, Y3)
 	ADDQ $288, SI
-	ADDQ $256, R8
-	ADDQ $256, R9
-	ADDQ $256, R10
-	ADDQ $256, R11
+	ADDQ $32, R8
+	ADDQ $32, R9
+	ADDQ $32, R10
+	ADDQ $32, R11
 	INCQ DX
 	JMP  q8t4groups
 

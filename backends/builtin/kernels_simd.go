@@ -24,7 +24,8 @@ var haveAVX2 = archsimd.X86.AVX2() && archsimd.X86.FMA()
 
 // haveVNNI is whether the Q8_0 and Q4_0 kernels take their VNNI twins
 // (gemm_amd64.s), whose VPDPBUSD on 256-bit registers needs AVX512_VNNI
-// and AVX512VL; GODEBUG=cpu.avx512f=off turns it off with AVX-512.
+// and AVX512VL (with AVX-512's F, CD, BW and DQ, as archsimd bundles
+// them); GODEBUG=cpu.avx512f=off turns it off with AVX-512.
 var haveVNNI = haveAVX2 && archsimd.X86.AVX512() && archsimd.X86.AVX512VNNI()
 
 // portableQ8 is whether Q8_0 products run the portable kernel.

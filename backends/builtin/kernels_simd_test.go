@@ -98,23 +98,27 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 			}
 		}
 
+		// The AVX2 kernels read each four codes repeated eight times, the
+		// VNNI ones the plain codes.
 		q4 := quantizeTo(t, ggmlQ4_0, w)
-		var in [maxTileBatch]tileInput
+		var in, v [maxTileBatch]tileInput
 		for j := range 4 {
-			in[j] = tileInputOf(q4, xs[j])
+			v[j] = tileInputOf(q4, xs[j])
+			in[j] = v[j]
+			in[j].bcast = unsafe.Pointer(&xs[j].bcast[0])
 		}
 		per := in[0].blocks * q4_0TileBytes
 		for tile := range rows / tileRows {
 			p := unsafe.Pointer(&q4.tiles[tile*per])
 			var one, oneVNNI [tileRows]float32
 			q4_0Tile1(p, in[0].bcast, in[0].scales, in[0].sums, in[0].blocks, &one)
-			q4_0Tile1VNNI(p, in[0].bcast, in[0].scales, in[0].sums, in[0].blocks, &oneVNNI)
+			q4_0Tile1VNNI(p, v[0].bcast, v[0].scales, v[0].sums, v[0].blocks, &oneVNNI)
 			var three, threeVNNI [3][tileRows]float32
 			q4_0Tile3(p, in[0].bcast, in[0].scales, in[0].sums, in[1].bcast, in[1].scales, in[1].sums, in[2].bcast, in[2].scales, in[2].sums, in[0].blocks, &three)
-			q4_0Tile3VNNI(p, in[0].bcast, in[0].scales, in[0].sums, in[1].bcast, in[1].scales, in[1].sums, in[2].bcast, in[2].scales, in[2].sums, in[0].blocks, &threeVNNI)
+			q4_0Tile3VNNI(p, v[0].bcast, v[0].scales, v[0].sums, v[1].bcast, v[1].scales, v[1].sums, v[2].bcast, v[2].scales, v[2].sums, v[0].blocks, &threeVNNI)
 			var four, fourVNNI [maxTileBatch][tileRows]float32
 			q4_0Tile4(p, &in, &four)
-			q4_0Tile4VNNI(p, &in, &fourVNNI)
+			q4_0Tile4VNNI(p, &v, &fourVNNI)
 			if one != oneVNNI || three != threeVNNI || four != fourVNNI {
 				t.Fatalf("Q4_0 tile %d (extremes %v): %v %v %v, VNNI %v %v %v", tile, extremes, one, three, four, oneVNNI, threeVNNI, fourVNNI)
 			}

@@ -192,8 +192,11 @@ func tileForms(m *Matrix) activationForms {
 	if m.tiles == nil {
 		return activationForms{}
 	}
-	if formats[m.format].q8K {
+	switch {
+	case formats[m.format].q8K:
 		return activationForms{kbcast: true}
+	case plainCodes(m.format): // its kernels broadcast the codes as they load them
+		return activationForms{q8_0: true, sums: true}
 	}
 	return activationForms{bcast: true, sums: true}
 }
@@ -347,8 +350,9 @@ func iq4NLTileRow(tile []byte, r int, b []byte) {
 
 // tileInput is the activations as a tile kernel reads them: the codes,
 // each four repeated eight times (so one load puts four of them in every
-// row's lanes), and per block (Q8_K) or group (Q8_0) the scale and the
-// sums. q4_0Tile4 reads an array of them: keep the fields' order.
+// row's lanes; the VNNI kernels broadcast plain codes), and per
+// block (Q8_K) or group (Q8_0) the scale and the sums. q4_0Tile4 and
+// q8_0Tile4VNNI read an array of them: keep the fields' order.
 type tileInput struct {
 	bcast, scales, sums unsafe.Pointer
 	blocks              int
@@ -546,14 +550,24 @@ func fiveBitTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, 
 //go:noescape
 func q6KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
+// plainCodes is whether format f's tile kernels read the activations'
+// codes as they are (the VNNI kernels: Q8_0's and, on a CPU with VNNI,
+// Q4_0's), not each four repeated eight times.
+func plainCodes(f format) bool {
+	return f == formatQ8_0 || f == formatQ4_0 && haveVNNI
+}
+
 // tileInputOf is x as m's tile kernel reads it.
 func tileInputOf(m *Matrix, x *quantized) tileInput {
 	blocks := m.Cols / m.format.block()
 	if formats[m.format].q8K {
 		return tileInput{unsafe.Pointer(&x.kbcast[:8*m.Cols][0]), unsafe.Pointer(&x.kscales[:blocks][0]), unsafe.Pointer(&x.ksums[:blocks*16][0]), blocks}
 	}
-	if m.format == formatQ8_0 { // its kernels take Σx in integers
-		return tileInput{unsafe.Pointer(&x.bcast[:8*m.Cols][0]), unsafe.Pointer(&x.scales[:blocks][0]), unsafe.Pointer(&x.isums[:blocks][0]), blocks}
+	switch {
+	case m.format == formatQ8_0: // Σx in integers
+		return tileInput{unsafe.Pointer(&x.q[:m.Cols][0]), unsafe.Pointer(&x.scales[:blocks][0]), unsafe.Pointer(&x.isums[:blocks][0]), blocks}
+	case plainCodes(m.format):
+		return tileInput{unsafe.Pointer(&x.q[:m.Cols][0]), unsafe.Pointer(&x.scales[:blocks][0]), unsafe.Pointer(&x.sums[:blocks][0]), blocks}
 	}
 	return tileInput{unsafe.Pointer(&x.bcast[:8*m.Cols][0]), unsafe.Pointer(&x.scales[:blocks][0]), unsafe.Pointer(&x.sums[:blocks][0]), blocks}
 }
