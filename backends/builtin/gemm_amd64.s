@@ -1147,21 +1147,32 @@ q61done:
 	VZEROUPPER
 	RET
 
-// Q8_DOT sets DST to the int32 sums of U's unsigned bytes times S's
-// signed ones, four to a lane, through int16 pairs summed against ONES
-// (int16 ones). Q8_0's |w| and x with w's sign never saturate the pairs
-// (2·128·127 < 2^15), so the sums are exact; the VNNI kernels redefine
-// it as one VPDPBUSD, the same sums.
-#define Q8_DOT(U, S, DST, ONES) \
-	VPMADDUBSW S, U, DST \
-	VPMADDWD ONES, DST, DST
+// func q8Row1(w, ws, x, xs unsafe.Pointer, groups int, out *[8]float32)
+//
+// q8Row in assembly, the same sums in the same order: per group, |w|
+// times x with w's sign (VPMADDUBSW), pairs summed (VPMADDWD against
+// ones), converted, times ws·xs into the even groups' accumulator (Y0) or
+// the odd groups' (Y1); then even + odd, the row's eight lane sums.
+TEXT ·q8Row1(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ ws+8(FP), DX
+	MOVQ x+16(FP), R8
+	MOVQ xs+24(FP), R9
+	MOVQ groups+32(FP), CX
+	MOVQ out+40(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	INT16_ONES(Y7)
+	XORQ AX, AX // group
+	XORQ BX, BX // its first value's offset
 
 #define Q8_GROUP(ACC) \
 	VMOVDQU 0(R8)(BX*1), Y2 \
 	VPSIGNB 0(SI)(BX*1), Y2, Y2 \
 	VPABSB 0(SI)(BX*1), Y3 \
-	Q8_DOT(Y3, Y2, Y5, Y7) \
-	VCVTDQ2PS Y5, Y2 \
+	VPMADDUBSW Y2, Y3, Y2 \
+	VPMADDWD Y7, Y2, Y2 \
+	VCVTDQ2PS Y2, Y2 \
 	VMOVSS 0(DX)(AX*4), X4 \
 	VMULSS 0(R9)(AX*4), X4, X4 \
 	VBROADCASTSS X4, Y4 \
@@ -1169,43 +1180,24 @@ q61done:
 	INCQ AX \
 	ADDQ $32, BX
 
-// func q8Row1(w, ws, x, xs unsafe.Pointer, groups int, out *[8]float32)
-//
-// q8Row in assembly, the same sums in the same order: per group, |w|
-// times x with w's sign (VPMADDUBSW), pairs summed (VPMADDWD against
-// ones), converted, times ws·xs into the even groups' accumulator (Y0) or
-// the odd groups' (Y1); then even + odd, the row's eight lane sums.
-// AX counts groups, BX is a group's first value's offset.
-TEXT ·q8Row1(SB), NOSPLIT, $0-48
-#define Q8_ROW1 \
-	MOVQ w+0(FP), SI \
-	MOVQ ws+8(FP), DX \
-	MOVQ x+16(FP), R8 \
-	MOVQ xs+24(FP), R9 \
-	MOVQ groups+32(FP), CX \
-	MOVQ out+40(FP), DI \
-	VXORPS Y0, Y0, Y0 \
-	VXORPS Y1, Y1, Y1 \
-	INT16_ONES(Y7) \
-	XORQ AX, AX \
-	XORQ BX, BX \
-q8pairs: \
-	LEAQ 2(AX), R10 \
-	CMPQ R10, CX \
-	JA   q8last \
-	Q8_GROUP(Y0) \
-	Q8_GROUP(Y1) \
-	JMP  q8pairs \
-q8last: \
-	CMPQ AX, CX \
-	JAE  q8done \
-	Q8_GROUP(Y0) \
-q8done: \
-	VADDPS Y1, Y0, Y0 \
-	VMOVUPS Y0, 0(DI) \
-	VZEROUPPER \
+q8pairs:
+	LEAQ 2(AX), R10
+	CMPQ R10, CX
+	JA   q8last
+	Q8_GROUP(Y0)
+	Q8_GROUP(Y1)
+	JMP  q8pairs
+
+q8last:
+	CMPQ AX, CX
+	JAE  q8done
+	Q8_GROUP(Y0)
+
+q8done:
+	VADDPS Y1, Y0, Y0
+	VMOVUPS Y0, 0(DI)
+	VZEROUPPER
 	RET
-	Q8_ROW1
 
 // One 32-byte column of codes (Y9) times three vectors' activations, by
 // the run's scales (Y11), into Y0-Y2.
@@ -1380,8 +1372,9 @@ q51done:
 // Q8_GROUP with the row's loads and the scales hoisted out.
 #define Q8_PAIR(W, ABS, SEL, ACC) \
 	VPSIGNB 0(W)(AX*1), Y13, Y14 \
-	Q8_DOT(ABS, Y14, Y15, Y12) \
-	VCVTDQ2PS Y15, Y14 \
+	VPMADDUBSW Y14, ABS, Y14 \
+	VPMADDWD Y12, Y14, Y14 \
+	VCVTDQ2PS Y14, Y14 \
 	VSHUFPS $SEL, Y11, Y11, Y15 \
 	VFMADD231PS Y15, Y14, ACC
 
@@ -1450,83 +1443,83 @@ DONE:
 // Frame: the count of groups at 0(SP), two rows' bytes at 8, the pairs
 // left at 16, the four output pointers at 24-48, the even sums at 64.
 TEXT ·q8Rows2x4(SB), NOSPLIT, $320-56
-#define Q8_ROWS2X4 \
-	MOVQ groups+48(FP), AX \
-	MOVQ AX, 0(SP) \
-	MOVQ rowBytes+8(FP), AX \
-	SHLQ $1, AX \
-	MOVQ AX, 8(SP) \
-	MOVQ pairs+16(FP), AX \
-	MOVQ AX, 16(SP) \
-	MOVQ outs+40(FP), AX \
-	MOVQ 0(AX), BX \
-	MOVQ BX, 24(SP) \
-	MOVQ 8(AX), BX \
-	MOVQ BX, 32(SP) \
-	MOVQ 16(AX), BX \
-	MOVQ BX, 40(SP) \
-	MOVQ 24(AX), BX \
-	MOVQ BX, 48(SP) \
-	MOVQ rows+0(FP), DX \
-	MOVQ rowBytes+8(FP), CX \
-	ADDQ DX, CX \
-	MOVQ groups+48(FP), BX \
-	LEAQ 0(DX)(BX*4), SI \
-	LEAQ 0(CX)(BX*4), DI \
-	MOVQ x+24(FP), AX \
-	MOVQ 0(AX), R8 \
-	MOVQ 8(AX), R9 \
-	MOVQ 16(AX), R10 \
-	MOVQ 24(AX), R11 \
-	MOVQ xs+32(FP), AX \
-	MOVQ 0(AX), R12 \
-	MOVQ 8(AX), R13 \
-	MOVQ 16(AX), R14 \
-	MOVQ 24(AX), R15 \
-	INT16_ONES(Y12) \
-q8pair: \
-	MOVQ 16(SP), AX \
-	TESTQ AX, AX \
-	JZ   q8end \
-	XORQ AX, AX \
-	XORQ BX, BX \
-	Q8_HALF(q8even, q8evenDone) \
-	VMOVUPS Y0, 64(SP) \
-	VMOVUPS Y1, 96(SP) \
-	VMOVUPS Y2, 128(SP) \
-	VMOVUPS Y3, 160(SP) \
-	VMOVUPS Y4, 192(SP) \
-	VMOVUPS Y5, 224(SP) \
-	VMOVUPS Y6, 256(SP) \
-	VMOVUPS Y7, 288(SP) \
-	MOVQ $32, AX \
-	MOVQ $1, BX \
-	Q8_HALF(q8odd, q8oddDone) \
-	VADDPS 64(SP), Y0, Y0 \
-	VADDPS 96(SP), Y1, Y1 \
-	VADDPS 128(SP), Y2, Y2 \
-	VADDPS 160(SP), Y3, Y3 \
-	VADDPS 192(SP), Y4, Y4 \
-	VADDPS 224(SP), Y5, Y5 \
-	VADDPS 256(SP), Y6, Y6 \
-	VADDPS 288(SP), Y7, Y7 \
-	Q8_LANES(Y0, Y2, Y4, Y6, Y9, Y8, X8) \
-	Q8_LANES(Y1, Y3, Y5, Y7, Y11, Y10, X10) \
-	Q8_STORE(0, 24) \
-	Q8_STORE(1, 32) \
-	Q8_STORE(2, 40) \
-	Q8_STORE(3, 48) \
-	MOVQ 8(SP), AX \
-	ADDQ AX, DX \
-	ADDQ AX, CX \
-	ADDQ AX, SI \
-	ADDQ AX, DI \
-	DECQ 16(SP) \
-	JMP  q8pair \
-q8end: \
-	VZEROUPPER \
+	MOVQ groups+48(FP), AX
+	MOVQ AX, 0(SP)
+	MOVQ rowBytes+8(FP), AX
+	SHLQ $1, AX
+	MOVQ AX, 8(SP)
+	MOVQ pairs+16(FP), AX
+	MOVQ AX, 16(SP)
+	MOVQ outs+40(FP), AX
+	MOVQ 0(AX), BX
+	MOVQ BX, 24(SP)
+	MOVQ 8(AX), BX
+	MOVQ BX, 32(SP)
+	MOVQ 16(AX), BX
+	MOVQ BX, 40(SP)
+	MOVQ 24(AX), BX
+	MOVQ BX, 48(SP)
+	MOVQ rows+0(FP), DX // row 0's scales, then its values
+	MOVQ rowBytes+8(FP), CX
+	ADDQ DX, CX
+	MOVQ groups+48(FP), BX
+	LEAQ 0(DX)(BX*4), SI
+	LEAQ 0(CX)(BX*4), DI
+	MOVQ x+24(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ xs+32(FP), AX
+	MOVQ 0(AX), R12
+	MOVQ 8(AX), R13
+	MOVQ 16(AX), R14
+	MOVQ 24(AX), R15
+	INT16_ONES(Y12)
+
+q8pair:
+	MOVQ 16(SP), AX
+	TESTQ AX, AX
+	JZ   q8end
+	XORQ AX, AX
+	XORQ BX, BX
+	Q8_HALF(q8even, q8evenDone)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y1, 96(SP)
+	VMOVUPS Y2, 128(SP)
+	VMOVUPS Y3, 160(SP)
+	VMOVUPS Y4, 192(SP)
+	VMOVUPS Y5, 224(SP)
+	VMOVUPS Y6, 256(SP)
+	VMOVUPS Y7, 288(SP)
+	MOVQ $32, AX
+	MOVQ $1, BX
+	Q8_HALF(q8odd, q8oddDone)
+	VADDPS 64(SP), Y0, Y0
+	VADDPS 96(SP), Y1, Y1
+	VADDPS 128(SP), Y2, Y2
+	VADDPS 160(SP), Y3, Y3
+	VADDPS 192(SP), Y4, Y4
+	VADDPS 224(SP), Y5, Y5
+	VADDPS 256(SP), Y6, Y6
+	VADDPS 288(SP), Y7, Y7
+	Q8_LANES(Y0, Y2, Y4, Y6, Y9, Y8, X8)
+	Q8_LANES(Y1, Y3, Y5, Y7, Y11, Y10, X10)
+	Q8_STORE(0, 24)
+	Q8_STORE(1, 32)
+	Q8_STORE(2, 40)
+	Q8_STORE(3, 48)
+	MOVQ 8(SP), AX
+	ADDQ AX, DX
+	ADDQ AX, CX
+	ADDQ AX, SI
+	ADDQ AX, DI
+	DECQ 16(SP)
+	JMP  q8pair
+
+q8end:
+	VZEROUPPER
 	RET
-	Q8_ROWS2X4
 
 // The f32 matrix kernels sum each row's product with one vector in one
 // accumulator of eight lanes, chunk after chunk, then across the lanes as
@@ -1689,8 +1682,8 @@ f1end:
 	VZEROUPPER
 	RET
 
-// The VNNI kernels (AVX512_VNNI with AVX512VL): q4_0Tile1, q4_0Tile3,
-// q4_0Tile4, q8Row1 and q8Rows2x4 with each integer product step one
+// The VNNI kernels (AVX512_VNNI with AVX512VL): q4_0Tile1, q4_0Tile3 and
+// q4_0Tile4 with each integer product step one
 // VPDPBUSD (unsigned bytes times signed ones, four to an int32 lane,
 // added in), where the kernels above spend VPMADDUBSW into int16 pairs,
 // then VPADDW, then VPMADDWD against ones. Every sum is the same integer
@@ -1710,11 +1703,6 @@ f1end:
 #define GROUP_FLOATS(S32, F) \
 	VCVTDQ2PS S32, F
 
-#undef Q8_DOT
-#define Q8_DOT(U, S, DST, ONES) \
-	VPXOR DST, DST, DST \
-	VPDPBUSD S, U, DST
-
 // func q4_0Tile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 TEXT ·q4_0Tile3VNNI(SB), NOSPLIT, $0-96
 	Q4_0_TILE3
@@ -1726,14 +1714,6 @@ TEXT ·q4_0Tile1VNNI(SB), NOSPLIT, $0-48
 // func q4_0Tile4VNNI(tile unsafe.Pointer, in *[4]tileInput, out *[4][8]float32)
 TEXT ·q4_0Tile4VNNI(SB), NOSPLIT, $0-24
 	Q4_0_TILE4
-
-// func q8Row1VNNI(w, ws, x, xs unsafe.Pointer, groups int, out *[8]float32)
-TEXT ·q8Row1VNNI(SB), NOSPLIT, $0-48
-	Q8_ROW1
-
-// func q8Rows2x4VNNI(rows unsafe.Pointer, rowBytes, pairs int, x, xs, outs *[4]unsafe.Pointer, groups int)
-TEXT ·q8Rows2x4VNNI(SB), NOSPLIT, $320-56
-	Q8_ROWS2X4
 
 // The Q8_0 tile kernels, VNNI only: a tile holds each code as u = w+128
 // (unsigned), so VPDPBUSD meets the activations' signed codes directly,

@@ -22,8 +22,8 @@ import (
 
 var haveAVX2 = archsimd.X86.AVX2() && archsimd.X86.FMA()
 
-// haveVNNI is whether the Q8_0 and Q4_0 kernels take their VNNI twins
-// (gemm_amd64.s), whose VPDPBUSD on 256-bit registers needs AVX512_VNNI
+// haveVNNI is whether Q8_0 matrices are tiled and the Q4_0 tile kernels
+// take their VNNI twins (gemm_amd64.s), whose VPDPBUSD needs AVX512_VNNI
 // and AVX512VL (with AVX-512's F, CD, BW and DQ, as archsimd bundles
 // them); GODEBUG=cpu.avx512f=off turns it off with AVX-512.
 var haveVNNI = haveAVX2 && archsimd.X86.AVX512() && archsimd.X86.AVX512VNNI()
@@ -273,7 +273,8 @@ var laneIndex = func() (idx [8]archsimd.Uint32x8) {
 	return idx
 }()
 
-// matVecQ8 is the int8 dot product without VNNI: |w| (unsigned) times x
+// matVecQ8 is the int8 dot product of Q8_0 rows (on a CPU with VNNI a
+// Q8_0 matrix is tiles instead; see withTiles): |w| (unsigned) times x
 // with w's sign (VPSIGNB) through VPMADDUBSW into int16 pairs, VPMADDWD
 // against ones into int32, then one FMA per group with the product of the
 // two group scales (q8Row1).
@@ -297,11 +298,7 @@ func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	for r0 := lo; r0 < hi; r0 += 4 {
 		n := min(4, hi-r0)
 		for i := range n {
-			if haveVNNI {
-				q8Row1VNNI(rowQ8(r0+i), rowScales(r0+i), pxq, pxs, groups, &lanes)
-			} else {
-				q8Row1(rowQ8(r0+i), rowScales(r0+i), pxq, pxs, groups, &lanes)
-			}
+			q8Row1(rowQ8(r0+i), rowScales(r0+i), pxq, pxs, groups, &lanes)
 			acc[i] = archsimd.LoadFloat32x8(&lanes)
 		}
 		for i := n; i < 4; i++ {
@@ -333,12 +330,7 @@ func matMatQ8(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 				xsc[j] = unsafe.Pointer(&xs[s+j].scales[:groups][0])
 				out[j] = unsafe.Pointer(&outs[s+j][lo : lo+2*pairs][0])
 			}
-			rows := unsafe.Pointer(&m.quantRow(lo)[0])
-			if haveVNNI {
-				q8Rows2x4VNNI(rows, m.rowBytes(), pairs, &x, &xsc, &out, groups)
-			} else {
-				q8Rows2x4(rows, m.rowBytes(), pairs, &x, &xsc, &out, groups)
-			}
+			q8Rows2x4(unsafe.Pointer(&m.quantRow(lo)[0]), m.rowBytes(), pairs, &x, &xsc, &out, groups)
 			if lo+2*pairs < hi {
 				for j := range 4 {
 					matVecQ8(outs[s+j], m, xs[s+j], hi-1, hi)
@@ -357,9 +349,6 @@ func matMatQ8(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 //
 //go:noescape
 func q8Rows2x4(rows unsafe.Pointer, rowBytes, pairs int, x, xs, outs *[4]unsafe.Pointer, groups int)
-
-//go:noescape
-func q8Rows2x4VNNI(rows unsafe.Pointer, rowBytes, pairs int, x, xs, outs *[4]unsafe.Pointer, groups int)
 
 // matVecBlocks multiplies a matrix stored as the GGUF's blocks: every
 // format through its tiles (tiles_simd.go), built when the matrix was
@@ -382,9 +371,6 @@ func matVecBlocks(out []float32, m *Matrix, x *quantized, lo, hi int) {
 //
 //go:noescape
 func q8Row1(w, ws, x, xs unsafe.Pointer, groups int, out *[8]float32)
-
-//go:noescape
-func q8Row1VNNI(w, ws, x, xs unsafe.Pointer, groups int, out *[8]float32)
 
 // q8Dot is one group's 32 int8 products, summed into eight float lanes.
 func q8Dot(wv, xv archsimd.Int8x32, ones archsimd.Int16x16) archsimd.Float32x8 {
