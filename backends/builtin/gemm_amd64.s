@@ -1840,3 +1840,293 @@ q8t4done:
 	VMOVUPS Y3, 96(DI)
 	VZEROUPPER
 	RET
+
+// The Q4_K VNNI kernels: q4KTile1's and q4KTile3's sums with VPDPBUSD,
+// against the activations' plain Q8_K codes (.BCST). Each group's sum is
+// int32 at once and is multiplied by each row's group scale (VPMULLD,
+// the scale zero-extended to its row's lane) into the block's sum: the
+// same integers as the int16 sums weighed with VPMADDWD, so the same
+// results, bit for bit. The mins and the float steps are K1_FINISH's and
+// K_FINISH's.
+
+// Column I of group pair C against the codes at X (weights 64C+4I… for
+// the low nibbles, 64C+32+4I… for the high), into the int32 sums EVEN
+// and ODD; the nibbles unpacked in Y10 (low) and Y9 (high).
+#define KV_NIBBLES(C, I) \
+	VMOVDQU (256*C+32*I)(SI), Y9 \
+	VPAND Y15, Y9, Y10 \
+	VPSRLW $4, Y9, Y9 \
+	VPAND Y15, Y9, Y9
+
+#define KV_DOT(C, I, X, EVEN, ODD) \
+	VPDPBUSD.BCST (64*C+4*I)(X), Y10, EVEN \
+	VPDPBUSD.BCST (64*C+32+4*I)(X), Y9, ODD
+
+// Group G's int32 sums (ACC) times each row's scale into the block's sum
+// BLOCK (Y11 a temporary).
+#define KV_SCALE(G, ACC, BLOCK) \
+	VPMOVZXBD (1024+8*G)(SI), Y11 \
+	VPMULLD Y11, ACC, ACC \
+	VPADDD ACC, BLOCK, BLOCK
+
+// func q4KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+//
+// Y0 and Y1 are a group pair's int32 sums (even, odd group), Y2 the
+// block's, Y4 the running sum.
+TEXT ·q4KTile1VNNI(SB), NOSPLIT, $0-48
+	TILE1_ARGS
+	BROADCAST32(0x0f0f0f0f, X15, Y15)
+	VMOVDQU q4KRunIndex<>+0(SB), X14
+	VMOVDQU q4KRunIndex<>+16(SB), X13
+	VXORPS Y4, Y4, Y4
+
+#define KV1_COLS(C, I) \
+	KV_NIBBLES(C, I) \
+	KV_DOT(C, I, R8, Y0, Y1)
+
+#define KV1_PAIR(C) \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	KV1_COLS(C, 0) \
+	KV1_COLS(C, 1) \
+	KV1_COLS(C, 2) \
+	KV1_COLS(C, 3) \
+	KV1_COLS(C, 4) \
+	KV1_COLS(C, 5) \
+	KV1_COLS(C, 6) \
+	KV1_COLS(C, 7) \
+	KV_SCALE((2*C), Y0, Y2) \
+	KV_SCALE((2*C+1), Y1, Y2)
+
+	XORQ DX, DX
+kv1blocks:
+	CMPQ DX, CX
+	JAE  kv1done
+	VPXOR Y2, Y2, Y2
+	KV1_PAIR(0)
+	KV1_PAIR(1)
+	KV1_PAIR(2)
+	KV1_PAIR(3)
+	K1_FINISH
+	ADDQ $1216, SI
+	ADDQ $256, R8
+	ADDQ $32, R10
+	INCQ DX
+	JMP  kv1blocks
+
+kv1done:
+	VMOVUPS Y4, 0(DI)
+	VZEROUPPER
+	RET
+
+// func q4KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+//
+// q4KTile1VNNI against three vectors, each summed exactly as it sums one
+// (the running sums kept in out between blocks, as q4KTile3 keeps them).
+// Y0-Y2 are a group pair's even groups' int32 sums, one per vector, Y3-Y5
+// the odd ones', Y6-Y8 the blocks'.
+TEXT ·q4KTile3VNNI(SB), NOSPLIT, $0-96
+	TILE3_ARGS
+	BROADCAST32(0x0f0f0f0f, X15, Y15)
+	VMOVDQU q4KRunIndex<>+0(SB), X14
+	VMOVDQU q4KRunIndex<>+16(SB), X13
+	VXORPS Y0, Y0, Y0
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y0, 32(DI)
+	VMOVUPS Y0, 64(DI)
+
+#define KV3_COLS(C, I) \
+	KV_NIBBLES(C, I) \
+	KV_DOT(C, I, R8, Y0, Y3) \
+	KV_DOT(C, I, R11, Y1, Y4) \
+	KV_DOT(C, I, R14, Y2, Y5)
+
+#define KV3_PAIR(C) \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	VPXOR Y2, Y2, Y2 \
+	VPXOR Y3, Y3, Y3 \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	KV3_COLS(C, 0) \
+	KV3_COLS(C, 1) \
+	KV3_COLS(C, 2) \
+	KV3_COLS(C, 3) \
+	KV3_COLS(C, 4) \
+	KV3_COLS(C, 5) \
+	KV3_COLS(C, 6) \
+	KV3_COLS(C, 7) \
+	KV_SCALE((2*C), Y0, Y6) \
+	KV_SCALE((2*C), Y1, Y7) \
+	KV_SCALE((2*C), Y2, Y8) \
+	KV_SCALE((2*C+1), Y3, Y6) \
+	KV_SCALE((2*C+1), Y4, Y7) \
+	KV_SCALE((2*C+1), Y5, Y8)
+
+	XORQ DX, DX
+kv3blocks:
+	CMPQ DX, CX
+	JAE  kv3done
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	KV3_PAIR(0)
+	KV3_PAIR(1)
+	KV3_PAIR(2)
+	KV3_PAIR(3)
+	K_FINISH(Y6, R9, R10, 0)
+	K_FINISH(Y7, R12, R13, 32)
+	K_FINISH(Y8, R15, BX, 64)
+	ADDQ $1216, SI
+	ADDQ $256, R8
+	ADDQ $256, R11
+	ADDQ $256, R14
+	ADDQ $32, R10
+	ADDQ $32, R13
+	ADDQ $32, BX
+	INCQ DX
+	JMP  kv3blocks
+
+kv3done:
+	VZEROUPPER
+	RET
+
+// The Q6_K VNNI kernels: q6KTile1's and q6KTile3's sums with VPDPBUSD,
+// against the plain Q8_K codes (.BCST). A run's four columns sum into
+// int32 at once, times each row's run scale (VPMULLD, the scale
+// sign-extended to its row's lane): the same integers as VPMADDUBSW's
+// int16 pairs weighed with VPMADDWD, so the same results, bit for bit.
+// The offsets (the codes' +32 against the sums of 16) are the AVX2
+// kernels'.
+
+// Run S's four columns against the codes at X into RUN (zeroed first),
+// times the rows' run scales (Y11) into ACC.
+#define Q6V_RUN(S, X, RUN, ACC) \
+	VPXOR RUN, RUN, RUN \
+	VMOVDQU (128*(S))(SI), Y9 \
+	VPDPBUSD.BCST (16*(S))(X), Y9, RUN \
+	VMOVDQU (128*(S)+32)(SI), Y9 \
+	VPDPBUSD.BCST (16*(S)+4)(X), Y9, RUN \
+	VMOVDQU (128*(S)+64)(SI), Y9 \
+	VPDPBUSD.BCST (16*(S)+8)(X), Y9, RUN \
+	VMOVDQU (128*(S)+96)(SI), Y9 \
+	VPDPBUSD.BCST (16*(S)+12)(X), Y9, RUN \
+	VPMOVSXBD (2048+8*(S))(SI), Y11 \
+	VPMULLD Y11, RUN, RUN \
+	VPADDD RUN, ACC, ACC
+
+// Runs S and S+1's scales (X12, loaded) against one vector's sums of 16
+// (SUMS) into its offset OFFSET, as Q6_1PAIR and Q6_3PAIR take them.
+#define Q6V_OFFSET(S, SUMS, OFFSET) \
+	VPSHUFB X15, X12, X11 \
+	VPMOVSXBW X11, Y11 \
+	VPBROADCASTD (2*S)(SUMS), Y10 \
+	VPMADDWD Y10, Y11, Y10 \
+	VPADDD Y10, OFFSET, OFFSET
+
+// func q6KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+//
+// Y0 is the block's int32 sum, Y1 the offset, Y2 the running sum, Y3 a
+// run's sum.
+TEXT ·q6KTile1VNNI(SB), NOSPLIT, $0-48
+	TILE1_ARGS
+	VMOVDQU q6KTwoRunIndex<>+0(SB), X15
+	VXORPS Y2, Y2, Y2
+
+#define Q6V_1PAIR(S) \
+	Q6V_RUN(S, R8, Y3, Y0) \
+	Q6V_RUN(S+1, R8, Y3, Y0) \
+	VMOVDQU (2048+8*S)(SI), X12 \
+	Q6V_OFFSET(S, R10, Y1)
+
+	XORQ DX, DX
+q6v1blocks:
+	CMPQ DX, CX
+	JAE  q6v1done
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	Q6V_1PAIR(0)
+	Q6V_1PAIR(2)
+	Q6V_1PAIR(4)
+	Q6V_1PAIR(6)
+	Q6V_1PAIR(8)
+	Q6V_1PAIR(10)
+	Q6V_1PAIR(12)
+	Q6V_1PAIR(14)
+	VPSLLD $5, Y1, Y1
+	VPSUBD Y1, Y0, Y0
+	VBROADCASTSS 0(R9)(DX*4), Y10
+	VMULPS (2048+128)(SI), Y10, Y11
+	VCVTDQ2PS Y0, Y12
+	VFMADD231PS Y11, Y12, Y2
+	ADDQ $2208, SI
+	ADDQ $256, R8
+	ADDQ $32, R10
+	INCQ DX
+	JMP  q6v1blocks
+
+q6v1done:
+	VMOVUPS Y2, 0(DI)
+	VZEROUPPER
+	RET
+
+// func q6KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+//
+// q6KTile1VNNI against three vectors, each summed exactly as it sums one,
+// the running sums kept in out between blocks. Y0-Y2 are the blocks'
+// int32 sums, Y3-Y5 the offsets, Y6 a run's sum.
+TEXT ·q6KTile3VNNI(SB), NOSPLIT, $0-96
+	TILE3_ARGS
+	VMOVDQU q6KTwoRunIndex<>+0(SB), X15
+	VXORPS Y0, Y0, Y0
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y0, 32(DI)
+	VMOVUPS Y0, 64(DI)
+
+#define Q6V_3RUN(S) \
+	Q6V_RUN(S, R8, Y6, Y0) \
+	Q6V_RUN(S, R11, Y6, Y1) \
+	Q6V_RUN(S, R14, Y6, Y2)
+
+#define Q6V_3PAIR(S) \
+	Q6V_3RUN(S) \
+	Q6V_3RUN(S+1) \
+	VMOVDQU (2048+8*S)(SI), X12 \
+	Q6V_OFFSET(S, R10, Y3) \
+	Q6V_OFFSET(S, R13, Y4) \
+	Q6V_OFFSET(S, BX, Y5)
+
+	XORQ DX, DX
+q6v3blocks:
+	CMPQ DX, CX
+	JAE  q6v3done
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	Q6V_3PAIR(0)
+	Q6V_3PAIR(2)
+	Q6V_3PAIR(4)
+	Q6V_3PAIR(6)
+	Q6V_3PAIR(8)
+	Q6V_3PAIR(10)
+	Q6V_3PAIR(12)
+	Q6V_3PAIR(14)
+	Q6_FINISH(Y0, Y3, R9, 0)
+	Q6_FINISH(Y1, Y4, R12, 32)
+	Q6_FINISH(Y2, Y5, R15, 64)
+	ADDQ $2208, SI
+	ADDQ $256, R8
+	ADDQ $256, R11
+	ADDQ $256, R14
+	ADDQ $32, R10
+	ADDQ $32, R13
+	ADDQ $32, BX
+	INCQ DX
+	JMP  q6v3blocks
+
+q6v3done:
+	VZEROUPPER
+	RET

@@ -39,8 +39,8 @@ func TestKernelNameSaysWhatRuns(t *testing.T) {
 
 // Each VNNI kernel sums the same integers as its AVX2 twin, so their
 // results are equal bit for bit: on random weights, and on extreme codes
-// (weights and activations all ±max: Q4_0 nibbles 0 and 15 against
-// activations ±127).
+// (weights and activations all ±max: Q4_0 and Q4_K nibbles 0 and 15,
+// Q6_K codes at their ends, against activations ±127).
 func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 	if !haveVNNI {
 		t.Skip("this CPU has no AVX512_VNNI with AVX512VL")
@@ -89,6 +89,46 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 			q4_0Tile4VNNI(p, &v, &fourVNNI)
 			if one != oneVNNI || three != threeVNNI || four != fourVNNI {
 				t.Fatalf("Q4_0 tile %d (extremes %v): %v %v %v, VNNI %v %v %v", tile, extremes, one, three, four, oneVNNI, threeVNNI, fourVNNI)
+			}
+		}
+
+		q4K := quantizeTo(t, ggmlQ4_K, w)
+		for j := range 3 {
+			v[j] = tileInputOf(q4K, xs[j])
+			in[j] = v[j]
+			in[j].bcast = unsafe.Pointer(&xs[j].kbcast[0])
+		}
+		per = in[0].blocks * q4KTileBytes
+		for tile := range rows / tileRows {
+			p := unsafe.Pointer(&q4K.tiles[tile*per])
+			var one, oneVNNI [tileRows]float32
+			q4KTile1(p, in[0].bcast, in[0].scales, in[0].sums, in[0].blocks, &one)
+			q4KTile1VNNI(p, v[0].bcast, v[0].scales, v[0].sums, v[0].blocks, &oneVNNI)
+			var three, threeVNNI [3][tileRows]float32
+			q4KTile3(p, in[0].bcast, in[0].scales, in[0].sums, in[1].bcast, in[1].scales, in[1].sums, in[2].bcast, in[2].scales, in[2].sums, in[0].blocks, &three)
+			q4KTile3VNNI(p, v[0].bcast, v[0].scales, v[0].sums, v[1].bcast, v[1].scales, v[1].sums, v[2].bcast, v[2].scales, v[2].sums, v[0].blocks, &threeVNNI)
+			if one != oneVNNI || three != threeVNNI {
+				t.Fatalf("Q4_K tile %d (extremes %v): %v %v, VNNI %v %v", tile, extremes, one, three, oneVNNI, threeVNNI)
+			}
+		}
+
+		q6K := quantizeTo(t, ggmlQ6_K, w)
+		for j := range 3 {
+			v[j] = tileInputOf(q6K, xs[j])
+			in[j] = v[j]
+			in[j].bcast = unsafe.Pointer(&xs[j].kbcast[0])
+		}
+		per = in[0].blocks * q6KTileBytes
+		for tile := range rows / tileRows {
+			p := unsafe.Pointer(&q6K.tiles[tile*per])
+			var one, oneVNNI [tileRows]float32
+			q6KTile1(p, in[0].bcast, in[0].scales, in[0].sums, in[0].blocks, &one)
+			q6KTile1VNNI(p, v[0].bcast, v[0].scales, v[0].sums, v[0].blocks, &oneVNNI)
+			var three, threeVNNI [3][tileRows]float32
+			q6KTile3(p, in[0].bcast, in[0].scales, in[0].sums, in[1].bcast, in[1].scales, in[1].sums, in[2].bcast, in[2].scales, in[2].sums, in[0].blocks, &three)
+			q6KTile3VNNI(p, v[0].bcast, v[0].scales, v[0].sums, v[1].bcast, v[1].scales, v[1].sums, v[2].bcast, v[2].scales, v[2].sums, v[0].blocks, &threeVNNI)
+			if one != oneVNNI || three != threeVNNI {
+				t.Fatalf("Q6_K tile %d (extremes %v): %v %v, VNNI %v %v", tile, extremes, one, three, oneVNNI, threeVNNI)
 			}
 		}
 	}

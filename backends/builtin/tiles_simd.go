@@ -192,11 +192,14 @@ func tileForms(m *Matrix) activationForms {
 	if m.tiles == nil {
 		return activationForms{}
 	}
+	plain, q8K := plainCodes(m.format), formats[m.format].q8K
 	switch {
-	case formats[m.format].q8K:
-		return activationForms{kbcast: true}
-	case plainCodes(m.format): // its kernels broadcast the codes as they load them
+	case plain && q8K: // its kernels broadcast the codes as they load them
+		return activationForms{q8K: true}
+	case plain:
 		return activationForms{q8_0: true, sums: true}
+	case q8K:
+		return activationForms{kbcast: true}
 	}
 	return activationForms{bcast: true, sums: true}
 }
@@ -429,7 +432,11 @@ func dotTiles(f format, n int, tile unsafe.Pointer, in *[maxTileBatch]tileInput,
 			q4_0Tile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
 		}
 	case formatQ4_K:
-		q4KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+		if haveVNNI {
+			q4KTile3VNNI(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+		} else {
+			q4KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+		}
 	case formatQ2_K:
 		q2KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
 	case formatQ3_K:
@@ -437,7 +444,11 @@ func dotTiles(f format, n int, tile unsafe.Pointer, in *[maxTileBatch]tileInput,
 	case formatQ5_0, formatQ5_1:
 		fiveBitTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
 	case formatQ6_K:
-		q6KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+		if haveVNNI {
+			q6KTile3VNNI(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+		} else {
+			q6KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+		}
 	}
 }
 
@@ -463,13 +474,21 @@ func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
 	case formatQ2_K:
 		q2KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	case formatQ4_K:
-		q4KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		if haveVNNI {
+			q4KTile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		} else {
+			q4KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		}
 	case formatQ5_K:
 		q5KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	case formatQ3_K:
 		q3KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	case formatQ6_K:
-		q6KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		if haveVNNI {
+			q6KTile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		} else {
+			q6KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		}
 	}
 }
 
@@ -518,10 +537,16 @@ func q3KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRo
 func q4KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
+func q4KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
 func q5KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
 func q6KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
+func q6KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
 func q4_0Tile4(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32)
@@ -539,6 +564,9 @@ func q4_0Tile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2,
 func q4KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
+func q4KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+
+//go:noescape
 func q2KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
@@ -550,18 +578,25 @@ func fiveBitTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, 
 //go:noescape
 func q6KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
+//go:noescape
+func q6KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+
 // plainCodes is whether format f's tile kernels read the activations'
 // codes as they are (the VNNI kernels: Q8_0's and, on a CPU with VNNI,
-// Q4_0's), not each four repeated eight times.
+// Q4_0's, Q4_K's and Q6_K's), not each four repeated eight times.
 func plainCodes(f format) bool {
-	return f == formatQ8_0 || f == formatQ4_0 && haveVNNI
+	return f == formatQ8_0 || haveVNNI && (f == formatQ4_0 || f == formatQ4_K || f == formatQ6_K)
 }
 
 // tileInputOf is x as m's tile kernel reads it.
 func tileInputOf(m *Matrix, x *quantized) tileInput {
 	blocks := m.Cols / m.format.block()
 	if formats[m.format].q8K {
-		return tileInput{unsafe.Pointer(&x.kbcast[:8*m.Cols][0]), unsafe.Pointer(&x.kscales[:blocks][0]), unsafe.Pointer(&x.ksums[:blocks*16][0]), blocks}
+		codes := unsafe.Pointer(&x.kbcast[:8*m.Cols][0])
+		if plainCodes(m.format) {
+			codes = unsafe.Pointer(&x.kq[:m.Cols][0])
+		}
+		return tileInput{codes, unsafe.Pointer(&x.kscales[:blocks][0]), unsafe.Pointer(&x.ksums[:blocks*16][0]), blocks}
 	}
 	switch {
 	case m.format == formatQ8_0: // Σx in integers
