@@ -1683,13 +1683,13 @@ f1end:
 	RET
 
 // The VNNI kernels (AVX512_VNNI with AVX512VL): q4_0Tile1, q4_0Tile3 and
-// q4_0Tile4 with each integer product step one
-// VPDPBUSD (unsigned bytes times signed ones, four to an int32 lane,
-// added in), where the kernels above spend VPMADDUBSW into int16 pairs,
-// then VPADDW, then VPMADDWD against ones. Every sum is the same integer
-// (none of the int16 steps saturates), so each VNNI kernel's results are
-// bit for bit its AVX2 twin's. The Q4_0 ones read the activations' plain
-// codes, broadcast as they load them (.BCST), as the Q8_0 tiles' do.
+// q4_0Tile4 with each integer product step one VPDPBUSD (unsigned bytes
+// times signed ones, four to an int32 lane, added in), where the kernels
+// above spend VPMADDUBSW into int16 pairs, then VPADDW, then VPMADDWD
+// against ones. Every sum is the same integer (none of the int16 steps
+// saturates), so each VNNI kernel's results are bit for bit its AVX2
+// twin's. They read the activations' plain codes, broadcast as they load
+// them (.BCST), as every VNNI kernel below does.
 
 #undef NIBBLE_DOT
 #define NIBBLE_DOT(OFF, X, LO, HI, T, ACC) \

@@ -504,7 +504,9 @@ func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
 // Q4_1's m, or Q4_0's −8, against the group's sum of x). In archsimd they
 // compiled to an address computation before every load; the assembly
 // folds the loads into the multiply-adds. The Tile3 and Tile4 kernels are
-// dotTiles'.
+// dotTiles'. The VNNI kernels are the twins a CPU with VNNI takes (the
+// same results, from the activations' plain codes; see plainCodes), and
+// Q8_0's, which has tiles on such a CPU only.
 
 //go:noescape
 func q8_0Tile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
