@@ -39,11 +39,15 @@
 
 // A K-quant tile kernel's step to its next block: TILE bytes of tile, a
 // super-block of each vector's broadcast codes and sums of 16.
-#define TILE3_NEXT(TILE) \
+#define TILE3_NEXT(TILE) TILE3_STEP(TILE, 2048)
+
+// The same with CODES bytes of each vector's codes a block (256 for the
+// VNNI kernels' plain codes).
+#define TILE3_STEP(TILE, CODES) \
 	ADDQ $TILE, SI \
-	ADDQ $2048, R8 \
-	ADDQ $2048, R11 \
-	ADDQ $2048, R14 \
+	ADDQ $CODES, R8 \
+	ADDQ $CODES, R11 \
+	ADDQ $CODES, R14 \
 	ADDQ $32, R10 \
 	ADDQ $32, R13 \
 	ADDQ $32, BX \
@@ -1977,14 +1981,7 @@ kv3blocks:
 	K_FINISH(Y6, R9, R10, 0)
 	K_FINISH(Y7, R12, R13, 32)
 	K_FINISH(Y8, R15, BX, 64)
-	ADDQ $1216, SI
-	ADDQ $256, R8
-	ADDQ $256, R11
-	ADDQ $256, R14
-	ADDQ $32, R10
-	ADDQ $32, R13
-	ADDQ $32, BX
-	INCQ DX
+	TILE3_STEP(1216, 256)
 	JMP  kv3blocks
 
 kv3done:
@@ -2117,14 +2114,7 @@ q6v3blocks:
 	Q6_FINISH(Y0, Y3, R9, 0)
 	Q6_FINISH(Y1, Y4, R12, 32)
 	Q6_FINISH(Y2, Y5, R15, 64)
-	ADDQ $2208, SI
-	ADDQ $256, R8
-	ADDQ $256, R11
-	ADDQ $256, R14
-	ADDQ $32, R10
-	ADDQ $32, R13
-	ADDQ $32, BX
-	INCQ DX
+	TILE3_STEP(2208, 256)
 	JMP  q6v3blocks
 
 q6v3done:

@@ -3,6 +3,7 @@
 package builtin
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -66,70 +67,59 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 				x.quantize(v, allForms)
 			}
 		}
-		// The AVX2 kernels read each four codes repeated eight times, the
-		// VNNI ones the plain codes.
 		q4 := quantizeTo(t, ggmlQ4_0, w)
-		var in, v [maxTileBatch]tileInput
-		for j := range 4 {
-			v[j] = tileInputOf(q4, xs[j])
-			in[j] = v[j]
-			in[j].bcast = unsafe.Pointer(&xs[j].bcast[0])
-		}
+		twinsAgree(t, fmt.Sprintf("Q4_0, extremes %v", extremes), q4, xs, q4_0Tile1, q4_0Tile1VNNI, q4_0Tile3, q4_0Tile3VNNI)
+		in, v := twinInputs(q4, xs)
 		per := in[0].blocks * q4_0TileBytes
 		for tile := range rows / tileRows {
-			p := unsafe.Pointer(&q4.tiles[tile*per])
-			var one, oneVNNI [tileRows]float32
-			q4_0Tile1(p, in[0].bcast, in[0].scales, in[0].sums, in[0].blocks, &one)
-			q4_0Tile1VNNI(p, v[0].bcast, v[0].scales, v[0].sums, v[0].blocks, &oneVNNI)
-			var three, threeVNNI [3][tileRows]float32
-			q4_0Tile3(p, in[0].bcast, in[0].scales, in[0].sums, in[1].bcast, in[1].scales, in[1].sums, in[2].bcast, in[2].scales, in[2].sums, in[0].blocks, &three)
-			q4_0Tile3VNNI(p, v[0].bcast, v[0].scales, v[0].sums, v[1].bcast, v[1].scales, v[1].sums, v[2].bcast, v[2].scales, v[2].sums, v[0].blocks, &threeVNNI)
 			var four, fourVNNI [maxTileBatch][tileRows]float32
-			q4_0Tile4(p, &in, &four)
-			q4_0Tile4VNNI(p, &v, &fourVNNI)
-			if one != oneVNNI || three != threeVNNI || four != fourVNNI {
-				t.Fatalf("Q4_0 tile %d (extremes %v): %v %v %v, VNNI %v %v %v", tile, extremes, one, three, four, oneVNNI, threeVNNI, fourVNNI)
+			q4_0Tile4(unsafe.Pointer(&q4.tiles[tile*per]), &in, &four)
+			q4_0Tile4VNNI(unsafe.Pointer(&q4.tiles[tile*per]), &v, &fourVNNI)
+			if four != fourVNNI {
+				t.Fatalf("q4_0Tile4, tile %d, extremes %v: %v, VNNI %v", tile, extremes, four, fourVNNI)
 			}
 		}
+		twinsAgree(t, fmt.Sprintf("Q4_K, extremes %v", extremes), quantizeTo(t, ggmlQ4_K, w), xs, q4KTile1, q4KTile1VNNI, q4KTile3, q4KTile3VNNI)
+		twinsAgree(t, fmt.Sprintf("Q6_K, extremes %v", extremes), quantizeTo(t, ggmlQ6_K, w), xs, q6KTile1, q6KTile1VNNI, q6KTile3, q6KTile3VNNI)
+	}
+}
 
-		q4K := quantizeTo(t, ggmlQ4_K, w)
-		for j := range 3 {
-			v[j] = tileInputOf(q4K, xs[j])
-			in[j] = v[j]
-			in[j].bcast = unsafe.Pointer(&xs[j].kbcast[0])
-		}
-		per = in[0].blocks * q4KTileBytes
-		for tile := range rows / tileRows {
-			p := unsafe.Pointer(&q4K.tiles[tile*per])
-			var one, oneVNNI [tileRows]float32
-			q4KTile1(p, in[0].bcast, in[0].scales, in[0].sums, in[0].blocks, &one)
-			q4KTile1VNNI(p, v[0].bcast, v[0].scales, v[0].sums, v[0].blocks, &oneVNNI)
-			var three, threeVNNI [3][tileRows]float32
-			q4KTile3(p, in[0].bcast, in[0].scales, in[0].sums, in[1].bcast, in[1].scales, in[1].sums, in[2].bcast, in[2].scales, in[2].sums, in[0].blocks, &three)
-			q4KTile3VNNI(p, v[0].bcast, v[0].scales, v[0].sums, v[1].bcast, v[1].scales, v[1].sums, v[2].bcast, v[2].scales, v[2].sums, v[0].blocks, &threeVNNI)
-			if one != oneVNNI || three != threeVNNI {
-				t.Fatalf("Q4_K tile %d (extremes %v): %v %v, VNNI %v %v", tile, extremes, one, three, oneVNNI, threeVNNI)
-			}
-		}
+type (
+	tileKernel1 func(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+	tileKernel3 func(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+)
 
-		q6K := quantizeTo(t, ggmlQ6_K, w)
-		for j := range 3 {
-			v[j] = tileInputOf(q6K, xs[j])
-			in[j] = v[j]
-			in[j].bcast = unsafe.Pointer(&xs[j].kbcast[0])
+// twinInputs is xs as m's AVX2 tile kernels read them (each four codes
+// repeated eight times) and as its VNNI twins do (the plain codes).
+func twinInputs(m *Matrix, xs []*quantized) (avx2, vnni [maxTileBatch]tileInput) {
+	for j := range maxTileBatch {
+		vnni[j] = tileInputOf(m, xs[j])
+		avx2[j] = vnni[j]
+		if formats[m.format].q8K {
+			avx2[j].bcast = unsafe.Pointer(&xs[j].kbcast[0])
+		} else {
+			avx2[j].bcast = unsafe.Pointer(&xs[j].bcast[0])
 		}
-		per = in[0].blocks * q6KTileBytes
-		for tile := range rows / tileRows {
-			p := unsafe.Pointer(&q6K.tiles[tile*per])
-			var one, oneVNNI [tileRows]float32
-			q6KTile1(p, in[0].bcast, in[0].scales, in[0].sums, in[0].blocks, &one)
-			q6KTile1VNNI(p, v[0].bcast, v[0].scales, v[0].sums, v[0].blocks, &oneVNNI)
-			var three, threeVNNI [3][tileRows]float32
-			q6KTile3(p, in[0].bcast, in[0].scales, in[0].sums, in[1].bcast, in[1].scales, in[1].sums, in[2].bcast, in[2].scales, in[2].sums, in[0].blocks, &three)
-			q6KTile3VNNI(p, v[0].bcast, v[0].scales, v[0].sums, v[1].bcast, v[1].scales, v[1].sums, v[2].bcast, v[2].scales, v[2].sums, v[0].blocks, &threeVNNI)
-			if one != oneVNNI || three != threeVNNI {
-				t.Fatalf("Q6_K tile %d (extremes %v): %v %v, VNNI %v %v", tile, extremes, one, three, oneVNNI, threeVNNI)
-			}
+	}
+	return avx2, vnni
+}
+
+// twinsAgree holds the one- and three-vector VNNI kernels of m's format
+// to their AVX2 twins, bit for bit, on every tile of m.
+func twinsAgree(t *testing.T, name string, m *Matrix, xs []*quantized, one, oneVNNI tileKernel1, three, threeVNNI tileKernel3) {
+	t.Helper()
+	in, v := twinInputs(m, xs)
+	per := len(m.tiles) / tileCount(m.Rows)
+	for tile := range tileCount(m.Rows) {
+		p := unsafe.Pointer(&m.tiles[tile*per])
+		var a, b [tileRows]float32
+		one(p, in[0].bcast, in[0].scales, in[0].sums, in[0].blocks, &a)
+		oneVNNI(p, v[0].bcast, v[0].scales, v[0].sums, v[0].blocks, &b)
+		var a3, b3 [3][tileRows]float32
+		three(p, in[0].bcast, in[0].scales, in[0].sums, in[1].bcast, in[1].scales, in[1].sums, in[2].bcast, in[2].scales, in[2].sums, in[0].blocks, &a3)
+		threeVNNI(p, v[0].bcast, v[0].scales, v[0].sums, v[1].bcast, v[1].scales, v[1].sums, v[2].bcast, v[2].scales, v[2].sums, v[0].blocks, &b3)
+		if a != b || a3 != b3 {
+			t.Fatalf("%s tile %d: %v %v, VNNI %v %v", name, tile, a, a3, b, b3)
 		}
 	}
 }
