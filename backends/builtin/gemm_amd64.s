@@ -2120,3 +2120,70 @@ q6v3blocks:
 q6v3done:
 	VZEROUPPER
 	RET
+
+// The Q5_K VNNI kernel: q5KTile1's sums with VPDPBUSD against the plain
+// Q8_K codes (.BCST), each column's codes unpacked as Q5_COL unpacks
+// them. A group's int32 sum takes all eight columns at once (q5KTile1's
+// int16 sums take four), then each row's scale (KV_SCALE): the same
+// integers, so the same results, bit for bit.
+#define Q5V_COL(C, I, SE, NE, SO, NO) \
+	VMOVDQU (256*C+32*I)(SI), Y9 \
+	VMOVDQU (1216+32*I)(SI), Y8 \
+	VPAND Y15, Y9, Y10 \
+	SE $NE, Y8, Y11 \
+	VPAND Y5, Y11, Y11 \
+	VPOR Y11, Y10, Y10 \
+	VPDPBUSD.BCST (64*C+4*I)(R8), Y10, Y0 \
+	VPSRLW $4, Y9, Y9 \
+	VPAND Y15, Y9, Y9 \
+	SO $NO, Y8, Y8 \
+	VPAND Y5, Y8, Y8 \
+	VPOR Y8, Y9, Y9 \
+	VPDPBUSD.BCST (64*C+32+4*I)(R8), Y9, Y1
+
+#define Q5V_PAIR(C, SE, NE, SO, NO) \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	Q5V_COL(C, 0, SE, NE, SO, NO) \
+	Q5V_COL(C, 1, SE, NE, SO, NO) \
+	Q5V_COL(C, 2, SE, NE, SO, NO) \
+	Q5V_COL(C, 3, SE, NE, SO, NO) \
+	Q5V_COL(C, 4, SE, NE, SO, NO) \
+	Q5V_COL(C, 5, SE, NE, SO, NO) \
+	Q5V_COL(C, 6, SE, NE, SO, NO) \
+	Q5V_COL(C, 7, SE, NE, SO, NO) \
+	KV_SCALE((2*C), Y0, Y2) \
+	KV_SCALE((2*C+1), Y1, Y2)
+
+// func q5KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+//
+// Y2 is the block's int32 sum, Y4 the running sum, Y5 bit 4 of every
+// byte.
+TEXT ·q5KTile1VNNI(SB), NOSPLIT, $0-48
+	TILE1_ARGS
+	BROADCAST32(0x0f0f0f0f, X15, Y15)
+	BROADCAST32(0x10101010, X5, Y5)
+	VMOVDQU q4KRunIndex<>+0(SB), X14
+	VMOVDQU q4KRunIndex<>+16(SB), X13
+	VXORPS Y4, Y4, Y4
+	XORQ DX, DX
+
+q5v1blocks:
+	CMPQ DX, CX
+	JAE  q5v1done
+	VPXOR Y2, Y2, Y2
+	Q5V_PAIR(0, VPSLLW, 4, VPSLLW, 3)
+	Q5V_PAIR(1, VPSLLW, 2, VPSLLW, 1)
+	Q5V_PAIR(2, VPSLLW, 0, VPSRLW, 1)
+	Q5V_PAIR(3, VPSRLW, 2, VPSRLW, 3)
+	K1_FINISH
+	ADDQ $1472, SI
+	ADDQ $256, R8
+	ADDQ $32, R10
+	INCQ DX
+	JMP  q5v1blocks
+
+q5v1done:
+	VMOVUPS Y4, 0(DI)
+	VZEROUPPER
+	RET

@@ -480,7 +480,11 @@ func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
 			q4KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 		}
 	case formatQ5_K:
-		q5KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		if haveVNNI {
+			q5KTile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		} else {
+			q5KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		}
 	case formatQ3_K:
 		q3KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	case formatQ6_K:
@@ -545,6 +549,9 @@ func q4KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[ti
 func q5KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
+func q5KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
 func q6KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
@@ -585,9 +592,12 @@ func q6KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, 
 
 // plainCodes is whether format f's tile kernels read the activations'
 // codes as they are (the VNNI kernels: Q8_0's and, on a CPU with VNNI,
-// Q4_0's, Q4_K's and Q6_K's), not each four repeated eight times.
+// Q4_0's, Q4_K's, Q5_K's and Q6_K's), not each four repeated eight times.
 func plainCodes(f format) bool {
-	return f == formatQ8_0 || haveVNNI && (f == formatQ4_0 || f == formatQ4_K || f == formatQ6_K)
+	if f == formatQ8_0 {
+		return true
+	}
+	return haveVNNI && (f == formatQ4_0 || f == formatQ4_K || f == formatQ5_K || f == formatQ6_K)
 }
 
 // tileInputOf is x as m's tile kernel reads it.
