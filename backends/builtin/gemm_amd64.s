@@ -1343,33 +1343,35 @@ q63done:
 // code's fifth bit. Y2 is the block's int32 sum, Y9 its mins, Y4 the
 // running sum, Y5 bit 4 of every byte.
 TEXT ·q5KTile1(SB), NOSPLIT, $0-48
-	TILE1_ARGS
-	BROADCAST32(0x0f0f0f0f, X15, Y15)
-	BROADCAST32(0x10101010, X5, Y5)
-	VMOVDQU q4KRunIndex<>+0(SB), X14
-	VMOVDQU q4KRunIndex<>+16(SB), X13
-	VXORPS Y4, Y4, Y4
-	XORQ DX, DX
-
-q51blocks:
-	CMPQ DX, CX
-	JAE  q51done
-	VPXOR Y2, Y2, Y2
-	Q5_PAIR(0, VPSLLW, 4, VPSLLW, 3)
-	Q5_PAIR(1, VPSLLW, 2, VPSLLW, 1)
-	Q5_PAIR(2, VPSLLW, 0, VPSRLW, 1)
-	Q5_PAIR(3, VPSRLW, 2, VPSRLW, 3)
-	K1_FINISH
-	ADDQ $1472, SI
-	ADDQ $2048, R8
-	ADDQ $32, R10
-	INCQ DX
-	JMP  q51blocks
-
-q51done:
-	VMOVUPS Y4, 0(DI)
-	VZEROUPPER
+// The body, with PAIR for a group pair and CODES bytes of the
+// activations' codes a block (q5KTile1VNNI's too).
+#define Q5K_TILE1(PAIR, CODES) \
+	TILE1_ARGS \
+	BROADCAST32(0x0f0f0f0f, X15, Y15) \
+	BROADCAST32(0x10101010, X5, Y5) \
+	VMOVDQU q4KRunIndex<>+0(SB), X14 \
+	VMOVDQU q4KRunIndex<>+16(SB), X13 \
+	VXORPS Y4, Y4, Y4 \
+	XORQ DX, DX \
+q51blocks: \
+	CMPQ DX, CX \
+	JAE  q51done \
+	VPXOR Y2, Y2, Y2 \
+	PAIR(0, VPSLLW, 4, VPSLLW, 3) \
+	PAIR(1, VPSLLW, 2, VPSLLW, 1) \
+	PAIR(2, VPSLLW, 0, VPSRLW, 1) \
+	PAIR(3, VPSRLW, 2, VPSRLW, 3) \
+	K1_FINISH \
+	ADDQ $1472, SI \
+	ADDQ $CODES, R8 \
+	ADDQ $32, R10 \
+	INCQ DX \
+	JMP  q51blocks \
+q51done: \
+	VMOVUPS Y4, 0(DI) \
+	VZEROUPPER \
 	RET
+	Q5K_TILE1(Q5_PAIR, 2048)
 
 // One row's group (its |w| in ABS) times one vector's (its codes in
 // Y13), by their scales' product (lane SEL of Y11), into ACC: q8Row1's
@@ -2156,34 +2158,5 @@ q6v3done:
 	KV_SCALE((2*C+1), Y1, Y2)
 
 // func q5KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
-//
-// Y2 is the block's int32 sum, Y4 the running sum, Y5 bit 4 of every
-// byte.
 TEXT ·q5KTile1VNNI(SB), NOSPLIT, $0-48
-	TILE1_ARGS
-	BROADCAST32(0x0f0f0f0f, X15, Y15)
-	BROADCAST32(0x10101010, X5, Y5)
-	VMOVDQU q4KRunIndex<>+0(SB), X14
-	VMOVDQU q4KRunIndex<>+16(SB), X13
-	VXORPS Y4, Y4, Y4
-	XORQ DX, DX
-
-q5v1blocks:
-	CMPQ DX, CX
-	JAE  q5v1done
-	VPXOR Y2, Y2, Y2
-	Q5V_PAIR(0, VPSLLW, 4, VPSLLW, 3)
-	Q5V_PAIR(1, VPSLLW, 2, VPSLLW, 1)
-	Q5V_PAIR(2, VPSLLW, 0, VPSRLW, 1)
-	Q5V_PAIR(3, VPSRLW, 2, VPSRLW, 3)
-	K1_FINISH
-	ADDQ $1472, SI
-	ADDQ $256, R8
-	ADDQ $32, R10
-	INCQ DX
-	JMP  q5v1blocks
-
-q5v1done:
-	VMOVUPS Y4, 0(DI)
-	VZEROUPPER
-	RET
+	Q5K_TILE1(Q5V_PAIR, 256)
