@@ -48,11 +48,6 @@ func (m *Matrix) withRows() *Matrix {
 	if m.format != formatQ8_0 || m.quant != nil {
 		return m
 	}
-	return q8_0RowsOfTiles(m)
-}
-
-// q8_0RowsOfTiles is a tiled Q8_0 matrix as rows.
-func q8_0RowsOfTiles(m *Matrix) *Matrix {
 	groups := m.Cols / GroupSize
 	q := newQuantMatrix(formatQ8_0, m.Rows, m.Cols)
 	for row := range m.Rows {
