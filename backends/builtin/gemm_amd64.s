@@ -57,10 +57,22 @@
 // vector's block sum A0-A2, its scales and sums, and its offset in out),
 // then TILE3_NEXT.
 #define TILE3_FINISH_NEXT(FINISH, A0, A1, A2, TILE) \
+	TILE3_FINISH_STEP(FINISH, A0, A1, A2, TILE, 2048)
+
+#define TILE3_FINISH_STEP(FINISH, A0, A1, A2, TILE, CODES) \
 	FINISH(A0, R9, R10, 0) \
 	FINISH(A1, R12, R13, 32) \
 	FINISH(A2, R15, BX, 64) \
-	TILE3_NEXT(TILE)
+	TILE3_STEP(TILE, CODES)
+
+// A three-vector kernel's start when its running sums are kept in out
+// between blocks: out zeroed, the block count (DX) at 0.
+#define TILE3_START \
+	VXORPS Y0, Y0, Y0 \
+	VMOVUPS Y0, 0(DI) \
+	VMOVUPS Y0, 32(DI) \
+	VMOVUPS Y0, 64(DI) \
+	XORQ DX, DX
 
 // Four vector registers to zero.
 #define ZERO4(A, B, C, D) \
@@ -499,6 +511,12 @@ DATA q4KRunIndex<>+16(SB)/8, $0x0b0b0a0a09090808
 DATA q4KRunIndex<>+24(SB)/8, $0x0f0f0e0e0d0d0c0c
 GLOBL q4KRunIndex<>(SB), RODATA|NOPTR, $32
 
+// q4KRunIndex's two halves into X14 and X13, as the K-quant kernels hold
+// them.
+#define RUN_INDEX \
+	VMOVDQU q4KRunIndex<>+0(SB), X14 \
+	VMOVDQU q4KRunIndex<>+16(SB), X13
+
 // func q4KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
 // q4KTile for one tile against three vectors' activations, each summed
@@ -509,15 +527,6 @@ GLOBL q4KRunIndex<>(SB), RODATA|NOPTR, $32
 // sums of even groups, one per vector, Y3-Y5 of odd groups, Y6-Y8 the
 // block's int32 sums; X14 and X13 hold runIndex.
 TEXT ·q4KTile3(SB), NOSPLIT, $0-96
-	TILE3_ARGS
-	BROADCAST32(0x0f0f0f0f, X15, Y15)
-	VMOVDQU q4KRunIndex<>+0(SB), X14
-	VMOVDQU q4KRunIndex<>+16(SB), X13
-	VXORPS Y0, Y0, Y0
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y0, 32(DI)
-	VMOVUPS Y0, 64(DI)
-
 #define K_COLS(C, I) \
 	VMOVDQU (256*C+32*I)(SI), Y9 \
 	VPAND Y15, Y9, Y10 \
@@ -602,23 +611,29 @@ TEXT ·q4KTile3(SB), NOSPLIT, $0-96
 	VSUBPS Y12, Y0, Y0 \
 	VMOVUPS Y0, OUT(DI)
 
-	XORQ DX, DX // block
-kblocks:
-	CMPQ DX, CX
-	JAE  kdone
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	VPXOR Y8, Y8, Y8
-	K_PAIR(0)
-	K_PAIR(1)
-	K_PAIR(2)
-	K_PAIR(3)
-	TILE3_FINISH_NEXT(K_FINISH, Y6, Y7, Y8, 1216)
-	JMP  kblocks
-
-kdone:
-	VZEROUPPER
+// The body, with PAIR for a group pair and CODES bytes of the activations'
+// codes a block (q4KTile3VNNI's too).
+#define Q4K_TILE3(PAIR, CODES) \
+	TILE3_ARGS \
+	BROADCAST32(0x0f0f0f0f, X15, Y15) \
+	RUN_INDEX \
+	TILE3_START \
+kblocks: \
+	CMPQ DX, CX \
+	JAE  kdone \
+	VPXOR Y6, Y6, Y6 \
+	VPXOR Y7, Y7, Y7 \
+	VPXOR Y8, Y8, Y8 \
+	PAIR(0) \
+	PAIR(1) \
+	PAIR(2) \
+	PAIR(3) \
+	TILE3_FINISH_STEP(K_FINISH, Y6, Y7, Y8, 1216, CODES) \
+	JMP  kblocks \
+kdone: \
+	VZEROUPPER \
 	RET
+	Q4K_TILE3(K_PAIR, 2048)
 
 // A Q4_K or Q5_K block's end for one vector: its mins (Y9) against the
 // sums of 16 (R10), then q4KTile's float steps from the block's int32
@@ -645,12 +660,6 @@ kdone:
 // load. Y0 and Y1 are a group pair's int16 sums (even, odd group), Y2 the
 // block's int32 sum, Y9 its mins, Y4 the running sum.
 TEXT ·q4KTile1(SB), NOSPLIT, $0-48
-	TILE1_ARGS
-	BROADCAST32(0x0f0f0f0f, X15, Y15)
-	VMOVDQU q4KRunIndex<>+0(SB), X14
-	VMOVDQU q4KRunIndex<>+16(SB), X13
-	VXORPS Y4, Y4, Y4
-
 #define K1_COLS(C, I) \
 	VMOVDQU (256*C+32*I)(SI), Y9 \
 	VPAND Y15, Y9, Y10 \
@@ -682,26 +691,33 @@ TEXT ·q4KTile1(SB), NOSPLIT, $0-48
 	VPMADDWD Y11, Y1, Y10 \
 	VPADDD Y10, Y2, Y2
 
-	XORQ DX, DX
-k1blocks:
-	CMPQ DX, CX
-	JAE  k1done
-	VPXOR Y2, Y2, Y2
-	K1_PAIR(0)
-	K1_PAIR(1)
-	K1_PAIR(2)
-	K1_PAIR(3)
-	K1_FINISH
-	ADDQ $1216, SI
-	ADDQ $2048, R8
-	ADDQ $32, R10
-	INCQ DX
-	JMP  k1blocks
-
-k1done:
-	VMOVUPS Y4, 0(DI)
-	VZEROUPPER
+// The body, with PAIR for a group pair and CODES bytes of the activations'
+// codes a block (q4KTile1VNNI's too).
+#define Q4K_TILE1(PAIR, CODES) \
+	TILE1_ARGS \
+	BROADCAST32(0x0f0f0f0f, X15, Y15) \
+	RUN_INDEX \
+	VXORPS Y4, Y4, Y4 \
+	XORQ DX, DX \
+k1blocks: \
+	CMPQ DX, CX \
+	JAE  k1done \
+	VPXOR Y2, Y2, Y2 \
+	PAIR(0) \
+	PAIR(1) \
+	PAIR(2) \
+	PAIR(3) \
+	K1_FINISH \
+	ADDQ $1216, SI \
+	ADDQ $CODES, R8 \
+	ADDQ $32, R10 \
+	INCQ DX \
+	JMP  k1blocks \
+k1done: \
+	VMOVUPS Y4, 0(DI) \
+	VZEROUPPER \
 	RET
+	Q4K_TILE1(K1_PAIR, 2048)
 
 // The 2-bit tile kernels (Q2_K's, Q3_K's). Each 32 bytes of codes hold
 // four runs of 16's (one a bit pair; tile layouts in tiles_simd.go):
@@ -712,8 +728,7 @@ k1done:
 // X13 q4KRunIndex.
 #define TWO_BIT_CONSTS \
 	BROADCAST32(0x03030303, X15, Y15) \
-	VMOVDQU q4KRunIndex<>+0(SB), X14 \
-	VMOVDQU q4KRunIndex<>+16(SB), X13 \
+	RUN_INDEX \
 	VXORPS Y6, Y6, Y6
 
 // A block's four halves (half-block N, half H) with their scale index:
@@ -945,18 +960,11 @@ q3done:
 	VPXOR Y1, Y1, Y1 \
 	VPXOR Y2, Y2, Y2
 
-#define TWO_BIT3_START \
-	VXORPS Y0, Y0, Y0 \
-	VMOVUPS Y0, 0(DI) \
-	VMOVUPS Y0, 32(DI) \
-	VMOVUPS Y0, 64(DI) \
-	XORQ DX, DX
-
 // func q2KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 TEXT ·q2KTile3(SB), NOSPLIT, $0-96
 	TILE3_ARGS
 	TWO_BIT_CONSTS
-	TWO_BIT3_START
+	TILE3_START
 
 // Column T of half-block N: bit pair J against the three vectors.
 #define Q2_COL3(N, T, J) \
@@ -1013,7 +1021,7 @@ TEXT ·q3KTile3(SB), NOSPLIT, $0-96
 	TILE3_ARGS
 	TWO_BIT_CONSTS
 	BROADCAST32(0x04040404, X12, Y12)
-	TWO_BIT3_START
+	TILE3_START
 
 // Column T of half-block N: bit pair J and its high bit (SHIFT $BY, as
 // Q3_COLS) against the three vectors.
@@ -1092,12 +1100,6 @@ GLOBL q6KTwoRunIndex<>(SB), RODATA|NOPTR, $16
 // block's int32 sum, Y1 the offset (the codes' +32 against the sums of
 // 16), Y2 the running sum.
 TEXT ·q6KTile1(SB), NOSPLIT, $0-48
-	TILE1_ARGS
-	VMOVDQU q4KRunIndex<>+0(SB), X14
-	VMOVDQU q4KRunIndex<>+16(SB), X13
-	VMOVDQU q6KTwoRunIndex<>+0(SB), X15
-	VXORPS Y2, Y2, Y2
-
 #define Q6_1RUN(S, IDX) \
 	VPSHUFB IDX, X12, X11 \
 	VPMOVSXBW X11, Y11 \
@@ -1120,36 +1122,48 @@ TEXT ·q6KTile1(SB), NOSPLIT, $0-48
 	VPMADDWD Y10, Y11, Y10 \
 	VPADDD Y10, Y1, Y1
 
-	XORQ DX, DX
-q61blocks:
-	CMPQ DX, CX
-	JAE  q61done
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	Q6_1PAIR(0)
-	Q6_1PAIR(2)
-	Q6_1PAIR(4)
-	Q6_1PAIR(6)
-	Q6_1PAIR(8)
-	Q6_1PAIR(10)
-	Q6_1PAIR(12)
-	Q6_1PAIR(14)
-	VPSLLD $5, Y1, Y1
-	VPSUBD Y1, Y0, Y0
-	VBROADCASTSS 0(R9)(DX*4), Y10
-	VMULPS (2048+128)(SI), Y10, Y11
-	VCVTDQ2PS Y0, Y12
-	VFMADD231PS Y11, Y12, Y2
-	ADDQ $2208, SI
-	ADDQ $2048, R8
-	ADDQ $32, R10
-	INCQ DX
-	JMP  q61blocks
+// A Q6_K block's sixteen runs, two at a time (PAIR(S) takes runs S and
+// S+1).
+#define Q6_RUN_PAIRS(PAIR) \
+	PAIR(0) \
+	PAIR(2) \
+	PAIR(4) \
+	PAIR(6) \
+	PAIR(8) \
+	PAIR(10) \
+	PAIR(12) \
+	PAIR(14)
 
-q61done:
-	VMOVUPS Y2, 0(DI)
-	VZEROUPPER
+// The body, with PAIR for two runs and CODES bytes of the activations'
+// codes a block (q6KTile1VNNI's too).
+#define Q6K_TILE1(PAIR, CODES) \
+	TILE1_ARGS \
+	RUN_INDEX \
+	VMOVDQU q6KTwoRunIndex<>+0(SB), X15 \
+	VXORPS Y2, Y2, Y2 \
+	XORQ DX, DX \
+q61blocks: \
+	CMPQ DX, CX \
+	JAE  q61done \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	Q6_RUN_PAIRS(PAIR) \
+	VPSLLD $5, Y1, Y1 \
+	VPSUBD Y1, Y0, Y0 \
+	VBROADCASTSS 0(R9)(DX*4), Y10 \
+	VMULPS (2048+128)(SI), Y10, Y11 \
+	VCVTDQ2PS Y0, Y12 \
+	VFMADD231PS Y11, Y12, Y2 \
+	ADDQ $2208, SI \
+	ADDQ $CODES, R8 \
+	ADDQ $32, R10 \
+	INCQ DX \
+	JMP  q61blocks \
+q61done: \
+	VMOVUPS Y2, 0(DI) \
+	VZEROUPPER \
 	RET
+	Q6K_TILE1(Q6_1PAIR, 2048)
 
 // func q8Row1(w, ws, x, xs unsafe.Pointer, groups int, out *[8]float32)
 //
@@ -1253,42 +1267,32 @@ q8done:
 // bytes of codes are loaded, and each run's scales unpacked, once for the
 // three. Y0-Y2 are the block's int32 sums, Y3-Y5 the offsets.
 TEXT ·q6KTile3(SB), NOSPLIT, $0-96
-	TILE3_ARGS
-	VMOVDQU q4KRunIndex<>+0(SB), X14
-	VMOVDQU q4KRunIndex<>+16(SB), X13
-	VMOVDQU q6KTwoRunIndex<>+0(SB), X15
-	VXORPS Y0, Y0, Y0
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y0, 32(DI)
-	VMOVUPS Y0, 64(DI)
-	XORQ DX, DX
-
-q63blocks:
-	CMPQ DX, CX
-	JAE  q63done
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	Q6_3PAIR(0)
-	Q6_3PAIR(2)
-	Q6_3PAIR(4)
-	Q6_3PAIR(6)
-	Q6_3PAIR(8)
-	Q6_3PAIR(10)
-	Q6_3PAIR(12)
-	Q6_3PAIR(14)
-	Q6_FINISH(Y0, Y3, R9, 0)
-	Q6_FINISH(Y1, Y4, R12, 32)
-	Q6_FINISH(Y2, Y5, R15, 64)
-	TILE3_NEXT(2208)
-	JMP  q63blocks
-
-q63done:
-	VZEROUPPER
+// The body, with PAIR for two runs and CODES bytes of the activations'
+// codes a block (q6KTile3VNNI's too).
+#define Q6K_TILE3(PAIR, CODES) \
+	TILE3_ARGS \
+	RUN_INDEX \
+	VMOVDQU q6KTwoRunIndex<>+0(SB), X15 \
+	TILE3_START \
+q63blocks: \
+	CMPQ DX, CX \
+	JAE  q63done \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	VPXOR Y2, Y2, Y2 \
+	VPXOR Y3, Y3, Y3 \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	Q6_RUN_PAIRS(PAIR) \
+	Q6_FINISH(Y0, Y3, R9, 0) \
+	Q6_FINISH(Y1, Y4, R12, 32) \
+	Q6_FINISH(Y2, Y5, R15, 64) \
+	TILE3_STEP(2208, CODES) \
+	JMP  q63blocks \
+q63done: \
+	VZEROUPPER \
 	RET
+	Q6K_TILE3(Q6_3PAIR, 2048)
 
 // One 32-byte column of a Q5_K tile (nibbles at 256C+32I, fifth bits at
 // 1216+32I, bit g for group g): the even group's codes (low nibble, bit 4
@@ -1349,8 +1353,7 @@ TEXT ·q5KTile1(SB), NOSPLIT, $0-48
 	TILE1_ARGS \
 	BROADCAST32(0x0f0f0f0f, X15, Y15) \
 	BROADCAST32(0x10101010, X5, Y5) \
-	VMOVDQU q4KRunIndex<>+0(SB), X14 \
-	VMOVDQU q4KRunIndex<>+16(SB), X13 \
+	RUN_INDEX \
 	VXORPS Y4, Y4, Y4 \
 	XORQ DX, DX \
 q51blocks: \
@@ -1880,12 +1883,6 @@ q8t4done:
 // Y0 and Y1 are a group pair's int32 sums (even, odd group), Y2 the
 // block's, Y4 the running sum.
 TEXT ·q4KTile1VNNI(SB), NOSPLIT, $0-48
-	TILE1_ARGS
-	BROADCAST32(0x0f0f0f0f, X15, Y15)
-	VMOVDQU q4KRunIndex<>+0(SB), X14
-	VMOVDQU q4KRunIndex<>+16(SB), X13
-	VXORPS Y4, Y4, Y4
-
 #define KV1_COLS(C, I) \
 	KV_NIBBLES(C, I) \
 	KV_DOT(C, I, R8, Y0, Y1)
@@ -1904,26 +1901,7 @@ TEXT ·q4KTile1VNNI(SB), NOSPLIT, $0-48
 	KV_SCALE((2*C), Y0, Y2) \
 	KV_SCALE((2*C+1), Y1, Y2)
 
-	XORQ DX, DX
-kv1blocks:
-	CMPQ DX, CX
-	JAE  kv1done
-	VPXOR Y2, Y2, Y2
-	KV1_PAIR(0)
-	KV1_PAIR(1)
-	KV1_PAIR(2)
-	KV1_PAIR(3)
-	K1_FINISH
-	ADDQ $1216, SI
-	ADDQ $256, R8
-	ADDQ $32, R10
-	INCQ DX
-	JMP  kv1blocks
-
-kv1done:
-	VMOVUPS Y4, 0(DI)
-	VZEROUPPER
-	RET
+	Q4K_TILE1(KV1_PAIR, 256)
 
 // func q4KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
@@ -1932,15 +1910,6 @@ kv1done:
 // Y0-Y2 are a group pair's even groups' int32 sums, one per vector, Y3-Y5
 // the odd ones', Y6-Y8 the blocks'.
 TEXT ·q4KTile3VNNI(SB), NOSPLIT, $0-96
-	TILE3_ARGS
-	BROADCAST32(0x0f0f0f0f, X15, Y15)
-	VMOVDQU q4KRunIndex<>+0(SB), X14
-	VMOVDQU q4KRunIndex<>+16(SB), X13
-	VXORPS Y0, Y0, Y0
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y0, 32(DI)
-	VMOVUPS Y0, 64(DI)
-
 #define KV3_COLS(C, I) \
 	KV_NIBBLES(C, I) \
 	KV_DOT(C, I, R8, Y0, Y3) \
@@ -1969,26 +1938,7 @@ TEXT ·q4KTile3VNNI(SB), NOSPLIT, $0-96
 	KV_SCALE((2*C+1), Y4, Y7) \
 	KV_SCALE((2*C+1), Y5, Y8)
 
-	XORQ DX, DX
-kv3blocks:
-	CMPQ DX, CX
-	JAE  kv3done
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	VPXOR Y8, Y8, Y8
-	KV3_PAIR(0)
-	KV3_PAIR(1)
-	KV3_PAIR(2)
-	KV3_PAIR(3)
-	K_FINISH(Y6, R9, R10, 0)
-	K_FINISH(Y7, R12, R13, 32)
-	K_FINISH(Y8, R15, BX, 64)
-	TILE3_STEP(1216, 256)
-	JMP  kv3blocks
-
-kv3done:
-	VZEROUPPER
-	RET
+	Q4K_TILE3(KV3_PAIR, 256)
 
 // The Q6_K VNNI kernels: q6KTile1's and q6KTile3's sums with VPDPBUSD,
 // against the plain Q8_K codes (.BCST). A run's four columns sum into
@@ -2028,46 +1978,13 @@ kv3done:
 // Y0 is the block's int32 sum, Y1 the offset, Y2 the running sum, Y3 a
 // run's sum.
 TEXT ·q6KTile1VNNI(SB), NOSPLIT, $0-48
-	TILE1_ARGS
-	VMOVDQU q6KTwoRunIndex<>+0(SB), X15
-	VXORPS Y2, Y2, Y2
-
 #define Q6V_1PAIR(S) \
 	Q6V_RUN(S, R8, Y3, Y0) \
 	Q6V_RUN(S+1, R8, Y3, Y0) \
 	VMOVDQU (2048+8*S)(SI), X12 \
 	Q6V_OFFSET(S, R10, Y1)
 
-	XORQ DX, DX
-q6v1blocks:
-	CMPQ DX, CX
-	JAE  q6v1done
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	Q6V_1PAIR(0)
-	Q6V_1PAIR(2)
-	Q6V_1PAIR(4)
-	Q6V_1PAIR(6)
-	Q6V_1PAIR(8)
-	Q6V_1PAIR(10)
-	Q6V_1PAIR(12)
-	Q6V_1PAIR(14)
-	VPSLLD $5, Y1, Y1
-	VPSUBD Y1, Y0, Y0
-	VBROADCASTSS 0(R9)(DX*4), Y10
-	VMULPS (2048+128)(SI), Y10, Y11
-	VCVTDQ2PS Y0, Y12
-	VFMADD231PS Y11, Y12, Y2
-	ADDQ $2208, SI
-	ADDQ $256, R8
-	ADDQ $32, R10
-	INCQ DX
-	JMP  q6v1blocks
-
-q6v1done:
-	VMOVUPS Y2, 0(DI)
-	VZEROUPPER
-	RET
+	Q6K_TILE1(Q6V_1PAIR, 256)
 
 // func q6KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
@@ -2075,13 +1992,6 @@ q6v1done:
 // the running sums kept in out between blocks. Y0-Y2 are the blocks'
 // int32 sums, Y3-Y5 the offsets, Y6 a run's sum.
 TEXT ·q6KTile3VNNI(SB), NOSPLIT, $0-96
-	TILE3_ARGS
-	VMOVDQU q6KTwoRunIndex<>+0(SB), X15
-	VXORPS Y0, Y0, Y0
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y0, 32(DI)
-	VMOVUPS Y0, 64(DI)
-
 #define Q6V_3RUN(S) \
 	Q6V_RUN(S, R8, Y6, Y0) \
 	Q6V_RUN(S, R11, Y6, Y1) \
@@ -2095,33 +2005,7 @@ TEXT ·q6KTile3VNNI(SB), NOSPLIT, $0-96
 	Q6V_OFFSET(S, R13, Y4) \
 	Q6V_OFFSET(S, BX, Y5)
 
-	XORQ DX, DX
-q6v3blocks:
-	CMPQ DX, CX
-	JAE  q6v3done
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	Q6V_3PAIR(0)
-	Q6V_3PAIR(2)
-	Q6V_3PAIR(4)
-	Q6V_3PAIR(6)
-	Q6V_3PAIR(8)
-	Q6V_3PAIR(10)
-	Q6V_3PAIR(12)
-	Q6V_3PAIR(14)
-	Q6_FINISH(Y0, Y3, R9, 0)
-	Q6_FINISH(Y1, Y4, R12, 32)
-	Q6_FINISH(Y2, Y5, R15, 64)
-	TILE3_STEP(2208, 256)
-	JMP  q6v3blocks
-
-q6v3done:
-	VZEROUPPER
-	RET
+	Q6K_TILE3(Q6V_3PAIR, 256)
 
 // The Q5_K VNNI kernel: q5KTile1's sums with VPDPBUSD against the plain
 // Q8_K codes (.BCST), each column's codes unpacked as Q5_COL unpacks
