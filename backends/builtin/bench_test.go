@@ -182,6 +182,28 @@ func BenchmarkPrefillProduct(b *testing.B) {
 	}
 }
 
+// BenchmarkPrefillProductFromMemory is BenchmarkPrefillProduct's f32
+// product as the engine meets its weights: each iteration takes the next
+// of 16 such matrices (96 MB, more than any L3 cache), so every block of
+// rows comes from memory before the tokens reuse it from the cache. The
+// gap to BenchmarkPrefillProduct/f32, whose one matrix stays in L3, is
+// what memory costs f32 prompts.
+func BenchmarkPrefillProductFromMemory(b *testing.B) {
+	w, j := prefillJob()
+	rng := rand.New(rand.NewPCG(2, 4))
+	ms := []*Matrix{w}
+	for len(ms) < 16 {
+		ms = append(ms, randomMatrix(rng, w.Rows, w.Cols))
+	}
+	i := 0
+	for b.Loop() {
+		j.m[0] = ms[i%len(ms)]
+		j.do(0, w.Rows)
+		i++
+	}
+	b.ReportMetric(float64(2*w.Rows*w.Cols*len(j.x))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
 // BenchmarkPrefillProductThreads is BenchmarkPrefillProduct's Q8_0 and f32
 // products through the engine's pool, on one and two threads: the pool's
 // share of prefill's two-thread speed (its chunks let a thread the host
