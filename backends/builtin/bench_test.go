@@ -166,7 +166,7 @@ func BenchmarkPrefillProduct(b *testing.B) {
 	for _, f := range []format{formatF32, formatQ8_0, formatQ4_0, formatQ4_1, formatQ5_0, formatQ5_1, formatQ2_K, formatQ3_K, formatQ4_K, formatQ5_K, formatQ6_K} {
 		switch f {
 		case formatF32:
-			j.m[0] = w
+			j.m[0] = withTiles(w) // as the loader does
 		case formatQ8_0:
 			q, _ := w.Quantize()
 			j.m[0] = withTiles(q) // as the loader does
@@ -191,9 +191,9 @@ func BenchmarkPrefillProduct(b *testing.B) {
 func BenchmarkPrefillProductFromMemory(b *testing.B) {
 	w, j := prefillJob()
 	rng := rand.New(rand.NewPCG(2, 4))
-	ms := []*Matrix{w}
+	ms := []*Matrix{withTiles(w)}
 	for len(ms) < 16 {
-		ms = append(ms, randomMatrix(rng, w.Rows, w.Cols))
+		ms = append(ms, withTiles(randomMatrix(rng, w.Rows, w.Cols)))
 	}
 	i := 0
 	for b.Loop() {
@@ -212,7 +212,7 @@ func BenchmarkPrefillProductThreads(b *testing.B) {
 	w, j := prefillJob()
 	q8, _ := w.Quantize()
 	flops := float64(2 * w.Rows * w.Cols * len(j.x))
-	for _, m := range []*Matrix{w, withTiles(q8)} {
+	for _, m := range []*Matrix{withTiles(w), withTiles(q8)} {
 		for _, threads := range []int{1, 2} {
 			p := NewPool(threads)
 			j.m[0] = m

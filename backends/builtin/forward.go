@@ -277,9 +277,8 @@ func (p *pass) add(st *State) {
 // leaving the logits in its State, then samples where a state asked.
 func (e *Engine) forward(p *pass) {
 	w, s := e.Model.Weights, e.Model.Weights.Shape
-	dim := s.Dim
 	for _, st := range p.states {
-		copy(st.x, w.Embedding[st.token*dim:(st.token+1)*dim])
+		w.embed(st.x, st.token)
 	}
 	for l := range w.Layers {
 		layer := &w.Layers[l]

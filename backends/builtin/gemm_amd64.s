@@ -1530,164 +1530,138 @@ q8end:
 	VZEROUPPER
 	RET
 
-// The f32 matrix kernels sum each row's product with one vector in one
-// accumulator of eight lanes, chunk after chunk, then across the lanes as
-// sum4 sums them; the rows go several at a time, so several accumulators
-// a vector keep the FMAs (and, against one vector, the row streams) in
-// flight. Every kernel shape does each product's arithmetic the same way,
-// so a row's number depends neither on the span nor on the batch it was
-// computed in.
+// The f32 tile kernels. An f32 tile is eight rows interleaved: for each
+// column k, the eight rows' weights k in one 32-byte vector (f32tiles.go).
+// Row r of a tile is lane r of one accumulator, which adds w·x[k] for k
+// from 0 on, one FMA after another: every kernel shape sums a row alike,
+// and the eight sums come out as one vector, with no sum across lanes.
 
-// One 32-byte chunk (at offset AX) of four rows against three vectors:
-// Y(3i+j) += row i · vector j.
-#define F32_CHUNK \
-	VMOVUPS 0(R8)(AX*1), Y12 \
-	VMOVUPS 0(R9)(AX*1), Y13 \
-	VMOVUPS 0(R10)(AX*1), Y14 \
-	VMOVUPS 0(SI)(AX*1), Y15 \
-	VFMADD231PS Y15, Y12, Y0 \
-	VFMADD231PS Y15, Y13, Y1 \
-	VFMADD231PS Y15, Y14, Y2 \
-	VMOVUPS 0(DI)(AX*1), Y15 \
-	VFMADD231PS Y15, Y12, Y3 \
-	VFMADD231PS Y15, Y13, Y4 \
-	VFMADD231PS Y15, Y14, Y5 \
-	VMOVUPS 0(DX)(AX*1), Y15 \
-	VFMADD231PS Y15, Y12, Y6 \
-	VFMADD231PS Y15, Y13, Y7 \
-	VFMADD231PS Y15, Y14, Y8 \
-	VMOVUPS 0(CX)(AX*1), Y15 \
-	VFMADD231PS Y15, Y12, Y9 \
-	VFMADD231PS Y15, Y13, Y10 \
-	VFMADD231PS Y15, Y14, Y11
-
-// Four rows' sums (A0-A3) across their lanes, as sum4 sums them, into
-// X12, and stored at OUT, which then moves on four rows.
-#define F32_LANES(A0, A1, A2, A3, OUT) \
-	VHADDPS A1, A0, Y12 \
-	VHADDPS A3, A2, Y13 \
-	VHADDPS Y13, Y12, Y12 \
-	VEXTRACTF128 $1, Y12, X13 \
-	VADDPS X13, X12, X12 \
-	VMOVUPS X12, 0(OUT) \
-	ADDQ $16, OUT
-
-// The four row pointers SI, DI, DX, CX from the first (in SI) and the
-// row size (in BX).
-#define F32_ROWS \
-	LEAQ 0(SI)(BX*1), DI \
-	LEAQ 0(DI)(BX*1), DX \
-	LEAQ 0(DX)(BX*1), CX
-
-#define F32_NEXT_ROWS \
-	ADDQ BX, SI \
-	ADDQ BX, DI \
-	ADDQ BX, DX \
-	ADDQ BX, CX
-
-// func f32Rows4x3(rows unsafe.Pointer, rowBytes, quads int, x, outs *[3]unsafe.Pointer, end uintptr)
+// func f32TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 //
-// The products of 4·quads rows (as f32Rows8x1 takes them) with three
-// vectors at once: each chunk of a row is loaded once for the three, each
-// chunk of a vector once for the four rows. Vector j's results go to
-// outs[j], one float a row.
-TEXT ·f32Rows4x3(SB), NOSPLIT, $0-48
+// n tiles (the first at tiles, each 32·cols bytes after the last) against
+// vector x, into 8n floats at out: four tiles at a time, so four sums are
+// in flight, then the rest one at a time. The tiles are one stream, read
+// from start to end: a decode step streams its weights from memory.
+TEXT ·f32TilesVec(SB), NOSPLIT, $0-40
+	MOVQ tiles+0(FP), SI
+	MOVQ n+8(FP), R9
+	MOVQ cols+16(FP), R10
+	MOVQ x+24(FP), R8
+	MOVQ out+32(FP), DI
+	MOVQ R10, BX
+	SHLQ $5, BX
+
+tvfour:
+	CMPQ R9, $4
+	JB   tvone
+	ZERO4(Y0, Y1, Y2, Y3)
+	LEAQ 0(SI)(BX*1), DX
+	LEAQ 0(DX)(BX*1), CX
+	LEAQ 0(CX)(BX*1), R11
+	XORQ AX, AX
+	XORQ R12, R12
+
+tvfourk:
+	VBROADCASTSS 0(R8)(AX*4), Y15
+	VFMADD231PS 0(SI)(R12*1), Y15, Y0
+	VFMADD231PS 0(DX)(R12*1), Y15, Y1
+	VFMADD231PS 0(CX)(R12*1), Y15, Y2
+	VFMADD231PS 0(R11)(R12*1), Y15, Y3
+	ADDQ $32, R12
+	INCQ AX
+	CMPQ AX, R10
+	JB   tvfourk
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $128, DI
+	LEAQ 0(R11)(BX*1), SI
+	SUBQ $4, R9
+	JMP  tvfour
+
+tvone:
+	TESTQ R9, R9
+	JZ   tvend
+	VXORPS Y0, Y0, Y0
+	XORQ AX, AX
+	XORQ R12, R12
+
+tvonek:
+	VBROADCASTSS 0(R8)(AX*4), Y15
+	VFMADD231PS 0(SI)(R12*1), Y15, Y0
+	ADDQ $32, R12
+	INCQ AX
+	CMPQ AX, R10
+	JB   tvonek
+	VMOVUPS Y0, 0(DI)
+	ADDQ $32, DI
+	ADDQ BX, SI
+	DECQ R9
+	JMP  tvone
+
+tvend:
+	VZEROUPPER
+	RET
+
+// One column (k in AX, its byte offset in the tiles R12) of two tiles
+// (SI, DX) against one vector (XR): Y(A) and Y(B) += the tiles' weights
+// times its value, broadcast in YX.
+#define F32_TILE_PAIR(XR, YX, A, B) \
+	VBROADCASTSS 0(XR)(AX*4), YX \
+	VFMADD231PS YX, Y12, A \
+	VFMADD231PS YX, Y13, B
+
+// func f32Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][16]float32)
+//
+// Two tiles (the second tileBytes after the first) against six vectors:
+// each column of a tile is loaded once for the six, each value of a
+// vector broadcast once for the two tiles. out[j] is vector j's sixteen
+// sums, the first tile's eight, then the second's.
+TEXT ·f32Tiles2x6(SB), NOSPLIT, $0-40
+	MOVQ tiles+0(FP), SI
+	MOVQ tileBytes+8(FP), DX
+	ADDQ SI, DX
+	MOVQ cols+16(FP), CX
 	MOVQ x+24(FP), AX
 	MOVQ 0(AX), R8
 	MOVQ 8(AX), R9
 	MOVQ 16(AX), R10
-	MOVQ outs+32(FP), AX
-	MOVQ 0(AX), R13
-	MOVQ 8(AX), R14
-	MOVQ 16(AX), R15
-	MOVQ end+40(FP), R12
-	MOVQ quads+16(FP), R11
-	MOVQ rows+0(FP), SI
-	MOVQ rowBytes+8(FP), BX
-	F32_ROWS
-	SHLQ $2, BX
-
-f3quad:
-	TESTQ R11, R11
-	JZ   f3end
+	MOVQ 24(AX), R11
+	MOVQ 32(AX), R13
+	MOVQ 40(AX), R14
 	ZERO4(Y0, Y1, Y2, Y3)
 	ZERO4(Y4, Y5, Y6, Y7)
 	ZERO4(Y8, Y9, Y10, Y11)
 	XORQ AX, AX
+	XORQ R12, R12
 
-f3chunk:
-	CMPQ AX, R12
-	JAE  f3sums
-	F32_CHUNK
-	ADDQ $32, AX
-	JMP  f3chunk
-
-f3sums:
-	F32_LANES(Y0, Y3, Y6, Y9, R13)
-	F32_LANES(Y1, Y4, Y7, Y10, R14)
-	F32_LANES(Y2, Y5, Y8, Y11, R15)
-	F32_NEXT_ROWS
-	DECQ R11
-	JMP  f3quad
-
-f3end:
-	VZEROUPPER
-	RET
-
-// func f32Rows8x1(rows unsafe.Pointer, rowBytes, octs int, x, out unsafe.Pointer, end uintptr)
-//
-// The products of 8·octs f32 rows (the first at rows, each rowBytes
-// after the last) with vector x, over end bytes (a multiple of 32), eight
-// rows at a time, into out, one float a row. With rowBytes 0 all eight
-// are one row.
-TEXT ·f32Rows8x1(SB), NOSPLIT, $0-48
-	MOVQ octs+16(FP), R9
-	MOVQ x+24(FP), R8
-	MOVQ out+32(FP), R10
-	MOVQ end+40(FP), R12
-	MOVQ rows+0(FP), SI
-	MOVQ rowBytes+8(FP), BX
-	F32_ROWS
-	LEAQ 0(CX)(BX*1), R11
-	LEAQ 0(R11)(BX*1), R13
-	LEAQ 0(R13)(BX*1), R14
-	LEAQ 0(R14)(BX*1), R15
-	SHLQ $3, BX
-
-f1oct:
-	TESTQ R9, R9
-	JZ   f1end
-	ZERO4(Y0, Y1, Y2, Y3)
-	ZERO4(Y4, Y5, Y6, Y7)
-	XORQ AX, AX
-
-f1chunk:
-	CMPQ AX, R12
-	JAE  f1sums
-	VMOVUPS 0(R8)(AX*1), Y15
-	VFMADD231PS 0(SI)(AX*1), Y15, Y0
-	VFMADD231PS 0(DI)(AX*1), Y15, Y1
-	VFMADD231PS 0(DX)(AX*1), Y15, Y2
-	VFMADD231PS 0(CX)(AX*1), Y15, Y3
-	VFMADD231PS 0(R11)(AX*1), Y15, Y4
-	VFMADD231PS 0(R13)(AX*1), Y15, Y5
-	VFMADD231PS 0(R14)(AX*1), Y15, Y6
-	VFMADD231PS 0(R15)(AX*1), Y15, Y7
-	ADDQ $32, AX
-	JMP  f1chunk
-
-f1sums:
-	F32_LANES(Y0, Y1, Y2, Y3, R10)
-	F32_LANES(Y4, Y5, Y6, Y7, R10)
-	F32_NEXT_ROWS
-	ADDQ BX, R11
-	ADDQ BX, R13
-	ADDQ BX, R14
-	ADDQ BX, R15
-	DECQ R9
-	JMP  f1oct
-
-f1end:
+t6k:
+	VMOVUPS 0(SI)(R12*1), Y12
+	VMOVUPS 0(DX)(R12*1), Y13
+	F32_TILE_PAIR(R8, Y14, Y0, Y1)
+	F32_TILE_PAIR(R9, Y15, Y2, Y3)
+	F32_TILE_PAIR(R10, Y14, Y4, Y5)
+	F32_TILE_PAIR(R11, Y15, Y6, Y7)
+	F32_TILE_PAIR(R13, Y14, Y8, Y9)
+	F32_TILE_PAIR(R14, Y15, Y10, Y11)
+	ADDQ $32, R12
+	INCQ AX
+	CMPQ AX, CX
+	JB   t6k
+	MOVQ out+32(FP), DI
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	VMOVUPS Y8, 256(DI)
+	VMOVUPS Y9, 288(DI)
+	VMOVUPS Y10, 320(DI)
+	VMOVUPS Y11, 352(DI)
 	VZEROUPPER
 	RET
 

@@ -229,10 +229,23 @@ func TestDTypeFollowsTheFile(t *testing.T) {
 	if a, b := tokens(asStored), tokens(asked); fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Errorf("as stored %v, asked for q8_0 %v", a, b)
 	}
-	// A tied f32 file stays f32 and shares the embedding's storage.
+	// A tied f32 file stays f32 and holds the embedding once: the
+	// classifier shares its rows, or its tiles hold them (and each token's
+	// row read out of them is the file's).
 	f32File, err := Load(writeTemp(t, "f32.gguf", ggufOf(t, w, spmVocab(ByteLevelTokenizer(q8Shape.Vocab)), every(ggmlF32))), "")
-	if err != nil || f32File.Weights.Format() != "f32" || &f32File.Weights.Classifier.F32[0] != &f32File.Weights.Embedding[0] {
-		t.Errorf("tied f32 file: %v, format %q", err, f32File.Weights.Format())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw := f32File.Weights
+	if fw.Format() != "f32" || !fw.tied() && fw.Embedding != nil {
+		t.Errorf("tied f32 file: format %q, classifier shares the embedding %v, a copy of it kept %v", fw.Format(), fw.tied(), fw.Embedding != nil)
+	}
+	got, d := make([]float32, fw.Shape.Dim), fw.Shape.Dim
+	for _, token := range []int{0, 9, fw.Shape.Vocab - 1} {
+		fw.embed(got, token)
+		if want := w.Embedding[token*d : (token+1)*d]; !slices.Equal(got, want) {
+			t.Errorf("token %d's embedding %v, the file's %v", token, got[:3], want[:3])
+		}
 	}
 }
 

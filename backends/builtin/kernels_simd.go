@@ -43,49 +43,6 @@ var KernelName = func() string {
 	return "portable Go (this CPU lacks AVX2/FMA)"
 }()
 
-// matVecF32 sets out[r] = row r · x for rows [lo, hi). The AVX2 kernel
-// (gemm_amd64.s) sums each product in one accumulator, eight rows at a
-// time: a decode step streams its weights from memory, and more rows in
-// flight drew more of it. stories110M f32 tg128, by turns, medians of
-// five: one row at a time (dotAVX2, four accumulators a row) 27.7-29.2
-// tok/s on one thread in an earlier stop; four rows 34.3 on one thread
-// and 51.4 on two; eight 38.1 and 56.8; twelve no faster (37.8, 56.8).
-func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
-	if !haveAVX2 {
-		matVecF32Generic(out, m, x, lo, hi)
-		return
-	}
-	octs := (hi - lo) / 8
-	if octs > 0 {
-		f32Rows8x1(unsafe.Pointer(&m.F32[lo*m.Cols : hi*m.Cols][0]), m.Cols*4, octs,
-			unsafe.Pointer(&x[:m.Cols][0]), unsafe.Pointer(&out[lo : lo+8*octs][0]), f32KernelBytes(m.Cols))
-	}
-	f32RowsAfter(out, m, x, lo, hi, lo+8*octs)
-}
-
-// f32KernelBytes is how many bytes of each row the f32 kernels take: the
-// whole chunks of eight floats.
-func f32KernelBytes(cols int) uintptr { return uintptr(cols&^7) * 4 }
-
-// f32RowsAfter finishes rows [lo, hi) of an f32 matrix against x once the
-// kernels have done rows [lo, done): rows [done, hi) each alone (the same
-// row in all eight of f32Rows8x1's slots, so with the kernels'
-// arithmetic), then every row's ragged tail.
-func f32RowsAfter(out []float32, m *Matrix, x []float32, lo, hi, done int) {
-	cols := m.Cols
-	full := cols &^ 7
-	var sums [8]float32
-	for r := done; r < hi; r++ {
-		f32Rows8x1(unsafe.Pointer(&m.F32[r*cols : (r+1)*cols][0]), 0, 1, unsafe.Pointer(&x[:cols][0]), unsafe.Pointer(&sums), f32KernelBytes(cols))
-		out[r] = sums[0]
-	}
-	if full < cols {
-		for r := lo; r < hi; r++ {
-			out[r] += dotGeneric(m.F32[r*cols+full:(r+1)*cols], x[full:cols])
-		}
-	}
-}
-
 // dotRows serves attention, whose rows (a head's width) are short.
 func dotRows(out, w, x []float32, lo, hi, cols, stride int) {
 	if !haveAVX2 || cols < 8 {
@@ -196,32 +153,58 @@ func dotAVX2(w, x unsafe.Pointer, end uintptr) archsimd.Float32x8 {
 	return a0.Add(a1).Add(a2.Add(a3))
 }
 
+// matVecF32 sets out[r] = row r · x for rows [lo, hi): through the tiles
+// the loader lays every f32 matrix out as where the CPU has AVX2
+// (f32tiles.go; f32TilesVec), else with the portable loop. The tiles
+// wholly in [lo, hi) go in one call, straight into out, and a tile an end
+// of the span cuts through alone.
+func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
+	if m.tiles == nil {
+		matVecF32Generic(out, m, x, lo, hi)
+		return
+	}
+	first, end := (lo+tileRows-1)/tileRows, hi/tileRows // the tiles inside
+	if first < end {
+		f32TilesVec(m.f32Tile(first), end-first, m.Cols, unsafe.Pointer(&x[:m.Cols][0]), unsafe.Pointer(&out[first*tileRows : end*tileRows][0]))
+	}
+	for t := lo / tileRows; t*tileRows < hi; t++ {
+		if t == first && first < end {
+			t = end - 1
+			continue
+		}
+		var sums [tileRows]float32
+		f32TilesVec(m.f32Tile(t), 1, m.Cols, unsafe.Pointer(&x[:m.Cols][0]), unsafe.Pointer(&sums))
+		a, b := max(lo, t*tileRows), min(hi, (t+1)*tileRows)
+		copy(out[a:b], sums[a-t*tileRows:b-t*tileRows])
+	}
+}
+
 // matMatF32 is matVecF32 for every vector of xs (a prompt chunk's tokens,
-// or the streams of a decode step): four rows against three vectors at a
-// time (f32Rows4x3, assembly), so each chunk of a row is loaded once for
-// three products and each chunk of a vector once for four. Each product
-// is summed exactly as matVecF32 sums it, so a token's numbers do not
-// depend on what it was batched with. The vectors left over go through
-// matVecF32.
+// or the streams of a decode step): two tiles against six vectors at a
+// time (f32Tiles2x6), so each column of a tile is loaded once for six
+// products and each value of a vector broadcast once for sixteen rows. A
+// group of fewer vectors is filled with repeats of its last, whose sums
+// are dropped; a vector left alone goes through matVecF32. Every kernel
+// sums a row as matVecF32's does, so a token's numbers do not depend on
+// what it was batched with.
 //
-// In archsimd a kernel of this shape compiled to an address computation
+// In archsimd a kernel of this kind compiled to an address computation
 // per load and a register copy per FMA, and ran no faster than a row at
 // a time (BenchmarkPrefillProduct, f32: 15 GFLOP/s either way).
 func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
-	cols := m.Cols
-	quads := (hi - lo) / 4
 	s := 0
-	if haveAVX2 && quads > 0 {
-		var x, out [3]unsafe.Pointer
-		rows := unsafe.Pointer(&m.F32[lo*cols : hi*cols][0])
-		for ; s+3 <= len(xs); s += 3 {
-			for j := range 3 {
-				x[j] = unsafe.Pointer(&xs[s+j][:cols][0])
-				out[j] = unsafe.Pointer(&outs[s+j][lo : lo+4*quads][0])
-			}
-			f32Rows4x3(rows, cols*4, quads, &x, &out, f32KernelBytes(cols))
-			for j := range 3 {
-				f32RowsAfter(outs[s+j], m, xs[s+j], lo, hi, lo+4*quads)
+	for ; m.tiles != nil && len(xs)-s >= 2; s += 6 {
+		n := min(6, len(xs)-s)
+		var x [6]unsafe.Pointer
+		for j := range x {
+			x[j] = unsafe.Pointer(&xs[s+min(j, n-1)][:m.Cols][0])
+		}
+		var sums [6][2 * tileRows]float32
+		for t := lo / tileRows; t*tileRows < hi; t += 2 {
+			f32Tiles2x6(m.f32Tile(t), f32TileBytes(m.Cols), m.Cols, &x, &sums)
+			a, b := max(lo, t*tileRows), min(hi, (t+2)*tileRows)
+			for j := range n {
+				copy(outs[s+j][a:b], sums[j][a-t*tileRows:b-t*tileRows])
 			}
 		}
 	}
@@ -230,16 +213,16 @@ func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
 	}
 }
 
-// f32Rows8x1 and f32Rows4x3 are the f32 kernels (gemm_amd64.s): 8·octs
-// or 4·quads rows, the first at rows, each rowBytes after the last,
-// against one vector or three, over end bytes of each (a multiple of 32),
-// into one float a row at out (outs[j] for vector j).
+// f32Tile is where tile t of a tiled f32 matrix starts.
+func (m *Matrix) f32Tile(t int) unsafe.Pointer {
+	return unsafe.Pointer(&m.tiles[t*f32TileBytes(m.Cols)])
+}
 
 //go:noescape
-func f32Rows8x1(rows unsafe.Pointer, rowBytes, octs int, x, out unsafe.Pointer, end uintptr)
+func f32TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 
 //go:noescape
-func f32Rows4x3(rows unsafe.Pointer, rowBytes, quads int, x, outs *[3]unsafe.Pointer, end uintptr)
+func f32Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][2 * tileRows]float32)
 
 // f32x8 loads the eight floats at p plus off bytes.
 func f32x8(p unsafe.Pointer, off uintptr) archsimd.Float32x8 {

@@ -439,48 +439,62 @@ func TestQuantizeQ8KMatchesGeneric(t *testing.T) {
 
 // A matrix against several vectors at once (batched prefill, streams
 // decoding together) gives each vector exactly the numbers it gets
-// alone, in every shape the kernels are tested at and any number of
-// vectors.
+// alone, in every shape the kernels are tested at, rows or tiles (where
+// the build has them), and any number of vectors.
 func TestMatMatF32MatchesMatVecBitForBit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	for _, shape := range kernelShapes {
 		rows, cols := shape[0], shape[1]
-		m := NewF32(rows, cols, randomVec(rng, rows*cols))
-		for n := 1; n <= 7; n++ {
-			xs, outs := make([][]float32, n), make([][]float32, n)
-			for s := range n {
-				xs[s], outs[s] = randomVec(rng, cols), make([]float32, rows)
-			}
-			lo, hi := rows/3, rows
-			matMatF32(outs, m, xs, lo, hi)
-			for s := range n {
-				want := make([]float32, rows)
-				matVecF32(want, m, xs[s], lo, hi)
-				if !slices.Equal(outs[s][lo:hi], want[lo:hi]) {
-					t.Fatalf("%d×%d, vector %d of %d: batched %v, alone %v", rows, cols, s, n, outs[s][lo:lo+3], want[lo:lo+3])
+		rowMajor := NewF32(rows, cols, randomVec(rng, rows*cols))
+		for _, m := range []*Matrix{rowMajor, withTiles(rowMajor)} {
+			for n := 1; n <= 13; n++ {
+				xs, outs := make([][]float32, n), make([][]float32, n)
+				for s := range n {
+					xs[s], outs[s] = randomVec(rng, cols), make([]float32, rows)
+				}
+				lo, hi := rows/3, rows-rows/5
+				matMatF32(outs, m, xs, lo, hi)
+				for s := range n {
+					want := make([]float32, rows)
+					matVecF32(want, m, xs[s], lo, hi)
+					if !slices.Equal(outs[s][lo:hi], want[lo:hi]) {
+						t.Fatalf("%d×%d %s, vector %d of %d: batched %v, alone %v", rows, cols, layoutOf(m), s, n, outs[s][lo:min(lo+3, hi)], want[lo:min(lo+3, hi)])
+					}
 				}
 			}
 		}
 	}
 }
 
+// layoutOf names an f32 matrix's layout, for test messages.
+func layoutOf(m *Matrix) string {
+	if m.tiles != nil {
+		return "tiles"
+	}
+	return "rows"
+}
+
 // A row's number does not depend on the span it was computed in (a
 // thread's span starts and ends anywhere; the kernels take rows in eights
-// (fours for several vectors) and the rest alone): spans starting at each
-// of the first rows match the whole matrix's product bit for bit.
+// (fours for several vectors) and the rest alone, or whole tiles): spans
+// starting at each of the first rows match the whole matrix's product
+// bit for bit.
 func TestMatVecF32RowsDoNotDependOnTheSpan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 7))
 	for _, shape := range kernelShapes {
 		rows, cols := shape[0], shape[1]
-		m := NewF32(rows, cols, randomVec(rng, rows*cols))
+		rowMajor := NewF32(rows, cols, randomVec(rng, rows*cols))
 		x := randomVec(rng, cols)
-		whole := make([]float32, rows)
-		matVecF32(whole, m, x, 0, rows)
-		for lo := 1; lo < min(rows, 9); lo++ {
-			part := make([]float32, rows)
-			matVecF32(part, m, x, lo, rows)
-			if !slices.Equal(part[lo:], whole[lo:]) {
-				t.Fatalf("%d×%d from row %d: %v, the whole matrix's %v", rows, cols, lo, part[lo:lo+3], whole[lo:lo+3])
+		for _, m := range []*Matrix{rowMajor, withTiles(rowMajor)} {
+			whole := make([]float32, rows)
+			matVecF32(whole, m, x, 0, rows)
+			for lo := 1; lo < min(rows, 9); lo++ {
+				hi := max(lo+1, rows-lo+1) // ends inside a tile too
+				part := make([]float32, rows)
+				matVecF32(part, m, x, lo, hi)
+				if !slices.Equal(part[lo:hi], whole[lo:hi]) {
+					t.Fatalf("%d×%d %s, rows [%d, %d): %v, the whole matrix's %v", rows, cols, layoutOf(m), lo, hi, part[lo:min(lo+3, hi)], whole[lo:min(lo+3, hi)])
+				}
 			}
 		}
 	}
@@ -527,7 +541,7 @@ func TestMatrixProductsDoNotAllocate(t *testing.T) {
 			one.x, one.xq, one.out[0] = four.x, four.xq, four.out[0]
 		}
 	}
-	ms := []*Matrix{w}
+	ms := []*Matrix{w, withTiles(w)}
 	q8, err := w.Quantize()
 	if err != nil {
 		t.Fatal(err)

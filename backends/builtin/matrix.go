@@ -110,8 +110,8 @@ type Matrix struct {
 	// the rows laid out again for a faster kernel, where the build has
 	// one: interleaved for a tile kernel (tiles_simd.go), or IQ4_NL's
 	// levels as Q8_0 rows for the portable one (kernels_portable.go). A
-	// tiled Q8_0 matrix keeps its tiles alone, and quant is nil (see
-	// withRows).
+	// tiled f32 or Q8_0 matrix keeps its tiles alone, and F32 or quant is
+	// nil (see withRows).
 	tiles []byte
 }
 
@@ -174,6 +174,7 @@ func (m *Matrix) Quantize() (*Matrix, error) {
 	if m.Cols%GroupSize != 0 {
 		return nil, fmt.Errorf("cannot quantize a %d×%d matrix to Q8_0: columns are not a multiple of %d", m.Rows, m.Cols, GroupSize)
 	}
+	m = m.withRows()
 	q := newQuantMatrix(formatQ8_0, m.Rows, m.Cols)
 	for r := range m.Rows {
 		scales, values := q.q8Row(r)
@@ -183,10 +184,10 @@ func (m *Matrix) Quantize() (*Matrix, error) {
 }
 
 // Dequantize returns a quantized matrix in f32; an f32 matrix is returned
-// as it is.
+// as it is, with its rows.
 func (m *Matrix) Dequantize() *Matrix {
 	if !m.Quantized() {
-		return m
+		return m.withRows()
 	}
 	m = m.withRows()
 	out := make([]float32, m.Rows*m.Cols)

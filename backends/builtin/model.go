@@ -73,7 +73,9 @@ type Layer struct {
 }
 
 // Weights is a whole model. Embedding rows are read per token, so they stay
-// f32; the matrices may be f32 or Q8_0.
+// f32; the matrices may be f32 or Q8_0. Where a tied classifier's rows
+// became tiles, its tiles hold the embedding too and Embedding is nil
+// (see embed).
 type Weights struct {
 	Shape      Shape
 	Embedding  []float32 // vocab × dim
@@ -84,4 +86,14 @@ type Weights struct {
 	NormEps float32
 	// RopeBase is the rotary embeddings' base; 0 means llama2.c's 10000.
 	RopeBase float64
+}
+
+// embed copies token's embedding into x.
+func (w *Weights) embed(x []float32, token int) {
+	if w.Embedding == nil { // tied, and in the classifier's tiles
+		w.Classifier.f32RowInto(x, token)
+		return
+	}
+	d := w.Shape.Dim
+	copy(x, w.Embedding[token*d:(token+1)*d])
 }

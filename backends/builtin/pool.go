@@ -260,9 +260,9 @@ func (j *matJob) do(lo, hi int) {
 
 // rowBlockBytes is how much of a matrix one block of rows may take, so
 // the block stays in cache while every stream's vector passes over it:
-// L1 for Q8_0's row pairs. The f32 and tile kernels gain from blocks of
-// wideRowBlockBytes, in L2: each stream's vector is loaded once for more
-// rows, and a block is started from memory less often. By turns,
+// L1 for Q8_0's row pairs. The tile kernels (f32's among them) gain from
+// blocks of wideRowBlockBytes, in L2: each stream's vector is loaded once
+// for more rows, and a block is started from memory less often. By turns,
 // stories110M pp64 with 192 KiB blocks against 32 KiB ran 6% and 12%
 // faster in f32 on one and two threads, and 6–15% in Q4_0 and Q4_K_M;
 // Q8_0's ran 4–8% slower, so it keeps the small block (BenchmarkGGUFFile,
@@ -281,9 +281,6 @@ func (j *matJob) block(m *Matrix, span int) int {
 	}
 	if m.tiles != nil { // whole tiles
 		return max(tileRows, wideRowBlockBytes/m.rowBytes()/tileRows*tileRows)
-	}
-	if m.format == formatF32 { // whole fours, as matMatF32 takes them
-		return max(4, wideRowBlockBytes/m.rowBytes()&^3)
 	}
 	return max(2, rowBlockBytes/m.rowBytes()&^1)
 }

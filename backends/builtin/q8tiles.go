@@ -42,10 +42,13 @@ func makeQ8_0Tiles(m *Matrix) []byte {
 	return out
 }
 
-// withRows is m with its rows: a tiled Q8_0 matrix, which keeps no rows,
-// copied out of its tiles, and every other matrix as it is.
+// withRows is m with its rows: a tiled f32 or Q8_0 matrix, which keeps
+// no rows, copied out of its tiles, and every other matrix as it is.
 func (m *Matrix) withRows() *Matrix {
-	if m.format != formatQ8_0 || m.quant != nil {
+	switch {
+	case m.format == formatF32 && m.F32 == nil && m.tiles != nil:
+		return NewF32(m.Rows, m.Cols, f32RowsOfTiles(m))
+	case m.format != formatQ8_0 || m.quant != nil:
 		return m
 	}
 	groups := m.Cols / GroupSize

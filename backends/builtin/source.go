@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/shirou/gopsutil/v4/mem"
 )
@@ -57,6 +58,9 @@ type Model struct {
 	// llama-quantize does with rows it cannot cut into blocks
 	// ("layers.0.w2 64×172"); empty where every matrix converted.
 	KeptAsIs []string
+	// mapped is the weights file as mapped, for releasePages; nil for
+	// weights not read from a file.
+	mapped []byte
 }
 
 // ModelNames lists the names Load understands besides file paths.
@@ -91,6 +95,8 @@ func Load(name, dtype string) (*Model, error) {
 	case "f32":
 		m.Weights.dequantize()
 	}
+	m.Weights.tileF32(func(rows []float32) { releasePages(within(m.mapped, rows)) })
+	releasePages(m.mapped)
 	m.LoadTime = time.Since(start)
 	return m, nil
 }
@@ -142,7 +148,8 @@ func loadFile(path string) (*Model, error) {
 		return nil, fmt.Errorf("model file %s: %w", path, err)
 	}
 	sum := sha256.Sum256(data)
-	m := &Model{Name: filepath.Base(path), Source: path, SHA256: hex.EncodeToString(sum[:])}
+	releasePages(data) // the checksum read it all; the loader reads it again, part by part
+	m := &Model{Name: filepath.Base(path), Source: path, SHA256: hex.EncodeToString(sum[:]), mapped: data}
 	if strings.HasSuffix(path, ".gguf") {
 		m.Weights, m.Tokenizer, err = LoadGGUF(data)
 	} else {
@@ -155,6 +162,18 @@ func loadFile(path string) (*Model, error) {
 		return nil, fmt.Errorf("model file %s: %w", path, err)
 	}
 	return m, nil
+}
+
+// within is the bytes of rows if they lie in mapped, else nil.
+func within(mapped []byte, rows []float32) []byte {
+	if len(mapped) == 0 || len(rows) == 0 {
+		return nil
+	}
+	base, p := uintptr(unsafe.Pointer(&mapped[0])), uintptr(unsafe.Pointer(&rows[0]))
+	if p < base || p+4*uintptr(len(rows)) > base+uintptr(len(mapped)) {
+		return nil
+	}
+	return mapped[p-base : p-base+4*uintptr(len(rows))]
 }
 
 // loadTokenizerBeside finds a llama2.c checkpoint's tokenizer.bin (or
@@ -231,6 +250,22 @@ func (w *Weights) dequantize() {
 	}
 }
 
+// tileF32 lays every f32 matrix out as tiles, where this build's kernels
+// read them (withTiles), and hands each tiled matrix's rows to done.
+func (w *Weights) tileF32(done func(rows []float32)) {
+	tied := w.tied()
+	for _, m := range w.matrices() {
+		if rows := (*m).F32; rows != nil {
+			if *m = withTiles(*m); (*m).F32 == nil {
+				done(rows)
+			}
+		}
+	}
+	if tied && !w.tied() { // the classifier's tiles hold the embedding now
+		w.Embedding = nil
+	}
+}
+
 // matrices are the weights' matrices: each layer's, then the classifier.
 func (w *Weights) matrices() []**Matrix {
 	var out []**Matrix
@@ -296,6 +331,13 @@ func (w *Weights) matrixNames() []string {
 	return append(out, "classifier")
 }
 
+// tied reports whether the classifier multiplies the embedding's own
+// floats (not a quantized or tiled copy of them).
+func (w *Weights) tied() bool {
+	c := w.Classifier
+	return c.F32 != nil && len(w.Embedding) > 0 && &c.F32[0] == &w.Embedding[0]
+}
+
 // BytesPerToken is what one decode step reads of the weights: every
 // matrix (the classifier included) and the norms, but of the embedding
 // only the token's row.
@@ -319,7 +361,7 @@ func (w *Weights) WeightBytes() int64 {
 			n += m.Bytes()
 		}
 	}
-	if w.Classifier.Quantized() || &w.Classifier.F32[0] != &w.Embedding[0] {
+	if !w.tied() {
 		n += w.Classifier.Bytes()
 	}
 	return n

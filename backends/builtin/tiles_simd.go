@@ -169,13 +169,18 @@ var tileKernels = map[format]*tileKernel{
 
 // withTiles returns m with its rows also laid out as tiles where this
 // build and CPU have a tile kernel for its format. A Q8_0 matrix is tiled
-// on a CPU with VNNI only (its tile kernels are VPDPBUSD's), and keeps
-// its tiles alone: they are the rows' size, and the kernels read nothing
-// else.
+// on a CPU with VNNI only (its tile kernels are VPDPBUSD's); it and an
+// f32 matrix keep their tiles alone: they are the rows' size, and the
+// kernels read nothing else.
 func withTiles(m *Matrix) *Matrix {
 	k := tileKernels[m.format]
 	switch {
-	case !haveAVX2 || k == nil:
+	case !haveAVX2:
+	case m.format == formatF32:
+		if m.F32 != nil {
+			m = &Matrix{Rows: m.Rows, Cols: m.Cols, tiles: makeF32Tiles(m)}
+		}
+	case k == nil:
 	case m.format == formatQ8_0:
 		if haveVNNI {
 			m.tiles, m.quant = makeQ8_0Tiles(m), nil
@@ -189,7 +194,7 @@ func withTiles(m *Matrix) *Matrix {
 // tileForms is the activations m's tiles read, if it has any: Q8_K's
 // or Q8_0's codes, broadcast (and Q8_0's sums).
 func tileForms(m *Matrix) activationForms {
-	if m.tiles == nil {
+	if m.tiles == nil || !m.Quantized() { // f32 tiles read the floats
 		return activationForms{}
 	}
 	plain, q8K := plainCodes(m.format), formats[m.format].q8K

@@ -1,0 +1,42 @@
+package builtin
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// An f32 matrix's tiles hold its rows exactly: copied back out (withRows,
+// Dequantize, a row at a time) they are the rows, and the rows padding the
+// tiles to an even count are zeros.
+func TestF32TilesHoldTheRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 28))
+	rows, cols := 19, 13 // three tiles, padded to four
+	m := randomMatrix(rng, rows, cols)
+	tiled := &Matrix{Rows: rows, Cols: cols, tiles: makeF32Tiles(m)}
+	if got, want := len(tiled.tiles), 4*f32TileBytes(cols); got != want {
+		t.Fatalf("%d bytes of tiles for %d rows, want %d (four tiles)", got, rows, want)
+	}
+	if !slices.Equal(tiled.withRows().F32, m.F32) || !slices.Equal(tiled.Dequantize().F32, m.F32) {
+		t.Fatal("the rows copied out of the tiles differ from the rows tiled")
+	}
+	row := make([]float32, cols)
+	for r := range rows {
+		if tiled.f32RowInto(row, r); !slices.Equal(row, m.F32[r*cols:(r+1)*cols]) {
+			t.Fatalf("row %d out of the tiles %v, tiled %v", r, row, m.F32[r*cols:(r+1)*cols])
+		}
+	}
+	padded := &Matrix{Rows: 4 * tileRows, Cols: cols, tiles: tiled.tiles}
+	for r := rows; r < padded.Rows; r++ {
+		if padded.f32RowInto(row, r); slices.ContainsFunc(row, func(w float32) bool { return w != 0 }) {
+			t.Errorf("padding row %d is %v, want zeros", r, row)
+		}
+	}
+	// Quantized, the tiles give the rows' Q8_0 (--dtype after tiling).
+	m = randomMatrix(rng, 9, 64)
+	want, _ := m.Quantize()
+	got, err := (&Matrix{Rows: 9, Cols: 64, tiles: makeF32Tiles(m)}).Quantize()
+	if err != nil || !slices.Equal(got.quant, want.quant) {
+		t.Errorf("tiles quantized: %v, equal to the rows' Q8_0: %v", err, err == nil && slices.Equal(got.quant, want.quant))
+	}
+}

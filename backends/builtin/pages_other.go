@@ -1,0 +1,7 @@
+//go:build !linux
+
+package builtin
+
+// releasePages does nothing where the kernel takes no advice through
+// package syscall (see pages_linux.go).
+func releasePages([]byte) {}
