@@ -6,9 +6,9 @@ import "unsafe"
 // interleaved, for each column k the eight rows' weights k side by side
 // (32 bytes), so a kernel reads the matrix as one stream from start to
 // end, and one FMA serves eight rows. Read row by row, eight rows at a
-// time, a decode step drew 17.5–21.1 GB/s from memory where this layout
-// drew 25.2–26.7, as fast as a plain read (stories110M's 267 MB of
-// weights by turns on one thread, scratch). The tiles replace the rows;
+// time, a 267 MB product against one vector drew 17.5–21.1 GB/s from
+// memory where this layout drew 25.4–26.7, as fast as a plain read (by
+// turns on one thread, scratch). The tiles replace the rows;
 // the count is even, the last padded with rows of zeros (a tile of them
 // where the rows fill an odd count), as f32Tiles2x6 takes tiles in pairs.
 

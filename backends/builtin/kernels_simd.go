@@ -193,18 +193,20 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 // a time (BenchmarkPrefillProduct, f32: 15 GFLOP/s either way).
 func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
 	s := 0
-	for ; m.tiles != nil && len(xs)-s >= 2; s += 6 {
-		n := min(6, len(xs)-s)
-		var x [6]unsafe.Pointer
-		for j := range x {
-			x[j] = unsafe.Pointer(&xs[s+min(j, n-1)][:m.Cols][0])
-		}
-		var sums [6][2 * tileRows]float32
-		for t := lo / tileRows; t*tileRows < hi; t += 2 {
-			f32Tiles2x6(m.f32Tile(t), f32TileBytes(m.Cols), m.Cols, &x, &sums)
-			a, b := max(lo, t*tileRows), min(hi, (t+2)*tileRows)
-			for j := range n {
-				copy(outs[s+j][a:b], sums[j][a-t*tileRows:b-t*tileRows])
+	if m.tiles != nil {
+		for ; len(xs)-s >= 2; s += 6 {
+			n := min(6, len(xs)-s)
+			var x [6]unsafe.Pointer
+			for j := range x {
+				x[j] = unsafe.Pointer(&xs[s+min(j, n-1)][:m.Cols][0])
+			}
+			var sums [6][2 * tileRows]float32
+			for t := lo / tileRows; t*tileRows < hi; t += 2 {
+				f32Tiles2x6(m.f32Tile(t), f32TileBytes(m.Cols), m.Cols, &x, &sums)
+				a, b := max(lo, t*tileRows), min(hi, (t+2)*tileRows)
+				for j := range n {
+					copy(outs[s+j][a:b], sums[j][a-t*tileRows:b-t*tileRows])
+				}
 			}
 		}
 	}
