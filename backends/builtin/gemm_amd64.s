@@ -37,12 +37,9 @@
 	MOVQ blocks+80(FP), CX \
 	MOVQ out+88(FP), DI
 
-// A K-quant tile kernel's step to its next block: TILE bytes of tile, a
-// super-block of each vector's broadcast codes and sums of 16.
-#define TILE3_NEXT(TILE) TILE3_STEP(TILE, 2048)
-
-// The same with CODES bytes of each vector's codes a block (256 for the
-// VNNI kernels' plain codes).
+// A three-vector K-quant tile kernel's step to its next block: TILE
+// bytes of tile, CODES bytes of each vector's codes (2048 broadcast, 256
+// plain for the VNNI kernels), a super-block of each one's sums of 16.
 #define TILE3_STEP(TILE, CODES) \
 	ADDQ $TILE, SI \
 	ADDQ $CODES, R8 \
@@ -55,10 +52,7 @@
 
 // A K-quant block's end for each of the three vectors (FINISH with the
 // vector's block sum A0-A2, its scales and sums, and its offset in out),
-// then TILE3_NEXT.
-#define TILE3_FINISH_NEXT(FINISH, A0, A1, A2, TILE) \
-	TILE3_FINISH_STEP(FINISH, A0, A1, A2, TILE, 2048)
-
+// then TILE3_STEP.
 #define TILE3_FINISH_STEP(FINISH, A0, A1, A2, TILE, CODES) \
 	FINISH(A0, R9, R10, 0) \
 	FINISH(A1, R12, R13, 32) \
@@ -755,9 +749,10 @@ k1done: \
 	VPMADDUBSW Y(R8), Y8, Y9 \
 	VPADDW Y9, ACC, ACC
 
-// Run S's int16 sums (ACC) times each row's scale (the low 8 of the 16
-// bytes at OFF+8S with INDEX X14, the high 8 with X13) into Y4.
-#define TWO_BIT_SCALE(OFF, S, INDEX, ACC) \
+// Run S+H's int16 sums (ACC) times each row's scale (the low 8 of the 16
+// bytes at OFF+8S with INDEX X14, for H 0, the high 8 with X13, for H 1)
+// into Y4.
+#define TWO_BIT_SCALE(OFF, S, H, INDEX, ACC) \
 	VMOVDQU (OFF+8*S)(SI), X10 \
 	VPSHUFB INDEX, X10, X11 \
 	VPMOVSXBW X11, Y11 \
@@ -766,11 +761,11 @@ k1done: \
 
 // The four runs 8N+2J+H (J = 0…3) of a half (H: INDEX X14 for 0, X13
 // for 1) of half-block N, their sums in Y0-Y3, times their scales at OFF.
-#define TWO_BIT_SCALES(OFF, N, INDEX) \
-	TWO_BIT_SCALE(OFF, (8*N), INDEX, Y0) \
-	TWO_BIT_SCALE(OFF, (8*N+2), INDEX, Y1) \
-	TWO_BIT_SCALE(OFF, (8*N+4), INDEX, Y2) \
-	TWO_BIT_SCALE(OFF, (8*N+6), INDEX, Y3)
+#define TWO_BIT_SCALES(OFF, N, H, INDEX) \
+	TWO_BIT_SCALE(OFF, (8*N), H, INDEX, Y0) \
+	TWO_BIT_SCALE(OFF, (8*N+2), H, INDEX, Y1) \
+	TWO_BIT_SCALE(OFF, (8*N+4), H, INDEX, Y2) \
+	TWO_BIT_SCALE(OFF, (8*N+6), H, INDEX, Y3)
 
 // Runs 2P and 2P+1's bytes at OFF (paired per row) against their sums of
 // 16 (at SUMS) into ACC.
@@ -790,23 +785,14 @@ k1done: \
 	TWO_BIT_PAIRS(OFF, 6, SUMS, ACC) \
 	TWO_BIT_PAIRS(OFF, 7, SUMS, ACC)
 
-// A block's step to the next: TILE bytes of tile, a super-block of
-// broadcast codes and of sums of 16.
-#define TWO_BIT_NEXT(TILE) \
+// A block's step to the next: TILE bytes of tile, CODES bytes of
+// activations' codes (a super-block's, broadcast or plain), a
+// super-block's sums of 16.
+#define TWO_BIT_NEXT(TILE, CODES) \
 	ADDQ $TILE, SI \
-	ADDQ $2048, R8 \
+	ADDQ $CODES, R8 \
 	ADDQ $32, R10 \
 	INCQ DX
-
-// func q2KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
-//
-// Q2_K's tile kernel, summed as q2KDot sums a block: per run of 16, Σ q·y
-// in int16, times the row's scale into the block's int32 sum; the mins
-// against the sums of 16 into another; then d_x·(d·sum − dmin·mins)
-// into the running sum.
-TEXT ·q2KTile1(SB), NOSPLIT, $0-48
-	TILE1_ARGS
-	TWO_BIT_CONSTS
 
 // Four columns' codes (tile offset 256N+32T) against the activations of
 // weights 128N+32J+4T, J = 0…3.
@@ -827,43 +813,43 @@ TEXT ·q2KTile1(SB), NOSPLIT, $0-48
 	Q2_COLS(N, (4*H+1)) \
 	Q2_COLS(N, (4*H+2)) \
 	Q2_COLS(N, (4*H+3)) \
-	TWO_BIT_SCALES(512, N, INDEX)
+	TWO_BIT_SCALES(512, N, H, INDEX)
 
-	XORQ DX, DX
-q2blocks:
-	CMPQ DX, CX
-	JAE  q2done
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	Q2_HALVES(Q2_HALF)
-	TWO_BIT_ALL_PAIRS(640, R10, Y5)
-	VCVTDQ2PS Y4, Y11
-	VMULPS 768(SI), Y11, Y11
-	VCVTDQ2PS Y5, Y12
-	VMULPS 800(SI), Y12, Y12
-	VSUBPS Y12, Y11, Y11
-	VBROADCASTSS 0(R9)(DX*4), Y12
-	VMULPS Y12, Y11, Y11
-	VADDPS Y11, Y6, Y6
-	TWO_BIT_NEXT(832)
-	JMP  q2blocks
-
-q2done:
-	VMOVUPS Y6, 0(DI)
-	VZEROUPPER
+// func q2KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+//
+// Q2_K's tile kernel, summed as q2KDot sums a block: per run of 16, Σ q·y
+// in int16, times the row's scale into the block's int32 sum; the mins
+// against the sums of 16 into another; then d_x·(d·sum − dmin·mins)
+// into the running sum.
+TEXT ·q2KTile1(SB), NOSPLIT, $0-48
+// The body, which the VNNI twin shares (CODES: a block's bytes of codes).
+#define Q2K_TILE1(CODES) \
+	TILE1_ARGS \
+	TWO_BIT_CONSTS \
+	XORQ DX, DX \
+q2blocks: \
+	CMPQ DX, CX \
+	JAE  q2done \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	Q2_HALVES(Q2_HALF) \
+	TWO_BIT_ALL_PAIRS(640, R10, Y5) \
+	VCVTDQ2PS Y4, Y11 \
+	VMULPS 768(SI), Y11, Y11 \
+	VCVTDQ2PS Y5, Y12 \
+	VMULPS 800(SI), Y12, Y12 \
+	VSUBPS Y12, Y11, Y11 \
+	VBROADCASTSS 0(R9)(DX*4), Y12 \
+	VMULPS Y12, Y11, Y11 \
+	VADDPS Y11, Y6, Y6 \
+	TWO_BIT_NEXT(832, CODES) \
+	JMP  q2blocks \
+q2done: \
+	VMOVUPS Y6, 0(DI) \
+	VZEROUPPER \
 	RET
 
-// func q3KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
-//
-// Q3_K's tile kernel, summed as q3KDot sums a block: per run of 16, Σ q·y
-// (q the two low bits, plus 4 with the high bit) in int16, times the
-// row's scale into the block's int32 sum; 4·scale against the sums of 16
-// (the −4) into another; then (d_x·d)·(sum − that) into the running
-// sum. Y12 holds bit 2 of every byte, where each code's high bit goes.
-TEXT ·q3KTile1(SB), NOSPLIT, $0-48
-	TILE1_ARGS
-	TWO_BIT_CONSTS
-	BROADCAST32(0x04040404, X12, Y12)
+	Q2K_TILE1(2048)
 
 // Bit pair J of the codes in Y7, and its high bit from the high bits in
 // Y10 (bit 4N+J, brought to bit 2 by SHIFT $BY), into Y8.
@@ -898,32 +884,46 @@ TEXT ·q3KTile1(SB), NOSPLIT, $0-48
 	COLS((4*H+1)) \
 	COLS((4*H+2)) \
 	COLS((4*H+3)) \
-	TWO_BIT_SCALES(768, N, INDEX)
+	TWO_BIT_SCALES(768, N, H, INDEX)
 
-	XORQ DX, DX
-q3blocks:
-	CMPQ DX, CX
-	JAE  q3done
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	Q3_HALF(0, Q3_COLS0, 0, X14)
-	Q3_HALF(0, Q3_COLS0, 1, X13)
-	Q3_HALF(1, Q3_COLS1, 0, X14)
-	Q3_HALF(1, Q3_COLS1, 1, X13)
-	TWO_BIT_ALL_PAIRS(896, R10, Y5)
-	VPSUBD Y5, Y4, Y4
-	VCVTDQ2PS Y4, Y11
-	VBROADCASTSS 0(R9)(DX*4), Y9
-	VMULPS 1024(SI), Y9, Y9
-	VMULPS Y11, Y9, Y9
-	VADDPS Y9, Y6, Y6
-	TWO_BIT_NEXT(1056)
-	JMP  q3blocks
-
-q3done:
-	VMOVUPS Y6, 0(DI)
-	VZEROUPPER
+// func q3KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+//
+// Q3_K's tile kernel, summed as q3KDot sums a block: per run of 16, Σ q·y
+// (q the two low bits, plus 4 with the high bit) in int16, times the
+// row's scale into the block's int32 sum; 4·scale against the sums of 16
+// (the −4) into another; then (d_x·d)·(sum − that) into the running
+// sum. Y12 holds bit 2 of every byte, where each code's high bit goes.
+TEXT ·q3KTile1(SB), NOSPLIT, $0-48
+// The body, which the VNNI twin shares (CODES: a block's bytes of codes).
+#define Q3K_TILE1(CODES) \
+	TILE1_ARGS \
+	TWO_BIT_CONSTS \
+	BROADCAST32(0x04040404, X12, Y12) \
+	XORQ DX, DX \
+q3blocks: \
+	CMPQ DX, CX \
+	JAE  q3done \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	Q3_HALF(0, Q3_COLS0, 0, X14) \
+	Q3_HALF(0, Q3_COLS0, 1, X13) \
+	Q3_HALF(1, Q3_COLS1, 0, X14) \
+	Q3_HALF(1, Q3_COLS1, 1, X13) \
+	TWO_BIT_ALL_PAIRS(896, R10, Y5) \
+	VPSUBD Y5, Y4, Y4 \
+	VCVTDQ2PS Y4, Y11 \
+	VBROADCASTSS 0(R9)(DX*4), Y9 \
+	VMULPS 1024(SI), Y9, Y9 \
+	VMULPS Y11, Y9, Y9 \
+	VADDPS Y9, Y6, Y6 \
+	TWO_BIT_NEXT(1056, CODES) \
+	JMP  q3blocks \
+q3done: \
+	VMOVUPS Y6, 0(DI) \
+	VZEROUPPER \
 	RET
+
+	Q3K_TILE1(2048)
 
 // The three-vector 2-bit kernels (Q2_K's, Q3_K's), for prompts: each
 // vector summed exactly as the one-vector kernel sums it. A run's codes
@@ -942,9 +942,9 @@ q3done:
 	VPMADDUBSW Y(R14), Y8, Y9 \
 	VPADDW Y9, Y2, Y2
 
-// Run S's sums (Y0-Y2) times each row's scale (as TWO_BIT_SCALE) into the
-// three block sums Y3-Y5.
-#define TWO_BIT_SCALE3(OFF, S, INDEX) \
+// Run S+H's sums (Y0-Y2) times each row's scale (as TWO_BIT_SCALE) into
+// the three block sums Y3-Y5.
+#define TWO_BIT_SCALE3(OFF, S, H, INDEX) \
 	VMOVDQU (OFF+8*S)(SI), X10 \
 	VPSHUFB INDEX, X10, X11 \
 	VPMOVSXBW X11, Y11 \
@@ -960,12 +960,6 @@ q3done:
 	VPXOR Y1, Y1, Y1 \
 	VPXOR Y2, Y2, Y2
 
-// func q2KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
-TEXT ·q2KTile3(SB), NOSPLIT, $0-96
-	TILE3_ARGS
-	TWO_BIT_CONSTS
-	TILE3_START
-
 // Column T of half-block N: bit pair J against the three vectors.
 #define Q2_COL3(N, T, J) \
 	VMOVDQU (256*N+32*T)(SI), Y7 \
@@ -979,7 +973,7 @@ TEXT ·q2KTile3(SB), NOSPLIT, $0-96
 	Q2_COL3(N, (4*H+1), J) \
 	Q2_COL3(N, (4*H+2), J) \
 	Q2_COL3(N, (4*H+3), J) \
-	TWO_BIT_SCALE3(512, (8*N+2*J), INDEX)
+	TWO_BIT_SCALE3(512, (8*N+2*J), H, INDEX)
 
 #define Q2_HALF3(N, H, INDEX) \
 	Q2_RUN3(N, H, 0, INDEX) \
@@ -1002,26 +996,27 @@ TEXT ·q2KTile3(SB), NOSPLIT, $0-96
 	VADDPS OUT(DI), Y11, Y11 \
 	VMOVUPS Y11, OUT(DI)
 
-q2x3blocks:
-	CMPQ DX, CX
-	JAE  q2x3done
-	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	Q2_HALVES(Q2_HALF3)
-	TILE3_FINISH_NEXT(Q2_FINISH3, Y3, Y4, Y5, 832)
-	JMP  q2x3blocks
-
-q2x3done:
-	VZEROUPPER
+// func q2KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+TEXT ·q2KTile3(SB), NOSPLIT, $0-96
+// The body, which the VNNI twin shares (CODES: a block's bytes of codes).
+#define Q2K_TILE3(CODES) \
+	TILE3_ARGS \
+	TWO_BIT_CONSTS \
+	TILE3_START \
+q2x3blocks: \
+	CMPQ DX, CX \
+	JAE  q2x3done \
+	VPXOR Y3, Y3, Y3 \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	Q2_HALVES(Q2_HALF3) \
+	TILE3_FINISH_STEP(Q2_FINISH3, Y3, Y4, Y5, 832, CODES) \
+	JMP  q2x3blocks \
+q2x3done: \
+	VZEROUPPER \
 	RET
 
-// func q3KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
-TEXT ·q3KTile3(SB), NOSPLIT, $0-96
-	TILE3_ARGS
-	TWO_BIT_CONSTS
-	BROADCAST32(0x04040404, X12, Y12)
-	TILE3_START
+	Q2K_TILE3(2048)
 
 // Column T of half-block N: bit pair J and its high bit (SHIFT $BY, as
 // Q3_COLS) against the three vectors.
@@ -1037,7 +1032,7 @@ TEXT ·q3KTile3(SB), NOSPLIT, $0-96
 	Q3_COL3(N, (4*H+1), J, SHIFT, BY) \
 	Q3_COL3(N, (4*H+2), J, SHIFT, BY) \
 	Q3_COL3(N, (4*H+3), J, SHIFT, BY) \
-	TWO_BIT_SCALE3(768, (8*N+2*J), INDEX)
+	TWO_BIT_SCALE3(768, (8*N+2*J), H, INDEX)
 
 #define Q3_HALF3_0(H, INDEX) \
 	Q3_RUN3(0, H, 0, VPSLLW, 2, INDEX) \
@@ -1064,22 +1059,31 @@ TEXT ·q3KTile3(SB), NOSPLIT, $0-96
 	VADDPS OUT(DI), Y9, Y9 \
 	VMOVUPS Y9, OUT(DI)
 
-q3x3blocks:
-	CMPQ DX, CX
-	JAE  q3x3done
-	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	Q3_HALF3_0(0, X14)
-	Q3_HALF3_0(1, X13)
-	Q3_HALF3_1(0, X14)
-	Q3_HALF3_1(1, X13)
-	TILE3_FINISH_NEXT(Q3_FINISH3, Y3, Y4, Y5, 1056)
-	JMP  q3x3blocks
-
-q3x3done:
-	VZEROUPPER
+// func q3KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+TEXT ·q3KTile3(SB), NOSPLIT, $0-96
+// The body, which the VNNI twin shares (CODES: a block's bytes of codes).
+#define Q3K_TILE3(CODES) \
+	TILE3_ARGS \
+	TWO_BIT_CONSTS \
+	BROADCAST32(0x04040404, X12, Y12) \
+	TILE3_START \
+q3x3blocks: \
+	CMPQ DX, CX \
+	JAE  q3x3done \
+	VPXOR Y3, Y3, Y3 \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	Q3_HALF3_0(0, X14) \
+	Q3_HALF3_0(1, X13) \
+	Q3_HALF3_1(0, X14) \
+	Q3_HALF3_1(1, X13) \
+	TILE3_FINISH_STEP(Q3_FINISH3, Y3, Y4, Y5, 1056, CODES) \
+	JMP  q3x3blocks \
+q3x3done: \
+	VZEROUPPER \
 	RET
+
+	Q3K_TILE3(2048)
 
 // q6KTwoRunIndex interleaves two runs' scales (for VPSHUFB): run s of
 // row r, then run s+1 of row r.
@@ -2018,3 +2022,53 @@ TEXT ·q6KTile3VNNI(SB), NOSPLIT, $0-96
 // func q5KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 TEXT ·q5KTile1VNNI(SB), NOSPLIT, $0-48
 	Q5K_TILE1(Q5V_PAIR, 256)
+
+// The Q2_K and Q3_K VNNI kernels: the 2-bit kernels' bodies with each
+// run's sum int32 at once (VPDPBUSD, against the plain Q8_K codes,
+// .BCST), multiplied by each row's run scale (VPMULLD, the scale
+// sign-extended to its row's lane) into the block's sum: the same
+// integers as the int16 sums weighed with VPMADDWD, so the same results,
+// bit for bit. The scales are read a run at a time (S+H), so the
+// half-selecting indices go unused.
+
+#undef TWO_BIT_DOT
+#define TWO_BIT_DOT(Y, ACC) \
+	VPDPBUSD.BCST ((Y)/8)(R8), Y8, ACC
+
+#undef TWO_BIT_SCALE
+#define TWO_BIT_SCALE(OFF, S, H, INDEX, ACC) \
+	VPMOVSXBD (OFF+8*(S+H))(SI), Y11 \
+	VPMULLD Y11, ACC, ACC \
+	VPADDD ACC, Y4, Y4
+
+#undef TWO_BIT_DOT3
+#define TWO_BIT_DOT3(Y) \
+	VPDPBUSD.BCST ((Y)/8)(R8), Y8, Y0 \
+	VPDPBUSD.BCST ((Y)/8)(R11), Y8, Y1 \
+	VPDPBUSD.BCST ((Y)/8)(R14), Y8, Y2
+
+#undef TWO_BIT_SCALE3
+#define TWO_BIT_SCALE3(OFF, S, H, INDEX) \
+	VPMOVSXBD (OFF+8*(S+H))(SI), Y11 \
+	VPMULLD Y11, Y0, Y0 \
+	VPADDD Y0, Y3, Y3 \
+	VPMULLD Y11, Y1, Y1 \
+	VPADDD Y1, Y4, Y4 \
+	VPMULLD Y11, Y2, Y2 \
+	VPADDD Y2, Y5, Y5
+
+// func q2KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+TEXT ·q2KTile1VNNI(SB), NOSPLIT, $0-48
+	Q2K_TILE1(256)
+
+// func q2KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+TEXT ·q2KTile3VNNI(SB), NOSPLIT, $0-96
+	Q2K_TILE3(256)
+
+// func q3KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+TEXT ·q3KTile1VNNI(SB), NOSPLIT, $0-48
+	Q3K_TILE1(256)
+
+// func q3KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+TEXT ·q3KTile3VNNI(SB), NOSPLIT, $0-96
+	Q3K_TILE3(256)

@@ -5,6 +5,7 @@ package builtin
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -88,6 +89,17 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 		twinsAgree(t, fmt.Sprintf("Q4_K, extremes %v", extremes), quantizeTo(t, ggmlQ4_K, w), xs, q4KTile1, q4KTile1VNNI, q4KTile3, q4KTile3VNNI)
 		twinsAgree(t, fmt.Sprintf("Q6_K, extremes %v", extremes), quantizeTo(t, ggmlQ6_K, w), xs, q6KTile1, q6KTile1VNNI, q6KTile3, q6KTile3VNNI)
 		twinsAgree(t, fmt.Sprintf("Q5_K, extremes %v", extremes), quantizeTo(t, ggmlQ5_K, w), xs, q5KTile1, q5KTile1VNNI, nil, nil)
+		twinsAgree(t, fmt.Sprintf("Q2_K, extremes %v", extremes), quantizeTo(t, ggmlQ2_K, w), xs, q2KTile1, q2KTile1VNNI, q2KTile3, q2KTile3VNNI)
+		q3 := quantizeTo(t, ggmlQ3_K, w)
+		twinsAgree(t, fmt.Sprintf("Q3_K, extremes %v", extremes), q3, xs, q3KTile1, q3KTile1VNNI, q3KTile3, q3KTile3VNNI)
+		// The tests' encoder writes no negative scale; llama-quantize's do.
+		signed := &Matrix{Rows: q3.Rows, Cols: q3.Cols, format: formatQ3_K, quant: slices.Clone(q3.quant)}
+		for b := 0; b < len(signed.quant); b += formatQ3_K.fileBlockBytes() {
+			for i := range 12 {
+				signed.quant[b+96+i] = byte(rng.Uint32())
+			}
+		}
+		twinsAgree(t, fmt.Sprintf("Q3_K, every scale, extremes %v", extremes), withTiles(signed), xs, q3KTile1, q3KTile1VNNI, q3KTile3, q3KTile3VNNI)
 	}
 }
 

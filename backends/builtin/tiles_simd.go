@@ -443,9 +443,17 @@ func dotTiles(f format, n int, tile unsafe.Pointer, in *[maxTileBatch]tileInput,
 			q4KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
 		}
 	case formatQ2_K:
-		q2KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+		if haveVNNI {
+			q2KTile3VNNI(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+		} else {
+			q2KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+		}
 	case formatQ3_K:
-		q3KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+		if haveVNNI {
+			q3KTile3VNNI(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+		} else {
+			q3KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+		}
 	case formatQ5_0, formatQ5_1:
 		fiveBitTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
 	case formatQ6_K:
@@ -477,7 +485,11 @@ func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
 	case formatIQ4_NL:
 		iq4NLTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	case formatQ2_K:
-		q2KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		if haveVNNI {
+			q2KTile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		} else {
+			q2KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		}
 	case formatQ4_K:
 		if haveVNNI {
 			q4KTile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
@@ -491,7 +503,11 @@ func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
 			q5KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 		}
 	case formatQ3_K:
-		q3KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		if haveVNNI {
+			q3KTile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		} else {
+			q3KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		}
 	case formatQ6_K:
 		if haveVNNI {
 			q6KTile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
@@ -542,7 +558,13 @@ func iq4NLTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tile
 func q2KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
+func q2KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
 func q3KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
+func q3KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
 func q4KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
@@ -584,7 +606,13 @@ func q4KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, 
 func q2KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
+func q2KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+
+//go:noescape
 func q3KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+
+//go:noescape
+func q3KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
 func fiveBitTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
@@ -597,12 +625,13 @@ func q6KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, 
 
 // plainCodes is whether format f's tile kernels read the activations'
 // codes as they are (the VNNI kernels: Q8_0's and, on a CPU with VNNI,
-// Q4_0's, Q4_K's, Q5_K's and Q6_K's), not each four repeated eight times.
+// Q4_0's, Q2_K's, Q3_K's, Q4_K's, Q5_K's and Q6_K's), not each four
+// repeated eight times.
 func plainCodes(f format) bool {
 	if f == formatQ8_0 {
 		return true
 	}
-	return haveVNNI && (f == formatQ4_0 || f == formatQ4_K || f == formatQ5_K || f == formatQ6_K)
+	return haveVNNI && (f == formatQ4_0 || f == formatQ2_K || f == formatQ3_K || f == formatQ4_K || f == formatQ5_K || f == formatQ6_K)
 }
 
 // tileInputOf is x as m's tile kernel reads it.
