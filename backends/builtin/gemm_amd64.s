@@ -221,35 +221,37 @@ q4x1done: \
 // Q4_1's tile kernel: q4_0Tile1's int16 and int32 sums, then per group
 // d·(d_x·Σ n·y) + m·(d_x·Σ y) into the running sum, in that order.
 TEXT ·q4_1Tile1(SB), NOSPLIT, $0-48
-	TILE1_ARGS
-	BROADCAST32(0x0f0f0f0f, X15, Y15) // the low nibble of every byte
-	INT16_ONES(Y14)
-	VXORPS Y0, Y0, Y0
-	XORQ DX, DX // group
-
-q41groups:
-	CMPQ DX, CX
-	JAE  q41done
-	VPXOR Y3, Y3, Y3
-	COLS1(0)
-	COLS1(32)
-	COLS1(64)
-	COLS1(96)
-	GROUP_FLOATS(Y3, Y8)
-	VBROADCASTSS 0(R9)(DX*4), Y9
-	VMULPS Y9, Y8, Y8
-	VFMADD231PS 128(SI), Y8, Y0
-	VBROADCASTSS 0(R10)(DX*4), Y10
-	VFMADD231PS 160(SI), Y10, Y0
-	ADDQ $192, SI
-	ADDQ $256, R8
-	INCQ DX
-	JMP  q41groups
-
-q41done:
-	VMOVUPS Y0, 0(DI)
-	VZEROUPPER
+// The body, which the VNNI twin shares; Y15 holds the low nibble of every
+// byte, DX counts groups.
+#define Q4_1_TILE1 \
+	TILE1_ARGS \
+	BROADCAST32(0x0f0f0f0f, X15, Y15) \
+	INT16_ONES(Y14) \
+	VXORPS Y0, Y0, Y0 \
+	XORQ DX, DX \
+q41groups: \
+	CMPQ DX, CX \
+	JAE  q41done \
+	VPXOR Y3, Y3, Y3 \
+	COLS1(0) \
+	COLS1(32) \
+	COLS1(64) \
+	COLS1(96) \
+	GROUP_FLOATS(Y3, Y8) \
+	VBROADCASTSS 0(R9)(DX*4), Y9 \
+	VMULPS Y9, Y8, Y8 \
+	VFMADD231PS 128(SI), Y8, Y0 \
+	VBROADCASTSS 0(R10)(DX*4), Y10 \
+	VFMADD231PS 160(SI), Y10, Y0 \
+	ADDQ $192, SI \
+	ADDQ $X_GROUP, R8 \
+	INCQ DX \
+	JMP  q41groups \
+q41done: \
+	VMOVUPS Y0, 0(DI) \
+	VZEROUPPER \
 	RET
+	Q4_1_TILE1
 
 // One 32-byte column of nibbles (low, then high) times four vectors'
 // activations, into their int16 sums Y4-Y7.
@@ -316,27 +318,6 @@ q4x4done: \
 	RET
 	Q4_0_TILE4
 
-// func fiveBitTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
-//
-// Q5_0's and Q5_1's tile kernel for one tile against three vectors'
-// activations, each summed exactly as fiveBitTile1 sums it alone: per
-// group, each step's codes (a nibble and its fifth bit) × the
-// activations in int16, the low nibbles' and the high ones' apart, then
-// into int32 and float, times d_x; then d·that + o·(d_x·Σ y) into the
-// running sum, in that order. Each step's codes are unpacked once for
-// the three. Y0-Y2 are the running sums, Y3-Y5 a group's int16 sums of
-// low nibbles and Y6-Y8 of high ones, one per vector; Y9 the group's
-// fifth bits (shifted down a bit a step), Y14 and Y15 the nibble and
-// fifth-bit masks.
-TEXT ·fiveBitTile3(SB), NOSPLIT, $0-96
-	TILE3_ARGS
-	BROADCAST32(0x0f0f0f0f, X14, Y14)
-	BROADCAST32(0x10101010, X15, Y15)
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	XORQ DX, DX
-
 // Step T's codes: the low nibbles with their fifth bits into Y11, the
 // high ones with theirs into Y12.
 #define FIVE_BIT_CODES(T) \
@@ -378,37 +359,64 @@ TEXT ·fiveBitTile3(SB), NOSPLIT, $0-96
 	VBROADCASTSS 0(SUMS)(DX*4), Y11 \
 	VFMADD231PS 192(SI), Y11, SUM
 
-fivegroups:
-	CMPQ DX, CX
-	JAE  fivedone
-	VMOVDQU 128(SI), Y9
-	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	VPXOR Y8, Y8, Y8
-	FIVE_BIT_STEP(0)
-	FIVE_BIT_STEP(32)
-	FIVE_BIT_STEP(64)
-	FIVE_BIT_STEP(96)
-	INT16_ONES(Y10)
-	FIVE_BIT_FINISH(Y3, Y6, R9, R10, Y0)
-	FIVE_BIT_FINISH(Y4, Y7, R12, R13, Y1)
-	FIVE_BIT_FINISH(Y5, Y8, R15, BX, Y2)
-	ADDQ $224, SI
-	ADDQ $256, R8
-	ADDQ $256, R11
-	ADDQ $256, R14
-	INCQ DX
-	JMP  fivegroups
-
-fivedone:
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VZEROUPPER
+// func fiveBitTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+//
+// Q5_0's and Q5_1's tile kernel for one tile against three vectors'
+// activations, each summed exactly as fiveBitTile1 sums it alone: per
+// group, each step's codes (a nibble and its fifth bit) × the
+// activations in int16, the low nibbles' and the high ones' apart, then
+// into int32 and float, times d_x; then d·that + o·(d_x·Σ y) into the
+// running sum, in that order. Each step's codes are unpacked once for
+// the three. Y0-Y2 are the running sums, Y3-Y5 a group's int16 sums of
+// low nibbles and Y6-Y8 of high ones, one per vector; Y9 the group's
+// fifth bits (shifted down a bit a step), Y14 and Y15 the nibble and
+// fifth-bit masks.
+TEXT ·fiveBitTile3(SB), NOSPLIT, $0-96
+// The body, which the VNNI twin shares.
+#define FIVE_BIT_TILE3 \
+	TILE3_ARGS \
+	BROADCAST32(0x0f0f0f0f, X14, Y14) \
+	BROADCAST32(0x10101010, X15, Y15) \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	XORQ DX, DX \
+fivegroups: \
+	CMPQ DX, CX \
+	JAE  fivedone \
+	VMOVDQU 128(SI), Y9 \
+	VPXOR Y3, Y3, Y3 \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	VPXOR Y6, Y6, Y6 \
+	VPXOR Y7, Y7, Y7 \
+	VPXOR Y8, Y8, Y8 \
+	FIVE_BIT_STEP(0) \
+	FIVE_BIT_STEP(32) \
+	FIVE_BIT_STEP(64) \
+	FIVE_BIT_STEP(96) \
+	INT16_ONES(Y10) \
+	FIVE_BIT_FINISH(Y3, Y6, R9, R10, Y0) \
+	FIVE_BIT_FINISH(Y4, Y7, R12, R13, Y1) \
+	FIVE_BIT_FINISH(Y5, Y8, R15, BX, Y2) \
+	ADDQ $224, SI \
+	ADDQ $X_GROUP, R8 \
+	ADDQ $X_GROUP, R11 \
+	ADDQ $X_GROUP, R14 \
+	INCQ DX \
+	JMP  fivegroups \
+fivedone: \
+	VMOVUPS Y0, 0(DI) \
+	VMOVUPS Y1, 32(DI) \
+	VMOVUPS Y2, 64(DI) \
+	VZEROUPPER \
 	RET
+	FIVE_BIT_TILE3
+
+#define FIVE_BIT_STEP1(T) \
+	FIVE_BIT_CODES(T) \
+	FIVE_BIT_DOT(T, R8, Y3, Y6) \
+	VPSRLD $1, Y9, Y9
 
 // func fiveBitTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
@@ -416,38 +424,34 @@ fivedone:
 // left over): Y0 the running sum, Y3 and Y6 a group's int16 sums of low
 // and high nibbles' products.
 TEXT ·fiveBitTile1(SB), NOSPLIT, $0-48
-	TILE1_ARGS
-	BROADCAST32(0x0f0f0f0f, X14, Y14)
-	BROADCAST32(0x10101010, X15, Y15)
-	VXORPS Y0, Y0, Y0
-	XORQ DX, DX
-
-#define FIVE_BIT_STEP1(T) \
-	FIVE_BIT_CODES(T) \
-	FIVE_BIT_DOT(T, R8, Y3, Y6) \
-	VPSRLD $1, Y9, Y9
-
-five1groups:
-	CMPQ DX, CX
-	JAE  five1done
-	VMOVDQU 128(SI), Y9
-	VPXOR Y3, Y3, Y3
-	VPXOR Y6, Y6, Y6
-	FIVE_BIT_STEP1(0)
-	FIVE_BIT_STEP1(32)
-	FIVE_BIT_STEP1(64)
-	FIVE_BIT_STEP1(96)
-	INT16_ONES(Y10)
-	FIVE_BIT_FINISH(Y3, Y6, R9, R10, Y0)
-	ADDQ $224, SI
-	ADDQ $256, R8
-	INCQ DX
-	JMP  five1groups
-
-five1done:
-	VMOVUPS Y0, 0(DI)
-	VZEROUPPER
+// The body, which the VNNI twin shares.
+#define FIVE_BIT_TILE1 \
+	TILE1_ARGS \
+	BROADCAST32(0x0f0f0f0f, X14, Y14) \
+	BROADCAST32(0x10101010, X15, Y15) \
+	VXORPS Y0, Y0, Y0 \
+	XORQ DX, DX \
+five1groups: \
+	CMPQ DX, CX \
+	JAE  five1done \
+	VMOVDQU 128(SI), Y9 \
+	VPXOR Y3, Y3, Y3 \
+	VPXOR Y6, Y6, Y6 \
+	FIVE_BIT_STEP1(0) \
+	FIVE_BIT_STEP1(32) \
+	FIVE_BIT_STEP1(64) \
+	FIVE_BIT_STEP1(96) \
+	INT16_ONES(Y10) \
+	FIVE_BIT_FINISH(Y3, Y6, R9, R10, Y0) \
+	ADDQ $224, SI \
+	ADDQ $X_GROUP, R8 \
+	INCQ DX \
+	JMP  five1groups \
+five1done: \
+	VMOVUPS Y0, 0(DI) \
+	VZEROUPPER \
 	RET
+	FIVE_BIT_TILE1
 
 // func iq4NLTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
@@ -2072,3 +2076,36 @@ TEXT ·q3KTile1VNNI(SB), NOSPLIT, $0-48
 // func q3KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 TEXT ·q3KTile3VNNI(SB), NOSPLIT, $0-96
 	Q3K_TILE3(256)
+
+// The Q4_1 and five-bit (Q5_0, Q5_1) VNNI kernels: their bodies with
+// Q4_0's VNNI NIBBLE_DOT and GROUP_FLOATS (above), and each five-bit
+// step's products one VPDPBUSD into int32, so a group's low and high
+// sums need no pairing against ones: the same integers, the same results
+// bit for bit.
+
+#undef FIVE_BIT_DOT
+#define FIVE_BIT_DOT(T, X, LOW, HIGH) \
+	VPDPBUSD.BCST ((T)/8)(X), Y11, LOW \
+	VPDPBUSD.BCST ((T)/8+16)(X), Y12, HIGH
+
+#undef FIVE_BIT_FINISH
+#define FIVE_BIT_FINISH(LOW, HIGH, SCALES, SUMS, SUM) \
+	VPADDD HIGH, LOW, LOW \
+	VCVTDQ2PS LOW, LOW \
+	VBROADCASTSS 0(SCALES)(DX*4), Y11 \
+	VMULPS Y11, LOW, LOW \
+	VFMADD231PS 160(SI), LOW, SUM \
+	VBROADCASTSS 0(SUMS)(DX*4), Y11 \
+	VFMADD231PS 192(SI), Y11, SUM
+
+// func q4_1Tile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+TEXT ·q4_1Tile1VNNI(SB), NOSPLIT, $0-48
+	Q4_1_TILE1
+
+// func fiveBitTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+TEXT ·fiveBitTile1VNNI(SB), NOSPLIT, $0-48
+	FIVE_BIT_TILE1
+
+// func fiveBitTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+TEXT ·fiveBitTile3VNNI(SB), NOSPLIT, $0-96
+	FIVE_BIT_TILE3

@@ -90,6 +90,9 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 		twinsAgree(t, fmt.Sprintf("Q6_K, extremes %v", extremes), quantizeTo(t, ggmlQ6_K, w), xs, q6KTile1, q6KTile1VNNI, q6KTile3, q6KTile3VNNI)
 		twinsAgree(t, fmt.Sprintf("Q5_K, extremes %v", extremes), quantizeTo(t, ggmlQ5_K, w), xs, q5KTile1, q5KTile1VNNI, nil, nil)
 		twinsAgree(t, fmt.Sprintf("Q2_K, extremes %v", extremes), quantizeTo(t, ggmlQ2_K, w), xs, q2KTile1, q2KTile1VNNI, q2KTile3, q2KTile3VNNI)
+		twinsAgree(t, fmt.Sprintf("Q4_1, extremes %v", extremes), quantizeTo(t, ggmlQ4_1, w), xs, q4_1Tile1, q4_1Tile1VNNI, nil, nil)
+		twinsAgree(t, fmt.Sprintf("Q5_0, extremes %v", extremes), quantizeTo(t, ggmlQ5_0, w), xs, fiveBitTile1, fiveBitTile1VNNI, fiveBitTile3, fiveBitTile3VNNI)
+		twinsAgree(t, fmt.Sprintf("Q5_1, extremes %v", extremes), quantizeTo(t, ggmlQ5_1, w), xs, fiveBitTile1, fiveBitTile1VNNI, fiveBitTile3, fiveBitTile3VNNI)
 		q3 := quantizeTo(t, ggmlQ3_K, w)
 		twinsAgree(t, fmt.Sprintf("Q3_K, extremes %v", extremes), q3, xs, q3KTile1, q3KTile1VNNI, q3KTile3, q3KTile3VNNI)
 		// The tests' encoder writes no negative scale; llama-quantize's do.

@@ -455,7 +455,11 @@ func dotTiles(f format, n int, tile unsafe.Pointer, in *[maxTileBatch]tileInput,
 			q3KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
 		}
 	case formatQ5_0, formatQ5_1:
-		fiveBitTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+		if haveVNNI {
+			fiveBitTile3VNNI(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+		} else {
+			fiveBitTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+		}
 	case formatQ6_K:
 		if haveVNNI {
 			q6KTile3VNNI(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
@@ -479,9 +483,17 @@ func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
 			q4_0Tile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 		}
 	case formatQ4_1:
-		q4_1Tile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		if haveVNNI {
+			q4_1Tile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		} else {
+			q4_1Tile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		}
 	case formatQ5_0, formatQ5_1:
-		fiveBitTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		if haveVNNI {
+			fiveBitTile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		} else {
+			fiveBitTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		}
 	case formatIQ4_NL:
 		iq4NLTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 	case formatQ2_K:
@@ -549,7 +561,13 @@ func q4_0Tile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[t
 func q4_1Tile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
+func q4_1Tile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
 func fiveBitTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
+func fiveBitTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
 func iq4NLTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
@@ -618,20 +636,22 @@ func q3KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, 
 func fiveBitTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
+func fiveBitTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+
+//go:noescape
 func q6KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
 func q6KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 // plainCodes is whether format f's tile kernels read the activations'
-// codes as they are (the VNNI kernels: Q8_0's and, on a CPU with VNNI,
-// Q4_0's, Q2_K's, Q3_K's, Q4_K's, Q5_K's and Q6_K's), not each four
-// repeated eight times.
+// codes as they are (the VNNI kernels: Q8_0's, and on a CPU with VNNI
+// every format's but IQ4_NL's), not each four repeated eight times.
 func plainCodes(f format) bool {
 	if f == formatQ8_0 {
 		return true
 	}
-	return haveVNNI && (f == formatQ4_0 || f == formatQ2_K || f == formatQ3_K || f == formatQ4_K || f == formatQ5_K || f == formatQ6_K)
+	return haveVNNI && f != formatIQ4_NL
 }
 
 // tileInputOf is x as m's tile kernel reads it.
