@@ -121,6 +121,23 @@
 	VPMADDWD Y14, S16, F \
 	VCVTDQ2PS F, F
 
+// A three-vector group kernel's step to its next group: TILE bytes of
+// tile, a group of each vector's codes.
+#define GROUP3_STEP(TILE) \
+	ADDQ $TILE, SI \
+	ADDQ $X_GROUP, R8 \
+	ADDQ $X_GROUP, R11 \
+	ADDQ $X_GROUP, R14 \
+	INCQ DX
+
+// The three running sums (Y0-Y2) stored to out (DI), and return.
+#define STORE3_RET \
+	VMOVUPS Y0, 0(DI) \
+	VMOVUPS Y1, 32(DI) \
+	VMOVUPS Y2, 64(DI) \
+	VZEROUPPER \
+	RET
+
 #define COLS(OFF) \
 	NIBBLES(OFF, Y6, Y7) \
 	NIBBLE_DOT(OFF, R8, Y7, Y6, Y8, Y3) \
@@ -167,18 +184,10 @@ q4groups: \
 	FINISH(Y3, R9, R10, Y0) \
 	FINISH(Y4, R12, R13, Y1) \
 	FINISH(Y5, R15, BX, Y2) \
-	ADDQ $160, SI \
-	ADDQ $X_GROUP, R8 \
-	ADDQ $X_GROUP, R11 \
-	ADDQ $X_GROUP, R14 \
-	INCQ DX \
+	GROUP3_STEP(160) \
 	JMP  q4groups \
 q4done: \
-	VMOVUPS Y0, 0(DI) \
-	VMOVUPS Y1, 32(DI) \
-	VMOVUPS Y2, 64(DI) \
-	VZEROUPPER \
-	RET
+	STORE3_RET
 	Q4_0_TILE3
 
 #define COLS1(OFF) \
@@ -318,6 +327,11 @@ q4x4done: \
 	RET
 	Q4_0_TILE4
 
+// The nibble and fifth-bit masks, in every byte of Y14 and Y15.
+#define FIVE_BIT_CONSTS \
+	BROADCAST32(0x0f0f0f0f, X14, Y14) \
+	BROADCAST32(0x10101010, X15, Y15)
+
 // Step T's codes: the low nibbles with their fifth bits into Y11, the
 // high ones with theirs into Y12.
 #define FIVE_BIT_CODES(T) \
@@ -375,8 +389,7 @@ TEXT ·fiveBitTile3(SB), NOSPLIT, $0-96
 // The body, which the VNNI twin shares.
 #define FIVE_BIT_TILE3 \
 	TILE3_ARGS \
-	BROADCAST32(0x0f0f0f0f, X14, Y14) \
-	BROADCAST32(0x10101010, X15, Y15) \
+	FIVE_BIT_CONSTS \
 	VXORPS Y0, Y0, Y0 \
 	VXORPS Y1, Y1, Y1 \
 	VXORPS Y2, Y2, Y2 \
@@ -399,18 +412,10 @@ fivegroups: \
 	FIVE_BIT_FINISH(Y3, Y6, R9, R10, Y0) \
 	FIVE_BIT_FINISH(Y4, Y7, R12, R13, Y1) \
 	FIVE_BIT_FINISH(Y5, Y8, R15, BX, Y2) \
-	ADDQ $224, SI \
-	ADDQ $X_GROUP, R8 \
-	ADDQ $X_GROUP, R11 \
-	ADDQ $X_GROUP, R14 \
-	INCQ DX \
+	GROUP3_STEP(224) \
 	JMP  fivegroups \
 fivedone: \
-	VMOVUPS Y0, 0(DI) \
-	VMOVUPS Y1, 32(DI) \
-	VMOVUPS Y2, 64(DI) \
-	VZEROUPPER \
-	RET
+	STORE3_RET
 	FIVE_BIT_TILE3
 
 #define FIVE_BIT_STEP1(T) \
@@ -427,8 +432,7 @@ TEXT ·fiveBitTile1(SB), NOSPLIT, $0-48
 // The body, which the VNNI twin shares.
 #define FIVE_BIT_TILE1 \
 	TILE1_ARGS \
-	BROADCAST32(0x0f0f0f0f, X14, Y14) \
-	BROADCAST32(0x10101010, X15, Y15) \
+	FIVE_BIT_CONSTS \
 	VXORPS Y0, Y0, Y0 \
 	XORQ DX, DX \
 five1groups: \
@@ -789,6 +793,26 @@ k1done: \
 	TWO_BIT_PAIRS(OFF, 6, SUMS, ACC) \
 	TWO_BIT_PAIRS(OFF, 7, SUMS, ACC)
 
+// A Q2_K block's float steps, d_x·(d·DOT − dmin·MINS) (DOT and MINS its
+// int32 sums, d_x at SCALES), into Y11.
+#define Q2_BLOCK_FLOATS(DOT, MINS, SCALES) \
+	VCVTDQ2PS DOT, Y11 \
+	VMULPS 768(SI), Y11, Y11 \
+	VCVTDQ2PS MINS, Y12 \
+	VMULPS 800(SI), Y12, Y12 \
+	VSUBPS Y12, Y11, Y11 \
+	VBROADCASTSS 0(SCALES)(DX*4), Y12 \
+	VMULPS Y12, Y11, Y11
+
+// A Q3_K block's float steps, (d_x·d)·(DOT − OFFSETS) (its int32 sums,
+// d_x at SCALES), into Y9.
+#define Q3_BLOCK_FLOATS(DOT, OFFSETS, SCALES) \
+	VPSUBD OFFSETS, DOT, DOT \
+	VCVTDQ2PS DOT, Y11 \
+	VBROADCASTSS 0(SCALES)(DX*4), Y9 \
+	VMULPS 1024(SI), Y9, Y9 \
+	VMULPS Y11, Y9, Y9
+
 // A block's step to the next: TILE bytes of tile, CODES bytes of
 // activations' codes (a super-block's, broadcast or plain), a
 // super-block's sums of 16.
@@ -838,13 +862,7 @@ q2blocks: \
 	VPXOR Y5, Y5, Y5 \
 	Q2_HALVES(Q2_HALF) \
 	TWO_BIT_ALL_PAIRS(640, R10, Y5) \
-	VCVTDQ2PS Y4, Y11 \
-	VMULPS 768(SI), Y11, Y11 \
-	VCVTDQ2PS Y5, Y12 \
-	VMULPS 800(SI), Y12, Y12 \
-	VSUBPS Y12, Y11, Y11 \
-	VBROADCASTSS 0(R9)(DX*4), Y12 \
-	VMULPS Y12, Y11, Y11 \
+	Q2_BLOCK_FLOATS(Y4, Y5, R9) \
 	VADDPS Y11, Y6, Y6 \
 	TWO_BIT_NEXT(832, CODES) \
 	JMP  q2blocks \
@@ -914,11 +932,7 @@ q3blocks: \
 	Q3_HALF(1, Q3_COLS1, 0, X14) \
 	Q3_HALF(1, Q3_COLS1, 1, X13) \
 	TWO_BIT_ALL_PAIRS(896, R10, Y5) \
-	VPSUBD Y5, Y4, Y4 \
-	VCVTDQ2PS Y4, Y11 \
-	VBROADCASTSS 0(R9)(DX*4), Y9 \
-	VMULPS 1024(SI), Y9, Y9 \
-	VMULPS Y11, Y9, Y9 \
+	Q3_BLOCK_FLOATS(Y4, Y5, R9) \
 	VADDPS Y9, Y6, Y6 \
 	TWO_BIT_NEXT(1056, CODES) \
 	JMP  q3blocks \
@@ -990,13 +1004,7 @@ q3done: \
 #define Q2_FINISH3(DOT, SCALES, SUMS, OUT) \
 	VPXOR Y6, Y6, Y6 \
 	TWO_BIT_ALL_PAIRS(640, SUMS, Y6) \
-	VCVTDQ2PS DOT, Y11 \
-	VMULPS 768(SI), Y11, Y11 \
-	VCVTDQ2PS Y6, Y12 \
-	VMULPS 800(SI), Y12, Y12 \
-	VSUBPS Y12, Y11, Y11 \
-	VBROADCASTSS 0(SCALES)(DX*4), Y12 \
-	VMULPS Y12, Y11, Y11 \
+	Q2_BLOCK_FLOATS(DOT, Y6, SCALES) \
 	VADDPS OUT(DI), Y11, Y11 \
 	VMOVUPS Y11, OUT(DI)
 
@@ -1055,11 +1063,7 @@ q2x3done: \
 #define Q3_FINISH3(DOT, SCALES, SUMS, OUT) \
 	VPXOR Y6, Y6, Y6 \
 	TWO_BIT_ALL_PAIRS(896, SUMS, Y6) \
-	VPSUBD Y6, DOT, DOT \
-	VCVTDQ2PS DOT, Y11 \
-	VBROADCASTSS 0(SCALES)(DX*4), Y9 \
-	VMULPS 1024(SI), Y9, Y9 \
-	VMULPS Y11, Y9, Y9 \
+	Q3_BLOCK_FLOATS(DOT, Y6, SCALES) \
 	VADDPS OUT(DI), Y9, Y9 \
 	VMOVUPS Y9, OUT(DI)
 
