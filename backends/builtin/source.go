@@ -89,14 +89,16 @@ func Load(name, dtype string) (*Model, error) {
 	switch dtype {
 	case "q8_0":
 		m.KeptAsIs = m.Weights.quantize()
-		// The f32 originals are garbage now; hand their pages back so the
-		// resident size reported with the session is the engine's own.
-		debug.FreeOSMemory()
 	case "f32":
 		m.Weights.dequantize()
 	}
 	m.Weights.tileF32(func(rows []float32) { releasePages(within(m.mapped, rows)) })
 	releasePages(m.mapped)
+	// What a dtype converted and the rows the tiles replaced are garbage
+	// now (those in the file were handed back above); hand their pages
+	// back too, so the resident size reported with the session is the
+	// engine's own.
+	debug.FreeOSMemory()
 	m.LoadTime = time.Since(start)
 	return m, nil
 }
