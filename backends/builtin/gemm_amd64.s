@@ -793,6 +793,46 @@ k1done: \
 	TWO_BIT_PAIRS(OFF, 6, SUMS, ACC) \
 	TWO_BIT_PAIRS(OFF, 7, SUMS, ACC)
 
+// The 2-bit one-vector kernels' block loop, after their arguments and
+// constants: BLOCK sums a block's runs times their scales into Y4, the
+// pairs at PAIRS against the sums of 16 go into Y5, FLOATS(Y4, Y5, R9)
+// leaves the block's floats in SUM, which goes into the running sum Y6;
+// TILE and CODES step to the next block (TWO_BIT_NEXT).
+#define TWO_BIT_LOOP1(BLOCK, PAIRS, FLOATS, SUM, TILE, CODES) \
+	XORQ DX, DX \
+tb1blocks: \
+	CMPQ DX, CX \
+	JAE  tb1done \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	BLOCK \
+	TWO_BIT_ALL_PAIRS(PAIRS, R10, Y5) \
+	FLOATS(Y4, Y5, R9) \
+	VADDPS SUM, Y6, Y6 \
+	TWO_BIT_NEXT(TILE, CODES) \
+	JMP  tb1blocks \
+tb1done: \
+	VMOVUPS Y6, 0(DI) \
+	VZEROUPPER \
+	RET
+
+// The three-vector ones': BLOCK sums a block's runs into Y3-Y5, one per
+// vector, and TILE3_FINISH_STEP ends each vector's block with FINISH.
+#define TWO_BIT_LOOP3(BLOCK, FINISH, TILE, CODES) \
+	TILE3_START \
+tb3blocks: \
+	CMPQ DX, CX \
+	JAE  tb3done \
+	VPXOR Y3, Y3, Y3 \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	BLOCK \
+	TILE3_FINISH_STEP(FINISH, Y3, Y4, Y5, TILE, CODES) \
+	JMP  tb3blocks \
+tb3done: \
+	VZEROUPPER \
+	RET
+
 // A Q2_K block's float steps, d_x·(d·DOT − dmin·MINS) (DOT and MINS its
 // int32 sums, d_x at SCALES), into Y11.
 #define Q2_BLOCK_FLOATS(DOT, MINS, SCALES) \
@@ -843,6 +883,8 @@ k1done: \
 	Q2_COLS(N, (4*H+3)) \
 	TWO_BIT_SCALES(512, N, H, INDEX)
 
+#define Q2_BLOCK Q2_HALVES(Q2_HALF)
+
 // func q2KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
 // Q2_K's tile kernel, summed as q2KDot sums a block: per run of 16, Σ q·y
@@ -854,22 +896,7 @@ TEXT ·q2KTile1(SB), NOSPLIT, $0-48
 #define Q2K_TILE1(CODES) \
 	TILE1_ARGS \
 	TWO_BIT_CONSTS \
-	XORQ DX, DX \
-q2blocks: \
-	CMPQ DX, CX \
-	JAE  q2done \
-	VPXOR Y4, Y4, Y4 \
-	VPXOR Y5, Y5, Y5 \
-	Q2_HALVES(Q2_HALF) \
-	TWO_BIT_ALL_PAIRS(640, R10, Y5) \
-	Q2_BLOCK_FLOATS(Y4, Y5, R9) \
-	VADDPS Y11, Y6, Y6 \
-	TWO_BIT_NEXT(832, CODES) \
-	JMP  q2blocks \
-q2done: \
-	VMOVUPS Y6, 0(DI) \
-	VZEROUPPER \
-	RET
+	TWO_BIT_LOOP1(Q2_BLOCK, 640, Q2_BLOCK_FLOATS, Y11, 832, CODES)
 
 	Q2K_TILE1(2048)
 
@@ -908,6 +935,12 @@ q2done: \
 	COLS((4*H+3)) \
 	TWO_BIT_SCALES(768, N, H, INDEX)
 
+#define Q3_BLOCK \
+	Q3_HALF(0, Q3_COLS0, 0, X14) \
+	Q3_HALF(0, Q3_COLS0, 1, X13) \
+	Q3_HALF(1, Q3_COLS1, 0, X14) \
+	Q3_HALF(1, Q3_COLS1, 1, X13)
+
 // func q3KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
 // Q3_K's tile kernel, summed as q3KDot sums a block: per run of 16, Σ q·y
@@ -921,25 +954,7 @@ TEXT ·q3KTile1(SB), NOSPLIT, $0-48
 	TILE1_ARGS \
 	TWO_BIT_CONSTS \
 	BROADCAST32(0x04040404, X12, Y12) \
-	XORQ DX, DX \
-q3blocks: \
-	CMPQ DX, CX \
-	JAE  q3done \
-	VPXOR Y4, Y4, Y4 \
-	VPXOR Y5, Y5, Y5 \
-	Q3_HALF(0, Q3_COLS0, 0, X14) \
-	Q3_HALF(0, Q3_COLS0, 1, X13) \
-	Q3_HALF(1, Q3_COLS1, 0, X14) \
-	Q3_HALF(1, Q3_COLS1, 1, X13) \
-	TWO_BIT_ALL_PAIRS(896, R10, Y5) \
-	Q3_BLOCK_FLOATS(Y4, Y5, R9) \
-	VADDPS Y9, Y6, Y6 \
-	TWO_BIT_NEXT(1056, CODES) \
-	JMP  q3blocks \
-q3done: \
-	VMOVUPS Y6, 0(DI) \
-	VZEROUPPER \
-	RET
+	TWO_BIT_LOOP1(Q3_BLOCK, 896, Q3_BLOCK_FLOATS, Y9, 1056, CODES)
 
 	Q3K_TILE1(2048)
 
@@ -999,6 +1014,8 @@ q3done: \
 	Q2_RUN3(N, H, 2, INDEX) \
 	Q2_RUN3(N, H, 3, INDEX)
 
+#define Q2_BLOCK3 Q2_HALVES(Q2_HALF3)
+
 // One vector's block end (its block sum DOT, scales and sums at SCALES
 // and SUMS) into its running sum at OUT(DI): q2KTile1's float steps.
 #define Q2_FINISH3(DOT, SCALES, SUMS, OUT) \
@@ -1014,19 +1031,7 @@ TEXT ·q2KTile3(SB), NOSPLIT, $0-96
 #define Q2K_TILE3(CODES) \
 	TILE3_ARGS \
 	TWO_BIT_CONSTS \
-	TILE3_START \
-q2x3blocks: \
-	CMPQ DX, CX \
-	JAE  q2x3done \
-	VPXOR Y3, Y3, Y3 \
-	VPXOR Y4, Y4, Y4 \
-	VPXOR Y5, Y5, Y5 \
-	Q2_HALVES(Q2_HALF3) \
-	TILE3_FINISH_STEP(Q2_FINISH3, Y3, Y4, Y5, 832, CODES) \
-	JMP  q2x3blocks \
-q2x3done: \
-	VZEROUPPER \
-	RET
+	TWO_BIT_LOOP3(Q2_BLOCK3, Q2_FINISH3, 832, CODES)
 
 	Q2K_TILE3(2048)
 
@@ -1058,6 +1063,12 @@ q2x3done: \
 	Q3_RUN3(1, H, 2, VPSRLW, 4, INDEX) \
 	Q3_RUN3(1, H, 3, VPSRLW, 5, INDEX)
 
+#define Q3_BLOCK3 \
+	Q3_HALF3_0(0, X14) \
+	Q3_HALF3_0(1, X13) \
+	Q3_HALF3_1(0, X14) \
+	Q3_HALF3_1(1, X13)
+
 // One vector's block end into its running sum at OUT(DI): q3KTile1's
 // float steps.
 #define Q3_FINISH3(DOT, SCALES, SUMS, OUT) \
@@ -1074,22 +1085,7 @@ TEXT ·q3KTile3(SB), NOSPLIT, $0-96
 	TILE3_ARGS \
 	TWO_BIT_CONSTS \
 	BROADCAST32(0x04040404, X12, Y12) \
-	TILE3_START \
-q3x3blocks: \
-	CMPQ DX, CX \
-	JAE  q3x3done \
-	VPXOR Y3, Y3, Y3 \
-	VPXOR Y4, Y4, Y4 \
-	VPXOR Y5, Y5, Y5 \
-	Q3_HALF3_0(0, X14) \
-	Q3_HALF3_0(1, X13) \
-	Q3_HALF3_1(0, X14) \
-	Q3_HALF3_1(1, X13) \
-	TILE3_FINISH_STEP(Q3_FINISH3, Y3, Y4, Y5, 1056, CODES) \
-	JMP  q3x3blocks \
-q3x3done: \
-	VZEROUPPER \
-	RET
+	TWO_BIT_LOOP3(Q3_BLOCK3, Q3_FINISH3, 1056, CODES)
 
 	Q3K_TILE3(2048)
 
