@@ -16,8 +16,10 @@ import (
 // BenchmarkMatVec reports GFLOP/s of one matrix-vector product on one
 // thread, in f32 and Q8_0, at the classifier shape of stories15M and the
 // FFN shape of stories110M, through every kernel set the tests hold to the
-// references (kernels_test.go): the dispatched one, the portable one and,
-// in the SIMD build, AVX2 and AVX-512 where the CPU has them.
+// references (kernels_test.go): the dispatched one (on rows as NewF32
+// makes them, so the portable loop for f32), the portable one and, in the
+// SIMD build with AVX2, attention's row kernel, the f32 tiles and, on a
+// CPU with VNNI, Q8_0's tiles.
 func BenchmarkMatVec(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, shape := range [][2]int{{32000, 288}, {2048, 768}} {

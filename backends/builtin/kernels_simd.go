@@ -22,11 +22,11 @@ import (
 
 var haveAVX2 = archsimd.X86.AVX2() && archsimd.X86.FMA()
 
-// haveVNNI is whether Q8_0 matrices are tiled and the Q4_0, Q4_K and
-// Q6_K tile kernels take their VNNI twins (gemm_amd64.s), whose VPDPBUSD
-// needs AVX512_VNNI and AVX512VL (with AVX-512's F, CD, BW and DQ, as
-// archsimd bundles them); GODEBUG=cpu.avx512f=off turns it off with
-// AVX-512.
+// haveVNNI is whether Q8_0 matrices are tiled and every other format's
+// tile kernels but IQ4_NL's take their VNNI twins (gemm_amd64.s), whose
+// VPDPBUSD needs AVX512_VNNI and AVX512VL (with AVX-512's F, CD, BW and
+// DQ, as archsimd bundles them); GODEBUG=cpu.avx512f=off turns it off
+// with AVX-512.
 var haveVNNI = haveAVX2 && archsimd.X86.AVX512() && archsimd.X86.AVX512VNNI()
 
 // portableQ8 is whether Q8_0 products run the portable kernel.

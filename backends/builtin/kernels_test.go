@@ -475,10 +475,10 @@ func layoutOf(m *Matrix) string {
 }
 
 // A row's number does not depend on the span it was computed in (a
-// thread's span starts and ends anywhere; the kernels take rows in eights
-// (fours for several vectors) and the rest alone, or whole tiles): spans
-// starting at each of the first rows match the whole matrix's product
-// bit for bit.
+// thread's span starts and ends anywhere; the tile kernels take whole
+// tiles, several at a time, and a tile an end cuts through alone): spans
+// starting and ending at each of the first and last rows match the whole
+// matrix's product bit for bit, rows or tiles.
 func TestMatVecF32RowsDoNotDependOnTheSpan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 7))
 	for _, shape := range kernelShapes {
