@@ -9,7 +9,7 @@ import (
 )
 
 // command is a subcommand's flags and the help they print: its synopsis
-// in the README's syntax, then each flag, then examples.
+// in the docs' syntax, then each flag, then examples.
 type command struct {
 	*flag.FlagSet
 	name, synopsis string
@@ -51,7 +51,12 @@ func (c *command) parse(args []string) (positional []string, code int, ok bool) 
 // default is a value (a flag that overrides the profile has none of its
 // own: the flag package would print its sentinel), and the examples.
 func (c *command) help(w io.Writer) {
-	fmt.Fprintf(w, "Usage: %s\n\nFlags:\n", c.synopsis)
+	fmt.Fprintf(w, "Usage: %s\n", c.synopsis)
+	flags := 0
+	c.VisitAll(func(*flag.Flag) { flags++ })
+	if flags > 0 {
+		fmt.Fprint(w, "\nFlags:\n")
+	}
 	c.VisitAll(func(f *flag.Flag) {
 		kind, usage := flag.UnquoteUsage(f)
 		line := "  --" + f.Name

@@ -87,31 +87,82 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdPicker(stdout, stderr)
 	}
 	switch args[0] {
-	case "-h", "--help", "help":
+	case "help":
+		// 'tokentop help run' is 'tokentop run -h'.
+		if len(args) > 1 {
+			if _, known := commands[args[1]]; known {
+				return run([]string{args[1], "-h"}, stdout, stderr)
+			}
+			return unknownCommand(args[1], stderr)
+		}
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	case "--version", "-version", "version":
 		fmt.Fprintf(stdout, "tokentop %s (%s, %s)\n", runner.ToolVersion(), cmp.Or(runner.VCSRevision(), "no VCS revision in this build"), runtime.Version())
 		return exitOK
 	}
-	switch args[0] {
-	case "run":
-		return cmdRun(args[1:], stdout, stderr)
-	case "compare":
-		return cmdCompare(args[1:], stdout, stderr)
-	case "report":
-		return cmdReport(args[1:], stdout, stderr)
-	case "export":
-		return cmdExport(args[1:], stdout, stderr)
-	case "matrix":
-		return cmdMatrix(args[1:], stdout, stderr)
-	case "profiles":
-		return cmdProfiles(args[1:], stdout, stderr)
-	case "backends":
-		return cmdBackends(args[1:], stdout, stderr)
+	if command, known := commands[args[0]]; known {
+		return command(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "tokentop: unknown command %q\n\n%s", args[0], usage)
+	return unknownCommand(args[0], stderr)
+}
+
+// commands are the subcommands by name.
+var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
+	"run":      cmdRun,
+	"compare":  cmdCompare,
+	"report":   cmdReport,
+	"export":   cmdExport,
+	"matrix":   cmdMatrix,
+	"profiles": cmdProfiles,
+	"backends": cmdBackends,
+}
+
+// unknownCommand says so in one line, which stays on an 80x24 screen
+// where the whole usage would scroll it away, with the nearest command
+// where a typo is likely.
+func unknownCommand(name string, stderr io.Writer) int {
+	line := fmt.Sprintf("tokentop: unknown command %q", untrusted.Line(name))
+	if near := nearestCommand(name); near != "" {
+		line += fmt.Sprintf("; did you mean %s?", near)
+	}
+	fmt.Fprintln(stderr, line+" ('tokentop -h' lists the commands)")
 	return exitUsage
+}
+
+// nearestCommand is the command within two edits of name (a typo), or "".
+func nearestCommand(name string) string {
+	best, bestDistance := "", 3
+	for command := range commands {
+		if d := editDistance(strings.ToLower(name), command); d < bestDistance || d == bestDistance && command < best {
+			best, bestDistance = command, d
+		}
+	}
+	return best
+}
+
+// editDistance is Levenshtein's distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	previous := make([]int, len(b)+1)
+	current := make([]int, len(b)+1)
+	for j := range previous {
+		previous[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		current[0] = i
+		for j := 1; j <= len(b); j++ {
+			substitution := previous[j-1]
+			if a[i-1] != b[j-1] {
+				substitution++
+			}
+			current[j] = min(previous[j]+1, current[j-1]+1, substitution)
+		}
+		previous, current = current, previous
+	}
+	return previous[len(b)]
 }
 
 // percentFlag is a fraction written as a percent ("1%") or as a plain

@@ -92,6 +92,36 @@ func TestRunHeadlessThenCompare(t *testing.T) {
 	}
 }
 
+// A typo gets one line that stays on an 80x24 screen, not the whole usage.
+func TestUnknownCommandIsOneLineWithTheNearestCommand(t *testing.T) {
+	for _, c := range []struct{ arg, want string }{
+		{"runn", `unknown command "runn"; did you mean run?`},
+		{"mtrix", "did you mean matrix?"},
+		{"Compare", "did you mean compare?"},
+		{"frobnicate", `unknown command "frobnicate" ('tokentop -h' lists the commands)`},
+	} {
+		code, stdout, stderr := runCLI(c.arg)
+		if code != exitUsage || stdout != "" || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("tokentop %s: exit %d, stdout %q, stderr %q; want one line with %q", c.arg, code, stdout, stderr, c.want)
+		}
+	}
+}
+
+func TestHelpCommandPrintsThatCommandsHelp(t *testing.T) {
+	_, viaHelp, _ := runCLI("help", "run")
+	_, viaFlag, _ := runCLI("run", "-h")
+	if viaHelp != viaFlag || !strings.Contains(viaHelp, "--profile") {
+		t.Errorf("tokentop help run printed %q, want run -h's %q", viaHelp, viaFlag)
+	}
+	if code, _, stderr := runCLI("help", "runn"); code != exitUsage || !strings.Contains(stderr, "did you mean run?") {
+		t.Errorf("tokentop help runn: exit %d, %q", code, stderr)
+	}
+	// A command without flags prints no empty Flags: heading.
+	if _, help, _ := runCLI("profiles", "-h"); strings.Contains(help, "Flags:") || !strings.Contains(help, "Usage: tokentop profiles") {
+		t.Errorf("tokentop profiles -h:\n%s", help)
+	}
+}
+
 func TestBadInputExitsWithAClearMessage(t *testing.T) {
 	out := t.TempDir()
 	profile := filepath.Join(t.TempDir(), "p.toml")
@@ -618,7 +648,7 @@ max_tokens = [8, 16, 24, 32, 40, 48]
 }
 
 // A typo gets one line and a hint, not the whole usage; -h gets the
-// synopsis in the README's syntax, defaults that are values (never the
+// synopsis in the docs' syntax, defaults that are values (never the
 // -1 that means "the profile's"), and examples; --version the build's.
 func TestHelpAndVersion(t *testing.T) {
 	code, stdout, stderr := runCLI("run", "--trails", "5")
