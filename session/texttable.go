@@ -14,8 +14,12 @@ import (
 // repeating the key columns: a terminal's lines are never cut or folded
 // mid-row.
 type TextTable struct {
-	Rows       [][]string
-	Key        int
+	Rows [][]string
+	Key  int
+	// Repeat, where set, are the columns the blocks after the first
+	// repeat in place of the Key columns: a short id where the first
+	// block already names each row in full.
+	Repeat     []int
 	Width      int // 0: one block, however wide
 	AlignRight bool
 }
@@ -68,18 +72,27 @@ func (t TextTable) blocks() [][]int {
 	}
 	key := min(t.Key, columns)
 	var keys []int
-	keyWidth := 0
 	for c := range key {
 		keys = append(keys, c)
-		keyWidth += widths[c] + textTableGap
+	}
+	repeat := keys
+	if t.Repeat != nil {
+		repeat = t.Repeat
+	}
+	widthOf := func(cols []int) int {
+		total := 0
+		for _, c := range cols {
+			total += widths[c] + textTableGap
+		}
+		return total
 	}
 	var out [][]int
-	block, used := append([]int(nil), keys...), keyWidth
+	block, used, fixed := append([]int(nil), keys...), widthOf(keys), len(keys)
 	for c := key; c < columns; c++ {
 		need := widths[c] + textTableGap
-		if t.Width > 0 && len(block) > key && used+need > t.Width {
+		if t.Width > 0 && len(block) > fixed && used+need > t.Width {
 			out = append(out, block)
-			block, used = append([]int(nil), keys...), keyWidth
+			block, used, fixed = append([]int(nil), repeat...), widthOf(repeat), len(repeat)
 		}
 		block, used = append(block, c), used+need
 	}

@@ -81,3 +81,36 @@ func TestWrapTextKeepsEveryWord(t *testing.T) {
 		t.Error("width 0 must leave the text alone")
 	}
 }
+
+// With Repeat, the first block names the rows in full and later blocks
+// repeat only the short id: no block carries the long names again.
+func TestTextTableRepeatsOnlyTheIdAfterTheFirstBlock(t *testing.T) {
+	rows := [][]string{{"rank", "cell", "model · dtype · threads", "e2e median [95% CI] ms", "TTFT p50 [95% CI]", "TPOT p50 [95% CI]"}}
+	for r := range 4 {
+		rows = append(rows, []string{fmt.Sprint(r + 1), fmt.Sprintf("c%02d", r), "stories15M-synthetic · q8_0 · 2 threads", "206.1 [195.5, 242.8]", "28.93 [24.37, 36.87]", "0.1145 [0.1120, 0.1195]"})
+	}
+	var b strings.Builder
+	if err := (TextTable{Rows: rows, Key: 3, Repeat: []int{1}, Width: 80}).Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	blocks := strings.Split(strings.TrimSuffix(out, "\n"), "\n\n")
+	if len(blocks) < 2 || strings.Count(out, "stories15M-synthetic") != 4 {
+		t.Fatalf("want the names once and more than one block:\n%s", out)
+	}
+	for i, block := range blocks[1:] {
+		lines := strings.Split(block, "\n")
+		if !strings.HasPrefix(lines[0], "cell ") || !strings.HasPrefix(lines[1], "c00 ") {
+			t.Errorf("block %d does not begin with the cell id:\n%s", i+2, block)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if utf8.RuneCountInString(line) > 80 {
+			t.Errorf("a line of %d: %q", utf8.RuneCountInString(line), line)
+		}
+		// An interval is never split across lines.
+		if strings.Count(line, "[") != strings.Count(line, "]") {
+			t.Errorf("an interval broken: %q", line)
+		}
+	}
+}

@@ -285,6 +285,9 @@ func (a *App) key(msg tea.KeyPressMsg) (cmd tea.Cmd, quit bool) {
 			// report it again (nor its error as this exit's).
 			a.run = nil
 			a.screen = screenPicker
+			// Back on the list, so q quits rather than typing into the
+			// field the last run was started from.
+			a.picker.setFocus(focusProfiles)
 			return a.picker.init(a.ctx), false
 		}
 		return a.done.key(msg), false
@@ -424,7 +427,11 @@ func (a *App) bindings() bindings {
 	case screenDone:
 		short = a.done.bindings()
 	case screenCompare:
-		short = []key.Binding{keys.Metric, helpScroll, keys.HTML}
+		short = []key.Binding{keys.Metric, helpScroll}
+		if a.cmp.columnsHidden(a.width) {
+			short = append(short, keys.NextColumn)
+		}
+		short = append(short, keys.HTML)
 		if a.done != nil {
 			short = append(short, keys.Back)
 		}

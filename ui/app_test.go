@@ -717,13 +717,22 @@ func TestDoneOffersComparisonsAndOpensTheCompareScreen(t *testing.T) {
 // plus slower ms.
 func writeSession(t *testing.T, dir, id string, slower float64) string {
 	t.Helper()
-	m := &session.Manifest{ID: id, CreatedAt: testStart, Arms: []session.ArmInfo{{Name: "greedy"}, {Name: "temp-0.8"}}}
+	return writeSessionOf(t, dir, id, slower, []string{"greedy", "temp-0.8"})
+}
+
+// writeSessionOf writes session id with the given arms.
+func writeSessionOf(t *testing.T, dir, id string, slower float64, arms []string) string {
+	t.Helper()
+	m := &session.Manifest{ID: id, CreatedAt: testStart}
+	for _, a := range arms {
+		m.Arms = append(m.Arms, session.ArmInfo{Name: a})
+	}
 	w, err := session.Create(dir, m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	for _, ev := range syntheticRun([]string{"greedy", "temp-0.8"}, 0, 40) {
+	for _, ev := range syntheticRun(arms, 0, 40) {
 		if td, ok := ev.(runner.TrialDone); ok {
 			td.Record.E2EMs += slower
 			if err := w.Append(td.Record, nil); err != nil {
@@ -868,6 +877,75 @@ func TestNewRunAfterAFailureForgetsIt(t *testing.T) {
 	}
 	if out := tr.app.Outcome(); out.Ran || out.Err != nil {
 		t.Errorf("quitting from the new picker reports the old run: %+v", out)
+	}
+}
+
+// The key line says ↑/↓ move: in the Run box they move between its
+// fields (tab did, ↓ did nothing), and j and k stay letters there.
+func TestPickerArrowsMoveThroughTheRunBox(t *testing.T) {
+	now := testStart
+	a := New(context.Background(), testConfig(&now))
+	a.Update(press("tab"))
+	a.Update(press("tab"))
+	if a.picker.focus != focusModel {
+		t.Fatalf("two tabs reach focus %d, want the model field", a.picker.focus)
+	}
+	for _, step := range []struct {
+		key  string
+		want pickerFocus
+	}{{"down", focusTrials}, {"down", focusWarmup}, {"down", focusWarmup}, {"up", focusTrials}, {"up", focusModel}, {"up", focusModel}} {
+		a.Update(press(step.key))
+		if a.picker.focus != step.want {
+			t.Fatalf("%s: focus %d, want %d", step.key, a.picker.focus, step.want)
+		}
+	}
+	a.Update(press("j"))
+	if got := a.picker.inputs[0].Value(); got != "j" || a.picker.focus != focusModel {
+		t.Errorf("j in the model field: value %q, focus %d; want it typed", got, a.picker.focus)
+	}
+}
+
+// After n on the done view the picker's focus is its list again, so q
+// quits rather than typing into the field the last run came from.
+func TestNewRunOpensThePickerOnItsList(t *testing.T) {
+	tr := newTestRun(t, "quick")
+	tr.app.picker.setFocus(focusWarmup)
+	tr.app.picker.inputs[2].SetValue("1")
+	close(tr.app.run.done)
+	tr.send(runEndedMsg{})
+	tr.send(press("n"))
+	if tr.app.screen != screenPicker || tr.app.picker.focus != focusProfiles {
+		t.Fatalf("n: screen %d, focus %d; want the picker on its list", tr.app.screen, tr.app.picker.focus)
+	}
+	if _, cmd := tr.app.Update(press("q")); cmd == nil {
+		t.Fatal("q on the picker after n did not quit")
+	} else if _, quit := cmd().(tea.QuitMsg); !quit {
+		t.Errorf("q answered %T, want tea.QuitMsg", cmd())
+	}
+	if got := tr.app.picker.inputs[2].Value(); got != "1" {
+		t.Errorf("q was typed into warmup: %q", got)
+	}
+}
+
+// At 200x60 the list is as tall as the profiles need and the selected
+// one's description is shown whole under it, not cut at the list's width;
+// "shipped" says where a profile came from ("builtin" read as the backend).
+func TestPickerShowsTheWholeDescriptionWhenWide(t *testing.T) {
+	now := testStart
+	a := New(context.Background(), testConfig(&now))
+	a.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
+	screen := ansi.Strip(a.View().Content)
+	profile := a.picker.selected()
+	// The description, wrapped, appears word for word in the left column.
+	var left []string
+	for _, line := range strings.Split(screen, "\n") {
+		left = append(left, strings.Trim(ansi.Cut(line, 0, 100), "│ "))
+	}
+	if joined := strings.Join(strings.Fields(strings.Join(left, " ")), " "); !strings.Contains(joined, profile.Description) {
+		t.Errorf("the description %q is not whole on the screen:\n%s", profile.Description, screen)
+	}
+	if strings.Contains(screen, "(builtin)") || !strings.Contains(screen, profile.Name+"  (shipped)") {
+		t.Errorf("a shipped profile is not labelled so:\n%s", screen)
 	}
 }
 

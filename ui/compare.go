@@ -24,12 +24,15 @@ type compareView struct {
 	// tested is false until the verdicts' statistics, computed off the UI
 	// goroutine (10,000 bootstrap resamples per test), have arrived.
 	tested bool
-	scroll int      // first verdict line shown
-	labels []string // short column names: the arm, with a session letter when there are several
-	legend []string // which session each letter stands for
-	err    error
-	metric int                      // index into cmp.Metrics
-	dists  [][]metrics.Distribution // [metric][column]
+	scroll int // first verdict line shown
+	// firstColumn is the first column the table shows where not all fit
+	// the width (←/→ move it); clamped when drawn.
+	firstColumn int
+	labels      []string // short column names: the arm, with a session letter when there are several
+	legend      []string // which session each letter stands for
+	err         error
+	metric      int                      // index into cmp.Metrics
+	dists       [][]metrics.Distribution // [metric][column]
 }
 
 // compareStats are the rows shown per metric, in the order a short
@@ -93,7 +96,53 @@ func (v *compareView) update(msg tea.KeyPressMsg) {
 		v.scroll++ // clamped when drawn, where the height is known
 	case key.Matches(msg, keys.Prev):
 		v.scroll = max(0, v.scroll-1)
+	case key.Matches(msg, keys.NextColumn):
+		v.firstColumn++ // clamped when drawn
+	case key.Matches(msg, keys.PrevColumn):
+		v.firstColumn = max(0, v.firstColumn-1)
 	}
+}
+
+// The table's row labels: metric, then statistic.
+const compareLabelW = 11 + 7
+
+// columnWidth is the cells one column of the table takes at its widest.
+func (v *compareView) columnWidth(stats []string) (colW, widestDelta int) {
+	widestValue := 0
+	for _, row := range v.cmp.Rows {
+		if slices.Contains(stats, row.Stat) {
+			for i, value := range row.Values {
+				widestValue = max(widestValue, len(session.FormatValue(value)))
+				widestDelta = max(widestDelta, len(session.FormatDelta(row.Deltas[i])))
+			}
+		}
+	}
+	widestDelta++ // room for the ✓/✗ of a significant change
+	colW = 1 + widestValue + 1 + widestDelta
+	for _, l := range v.labels {
+		colW = max(colW, 1+cellWidth(l))
+	}
+	return colW, widestDelta
+}
+
+// shownColumns are the columns the table shows at screen width w: all
+// where they fit, else as many as fit from firstColumn on.
+func (v *compareView) shownColumns(w int) (first, n int) {
+	if v.cmp == nil {
+		return 0, 0
+	}
+	colW, _ := v.columnWidth(compareStats)
+	total := len(v.cmp.Columns)
+	n = min(total, max(1, (w-2-compareLabelW)/colW))
+	v.firstColumn = min(v.firstColumn, total-n)
+	return v.firstColumn, n
+}
+
+// columnsHidden reports whether some columns do not fit width w, so the
+// key line offers ←/→.
+func (v *compareView) columnsHidden(w int) bool {
+	_, n := v.shownColumns(w)
+	return v.cmp != nil && n < len(v.cmp.Columns)
 }
 
 func (v *compareView) view(w, h int) string {
@@ -123,7 +172,11 @@ func (v *compareView) view(w, h int) string {
 		verdictH, histBoxH = h-tableH, 0
 	}
 	metric := v.cmp.Metrics[v.metric]
-	out := box("Compare · Δ% against the baseline · ✓ better ✗ worse (significant medians)", strings.Join(table, "\n"), w, tableH, false) + "\n" +
+	title := "Compare · Δ% against the baseline · ✓ better ✗ worse (significant medians)"
+	if first, n := v.shownColumns(w); n < len(v.cmp.Columns) {
+		title = fmt.Sprintf("Compare · columns %d–%d of %d (←/→) · Δ%% vs the baseline · ✓ better ✗ worse", first+1, first+n, len(v.cmp.Columns))
+	}
+	out := box(title, strings.Join(table, "\n"), w, tableH, false) + "\n" +
 		box("Verdicts · ↑/↓ scroll", v.window(verdicts, verdictH-2), w, verdictH, histBoxH == 0)
 	if histBoxH == 0 {
 		return out
@@ -195,24 +248,18 @@ func (v *compareView) window(lines []string, h int) string {
 // wide as their widest value and delta, so numbers never touch. Only a
 // significant median change is coloured, with ✓ (better) or ✗ (worse)
 // beside it so it tells without colour; every other delta stays plain.
+// Columns that do not fit w are left out from the side, from the
+// firstColumn the screen scrolls to.
 func (v *compareView) table(w int, stats []string) []string {
-	widestValue, widestDelta := 0, 0
-	for _, row := range v.cmp.Rows {
-		if slices.Contains(stats, row.Stat) {
-			for i, value := range row.Values {
-				widestValue = max(widestValue, len(session.FormatValue(value)))
-				widestDelta = max(widestDelta, len(session.FormatDelta(row.Deltas[i])))
-			}
-		}
-	}
-	widestDelta++ // room for the ✓/✗ of a significant change
-	colW := 1 + widestValue + 1 + widestDelta
-	for _, l := range v.labels {
-		colW = max(colW, 1+cellWidth(l))
+	colW, widestDelta := v.columnWidth(stats)
+	first, n := v.shownColumns(w + 2)
+	shown := make([]int, 0, n)
+	for i := first; i < first+n; i++ {
+		shown = append(shown, i)
 	}
 	var head strings.Builder
 	head.WriteString(fmt.Sprintf("%-11s%-7s", "metric", "stat"))
-	for i := range v.cmp.Columns {
+	for _, i := range shown {
 		head.WriteString(fmt.Sprintf("%*s", colW, fit(v.labels[i], colW-1)))
 	}
 	lines := []string{styleBold.Render(head.String())}
@@ -222,7 +269,7 @@ func (v *compareView) table(w int, stats []string) []string {
 		}
 		var b strings.Builder
 		b.WriteString(fmt.Sprintf("%-11s%-7s", row.Metric, row.Stat))
-		for i := range v.cmp.Columns {
+		for _, i := range shown {
 			delta, style := session.FormatDelta(row.Deltas[i]), lipgloss.NewStyle()
 			if t := v.cmp.Test(row.Metric, i); t != nil && row.Stat == "median" && t.Significant() {
 				var mark string

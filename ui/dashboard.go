@@ -240,7 +240,12 @@ func (d *dashboard) header(w int, compactHeader bool, now time.Time) []string {
 		name := armStyle(a.index).Render(fit(a.name, nameW))
 		barW := max(10, min(40, w-nameW-1-cellWidth(counts)))
 		full = append(full, fit(name+" "+progressBar(done, barW)+counts, w))
-		short := fmt.Sprintf(" %d/%d", a.warmupDone+a.timed, warmup+trials)
+		// The same count as the full line's "timed", warmup apart: a
+		// count of both read as timed trials that were not.
+		short := fmt.Sprintf(" %d/%d", a.timed, trials)
+		if a.warmupDone < warmup && a.timed == 0 {
+			short = fmt.Sprintf(" warmup %d/%d", a.warmupDone, warmup)
+		}
 		if d := data.started.Duration; d > 0 {
 			short = fmt.Sprintf(" %.0f/%gs", a.windowS, d.Seconds())
 		}

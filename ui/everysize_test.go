@@ -227,6 +227,9 @@ func screenStates(t *testing.T) []screenState {
 		return []tea.Msg{verdictsMsg{cmp: eventsComparison(t, three, reasoningRun(syntheticRun(three, 0, 30)))}}
 	})
 	done("done, 12 arms", twelve, nil, verdicts(twelve))
+	done("picker after n on the done view", three, nil, func(*testRun, runner.Finished) []tea.Msg {
+		return []tea.Msg{verdictsMsg{cmp: armsComparison(t, three)}, press("n")}
+	})
 	done("done, an HTML report's notice", three, nil, func(tr *testRun, fin runner.Finished) []tea.Msg {
 		long := "/home/someone/with/a/rather/deep/folder/tokentop/sessions/" + strings.Repeat("20261125T101010Z-greedy-vs-sampling-builtin", 2) + ".html"
 		return []tea.Msg{verdictsMsg{cmp: armsComparison(t, three)}, htmlWrittenMsg{path: long, err: errors.New(strings.Repeat("no space left on device ", 5))}}
@@ -282,6 +285,8 @@ func screenStates(t *testing.T) []screenState {
 	}
 	refs, sessions := twoSessions(t, 4)
 	compare("compare, two sessions", refs, sessions)
+	sixRefs, sixColumns := twoSessionsOf(t, 4, three)
+	compare("compare, two sessions of three arms (six columns)", sixRefs, sixColumns)
 	thinking, thinkingSessions := twoSessions(t, 4)
 	reasoningSessions(thinkingSessions)
 	compare("compare, a reasoning model", thinking, thinkingSessions)

@@ -57,6 +57,25 @@ func TestGoldenDashboard80x24(t *testing.T) {
 	golden.RequireEqual(t, finalScreen(t, tr.app, 80, 24, msgs...))
 }
 
+// The header counts one thing at every width: timed trials of the plan's
+// timed trials (80 columns once counted warmup in too: 23/33 beside
+// 20/30 timed at 120), and warmup as warmup while an arm warms up.
+func TestDashboardCountsTimedTrialsAtEveryWidth(t *testing.T) {
+	for _, w := range []int{80, 120, 200} {
+		tr, msgs := midRun(t)
+		header := strings.SplitN(ansi.Strip(finalScreen(t, tr.app, w, 24, msgs...)), "\n", 3)[1]
+		if !strings.Contains(header, "20/30") || strings.Contains(header, "23/33") {
+			t.Errorf("at %d columns the header counts %q, want 20/30 timed", w, header)
+		}
+	}
+	tr := newTestRun(t, "greedy-vs-sampling")
+	events := syntheticRun([]string{"greedy", "temp-0.8", "top-k-40"}, 3, 30)
+	screen := ansi.Strip(finalScreen(t, tr.app, 80, 24, eventsMsg(events[:4]), tickMsg{}))
+	if header := strings.SplitN(screen, "\n", 3)[1]; !strings.Contains(header, "warmup 1/3") {
+		t.Errorf("while warming up the header reads %q, want warmup 1/3", header)
+	}
+}
+
 func TestGoldenDashboard200x60(t *testing.T) {
 	tr, msgs := midRun(t)
 	screen := finalScreen(t, tr.app, 200, 60, msgs...)
@@ -115,11 +134,16 @@ func TestGoldenDone200x60(t *testing.T) { golden.RequireEqual(t, doneScreen(t, 2
 
 // twoSessions writes sessions A and B, B slower by the given ms.
 func twoSessions(t *testing.T, slower float64) ([]session.Ref, []*session.Session) {
+	return twoSessionsOf(t, slower, []string{"greedy", "temp-0.8"})
+}
+
+// twoSessionsOf writes sessions A and B of the given arms, B slower.
+func twoSessionsOf(t *testing.T, slower float64, arms []string) ([]session.Ref, []*session.Session) {
 	dir := t.TempDir()
 	var refs []session.Ref
 	var sessions []*session.Session
 	for i, id := range []string{"A", "B"} {
-		path := writeSession(t, dir, id, float64(i)*slower)
+		path := writeSessionOf(t, dir, id, float64(i)*slower, arms)
 		s, err := session.Load(path)
 		if err != nil {
 			t.Fatal(err)
@@ -133,6 +157,50 @@ func TestGoldenCompare80x24(t *testing.T) {
 	refs, sessions := twoSessions(t, 4)
 	now := testStart
 	golden.RequireEqual(t, finalScreenAfter(t, NewCompare(t.Context(), testConfig(&now), refs, sessions), 80, 24, "A#greedy:"))
+}
+
+// Two sessions of three arms make six columns, more than 80 cells hold:
+// ←/→ bring every one into view, the title says which are shown, and the
+// key line offers the arrows only where columns are hidden.
+func TestCompareScrollsToColumnsThatDoNotFit(t *testing.T) {
+	refs, sessions := twoSessionsOf(t, 4, []string{"greedy", "temp-0.8", "top-k-40"})
+	now := testStart
+	a := NewCompare(t.Context(), testConfig(&now), refs, sessions)
+	screen := ansi.Strip(finalScreenAfter(t, a, 80, 24, "A#greedy:"))
+	if !strings.Contains(screen, "←/→ columns") || !strings.Contains(screen, "columns 1–") {
+		t.Fatalf("80x24 hides columns without saying so:\n%s", screen)
+	}
+	seen := map[string]bool{}
+	header := func() string {
+		for _, line := range strings.Split(ansi.Strip(a.View().Content), "\n") {
+			if strings.Contains(line, "metric") && strings.Contains(line, "stat") {
+				return line
+			}
+		}
+		t.Fatalf("no table header:\n%s", ansi.Strip(a.View().Content))
+		return ""
+	}
+	for range 6 {
+		for _, label := range strings.Fields(strings.Trim(header(), "│")) {
+			seen[label] = true
+		}
+		a.Update(press("right"))
+	}
+	for _, want := range []string{"A#greedy", "A#temp-0.8", "A#top-k-40", "B#greedy", "B#temp-0.8", "B#top-k-40"} {
+		if !seen[want] {
+			t.Errorf("→ never showed %s (saw %v)", want, seen)
+		}
+	}
+	for range 6 {
+		a.Update(press("left"))
+	}
+	if !strings.Contains(header(), "A#greedy") {
+		t.Errorf("← did not come back to the first column: %s", header())
+	}
+	a.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
+	if wide := ansi.Strip(a.View().Content); strings.Contains(wide, "←/→") || !strings.Contains(wide, "B#top-k-40") {
+		t.Errorf("at 200x60 every column fits and no arrows are offered:\n%s", wide)
+	}
 }
 
 // TestTheCompareScreenSaysEachColumnsThinking: where a model reasoned,
@@ -189,13 +257,25 @@ func TestWrapKeepsNumbersWhole(t *testing.T) {
 }
 
 // Extreme values: a delta of thousands of percent and values of many
-// digits keep a space between every number, at 80 columns too.
+// digits keep a space between every number, at 80 columns too (scrolled
+// to the columns with deltas) as at 300.
 func TestCompareNumbersNeverTouch(t *testing.T) {
+	for _, w := range []int{78, 298} {
+		checkCompareNumbersApart(t, w)
+	}
+}
+
+func checkCompareNumbersApart(t *testing.T, w int) {
 	refs, sessions := twoSessions(t, 40000)
 	v := newCompareView(refs, sessions, nil)
+	v.firstColumn = len(v.cmp.Columns) // as far right as ← ever goes; clamped
 	number := regexp.MustCompile(`^(-?[0-9.]+(e[+-][0-9]+)?|[+-][0-9.]+%[✓✗]?|—)$`)
 	rows, width := 0, 0
-	for _, line := range v.table(78, compareStats) {
+	table := v.table(w, compareStats)
+	if cells := ansi.StringWidth(table[0]); cells > w {
+		t.Errorf("at %d cells the header is %d wide", w, cells)
+	}
+	for _, line := range table {
 		fields := strings.Fields(ansi.Strip(line))
 		if len(fields) < 3 || !strings.HasSuffix(fields[0], "_ms") && !strings.HasSuffix(fields[0], "_tps") {
 			continue // the header, the legend
@@ -213,8 +293,8 @@ func TestCompareNumbersNeverTouch(t *testing.T) {
 			}
 		}
 	}
-	if rows == 0 || !strings.Contains(strings.Join(v.table(78, compareStats), "\n"), "%") {
-		t.Fatal("no table rows checked")
+	if rows == 0 || !strings.Contains(strings.Join(table, "\n"), "%") {
+		t.Fatalf("at %d cells no table rows checked", w)
 	}
 }
 

@@ -26,6 +26,7 @@ func Headless(w io.Writer, width int, events <-chan runner.Event) {
 	var trials, nameWidth int
 	var warmup map[string]int
 	var arms []string
+	var lastWait string
 	for ev := range events {
 		switch ev := ev.(type) {
 		case runner.Started:
@@ -39,7 +40,7 @@ func Headless(w io.Writer, width int, events <-chan runner.Event) {
 				}
 				fmt.Fprintln(w, line)
 			}
-			fmt.Fprintf(w, "session %s\n", ev.Manifest)
+			writePath(w, width, "session", ev.Manifest)
 			fmt.Fprintf(w, "arms %s: %s\n", armList(ev.Arms, ev.Labels), trialWords(ev))
 			for _, line := range ev.Lengths.Words() {
 				fmt.Fprintln(w, line)
@@ -67,7 +68,14 @@ func Headless(w io.Writer, width int, events <-chan runner.Event) {
 			fmt.Fprintf(w, "%s stopped: %s\n", ev.Arm, ev.Reason)
 		case runner.ArmReached:
 			fmt.Fprintf(w, "%s reached the target: %s; it runs on until every arm has\n", ev.Arm, ev.Reason)
-		case runner.Waiting, runner.Resumed, runner.Warning:
+		case runner.Waiting:
+			// Probes come quicker than the seconds the line counts: say
+			// each second once.
+			if line := EventLine(ev); line != lastWait {
+				fmt.Fprintln(w, line)
+				lastWait = line
+			}
+		case runner.Resumed, runner.Warning:
 			fmt.Fprintln(w, EventLine(ev))
 		case runner.ArmAdded:
 			arms = append(arms, ev.Arm) // the search's arms join the final table
@@ -120,7 +128,7 @@ func armList(arms []string, labels map[string]string) string {
 func EventLine(ev runner.Event) string {
 	switch ev := ev.(type) {
 	case runner.Waiting:
-		return fmt.Sprintf("waiting for %s: %v of %v (%s)", ev.What, ev.Elapsed.Round(time.Second), ev.Limit, ev.Why)
+		return fmt.Sprintf("waiting for %s: %v of %v (%s); ctrl+c stops, --server-wait 0 never waits", ev.What, ev.Elapsed.Round(time.Second), roundWait(ev.Limit), ev.Why)
 	case runner.Resumed:
 		who := "the server"
 		if len(ev.Arms) > 0 {
@@ -133,6 +141,15 @@ func EventLine(ev runner.Event) string {
 		return "SLO search: " + ev.Why
 	}
 	return ""
+}
+
+// roundWait rounds a wait's limit for words: to the second, or to the
+// tenth under ten seconds (a Retry-After's leftover reads 1.999987985s).
+func roundWait(d time.Duration) time.Duration {
+	if d < 10*time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
 }
 
 // progressLine describes one finished trial, counting it within its phase
@@ -238,10 +255,21 @@ func WriteFinished(w io.Writer, width int, arms []string, fin runner.Finished) {
 		writeProse(w, width, "the session is not saved in full: %s", fin.SaveErr)
 		return
 	}
-	writeProse(w, width, "saved %s", fin.Manifest)
+	writePath(w, width, "saved", fin.Manifest)
 	if len(arms) > 1 {
 		writeRunVerdicts(w, width, fin.Manifest)
 	}
+}
+
+// writePath prints label and path on one line where they fit width, else
+// the path on a line of its own, whole, so a terminal's copy takes it in
+// one piece (wrapped prose would break it mid-word at 80 columns).
+func writePath(w io.Writer, width int, label, path string) {
+	if width > 0 && ansi.StringWidth(label)+1+ansi.StringWidth(path) > width {
+		fmt.Fprintf(w, "%s:\n%s\n", label, path)
+		return
+	}
+	fmt.Fprintf(w, "%s %s\n", label, path)
 }
 
 // writeRunVerdicts reads the saved session back and says, in words, how
@@ -451,14 +479,14 @@ func WriteProfiles(w io.Writer, width int, list []*profiles.Profile, userDir str
 		{header: "ARMS", left: true}, {header: "DESCRIPTION", left: true},
 	}}
 	for _, p := range list {
-		table.add(p.Name, p.Source, profilePlan(p), strings.Join(p.ArmNames(), ", "), p.Description)
+		table.add(p.Name, profileOrigin(p), profilePlan(p), strings.Join(p.ArmNames(), ", "), p.Description)
 	}
 	if width > 0 && table.width() > width {
 		for i, p := range list {
 			if i > 0 {
 				fmt.Fprintln(w)
 			}
-			writeProse(w, width, "%s (%s)", p.Name, p.Source)
+			writeProse(w, width, "%s (%s)", p.Name, profileOrigin(p))
 			writeProse(w, width, "  %s; arms %s", profilePlan(p), strings.Join(p.ArmNames(), ", "))
 			for _, line := range strings.Split(wrapWords(p.Description, width-2), "\n") {
 				fmt.Fprintln(w, "  "+line)

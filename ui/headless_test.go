@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/runner"
@@ -86,6 +87,26 @@ func TestFinishedNeverSaysSavedWhenTheManifestFailed(t *testing.T) {
 	WriteFinished(&buf, 0, nil, runner.Finished{Status: session.StatusComplete, Manifest: "/s/x.toml", SaveErr: "the final manifest could not be written (no space left on device)"})
 	if out := buf.String(); strings.Contains(out, "saved /s/x.toml") || !strings.Contains(out, "not saved in full: the final manifest could not be written (no space") {
 		t.Errorf("a failed final write printed:\n%s", out)
+	}
+}
+
+// A session's path is printed whole: beside its label where both fit,
+// else on a line of its own, never broken inside the path.
+func TestSessionPathIsPrintedWhole(t *testing.T) {
+	long := "/root/.local/share/tokentop/sessions/20261128T184530Z-greedy-vs-sampling-builtin.toml"
+	for _, width := range []int{0, 80, 200} {
+		var buf bytes.Buffer
+		WriteFinished(&buf, width, []string{"greedy"}, runner.Finished{Status: session.StatusComplete, Manifest: long, Summary: map[string]session.ArmSummary{}})
+		lines := strings.Split(buf.String(), "\n")
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "20261128T184530Z") })
+		switch {
+		case i < 0:
+			t.Errorf("width %d: the path is not on one line:\n%s", width, buf.String())
+		case width == 80 && (lines[i] != long || lines[i-1] != "saved:"):
+			t.Errorf("width 80: want the path on a line of its own after \"saved:\", got %q, %q", lines[i-1], lines[i])
+		case width != 80 && lines[i] != "saved "+long:
+			t.Errorf("width %d: want \"saved PATH\", got %q", width, lines[i])
+		}
 	}
 }
 
@@ -207,5 +228,30 @@ func TestHeadlessNamesThePromptsFile(t *testing.T) {
 	Headless(&buf, 0, events)
 	if want := "prompts: /data/sg.json, 5 sharegpt prompts (sha256 b8e2d9ffe6cd), in an order seeded by the profile, the same for every arm"; !strings.Contains(buf.String(), want) {
 		t.Errorf("missing %q in:\n%s", want, buf.String())
+	}
+}
+
+// Probes come faster than the seconds a wait counts: "0s of 10s" once,
+// not twice in a row; the line says how to stop waiting, and a limit
+// left by a Retry-After reads rounded.
+func TestWaitingIsSaidOncePerSecondWithHowToStop(t *testing.T) {
+	events := make(chan runner.Event, 8)
+	why := "cannot connect to http://127.0.0.1:8080/health: connection refused (is the server running?)"
+	for _, elapsed := range []time.Duration{0, 250 * time.Millisecond, 1100 * time.Millisecond} {
+		events <- runner.Waiting{What: "the server to come back", Why: why, Elapsed: elapsed, Limit: 10 * time.Second}
+	}
+	events <- runner.Waiting{What: "the server, which asked for time", Why: "HTTP 429", Limit: 1999987985 * time.Nanosecond}
+	close(events)
+	var buf bytes.Buffer
+	Headless(&buf, 80, events)
+	out := buf.String()
+	if n := strings.Count(out, "0s of 10s"); n != 1 {
+		t.Errorf("\"0s of 10s\" printed %d times:\n%s", n, out)
+	}
+	if !strings.Contains(out, "1s of 10s") || !strings.Contains(out, "ctrl+c stops, --server-wait 0 never waits") {
+		t.Errorf("the wait's lines:\n%s", out)
+	}
+	if !strings.Contains(out, "0s of 2s") {
+		t.Errorf("a Retry-After's limit is not rounded:\n%s", out)
 	}
 }

@@ -7,7 +7,7 @@ import "charm.land/bubbles/v2/key"
 type keyMap struct {
 	Pause, Stop, NextPanel, PrevPanel, Metric, Chart, Zoom key.Binding
 	Start, Next, Prev, Compare, NewRun, Report, HTML, Back key.Binding
-	Pick, NextModel, PrevModel                             key.Binding
+	Pick, NextModel, PrevModel, NextColumn, PrevColumn     key.Binding
 	Help, Quit, Interrupt, Yes, No                         key.Binding
 }
 
@@ -30,11 +30,14 @@ var keys = keyMap{
 	Pick:      key.NewBinding(key.WithKeys("space"), key.WithHelp("space", "A/B pick")),
 	NextModel: key.NewBinding(key.WithKeys("right", "l"), key.WithHelp("←/→", "model")),
 	PrevModel: key.NewBinding(key.WithKeys("left", "h"), key.WithHelp("←/h", "prev model")),
-	Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-	Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
-	Interrupt: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "stop, save and quit")),
-	Yes:       key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes")),
-	No:        key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n", "no")),
+	// Arrows only: h is the compare screen's HTML key.
+	NextColumn: key.NewBinding(key.WithKeys("right"), key.WithHelp("←/→", "columns")),
+	PrevColumn: key.NewBinding(key.WithKeys("left"), key.WithHelp("←", "prev columns")),
+	Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+	Quit:       key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
+	Interrupt:  key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "stop, save and quit")),
+	Yes:        key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes")),
+	No:         key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n", "no")),
 }
 
 // bindings adapts a screen's key lists to Bubbles' help.KeyMap.

@@ -39,9 +39,25 @@ const (
 // description.
 type profileItem struct{ p *profiles.Profile }
 
-func (i profileItem) Title() string { return i.p.Name + "  " + styleDim.Render("("+i.p.Source+")") }
+func (i profileItem) Title() string {
+	return i.p.Name + "  " + styleDim.Render("("+profileOrigin(i.p)+")")
+}
 func (i profileItem) Description() string {
-	return fmt.Sprintf("%s · %d warmup + %d trials · %s", strings.Join(i.p.ArmNames(), " vs "), i.p.Warmup, i.p.Trials, i.p.Description)
+	return i.plan() + " · " + i.p.Description
+}
+
+// plan is the profile's arms and trial counts.
+func (i profileItem) plan() string {
+	return fmt.Sprintf("%s · %d warmup + %d trials", strings.Join(i.p.ArmNames(), " vs "), i.p.Warmup, i.p.Trials)
+}
+
+// profileOrigin says where a profile came from: "shipped" with tokentop
+// (not "builtin", which reads as the built-in backend), or its file.
+func profileOrigin(p *profiles.Profile) string {
+	if p.Source == "builtin" {
+		return "shipped"
+	}
+	return p.Source
 }
 func (i profileItem) FilterValue() string { return i.p.Name + " " + i.p.Description }
 
@@ -180,6 +196,16 @@ func (p *picker) update(ctx context.Context, msg tea.Msg) tea.Cmd {
 	}
 	var cmd tea.Cmd
 	if p.focus >= focusModel {
+		// The arrows move between the Run box's fields, as the key line
+		// says; j and k stay letters to type.
+		if k, ok := msg.(tea.KeyPressMsg); ok {
+			switch k.String() {
+			case "down":
+				return p.setFocus(min(p.focus+1, pickerFocusCount-1))
+			case "up":
+				return p.setFocus(max(p.focus-1, focusModel))
+			}
+		}
 		i := p.focus - focusModel
 		p.inputs[i], cmd = p.inputs[i].Update(msg)
 		return cmd
@@ -345,10 +371,40 @@ func (p *picker) view(w, h int) string {
 	if w >= 120 {
 		left := w / 2
 		right := lipgloss.JoinVertical(lipgloss.Left, p.backendsBox(w-left, backendsH), p.formBox(w-left, formH))
-		return lipgloss.JoinHorizontal(lipgloss.Top, p.profilesBox(left, h-1), right) + "\n" + fit(status, w)
+		return lipgloss.JoinHorizontal(lipgloss.Top, p.profilesColumn(left, h-1), right) + "\n" + fit(status, w)
 	}
 	listH := max(5, h-backendsH-formH-1)
 	return strings.Join([]string{p.profilesBox(w, listH), p.backendsBox(w, backendsH), p.formBox(w, formH), fit(status, w)}, "\n")
+}
+
+// profilesColumn is the wide layout's left column: the list only as tall
+// as the profiles need, and under it the selected profile whole, its
+// description wrapped rather than cut at the list's width.
+func (p *picker) profilesColumn(w, h int) string {
+	const aboutMin = 6 // a box with four lines of text
+	listH := 2*len(p.list.VisibleItems()) + 2
+	if p.filtering() {
+		listH++
+	}
+	if h-listH < aboutMin {
+		return p.profilesBox(w, h)
+	}
+	return p.profilesBox(w, listH) + "\n" + p.aboutBox(w, h-listH)
+}
+
+// aboutBox shows the selected profile: its plan, then its description.
+func (p *picker) aboutBox(w, h int) string {
+	item, ok := p.list.SelectedItem().(profileItem)
+	if !ok {
+		return box("Profile", styleDim.Render("no profile matches the filter"), w, h, false)
+	}
+	var lines []string
+	for _, paragraph := range []string{"arms " + strings.Join(item.p.ArmNames(), " vs ") + " · " + profilePlan(item.p), "", item.p.Description} {
+		for _, line := range wrap(paragraph, w-6) {
+			lines = append(lines, "  "+line)
+		}
+	}
+	return box(item.p.Name+" ("+profileOrigin(item.p)+")", strings.Join(lines, "\n"), w, h, false)
 }
 
 // profilesBox lists the profiles, two lines each (name, then plan) where

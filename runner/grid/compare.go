@@ -733,15 +733,17 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		}
 		rows = append(rows, row)
 	}
-	writeTable(&b, rows, md, 4, c.Width) // rank, group, cell, axes
+	// The first block names the cells (rank, group, cell, axes); the
+	// rest repeat only the cell id.
+	writeTable(&b, rows, md, 4, c.Width, 2)
 	b.WriteString("\n")
 	means := [][]string{{"axis", "value", "matched rows", "e2e geomean (ms)", "vs fastest", "tok/s geomean"}}
 	for _, a := range c.Means {
 		means = append(means, []string{a.Axis, a.Value, strconv.Itoa(a.Rows), session.FormatValue(a.E2E), fmt.Sprintf("%.2f×", a.E2ERatioVsFaster), session.FormatValue(a.TokensPerS)})
 	}
-	writeTable(&b, means, md, 2, c.Width)
+	writeTable(&b, means, md, 2, c.Width, 0, 1)
 	if len(c.Fits) > 0 {
-		b.WriteString("\n" + PhaseSplitMethod + ":\n")
+		b.WriteString("\n" + session.WrapText(PhaseSplitMethod+":", c.Width) + "\n")
 		for _, f := range c.Fits {
 			prefix := "  "
 			if md {
@@ -755,9 +757,9 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 	return err
 }
 
-// writeTable prints rows as Markdown or as text that fits width, its
-// first key columns repeated in each block.
-func writeTable(b *strings.Builder, rows [][]string, md bool, key, width int) {
+// writeTable prints rows as Markdown or as text that fits width in
+// blocks: the first begins with the key columns, the rest with repeat.
+func writeTable(b *strings.Builder, rows [][]string, md bool, key, width int, repeat ...int) {
 	if md {
 		for i, r := range rows {
 			b.WriteString("| " + strings.Join(r, " | ") + " |\n")
@@ -767,5 +769,5 @@ func writeTable(b *strings.Builder, rows [][]string, md bool, key, width int) {
 		}
 		return
 	}
-	session.TextTable{Rows: rows, Key: key, Width: width}.Write(b)
+	session.TextTable{Rows: rows, Key: key, Repeat: repeat, Width: width}.Write(b)
 }

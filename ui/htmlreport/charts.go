@@ -54,9 +54,31 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text, p.Y.Label.Text = xLabel, yLabel
+	p.X.Tick.Marker, p.Y.Tick.Marker = plainTicks{}, plainTicks{}
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	return p
+}
+
+// plainTicks are gonum's default ticks labelled without trailing zeros:
+// a token index reads 25, not 25.00, and 0.5 keeps its one decimal.
+type plainTicks struct{ plot.DefaultTicks }
+
+func (t plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := t.DefaultTicks.Ticks(lo, hi)
+	for i := range ticks {
+		ticks[i].Label = trimZeros(ticks[i].Label)
+	}
+	return ticks
+}
+
+// trimZeros drops a decimal label's trailing zeros, and its point when
+// nothing follows it; labels in exponent form are left as they are.
+func trimZeros(label string) string {
+	if !strings.Contains(label, ".") || strings.ContainsAny(label, "eE") {
+		return label
+	}
+	return strings.TrimSuffix(strings.TrimRight(label, "0"), ".")
 }
 
 // legendRow is the share of a value axis that one legend row takes, a

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -185,6 +186,32 @@ func TestCaveatsAreSaidAndASingleArmHasNoVerdicts(t *testing.T) {
 	}
 	if r.Verdicts != nil || !strings.Contains(doc, "One arm: nothing to compare") {
 		t.Errorf("one arm, yet verdicts %q", r.Verdicts)
+	}
+	// A run that did not finish says so before any figure, as the text
+	// report does.
+	if caveats, numbers := strings.Index(doc, `id="caveats"`), strings.Index(doc, `id="numbers"`); caveats < 0 || numbers < 0 || caveats > numbers {
+		t.Errorf("the caveats (at %d) do not lead the numbers (at %d)", caveats, numbers)
+	}
+}
+
+// Axis labels carry no trailing zeros: a token index reads 25, not 25.00,
+// a percentage 50, not 50.00; a fraction keeps the digits it needs.
+func TestAxisLabelsHaveNoTrailingZeros(t *testing.T) {
+	for _, span := range [][2]float64{{0, 150}, {0, 100}, {0, 1}, {0.001, 0.004}, {1000, 250000}} {
+		for _, tick := range (plainTicks{}).Ticks(span[0], span[1]) {
+			if l := tick.Label; l != "" && strings.Contains(l, ".") && (strings.HasSuffix(l, "0") || strings.HasSuffix(l, ".")) {
+				t.Errorf("span %v: label %q", span, l)
+			}
+			if l := tick.Label; l != "" {
+				if v, err := strconv.ParseFloat(l, 64); err != nil || math.Abs(v-tick.Value) > 1e-9*math.Max(1, math.Abs(tick.Value)) {
+					t.Errorf("span %v: label %q for %v", span, l, tick.Value)
+				}
+			}
+		}
+	}
+	r := buildRun(t, syntheticSession(t, 30, 1, 1.1))
+	if doc := pageOf(t, r); regexp.MustCompile(`>[0-9]+\.0+<`).MatchString(doc) {
+		t.Errorf("a chart has a label with trailing zeros: %q", regexp.MustCompile(`>[0-9]+\.0+<`).FindString(doc))
 	}
 }
 

@@ -2,7 +2,7 @@
 # Measures what the dashboard costs a run: the same study headless and under
 # the TUI in tmux, interleaved, comparing process CPU time (bash `times`) and
 # each arm's mean output tok/s (tokentop compare). Not part of the tests:
-# shared machines are too noisy to assert on; the README reports its figures.
+# shared machines are too noisy to assert on; docs/dashboard.md reports its figures.
 # Usage: ui/testdata/measure-overhead.sh [WIDTHxHEIGHT] [REPEATS]
 set -euo pipefail
 size=${1:-80x24}; reps=${2:-3}
