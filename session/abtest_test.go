@@ -160,7 +160,7 @@ func TestCompareFormatsCarryTheVerdicts(t *testing.T) {
 // shift, at the trials per arm the verdict's own formula recommends, must
 // be detected about 80% of the time: alone, and as one test of a Holm
 // family of four whose other three compare identical arms (the case the
-// formula is sized for). The figures are seeded, so the README quotes
+// formula is sized for). The figures are seeded, so docs/statistics.md quotes
 // them exactly, and this test keeps it doing so.
 func TestVerdictErrorRatesOnAKnownScenario(t *testing.T) {
 	const reps, cv = 400, 0.10
@@ -229,12 +229,12 @@ func TestVerdictErrorRatesOnAKnownScenario(t *testing.T) {
 			t.Errorf("power %.1f%%, want within a few points of 80%%: %s", 100*p, figures)
 		}
 	}
-	readme, err := os.ReadFile("../README.md")
+	page, err := os.ReadFile("../docs/statistics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(strings.Fields(string(readme)), " "), figures) {
-		t.Errorf("README.md does not quote what this test measures; its statistics section should say: %s", figures)
+	if !strings.Contains(strings.Join(strings.Fields(string(page)), " "), figures) {
+		t.Errorf("docs/statistics.md does not quote what this test measures; it should say: %s", figures)
 	}
 }
 

@@ -575,7 +575,7 @@ func TestACellWhoseServerDropsEveryRequestDoesNotStallTheGrid(t *testing.T) {
 }
 
 // The grid's JSON holds numbers as numbers and unknowns as null, as the
-// README promises: a script reads n as a number, not "10", and an
+// docs promise (grids.md): a script reads n as a number, not "10", and an
 // unranked row's rank and an unknown J/token as null, not "—".
 func TestGridJSONHoldsNumbers(t *testing.T) {
 	c := &Comparison{Name: "g", Axes: []string{"threads"}, Rows: []Row{

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# speed-table.sh: the README's built-in engine against llama.cpp table.
+# speed-table.sh: docs/engine-speed.md's table of the built-in engine against llama.cpp.
 #
 # Writes f32 GGUFs of the stories shapes with the tests' GGUF writer,
 # quantizes them with llama.cpp's llama-quantize, then times each file in
