@@ -623,6 +623,12 @@ max_tokens = [8, 16, 24, 32, 40, 48]
 	if len(rows) != 13 || !strings.HasPrefix(rows[0], "rank,cell,label,arm,n,") {
 		t.Fatalf("comparison:\n%s", table)
 	}
+	// The killed session's cell finished in the session after it: no
+	// "did not finish its plan" for a complete cell, one line for the
+	// resume.
+	if _, text, _ := runCLI("compare", folder); strings.Contains(text, "did not finish its plan") || !strings.Contains(text, "cut short by a kill and their repetition resumed") {
+		t.Errorf("a finished grid's caveats:\n%s", text)
+	}
 	for _, row := range rows[1:] {
 		f := strings.Split(row, ",")
 		// 40 timed trials per cell: a killed session's are kept, and its
@@ -672,5 +678,23 @@ func TestHelpAndVersion(t *testing.T) {
 	}
 	if code, stdout, _ := runCLI("--version"); code != exitOK || !regexp.MustCompile(`^tokentop \S+ \(.+, go1\.\d+`).MatchString(stdout) {
 		t.Errorf("--version: exit %d, %q", code, stdout)
+	}
+}
+
+// A single-rate open loop's headless end prints its rate table and words,
+// as a sweep's does: they are what the run is for.
+func TestASingleRateEndsWithItsRateTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	out := t.TempDir()
+	code, stdout, stderr := runBinary(t, "run", "--profile", "quick", "--rate", "40", "--trials", "16", "--warmup", "0", "--slo", "ttft_ms=500", "--headless", "--power", "off", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"rates of greedy", "offered req/s", "40 req/s offered", "goodput (SLO TTFT ≤ 500 ms"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("%q missing from the end of a single-rate run:\n%s", want, stdout)
+		}
 	}
 }

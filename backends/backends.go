@@ -28,15 +28,24 @@ var (
 	// right after an answer, whatever its headers said). Sending it again
 	// on a connection of its own (Request.FreshConnection) is safe.
 	ErrStale = errors.New("kept-alive connection closed before any answer")
-	// ErrNotReady: the server answers but cannot serve yet (llama-server's
-	// 503 "Loading model"); waiting may help.
+	// ErrNotReady: the server answers but cannot serve yet (HTTP 503:
+	// llama-server's "Loading model" to a probe, or a server shedding
+	// load); waiting may help.
 	ErrNotReady = errors.New("server not ready")
 	// ErrOverloaded: the server refused for load (HTTP 429).
 	ErrOverloaded = errors.New("server overloaded")
 	// ErrBadRequest: the server refused the request itself (HTTP 4xx);
 	// sending it again will not help.
 	ErrBadRequest = errors.New("request refused")
+	// ErrClient: the client could not send the request for a limit of
+	// its own (open files, local ports): nothing reached the server, and
+	// nothing of it is the server's doing. Its words begin with
+	// ClientFailure, by which a session's files tell it apart.
+	ErrClient = errors.New("client could not send the request")
 )
+
+// ClientFailure begins the words of every ErrClient failure.
+const ClientFailure = "the client could not"
 
 // RetryAfter is how long the server asked, with err, to be left alone
 // before the next request (HTTP Retry-After on a 429 or 503); 0 when it
@@ -215,6 +224,10 @@ type Info struct {
 	// Details are backend-specific facts worth keeping with a session
 	// (the builtin engine's shape, weight source, threads, ...).
 	Details map[string]string
+	// ContextTokens is the context window a request's prompt and output
+	// must fit, where the server says it (llama-server's n_ctx, vLLM's
+	// max_model_len, the engine's sequence length); 0 where unknown.
+	ContextTokens int
 }
 
 // Backend is one inference server (or engine) that tokentop measures.

@@ -12,44 +12,51 @@ import (
 )
 
 // The failure policy. Backends classify a failure (refused, not ready,
-// dropped, a status with a retry hint, a timeout); the runner decides
-// what to do about it, with one budget per target, whatever the kind of
-// failure: the requests that failed in a row since its last answer.
+// dropped, a status with a retry hint, a timeout, the client's own
+// limit); the runner decides what to do about it, with one budget per
+// target, whatever the kind of failure: the requests that failed in a
+// row since its last answer.
 //
-//   - A server that is not there (refused, or answering "not ready") is
-//     probed, with its arms paused, until it answers.
-//   - A server that asks for time (429, or Retry-After) gets it before
-//     its next request, within --server-wait.
+//   - A server that is not there (a refused connection) is probed, with
+//     its arms paused, until it answers. Its load block ends: the block's
+//     other requests would find it gone too.
+//   - A server that answers 503 or 429 is there: a request it shed is a
+//     failed request of its level, counted in goodput and the knee, and
+//     the next one is sent. Overload is a measurement, not a lost server.
+//   - A Retry-After, where the server sends one, is honoured per request:
+//     each request to that server waits it out before it is sent (an open
+//     loop's wait counts in its queue). One longer than --server-wait
+//     ends the server's arms: it asked for more than the user allows.
+//   - The client's own limits (no file left for a socket, no local port)
+//     are the client's: the request is recorded as failed by the client,
+//     said once in words, and never blamed on the server.
 //   - Any other failure (dropped, an error status, a cut stream, a
 //     timeout) is a degraded trial, and the next one is sent.
 //
 // A target's arms end, the run partial or failed with ErrServerLost, once
 // its failures in a row have lasted --server-wait (counted from when the
 // first of them was sent: when answers stopped), or once
-// FailuresToGiveUp of them came back at once, with no wait asked for: a
-// server that answers its probe and fails every request would otherwise
-// be sent the whole plan, forever.
+// FailuresToGiveUp of them came back at once: a server that answers its
+// probe and drops every request would otherwise be sent the whole plan,
+// forever. A shed request (503, 429) is an answer, and ends such a run.
 
 // FailuresToGiveUp is how many requests in a row failing at once end a
 // target's arms however little time they took.
 const FailuresToGiveUp = 10
 
-// overloadPause is how long a server that answered 429 without saying
-// how long to wait is left alone.
-const overloadPause = time.Second
-
-// targetState is what the run knows of one target's health.
+// targetState is what the run knows of one target's health. The
+// collector alone reads and writes it; the Retry-After a request must
+// wait out is run.holds, which workers read.
 type targetState struct {
 	// downSince is when a request found the server not there; zero while
 	// it answers. Its arms wait, and it is probed, until it answers.
 	downSince time.Time
-	// holdUntil is when the server asked to be sent its next request.
-	holdUntil time.Time
 	failing   failureRun
 	// gaveUp says why its arms were ended; "" while they run.
 	gaveUp string
-	// warnedRefused and warnedResent are set once each was reported.
-	warnedRefused, warnedResent bool
+	// warnedRefused, warnedResent and warnedHold are set once each was
+	// reported.
+	warnedRefused, warnedResent, warnedHold bool
 }
 
 // failureRun is a target's requests that failed in a row.
@@ -70,8 +77,19 @@ func (f failureRun) words() string {
 
 func isNotReady(err error) bool { return errors.Is(err, backends.ErrNotReady) }
 
-func isDown(err error) bool {
+// probeShouldWait reports a probe's failure that waiting may cure: a
+// server not started yet, or one loading its model.
+func probeShouldWait(err error) bool {
 	return errors.Is(err, backends.ErrNotReady) || errors.Is(err, backends.ErrUnreachable)
+}
+
+// isDown reports a request that found no server to answer it.
+func isDown(err error) bool { return errors.Is(err, backends.ErrUnreachable) }
+
+// shed reports a request the server answered by refusing it for its
+// load (503, 429): a result of the load, from a server that is there.
+func shed(err error) bool {
+	return errors.Is(err, backends.ErrNotReady) || errors.Is(err, backends.ErrOverloaded)
 }
 
 // requestEnded folds a finished request into its target's health; down
@@ -92,23 +110,37 @@ func (r *run) requestEnded(f finished, down bool) {
 	case session.StatusCanceled:
 		return
 	}
+	if errors.Is(f.err, backends.ErrClient) {
+		if !r.warnedClient {
+			r.warnedClient = true
+			r.events <- Warning{Text: fmt.Sprintf("%s trial %d could not be sent: %s. It is recorded as failed by the client, not the server, as is every such request", rec.Arm, rec.Trial, rec.Error)}
+		}
+		return
+	}
+	now := time.Now()
+	if wait := backends.RetryAfter(f.err); wait > 0 {
+		if wait > r.plan.ServerWait {
+			r.giveUp(t, fmt.Sprintf("its server asked to be left alone for %v (Retry-After on %s trial %d), longer than --server-wait %v", wait, rec.Arm, rec.Trial, r.plan.ServerWait))
+			return
+		}
+		r.holdUntil(t, now.Add(wait))
+		if !state.warnedHold {
+			state.warnedHold = true
+			r.events <- Warning{Text: fmt.Sprintf("the server%s asked for %v before its next request (Retry-After on %s trial %d): each request to it waits out what it asks before it is sent (an open loop's wait counts in its queue)",
+				r.plan.nameOf(t), wait, rec.Arm, rec.Trial)}
+		}
+	}
+	if shed(f.err) {
+		state.failing = failureRun{} // it answered
+		return
+	}
 	fr := &state.failing
 	if fr.count == 0 {
 		fr.since, fr.first = f.started, fmt.Sprintf("%s trial %d", rec.Arm, rec.Trial)
 	}
 	fr.count++
 	fr.last = rec.Error
-	now := time.Now()
-	wait := backends.RetryAfter(f.err)
-	if wait == 0 && errors.Is(f.err, backends.ErrOverloaded) {
-		wait = overloadPause
-	}
 	switch {
-	case wait > 0 && now.Add(wait).Sub(fr.since) > r.plan.ServerWait:
-		r.giveUp(t, fmt.Sprintf("its server asked to be left alone for %v (Retry-After), past --server-wait %v: %s", wait, r.plan.ServerWait, fr.words()))
-		return
-	case wait > 0:
-		state.holdUntil = now.Add(wait)
 	case down:
 		if state.downSince.IsZero() {
 			state.downSince = now
@@ -133,6 +165,31 @@ func (r *run) requestEnded(f finished, down bool) {
 	}
 }
 
+// holdUntil records that target t asked to be sent nothing before at
+// (a later hold stands).
+func (r *run) holdUntil(t int, at time.Time) {
+	d := int64(at.Sub(r.epoch))
+	for {
+		old := r.holds[t].Load()
+		if old >= d || r.holds[t].CompareAndSwap(old, d) {
+			return
+		}
+	}
+}
+
+// heldFor is how long target t still asked to be left alone; 0 when not.
+func (r *run) heldFor(t int) time.Duration {
+	return max(0, time.Until(r.epoch.Add(time.Duration(r.holds[t].Load()))))
+}
+
+// waitOutHold waits, before a request to target t is sent, for what its
+// server asked (Retry-After), or until ctx ends.
+func (r *run) waitOutHold(ctx context.Context, t int) {
+	if d := r.heldFor(t); d > 0 {
+		sleep(ctx, d)
+	}
+}
+
 // giveUp ends target t's arms, saying why.
 func (r *run) giveUp(t int, why string) {
 	state := &r.targets[t]
@@ -150,9 +207,13 @@ func (r *run) giveUp(t int, why string) {
 }
 
 // available reports whether target t can be sent a request now.
-func (r *run) available(t int) bool {
+func (r *run) available(t int) bool { return !r.lost(t) && r.heldFor(t) == 0 }
+
+// lost reports whether target t is not there or given up: a load block
+// on it ends, since its other requests would find the same.
+func (r *run) lost(t int) bool {
 	s := &r.targets[t]
-	return s.gaveUp == "" && s.downSince.IsZero() && !time.Now().Before(s.holdUntil)
+	return s.gaveUp != "" || !s.downSince.IsZero()
 }
 
 // othersGoOn reports whether some arm not on target t can still run.
@@ -181,9 +242,9 @@ func (r *run) revive(ctx context.Context) {
 		if state.gaveUp != "" {
 			continue
 		}
-		if wait := time.Until(state.holdUntil); wait > 0 && state.downSince.IsZero() {
+		if wait := r.heldFor(t); wait > 0 && state.downSince.IsZero() {
 			if !r.othersGoOn(t) {
-				r.events <- Waiting{What: "the server" + r.plan.nameOf(t) + ", which asked for time", Why: state.failing.last, Elapsed: 0, Limit: wait}
+				r.events <- Waiting{What: "the server" + r.plan.nameOf(t) + ", which asked for time", Why: "Retry-After", Elapsed: 0, Limit: wait}
 				sleep(ctx, wait)
 			}
 			continue
@@ -202,7 +263,7 @@ func (r *run) revive(ctx context.Context) {
 				continue
 			}
 		} else {
-			_, err = waitForServer(ctx, r.backends[t], r.plan, target, since, "the server to come back", isDown, r.events)
+			_, err = waitForServer(ctx, r.backends[t], r.plan, target, since, "the server to come back", probeShouldWait, r.events)
 			if ctx.Err() != nil {
 				return
 			}

@@ -231,7 +231,7 @@ func TestARetryAfterPastTheWaitEndsTheArms(t *testing.T) {
 		http.Error(w, `{"error":{"code":429,"message":"too many requests"}}`, http.StatusTooManyRequests)
 	})
 	status, err, _ := runOpened(t, llamaPlan(t, url, 0, 2, time.Minute))
-	if !errors.Is(err, ErrServerLost) || status != session.StatusFailed || !strings.Contains(err.Error(), "asked to be left alone for 1h0m0s (Retry-After), past --server-wait 1m0s") {
+	if !errors.Is(err, ErrServerLost) || status != session.StatusFailed || !strings.Contains(err.Error(), "asked to be left alone for 1h0m0s (Retry-After on greedy trial 1), longer than --server-wait 1m0s") {
 		t.Errorf("status %s, error %v", status, err)
 	}
 }

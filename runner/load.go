@@ -3,12 +3,14 @@ package runner
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
 
+	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/profiles"
@@ -40,6 +42,9 @@ type ArmLoad struct {
 	// Trace is set where the arm replays the plan's trace.
 	Trace bool
 	Mode  string // "", or ModeAlone / ModeTogether in a together group
+	// Repeat numbers the runs of one rate (the SLO search runs a rate
+	// again): each run draws a schedule of its own. 0 is the first.
+	Repeat int
 }
 
 // open reports whether the arm runs an open loop (a rate, or a trace).
@@ -211,13 +216,28 @@ func (r *run) runStreams(ctx context.Context, streams []int, perStream int, phas
 	for s, i := range streams {
 		clock := &r.clocks[s]
 		wg.Go(func() {
-			defer running.Add(-1)
+			// A stream whose every request the server shed (or the client
+			// could not send) never held a place at the server: its end
+			// leaves the load the server sees as it was, so the others'
+			// requests after it are not drain. Past its capacity a server
+			// sheds the streams over it at once, and they would otherwise
+			// leave no request of the block steady.
+			shedOnly := true
+			defer func() {
+				if !shedOnly {
+					running.Add(-1)
+				}
+			}()
 			for j, trial := range trials[s] {
 				if blockCtx.Err() != nil {
 					return
 				}
+				r.waitOutHold(blockCtx, r.plan.ArmTarget[i])
 				at := inFlight.Add(1)
 				f := r.request(ctx, blockCtx, i, trial, clock, nil)
+				if f.rec.Status != session.StatusError || !shed(f.err) && !errors.Is(f.err, backends.ErrClient) {
+					shedOnly = false
+				}
 				switch {
 				case !windows:
 				case j == 0:
@@ -251,9 +271,10 @@ func (r *run) runStreams(ctx context.Context, streams []int, perStream int, phas
 }
 
 // collectBlock writes a block's requests as they end, in the order they
-// end, and returns them. A server that cannot be sent more (down, asking
-// for time, or given up on) ends the block through cancel: its other
-// requests would fail alike. After a write error it drains the rest.
+// end, and returns them. A server that is not there (down, or given up
+// on) ends the block through cancel: its other requests would find the
+// same. One that sheds load or asks for time does not: those are results
+// of the block's load. After a write error it drains the rest.
 func (r *run) collectBlock(results <-chan finished, cancel func(), phase string, round, position int) ([]session.Record, error) {
 	var writeErr error
 	var block []session.Record
@@ -262,7 +283,7 @@ func (r *run) collectBlock(results <-chan finished, cancel func(), phase string,
 		if writeErr != nil {
 			continue
 		}
-		if writeErr = r.collect(f); writeErr != nil || !r.available(r.plan.ArmTarget[f.arm]) {
+		if writeErr = r.collect(f); writeErr != nil || r.lost(r.plan.ArmTarget[f.arm]) {
 			cancel()
 		}
 		block = append(block, f.rec)

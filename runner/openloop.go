@@ -18,11 +18,11 @@ import (
 const minOpenBlock = 8
 
 // openRequest is one request of an open-loop block: when it is due from
-// the block's start, and what it asks for (nil: the profile's prompt of
-// its trial and max_tokens).
+// the block's start, and the trace's request it replays (nil: the
+// profile's prompt of its trial and max_tokens).
 type openRequest struct {
 	due   time.Duration
-	shape *shape
+	trace *arrival.TraceRequest
 }
 
 // openBlock is an open-loop arm's unit: its warmup, at its rate (or the
@@ -34,9 +34,9 @@ func (r *run) openBlock(ctx context.Context, i, round, position int) error {
 	if left := r.arms[i].warmupLeft; left > 0 {
 		r.arms[i].warmupLeft = 0
 		if l.Trace {
-			return r.runOpenLoop(ctx, i, r.traceStretch(0, left), session.PhaseWarmup, round, position, false)
+			return r.runOpenLoop(ctx, i, r.traceStretch(left), session.PhaseWarmup, round, position, false, 0)
 		}
-		return r.runOpenLoop(ctx, i, r.arrivals(i, left, round), session.PhaseWarmup, round, position, false)
+		return r.runOpenLoop(ctx, i, r.arrivals(i, left, round), session.PhaseWarmup, round, position, false, 0)
 	}
 	if l.Trace {
 		return r.traceBlock(ctx, i, round, position)
@@ -47,20 +47,48 @@ func (r *run) openBlock(ctx context.Context, i, round, position int) error {
 	if c, ok := r.plan.Stop.(TrialCap); ok {
 		n = min(n, max(minOpenBlock, c.N-r.arms[i].timed))
 	}
-	return r.runOpenLoop(ctx, i, r.arrivals(i, n, round), session.PhaseTimed, round, position, true)
+	return r.runOpenLoop(ctx, i, r.arrivals(i, n, round), session.PhaseTimed, round, position, true, 0)
 }
 
-// arrivals are n requests of arm i at its rate, on a schedule seeded by
-// the arm and the round: the same session gives the same schedules.
+// arrivals are n requests of arm i at its rate, on the schedule
+// scheduleSeed names: the same session gives the same schedules.
 func (r *run) arrivals(i, n, round int) []openRequest {
 	p := &r.plan.Profile
-	seed := uint64(armSeed(p.Seed, p.Arms[i].Seed))<<16 ^ uint64(round)
+	l := r.plan.Load[i]
+	seed := scheduleSeed(armSeed(p.Seed, p.Arms[i].Seed), l.Rate, round, l.Repeat)
 	out := make([]openRequest, n)
-	process := arrival.Process{Kind: p.Arrival, Rate: r.plan.Load[i].Rate, Burstiness: p.Burstiness, Seed: seed}
+	process := arrival.Process{Kind: p.Arrival, Rate: l.Rate, Burstiness: p.Burstiness, Seed: seed}
 	for k, due := range process.Schedule(n) {
 		out[k].due = due
 	}
 	return out
+}
+
+// scheduleSeed is the one seed of an open loop's schedule, drawn from
+// everything that names it: the seed (the profile's, or an arm's own),
+// the level (its rate), the round and the repeat. Arms of one level that
+// share the profile's seed meet the same arrivals (common random
+// numbers: an A/B at one rate sees the same traffic), while every level
+// and every repeat draws its own. (The schedule once left the rate and
+// the repeat out, so every level of a sweep replayed one unit-rate
+// schedule scaled by 1/R, and every repeat of the SLO search replayed its
+// first.) Each part goes through splitmix64's finalizer, so that nearby
+// seeds, rates and rounds land far apart.
+func scheduleSeed(seed int64, rate float64, round, repeat int) uint64 {
+	h := splitmix64(uint64(seed))
+	for _, part := range []uint64{math.Float64bits(rate), uint64(round), uint64(repeat)} {
+		h = splitmix64(h ^ part)
+	}
+	return h
+}
+
+// splitmix64 is Steele, Lea and Flood's finalizer: a bijection of 64-bit
+// words whose every output bit depends on every input bit.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // runOpenLoop sends arm i's requests, each at its due time from the
@@ -68,8 +96,9 @@ func (r *run) arrivals(i, n, round int) []openRequest {
 // they end. Each record keeps when it was due (ScheduledMs) and how late
 // it left (QueueMs). With windows set every request is steady: an open
 // loop has no streams to ramp up, and its block's window runs from its
-// first end to its last.
-func (r *run) runOpenLoop(ctx context.Context, i int, requests []openRequest, phase string, round, position int, windows bool) error {
+// first end to its last. The block lasts at least lasts from its start (a
+// trace's stretch keeps its idle tail).
+func (r *run) runOpenLoop(ctx context.Context, i int, requests []openRequest, phase string, round, position int, windows bool, lasts time.Duration) error {
 	p := &r.plan.Profile
 	l := r.plan.Load[i]
 	trials := make([]int, len(requests))
@@ -89,9 +118,16 @@ func (r *run) runOpenLoop(ctx context.Context, i int, requests []openRequest, ph
 	go func() {
 		defer close(results)
 		arrival.Dispatch(blockCtx, start, schedule, l.Concurrency, func(s arrival.Sent) {
+			target := r.plan.ArmTarget[i]
+			r.waitOutHold(blockCtx, target) // in its queue: it leaves later than due
+			var sh *shape
+			if tr := requests[s.Index].trace; tr != nil {
+				var release func()
+				sh, release = r.traceShape(blockCtx, target, tr) // in its queue too, while the prompts in flight are at their bound
+				defer release()
+			}
 			sent.Add(1)
 			at := inFlight.Add(1)
-			sh := requests[s.Index].shape
 			limit := p.MostTokens()
 			if sh != nil && sh.maxTokens > 0 {
 				limit = sh.maxTokens
@@ -111,6 +147,9 @@ func (r *run) runOpenLoop(ctx context.Context, i int, requests []openRequest, ph
 		})
 	}()
 	block, err := r.collectBlock(results, cancel, phase, round, position)
+	if wait := lasts - time.Since(start); wait > 0 && err == nil {
+		sleep(ctx, wait)
+	}
 	r.monitor.mark(fmt.Sprintf("block_end %s round %d", arm, round))
 	peakMB := r.monitor.endBlock(watches)
 	if err != nil {

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -177,8 +178,15 @@ func TestTheSLOSearchRunsRatesBetween(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if words := strings.Join(res.Words(), "\n"); !strings.Contains(words, "the highest rate that meets the SLO lies between them") {
+	// The answer is in the rates the schedules came to, and an open loop
+	// capped in flight reports as an open loop: no "sweep of 1 stream"
+	// (its cap is not a level) beside its rates.
+	words := strings.Join(res.Words(), "\n")
+	if !regexp.MustCompile(`the highest rate that meets the SLO lies between [0-9.]+ and [0-9.]+ req/s as scheduled`).MatchString(words) || strings.Contains(words, "stream") {
 		t.Errorf("words:\n%s", words)
+	}
+	if len(res.Sweeps) != 0 {
+		t.Errorf("an open loop under a cap made a sweep of streams: %+v", res.Sweeps)
 	}
 }
 
@@ -218,5 +226,54 @@ func TestAnOpenLoopPastTheOpenFilesLimitIsWarnedOf(t *testing.T) {
 	closed.expandLoad()
 	if text := closed.inFlightWarning(1); text != "" {
 		t.Errorf("warned of a closed loop: %s", text)
+	}
+}
+
+// Every rate level and every repeat is its own random draw; the arms of
+// one level share theirs. (The seed once left out the rate and the
+// repeat: every level replayed one unit-rate schedule scaled by 1/R, its
+// first ten gaps × R equal to four decimals, and the SLO search's
+// "running it again" replayed the schedule it had.)
+func TestEachRateAndRepeatDrawsItsOwnSchedule(t *testing.T) {
+	gaps := func(rate float64, round, repeat int, seed int64) []float64 {
+		p := arrival.Process{Kind: arrival.Poisson, Rate: rate, Seed: scheduleSeed(seed, rate, round, repeat)}
+		due := p.Schedule(10)
+		out := make([]float64, len(due))
+		for k := range due {
+			out[k] = due[k].Seconds() * rate // in mean gaps: a scaled copy gives the same
+		}
+		return out
+	}
+	same := func(a, b []float64) bool {
+		for k := range a {
+			if math.Abs(a[k]-b[k]) > 1e-4 {
+				return false
+			}
+		}
+		return true
+	}
+	if same(gaps(20, 2, 0, 42), gaps(23.8, 2, 0, 42)) {
+		t.Error("two rates of a sweep drew one schedule, scaled")
+	}
+	if same(gaps(23.8, 2, 0, 42), gaps(23.8, 2, 1, 42)) {
+		t.Error("a repeat of a rate replayed its schedule")
+	}
+	if same(gaps(20, 2, 0, 42), gaps(20, 3, 0, 42)) {
+		t.Error("two rounds drew one schedule")
+	}
+	if !same(gaps(20, 2, 0, 42), gaps(20, 2, 0, 42)) {
+		t.Error("arms of one level with one seed drew different schedules")
+	}
+	// Over many repeats the scheduled rate scatters around the offered
+	// one, as independent Poisson draws of 60 requests do (sd ≈ 13%).
+	var rates []float64
+	for repeat := range 200 {
+		p := arrival.Process{Kind: arrival.Poisson, Rate: 20, Seed: scheduleSeed(42, 20, 2, repeat)}
+		due := p.Schedule(60)
+		rates = append(rates, 59/(due[59]-due[0]).Seconds())
+	}
+	slices.Sort(rates)
+	if med := rates[100]; med < 18 || med > 22 {
+		t.Errorf("median scheduled rate %.2f of 200 repeats at 20 req/s", med)
 	}
 }

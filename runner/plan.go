@@ -153,6 +153,9 @@ type Plan struct {
 	Trace         *arrival.Trace
 	TraceSHA256   string
 	TraceSpeed    float64
+	// TraceSizing is, per target, how a trace's lengths in tokens become
+	// prompts (calibrateTrace); nil until the run measures it.
+	TraceSizing []traceSizing
 }
 
 // DefaultOpenBlock is an open loop's timed block: long enough for a queue

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/metrics/telemetry"
@@ -221,7 +223,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 	infos := make([]backends.Info, len(plan.Targets))
 	for i := range plan.Targets {
 		t := &plan.Targets[i]
-		if infos[i], err = waitForServer(ctx, bs[i], plan, t, time.Now(), "", isDown, events); err != nil {
+		if infos[i], err = waitForServer(ctx, bs[i], plan, t, time.Now(), "", probeShouldWait, events); err != nil {
 			where := t.Kind.Name + " backend " + t.Where()
 			if len(plan.Targets) > 1 {
 				where += ", " + armWords(t)
@@ -252,6 +254,12 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 			return session.StatusFailed, fmt.Errorf("arm %s, think = %s, on the %s backend %s: %w", a.Name, think, t.Kind.Name, t.Where(), err)
 		}
 	}
+	// A trace's requests must fit each target's context, where it says
+	// it; its prompts are sized with each target's tokenizer.
+	if err := plan.checkTraceFits(infos); err != nil {
+		return session.StatusFailed, err
+	}
+	plan.calibrateTrace(ctx, bs)
 	bank := makeLengthBank(ctx, plan, bs)
 	mon := startMonitor(plan, events)
 	defer mon.stop() // before events closes: the sampler sends on it
@@ -320,6 +328,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 
 	r := &run{plan: plan, backends: bs, writer: w, events: events, sessionID: m.ID, monitor: mon,
 		arms: make([]armState, len(p.Arms)), targets: make([]targetState, len(plan.Targets)), stale: make([]atomic.Int32, len(plan.Targets)),
+		holds: make([]atomic.Int64, len(plan.Targets)), epoch: time.Now(), tracePrompts: semaphore.NewWeighted(maxTracePromptBytes),
 		clocks: newClocks(plan.streams(), p.MostTokens()), tokens: map[session.TrialKey]session.Arrivals{}, manifestArms: slices.Clone(m.Arms)}
 	if p.Dataset != nil {
 		r.promptOrder = p.Dataset.Order(p.Seed)
@@ -486,6 +495,9 @@ type armState struct {
 	e2e             metrics.Series
 	blocks          blockSum // a load arm's timed blocks
 	traceAt         int      // a trace replay's next request
+	// traceClock is the trace time (at its speed) the arm's replay has
+	// reached: its next stretch starts there.
+	traceClock time.Duration
 }
 
 type run struct {
@@ -505,8 +517,17 @@ type run struct {
 	clocks []tokenClock
 	// stale counts each target's requests that found their kept-alive
 	// connection closed (backends.ErrStale); load workers add to it.
-	stale   []atomic.Int32
+	stale []atomic.Int32
+	// holds are when each target asked to be sent its next request
+	// (Retry-After), as time since epoch: workers read them.
+	holds   []atomic.Int64
+	epoch   time.Time
 	monitor *monitor
+	// warnedClient is set once a request the client could not send was
+	// reported.
+	warnedClient bool
+	// tracePrompts bounds the bytes of trace prompts in flight.
+	tracePrompts *semaphore.Weighted
 	// warnedTruncated is set once a truncated generation was reported.
 	warnedTruncated bool
 	// promptOrder is the order trials draw a prompts file's prompts in.

@@ -75,7 +75,7 @@ func (f *fakeBackend) Generate(ctx context.Context, req backends.Request, onChun
 	return res, nil
 }
 
-func testPlan(t *testing.T, warmup, trials int, arms ...string) *Plan {
+func testPlan(t testing.TB, warmup, trials int, arms ...string) *Plan {
 	t.Helper()
 	src := "name = \"t\"\nmax_tokens = 8\ntrials = 1\nseed = 100\ntimeout = \"2s\"\nprompts = [\"a\", \"b\"]\n[models]\nollama = \"m\"\n"
 	for i, a := range arms {

@@ -46,9 +46,13 @@ func (r *run) searchSLO(ctx context.Context) (string, error) {
 	repeat := func(base string, pass, fail rateGoodput) []int {
 		var again []int
 		for _, end := range []rateGoodput{pass, fail} {
-			if end.ci.Lo < slo.Goodput && end.ci.Hi >= slo.Goodput {
-				again = append(again, r.addRateArm(base, end.rate, fmt.Sprintf("%s: %g req/s kept %.0f%% [%.0f%%, %.0f%%] of requests within the SLO, an interval that holds %.0f%%; running it again",
-					base, end.rate, 100*end.goodput, 100*end.ci.Lo, 100*end.ci.Hi, 100*slo.Goodput)))
+			switch {
+			case math.IsNaN(end.ci.Lo):
+				again = append(again, r.addRateArm(base, end.rate, fmt.Sprintf("%s: %g req/s kept %.0f%% of requests within the SLO in one block, too few for an interval; running it again with a fresh schedule",
+					base, end.rate, 100*end.goodput)))
+			case end.ci.Lo < slo.Goodput && end.ci.Hi >= slo.Goodput:
+				again = append(again, r.addRateArm(base, end.rate, fmt.Sprintf("%s: %g req/s kept %.0f%% [%.0f%%, %.0f%%] of requests within the SLO over %d blocks, an interval that holds %.0f%%; running it again with a fresh schedule",
+					base, end.rate, 100*end.goodput, 100*end.ci.Lo, 100*end.ci.Hi, end.blocks, 100*slo.Goodput)))
 			}
 		}
 		return again
@@ -81,10 +85,11 @@ func (r *run) searchLevels(ctx context.Context, slo *session.SLOInfo, times int,
 }
 
 // rateGoodput is a rate's goodput over every run of it, with its 95%
-// Wilson interval.
+// interval over its blocks (NaN from one block).
 type rateGoodput struct {
 	rate, goodput float64
 	ci            metrics.CI
+	blocks        int
 }
 
 // baseArms are the profile arms the load's arms derive from, in order.
@@ -103,27 +108,23 @@ func (r *run) baseArms() []string {
 // when both exist.
 func (r *run) bracket(base string, slo *session.SLOInfo) (pass, fail rateGoodput, ok bool) {
 	load := &session.LoadInfo{SLO: slo}
-	met, judged := map[float64]int{}, map[float64]int{}
 	arms := map[string]float64{} // arm name → its rate
 	for i, l := range r.plan.Load {
 		if l.Base == base && l.open() {
 			arms[r.plan.Profile.Arms[i].Name] = l.Rate
 		}
 	}
+	byRate := map[float64][]*session.Record{}
 	for k := range r.records {
 		rec := &r.records[k]
-		rate, mine := arms[rec.Arm]
-		if !mine || !rec.JudgedBySLO() {
-			continue
-		}
-		judged[rate]++
-		if rec.Status == session.StatusOK && session.MeetsSLO(rec, load) {
-			met[rate]++
+		if rate, mine := arms[rec.Arm]; mine && rec.JudgedBySLO() {
+			byRate[rate] = append(byRate[rate], rec)
 		}
 	}
 	var levels []rateGoodput
-	for rate, n := range judged {
-		levels = append(levels, rateGoodput{rate, float64(met[rate]) / float64(n), metrics.WilsonInterval(met[rate], n)})
+	for rate, recs := range byRate {
+		g, ci, blocks := session.GoodputOf(recs, load)
+		levels = append(levels, rateGoodput{rate: rate, goodput: g, ci: ci, blocks: blocks})
 	}
 	slices.SortFunc(levels, func(a, b rateGoodput) int { return cmp.Compare(a.rate, b.rate) })
 	found := false
@@ -155,7 +156,7 @@ func (r *run) addRateArm(base string, rate float64, why string) int {
 	t := r.plan.ArmTarget[from]
 	r.plan.ArmTarget = append(r.plan.ArmTarget, t)
 	r.plan.Targets[t].Arms = append(r.plan.Targets[t].Arms, a.Name)
-	r.plan.Load = append(r.plan.Load, ArmLoad{Base: base, Concurrency: p.MaxConcurrency, Rate: rate})
+	r.plan.Load = append(r.plan.Load, ArmLoad{Base: base, Concurrency: p.MaxConcurrency, Rate: rate, Repeat: runs - 1})
 	r.arms = append(r.arms, armState{}) // the server is warm: no warmup
 	info := session.ArmInfo{Name: a.Name, Strategy: a.Strategy(), Temperature: a.Temperature, TopK: a.TopK, TopP: a.TopP, MinP: a.MinP,
 		Seed: armSeed(p.Seed, a.Seed), Target: r.plan.Targets[t].Name, Base: base, Concurrency: p.MaxConcurrency, Rate: rate, Searched: true,
@@ -164,7 +165,11 @@ func (r *run) addRateArm(base string, rate float64, why string) int {
 		prev := r.manifestArms[from]
 		info.PromptCache, info.ThinkSent = prev.PromptCache, prev.ThinkSent
 	}
-	r.writer.AddArm(info)
+	if err := r.writer.AddArm(info); err != nil {
+		// The arm runs and its rows are saved; a manifest written at the
+		// end, or read back from its rows' names, still has it.
+		r.events <- Warning{Text: fmt.Sprintf("the manifest could not be written again with the arm %s (%v): a run killed now would leave it out of the manifest, not out of the trials CSV", a.Name, err)}
+	}
 	r.manifestArms = append(r.manifestArms, info)
 	r.events <- ArmAdded{Arm: a.Name, Rate: rate, Why: why}
 	return i

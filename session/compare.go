@@ -104,6 +104,13 @@ type Comparison struct {
 // where every column has it). Sessions taken on different GPUs or drivers
 // are compared with a warning that says so.
 func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison, error) {
+	// One session named whole is its arms against its first, as its run
+	// ended: with no other session to pair them with, each arm would be
+	// its own baseline and nothing would be tested (an 8-rate sweep's
+	// HTML page once said "One arm: nothing to compare").
+	if len(refs) == 1 && refs[0].Arm == "" {
+		refs, sessions = ArmComparison(sessions[0])
+	}
 	c := &Comparison{}
 	for i, ref := range refs {
 		s := sessions[i]

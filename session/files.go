@@ -213,8 +213,12 @@ func (w *Writer) writeManifest() error {
 }
 
 // AddArm adds an arm the run made as it went (the SLO search's) to the
-// manifest the run ends with.
-func (w *Writer) AddArm(a ArmInfo) { w.manifest.Arms = append(w.manifest.Arms, a) }
+// manifest, and writes the manifest again at once: a run killed after it
+// keeps the arm, still "running".
+func (w *Writer) AddArm(a ArmInfo) error {
+	w.manifest.Arms = append(w.manifest.Arms, a)
+	return w.writeManifest()
+}
 
 // Close closes the CSV files and the folder.
 func (w *Writer) Close() error {

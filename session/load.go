@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tokentop/tokentop/backends/untrusted"
 	"github.com/tokentop/tokentop/metrics"
 )
 
@@ -107,9 +108,20 @@ func LoadThroughput(records []Record, tokens map[TrialKey]Arrivals) map[string]T
 
 // SteadyWindow is a block's window: from the last end of a stream's
 // first request to the first end of a stream's last request.
+// Only streams that were served count: past its capacity a server sheds
+// the streams over it at once, and a stream whose every request it shed
+// never held a place at it (their ends would close the window before the
+// served streams' first).
 func SteadyWindow(block []*Record) (from, to time.Time, ok bool) {
 	first, last := map[int]time.Time{}, map[int]time.Time{}
+	served := map[int]bool{}
 	for _, r := range block {
+		served[r.Stream] = served[r.Stream] || r.Status == StatusOK
+	}
+	for _, r := range block {
+		if !served[r.Stream] {
+			continue
+		}
 		e := end(r)
 		if f, seen := first[r.Stream]; !seen || e.Before(f) {
 			first[r.Stream] = e
@@ -148,6 +160,10 @@ type Level struct {
 	// ones included, Record.JudgedBySLO) that met every SLO bound; NaN without
 	// an SLO.
 	Goodput float64
+	// Judged and Failed count the level's timed steady requests and those
+	// that failed; TopError is the failures' most frequent error.
+	Judged, Failed int
+	TopError       string
 }
 
 // Sweep is one profile arm run at several concurrency levels.
@@ -167,7 +183,32 @@ type Sweep struct {
 const (
 	KneeGain    = 0.10 // throughput rising by less than this from one level to the next has stopped rising
 	KneeLatency = 2.0  // p95 TTFT or ITL above this multiple of the first level's
+	// KneeFailures is the share of a level's requests failing (a server
+	// shedding load: 503, 429) at which it breaks.
+	KneeFailures = 0.10
 )
+
+// TopError is the most frequent error of failed requests, cut to its
+// first clause ("HTTP 503: server busy"), with how many had it; "" for
+// none.
+func TopError(failed []*Record) string {
+	counts := map[string]int{}
+	best := ""
+	for _, r := range failed {
+		e, _, _ := strings.Cut(r.Error, " (")
+		if e = untrusted.Line(e); len(e) > 80 {
+			e = e[:80] + "…"
+		}
+		counts[e]++
+		if counts[e] > counts[best] || counts[e] == counts[best] && e < best {
+			best = e
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s, %d of them", best, counts[best])
+}
 
 // Sweeps finds each profile arm run at more than one level and describes
 // its levels, knee and goodput.
@@ -176,7 +217,9 @@ func Sweeps(m *Manifest, records []Record, tokens map[TrialKey]Arrivals) []Sweep
 	byArm := ByArm(records)
 	throughput := LoadThroughput(records, tokens) // from the files, so a killed run has it too
 	for _, a := range m.Arms {
-		if a.Concurrency == 0 || a.Mode != "" {
+		// An open loop's cap in flight is not a level of streams: its
+		// rates are its levels (RateSweeps).
+		if a.Concurrency == 0 || a.Mode != "" || a.Rate > 0 {
 			continue
 		}
 		i := slices.IndexFunc(sweeps, func(s Sweep) bool { return s.Base == a.Base })
@@ -195,6 +238,7 @@ func Sweeps(m *Manifest, records []Record, tokens map[TrialKey]Arrivals) []Sweep
 		}
 		var ttft, gaps []float64
 		met, timed := 0, 0
+		var failed []*Record
 		for _, r := range byArm[a.Name] {
 			if !r.JudgedBySLO() {
 				continue
@@ -202,6 +246,9 @@ func Sweeps(m *Manifest, records []Record, tokens map[TrialKey]Arrivals) []Sweep
 			timed++
 			if r.Status == StatusOK && MeetsSLO(r, m.Profile.Load) {
 				met++
+			}
+			if r.Status != StatusOK {
+				failed = append(failed, r)
 			}
 			if !r.Counted() {
 				continue
@@ -212,6 +259,7 @@ func Sweeps(m *Manifest, records []Record, tokens map[TrialKey]Arrivals) []Sweep
 			gaps = append(gaps, g...)
 		}
 		lv.TTFTP95, lv.ITLP95 = p95(ttft), p95(gaps)
+		lv.Judged, lv.Failed, lv.TopError = timed, len(failed), TopError(failed)
 		if l := m.Profile.Load; l != nil && l.SLO != nil && timed > 0 {
 			lv.Goodput = float64(met) / float64(timed)
 		}
@@ -272,6 +320,9 @@ func p95(values []float64) float64 {
 func knee(levels []Level) (int, string) {
 	ref := levels[0]
 	for i, lv := range levels {
+		if lv.Judged > 0 && float64(lv.Failed) >= KneeFailures*float64(lv.Judged) {
+			return lv.Concurrency, fmt.Sprintf("%d of its %d requests failed (%.0f%%; most often %s)", lv.Failed, lv.Judged, 100*float64(lv.Failed)/float64(lv.Judged), lv.TopError)
+		}
 		for _, l := range []struct {
 			name     string
 			now, ref float64

@@ -2,6 +2,7 @@ package session
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -122,7 +123,10 @@ func TestAnOpenLoopsGoodputIsJudgedFromTheDueTime(t *testing.T) {
 		t.Errorf("goodput %v and %v; want 1 and 0.3", sw.Levels[0].Goodput, sw.Levels[1].Goodput)
 	}
 	words := strings.Join(sw.Words(slo), "\n")
-	if !strings.Contains(words, "goodput (SLO TTFT ≤ 100 ms, judged from each request's due time): the highest rate run with at least 90% of requests within it is 10 req/s (100% [72%, 100%]); the next one run, 100 req/s, kept 30% [11%, 60%]: the highest rate that meets the SLO lies between them, though an interval holds 90%: more requests at these rates would tell") {
+	// One block a rate: no interval, since the block is the unit, and
+	// the bracket is said in the rates as scheduled.
+	if !strings.Contains(words, "goodput (SLO TTFT ≤ 100 ms, judged from each request's due time): the highest rate run with at least 90% of requests within it is 10 req/s offered (10.00 as scheduled; 100% from one block of requests, too few for an interval); "+
+		"the next one run, 100 req/s offered (100.00 as scheduled), kept 30% from one block of requests, too few for an interval: the highest rate that meets the SLO lies between 10.00 and 100.00 req/s as scheduled, though an end's interval holds 90% or is missing: more blocks at these rates would tell") {
 		t.Errorf("words:\n%s", words)
 	}
 	if table := sw.Table(); table.Header[len(table.Header)-1] != "goodput" || table.Rows[1][len(table.Rows[1])-1] != "30%" {
@@ -147,14 +151,64 @@ func TestARateRunAgainIsOneLevel(t *testing.T) {
 			recs = append(recs, r)
 		}
 	}
-	m := &Manifest{Arms: []ArmInfo{{Name: "greedy@r100", Base: "greedy", Rate: 100}, {Name: "greedy@r100-2", Base: "greedy", Rate: 100, Searched: true}}}
+	slo := &SLOInfo{TTFTMs: 15, Goodput: 0.9}
+	recs[3].TTFTMs = 30 // one request of the first run missed the SLO
+	m := &Manifest{Arms: []ArmInfo{{Name: "greedy@r100", Base: "greedy", Rate: 100}, {Name: "greedy@r100-2", Base: "greedy", Rate: 100, Searched: true}},
+		Profile: ProfileInfo{Load: &LoadInfo{Rates: []float64{100}, SLO: slo}}}
 	sw := RateSweeps(m, recs)
 	if len(sw) != 1 || len(sw[0].Levels) != 1 {
 		t.Fatalf("sweeps %+v", sw)
 	}
 	// 20 requests over two runs, each 90 ms of arrivals: 100/s, not 18
 	// over a minute.
-	if lv := sw[0].Levels[0]; lv.N != 20 || lv.Runs != 2 || math.Abs(lv.Scheduled-100) > 1e-6 || math.Abs(lv.Achieved-100) > 1e-6 {
+	lv := sw[0].Levels[0]
+	if lv.N != 20 || lv.Runs != 2 || math.Abs(lv.Scheduled-100) > 1e-6 || math.Abs(lv.Achieved-100) > 1e-6 {
 		t.Errorf("level %+v", lv)
+	}
+	// Its goodput is over the two runs' blocks, the interval over blocks.
+	if lv.Goodput != 0.95 || lv.Blocks != 2 || !(lv.GoodputCI.Lo < 0.95) || lv.GoodputCI.Hi != 1 || !strings.Contains(goodputWords(lv), "95% [") || !strings.Contains(goodputWords(lv), "over 2 blocks") {
+		t.Errorf("goodput %v %v over %d blocks: %s", lv.Goodput, lv.GoodputCI, lv.Blocks, goodputWords(lv))
+	}
+}
+
+// A run killed during its SLO search left the searched rates' rows in the
+// trials CSV but not in the manifest: reading the session takes those arms
+// from their rows, so the rate table and its words keep every rate run.
+func TestASearchKilledBeforeItSavedItsArmsKeepsItsRates(t *testing.T) {
+	m := newManifest("killed")
+	m.Arms = []ArmInfo{{Name: "greedy@r10", Base: "greedy", Rate: 10}, {Name: "greedy@r80", Base: "greedy", Rate: 80}}
+	m.Profile.Load = &LoadInfo{Rates: []float64{10, 80}, SLO: &SLOInfo{TTFTMs: 100, Goodput: 0.9}}
+	dir := t.TempDir()
+	w, err := Create(dir, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	for _, arm := range []string{"greedy@r10", "greedy@r80", "greedy@r28.3", "greedy@r28.3-2"} {
+		for k := range 6 {
+			r := record(arm, k+1, PhaseTimed, StatusOK, 20)
+			r.Round, r.Window = 2, WindowSteady
+			r.ScheduledMs, r.QueueMs = float64(k*10), 0.5
+			r.StartedAt = start.Add(time.Duration(r.ScheduledMs * float64(time.Millisecond)))
+			if err := w.Append(r, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w.Close() // killed: the manifest on disk is the one written at the start
+	s, err := Load(w.ManifestPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := RateSweeps(s.Manifest, s.Records)
+	if len(sw) != 1 || len(sw[0].Levels) != 3 || sw[0].Levels[1].Offered != 28.3 || sw[0].Levels[1].Runs != 2 || sw[0].Levels[1].N != 12 {
+		t.Fatalf("sweeps %+v", sw)
+	}
+	searched := slices.IndexFunc(s.Manifest.Arms, func(a ArmInfo) bool { return a.Name == "greedy@r28.3-2" })
+	if searched < 0 || !s.Manifest.Arms[searched].Searched || len(s.Warnings) != 2 || !strings.Contains(s.Warnings[0], "not in the manifest (the run was killed before it saved it)") {
+		t.Errorf("arms %+v, warnings %q", s.Manifest.Arms, s.Warnings)
+	}
+	if words := strings.Join(sw[0].Words(s.Manifest.Profile.Load.SLO), "\n"); !strings.Contains(words, "28.3 req/s offered") {
+		t.Errorf("words:\n%s", words)
 	}
 }

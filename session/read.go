@@ -9,6 +9,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,9 +45,43 @@ func Load(manifestPath string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.Warnings = append(s.Warnings, inferArms(m, s.Records)...)
 	// A manifest still "running" is not a read problem: SessionCaveats and
 	// the comparison's caveats say it, once.
 	return s, nil
+}
+
+// loadArmName is a load arm's name: its base arm, then a rate (with the
+// repeat of an SLO search's run again) or a number of streams.
+var loadArmName = regexp.MustCompile(`^(.+)@(?:r([0-9.]+(?:e[+-]?[0-9]+)?)(?:-([0-9]+))?|c([0-9]+))$`)
+
+// inferArms adds to m the arms that have rows in the trials CSV but not in
+// the manifest: a run killed before it saved an arm it made as it went
+// (an SLO search's rate) leaves it there. A load arm's level is read from
+// its name; each arm added is said in a warning.
+func inferArms(m *Manifest, records []Record) []string {
+	var warnings []string
+	for _, r := range records {
+		if slices.ContainsFunc(m.Arms, func(a ArmInfo) bool { return a.Name == r.Arm }) {
+			continue
+		}
+		a := ArmInfo{Name: r.Arm}
+		if parts := loadArmName.FindStringSubmatch(r.Arm); parts != nil {
+			a.Base = parts[1]
+			if parts[4] != "" {
+				a.Concurrency, _ = strconv.Atoi(parts[4])
+			} else {
+				a.Rate, _ = strconv.ParseFloat(parts[2], 64)
+				a.Searched = parts[3] != "" || m.Profile.Load == nil || !slices.Contains(m.Profile.Load.Rates, a.Rate)
+				if m.Profile.Load != nil {
+					a.Concurrency = m.Profile.Load.MaxConcurrency
+				}
+			}
+		}
+		m.Arms = append(m.Arms, a)
+		warnings = append(warnings, fmt.Sprintf("arm %s has rows in the trials CSV but is not in the manifest (the run was killed before it saved it): read from its rows, its level from its name", r.Arm))
+	}
+	return warnings
 }
 
 // ParseTrials reads a trials CSV. name is used in messages. tokentop ends

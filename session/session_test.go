@@ -240,6 +240,16 @@ func TestComparePairsArmsAndComputesDeltas(t *testing.T) {
 	if err != nil || c.Rows[0].Deltas[1] != 100 {
 		t.Errorf("arm compare: %v %+v", err, c)
 	}
+	// One session named whole: its arms against its first, tested, as
+	// its run ended (each arm was once its own baseline, tested against
+	// nothing).
+	c, err = Compare([]Ref{{Path: sa.Path}}, []*Session{sa}, []string{"e2e_ms"})
+	if err != nil || len(c.Columns) != 2 || c.Columns[1].Baseline != 0 || c.Rows[0].Deltas[1] != 100 {
+		t.Fatalf("one whole session: %v %+v", err, c)
+	}
+	if c.RunTests(TestOptions{Resamples: 100, Seed: 1}); len(c.Tests) == 0 {
+		t.Error("one whole session's arms were not tested against its first")
+	}
 	if _, err := Compare([]Ref{{"A.toml", "nope"}}, []*Session{sa}, []string{"e2e_ms"}); err == nil || !strings.Contains(err.Error(), "its arms are greedy, hot") {
 		t.Errorf("unknown arm: %v", err)
 	}

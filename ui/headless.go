@@ -258,7 +258,11 @@ func WriteFinished(w io.Writer, width int, arms []string, fin runner.Finished) {
 	writePath(w, width, "saved", fin.Manifest)
 	if len(arms) > 1 {
 		writeRunVerdicts(w, width, fin.Manifest)
+		return
 	}
+	// One arm has no verdicts; a single rate's table and words are what
+	// its run is for.
+	writeLoadResults(w, width, fin.Manifest)
 }
 
 // writePath prints label and path on one line where they fit width, else

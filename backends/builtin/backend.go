@@ -68,7 +68,7 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 		weights += ": synthetic weights, meaningless text"
 	}
 	info := backends.Info{Kind: Kind.Name, ServerVersion: EngineVersion, PromptCacheSwitch: true, Model: m.Name, Digest: m.SHA256,
-		Quantization: m.Weights.Format(), Models: ModelNames(),
+		Quantization: m.Weights.Format(), Models: ModelNames(), ContextTokens: m.Weights.Shape.SeqLen,
 		Details: map[string]string{
 			"shape":     m.Weights.Shape.String(),
 			"weights":   weights,

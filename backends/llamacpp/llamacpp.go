@@ -175,6 +175,9 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 		ModelAlias string `json:"model_alias"`
 		ModelPath  string `json:"model_path"`
 		ModelFtype string `json:"model_ftype"`
+		Defaults   struct {
+			NCtx int `json:"n_ctx"` // each slot's context
+		} `json:"default_generation_settings"`
 	}
 	if err := b.conn.GetJSON(ctx, b.url+"/props", &props); err != nil {
 		return info, err
@@ -185,6 +188,7 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 		info.Model = props.ModelPath
 	}
 	info.Quantization = props.ModelFtype
+	info.ContextTokens = max(0, props.Defaults.NCtx)
 	if info.Model != "" {
 		info.Models = []string{info.Model}
 	}

@@ -104,7 +104,7 @@ func TestProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.ServerVersion != "b10470-34af94cd9" || info.Model != "/opt/models/tinyllm/tiny15m.gguf" || info.Quantization != "F16" {
+	if info.ServerVersion != "b10470-34af94cd9" || info.Model != "/opt/models/tinyllm/tiny15m.gguf" || info.Quantization != "F16" || info.ContextTokens != 256 {
 		t.Errorf("info %+v", info)
 	}
 	loading := replay.NewServer(t, replay.Route{"GET /health": replay.Serve(replay.Load(t, "llamacpp/loading_503_health"))})

@@ -302,6 +302,8 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 	var list struct {
 		Data []struct {
 			ID string `json:"id"`
+			// MaxModelLen is vLLM's context window; other servers omit it.
+			MaxModelLen int `json:"max_model_len"`
 		} `json:"data"`
 	}
 	if err := b.conn.GetJSON(ctx, b.base+"/models", &list); err != nil {
@@ -319,7 +321,7 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 		info.Models = append(info.Models, m.ID)
 		// Ollama lists tagged names and serves the bare name as :latest.
 		if m.ID == model || info.Model == "" && m.ID == model+":latest" {
-			info.Model = m.ID
+			info.Model, info.ContextTokens = m.ID, max(0, m.MaxModelLen)
 		}
 	}
 	if model == "" {

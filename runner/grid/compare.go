@@ -119,6 +119,7 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 	var machine *session.Manifest // the first session read: its environment
 	e2eMetric, _ := session.LookupMetric("e2e_ms")
 	metric := func(name string) session.Metric { mt, _ := session.LookupMetric(name); return mt }
+	resumed := 0
 	for _, cell := range m.Cells {
 		byArm := map[string][]*session.Record{}
 		bySession := map[string][][]*session.Record{}
@@ -126,7 +127,7 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 		usdPerHour := 0.0
 		var arms []string
 		sessions := 0
-		for _, run := range cell.Runs {
+		for k, run := range cell.Runs {
 			if run.Session == "" {
 				c.Caveats = append(c.Caveats, fmt.Sprintf("%s (%s) repetition %d did not run: %s", cell.ID, cell.Label, run.Repetition, run.Error))
 				continue
@@ -141,7 +142,15 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 				machine = s.Manifest
 			}
 			usdPerHour = s.Manifest.Profile.USDPerHour
-			c.Caveats = append(c.Caveats, prefixed(cell.ID+" ", session.SessionCaveats(s))...)
+			caveats := session.SessionCaveats(s)
+			if resumedLater(cell.Runs, k) {
+				// A piece of a repetition that was killed and resumed: the
+				// repetition finished in the sessions after it, read as one
+				// with it, so "did not finish its plan" would be false.
+				caveats = slices.DeleteFunc(caveats, func(c string) bool { return strings.HasPrefix(c, "status ") })
+				resumed++
+			}
+			c.Caveats = append(c.Caveats, prefixed(cell.ID+" ", caveats)...)
 			for arm, recs := range session.ByArm(s.Records) {
 				if !slices.Contains(arms, arm) {
 					arms = append(arms, arm)
@@ -176,6 +185,9 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 			c.Rows = append(c.Rows, r)
 		}
 	}
+	if resumed > 0 {
+		c.Caveats = append(c.Caveats, fmt.Sprintf("%d session(s) were cut short by a kill and their repetition resumed in a session of its own: each is read together with the rest of its repetition", resumed))
+	}
 	c.Setup = setupRows(m, machine)
 	c.axisMeans() // before rank sorts the rows: each axis's values in the grid's order
 	c.rank()
@@ -184,6 +196,20 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 		c.Caveats = append(c.Caveats, line)
 	}
 	return c, nil
+}
+
+// resumedLater reports whether runs[k] was cut short and a later run of
+// the same repetition went on where it stopped.
+func resumedLater(runs []Run, k int) bool {
+	if runs[k].Status == session.StatusComplete {
+		return false
+	}
+	for _, later := range runs[k+1:] {
+		if later.Repetition == runs[k].Repetition && later.Session != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // setupRows say how the grid ran: its file and plan, its cells and the

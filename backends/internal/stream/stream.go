@@ -258,6 +258,8 @@ func Describe(err error, asked string) error {
 		return err
 	case errors.As(err, &failure): // a redirect refused
 		return failure
+	case clientLimit(err):
+		return kind(backends.ErrClient, "%s open a connection to %s: %v (this process's limit, not the server's: raise ulimit -n, or cap the requests in flight with --max-concurrency)", backends.ClientFailure, url, innermost(err))
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return kind(backends.ErrUnreachable, "cannot connect to %s: connection refused (is the server running?)", url)
 	case errors.As(err, &opErr) && opErr.Op == "dial":
@@ -268,6 +270,24 @@ func Describe(err error, asked string) error {
 		return kind(backends.ErrDropped, "%s closed the connection before answering (did the server stop or restart?)", url)
 	}
 	return fmt.Errorf("%s: %w", url, err)
+}
+
+// clientLimit reports an error of the client's own limits: no file left
+// for a socket, or no local port left to bind.
+func clientLimit(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.EADDRNOTAVAIL)
+}
+
+// innermost is the error at the end of err's chain of wrapping: "too
+// many open files", not the dial's whole sentence.
+func innermost(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
 }
 
 // End says how a stream ended: a read error is classified by ReadErr, and

@@ -1,9 +1,17 @@
 package stream
 
 import (
+	"errors"
+	"fmt"
+	"net"
 	"net/http"
+	"os"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tokentop/tokentop/backends"
 )
 
 func TestRetryAfterReadsSecondsAndDates(t *testing.T) {
@@ -38,4 +46,24 @@ func FuzzRetryAfter(f *testing.F) {
 			t.Fatalf("%q: %v", header, got)
 		}
 	})
+}
+
+// The client's own limits are the client's: a socket refused for want of
+// a file is not a server that cannot be reached, and the words say what
+// to do; a refused connection is still the server's absence.
+func TestClientLimitsAreNotTheServers(t *testing.T) {
+	url := "http://127.0.0.1:8080/completion"
+	dial := func(errno syscall.Errno) error {
+		return fmt.Errorf("Post %q: %w", url, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", errno)})
+	}
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE} {
+		err := Describe(dial(errno), url)
+		if !errors.Is(err, backends.ErrClient) || errors.Is(err, backends.ErrUnreachable) || !strings.Contains(err.Error(), "this process's limit, not the server's") {
+			t.Errorf("%v: %v", errno, err)
+		}
+	}
+	refused := Describe(fmt.Errorf("Post %q: %w", url, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}), url)
+	if !errors.Is(refused, backends.ErrUnreachable) || errors.Is(refused, backends.ErrClient) {
+		t.Errorf("refused: %v", refused)
+	}
 }
