@@ -698,3 +698,43 @@ func TestASingleRateEndsWithItsRateTable(t *testing.T) {
 		}
 	}
 }
+
+// An open loop past the process's open-files limit: the requests the
+// client could not open a connection for are its own failures, said as
+// such, and the run ends complete within its plan. (With ulimit -n 1024
+// at 500 req/s a run wrote 43,883 rows in 300 s and never ended; a closed
+// loop past the limit ended failed, blaming the server.)
+func TestAnOpenLoopPastTheOpenFilesLimitEndsBlamingTheClient(t *testing.T) {
+	if testing.Short() || runtime.GOOS != "linux" {
+		t.Skip("builds and runs the binary under ulimit")
+	}
+	url := ollamaServer(t, 10*time.Millisecond) // each answer takes a few hundred ms
+	out := t.TempDir()
+	cmd := exec.Command("sh", "-c", `ulimit -n 48 && exec "$0" "$@"`, buildBinary(t), "run", "--backend", "ollama", "--url", url, "--model", "tiny15m",
+		"--profile", "quick", "--rate", "400", "--trials", "200", "--warmup", "0", "--headless", "--power", "off", "--out", out)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%v\n%s\n%s", err, stdout.String(), stderr.String())
+		}
+	case <-time.After(90 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("still running after 90 s:\n%s", stdout.String())
+	}
+	text := stdout.String()
+	for _, want := range []string{"status complete", "recorded as failed by the client, not the server", "the client itself could not send"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("%q missing:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "server lost") || strings.Contains(text, "is back after") {
+		t.Errorf("the client's limit was blamed on the server:\n%s", text)
+	}
+}

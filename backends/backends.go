@@ -108,6 +108,15 @@ type Tokenizer interface {
 	Detokenize(ctx context.Context, tokens []int) (string, error)
 }
 
+// IdleCloser is a backend that keeps connections open between requests.
+// CloseIdleConnections closes those no request is using: the runner does
+// so once a run's requests are done, before it writes the final
+// manifest, since a load run's kept connections can hold every file the
+// process may open.
+type IdleCloser interface {
+	CloseIdleConnections()
+}
+
 // Message is one turn of a conversation.
 type Message struct {
 	Role    string `json:"role"`

@@ -89,6 +89,14 @@ func (g *guarded) Detokenize(ctx context.Context, tokens []int) (string, error) 
 // cannot ask.
 var ErrNoTokenizer = errors.New("this backend has no tokenizer tokentop can ask")
 
+// CloseIdleConnections closes the inner backend's idle connections, where
+// it keeps any.
+func (g *guarded) CloseIdleConnections() {
+	if ic, ok := g.inner.(IdleCloser); ok {
+		ic.CloseIdleConnections()
+	}
+}
+
 func (g *guarded) Close() error {
 	if closer, ok := g.inner.(io.Closer); ok {
 		return closer.Close()

@@ -376,6 +376,14 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		names[i] = a.Name
 	}
 	fin.Precision = session.PrecisionOf(stopInfo(p.Stop), p.Trials, names, summary)
+	// The requests are done: their kept connections go before the final
+	// manifest needs a file (a load run past the open-files limit once
+	// could not write it).
+	for _, b := range bs {
+		if ic, ok := b.(backends.IdleCloser); ok {
+			ic.CloseIdleConnections()
+		}
+	}
 	if err := w.Finish(status, note, studyStoppedBy(fin.Precision.Line, names, summary), summary); err != nil {
 		fin.SaveErr = saveFailure(err, w.ManifestPath(), len(r.records))
 		runErr = errors.Join(runErr, errors.New(fin.SaveErr))

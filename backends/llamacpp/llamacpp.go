@@ -204,3 +204,6 @@ func (b *Backend) Tokenize(ctx context.Context, text string, special bool) ([]in
 func (b *Backend) Detokenize(ctx context.Context, tokens []int) (string, error) {
 	return b.conn.LlamaDetokenize(ctx, b.url, tokens)
 }
+
+// CloseIdleConnections closes the kept connections no request is using.
+func (b *Backend) CloseIdleConnections() { b.conn.CloseIdleConnections() }

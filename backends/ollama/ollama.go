@@ -229,3 +229,6 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 	}
 	return info, nil
 }
+
+// CloseIdleConnections closes the kept connections no request is using.
+func (b *Backend) CloseIdleConnections() { b.conn.CloseIdleConnections() }

@@ -403,3 +403,6 @@ func (b *Backend) root() string {
 	}
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
 }
+
+// CloseIdleConnections closes the kept connections no request is using.
+func (b *Backend) CloseIdleConnections() { b.conn.CloseIdleConnections() }

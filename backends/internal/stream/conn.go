@@ -61,6 +61,9 @@ func NewConn(apiKey string) *Conn {
 	return &Conn{apiKey: apiKey, pooled: client(true), fresh: client(false)}
 }
 
+// CloseIdleConnections closes the kept connections no request is using.
+func (c *Conn) CloseIdleConnections() { c.pooled.CloseIdleConnections() }
+
 // errRedirected begins the error of a redirect to another server, which
 // is refused: every trial would measure that other server while the
 // session named this one.
