@@ -215,6 +215,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&opts.PowerInterval, "power-interval", telemetry.DefaultInterval, "power and memory sampling cadence")
 	fs.DurationVar(&opts.IdleBaseline, "idle-baseline", runner.DefaultIdleBaseline, "idle power measured before the first trial (0 skips it; only when a power source exists)")
 	fs.IntVar(&opts.ServerPID, "server-pid", 0, "the server process whose peak memory the trials record (default: found by the backend's local port)")
+	fs.Func("gpu-metrics", "a DCGM exporter (http://gpu-node:9400/metrics) whose GPUs' power and energy the trials of the servers on its host sum, in place of this machine's; repeat for several hosts", func(v string) error {
+		opts.GPUMetrics = append(opts.GPUMetrics, v)
+		return nil
+	})
+	fs.DurationVar(&opts.GPUMetricsInterval, "gpu-metrics-interval", telemetry.DefaultDCGMInterval, "how often each --gpu-metrics exporter is read")
 	fs.DurationVar(&opts.ServerWait, "server-wait", runner.DefaultServerWait, "how long to wait for a server that is not started yet, is loading its model, or stopped answering mid-run (0: not at all)")
 	fs.Var((*percentFlag)(&opts.UntilCI), "until-ci", "stop each arm once both ends of its e2e's anytime-valid 95% interval (confidence sequence) are within this ±margin of the estimate, e.g. 1%; --trials stays the cap")
 	fs.StringVar(&opts.CIStatistic, "ci-statistic", "", "with --until-ci: median (default; exact) or mean (asymptotic, from 30 trials)")
@@ -423,7 +428,7 @@ func (o outputFlags) testOptions() session.TestOptions {
 
 func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	fs := newCommand("compare", "tokentop compare A.toml B.toml [...] | S.toml#arm1 S.toml#arm2 | GRID-FOLDER [flags]", []string{"tokentop compare A.toml B.toml", "tokentop compare S.toml#greedy S.toml#top-k-40 --metric e2e_ms", "tokentop compare A.toml B.toml --html report.html", "tokentop compare GRID-FOLDER --format md", "tokentop compare A.toml B.toml --tui"}, stdout, stderr)
-	metric := fs.String("metric", "", "compare only this metric (default: "+strings.Join(session.CompareMetrics, ", ")+")")
+	metric := fs.String("metric", "", "compare only this metric (default: "+strings.Join(session.CompareMetrics, ", ")+"); for a grid folder, the metric its cells are ranked on (default e2e_ms)")
 	tui := fs.Bool("tui", false, "open the compare screen instead of printing")
 	out := addOutputFlags(fs.FlagSet)
 	positional, code, ok := fs.parse(args)
@@ -447,7 +452,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	}
 	if info, err := os.Stat(positional[0]); err == nil && info.IsDir() {
 		// A grid's folder: its cells ranked, one table.
-		cmp, err := grid.Compare(positional[0], out.testOptions())
+		cmp, err := grid.Compare(positional[0], *metric, out.testOptions())
 		switch {
 		case err == nil && out.pictures():
 			err = out.save(htmlreport.BuildGrid(cmp), stdout)
@@ -541,7 +546,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 		runErr = m.Run(ctx, ui.GridHeadless(stdout, pending))
 	}
 	fmt.Fprintf(stdout, "\ngrid ran for %v\n\n", time.Since(start).Round(time.Second))
-	if cmp, err := grid.Compare(m.Dir, session.DefaultTestOptions); err != nil {
+	if cmp, err := grid.Compare(m.Dir, "", session.DefaultTestOptions); err != nil {
 		printErr(stderr, err)
 	} else {
 		cmp.Width = terminalWidth(stdout)

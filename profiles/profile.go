@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -106,6 +107,9 @@ type Profile struct {
 	// Duration ends each load arm once its steady windows add up to it,
 	// in place of a trial count ("60s").
 	Duration string `toml:"duration"`
+	// GPUMetrics are DCGM exporters whose GPUs are the run's power source
+	// (a remote server's); --gpu-metrics replaces them.
+	GPUMetrics []string `toml:"gpu_metrics"`
 
 	// Source is "builtin" or the file the profile was read from.
 	Source string `toml:"-"`
@@ -569,6 +573,14 @@ func (p *Profile) resolve(file string) error {
 	if p.USDPerHour < 0 {
 		bad(-1, "usd_per_hour", "%g is negative", p.USDPerHour)
 	}
+	if len(p.GPUMetrics) > maxGPUMetrics {
+		bad(-1, "gpu_metrics", "names %d exporters; at most %d", len(p.GPUMetrics), maxGPUMetrics)
+	}
+	for _, raw := range p.GPUMetrics {
+		if msg := CheckGPUMetricsURL(raw); msg != "" {
+			bad(-1, "gpu_metrics", "%s", msg)
+		}
+	}
 	promptsKey := "prompts_file"
 	if p.PromptsFile == "" && p.PromptFile != "" {
 		p.PromptsFile, promptsKey = p.PromptFile, "prompt_file"
@@ -771,4 +783,22 @@ func (p *Profile) Where(key ...string) string {
 		return fmt.Sprintf("%s:%d", p.Source, line)
 	}
 	return p.Source
+}
+
+// maxGPUMetrics bounds the DCGM exporters one run reads.
+const maxGPUMetrics = 16
+
+// CheckGPUMetricsURL says what is wrong with a DCGM exporter's address
+// ("" when nothing is): an http(s) address with a host. What it says
+// names no password the address holds.
+func CheckGPUMetricsURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(raw) > 2048 {
+		shown := "an address that does not parse"
+		if err == nil {
+			shown = fmt.Sprintf("%q", untrusted.Line(u.Redacted()))
+		}
+		return shown + " is not the http(s) address of a DCGM exporter's metrics; write it like http://gpu-node:9400/metrics"
+	}
+	return ""
 }

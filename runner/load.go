@@ -338,7 +338,7 @@ func (r *run) blockTargets(streams []int) []int {
 func (r *run) blockDone(i, round int, block []session.Record, peakMB float64) {
 	arm := r.plan.Profile.Arms[i].Name
 	if tp, ok := session.LoadThroughput(block, r.tokens)[arm]; ok {
-		cost := r.windowCost(block, tp, peakMB)
+		cost := r.windowCost(r.plan.ArmTarget[i], block, tp, peakMB)
 		r.arms[i].blocks.add(tp, cost)
 		r.events <- BlockDone{Arm: arm, Round: round, Throughput: tp, Cost: cost}
 	} else { // no steady window: a stream ended before the others had finished their ramp-up
@@ -349,7 +349,7 @@ func (r *run) blockDone(i, round int, block []session.Record, peakMB float64) {
 
 // windowCost is the energy of a block's steady window, by the trial
 // rules, and the block's peak memory.
-func (r *run) windowCost(block []session.Record, tp session.Throughput, peakMB float64) session.LoadCost {
+func (r *run) windowCost(target int, block []session.Record, tp session.Throughput, peakMB float64) session.LoadCost {
 	ptrs := make([]*session.Record, len(block))
 	for k := range block {
 		ptrs[k] = &block[k]
@@ -357,10 +357,10 @@ func (r *run) windowCost(block []session.Record, tp session.Throughput, peakMB f
 	from, to, _ := session.SteadyWindow(ptrs)
 	cost := session.LoadCost{EnergyJ: math.NaN(), AvgPowerW: math.NaN(), JPerToken: math.NaN(),
 		EnergyQuality: session.EnergyUnavailable, PeakRSSMB: peakMB}
-	if e, measured := r.monitor.windowEnergy(from, to); measured {
+	if e, measured := r.monitor.windowEnergy(target, from, to); measured {
 		cost.EnergyQuality = string(e.Quality)
 		if e.Quality != telemetry.QualityNoData {
-			cost.EnergyJ, cost.AvgPowerW = e.NetJ, e.AvgPowerW
+			cost.EnergyJ, cost.AvgPowerW, cost.EnergyErrJ = e.NetJ, e.AvgPowerW, e.ErrJ
 			if tokens := tp.TokensPerS * tp.WindowS; tokens > 0 {
 				cost.JPerToken = e.NetJ / tokens
 			}
@@ -375,7 +375,7 @@ type blockSum struct {
 	blocks, emptyInARow int               // blocks, and the latest ones in a row without a steady window
 	steadyS             float64           // the windows' total length
 	windows, measured   int               // blocks with a window, and those with an energy figure
-	netJ, grossJ        float64           // over the measured windows
+	netJ, grossJ, errJ  float64           // over the measured windows
 	measuredS, tokens   float64           // the measured windows' length and the tokens in them
 	quality             telemetry.Quality // the weakest window's
 	peakMB              float64
@@ -400,6 +400,7 @@ func (c *blockSum) add(tp session.Throughput, cost session.LoadCost) {
 	if !math.IsNaN(cost.EnergyJ) {
 		c.measured++
 		c.netJ += cost.EnergyJ
+		c.errJ += cost.EnergyErrJ
 		c.grossJ += cost.AvgPowerW * tp.WindowS
 		c.measuredS += tp.WindowS
 		c.tokens += tp.TokensPerS * tp.WindowS
@@ -411,8 +412,10 @@ func (c *blockSum) add(tp session.Throughput, cost session.LoadCost) {
 }
 
 // total is the arm's LoadCost; energy only when every window had a
-// figure, so a sum never silently leaves windows out.
-func (c *blockSum) total(power bool) *session.LoadCost {
+// figure, so a sum never silently leaves windows out. driftW is the idle
+// baseline's drift over the run (NaN where not measured): every second
+// of the windows may be off by that much.
+func (c *blockSum) total(power bool, driftW float64) *session.LoadCost {
 	nan := math.NaN()
 	cost := &session.LoadCost{EnergyJ: nan, AvgPowerW: nan, JPerToken: nan, EnergyQuality: session.EnergyUnavailable, PeakRSSMB: nan}
 	if c.peaks > 0 {
@@ -427,7 +430,10 @@ func (c *blockSum) total(power bool) *session.LoadCost {
 	}
 	cost.EnergyQuality = string(c.quality)
 	if c.measured == c.windows {
-		cost.EnergyJ, cost.AvgPowerW = c.netJ, c.grossJ/c.measuredS
+		cost.EnergyJ, cost.AvgPowerW, cost.EnergyErrJ = c.netJ, c.grossJ/c.measuredS, c.errJ
+		if !math.IsNaN(driftW) {
+			cost.EnergyErrJ += driftW * c.measuredS
+		}
 		if c.tokens > 0 {
 			cost.JPerToken = c.netJ / c.tokens
 		}

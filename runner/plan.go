@@ -39,6 +39,7 @@ import (
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/backends/builtin"
 	"github.com/tokentop/tokentop/backends/registry"
+	"github.com/tokentop/tokentop/backends/untrusted"
 	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/runner/arrival"
@@ -74,6 +75,10 @@ type Options struct {
 	ServerPID     int
 	// Power picks the power sources (telemetry.PowerChoices; "": auto).
 	Power string
+	// GPUMetrics are DCGM exporters to read GPUs from (nil keeps the
+	// profile's gpu_metrics); GPUMetricsInterval how often (0: 100 ms).
+	GPUMetrics         []string
+	GPUMetricsInterval time.Duration
 	// ServerWait is how long to wait for a server that loads its model or
 	// stopped answering (0: DefaultServerWait; NoWait: not at all).
 	ServerWait time.Duration
@@ -318,18 +323,20 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 		plan.expandLoad()
 	}
 	plan.OpenBlock = DefaultOpenBlock
-	servers := 0
+	// Arms at one URL are one server, whatever model each asks of it
+	// (Ollama, vLLM and other OpenAI-compatible servers serve several).
+	var servers []string
 	for _, t := range plan.Targets {
 		if p.FixedLength && !t.Kind.FixedLength {
 			return nil, fmt.Errorf("%s: fixed_length: the %s backend (arms %s) cannot be told to ignore the end of sequence; remove fixed_length, or use a backend that can (%s)",
 				p.Where("fixed_length"), t.Kind.Name, strings.Join(t.Arms, ", "), strings.Join(fixedLengthKinds(), ", "))
 		}
-		if !t.Kind.InProcess {
-			servers++
+		if !t.Kind.InProcess && !slices.Contains(servers, t.Target.URL) {
+			servers = append(servers, t.Target.URL)
 		}
 	}
-	if opts.ServerPID != 0 && servers > 1 {
-		return nil, fmt.Errorf("--server-pid %d: the arms run on %d servers; each one's memory is found by its local port instead", opts.ServerPID, servers)
+	if opts.ServerPID != 0 && len(servers) > 1 {
+		return nil, fmt.Errorf("--server-pid %d: the arms run on %d servers; each one's memory is found by its local port instead", opts.ServerPID, len(servers))
 	}
 	if plan.OutDir == "" {
 		if plan.OutDir, err = DefaultOutDir(); err != nil {
@@ -337,6 +344,9 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 		}
 	}
 	if plan.Telemetry, err = telemetryOptions(opts); err != nil {
+		return nil, err
+	}
+	if plan.Telemetry.GPUMetrics, err = gpuMetrics(p, opts, plan.Targets); err != nil {
 		return nil, err
 	}
 	if opts.UntilCI != 0 {
@@ -495,7 +505,59 @@ func telemetryOptions(opts Options) (TelemetryOptions, error) {
 	if t.ServerPID < 0 {
 		return t, fmt.Errorf("--server-pid %d: use a process id", t.ServerPID)
 	}
+	t.GPUMetricsInterval = cmp.Or(opts.GPUMetricsInterval, telemetry.DefaultDCGMInterval)
+	if t.GPUMetricsInterval < minPowerInterval {
+		return t, fmt.Errorf("--gpu-metrics-interval %v: use %v or more", opts.GPUMetricsInterval, minPowerInterval)
+	}
 	return t, nil
+}
+
+// gpuMetrics are the DCGM exporters to read, each with the targets whose
+// trials sum its GPUs: the command line's, else the profile's. One
+// exporter serves every target; of several, each serves the targets on
+// its own host, and every server target must have one.
+func gpuMetrics(p *profiles.Profile, opts Options, targets []PlanTarget) ([]GPUMetricsSource, error) {
+	urls, where := opts.GPUMetrics, "--gpu-metrics"
+	if urls == nil {
+		urls, where = p.GPUMetrics, p.Where("gpu_metrics")
+	}
+	if len(urls) > 0 && opts.Power == telemetry.PowerOff {
+		return nil, fmt.Errorf("%s reads the GPUs' power, which --power off turns off; drop one of them", where)
+	}
+	var out []GPUMetricsSource
+	covered := make([]bool, len(targets))
+	for _, raw := range urls {
+		if msg := profiles.CheckGPUMetricsURL(raw); msg != "" {
+			return nil, fmt.Errorf("%s: %s", where, msg)
+		}
+		src := GPUMetricsSource{URL: raw}
+		u, _ := url.Parse(raw)
+		for i, t := range targets {
+			if len(urls) == 1 || !t.Kind.InProcess && hostOf(t.Target.URL) == u.Hostname() {
+				src.Targets = append(src.Targets, i)
+				covered[i] = true
+			}
+		}
+		if len(src.Targets) == 0 {
+			return nil, fmt.Errorf("%s: %s is on no target's host; with several exporters, each reads the GPUs of the servers on its own host", where, untrusted.Line(u.Redacted()))
+		}
+		out = append(out, src)
+	}
+	for i, t := range targets {
+		if len(urls) > 1 && !covered[i] {
+			return nil, fmt.Errorf("%s: no exporter on the host of %s (arms %s); name one there, or a single exporter for every target", where, t.Where(), strings.Join(t.Arms, ", "))
+		}
+	}
+	return out, nil
+}
+
+// hostOf is a server address's host name, "" where it has none.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
 }
 
 // resolveTargets gives each arm its target: what the arm sets itself,

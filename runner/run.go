@@ -261,7 +261,10 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 	}
 	plan.calibrateTrace(ctx, bs)
 	bank := makeLengthBank(ctx, plan, bs)
-	mon := startMonitor(plan, events)
+	mon, err := startMonitor(plan, events)
+	if err != nil {
+		return session.StatusFailed, err
+	}
 	defer mon.stop() // before events closes: the sampler sends on it
 	mon.measureIdle(ctx, plan.Telemetry.IdleBaseline)
 	created := time.Now()
@@ -335,6 +338,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 	}
 	r.bank = bank
 	status, note, runErr := r.loop(ctx)
+	mon.measureIdleAfter(ctx, plan.Telemetry.IdleBaseline)
 	if err := mon.stop(); err != nil {
 		note = strings.TrimPrefix(note+"; the power CSV is incomplete: "+err.Error(), "; ")
 	}
@@ -357,6 +361,11 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		}
 		s.Turns = session.TurnWords(groups[a.Name])
 		s.EnergyCounterRejected = r.arms[i].counterRejected
+		// A trial run with a power source says its energy per token, or
+		// why there is none; a load run's energy is per steady window.
+		if e := session.EnergyOf(session.Counted(groups[a.Name]), &mon.info, uint64(p.Seed)); e.N > 0 || mon.sampler != nil && plan.Load == nil && e.Trials > 0 {
+			s.Energy = &e
+		}
 		if d := r.arms[i].stop; d.Stop {
 			s.StoppedBy = d.Reason
 			if d.Statistic != "" {
@@ -366,7 +375,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		}
 		if t, ok := load[a.Name]; ok {
 			s.Load = &t
-			s.LoadCost = r.arms[i].blocks.total(mon.sampler != nil)
+			s.LoadCost = r.arms[i].blocks.total(mon.sampler != nil, mon.info.DriftW)
 		}
 		summary[a.Name] = s
 	}
@@ -875,7 +884,7 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 		StopReason: res.StopReason, ServerLoadMs: res.ServerLoadMs, ServerPrefillMs: res.ServerPrefillMs,
 		ServerDecodeMs: res.ServerDecodeMs, EnergyQuality: session.EnergyUnavailable, Connection: res.Connection,
 		EnergyJ: math.NaN(), AvgPowerW: math.NaN(), JPerToken: math.NaN(), PeakRSSMB: math.NaN(),
-		ScheduledMs: math.NaN(), QueueMs: math.NaN()}
+		ScheduledMs: math.NaN(), QueueMs: math.NaN(), EnergyErrJ: math.NaN()}
 	f := finished{arm: armIndex, err: genErr, started: startedAt, end: end, maxTokens: maxTokens}
 	// Reasoning that an inline </think> closed without a <think> began
 	// with the output: the backend learnt so only there.

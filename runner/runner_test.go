@@ -548,6 +548,24 @@ func TestEnergyPerTrialFromAFakeGPU(t *testing.T) {
 	if q := s.Manifest.Summary["greedy"].EnergyQualities; q["counter"] != 4 {
 		t.Errorf("quality counts %v", q)
 	}
+	// The idle baseline again after the last trial, its drift, each
+	// trial's resolution (a 10 ms reading at 250 W is 2.5 J), and the
+	// arm's figure from them.
+	if len(power.BaselineAfter) != 1 || math.Abs(power.BaselineAfter[0].MeanW-50) > 1 || !(power.DriftW < 1) {
+		t.Errorf("baseline after %+v, drift %v W", power.BaselineAfter, power.DriftW)
+	}
+	for _, r := range s.Records {
+		if !(r.EnergyErrJ > 0 && r.EnergyErrJ < 3) {
+			t.Errorf("trial %d: resolution %v J", r.Trial, r.EnergyErrJ)
+		}
+	}
+	// (4 trials are too few for an interval; every one is far above idle.)
+	if e := s.Manifest.Summary["greedy"].Energy; e == nil || !e.Measured() || e.Idle() || !e.DriftKnown || e.N != 4 || !math.IsNaN(e.Lo) || !(e.JPerToken > 6) {
+		t.Errorf("the arm's energy %+v", e)
+	}
+	if last := eventsOf[Measuring](events); len(last) != 2 || !strings.Contains(last[1].What, "after the last trial") {
+		t.Errorf("measured %+v; want the idle baseline before and after", last)
+	}
 	data, err := os.ReadFile(filepath.Join(filepath.Dir(fin.Manifest), power.PowerFile))
 	if err != nil {
 		t.Fatal(err)

@@ -327,3 +327,18 @@ func TestTogetherAgentsOnTheirOwnServers(t *testing.T) {
 		t.Fatalf("study %+v", st)
 	}
 }
+
+// Arms that differ only by model on one URL are one server: Ollama, vLLM
+// and any OpenAI-compatible server serve several models at one address,
+// so --server-pid names its process. (It was refused: "the arms run on 2
+// servers".)
+func TestServerPIDTakesArmsOfOneServerWithSeveralModels(t *testing.T) {
+	p, err := profiles.Parse("two.toml", []byte("name = \"two\"\nmax_tokens = 8\ntrials = 1\nprompts = [\"x\"]\n[[arms]]\nname = \"small\"\nbackend = \"ollama\"\nmodel = \"gemma3:270m\"\n[[arms]]\nname = \"big\"\nbackend = \"ollama\"\nmodel = \"qwen3:0.6b\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Resolve(p, Options{OutDir: t.TempDir(), Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride, ServerPID: 4242})
+	if err != nil || len(plan.Targets) != 2 {
+		t.Fatalf("one server of two models with --server-pid: %v (%d targets)", err, len(plan.Targets))
+	}
+}

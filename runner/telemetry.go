@@ -22,6 +22,11 @@ type TelemetryOptions struct {
 	IdleBaseline time.Duration // idle power window before the first trial; 0 skips it
 	ServerPID    int           // the server process for peak RSS; 0 finds a local one
 	Power        string        // which power sources (a checked --power value)
+	// GPUMetrics are DCGM exporters whose GPUs the trials of their
+	// targets sum, in place of this machine's; GPUMetricsInterval is
+	// how often each is scraped.
+	GPUMetrics         []GPUMetricsSource
+	GPUMetricsInterval time.Duration
 	// Open finds the power sources: telemetry.Open unless a test passes
 	// fake devices.
 	Open func() telemetry.Found
@@ -48,20 +53,44 @@ type monitor struct {
 	stopped sync.Once
 
 	baselines []telemetry.Baseline // per device
-	energyOf  []int                // the devices the trial's energy sums
+	// energyOf are, per target, the devices its trials' energy sums;
+	// summed are all of them, whose idle drift bounds the run's.
+	energyOf [][]int
+	summed   []int
 	// memory and rssProcess are per target: whose memory its arms'
 	// peak_rss_mb is (targets in one process share one watch).
 	memory     []*telemetry.MemoryWatch
 	rssProcess []string
 }
 
-func startMonitor(plan *Plan, events chan<- Event) *monitor {
+// dcgmFirstAnswer bounds the wait for a DCGM exporter's first answer,
+// which names its GPUs.
+const dcgmFirstAnswer = 5 * time.Second
+
+// startMonitor finds the power sources and starts sampling them. A DCGM
+// exporter the user named that does not answer is an error: the run
+// would otherwise measure nothing it was asked to.
+func startMonitor(plan *Plan, events chan<- Event) (*monitor, error) {
 	opts := plan.Telemetry
+	var exporters []*telemetry.DCGMSource
+	for _, g := range opts.GPUMetrics {
+		src, err := telemetry.OpenDCGM(g.URL, opts.GPUMetricsInterval, dcgmFirstAnswer)
+		if err != nil {
+			for _, e := range exporters {
+				e.Close()
+			}
+			return nil, fmt.Errorf("--gpu-metrics: %w", err)
+		}
+		exporters = append(exporters, src)
+	}
 	open := opts.Open
 	if open == nil {
 		open = func() telemetry.Found { return telemetry.Open(opts.Power, opts.Interval) }
 	}
 	m := &monitor{found: open(), events: events}
+	if len(exporters) > 0 {
+		m.withExporters(exporters)
+	}
 	m.info = session.PowerInfo{GPU: m.found.Status.GPU, CPU: m.found.Status.CPU}
 	if src := m.found.Source; src != nil {
 		devices := src.Devices()
@@ -70,7 +99,11 @@ func startMonitor(plan *Plan, events chan<- Event) *monitor {
 		for i := range m.baselines {
 			m.baselines[i] = telemetry.Baseline{MeanW: math.NaN(), StdW: math.NaN()}
 		}
-		m.energyOf, m.info.EnergySource = energyDevices(devices)
+		exported := make([]int, len(exporters))
+		for k, e := range exporters {
+			exported[k] = len(e.Devices())
+		}
+		m.energyOf, m.summed, m.info.EnergySource = energyDevicesOf(plan, devices, exported)
 		m.sampler = telemetry.StartSampler(src, opts.Interval, m.sink)
 		started := m.sampler.Started().UTC()
 		m.info.SamplerStart = &started
@@ -85,7 +118,51 @@ func startMonitor(plan *Plan, events chan<- Event) *monitor {
 			m.info.RSSAtStartMB = mb
 		}
 	}
-	return m
+	return m, nil
+}
+
+// withExporters adds the DCGM exporters' GPUs after this machine's
+// devices, and says so.
+func (m *monitor) withExporters(exporters []*telemetry.DCGMSource) {
+	sources := telemetry.Sources{}
+	if m.found.Source != nil {
+		sources = append(sources, m.found.Source)
+	}
+	for _, e := range exporters {
+		sources = append(sources, e)
+	}
+	m.found.Source = sources
+	m.found.Status.GPU = telemetry.DCGMStatus(exporters, m.found.Status.GPU)
+}
+
+// energyDevicesOf picks, per target, what its trials' energy sums: the
+// GPUs of the DCGM exporters serving it where exporters were named
+// (exported: how many GPUs each has; they are the last devices), else
+// this machine's energyDevices for every target. summed are all the
+// devices picked.
+func energyDevicesOf(plan *Plan, devices []telemetry.Device, exported []int) (perTarget [][]int, summed []int, kind string) {
+	perTarget = make([][]int, len(plan.Targets))
+	if len(exported) == 0 {
+		summed, kind = energyDevices(devices)
+		for t := range perTarget {
+			perTarget[t] = summed
+		}
+		return perTarget, summed, kind
+	}
+	first := len(devices)
+	for _, n := range exported {
+		first -= n
+	}
+	for k, n := range exported {
+		for range n {
+			for _, t := range plan.Telemetry.GPUMetrics[k].Targets {
+				perTarget[t] = append(perTarget[t], first)
+			}
+			summed = append(summed, first)
+			first++
+		}
+	}
+	return perTarget, summed, string(telemetry.KindGPU)
 }
 
 // energyDevices picks what a trial's energy columns sum: the NVIDIA GPUs
@@ -215,6 +292,55 @@ func (m *monitor) measureIdle(ctx context.Context, d time.Duration) {
 	}
 }
 
+// measureIdleAfter measures the idle baseline again for d after the last
+// trial, and how far the energy devices' idle moved since the first:
+// that drift bounds how far a trial's net energy may be off.
+func (m *monitor) measureIdleAfter(ctx context.Context, d time.Duration) {
+	m.info.DriftW = math.NaN()
+	if m.sampler == nil {
+		return
+	}
+	defer m.measureUpdates()
+	if d <= 0 || ctx.Err() != nil || len(m.info.Baseline) == 0 {
+		return
+	}
+	m.events <- Measuring{What: "idle power baseline again, after the last trial", For: d}
+	from := m.sampler.Since(time.Now())
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+		return
+	}
+	to := m.sampler.Since(time.Now())
+	drift := 0.0
+	for i, dev := range m.info.Devices {
+		var inWindow []telemetry.Sample
+		for _, s := range m.sampler.Samples(i, from, to) {
+			if s.At >= from && s.At <= to {
+				inWindow = append(inWindow, s)
+			}
+		}
+		after := telemetry.IdleBaseline(inWindow)
+		m.info.BaselineAfter = append(m.info.BaselineAfter, session.DeviceBaseline{ID: dev.ID, Baseline: after})
+		if slices.Contains(m.summed, i) {
+			drift += math.Abs(after.MeanW - m.baselines[i].MeanW)
+		}
+	}
+	m.info.DriftW = drift
+}
+
+// measureUpdates records how often each device's readings changed over
+// the sampler's history (the run's last minutes), so that the manifest
+// says how fine its energy could be.
+func (m *monitor) measureUpdates() {
+	now := m.sampler.Since(time.Now())
+	for i := range m.info.Devices {
+		dev := &m.info.Devices[i]
+		every := telemetry.UpdateInterval(m.sampler.Samples(i, 0, now), dev.HasCounter)
+		dev.UpdateMs = float64(every) / float64(time.Millisecond)
+	}
+}
+
 // attach starts the power CSV beside the session's other files.
 func (m *monitor) attach(w *session.Writer) error {
 	if m.sampler == nil {
@@ -272,11 +398,11 @@ func (m *monitor) endBlock(watches []*telemetry.MemoryWatch) float64 {
 
 // windowEnergy is the energy over a load block's steady window; measured
 // is false without a power source.
-func (m *monitor) windowEnergy(from, to time.Time) (e telemetry.Energy, measured bool) {
+func (m *monitor) windowEnergy(target int, from, to time.Time) (e telemetry.Energy, measured bool) {
 	if m.sampler == nil {
 		return e, false
 	}
-	return m.energy(m.sampler.Since(from), m.sampler.Since(to)), true
+	return m.energy(target, m.sampler.Since(from), m.sampler.Since(to)), true
 }
 
 // beginTrial marks the start of a trial on target before the runner
@@ -301,24 +427,24 @@ func (m *monitor) endTrial(label string, target int, startedAt time.Time, end ti
 	}
 	m.sampler.Mark("trial_end " + label)
 	from := m.sampler.Since(startedAt)
-	e := m.energy(from, from+end)
+	e := m.energy(target, from, from+end)
 	rec.EnergyQuality = string(e.Quality)
 	if e.Quality == telemetry.QualityNoData {
 		return e.Rejected != ""
 	}
-	rec.EnergyJ, rec.AvgPowerW = e.NetJ, e.AvgPowerW
+	rec.EnergyJ, rec.AvgPowerW, rec.EnergyErrJ = e.NetJ, e.AvgPowerW, e.ErrJ
 	if rec.OutputTokens > 0 {
 		rec.JPerToken = e.NetJ / float64(rec.OutputTokens)
 	}
 	return e.Rejected != ""
 }
 
-// energy sums the energy devices' energy over [from, to] on the sampler's
-// clock; its quality is the weakest device's, and Rejected is set when a
-// device's counter was not used.
-func (m *monitor) energy(from, to time.Duration) telemetry.Energy {
+// energy sums a target's energy devices' energy over [from, to] on the
+// sampler's clock; its quality is the weakest device's, and Rejected is
+// set when a device's counter was not used.
+func (m *monitor) energy(target int, from, to time.Duration) telemetry.Energy {
 	sum := telemetry.Energy{Quality: telemetry.QualityCounter}
-	for _, i := range m.energyOf {
+	for _, i := range m.energyOf[target] {
 		e := telemetry.TrialEnergy(m.sampler.Samples(i, from, to), from, to, m.baselines[i], m.info.Devices[i].HasCounter)
 		if e.Rejected != "" {
 			sum.Rejected = e.Rejected
@@ -329,9 +455,9 @@ func (m *monitor) energy(from, to time.Duration) telemetry.Energy {
 		case e.Quality == telemetry.QualitySampled && sum.Quality == telemetry.QualityCounter:
 			sum.Quality = telemetry.QualitySampled
 		}
-		sum.GrossJ, sum.NetJ = sum.GrossJ+e.GrossJ, sum.NetJ+e.NetJ
+		sum.GrossJ, sum.NetJ, sum.ErrJ = sum.GrossJ+e.GrossJ, sum.NetJ+e.NetJ, sum.ErrJ+e.ErrJ
 	}
-	if len(m.energyOf) == 0 {
+	if len(m.energyOf[target]) == 0 {
 		sum.Quality = telemetry.QualityNoData
 	}
 	if sum.Quality != telemetry.QualityNoData {
@@ -358,4 +484,11 @@ func (m *monitor) stop() error {
 		}
 	})
 	return m.csvErr
+}
+
+// GPUMetricsSource is one DCGM exporter and the targets (indices into
+// Plan.Targets) whose trials sum its GPUs.
+type GPUMetricsSource struct {
+	URL     string
+	Targets []int
 }

@@ -393,7 +393,7 @@ func (c *Comparison) VerdictLines() []VerdictLine {
 			slices.SortStableFunc(own, func(x, y *ABTest) int { return rank(x) - rank(y) })
 		}
 		for _, t := range own {
-			lines = append(lines, VerdictLine{Text: t.Verdict(labels), Test: t})
+			lines = append(lines, VerdictLine{Text: c.verdictText(t, labels), Test: t})
 		}
 	}
 	return lines
@@ -535,4 +535,61 @@ func formatP(p float64) string {
 		return "p < 0.001"
 	}
 	return "p = " + strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", p), "0"), ".")
+}
+
+// verdictText is a test's verdict in words. Energy per token is said as
+// a ratio, "uses 6.00× [5.80, 6.30] the energy per token of", its
+// interval widened by both arms' energy uncertainty (EnergyOf); against
+// an arm whose energy is not distinguishable from idle there is no ratio
+// to say.
+func (c *Comparison) verdictText(t *ABTest, labels []string) string {
+	if t.Metric.Name != energyMetric || t.TooFew {
+		return t.Verdict(labels)
+	}
+	a, b := labels[t.Baseline], labels[t.Column]
+	ratio, idle, differs := c.EnergyRatio(t, false)
+	if idle != nil {
+		side := a
+		if idle == &c.Columns[t.Column] {
+			side = b
+		}
+		e := idle.Energy()
+		return fmt.Sprintf("%s vs %s: no ratio of energy per token: %s's is not distinguishable from idle (its interval [%s, %s] J/token holds zero)",
+			b, a, side, FormatValue(e.Lo), FormatValue(e.Hi))
+	}
+	medians := fmt.Sprintf("median %s vs %s J/token", FormatValue(c.Columns[t.Column].Energy().JPerToken), FormatValue(c.Columns[t.Baseline].Energy().JPerToken))
+	switch {
+	case !t.Significant():
+		return fmt.Sprintf("%s vs %s: no significant difference in energy per token (%s uses %s the energy per token of %s; %s, %s)",
+			b, a, b, ratio, a, medians, formatP(t.PAdjusted))
+	case !differs:
+		return fmt.Sprintf("%s vs %s: no difference in energy per token beyond the measurement's uncertainty (%s uses %s the energy per token of %s, an interval that holds 1 once the idle baseline's drift and the readings' resolution are carried; %s, %s before them)",
+			b, a, b, ratio, a, medians, formatP(t.PAdjusted))
+	}
+	return fmt.Sprintf("%s uses %s the energy per token of %s: %s, %s, %s effect", b, ratio, a, medians, formatP(t.PAdjusted), metrics.Magnitude(t.CliffsDelta))
+}
+
+// EnergyRatio is an energy test's ratio of medians, column over
+// baseline, "6.00× [5.80, 6.30]" (short: "6.00×"), its interval widened by
+// each side's energy uncertainty at its least favourable end; idle is the
+// column whose energy is not distinguishable from idle, where one is
+// (then there is no ratio). differs is false where the widened interval
+// holds 1: the test's p-value sees the trials' spread, not the idle
+// baseline's drift, which shifts arms of different trial lengths
+// differently, so a difference within it is not one.
+func (c *Comparison) EnergyRatio(t *ABTest, short bool) (ratio string, idle *Column, differs bool) {
+	ea, eb := c.Columns[t.Baseline].Energy(), c.Columns[t.Column].Energy()
+	switch {
+	case eb.Idle():
+		return "", &c.Columns[t.Column], false
+	case ea.Idle():
+		return "", &c.Columns[t.Baseline], false
+	}
+	ua, ub := ea.Uncertainty/ea.JPerToken, eb.Uncertainty/eb.JPerToken
+	lo, hi := t.MedianRatio.Lo*(1-ub)/(1+ua), t.MedianRatio.Hi*(1+ub)/max(1e-9, 1-ua)
+	differs = lo > 1 || hi < 1
+	if short || math.IsNaN(lo) {
+		return fmt.Sprintf("%.2f×", t.MedianRatio.Value), nil, differs
+	}
+	return fmt.Sprintf("%.2f× [%.2f, %.2f]", t.MedianRatio.Value, lo, hi), nil, differs
 }

@@ -51,6 +51,7 @@ type Column struct {
 	Session string // the session's file stem
 	Arm     string
 	records []*Record
+	energy  *EnergyFigure // computed once where the comparison has energy
 	// health counts the arm's degraded, truncated and cached trials.
 	health ArmSummary
 	// Baseline is the index of the column this one is compared against.
@@ -93,6 +94,23 @@ type Comparison struct {
 	// Load holds the load results of each session that has them, named
 	// by session where there are several.
 	Load []string
+}
+
+// Energy is the column's energy figure, from its counted trials and its
+// session's power info: computed once, where the comparison has energy.
+func (col Column) Energy() EnergyFigure {
+	if col.energy != nil {
+		return *col.energy
+	}
+	return col.energyFigure()
+}
+
+func (col Column) energyFigure() EnergyFigure {
+	var power *PowerInfo
+	if col.manifest != nil {
+		power = col.manifest.Power
+	}
+	return EnergyOf(col.records, power, 1)
 }
 
 // Compare builds the comparison of the given sessions (loaded in ref
@@ -182,12 +200,18 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 		metricNames = withDueTime(metricNames)
 	}
 	c.Metrics = metricNames
+	if slices.Contains(metricNames, energyMetric) {
+		for i := range c.Columns {
+			e := c.Columns[i].energyFigure()
+			c.Columns[i].energy = &e
+		}
+	}
 	c.Warnings = append(c.Warnings, machineDifferences(refs, sessions)...)
 	c.Caveats = comparisonCaveats(sessions, c.Columns)
 	for _, name := range metricNames {
 		m, ok := LookupMetric(name)
 		if !ok {
-			return nil, fmt.Errorf("unknown metric %q; use one of %s", name, strings.Join(metricList(), ", "))
+			return nil, fmt.Errorf("unknown metric %q; use one of %s", name, strings.Join(MetricNames(), ", "))
 		}
 		stats := make([]metrics.Stats, len(c.Columns))
 		for i, col := range c.Columns {
@@ -409,6 +433,15 @@ func ArmComparison(s *Session) ([]Ref, []*Session) {
 	return refs, sessions
 }
 
+// VerdictMetrics are RunVerdictMetrics, and energy per token where every
+// column compared measured it.
+func VerdictMetrics(refs []Ref, sessions []*Session) []string {
+	if probe, err := Compare(refs, sessions, []string{"e2e_ms"}); err == nil && probe.allHave(energyMetric) {
+		return append(slices.Clone(RunVerdictMetrics), energyMetric)
+	}
+	return RunVerdictMetrics
+}
+
 // RunVerdicts reads the saved run at manifest and tests each of its arms
 // against the first on RunVerdictMetrics: the verdicts a run ends with,
 // in the done view and headless alike.
@@ -418,7 +451,7 @@ func RunVerdicts(manifest string) (*Comparison, error) {
 		return nil, err
 	}
 	refs, sessions := ArmComparison(s)
-	cmp, err := Compare(refs, sessions, RunVerdictMetrics)
+	cmp, err := Compare(refs, sessions, VerdictMetrics(refs, sessions))
 	if err != nil {
 		return nil, err
 	}
@@ -467,7 +500,8 @@ func pick(st metrics.Stats, stat string) float64 {
 	panic("unknown statistic " + stat)
 }
 
-func metricList() []string {
+// MetricNames are the metrics' names, for help and errors.
+func MetricNames() []string {
 	var names []string
 	for _, m := range Metrics {
 		names = append(names, m.Name)

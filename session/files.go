@@ -289,9 +289,10 @@ func (s *ServerWriter) Close() error {
 }
 
 // PowerHeader is the power CSV's header: DESIGN.md's columns, then the
-// boundary fields read at trial starts and ends.
+// boundary fields read at trial starts and ends, then the instantaneous
+// power where the device reads it apart from power_w.
 var PowerHeader = []string{"t_ms", "power_w", "energy_mj", "gpu_util_pct", "temp_c", "device",
-	"sm_clock_mhz", "mem_used_mb", "throttle_reasons", "event"}
+	"sm_clock_mhz", "mem_used_mb", "throttle_reasons", "event", "power_instant_w"}
 
 // PowerWriter appends telemetry samples to <stem>.power.csv. The sampler
 // writes from its own goroutine, so it has its own file and buffer.
@@ -331,7 +332,7 @@ func (p *PowerWriter) Append(s telemetry.Sample) error {
 	cw := csv.NewWriter(&p.row)
 	cw.Write([]string{strconv.FormatFloat(float64(s.At)/float64(time.Millisecond), 'f', 3, 64),
 		formatFloat(s.PowerW, 3), formatFloat(s.EnergyMJ, 3), formatFloat(s.UtilPct, 3), formatFloat(s.TempC, 3), p.ids[s.Device],
-		formatFloat(s.SMClockMHz, 3), formatFloat(s.MemUsedMB, 3), s.Throttle, s.Event})
+		formatFloat(s.SMClockMHz, 3), formatFloat(s.MemUsedMB, 3), s.Throttle, s.Event, formatFloat(s.PowerInstantW, 3)})
 	cw.Flush()
 	_, err := p.file.Write(p.row.Bytes())
 	return err

@@ -37,8 +37,25 @@ type LoadCost struct {
 	JPerToken float64 `toml:"j_per_token"` // EnergyJ / the tokens that arrived in the windows
 	// EnergyQuality is the weakest window's: counter, sampled, no_data,
 	// or unavailable without a power source.
-	EnergyQuality string  `toml:"energy_quality"`
-	PeakRSSMB     float64 `toml:"peak_rss_mb"` // NaN when memory could not be read
+	EnergyQuality string `toml:"energy_quality"`
+	// EnergyErrJ is how far EnergyJ may be off: the readings' resolution
+	// over the windows, plus the idle baseline's drift over their length
+	// where it was measured after the run.
+	EnergyErrJ float64 `toml:"energy_err_j"`
+	PeakRSSMB  float64 `toml:"peak_rss_mb"` // NaN when memory could not be read
+}
+
+// JPerTokenCell is the energy per token for a table: "≈ idle" where the
+// net energy is within its uncertainty of zero (never a negative
+// figure), "—" where unknown.
+func (c *LoadCost) JPerTokenCell() string {
+	switch {
+	case math.IsNaN(c.JPerToken):
+		return "—"
+	case !(c.EnergyJ > c.EnergyErrJ):
+		return "≈ idle"
+	}
+	return fmt.Sprintf("%.3f", c.JPerToken)
 }
 
 // LoadThroughput computes each load arm's Throughput from its timed
@@ -642,7 +659,7 @@ func (sw Sweep) Table() Table {
 		row := []string{fmt.Sprint(lv.Concurrency), orDash("%.1f", lv.TokensPerS), orDash("%.2f", lv.RequestsPerS),
 			orDash("%.1f ms", lv.TTFTP95), orDash("%.2f ms", lv.ITLP95), orDash("%.0f%%", 100*lv.Goodput), fmt.Sprint(lv.N)}
 		if energy {
-			row = append(row, orDash("%.3f", cost.JPerToken))
+			row = append(row, cost.JPerTokenCell())
 		}
 		if memory {
 			row = append(row, orDash("%.0f MB", cost.PeakRSSMB))

@@ -280,6 +280,13 @@ type PowerInfo struct {
 	SamplerStart *time.Time         `toml:"sampler_started_at,omitempty"` // t_ms = 0 in the power CSV
 	Devices      []telemetry.Device `toml:"devices,omitempty"`
 	Baseline     []DeviceBaseline   `toml:"baseline,omitempty"`
+	// BaselineAfter is each device's idle power measured again after the
+	// last trial, and DriftW how far the energy devices' idle moved
+	// between the two, summed: a trial's net energy may be off by DriftW
+	// times its length (the idle baseline it subtracts is the one before
+	// the run). NaN (absent in older files) where it was not measured.
+	BaselineAfter []DeviceBaseline `toml:"baseline_after,omitempty"`
+	DriftW        float64          `toml:"baseline_drift_w,omitempty"`
 	// RSSProcess says whose memory peak_rss_mb is.
 	RSSProcess string `toml:"rss_process"`
 	// RSSAtStartMB is that process's resident memory before the first

@@ -16,11 +16,18 @@ import (
 // trials (from tokens, each column's session's arrivals; "—" without);
 // tok/s (Σ tokens / Σ time, a request's own rate); and for load runs the
 // load (streams in flight, or an open loop's rate) and req/s over the
-// steady windows (the load table that follows has the rest).
+// steady windows (the load table that follows has the rest); where every
+// column measured energy, its J/token and average power.
 func (c *Comparison) NumbersTable(tokens func(session string) map[TrialKey]Arrivals) Table {
 	labels, _ := ShortLabels(c.Columns)
 	t := Table{Header: []string{"", "n", "degraded", "e2e mean ms", "median [95% CI]", "p90", "p95", "p99", "max", "CV",
 		"TTFT p50", "TTFT p95", "TPOT p50", "ITL p50", "ITL p99", "tok/s"}}
+	// Where every column measured energy, J/token and average power: "≈
+	// idle" where a column's is not distinguishable from idle (EnergyOf).
+	energy := c.allHave(energyMetric)
+	if energy {
+		t.Header = append(t.Header, "J/tok", "W")
+	}
 	load := slices.ContainsFunc(c.Columns, func(col Column) bool { return col.load() != nil })
 	if load {
 		t.Header = append(t.Header, "load", "req/s")
@@ -40,6 +47,10 @@ func (c *Comparison) NumbersTable(tokens func(session string) map[TrialKey]Arriv
 		row := []string{labels[i], strconv.Itoa(st.N), strconv.Itoa(col.health.Degraded), ms(st.Mean), ms(st.Median) + " " + interval,
 			ms(st.P90), ms(st.P95), ms(st.P99), ms(st.Max), orDash("%.3f", st.CV), ms(ttft.Median), ms(ttft.P95), ms(tpot.Median),
 			ms(itl.Median), ms(itl.P99), orDash("%.1f", metric("output_tps").Pooled(col.records))}
+		if energy {
+			e := col.Energy()
+			row = append(row, e.Cell(), e.PowerCell())
+		}
 		if load {
 			row = append(row, col.loadWords(), orDash("%.2f", col.requestsPerS()))
 		}

@@ -11,7 +11,20 @@ import (
 // the sampler's clock; NaN where the device gave none.
 type PowerSample struct {
 	AtMs, PowerW, EnergyMJ float64
-	Device                 string
+	// PowerInstantW is the instantaneous power where the device read it
+	// apart from PowerW (a 1-second average on newer NVIDIA GPUs); NaN
+	// where not, and in files from before the column.
+	PowerInstantW float64
+	Device        string
+}
+
+// ChartW is the power a chart draws: the instantaneous reading where
+// there is one, else PowerW.
+func (s PowerSample) ChartW() float64 {
+	if !math.IsNaN(s.PowerInstantW) {
+		return s.PowerInstantW
+	}
+	return s.PowerW
 }
 
 // ParsePower reads a power CSV by ParseTrials' rules (columns by name, a
@@ -24,9 +37,12 @@ func ParsePower(name string, data []byte) ([]PowerSample, []string, error) {
 			return fmt.Errorf("column t_ms: %q is not a time in ms", field(0))
 		}
 		s := PowerSample{AtMs: at, Device: field(5)}
-		for i, dst := range []*float64{&s.PowerW, &s.EnergyMJ} {
-			if *dst, err = parseMeasure(field(1+i), PowerHeader[1+i]); err != nil {
-				return fmt.Errorf("column %s: %q: %w", PowerHeader[1+i], field(1+i), err)
+		for _, col := range []struct {
+			index int
+			dst   *float64
+		}{{1, &s.PowerW}, {2, &s.EnergyMJ}, {10, &s.PowerInstantW}} {
+			if *col.dst, err = parseMeasure(field(col.index), PowerHeader[col.index]); err != nil {
+				return fmt.Errorf("column %s: %q: %w", PowerHeader[col.index], field(col.index), err)
 			}
 		}
 		samples = append(samples, s)

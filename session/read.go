@@ -360,6 +360,10 @@ func parseRecord(field func(col int) string) (Record, error) {
 		}
 		*dst = max(*dst, 0)
 	}
+	errCol := requestedCol + 3
+	if r.EnergyErrJ, err = parseMeasure(field(errCol), Header[errCol]); err != nil {
+		return fail(errCol, err)
+	}
 	return r, nil
 }
 

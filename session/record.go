@@ -115,6 +115,11 @@ type Record struct {
 	// Turn is a multi-turn conversation's user turn the trial sent (from
 	// 1), its prompt carrying the turns before; 0 for other trials.
 	Turn int
+	// EnergyErrJ bounds how far EnergyJ may be off for the power
+	// readings' own resolution (the energy counter's step at each end,
+	// or a sample interval's energy); the idle baseline's drift over the
+	// run adds to it (PowerInfo.DriftW). NaN where unknown.
+	EnergyErrJ float64
 }
 
 // TTFTFromDueMs is the time from when the request was due to its first
@@ -165,7 +170,7 @@ var Header = []string{"session_id", "arm", "trial", "phase", "status", "error", 
 	"itl_cv", "output_tps", "decode_tps", "server_load_ms", "server_prefill_ms", "server_decode_ms", "energy_j",
 	"energy_quality", "avg_power_w", "j_per_token", "peak_rss_mb", "round", "position", "cached_tokens",
 	"concurrency", "stream", "in_flight", "window", "connection", "ttfo_ms", "reasoning_tokens", "chunks", "itl_per", "delivery",
-	"scheduled_ms", "queue_ms", "requested_prompt_tokens", "requested_output_tokens", "turn"}
+	"scheduled_ms", "queue_ms", "requested_prompt_tokens", "requested_output_tokens", "turn", "energy_err_j"}
 
 // baseColumns is how many of Header's columns every trials CSV has; the
 // ones after them were appended later, and a reader takes a file without
@@ -234,7 +239,8 @@ func (r Record) Fields() []string {
 	return append(out, formatCount(r.Round), formatCount(r.Position), formatCount(r.CachedTokens),
 		formatCount(r.Concurrency), formatCount(r.Stream), formatCount(r.InFlight), r.Window, r.Connection,
 		formatFloat(r.TTFOMs, 3), formatCount(r.ReasoningTokens), formatCount(r.Chunks), r.ITLPer, r.Delivery,
-		formatFloat(r.ScheduledMs, 3), formatFloat(r.QueueMs, 3), formatRequested(r.RequestedPromptTokens), formatRequested(r.RequestedOutputTokens), formatRequested(r.Turn))
+		formatFloat(r.ScheduledMs, 3), formatFloat(r.QueueMs, 3), formatRequested(r.RequestedPromptTokens), formatRequested(r.RequestedOutputTokens), formatRequested(r.Turn),
+		formatFloat(r.EnergyErrJ, 6))
 }
 
 // formatRequested writes a requested length or a turn, empty where none

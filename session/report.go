@@ -58,6 +58,9 @@ type ArmReport struct {
 	// where material, the CV interval is a block bootstrap's and the
 	// trials needed for the mean are scaled up to match.
 	Dependence metrics.Dependence
+	// Energy is its energy per token (EnergyOf); N is 0 where no trial
+	// had energy.
+	Energy EnergyFigure
 }
 
 // Report is a session's repeatability report, on e2e latency.
@@ -88,7 +91,9 @@ func BuildReport(s *Session, opts TestOptions) *Report {
 	}
 	groups := ByArm(s.Records)
 	for _, arm := range armOrder(s) {
-		r.Arms = append(r.Arms, armReport(arm, groups[arm], s.Manifest.Summary[arm], opts))
+		a := armReport(arm, groups[arm], s.Manifest.Summary[arm], opts)
+		a.Energy = EnergyOf(Counted(groups[arm]), s.Manifest.Power, opts.Seed)
+		r.Arms = append(r.Arms, a)
 	}
 	return r
 }
@@ -232,6 +237,9 @@ func (r *Report) Lines(heading, item string) []string {
 			add("reasoning", "%s of %s output tokens were thinking (means); TTFT median %s ms (its first token), TTFO median %s ms (the answer's first)",
 				FormatValue(r.ReasoningMean), FormatValue(r.OutputMean), FormatValue(r.TTFTMedian), FormatValue(r.TTFOMedian))
 		}
+		if a.Energy.N > 0 {
+			add("energy", "%s", a.Energy.Words())
+		}
 		if a.StoppedBy != "" {
 			add("stopped", "%s", a.StoppedBy)
 		}
@@ -323,7 +331,8 @@ var reportColumns = []string{"arm", "n", "warmup", "median_ms", "mean_ms", "cv",
 	"outliers", "early_outliers", "converged_at", "converge_tolerance", "trials_mean_1pct", "trials_mean_5pct",
 	"trials_p95_5pct", "trials_p95_5pct_at_least", "trials_p99_5pct", "trials_p99_5pct_at_least",
 	"warmup_ratio", "mser5_settle", "warmup_verdict", "stopped_by", "reasoning_tokens_mean", "output_tokens_mean", "ttft_median_ms", "ttfo_median_ms",
-	"lag1_autocorrelation", "bootstrap_block", "effective_n"}
+	"lag1_autocorrelation", "bootstrap_block", "effective_n",
+	"j_per_token", "j_per_token_lo", "j_per_token_hi", "energy_not_distinguishable_from_idle", "avg_power_w"}
 
 func (a *ArmReport) row() []any {
 	settle := any(math.NaN())
@@ -334,7 +343,8 @@ func (a *ArmReport) row() []any {
 		len(a.OutlierTrials), a.EarlyOutliers, a.ConvergedAt, a.ConvergeTol, a.MeanNeeds1, a.MeanNeeds5,
 		a.P95Needs5.N, a.P95Needs5.AtLeast, a.P99Needs5.N, a.P99Needs5.AtLeast,
 		a.WarmupRatio, settle, a.WarmupVerdict, a.StoppedBy, a.Reasoning.ReasoningMean, a.Reasoning.OutputMean, a.Reasoning.TTFTMedian, a.Reasoning.TTFOMedian,
-		a.Dependence.R, a.Dependence.Block, a.Dependence.EffectiveN}
+		a.Dependence.R, a.Dependence.Block, a.Dependence.EffectiveN,
+		a.Energy.JPerToken, a.Energy.Lo, a.Energy.Hi, a.Energy.N > 0 && a.Energy.Idle(), a.Energy.AvgPowerW}
 }
 
 func (r *Report) writeCSV(w io.Writer) error {

@@ -22,7 +22,7 @@ func record(arm string, trial int, phase, status string, e2e float64) Record {
 		PromptTokens: 5, OutputTokens: 32, StopReason: "length", EnergyQuality: EnergyUnavailable,
 		ServerLoadMs: math.NaN(), ServerPrefillMs: 1.5, ServerDecodeMs: math.NaN(),
 		EnergyJ: math.NaN(), AvgPowerW: math.NaN(), JPerToken: math.NaN(), PeakRSSMB: math.NaN(),
-		ReasoningTokens: 0, Chunks: 32, ITLPer: ITLPerToken, ScheduledMs: math.NaN(), QueueMs: math.NaN()}
+		ReasoningTokens: 0, Chunks: 32, ITLPer: ITLPerToken, ScheduledMs: math.NaN(), QueueMs: math.NaN(), EnergyErrJ: math.NaN()}
 	first := time.Duration(min(10, e2e/2) * float64(time.Millisecond))
 	r.Timings = metrics.DeriveTimings([]metrics.Arrival{{At: first, Tokens: 1}, {At: time.Duration(e2e * float64(time.Millisecond)), Tokens: 31}},
 		time.Duration(e2e*float64(time.Millisecond)), 32)
@@ -138,15 +138,15 @@ func TestBadTrialsFiles(t *testing.T) {
 		{"bad appended column", good + strings.Replace(row, ",0,0,0,0,0,0,,,", ",0,x,0,0,0,0,,,", 1), `x.csv:2: column position: "x"`},
 		{"bad window", good + strings.Replace(row, ",0,0,0,0,0,0,,,", ",0,0,0,0,0,0,late,,", 1), `x.csv:2: column window: "late"`},
 		{"bad connection", good + strings.Replace(row, ",0,0,0,0,0,0,,,", ",0,0,0,0,0,0,,maybe,", 1), `x.csv:2: column connection: "maybe"`},
-		{"negative reasoning tokens", good + strings.Replace(row, ",0,32,token,,,,,,\n", ",-3,32,token,,,,,,\n", 1), `x.csv:2: column reasoning_tokens: "-3"`},
-		{"bad itl_per", good + strings.Replace(row, ",0,32,token,,,,,,\n", ",0,32,word,,,,,,\n", 1), `x.csv:2: column itl_per: "word"`},
-		{"bad delivery", good + strings.Replace(row, ",0,32,token,,,,,,\n", ",0,32,token,late,,,,,\n", 1), `x.csv:2: column delivery: "late"`},
-		{"negative queue", good + strings.Replace(row, ",0,32,token,,,,,,\n", ",0,32,token,,12.5,-1,,,\n", 1), `x.csv:2: column queue_ms: "-1"`},
-		{"negative requested tokens", good + strings.Replace(row, ",0,32,token,,,,,,\n", ",0,32,token,,,,-8,,\n", 1), `x.csv:2: column requested_prompt_tokens: "-8"`},
+		{"negative reasoning tokens", good + strings.Replace(row, ",0,32,token,,,,,,,\n", ",-3,32,token,,,,,,,\n", 1), `x.csv:2: column reasoning_tokens: "-3"`},
+		{"bad itl_per", good + strings.Replace(row, ",0,32,token,,,,,,,\n", ",0,32,word,,,,,,,\n", 1), `x.csv:2: column itl_per: "word"`},
+		{"bad delivery", good + strings.Replace(row, ",0,32,token,,,,,,,\n", ",0,32,token,late,,,,,,\n", 1), `x.csv:2: column delivery: "late"`},
+		{"negative queue", good + strings.Replace(row, ",0,32,token,,,,,,,\n", ",0,32,token,,12.5,-1,,,,\n", 1), `x.csv:2: column queue_ms: "-1"`},
+		{"negative requested tokens", good + strings.Replace(row, ",0,32,token,,,,,,,\n", ",0,32,token,,,,-8,,,\n", 1), `x.csv:2: column requested_prompt_tokens: "-8"`},
 		{"empty", "", "x.csv: empty file"},
 		{"only bad rows", good + strings.Replace(row, "100.000", "fast", 1) + "a,b,c\n", `x.csv:2: column e2e_ms: "fast"`},
 		{"bad phase", good + strings.Replace(row, ",timed,", ",cooldown,", 1), "x.csv:2: column phase"},
-		{"missing fields", good + "a,b,c\n", "x.csv:2: 3 fields, expected 48"},
+		{"missing fields", good + "a,b,c\n", "x.csv:2: 3 fields, expected 49"},
 		{"cut header", "session_id,arm,tri", "x.csv:1: the header line is incomplete"},
 	}
 	for _, c := range cases {
@@ -432,7 +432,7 @@ func TestPowerCSVAndPowerTableRoundTrip(t *testing.T) {
 	}
 	w.Close()
 	data, _ := os.ReadFile(filepath.Join(dir, "P.power.csv"))
-	want := strings.Join(PowerHeader, ",") + "\n1.500,312.500,1000000.000,,,GPU-abc,,,sw_power_cap|hw_thermal,trial_end greedy#1\n"
+	want := strings.Join(PowerHeader, ",") + "\n1.500,312.500,1000000.000,,,GPU-abc,,,sw_power_cap|hw_thermal,trial_end greedy#1,\n"
 	if string(data) != want {
 		t.Errorf("power CSV\n%s\nwant\n%s", data, want)
 	}

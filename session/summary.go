@@ -188,6 +188,9 @@ type ArmSummary struct {
 	// EnergyCounterRejected counts timed trials whose energy counter went
 	// backwards or stalled and so was not used.
 	EnergyCounterRejected int `toml:"energy_counter_rejected,omitzero"`
+	// Energy is the arm's energy per token as a figure only where it is
+	// one (EnergyOf); nil where no trial had energy.
+	Energy *EnergyFigure `toml:"energy,omitempty"`
 	// Load is a load run's aggregate throughput over its steady windows.
 	Load *Throughput `toml:"load,omitempty"`
 	// LoadCost is its energy per steady window and memory per block.
@@ -279,7 +282,13 @@ func SummarizeArm(records []*Record, seed uint64, convergeTol, usdPerHour float6
 	timedE2E, _ := LookupMetric("e2e_ms")
 	s.ConvergedAt = metrics.ConvergedAt(Values(counted, timedE2E), convergeTol)
 	if tps := s.OutputTPS; usdPerHour > 0 && tps > 0 {
-		s.USDPer1MTokens = (1e6 / tps) / 3600 * usdPerHour
+		s.USDPer1MTokens = USDPer1MTokens(tps, usdPerHour)
 	}
 	return s
+}
+
+// USDPer1MTokens is what a million output tokens cost at tokensPerS on a
+// machine that costs usdPerHour (DESIGN.md's rule).
+func USDPer1MTokens(tokensPerS, usdPerHour float64) float64 {
+	return (1e6 / tokensPerS) / 3600 * usdPerHour
 }

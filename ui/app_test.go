@@ -847,17 +847,27 @@ func TestPowerPanelDrawsWattsBaselineAndTrialEnergy(t *testing.T) {
 	msgs = append(msgs, started)
 	for _, ev := range syntheticRun([]string{"greedy"}, 0, 3)[1:] {
 		td := ev.(runner.TrialDone)
-		td.Record.EnergyJ, td.Record.JPerToken, td.Record.EnergyQuality = 1.28, 0.02, "counter"
+		td.Record.EnergyJ, td.Record.JPerToken, td.Record.EnergyQuality, td.Record.EnergyErrJ, td.Record.AvgPowerW = 1.28, 0.02, "counter", 0.1, 250
 		msgs = append(msgs, td)
 	}
 	tr.send(tea.WindowSizeMsg{Width: 100, Height: 40}, eventsMsg(msgs), tickMsg{})
 	screen := tr.screen()
-	for _, want := range []string{"Fake H100  250 W  idle 71 W", "last trial greedy#3: 0.0200 J/token (counter)", " W ┤"} {
+	// The stats table has energy columns once every trial of every arm
+	// has energy: its median J/token and power.
+	for _, want := range []string{"Fake H100  250 W  idle 71 W", "last trial greedy#3: 0.0200 J/token (counter)", " W ┤", "J/tok   W", "0.0200 250"} {
 		if !strings.Contains(screen, want) {
-			t.Errorf("%q missing from the power panel:\n%s", want, screen)
+			t.Errorf("%q missing from the screen:\n%s", want, screen)
 		}
 	}
 	checkFits(t, tr.app.View().Content, 100, 40)
+
+	// A trial a little below idle is never a negative figure.
+	last := msgs[len(msgs)-1].(runner.TrialDone)
+	last.Record.Trial, last.Record.EnergyJ, last.Record.JPerToken = 4, -0.05, -0.05/64
+	tr.send(eventsMsg([]runner.Event{last}), tickMsg{})
+	if screen := tr.screen(); !strings.Contains(screen, "last trial greedy#4: ≈ idle (counter)") || strings.Contains(screen, "-0.0") {
+		t.Errorf("a trial below idle:\n%s", screen)
+	}
 }
 
 // After a failed run, n opens the picker; quitting from there must not
@@ -1137,5 +1147,52 @@ func TestServersMetricsLeaveTheStatsTheirRows(t *testing.T) {
 				t.Errorf("%dx%d: the stats table lost %s", c.w, c.h, a)
 			}
 		}
+	}
+}
+
+// The H200 drill's recorded session (../shared/gpu/recorded/h200-run2: an
+// 8,000-token prefill against plain decode), replayed into the
+// dashboard: the done view's verdicts give energy per token as a ratio
+// with its interval, and the power panel the last trial's figure.
+func TestDoneViewTellsEnergyOfTheH200Drill(t *testing.T) {
+	path := filepath.Join("..", "..", "shared", "gpu", "recorded", "h200-run2", "20261128T171235Z-quick-openai.toml")
+	s, err := session.Load(path)
+	if err != nil {
+		t.Fatalf("%v (check out ../shared beside the repository)", err)
+	}
+	tr := newTestRun(t, "quick")
+	tr.send(tea.WindowSizeMsg{Width: 100, Height: 34})
+	events := []runner.Event{runner.Started{Manifest: path, Arms: []string{"decode", "prefill8k"}, TrialsPerArm: s.Manifest.Profile.Trials, Power: *s.Manifest.Power}}
+	measured := map[string]int{}
+	for _, r := range s.Records {
+		if r.Counted() {
+			measured[r.Arm]++
+		}
+		events = append(events, runner.TrialDone{Record: r, Measured: measured[r.Arm]})
+	}
+	events = append(events, runner.Finished{Status: s.Manifest.Status, Manifest: path, Summary: s.Manifest.Summary})
+	tr.send(eventsMsg(events))
+	close(tr.app.run.done)
+	_, verdicts := tr.app.Update(runEndedMsg{})
+	tr.send(verdicts())
+	screen := tr.screen()
+	for _, want := range []string{"energy per token  ✗ 6.00× [", "last trial prefill8k#12: 12.09 J/token (counter)"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("%q missing from the done view:\n%s", want, screen)
+		}
+	}
+	checkFits(t, tr.app.View().Content, 100, 34)
+}
+
+// Where the GPU reads its instantaneous power, the panel draws and shows
+// it, and says so: NVML's averaged reading hid an 887 W prefill at 310 W.
+func TestPowerPanelShowsTheInstantaneousReading(t *testing.T) {
+	data := &runData{}
+	data.traces = []*powerTrace{newPowerTrace(telemetry.Device{Name: "NVIDIA H200", Kind: telemetry.KindGPU, HasInstant: true})}
+	s := telemetry.NewSample(time.Second, 0)
+	s.PowerW, s.PowerInstantW = 310, 887
+	data.addPower(s)
+	if got := ansi.Strip(renderWatts(data, 100, 12, testStart)); !strings.Contains(got, "NVIDIA H200  887 W instantaneous") {
+		t.Errorf("the panel:\n%s", got)
 	}
 }

@@ -437,6 +437,18 @@ func verdictTable(cmp *session.Comparison, w int) []string {
 			return "no data", styleDim
 		case t.TooFew:
 			return "too few trials", styleDim
+		case t.Metric.Name == "j_per_token":
+			// Energy as a ratio, never a figure where an arm is not
+			// distinguishable from idle.
+			ratio, idle, differs := cmp.EnergyRatio(t, short)
+			switch {
+			case idle != nil:
+				return "≈ idle: no ratio", styleDim
+			case !t.Significant() || !differs:
+				return "n.s. " + ratio, styleDim
+			}
+			mark, style := testMark(t)
+			return mark + " " + ratio, style
 		case t.IntervalWithoutVerdict():
 			unadjusted = true
 			return "n.s.† " + t.Change(short), styleDim

@@ -96,7 +96,7 @@ func (g *GridApp) Crash() *Crash { return g.guard.caught() }
 func (g *GridApp) rank() tea.Cmd {
 	dir := g.m.Dir
 	return func() tea.Msg {
-		cmp, err := grid.Compare(dir, session.TestOptions{Resamples: 1000, Seed: 1})
+		cmp, err := grid.Compare(dir, "", session.TestOptions{Resamples: 1000, Seed: 1})
 		return gridRankedMsg{cmp, err}
 	}
 }

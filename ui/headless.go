@@ -179,7 +179,7 @@ func progressLine(ev runner.TrialDone, warmup, trials, nameWidth int) string {
 	line := fmt.Sprintf("%-*s %-6s %s  ttft %7s  e2e %7s  %7s tok/s  %3s tok  %s",
 		nameWidth, r.Arm, label, counted, millis(r.TTFTMs), millis(r.E2EMs), number(r.OutputTPS, 1), count(r.OutputTokens), status)
 	if !math.IsNaN(r.JPerToken) {
-		line += fmt.Sprintf("  %s J/tok (%s)", number(r.JPerToken, 4), r.EnergyQuality)
+		line += fmt.Sprintf("  %s (%s)", session.TrialJPerToken(&r, "J/tok"), r.EnergyQuality)
 	}
 	return line
 }
@@ -390,6 +390,17 @@ func writeLoadResults(w io.Writer, width int, manifest string) {
 	}
 }
 
+// energyOfEvery reports whether every arm's energy was measured, trial by
+// trial: only then do the tables give J/token and power, side by side.
+func energyOfEvery(arms []string, summary map[string]session.ArmSummary) bool {
+	for _, a := range arms {
+		if e := summary[a].Energy; e == nil || !e.Measured() {
+			return false
+		}
+	}
+	return len(arms) > 0
+}
+
 // rateGiveWay orders the rate table's columns that give way on a narrow
 // terminal; the offered and achieved rates and the p95 TTFTs both ways
 // always stay.
@@ -418,6 +429,22 @@ func WriteSummary(w io.Writer, width int, arms []string, summary map[string]sess
 	if reasoned {
 		table.columns = slices.Insert(table.columns, 11, textColumn{header: "ttfo p50", giveWay: 6}, textColumn{header: "think/out", giveWay: 6})
 	}
+	// Where every arm's energy was measured, J/token and average power
+	// follow tok/s: the cost side of the same trials.
+	// And where the profile gave a price, what a million tokens cost
+	// (TR119's cost view: J/token and $/1M tokens side by side).
+	energy, cost := energyOfEvery(arms, summary), len(arms) > 0
+	for _, a := range arms {
+		cost = cost && summary[a].USDPer1MTokens > 0
+	}
+	at := slices.IndexFunc(table.columns, func(c textColumn) bool { return c.header == "tok/s" }) + 1
+	if energy {
+		table.columns = slices.Insert(table.columns, at, textColumn{header: "J/tok", giveWay: 8}, textColumn{header: "W", giveWay: 9})
+		at += 2
+	}
+	if cost {
+		table.columns = slices.Insert(table.columns, at, textColumn{header: "$/1M tok", giveWay: 8})
+	}
 	anytimeNote := false
 	for _, a := range arms {
 		s := summary[a]
@@ -434,6 +461,14 @@ func WriteSummary(w io.Writer, width int, arms []string, summary map[string]sess
 		if reasoned {
 			cells = slices.Insert(cells, 11, millis(s.Metrics["ttfo_ms"].Median), thinkOut(s.Metrics["reasoning_tokens"].Mean, s.Metrics["output_tokens"].Mean))
 		}
+		if energy {
+			at := slices.IndexFunc(table.columns, func(c textColumn) bool { return c.header == "J/tok" })
+			cells = slices.Insert(cells, at, s.Energy.Cell(), s.Energy.PowerCell())
+		}
+		if cost {
+			at := slices.IndexFunc(table.columns, func(c textColumn) bool { return c.header == "$/1M tok" })
+			cells = slices.Insert(cells, at, fmt.Sprintf("%.2f", s.USDPer1MTokens))
+		}
 		table.add(cells...)
 	}
 	leftOut, _ := table.write(w, width)
@@ -445,6 +480,20 @@ func WriteSummary(w io.Writer, width int, arms []string, summary map[string]sess
 	}
 	if anytimeNote {
 		writeProse(w, width, "* the stop rule's anytime-valid 95%% interval (where the arm reached its target, or at the cap); the others are bootstrap intervals at fixed n")
+	}
+	// Each arm's energy in words; where none had a figure, why, once.
+	measured := false
+	for _, a := range arms {
+		if e := summary[a].Energy; e != nil && e.N > 0 {
+			writeProse(w, width, "%s %s", a, e.Words())
+			measured = true
+		}
+	}
+	for _, a := range arms {
+		if e := summary[a].Energy; e != nil && !measured {
+			writeProse(w, width, "%s", e.Words())
+			break
+		}
 	}
 	for _, a := range arms {
 		if iv := summary[a].StopInterval; iv != nil && iv.Statistic == "mean" && !iv.Missed {

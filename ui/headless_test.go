@@ -80,6 +80,11 @@ func TestProgressLineShowsEnergyOnlyWhenMeasured(t *testing.T) {
 	if line := progressLine(runner.TrialDone{Record: r, Warmups: 1, Measured: 1}, 1, 10, 8); !strings.HasSuffix(line, "ok  0.0123 J/tok (counter)") {
 		t.Errorf("energy missing: %q", line)
 	}
+	// Within its resolution of idle (here below it): no figure.
+	r.EnergyJ, r.EnergyErrJ, r.JPerToken = -0.4, 12, -0.4/64
+	if line := progressLine(runner.TrialDone{Record: r, Warmups: 1, Measured: 1}, 1, 10, 8); !strings.HasSuffix(line, "ok  ≈ idle (counter)") {
+		t.Errorf("a trial at idle: %q", line)
+	}
 }
 
 func TestFinishedNeverSaysSavedWhenTheManifestFailed(t *testing.T) {
@@ -253,5 +258,37 @@ func TestWaitingIsSaidOncePerSecondWithHowToStop(t *testing.T) {
 	}
 	if !strings.Contains(out, "0s of 2s") {
 		t.Errorf("a Retry-After's limit is not rounded:\n%s", out)
+	}
+}
+
+// Where every arm's energy was measured, the summary gives J/token and
+// power beside tok/s, "≈ idle" for an arm not distinguishable from idle,
+// each arm's figure in words with what its interval carries, and with a
+// price, what a million tokens cost beside them (TR119's cost view).
+func TestSummaryTableGivesEnergyWhereEveryArmMeasuredIt(t *testing.T) {
+	figure := func(j, lo, hi, w float64) *session.EnergyFigure {
+		return &session.EnergyFigure{N: 20, Trials: 20, JPerToken: j, Lo: lo, Hi: hi, Uncertainty: 0.05, AvgPowerW: w, Quality: "counter", DriftKnown: true, AboveIdle: lo > 0}
+	}
+	arm := func(e *session.EnergyFigure) session.ArmSummary {
+		return session.ArmSummary{TimedOK: 20, Energy: e, USDPer1MTokens: 1.25, Metrics: map[string]session.MetricSummary{"e2e_ms": {Mean: 100, Median: 99, CV: 0.05}}}
+	}
+	var buf bytes.Buffer
+	WriteSummary(&buf, 0, []string{"decode", "prefill8k", "greedy"}, map[string]session.ArmSummary{
+		"decode": arm(figure(2.02, 1.12, 2.79, 148)), "prefill8k": arm(figure(12.1, 11.5, 13.1, 266)), "greedy": arm(figure(0.08, -0.16, 0.4, 128))})
+	out := buf.String()
+	header := strings.Split(out, "\n")[0]
+	if !regexp.MustCompile(`tok/s +J/tok +W +\$/1M tok`).MatchString(header) || !strings.Contains(out, "1.25") {
+		t.Errorf("header %q", header)
+	}
+	for _, want := range []string{"2.02", "148", "12.1", "266", "≈ idle", "decode energy per token 2.02 J [1.12, 2.79]",
+		"greedy energy per token not distinguishable from idle: its interval [-0.1600, 0.4000] J holds zero"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%q missing:\n%s", want, out)
+		}
+	}
+	buf.Reset()
+	WriteSummary(&buf, 0, []string{"decode", "cpu"}, map[string]session.ArmSummary{"decode": arm(figure(2.02, 1.12, 2.79, 148)), "cpu": arm(nil)})
+	if strings.Contains(strings.Split(buf.String(), "\n")[0], "J/tok") {
+		t.Errorf("an arm without energy, yet:\n%s", buf.String())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/guptarohit/asciigraph"
 
 	"github.com/tokentop/tokentop/runner"
+	"github.com/tokentop/tokentop/session"
 )
 
 // powerPanel shows each device's power over the run, the idle baseline as
@@ -136,8 +137,14 @@ func renderWatts(data *runData, w, h int, origin time.Time) string {
 	var devices []string
 	for _, t := range data.traces {
 		line := t.device.Name
+		if t.device.Source != "" {
+			line += " (DCGM)" // a remote server's GPU, read through its exporter
+		}
 		if n := len(t.Watts); n > 0 {
 			line += fmt.Sprintf("  %.0f W", t.Watts[n-1])
+			if t.device.HasInstant {
+				line += " instantaneous" // what the chart draws: NVML's averaged reading hides the peaks
+			}
 		}
 		if !math.IsNaN(t.baseline) {
 			line += fmt.Sprintf("  idle %.0f W", t.baseline)
@@ -146,7 +153,7 @@ func renderWatts(data *runData, w, h int, origin time.Time) string {
 	}
 	lines := pack(devices, "  ·  ", w)
 	if r := data.lastEnergy; r != nil {
-		lines = append(lines, fmt.Sprintf("last trial %s#%d: %s J/token (%s)", r.Arm, r.Trial, number(r.JPerToken, 4), r.EnergyQuality))
+		lines = append(lines, fmt.Sprintf("last trial %s#%d: %s (%s)", r.Arm, r.Trial, session.TrialJPerToken(r, "J/token"), r.EnergyQuality))
 	} else if len(data.spans) > 0 {
 		lines = append(lines, styleDim.Render("no trial energy yet: trials too short for the counter, or no samples inside them"))
 	}

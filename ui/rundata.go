@@ -56,6 +56,13 @@ type armData struct {
 	// Sums over the counted trials whose counts are known: reasoning
 	// tokens, output tokens, and how many trials they cover.
 	reasoningTokens, outputTokens, tokenTrials int
+	// withEnergy are its counted trials with energy, for its figure
+	// (energy, of the first energyOver of them); counted how many
+	// trials there are in all.
+	withEnergy []*session.Record
+	counted    int
+	energy     session.EnergyFigure
+	energyOver int
 }
 
 // aggregate is a load arm's output tok/s and requests/s over its steady
@@ -102,7 +109,16 @@ func newPowerTrace(device telemetry.Device) *powerTrace {
 	return &powerTrace{PowerTrace: figure.NewPowerTrace(), device: device, baseline: math.NaN()}
 }
 
-func (t *powerTrace) add(s telemetry.Sample) { t.Add(s.At, s.PowerW, s.EnergyMJ) }
+// add folds in a sample: the instantaneous power where the device reads
+// it (NVML's power usage is a 1-second average that hides a prefill's
+// peaks), else its power reading or counter.
+func (t *powerTrace) add(s telemetry.Sample) {
+	w := s.PowerW
+	if !math.IsNaN(s.PowerInstantW) {
+		w = s.PowerInstantW
+	}
+	t.Add(s.At, w, s.EnergyMJ)
+}
 
 // runData folds runner events into the dashboard's state.
 type runData struct {
@@ -279,6 +295,29 @@ func (d *runData) addTrial(ev runner.TrialDone) {
 	}
 	a.points = append(a.points, ev.Point)
 	a.countedE2E = append(a.countedE2E, rec.E2EMs)
+	a.counted++
+	if !math.IsNaN(rec.JPerToken) {
+		// Live, the idle baseline's drift is not known yet: the figure
+		// carries the readings' resolution only, as the power panel says.
+		a.withEnergy = append(a.withEnergy, &rec)
+		// The bootstrap costs ~37 ms at 1,000 trials: recomputed for
+		// each of the first 30, then as the count grows by a tenth, so
+		// that fast trials never hold up the screen.
+		if n := len(a.withEnergy); n <= 30 || n >= a.energyOver+a.energyOver/10 {
+			a.energy, a.energyOver = session.EnergyOf(a.withEnergy, nil, 1), n
+		}
+	}
+}
+
+// energyOfEvery reports whether every arm has an energy figure for every
+// counted trial so far: only then do the tables show energy columns.
+func (d *runData) energyOfEvery() bool {
+	for _, a := range d.arms {
+		if a.counted == 0 || len(a.withEnergy) != a.counted {
+			return false
+		}
+	}
+	return len(d.arms) > 0
 }
 
 // addPower folds a telemetry sample into its device's trace; the devices

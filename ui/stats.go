@@ -39,10 +39,23 @@ func (statsPanel) view(data *runData, w, h int) string {
 	if data.sweep() {
 		return renderStatsTable(data.arms, loadTable(data.slo() != nil), w, h)
 	}
+	table := trialTable
 	if data.reasoned() {
-		return renderStatsTable(data.arms, reasoningTable, w, h)
+		table = reasoningTable
 	}
-	return renderStatsTable(data.arms, trialTable, w, h)
+	if data.energyOfEvery() {
+		table = withEnergy(table)
+	}
+	return renderStatsTable(data.arms, table, w, h)
+}
+
+// withEnergy adds each arm's median J/token ("≈ idle" where it is not
+// distinguishable from idle) and median average power, shown where every
+// arm's every counted trial has an energy figure.
+func withEnergy(t statsTable) statsTable {
+	return statsTable{append(slices.Clip(t.columns), "J/tok", "W"), func(a *armData) []string {
+		return append(t.cells(a), a.energy.Cell(), a.energy.PowerCell())
+	}}
 }
 
 // statsTable is a set of columns and how an arm fills them.

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -68,7 +69,14 @@ type Energy struct {
 	GrossJ    float64 // everything the device drew in the window
 	NetJ      float64 // above the idle baseline
 	AvgPowerW float64 // GrossJ over the window
-	Quality   Quality
+	// ErrJ bounds how far GrossJ may be off for the readings' own
+	// resolution: the counter's step at each end of the window (it
+	// holds its value between updates, every ~100 ms on NVIDIA GPUs), or
+	// a sample interval's energy where power samples were integrated.
+	// The idle baseline's drift over the run adds to it (the session
+	// knows that once the run ends).
+	ErrJ    float64
+	Quality Quality
 	// Rejected says why the counter was not used when it existed
 	// ("went backwards", "did not move"); the power samples then decide.
 	Rejected string
@@ -94,7 +102,7 @@ const counterStall = 300 * time.Millisecond
 // The idle baseline's power times the window's length is subtracted for
 // NetJ.
 func TrialEnergy(samples []Sample, start, end time.Duration, idle Baseline, hasCounter bool) Energy {
-	e := Energy{GrossJ: math.NaN(), NetJ: math.NaN(), AvgPowerW: math.NaN(), Quality: QualityNoData}
+	e := Energy{GrossJ: math.NaN(), NetJ: math.NaN(), AvgPowerW: math.NaN(), ErrJ: math.NaN(), Quality: QualityNoData}
 	window := end - start
 	if window <= 0 {
 		return e
@@ -103,6 +111,7 @@ func TrialEnergy(samples []Sample, start, end time.Duration, idle Baseline, hasC
 		gross, rejected, ok := counterEnergy(samples, start, end, idle)
 		if ok {
 			e.GrossJ, e.Quality = gross, QualityCounter
+			e.ErrJ = (counterStep(samples, start) + counterStep(samples, end)) / 2 / 1000
 		}
 		e.Rejected = rejected
 		if !ok && rejected == "" {
@@ -110,8 +119,9 @@ func TrialEnergy(samples []Sample, start, end time.Duration, idle Baseline, hasC
 		}
 	}
 	if e.Quality != QualityCounter {
-		if gross, ok := sampledEnergy(samples, start, end); ok {
+		if gross, gap, ok := sampledEnergy(samples, start, end); ok {
 			e.GrossJ, e.Quality = gross, QualitySampled
+			e.ErrJ = gross / window.Seconds() * gap.Seconds()
 		}
 	}
 	return e.finish(window, idle)
@@ -213,10 +223,34 @@ func interpolate(samples []Sample, t time.Duration) float64 {
 	return prev.EnergyMJ
 }
 
+// counterStep is the energy of the counter's update that t falls in, in
+// mJ: from the last reading at or before t to the first later one that
+// differs from it. The counter holds its value between updates, so an
+// interpolated reading at t can be off by up to that much. Where no later
+// update came (the last trial of a run), the update before t stands in
+// for it; 0 where the counter never moved.
+func counterStep(samples []Sample, t time.Duration) float64 {
+	held, before := math.NaN(), 0.0
+	for _, s := range samples {
+		if math.IsNaN(s.EnergyMJ) {
+			continue
+		}
+		if !math.IsNaN(held) && s.EnergyMJ != held {
+			if s.At > t {
+				return math.Abs(s.EnergyMJ - held)
+			}
+			before = math.Abs(s.EnergyMJ - held)
+		}
+		held = s.EnergyMJ
+	}
+	return before
+}
+
 // sampledEnergy integrates power readings over the window when at least
 // two fall inside it: the trapezoid rule between them, and each end
-// held at its nearest reading out to the window's edges.
-func sampledEnergy(samples []Sample, start, end time.Duration) (float64, bool) {
+// held at its nearest reading out to the window's edges. gap is the
+// largest interval between readings, the resolution it has.
+func sampledEnergy(samples []Sample, start, end time.Duration) (joules float64, gap time.Duration, ok bool) {
 	var inside []Sample
 	for _, s := range samples {
 		if s.At >= start && s.At <= end && !math.IsNaN(s.PowerW) {
@@ -224,12 +258,51 @@ func sampledEnergy(samples []Sample, start, end time.Duration) (float64, bool) {
 		}
 	}
 	if len(inside) < 2 {
-		return 0, false
+		return 0, 0, false
 	}
-	joules := inside[0].PowerW * (inside[0].At - start).Seconds()
+	for i := 1; i < len(inside); i++ {
+		gap = max(gap, inside[i].At-inside[i-1].At)
+	}
+	joules = inside[0].PowerW * (inside[0].At - start).Seconds()
 	for i := 1; i < len(inside); i++ {
 		joules += (inside[i].PowerW + inside[i-1].PowerW) / 2 * (inside[i].At - inside[i-1].At).Seconds()
 	}
 	joules += inside[len(inside)-1].PowerW * (end - inside[len(inside)-1].At).Seconds()
-	return joules, true
+	return joules, gap, true
+}
+
+// UpdateInterval is how often a device's readings change, measured: the
+// median time between changes of its energy counter (of its power
+// reading where it has none). The counter of an NVIDIA GPU moves every
+// ~100 ms; a DCGM exporter's readings move at its own collection interval
+// (30 s by default), however often it is scraped. 0 where fewer than
+// three changes were seen.
+func UpdateInterval(samples []Sample, counter bool) time.Duration {
+	reading := func(s Sample) float64 {
+		if counter {
+			return s.EnergyMJ
+		}
+		return s.PowerW
+	}
+	var changes []time.Duration
+	held := math.NaN()
+	for _, s := range samples {
+		v := reading(s)
+		if math.IsNaN(v) {
+			continue
+		}
+		if !math.IsNaN(held) && v != held {
+			changes = append(changes, s.At)
+		}
+		held = v
+	}
+	if len(changes) < 3 {
+		return 0
+	}
+	gaps := make([]time.Duration, len(changes)-1)
+	for i := range gaps {
+		gaps[i] = changes[i+1] - changes[i]
+	}
+	slices.Sort(gaps)
+	return gaps[len(gaps)/2]
 }

@@ -114,3 +114,22 @@ func TestCounterOnlyDeviceBaselineFromRates(t *testing.T) {
 		t.Errorf("baseline from counter rates %+v, want 20 W", b)
 	}
 }
+
+// A trial's resolution is what its readings can be off by: one counter
+// update's energy (the counter holds its value between updates, and an
+// end interpolated inside a held stretch is off by up to a step), also at
+// a run's last trial, after which no update came; for sampled energy, a
+// sample interval's energy.
+func TestTheResolutionIsOneCounterStepOrOneSampleInterval(t *testing.T) {
+	samples := steady(150, 2*time.Second, true)
+	for _, window := range [][2]time.Duration{{230 * ms, 1470 * ms}, {1600 * ms, 2 * time.Second}} {
+		e := TrialEnergy(samples, window[0], window[1], Baseline{MeanW: 40}, true)
+		if e.Quality != QualityCounter || !near(e.ErrJ, 15, 1e-9) { // 150 W × 100 ms
+			t.Errorf("window %v: resolution %.2f J, want one 15 J step", window, e.ErrJ)
+		}
+	}
+	e := TrialEnergy(steady(80, time.Second, false), 120*ms, 510*ms, Baseline{MeanW: 30}, false)
+	if e.Quality != QualitySampled || !near(e.ErrJ, 4, 1e-9) { // 80 W × 50 ms
+		t.Errorf("sampled: resolution %.2f J, want 4 J", e.ErrJ)
+	}
+}

@@ -3,6 +3,7 @@
 package telemetry
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -38,6 +39,7 @@ type nvmlDevice interface {
 	GetEnforcedPowerLimit() (uint32, nvml.Return)
 	GetCurrentClocksEventReasons() (uint64, nvml.Return)
 	GetCurrentClocksThrottleReasons() (uint64, nvml.Return)
+	GetFieldValues(values []nvml.FieldValue) nvml.Return
 }
 
 type realNVML struct{}
@@ -121,6 +123,7 @@ func openNVML(lib nvmlLibrary) (*nvmlSource, string) {
 		}
 		_, ret = h.GetTotalEnergyConsumption()
 		d.HasCounter = ret == nvml.SUCCESS
+		_, d.HasInstant = instantPower(h)
 		s.handles = append(s.handles, h)
 		s.devices = append(s.devices, d)
 	}
@@ -144,6 +147,9 @@ func (s *nvmlSource) Read(i int, boundary bool) (Sample, error) {
 	}
 	if ret == nvml.SUCCESS {
 		sample.PowerW = float64(mw) / 1000
+	}
+	if s.devices[i].HasInstant {
+		sample.PowerInstantW, _ = instantPower(h)
 	}
 	if s.devices[i].HasCounter {
 		mj, ret := h.GetTotalEnergyConsumption()
@@ -178,6 +184,26 @@ func (s *nvmlSource) Read(i int, boundary bool) (Sample, error) {
 		}
 	}
 	return sample, nil
+}
+
+// instantPower reads NVML_FI_DEV_POWER_INSTANT, in watts, where the
+// driver has it: an unsigned value in milliwatts.
+func instantPower(h nvmlDevice) (float64, bool) {
+	values := []nvml.FieldValue{{FieldId: nvml.FI_DEV_POWER_INSTANT}}
+	if h.GetFieldValues(values) != nvml.SUCCESS || nvml.Return(values[0].NvmlReturn) != nvml.SUCCESS {
+		return math.NaN(), false
+	}
+	v := values[0]
+	var mw float64
+	switch nvml.ValueType(v.ValueType) {
+	case nvml.VALUE_TYPE_UNSIGNED_INT:
+		mw = float64(binary.LittleEndian.Uint32(v.Value[:4]))
+	case nvml.VALUE_TYPE_UNSIGNED_LONG, nvml.VALUE_TYPE_UNSIGNED_LONG_LONG:
+		mw = float64(binary.LittleEndian.Uint64(v.Value[:]))
+	default:
+		return math.NaN(), false
+	}
+	return mw / 1000, true
 }
 
 func (s *nvmlSource) Close() error {

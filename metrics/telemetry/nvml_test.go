@@ -3,6 +3,7 @@
 package telemetry
 
 import (
+	"encoding/binary"
 	"math"
 	"strings"
 	"sync"
@@ -60,6 +61,7 @@ type fakeGPU struct {
 	calls        int
 	powerMW      func(call int) uint32
 	energyMJ     func(call int) uint64 // nil: not supported (pre-Volta)
+	instantMW    func(call int) uint32 // nil: NVML_FI_DEV_POWER_INSTANT not supported
 	lostAt       int                   // from this call on the GPU is lost; 0 never
 	eventCalls   int
 	throttleCall int
@@ -84,6 +86,19 @@ func (g *fakeGPU) GetTotalEnergyConsumption() (uint64, nvml.Return) {
 		return 0, nvml.ERROR_NOT_SUPPORTED
 	}
 	return g.energyMJ(g.calls), nvml.SUCCESS
+}
+func (g *fakeGPU) GetFieldValues(values []nvml.FieldValue) nvml.Return {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i := range values {
+		if values[i].FieldId != nvml.FI_DEV_POWER_INSTANT || g.instantMW == nil {
+			values[i].NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+			continue
+		}
+		values[i].NvmlReturn, values[i].ValueType = uint32(nvml.SUCCESS), uint32(nvml.VALUE_TYPE_UNSIGNED_INT)
+		binary.LittleEndian.PutUint32(values[i].Value[:4], g.instantMW(g.calls))
+	}
+	return nvml.SUCCESS
 }
 func (g *fakeGPU) GetUtilizationRates() (nvml.Utilization, nvml.Return) {
 	return nvml.Utilization{Gpu: 97}, nvml.SUCCESS
@@ -152,5 +167,25 @@ func TestNVMLReadsAndUnsupportedFieldsStayEmpty(t *testing.T) {
 	f.Source.Close()
 	if !lib.shutdown {
 		t.Error("Close did not shut NVML down")
+	}
+}
+
+// Where the driver reads NVML_FI_DEV_POWER_INSTANT, each sample has the
+// instantaneous power beside NVML's power usage, a 1-second average on
+// Hopper that topped at 310 W while the instant field read 887 W during
+// prefills; where it does not, the field stays empty.
+func TestNVMLReadsTheInstantaneousPowerWhereItCan(t *testing.T) {
+	gpu := &fakeGPU{powerMW: func(int) uint32 { return 310_000 }, instantMW: func(int) uint32 { return 887_250 }}
+	f := openFake(t, &fakeNVML{t: t, devices: []*fakeGPU{gpu}})
+	if d := f.Source.Devices()[0]; !d.HasInstant {
+		t.Fatalf("device %+v: the instant field is there", d)
+	}
+	if s, err := f.Source.Read(0, false); err != nil || s.PowerW != 310 || s.PowerInstantW != 887.25 {
+		t.Errorf("sample %+v %v", s, err)
+	}
+	old := &fakeGPU{powerMW: func(int) uint32 { return 200_000 }}
+	f = openFake(t, &fakeNVML{t: t, devices: []*fakeGPU{old}})
+	if s, _ := f.Source.Read(0, false); f.Source.Devices()[0].HasInstant || !math.IsNaN(s.PowerInstantW) {
+		t.Errorf("an older driver: %+v", s)
 	}
 }

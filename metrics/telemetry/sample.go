@@ -34,6 +34,18 @@ type Device struct {
 	PowerLimitW float64 `toml:"power_limit_w"`
 	// HasCounter says whether the device has a cumulative energy counter.
 	HasCounter bool `toml:"energy_counter"`
+	// HasInstant says whether the device reads its instantaneous power
+	// beside PowerW (NVML's NVML_FI_DEV_POWER_INSTANT): where it does,
+	// PowerW is a 1-second average (Ampere and newer) that hides the
+	// peaks of a prefill, and the charts draw the instantaneous reading.
+	HasInstant bool `toml:"power_instant"`
+	// UpdateMs is how often its readings changed over the run, measured
+	// (UpdateInterval); 0 where not measured. A trial shorter than two
+	// updates has no energy figure of its own.
+	UpdateMs float64 `toml:"update_ms,omitzero"`
+	// Source says where a device is read other than on this machine
+	// ("DCGM exporter http://node1:9400/metrics"); "" for a local one.
+	Source string `toml:"source,omitempty"`
 }
 
 // Sample is one reading of one device. Unknown fields are NaN (or empty):
@@ -44,8 +56,9 @@ type Sample struct {
 	At     time.Duration
 	Device int // index into the source's devices
 	// PowerW is the instantaneous (or, on Ampere and newer GPUs, the
-	// 1-second average) power draw.
-	PowerW float64
+	// 1-second average) power draw; PowerInstantW the instantaneous one
+	// where the device reads it apart (Device.HasInstant).
+	PowerW, PowerInstantW float64
 	// EnergyMJ is the cumulative energy counter, unwrapped, in millijoules.
 	EnergyMJ   float64
 	UtilPct    float64
@@ -62,5 +75,5 @@ type Sample struct {
 // NewSample returns a sample with every measurement unknown.
 func NewSample(at time.Duration, device int) Sample {
 	nan := math.NaN()
-	return Sample{At: at, Device: device, PowerW: nan, EnergyMJ: nan, UtilPct: nan, TempC: nan, SMClockMHz: nan, MemUsedMB: nan}
+	return Sample{At: at, Device: device, PowerW: nan, PowerInstantW: nan, EnergyMJ: nan, UtilPct: nan, TempC: nan, SMClockMHz: nan, MemUsedMB: nan}
 }

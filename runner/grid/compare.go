@@ -28,14 +28,17 @@ type Row struct {
 	// E2E is the median e2e with its bootstrap 95% interval; Mean the
 	// mean's; TTFT and TPOT the medians' (ms).
 	E2E, Mean, TTFT, TPOT metrics.Estimate
-	// TokensPerS is Σ tokens / Σ time; JPerToken the median where energy
-	// was measured (NaN otherwise).
-	TokensPerS, JPerToken float64
+	// TokensPerS is Σ tokens / Σ time.
+	TokensPerS float64
 	// USDPer1M is the cost of a million output tokens at the profile's
 	// usd_per_hour (NaN without one).
 	USDPer1M float64
-	// Rank is 1 plus the number of rows significantly faster in e2e
-	// (Holm-adjusted pairwise tests); 0 (unranked) for a row too small
+	// Energy is its energy per token as a figure only where it is one
+	// (session.EnergyOf); its N is 0 where energy was not measured.
+	Energy session.EnergyFigure
+	// Rank is 1 plus the number of rows significantly better in the
+	// ranking metric (Comparison.RankBy: e2e unless asked otherwise;
+	// Holm-adjusted pairwise tests); 0 (unranked) for a row too small
 	// for any test to tell apart. Pairwise tests are not transitive, so
 	// equal ranks do not say that no test tells two rows apart: Group does.
 	Rank int
@@ -47,7 +50,8 @@ type Row struct {
 	// ICC is the share of the e2e variance that lies between the row's
 	// sessions (its repetitions drifting), NaN with fewer than two.
 	ICC float64
-	e2e []float64
+	// ranked are its counted trials' values of the ranking metric.
+	ranked []float64
 	// perSession are the counted trials of each of its sessions: the
 	// phase fits take a session as one point, so that drift between
 	// sessions shows in their intervals.
@@ -77,12 +81,18 @@ func (m AxisMean) MarshalJSON() ([]byte, error) {
 type Comparison struct {
 	// Width is the text tables' width, a terminal's: their columns go
 	// into blocks that fit. 0 prints each in one block however wide.
-	Width   int
-	Name    string
-	Axes    []string
-	Rows    []Row
-	Means   []AxisMean
-	Caveats []string
+	Width int
+	Name  string
+	Axes  []string
+	// RankBy is the metric the rows are ranked on (e2e unless asked).
+	RankBy session.Metric
+	// logScale says the tests on repetitions' medians took their logs
+	// (every median positive); net energy can be below zero, and then
+	// they test the medians themselves.
+	logScale bool
+	Rows     []Row
+	Means    []AxisMean
+	Caveats  []string
 	// Pairs is how many pairwise tests the ranks rest on; Repeated how
 	// many of them compared repetitions' medians, not pooled trials.
 	Pairs, Repeated int
@@ -104,8 +114,13 @@ type PhaseFit struct {
 }
 
 // Compare reads a grid folder's manifest and sessions and ranks its
-// cells. opts seeds and sizes the bootstrap intervals.
-func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
+// cells on a metric (rankBy: a session metric's name, "" for e2e). opts
+// seeds and sizes the bootstrap intervals.
+func Compare(dir, rankBy string, opts session.TestOptions) (*Comparison, error) {
+	rankMetric, ok := session.LookupMetric(cmp.Or(rankBy, "e2e_ms"))
+	if !ok {
+		return nil, fmt.Errorf("unknown metric %q; use one of %s", rankBy, strings.Join(session.MetricNames(), ", "))
+	}
 	path := filepath.Join(dir, ManifestName)
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -115,7 +130,7 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Comparison{Name: m.Name, Axes: m.Axes}
+	c := &Comparison{Name: m.Name, Axes: m.Axes, RankBy: rankMetric}
 	var machine *session.Manifest // the first session read: its environment
 	e2eMetric, _ := session.LookupMetric("e2e_ms")
 	metric := func(name string) session.Metric { mt, _ := session.LookupMetric(name); return mt }
@@ -124,6 +139,7 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 		byArm := map[string][]*session.Record{}
 		bySession := map[string][][]*session.Record{}
 		weight := map[string]float64{}
+		var power *session.PowerInfo // the cell's sessions' power, the widest drift
 		usdPerHour := 0.0
 		var arms []string
 		sessions := 0
@@ -142,6 +158,7 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 				machine = s.Manifest
 			}
 			usdPerHour = s.Manifest.Profile.USDPerHour
+			power = widerDrift(power, s.Manifest.Power)
 			caveats := session.SessionCaveats(s)
 			if resumedLater(cell.Runs, k) {
 				// A piece of a repetition that was killed and resumed: the
@@ -169,18 +186,19 @@ func Compare(dir string, opts session.TestOptions) (*Comparison, error) {
 		for _, arm := range arms {
 			recs := byArm[arm]
 			e2e := session.Values(recs, e2eMetric)
-			r := Row{Cell: cell.ID, Label: cell.Label, Values: cell.Values, Arm: arm, N: len(recs), Sessions: sessions, e2e: e2e, perSession: bySession[arm], decodeMB: weight[arm],
+			r := Row{Cell: cell.ID, Label: cell.Label, Values: cell.Values, Arm: arm, N: len(recs), Sessions: sessions, perSession: bySession[arm], decodeMB: weight[arm],
+				ranked:     session.Values(recs, rankMetric),
 				ICC:        metrics.ICC(sessionValues(bySession[arm], e2eMetric)),
 				E2E:        median(e2e, opts),
 				Mean:       metrics.Estimate{Value: metrics.Mean(e2e), CI: metrics.Bootstrap(e2e, metrics.Mean, opts.Resamples, opts.Seed)},
 				TTFT:       median(session.Values(recs, metric("ttft_ms")), opts),
 				TPOT:       median(session.Values(recs, metric("tpot_ms")), opts),
 				TokensPerS: metric("output_tps").Pooled(recs),
-				JPerToken:  metrics.Median(session.Values(recs, metric("j_per_token"))),
 				USDPer1M:   math.NaN(),
+				Energy:     session.EnergyOf(recs, power, opts.Seed),
 			}
 			if usdPerHour > 0 && r.TokensPerS > 0 {
-				r.USDPer1M = (1e6 / r.TokensPerS) / 3600 * usdPerHour // the summary's rule (DESIGN.md)
+				r.USDPer1M = session.USDPer1MTokens(r.TokensPerS, usdPerHour)
 			}
 			c.Rows = append(c.Rows, r)
 		}
@@ -251,12 +269,28 @@ func sessionValues(sessions [][]*session.Record, m session.Metric) [][]float64 {
 	return out
 }
 
-// repetitionMedians are a row's sessions' median e2e, one per session
+// widerDrift is whichever of two sessions' power info has the wider idle
+// drift (a session without its after-run baseline counts as the widest:
+// its drift is unknown), so that a row pooled over repetitions carries
+// the worst of them.
+func widerDrift(a, b *session.PowerInfo) *session.PowerInfo {
+	known := func(p *session.PowerInfo) bool { return len(p.BaselineAfter) > 0 && !math.IsNaN(p.DriftW) }
+	switch {
+	case a == nil:
+		return b
+	case b == nil || !known(a):
+		return a
+	case !known(b) || math.Abs(b.DriftW) > math.Abs(a.DriftW):
+		return b
+	}
+	return a
+}
+
+// repetitionMedians are a row's sessions' medians of m, one per session
 // with trials.
-func (r *Row) repetitionMedians() []float64 {
-	e2e, _ := session.LookupMetric("e2e_ms")
+func (r *Row) repetitionMedians(m session.Metric) []float64 {
 	var out []float64
-	for _, values := range sessionValues(r.perSession, e2e) {
+	for _, values := range sessionValues(r.perSession, m) {
 		if len(values) > 0 {
 			out = append(out, metrics.Median(values))
 		}
@@ -442,36 +476,38 @@ func prefixed(prefix string, lines []string) []string {
 // of a few trials (a cell cut short) cannot, and a rank of 1 by default
 // would read as "as fast as the fastest".
 func (c *Comparison) testable(i int, repeated []bool) bool {
-	if len(c.Rows[i].e2e) < 2 || c.Pairs == 0 {
+	if len(c.Rows[i].ranked) < 2 || c.Pairs == 0 {
 		return false
 	}
 	for j := range c.Rows {
-		if j == i || len(c.Rows[j].e2e) < 2 {
+		if j == i || len(c.Rows[j].ranked) < 2 {
 			continue
 		}
-		if repeated[i] && repeated[j] || metrics.MannWhitneyCanReject(len(c.Rows[i].e2e), len(c.Rows[j].e2e), session.Alpha/float64(c.Pairs)) {
+		if repeated[i] && repeated[j] || metrics.MannWhitneyCanReject(len(c.Rows[i].ranked), len(c.Rows[j].ranked), session.Alpha/float64(c.Pairs)) {
 			return true
 		}
 	}
 	return false
 }
 
-// pairTest tests rows i and j on e2e: over their repetitions' medians
-// where both have repetitions (pool: a t test on their logs, with the
+// pairTest tests rows i and j on the ranking metric: over their
+// repetitions' medians where both have repetitions (pool: a t test on
+// their logs, or on the medians where some are not positive, with the
 // variance between repetitions pooled over every repeated row), since
 // pooled trials of drifting repetitions pass drift for evidence (12–34%
 // false positives at an ICC of 0.1–0.4); else over their pooled trials
-// (Mann-Whitney). iFaster comes from the test's own effect, never from
+// (Mann-Whitney). iBetter comes from the test's own effect, never from
 // the medians, which can point the other way: P(i < j) > ½ for
-// Mann-Whitney, the difference of the logs for the t test.
-func (c *Comparison) pairTest(i, j int, repeated bool, pool metrics.PooledGroups) (p float64, iFaster bool) {
+// Mann-Whitney, the difference of the logs for the t test (the other way
+// round where higher is better).
+func (c *Comparison) pairTest(i, j int, repeated bool, pool metrics.PooledGroups) (p float64, iBetter bool) {
 	if repeated {
 		t := pool.Test(i, j)
-		return t.P, t.Diff > 0
+		return t.P, (t.Diff > 0) != c.RankBy.HigherIsBetter
 	}
-	a, b := c.Rows[i].e2e, c.Rows[j].e2e
+	a, b := c.Rows[i].ranked, c.Rows[j].ranked
 	mw := metrics.MannWhitney(a, b)
-	return mw.P, mw.U/float64(len(a)*len(b)) > 0.5 // U counts b above a
+	return mw.P, (mw.U/float64(len(a)*len(b)) > 0.5) != c.RankBy.HigherIsBetter // U counts b above a
 }
 
 func logs(values []float64) []float64 {
@@ -482,13 +518,14 @@ func logs(values []float64) []float64 {
 	return out
 }
 
-// rank tests every pair of rows on e2e (pairTest, Holm-adjusted over all
-// pairs), ranks each row by how many rows are significantly faster, sorts
-// the rows by rank and median, and letters them (metrics.CompactLetters).
+// rank tests every pair of rows on the ranking metric (pairTest,
+// Holm-adjusted over all pairs), ranks each row by how many rows are
+// significantly better, sorts the rows by rank and median, and letters
+// them (metrics.CompactLetters).
 func (c *Comparison) rank() {
 	type pair struct {
 		i, j    int
-		iFaster bool
+		iBetter bool
 	}
 	var pairs []pair
 	var p []float64
@@ -496,43 +533,50 @@ func (c *Comparison) rank() {
 	// two or more sessions.
 	repetitions := make([][]float64, len(c.Rows))
 	repeated := make([]bool, len(c.Rows))
+	c.logScale = true
 	for i := range c.Rows {
-		if medians := c.Rows[i].repetitionMedians(); len(medians) >= 2 {
-			repetitions[i], repeated[i] = logs(medians), true
+		if medians := c.Rows[i].repetitionMedians(c.RankBy); len(medians) >= 2 {
+			repetitions[i], repeated[i] = medians, true
+			c.logScale = c.logScale && slices.Min(medians) > 0
+		}
+	}
+	if c.logScale {
+		for i := range repetitions {
+			repetitions[i] = logs(repetitions[i])
 		}
 	}
 	pool := metrics.PoolGroups(repetitions)
 	for i := range c.Rows {
 		for j := i + 1; j < len(c.Rows); j++ {
-			if len(c.Rows[i].e2e) < 2 || len(c.Rows[j].e2e) < 2 {
+			if len(c.Rows[i].ranked) < 2 || len(c.Rows[j].ranked) < 2 {
 				continue
 			}
 			both := repeated[i] && repeated[j]
 			if both {
 				c.Repeated++
 			}
-			pv, iFaster := c.pairTest(i, j, both, pool)
-			pairs = append(pairs, pair{i, j, iFaster})
+			pv, iBetter := c.pairTest(i, j, both, pool)
+			pairs = append(pairs, pair{i, j, iBetter})
 			p = append(p, pv)
 		}
 	}
 	c.Pairs = len(pairs)
 	adjusted := metrics.Holm(p)
-	faster := make([]int, len(c.Rows))
+	better := make([]int, len(c.Rows))
 	differ := map[[2]int]bool{}
 	for k, pr := range pairs {
 		if !(adjusted[k] < session.Alpha) {
 			continue
 		}
 		differ[[2]int{pr.i, pr.j}], differ[[2]int{pr.j, pr.i}] = true, true
-		if pr.iFaster {
-			faster[pr.j]++
+		if pr.iBetter {
+			better[pr.j]++
 		} else {
-			faster[pr.i]++
+			better[pr.i]++
 		}
 	}
 	for i := range c.Rows {
-		c.Rows[i].Rank = 1 + faster[i]
+		c.Rows[i].Rank = 1 + better[i]
 		if !c.testable(i, repeated) {
 			c.Rows[i].Rank = 0 // no test could tell it apart from any other: a rank would claim a tie nothing showed
 		}
@@ -552,7 +596,11 @@ func (c *Comparison) rank() {
 		if ra != rb {
 			return ra - rb
 		}
-		return cmp.Compare(c.Rows[a].E2E.Value, c.Rows[b].E2E.Value)
+		order := cmp.Compare(metrics.Median(c.Rows[a].ranked), metrics.Median(c.Rows[b].ranked))
+		if c.RankBy.HigherIsBetter {
+			order = -order
+		}
+		return order
 	})
 	sorted := make([]Row, len(c.Rows))
 	for k, i := range order {
@@ -633,19 +681,33 @@ func (c *Comparison) axisMeans() {
 func (c *Comparison) Method() string {
 	tests := fmt.Sprintf("Mann-Whitney on each pair's pooled trials, %d pairs", c.Pairs)
 	overRepetitions := "a t test on the logs of their repetitions' medians, the variance between repetitions pooled over the cells"
+	effect := "P(X < Y) for Mann-Whitney, the ratio of geometric means for the t test"
+	if !c.logScale {
+		overRepetitions = "a t test on their repetitions' medians (some are not above zero, so not on their logs), the variance between repetitions pooled over the cells"
+		effect = "P(X < Y) for Mann-Whitney, the difference of the means of the medians for the t test"
+	}
+	better := "faster in e2e"
+	switch {
+	case c.RankBy.Name == "j_per_token":
+		better = "lower in energy per token"
+	case c.RankBy.Name != "e2e_ms" && c.RankBy.HigherIsBetter:
+		better = "higher in " + c.RankBy.Label
+	case c.RankBy.Name != "e2e_ms":
+		better = "lower in " + c.RankBy.Label
+	}
 	switch {
 	case c.Repeated == c.Pairs && c.Pairs > 0:
 		tests = fmt.Sprintf("%s, %d pairs", overRepetitions, c.Pairs)
 	case c.Repeated > 0:
 		tests = fmt.Sprintf("%d of %d pairs by %s, the rest by Mann-Whitney on pooled trials", c.Repeated, c.Pairs, overRepetitions)
 	}
-	return fmt.Sprintf("rank: 1 + the rows significantly faster in e2e (%s, Holm-adjusted, p < %g; which is faster comes from the test's own effect: "+
-		"P(X < Y) for Mann-Whitney, the ratio of geometric means for the t test); "+
+	return fmt.Sprintf("rank: 1 + the rows significantly %s (%s, Holm-adjusted, p < %g; which is better comes from the test's own effect: "+
+		"%s); "+
 		"group: rows that share a letter are told apart by no test, rows with no letter in common differ significantly "+
 		"(a compact letter display: the tests are not transitive, so equal ranks do not mean that); "+
 		"— for a row with too few trials for any test to tell it apart; "+
 		"intervals: bootstrap percentile 95%%; per axis value: geometric means of its rows' medians across the other axes, over matched rows only "+
-		"(each combination of the other axes that ran with every value of this one)", tests, session.Alpha)
+		"(each combination of the other axes that ran with every value of this one)", better, tests, session.Alpha, effect)
 }
 
 // PhaseSplitMethod says how the phase split's lines (Fits) are made, for
@@ -655,7 +717,8 @@ const PhaseSplitMethod = "phase split (a least-squares line through each group's
 
 var rowColumns = []string{"rank", "cell", "label", "arm", "n", "sessions", "e2e_median_ms", "e2e_median_lo", "e2e_median_hi",
 	"e2e_mean_ms", "e2e_mean_lo", "e2e_mean_hi", "ttft_median_ms", "tpot_median_ms", "output_tps", "j_per_token", "usd_per_1m_tokens",
-	"ttft_median_lo", "ttft_median_hi", "tpot_median_lo", "tpot_median_hi", "group", "icc"}
+	"ttft_median_lo", "ttft_median_hi", "tpot_median_lo", "tpot_median_hi", "group", "icc",
+	"j_per_token_lo", "j_per_token_hi", "energy", "avg_power_w"}
 
 func (r *Row) cells() []string {
 	num := func(v float64) string { return session.FormatValue(v) }
@@ -664,21 +727,26 @@ func (r *Row) cells() []string {
 		rank = "—"
 	}
 	return []string{rank, r.Cell, r.Label, r.Arm, strconv.Itoa(r.N), strconv.Itoa(r.Sessions), num(r.E2E.Value), num(r.E2E.Lo), num(r.E2E.Hi),
-		num(r.Mean.Value), num(r.Mean.Lo), num(r.Mean.Hi), num(r.TTFT.Value), num(r.TPOT.Value), num(r.TokensPerS), num(r.JPerToken), num(r.USDPer1M),
-		num(r.TTFT.Lo), num(r.TTFT.Hi), num(r.TPOT.Lo), num(r.TPOT.Hi), cmp.Or(r.Group, "—"), num(r.ICC)}
+		num(r.Mean.Value), num(r.Mean.Lo), num(r.Mean.Hi), num(r.TTFT.Value), num(r.TPOT.Value), num(r.TokensPerS), num(r.Energy.JPerToken), num(r.USDPer1M),
+		num(r.TTFT.Lo), num(r.TTFT.Hi), num(r.TPOT.Lo), num(r.TPOT.Hi), cmp.Or(r.Group, "—"), num(r.ICC),
+		num(r.Energy.Lo), num(r.Energy.Hi), r.Energy.Cell(), num(r.Energy.AvgPowerW)}
 }
 
 // values are the row's cells for JSON: numbers as numbers, and what is
 // not known (an unranked row's rank and group, a NaN) as null.
 func (r *Row) values() []any {
-	rank, group := any(r.Rank), any(r.Group)
+	rank, group, energy := any(r.Rank), any(r.Group), any(r.Energy.Cell())
 	if r.Rank == 0 {
 		rank, group = nil, nil
 	}
+	if r.Energy.N == 0 {
+		energy = nil
+	}
 	num := session.JSONNumber
 	return []any{rank, r.Cell, r.Label, r.Arm, r.N, r.Sessions, num(r.E2E.Value), num(r.E2E.Lo), num(r.E2E.Hi),
-		num(r.Mean.Value), num(r.Mean.Lo), num(r.Mean.Hi), num(r.TTFT.Value), num(r.TPOT.Value), num(r.TokensPerS), num(r.JPerToken), num(r.USDPer1M),
-		num(r.TTFT.Lo), num(r.TTFT.Hi), num(r.TPOT.Lo), num(r.TPOT.Hi), group, num(r.ICC)}
+		num(r.Mean.Value), num(r.Mean.Lo), num(r.Mean.Hi), num(r.TTFT.Value), num(r.TPOT.Value), num(r.TokensPerS), num(r.Energy.JPerToken), num(r.USDPer1M),
+		num(r.TTFT.Lo), num(r.TTFT.Hi), num(r.TPOT.Lo), num(r.TPOT.Hi), group, num(r.ICC),
+		num(r.Energy.Lo), num(r.Energy.Hi), energy, num(r.Energy.AvgPowerW)}
 }
 
 // Write prints the comparison as text, md, csv or json.
@@ -735,7 +803,7 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 	if len(c.Caveats) > 0 {
 		b.WriteString("\n")
 	}
-	energy := slices.ContainsFunc(c.Rows, func(r Row) bool { return !math.IsNaN(r.JPerToken) }) // a column only where measured
+	energy := slices.ContainsFunc(c.Rows, func(r Row) bool { return r.Energy.N > 0 }) // a column only where measured
 	header := []string{"rank", "group", "cell", strings.Join(c.Axes, " · "), "arm", "n", "e2e median [95% CI] ms", "mean", "TTFT p50 [95% CI]", "TPOT p50 [95% CI]", "tok/s"}
 	cost := slices.ContainsFunc(c.Rows, func(r Row) bool { return !math.IsNaN(r.USDPer1M) })
 	if energy {
@@ -752,7 +820,7 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 			fmt.Sprintf("%s [%s, %s]", cells[6], cells[7], cells[8]), cells[9],
 			fmt.Sprintf("%s [%s, %s]", cells[12], cells[17], cells[18]), fmt.Sprintf("%s [%s, %s]", cells[13], cells[19], cells[20]), cells[14]}
 		if energy {
-			row = append(row, cells[15])
+			row = append(row, cells[25]) // "≈ idle" where that is all it is
 		}
 		if cost {
 			row = append(row, cells[16])

@@ -144,7 +144,7 @@ func TestResumeRunsOnlyWhatIsLeft(t *testing.T) {
 	if n := strings.Count(string(data), "status = \"complete\""); n < 6 {
 		t.Errorf("%d complete runs in the grid manifest; want one per slot at least:\n%s", n, data)
 	}
-	cmp, err := Compare(m.Dir, session.TestOptions{Resamples: 200, Seed: 1})
+	cmp, err := Compare(m.Dir, "", session.TestOptions{Resamples: 200, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,10 +176,10 @@ func TestResumeRunsOnlyWhatIsLeft(t *testing.T) {
 // Rows that no test tells apart share a rank; a row slower than both
 // ranks after them.
 func TestRanksTieWhereNoTestTellsRowsApart(t *testing.T) {
-	c := &Comparison{Rows: []Row{
-		{Cell: "slow", e2e: steps(20, 20), E2E: metrics.Estimate{Value: 20.2}},
-		{Cell: "a", e2e: steps(10, 20), E2E: metrics.Estimate{Value: 10.2}},
-		{Cell: "b", e2e: steps(10.01, 20), E2E: metrics.Estimate{Value: 10.21}},
+	c := &Comparison{RankBy: e2eRank, Rows: []Row{
+		{Cell: "slow", ranked: steps(20, 20), E2E: metrics.Estimate{Value: 20.2}},
+		{Cell: "a", ranked: steps(10, 20), E2E: metrics.Estimate{Value: 10.2}},
+		{Cell: "b", ranked: steps(10.01, 20), E2E: metrics.Estimate{Value: 10.21}},
 	}}
 	c.rank()
 	got := ranksAndGroups(c)
@@ -219,10 +219,10 @@ func TestGroupsShowWhatNoRankCan(t *testing.T) {
 		}
 		return out
 	}
-	c := &Comparison{Rows: []Row{
-		{Cell: "slow", e2e: series(11), E2E: metrics.Estimate{Value: 11}},
-		{Cell: "mid", e2e: series(10.5), E2E: metrics.Estimate{Value: 10.5}},
-		{Cell: "fast", e2e: series(10), E2E: metrics.Estimate{Value: 10}},
+	c := &Comparison{RankBy: e2eRank, Rows: []Row{
+		{Cell: "slow", ranked: series(11), E2E: metrics.Estimate{Value: 11}},
+		{Cell: "mid", ranked: series(10.5), E2E: metrics.Estimate{Value: 10.5}},
+		{Cell: "fast", ranked: series(10), E2E: metrics.Estimate{Value: 10}},
 	}}
 	c.rank()
 	got := ranksAndGroups(c)
@@ -254,9 +254,9 @@ func TestRankDirectionComesFromTheTest(t *testing.T) {
 			y = append(y, 70+jitter)
 		}
 	}
-	c := &Comparison{Rows: []Row{
-		{Cell: "x", e2e: x, E2E: metrics.Estimate{Value: metrics.Median(x)}},
-		{Cell: "y", e2e: y, E2E: metrics.Estimate{Value: metrics.Median(y)}},
+	c := &Comparison{RankBy: e2eRank, Rows: []Row{
+		{Cell: "x", ranked: x, E2E: metrics.Estimate{Value: metrics.Median(x)}},
+		{Cell: "y", ranked: y, E2E: metrics.Estimate{Value: metrics.Median(y)}},
 	}}
 	if mw := metrics.MannWhitney(x, y); !(mw.P < 0.05) || !(c.Rows[0].E2E.Value > c.Rows[1].E2E.Value) {
 		t.Fatalf("the crafted grid: p %g, medians %g and %g", mw.P, c.Rows[0].E2E.Value, c.Rows[1].E2E.Value)
@@ -284,9 +284,9 @@ func TestRepetitionsThatDriftAreNotEvidence(t *testing.T) {
 				recs = append(recs, rec)
 			}
 			r.perSession = append(r.perSession, recs)
-			r.e2e = append(r.e2e, session.Values(recs, e2eMetric)...)
+			r.ranked = append(r.ranked, session.Values(recs, e2eMetric)...)
 		}
-		r.E2E.Value = metrics.Median(r.e2e)
+		r.E2E.Value = metrics.Median(r.ranked)
 		r.ICC = metrics.ICC(sessionValues(r.perSession, e2eMetric))
 		return r
 	}
@@ -296,10 +296,10 @@ func TestRepetitionsThatDriftAreNotEvidence(t *testing.T) {
 	for range runs {
 		a, b := row("a", 3), row("b", 3)
 		icc += a.ICC
-		if metrics.MannWhitney(a.e2e, b.e2e).P < 0.05 {
+		if metrics.MannWhitney(a.ranked, b.ranked).P < 0.05 {
 			pooledWrong++
 		}
-		c := &Comparison{Rows: []Row{a, b}}
+		c := &Comparison{RankBy: e2eRank, Rows: []Row{a, b}}
 		c.rank()
 		if c.Repeated != 1 {
 			t.Fatalf("%d pairs over repetitions", c.Repeated)
@@ -325,14 +325,14 @@ func TestRepetitionsThatDriftAreNotEvidence(t *testing.T) {
 				rec.E2EMs *= scale
 			}
 		}
-		r.e2e = nil
+		r.ranked = nil
 		for _, recs := range r.perSession {
-			r.e2e = append(r.e2e, session.Values(recs, e2eMetric)...)
+			r.ranked = append(r.ranked, session.Values(recs, e2eMetric)...)
 		}
-		r.E2E.Value = metrics.Median(r.e2e)
+		r.E2E.Value = metrics.Median(r.ranked)
 		rows = append(rows, r)
 	}
-	c := &Comparison{Rows: rows}
+	c := &Comparison{RankBy: e2eRank, Rows: rows}
 	c.rank()
 	for k, r := range c.Rows {
 		if r.Rank != k+1 || r.Group != string(rune('a'+k)) {
@@ -347,7 +347,7 @@ func TestAxisMeansUseMatchedRowsOnly(t *testing.T) {
 	row := func(model, dtype string, e2e float64) Row {
 		return Row{Values: []string{model, dtype}, N: 10, Arm: "greedy", E2E: metrics.Estimate{Value: e2e}, TokensPerS: 1000 / e2e}
 	}
-	c := &Comparison{Axes: []string{"model", "dtype"}, Rows: []Row{
+	c := &Comparison{RankBy: e2eRank, Axes: []string{"model", "dtype"}, Rows: []Row{
 		row("tiny", "f32", 1), // tiny has no q8_0: unmatched for dtype
 		row("big", "f32", 40), row("big", "q8_0", 10),
 	}}
@@ -394,7 +394,7 @@ func TestPhaseSplitFitsPrefillPerGroup(t *testing.T) {
 		}
 		return Row{Values: []string{threads, fmt.Sprint(promptTokens)}, Arm: "greedy", N: 10, perSession: sessions, decodeMB: math.NaN()}
 	}
-	c := &Comparison{Axes: []string{"threads", "prompt_words"}, Rows: []Row{
+	c := &Comparison{RankBy: e2eRank, Axes: []string{"threads", "prompt_words"}, Rows: []Row{
 		row("1", 100, 52), row("1", 200, 102), row("1", 400, 202),
 		row("2", 100, 27), row("2", 400, 102), // 2 threads: 0.25 ms per token
 	}}
@@ -454,7 +454,7 @@ func TestACellWhoseServerIsDownIsMarkedAndSkipped(t *testing.T) {
 	if len(failed) != 1 || !strings.HasPrefix(failed[0], "c01: ") || !strings.Contains(failed[0], "llamacpp") {
 		t.Fatalf("failed cells %q; want c01 (the server that is gone), named with its backend", failed)
 	}
-	cmp, err := Compare(m.Dir, session.TestOptions{Resamples: 100, Seed: 1})
+	cmp, err := Compare(m.Dir, "", session.TestOptions{Resamples: 100, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func TestCellsCostPerMillionTokens(t *testing.T) {
 	if err := m.Run(context.Background(), func(Event) {}); err != nil {
 		t.Fatal(err)
 	}
-	cmp, err := Compare(m.Dir, session.TestOptions{Resamples: 100, Seed: 1})
+	cmp, err := Compare(m.Dir, "", session.TestOptions{Resamples: 100, Seed: 1})
 	if err != nil || len(cmp.Rows) != 1 {
 		t.Fatal(err, cmp)
 	}
@@ -505,10 +505,10 @@ func TestCellsCostPerMillionTokens(t *testing.T) {
 // any other by the tests, however slow: it is unranked, not ranked 1
 // beside the fastest.
 func TestTooSmallACellIsUnranked(t *testing.T) {
-	c := &Comparison{Rows: []Row{
-		{Cell: "fast", e2e: steps(1, 10), E2E: metrics.Estimate{Value: 1.2}},
-		{Cell: "mid", e2e: steps(10, 10), E2E: metrics.Estimate{Value: 10.2}},
-		{Cell: "cut", e2e: steps(100, 2), E2E: metrics.Estimate{Value: 100}},
+	c := &Comparison{RankBy: e2eRank, Rows: []Row{
+		{Cell: "fast", ranked: steps(1, 10), E2E: metrics.Estimate{Value: 1.2}},
+		{Cell: "mid", ranked: steps(10, 10), E2E: metrics.Estimate{Value: 10.2}},
+		{Cell: "cut", ranked: steps(100, 2), E2E: metrics.Estimate{Value: 100}},
 	}}
 	c.rank()
 	got := map[string]int{}
@@ -578,10 +578,10 @@ func TestACellWhoseServerDropsEveryRequestDoesNotStallTheGrid(t *testing.T) {
 // docs promise (grids.md): a script reads n as a number, not "10", and an
 // unranked row's rank and an unknown J/token as null, not "—".
 func TestGridJSONHoldsNumbers(t *testing.T) {
-	c := &Comparison{Name: "g", Axes: []string{"threads"}, Rows: []Row{
-		{Cell: "fast", Label: "1 thread", Arm: "greedy", N: 10, e2e: steps(1, 10), E2E: metrics.Estimate{Value: 1.2}, JPerToken: math.NaN(), USDPer1M: math.NaN(), ICC: math.NaN()},
-		{Cell: "slow", Label: "3 threads", Arm: "greedy", N: 10, e2e: steps(10, 10), E2E: metrics.Estimate{Value: 10.2}, JPerToken: math.NaN(), USDPer1M: math.NaN(), ICC: math.NaN()},
-		{Cell: "cut", Label: "2 threads", Arm: "greedy", N: 1, e2e: steps(100, 1), E2E: metrics.Estimate{Value: 100}, JPerToken: math.NaN(), USDPer1M: math.NaN(), ICC: math.NaN()},
+	c := &Comparison{RankBy: e2eRank, Name: "g", Axes: []string{"threads"}, Rows: []Row{
+		{Cell: "fast", Label: "1 thread", Arm: "greedy", N: 10, ranked: steps(1, 10), E2E: metrics.Estimate{Value: 1.2}, Energy: session.EnergyOf(nil, nil, 1), USDPer1M: math.NaN(), ICC: math.NaN()},
+		{Cell: "slow", Label: "3 threads", Arm: "greedy", N: 10, ranked: steps(10, 10), E2E: metrics.Estimate{Value: 10.2}, Energy: session.EnergyOf(nil, nil, 1), USDPer1M: math.NaN(), ICC: math.NaN()},
+		{Cell: "cut", Label: "2 threads", Arm: "greedy", N: 1, ranked: steps(100, 1), E2E: metrics.Estimate{Value: 100}, Energy: session.EnergyOf(nil, nil, 1), USDPer1M: math.NaN(), ICC: math.NaN()},
 	}, Means: []AxisMean{{Axis: "threads", Value: "1", Rows: 1, E2E: 1.2, TokensPerS: math.NaN(), E2ERatioVsFaster: 1}}}
 	c.rank()
 	var b strings.Builder
@@ -633,5 +633,55 @@ func TestWorkloadAxesReachTheCells(t *testing.T) {
 	}
 	if got := files.Cells[0].opts.PromptsFile; got != filepath.Join(dir, "a.jsonl") || files.Cells[0].Hash == files.Cells[1].Hash {
 		t.Errorf("prompts file %q, hashes %s %s", got, files.Cells[0].Hash, files.Cells[1].Hash)
+	}
+}
+
+// e2eRank is the ranking metric of the comparisons these tests build.
+var e2eRank, _ = session.LookupMetric("e2e_ms")
+
+// Asked to, a grid ranks its rows on energy per token (lower first) or on
+// a throughput (higher first), and says which in its method.
+func TestGridRanksOnTheMetricAsked(t *testing.T) {
+	energy, _ := session.LookupMetric("j_per_token")
+	c := &Comparison{RankBy: energy, Rows: []Row{
+		{Cell: "hungry", ranked: steps(2, 20)}, {Cell: "frugal", ranked: steps(1, 20)}, {Cell: "mid", ranked: steps(1.5, 20)},
+	}}
+	c.rank()
+	if got := ranksAndGroups(c); got["frugal"] != "1a" || got["mid"] != "2b" || got["hungry"] != "3c" || c.Rows[0].Cell != "frugal" {
+		t.Errorf("on energy: %v", got)
+	}
+	if m := c.Method(); !strings.HasPrefix(m, "rank: 1 + the rows significantly lower in energy per token (") {
+		t.Errorf("method %q", m)
+	}
+	tps, _ := session.LookupMetric("output_tps")
+	c = &Comparison{RankBy: tps, Rows: []Row{{Cell: "slow", ranked: steps(10, 20)}, {Cell: "fast", ranked: steps(30, 20)}}}
+	c.rank()
+	if got := ranksAndGroups(c); got["fast"] != "1a" || got["slow"] != "2b" || !strings.Contains(c.Method(), "significantly higher in ") {
+		t.Errorf("on tok/s: %v, %q", got, c.Method())
+	}
+}
+
+// Net energy near idle can be below zero: repetitions' medians are then
+// tested as they are, not on their logs (which would be NaN and test
+// nothing), and the method says so.
+func TestGridRanksEnergyRepetitionsBelowZero(t *testing.T) {
+	energy, _ := session.LookupMetric("j_per_token")
+	row := func(cell string, medians ...float64) Row {
+		r := Row{Cell: cell}
+		for _, m := range medians {
+			var recs []*session.Record
+			for k := range 10 {
+				recs = append(recs, &session.Record{Phase: session.PhaseTimed, Status: session.StatusOK, JPerToken: m + 0.01*float64(k%3)})
+			}
+			r.perSession = append(r.perSession, recs)
+			r.ranked = append(r.ranked, session.Values(recs, energy)...)
+		}
+		return r
+	}
+	c := &Comparison{RankBy: energy, Rows: []Row{row("idle", -0.02, 0.01, -0.01), row("busy", 1.5, 1.4, 1.6)}}
+	c.rank()
+	if got := ranksAndGroups(c); got["idle"] != "1a" || got["busy"] != "2b" || c.Repeated != 1 || c.logScale ||
+		!strings.Contains(c.Method(), "(some are not above zero, so not on their logs)") {
+		t.Errorf("%v, %d over repetitions, log scale %v: %q", got, c.Repeated, c.logScale, c.Method())
 	}
 }

@@ -88,10 +88,10 @@ var chartMetrics = []string{"e2e_ms", "ttft_ms", "tpot_ms", "itl_mean_ms"}
 
 // Build compares the columns refs name (a session's every arm, or
 // session#arm), runs the tests, and lays out the report. metricNames are
-// the verdicts' metrics (nil: session.RunVerdictMetrics).
+// the verdicts' metrics (nil: session.VerdictMetrics).
 func Build(refs []session.Ref, sessions []*session.Session, metricNames []string, opts session.TestOptions) (*Report, error) {
 	if len(metricNames) == 0 {
-		metricNames = session.RunVerdictMetrics
+		metricNames = session.VerdictMetrics(refs, sessions)
 	}
 	cmp, err := session.Compare(refs, sessions, metricNames)
 	if err != nil {
@@ -282,7 +282,9 @@ func (r *Report) addPower(s *session.Session, named bool) {
 	}
 	var traces []deviceTrace
 	index := map[string]int{}
+	instant := false
 	for _, smp := range samples {
+		instant = instant || !math.IsNaN(smp.PowerInstantW)
 		i, ok := index[smp.Device]
 		if !ok {
 			i, index[smp.Device] = len(traces), len(traces)
@@ -296,7 +298,7 @@ func (r *Report) addPower(s *session.Session, named bool) {
 				}
 			}
 		}
-		traces[i].Add(time.Duration(smp.AtMs*float64(time.Millisecond)), smp.PowerW, smp.EnergyMJ)
+		traces[i].Add(time.Duration(smp.AtMs*float64(time.Millisecond)), smp.ChartW(), smp.EnergyMJ)
 	}
 	trials := make([]*session.Record, len(s.Records))
 	for i := range s.Records {
@@ -306,9 +308,13 @@ func (r *Report) addPower(s *session.Session, named bool) {
 	if named {
 		title += ": " + stem
 	}
-	caption := "Each device's power (from its readings, or its energy counter's rise), its idle power before the first trial dashed, and under the curves every trial's window: timed dark, warmup light."
+	reading := "its readings, or its energy counter's rise"
+	if instant {
+		reading = "its instantaneous readings (NVML_FI_DEV_POWER_INSTANT; NVML's power usage, a 1-second average, hides a prefill's peaks), or its energy counter's rise"
+	}
+	caption := fmt.Sprintf("Each device's power (from %s), its idle power before the first trial dashed, and under the curves every trial's window: timed dark, warmup light. Energy is the counter's.", reading)
 	if len(s.Records) > maxWindows {
-		caption = fmt.Sprintf("Each device's power (from its readings, or its energy counter's rise) and its idle power before the first trial dashed; the %d trials are too many to mark one by one.", len(s.Records))
+		caption = fmt.Sprintf("Each device's power (from %s) and its idle power before the first trial dashed; the %d trials are too many to mark one by one.", reading, len(s.Records))
 	}
 	p, err := powerChart(title, traces, trials, *power.SamplerStart)
 	r.addChart(Chart{Name: "power-" + stem, Caption: caption}, p, err)

@@ -57,6 +57,13 @@ func syntheticSession(t testing.TB, trials int, slowdown ...float64) *session.Se
 			}
 			r := session.Record{Arm: arm, Trial: round + 1, Phase: phase, Status: session.StatusOK, StartedAt: at, OutputTokens: 32,
 				Timings: metrics.DeriveTimings(arrivals, elapsed+time.Millisecond/10, 32)}
+			// The GPU below draws 180–220 W against an idle of 70 W (not
+			// from rng, whose draws the timings above depend on).
+			watts := 180 + 4*float64((7*round+3*i)%11)
+			r.AvgPowerW, r.EnergyQuality = watts, "counter"
+			r.EnergyJ = (watts - 70) * elapsed.Seconds()
+			r.EnergyErrJ = r.EnergyJ / 20
+			r.JPerToken = r.EnergyJ / 32
 			records = append(records, r)
 			at = at.Add(elapsed + time.Millisecond)
 		}
@@ -67,8 +74,11 @@ func syntheticSession(t testing.TB, trials int, slowdown ...float64) *session.Se
 	// A GPU sampled every 50 ms over the run, busier while trials ran.
 	var power strings.Builder
 	power.WriteString(strings.Join(session.PowerHeader, ",") + "\n")
+	energyMJ := 0.0
 	for ms := 0.0; ms < float64(at.Sub(start).Milliseconds()); ms += 50 {
-		fmt.Fprintf(&power, "%.3f,%.3f,,,,GPU-0,,,,\n", ms, 180+40*rng.Float64())
+		watts := 180 + 40*rng.Float64()
+		energyMJ += watts * 50
+		fmt.Fprintf(&power, "%.3f,%.3f,%.1f,,,GPU-0,,,,,\n", ms, watts, energyMJ)
 	}
 	m.Power = &session.PowerInfo{PowerFile: m.ID + ".power.csv", SamplerStart: &start,
 		Devices:  []telemetry.Device{{Name: "NVIDIA H100", ID: "GPU-0", Kind: telemetry.KindGPU}},
@@ -403,7 +413,7 @@ func TestTheReportOpensWithEachArmsNumbers(t *testing.T) {
 	for _, m := range cell.FindAllStringSubmatch(section, -1) {
 		cells = append(cells, html.UnescapeString(m[1]))
 	}
-	header := []string{"", "n", "degraded", "e2e mean ms", "median [95% CI]", "p90", "p95", "p99", "max", "CV", "TTFT p50", "TTFT p95", "TPOT p50", "ITL p50", "ITL p99", "tok/s"}
+	header := []string{"", "n", "degraded", "e2e mean ms", "median [95% CI]", "p90", "p95", "p99", "max", "CV", "TTFT p50", "TTFT p95", "TPOT p50", "ITL p50", "ITL p99", "tok/s", "J/tok", "W"}
 	if len(cells) != 3*len(header) || !slices.Equal(cells[:len(header)], header) {
 		t.Fatalf("the numbers table: %q", cells)
 	}
@@ -416,6 +426,17 @@ func TestTheReportOpensWithEachArmsNumbers(t *testing.T) {
 	if row[0] != "arm-1" || row[1] != fmt.Sprint(st.N) || row[5] != fmt.Sprintf("%.2f", st.P90) || row[7] != fmt.Sprintf("%.2f", st.P99) ||
 		!strings.HasPrefix(row[4], fmt.Sprintf("%.2f [", st.Median)) || row[13] == "—" {
 		t.Errorf("arm-1's row %q; want n %d, p90 %.2f, p99 %.2f, median %.2f and ITL from the tokens", row, st.N, st.P90, st.P99, st.Median)
+	}
+	// Energy, measured for every arm, is in the table and in a verdict
+	// of its own, as a ratio.
+	energy := session.EnergyOf(session.Counted(session.ByArm(s.Records)["arm-1"]), s.Manifest.Power, 1)
+	if row[16] != session.FormatValue(energy.JPerToken) || row[17] != energy.PowerCell() {
+		t.Errorf("arm-1's energy cells %q %q; want %s J/tok, %s W", row[16], row[17], session.FormatValue(energy.JPerToken), energy.PowerCell())
+	}
+	if !slices.ContainsFunc(r.Verdicts, func(v string) bool {
+		return strings.HasPrefix(v, "arm-1 uses 1.") && strings.Contains(v, "× [") && strings.Contains(v, "the energy per token of arm-0")
+	}) {
+		t.Errorf("no energy verdict among %q", r.Verdicts)
 	}
 }
 
