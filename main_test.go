@@ -571,6 +571,22 @@ func TestLoadStudiesOnTheBuiltinEngine(t *testing.T) {
 	}
 }
 
+// sessionInFlight reports whether there are at least n manifests, the
+// grid's own has a run in flight, and that run's session (one of the
+// others) is still running.
+func sessionInFlight(paths []string, n int) bool {
+	if len(paths) < n {
+		return false
+	}
+	running := 0
+	for _, p := range paths {
+		if data, err := os.ReadFile(p); err == nil && strings.Contains(string(data), `status = "running"`) {
+			running++
+		}
+	}
+	return running == 2
+}
+
 // A grid of 12 cells on the built-in engine, killed with SIGKILL in the
 // middle of a cell's session and started again, finishes every cell with
 // no trial lost or run twice, and its comparison ranks all 12.
@@ -602,9 +618,14 @@ max_tokens = [8, 16, 24, 32, 40, 48]
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	folder := filepath.Join(out, "grid-kill")
+	// Killed once the 4th session is in flight (grid.toml and 4 sessions,
+	// the grid's record of it and its own manifest both "running"): a
+	// session lasts tens of ms, so the kill waits for one caught mid-run
+	// rather than for a count alone, which a busy machine let pass
+	// between sessions.
 	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) && len(manifests(t, folder)) < 5 { // grid.toml and 4 sessions: the 4th in flight
-		time.Sleep(5 * time.Millisecond)
+	for time.Now().Before(deadline) && !sessionInFlight(manifests(t, folder), 5) {
+		time.Sleep(time.Millisecond)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -188,21 +189,26 @@ func (s *serverWatch) stop() (*session.ServerMetricsInfo, error) {
 		if err := s.csv.Close(); err != nil && s.csvErr == nil {
 			s.csvErr = err
 		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for i, first := range s.first {
+			if first == nil {
+				continue
+			}
+			last, src := s.last[i], &s.info.Servers[i]
+			if d := last.View.Generated - first.View.Generated; d >= 0 { // not NaN, nor a restart
+				src.TokensGenerated = d
+			}
+			if _, hitRate := last.View.Since(first.View, 0); !math.IsNaN(hitRate) {
+				src.PrefixHitRate = hitRate
+			}
+		}
 	})
+	// A copy of its own for each caller: the run's end and its deferred
+	// stop both ask, and one's reader must not see the other's writes.
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, first := range s.first {
-		if first == nil {
-			continue
-		}
-		last, src := s.last[i], &s.info.Servers[i]
-		if d := last.View.Generated - first.View.Generated; d >= 0 { // not NaN, nor a restart
-			src.TokensGenerated = d
-		}
-		if _, hitRate := last.View.Since(first.View, 0); !math.IsNaN(hitRate) {
-			src.PrefixHitRate = hitRate
-		}
-	}
 	info := s.info
+	info.Servers = slices.Clone(s.info.Servers)
 	return &info, s.csvErr
 }

@@ -67,14 +67,19 @@ func TestParseDCGMRefusesWhatIsNotAnExporters(t *testing.T) {
 }
 
 // scriptedExporter serves one GPU drawing watts() whose energy counter
-// and power reading update every update, as dcgm-exporter's -c sets.
-func scriptedExporter(t *testing.T, update time.Duration, watts func() float64) (*httptest.Server, *atomic.Int32) {
-	var scrapes atomic.Int32
+// and power reading update every update, as dcgm-exporter's -c sets; it
+// answers 503 while down is set.
+func scriptedExporter(t *testing.T, update time.Duration, watts func() float64) (srv *httptest.Server, scrapes *atomic.Int32, down *atomic.Bool) {
+	scrapes, down = &atomic.Int32{}, &atomic.Bool{}
 	start := time.Now()
 	var energyMJ, lastW float64
 	var updated time.Duration
 	var mu = make(chan struct{}, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
 		mu <- struct{}{}
 		defer func() { <-mu }()
 		scrapes.Add(1)
@@ -86,14 +91,14 @@ func scriptedExporter(t *testing.T, update time.Duration, watts func() float64) 
 		fmt.Fprintf(w, "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\nDCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=\"0\",UUID=\"GPU-remote\",modelName=\"NVIDIA H100\"} %.0f\n", energyMJ)
 	}))
 	t.Cleanup(srv.Close)
-	return srv, &scrapes
+	return srv, scrapes, down
 }
 
 // An exporter is scraped on the source's own cadence, whatever the
 // sampler's; Read hands out the latest; an exporter that stops answering
 // loses its devices once it has been silent for the bound.
 func TestDCGMSourceScrapesOnItsOwnCadence(t *testing.T) {
-	srv, scrapes := scriptedExporter(t, 20*time.Millisecond, func() float64 { return 300 })
+	srv, scrapes, down := scriptedExporter(t, 20*time.Millisecond, func() float64 { return 300 })
 	src, err := OpenDCGM(srv.URL+"/metrics", 20*time.Millisecond, time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -118,9 +123,10 @@ func TestDCGMSourceScrapesOnItsOwnCadence(t *testing.T) {
 	if n := scrapes.Load(); n < 4 || n > 15 {
 		t.Errorf("%d scrapes in 200 ms at one per 20 ms", n)
 	}
+	src.mu.Lock()
 	src.lostAfter = 50 * time.Millisecond
-	srv.CloseClientConnections()
-	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) })
+	src.mu.Unlock()
+	down.Store(true)
 	time.Sleep(200 * time.Millisecond)
 	if _, err := src.Read(0, false); err == nil || !strings.Contains(err.Error(), "answered HTTP 503") {
 		t.Errorf("an exporter answering 503 for 200 ms: %v", err)
@@ -130,7 +136,7 @@ func TestDCGMSourceScrapesOnItsOwnCadence(t *testing.T) {
 // An exporter's redirect to another host is not followed, and a password
 // in its address is never shown.
 func TestDCGMStaysOnTheExportersHostAndHidesItsPassword(t *testing.T) {
-	other, _ := scriptedExporter(t, 100*time.Millisecond, func() float64 { return 100 })
+	other, _, _ := scriptedExporter(t, 100*time.Millisecond, func() float64 { return 100 })
 	redirecting := httptest.NewServer(http.RedirectHandler(other.URL+"/metrics", http.StatusFound))
 	defer redirecting.Close()
 	withPassword := strings.Replace(redirecting.URL, "http://", "http://reader:hunter2@", 1) + "/metrics"
@@ -138,7 +144,7 @@ func TestDCGMStaysOnTheExportersHostAndHidesItsPassword(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "redirected to another host") || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("%v", err)
 	}
-	srv, _ := scriptedExporter(t, 100*time.Millisecond, func() float64 { return 100 })
+	srv, _, _ := scriptedExporter(t, 100*time.Millisecond, func() float64 { return 100 })
 	src, err := OpenDCGM(strings.Replace(srv.URL, "http://", "http://reader:hunter2@", 1)+"/metrics", 100*time.Millisecond, time.Second)
 	if err != nil {
 		t.Fatal(err)
