@@ -161,6 +161,9 @@ func (s *serverWatch) sink(sc telemetry.Scrape) {
 	} else {
 		src.Status, s.first[sc.Target] = "scraped", &sc
 	}
+	if sc.Cut && src.Status == "scraped" {
+		src.Status = fmt.Sprintf("scraped; its answers held more than %d series, and each was read only that far", telemetry.MaxServerSeries)
+	}
 	s.last[sc.Target] = &sc
 	peak := func(to *float64, v float64) {
 		if !math.IsNaN(v) {

@@ -205,11 +205,12 @@ func OpenDCGM(raw string, interval, timeout time.Duration) (*DCGMSource, error) 
 }
 
 // sameHost lets a redirect through only to the same scheme, host and
-// port: an exporter's answer does not send tokentop elsewhere.
+// port: a server's or an exporter's answer does not send tokentop to
+// read another's metrics as if they were its own.
 func sameHost(req *http.Request, via []*http.Request) error {
 	first := via[0].URL
 	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
-		return fmt.Errorf("redirected to another host (%s); point --gpu-metrics at the exporter itself", untrusted.Line(req.URL.Redacted()))
+		return fmt.Errorf("redirected to another host (%s); point tokentop at the metrics' own address", untrusted.Line(req.URL.Redacted()))
 	}
 	if len(via) >= 10 {
 		return errors.New("stopped after 10 redirects")

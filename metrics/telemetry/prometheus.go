@@ -1,6 +1,8 @@
 package telemetry
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -21,22 +23,27 @@ type ServerSeries struct {
 	Value  float64
 }
 
-// maxServerSeries bounds the series kept from one scrape: a server that
+// MaxServerSeries bounds the series kept from one scrape: a server that
 // exposes thousands (one per LoRA adapter, say) would fill the CSV with
 // what no common series needs.
-const maxServerSeries = 2000
+const MaxServerSeries = 2000
 
 // ParseServerMetrics reads a Prometheus text exposition with the
 // Prometheus project's own parser: every counter, gauge and untyped
 // series, and each histogram's and summary's _sum and _count. Their
 // buckets and quantiles are left out (vLLM has hundreds a scrape, and the
-// common series need none). At most maxServerSeries are kept, sorted by
-// name and labels.
-func ParseServerMetrics(r io.Reader) ([]ServerSeries, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(r)
+// common series need none). At most MaxServerSeries are kept, sorted by
+// name and labels: the text is read only up to the line past them (cut
+// says so), so an answer of half a million series costs what 2,000 do.
+func ParseServerMetrics(r io.Reader) (series []ServerSeries, cut bool, err error) {
+	prefix, cut, err := seriesPrefix(r)
 	if err != nil {
-		return nil, fmt.Errorf("not Prometheus text format: %v", err)
+		return nil, cut, fmt.Errorf("not Prometheus text format: %v", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(prefix))
+	if err != nil {
+		return nil, cut, fmt.Errorf("not Prometheus text format: %v", err)
 	}
 	var out []ServerSeries
 	for name, family := range families {
@@ -67,7 +74,45 @@ func ParseServerMetrics(r io.Reader) ([]ServerSeries, error) {
 		}
 		return strings.Compare(a.Labels, b.Labels)
 	})
-	return out[:min(len(out), maxServerSeries)], nil
+	return out[:min(len(out), MaxServerSeries)], cut, nil
+}
+
+// maxMetricsLine bounds one line of an exposition.
+const maxMetricsLine = 1 << 20
+
+// seriesPrefix is r's text up to the line that would be its
+// MaxServerSeries+1st kept series (bucket and quantile lines are not
+// kept, and not counted); cut says the text went on past it.
+func seriesPrefix(r io.Reader) (prefix []byte, cut bool, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxMetricsLine)
+	var b bytes.Buffer
+	kept := 0
+	for sc.Scan() {
+		line := sc.Bytes()
+		if keptSeries(line) {
+			if kept++; kept > MaxServerSeries {
+				return b.Bytes(), true, nil
+			}
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return b.Bytes(), false, sc.Err()
+}
+
+// keptSeries reports whether a line of an exposition is a sample that
+// ParseServerMetrics keeps: not a comment, a bucket or a quantile.
+func keptSeries(line []byte) bool {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] == '#' {
+		return false
+	}
+	name := line
+	if i := bytes.IndexAny(line, "{ \t"); i >= 0 {
+		name = line[:i]
+	}
+	return !bytes.HasSuffix(name, []byte("_bucket")) && !bytes.Contains(line, []byte(`quantile="`))
 }
 
 func labelText(pairs []*dto.LabelPair) string {

@@ -2,8 +2,10 @@ package telemetry
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +19,7 @@ import (
 // tokens predicted, and the prefix cache's hits among the prompt tokens
 // looked up (its prompt_tokens_total leaves the cached ones out).
 func TestLlamaServersMetricsGiveTheCommonSeries(t *testing.T) {
-	series, err := ParseServerMetrics(bytes.NewReader(replay.Load(t, "llamacpp/metrics_busy").Body))
+	series, _, err := ParseServerMetrics(bytes.NewReader(replay.Load(t, "llamacpp/metrics_busy").Body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func TestLlamaServersMetricsGiveTheCommonSeries(t *testing.T) {
 	}
 	// The other recording is of a server that had run longer: as a later
 	// scrape, its counters went back, as a restarted server's do.
-	other, err := ParseServerMetrics(bytes.NewReader(replay.Load(t, "llamacpp/metrics").Body))
+	other, _, err := ParseServerMetrics(bytes.NewReader(replay.Load(t, "llamacpp/metrics").Body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +75,7 @@ vllm:time_to_first_token_seconds_bucket{le="+Inf",model_name="m"} 5
 vllm:time_to_first_token_seconds_sum{model_name="m"} 0.7
 vllm:time_to_first_token_seconds_count{model_name="m"} 5
 `
-	series, err := ParseServerMetrics(strings.NewReader(text))
+	series, _, err := ParseServerMetrics(strings.NewReader(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +102,7 @@ vllm:time_to_first_token_seconds_count{model_name="m"} 5
 // nothing.
 func TestNotPrometheusIsAnError(t *testing.T) {
 	for _, body := range []string{`{"error": "metrics not enabled"}`, "metric{ 1\n", "m 1 2 3 4\n"} {
-		if _, err := ParseServerMetrics(strings.NewReader(body)); err == nil {
+		if _, _, err := ParseServerMetrics(strings.NewReader(body)); err == nil {
 			t.Errorf("%q parsed", body)
 		}
 	}
@@ -175,11 +177,11 @@ func FuzzParseServerMetrics(f *testing.F) {
 	f.Add("# TYPE h histogram\nh_bucket{le=\"+Inf\"} 1\nh_sum 2\nh_count 1\n")
 	f.Add("m{l=\"\\u001b[31m\"} NaN\n")
 	f.Fuzz(func(t *testing.T, text string) {
-		series, err := ParseServerMetrics(strings.NewReader(text))
+		series, _, err := ParseServerMetrics(strings.NewReader(text))
 		if err != nil {
 			return
 		}
-		if len(series) > maxServerSeries {
+		if len(series) > MaxServerSeries {
 			t.Fatalf("%d series", len(series))
 		}
 		for i := 1; i < len(series); i++ {
@@ -189,4 +191,67 @@ func FuzzParseServerMetrics(f *testing.F) {
 		}
 		CommonView(series).Rows()
 	})
+}
+
+// manySeries writes series lines without end, counting the bytes read:
+// a server that answers half a million series a scrape.
+type manySeries struct {
+	n, read int
+	pending []byte
+}
+
+func (m *manySeries) Read(p []byte) (int, error) {
+	for len(m.pending) < len(p) {
+		m.pending = fmt.Appendf(m.pending, "lora_requests_total{adapter=\"a%d\"} %d\n", m.n, m.n)
+		m.n++
+	}
+	n := copy(p, m.pending)
+	m.pending = m.pending[n:]
+	m.read += n
+	return n, nil
+}
+
+// An answer of endless series is read only to the line past the bound,
+// and said to be cut; it once parsed a whole 8 MiB body first (565 MB a
+// second at 500,000 series).
+func TestAnAnswerOfEndlessSeriesIsCutAtTheBound(t *testing.T) {
+	body := &manySeries{}
+	series, cut, err := ParseServerMetrics(body)
+	if err != nil || !cut || len(series) != MaxServerSeries {
+		t.Fatalf("%d series, cut %v, %v", len(series), cut, err)
+	}
+	if body.read > 200<<10 {
+		t.Errorf("read %d bytes for %d series", body.read, MaxServerSeries)
+	}
+	if _, cut, _ := ParseServerMetrics(strings.NewReader("a 1\nb 2\n")); cut {
+		t.Error("two series, cut")
+	}
+}
+
+// A server's metrics that redirect to another host are not followed: that
+// host's series would be stored as the benchmarked server's.
+func TestTheScraperStaysOnTheServersHost(t *testing.T) {
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "elsewhere_total 1") }))
+	defer other.Close()
+	redirecting := httptest.NewServer(http.RedirectHandler(other.URL+"/metrics", http.StatusFound))
+	defer redirecting.Close()
+	var scrapes []Scrape
+	var mu sync.Mutex
+	s := StartServerScraper([]string{redirecting.URL + "/metrics"}, time.Hour, time.Now(), func(sc Scrape) {
+		mu.Lock()
+		scrapes = append(scrapes, sc)
+		mu.Unlock()
+	})
+	s.Stop()
+	if len(scrapes) == 0 || scrapes[0].Err == nil || !strings.Contains(scrapes[0].Err.Error(), "redirected to another host") || len(scrapes[0].Series) > 0 {
+		t.Errorf("scrapes %+v", scrapes)
+	}
+}
+
+// BenchmarkParseEndlessSeries is one scrape of a server that answers
+// without end: what the bound costs.
+func BenchmarkParseEndlessSeries(b *testing.B) {
+	for b.Loop() {
+		ParseServerMetrics(&manySeries{})
+	}
 }

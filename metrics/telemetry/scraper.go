@@ -15,7 +15,10 @@ type Scrape struct {
 	At     time.Duration
 	Series []ServerSeries
 	View   ServerView
-	Err    error
+	// Cut says the answer held more series than are kept: it was read
+	// only that far (ParseServerMetrics).
+	Cut bool
+	Err error
 }
 
 // ServerScraper reads servers' Prometheus metrics at a fixed cadence on
@@ -49,7 +52,7 @@ const DefaultServerInterval = time.Second
 // sees every scrape, in order, on the scraper's goroutine.
 func StartServerScraper(urls []string, interval time.Duration, start time.Time, sink func(Scrape)) *ServerScraper {
 	s := &ServerScraper{urls: urls, interval: interval, start: start, sink: sink,
-		client: &http.Client{Timeout: max(interval, time.Second), Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}},
+		client: &http.Client{Timeout: max(interval, time.Second), Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}, CheckRedirect: sameHost},
 		stop:   make(chan struct{}), done: make(chan struct{})}
 	for _, raw := range urls {
 		shown := raw
@@ -113,7 +116,7 @@ func (s *ServerScraper) scrape(i int) Scrape {
 		out.Err = fmt.Errorf("%s answered HTTP %d", s.shown[i], resp.StatusCode)
 		return out
 	}
-	out.Series, out.Err = ParseServerMetrics(io.LimitReader(resp.Body, maxMetricsBody))
+	out.Series, out.Cut, out.Err = ParseServerMetrics(io.LimitReader(resp.Body, maxMetricsBody))
 	if out.Err != nil {
 		out.Err = fmt.Errorf("%s: %w", s.shown[i], out.Err)
 		return out
