@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"html"
 	"maps"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tokentop/tokentop/backends/replay"
@@ -213,5 +215,63 @@ func TestACrashIsReportedNeverExitsZero(t *testing.T) {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("%q missing from\n%s", want, stderr.String())
 		}
+	}
+}
+
+// A password or key in --url, and a token in --server-metrics, reach the
+// server (the request paths go before the query, as the server expects)
+// and nothing else: not the lines printed, the manifest, the exports, the
+// report, the HTML page or the backends listing.
+func TestSecretsInURLsAreSentAndNeverShown(t *testing.T) {
+	const password, key, token = "PW-s3cr3t-1", "KEY-s3cr3t-2", "TOK-s3cr3t-3"
+	var asked []string
+	var mu sync.Mutex
+	ask := func(next http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			user, pass, _ := r.BasicAuth()
+			mu.Lock()
+			asked = append(asked, fmt.Sprintf("%s %s?%s %s:%s", r.Method, r.URL.Path, r.URL.RawQuery, user, pass))
+			mu.Unlock()
+			next(w, r)
+		}
+	}
+	srv := replay.NewServer(t, replay.Route{
+		"GET /v1/models":       ask(replay.Serve(replay.Load(t, "ollama/v1_models"))),
+		"POST /v1/completions": ask(replay.Serve(replay.Load(t, "ollama/v1_completions_stream_usage"))),
+		"GET /metrics":         ask(replay.Serve(replay.Load(t, "llamacpp/metrics_busy"))),
+	})
+	withSecrets := strings.Replace(srv.URL, "http://", "http://bob:"+password+"@", 1) + "/v1?api_key=" + key
+	out := t.TempDir()
+	code, stdout, stderr := runCLI("run", "--backend", "openai", "--url", withSecrets, "--model", "tiny15m:latest",
+		"--server-metrics", srv.URL+"/metrics?token="+token, "--profile", "quick", "--trials", "2", "--warmup", "0", "--headless", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	mu.Lock()
+	for _, a := range asked {
+		if strings.HasPrefix(a, "POST /v1/completions?api_key="+key+" bob:"+password) {
+			break
+		}
+		if a == asked[len(asked)-1] {
+			t.Errorf("no completion went out with the address's query and password: %q", asked)
+		}
+	}
+	mu.Unlock()
+	manifest := manifests(t, out)[0]
+	_, report, _ := runCLI("report", manifest)
+	_, records, _ := runCLI("export", manifest)
+	_, summary, _ := runCLI("export", manifest, "--summary")
+	page := filepath.Join(t.TempDir(), "r.html")
+	runCLI("report", manifest, "--html", page)
+	doc, _ := os.ReadFile(page)
+	_, backendsOut, backendsErr := runCLI("backends", "--url", withSecrets)
+	everything := stdout + stderr + report + records + summary + sessionFiles(t, out) + html.UnescapeString(string(doc)) + backendsOut + backendsErr
+	for _, secret := range []string{password, key, token} {
+		if strings.Contains(everything, secret) {
+			t.Errorf("%s was stored or shown", secret)
+		}
+	}
+	if data, _ := os.ReadFile(manifest); !strings.Contains(stdout, "bob:xxxxx@") || !strings.Contains(string(data), "bob:xxxxx@") || !strings.Contains(string(data), "api_key=xxxxx") {
+		t.Errorf("the address as shown and stored:\n%s\n%s", stdout, data)
 	}
 }

@@ -796,7 +796,7 @@ func CheckGPUMetricsURL(raw string) string {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(raw) > 2048 {
 		shown := "an address that does not parse"
 		if err == nil {
-			shown = fmt.Sprintf("%q", untrusted.Line(u.Redacted()))
+			shown = fmt.Sprintf("%q", untrusted.URL(raw))
 		}
 		return shown + " is not the http(s) address of a DCGM exporter's metrics; write it like http://gpu-node:9400/metrics"
 	}

@@ -185,7 +185,7 @@ func (t PlanTarget) Where() string {
 	if t.Kind.InProcess {
 		return "(in process)"
 	}
-	return "at " + t.Target.URL
+	return "at " + untrusted.URL(t.Target.URL)
 }
 
 // TargetOf is the target arm i runs on.
@@ -539,7 +539,7 @@ func gpuMetrics(p *profiles.Profile, opts Options, targets []PlanTarget) ([]GPUM
 			}
 		}
 		if len(src.Targets) == 0 {
-			return nil, fmt.Errorf("%s: %s is on no target's host; with several exporters, each reads the GPUs of the servers on its own host", where, untrusted.Line(u.Redacted()))
+			return nil, fmt.Errorf("%s: %s is on no target's host; with several exporters, each reads the GPUs of the servers on its own host", where, untrusted.URL(raw))
 		}
 		out = append(out, src)
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/untrusted"
 	"github.com/tokentop/tokentop/metrics"
 	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/profiles"
@@ -290,7 +291,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 	}
 	for i, t := range plan.Targets {
 		info := infos[i]
-		m.Targets = append(m.Targets, session.TargetInfo{Name: t.Name, Kind: t.Kind.Name, URL: t.Target.URL, Endpoint: t.Target.Endpoint,
+		m.Targets = append(m.Targets, session.TargetInfo{Name: t.Name, Kind: t.Kind.Name, URL: untrusted.URL(t.Target.URL), Endpoint: t.Target.Endpoint,
 			ModelRequested: t.Target.Model, ModelActual: info.Model, Digest: info.Digest, Quantization: info.Quantization,
 			ServerVersion: info.ServerVersion, DType: t.Target.DType, Threads: t.Target.Threads, Options: t.Target.Options,
 			RSSProcess: mon.rssProcess[i], Details: info.Details, Reasoning: t.Kind.ReasoningRule})

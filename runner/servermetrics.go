@@ -107,11 +107,9 @@ func watchServers(plan *Plan, w *session.Writer, events chan<- Event) (*serverWa
 	urls := make([]string, len(sources))
 	for i, src := range sources {
 		urls[i] = src.URL
-		if u, err := url.Parse(src.URL); err == nil {
-			// --server-metrics may carry a password: asked with it,
-			// stored and shown without.
-			sources[i].URL = u.Redacted()
-		}
+		// --server-metrics may carry a password or a token: asked with
+		// it, stored and shown without.
+		sources[i].URL = untrusted.URL(src.URL)
 		sources[i].Status = "not answered yet"
 	}
 	// The clock's start is in the manifest from the first: a run killed

@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/untrusted"
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/runner"
 	"github.com/tokentop/tokentop/session"
@@ -331,7 +332,7 @@ func (a *App) attach(plan *runner.Plan, run *activeRun) {
 		}
 		w := t.Kind.Name
 		if !t.Kind.InProcess {
-			w += " " + t.Target.URL
+			w += " " + untrusted.URL(t.Target.URL)
 		}
 		if !slices.Contains(where, w) {
 			where = append(where, w)

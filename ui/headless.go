@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/untrusted"
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/runner"
 	"github.com/tokentop/tokentop/session"
@@ -210,7 +211,7 @@ func location(k backends.Kind, url string) string {
 	if k.InProcess {
 		return "in process"
 	}
-	return "at " + url
+	return "at " + untrusted.URL(url)
 }
 
 func orDash(s string) string {

@@ -9,10 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/backends/internal/stream"
+	"github.com/tokentop/tokentop/backends/untrusted"
 )
 
 // Kind registers this backend.
@@ -30,7 +30,8 @@ var Kind = backends.Kind{
 		if err := backends.CheckOptions(c.Options, reservedOptions, nil); err != nil {
 			return nil, err
 		}
-		return &Backend{url: strings.TrimRight(c.URL, "/"), options: c.Options, conn: stream.NewConn(c.APIKey)}, nil
+		base, query := stream.SplitQuery(c.URL)
+		return &Backend{url: base, options: c.Options, conn: stream.NewConn(c.APIKey, query)}, nil
 	},
 	OptionsGo:       "as fields of the /completion request (n_keep, n_probs, dry_multiplier, ...)",
 	ReservedOptions: reservedOptions,
@@ -168,7 +169,7 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 		return info, err
 	}
 	if health.Status != "ok" {
-		return info, fmt.Errorf("%s/health says %q; wait for the model to load", b.url, health.Status)
+		return info, fmt.Errorf("%s/health says %q; wait for the model to load", untrusted.URL(b.url), health.Status)
 	}
 	var props struct {
 		BuildInfo  string `json:"build_info"`

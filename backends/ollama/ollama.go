@@ -12,6 +12,7 @@ import (
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/backends/internal/stream"
+	"github.com/tokentop/tokentop/backends/untrusted"
 )
 
 // Kind registers this backend.
@@ -23,7 +24,8 @@ var Kind = backends.Kind{
 		if err := backends.CheckOptions(c.Options, reservedOptions, knownOptions); err != nil {
 			return nil, err
 		}
-		return &Backend{url: strings.TrimRight(c.URL, "/"), options: c.Options, conn: stream.NewConn(c.APIKey)}, nil
+		base, query := stream.SplitQuery(c.URL)
+		return &Backend{url: base, options: c.Options, conn: stream.NewConn(c.APIKey, query)}, nil
 	},
 	OptionsGo:       `into the request's "options" object (num_ctx, num_gpu, num_thread, ...)`,
 	ReservedOptions: reservedOptions,
@@ -210,7 +212,7 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 	}
 	resp, err := b.conn.PostJSON(ctx, b.url+"/api/show", map[string]string{"model": model})
 	if err != nil {
-		return info, fmt.Errorf("model %q is not available on Ollama at %s (%v); pull it with: ollama pull %s", model, b.url, err, model)
+		return info, fmt.Errorf("model %q is not available on Ollama at %s (%v); pull it with: ollama pull %s", model, untrusted.URL(b.url), err, model)
 	}
 	defer resp.Body.Close()
 	var show struct {
@@ -220,7 +222,7 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 		Capabilities []string `json:"capabilities"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&show); err != nil {
-		return info, fmt.Errorf("%s/api/show: response is not the JSON expected: %v", b.url, err)
+		return info, fmt.Errorf("%s/api/show: response is not the JSON expected: %v", untrusted.URL(b.url), err)
 	}
 	info.Quantization = show.Details.QuantizationLevel
 	b.capabilities = show.Capabilities

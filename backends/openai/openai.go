@@ -15,6 +15,7 @@ import (
 
 	"github.com/tokentop/tokentop/backends"
 	"github.com/tokentop/tokentop/backends/internal/stream"
+	"github.com/tokentop/tokentop/backends/untrusted"
 )
 
 // Kind registers this backend.
@@ -66,7 +67,8 @@ func New(cfg backends.Config) (backends.Backend, error) {
 	if err := backends.CheckOptions(cfg.Options, reservedOptions, nil); err != nil {
 		return nil, err
 	}
-	b := &Backend{base: strings.TrimRight(cfg.URL, "/"), conn: stream.NewConn(cfg.APIKey), options: cfg.Options}
+	base, query := stream.SplitQuery(cfg.URL)
+	b := &Backend{base: base, conn: stream.NewConn(cfg.APIKey, query), options: cfg.Options}
 	switch cfg.Endpoint {
 	case "", "completions":
 	case "chat":
@@ -310,7 +312,7 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 		// Most servers put the OpenAI API under /v1: a root given
 		// without it is the commonest wrong address.
 		if !strings.HasSuffix(b.base, "/v1") && b.conn.GetJSON(ctx, b.base+"/v1/models", &list) == nil {
-			return info, fmt.Errorf("%w; the OpenAI API answers at %s/v1: use --url %s/v1", err, b.base, b.base)
+			return info, fmt.Errorf("%w; the OpenAI API answers at %s/v1: use --url %s/v1", err, untrusted.URL(b.base), untrusted.URL(b.base))
 		}
 		return info, err
 	}
@@ -328,7 +330,7 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 		return info, nil
 	}
 	if info.Model == "" {
-		return info, fmt.Errorf("model %q is not served at %s; it offers: %s", model, b.base, strings.Join(info.Models, ", "))
+		return info, fmt.Errorf("model %q is not served at %s; it offers: %s", model, untrusted.URL(b.base), strings.Join(info.Models, ", "))
 	}
 	b.model = info.Model
 	return info, nil
@@ -345,7 +347,7 @@ func (b *Backend) identify(ctx context.Context, info *backends.Info) error {
 		if !underV1 {
 			// Its root /completions is the native endpoint, which
 			// speaks another protocol.
-			return fmt.Errorf("%s is llama-server's root, not its OpenAI API: use --url %s/v1 (or --backend llamacpp for its native API)", b.base, b.base)
+			return fmt.Errorf("%s is llama-server's root, not its OpenAI API: use --url %s/v1 (or --backend llamacpp for its native API)", untrusted.URL(b.base), untrusted.URL(b.base))
 		}
 		b.llamaServer, info.PromptCacheSwitch = true, true
 		info.ServerVersion = "llama-server " + props.BuildInfo

@@ -115,3 +115,37 @@ func FuzzLine(f *testing.F) {
 		}
 	})
 }
+
+// A password and every credential-named query value are gone from a URL
+// shown or stored; the rest stays readable.
+func TestURLHidesPasswordsAndKeys(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://bob:PW-123@host:8000/v1":                 "http://bob:xxxxx@host:8000/v1",
+		"http://host/v1?api_key=K-999&model=m":           "http://host/v1?api_key=xxxxx&model=m",
+		"https://h/metrics?token=T-1&X-Amz-Signature=S2": "https://h/metrics?X-Amz-Signature=xxxxx&token=xxxxx",
+		"http://bob@host/v1":                             "http://bob@host/v1",
+		"http://host:8000/v1":                            "http://host:8000/v1",
+		"http://[::1":                                    "(an address that does not parse)",
+		"http://h/v1?%zz=K-999":                          "http://h/v1?xxxxx",
+	} {
+		got := URL(raw)
+		if got != want {
+			t.Errorf("%s: %q, want %q", raw, got, want)
+		}
+		for _, secret := range []string{"PW-123", "K-999", "T-1", "S2"} {
+			if strings.Contains(got, secret) {
+				t.Errorf("%s: %q shows %s", raw, got, secret)
+			}
+		}
+	}
+}
+
+func FuzzURL(f *testing.F) {
+	f.Add("http://bob:PW@host/v1?api_key=K")
+	f.Fuzz(func(t *testing.T, raw string) {
+		got := URL(raw)
+		if len(got) > MaxLine || strings.ContainsAny(got, "\x1b\n") {
+			t.Fatalf("%q", got)
+		}
+	})
+}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -173,19 +172,11 @@ const maxDCGMBody = 4 << 20
 // (dcgm-exporter's -c, 30 s by default), which the run measures.
 const DefaultDCGMInterval = 100 * time.Millisecond
 
-// redactURL is raw with any password replaced, for errors and files.
-func redactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return untrusted.Line(u.Redacted())
-	}
-	return "(an address that does not parse)"
-}
-
 // OpenDCGM reads the exporter at raw (a checked http(s) address) once,
 // within timeout, to learn its GPUs, and starts scraping it every
 // interval.
 func OpenDCGM(raw string, interval, timeout time.Duration) (*DCGMSource, error) {
-	s := &DCGMSource{url: raw, shown: redactURL(raw), interval: interval, lostAfter: dcgmLost,
+	s := &DCGMSource{url: raw, shown: untrusted.URL(raw), interval: interval, lostAfter: dcgmLost,
 		client: &http.Client{Timeout: timeout, CheckRedirect: sameHost,
 			Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}},
 		stop: make(chan struct{}), done: make(chan struct{})}
@@ -210,7 +201,7 @@ func OpenDCGM(raw string, interval, timeout time.Duration) (*DCGMSource, error) 
 func sameHost(req *http.Request, via []*http.Request) error {
 	first := via[0].URL
 	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
-		return fmt.Errorf("redirected to another host (%s); point tokentop at the metrics' own address", untrusted.Line(req.URL.Redacted()))
+		return fmt.Errorf("redirected to another host (%s); point tokentop at the metrics' own address", untrusted.URL(req.URL.String()))
 	}
 	if len(via) >= 10 {
 		return errors.New("stopped after 10 redirects")

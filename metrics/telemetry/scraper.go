@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"time"
+
+	"github.com/tokentop/tokentop/backends/untrusted"
 )
 
 // Scrape is one reading of one server's metrics: when (on the scraper's
@@ -55,11 +56,7 @@ func StartServerScraper(urls []string, interval time.Duration, start time.Time, 
 		client: &http.Client{Timeout: max(interval, time.Second), Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}, CheckRedirect: sameHost},
 		stop:   make(chan struct{}), done: make(chan struct{})}
 	for _, raw := range urls {
-		shown := raw
-		if u, err := url.Parse(raw); err == nil {
-			shown = u.Redacted()
-		}
-		s.shown = append(s.shown, shown)
+		s.shown = append(s.shown, untrusted.URL(raw))
 	}
 	go s.loop()
 	return s

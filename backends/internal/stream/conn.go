@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/untrusted"
 )
 
 // Conn is one backend's HTTP connections to its server. Compression is
@@ -33,8 +34,20 @@ import (
 // that closes kept-alive connections under requests (backends.ErrStale).
 type Conn struct {
 	apiKey string
+	// query is the server address's own query (?api_key=…), sent after
+	// every path a backend appends (SplitQuery).
+	query  string
 	pooled *http.Client
 	fresh  *http.Client // one connection per request, closed after it
+}
+
+// SplitQuery is a server's address without its query, and the query: the
+// backends append their paths to the first, and Conn sends the second
+// after them ("http://h/v1?api_key=K" and "/completions" make
+// "http://h/v1/completions?api_key=K", never ".../v1?api_key=K/completions").
+func SplitQuery(raw string) (base, query string) {
+	base, query, _ = strings.Cut(raw, "?")
+	return strings.TrimRight(base, "/"), query
 }
 
 const idleTimeout = 4 * time.Second
@@ -44,8 +57,8 @@ const idleTimeout = 4 * time.Second
 const keptPerHost = 1 << 20
 
 // NewConn makes the connections of a backend whose requests carry apiKey
-// (as a bearer token; "" sends none).
-func NewConn(apiKey string) *Conn {
+// (as a bearer token; "" sends none) and the server address's query.
+func NewConn(apiKey, query string) *Conn {
 	client := func(keepAlive bool) *http.Client {
 		return &http.Client{
 			Transport: &http.Transport{
@@ -58,7 +71,7 @@ func NewConn(apiKey string) *Conn {
 			CheckRedirect: sameServer,
 		}
 	}
-	return &Conn{apiKey: apiKey, pooled: client(true), fresh: client(false)}
+	return &Conn{apiKey: apiKey, query: query, pooled: client(true), fresh: client(false)}
 }
 
 // CloseIdleConnections closes the kept connections no request is using.
@@ -75,7 +88,7 @@ func sameServer(req *http.Request, via []*http.Request) error {
 	first := via[0].URL
 	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
 		return &backends.Failure{Kind: backends.ErrBadRequest, Err: fmt.Errorf("%w: %s answered with a redirect to %s; tokentop measures only the server it is pointed at, so point --url at that server if it is the one to measure",
-			errRedirected, first.Redacted(), req.URL.Redacted())}
+			errRedirected, untrusted.URL(first.String()), untrusted.URL(req.URL.String()))}
 	}
 	if len(via) >= 10 {
 		return errors.New("stopped after 10 redirects")
@@ -166,6 +179,9 @@ func (c *Conn) post(ctx context.Context, url string, body any, fresh bool) (*htt
 // transport sends such a request again itself only when it may repeat
 // it, and a POST is not one; the runner decides.
 func (c *Conn) do(req *http.Request, fresh bool) (*http.Response, string, error) {
+	if c.query != "" {
+		req.URL.RawQuery = strings.TrimPrefix(req.URL.RawQuery+"&"+c.query, "&")
+	}
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
@@ -217,12 +233,13 @@ func neverSent(err error) bool {
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &opErr) && opErr.Op == "dial"
 }
 
-// failedURL is the URL whose request failed: after a redirect, the one it
+// failedURL is the URL whose request failed, as it may be shown
+// (untrusted.URL: no password, no key in its query): after a redirect, the one it
 // led to, not the one first asked.
 func failedURL(err error, asked string) string {
 	var uerr *url.Error
 	if errors.As(err, &uerr) && uerr.URL != "" {
-		return uerr.URL
+		return untrusted.URL(uerr.URL)
 	}
-	return asked
+	return untrusted.URL(asked)
 }

@@ -27,7 +27,7 @@ func TestEveryConnectionInFlightIsKeptForTheNextRequests(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	defer server.Close()
-	c := NewConn("")
+	c := NewConn("", "")
 	defer c.pooled.CloseIdleConnections()
 	batch := func() (reused int) {
 		release = make(chan struct{})

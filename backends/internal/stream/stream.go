@@ -14,6 +14,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"syscall"
@@ -268,6 +269,12 @@ func Describe(err error, asked string) error {
 		// A server killed or restarted under the request, or one that
 		// drops what it is sent.
 		return kind(backends.ErrDropped, "%s closed the connection before answering (did the server stop or restart?)", url)
+	}
+	// A url.Error's own words repeat its URL, query and all: the cause
+	// alone follows the URL as it may be shown.
+	var uerr *neturl.Error
+	if errors.As(err, &uerr) {
+		return fmt.Errorf("%s: %w", url, uerr.Err)
 	}
 	return fmt.Errorf("%s: %w", url, err)
 }
