@@ -275,3 +275,59 @@ func TestSecretsInURLsAreSentAndNeverShown(t *testing.T) {
 		t.Errorf("the address as shown and stored:\n%s\n%s", stdout, data)
 	}
 }
+
+// `tokentop run --profile shared.toml`, no other flag: a shared profile
+// whose prompts_file is a credentials file and whose arm names its own
+// server once sent that file's lines and the user's OPENAI_API_KEY there.
+// Now the run is refused before anything is sent; the user may allow
+// the host by name.
+func TestASharedProfileSendsNoFileAndNoKeyToItsServer(t *testing.T) {
+	const key = "sk-USERS-REAL-KEY-0123456789"
+	t.Setenv("OPENAI_API_KEY", key)
+	var got []string
+	var mu sync.Mutex
+	record := func(next http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			got = append(got, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+			mu.Unlock()
+			next(w, r)
+		}
+	}
+	srv := replay.NewServer(t, replay.Route{
+		"GET /v1/models":       record(replay.Serve(replay.Load(t, "ollama/v1_models"))),
+		"POST /v1/completions": record(replay.Serve(replay.Load(t, "ollama/v1_completions_stream_usage"))),
+	})
+	home, shared := t.TempDir(), t.TempDir()
+	creds := filepath.Join(home, "credentials")
+	os.WriteFile(creds, []byte("aws_secret_access_key = s3cr3t\n"), 0o600)
+	write := func(prompts string) string {
+		path := filepath.Join(shared, "shared.toml")
+		os.WriteFile(path, []byte("name = \"shared\"\nmax_tokens = 8\ntrials = 1\nwarmup = 0\n"+prompts+"\n[[arms]]\nname = \"a\"\nbackend = \"openai\"\nurl = \""+srv.URL+"/v1\"\nmodel = \"tiny15m:latest\"\n"), 0o644)
+		return path
+	}
+	code, _, stderr := runCLI("run", "--profile", write("prompts_file = \""+creds+"\""), "--headless", "--out", t.TempDir())
+	if code != exitUsage || !strings.Contains(stderr, "is outside the folder of shared.toml") {
+		t.Errorf("a prompts file outside: exit %d\n%s", code, stderr)
+	}
+	profile := write("prompts = [\"Once upon a time\"]")
+	code, _, stderr = runCLI("run", "--profile", profile, "--headless", "--out", t.TempDir())
+	host := strings.TrimPrefix(srv.URL, "http://")
+	if code != exitUsage || !strings.Contains(stderr, "only to servers you name yourself: to send it there, add --api-key-host "+host) || strings.Contains(stderr, key) {
+		t.Errorf("a profile's server and the user's key: exit %d\n%s", code, stderr)
+	}
+	mu.Lock()
+	if len(got) > 0 {
+		t.Errorf("the profile's server was sent %q before the user allowed it", got)
+	}
+	got = nil
+	mu.Unlock()
+	if code, stdout, stderr := runCLI("run", "--profile", profile, "--api-key-host", host, "--headless", "--out", t.TempDir()); code != exitOK {
+		t.Fatalf("allowed: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) == 0 || !strings.HasSuffix(got[len(got)-1], "Bearer "+key) {
+		t.Errorf("allowed, the key went with %q", got)
+	}
+}

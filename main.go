@@ -204,6 +204,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.Model, "model", "", "model name (default: the profile's model for the backend)")
 	fs.StringVar(&opts.Endpoint, "endpoint", "", "openai backend: completions (default) or chat")
 	fs.StringVar(&opts.APIKeyEnv, "api-key-env", "", "environment variable holding the API key (openai default: "+runner.DefaultAPIKeyEnv+")")
+	fs.Func("api-key-host", keyHostHelp, func(v string) error { opts.KeyHosts = append(opts.KeyHosts, v); return nil })
 	fs.StringVar(&opts.OutDir, "out", "", "sessions folder (default: tokentop/sessions under the user data folder)")
 	fs.IntVar(&opts.Trials, "trials", runner.NoOverride, "timed trials per arm (overrides the profile)")
 	fs.IntVar(&opts.Warmup, "warmup", runner.NoOverride, "warmup trials per arm (overrides the profile)")
@@ -499,12 +500,16 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// keyHostHelp is --api-key-host's help, as run and matrix give it.
+const keyHostHelp = "a server host (host:port) that a profile or grid file names, to which the API key may go (repeat for several); servers you name with --url or --arm get it without"
+
 func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 	fs := newCommand("matrix", "tokentop matrix GRID.toml | engine-grid | phase-grid | servers-grid [flags]", []string{"tokentop matrix engine-grid", "tokentop matrix my-grid.toml --out grids", "tokentop compare GRID-FOLDER   (then: the cells ranked)"}, stdout, stderr)
 	opts := runner.Options{Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride}
 	fs.StringVar(&opts.OutDir, "out", "", "where the grid's folder goes (default: tokentop/sessions under the user data folder)")
 	fs.StringVar(&opts.Power, "power", telemetry.PowerAuto, "power sources, as for run")
 	fs.DurationVar(&opts.ServerWait, "server-wait", runner.DefaultServerWait, "how long to wait for a cell's server that is not started yet, is loading, or stopped answering (0: not at all)")
+	fs.Func("api-key-host", keyHostHelp, func(v string) error { opts.KeyHosts = append(opts.KeyHosts, v); return nil })
 	headless := fs.Bool("headless", false, "print progress lines instead of the grid's table (the default when stdout is not a terminal)")
 	positional, code, ok := fs.parse(args)
 	if !ok {

@@ -133,6 +133,10 @@ func (p *Profile) WithArms(arms []Arm) (*Profile, error) {
 	return &q, nil
 }
 
+// FromCommandLine reports whether the arm came from an --arm flag: the
+// user's own words, where a profile's arm is a file's.
+func (a Arm) FromCommandLine() bool { return a.from != "" }
+
 // WhereArm locates an arm's key for errors raised by later stages: the
 // --arm flag it came from, or "file:line" of the key, or of the arm's name
 // when the key is not in the file (a value the arm lacks).

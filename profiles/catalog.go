@@ -78,11 +78,17 @@ func All() ([]*Profile, []error) {
 	return append(all, user...), errs
 }
 
+// IsProfilePath reports whether arg names a profile file rather than a
+// profile by name.
+func IsProfilePath(arg string) bool {
+	return strings.HasSuffix(arg, ".toml") || strings.ContainsRune(arg, os.PathSeparator)
+}
+
 // Find resolves a profile argument: a path to a .toml file, or the name of
 // a user profile (which shadows a built-in one of the same name) or a
 // built-in profile.
 func Find(arg string) (*Profile, error) {
-	if strings.HasSuffix(arg, ".toml") || strings.ContainsRune(arg, os.PathSeparator) {
+	if IsProfilePath(arg) {
 		return Load(arg)
 	}
 	all, _ := All()

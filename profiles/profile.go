@@ -20,6 +20,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"net/url"
 	"os"
@@ -591,7 +592,11 @@ func (p *Profile) resolve(file string) error {
 	case len(p.Prompts) > 0 && p.PromptsFile != "":
 		bad(-1, promptsKey, "set either prompts or %s, not both", promptsKey)
 	case p.PromptsFile != "":
-		if err := p.ReadPrompts(relativeTo(file, p.PromptsFile)); err != nil {
+		path, err := BesideFile(file, p.PromptsFile, "--prompts-file")
+		if err == nil {
+			err = p.ReadPrompts(path)
+		}
+		if err != nil {
 			bad(-1, promptsKey, "%v", err)
 		}
 	case p.PromptsFile != "" && p.InputTokens.Set():
@@ -672,8 +677,12 @@ func (p *Profile) resolve(file string) error {
 			}
 			errs = append(errs, &Error{File: file, Line: p.keys.find(path, i), Key: fmt.Sprintf("arms[%d].%s", i, key), Msg: msg})
 		})
-		if a.ModelPath != "" && !filepath.IsAbs(a.ModelPath) && p.Source != "builtin" {
-			a.ModelPath = filepath.Join(filepath.Dir(file), a.ModelPath)
+		if a.ModelPath != "" && !a.FromCommandLine() {
+			path, err := BesideFile(file, a.ModelPath, "--model-path")
+			if err != nil {
+				bad(i, "model_path", "%v", err)
+			}
+			a.ModelPath = path
 		}
 	}
 	return errors.Join(errs...)
@@ -729,11 +738,40 @@ func (a *Arm) check(seen map[string]bool, bad func(key, msg string)) {
 
 // relativeTo resolves name against the folder of the profile file
 // (a built-in profile's against the working folder).
-func relativeTo(profileFile, name string) string {
-	if filepath.IsAbs(name) || profileFile == "builtin" {
-		return name
+// BesideFile is the path of name, a file that file (a profile or a grid)
+// names, where it lies in file's folder or below: a shared file's files
+// travel with it. One outside (an absolute path, "..", a link that leads
+// out) could be any of the user's files, read and sent to a server as
+// prompts, so only the user's own command line (flag) names such a file.
+// A built-in file names none.
+func BesideFile(file, name, flag string) (string, error) {
+	if file == "builtin" {
+		return name, nil
 	}
-	return filepath.Join(filepath.Dir(profileFile), name)
+	outside := fmt.Errorf("%q is outside the folder of %s, which may read only files beside it or below; to use that file, name it yourself with %s",
+		untrusted.Line(name), filepath.Base(file), flag)
+	dir := filepath.Dir(file)
+	local := name
+	if filepath.IsAbs(name) {
+		if abs, err := filepath.Abs(dir); err == nil {
+			if rel, err := filepath.Rel(abs, name); err == nil {
+				local = rel // an absolute name inside the folder is inside
+			}
+		}
+	}
+	if !filepath.IsLocal(local) {
+		return "", outside
+	}
+	// A link inside that leads out is found by opening the name through
+	// the folder as a root; a name that is not there is its reader's to
+	// report.
+	if root, err := os.OpenRoot(dir); err == nil {
+		defer root.Close()
+		if _, err := root.Stat(local); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", outside
+		}
+	}
+	return filepath.Join(dir, local), nil
 }
 
 // ReadPrompts makes the prompts file at path the profile's prompts, in

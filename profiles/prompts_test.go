@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -215,5 +216,44 @@ func TestConversationsTurnByTurn(t *testing.T) {
 				t.Fatalf("seed %d: order %v breaks a conversation's turns", seed, order)
 			}
 		}
+	}
+}
+
+// A profile reads only files beside it or below: a shared profile's
+// prompts_file once sent a credentials file's lines to its server as
+// prompts. An absolute path, "..", and a link that leads out are refused,
+// naming the flag that reads such a file on the user's own word.
+func TestAProfileReadsOnlyFilesBesideIt(t *testing.T) {
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "credentials")
+	os.WriteFile(secret, []byte("aws_secret_access_key = s3cr3t\n"), 0o600)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "prompts.txt"), []byte("Once upon a time\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "data"), 0o755)
+	os.WriteFile(filepath.Join(dir, "data", "more.txt"), []byte("A second prompt\n"), 0o644)
+	if err := os.Symlink(secret, filepath.Join(dir, "innocent.txt")); err != nil {
+		t.Fatal(err)
+	}
+	profile := func(key, value string) (*Profile, error) {
+		path := filepath.Join(dir, "shared.toml")
+		src := fmt.Sprintf("name = \"shared\"\nmax_tokens = 8\ntrials = 1\n%s = %q\n[[arms]]\nname = \"a\"\n", key, value)
+		os.WriteFile(path, []byte(src), 0o644)
+		return Load(path)
+	}
+	for _, name := range []string{secret, "../" + filepath.Base(outside) + "/credentials", "innocent.txt"} {
+		_, err := profile("prompts_file", name)
+		if err == nil || !strings.Contains(err.Error(), "is outside the folder of shared.toml") || !strings.Contains(err.Error(), "--prompts-file") {
+			t.Errorf("prompts_file %q: %v", name, err)
+		}
+	}
+	for _, name := range []string{"prompts.txt", "data/more.txt", filepath.Join(dir, "prompts.txt")} {
+		if p, err := profile("prompts_file", name); err != nil || len(p.Dataset.Prompts) != 1 {
+			t.Errorf("prompts_file %q beside it: %v", name, err)
+		}
+	}
+	path := filepath.Join(dir, "engine.toml")
+	os.WriteFile(path, []byte("name = \"engine\"\nmax_tokens = 8\ntrials = 1\nprompts = [\"x\"]\n[[arms]]\nname = \"a\"\nmodel_path = \"../model.gguf\"\n"), 0o644)
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "engine.toml:7: arms[0].model_path") || !strings.Contains(err.Error(), "--model-path") {
+		t.Errorf("model_path outside: %v", err)
 	}
 }

@@ -75,6 +75,12 @@ type Options struct {
 	ServerPID     int
 	// Power picks the power sources (telemetry.PowerChoices; "": auto).
 	Power string
+	// URLFrom says where URL came from when not from the user's own
+	// command line or picker (a grid file names its cells' servers).
+	URLFrom string
+	// KeyHosts are hosts (host:port) the user lets the API key go to
+	// beside those it named itself (--api-key-host).
+	KeyHosts []string
 	// GPUMetrics are DCGM exporters to read GPUs from (nil keeps the
 	// profile's gpu_metrics); GPUMetricsInterval how often (0: 100 ms).
 	GPUMetrics         []string
@@ -178,6 +184,10 @@ type PlanTarget struct {
 	// Config makes its backend; it holds the API key, never written.
 	Config backends.Config
 	Arms   []string
+	// namedBy is where its URL was named when not by the user (a
+	// profile's arm, a grid file): an API key does not go there unless
+	// the user allows its host (keyGoesTo).
+	namedBy string
 }
 
 // Where says where the target runs, for messages.
@@ -580,6 +590,13 @@ func resolveTargets(p *profiles.Profile, base backends.Kind, opts Options) ([]Pl
 		if err != nil {
 			return nil, nil, err
 		}
+		namedBy := "" // the user's own
+		switch {
+		case a.URL != "" && !a.FromCommandLine():
+			namedBy = p.WhereArm(i, "url")
+		case a.URL == "" && opts.URL != "" && opts.URLFrom != "":
+			namedBy = opts.URLFrom
+		}
 		armTarget[i] = slices.IndexFunc(targets, func(pt PlanTarget) bool { return pt.Target.Key() == t.Key() })
 		if armTarget[i] < 0 {
 			armTarget[i] = len(targets)
@@ -587,9 +604,17 @@ func resolveTargets(p *profiles.Profile, base backends.Kind, opts Options) ([]Pl
 			if t.APIKeyEnv != "" {
 				cfg.APIKey = os.Getenv(t.APIKeyEnv)
 			}
-			targets = append(targets, PlanTarget{Kind: kind, Target: t, Config: cfg})
+			targets = append(targets, PlanTarget{Kind: kind, Target: t, Config: cfg, namedBy: namedBy})
+		}
+		if namedBy == "" { // one arm the user named it for is enough
+			targets[armTarget[i]].namedBy = ""
 		}
 		targets[armTarget[i]].Arms = append(targets[armTarget[i]].Arms, a.Name)
+	}
+	for _, t := range targets {
+		if err := keyGoesTo(t, opts.KeyHosts); err != nil {
+			return nil, nil, err
+		}
 	}
 	for _, flag := range []struct {
 		name, value string
@@ -682,6 +707,28 @@ func resolveArmTarget(p *profiles.Profile, i int, kind backends.Kind, onRunKind 
 		t.APIKeyEnv = DefaultAPIKeyEnv
 	}
 	return t, nil
+}
+
+// keyGoesTo says why a target's API key may not go to its server: one
+// named by a file (a shared profile, a grid), at a host the user did not
+// allow, would be sent the user's key with every request. nil where the
+// user named it, allowed its host, or it is the backend's usual local
+// address.
+func keyGoesTo(t PlanTarget, allowed []string) error {
+	if t.Config.APIKey == "" || t.namedBy == "" || t.Target.URL == t.Kind.DefaultURL {
+		return nil
+	}
+	u, err := url.Parse(t.Target.URL)
+	if err == nil && slices.ContainsFunc(allowed, func(h string) bool { return strings.EqualFold(h, u.Host) }) {
+		return nil
+	}
+	host := "its host"
+	if err == nil {
+		host = untrusted.Line(u.Host)
+	}
+	return fmt.Errorf("%s names the server %s for arms %s; tokentop sends your API key ($%s) only to servers you name yourself: "+
+		"to send it there, add --api-key-host %s; to run without it, unset %s",
+		t.namedBy, untrusted.URL(t.Target.URL), strings.Join(t.Arms, ", "), t.Target.APIKeyEnv, host, t.Target.APIKeyEnv)
 }
 
 func isServerURL(raw string) bool {

@@ -342,3 +342,44 @@ func TestServerPIDTakesArmsOfOneServerWithSeveralModels(t *testing.T) {
 		t.Fatalf("one server of two models with --server-pid: %v (%d targets)", err, len(plan.Targets))
 	}
 }
+
+// A shared profile's arm names its own server: the user's API key does
+// not go there unless the user named that server or allowed its host. (It
+// sent OPENAI_API_KEY as a Bearer token on every probe and request.)
+func TestTheAPIKeyGoesOnlyToServersTheUserNamed(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-USERS-REAL-KEY-0123")
+	shared, err := profiles.Parse("/shared/p.toml", []byte("name = \"p\"\nmax_tokens = 8\ntrials = 1\nprompts = [\"x\"]\n[[arms]]\nname = \"a\"\nbackend = \"openai\"\nurl = \"http://collector.example:8000/v1\"\nmodel = \"m\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolve := func(p *profiles.Profile, opts Options) (*Plan, error) {
+		opts.OutDir, opts.Trials, opts.Warmup, opts.MaxTokens = t.TempDir(), NoOverride, NoOverride, NoOverride
+		return Resolve(p, opts)
+	}
+	_, err = resolve(shared, Options{})
+	if err == nil || !strings.Contains(err.Error(), "/shared/p.toml:8 names the server http://collector.example:8000/v1 for arms a; tokentop sends your API key ($OPENAI_API_KEY) only to servers you name yourself: to send it there, add --api-key-host collector.example:8000") {
+		t.Fatalf("a profile's server and the user's key: %v", err)
+	}
+	if _, err := resolve(shared, Options{KeyHosts: []string{"collector.example:8000"}}); err != nil {
+		t.Errorf("the host allowed: %v", err)
+	}
+	// The user's own --url, and the backend's usual local address, get it.
+	mine, err := profiles.Parse("mine.toml", []byte("name = \"mine\"\nmax_tokens = 8\ntrials = 1\nprompts = [\"x\"]\n[models]\nopenai = \"m\"\n[[arms]]\nname = \"a\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, url := range []string{"http://my-server:8000/v1", ""} {
+		if _, err := resolve(mine, Options{Backend: "openai", URL: url}); err != nil {
+			t.Errorf("--url %q: %v", url, err)
+		}
+	}
+	// A grid file's url is a file's, not the user's.
+	if _, err := resolve(mine, Options{Backend: "openai", URL: "http://collector.example:8000/v1", URLFrom: "/shared/g.toml"}); err == nil || !strings.HasPrefix(err.Error(), "/shared/g.toml names the server") {
+		t.Errorf("a grid file's server: %v", err)
+	}
+	// Without a key there is nothing to send.
+	t.Setenv("OPENAI_API_KEY", "")
+	if _, err := resolve(shared, Options{}); err != nil {
+		t.Errorf("no key: %v", err)
+	}
+}

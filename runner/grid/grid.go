@@ -112,7 +112,15 @@ func Expand(g *profiles.Grid, base runner.Options) (*Matrix, error) {
 			name = v
 		}
 		if found[name] == nil {
-			p, err := profiles.Find(name)
+			where := name
+			if profiles.IsProfilePath(name) {
+				path, err := profiles.BesideFile(g.Source, name, "--profile on a run of its own")
+				if err != nil {
+					return nil, fmt.Errorf("grid %s: profile: %w", g.Source, err)
+				}
+				where = path
+			}
+			p, err := profiles.Find(where)
 			if err != nil {
 				return nil, fmt.Errorf("grid %s: profile %s: %w", g.Source, name, err)
 			}
@@ -150,7 +158,9 @@ func cellOptions(g *profiles.Grid, values profiles.Cell, base runner.Options, di
 		}
 	}
 	set(&opts.Backend, g.Backend)
-	set(&opts.URL, g.URL)
+	if g.URL != "" {
+		opts.URL, opts.URLFrom = g.URL, g.Source // a file's, not the user's: see runner.Options.URLFrom
+	}
 	set(&opts.Model, g.Model)
 	if g.Trials > 0 {
 		opts.Trials = g.Trials
@@ -175,7 +185,7 @@ func cellOptions(g *profiles.Grid, values profiles.Cell, base runner.Options, di
 		case "backend":
 			opts.Backend = v
 		case "url":
-			opts.URL = v
+			opts.URL, opts.URLFrom = v, g.Source
 		case "input_tokens", "output_tokens":
 			length, _ := profiles.ParseTokenLength(v) // checked by profiles.ParseGrid
 			if axis.Name == "input_tokens" {
@@ -184,10 +194,11 @@ func cellOptions(g *profiles.Grid, values profiles.Cell, base runner.Options, di
 				opts.OutputTokens = &length
 			}
 		case "prompts_file":
-			opts.PromptsFile = v
-			if !filepath.IsAbs(v) && g.Source != "builtin" {
-				opts.PromptsFile = filepath.Join(filepath.Dir(g.Source), v)
+			path, err := profiles.BesideFile(g.Source, v, "--prompts-file on a run of its own")
+			if err != nil {
+				return opts, fmt.Errorf("axis prompts_file: %w", err)
 			}
+			opts.PromptsFile = path
 		case "profile", "prompt_words": // the cell's profile, made by the caller
 		default:
 			return opts, fmt.Errorf("axis %s is not one a grid varies", axis.Name)

@@ -43,7 +43,13 @@ max_tokens = 8
 
 func expand(t *testing.T, src, out string) *Matrix {
 	t.Helper()
-	g, err := profiles.ParseGrid("small.toml", []byte(src))
+	return expandAt(t, "small.toml", src, out)
+}
+
+// expandAt is expand of a grid file at path.
+func expandAt(t *testing.T, path, src, out string) *Matrix {
+	t.Helper()
+	g, err := profiles.ParseGrid(path, []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +475,7 @@ func TestCellsCostPerMillionTokens(t *testing.T) {
 	dir := t.TempDir()
 	profile := filepath.Join(dir, "priced.toml")
 	os.WriteFile(profile, []byte("max_tokens = 8\nwarmup = 0\ntrials = 3\nusd_per_hour = 3.6\nprompts = [\"Once upon a time\"]\n[[arms]]\nname = \"greedy\"\n"), 0o644)
-	m := expand(t, "profile = \""+profile+"\"\nbackend = \"builtin\"\nmodel = \"stories260K\"\n[axes]\nthreads = [1]\n", dir)
+	m := expandAt(t, filepath.Join(dir, "small.toml"), "profile = \""+profile+"\"\nbackend = \"builtin\"\nmodel = \"stories260K\"\n[axes]\nthreads = [1]\n", dir)
 	if err := m.Run(context.Background(), func(Event) {}); err != nil {
 		t.Fatal(err)
 	}
@@ -683,5 +689,25 @@ func TestGridRanksEnergyRepetitionsBelowZero(t *testing.T) {
 	if got := ranksAndGroups(c); got["idle"] != "1a" || got["busy"] != "2b" || c.Repeated != 1 || c.logScale ||
 		!strings.Contains(c.Method(), "(some are not above zero, so not on their logs)") {
 		t.Errorf("%v, %d over repetitions, log scale %v: %q", got, c.Repeated, c.logScale, c.Method())
+	}
+}
+
+// A grid file, like a profile, reads only files beside it: a prompts file
+// or a profile outside its folder is refused before anything runs.
+func TestAGridReadsOnlyFilesBesideIt(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(outside, "p.toml"), []byte("max_tokens = 8\ntrials = 1\nprompts = [\"x\"]\n[[arms]]\nname = \"a\"\n"), 0o644)
+	for src, want := range map[string]string{
+		"profile = \"quick\"\n[axes]\nprompts_file = [\"../" + filepath.Base(outside) + "/secret.txt\"]\n": "axis prompts_file: \"../",
+		"profile = \"" + filepath.Join(outside, "p.toml") + "\"\n[axes]\nthreads = [1]\n":                  "profile: \"" + outside,
+	} {
+		g, err := profiles.ParseGrid(filepath.Join(dir, "g.toml"), []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Expand(g, runner.Options{OutDir: t.TempDir(), Trials: runner.NoOverride, Warmup: runner.NoOverride, MaxTokens: runner.NoOverride})
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "is outside the folder of g.toml") {
+			t.Errorf("%s: %v", src, err)
+		}
 	}
 }
