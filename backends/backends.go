@@ -324,3 +324,9 @@ func NormalizeStopReason(s string) string {
 // MaxConcurrency is the most requests a closed loop keeps in flight on
 // one target, and the highest cap an open loop may set.
 const MaxConcurrency = 256
+
+// MaxChunkTokens bounds the tokens a server may say one chunk carries. A
+// chunk holds a few (a speculative step, a coalesced delta); a count past
+// this is a broken or hostile server's, and taken as said it would make
+// the trial's ITL a gap per claimed token (billions of them).
+const MaxChunkTokens = 4096

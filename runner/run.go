@@ -505,6 +505,9 @@ type armState struct {
 	stop       Decision // why the arm stopped
 	reach      Decision // where it first reached the stop rule's target
 	mismatches int
+	// warnedClaim is set once a server claimed a count its stream could
+	// not carry.
+	warnedClaim bool
 	// warnedLength is set once a trial's lengths in tokens missed those
 	// asked.
 	warnedLength bool
@@ -687,8 +690,13 @@ func (r *run) oneTrial(ctx context.Context, i, round, position int) error {
 func (r *run) collect(f finished) error {
 	rec := f.rec
 	arm := &r.arms[f.arm]
-	if f.mismatch {
+	if f.mismatch || f.claimed > 0 {
 		arm.mismatches++
+	}
+	if f.claimed > 0 && !arm.warnedClaim {
+		arm.warnedClaim = true
+		r.events <- Warning{Text: fmt.Sprintf("%s trial %d: the server said it generated %d tokens, more than the %d asked for could be and than its %d chunks carried in %.0f ms; "+
+			"the chunks' count (%d) is recorded (said once per arm)", rec.Arm, rec.Trial, f.claimed, f.maxTokens, len(f.arrivals), rec.E2EMs, rec.OutputTokens)}
 	}
 	if err := r.writer.Append(rec, f.arrivals); err != nil {
 		return err
@@ -808,6 +816,9 @@ type finished struct {
 	arrivals []metrics.Arrival
 	err      error // the backend's, for the collector's policy
 	mismatch bool  // the server's token count differs from the chunks'
+	// claimed is a count the server gave that its stream could not have
+	// carried (0 where none): the chunks' count was recorded instead.
+	claimed  int
 	started  time.Time
 	end      time.Duration
 	inFlight int // the block's requests in flight as its stream goes on
@@ -894,6 +905,9 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 	}
 	chunkTokens := metrics.ChunkTokens(clock.arrivals)
 	rec.OutputTokens = res.OutputTokens
+	if rec.OutputTokens > believableCount(maxTokens, len(clock.arrivals)) {
+		f.claimed, rec.OutputTokens = rec.OutputTokens, -1
+	}
 	if rec.OutputTokens < 0 {
 		rec.OutputTokens = chunkTokens
 	} else if rec.OutputTokens != chunkTokens {
@@ -921,6 +935,24 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 	f.rec, f.arrivals = rec, clock.arrivals
 	return f
 }
+
+// believableCount is the most output tokens a server's count may say for
+// a request that asked for maxTokens and streamed chunks: no more than
+// asked (a few over, for servers that count the end of sequence), and
+// no more than the chunks can carry (backends.MaxChunkTokens each). A
+// count past it (a usage of two billion for 25 chunks) is a broken or
+// hostile server's.
+func believableCount(maxTokens, chunks int) int {
+	limit := chunks * backends.MaxChunkTokens
+	if maxTokens > 0 {
+		limit = min(limit, maxTokens+countSlack)
+	}
+	return limit
+}
+
+// countSlack is how far past the tokens asked a server's count may go:
+// some count the end of sequence, or a reasoning model's closing tag.
+const countSlack = 16
 
 // describeTokens fills in what a record says of its tokens beyond the
 // timings: how many were reasoning, how many chunks they came in, what

@@ -383,3 +383,43 @@ func TestTheAPIKeyGoesOnlyToServersTheUserNamed(t *testing.T) {
 		t.Errorf("no key: %v", err)
 	}
 }
+
+// A final usage of two billion completion tokens for a stream of 32
+// chunks in milliseconds is not believed: it became output_tokens 2e9
+// and 1e10 tok/s. The chunks' count is recorded, the arm's token-count
+// note counts it, and a warning says so once.
+func TestACountTheStreamCouldNotCarryIsNotTaken(t *testing.T) {
+	stream := replay.Load(t, "ollama/v1_completions_stream_usage")
+	stream.Body = []byte(strings.Replace(string(stream.Body), `"completion_tokens":32,`, `"completion_tokens":2000000000,`, 1))
+	srv := replay.NewServer(t, replay.Route{
+		"GET /v1/models":       replay.Serve(replay.Load(t, "ollama/v1_models")),
+		"POST /v1/completions": replay.Serve(stream),
+	})
+	p, err := profiles.Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 64\nwarmup = 0\ntrials = 3\nprompts = [\"x\"]\n[[arms]]\nname = \"a\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, bs, err := Prepare(p, Options{Backend: "openai", URL: srv.URL + "/v1", Model: "tiny15m:latest", OutDir: t.TempDir(), Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Telemetry = testPlan(t, 0, 1, "x").Telemetry
+	status, err, events := runTargets(t, plan, bs)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	for _, r := range trials(events) {
+		if r.OutputTokens != 32 || r.OutputTPS > 1e7 {
+			t.Errorf("trial %d: %d tokens, %.0f tok/s", r.Trial, r.OutputTokens, r.OutputTPS)
+		}
+	}
+	warned := 0
+	for _, w := range eventsOf[Warning](events) {
+		if strings.Contains(w.Text, "the server said it generated 2000000000 tokens, more than the 64 asked for") {
+			warned++
+		}
+	}
+	if fin := eventsOf[Finished](events)[0]; warned != 1 || fin.Summary["a"].TokenCountMismatches != 3 {
+		t.Errorf("%d warnings, %d mismatches", warned, fin.Summary["a"].TokenCountMismatches)
+	}
+}

@@ -92,12 +92,25 @@ func inferArms(m *Manifest, records []Record) []string {
 // file with no good row is an error naming the first bad one.
 func ParseTrials(name string, data []byte) ([]Record, []string, error) {
 	var records []Record
+	// A trial is one row: a copy of it (a hand-made or damaged file)
+	// would be counted twice.
+	type key struct {
+		arm   string
+		trial int
+	}
+	seen := map[key]bool{}
 	warnings, err := parseRows(name, data, csvKind{"trials", Header, baseColumns, "this trial is left out"}, func(field func(int) string) error {
 		rec, err := parseRecord(field)
-		if err == nil {
-			records = append(records, rec)
+		if err != nil {
+			return err
 		}
-		return err
+		k := key{rec.Arm, rec.Trial}
+		if seen[k] {
+			return fmt.Errorf("trial %d of arm %s appears on an earlier line too", rec.Trial, untrusted.Line(rec.Arm))
+		}
+		seen[k] = true
+		records = append(records, rec)
+		return nil
 	})
 	if err != nil {
 		return nil, nil, err
@@ -281,6 +294,9 @@ func parseRecord(field func(col int) string) (Record, error) {
 	if r.Trial, err = strconv.Atoi(field(2)); err != nil {
 		return fail(2, err)
 	}
+	if r.Trial < 1 {
+		return fail(2, errors.New("trials are numbered from 1"))
+	}
 	if r.Phase != PhaseWarmup && r.Phase != PhaseTimed {
 		return fail(3, errors.New("phase must be warmup or timed"))
 	}
@@ -367,13 +383,17 @@ func parseRecord(field func(col int) string) (Record, error) {
 	return r, nil
 }
 
+// maxCount bounds a count of tokens or chunks in a session file: more
+// than any context window holds (a hand-made 2e9 once made tok/s 1e10).
+const maxCount = 100_000_000
+
 func parseCount(s string) (int, error) {
 	if s == "" {
 		return -1, nil
 	}
 	n, err := strconv.Atoi(s)
-	if err == nil && n < 0 {
-		err = errors.New("negative count")
+	if err == nil && (n < 0 || n > maxCount) {
+		err = fmt.Errorf("not a count of tokens: use a whole number from 0 to %d", maxCount)
 	}
 	return n, err
 }

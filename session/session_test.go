@@ -622,3 +622,27 @@ func TestTurnWords(t *testing.T) {
 		t.Error("turns of a run without any")
 	}
 }
+
+// A copied row, a trial numbered below 1 and a count of two billion
+// tokens are refused, each naming its line, the rest read: they were
+// counted twice, or made tok/s 1e10.
+func TestImpossibleRowsAreRefused(t *testing.T) {
+	row := func(trial int) string {
+		return strings.Join(record("greedy", trial, PhaseTimed, StatusOK, 100).Fields(), ",") + "\n"
+	}
+	fields := strings.Split(strings.TrimSuffix(row(3), "\n"), ",")
+	fields[9] = "2000000000" // output_tokens
+	data := strings.Join(Header, ",") + "\n" + row(1) + row(2) + row(1) + strings.Replace(row(1), "greedy,1,", "greedy,-3,", 1) + strings.Join(fields, ",") + "\n"
+	got, warnings, err := ParseTrials("x.csv", []byte(data))
+	if err != nil || len(got) != 2 || len(warnings) != 3 || !strings.HasPrefix(warnings[0], "x.csv:4: trial 1 of arm greedy appears on an earlier line too") {
+		t.Fatalf("%d records, warnings %q, %v", len(got), warnings, err)
+	}
+	for _, c := range []struct{ data, want string }{
+		{strings.Replace(row(1), "greedy,1,", "greedy,-3,", 1), `x.csv:2: column trial: "-3": trials are numbered from 1`},
+		{strings.Join(fields, ",") + "\n", `x.csv:2: column output_tokens: "2000000000": not a count of tokens`},
+	} {
+		if _, _, err := ParseTrials("x.csv", []byte(strings.Join(Header, ",")+"\n"+c.data)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v, want %q", err, c.want)
+		}
+	}
+}

@@ -28,11 +28,8 @@ import (
 // reading it whole would let it exhaust memory.
 const MaxLine = 1 << 20
 
-// MaxChunkTokens bounds the tokens a server may say one chunk carries. A
-// chunk holds a few (a speculative step, a coalesced delta); a count past
-// this is a broken or hostile server's, and taken as said it would make
-// the trial's ITL a gap per claimed token (billions of them).
-const MaxChunkTokens = 4096
+// MaxChunkTokens is backends.MaxChunkTokens, for the decoders.
+const MaxChunkTokens = backends.MaxChunkTokens
 
 // ChunkCount is the count a chunk said it carries, if it is believable
 // (1 to MaxChunkTokens); else 1, and false: the count is not known.
