@@ -331,3 +331,19 @@ func TestASharedProfileSendsNoFileAndNoKeyToItsServer(t *testing.T) {
 		t.Errorf("allowed, the key went with %q", got)
 	}
 }
+
+// A prompts file's name is outside text too: one named to set the
+// terminal's title did so through the run's "prompts:" line.
+func TestAPromptsFilesNameReachesNoTerminalRaw(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "x\x1b]0;pwned\x07.txt")
+	if err := os.WriteFile(name, []byte("Once upon a time\n"), 0o644); err != nil {
+		t.Skipf("this file system takes no such name: %v", err)
+	}
+	out := t.TempDir()
+	code, stdout, stderr := runCLI("run", "--profile", "quick", "--prompts-file", name, "--trials", "2", "--warmup", "0", "--headless", "--out", out)
+	data, _ := os.ReadFile(manifests(t, out)[0])
+	if code != exitOK || !strings.Contains(stdout, "prompts: ") || strings.ContainsAny(stdout+stderr+string(data), "\x1b\x07") {
+		t.Errorf("exit %d:\n%q\n%q", code, stdout, stderr)
+	}
+}

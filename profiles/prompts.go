@@ -95,6 +95,7 @@ func ReadPromptsFile(path string) (*PromptsFile, error) {
 // ParsePrompts parses a prompts file's contents; name is the file, for
 // errors and for its format.
 func ParsePrompts(name string, data []byte) (*PromptsFile, error) {
+	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a byte-order mark some editors write first; no prompt's text
 	f := &PromptsFile{Path: name, Format: promptsFormat(name, data)}
 	var err error
 	switch f.Format {

@@ -257,3 +257,12 @@ func TestAProfileReadsOnlyFilesBesideIt(t *testing.T) {
 		t.Errorf("model_path outside: %v", err)
 	}
 }
+
+// A JSONL prompts file that begins with a byte-order mark reads as the
+// text ones do.
+func TestAJSONLPromptsFileReadsPastAByteOrderMark(t *testing.T) {
+	f, err := ParsePrompts("p.jsonl", []byte("\ufeff{\"prompt\": \"Once upon a time\"}\n"))
+	if err != nil || len(f.Prompts) != 1 || f.Prompts[0].Text != "Once upon a time" {
+		t.Fatalf("%+v %v", f, err)
+	}
+}

@@ -1,12 +1,14 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -395,7 +397,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		}
 	}
 	if err := w.Finish(status, note, studyStoppedBy(fin.Precision.Line, names, summary), summary); err != nil {
-		fin.SaveErr = saveFailure(err, w.ManifestPath(), len(r.records))
+		fin.SaveErr = saveFailure(err, w.ManifestPath(), filepath.Join(filepath.Dir(w.ManifestPath()), m.TrialsFile))
 		runErr = errors.Join(runErr, errors.New(fin.SaveErr))
 	}
 	events <- fin
@@ -461,13 +463,19 @@ func (p *Plan) kinds() []string {
 
 // saveFailure says why the final manifest is missing and what is on disk
 // instead, looked at rather than assumed: a full disk leaves the manifest
-// written at the start; a removed folder leaves none.
-func saveFailure(err error, manifest string, trials int) string {
+// written at the start; a removed folder leaves none; the trials CSV
+// holds the rows it holds (counted: a row can be on disk whose tokens
+// could not follow it).
+func saveFailure(err error, manifest, trials string) string {
 	onDisk := "no manifest is left on disk"
 	if info, statErr := os.Stat(manifest); statErr == nil && info.Mode().IsRegular() {
 		onDisk = "the manifest on disk is still the one written at the start, status running (compare and report read it as a killed run)"
 	}
-	return fmt.Sprintf("the final manifest could not be written (%v): %s; the trials CSV beside it holds all %d finished trials", err, onDisk, trials)
+	rows := "no trials CSV is left beside it"
+	if data, readErr := os.ReadFile(trials); readErr == nil {
+		rows = fmt.Sprintf("the trials CSV beside it holds %d finished trials", max(0, bytes.Count(data, []byte("\n"))-1))
+	}
+	return fmt.Sprintf("the final manifest could not be written (%v): %s; %s", err, onDisk, rows)
 }
 
 // promptCacheWords says in the manifest what became of the server's

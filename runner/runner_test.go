@@ -677,7 +677,8 @@ func TestAFailedFinalWriteIsAnError(t *testing.T) {
 	_, err, events := runPlan(t, context.Background(), plan, fake)
 	fin := events[len(events)-1].(Finished)
 	if err == nil || fin.SaveErr == "" || !strings.Contains(err.Error(), "final manifest could not be written") ||
-		!strings.Contains(fin.SaveErr, "no manifest is left on disk") || !strings.Contains(fin.SaveErr, "holds all 3 finished trials") {
+		!strings.Contains(fin.SaveErr, "no manifest is left on disk") || !strings.Contains(fin.SaveErr, "holds 3 finished trials") ||
+		!strings.Contains(fin.SaveErr, plan.OutDir) {
 		t.Fatalf("err %v, SaveErr %q", err, fin.SaveErr)
 	}
 }

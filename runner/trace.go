@@ -31,7 +31,7 @@ func readTrace(path string) (*arrival.Trace, string, error) {
 		return nil, "", fmt.Errorf("--trace: %w", err)
 	}
 	if info.Size() > maxTraceFile {
-		return nil, "", fmt.Errorf("--trace %s: %d bytes; a trace is read whole, at most %d", path, info.Size(), maxTraceFile)
+		return nil, "", fmt.Errorf("--trace %s: %d bytes; a trace is read whole, at most %d", untrusted.Line(path), info.Size(), maxTraceFile)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -267,7 +267,7 @@ func (p *Plan) traceInfo() *session.TraceInfo {
 		}
 		sizing = append(sizing, how)
 	}
-	return &session.TraceInfo{File: p.Trace.File, SHA256: p.TraceSHA256, Requests: len(p.Trace.Requests), Speed: p.TraceSpeed,
+	return &session.TraceInfo{File: untrusted.Line(p.Trace.File), SHA256: p.TraceSHA256, Requests: len(p.Trace.Requests), Speed: p.TraceSpeed,
 		Prompts: fmt.Sprintf("a line's prompt, or for lengths in tokens one built of seeded words, one block of %d tokens per hash id, shared by the requests that name it, %s; the server's count is each request's prompt_tokens",
 			traceBlockTokens, strings.Join(sizing, "; "))}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tokentop/tokentop/backends/untrusted"
@@ -24,6 +25,7 @@ import (
 type Writer struct {
 	manifest     *Manifest
 	manifestPath string
+	dir          string // the sessions folder, for errors
 	root         *os.Root
 	trials       *os.File
 	tokens       *os.File
@@ -69,15 +71,15 @@ func FileName(s string) string {
 // that stem exists.
 func Create(dir string, m *Manifest) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("sessions folder: %w", err)
+		return nil, WriteError(dir, "", err)
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, fmt.Errorf("sessions folder: %w", err)
+		return nil, WriteError(dir, "", err)
 	}
 	m.Schema = Schema
 	m.Status = StatusRunning
-	w := &Writer{manifest: m, root: root}
+	w := &Writer{manifest: m, root: root, dir: dir}
 	// Two runs started within the same second get -2, -3, … rather than
 	// failing; O_EXCL on the trials file makes the claim race-free.
 	base := FileName(m.ID)
@@ -91,7 +93,7 @@ func Create(dir string, m *Manifest) (*Writer, error) {
 	}
 	if err != nil {
 		root.Close()
-		return nil, err
+		return nil, WriteError(dir, stem+".trials.csv", err)
 	}
 	m.ID = stem
 	m.TrialsFile = stem + ".trials.csv"
@@ -100,7 +102,7 @@ func Create(dir string, m *Manifest) (*Writer, error) {
 	if w.tokens, err = createCSV(root, m.TokensFile, TokensHeader); err != nil {
 		w.trials.Close()
 		root.Close()
-		return nil, err
+		return nil, WriteError(dir, m.TokensFile, err)
 	}
 	if err := w.writeManifest(); err != nil {
 		w.Close()
@@ -155,7 +157,7 @@ func (w *Writer) Append(r Record, arrivals []metrics.Arrival) error {
 	cw.Write(r.Fields())
 	cw.Flush()
 	if _, err := w.trials.Write(w.row.Bytes()); err != nil {
-		return fmt.Errorf("writing %s: %w", w.trials.Name(), err)
+		return WriteError(w.dir, w.manifest.TrialsFile, err)
 	}
 	w.row.Reset()
 	tokens := 0
@@ -175,12 +177,37 @@ func (w *Writer) Append(r Record, arrivals []metrics.Arrival) error {
 		w.row.WriteByte('\n')
 	}
 	if _, err := w.tokens.Write(w.row.Bytes()); err != nil {
-		return fmt.Errorf("writing %s: %w", w.tokens.Name(), err)
+		return WriteError(w.dir, w.manifest.TokensFile, err)
 	}
 	if err := w.trials.Sync(); err != nil {
-		return err
+		return WriteError(w.dir, w.manifest.TrialsFile, err)
 	}
-	return w.tokens.Sync()
+	if err := w.tokens.Sync(); err != nil {
+		return WriteError(w.dir, w.manifest.TokensFile, err)
+	}
+	return nil
+}
+
+// WriteError names the file (its full path; the folder where name is
+// "") a write failed on, the cause without the repeated name, and what
+// to do: the folder is read-only, the disk full, or not the user's.
+func WriteError(dir, name string, err error) error {
+	path := filepath.Join(dir, name)
+	cause := err
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		cause = pathErr.Err
+	}
+	todo := "choose another folder with --out"
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		todo = "the disk is full: free some space, or " + todo
+	case errors.Is(err, syscall.EROFS):
+		todo = "the folder is read-only: " + todo
+	case errors.Is(err, fs.ErrPermission):
+		todo = "you may not write there: " + todo
+	}
+	return fmt.Errorf("%s: %w; %s", path, cause, todo)
 }
 
 // csvField quotes s when CSV needs it. Arm names are restricted by the
@@ -209,7 +236,10 @@ func (w *Writer) writeManifest() error {
 	if err != nil {
 		return err
 	}
-	return writeAtomicIn(w.root, filepath.Base(w.manifestPath), data)
+	if err := writeAtomicIn(w.root, filepath.Base(w.manifestPath), data); err != nil {
+		return WriteError(w.dir, filepath.Base(w.manifestPath), err)
+	}
+	return nil
 }
 
 // AddArm adds an arm the run made as it went (the SLO search's) to the
@@ -245,7 +275,7 @@ func (w *Writer) CreateServerMetrics(info *ServerMetricsInfo) (*ServerWriter, er
 	info.File = w.manifest.ID + ".server.csv"
 	f, err := createCSV(w.root, info.File, ServerHeader)
 	if err != nil {
-		return nil, err
+		return nil, WriteError(w.dir, info.File, err)
 	}
 	inManifest := *info
 	inManifest.Servers = slices.Clone(info.Servers) // info's change as the run goes
@@ -312,7 +342,7 @@ func (w *Writer) CreatePower(deviceIDs []string) (*PowerWriter, error) {
 	name := w.manifest.ID + ".power.csv"
 	f, err := createCSV(w.root, name, PowerHeader)
 	if err != nil {
-		return nil, err
+		return nil, WriteError(w.dir, name, err)
 	}
 	w.manifest.Power.PowerFile = name
 	if err := w.writeManifest(); err != nil {

@@ -3,15 +3,19 @@ package session
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/tokentop/tokentop/metrics/telemetry"
+	"errors"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tokentop/tokentop/metrics/telemetry"
 
 	"github.com/tokentop/tokentop/metrics"
 )
@@ -643,6 +647,21 @@ func TestImpossibleRowsAreRefused(t *testing.T) {
 	} {
 		if _, _, err := ParseTrials("x.csv", []byte(strings.Join(Header, ",")+"\n"+c.data)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v, want %q", err, c.want)
+		}
+	}
+}
+
+// A write that fails names the whole path, not the name inside the
+// folder the files are written through, and what to do.
+func TestAWriteErrorNamesThePathAndWhatToDo(t *testing.T) {
+	for errno, want := range map[syscall.Errno]string{
+		syscall.EROFS:  "/data/sessions/s.trials.csv: read-only file system; the folder is read-only: choose another folder with --out",
+		syscall.ENOSPC: "/data/sessions/s.trials.csv: no space left on device; the disk is full: free some space, or choose another folder with --out",
+		syscall.EACCES: "/data/sessions/s.trials.csv: permission denied; you may not write there: choose another folder with --out",
+	} {
+		err := WriteError("/data/sessions", "s.trials.csv", &fs.PathError{Op: "openat", Path: "s.trials.csv", Err: errno})
+		if err.Error() != want || !errors.Is(err, errno) {
+			t.Errorf("%v: %q", errno, err)
 		}
 	}
 }

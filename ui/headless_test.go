@@ -292,3 +292,13 @@ func TestSummaryTableGivesEnergyWhereEveryArmMeasuredIt(t *testing.T) {
 		t.Errorf("an arm without energy, yet:\n%s", buf.String())
 	}
 }
+
+// A wait is said in round figures: a Retry-After's remainder read
+// "0s of 1.999987985s".
+func TestAWaitIsSaidInRoundFigures(t *testing.T) {
+	for limit, want := range map[time.Duration]string{1999987985: "0s of 2s (Retry-After)", 59*time.Second + 987*time.Millisecond: "0s of 1m0s (Retry-After)", 2345 * time.Millisecond: "0s of 2.3s (Retry-After)"} {
+		if got := EventLine(runner.Waiting{What: "the server", Why: "Retry-After", Limit: limit}); !strings.Contains(got, want) {
+			t.Errorf("%v: %q, want %q", limit, got, want)
+		}
+	}
+}

@@ -55,6 +55,7 @@ type traceLine struct {
 // line and the field.
 func ParseTrace(file string, data []byte) (Trace, error) {
 	t := Trace{File: file}
+	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a byte-order mark some editors write first
 	var first float64
 	line := 0
 	for len(data) > 0 {
@@ -149,7 +150,7 @@ func jsonWords(err error) string {
 	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.As(err, &typeErr):
-		return fmt.Sprintf("%s: %s where a %s belongs", typeErr.Field, typeErr.Value, typeKind(typeErr.Type.Kind().String()))
+		return fmt.Sprintf("%s: %s where %s belongs", typeErr.Field, typeErr.Value, fieldWants(typeErr.Field))
 	case errors.As(err, &syntaxErr):
 		return fmt.Sprintf("not JSON at byte %d: %v", syntaxErr.Offset, syntaxErr)
 	case strings.HasPrefix(err.Error(), "json: unknown field"):
@@ -158,16 +159,28 @@ func jsonWords(err error) string {
 	return err.Error()
 }
 
-func typeKind(kind string) string {
-	switch kind {
-	case "int", "int64", "float64":
-		return "number"
-	case "slice":
-		return "list"
-	case "ptr":
-		return "value"
+// fieldWants says what a trace line's field holds, for errors.
+func fieldWants(field string) string {
+	switch field {
+	case "timestamp":
+		return "a time in milliseconds, from 0 to 1e12"
+	case "input_length", "output_length", "max_tokens":
+		return fmt.Sprintf("a whole number of tokens, from 1 to %s", groupThousands(maxTraceTokens))
+	case "hash_ids":
+		return "a list of whole numbers (the prompt's block ids)"
+	case "prompt":
+		return "the prompt's text"
 	}
-	return kind
+	return "an object of one request"
+}
+
+// groupThousands writes n with commas between its thousands.
+func groupThousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // Schedule is the trace's send times at speed (2 replays it twice as

@@ -47,8 +47,9 @@ func TestABadTraceNamesItsLineAndField(t *testing.T) {
 		{good + `{"timestamp": 5, "input_length": 0, "output_length": 3}`, "t.jsonl:2: input_length: 0 is out of range"},
 		{good + `{"timestamp": 5, "input_length": 3, "output_length": -2}`, "t.jsonl:2: output length -2 is out of range"},
 		{good + `{"timestamp": 5, "prompt": "  "}`, "t.jsonl:2: prompt: missing or empty"},
-		{good + `{"timestamp": "soon", "prompt": "hi"}`, `t.jsonl:2: timestamp: string where a number belongs`},
+		{good + `{"timestamp": "soon", "prompt": "hi"}`, `t.jsonl:2: timestamp: string where a time in milliseconds, from 0 to 1e12 belongs`},
 		{good + `{"timestamp": 5, "prompt": "hi", "model": "x"}`, `t.jsonl:2: unknown field "model"`},
+		{good + `{"timestamp": 5, "input_length": 5.5, "output_length": 3}`, `t.jsonl:2: input_length: number 5.5 where a whole number of tokens, from 1 to 1,048,576 belongs`},
 		{good + `{"timestamp": 5, "prompt": "hi"} {"timestamp": 6}`, "t.jsonl:2: more than one JSON object"},
 		{good + `{"timestamp": 5,`, "t.jsonl:2: "},
 		{good + `{"timestamp": 5}`, "t.jsonl:2: neither form"},
@@ -82,4 +83,13 @@ func FuzzParseTrace(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A byte-order mark that an editor wrote first is read past, as the
+// session CSVs and text prompts are: it made "invalid character 'ï'".
+func TestATraceReadsPastAByteOrderMark(t *testing.T) {
+	tr, err := ParseTrace("t.jsonl", []byte("\ufeff{\"timestamp\": 0, \"prompt\": \"hi\"}\n"))
+	if err != nil || len(tr.Requests) != 1 {
+		t.Fatalf("%v", err)
+	}
 }
