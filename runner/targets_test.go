@@ -31,6 +31,22 @@ func twoServerPlan(t *testing.T, urlA, urlB string, trials int, wait time.Durati
 	return plan, bs
 }
 
+// runComplete prepares profile p with opts, runs it with no power source
+// and requires it to complete.
+func runComplete(t *testing.T, p *profiles.Profile, opts Options) (*Plan, []Event) {
+	t.Helper()
+	plan, bs, err := Prepare(p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Telemetry = testPlan(t, 0, 1, "x").Telemetry
+	status, err, events := runTargets(t, plan, bs)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	return plan, events
+}
+
 func runTargets(t *testing.T, plan *Plan, bs []backends.Backend) (string, error, []Event) {
 	t.Helper()
 	events := make(chan Event, 4096)
@@ -299,15 +315,7 @@ func TestTogetherAgentsOnTheirOwnServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, bs, err := Prepare(p, Options{OutDir: t.TempDir(), Trials: 5, Warmup: NoOverride, MaxTokens: NoOverride, ServerWait: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan.Telemetry = testPlan(t, 0, 1, "x").Telemetry
-	status, err, events := runTargets(t, plan, bs)
-	if err != nil || status != session.StatusComplete {
-		t.Fatal(status, err)
-	}
+	plan, events := runComplete(t, p, Options{OutDir: t.TempDir(), Trials: 5, Warmup: NoOverride, MaxTokens: NoOverride, ServerWait: time.Second})
 	for i, a := range plan.Profile.Arms {
 		want := map[byte]string{'a': srvA.url(), 'b': srvB.url()}[a.Name[0]]
 		if got := plan.Targets[plan.ArmTarget[i]].Config.URL; got != want {
@@ -399,15 +407,7 @@ func TestACountTheStreamCouldNotCarryIsNotTaken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, bs, err := Prepare(p, Options{Backend: "openai", URL: srv.URL + "/v1", Model: "tiny15m:latest", OutDir: t.TempDir(), Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan.Telemetry = testPlan(t, 0, 1, "x").Telemetry
-	status, err, events := runTargets(t, plan, bs)
-	if err != nil || status != session.StatusComplete {
-		t.Fatal(status, err)
-	}
+	_, events := runComplete(t, p, Options{Backend: "openai", URL: srv.URL + "/v1", Model: "tiny15m:latest", OutDir: t.TempDir(), Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride})
 	for _, r := range trials(events) {
 		if r.OutputTokens != 32 || r.OutputTPS > 1e7 {
 			t.Errorf("trial %d: %d tokens, %.0f tok/s", r.Trial, r.OutputTokens, r.OutputTPS)

@@ -60,15 +60,7 @@ func (l *recordedLlama) run(t *testing.T, src string, opts Options) (session.Arm
 	if opts.Trials == 0 {
 		opts.Trials = NoOverride
 	}
-	plan, bs, err := Prepare(p, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan.Telemetry = testPlan(t, 0, 1, "x").Telemetry
-	status, err, events := runTargets(t, plan, bs)
-	if err != nil || status != session.StatusComplete {
-		t.Fatal(status, err)
-	}
+	_, events := runComplete(t, p, opts)
 	fin := eventsOf[Finished](events)[0]
 	m, err := session.ReadManifest(fin.Manifest)
 	if err != nil {
