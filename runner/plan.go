@@ -157,6 +157,9 @@ type Plan struct {
 	// is its file's digest, for the manifest.
 	// ServerMetrics is Options.ServerMetrics.
 	ServerMetrics string
+	// MeanAsked is set where the command line asked the stop rule for the
+	// mean, which the run overrides on heavy tails (the start says so).
+	MeanAsked bool
 	// Tokenizer is Options.Tokenizer's, read from TokenizerFile; nil
 	// without one.
 	Tokenizer     backends.Tokenizer
@@ -364,6 +367,7 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	}
 	if opts.CIStatistic != "" {
 		p.Stop.Statistic = opts.CIStatistic
+		plan.MeanAsked = opts.CIStatistic == "mean"
 	}
 	// A --trials below the profile's own rule's minimum asks for a short
 	// fixed run: the rule could never act, so it is off, not an error.

@@ -326,6 +326,9 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 	defer servers.stop() // before events closes: the scraper sends on it
 	started.Manifest, started.Power, started.Labels = w.ManifestPath(), mon.info, session.ArmLabels(m)
 	events <- started
+	if plan.MeanAsked && p.Stop.Enabled() {
+		events <- Warning{Text: fmt.Sprintf("--ci-statistic mean: the median decides for an arm while its running CV is above %g, where the mean's interval does not hold; the end names the statistic that decided", MaxCVForMean)}
+	}
 	if limit, ok := openFilesLimit(); ok {
 		if text := plan.inFlightWarning(limit); text != "" {
 			events <- Warning{Text: text}

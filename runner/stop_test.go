@@ -273,3 +273,25 @@ func TestTheCapSaysHowManyTrialsCanBeUsed(t *testing.T) {
 		t.Errorf("all usable: %q", d.Reason)
 	}
 }
+
+// --ci-statistic mean is said to be overridden on heavy tails when the
+// run starts; the profile's own choice is said at the end, by the
+// statistic that decided.
+func TestAskingForTheMeanIsToldItMayNotDecide(t *testing.T) {
+	p, err := profiles.Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 8\ntrials = 40\nprompts = [\"x\"]\n[models]\nollama = \"m\"\n[[arms]]\nname = \"a\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Resolve(p, Options{Backend: "ollama", OutDir: t.TempDir(), Trials: NoOverride, Warmup: 0, MaxTokens: NoOverride, UntilCI: 0.2, CIStatistic: "mean"})
+	if err != nil || !plan.MeanAsked {
+		t.Fatalf("%v, mean asked %v", err, plan != nil && plan.MeanAsked)
+	}
+	plan.Telemetry = testPlan(t, 0, 1, "x").Telemetry
+	_, _, events := runPlan(t, context.Background(), plan, &fakeBackend{delays: []time.Duration{time.Millisecond}})
+	said := slices.ContainsFunc(eventsOf[Warning](events), func(w Warning) bool {
+		return strings.HasPrefix(w.Text, "--ci-statistic mean: the median decides for an arm while its running CV is above 0.5")
+	})
+	if !said {
+		t.Errorf("warnings %+v", eventsOf[Warning](events))
+	}
+}

@@ -18,12 +18,23 @@ func TestPrecisionSaysWhatWasReached(t *testing.T) {
 		line, short string
 		missed      bool
 	}{
-		{"every arm", []string{"a", "b"}, map[string]ArmSummary{"a": reached(262, "mean"), "b": reached(1137, "median")},
-			"every arm's mean e2e within ±2% (anytime-valid 95% interval): a after 262 trials, b (on its median) after 1,137 trials; the arms ran on together until the last one reached it",
+		{"every arm on the mean", []string{"a", "b"}, map[string]ArmSummary{"a": reached(262, "mean"), "b": reached(1137, "mean")},
+			"every arm's mean e2e within ±2% (anytime-valid 95% interval): a after 262 trials, b after 1,137 trials; the arms ran on together until the last one reached it",
 			"every arm's mean e2e within ±2% (the last after 1,137 trials)", false},
+		// The mean asked for, the median decided: the headline names the
+		// median (it named the mean, known to ±5–7%).
+		{"every arm on the median", []string{"a", "b"}, map[string]ArmSummary{"a": reached(262, "median"), "b": reached(688, "median")},
+			"every arm's median e2e within ±2% (anytime-valid 95% interval): a after 262 trials, b after 688 trials; the arms ran on together until the last one reached it; the rule asked for the mean, and the median decided where an arm's running CV was above 0.5, where the mean's interval does not hold",
+			"every arm's median e2e within ±2% (the last after 688 trials)", false},
+		{"each on its own", []string{"a", "b"}, map[string]ArmSummary{"a": reached(262, "mean"), "b": reached(1137, "median")},
+			"every arm's e2e within ±2% (anytime-valid 95% interval): a (on its mean) after 262 trials, b (on its median) after 1,137 trials; the arms ran on together until the last one reached it; the rule asked for the mean, and the median decided where an arm's running CV was above 0.5, where the mean's interval does not hold",
+			"every arm's e2e within ±2% (the last after 1,137 trials)", false},
 		{"one arm short", []string{"a", "b"}, map[string]ArmSummary{"a": reached(262, "mean"), "b": missed},
 			"mean e2e ±2% not reached by b (±3.1%): stopped at the cap of 1,500 trials; reached by a after 262 trials",
-			"mean e2e ±2% not reached by b: stopped at the cap of 1,500 trials", true},
+			"mean e2e ±2% not reached by b: stopped at the cap of 1,500 trials; the others reached it", true},
+		{"one arm short on its mean, the others on their medians", []string{"a", "b"}, map[string]ArmSummary{"a": reached(262, "median"), "b": missed},
+			"e2e ±2% not reached by b (on its mean) (±3.1%): stopped at the cap of 1,500 trials; reached by a (on its median) after 262 trials; the rule asked for the mean, and the median decided where an arm's running CV was above 0.5, where the mean's interval does not hold",
+			"e2e ±2% not reached by b: stopped at the cap of 1,500 trials; the others reached it", true},
 		{"a single arm", []string{"a"}, map[string]ArmSummary{"a": missed},
 			"mean e2e ±2% not reached: stopped at the cap of 1,500 trials (±3.1% reached)",
 			"mean e2e ±2% not reached: stopped at the cap of 1,500 trials", true},
