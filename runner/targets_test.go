@@ -65,7 +65,9 @@ func runTargets(t *testing.T, plan *Plan, bs []backends.Backend) (string, error,
 func TestOneTargetDiesTheOtherGoesOn(t *testing.T) {
 	dying, healthy := newLlamaServer(t, "completion_t0_stream"), newLlamaServer(t, "completion_t0_stream")
 	dying.killAt = 3 // warmup, timed 1, then the cut stream
-	plan, bs := twoServerPlan(t, dying.url(), healthy.url(), 12, 400*time.Millisecond)
+	// 2 s of waiting: long enough that b, on a busy machine too, reaches
+	// its cap first.
+	plan, bs := twoServerPlan(t, dying.url(), healthy.url(), 12, 2*time.Second)
 	if len(plan.Targets) != 2 || plan.Targets[0].Name != "llamacpp-a" || plan.Targets[1].Name != "llamacpp-b" {
 		t.Fatalf("targets %+v", plan.Targets)
 	}
