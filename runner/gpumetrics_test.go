@@ -120,7 +120,7 @@ func TestEnergyFromARemoteGPUThroughItsDCGMExporter(t *testing.T) {
 		// no more than the resolution it carries (and the runner's own
 		// bookkeeping inside the window, idle).
 		want := 200 * r.E2EMs / 1000
-		if r.EnergyQuality != "counter" || math.Abs(r.EnergyJ-want) > r.EnergyErrJ+0.1*want || !(r.EnergyErrJ >= 2 && r.EnergyErrJ <= 20) {
+		if r.EnergyQuality != "counter" || math.Abs(r.EnergyJ-want) > r.EnergyErrJ+0.1*want || !(r.EnergyErrJ >= 2 && r.EnergyErrJ <= 40) {
 			t.Errorf("trial %d: %.2f J (want ~%.2f), resolution %.2f J, %s", r.Trial, r.EnergyJ, want, r.EnergyErrJ, r.EnergyQuality)
 		}
 	}

@@ -549,13 +549,14 @@ func TestEnergyPerTrialFromAFakeGPU(t *testing.T) {
 		t.Errorf("quality counts %v", q)
 	}
 	// The idle baseline again after the last trial, its drift, each
-	// trial's resolution (a 10 ms reading at 250 W is 2.5 J), and the
-	// arm's figure from them.
+	// trial's resolution (a 10 ms reading at 250 W is 2.5 J; on a busy
+	// machine the readings come later, never 100 ms apart), and the arm's
+	// figure from them.
 	if len(power.BaselineAfter) != 1 || math.Abs(power.BaselineAfter[0].MeanW-50) > 1 || !(power.DriftW < 1) {
 		t.Errorf("baseline after %+v, drift %v W", power.BaselineAfter, power.DriftW)
 	}
 	for _, r := range s.Records {
-		if !(r.EnergyErrJ > 0 && r.EnergyErrJ < 3) {
+		if !(r.EnergyErrJ > 0 && r.EnergyErrJ < 25) {
 			t.Errorf("trial %d: resolution %v J", r.Trial, r.EnergyErrJ)
 		}
 	}

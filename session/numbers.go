@@ -39,7 +39,7 @@ func (c *Comparison) NumbersTable(tokens func(session string) map[TrialKey]Arriv
 		ci := metrics.Bootstrap(e2e, metrics.Median, c.TestOptions.Resamples, c.TestOptions.Seed)
 		ttft, tpot := metrics.Describe(col.Values(metric("ttft_ms"))), metrics.Describe(col.Values(metric("tpot_ms")))
 		itl := metrics.Describe(col.gaps(tokens))
-		ms := func(v float64) string { return orDash("%.2f", v) }
+		ms := func(v float64) string { return orDash("%."+strconv.Itoa(max(2, ThreeFigures(v)))+"f", v) }
 		interval := "[too few]"
 		if !math.IsNaN(ci.Lo) {
 			interval = "[" + FormatValue(ci.Lo) + ", " + FormatValue(ci.Hi) + "]"

@@ -665,3 +665,20 @@ func TestAWriteErrorNamesThePathAndWhatToDo(t *testing.T) {
 		}
 	}
 }
+
+// Sub-millisecond figures keep three significant digits in the files (a
+// built-in engine's ITL of 36 µs was written as 0.036, 3% steps that made
+// a verdict's interval zero wide); larger ones keep the microsecond.
+func TestSmallFiguresKeepThreeSignificantDigits(t *testing.T) {
+	for v, want := range map[float64]string{0.0362345: "0.0362", 0.000456789: "0.000457", 0.5: "0.500", 12.34567: "12.346", 0: "0.000", 0.00000012: "0.000000"} {
+		if got := formatFloat(v, 3); got != want {
+			t.Errorf("%g: %q, want %q", v, got, want)
+		}
+	}
+	r := record("greedy", 1, PhaseTimed, StatusOK, 100)
+	r.ITLMeanMs, r.TPOTMs = 0.0362345, 0.0358901
+	got, _, err := ParseTrials("x.csv", []byte(strings.Join(Header, ",")+"\n"+strings.Join(r.Fields(), ",")+"\n"))
+	if err != nil || got[0].ITLMeanMs != 0.0362 || got[0].TPOTMs != 0.0359 {
+		t.Errorf("read back %v %v, %v", got[0].ITLMeanMs, got[0].TPOTMs, err)
+	}
+}
