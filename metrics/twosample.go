@@ -24,6 +24,20 @@ type TwoSample struct {
 	MedianDiff, MeanDiff   Estimate
 	MedianRatio, MeanRatio Estimate
 	CVA, CVB, CVRatio      Estimate
+	// medianRatios are the resampled median ratios, sorted, for an
+	// interval at another level (MedianRatioAt).
+	medianRatios []float64
+}
+
+// MedianRatioAt is the median ratio's percentile interval at level (0.95
+// is MedianRatio's own; a family of m tests' Bonferroni level is
+// 1 - 0.05/m); NaN bounds without resamples.
+func (t TwoSample) MedianRatioAt(level float64) CI {
+	if len(t.medianRatios) == 0 {
+		return CI{math.NaN(), math.NaN()}
+	}
+	tail := (1 - level) / 2
+	return CI{PercentileSorted(t.medianRatios, tail), PercentileSorted(t.medianRatios, 1-tail)}
 }
 
 // CV is a Statistic: the sample coefficient of variation.
@@ -87,6 +101,7 @@ func BootstrapTwoSample(a, b []float64, resamples int, seed uint64) TwoSample {
 	for i, e := range []*Estimate{&out.MedianDiff, &out.MeanDiff, &out.MedianRatio, &out.MeanRatio, &out.CVA, &out.CVB, &out.CVRatio} {
 		e.CI = percentileCI(est[i])
 	}
+	out.medianRatios = est[2] // sorted by percentileCI
 	return out
 }
 

@@ -3,6 +3,7 @@ package metrics
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 )
 
@@ -53,8 +54,14 @@ func TestBootstrapTwoSampleCoverage(t *testing.T) {
 func TestBootstrapTwoSampleIsSeeded(t *testing.T) {
 	a, b := []float64{1, 2, 3, 4, 5, 6}, []float64{2, 3, 4, 5, 6, 9}
 	x, y := BootstrapTwoSample(a, b, 500, 7), BootstrapTwoSample(a, b, 500, 7)
-	if x != y {
+	if !reflect.DeepEqual(x, y) {
 		t.Errorf("same seed, different results:\n%+v\n%+v", x, y)
+	}
+	if at := x.MedianRatioAt(0.95); math.Abs(at.Lo-x.MedianRatio.Lo) > 1e-12 || math.Abs(at.Hi-x.MedianRatio.Hi) > 1e-12 {
+		t.Errorf("the median ratio at 95%%: %+v, its own %+v", at, x.MedianRatio.CI)
+	}
+	if wide := x.MedianRatioAt(0.996); !(wide.Lo <= x.MedianRatio.Lo && wide.Hi >= x.MedianRatio.Hi) {
+		t.Errorf("at 99.6%%: %+v, narrower than at 95%% %+v", wide, x.MedianRatio.CI)
 	}
 	if x.MedianDiff.Value != 1 || math.Abs(x.MeanDiff.Value-8.0/6) > 1e-12 {
 		t.Errorf("point estimates %+v", x)

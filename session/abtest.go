@@ -252,7 +252,7 @@ func (t *ABTest) Verdict(labels []string) string {
 	change := fmt.Sprintf("median %s %s", t.Metric.Label, ratioPercent(t.MedianRatio))
 	if !t.Significant() {
 		if t.IntervalWithoutVerdict() {
-			change += fmt.Sprintf(" (this interval is not adjusted for the family's %d tests and excludes no change; the Holm-adjusted test decides)", t.family)
+			change += t.whyNotSignificant(b, a)
 		}
 		need := ""
 		switch n := t.TrialsToDetect; {
@@ -274,6 +274,25 @@ func (t *ABTest) Verdict(labels []string) string {
 			b, word, a, (1+math.Abs(t.CliffsDelta))/2*100)
 	}
 	return fmt.Sprintf("%s %s than %s: %s, %s, %s effect", b, word, a, change, formatP(t.PAdjusted), metrics.Magnitude(t.CliffsDelta))
+}
+
+// whyNotSignificant says why a medians' interval that excludes no change
+// earned no verdict. Where the interval at the family's Bonferroni level
+// still excludes it, the medians do differ: Mann-Whitney tests whether
+// one arm's trials run below the other's (P(b < a)), not the medians,
+// and one arm can have the lower median and the heavier tail; else the
+// 95% interval is not adjusted for the family, and the test decides.
+func (t *ABTest) whyNotSignificant(b, a string) string {
+	family := t.TwoSample.MedianRatioAt(1 - Alpha/float64(max(1, t.family)))
+	if !(family.Lo > 1 || family.Hi < 1) {
+		return fmt.Sprintf(" (this interval is not adjusted for the family's %d tests and excludes no change; the Holm-adjusted test decides)", t.family)
+	}
+	whole, side, share := t.Metric.Less, "below", (1-t.CliffsDelta)/2 // P(b < a), ties counting half
+	if t.MedianRatio.Value > 1 {
+		whole, side, share = t.Metric.More, "above", (1+t.CliffsDelta)/2
+	}
+	return fmt.Sprintf(" and [%s, %s] at the family's level: the medians differ, but %s is not %s as a whole: its trials lie %s %s's in %.0f%% of trial pairs, ties counting half, which is what the test judges",
+		percentChange(family.Lo), percentChange(family.Hi), b, strings.TrimPrefix(whole, "is "), side, a, share*100)
 }
 
 // SpreadVerdict says whether the column varies more or less than its
