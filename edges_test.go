@@ -248,13 +248,8 @@ func TestSecretsInURLsAreSentAndNeverShown(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	mu.Lock()
-	for _, a := range asked {
-		if strings.HasPrefix(a, "POST /v1/completions?api_key="+key+" bob:"+password) {
-			break
-		}
-		if a == asked[len(asked)-1] {
-			t.Errorf("no completion went out with the address's query and password: %q", asked)
-		}
+	if !slices.ContainsFunc(asked, func(a string) bool { return strings.HasPrefix(a, "POST /v1/completions?api_key="+key+" bob:"+password) }) {
+		t.Errorf("no completion went out with the address's query and password: %q", asked)
 	}
 	mu.Unlock()
 	manifest := manifests(t, out)[0]
