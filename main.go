@@ -474,7 +474,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 		var err error
 		if sessions[i], err = session.Load(refs[i].Path); err != nil {
 			printErr(stderr, err)
-			return exitFailed
+			return exitForInput(err)
 		}
 	}
 	if *tui {
@@ -590,9 +590,9 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	for _, path := range positional {
-		s, ok := loadSession(path, stderr)
-		if !ok {
-			return exitFailed
+		s, code := loadSession(path, stderr)
+		if code != exitOK {
+			return code
 		}
 		if out.pictures() {
 			refs, sessions := session.ArmComparison(s)
@@ -610,18 +610,29 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// exitForInput is the exit code of an error reading what the user named:
+// bad input (2) where it is not a session, a failure (1) otherwise.
+func exitForInput(err error) int {
+	var bad *session.BadInputError
+	if errors.As(err, &bad) {
+		return exitUsage
+	}
+	return exitFailed
+}
+
 // loadSession reads a session for report and export, printing its
-// warnings (rows a file could not give) or why it could not be read.
-func loadSession(path string, stderr io.Writer) (*session.Session, bool) {
+// warnings (rows a file could not give) or why it could not be read
+// (with the exit code that says so).
+func loadSession(path string, stderr io.Writer) (*session.Session, int) {
 	s, err := session.Load(path)
 	if err != nil {
 		printErr(stderr, err)
-		return nil, false
+		return nil, exitForInput(err)
 	}
 	for _, warning := range s.Warnings {
 		fmt.Fprintf(stderr, "tokentop: warning: %s\n", untrusted.Line(warning))
 	}
-	return s, true
+	return s, exitOK
 }
 
 func cmdExport(args []string, stdout, stderr io.Writer) int {
@@ -643,9 +654,9 @@ func cmdExport(args []string, stdout, stderr io.Writer) int {
 	}
 	var sessions []*session.Session
 	for _, path := range positional {
-		s, ok := loadSession(path, stderr)
-		if !ok {
-			return exitFailed
+		s, code := loadSession(path, stderr)
+		if code != exitOK {
+			return code
 		}
 		sessions = append(sessions, s)
 	}

@@ -134,7 +134,10 @@ func TestBadInputExitsWithAClearMessage(t *testing.T) {
 		{[]string{"run", "--backend", "vllm"}, exitUsage, `unknown backend "vllm"`},
 		{[]string{"run", "--backend", "ollama", "--profile", profile}, exitUsage, "p.toml:3: trials: -1 is not a trial count"},
 		{[]string{"run", "--backend", "ollama", "--url", replay.ClosedURL(t), "--server-wait", "0s", "--out", out}, exitFailed, "connection refused (is the server running?)"},
-		{[]string{"compare", filepath.Join(out, "missing.toml")}, exitFailed, "missing.toml"},
+		// What the user named is not a session: bad input, exit 2, the path
+		// named once.
+		{[]string{"compare", filepath.Join(out, "missing.toml")}, exitUsage, filepath.Join(out, "missing.toml") + ": no such file or directory\n"},
+		{[]string{"report", "/nope.toml"}, exitUsage, "tokentop: /nope.toml: no such file or directory\n"},
 		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
 		{[]string{"run", "--power", "nvidia", "--out", out}, exitUsage, `--power "nvidia": use one of auto, powermetrics, off`},
 		// -1 is the flags' "not given"; typed, it must not quietly mean
@@ -144,8 +147,8 @@ func TestBadInputExitsWithAClearMessage(t *testing.T) {
 		{[]string{"run", "--max-tokens=-1", "--out", out}, exitUsage, "--max-tokens -1: a count cannot be negative"},
 		{[]string{"run", "--backend", "ollama", "--url", "notaurl", "--out", out}, exitUsage, `--url "notaurl" is not a server address; write it like http://127.0.0.1:11434`},
 		{[]string{"run", "--model-path", out, "--out", out}, exitFailed, "builtin backend (in process): model file " + out + " is a folder"},
-		{[]string{"compare", profile}, exitFailed, "p.toml: no schema key: this TOML file is not a tokentop session manifest"},
-		{[]string{"compare", filepath.Join(out, "S.trials.csv")}, exitFailed, "S.trials.csv is one of a session's CSV files; name its manifest, " + filepath.Join(out, "S") + ".toml"},
+		{[]string{"compare", profile}, exitUsage, "p.toml: no schema key: this TOML file is not a tokentop session manifest"},
+		{[]string{"compare", filepath.Join(out, "S.trials.csv")}, exitUsage, "S.trials.csv is one of a session's CSV files; name its manifest, " + filepath.Join(out, "S") + ".toml"},
 	}
 	if runtime.GOOS != "darwin" {
 		cases = append(cases, struct {

@@ -84,7 +84,7 @@ func (p *Plan) promptsFileInfo() *session.PromptsFileInfo {
 	if d == nil {
 		return nil
 	}
-	info := &session.PromptsFileInfo{File: untrusted.Line(d.Path), SHA256: d.SHA256, Format: d.Format, Prompts: len(d.Prompts), Sampling: d.Sampling(p.Profile.Seed)}
+	info := &session.PromptsFileInfo{File: untrusted.Line(d.Path), SHA256: d.SHA256, Format: d.Format, Prompts: len(d.Prompts), Sampling: d.Sampling(p.Profile.Seed), LeftOut: d.Skipped}
 	if p.Profile.MultiTurn {
 		for k, pr := range d.Prompts {
 			if k == 0 || pr.ConversationID != d.Prompts[k-1].ConversationID {

@@ -280,7 +280,11 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 			USDPerHour: p.USDPerHour, Prompts: p.Prompts, Stop: stopInfo(p.Stop), PromptCache: p.PromptCache, FixedLength: p.FixedLength,
 			Load: plan.loadInfo(), PromptsFile: plan.promptsFileInfo(), Lengths: plan.lengthsInfo(bank), ThinkTime: p.ThinkTime},
 	}
-	started := Started{Arms: p.ArmNames(), TrialsPerArm: p.Trials, Warmup: map[string]int{}, Load: m.Profile.Load, Duration: p.LoadDuration,
+	trialsPerArm := p.Trials
+	if plan.Trace != nil { // each arm replays the whole trace, whatever the profile's count
+		trialsPerArm = len(plan.Trace.Requests)
+	}
+	started := Started{Arms: p.ArmNames(), TrialsPerArm: trialsPerArm, Warmup: map[string]int{}, Load: m.Profile.Load, Duration: p.LoadDuration,
 		PromptsFile: m.Profile.PromptsFile, Lengths: m.Profile.Lengths}
 	for i, a := range p.Arms {
 		started.Warmup[a.Name] = plan.warmupOf(i)

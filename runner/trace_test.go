@@ -47,6 +47,11 @@ func TestEveryArmReplaysTheTrace(t *testing.T) {
 	if err != nil || status != session.StatusComplete {
 		t.Fatal(status, err)
 	}
+	// The plan counts the trace's requests, not the profile's trials (it
+	// said 1 and counted 2/1 … 4/1).
+	if started := eventsOf[Started](events)[0]; started.TrialsPerArm != len(lines) {
+		t.Errorf("the plan says %d trials per arm", started.TrialsPerArm)
+	}
 	for _, arm := range []string{"greedy@trace", "hot@trace"} {
 		recs := timedOf(events, arm)
 		var ids []int

@@ -141,6 +141,9 @@ type PromptsFileInfo struct {
 	// Conversations counts a multi-turn run's conversations, whose turns
 	// Prompts counts.
 	Conversations int `toml:"conversations,omitzero"`
+	// LeftOut counts a ShareGPT file's conversations with no human turn,
+	// which give no prompt.
+	LeftOut int `toml:"left_out,omitzero"`
 }
 
 // ServerMetricsInfo is the scraping of the servers' own metrics: the
@@ -448,6 +451,22 @@ func (m *Manifest) encode() ([]byte, error) {
 
 // ReadManifest reads and checks a manifest file.
 func ReadManifest(path string) (*Manifest, error) {
+	m, err := readManifest(path)
+	if err != nil {
+		return nil, &BadInputError{err}
+	}
+	return m, nil
+}
+
+// BadInputError is an error in what the user named: a manifest that is
+// not there, or not a session's. Commands exit 2 on it (bad input), as
+// on a bad flag, and 1 on a failure met reading a session that is one.
+type BadInputError struct{ Err error }
+
+func (e *BadInputError) Error() string { return e.Err.Error() }
+func (e *BadInputError) Unwrap() error { return e.Err }
+
+func readManifest(path string) (*Manifest, error) {
 	if strings.EqualFold(filepath.Ext(path), ".csv") {
 		stem := strings.TrimSuffix(path, filepath.Ext(path))
 		for _, kind := range []string{".trials", ".tokens", ".power"} {
@@ -461,6 +480,10 @@ func ReadManifest(path string) (*Manifest, error) {
 		var perr toml.ParseError
 		if errors.As(err, &perr) {
 			return nil, fmt.Errorf("%s:%d: %s", path, perr.Position.Line, perr.Message)
+		}
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) { // its own words name the path again
+			err = pathErr.Err
 		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

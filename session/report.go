@@ -280,8 +280,12 @@ func modalityWords(b float64) string {
 }
 
 func outlierWords(a ArmReport) string {
+	fences := fmt.Sprintf("Tukey's fences (%s..%s ms)", FormatValue(a.Shape.LowFence), FormatValue(a.Shape.HighFence))
+	if !(a.Shape.LowFence > 0) { // no e2e lies below zero: only the upper fence can hold one out
+		fences = fmt.Sprintf("Tukey's upper fence (%s ms; the lower one is below zero)", FormatValue(a.Shape.HighFence))
+	}
 	if len(a.OutlierTrials) == 0 {
-		return fmt.Sprintf("none beyond Tukey's fences (%s..%s ms)", FormatValue(a.Shape.LowFence), FormatValue(a.Shape.HighFence))
+		return "none beyond " + fences
 	}
 	trials := make([]string, 0, len(a.OutlierTrials))
 	for i, t := range a.OutlierTrials {
@@ -291,13 +295,15 @@ func outlierWords(a ArmReport) string {
 		}
 		trials = append(trials, strconv.Itoa(t))
 	}
-	return fmt.Sprintf("%d beyond Tukey's fences (%s..%s ms): trials %s; %d among the first %d timed trials",
-		len(a.OutlierTrials), FormatValue(a.Shape.LowFence), FormatValue(a.Shape.HighFence), strings.Join(trials, ", "), a.EarlyOutliers, earlyTrials)
+	return fmt.Sprintf("%d beyond %s: trials %s; %d among the first %d timed trials",
+		len(a.OutlierTrials), fences, strings.Join(trials, ", "), a.EarlyOutliers, earlyTrials)
 }
 
 func needWords(q metrics.QuantileNeed) string {
 	if q.AtLeast {
-		return fmt.Sprintf("≥ %d (its interval needs that many)", q.N)
+		// Not a count that is cheaper than a p95's: the fewest trials at
+		// which the interval exists at all, and likely far more.
+		return fmt.Sprintf("more than these trials can tell (its interval needs %s to exist at all)", FormatCount(q.N))
 	}
 	return trialsWords(q.N)
 }

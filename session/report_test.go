@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/tokentop/tokentop/metrics"
 )
 
 // reportSession has one arm whose first timed trials are still slow
@@ -56,7 +58,7 @@ func TestReportJudgesTheWarmupAndCountsEarlyOutliers(t *testing.T) {
 	}
 	text := strings.Join(r.Lines("", "  "), "\n")
 	for _, want := range []string{"greedy: 78 timed trials (+2 warmup)", "skew +", "beyond Tukey's fences", "5 among the first 5 timed trials",
-		"p99 ±5% ≥ 381", "raise warmup to 15"} {
+		"p99 ±5% more than these trials can tell (its interval needs 381 to exist at all)", "raise warmup to 15"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q:\n%s", want, text)
 		}
@@ -155,5 +157,19 @@ func TestCorrelatedTrialsGetBlockIntervals(t *testing.T) {
 	}
 	if d, st := r.Arms[0], r.Arms[1]; d.Dependence.EffectiveN > 80 || d.MeanNeeds1 <= st.MeanNeeds1 {
 		t.Errorf("effective n %.0f; trials needed for ±1%%: %d drifting, %d steady", d.Dependence.EffectiveN, d.MeanNeeds1, st.MeanNeeds1)
+	}
+}
+
+// Tukey's lower fence below zero holds nothing out of an e2e: only the
+// upper one is named ("-1.15..20.05 ms" read as if an e2e could be
+// negative).
+func TestAFenceBelowZeroIsNotNamed(t *testing.T) {
+	a := ArmReport{Shape: metrics.Shape{LowFence: -1.15, HighFence: 20.05}}
+	if got := outlierWords(a); got != "none beyond Tukey's upper fence (20.05 ms; the lower one is below zero)" {
+		t.Errorf("%q", got)
+	}
+	a.Shape.LowFence = 3
+	if got := outlierWords(a); got != "none beyond Tukey's fences (3.00..20.05 ms)" {
+		t.Errorf("%q", got)
 	}
 }

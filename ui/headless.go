@@ -51,6 +51,9 @@ func Headless(w io.Writer, width int, events <-chan runner.Event) {
 				if f.Conversations > 0 {
 					what = fmt.Sprintf("%d turns of %d %s conversations, each sent turn by turn", f.Prompts, f.Conversations, f.Format)
 				}
+				if f.LeftOut > 0 {
+					what += fmt.Sprintf(" (%d conversations with no human turn left out)", f.LeftOut)
+				}
 				fmt.Fprintf(w, "prompts: %s, %s (sha256 %.12s), in an order seeded by the profile, the same for every arm\n", f.File, what, f.SHA256)
 			}
 			fmt.Fprintf(w, "power: %s; %s\nmemory: %s\n", ev.Power.GPU, ev.Power.CPU, ev.Power.RSSProcess)

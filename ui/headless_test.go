@@ -227,11 +227,13 @@ func TestSummaryTableShowsTTFOWhereAModelReasons(t *testing.T) {
 func TestHeadlessNamesThePromptsFile(t *testing.T) {
 	events := make(chan runner.Event, 2)
 	events <- runner.Started{Manifest: "/s/x.toml", Arms: []string{"greedy"}, TrialsPerArm: 3, Warmup: map[string]int{"greedy": 0},
-		PromptsFile: &session.PromptsFileInfo{File: "/data/sg.json", SHA256: "b8e2d9ffe6cda07923801fa5", Format: "sharegpt", Prompts: 5}}
+		PromptsFile: &session.PromptsFileInfo{File: "/data/sg.json", SHA256: "b8e2d9ffe6cda07923801fa5", Format: "sharegpt", Prompts: 5, LeftOut: 2}}
 	close(events)
 	var buf bytes.Buffer
 	Headless(&buf, 0, events)
-	if want := "prompts: /data/sg.json, 5 sharegpt prompts (sha256 b8e2d9ffe6cd), in an order seeded by the profile, the same for every arm"; !strings.Contains(buf.String(), want) {
+	// The conversations left out are said with the rest (they were in
+	// the manifest only).
+	if want := "prompts: /data/sg.json, 5 sharegpt prompts (2 conversations with no human turn left out) (sha256 b8e2d9ffe6cd), in an order seeded by the profile, the same for every arm"; !strings.Contains(buf.String(), want) {
 		t.Errorf("missing %q in:\n%s", want, buf.String())
 	}
 }

@@ -29,7 +29,7 @@ func (statsPanel) title(data *runData) string {
 	if data.sweep() {
 		return "stats · e2e ms · tok/s, req/s over steady windows · steady ok requests"
 	}
-	return "stats · e2e ms · tok/s = Σ tokens / Σ time · timed ok trials"
+	return "stats · e2e ms · wu× = warmup ÷ timed median · tok/s = Σ tokens / Σ time · timed ok trials"
 }
 
 func (statsPanel) view(data *runData, w, h int) string {

@@ -334,10 +334,7 @@ func slopeWords(f metrics.LinearFit, scale float64, unit string) string {
 		verb = "falls"
 	}
 	line := fmt.Sprintf("%s %s ms %s", verb, session.FormatValue(math.Abs(scale*f.Slope)), unit)
-	switch {
-	case math.IsNaN(f.SlopeCI.Lo):
-		return line + fmt.Sprintf(" (no interval from %d sessions: repetitions give one)", f.N)
-	case f.SlopeCI.Lo <= 0 && f.SlopeCI.Hi >= 0:
+	if f.SlopeCI.Lo <= 0 && f.SlopeCI.Hi >= 0 {
 		line += ", not significantly"
 	}
 	return line + fmt.Sprintf(" [%s, %s]", session.FormatValue(scale*f.SlopeCI.Lo), session.FormatValue(scale*f.SlopeCI.Hi))
@@ -346,15 +343,10 @@ func slopeWords(f metrics.LinearFit, scale float64, unit string) string {
 // inverseRate is the slope read as a rate, scale/slope in unit, with its
 // interval, for a slope known to be positive: where the slope's interval
 // reaches zero its reciprocal could be any rate, or none, so it says
-// nothing. With no interval (one session per point) it gives the estimate
-// alone, as slopeWords does.
+// nothing. A slope with no interval is not put into words at all
+// (phaseFits).
 func inverseRate(f metrics.LinearFit, scale float64, unit, gloss string) string {
-	switch {
-	case !(f.Slope > 0):
-		return ""
-	case math.IsNaN(f.SlopeCI.Lo):
-		return fmt.Sprintf(" (1/slope: %s %s%s)", session.FormatValue(scale/f.Slope), unit, gloss)
-	case f.SlopeCI.Lo <= 0:
+	if !(f.Slope > 0 && f.SlopeCI.Lo > 0) {
 		return ""
 	}
 	return fmt.Sprintf(" (1/slope: %s %s [%s, %s]%s)", session.FormatValue(scale/f.Slope), unit,
@@ -450,7 +442,14 @@ func (c *Comparison) phaseFits() {
 				continue // one x: nothing to fit
 			}
 			f := metrics.FitLine(x, y)
-			c.Fits = append(c.Fits, PhaseFit{Group: key, What: spec.what, LinearFit: f, Words: spec.words(f)})
+			words := spec.words(f)
+			if math.IsNaN(f.SlopeCI.Lo) {
+				// A line through two sessions' points has no interval, and
+				// its slope is the two points' noise as much as their
+				// trend (255 ms per 1,000 tokens for 8 ms cells): none.
+				words = fmt.Sprintf("no slope: %d sessions give a line no interval; run the grid with repetitions = 2 or more", f.N)
+			}
+			c.Fits = append(c.Fits, PhaseFit{Group: key, What: spec.what, LinearFit: f, Words: words})
 		}
 	}
 }
