@@ -200,11 +200,16 @@ type ArmSummary struct {
 }
 
 // MedianE2EInterval is the 95% interval to print beside the e2e median:
-// the stop rule's anytime-valid interval when the arm stopped early on its
-// median (a fixed-n interval computed after such a stop covers less than
-// 95%), else the bootstrap interval. anytime says which.
+// the stop rule's anytime-valid interval when the arm stopped on its
+// median at its last trial (a fixed-n interval computed after such a stop
+// covers less than 95%), else the bootstrap interval of all its trials
+// (an arm that ran on past its target, with the others, is said apart
+// with the interval it stopped on). anytime says which.
 func (s ArmSummary) MedianE2EInterval() (lo, hi float64, anytime bool) {
-	if iv := s.StopInterval; iv != nil && iv.Statistic == "median" {
+	// The stop rule's interval only where it is of the median shown: an
+	// arm that ran on past its target, interleaved with the others, has
+	// more trials than the interval saw.
+	if iv := s.StopInterval; iv != nil && iv.Statistic == "median" && iv.N == s.Metrics["e2e_ms"].N {
 		return iv.Lo, iv.Hi, true
 	}
 	e2e := s.Metrics["e2e_ms"]

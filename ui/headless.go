@@ -500,7 +500,13 @@ func WriteSummary(w io.Writer, width int, arms []string, summary map[string]sess
 		}
 	}
 	for _, a := range arms {
-		if iv := summary[a].StopInterval; iv != nil && iv.Statistic == "mean" && !iv.Missed {
+		iv, n := summary[a].StopInterval, summary[a].Metrics["e2e_ms"].N
+		switch {
+		case iv == nil || iv.Missed:
+		case iv.N != n: // it ran on: the table's figures are of all its trials
+			writeProse(w, width, "note: %s reached the stop target after %s trials, its %s e2e then %s, anytime-valid 95%% interval [%s, %s]; it ran on with the others to %s trials, which the table's figures are of",
+				a, session.FormatCount(iv.N), iv.Statistic, millis(iv.Estimate), number(iv.Lo, 1), number(iv.Hi, 1), session.FormatCount(n))
+		case iv.Statistic == "mean":
 			writeProse(w, width, "note: %s stopped on its mean e2e %s, anytime-valid 95%% interval [%s, %s]", a, millis(iv.Estimate), number(iv.Lo, 1), number(iv.Hi, 1))
 		}
 		if n := summary[a].TokenCountMismatches; n > 0 {

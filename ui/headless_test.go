@@ -314,3 +314,19 @@ func TestSmallTimesKeepThreeFigures(t *testing.T) {
 		}
 	}
 }
+
+// An arm that reached its stop target at 203 trials and ran on to 400
+// with the others: the table's median is of all 400, so its interval is
+// too, and the interval it stopped on is said apart with its count (the
+// two were printed side by side).
+func TestAFigureIsBesideItsOwnInterval(t *testing.T) {
+	ran := session.ArmSummary{TimedOK: 400, Metrics: map[string]session.MetricSummary{"e2e_ms": {N: 400, Median: 103, MedianCILo: 101, MedianCIHi: 105}},
+		StopInterval: &session.StopInterval{Statistic: "median", Estimate: 100, Lo: 98.5, Hi: 101.5, N: 203}}
+	var buf bytes.Buffer
+	WriteSummary(&buf, 0, []string{"greedy"}, map[string]session.ArmSummary{"greedy": ran})
+	out := buf.String()
+	if !strings.Contains(out, "103.0 ms [101.0, 105.0]") || strings.Contains(out, "[98.5, 101.5]*") ||
+		!strings.Contains(out, "note: greedy reached the stop target after 203 trials, its median e2e then 100.0 ms, anytime-valid 95% interval [98.5, 101.5]; it ran on with the others to 400 trials, which the table's figures are of") {
+		t.Errorf("%s", out)
+	}
+}
