@@ -121,8 +121,14 @@ func driveDashboard(t *testing.T, bin string, w, h int, noColor bool) {
 	if len(paths) != 1 {
 		t.Fatalf("sessions saved: %v", paths)
 	}
-	// The file's name is always there; its folders where they fit.
+	// The file's name is always there; its folders where they fit. A
+	// capture can land while the done view's first frame is still being
+	// painted (its key line last): each piece within a few frames.
 	for _, want := range []string{"Run complete · saved", filepath.Base(paths[0]), "greedy", "e2e ms", "r report"} {
+		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(unboxed(screen), want) && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+			screen = term.screen()
+		}
 		if !strings.Contains(unboxed(screen), want) {
 			t.Errorf("%q is not on the done view:\n%s", want, screen)
 		}
