@@ -373,7 +373,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		s.EnergyCounterRejected = r.arms[i].counterRejected
 		// A trial run with a power source says its energy per token, or
 		// why there is none; a load run's energy is per steady window.
-		if e := session.EnergyOf(session.Counted(groups[a.Name]), &mon.info, uint64(p.Seed)); e.N > 0 || mon.sampler != nil && plan.Load == nil && e.Trials > 0 {
+		if e := session.EnergyOf(session.Counted(groups[a.Name]), &mon.info); e.N > 0 || mon.sampler != nil && plan.Load == nil && e.Trials > 0 {
 			s.Energy = &e
 		}
 		if d := r.arms[i].stop; d.Stop {

@@ -110,7 +110,7 @@ func (col Column) energyFigure() EnergyFigure {
 	if col.manifest != nil {
 		power = col.manifest.Power
 	}
-	return EnergyOf(col.records, power, 1)
+	return EnergyOf(col.records, power)
 }
 
 // Compare builds the comparison of the given sessions (loaded in ref

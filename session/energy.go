@@ -17,7 +17,8 @@ import (
 // the idle baseline's drift over the run (PowerInfo.DriftW) times the
 // trial's length; with arms a few watts above idle that is the size of the
 // figure itself (5 of 28 trials came out negative on an H200). So the
-// interval of the median J/token (bootstrap, over the trials) is widened
+// interval of the median J/token (its order statistics: distribution-free,
+// and cheap enough to redo as each trial arrives) is widened
 // by the drift's share per token, which every trial shares and no
 // averaging removes, and by the resolution's over √n; where it then holds
 // zero, the arm's energy is not distinguishable from idle, and no figure
@@ -61,12 +62,9 @@ type EnergyFigure struct {
 	TrialMs float64 `toml:"trial_ms"`
 }
 
-// energyResamples is the bootstrap's resamples for an energy interval.
-const energyResamples = 2000
-
 // EnergyOf is the energy figure of an arm's counted records, with the
 // session's power info (nil: no power source).
-func EnergyOf(records []*Record, power *PowerInfo, seed uint64) EnergyFigure {
+func EnergyOf(records []*Record, power *PowerInfo) EnergyFigure {
 	nan := math.NaN()
 	e := EnergyFigure{Trials: len(records), JPerToken: nan, Lo: nan, Hi: nan, AvgPowerW: nan, Uncertainty: nan}
 	drift := 0.0
@@ -115,11 +113,12 @@ func EnergyOf(records []*Record, power *PowerInfo, seed uint64) EnergyFigure {
 		e.Uncertainty += metrics.Median(resolution) / math.Sqrt(float64(e.N))
 		e.ResolutionKnown = true
 	}
-	ci := metrics.Bootstrap(perToken, metrics.Median, energyResamples, seed)
-	e.JPerToken, e.Lo, e.Hi = metrics.Median(perToken), ci.Lo-e.Uncertainty, ci.Hi+e.Uncertainty
+	slices.Sort(perToken)
+	ci := metrics.QuantileCI(perToken, 0.5)
+	e.JPerToken, e.Lo, e.Hi = metrics.PercentileSorted(perToken, 0.5), ci.Lo-e.Uncertainty, ci.Hi+e.Uncertainty
 	e.AboveIdle = e.Lo > 0
 	if math.IsNaN(ci.Lo) {
-		e.AboveIdle = slices.Min(perToken)-e.Uncertainty > 0
+		e.AboveIdle = perToken[0]-e.Uncertainty > 0
 	}
 	return e
 }

@@ -92,7 +92,7 @@ func BuildReport(s *Session, opts TestOptions) *Report {
 	groups := ByArm(s.Records)
 	for _, arm := range armOrder(s) {
 		a := armReport(arm, groups[arm], s.Manifest.Summary[arm], opts)
-		a.Energy = EnergyOf(Counted(groups[arm]), s.Manifest.Power, opts.Seed)
+		a.Energy = EnergyOf(Counted(groups[arm]), s.Manifest.Power)
 		r.Arms = append(r.Arms, a)
 	}
 	return r

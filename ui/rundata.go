@@ -57,12 +57,11 @@ type armData struct {
 	// tokens, output tokens, and how many trials they cover.
 	reasoningTokens, outputTokens, tokenTrials int
 	// withEnergy are its counted trials with energy, for its figure
-	// (energy, of the first energyOver of them); counted how many
+	// (energy, recomputed as each arrives: a sort); counted how many
 	// trials there are in all.
 	withEnergy []*session.Record
 	counted    int
 	energy     session.EnergyFigure
-	energyOver int
 }
 
 // aggregate is a load arm's output tok/s and requests/s over its steady
@@ -300,12 +299,7 @@ func (d *runData) addTrial(ev runner.TrialDone) {
 		// Live, the idle baseline's drift is not known yet: the figure
 		// carries the readings' resolution only, as the power panel says.
 		a.withEnergy = append(a.withEnergy, &rec)
-		// The bootstrap costs ~37 ms at 1,000 trials: recomputed for
-		// each of the first 30, then as the count grows by a tenth, so
-		// that fast trials never hold up the screen.
-		if n := len(a.withEnergy); n <= 30 || n >= a.energyOver+a.energyOver/10 {
-			a.energy, a.energyOver = session.EnergyOf(a.withEnergy, nil, 1), n
-		}
+		a.energy = session.EnergyOf(a.withEnergy, nil)
 	}
 }
 

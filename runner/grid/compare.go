@@ -195,7 +195,7 @@ func Compare(dir, rankBy string, opts session.TestOptions) (*Comparison, error) 
 				TPOT:       median(session.Values(recs, metric("tpot_ms")), opts),
 				TokensPerS: metric("output_tps").Pooled(recs),
 				USDPer1M:   math.NaN(),
-				Energy:     session.EnergyOf(recs, power, opts.Seed),
+				Energy:     session.EnergyOf(recs, power),
 			}
 			if usdPerHour > 0 && r.TokensPerS > 0 {
 				r.USDPer1M = session.USDPer1MTokens(r.TokensPerS, usdPerHour)

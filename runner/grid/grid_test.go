@@ -585,9 +585,9 @@ func TestACellWhoseServerDropsEveryRequestDoesNotStallTheGrid(t *testing.T) {
 // unranked row's rank and an unknown J/token as null, not "—".
 func TestGridJSONHoldsNumbers(t *testing.T) {
 	c := &Comparison{RankBy: e2eRank, Name: "g", Axes: []string{"threads"}, Rows: []Row{
-		{Cell: "fast", Label: "1 thread", Arm: "greedy", N: 10, ranked: steps(1, 10), E2E: metrics.Estimate{Value: 1.2}, Energy: session.EnergyOf(nil, nil, 1), USDPer1M: math.NaN(), ICC: math.NaN()},
-		{Cell: "slow", Label: "3 threads", Arm: "greedy", N: 10, ranked: steps(10, 10), E2E: metrics.Estimate{Value: 10.2}, Energy: session.EnergyOf(nil, nil, 1), USDPer1M: math.NaN(), ICC: math.NaN()},
-		{Cell: "cut", Label: "2 threads", Arm: "greedy", N: 1, ranked: steps(100, 1), E2E: metrics.Estimate{Value: 100}, Energy: session.EnergyOf(nil, nil, 1), USDPer1M: math.NaN(), ICC: math.NaN()},
+		{Cell: "fast", Label: "1 thread", Arm: "greedy", N: 10, ranked: steps(1, 10), E2E: metrics.Estimate{Value: 1.2}, Energy: session.EnergyOf(nil, nil), USDPer1M: math.NaN(), ICC: math.NaN()},
+		{Cell: "slow", Label: "3 threads", Arm: "greedy", N: 10, ranked: steps(10, 10), E2E: metrics.Estimate{Value: 10.2}, Energy: session.EnergyOf(nil, nil), USDPer1M: math.NaN(), ICC: math.NaN()},
+		{Cell: "cut", Label: "2 threads", Arm: "greedy", N: 1, ranked: steps(100, 1), E2E: metrics.Estimate{Value: 100}, Energy: session.EnergyOf(nil, nil), USDPer1M: math.NaN(), ICC: math.NaN()},
 	}, Means: []AxisMean{{Axis: "threads", Value: "1", Rows: 1, E2E: 1.2, TokensPerS: math.NaN(), E2ERatioVsFaster: 1}}}
 	c.rank()
 	var b strings.Builder

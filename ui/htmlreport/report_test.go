@@ -429,7 +429,7 @@ func TestTheReportOpensWithEachArmsNumbers(t *testing.T) {
 	}
 	// Energy, measured for every arm, is in the table and in a verdict
 	// of its own, as a ratio.
-	energy := session.EnergyOf(session.Counted(session.ByArm(s.Records)["arm-1"]), s.Manifest.Power, 1)
+	energy := session.EnergyOf(session.Counted(session.ByArm(s.Records)["arm-1"]), s.Manifest.Power)
 	if row[16] != session.FormatValue(energy.JPerToken) || row[17] != energy.PowerCell() {
 		t.Errorf("arm-1's energy cells %q %q; want %s J/tok, %s W", row[16], row[17], session.FormatValue(energy.JPerToken), energy.PowerCell())
 	}
