@@ -51,7 +51,6 @@ type Column struct {
 	Session string // the session's file stem
 	Arm     string
 	records []*Record
-	energy  *EnergyFigure // computed once where the comparison has energy
 	// health counts the arm's degraded, truncated and cached trials.
 	health ArmSummary
 	// Baseline is the index of the column this one is compared against.
@@ -97,15 +96,8 @@ type Comparison struct {
 }
 
 // Energy is the column's energy figure, from its counted trials and its
-// session's power info: computed once, where the comparison has energy.
+// session's power info.
 func (col Column) Energy() EnergyFigure {
-	if col.energy != nil {
-		return *col.energy
-	}
-	return col.energyFigure()
-}
-
-func (col Column) energyFigure() EnergyFigure {
 	var power *PowerInfo
 	if col.manifest != nil {
 		power = col.manifest.Power
@@ -200,12 +192,6 @@ func Compare(refs []Ref, sessions []*Session, metricNames []string) (*Comparison
 		metricNames = withDueTime(metricNames)
 	}
 	c.Metrics = metricNames
-	if slices.Contains(metricNames, energyMetric) {
-		for i := range c.Columns {
-			e := c.Columns[i].energyFigure()
-			c.Columns[i].energy = &e
-		}
-	}
 	c.Warnings = append(c.Warnings, machineDifferences(refs, sessions)...)
 	c.Caveats = comparisonCaveats(sessions, c.Columns)
 	for _, name := range metricNames {
