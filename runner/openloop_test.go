@@ -161,10 +161,7 @@ func TestTheSLOSearchRunsRatesBetween(t *testing.T) {
 	if len(added) == 0 || added[0].Arm != "greedy@r80" || added[0].Rate != 80 || !strings.Contains(added[0].Why, "10 req/s met the SLO, 640 did not; trying 80") {
 		t.Fatalf("search steps %+v", added)
 	}
-	s, err := session.Load(eventsOf[Finished](events)[0].Manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := finishedSession(t, events)
 	searched := 0
 	for _, a := range s.Manifest.Arms {
 		if a.Searched {

@@ -294,25 +294,15 @@ func BenchmarkOverload(b *testing.B) {
 				if err != nil || status != session.StatusComplete {
 					b.Fatalf("status %s, error %v", status, err)
 				}
-				s, err := session.Load(eventsOf[Finished](events)[0].Manifest)
-				if err != nil {
-					b.Fatal(err)
-				}
+				s := finishedSession(b, events)
 				res, err := s.LoadResults()
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.ReportMetric(wall.Seconds(), "wall-s")
 				b.Logf("%s loop against a server of 4 slots × 40 ms (100 req/s), %d served and %d shed, %v:", c.name, srv.served.Load(), srv.shed.Load(), wall.Round(time.Millisecond))
-				for _, sw := range res.Rates {
-					for _, line := range append(sw.Table().Lines(), sw.Words(res.SLO)...) {
-						b.Log("  " + line)
-					}
-				}
-				for _, sw := range res.Sweeps {
-					for _, line := range append(sw.Table().Lines(), sw.Words(res.SLO)...) {
-						b.Log("  " + line)
-					}
+				for _, line := range res.Lines() {
+					b.Log("  " + line)
 				}
 			}
 		})
@@ -338,10 +328,7 @@ func TestALevelWhereEveryRequestFailedIsReported(t *testing.T) {
 	if err != nil || status != session.StatusComplete {
 		t.Fatalf("status %s, error %v", status, err)
 	}
-	s, err := session.Load(eventsOf[Finished](events)[0].Manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := finishedSession(t, events)
 	res, err := s.LoadResults()
 	if err != nil {
 		t.Fatal(err)

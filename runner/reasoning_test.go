@@ -79,10 +79,7 @@ func TestThinkOnAndOffIsAnAB(t *testing.T) {
 	if err != nil || status != session.StatusComplete {
 		t.Fatalf("status %s, error %v", status, err)
 	}
-	s, err := session.Load(eventsOf[Finished](events)[0].Manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := finishedSession(t, events)
 	on, _ := s.Manifest.Arm("thinking")
 	off, _ := s.Manifest.Arm("direct")
 	if on.Think != "true" || on.ThinkSent != "chat_template_kwargs.enable_thinking = true" || off.Think != "false" ||

@@ -99,6 +99,16 @@ func testPlan(t testing.TB, warmup, trials int, arms ...string) *Plan {
 	return plan
 }
 
+// finishedSession is the session a run's Finished event names, read back.
+func finishedSession(t testing.TB, events []Event) *session.Session {
+	t.Helper()
+	s, err := session.Load(eventsOf[Finished](events)[0].Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func runPlan(t *testing.T, ctx context.Context, plan *Plan, b backends.Backend) (string, error, []Event) {
 	t.Helper()
 	events := make(chan Event, 1024)

@@ -437,10 +437,7 @@ func TestSweepAgainstARecordedLlamaServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	single, err := session.Load(eventsOf[Finished](events)[0].Manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	single := finishedSession(t, events)
 	cmp, err := session.Compare([]session.Ref{{Path: fin.Manifest, Arm: "greedy@c4"}, {Path: single.Path, Arm: "greedy"}}, []*session.Session{s, single}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -501,10 +498,7 @@ func TestRatesAgainstARecordedLlamaServer(t *testing.T) {
 	if err != nil || status != session.StatusComplete {
 		t.Fatal(status, err)
 	}
-	s, err := session.Load(eventsOf[Finished](events)[0].Manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := finishedSession(t, events)
 	timed := 0
 	for _, r := range s.Records {
 		if r.Status != session.StatusOK || r.OutputTokens != 32 || math.IsNaN(r.ScheduledMs) || !(r.QueueMs >= 0) {

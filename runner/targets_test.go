@@ -257,10 +257,7 @@ func TestServerProfilesRunOnRecordedServers(t *testing.T) {
 	if got := order.String(); len(got) != 14 || strings.Count(got, "o") != 7 || got[:2] == got[2:4] && got[2:4] == got[4:6] {
 		t.Errorf("trial order %s", got)
 	}
-	s, err := session.Load(eventsOf[Finished](events)[0].Manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := finishedSession(t, events)
 	m := s.Manifest
 	o, l := m.TargetOf("ollama"), m.TargetOf("llamacpp")
 	if o.Kind != "ollama" || o.ServerVersion != "0.33.0-rc2" || o.Model() != "tiny15m:latest" || l.Kind != "llamacpp" || !strings.Contains(l.ServerVersion, "b10470") ||

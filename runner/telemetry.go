@@ -273,21 +273,8 @@ func (m *monitor) measureIdle(ctx context.Context, d time.Duration) {
 	if m.sampler == nil || d <= 0 {
 		return
 	}
-	m.events <- Measuring{What: "idle power baseline", For: d}
-	from := m.sampler.Since(time.Now())
-	select {
-	case <-time.After(d):
-	case <-ctx.Done():
-	}
-	to := m.sampler.Since(time.Now())
+	m.baselines, _ = m.idleFor(ctx, "idle power baseline", d)
 	for i, dev := range m.info.Devices {
-		var inWindow []telemetry.Sample
-		for _, s := range m.sampler.Samples(i, from, to) {
-			if s.At >= from && s.At <= to {
-				inWindow = append(inWindow, s)
-			}
-		}
-		m.baselines[i] = telemetry.IdleBaseline(inWindow)
 		m.info.Baseline = append(m.info.Baseline, session.DeviceBaseline{ID: dev.ID, Baseline: m.baselines[i]})
 	}
 }
@@ -304,29 +291,43 @@ func (m *monitor) measureIdleAfter(ctx context.Context, d time.Duration) {
 	if d <= 0 || ctx.Err() != nil || len(m.info.Baseline) == 0 {
 		return
 	}
-	m.events <- Measuring{What: "idle power baseline again, after the last trial", For: d}
+	after, whole := m.idleFor(ctx, "idle power baseline again, after the last trial", d)
+	if !whole {
+		return // interrupted: no drift to say
+	}
+	drift := 0.0
+	for i, dev := range m.info.Devices {
+		m.info.BaselineAfter = append(m.info.BaselineAfter, session.DeviceBaseline{ID: dev.ID, Baseline: after[i]})
+		if slices.Contains(m.summed, i) {
+			drift += math.Abs(after[i].MeanW - m.baselines[i].MeanW)
+		}
+	}
+	m.info.DriftW = drift
+}
+
+// idleFor says it measures what for d, waits d (or until ctx ends:
+// whole is then false) with nothing running, and gives each device's idle
+// baseline over the samples of that window.
+func (m *monitor) idleFor(ctx context.Context, what string, d time.Duration) (baselines []telemetry.Baseline, whole bool) {
+	m.events <- Measuring{What: what, For: d}
 	from := m.sampler.Since(time.Now())
 	select {
 	case <-time.After(d):
+		whole = true
 	case <-ctx.Done():
-		return
 	}
 	to := m.sampler.Since(time.Now())
-	drift := 0.0
-	for i, dev := range m.info.Devices {
+	baselines = make([]telemetry.Baseline, len(m.info.Devices))
+	for i := range baselines {
 		var inWindow []telemetry.Sample
 		for _, s := range m.sampler.Samples(i, from, to) {
 			if s.At >= from && s.At <= to {
 				inWindow = append(inWindow, s)
 			}
 		}
-		after := telemetry.IdleBaseline(inWindow)
-		m.info.BaselineAfter = append(m.info.BaselineAfter, session.DeviceBaseline{ID: dev.ID, Baseline: after})
-		if slices.Contains(m.summed, i) {
-			drift += math.Abs(after.MeanW - m.baselines[i].MeanW)
-		}
+		baselines[i] = telemetry.IdleBaseline(inWindow)
 	}
-	m.info.DriftW = drift
+	return baselines, whole
 }
 
 // measureUpdates records how often each device's readings changed over

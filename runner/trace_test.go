@@ -174,10 +174,7 @@ func TestATraceIsReplayedAtItsTimes(t *testing.T) {
 	}
 	// Its rate is the trace's: 3 gaps over 300 ms, as offered and as
 	// scheduled alike (a burst's span once read as the schedule's rate).
-	s, err := session.Load(eventsOf[Finished](events)[0].Manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := finishedSession(t, events)
 	lv := session.RateSweeps(s.Manifest, s.Records)[0].Levels[0]
 	if math.Abs(lv.Offered-10) > 1e-9 || lv.Scheduled != lv.Offered || lv.N != 4 {
 		t.Errorf("level %+v", lv)
@@ -233,10 +230,7 @@ func TestTracePromptsAreSizedWithTheServersTokenizer(t *testing.T) {
 	if len(server.requests) != 1 || len(strings.Fields(server.requests[0].Prompt)) != 80 {
 		t.Fatalf("the prompt has %d words, want 80", len(strings.Fields(server.requests[0].Prompt)))
 	}
-	s, err := session.Load(eventsOf[Finished](events)[0].Manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := finishedSession(t, events)
 	if how := s.Manifest.Profile.Load.Trace.Prompts; !strings.Contains(how, "sized with the server's own tokenizer: 2 words a token") {
 		t.Errorf("the manifest says %q", how)
 	}
