@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -209,25 +208,12 @@ func sameHost(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-func (s *DCGMSource) scrape() ([]DCGMGPU, error) {
-	req, err := http.NewRequest(http.MethodGet, s.url, nil)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", s.shown, err)
-	}
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", s.shown, untrusted.Line(strings.ReplaceAll(err.Error(), s.url, s.shown)))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s answered HTTP %d", s.shown, resp.StatusCode)
-	}
-	gpus, err := ParseDCGM(io.LimitReader(resp.Body, maxDCGMBody))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.shown, err)
-	}
-	return gpus, nil
+func (s *DCGMSource) scrape() (gpus []DCGMGPU, err error) {
+	err = getText(s.client, s.url, s.shown, maxDCGMBody, func(body io.Reader) (err error) {
+		gpus, err = ParseDCGM(body)
+		return err
+	})
+	return gpus, err
 }
 
 // keep stores a scrape's readings under the devices they belong to; a
@@ -279,18 +265,15 @@ func (s *DCGMSource) loop() {
 func (s *DCGMSource) Devices() []Device { return s.devices }
 
 // Read implements Source: the latest scrape's reading of GPU i, or an
-// error once the exporter has failed for dcgmLost.
-func (s *DCGMSource) Read(i int, boundary bool) (Sample, error) {
+// error once the exporter has failed for lostAfter. A boundary read is
+// no different: the exporter's default set has no throttle reasons.
+func (s *DCGMSource) Read(i int, _ bool) (Sample, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.lastErr != nil && time.Since(s.lastOK) > s.lostAfter {
 		return Sample{}, fmt.Errorf("no good answer for %s: %v", s.lostAfter, s.lastErr)
 	}
-	x := s.latest[i]
-	if boundary {
-		x.Throttle = "" // the exporter's default set has no throttle reasons
-	}
-	return x, nil
+	return s.latest[i], nil
 }
 
 // Close implements Source: scraping stops.

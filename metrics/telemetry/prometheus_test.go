@@ -255,3 +255,21 @@ func BenchmarkParseEndlessSeries(b *testing.B) {
 		ParseServerMetrics(&manySeries{})
 	}
 }
+
+// A server whose metrics do not answer: the error names its address as it
+// may be shown. A refused connection's own words repeat the URL, query
+// and all, and the manifest keeps each server's status.
+func TestAScrapeThatFailsShowsNoSecret(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	addr := closed.URL
+	closed.Close()
+	var got []Scrape
+	s := StartServerScraper([]string{strings.Replace(addr, "http://", "http://bob:PW-9@", 1) + "/metrics?token=TOK-9"}, time.Hour, time.Now(), func(sc Scrape) { got = append(got, sc) })
+	s.Stop()
+	if len(got) == 0 || got[0].Err == nil {
+		t.Fatalf("%+v", got)
+	}
+	if msg := got[0].Err.Error(); strings.Contains(msg, "TOK-9") || strings.Contains(msg, "PW-9") || !strings.Contains(msg, "token=xxxxx") {
+		t.Errorf("%q", msg)
+	}
+}

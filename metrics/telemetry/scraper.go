@@ -1,9 +1,11 @@
 package telemetry
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/tokentop/tokentop/backends/untrusted"
@@ -96,30 +98,45 @@ func (s *ServerScraper) loop() {
 
 func (s *ServerScraper) scrape(i int) Scrape {
 	out := Scrape{Target: i}
-	req, err := http.NewRequest(http.MethodGet, s.urls[i], nil)
-	if err != nil {
-		out.Err = err
-		return out
-	}
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	resp, err := s.client.Do(req)
-	out.At = time.Since(s.start)
-	if err != nil {
-		out.Err = err
-		return out
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		out.Err = fmt.Errorf("%s answered HTTP %d", s.shown[i], resp.StatusCode)
-		return out
-	}
-	out.Series, out.Cut, out.Err = ParseServerMetrics(io.LimitReader(resp.Body, maxMetricsBody))
+	out.Err = getText(s.client, s.urls[i], s.shown[i], maxMetricsBody, func(body io.Reader) (err error) {
+		out.At = time.Since(s.start) // when the answer came, before the reading
+		out.Series, out.Cut, err = ParseServerMetrics(body)
+		return err
+	})
 	if out.Err != nil {
-		out.Err = fmt.Errorf("%s: %w", s.shown[i], out.Err)
+		out.At = time.Since(s.start)
 		return out
 	}
 	out.View = CommonView(out.Series)
 	return out
+}
+
+// getText asks raw for a Prometheus text exposition and hands read at
+// most limit bytes of its body. Its errors name the address as shown (no
+// password, no key: untrusted.URL), never as asked: a refused
+// connection's own words repeat the URL, query and all.
+func getText(client *http.Client, raw, shown string, limit int64, read func(io.Reader) error) error {
+	req, err := http.NewRequest(http.MethodGet, raw, nil)
+	if err != nil {
+		return fmt.Errorf("%s: not an address to ask", shown)
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := client.Do(req)
+	if err != nil {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return fmt.Errorf("%s: %s", shown, untrusted.Line(err.Error()))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s answered HTTP %d", shown, resp.StatusCode)
+	}
+	if err := read(io.LimitReader(resp.Body, limit)); err != nil {
+		return fmt.Errorf("%s: %w", shown, err)
+	}
+	return nil
 }
 
 // Stop ends scraping after a last scrape of each server still answering,

@@ -155,7 +155,7 @@ func (c *Conn) GetJSON(ctx context.Context, url string, out any) error {
 	}
 	defer resp.Body.Close()
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(out); err != nil {
-		return fmt.Errorf("%s: response is not the JSON expected: %v", url, err)
+		return fmt.Errorf("%s: response is not the JSON expected: %v", untrusted.URL(url), err)
 	}
 	return nil
 }
