@@ -830,13 +830,15 @@ const maxGPUMetrics = 16
 // ("" when nothing is): an http(s) address with a host. What it says
 // names no password the address holds.
 func CheckGPUMetricsURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(raw) > 2048 {
-		shown := "an address that does not parse"
-		if err == nil {
-			shown = fmt.Sprintf("%q", untrusted.URL(raw))
-		}
-		return shown + " is not the http(s) address of a DCGM exporter's metrics; write it like http://gpu-node:9400/metrics"
+	if !IsServerURL(raw) || len(raw) > 2048 {
+		return fmt.Sprintf("%q is not the http(s) address of a DCGM exporter's metrics; write it like http://gpu-node:9400/metrics", untrusted.URL(raw))
 	}
 	return ""
+}
+
+// IsServerURL reports whether raw is an http(s) address with a host: a
+// server's, its metrics', or an exporter's.
+func IsServerURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }

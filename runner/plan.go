@@ -265,7 +265,7 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 		if kind.InProcess {
 			return nil, fmt.Errorf("--url %s: the %s backend runs in process and takes no URL", opts.URL, kind.Name)
 		}
-		if !isServerURL(opts.URL) {
+		if !profiles.IsServerURL(opts.URL) {
 			return nil, fmt.Errorf("--url %q is not a server address; write it like %s", opts.URL, kind.DefaultURL)
 		}
 	}
@@ -660,7 +660,7 @@ func resolveArmTarget(p *profiles.Profile, i int, kind backends.Kind, onRunKind 
 			return fail("url", "the %s backend runs in process and takes no URL", kind.Name)
 		}
 	} else {
-		if a.URL != "" && !isServerURL(a.URL) {
+		if a.URL != "" && !profiles.IsServerURL(a.URL) {
 			return fail("url", "%q is not a server address; write it like %s", a.URL, kind.DefaultURL)
 		}
 		if t.URL = fromFlag("url", a.URL, opts.URL); t.URL == "" {
@@ -733,11 +733,6 @@ func keyGoesTo(t PlanTarget, allowed []string) error {
 	return fmt.Errorf("%s names the server %s for arms %s; tokentop sends your API key ($%s) only to servers you name yourself: "+
 		"to send it there, add --api-key-host %s; to run without it, unset %s",
 		t.namedBy, untrusted.URL(t.Target.URL), strings.Join(t.Arms, ", "), t.Target.APIKeyEnv, host, t.Target.APIKeyEnv)
-}
-
-func isServerURL(raw string) bool {
-	u, err := url.Parse(raw)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // Prepare resolves opts against profile and creates a backend per target,

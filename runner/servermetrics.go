@@ -11,6 +11,7 @@ import (
 
 	"github.com/tokentop/tokentop/backends/untrusted"
 	"github.com/tokentop/tokentop/metrics/telemetry"
+	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/session"
 )
 
@@ -42,7 +43,7 @@ func checkServerMetrics(v string) error {
 	if v == "" || v == ServerMetricsOff {
 		return nil
 	}
-	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if !profiles.IsServerURL(v) {
 		return fmt.Errorf("--server-metrics %q: give the address of the server's Prometheus metrics (http://host:port/metrics), or off", v)
 	}
 	return nil
