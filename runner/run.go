@@ -710,8 +710,8 @@ func (r *run) collect(f finished) error {
 	}
 	if f.claimed > 0 && !arm.warnedClaim {
 		arm.warnedClaim = true
-		r.events <- Warning{Text: fmt.Sprintf("%s trial %d: the server said it generated %d tokens, more than the %d asked for could be and than its %d chunks carried in %.0f ms; "+
-			"the chunks' count (%d) is recorded (said once per arm)", rec.Arm, rec.Trial, f.claimed, f.maxTokens, len(f.arrivals), rec.E2EMs, rec.OutputTokens)}
+		r.events <- Warning{Text: fmt.Sprintf("%s trial %d: the server said it generated %d tokens, more than %s; the %d tokens its chunks brought are recorded (said once per arm)",
+			rec.Arm, rec.Trial, f.claimed, pastBelief(f.claimed, f.maxTokens, len(f.arrivals)), rec.OutputTokens)}
 	}
 	if err := r.writer.Append(rec, f.arrivals); err != nil {
 		return err
@@ -963,6 +963,18 @@ func believableCount(maxTokens, chunks int) int {
 		limit = min(limit, maxTokens+countSlack)
 	}
 	return limit
+}
+
+// pastBelief says which bound of believableCount a count passed.
+func pastBelief(claimed, maxTokens, chunks int) string {
+	var past []string
+	if maxTokens > 0 && claimed > maxTokens+countSlack {
+		past = append(past, fmt.Sprintf("the %d asked for", maxTokens))
+	}
+	if claimed > chunks*backends.MaxChunkTokens {
+		past = append(past, fmt.Sprintf("its %d chunks could carry (%d tokens each at most)", chunks, backends.MaxChunkTokens))
+	}
+	return strings.Join(past, " and ")
 }
 
 // countSlack is how far past the tokens asked a server's count may go:
