@@ -1196,3 +1196,20 @@ func TestPowerPanelShowsTheInstantaneousReading(t *testing.T) {
 		t.Errorf("the panel:\n%s", got)
 	}
 }
+
+// A server whose metrics hold none of the serving series (a GPU exporter
+// at the server's /metrics) says so, not "openai:" and nothing; and a
+// power panel too short for its chart still draws the trial timeline.
+func TestServerAndPowerLinesSayWhatTheyHave(t *testing.T) {
+	nan := math.NaN()
+	lines := serverLines([]runner.ServerMetrics{{Targets: []string{"openai"}, TokensPerSecond: nan, PrefixHitRate: nan,
+		View: telemetry.ServerView{Running: nan, Waiting: nan, KVCache: nan, Generated: nan}}})
+	if len(lines) != 1 || ansi.Strip(lines[0]) != "openai: metrics read, none of the serving series tokentop knows" {
+		t.Errorf("%q", lines)
+	}
+	tr := newTestRun(t, "greedy-vs-sampling")
+	tr.send(tea.WindowSizeMsg{Width: 80, Height: 24}, eventsMsg(energyRun(syntheticRun([]string{"greedy", "temp-0.8", "top-k-40"}, 3, 40))), tickMsg{})
+	if screen := tr.screen(); !strings.Contains(screen, "░░░░░█████") {
+		t.Errorf("no timeline in a short power panel:\n%s", screen)
+	}
+}

@@ -182,6 +182,8 @@ func screenStates(t *testing.T) []screenState {
 				View: telemetry.ServerView{Running: 2, Waiting: 14, KVCache: 0.34, Generated: 270, PrefixHits: 51, PrefixQueries: 170, PrefixHitRate: nan}},
 			runner.ServerMetrics{Server: 1, Targets: []string{"openai"}, Unavailable: "http://127.0.0.1:8000/metrics answered HTTP 404"})
 	})
+	dash("dashboard, energy on a remote GPU", three, energyRun)
+	dash("dashboard, energy on a remote GPU, zoomed on power", three, energyRun, "tab", "tab", "z")
 	dash("dashboard, together study", []string{"agent-a@alone", "agent-b@alone", "agent-a@together", "agent-b@together"}, func(ev []runner.Event) []runner.Event {
 		started := ev[0].(runner.Started)
 		started.Load = &session.LoadInfo{Together: []string{"agent-a", "agent-b"}}
@@ -227,6 +229,9 @@ func screenStates(t *testing.T) []screenState {
 		return []tea.Msg{verdictsMsg{cmp: eventsComparison(t, three, reasoningRun(syntheticRun(three, 0, 30)))}}
 	})
 	done("done, 12 arms", twelve, nil, verdicts(twelve))
+	done("done, energy per token", three, energyRun, func(*testRun, runner.Finished) []tea.Msg {
+		return []tea.Msg{verdictsMsg{cmp: eventsComparison(t, three, energyRun(syntheticRun(three, 0, 30)))}}
+	})
 	done("picker after n on the done view", three, nil, func(*testRun, runner.Finished) []tea.Msg {
 		return []tea.Msg{verdictsMsg{cmp: armsComparison(t, three)}, press("n")}
 	})
@@ -376,6 +381,38 @@ func hugeNumbers(events []runner.Event) []runner.Event {
 		events[i] = td
 	}
 	return events
+}
+
+// energyRun gives every trial energy, read off a remote GPU through a
+// DCGM exporter whose instantaneous power the panel draws: the first arm
+// 60 W above idle, the second 120 W, the third within its readings'
+// resolution of idle (some of its trials below it), so the tables show a
+// figure and "≈ idle" side by side and the verdicts a ratio and none.
+func energyRun(events []runner.Event) []runner.Event {
+	started := events[0].(runner.Started)
+	samplerStart := testStart.Add(-time.Second)
+	started.Power = session.PowerInfo{GPU: "1 remote GPU through 1 DCGM exporter; this machine: no NVIDIA GPU found", SamplerStart: &samplerStart, EnergySource: "gpu",
+		Devices: []telemetry.Device{{Name: "NVIDIA H100 80GB HBM3", ID: "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52", Kind: telemetry.KindGPU,
+			HasCounter: true, HasInstant: true, Source: "DCGM exporter http://gpu-node-1.cluster.example:9400/metrics"}},
+		Baseline: []session.DeviceBaseline{{ID: "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52", Baseline: telemetry.Baseline{MeanW: 71, StdW: 1, Samples: 60}}}}
+	out := []runner.Event{started}
+	for k := range 80 {
+		sample := telemetry.NewSample(time.Duration(k)*50*time.Millisecond, 0)
+		sample.PowerW, sample.PowerInstantW, sample.EnergyMJ = 190, 180+float64(k%9)*70, float64(k)*9500
+		out = append(out, runner.PowerSample{Sample: sample})
+	}
+	above := map[string]float64{started.Arms[0]: 60, started.Arms[1]: 120}
+	for _, ev := range events[1:] {
+		if td, ok := ev.(runner.TrialDone); ok {
+			r := &td.Record
+			watts := above[r.Arm] + float64(r.Trial%5) - 2 // the third arm: 2 W either side of idle
+			r.EnergyJ, r.EnergyErrJ, r.AvgPowerW, r.EnergyQuality = watts*r.E2EMs/1000, 0.5, 71+watts, "counter"
+			r.JPerToken = r.EnergyJ / float64(r.OutputTokens)
+			ev = td
+		}
+		out = append(out, ev)
+	}
+	return out
 }
 
 // sweepEvents makes a run a load sweep: its levels, its requests steady,

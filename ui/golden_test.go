@@ -349,7 +349,7 @@ func eventsComparison(t *testing.T, arms []string, events []runner.Event) *sessi
 		s.Manifest.Arms = append(s.Manifest.Arms, session.ArmInfo{Name: a})
 		refs, sessions = append(refs, session.Ref{Path: s.Path, Arm: a}), append(sessions, s)
 	}
-	cmp, err := session.Compare(refs, sessions, session.RunVerdictMetrics)
+	cmp, err := session.Compare(refs, sessions, session.VerdictMetrics(refs, sessions))
 	if err != nil {
 		t.Fatal(err)
 	}

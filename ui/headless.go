@@ -443,7 +443,9 @@ func WriteSummary(w io.Writer, width int, arms []string, summary map[string]sess
 	}
 	at := slices.IndexFunc(table.columns, func(c textColumn) bool { return c.header == "tok/s" }) + 1
 	if energy {
-		table.columns = slices.Insert(table.columns, at, textColumn{header: "J/tok", giveWay: 8}, textColumn{header: "W", giveWay: 9})
+		// J/tok is the cost the run measured: it stays as long as the
+		// e2e mean does; its power gives way early.
+		table.columns = slices.Insert(table.columns, at, textColumn{header: "J/tok", giveWay: 4}, textColumn{header: "W", giveWay: 9})
 		at += 2
 	}
 	if cost {

@@ -330,3 +330,15 @@ func TestAFigureIsBesideItsOwnInterval(t *testing.T) {
 		t.Errorf("%s", out)
 	}
 }
+
+// At 80 columns the energy per token stays where a summary is cut; its
+// power gives way (W came back without J/tok, in the room tok/s left).
+func TestEnergyPerTokenStaysAt80Columns(t *testing.T) {
+	arm := session.ArmSummary{TimedOK: 20, Energy: &session.EnergyFigure{N: 20, Trials: 20, JPerToken: 2.67, Lo: 2.44, Hi: 3.66, AvgPowerW: 232, Quality: "counter", AboveIdle: true},
+		Metrics: map[string]session.MetricSummary{"e2e_ms": {N: 20, Mean: 651, Median: 649.8, MedianCILo: 648.7, MedianCIHi: 650.1, P95: 652.4, CV: 0.011}}}
+	var buf bytes.Buffer
+	WriteSummary(&buf, 80, []string{"greedy", "temp-0.8"}, map[string]session.ArmSummary{"greedy": arm, "temp-0.8": arm})
+	if header := strings.Split(buf.String(), "\n")[0]; !strings.Contains(header, "J/tok") || len(header) > 80 {
+		t.Errorf("%s", buf.String())
+	}
+}

@@ -100,6 +100,10 @@ func serverLines(servers []runner.ServerMetrics) []string {
 		add("KV cache %.0f%%", 100*s.View.KVCache)
 		add("prefix hits %.0f%%", 100*s.PrefixHitRate)
 		add("%.0f tok/s", s.TokensPerSecond)
+		if len(parts) == 0 { // metrics, but none of the series tokentop knows (a GPU exporter's, say)
+			out = append(out, styleDim.Render(name+"metrics read, none of the serving series tokentop knows"))
+			continue
+		}
 		out = append(out, name+strings.Join(parts, " · "))
 	}
 	return out
@@ -162,6 +166,11 @@ func renderWatts(data *runData, w, h int, origin time.Time) string {
 	cols := w - labelW - 1
 	graphRows := h - len(lines) - 1
 	if cols < 4 || graphRows < 2 || end <= 0 {
+		// No room for the chart: the timeline still has its row, as it
+		// has without a power source.
+		if end > 0 && len(data.spans) > 0 && h >= 2 {
+			lines = append(lines[:min(len(lines), h-1)], timeline(data.spans, origin, end, w))
+		}
 		return strings.Join(lines, "\n")
 	}
 	var series [][]float64
