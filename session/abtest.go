@@ -582,7 +582,7 @@ func (c *Comparison) verdictText(t *ABTest, labels []string) string {
 		return fmt.Sprintf("%s vs %s: no significant difference in energy per token (%s uses %s the energy per token of %s; %s, %s)",
 			b, a, b, ratio, a, medians, formatP(t.PAdjusted))
 	case !differs:
-		return fmt.Sprintf("%s vs %s: no difference in energy per token beyond the measurement's uncertainty (%s uses %s the energy per token of %s, an interval that holds 1 once the idle baseline's drift and the readings' resolution are carried; %s, %s before them)",
+		return fmt.Sprintf("%s vs %s: no difference in energy per token beyond the measurement's uncertainty (%s uses %s the energy per token of %s, an interval that holds 1 once the idle baseline's drift and the readings' resolution are carried; %s; the test on the trials alone gave %s)",
 			b, a, b, ratio, a, medians, formatP(t.PAdjusted))
 	}
 	return fmt.Sprintf("%s uses %s the energy per token of %s: %s, %s, %s effect", b, ratio, a, medians, formatP(t.PAdjusted), metrics.Magnitude(t.CliffsDelta))

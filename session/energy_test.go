@@ -228,3 +228,32 @@ func BenchmarkEnergyOf(b *testing.B) {
 		EnergyOf(records, power)
 	}
 }
+
+// Arms 10% apart in energy per token, each trial read to ±5 J of ~4 J a
+// token's worth: the test on the trials finds the difference, but the
+// interval the readings' resolution widens holds 1, and the verdict says
+// no difference beyond the measurement's uncertainty.
+func TestAnEnergyDifferenceWithinTheUncertaintyIsNone(t *testing.T) {
+	s := &Session{Manifest: newManifest("A")}
+	s.Manifest.Power = &PowerInfo{BaselineAfter: []DeviceBaseline{{ID: "GPU-0"}}, DriftW: 0}
+	for i := range 20 {
+		for arm, j := range map[string]float64{"greedy": 4, "hot": 4.4} {
+			r := record(arm, i+1, PhaseTimed, StatusOK, 1000)
+			r.OutputTokens, r.EnergyQuality, r.AvgPowerW, r.EnergyErrJ = 10, "counter", 150, 15
+			r.JPerToken = j + 0.01*float64(i%5)
+			r.EnergyJ = r.JPerToken * 10
+			s.Records = append(s.Records, r)
+		}
+	}
+	c := abCompare(t, s, "j_per_token")
+	test := &c.Tests[0]
+	if !test.Significant() {
+		t.Fatalf("the test on the trials: p %v", test.PAdjusted)
+	}
+	_, _, differs := c.EnergyRatio(test, false)
+	v := c.verdictText(test, []string{"greedy", "hot"})
+	if differs || !strings.HasPrefix(v, "hot vs greedy: no difference in energy per token beyond the measurement's uncertainty (hot uses 1.10× [") ||
+		!strings.Contains(v, "the test on the trials alone gave p < 0.001)") {
+		t.Errorf("%s", v)
+	}
+}
