@@ -57,10 +57,8 @@ type armData struct {
 	// tokens, output tokens, and how many trials they cover.
 	reasoningTokens, outputTokens, tokenTrials int
 	// withEnergy are its counted trials with energy, for its figure
-	// (energy, recomputed as each arrives: a sort); counted how many
-	// trials there are in all.
+	// (energy, recomputed as each arrives: a sort).
 	withEnergy []*session.Record
-	counted    int
 	energy     session.EnergyFigure
 }
 
@@ -294,7 +292,6 @@ func (d *runData) addTrial(ev runner.TrialDone) {
 	}
 	a.points = append(a.points, ev.Point)
 	a.countedE2E = append(a.countedE2E, rec.E2EMs)
-	a.counted++
 	if !math.IsNaN(rec.JPerToken) {
 		// Live, the idle baseline's drift is not known yet: the figure
 		// carries the readings' resolution only, as the power panel says.
@@ -307,7 +304,7 @@ func (d *runData) addTrial(ev runner.TrialDone) {
 // counted trial so far: only then do the tables show energy columns.
 func (d *runData) energyOfEvery() bool {
 	for _, a := range d.arms {
-		if a.counted == 0 || len(a.withEnergy) != a.counted {
+		if len(a.countedE2E) == 0 || len(a.withEnergy) != len(a.countedE2E) {
 			return false
 		}
 	}
