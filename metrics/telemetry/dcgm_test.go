@@ -189,3 +189,16 @@ func FuzzParseDCGM(f *testing.F) {
 		}
 	})
 }
+
+// An exporter that takes the connection and never answers is given up at
+// the bound, saying so: a run's start never waits on it for ever.
+func TestAHungExporterIsGivenUpAtItsBound(t *testing.T) {
+	release := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	defer hung.Close()
+	defer close(release)
+	_, err := OpenDCGM(hung.URL+"/metrics", 100*time.Millisecond, 200*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "Timeout exceeded") || !strings.HasPrefix(err.Error(), hung.URL+"/metrics: ") {
+		t.Errorf("%v", err)
+	}
+}
