@@ -11,51 +11,30 @@ type TTest struct {
 	Diff, T, DF, P float64
 }
 
-// PooledGroups compares groups of values (a grid's cells, each value one
-// repetition's median) pairwise with one variance pooled over every
-// group, as the t tests after a one-way ANOVA do (Fisher's LSD): each
-// group's own variance from two or three repetitions has one or two
-// degrees of freedom, so a test on it alone could tell nothing apart,
-// while the drift between repetitions of a cell is much the same in every
-// cell. Groups with fewer than two values add nothing to the pool.
-type PooledGroups struct {
-	Means    []float64
-	Counts   []int
-	Variance float64 // pooled within-group variance
-	DF       int     // its degrees of freedom, Σ (nᵢ − 1)
-}
-
-// PoolGroups pools the groups' variances.
-func PoolGroups(groups [][]float64) PooledGroups {
-	p := PooledGroups{Means: make([]float64, len(groups)), Counts: make([]int, len(groups))}
-	var squares float64
-	for i, g := range groups {
-		p.Counts[i] = len(g)
-		if len(g) == 0 {
-			p.Means[i] = math.NaN()
-			continue
-		}
-		m, _ := meanVar(g)
-		p.Means[i] = m
-		for _, v := range g {
-			squares += (v - m) * (v - m)
-		}
-		p.DF += len(g) - 1
-	}
-	p.Variance = math.NaN()
-	if p.DF > 0 {
-		p.Variance = squares / float64(p.DF)
-	}
-	return p
-}
-
-// Test compares group b with group a on the pooled variance.
-func (p PooledGroups) Test(a, b int) TTest {
-	t := TTest{Diff: p.Means[b] - p.Means[a], DF: float64(p.DF), T: math.NaN(), P: math.NaN()}
-	if p.Counts[a] == 0 || p.Counts[b] == 0 || !(p.Variance > 0) {
+// WelchT compares b with a by Welch's t test, each on its own variance,
+// its degrees of freedom Welch–Satterthwaite's: for a grid's cells, each
+// value one repetition's median, whose drift between repetitions can
+// differ 80-fold from cell to cell. One variance pooled over the cells
+// (Fisher's LSD) called alike noisy cells different 17% of the time at
+// α = 0.05 and quiet cells alike that were not; Smyth's moderated
+// variances, estimated from a grid's few cells, 16%; Welch's held
+// 2–6% (TestWelchHoldsTheErrorRateOverCellsThatDriftApart). Its price: two
+// repetitions give a variance one degree of freedom, so only large
+// differences are told apart. Each sample needs two values.
+func WelchT(a, b []float64) TTest {
+	t := TTest{T: math.NaN(), DF: math.NaN(), P: math.NaN(), Diff: math.NaN()}
+	if len(a) < 2 || len(b) < 2 {
 		return t
 	}
-	t.T = t.Diff / math.Sqrt(p.Variance*(1/float64(p.Counts[a])+1/float64(p.Counts[b])))
+	meanA, varA := meanVar(a)
+	meanB, varB := meanVar(b)
+	t.Diff = meanB - meanA
+	va, vb := varA/float64(len(a)), varB/float64(len(b))
+	if !(va+vb > 0) {
+		return t
+	}
+	t.T = t.Diff / math.Sqrt(va+vb)
+	t.DF = (va + vb) * (va + vb) / (va*va/float64(len(a)-1) + vb*vb/float64(len(b)-1))
 	t.P = FSurvival(t.T*t.T, 1, t.DF) // t² with ν degrees of freedom is F(1, ν)
 	return t
 }

@@ -7,24 +7,25 @@ import (
 	"testing"
 )
 
-// Against Student's t density integrated numerically (Simpson, 200,000
-// steps), independently of FSurvival: two groups are Student's t test;
-// with a third, its spread joins the pool and its degrees of freedom.
-func TestPooledGroups(t *testing.T) {
-	two := PoolGroups([][]float64{{1, 2, 3, 4, 5}, {2, 4, 6, 8, 10}}).Test(0, 1)
-	if math.Abs(two.T-1.8973665961010275) > 1e-9 || two.DF != 8 || math.Abs(two.P-0.09434977284245383) > 1e-6 || two.Diff != 3 {
-		t.Errorf("two groups: %+v", two)
+// Against SciPy 1.10.1's ttest_ind(a, b, equal_var=False) (its t is
+// mean(a) − mean(b), so the sign turns).
+func TestWelchT(t *testing.T) {
+	for _, c := range []struct {
+		a, b []float64
+		t, p float64
+	}{
+		{[]float64{1, 2, 3, 4, 5}, []float64{2, 4, 6, 8, 10}, 1.8973665961010275, 0.10753119493062718},
+		{[]float64{1, 2.5}, []float64{10, 11, 12.5}, 9.01838179448413, 0.004903829513334627},
+	} {
+		got := WelchT(c.a, c.b)
+		if math.Abs(got.T-c.t) > 1e-9 || math.Abs(got.P-c.p) > 1e-7 || got.Diff != Mean(c.b)-Mean(c.a) {
+			t.Errorf("%v against %v: %+v, want t %g p %g", c.a, c.b, got, c.t, c.p)
+		}
 	}
-	p := PoolGroups([][]float64{{1, 2, 3}, {2, 4}, {10, 11, 12, 13}, {7}})
-	three := p.Test(1, 2)
-	if p.Variance != 1.5 || p.DF != 6 || math.Abs(three.T-8.01387685344754) > 1e-9 || math.Abs(three.P-0.00020151692075609517) > 1e-6 {
-		t.Errorf("pooled %+v, test %+v", p, three)
-	}
-	if alone := p.Test(0, 3); math.IsNaN(alone.P) || alone.Diff != 5 { // one value: no spread of its own, the pool's serves
-		t.Errorf("a group of one: %+v", alone)
-	}
-	if none := PoolGroups([][]float64{{1}, {2}}).Test(0, 1); !math.IsNaN(none.P) {
-		t.Errorf("no pool: %+v", none)
+	for _, none := range [][2][]float64{{{1}, {2, 3}}, {{1, 1}, {2, 2}}} {
+		if got := WelchT(none[0], none[1]); !math.IsNaN(got.P) {
+			t.Errorf("%v: p %g, want none", none, got.P)
+		}
 	}
 }
 

@@ -490,18 +490,18 @@ func (c *Comparison) testable(i int, repeated []bool) bool {
 }
 
 // pairTest tests rows i and j on the ranking metric: over their
-// repetitions' medians where both have repetitions (pool: a t test on
-// their logs, or on the medians where some are not positive, with the
-// variance between repetitions pooled over every repeated row), since
-// pooled trials of drifting repetitions pass drift for evidence (12–34%
-// false positives at an ICC of 0.1–0.4); else over their pooled trials
-// (Mann-Whitney). iBetter comes from the test's own effect, never from
-// the medians, which can point the other way: P(i < j) > ½ for
-// Mann-Whitney, the difference of the logs for the t test (the other way
-// round where higher is better).
-func (c *Comparison) pairTest(i, j int, repeated bool, pool metrics.PooledGroups) (p float64, iBetter bool) {
-	if repeated {
-		t := pool.Test(i, j)
+// repetitions' medians where both have repetitions (reps: Welch's t on
+// their logs, or on the medians where some are not positive, each cell
+// on its own variance between repetitions, since that drift can differ
+// 80-fold between cells), since pooled trials of drifting repetitions
+// pass drift for evidence (12–34% false positives at an ICC of 0.1–0.4);
+// else over their pooled trials (Mann-Whitney). iBetter comes from the
+// test's own effect, never from the medians, which can point the other
+// way: P(i < j) > ½ for Mann-Whitney, the difference of the logs for the
+// t test (the other way round where higher is better).
+func (c *Comparison) pairTest(i, j int, reps [][]float64) (p float64, iBetter bool) {
+	if reps != nil {
+		t := metrics.WelchT(reps[i], reps[j])
 		return t.P, (t.Diff > 0) != c.RankBy.HigherIsBetter
 	}
 	a, b := c.Rows[i].ranked, c.Rows[j].ranked
@@ -517,6 +517,28 @@ func logs(values []float64) []float64 {
 	return out
 }
 
+// repetitions gives each row its repetitions' medians of the ranking
+// metric, on their logs where every row's are positive (c.logScale), and
+// whether it has two or more: a row is compared over its repetitions
+// where it does.
+func (c *Comparison) repetitions() (medians [][]float64, repeated []bool) {
+	medians = make([][]float64, len(c.Rows))
+	repeated = make([]bool, len(c.Rows))
+	c.logScale = true
+	for i := range c.Rows {
+		if m := c.Rows[i].repetitionMedians(c.RankBy); len(m) >= 2 {
+			medians[i], repeated[i] = m, true
+			c.logScale = c.logScale && slices.Min(m) > 0
+		}
+	}
+	if c.logScale {
+		for i := range medians {
+			medians[i] = logs(medians[i])
+		}
+	}
+	return medians, repeated
+}
+
 // rank tests every pair of rows on the ranking metric (pairTest,
 // Holm-adjusted over all pairs), ranks each row by how many rows are
 // significantly better, sorts the rows by rank and median, and letters
@@ -528,33 +550,18 @@ func (c *Comparison) rank() {
 	}
 	var pairs []pair
 	var p []float64
-	// A row is compared over its repetitions where it has the medians of
-	// two or more sessions.
-	repetitions := make([][]float64, len(c.Rows))
-	repeated := make([]bool, len(c.Rows))
-	c.logScale = true
-	for i := range c.Rows {
-		if medians := c.Rows[i].repetitionMedians(c.RankBy); len(medians) >= 2 {
-			repetitions[i], repeated[i] = medians, true
-			c.logScale = c.logScale && slices.Min(medians) > 0
-		}
-	}
-	if c.logScale {
-		for i := range repetitions {
-			repetitions[i] = logs(repetitions[i])
-		}
-	}
-	pool := metrics.PoolGroups(repetitions)
+	repetitions, repeated := c.repetitions()
 	for i := range c.Rows {
 		for j := i + 1; j < len(c.Rows); j++ {
 			if len(c.Rows[i].ranked) < 2 || len(c.Rows[j].ranked) < 2 {
 				continue
 			}
-			both := repeated[i] && repeated[j]
-			if both {
+			var reps [][]float64
+			if repeated[i] && repeated[j] {
 				c.Repeated++
+				reps = repetitions
 			}
-			pv, iBetter := c.pairTest(i, j, both, pool)
+			pv, iBetter := c.pairTest(i, j, reps)
 			pairs = append(pairs, pair{i, j, iBetter})
 			p = append(p, pv)
 		}
@@ -679,10 +686,10 @@ func (c *Comparison) axisMeans() {
 // Method says how the ranks, groups and means were reached.
 func (c *Comparison) Method() string {
 	tests := fmt.Sprintf("Mann-Whitney on each pair's pooled trials, %d pairs", c.Pairs)
-	overRepetitions := "a t test on the logs of their repetitions' medians, the variance between repetitions pooled over the cells"
+	overRepetitions := "Welch's t test on the logs of their repetitions' medians, each cell on its own variance between repetitions"
 	effect := "P(X < Y) for Mann-Whitney, the ratio of geometric means for the t test"
 	if !c.logScale {
-		overRepetitions = "a t test on their repetitions' medians (some are not above zero, so not on their logs), the variance between repetitions pooled over the cells"
+		overRepetitions = "Welch's t test on their repetitions' medians (some are not above zero, so not on their logs), each cell on its own variance between repetitions"
 		effect = "P(X < Y) for Mann-Whitney, the difference of the means of the medians for the t test"
 	}
 	better := "faster in e2e"

@@ -320,11 +320,11 @@ func TestRepetitionsThatDriftAreNotEvidence(t *testing.T) {
 		t.Errorf("false positives: pooled %d, over repetitions %d of %d", pooledWrong, repeatedWrong, runs)
 	}
 
-	// Two repetitions a cell still tell a doubling apart: the variance
-	// between repetitions is pooled over the grid's eight cells.
+	// Three repetitions a cell tell a doubling apart on each cell's own
+	// variance between repetitions.
 	var rows []Row
 	for k := range 8 {
-		r := row(fmt.Sprintf("c%d", k), 2)
+		r := row(fmt.Sprintf("c%d", k), 3)
 		scale := math.Pow(2, float64(k))
 		for _, recs := range r.perSession {
 			for _, rec := range recs {
@@ -344,6 +344,82 @@ func TestRepetitionsThatDriftAreNotEvidence(t *testing.T) {
 		if r.Rank != k+1 || r.Group != string(rune('a'+k)) {
 			t.Errorf("row %s: rank %d, group %q; want every doubling told apart", r.Cell, r.Rank, r.Group)
 		}
+	}
+}
+
+// Cells whose drift between repetitions differs 80-fold (phase-grid's
+// spread): one variance pooled over the cells called alike noisy cells
+// different 17.9% of the time and quiet cells 5.2× apart alike. Each pair
+// on its own cells' variances holds the error rate, over every pair of
+// alike cells before Holm, and still tells the quiet cells apart.
+func TestCellsThatDriftApartAreTestedOnTheirOwnVariance(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	e2eMetric, _ := session.LookupMetric("e2e_ms")
+	// A cell of reps sessions of 20 trials around typical ms, its
+	// sessions drifting by drift (log sd).
+	cell := func(name string, typical, drift float64, reps int) Row {
+		r := Row{Cell: name, Sessions: reps}
+		for range reps {
+			offset := drift * rng.NormFloat64()
+			var recs []*session.Record
+			for range 20 {
+				rec := &session.Record{Phase: session.PhaseTimed, Status: session.StatusOK}
+				rec.E2EMs = typical * math.Exp(offset+0.01*rng.NormFloat64())
+				recs = append(recs, rec)
+			}
+			r.perSession = append(r.perSession, recs)
+			r.ranked = append(r.ranked, session.Values(recs, e2eMetric)...)
+		}
+		r.E2E.Value = metrics.Median(r.ranked)
+		return r
+	}
+	quiet, noisy := 0.02, 0.02*math.Sqrt(80)
+	for _, reps := range []int{2, 3} {
+		const runs = 1000
+		var wrong, pairs int
+		for range runs {
+			// Six alike cells, every other one noisy.
+			var rows []Row
+			for k := range 6 {
+				drift := quiet
+				if k%2 == 1 {
+					drift = noisy
+				}
+				rows = append(rows, cell(fmt.Sprint(k), 100, drift, reps))
+			}
+			c := &Comparison{RankBy: e2eRank, Rows: rows}
+			medians, _ := c.repetitions()
+			for i := range rows {
+				for j := i + 1; j < len(rows); j++ {
+					pairs++
+					if p, _ := c.pairTest(i, j, medians); p < session.Alpha {
+						wrong++
+					}
+				}
+			}
+		}
+		rate := float64(wrong) / float64(pairs)
+		t.Logf("%d repetitions: alike cells called different in %.1f%% of %d pairs before Holm", reps, 100*rate, pairs)
+		// Welch–Satterthwaite is a little liberal for two values a side
+		// and variances 80-fold apart (about 6% of the mixed pairs).
+		if rate > 0.06 {
+			t.Errorf("%d repetitions: %.1f%% false positives", reps, 100*rate)
+		}
+	}
+
+	// The quiet cells 5.2× apart beside noisy ones: told apart.
+	rows := []Row{cell("fast", 10, quiet, 3), cell("slow", 52, quiet, 3), cell("noisy-a", 30, noisy, 3), cell("noisy-b", 31, noisy, 3)}
+	c := &Comparison{RankBy: e2eRank, Rows: rows}
+	c.rank()
+	group := map[string]string{}
+	for _, r := range c.Rows {
+		group[r.Cell] = r.Group
+	}
+	if got := ranksAndGroups(c); group["fast"] == "" || group["slow"] == "" || strings.ContainsAny(group["fast"], group["slow"]) || c.Repeated != c.Pairs {
+		t.Errorf("%v over %d of %d pairs by repetitions: want fast and slow told apart", got, c.Repeated, c.Pairs)
+	}
+	if m := c.Method(); !strings.Contains(m, "Welch's t test on the logs of their repetitions' medians, each cell on its own variance") {
+		t.Errorf("method: %q", m)
 	}
 }
 
