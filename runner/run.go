@@ -367,7 +367,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		s := session.SummarizeArm(groups[a.Name], uint64(p.Seed), plan.ConvergeTol, p.USDPerHour)
 		s.TokenCountMismatches = r.arms[i].mismatches
 		if p.PrefixTokens > 0 {
-			s.PrefixCache = session.PrefixCacheOf(groups[a.Name])
+			s.PrefixCache = session.PrefixCacheOf(groups[a.Name], p.PrefixTokens)
 		}
 		s.Turns = session.TurnWords(groups[a.Name])
 		s.EnergyCounterRejected = r.arms[i].counterRejected

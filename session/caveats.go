@@ -27,8 +27,8 @@ func health(records []*Record, s *ArmSummary) {
 		if r.StopReason == StopTruncated {
 			s.Truncated++
 		}
-		if r.CachedTokens > 0 {
-			s.CacheHits++
+		if r.CachedTokens > 0 && 10*r.CachedTokens >= r.PromptTokens {
+			s.CacheHits++ // a BOS alone from the cache leaves the prefill whole
 		}
 	}
 	s.DegradedReason = mostFrequent(reasons)
@@ -62,7 +62,7 @@ func armCaveats(arm string, s ArmSummary) [3]string {
 			arm, s.Truncated, s.TimedOK)
 	}
 	if s.CacheHits > 0 {
-		out[2] = fmt.Sprintf("%s: %d of %d timed trials took prompt tokens from the server's cache: their TTFT is not a full prefill's",
+		out[2] = fmt.Sprintf("%s: %d of %d timed trials took a tenth of their prompt or more from the server's cache: their TTFT is not a full prefill's",
 			arm, s.CacheHits, s.TimedOK)
 	}
 	return out

@@ -459,7 +459,10 @@ func TestCaveatsComeFirst(t *testing.T) {
 		if i <= 2 {
 			r.StopReason = "truncated"
 		}
-		r.CachedTokens = 4 * (i % 2)
+		r.PromptTokens, r.CachedTokens = 20, 4*(i%2)
+		if i == 2 {
+			r.CachedTokens = 1 // a BOS alone: the prefill was whole
+		}
 		recs = append(recs, r)
 		recs = append(recs, record("hot", i, PhaseTimed, map[bool]string{true: StatusError, false: StatusOK}[i > 3], 120))
 	}
@@ -477,7 +480,7 @@ func TestCaveatsComeFirst(t *testing.T) {
 		"cav: status partial: the run did not finish its plan (the server stopped answering)",
 		`hot: 3 of 6 timed trials degraded (most often error: HTTP 500: boom, "quoted"); they are left out of every statistic`,
 		"greedy: 2 of 6 timed trials were cut at the context window (stop reason truncated): not full-length generations",
-		"greedy: 3 of 6 timed trials took prompt tokens from the server's cache: their TTFT is not a full prefill's",
+		"greedy: 3 of 6 timed trials took a tenth of their prompt or more from the server's cache: their TTFT is not a full prefill's",
 	}
 	if !slices.Equal(c.Caveats, want) {
 		t.Errorf("caveats\n%q\nwant\n%q", c.Caveats, want)
@@ -594,20 +597,24 @@ func TestLengthsWords(t *testing.T) {
 }
 
 // The prefix cache's words: the share of prompt tokens it served over
-// timed ok trials whose server said, and the median TTFT of hits against
-// misses; nothing where no server said.
+// timed ok trials whose server said, and the median TTFT where a trial
+// reused the shared prefix against where it did not; a trial that reused
+// the BOS alone (1 of 225 tokens against llama-server, the run's slowest)
+// did not; nothing where no server said.
 func TestPrefixCacheOfRecords(t *testing.T) {
 	rec := func(cached, prompt int, ttft float64, phase string) *Record {
 		return &Record{Phase: phase, Status: StatusOK, CachedTokens: cached, PromptTokens: prompt, Timings: metrics.Timings{TTFTMs: ttft}}
 	}
-	c := PrefixCacheOf([]*Record{rec(0, 100, 40, PhaseTimed), rec(90, 100, 10, PhaseTimed), rec(90, 100, 12, PhaseTimed), rec(90, 100, 1, PhaseWarmup), rec(-1, 100, 5, PhaseTimed)})
-	if c == nil || c.HitRate != 0.6 || c.Hits != 2 || c.Misses != 1 || c.TTFTHitMs != 11 || c.TTFTMissMs != 40 {
+	c := PrefixCacheOf([]*Record{rec(0, 100, 40, PhaseTimed), rec(90, 100, 10, PhaseTimed), rec(90, 100, 12, PhaseTimed), rec(1, 100, 50, PhaseTimed),
+		rec(90, 100, 1, PhaseWarmup), rec(-1, 100, 5, PhaseTimed)}, 80)
+	if c == nil || c.HitRate != 181.0/400 || c.Hits != 2 || c.Misses != 2 || c.TTFTHitMs != 11 || c.TTFTMissMs != 45 {
 		t.Fatalf("%+v", c)
 	}
-	if got := c.Words(); got != "prefix cache: 60% of prompt tokens from the cache; 2 trials hit it, 1 missed; TTFT p50 11.00 ms on a hit, 40.00 ms on a miss" {
+	if got := c.Words(); got != "prefix cache: 45% of prompt tokens from the cache; 2 trials reused the shared prefix (at least half its 80 tokens), 2 did not; "+
+		"TTFT p50 11.00 ms where reused, 45.00 ms where not" {
 		t.Errorf("words %q", got)
 	}
-	if PrefixCacheOf([]*Record{rec(-1, 100, 5, PhaseTimed)}) != nil {
+	if PrefixCacheOf([]*Record{rec(-1, 100, 5, PhaseTimed)}, 80) != nil {
 		t.Error("a cache no server told of")
 	}
 }

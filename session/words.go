@@ -73,19 +73,24 @@ func (l *LengthsInfo) Words() []string {
 
 // PrefixCache is how much of an arm's prompts its server's prefix cache
 // served, over its timed ok trials whose server said (cached_tokens), and
-// the TTFT it bought: the median on a hit (some prompt tokens cached)
-// against a miss (none); 0 where no trial was one.
+// the TTFT it bought: the median where a trial reused the shared prefix
+// (at least half of its PrefixTokens, the workload's length, since the
+// server's tokenizer may count the prefix a little differently) against
+// where it did not; 0 where no trial was one. A trial that reused a few
+// tokens (a BOS alone) did not reuse the prefix: its prefill was whole.
 type PrefixCache struct {
-	HitRate    float64 `toml:"hit_rate"` // Σ cached tokens / Σ prompt tokens
-	Hits       int     `toml:"hits"`
-	Misses     int     `toml:"misses"`
-	TTFTHitMs  float64 `toml:"ttft_hit_ms,omitzero"`
-	TTFTMissMs float64 `toml:"ttft_miss_ms,omitzero"`
+	HitRate      float64 `toml:"hit_rate"` // Σ cached tokens / Σ prompt tokens
+	PrefixTokens int     `toml:"prefix_tokens"`
+	Hits         int     `toml:"hits"`   // trials that reused the shared prefix
+	Misses       int     `toml:"misses"` // trials that did not
+	TTFTHitMs    float64 `toml:"ttft_hit_ms,omitzero"`
+	TTFTMissMs   float64 `toml:"ttft_miss_ms,omitzero"`
 }
 
-// PrefixCacheOf is the prefix cache of records; nil where no timed ok
-// trial's server said how many prompt tokens it took from its cache.
-func PrefixCacheOf(records []*Record) *PrefixCache {
+// PrefixCacheOf is the prefix cache of records whose prompts open with a
+// shared prefix of prefixTokens; nil where no timed ok trial's server
+// said how many prompt tokens it took from its cache.
+func PrefixCacheOf(records []*Record, prefixTokens int) *PrefixCache {
 	var cached, prompt float64
 	var hits, misses []float64
 	for _, r := range records {
@@ -93,7 +98,7 @@ func PrefixCacheOf(records []*Record) *PrefixCache {
 			continue
 		}
 		cached, prompt = cached+float64(r.CachedTokens), prompt+float64(r.PromptTokens)
-		if r.CachedTokens > 0 {
+		if 2*r.CachedTokens >= prefixTokens && r.CachedTokens > 0 {
 			hits = append(hits, r.TTFTMs)
 		} else {
 			misses = append(misses, r.TTFTMs)
@@ -109,14 +114,15 @@ func PrefixCacheOf(records []*Record) *PrefixCache {
 		slices.Sort(v)
 		return metrics.PercentileSorted(v, 0.5)
 	}
-	return &PrefixCache{HitRate: cached / prompt, Hits: len(hits), Misses: len(misses), TTFTHitMs: median(hits), TTFTMissMs: median(misses)}
+	return &PrefixCache{HitRate: cached / prompt, PrefixTokens: prefixTokens, Hits: len(hits), Misses: len(misses), TTFTHitMs: median(hits), TTFTMissMs: median(misses)}
 }
 
 // Words say what the prefix cache served and bought.
 func (c *PrefixCache) Words() string {
-	s := fmt.Sprintf("prefix cache: %.0f%% of prompt tokens from the cache; %d trials hit it, %d missed", 100*c.HitRate, c.Hits, c.Misses)
+	s := fmt.Sprintf("prefix cache: %.0f%% of prompt tokens from the cache; %d trials reused the shared prefix (at least half its %d tokens), %d did not",
+		100*c.HitRate, c.Hits, c.PrefixTokens, c.Misses)
 	if c.Hits > 0 && c.Misses > 0 {
-		s += fmt.Sprintf("; TTFT p50 %s ms on a hit, %s ms on a miss", FormatValue(c.TTFTHitMs), FormatValue(c.TTFTMissMs))
+		s += fmt.Sprintf("; TTFT p50 %s ms where reused, %s ms where not", FormatValue(c.TTFTHitMs), FormatValue(c.TTFTMissMs))
 	}
 	return s
 }
