@@ -33,6 +33,10 @@ type ServerMetrics struct {
 	// Unavailable says why a server gave no metrics at all; the rest is
 	// then empty.
 	Unavailable string
+	// OverRun says TokensPerSecond and PrefixHitRate are the run's, from
+	// its first scrape to its last (the front end sets it once the run is
+	// over); LowerBound that the run's count misses some of its tokens.
+	OverRun, LowerBound bool
 }
 
 func (ServerMetrics) isEvent() {}
@@ -92,10 +96,70 @@ type serverWatch struct {
 	info   session.ServerMetricsInfo
 	first  []*telemetry.Scrape // per server, its first good scrape
 	last   []*telemetry.Scrape // and its last
+	counts []serverCounts
 	csvErr error
 	warned []bool
 
 	stopped sync.Once
+}
+
+// serverCounts are a server's counters summed over the run across its
+// resets, as Prometheus's increase() does: a counter lower than the read
+// before it means the server restarted and counts from zero again, so
+// its new value is all that it counted since. What a server counted
+// between its last read and its death or restart is lost, so a total
+// with a reset in it, or a failed read (a restart whose count overtook
+// the old one by the next read looks like no reset), is a lower bound.
+type serverCounts struct {
+	generated                   float64
+	prefixHits, prefixQueries   float64
+	resets, failedReads         int
+	lastFailed                  bool
+	generatedKnown, prefixKnown bool
+}
+
+// add counts the increase from one good read to the next.
+func (c *serverCounts) add(prev, cur telemetry.ServerView) {
+	increase := func(before, after float64) (float64, bool) {
+		switch {
+		case math.IsNaN(before) || math.IsNaN(after):
+			return 0, false
+		case after < before:
+			return after, true
+		}
+		return after - before, false
+	}
+	reset := false
+	if d, r := increase(prev.Generated, cur.Generated); !math.IsNaN(cur.Generated) {
+		c.generated, c.generatedKnown, reset = c.generated+d, true, reset || r
+	}
+	h, rh := increase(prev.PrefixHits, cur.PrefixHits)
+	q, rq := increase(prev.PrefixQueries, cur.PrefixQueries)
+	if !math.IsNaN(cur.PrefixHits) && !math.IsNaN(cur.PrefixQueries) {
+		c.prefixHits, c.prefixQueries, c.prefixKnown = c.prefixHits+h, c.prefixQueries+q, true
+		reset = reset || rh || rq
+	}
+	if reset {
+		c.resets++
+	}
+}
+
+// fill writes the run's totals into src, from the first good read to
+// the last.
+func (c serverCounts) fill(src *session.ServerMetricsSource, first, last *telemetry.Scrape) {
+	src.Restarts, src.FailedReads, src.LastReadFailed = c.resets, c.failedReads, c.lastFailed
+	if span := (last.At - first.At).Seconds(); c.generatedKnown {
+		src.TokensGenerated = c.generated
+		if span > 0 {
+			src.TokensPerSecond = c.generated / span
+		}
+	}
+	switch {
+	case c.prefixKnown && c.prefixQueries > 0:
+		src.PrefixHitRate = c.prefixHits / c.prefixQueries
+	case !math.IsNaN(last.View.PrefixHitRate): // a server that gives only a rate
+		src.PrefixHitRate = last.View.PrefixHitRate
+	}
 }
 
 // watchServers starts scraping plan's servers into w's server CSV; nil
@@ -117,7 +181,8 @@ func watchServers(plan *Plan, w *session.Writer, events chan<- Event) (*serverWa
 	// before its end leaves a CSV whose times can still be placed.
 	start := time.Now()
 	startedAt := start.UTC()
-	s := &serverWatch{events: events, first: make([]*telemetry.Scrape, len(sources)), last: make([]*telemetry.Scrape, len(sources)), warned: make([]bool, len(sources))}
+	s := &serverWatch{events: events, first: make([]*telemetry.Scrape, len(sources)), last: make([]*telemetry.Scrape, len(sources)),
+		counts: make([]serverCounts, len(sources)), warned: make([]bool, len(sources))}
 	s.info = session.ServerMetricsInfo{IntervalMs: float64(telemetry.DefaultServerInterval) / float64(time.Millisecond), Servers: sources, StartedAt: &startedAt}
 	csv, err := w.CreateServerMetrics(&s.info)
 	if err != nil {
@@ -134,6 +199,10 @@ func (s *serverWatch) sink(sc telemetry.Scrape) {
 	defer s.mu.Unlock()
 	src := &s.info.Servers[sc.Target]
 	if sc.Err != nil {
+		if s.last[sc.Target] != nil {
+			s.counts[sc.Target].lastFailed = true
+			s.counts[sc.Target].failedReads++
+		}
 		why := untrusted.Line(sc.Err.Error())
 		switch {
 		case s.last[sc.Target] == nil:
@@ -155,8 +224,10 @@ func (s *serverWatch) sink(sc telemetry.Scrape) {
 		s.csvErr = err
 	}
 	ev := ServerMetrics{Server: sc.Target, Targets: src.Targets, View: sc.View, TokensPerSecond: math.NaN(), PrefixHitRate: math.NaN()}
+	s.counts[sc.Target].lastFailed = false
 	if prev := s.last[sc.Target]; prev != nil {
 		ev.TokensPerSecond, ev.PrefixHitRate = sc.View.Since(prev.View, (sc.At - prev.At).Seconds())
+		s.counts[sc.Target].add(prev.View, sc.View)
 	} else {
 		src.Status, s.first[sc.Target] = "scraped", &sc
 	}
@@ -197,13 +268,7 @@ func (s *serverWatch) stop() (*session.ServerMetricsInfo, error) {
 			if first == nil {
 				continue
 			}
-			last, src := s.last[i], &s.info.Servers[i]
-			if d := last.View.Generated - first.View.Generated; d >= 0 { // not NaN, nor a restart
-				src.TokensGenerated = d
-			}
-			if _, hitRate := last.View.Since(first.View, 0); !math.IsNaN(hitRate) {
-				src.PrefixHitRate = hitRate
-			}
+			s.counts[i].fill(&s.info.Servers[i], first, s.last[i])
 		}
 	})
 	// A copy of its own for each caller: the run's end and its deferred

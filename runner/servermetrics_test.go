@@ -2,13 +2,17 @@ package runner
 
 import (
 	"bytes"
+	"errors"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tokentop/tokentop/backends/replay"
+	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/session"
 )
@@ -102,5 +106,76 @@ func TestAServerMetricsPasswordIsNeverStored(t *testing.T) {
 	}
 	if strings.Contains(string(data), "s3cr3t-pw") || !strings.Contains(fin.ServerMetrics.Servers[0].Status, "HTTP 501") || strings.Contains(fin.ServerMetrics.Servers[0].Status, "s3cr3t-pw") {
 		t.Errorf("status %q; manifest holds the password: %v", fin.ServerMetrics.Servers[0].Status, strings.Contains(string(data), "s3cr3t-pw"))
+	}
+}
+
+// A server's totals over the run are summed across its restarts, as
+// Prometheus's increase() does: against a real llama-server killed and
+// started again, 20,736 tokens "over the run" were counted of 23,808
+// generated, the first server's scraped 2,304 dropped. What was counted
+// between a last read and a restart, or after a last read that failed, is
+// lost: the total says it is a lower bound. The run's rate is over the
+// span of the good reads.
+func TestServerTotalsSumAcrossRestartsAndSayWhatIsLost(t *testing.T) {
+	view := func(generated, hits, queries float64) telemetry.ServerView {
+		nan := math.NaN()
+		return telemetry.ServerView{Running: nan, Waiting: nan, KVCache: nan, Generated: generated, PrefixHits: hits, PrefixQueries: queries, PrefixHitRate: nan}
+	}
+	run := func(reads []any) session.ServerMetricsSource {
+		w, err := session.Create(t.TempDir(), &session.Manifest{Profile: session.ProfileInfo{Name: "p"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := session.ServerMetricsInfo{Servers: []session.ServerMetricsSource{{Targets: []string{"llamacpp"}}}}
+		csv, err := w.CreateServerMetrics(&info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &serverWatch{events: make(chan Event, 100), csv: csv, info: info, first: make([]*telemetry.Scrape, 1), last: make([]*telemetry.Scrape, 1),
+			counts: make([]serverCounts, 1), warned: make([]bool, 1)}
+		for k, r := range reads {
+			sc := telemetry.Scrape{At: time.Duration(k) * time.Second}
+			switch r := r.(type) {
+			case telemetry.ServerView:
+				sc.View = r
+			case error:
+				sc.Err = r
+			}
+			s.sink(sc)
+		}
+		src := &s.info.Servers[0]
+		s.counts[0].fill(src, s.first[0], s.last[0])
+		csv.Close()
+		return *src
+	}
+	down := errors.New("connection refused")
+
+	steady := run([]any{view(1000, 0, 100), view(1500, 50, 200), view(2000, 150, 300)})
+	if steady.TokensGenerated != 1000 || steady.TokensPerSecond != 500 || steady.LowerBound() || steady.Restarts != 0 || steady.PrefixHitRate != 0.75 {
+		t.Errorf("steady: %+v", steady)
+	}
+	// Scraped to 2,304, killed, started again, counted 20,736 more.
+	restarted := run([]any{view(0, 0, 0), view(2304, 0, 0), down, down, view(500, 0, 0), view(20736, 0, 0)})
+	if restarted.TokensGenerated != 2304+20736 || restarted.Restarts != 1 || !restarted.LowerBound() {
+		t.Errorf("restarted: %+v", restarted)
+	}
+	// Killed for good: the tokens after its last read are not known.
+	died := run([]any{view(0, 0, 0), view(950, 0, 0), down})
+	if died.TokensGenerated != 950 || died.Restarts != 0 || !died.LowerBound() || died.TokensPerSecond != 950 {
+		t.Errorf("died: %+v", died)
+	}
+	// A read that failed between two good ones: a restart whose count
+	// overtook the old one by the next read would look the same.
+	blip := run([]any{view(0, 0, 0), down, view(900, 0, 0)})
+	if blip.TokensGenerated != 900 || !blip.LowerBound() || blip.LastReadFailed {
+		t.Errorf("a failed read between good ones: %+v", blip)
+	}
+	restarted.Status, died.Status, blip.Status = "scraped", "scraped", "scraped"
+	info := &session.ServerMetricsInfo{File: "s.server.csv", Servers: []session.ServerMetricsSource{restarted, died, blip}}
+	words := info.Words()
+	if !strings.Contains(words[0], "at least 23040 tokens generated over the run, 4608.0 tok/s (its counters went back to zero once: what it counted between its last read and each restart is lost)") ||
+		!strings.Contains(words[1], "at least 950 tokens generated over the run, 950.0 tok/s (its last read failed: what it counted after the read before is lost)") ||
+		!strings.Contains(words[2], "at least 900 tokens generated over the run, 450.0 tok/s (1 of its reads failed: had it restarted between them, what it counted before is lost)") {
+		t.Errorf("words:\n%s", strings.Join(words, "\n"))
 	}
 }

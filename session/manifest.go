@@ -163,15 +163,29 @@ type ServerMetricsSource struct {
 	URL     string   `toml:"url"`
 	Status  string   `toml:"status"`
 	// Over the run, from the first scrape to the last, where the server
-	// says: the tokens it generated, the share of prompt tokens its
-	// prefix cache served, and the most requests it ran and queued and
-	// the most of its KV cache in use (a share).
+	// says: the tokens it generated (summed across its restarts) and
+	// their rate over that span, the share of prompt tokens its prefix
+	// cache served, and the most requests it ran and queued and the most
+	// of its KV cache in use (a share). Restarts counts the times its
+	// counters went back to zero, FailedReads the reads that failed after
+	// its first good one, LastReadFailed whether the run's last did: with
+	// any, the totals are lower bounds (LowerBound).
 	TokensGenerated float64 `toml:"tokens_generated,omitzero"`
+	TokensPerSecond float64 `toml:"tokens_per_second,omitzero"`
+	Restarts        int     `toml:"restarts,omitzero"`
+	FailedReads     int     `toml:"failed_reads,omitzero"`
+	LastReadFailed  bool    `toml:"last_read_failed,omitempty"`
 	PrefixHitRate   float64 `toml:"prefix_hit_rate,omitzero"`
 	PeakRunning     float64 `toml:"peak_running,omitzero"`
 	PeakWaiting     float64 `toml:"peak_waiting,omitzero"`
 	PeakKVCache     float64 `toml:"peak_kv_cache,omitzero"`
 }
+
+// LowerBound says the server's totals may miss what it counted between a
+// good read and a restart or its end: a restart was seen, or a read
+// failed (a restart whose count overtook the old one by the next good
+// read looks like none).
+func (s ServerMetricsSource) LowerBound() bool { return s.Restarts > 0 || s.FailedReads > 0 }
 
 // LengthsInfo is how a run set lengths in tokens: the input and output
 // lengths asked (a number or a distribution), how many prompts were made

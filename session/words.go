@@ -23,7 +23,19 @@ func (info *ServerMetricsInfo) Words() []string {
 			out = append(out, fmt.Sprintf("%s: no metrics (%s)", name, strings.TrimPrefix(s.Status, "none: ")))
 			continue
 		}
-		parts := []string{fmt.Sprintf("%.0f tokens generated over the run", s.TokensGenerated)}
+		generated := fmt.Sprintf("%.0f tokens generated over the run", s.TokensGenerated)
+		if s.TokensPerSecond > 0 {
+			generated += fmt.Sprintf(", %s tok/s", FormatValue(s.TokensPerSecond))
+		}
+		switch {
+		case s.Restarts > 0:
+			generated = fmt.Sprintf("at least %s (its counters went back to zero %s: what it counted between its last read and each restart is lost)", generated, times(s.Restarts))
+		case s.LastReadFailed:
+			generated = fmt.Sprintf("at least %s (its last read failed: what it counted after the read before is lost)", generated)
+		case s.FailedReads > 0:
+			generated = fmt.Sprintf("at least %s (%d of its reads failed: had it restarted between them, what it counted before is lost)", generated, s.FailedReads)
+		}
+		parts := []string{generated}
 		if s.PrefixHitRate > 0 {
 			parts = append(parts, fmt.Sprintf("its prefix cache served %.0f%% of the prompt tokens", 100*s.PrefixHitRate))
 		}
@@ -35,6 +47,17 @@ func (info *ServerMetricsInfo) Words() []string {
 		out = append(out, fmt.Sprintf("%s, by its own metrics: %s (every scrape in %s)", name, strings.Join(parts, "; "), info.File))
 	}
 	return out
+}
+
+// times words a count of occurrences: "once", "twice", "3 times".
+func times(n int) string {
+	switch n {
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return fmt.Sprintf("%d times", n)
 }
 
 // Words say, a line each, the lengths asked and how each target's

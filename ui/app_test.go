@@ -1213,3 +1213,26 @@ func TestServerAndPowerLinesSayWhatTheyHave(t *testing.T) {
 		t.Errorf("no timeline in a short power panel:\n%s", screen)
 	}
 }
+
+// Once the run is over, a server's line gives the run's tok/s, not its
+// last scrape interval's (663 tok/s over 0.19 s where the run's was
+// 286.6), and says where the count is a lower bound.
+func TestTheDoneServerLineIsTheRunsRate(t *testing.T) {
+	nan := math.NaN()
+	d := &runData{}
+	d.apply(runner.ServerMetrics{Targets: []string{"llamacpp"}, TokensPerSecond: 663, PrefixHitRate: nan,
+		View: telemetry.ServerView{Running: 0, Waiting: 0, KVCache: nan, Generated: 4000}})
+	if got := ansi.Strip(serverLines(d.servers)[0]); got != "llamacpp: 0 running · 0 waiting · 663 tok/s" {
+		t.Errorf("while running: %q", got)
+	}
+	info := &session.ServerMetricsInfo{Servers: []session.ServerMetricsSource{{Targets: []string{"llamacpp"}, Status: "scraped", TokensGenerated: 4000, TokensPerSecond: 286.6}}}
+	d.apply(runner.Finished{ServerMetrics: info})
+	if got := ansi.Strip(serverLines(d.servers)[0]); got != "llamacpp: 0 running · 0 waiting · 287 tok/s over the run" {
+		t.Errorf("done: %q", got)
+	}
+	info.Servers[0].Restarts = 1
+	d.apply(runner.Finished{ServerMetrics: info})
+	if got := ansi.Strip(serverLines(d.servers)[0]); got != "llamacpp: 0 running · 0 waiting · ≥ 287 tok/s over the run" {
+		t.Errorf("done, a restart: %q", got)
+	}
+}

@@ -77,7 +77,8 @@ func serverRows(servers []runner.ServerMetrics, h int) int {
 // serverLines are one line per scraped server (the panel's title says
 // these are servers): the requests it runs and queues, its KV cache in
 // use, its prefix cache's hits and the tokens it generates a second, over
-// the last scrape; or why it has no metrics.
+// the last scrape while the run goes on and over the run once it is done;
+// or why it has no metrics.
 func serverLines(servers []runner.ServerMetrics) []string {
 	var out []string
 	for _, s := range servers {
@@ -98,8 +99,15 @@ func serverLines(servers []runner.ServerMetrics) []string {
 		add("%.0f running", s.View.Running)
 		add("%.0f waiting", s.View.Waiting)
 		add("KV cache %.0f%%", 100*s.View.KVCache)
+		rate := "%.0f tok/s"
+		switch {
+		case s.OverRun && s.LowerBound:
+			rate = "≥ %.0f tok/s over the run"
+		case s.OverRun:
+			rate = "%.0f tok/s over the run"
+		}
 		add("prefix hits %.0f%%", 100*s.PrefixHitRate)
-		add("%.0f tok/s", s.TokensPerSecond)
+		add(rate, s.TokensPerSecond)
 		if len(parts) == 0 { // metrics, but none of the series tokentop knows (a GPU exporter's, say)
 			out = append(out, styleDim.Render(name+"metrics read, none of the serving series tokentop knows"))
 			continue
