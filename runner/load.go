@@ -361,7 +361,7 @@ func (r *run) windowCost(target int, block []session.Record, tp session.Throughp
 		cost.EnergyQuality = string(e.Quality)
 		if e.Quality != telemetry.QualityNoData {
 			cost.EnergyJ, cost.AvgPowerW, cost.EnergyErrJ = e.NetJ, e.AvgPowerW, e.ErrJ
-			if tokens := tp.TokensPerS * tp.WindowS; tokens > 0 {
+			if tokens := tp.TokensArrived(); tokens > 0 {
 				cost.JPerToken = e.NetJ / tokens
 			}
 		}
@@ -403,7 +403,7 @@ func (c *blockSum) add(tp session.Throughput, cost session.LoadCost) {
 		c.errJ += cost.EnergyErrJ
 		c.grossJ += cost.AvgPowerW * tp.WindowS
 		c.measuredS += tp.WindowS
-		c.tokens += tp.TokensPerS * tp.WindowS
+		c.tokens += tp.TokensArrived()
 	}
 	if !math.IsNaN(cost.PeakRSSMB) {
 		c.peaks++

@@ -20,11 +20,21 @@ import (
 // the two, exactly the block's concurrency was kept in flight.
 type Throughput struct {
 	Concurrency  int     `toml:"concurrency"`
-	TokensPerS   float64 `toml:"tokens_per_s"`   // output tokens that arrived in the windows / their length
+	TokensPerS   float64 `toml:"tokens_per_s"`   // ok requests' output tokens that arrived in the windows / their length
 	RequestsPerS float64 `toml:"requests_per_s"` // ok requests in the windows, each by its share of tokens there / their length
-	WindowS      float64 `toml:"window_s"`       // the windows' total length
-	Blocks       int     `toml:"blocks"`         // blocks that had a window
+	// FailedTokensPerS is the output tokens of requests that failed
+	// mid-stream that arrived in the windows / their length: the server
+	// made them, but neither tok/s nor req/s counts them, so that tok/s
+	// ÷ req/s stays the tokens of an ok request (64.85 for 64-token
+	// requests where they were counted in tok/s alone).
+	FailedTokensPerS float64 `toml:"failed_tokens_per_s,omitzero"`
+	WindowS          float64 `toml:"window_s"` // the windows' total length
+	Blocks           int     `toml:"blocks"`   // blocks that had a window
 }
+
+// TokensArrived is every output token that arrived in the windows, ok
+// requests' and failed ones': the work energy per token is divided by.
+func (t Throughput) TokensArrived() float64 { return (t.TokensPerS + t.FailedTokensPerS) * t.WindowS }
 
 // LoadCost is what a load arm's blocks cost besides time. Its requests
 // overlap, so none has energy or memory of its own: energy is measured
@@ -79,7 +89,7 @@ func LoadThroughput(records []Record, tokens map[TrialKey]Arrivals) map[string]T
 		blocks[k] = append(blocks[k], r)
 	}
 	out := map[string]Throughput{}
-	tokenCount, requestCount := map[string]int{}, map[string]float64{}
+	tokenCount, failedTokens, requestCount := map[string]int{}, map[string]int{}, map[string]float64{}
 	for _, k := range order {
 		from, to, ok := SteadyWindow(blocks[k])
 		if !ok {
@@ -99,7 +109,11 @@ func LoadThroughput(records []Record, tokens map[TrialKey]Arrivals) map[string]T
 				}
 				seen = a.Tokens[i]
 			}
-			tokenCount[k.arm] += inside
+			if r.Status != StatusOK {
+				failedTokens[k.arm] += inside
+			} else {
+				tokenCount[k.arm] += inside
+			}
 			// A request counts by the share of its tokens that arrived in
 			// the window, as tokens are counted: counted whole where it
 			// ended, a batch of completions landing microseconds past the
@@ -117,6 +131,7 @@ func LoadThroughput(records []Record, tokens map[TrialKey]Arrivals) map[string]T
 	}
 	for arm, t := range out {
 		t.TokensPerS = float64(tokenCount[arm]) / t.WindowS
+		t.FailedTokensPerS = float64(failedTokens[arm]) / t.WindowS
 		t.RequestsPerS = requestCount[arm] / t.WindowS
 		out[arm] = t
 	}
@@ -634,6 +649,23 @@ func (t Table) Lines() []string {
 	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 }
 
+// failedTokenWords say, where requests failed mid-stream in the steady
+// windows, that tok/s and req/s count ok requests alone, and what the
+// failed ones made; "" where none did.
+func failedTokenWords(levels []Level) string {
+	var at []string
+	for _, lv := range levels {
+		if lv.FailedTokensPerS > 0 {
+			at = append(at, fmt.Sprintf("%s tok/s at %s", FormatValue(lv.FailedTokensPerS), streamWords(lv.Concurrency)))
+		}
+	}
+	if len(at) == 0 {
+		return ""
+	}
+	return "tok/s and req/s count ok requests alone, so that tok/s ÷ req/s is an ok request's tokens; requests that failed mid-stream made " +
+		strings.Join(at, ", ") + " more (J/token counts them: the server did that work)"
+}
+
 // Table is a sweep's levels: streams, aggregate tok/s and req/s, p95
 // TTFT and ITL, goodput and n, then J/token and peak memory where some
 // level has them. The terminal, the text report and the HTML report all
@@ -699,6 +731,9 @@ func (sw Sweep) Words(slo *SLOInfo) []string {
 	} else {
 		lines = append(lines, fmt.Sprintf("no knee up to %s: each level was beaten by %.0f%% or more by a higher one, and p95 latency stayed within %g× the first level's",
 			streamWords(sw.Levels[len(sw.Levels)-1].Concurrency), 100*KneeGain, KneeLatency))
+	}
+	if w := failedTokenWords(sw.Levels); w != "" {
+		lines = append(lines, w)
 	}
 	if slo == nil {
 		return lines

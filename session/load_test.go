@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -78,7 +79,7 @@ func TestRequestsCountAsTheirTokensDo(t *testing.T) {
 		}
 	}
 	got := LoadThroughput(records, tokens)["a@c4"]
-	if perRequest := got.TokensPerS / got.RequestsPerS; math.Abs(perRequest-10) > 1e-9 || got.Blocks != 1 {
+	if perRequest := got.TokensPerS / got.RequestsPerS; math.Abs(perRequest-10) > 1e-9 || got.Blocks != 1 || got.FailedTokensPerS != 0 {
 		t.Errorf("%+v: tok/s ÷ req/s = %g, want the 10 tokens of each request", got, perRequest)
 	}
 	// One definition of a timed trial everywhere: the ramp-up requests
@@ -87,6 +88,24 @@ func TestRequestsCountAsTheirTokensDo(t *testing.T) {
 	summary := SummarizeArm(ByArm(records)["a@c4"], 1, 0.01, 0)
 	if r := BuildReport(s, TestOptions{Resamples: 100, Seed: 1}); r.Arms[0].N != 12 || summary.TimedOK != 12 || summary.Metrics["e2e_ms"].N != 12 {
 		t.Errorf("report n %d, summary timed_ok %d and n %d; want the 12 steady requests", r.Arms[0].N, summary.TimedOK, summary.Metrics["e2e_ms"].N)
+	}
+	// A steady request that failed mid-stream after 6 tokens: its tokens
+	// are the server's work, but tok/s and req/s both leave it out, so
+	// the ratio is still an ok request's tokens (64.85 for 64-token
+	// requests where its tokens counted in tok/s alone).
+	failed := &records[6]
+	failed.Status, failed.Error = StatusError, "stream cut"
+	cut := tokens[TrialKey{failed.Arm, failed.Trial}]
+	cut.Tokens, cut.AtMs = cut.Tokens[:6], cut.AtMs[:6]
+	tokens[TrialKey{failed.Arm, failed.Trial}] = cut
+	got = LoadThroughput(records, tokens)["a@c4"]
+	if perRequest := got.TokensPerS / got.RequestsPerS; math.Abs(perRequest-10) > 1e-9 || math.Abs(got.FailedTokensPerS*got.WindowS-6) > 1e-9 {
+		t.Errorf("%+v: tok/s ÷ req/s = %g with a request failed mid-stream, want 10 and its 6 tokens apart", got, perRequest)
+	}
+	words := Sweep{Levels: []Level{{Concurrency: 4, Throughput: got}}}.Words(nil)
+	if want := "tok/s and req/s count ok requests alone, so that tok/s ÷ req/s is an ok request's tokens; requests that failed mid-stream made " +
+		FormatValue(got.FailedTokensPerS) + " tok/s at 4 streams more (J/token counts them: the server did that work)"; !slices.Contains(words, want) {
+		t.Errorf("words %q\nwant %q", words, want)
 	}
 }
 
