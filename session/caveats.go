@@ -30,6 +30,10 @@ func health(records []*Record, s *ArmSummary) {
 		if r.CachedTokens > 0 && 10*r.CachedTokens >= r.PromptTokens {
 			s.CacheHits++ // a BOS alone from the cache leaves the prefill whole
 		}
+		if r.ServerLoadMs >= ModelLoadMs {
+			s.ModelLoads++
+			s.MaxModelLoadMs = max(s.MaxModelLoadMs, r.ServerLoadMs)
+		}
 	}
 	s.DegradedReason = mostFrequent(reasons)
 }
@@ -49,10 +53,19 @@ func mostFrequent(counts map[string]int) string {
 	return best
 }
 
+// ModelLoadMs is the server's load time (Ollama's load_duration) from
+// which a trial carried a model load: a loaded model's is a few ms (0.7–3.8
+// in Ollama's recorded answers), a load hundreds (266 and 513).
+const ModelLoadMs = 50
+
+// caveatKinds is how many kinds of caveat an arm can have.
+const caveatKinds = 4
+
 // armCaveats words an arm's health for the top of a report, in order of
-// weight: degraded trials, truncated ones, cache hits; "" where none.
-func armCaveats(arm string, s ArmSummary) [3]string {
-	var out [3]string
+// weight: degraded trials, truncated ones, model loads, cache hits; ""
+// where none.
+func armCaveats(arm string, s ArmSummary) [caveatKinds]string {
+	var out [caveatKinds]string
 	if s.Degraded > 0 {
 		out[0] = fmt.Sprintf("%s: %d of %d timed trials degraded (most often %s); they are left out of every statistic",
 			arm, s.Degraded, s.TimedOK+s.Degraded, strings.TrimSuffix(s.DegradedReason, ": "))
@@ -61,8 +74,12 @@ func armCaveats(arm string, s ArmSummary) [3]string {
 		out[1] = fmt.Sprintf("%s: %d of %d timed trials were cut at the context window (stop reason truncated): not full-length generations",
 			arm, s.Truncated, s.TimedOK)
 	}
+	if s.ModelLoads > 0 {
+		out[2] = fmt.Sprintf("%s: %d of %d timed trials carried a model load (the server's load time up to %s ms, server_load_ms): "+
+			"the server had unloaded the model between trials, and their e2e and TTFT include loading it", arm, s.ModelLoads, s.TimedOK, FormatValue(s.MaxModelLoadMs))
+	}
 	if s.CacheHits > 0 {
-		out[2] = fmt.Sprintf("%s: %d of %d timed trials took a tenth of their prompt or more from the server's cache: their TTFT is not a full prefill's",
+		out[3] = fmt.Sprintf("%s: %d of %d timed trials took a tenth of their prompt or more from the server's cache: their TTFT is not a full prefill's",
 			arm, s.CacheHits, s.TimedOK)
 	}
 	return out
@@ -70,9 +87,9 @@ func armCaveats(arm string, s ArmSummary) [3]string {
 
 // weightiestFirst lists the arms' caveats kind by kind, so that degraded
 // trials of any arm come before any arm's cache hits.
-func weightiestFirst(perArm [][3]string) []string {
+func weightiestFirst(perArm [][caveatKinds]string) []string {
 	var out []string
-	for kind := range 3 {
+	for kind := range caveatKinds {
 		for _, c := range perArm {
 			if c[kind] != "" {
 				out = append(out, c[kind])
@@ -111,7 +128,7 @@ func Caveats(status, note string, arms []string, summary map[string]ArmSummary) 
 // ArmCaveats are the arms' degraded, truncated and cached trials, for a
 // screen that says the session's status itself.
 func ArmCaveats(arms []string, summary map[string]ArmSummary) []string {
-	var perArm [][3]string
+	var perArm [][caveatKinds]string
 	for _, arm := range arms {
 		perArm = append(perArm, armCaveats(arm, summary[arm]))
 	}

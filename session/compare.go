@@ -250,7 +250,7 @@ func comparisonCaveats(sessions []*Session, columns []Column) []string {
 			out = append(out, FileStem(s.Path)+" "+line)
 		}
 	}
-	var perColumn [][3]string
+	var perColumn [][caveatKinds]string
 	for i, col := range columns {
 		perColumn = append(perColumn, armCaveats(labels[i], col.health))
 	}

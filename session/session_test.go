@@ -449,7 +449,7 @@ func TestPowerCSVAndPowerTableRoundTrip(t *testing.T) {
 	}
 }
 
-// TestCaveatsComeFirst: degraded, truncated and cached trials, and a run
+// TestCaveatsComeFirst: degraded, truncated, model-loading and cached trials, and a run
 // that did not finish, are said before any table, in every format.
 func TestCaveatsComeFirst(t *testing.T) {
 	dir := t.TempDir()
@@ -462,6 +462,9 @@ func TestCaveatsComeFirst(t *testing.T) {
 		r.PromptTokens, r.CachedTokens = 20, 4*(i%2)
 		if i == 2 {
 			r.CachedTokens = 1 // a BOS alone: the prefill was whole
+		}
+		if i == 4 {
+			r.ServerLoadMs = 260.3 // Ollama loaded the model again inside the trial
 		}
 		recs = append(recs, r)
 		recs = append(recs, record("hot", i, PhaseTimed, map[bool]string{true: StatusError, false: StatusOK}[i > 3], 120))
@@ -480,6 +483,7 @@ func TestCaveatsComeFirst(t *testing.T) {
 		"cav: status partial: the run did not finish its plan (the server stopped answering)",
 		`hot: 3 of 6 timed trials degraded (most often error: HTTP 500: boom, "quoted"); they are left out of every statistic`,
 		"greedy: 2 of 6 timed trials were cut at the context window (stop reason truncated): not full-length generations",
+		"greedy: 1 of 6 timed trials carried a model load (the server's load time up to 260.3 ms, server_load_ms): the server had unloaded the model between trials, and their e2e and TTFT include loading it",
 		"greedy: 3 of 6 timed trials took a tenth of their prompt or more from the server's cache: their TTFT is not a full prefill's",
 	}
 	if !slices.Equal(c.Caveats, want) {

@@ -157,6 +157,10 @@ type ArmSummary struct {
 	// CacheHits those that took prompt tokens from the server's cache.
 	Truncated int `toml:"truncated,omitzero"`
 	CacheHits int `toml:"cache_hits,omitzero"`
+	// ModelLoads counts timed ok trials that carried a model load (the
+	// server's load time ModelLoadMs or more), MaxModelLoadMs the longest.
+	ModelLoads     int     `toml:"model_loads,omitzero"`
+	MaxModelLoadMs float64 `toml:"max_model_load_ms,omitzero"`
 	// PrefixCache is what a shared-prefix workload's cache served; nil
 	// for other runs.
 	PrefixCache *PrefixCache `toml:"prefix_cache,omitempty"`

@@ -5,12 +5,12 @@ package ollama
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 
 	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/internal/ollamashow"
 	"github.com/tokentop/tokentop/backends/internal/stream"
 	"github.com/tokentop/tokentop/backends/untrusted"
 )
@@ -51,9 +51,8 @@ type Backend struct {
 	url     string
 	options map[string]any // the target's, merged into every request's options
 	conn    *stream.Conn
-	// capabilities are what /api/show says the model can do
-	// ("completion", "thinking", ...); nil when it did not say.
-	capabilities []string
+	// shown is what /api/show says of the model.
+	shown ollamashow.Model
 }
 
 type options struct {
@@ -116,9 +115,8 @@ func RequestBody(req backends.Request, extra map[string]any) any {
 // capabilities (Probe) lack "thinking" is refused it, as Ollama would
 // refuse every request (HTTP 400 "does not support thinking").
 func (b *Backend) Think(think string) (string, error) {
-	if think != "false" && b.capabilities != nil && !slices.Contains(b.capabilities, "thinking") {
-		return "", fmt.Errorf("the model cannot think (Ollama lists its capabilities as %s), so think = %s cannot be honoured: leave think out or pick a thinking model",
-			strings.Join(b.capabilities, ", "), think)
+	if err := b.shown.CheckThink(think); err != nil {
+		return "", err
 	}
 	if think == "true" || think == "false" {
 		return "think: " + think, nil
@@ -210,22 +208,15 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 	if model == "" {
 		return info, nil
 	}
-	resp, err := b.conn.PostJSON(ctx, b.url+"/api/show", map[string]string{"model": model})
+	shown, err := ollamashow.Show(ctx, b.conn, b.url, model)
 	if err != nil {
+		if errors.Is(err, ollamashow.ErrBadAnswer) {
+			return info, err
+		}
 		return info, fmt.Errorf("model %q is not available on Ollama at %s (%v); pull it with: ollama pull %s", model, untrusted.URL(b.url), err, model)
 	}
-	defer resp.Body.Close()
-	var show struct {
-		Details struct {
-			QuantizationLevel string `json:"quantization_level"`
-		} `json:"details"`
-		Capabilities []string `json:"capabilities"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&show); err != nil {
-		return info, fmt.Errorf("%s/api/show: response is not the JSON expected: %v", untrusted.URL(b.url), err)
-	}
-	info.Quantization = show.Details.QuantizationLevel
-	b.capabilities = show.Capabilities
+	info.Quantization, b.shown = shown.Quantization, shown
+	info.Details = map[string]string{"keep_alive": ollamashow.KeepAliveNotSent}
 	if info.Model == "" {
 		info.Model = model
 	}

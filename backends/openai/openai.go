@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/internal/ollamashow"
 	"github.com/tokentop/tokentop/backends/internal/stream"
 	"github.com/tokentop/tokentop/backends/untrusted"
 )
@@ -56,6 +57,8 @@ type Backend struct {
 	// thinking only as reasoning_effort; vllm when it is vLLM, which
 	// sends a usage with every chunk when asked (continuous_usage_stats).
 	ollama, vllm bool
+	// shown is what Ollama's /api/show says of the model, on Ollama.
+	shown ollamashow.Model
 	// model is the served model Probe found, which vLLM's tokenizer
 	// endpoints name.
 	model string
@@ -290,6 +293,10 @@ func (b *Backend) Think(think string) (string, error) {
 		return "", errors.New(`Ollama's OpenAI API takes thinking only as an effort (reasoning_effort): use think = "low", "medium" or "high" (or false), or the ollama backend, which takes think = true`)
 	case b.ollama && think == "false":
 		return `reasoning_effort "none"`, nil
+	case b.ollama:
+		if err := b.shown.CheckThink(think); err != nil {
+			return "", err
+		}
 	case think == "true" || think == "false":
 		return "chat_template_kwargs.enable_thinking = " + think, nil
 	}
@@ -333,6 +340,15 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 		return info, fmt.Errorf("model %q is not served at %s; it offers: %s", model, untrusted.URL(b.base), strings.Join(info.Models, ", "))
 	}
 	b.model = info.Model
+	if b.ollama {
+		// Its /v1 runs a model that cannot think with every request
+		// refused (HTTP 400), where its native API is asked up front.
+		root, _ := strings.CutSuffix(b.base, "/v1")
+		if shown, err := ollamashow.Show(ctx, b.conn, root, info.Model); err == nil {
+			b.shown, info.Quantization = shown, shown.Quantization
+		}
+		info.Details = map[string]string{"keep_alive": ollamashow.KeepAliveNotSent}
+	}
 	return info, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tokentop/tokentop/backends"
+	"github.com/tokentop/tokentop/backends/internal/ollamashow"
 	"github.com/tokentop/tokentop/backends/internal/stream"
 	"github.com/tokentop/tokentop/backends/replay"
 )
@@ -206,6 +207,30 @@ func TestProbeTakesOllamasShortName(t *testing.T) {
 	res, err := b.Generate(context.Background(), backends.Request{Model: "stories260k", Prompt: "Once upon a time", MaxTokens: 16}, func(int, backends.TokenKind) {})
 	if err != nil || res.OutputTokens != 16 {
 		t.Errorf("short name %+v %v", res, err)
+	}
+}
+
+// On Ollama's /v1 a think effort for a model that cannot think is refused
+// before any trial, as the native backend does (every request got HTTP
+// 400 "does not support thinking"); the session records that tokentop
+// sends no keep-alive.
+func TestOllamasV1ChecksThinkUpFront(t *testing.T) {
+	srv := replay.NewServer(t, replay.Route{
+		"GET /v1/models":            replay.Serve(replay.Load(t, "ollama/v1_models_stories260k")),
+		"GET /api/version":          replay.Serve(replay.Load(t, "ollama/api_version")),
+		"POST /api/show":            replay.Serve(replay.Load(t, "ollama/api_show")),
+		"POST /v1/chat/completions": replay.Serve(replay.Load(t, "ollama/v1_chat_reasoning_effort_high_stream")),
+	})
+	b, _ := New(backends.Config{URL: srv.URL + "/v1", Endpoint: "chat"})
+	info, err := b.Probe(context.Background(), "stories260k")
+	if err != nil || info.Quantization != "F16" || info.Details["keep_alive"] != ollamashow.KeepAliveNotSent {
+		t.Fatalf("probe %+v %v", info, err)
+	}
+	if _, err := backends.ThinkSent(b, "high"); err == nil || !strings.Contains(err.Error(), "the model cannot think (Ollama lists its capabilities as completion)") {
+		t.Errorf("think = high on a model without thinking: %v", err)
+	}
+	if sent, err := backends.ThinkSent(b, "false"); err != nil || sent != `reasoning_effort "none"` {
+		t.Errorf("think = false: %q %v", sent, err)
 	}
 }
 
