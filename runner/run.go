@@ -359,6 +359,11 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 	if serverInfo != nil {
 		w.SetServerMetrics(serverInfo)
 	}
+	for i, watch := range mon.memory {
+		if watch != nil {
+			w.NoteMemory(i, watch.History())
+		}
+	}
 
 	summary := map[string]session.ArmSummary{}
 	groups := session.ByArm(r.records)

@@ -200,6 +200,7 @@ func watchMemory(plan *Plan) ([]*telemetry.MemoryWatch, []string) {
 	}
 	for i, t := range plan.Targets {
 		pid := opts.ServerPID
+		var find func() (int, error) // the server again after a restart
 		if t.Kind.InProcess {
 			pid = 0
 		} else if pid == 0 {
@@ -213,13 +214,19 @@ func watchMemory(plan *Plan) ([]*telemetry.MemoryWatch, []string) {
 				words[i] = "none: " + err.Error() + " (pass --server-pid)"
 				continue
 			}
-			pid = found
+			pid, find = found, func() (int, error) { return telemetry.FindListener(port) }
 		}
 		if first, ok := byPID[pid]; ok {
 			watches[i], words[i] = watches[first], words[first]
 			continue
 		}
-		w, err := telemetry.WatchMemory(pid, opts.Interval)
+		watch := telemetry.WatchMemory
+		if pid != 0 {
+			watch = func(pid int, interval time.Duration) (*telemetry.MemoryWatch, error) {
+				return telemetry.WatchServerMemory(pid, interval, find)
+			}
+		}
+		w, err := watch(pid, opts.Interval)
 		if err != nil {
 			words[i] = "none: " + err.Error()
 			continue

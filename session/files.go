@@ -287,6 +287,20 @@ func (w *Writer) CreateServerMetrics(info *ServerMetricsInfo) (*ServerWriter, er
 	return &ServerWriter{file: f}, nil
 }
 
+// NoteMemory adds to target's rss_process (and the run's, for one
+// target) what became of the process whose memory was measured: a
+// restart, or the trials from which it was not measured.
+func (w *Writer) NoteMemory(target int, history string) {
+	if target >= len(w.manifest.Targets) || history == "" {
+		return
+	}
+	t := &w.manifest.Targets[target]
+	t.RSSProcess += "; " + history
+	if len(w.manifest.Targets) == 1 && w.manifest.Power != nil {
+		w.manifest.Power.RSSProcess = t.RSSProcess
+	}
+}
+
 // SetServerMetrics records how the scraping went, for the final
 // manifest.
 func (w *Writer) SetServerMetrics(info *ServerMetricsInfo) { w.manifest.ServerMetrics = info }

@@ -18,17 +18,33 @@ import (
 	"github.com/shirou/gopsutil/v4/process"
 )
 
-// MemoryWatch measures one process's peak resident memory per trial.
-// On Linux, where the kernel allows, it resets the process's high-water
-// mark (clear_refs) at the trial's start and reads VmHWM at its end, so
-// the peak is exact; elsewhere, or where it may not, it polls the
-// resident size while the trial runs.
+// MemoryWatch measures one process's peak resident memory per trial,
+// with the processes it started where it is a server (Ollama's model
+// runners hold the model; `ollama serve` itself is 42–45 MB). On Linux,
+// where the kernel allows, it resets each process's high-water mark
+// (clear_refs) at the trial's start and reads VmHWM at its end, so each
+// peak is exact and the figure is their sum (at least the peak of their
+// sum, which a model runner's steady memory makes close); elsewhere, or
+// where it may not, it polls the resident sizes' sum while the trial
+// runs. A server that exited is looked for again at the next trial's
+// start (find), so that a restart costs the trials it was down for, not
+// the rest of the run.
 type MemoryWatch struct {
 	process  *process.Process
-	procDir  string // the process's /proc directory on Linux
 	Process  string // whose memory, for the manifest
 	interval time.Duration
 	exact    bool // clear_refs works
+	// withChildren counts the processes the watched one started.
+	withChildren bool
+	// find finds the server's process again after it exited; nil for
+	// this process.
+	find func() (int, error)
+
+	tree []*process.Process // the trial's processes, the watched one first
+
+	begun   int      // trials begun
+	history []string // what became of the process, for the manifest
+	lost    bool     // it exited and was not found again
 
 	mu     sync.Mutex
 	peakMB float64
@@ -38,37 +54,77 @@ type MemoryWatch struct {
 
 // WatchMemory watches pid (0: this process).
 func WatchMemory(pid int, interval time.Duration) (*MemoryWatch, error) {
-	who := "tokentop (this process)"
-	if pid <= 0 {
+	return watchMemory(pid, interval, nil)
+}
+
+// WatchServerMemory watches a server's process pid and the processes it
+// starts; find looks for the server again where pid exits (nil: never).
+func WatchServerMemory(pid int, interval time.Duration, find func() (int, error)) (*MemoryWatch, error) {
+	return watchMemory(pid, interval, find)
+}
+
+func watchMemory(pid int, interval time.Duration, find func() (int, error)) (*MemoryWatch, error) {
+	self := pid <= 0
+	if self {
 		pid = os.Getpid()
-	} else {
-		who = fmt.Sprintf("pid %d", pid)
+	}
+	p, who, err := openProcess(pid, self)
+	if err != nil {
+		return nil, err
+	}
+	m := &MemoryWatch{process: p, Process: who, interval: interval, withChildren: !self, find: find}
+	if m.withChildren {
+		m.Process += " with the processes it starts (each one's peak, summed)"
+	}
+	m.exact = runtime.GOOS == "linux" && resetPeak(p) == nil
+	return m, nil
+}
+
+// openProcess opens pid and names it for the manifest.
+func openProcess(pid int, self bool) (*process.Process, string, error) {
+	who := fmt.Sprintf("pid %d", pid)
+	if self {
+		who = "tokentop (this process)"
 	}
 	p, err := process.NewProcess(int32(pid))
 	if err == nil {
 		_, err = p.MemoryInfo()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the memory of %s: %w", who, err)
+		return nil, "", fmt.Errorf("cannot read the memory of %s: %w", who, err)
 	}
-	if pid != os.Getpid() {
-		if name, err := p.Name(); err == nil && name != "" {
-			who = fmt.Sprintf("%s (pid %d)", name, pid)
-		}
+	if name, err := p.Name(); err == nil && name != "" && !self {
+		who = fmt.Sprintf("%s (pid %d)", name, pid)
 	}
-	m := &MemoryWatch{process: p, procDir: filepath.Join("/proc", strconv.Itoa(pid)), Process: who, interval: interval}
-	m.exact = runtime.GOOS == "linux" && m.resetPeak() == nil
-	return m, nil
+	return p, who, nil
 }
 
-func (m *MemoryWatch) resetPeak() error {
-	return os.WriteFile(filepath.Join(m.procDir, "clear_refs"), []byte("5"), 0)
+func procDir(p *process.Process) string { return filepath.Join("/proc", strconv.Itoa(int(p.Pid))) }
+
+func resetPeak(p *process.Process) error {
+	return os.WriteFile(filepath.Join(procDir(p), "clear_refs"), []byte("5"), 0)
 }
 
 // Begin starts a trial's watch.
 func (m *MemoryWatch) Begin() {
-	if m.exact && m.resetPeak() == nil {
+	m.begun++
+	m.refind()
+	if m.lost {
+		m.tree = nil // End says NaN: not measured
 		return
+	}
+	m.tree = []*process.Process{m.process}
+	if m.withChildren {
+		m.tree = append(m.tree, descendants(m.process)...)
+	}
+	if m.exact {
+		all := true
+		for _, p := range m.tree {
+			all = all && resetPeak(p) == nil
+		}
+		if all {
+			return
+		}
 	}
 	m.exact = false
 	m.mu.Lock()
@@ -76,6 +132,44 @@ func (m *MemoryWatch) Begin() {
 	m.mu.Unlock()
 	m.stop, m.done = make(chan struct{}), make(chan struct{})
 	go m.poll()
+}
+
+// refind looks for a server whose process exited: the same listener
+// under a new pid after a restart. Its history says from which trial
+// memory was another process's, or was not measured.
+func (m *MemoryWatch) refind() {
+	if m.find == nil {
+		return
+	}
+	if running, err := m.process.IsRunning(); err == nil && running {
+		return
+	}
+	if pid, err := m.find(); err == nil {
+		if p, who, err := openProcess(pid, false); err == nil {
+			m.process, m.lost = p, false
+			m.history = append(m.history, fmt.Sprintf("from trial %d, %s (the server restarted)", m.begun, who))
+			return
+		}
+	}
+	if !m.lost {
+		m.lost = true
+		m.history = append(m.history, fmt.Sprintf("not measured from trial %d on, but where it came back: the process exited and no server was found in its place", m.begun))
+	}
+}
+
+// History says what became of the watched process during the run: ""
+// where it ran throughout.
+func (m *MemoryWatch) History() string { return strings.Join(m.history, "; ") }
+
+// descendants are the processes p started, and theirs.
+func descendants(p *process.Process) []*process.Process {
+	var out []*process.Process
+	children, _ := p.Children()
+	for _, c := range children {
+		out = append(out, c)
+		out = append(out, descendants(c)...)
+	}
+	return out
 }
 
 func (m *MemoryWatch) poll() {
@@ -94,7 +188,7 @@ func (m *MemoryWatch) poll() {
 }
 
 func (m *MemoryWatch) sample() {
-	mb := m.ResidentMB()
+	mb := m.treeMB()
 	if math.IsNaN(mb) {
 		return
 	}
@@ -103,6 +197,23 @@ func (m *MemoryWatch) sample() {
 		m.peakMB = mb
 	}
 	m.mu.Unlock()
+}
+
+// treeMB is the trial's processes' resident memory now, summed; NaN
+// where the watched one cannot be read (a child that exited adds 0).
+func (m *MemoryWatch) treeMB() float64 {
+	var sum float64
+	for k, p := range m.tree {
+		info, err := p.MemoryInfo()
+		if err != nil {
+			if k == 0 {
+				return math.NaN()
+			}
+			continue
+		}
+		sum += float64(info.RSS) / (1 << 20)
+	}
+	return sum
 }
 
 // ResidentMB is the process's resident memory now, in MB; NaN when it
@@ -118,12 +229,22 @@ func (m *MemoryWatch) ResidentMB() float64 {
 // End returns the peak resident memory since Begin in MB, NaN when the
 // process could not be read (it exited, say).
 func (m *MemoryWatch) End() float64 {
+	if len(m.tree) == 0 {
+		return math.NaN()
+	}
 	if m.exact {
-		kb, err := readStatusKB(filepath.Join(m.procDir, "status"), "VmHWM")
-		if err != nil {
-			return math.NaN()
+		var sum float64
+		for k, p := range m.tree {
+			kb, err := readStatusKB(filepath.Join(procDir(p), "status"), "VmHWM")
+			if err != nil {
+				if k == 0 {
+					return math.NaN()
+				}
+				continue // a child that exited during the trial
+			}
+			sum += kb / 1024
 		}
-		return kb / 1024
+		return sum
 	}
 	close(m.stop)
 	<-m.done
