@@ -382,7 +382,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 			s.Energy = &e
 		}
 		if d := r.arms[i].stop; d.Stop {
-			s.StoppedBy = d.Reason
+			s.StoppedBy = d.Reason + usableWords(s)
 			if d.Statistic != "" {
 				s.StopInterval = &session.StopInterval{Statistic: d.Statistic, Estimate: d.Estimate, Lo: d.Interval.Lo, Hi: d.Interval.Hi,
 					N: d.N, Missed: !d.Reached}

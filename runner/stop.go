@@ -49,19 +49,28 @@ func (c TrialCap) Decide(_ string, timed int, e2e *metrics.Series) Decision {
 	if timed < c.N {
 		return Decision{}
 	}
-	reason, short := usableWords(timed, e2e)
-	return Decision{Stop: true, Reason: fmt.Sprintf("reached the trial cap of %d", c.N) + reason, Short: fmt.Sprintf("trial cap %d", c.N) + short,
+	return Decision{Stop: true, Reason: fmt.Sprintf("reached the trial cap of %d", c.N), Short: fmt.Sprintf("trial cap %d", c.N) + usableSoFar(timed, e2e),
 		Interval: metrics.CI{Lo: math.NaN(), Hi: math.NaN()}}
 }
 
-// usableWords say, at the cap, how many of an arm's trials can be used,
-// when degraded ones took a share; "" when all can.
-func usableWords(timed int, e2e *metrics.Series) (reason, short string) {
-	usable := len(e2e.Values())
-	if usable == timed {
-		return "", ""
+// usableSoFar says, for the live view at the cap, how many of an arm's
+// trials can be used so far, when degraded ones took a share; "" when all
+// can. A load level's requests still in flight at the cap end after it,
+// so the final count is the summary's (usableWords).
+func usableSoFar(timed int, e2e *metrics.Series) string {
+	if usable := len(e2e.Values()); usable != timed {
+		return fmt.Sprintf(", %d usable", usable)
 	}
-	return fmt.Sprintf(": %d of its %d trials usable, %d degraded (see the error column)", usable, timed, timed-usable), fmt.Sprintf(", %d usable", usable)
+	return ""
+}
+
+// usableWords say, after the run, how many of an arm's timed trials can
+// be used, where degraded ones took a share; "" where all can.
+func usableWords(s session.ArmSummary) string {
+	if s.Degraded == 0 {
+		return ""
+	}
+	return fmt.Sprintf(": %d of its %d timed trials usable, %d degraded (see the error column)", s.TimedOK, s.TimedOK+s.Degraded, s.Degraded)
 }
 
 // Unbounded never stops an arm: a load run with a duration ends each arm
@@ -131,10 +140,9 @@ func (u *UntilCI) Decide(arm string, timed int, e2e *metrics.Series) Decision {
 		d.Reason = fmt.Sprintf("%s e2e %s, 95%% sequence [%s, %s]: both ends within ±%.2g%% (target ±%.2g%%) after %d trials%s",
 			statistic, inMs(estimate), inMs(iv.Lo), inMs(iv.Hi), reach*100, u.Config.UntilCI*100, n, fallback)
 	case d.Stop:
-		usable, short := usableWords(timed, e2e)
-		d.Short = fmt.Sprintf("cap %d, ±%.2g%% of ±%.2g%%", u.Cap.N, reach*100, u.Config.UntilCI*100) + short
-		d.Reason = fmt.Sprintf("%s e2e ±%.2g%% not reached: stopped at the trial cap of %d with its 95%% sequence [%s, %s], ±%.2g%% of %s%s%s",
-			statistic, u.Config.UntilCI*100, u.Cap.N, inMs(iv.Lo), inMs(iv.Hi), reach*100, inMs(estimate), fallback, usable)
+		d.Short = fmt.Sprintf("cap %d, ±%.2g%% of ±%.2g%%", u.Cap.N, reach*100, u.Config.UntilCI*100) + usableSoFar(timed, e2e)
+		d.Reason = fmt.Sprintf("%s e2e ±%.2g%% not reached: stopped at the trial cap of %d with its 95%% sequence [%s, %s], ±%.2g%% of %s%s",
+			statistic, u.Config.UntilCI*100, u.Cap.N, inMs(iv.Lo), inMs(iv.Hi), reach*100, inMs(estimate), fallback)
 	}
 	return d
 }

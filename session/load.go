@@ -242,8 +242,9 @@ func TopError(failed []*Record) string {
 	return fmt.Sprintf("%s, %d of them", best, counts[best])
 }
 
-// Sweeps finds each profile arm run at more than one level and describes
-// its levels, knee and goodput.
+// Sweeps finds each profile arm run at a level of streams (or more) and
+// describes its levels, their aggregate rates, its knee (with two levels
+// or more) and goodput.
 func Sweeps(m *Manifest, records []Record, tokens map[TrialKey]Arrivals) []Sweep {
 	var sweeps []Sweep
 	byArm := ByArm(records)
@@ -297,12 +298,11 @@ func Sweeps(m *Manifest, records []Record, tokens map[TrialKey]Arrivals) []Sweep
 		}
 		sweeps[i].Levels = append(sweeps[i].Levels, lv)
 	}
-	out := sweeps[:0]
-	for _, s := range sweeps {
-		if len(s.Levels) < 2 {
-			continue
+	for i := range sweeps {
+		s := &sweeps[i]
+		if len(s.Levels) >= 2 { // one level has its aggregate rates, not a knee
+			s.Knee, s.KneeWhy = knee(s.Levels)
 		}
-		s.Knee, s.KneeWhy = knee(s.Levels)
 		if l := m.Profile.Load; l != nil && l.SLO != nil {
 			for _, lv := range s.Levels {
 				if lv.Goodput >= l.SLO.Goodput {
@@ -310,9 +310,8 @@ func Sweeps(m *Manifest, records []Record, tokens map[TrialKey]Arrivals) []Sweep
 				}
 			}
 		}
-		out = append(out, s)
 	}
-	return out
+	return sweeps
 }
 
 // JudgedBySLO reports whether a request counts toward goodput: a timed
@@ -726,7 +725,11 @@ func sloWords(slo *SLOInfo) string {
 // Words say a sweep's knee and, under an SLO, its goodput.
 func (sw Sweep) Words(slo *SLOInfo) []string {
 	var lines []string
-	if sw.Knee > 0 {
+	if len(sw.Levels) == 1 {
+		lv := sw.Levels[0]
+		lines = append(lines, fmt.Sprintf("one level, %s: %s tok/s and %s req/s in aggregate over the steady windows (each request's own figures are in the numbers)",
+			streamWords(lv.Concurrency), orDash("%.1f", lv.TokensPerS), orDash("%.2f", lv.RequestsPerS)))
+	} else if sw.Knee > 0 {
 		lines = append(lines, fmt.Sprintf("knee at %s: %s", streamWords(sw.Knee), sw.KneeWhy))
 	} else {
 		lines = append(lines, fmt.Sprintf("no knee up to %s: each level was beaten by %.0f%% or more by a higher one, and p95 latency stayed within %g× the first level's",

@@ -102,6 +102,15 @@ func TestRequestsCountAsTheirTokensDo(t *testing.T) {
 	if perRequest := got.TokensPerS / got.RequestsPerS; math.Abs(perRequest-10) > 1e-9 || math.Abs(got.FailedTokensPerS*got.WindowS-6) > 1e-9 {
 		t.Errorf("%+v: tok/s ÷ req/s = %g with a request failed mid-stream, want 10 and its 6 tokens apart", got, perRequest)
 	}
+	// A single-level load run (--concurrency 4) says its aggregate rates:
+	// only its manifest had them.
+	sweeps := Sweeps(&Manifest{Arms: []ArmInfo{{Name: "a@c4", Base: "a", Concurrency: 4}}}, records, tokens)
+	if len(sweeps) != 1 || len(sweeps[0].Levels) != 1 || sweeps[0].Knee != 0 {
+		t.Fatalf("sweeps %+v", sweeps)
+	}
+	if lines := sweeps[0].Words(nil); !slices.Contains(lines, fmt.Sprintf("one level, 4 streams: %.1f tok/s and %.2f req/s in aggregate over the steady windows (each request's own figures are in the numbers)", got.TokensPerS, got.RequestsPerS)) {
+		t.Errorf("one level's words %q", lines)
+	}
 	words := Sweep{Levels: []Level{{Concurrency: 4, Throughput: got}}}.Words(nil)
 	if want := "tok/s and req/s count ok requests alone, so that tok/s ÷ req/s is an ok request's tokens; requests that failed mid-stream made " +
 		FormatValue(got.FailedTokensPerS) + " tok/s at 4 streams more (J/token counts them: the server did that work)"; !slices.Contains(words, want) {

@@ -14,10 +14,12 @@ import (
 // its bootstrap 95% interval, p90, p95, p99, max and CV; TTFT p50 and p95;
 // TPOT p50; ITL p50 and p99 over every gap between chunks of the counted
 // trials (from tokens, each column's session's arrivals; "—" without);
-// tok/s (Σ tokens / Σ time, a request's own rate); and for load runs the
-// load (streams in flight, or an open loop's rate) and req/s over the
-// steady windows (the load table that follows has the rest); where every
-// column measured energy, its J/token and average power.
+// tok/s (Σ tokens / Σ time, a request's own rate: "tok/s/req" in a load
+// run); and for load runs the load (streams in flight, or an open loop's
+// rate) and the aggregate tok/s and req/s over the steady windows, side
+// by side so that neither is read against the other kind (the load table
+// that follows has the rest); where every column measured energy, its
+// J/token and average power.
 func (c *Comparison) NumbersTable(tokens func(session string) map[TrialKey]Arrivals) Table {
 	labels, _ := ShortLabels(c.Columns)
 	t := Table{Header: []string{"", "n", "degraded", "e2e mean ms", "median [95% CI]", "p90", "p95", "p99", "max", "CV",
@@ -30,7 +32,8 @@ func (c *Comparison) NumbersTable(tokens func(session string) map[TrialKey]Arriv
 	}
 	load := slices.ContainsFunc(c.Columns, func(col Column) bool { return col.load() != nil })
 	if load {
-		t.Header = append(t.Header, "load", "req/s")
+		t.Header[slices.Index(t.Header, "tok/s")] = "tok/s/req"
+		t.Header = append(t.Header, "load", "agg tok/s", "agg req/s")
 	}
 	metric := func(name string) Metric { m, _ := LookupMetric(name); return m }
 	for i, col := range c.Columns {
@@ -52,7 +55,11 @@ func (c *Comparison) NumbersTable(tokens func(session string) map[TrialKey]Arriv
 			row = append(row, e.Cell(), e.PowerCell())
 		}
 		if load {
-			row = append(row, col.loadWords(), orDash("%.2f", col.requestsPerS()))
+			tps, rps := math.NaN(), math.NaN()
+			if l := col.load(); l != nil {
+				tps, rps = l.TokensPerS, l.RequestsPerS
+			}
+			row = append(row, col.loadWords(), orDash("%.1f", tps), orDash("%.2f", rps))
 		}
 		t.Rows = append(t.Rows, row)
 	}
@@ -86,15 +93,6 @@ func (c Column) loadWords() string {
 		return fmt.Sprintf("%d streams", a.Concurrency)
 	}
 	return "1 stream"
-}
-
-// requestsPerS is the column's req/s over its steady windows; NaN for
-// a run one trial at a time.
-func (c Column) requestsPerS() float64 {
-	if l := c.load(); l != nil {
-		return l.RequestsPerS
-	}
-	return math.NaN()
 }
 
 // load is the column's load throughput from its manifest's summary; nil

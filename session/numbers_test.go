@@ -6,8 +6,10 @@ import (
 )
 
 // A load run's numbers carry its load (streams, or an open loop's rate)
-// and req/s over the steady windows beside each request's own figures; a
-// run one trial at a time has neither column.
+// and its aggregate tok/s and req/s over the steady windows beside each
+// request's own figures, the request's own tok/s named as such (it stood
+// beside the aggregate req/s as "tok/s"); a run one trial at a time has
+// none of these columns.
 func TestTheNumbersOfALoadRunCarryItsRates(t *testing.T) {
 	var recs []Record
 	for i := range 12 {
@@ -26,10 +28,10 @@ func TestTheNumbersOfALoadRunCarryItsRates(t *testing.T) {
 	c.RunTests(TestOptions{Resamples: 100, Seed: 1})
 	table := c.NumbersTable(func(string) map[TrialKey]Arrivals { return nil })
 	at := slices.Index(table.Header, "load")
-	if at < 0 || !slices.Equal(table.Header[at:], []string{"load", "req/s"}) {
+	if at < 0 || !slices.Equal(table.Header[at:], []string{"load", "agg tok/s", "agg req/s"}) || !slices.Contains(table.Header, "tok/s/req") || slices.Contains(table.Header, "tok/s") {
 		t.Fatalf("header %q", table.Header)
 	}
-	if got := table.Rows[1][at:]; !slices.Equal(got, []string{"4 streams", "9.50"}) {
+	if got := table.Rows[1][at:]; !slices.Equal(got, []string{"4 streams", "1216.4", "9.50"}) {
 		t.Errorf("greedy@c4's load cells %q", got)
 	}
 	// An open loop's load is its rate, with its cap where it has one.
@@ -39,7 +41,7 @@ func TestTheNumbersOfALoadRunCarryItsRates(t *testing.T) {
 	}
 	s.Manifest.Summary = nil
 	c, _ = Compare(refs, []*Session{s, s}, []string{"e2e_ms"})
-	if table := c.NumbersTable(func(string) map[TrialKey]Arrivals { return nil }); slices.Contains(table.Header, "load") {
+	if table := c.NumbersTable(func(string) map[TrialKey]Arrivals { return nil }); slices.Contains(table.Header, "load") || !slices.Contains(table.Header, "tok/s") {
 		t.Errorf("a run without load has load columns: %q", table.Header)
 	}
 }

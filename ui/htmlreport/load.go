@@ -64,7 +64,9 @@ func (r *Report) addLoad(sessions []*session.Session) {
 			if len(sessions) > 1 {
 				label = stem + " " + sw.Base
 			}
-			sweeps = append(sweeps, namedSweep{label, sw})
+			if len(sw.Levels) >= 2 { // one level is a row of the table, no curve
+				sweeps = append(sweeps, namedSweep{label, sw})
+			}
 			lead.Tables = append(lead.Tables, Table{Table: sw.Table(),
 				Caption: fmt.Sprintf("sweep of %s: tok/s and req/s over the steady windows, p95 over the steady requests", label)})
 		}

@@ -147,8 +147,8 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 	}
 	numbers := cmp.NumbersTable(func(stem string) map[session.TrialKey]session.Arrivals { return arrivals[stem] })
 	caption := "each arm's timed ok trials, in ms unless named: e2e with the median's bootstrap 95% interval; ITL over every gap between chunks; tok/s = Σ tokens / Σ time"
-	if slices.Contains(numbers.Header, "req/s") {
-		caption += "; req/s over a load run's steady windows"
+	if slices.Contains(numbers.Header, "agg req/s") {
+		caption += "; tok/s/req is a request's own rate, agg tok/s and agg req/s a load run's over its steady windows"
 	}
 	r.Numbers = &Table{Caption: caption, Class: "numbers", Table: numbers}
 	cols := make([]column, len(cmp.Columns))
