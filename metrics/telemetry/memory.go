@@ -147,13 +147,13 @@ func (m *MemoryWatch) refind() {
 	if pid, err := m.find(); err == nil {
 		if p, who, err := openProcess(pid, false); err == nil {
 			m.process, m.lost = p, false
-			m.history = append(m.history, fmt.Sprintf("from trial %d, %s (the server restarted)", m.begun, who))
+			m.history = append(m.history, fmt.Sprintf("from trial run %d (warmup included), %s (the server restarted)", m.begun, who))
 			return
 		}
 	}
 	if !m.lost {
 		m.lost = true
-		m.history = append(m.history, fmt.Sprintf("not measured from trial %d on, but where it came back: the process exited and no server was found in its place", m.begun))
+		m.history = append(m.history, fmt.Sprintf("not measured from trial run %d (warmup included) on, but where it came back: the process exited and no server was found in its place", m.begun))
 	}
 }
 

@@ -67,7 +67,7 @@ func TestServerMemoryCountsItsChildrenAndOutlivesARestart(t *testing.T) {
 	next = []int{again.Process.Pid}
 	m.Begin()
 	m.End()
-	if h := m.History(); !strings.HasPrefix(h, "from trial ") || !strings.HasSuffix(h, fmt.Sprintf("sh (pid %d) (the server restarted)", again.Process.Pid)) {
+	if h := m.History(); !strings.HasPrefix(h, "from trial run ") || !strings.HasSuffix(h, fmt.Sprintf("sh (pid %d) (the server restarted)", again.Process.Pid)) {
 		t.Errorf("after a restart: %q (trials begun %d)", h, m.begun)
 	}
 	// Gone for good: not measured, and said once.
@@ -78,7 +78,7 @@ func TestServerMemoryCountsItsChildrenAndOutlivesARestart(t *testing.T) {
 			t.Errorf("%.1f MB of a server that is gone", mb)
 		}
 	}
-	if h := m.History(); strings.Count(h, "not measured from trial") != 1 {
+	if h := m.History(); strings.Count(h, "not measured from trial run ") != 1 {
 		t.Errorf("gone: %q", h)
 	}
 }
