@@ -75,9 +75,11 @@ func (f *fakeBackend) Generate(ctx context.Context, req backends.Request, onChun
 	return res, nil
 }
 
-func testPlan(t testing.TB, warmup, trials int, arms ...string) *Plan {
+// armsProfile is the profile head followed by the arms, each after the
+// first at temperature 0.8.
+func armsProfile(t testing.TB, head string, arms ...string) *profiles.Profile {
 	t.Helper()
-	src := "name = \"t\"\nmax_tokens = 8\ntrials = 1\nseed = 100\ntimeout = \"2s\"\nprompts = [\"a\", \"b\"]\n[models]\nollama = \"m\"\n"
+	src := head
 	for i, a := range arms {
 		src += "[[arms]]\nname = \"" + a + "\"\n"
 		if i > 0 {
@@ -88,6 +90,12 @@ func testPlan(t testing.TB, warmup, trials int, arms ...string) *Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+func testPlan(t testing.TB, warmup, trials int, arms ...string) *Plan {
+	t.Helper()
+	p := armsProfile(t, "name = \"t\"\nmax_tokens = 8\ntrials = 1\nseed = 100\ntimeout = \"2s\"\nprompts = [\"a\", \"b\"]\n[models]\nollama = \"m\"\n", arms...)
 	plan, err := Resolve(p, Options{Backend: "ollama", OutDir: t.TempDir(), Trials: trials, Warmup: warmup, MaxTokens: NoOverride})
 	if err != nil {
 		t.Fatal(err)

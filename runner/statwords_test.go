@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/tokentop/tokentop/backends"
-	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/session"
 )
 
@@ -47,17 +46,7 @@ func TestEveryWordNamesTheStatisticThatDecided(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			src := "name = \"t\"\nmax_tokens = 1\ntrials = 1\nseed = 7\ntimeout = \"5s\"\nprompts = [\"x\"]\n[models]\nollama = \"m\"\n"
-			for i, a := range c.arms {
-				src += "[[arms]]\nname = \"" + a + "\"\n"
-				if i > 0 {
-					src += "temperature = 0.8\n"
-				}
-			}
-			p, err := profiles.Parse("t.toml", []byte(src))
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := armsProfile(t, "name = \"t\"\nmax_tokens = 1\ntrials = 1\nseed = 7\ntimeout = \"5s\"\nprompts = [\"x\"]\n[models]\nollama = \"m\"\n", c.arms...)
 			plan, err := Resolve(p, Options{Backend: "ollama", OutDir: t.TempDir(), Trials: c.trials, Warmup: 0, MaxTokens: NoOverride,
 				UntilCI: c.untilCI, CIStatistic: "mean"})
 			if err != nil {
