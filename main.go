@@ -65,6 +65,9 @@ Usage:
                                 outliers, trials needed, warmup
   tokentop export S.toml [...]  every request as JSON Lines or CSV, or
                                 --summary: each arm's percentiles as JSON
+  tokentop merge DIR... --out DIR
+                                join the sessions of a load run's shards
+                                (run --shard I/N) into one session
   tokentop profiles             list built-in and user profiles
   tokentop backends [--url URL] show which backends are reachable
   tokentop --version            the module version and the commit it was built from
@@ -117,6 +120,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"report":   cmdReport,
 	"export":   cmdExport,
 	"matrix":   cmdMatrix,
+	"merge":    cmdMerge,
 	"profiles": cmdProfiles,
 	"backends": cmdBackends,
 }
@@ -271,6 +275,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.Func("arm", "an arm of your own, replacing the profile's (repeat for an A/B): key=value pairs, e.g. name=q8,dtype=q8_0 or name=ctx4k,backend=ollama,options.num_ctx=4096", func(flag string) error {
 		arm, err := profiles.ParseArmFlag(flag)
 		arms = append(arms, arm)
+		return err
+	})
+	fs.Func("shard", "run this process's share of a load run that N load generators run together: I/N (0 ≤ I < N), or auto/N on a Kubernetes Indexed Job ("+runner.JobIndexVariable+"); 'tokentop merge' joins the shards' sessions", func(v string) error {
+		s, err := runner.ParseShard(v, os.Getenv)
+		opts.Shard = s
+		return err
+	})
+	fs.Func("start-at", "begin the first timed block at this RFC 3339 time (warmup before it), the same for every shard: e.g. 2026-11-28T22:00:00Z", func(v string) error {
+		t, err := runner.ParseStartAt(v)
+		opts.StartAt = t
 		return err
 	})
 	headless := fs.Bool("headless", false, "print plain progress lines instead of the dashboard (the default when stdout is not a terminal)")
@@ -568,6 +582,34 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 		printErr(stderr, runErr)
 		return exitFailed
 	}
+	return exitOK
+}
+
+func cmdMerge(args []string, stdout, stderr io.Writer) int {
+	fs := newCommand("merge", "tokentop merge SHARD... --out DIR", []string{"tokentop merge /results --out merged", "tokentop merge a/S-shard0of2.toml b/S-shard1of2.toml --out merged"}, stdout, stderr)
+	outDir := fs.String("out", "", "the folder the merged session is written to")
+	positional, code, ok := fs.parse(args)
+	if !ok {
+		return code
+	}
+	if len(positional) == 0 || *outDir == "" {
+		fmt.Fprintln(stderr, "tokentop merge: name the shards' sessions (or the folders holding them) and --out, the folder for the merged session")
+		return exitUsage
+	}
+	merged, err := runner.Merge(positional, *outDir)
+	if err != nil {
+		printErr(stderr, err)
+		return exitForInput(err)
+	}
+	if merged.Note != "" {
+		fmt.Fprintf(stdout, "caveat: status %s: %s\n", merged.Status, merged.Note)
+	}
+	if math.IsNaN(merged.ClockSpread) {
+		fmt.Fprintln(stdout, "clocks: some shard's kernel gave no synchronized clock, so how far apart the shards' clocks were is not known")
+	} else {
+		fmt.Fprintf(stdout, "clocks: the shards' clocks were within %s ms of each other, by their kernels' maximum errors\n", session.FormatValue(merged.ClockSpread))
+	}
+	fmt.Fprintf(stdout, "merged %s: tokentop report %s\n", merged.Status, merged.Manifest)
 	return exitOK
 }
 

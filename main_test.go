@@ -27,7 +27,7 @@ import (
 
 // ollamaServer replays recorded Ollama answers; each generation streams
 // its 33 recorded lines gap apart.
-func ollamaServer(t *testing.T, gap time.Duration) string {
+func ollamaServer(t testing.TB, gap time.Duration) string {
 	t.Helper()
 	srv := replay.NewServer(t, replay.Route{
 		"GET /api/version":   replay.Serve(replay.Load(t, "ollama/api_version")),
@@ -211,7 +211,7 @@ func TestMain(m *testing.M) {
 }
 
 // buildBinary is the compiled tokentop, built on first use.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		// CI's emulated arm64 suite runs -short: the binary's studies

@@ -187,6 +187,7 @@ func (r *run) block(ctx context.Context, i, round, position int) error {
 		r.arms[i].warmupLeft = 0
 		return r.runStreams(ctx, streams, perStream(left, n), session.PhaseWarmup, round, position, false)
 	}
+	r.beginTimed(ctx)
 	return r.runStreams(ctx, streams, RequestsPerStream, session.PhaseTimed, round, position, true)
 }
 
@@ -205,15 +206,27 @@ func (r *run) runStreams(ctx context.Context, streams []int, perStream int, phas
 			trials[s] = append(trials[s], r.arms[i].next)
 		}
 	}
+	// A shard runs its own streams of the block, numbered and placed as
+	// one process would run them; the block counts toward the cap as
+	// planned, every stream's requests but its first (countBlock).
+	mine := 0
+	for s := range streams {
+		if r.plan.Shard.mine(s) {
+			mine++
+		}
+	}
 	blockCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var inFlight, running atomic.Int32
-	running.Store(int32(n))
+	running.Store(int32(mine))
 	results := make(chan finished, n)
 	var wg sync.WaitGroup
 	r.monitor.mark(fmt.Sprintf("block_start %s round %d", r.plan.Profile.Arms[streams[0]].Name, round))
 	watches := r.monitor.beginBlock(r.blockTargets(streams))
 	for s, i := range streams {
+		if !r.plan.Shard.mine(s) {
+			continue
+		}
 		clock := &r.clocks[s]
 		wg.Go(func() {
 			// A stream whose every request the server shed (or the client
@@ -242,8 +255,8 @@ func (r *run) runStreams(ctx context.Context, streams []int, perStream int, phas
 				case !windows:
 				case j == 0:
 					f.rec.Window = session.WindowRamp
-				case running.Load() < int32(n):
-					f.rec.Window = session.WindowDrain // another stream had finished: less than n in flight
+				case running.Load() < int32(mine):
+					f.rec.Window = session.WindowDrain // another stream had finished: fewer in flight
 				default:
 					f.rec.Window = session.WindowSteady
 				}
@@ -266,6 +279,7 @@ func (r *run) runStreams(ctx context.Context, streams []int, perStream int, phas
 	peakMB := r.monitor.endBlock(watches)
 	if windows && writeErr == nil {
 		r.blockDone(streams[0], round, block, peakMB)
+		r.countBlock(streams[0], n*max(perStream-1, 0))
 	}
 	return writeErr
 }

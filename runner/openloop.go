@@ -18,11 +18,14 @@ import (
 const minOpenBlock = 8
 
 // openRequest is one request of an open-loop block: when it is due from
-// the block's start, and the trace's request it replays (nil: the
-// profile's prompt of its trial and max_tokens).
+// the block's start, the trace's request it replays (nil: the profile's
+// prompt of its trial and max_tokens), and its index, which names the
+// shard that sends it: its place in the block's schedule, or the trace's
+// line.
 type openRequest struct {
 	due   time.Duration
 	trace *arrival.TraceRequest
+	index int
 }
 
 // openBlock is an open-loop arm's unit: its warmup, at its rate (or the
@@ -38,6 +41,7 @@ func (r *run) openBlock(ctx context.Context, i, round, position int) error {
 		}
 		return r.runOpenLoop(ctx, i, r.arrivals(i, left, round), session.PhaseWarmup, round, position, false, 0)
 	}
+	r.beginTimed(ctx)
 	if l.Trace {
 		return r.traceBlock(ctx, i, round, position)
 	}
@@ -59,7 +63,7 @@ func (r *run) arrivals(i, n, round int) []openRequest {
 	out := make([]openRequest, n)
 	process := arrival.Process{Kind: p.Arrival, Rate: l.Rate, Burstiness: p.Burstiness, Seed: seed}
 	for k, due := range process.Schedule(n) {
-		out[k].due = due
+		out[k].due, out[k].index = due, k
 	}
 	return out
 }
@@ -101,12 +105,19 @@ func splitmix64(x uint64) uint64 {
 func (r *run) runOpenLoop(ctx context.Context, i int, requests []openRequest, phase string, round, position int, windows bool, lasts time.Duration) error {
 	p := &r.plan.Profile
 	l := r.plan.Load[i]
-	trials := make([]int, len(requests))
-	schedule := make([]time.Duration, len(requests))
-	for k, req := range requests {
+	// Every request is numbered, as one process would number it; a shard
+	// sends its own share, at the same due times.
+	var trials []int
+	var schedule []time.Duration
+	var mine []openRequest
+	for _, req := range requests {
 		r.arms[i].next++
-		trials[k], schedule[k] = r.arms[i].next, req.due
+		if r.plan.Shard.mine(req.index) {
+			trials, schedule, mine = append(trials, r.arms[i].next), append(schedule, req.due), append(mine, req)
+		}
 	}
+	planned := len(requests)
+	requests = mine
 	blockCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	results := make(chan finished, len(requests))
@@ -154,6 +165,9 @@ func (r *run) runOpenLoop(ctx context.Context, i int, requests []openRequest, ph
 	peakMB := r.monitor.endBlock(watches)
 	if err != nil {
 		return err
+	}
+	if phase == session.PhaseTimed {
+		r.countBlock(i, planned)
 	}
 	if lag, late := clientLate(block, l); late {
 		r.events <- Warning{Text: fmt.Sprintf("%s round %d: the client sent its requests late (dispatch lag p99 %.2f ms, over %g ms with no cap in flight): the client, not the server, held them back; this machine is too busy for the rate",

@@ -123,6 +123,11 @@ type Options struct {
 	// Duration ends each load arm after that much steady load (0: the
 	// profile's, if any).
 	Duration time.Duration
+	// Shard is this process's share of a load run several generators
+	// run together (--shard; Count 0: all of it); StartAt the instant its
+	// first timed block begins (--start-at; zero: at once).
+	Shard   Shard
+	StartAt time.Time
 }
 
 // NoOverride marks a numeric option the user did not give.
@@ -170,6 +175,11 @@ type Plan struct {
 	// TraceSizing is, per target, how a trace's lengths in tokens become
 	// prompts (calibrateTrace); nil until the run measures it.
 	TraceSizing []traceSizing
+	// Shard and StartAt are Options'. Which share of the plan a process
+	// sends is not part of the experiment, so ConfigHash leaves them
+	// out: every shard's hash is the plan's.
+	Shard   Shard
+	StartAt time.Time
 }
 
 // DefaultOpenBlock is an open loop's timed block: long enough for a queue
@@ -395,7 +405,42 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 	case p.Stop.Enabled():
 		plan.Stop = NewUntilCI(p.Stop, p.Trials)
 	}
+	if err := plan.applyShard(opts); err != nil {
+		return nil, err
+	}
 	return plan, nil
+}
+
+// applyShard checks --shard and --start-at against the plan. A shard
+// must plan its blocks as every other shard does, from the plan alone:
+// a rule that decides from the trials it sees (--until-ci, --duration,
+// a together group's rounds) would see only its own share.
+func (plan *Plan) applyShard(opts Options) error {
+	p := &plan.Profile
+	if s := opts.Shard; s.Count > 0 {
+		why := ""
+		switch {
+		case plan.Load == nil:
+			return fmt.Errorf("--shard %s splits a load run's requests among load generators; set --rate, --concurrency or --trace too", s)
+		case p.Stop.Enabled():
+			why = "--until-ci (or the profile's [stop]: pick a profile without one) decides from the trials a shard sees"
+		case p.LoadDuration > 0:
+			why = "--duration ends a level by the steady windows a shard sees"
+		case len(p.Together) > 0:
+			why = "a together group's rounds run its arms side by side in one process"
+		}
+		if why != "" {
+			return fmt.Errorf("--shard %s: every shard plans its blocks from the plan alone, and %s; run the shards by the trial cap (--trials), which every shard counts alike", s, why)
+		}
+		plan.Shard = s
+	}
+	if t := opts.StartAt; !t.IsZero() {
+		if ahead := time.Until(t); ahead > maxStartWait {
+			return fmt.Errorf("--start-at %s is %v from now; give a time within %v", t.Format(time.RFC3339), ahead.Round(time.Minute), maxStartWait)
+		}
+		plan.StartAt = t
+	}
+	return nil
 }
 
 // applyLengths applies --input-tokens, whose prompts replace the

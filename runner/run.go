@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -315,6 +316,10 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		}
 	}
 	m.Environment.GPUs, m.Environment.Driver, m.Environment.CUDADriver = mon.found.GPUs, mon.found.Driver, mon.found.CUDADriver
+	m.Shard = shardInfo(plan.Shard, plan.StartAt)
+	if s := plan.Shard; s.Count > 0 {
+		m.ID += fmt.Sprintf("-shard%dof%d", s.Index, s.Count) // shards on one volume each name their own
+	}
 	w, err := session.Create(plan.OutDir, m)
 	if err != nil {
 		return session.StatusFailed, err
@@ -330,6 +335,9 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 	defer servers.stop() // before events closes: the scraper sends on it
 	started.Manifest, started.Power, started.Labels = w.ManifestPath(), mon.info, session.ArmLabels(m)
 	events <- started
+	if line := m.Shard.Caveat(); line != "" {
+		events <- Warning{Text: line}
+	}
 	if plan.MeanAsked && p.Stop.Enabled() {
 		events <- Warning{Text: fmt.Sprintf("--ci-statistic mean: the median decides for an arm while its running CV is above %g, where the mean's interval does not hold; the end names the statistic that decided", MaxCVForMean)}
 	}
@@ -347,6 +355,9 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		r.promptOrder = p.Dataset.Order(p.Seed)
 	}
 	r.bank = bank
+	if plan.Shard.Count > 0 {
+		r.shard = m.Shard
+	}
 	status, note, runErr := r.loop(ctx)
 	mon.measureIdleAfter(ctx, plan.Telemetry.IdleBaseline)
 	if err := mon.stop(); err != nil {
@@ -542,7 +553,13 @@ type armState struct {
 }
 
 type run struct {
-	plan      *Plan
+	plan *Plan
+	// timedBegun is set once the first timed block (or trial) began, at
+	// --start-at where it is given.
+	timedBegun bool
+	// shard is the manifest's account of this shard; nil for a run of
+	// one process.
+	shard     *session.ShardInfo
 	backends  []backends.Backend
 	writer    *session.Writer
 	events    chan<- Event
@@ -690,6 +707,8 @@ func (r *run) oneTrial(ctx context.Context, i, round, position int) error {
 	if arm.warmupLeft > 0 {
 		phase = session.PhaseWarmup
 		arm.warmupLeft--
+	} else {
+		r.beginTimed(ctx)
 	}
 	arm.next++
 	label := fmt.Sprintf("%s#%d", r.plan.Profile.Arms[i].Name, arm.next)
@@ -765,10 +784,11 @@ func (r *run) report(f finished, serverDown bool) {
 	}
 	measured := rec.Phase == session.PhaseTimed && !serverDown && rec.Status != session.StatusCanceled &&
 		rec.Window != session.WindowRamp && rec.Window != session.WindowDrain
+	sharded := r.plan.Shard.Count > 0 // a shard counts its blocks as planned (countBlock)
 	switch {
 	case rec.Phase == session.PhaseWarmup:
 		arm.warmups++
-	case measured:
+	case measured && !sharded:
 		arm.timed++
 	}
 	r.events <- TrialDone{Record: rec, Point: point, Warmups: arm.warmups, Measured: arm.timed, InFlight: f.inFlight, Waiting: f.waiting}
@@ -784,7 +804,7 @@ func (r *run) report(f finished, serverDown bool) {
 	}
 	// The cap counts measurements, at the arm's load; a load block ends
 	// the requests it started after its arm stopped.
-	if !measured || arm.stopped {
+	if !measured || arm.stopped || sharded {
 		return
 	}
 	d := r.plan.Stop.Decide(rec.Arm, arm.timed, &arm.e2e)
@@ -917,6 +937,9 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 		ServerDecodeMs: res.ServerDecodeMs, EnergyQuality: session.EnergyUnavailable, Connection: res.Connection,
 		EnergyJ: math.NaN(), AvgPowerW: math.NaN(), JPerToken: math.NaN(), PeakRSSMB: math.NaN(),
 		ScheduledMs: math.NaN(), QueueMs: math.NaN(), EnergyErrJ: math.NaN()}
+	if r.shard != nil {
+		rec.Shard, rec.Host = strconv.Itoa(r.shard.Index), r.shard.Host
+	}
 	f := finished{arm: armIndex, err: genErr, started: startedAt, end: end, maxTokens: maxTokens}
 	// Reasoning that an inline </think> closed without a <think> began
 	// with the output: the backend learnt so only there.

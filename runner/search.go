@@ -32,7 +32,9 @@ const (
 // bracket the answer lies in. It returns as rounds does.
 func (r *run) searchSLO(ctx context.Context) (string, error) {
 	p := &r.plan.Profile
-	if r.plan.Trace != nil || !p.OpenLoop() || !p.SLO.Enabled() {
+	// A shard sees its share of each rate's goodput: the merged session
+	// judges the rates, and the search is not run.
+	if r.plan.Trace != nil || !p.OpenLoop() || !p.SLO.Enabled() || r.plan.Shard.Count > 0 {
 		return "", nil
 	}
 	slo := &session.SLOInfo{TTFTMs: p.SLO.TTFTMs, ITLMs: p.SLO.ITLMs, E2EMs: p.SLO.E2EMs, Goodput: p.SLO.Goodput}

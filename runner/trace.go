@@ -64,7 +64,7 @@ func (r *run) traceStretch(n int) []openRequest {
 	schedule := t.Schedule(r.plan.TraceSpeed)
 	var out []openRequest
 	for k := 0; k < len(t.Requests) && k < n; k++ {
-		out = append(out, openRequest{due: schedule[k], trace: &t.Requests[k]})
+		out = append(out, openRequest{due: schedule[k], trace: &t.Requests[k], index: k})
 	}
 	return out
 }
@@ -93,7 +93,7 @@ func (r *run) traceBlock(ctx context.Context, i, round, position int) error {
 	}
 	requests := make([]openRequest, 0, to-from)
 	for k := from; k < to; k++ {
-		requests = append(requests, openRequest{due: schedule[k] - start, trace: &t.Requests[k]})
+		requests = append(requests, openRequest{due: schedule[k] - start, trace: &t.Requests[k], index: k})
 	}
 	arm.traceAt, arm.traceClock = to, end
 	lasts := end - start

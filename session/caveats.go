@@ -151,10 +151,23 @@ func SessionCaveats(s *Session) []string {
 	if p := s.Precision(); p.Missed {
 		out = append([]string{p.Line}, out...)
 	}
+	if line := s.Manifest.Shard.Caveat(); line != "" {
+		out = append([]string{line}, out...)
+	}
 	if line := cacheCaveat(s.Manifest); line != "" {
 		out = append(out, line)
 	}
 	return out
+}
+
+// Caveat says that a shard's session holds its share of a run, not the
+// run; "" for a session of one process, or a merged one.
+func (s *ShardInfo) Caveat() string {
+	if s == nil || s.Count == 0 {
+		return ""
+	}
+	return fmt.Sprintf("shard %d of %d: this session holds every %s request of the run, and its rates and counts are its share; 'tokentop merge' joins the shards' sessions into the run",
+		s.Index, s.Count, ordinal(s.Count))
 }
 
 // MayCache reports whether the arm's server may have served its repeated

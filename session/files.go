@@ -301,6 +301,14 @@ func (w *Writer) NoteMemory(target int, history string) {
 	}
 }
 
+// SetStartLate records how late after --start-at the first timed block
+// began (ShardInfo.StartLateMs).
+func (w *Writer) SetStartLate(ms float64) {
+	if w.manifest.Shard != nil {
+		w.manifest.Shard.StartLateMs = ms
+	}
+}
+
 // SetServerMetrics records how the scraping went, for the final
 // manifest.
 func (w *Writer) SetServerMetrics(info *ServerMetricsInfo) { w.manifest.ServerMetrics = info }

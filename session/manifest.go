@@ -59,6 +59,39 @@ type Manifest struct {
 	ServerMetrics *ServerMetricsInfo    `toml:"server_metrics,omitempty"`
 	Arms          []ArmInfo             `toml:"arms"`
 	Summary       map[string]ArmSummary `toml:"summary,omitempty"`
+	// Shard is this session's share of a run that several load
+	// generators ran together (--shard), or when it was told to start
+	// (--start-at); nil for neither. Shards are a merged session's
+	// shards, one each (tokentop merge), and MergedFrom their manifests.
+	Shard      *ShardInfo  `toml:"shard,omitempty"`
+	Shards     []ShardInfo `toml:"shards,omitempty"`
+	MergedFrom []string    `toml:"merged_from,omitempty" untrusted:"text"`
+}
+
+// ShardInfo is where and when one load generator ran its share: its
+// index of Count (0: not sharded), its host, the instant every shard was
+// told to begin its first timed block and how late this one did, and
+// what its kernel said of its clock. A merged session's shards add the
+// manifest each came from and its status.
+type ShardInfo struct {
+	Index       int        `toml:"index"`
+	Count       int        `toml:"count"`
+	Host        string     `toml:"host" untrusted:"text"`
+	StartAt     *time.Time `toml:"start_at,omitempty"`
+	StartLateMs float64    `toml:"start_late_ms"`
+	Clock       ClockInfo  `toml:"clock"`
+	Manifest    string     `toml:"manifest,omitempty" untrusted:"text"`
+	Status      string     `toml:"status,omitempty"`
+}
+
+// ClockInfo is the kernel's account of a machine's clock (Linux's
+// adjtimex): whether it is known at all, whether NTP, chrony or PTP keeps
+// it synchronized, and its maximum and estimated error.
+type ClockInfo struct {
+	Known      bool    `toml:"known"`
+	Synced     bool    `toml:"synced"`
+	MaxErrorMs float64 `toml:"max_error_ms"`
+	EstErrorMs float64 `toml:"est_error_ms"`
 }
 
 // ProfileInfo is the resolved plan as it ran (after CLI overrides).

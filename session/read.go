@@ -380,8 +380,23 @@ func parseRecord(field func(col int) string) (Record, error) {
 	if r.EnergyErrJ, err = parseMeasure(field(errCol), Header[errCol]); err != nil {
 		return fail(errCol, err)
 	}
+	shardCol := errCol + 1
+	if r.Shard = field(shardCol); r.Shard != "" {
+		if n, err := strconv.Atoi(r.Shard); err != nil || n < 0 || n >= MaxShards {
+			return fail(shardCol, fmt.Errorf("not a shard index: use a whole number from 0 to %d, or leave it empty", MaxShards-1))
+		}
+	}
+	if r.Host = field(shardCol + 1); len(r.Host) > maxHostName {
+		return fail(shardCol+1, fmt.Errorf("a host name of %d bytes; at most %d", len(r.Host), maxHostName))
+	}
 	return r, nil
 }
+
+// MaxShards bounds a run's load generators (--shard I/N: N at most this).
+const MaxShards = 4096
+
+// maxHostName is the longest host name DNS allows.
+const maxHostName = 253
 
 // maxCount bounds a count of tokens or chunks in a session file: more
 // than any context window holds (a hand-made 2e9 once made tok/s 1e10).

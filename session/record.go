@@ -120,6 +120,10 @@ type Record struct {
 	// or a sample interval's energy); the idle baseline's drift over the
 	// run adds to it (PowerInfo.DriftW). NaN where unknown.
 	EnergyErrJ float64
+	// Shard is the index of the load generator that sent the request in
+	// a run several ran together (--shard), and Host its host; both ""
+	// for a run of one.
+	Shard, Host string
 }
 
 // TTFTFromDueMs is the time from when the request was due to its first
@@ -170,7 +174,7 @@ var Header = []string{"session_id", "arm", "trial", "phase", "status", "error", 
 	"itl_cv", "output_tps", "decode_tps", "server_load_ms", "server_prefill_ms", "server_decode_ms", "energy_j",
 	"energy_quality", "avg_power_w", "j_per_token", "peak_rss_mb", "round", "position", "cached_tokens",
 	"concurrency", "stream", "in_flight", "window", "connection", "ttfo_ms", "reasoning_tokens", "chunks", "itl_per", "delivery",
-	"scheduled_ms", "queue_ms", "requested_prompt_tokens", "requested_output_tokens", "turn", "energy_err_j"}
+	"scheduled_ms", "queue_ms", "requested_prompt_tokens", "requested_output_tokens", "turn", "energy_err_j", "shard", "host"}
 
 // baseColumns is how many of Header's columns every trials CSV has; the
 // ones after them were appended later, and a reader takes a file without
@@ -256,7 +260,7 @@ func (r Record) Fields() []string {
 		formatCount(r.Concurrency), formatCount(r.Stream), formatCount(r.InFlight), r.Window, r.Connection,
 		formatFloat(r.TTFOMs, 3), formatCount(r.ReasoningTokens), formatCount(r.Chunks), r.ITLPer, r.Delivery,
 		formatFloat(r.ScheduledMs, 3), formatFloat(r.QueueMs, 3), formatRequested(r.RequestedPromptTokens), formatRequested(r.RequestedOutputTokens), formatRequested(r.Turn),
-		formatFloat(r.EnergyErrJ, 6))
+		formatFloat(r.EnergyErrJ, 6), r.Shard, r.Host)
 }
 
 // formatRequested writes a requested length or a turn, empty where none

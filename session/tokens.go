@@ -22,17 +22,33 @@ type TrialKey struct {
 type Arrivals struct {
 	Tokens []int
 	AtMs   []float64
+	// Reasoning marks the arrivals that were a reasoning model's
+	// thinking (kind reasoning).
+	Reasoning []bool
 }
 
 // ArrivalsOf is arrivals as the tokens CSV keeps them.
 func ArrivalsOf(arrivals []metrics.Arrival) Arrivals {
-	a := Arrivals{Tokens: make([]int, len(arrivals)), AtMs: make([]float64, len(arrivals))}
+	a := Arrivals{Tokens: make([]int, len(arrivals)), AtMs: make([]float64, len(arrivals)), Reasoning: make([]bool, len(arrivals))}
 	seen := 0
 	for i, x := range arrivals {
 		seen += x.Tokens
-		a.Tokens[i], a.AtMs[i] = seen, float64(x.At)/float64(time.Millisecond)
+		a.Tokens[i], a.AtMs[i], a.Reasoning[i] = seen, float64(x.At)/float64(time.Millisecond), x.Reasoning
 	}
 	return a
+}
+
+// Chunks are the arrivals again as the runner saw them (ArrivalsOf's
+// inverse, to the tokens CSV's microsecond): for a file written anew.
+func (a Arrivals) Chunks() []metrics.Arrival {
+	out := make([]metrics.Arrival, len(a.Tokens))
+	seen := 0
+	for i, n := range a.Tokens {
+		out[i] = metrics.Arrival{At: time.Duration(math.Round(a.AtMs[i] * float64(time.Millisecond))), Tokens: n - seen}
+		out[i].Reasoning = i < len(a.Reasoning) && a.Reasoning[i]
+		seen = n
+	}
+	return out
 }
 
 // Gaps are the times between consecutive chunks, in ms, each at the count
@@ -72,7 +88,7 @@ func ParseTokens(name string, data []byte) (map[TrialKey]Arrivals, []string, err
 		if n := len(a.AtMs); n > 0 && (at < a.AtMs[n-1] || tokens < a.Tokens[n-1]) {
 			return fmt.Errorf("arrival at %s ms (%d tokens) comes before the trial's previous one", field(3), tokens)
 		}
-		a.Tokens, a.AtMs = append(a.Tokens, tokens), append(a.AtMs, at)
+		a.Tokens, a.AtMs, a.Reasoning = append(a.Tokens, tokens), append(a.AtMs, at), append(a.Reasoning, field(4) == KindReasoning)
 		trials[key] = a
 		return nil
 	})

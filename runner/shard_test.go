@@ -1,0 +1,134 @@
+package runner
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokentop/tokentop/profiles"
+	"github.com/tokentop/tokentop/session"
+)
+
+// shardRecords runs plan as shard s of n (n 0: all of it) and returns
+// its records.
+func shardRecords(t *testing.T, plan *Plan, s, n int) []session.Record {
+	t.Helper()
+	plan.Shard = Shard{Index: s, Count: n}
+	status, err, events := runPlan(t, context.Background(), plan, &fakeBackend{delays: []time.Duration{time.Millisecond}})
+	if err != nil || status != session.StatusComplete {
+		t.Fatalf("shard %d/%d: %s %v", s, n, status, err)
+	}
+	return trials(events)
+}
+
+// A closed loop's shards run its streams I, I+N, …: together the streams
+// of every block one process runs, each request numbered and placed as
+// that process would number it (the stream, the block, the level of
+// streams in flight), and each shard runs the same blocks.
+func TestAClosedLoopsShardsRunItsStreams(t *testing.T) {
+	plan := func() *Plan {
+		p := testPlan(t, 0, 24, "greedy")
+		p.Profile.Concurrency = profiles.Levels{4}
+		p.expandLoad()
+		return p
+	}
+	streams := map[int][]int{}
+	trialsOf := map[int][]int{}
+	for s := range 2 {
+		for _, r := range shardRecords(t, plan(), s, 2) {
+			if r.Concurrency != 4 || r.Shard != strconv.Itoa(s) {
+				t.Errorf("shard %d trial %d: concurrency %d, shard %q", s, r.Trial, r.Concurrency, r.Shard)
+			}
+			if !slices.Contains(streams[s], r.Stream) {
+				streams[s] = append(streams[s], r.Stream)
+			}
+			trialsOf[s] = append(trialsOf[s], r.Trial)
+		}
+		slices.Sort(streams[s])
+		slices.Sort(trialsOf[s])
+	}
+	if !slices.Equal(streams[0], []int{1, 3}) || !slices.Equal(streams[1], []int{2, 4}) {
+		t.Errorf("streams %v", streams)
+	}
+	// Each block of 4 streams × 4 requests: 16 trials, numbered stream by
+	// stream in start order; 24 steady requests (12 a block) take 2.
+	all := append(slices.Clone(trialsOf[0]), trialsOf[1]...)
+	slices.Sort(all)
+	if len(trialsOf[0]) != 16 || len(trialsOf[1]) != 16 || !slices.Equal(all, seq(1, 32)) {
+		t.Errorf("trials %v", trialsOf)
+	}
+}
+
+func seq(from, to int) []int {
+	var out []int
+	for k := from; k <= to; k++ {
+		out = append(out, k)
+	}
+	return out
+}
+
+// A trace's shards replay every N-th line: line k by shard k mod N, due
+// at its time, numbered as one replay numbers it.
+func TestATracesShardsReplayEveryNthLine(t *testing.T) {
+	lines := []string{}
+	for k := range 7 {
+		lines = append(lines, `{"timestamp": `+strconv.Itoa(20*k)+`, "prompt": "p`+strconv.Itoa(k)+`", "max_tokens": 1}`)
+	}
+	whole := map[int]float64{}
+	for _, r := range shardRecords(t, tracePlan(t, lines, 1, time.Second), 0, 0) {
+		whole[r.Trial] = r.ScheduledMs
+	}
+	got := map[int]float64{}
+	for s := range 3 {
+		for _, r := range shardRecords(t, tracePlan(t, lines, 1, time.Second), s, 3) {
+			if (r.Trial-1)%3 != s {
+				t.Errorf("shard %d sent trial %d", s, r.Trial)
+			}
+			got[r.Trial] = r.ScheduledMs
+		}
+	}
+	if len(whole) != 7 || len(got) != 7 {
+		t.Fatalf("%d requests replayed whole, %d by the shards", len(whole), len(got))
+	}
+	for k, due := range whole {
+		if got[k] != due {
+			t.Errorf("trial %d due at %g ms by its shard, %g ms in one replay", k, got[k], due)
+		}
+	}
+}
+
+// --shard asks for a plan every shard can follow alone: a load run by the
+// trial cap. --start-at asks for a time within a day.
+func TestShardsAreRefusedWhatTheyCannotShare(t *testing.T) {
+	p := testPlan(t, 0, 10, "greedy").Profile
+	cases := []struct {
+		opts Options
+		want string
+	}{
+		{Options{}, "splits a load run's requests among load generators; set --rate, --concurrency or --trace too"},
+		{Options{Rates: profiles.Rates{10}, UntilCI: 0.05}, "--until-ci (or the profile's [stop]: pick a profile without one) decides from the trials a shard sees"},
+		{Options{Concurrency: profiles.Levels{4}, Duration: time.Minute}, "--duration ends a level by the steady windows a shard sees"},
+	}
+	for _, c := range cases {
+		c.opts.Backend, c.opts.OutDir, c.opts.Trials, c.opts.Warmup, c.opts.MaxTokens = "ollama", t.TempDir(), 30, NoOverride, NoOverride
+		c.opts.Shard = Shard{Index: 1, Count: 2}
+		if _, err := Resolve(&p, c.opts); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.opts, err, c.want)
+		}
+	}
+	_, err := Resolve(&p, Options{Backend: "ollama", OutDir: t.TempDir(), Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride, StartAt: time.Now().Add(48 * time.Hour)})
+	if err == nil || !strings.Contains(err.Error(), "give a time within 24h0m0s") {
+		t.Errorf("a start two days ahead: %v", err)
+	}
+	for v, want := range map[string]string{"3/3": "index \"3\" is not a whole number from 0 to 2", "1/0": "give I/N", "auto/4": "JOB_COMPLETION_INDEX is not set", "x": "give I/N"} {
+		if _, err := ParseShard(v, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--shard %s: %v, want %q", v, err, want)
+		}
+	}
+	if s, err := ParseShard("auto/4", func(string) string { return "2" }); err != nil || s != (Shard{Index: 2, Count: 4}) {
+		t.Errorf("auto/4 on pod 2: %+v %v", s, err)
+	}
+}
