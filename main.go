@@ -604,11 +604,7 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 	if merged.Note != "" {
 		fmt.Fprintf(stdout, "caveat: status %s: %s\n", merged.Status, merged.Note)
 	}
-	if math.IsNaN(merged.ClockSpread) {
-		fmt.Fprintln(stdout, "clocks: some shard's kernel gave no synchronized clock, so how far apart the shards' clocks were is not known")
-	} else {
-		fmt.Fprintf(stdout, "clocks: the shards' clocks were within %s ms of each other, by their kernels' maximum errors\n", session.FormatValue(merged.ClockSpread))
-	}
+	fmt.Fprintln(stdout, merged.Clocks)
 	fmt.Fprintf(stdout, "merged %s: tokentop report %s\n", merged.Status, merged.Manifest)
 	return exitOK
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,10 +20,9 @@ type Merged struct {
 	Manifest string
 	Status   string
 	Note     string
-	// ClockSpread bounds how far apart the shards' clocks may have been
-	// (the sum of the two largest maximum errors their kernels gave), in
-	// ms; NaN where a shard's kernel gave none.
-	ClockSpread float64
+	// Clocks says how far apart the shards' clocks may have been, and
+	// how late after --start-at each began.
+	Clocks string
 }
 
 // Merge joins the sessions of a sharded run (--shard) into one: the
@@ -140,7 +138,7 @@ func Merge(paths []string, outDir string) (*Merged, error) {
 	if err := w.Finish(status, note, studyStoppedBy("", arms, m.Summary), m.Summary); err != nil {
 		return nil, err
 	}
-	return &Merged{Manifest: w.ManifestPath(), Status: status, Note: note, ClockSpread: clockSpread(m.Shards)}, nil
+	return &Merged{Manifest: w.ManifestPath(), Status: status, Note: note, Clocks: clockWords(m.Shards)}, nil
 }
 
 // findShards reads the shards' manifests: each path a manifest, or a
@@ -207,23 +205,35 @@ func shardsStop(shards []*session.Session, arm string) string {
 	return why
 }
 
-// clockSpread bounds how far apart two shards' clocks may have been: the
-// two largest maximum errors their kernels gave, added; NaN where some
-// shard's clock is unknown or unsynchronized.
-func clockSpread(shards []session.ShardInfo) float64 {
-	var errs []float64
+// clockWords say how far apart the shards' clocks may have been, from
+// what their kernels gave (the two largest maximum errors, added: two
+// clocks each within its error of the truth), and how late after
+// --start-at each began its timed blocks. Shards on one host share its
+// one clock.
+func clockWords(shards []session.ShardInfo) string {
+	hosts := map[string]bool{}
+	var errs, late []float64
+	known := true
 	for _, s := range shards {
-		if !s.Clock.Known || !s.Clock.Synced {
-			return math.NaN()
-		}
+		hosts[s.Host] = true
+		known = known && s.Clock.Known && s.Clock.Synced
 		errs = append(errs, s.Clock.MaxErrorMs)
+		if s.StartAt != nil {
+			late = append(late, s.StartLateMs)
+		}
 	}
 	slices.Sort(errs)
-	switch len(errs) {
-	case 0:
-		return math.NaN()
-	case 1:
-		return 0
+	var words string
+	switch {
+	case len(hosts) == 1:
+		words = "clocks: every shard ran on one host, on its one clock"
+	case !known:
+		words = "clocks: some shard's kernel gave no synchronized clock (adjtimex), so how far apart the shards' clocks were is not known"
+	default:
+		words = fmt.Sprintf("clocks: the shards' clocks were within %s ms of each other, by their kernels' maximum errors", session.FormatValue(errs[len(errs)-1]+errs[len(errs)-2]))
 	}
-	return errs[len(errs)-1] + errs[len(errs)-2]
+	if len(late) > 0 {
+		words += fmt.Sprintf("; their first timed blocks began %s to %s ms after --start-at", session.FormatValue(slices.Min(late)), session.FormatValue(slices.Max(late)))
+	}
+	return words
 }

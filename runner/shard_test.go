@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,12 +17,61 @@ import (
 // its records.
 func shardRecords(t *testing.T, plan *Plan, s, n int) []session.Record {
 	t.Helper()
+	return shardSession(t, plan, s, n).Records
+}
+
+// shardSession runs plan as shard s of n and reads its session back.
+func shardSession(t *testing.T, plan *Plan, s, n int) *session.Session {
+	t.Helper()
 	plan.Shard = Shard{Index: s, Count: n}
 	status, err, events := runPlan(t, context.Background(), plan, &fakeBackend{delays: []time.Duration{time.Millisecond}})
 	if err != nil || status != session.StatusComplete {
 		t.Fatalf("shard %d/%d: %s %v", s, n, status, err)
 	}
-	return trials(events)
+	return finishedSession(t, events)
+}
+
+// The merge takes the shards of one plan only, each once; a shard that is
+// missing leaves the merged session partial, naming it, and what was
+// merged is still computed from the rows.
+func TestTheMergeChecksItsShards(t *testing.T) {
+	openLoop := func(seed int64) *Plan {
+		p := testPlan(t, 0, 16, "greedy")
+		p.Profile.Rate, p.Profile.Seed, p.OpenBlock = profiles.Rates{200}, seed, 40*time.Millisecond
+		p.expandLoad()
+		return p
+	}
+	first, third := shardSession(t, openLoop(1), 0, 3), shardSession(t, openLoop(1), 2, 3)
+	merged, err := Merge([]string{first.Path, third.Path}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if merged.Status != session.StatusPartial || merged.Note != "shard 1 of 3 is missing" {
+		t.Errorf("%+v", merged)
+	}
+	s, err := session.Load(merged.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Records); n != len(first.Records)+len(third.Records) || s.Manifest.Summary["greedy@r200"].TimedOK != n ||
+		!strings.HasPrefix(session.SessionCaveats(s)[0], "status partial: the run did not finish its plan (shard 1 of 3 is missing)") {
+		t.Errorf("%d records, summary %+v, caveats %q", n, s.Manifest.Summary["greedy@r200"], session.SessionCaveats(s))
+	}
+	for _, bad := range []struct {
+		paths []string
+		want  string
+	}{
+		{[]string{first.Path, first.Path}, "shard 0 of 3 twice"},
+		{[]string{first.Path, shardSession(t, openLoop(2), 1, 3).Path}, "are not shards of one plan (their config hashes differ)"},
+		{[]string{shardSession(t, openLoop(1), 1, 2).Path, third.Path}, "merge the shards of one run only"},
+		{[]string{t.TempDir()}, "holds no session of a sharded run"},
+	} {
+		_, err := Merge(bad.paths, t.TempDir())
+		var badInput *session.BadInputError
+		if !errors.As(err, &badInput) || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: %v, want %q", bad.paths, err, bad.want)
+		}
+	}
 }
 
 // A closed loop's shards run its streams I, I+N, …: together the streams
