@@ -76,9 +76,10 @@ func TestDocsLinksAndFlagsExist(t *testing.T) {
 var otherToolsFlags = map[string]bool{
 	"--clean": true, "--snapshot": true, // goreleaser build
 	"--metrics": true, "--reasoning-format": true, // llama-server
-	"--save-result": true, // vLLM's benchmark
-	"--samplers":    true, // powermetrics
-	"--flag":        true, // "a mistyped --flag", in words
+	"--save-result": true,                    // vLLM's benchmark
+	"--samplers":    true,                    // powermetrics
+	"--flag":        true,                    // "a mistyped --flag", in words
+	"--for":         true, "--timeout": true, // kubectl wait
 }
 
 // intendedTypos are the mistakes the docs show on purpose, with the one
