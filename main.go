@@ -204,7 +204,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	profileArg := fs.String("profile", profiles.DefaultName, "profile name or path to a .toml file")
 	opts := runner.Options{}
 	fs.StringVar(&opts.Backend, "backend", registry.Default, "backend: "+strings.Join(registry.Names(), ", "))
-	fs.StringVar(&opts.URL, "url", "", "server URL (default: the backend's usual local address)")
+	fs.Func("url", "server URL (default: the backend's usual local address); repeat for a fleet's replicas, which the requests go round-robin across", func(v string) error {
+		if opts.URL == "" {
+			opts.URL = v
+		} else {
+			opts.Replicas = append(opts.Replicas, v)
+		}
+		return nil
+	})
 	fs.StringVar(&opts.Model, "model", "", "model name (default: the profile's model for the backend)")
 	fs.StringVar(&opts.Endpoint, "endpoint", "", "openai backend: completions (default) or chat")
 	fs.StringVar(&opts.APIKeyEnv, "api-key-env", "", "environment variable holding the API key (openai default: "+runner.DefaultAPIKeyEnv+")")

@@ -95,6 +95,9 @@ type Request struct {
 	// "true", "false" or an effort ("low", "medium", "high"), sent in the
 	// server's own words (see Thinker).
 	Think string
+	// Replica picks a fleet's replica (Config.Replicas): the request
+	// goes to replica Replica modulo their count; ignored by one server.
+	Replica int
 }
 
 // Tokenizer is a backend that can count text in its model's tokens and
@@ -233,6 +236,9 @@ type Info struct {
 	// Details are backend-specific facts worth keeping with a session
 	// (the builtin engine's shape, weight source, threads, ...).
 	Details map[string]string
+	// Replicas are a fleet's addresses, as shown (Config.Replicas after
+	// the first); nil for one server.
+	Replicas []string
 	// ContextTokens is the context window a request's prompt and output
 	// must fit, where the server says it (llama-server's n_ctx, vLLM's
 	// max_model_len, the engine's sequence length); 0 where unknown.
@@ -254,6 +260,9 @@ type Backend interface {
 // Config is how a user points tokentop at a backend.
 type Config struct {
 	URL string
+	// Replicas are a fleet's other addresses: Open makes a backend for
+	// each, and a request goes to the one Request.Replica names.
+	Replicas []string
 	// APIKey is sent as a bearer token where the protocol takes one. It
 	// comes from an environment variable and is never written to a file.
 	APIKey string

@@ -20,6 +20,19 @@ func (k Kind) Open(cfg Config) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(cfg.Replicas) > 0 {
+		f := &fleet{members: []Backend{b}, urls: []string{cfg.URL}}
+		for _, u := range cfg.Replicas {
+			one := cfg
+			one.URL, one.Replicas = u, nil
+			member, err := k.New(one)
+			if err != nil {
+				return nil, err
+			}
+			f.members, f.urls = append(f.members, member), append(f.urls, u)
+		}
+		b = f
+	}
 	return &guarded{inner: b, secret: cfg.APIKey}, nil
 }
 
@@ -42,6 +55,9 @@ func (g *guarded) Probe(ctx context.Context, model string) (Info, error) {
 			models[i] = line(m)
 		}
 		info.Models = models
+	}
+	for k, u := range info.Replicas {
+		info.Replicas[k] = line(u)
 	}
 	if info.Details != nil {
 		details := make(map[string]string, len(info.Details))

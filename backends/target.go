@@ -17,11 +17,14 @@ import (
 // backend; arms on different targets compare servers, models,
 // quantizations or option sets within one interleaved run.
 type Target struct {
-	Kind      string `json:"kind"`
-	URL       string `json:"url,omitempty"`
-	Endpoint  string `json:"endpoint,omitempty"`
-	Model     string `json:"model,omitempty"`
-	APIKeyEnv string `json:"api_key_env,omitempty"`
+	Kind string `json:"kind"`
+	URL  string `json:"url,omitempty"`
+	// Replicas are a fleet's addresses after URL: the arms' requests go
+	// round-robin across URL and them, in schedule order.
+	Replicas  []string `json:"replicas,omitempty"`
+	Endpoint  string   `json:"endpoint,omitempty"`
+	Model     string   `json:"model,omitempty"`
+	APIKeyEnv string   `json:"api_key_env,omitempty"`
 	// Threads and DType tune an in-process engine.
 	Threads int    `json:"threads,omitempty"`
 	DType   string `json:"dtype,omitempty"`

@@ -13,7 +13,8 @@ import (
 // ParseArmFlag reads one --arm flag: comma-separated key=value pairs with
 // the keys of an [[arms]] table (ArmKeys), and options.KEY=VALUE for a
 // server option, e.g. "name=q8,dtype=q8_0" or
-// "name=ctx4k,backend=ollama,options.num_ctx=4096". An option's value is a
+// "name=ctx4k,backend=ollama,options.num_ctx=4096"; url may repeat, for a
+// fleet's replicas. An option's value is a
 // boolean, an integer or a number when it reads as one, else a string
 // (quote it to keep "512" a string). Errors name the flag.
 func ParseArmFlag(flag string) (Arm, error) {
@@ -28,7 +29,7 @@ func ParseArmFlag(flag string) (Arm, error) {
 		if !ok || key == "" {
 			return fail("%q is not key=value; write e.g. name=q8,dtype=q8_0", pair)
 		}
-		if seen[key] {
+		if seen[key] && key != "url" { // url again: a fleet's next replica
 			return fail("%s is given twice", key)
 		}
 		seen[key] = true
@@ -48,8 +49,8 @@ func ParseArmFlag(flag string) (Arm, error) {
 			a.Name = value
 		case "backend":
 			a.Backend = value
-		case "url":
-			a.URL = value
+		case "url": // repeated: the replicas of a fleet
+			a.URL = append(a.URL, value)
 		case "model":
 			a.Model = value
 		case "model_path":

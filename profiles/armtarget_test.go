@@ -51,6 +51,7 @@ func TestArmTargetErrorsNameFileLineAndKey(t *testing.T) {
 		{"negative threads", strings.Replace(targetsProfile, "threads = 2", "threads = -2", 1), "t.toml:18: arms[1].threads: -2 is negative"},
 		{"model and model_path", strings.Replace(targetsProfile, "threads = 2", "model = \"x\"", 1), "t.toml:19: arms[1].model_path: set either model or model_path, not both"},
 		{"prompt_cache not a bool", strings.Replace(targetsProfile, "prompt_cache = true", "prompt_cache = 1", 1), `t.toml:10: arms.prompt_cache: a whole number where true or false belongs`},
+		{"url list of another type", strings.Replace(targetsProfile, "threads = 2", "url = [\"http://a:8000/v1\", 3]", 1), `url: 3 is not an address; give a string, or an array of strings for several replicas`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -86,6 +87,9 @@ func TestArmFlags(t *testing.T) {
 		if _, err := ParseArmFlag(flag); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", flag, err, want)
 		}
+	}
+	if fleet, err := ParseArmFlag("name=f,url=http://a:8000/v1,url=http://b:8000/v1"); err != nil || len(fleet.URL) != 2 || fleet.URL[1] != "http://b:8000/v1" {
+		t.Errorf("a fleet's replicas: %+v %v", fleet.URL, err)
 	}
 	p, _ := Parse("t.toml", []byte(validProfile))
 	bad, _ := ParseArmFlag("name=hot,temperature=-1")

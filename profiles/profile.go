@@ -142,8 +142,10 @@ type Arm struct {
 	// Backend, URL and Model pick the arm's own target; ModelPath is a
 	// model file for an in-process engine (relative to the profile's
 	// folder), DType and Threads tune one.
-	Backend   string `toml:"backend"`
-	URL       string `toml:"url"`
+	Backend string `toml:"backend"`
+	// URL is the arm's server, or a fleet's replicas: url = "…" or
+	// url = ["…", "…"], the arm's requests going round-robin across them.
+	URL       URLs   `toml:"url"`
 	Model     string `toml:"model"`
 	ModelPath string `toml:"model_path"`
 	DType     string `toml:"dtype"`
@@ -194,6 +196,38 @@ var ThinkEfforts = []string{"low", "medium", "high"}
 
 // UnmarshalTOML takes a boolean or a string; check says what is wrong
 // with anything else, naming the line.
+// URLs are an arm's server addresses: one, or a fleet's replicas.
+type URLs []string
+
+// UnmarshalTOML takes a string or an array of strings.
+func (u *URLs) UnmarshalTOML(v any) error {
+	switch v := v.(type) {
+	case string:
+		*u = URLs{v}
+		return nil
+	case []any:
+		out := make(URLs, 0, len(v))
+		for _, item := range v {
+			s, ok := item.(string)
+			if !ok {
+				return fmt.Errorf("url: %v is not an address; give a string, or an array of strings for several replicas", untrusted.Line(fmt.Sprint(item)))
+			}
+			out = append(out, s)
+		}
+		*u = out
+		return nil
+	}
+	return fmt.Errorf("url: give a string, or an array of strings for several replicas")
+}
+
+// First is the first address; "" for none.
+func (u URLs) First() string {
+	if len(u) == 0 {
+		return ""
+	}
+	return u[0]
+}
+
 func (t *Think) UnmarshalTOML(v any) error {
 	*t = Think(fmt.Sprint(v))
 	return nil

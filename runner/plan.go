@@ -43,6 +43,7 @@ import (
 	"github.com/tokentop/tokentop/metrics/telemetry"
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/runner/arrival"
+	"github.com/tokentop/tokentop/session"
 )
 
 // Options are the user's choices from the command line. Numeric overrides
@@ -75,6 +76,9 @@ type Options struct {
 	ServerPID     int
 	// Power picks the power sources (telemetry.PowerChoices; "": auto).
 	Power string
+	// Replicas are the --url given after the first: a fleet's other
+	// replicas, which the arms' requests go round-robin across.
+	Replicas []string
 	// URLFrom says where URL came from when not from the user's own
 	// command line or picker (a grid file names its cells' servers).
 	URLFrom string
@@ -275,8 +279,10 @@ func Resolve(profile *profiles.Profile, opts Options) (*Plan, error) {
 		if kind.InProcess {
 			return nil, fmt.Errorf("--url %s: the %s backend runs in process and takes no URL", opts.URL, kind.Name)
 		}
-		if !profiles.IsServerURL(opts.URL) {
-			return nil, fmt.Errorf("--url %q is not a server address; write it like %s", opts.URL, kind.DefaultURL)
+		for _, u := range append([]string{opts.URL}, opts.Replicas...) {
+			if !profiles.IsServerURL(u) {
+				return nil, fmt.Errorf("--url %q is not a server address; write it like %s", u, kind.DefaultURL)
+			}
 		}
 	}
 	if len(opts.Concurrency) > 0 {
@@ -641,15 +647,15 @@ func resolveTargets(p *profiles.Profile, base backends.Kind, opts Options) ([]Pl
 		}
 		namedBy := "" // the user's own
 		switch {
-		case a.URL != "" && !a.FromCommandLine():
+		case len(a.URL) > 0 && !a.FromCommandLine():
 			namedBy = p.WhereArm(i, "url")
-		case a.URL == "" && opts.URL != "" && opts.URLFrom != "":
+		case len(a.URL) == 0 && opts.URL != "" && opts.URLFrom != "":
 			namedBy = opts.URLFrom
 		}
 		armTarget[i] = slices.IndexFunc(targets, func(pt PlanTarget) bool { return pt.Target.Key() == t.Key() })
 		if armTarget[i] < 0 {
 			armTarget[i] = len(targets)
-			cfg := backends.Config{URL: t.URL, Endpoint: t.Endpoint, Threads: t.Threads, DType: t.DType, Options: t.Options}
+			cfg := backends.Config{URL: t.URL, Replicas: t.Replicas, Endpoint: t.Endpoint, Threads: t.Threads, DType: t.DType, Options: t.Options}
 			if t.APIKeyEnv != "" {
 				cfg.APIKey = os.Getenv(t.APIKeyEnv)
 			}
@@ -701,15 +707,25 @@ func resolveArmTarget(p *profiles.Profile, i int, kind backends.Kind, onRunKind 
 	}
 	t := backends.Target{Kind: kind.Name, Options: a.Options}
 	if kind.InProcess {
-		if a.URL != "" {
+		if len(a.URL) > 0 {
 			return fail("url", "the %s backend runs in process and takes no URL", kind.Name)
 		}
 	} else {
-		if a.URL != "" && !profiles.IsServerURL(a.URL) {
-			return fail("url", "%q is not a server address; write it like %s", a.URL, kind.DefaultURL)
+		for _, u := range a.URL {
+			if !profiles.IsServerURL(u) {
+				return fail("url", "%q is not a server address; write it like %s", u, kind.DefaultURL)
+			}
 		}
-		if t.URL = fromFlag("url", a.URL, opts.URL); t.URL == "" {
-			t.URL = kind.DefaultURL
+		urls := []string(a.URL)
+		if len(urls) == 0 && onRunKind && opts.URL != "" {
+			urls, used["url"] = append([]string{opts.URL}, opts.Replicas...), true
+		}
+		if len(urls) > session.MaxReplicas {
+			return fail("url", "%d addresses; a fleet is at most %d replicas", len(urls), session.MaxReplicas)
+		}
+		t.URL = kind.DefaultURL
+		if len(urls) > 0 {
+			t.URL, t.Replicas = urls[0], urls[1:]
 		}
 		if a.ModelPath != "" {
 			return fail("model_path", "names a model file for an in-process engine such as %s; the %s server loads its own (set model instead)", registry.Default, kind.Name)

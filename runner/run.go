@@ -301,7 +301,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		m.Targets = append(m.Targets, session.TargetInfo{Name: t.Name, Kind: t.Kind.Name, URL: untrusted.URL(t.Target.URL), Endpoint: t.Target.Endpoint,
 			ModelRequested: t.Target.Model, ModelActual: info.Model, Digest: info.Digest, Quantization: info.Quantization,
 			ServerVersion: info.ServerVersion, DType: t.Target.DType, Threads: t.Target.Threads, Options: t.Target.Options,
-			RSSProcess: mon.rssProcess[i], Details: info.Details, Reasoning: t.Kind.ReasoningRule})
+			RSSProcess: mon.rssProcess[i], Details: info.Details, Reasoning: t.Kind.ReasoningRule, Replicas: info.Replicas})
 		started.Targets = append(started.Targets, StartedTarget{Name: t.Name, Kind: t.Kind, Info: info, Arms: t.Arms})
 	}
 	for i, a := range p.Arms {
@@ -900,7 +900,7 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 	req := backends.Request{Model: r.plan.Targets[target].Target.Model, Prompt: prompt, Messages: chosen.Messages, MaxTokens: maxTokens,
 		Temperature: arm.Temperature, TopK: arm.TopK, TopP: arm.TopP, MinP: arm.MinP,
 		Seed: armSeed(p.Seed, arm.Seed) + int64(trial), PromptCache: p.AllowsPromptCache(arm), IgnoreEOS: p.FixedLength || chosen.ForceLength,
-		Think: string(p.ThinkOf(arm))}
+		Think: string(p.ThinkOf(arm)), Replica: trial - 1} // a fleet's replicas in turn, in schedule order
 
 	if chosen.Turn > 1 && p.ThinkPause > 0 {
 		// The user reads the answer and types the next turn: a pause
@@ -939,6 +939,9 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 		ScheduledMs: math.NaN(), QueueMs: math.NaN(), EnergyErrJ: math.NaN()}
 	if r.shard != nil {
 		rec.Shard, rec.Host = strconv.Itoa(r.shard.Index), r.shard.Host
+	}
+	if replicas := len(r.plan.Targets[target].Target.Replicas); replicas > 0 {
+		rec.Replica = strconv.Itoa(req.Replica % (replicas + 1))
 	}
 	f := finished{arm: armIndex, err: genErr, started: startedAt, end: end, maxTokens: maxTokens}
 	// Reasoning that an inline </think> closed without a <think> began

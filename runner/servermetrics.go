@@ -67,20 +67,25 @@ func (p *Plan) metricsSources() []session.ServerMetricsSource {
 		if t.Kind.InProcess || t.Kind.MetricsPath == "" {
 			continue
 		}
-		where := p.ServerMetrics
-		if where == "" {
-			u, err := url.Parse(t.Target.URL)
-			if err != nil {
+		// A fleet's replicas are each a server with its own metrics.
+		for _, addr := range append([]string{t.Target.URL}, t.Target.Replicas...) {
+			where := p.ServerMetrics
+			if where == "" {
+				u, err := url.Parse(addr)
+				if err != nil {
+					continue
+				}
+				where = (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: t.Kind.MetricsPath}).String()
+			}
+			if k, ok := at[where]; ok {
+				if !slices.Contains(out[k].Targets, t.Name) {
+					out[k].Targets = append(out[k].Targets, t.Name)
+				}
 				continue
 			}
-			where = (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: t.Kind.MetricsPath}).String()
+			at[where] = len(out)
+			out = append(out, session.ServerMetricsSource{Targets: []string{t.Name}, URL: where})
 		}
-		if k, ok := at[where]; ok {
-			out[k].Targets = append(out[k].Targets, t.Name)
-			continue
-		}
-		at[where] = len(out)
-		out = append(out, session.ServerMetricsSource{Targets: []string{t.Name}, URL: where})
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokentop/tokentop/backends/replay"
 	"github.com/tokentop/tokentop/profiles"
 	"github.com/tokentop/tokentop/session"
 )
@@ -180,5 +181,50 @@ func TestShardsAreRefusedWhatTheyCannotShare(t *testing.T) {
 	}
 	if s, err := ParseShard("auto/4", func(string) string { return "2" }); err != nil || s != (Shard{Index: 2, Count: 4}) {
 		t.Errorf("auto/4 on pod 2: %+v %v", s, err)
+	}
+}
+
+// An arm on a fleet (several URLs) sends its requests round-robin across
+// the replicas in schedule order, each request recording which; the
+// manifest lists the replicas, each is read for its metrics, and the
+// report gives a row per replica and says the slower one is slower.
+func TestAFleetsReplicasTakeTheRequestsInTurn(t *testing.T) {
+	replica := func(gap time.Duration) string {
+		return replay.NewServer(t, replay.Route{
+			"GET /v1/models":       replay.Serve(replay.Load(t, "ollama/v1_models")),
+			"POST /v1/completions": replay.Paced(replay.Load(t, "ollama/v1_completions_stream_usage"), gap),
+		}).URL + "/v1"
+	}
+	fast, slow := replica(0), replica(time.Millisecond)
+	p, err := profiles.Parse("t.toml", []byte("name = \"t\"\nmax_tokens = 32\nwarmup = 0\ntrials = 24\nprompts = [\"x\"]\n[[arms]]\nname = \"a\"\nurl = [\""+fast+"\", \""+slow+"\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, events := runComplete(t, p, Options{Backend: "openai", Model: "tiny15m:latest", OutDir: t.TempDir(), Trials: NoOverride, Warmup: NoOverride, MaxTokens: NoOverride, ServerMetrics: ServerMetricsOff})
+	if got := plan.Targets[0].Target; got.URL != fast || !slices.Equal(got.Replicas, []string{slow}) {
+		t.Fatalf("target %+v", got)
+	}
+	for _, r := range trials(events) {
+		if r.Replica != strconv.Itoa((r.Trial-1)%2) {
+			t.Errorf("trial %d went to replica %q", r.Trial, r.Replica)
+		}
+	}
+	s := finishedSession(t, events)
+	if got := s.Manifest.Targets[0].Replicas; !slices.Equal(got, []string{fast, slow}) {
+		t.Errorf("manifest replicas %q", got)
+	}
+	if sources := plan.metricsSources(); len(plan.Targets) != 1 || len(sources) != 0 {
+		t.Errorf("off: %d sources", len(sources))
+	}
+	plan.ServerMetrics = ""
+	if sources := plan.metricsSources(); len(sources) != 2 {
+		t.Errorf("each replica read for its metrics: %+v", sources)
+	}
+	report := strings.Join(session.BuildReport(s, session.TestOptions{Resamples: 100, Seed: 1}).Lines("", "  "), "\n")
+	for _, want := range []string{"replica 0  " + fast + ": 12 trials", "replica 1  " + slow + ": 12 trials",
+		"replica 1 (" + slow + ") is slower than replica 0 (" + fast + "): median e2e"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
 	}
 }

@@ -239,7 +239,7 @@ func TestServerProfilesRunOnRecordedServers(t *testing.T) {
 	}
 	q := *p
 	q.Arms = slices.Clone(p.Arms)
-	q.Arms[0].URL, q.Arms[1].URL, q.Models = ollama.URL, llama.url(), map[string]string{"ollama": "tiny15m"}
+	q.Arms[0].URL, q.Arms[1].URL, q.Models = profiles.URLs{ollama.URL}, profiles.URLs{llama.url()}, map[string]string{"ollama": "tiny15m"}
 	plan, bs, err := Prepare(&q, Options{OutDir: t.TempDir(), Trials: 6, Warmup: 1, MaxTokens: 32})
 	if err != nil {
 		t.Fatal(err)

@@ -262,15 +262,18 @@ type StopInfo struct {
 type TargetInfo struct {
 	// Name is what the arms call the target: the backend kind, or the
 	// kind and an arm's name where kinds repeat.
-	Name           string `toml:"name,omitempty"`
-	Kind           string `toml:"kind"`
-	URL            string `toml:"url"`
-	Endpoint       string `toml:"endpoint,omitempty"`
-	ModelRequested string `toml:"model_requested"`
-	ModelActual    string `toml:"model_actual"`
-	Digest         string `toml:"digest"`
-	Quantization   string `toml:"quantization"`
-	ServerVersion  string `toml:"server_version"`
+	Name string `toml:"name,omitempty"`
+	Kind string `toml:"kind"`
+	URL  string `toml:"url"`
+	// Replicas are a fleet's addresses, URL first, as shown: the trials
+	// CSV's replica column indexes them. Empty for one server.
+	Replicas       []string `toml:"replicas,omitempty" untrusted:"text"`
+	Endpoint       string   `toml:"endpoint,omitempty"`
+	ModelRequested string   `toml:"model_requested"`
+	ModelActual    string   `toml:"model_actual"`
+	Digest         string   `toml:"digest"`
+	Quantization   string   `toml:"quantization"`
+	ServerVersion  string   `toml:"server_version"`
 	// DType and Threads are what an in-process engine was asked for.
 	DType   string `toml:"dtype,omitempty"`
 	Threads int    `toml:"threads,omitempty"`

@@ -389,8 +389,16 @@ func parseRecord(field func(col int) string) (Record, error) {
 	if r.Host = field(shardCol + 1); len(r.Host) > maxHostName {
 		return fail(shardCol+1, fmt.Errorf("a host name of %d bytes; at most %d", len(r.Host), maxHostName))
 	}
+	if r.Replica = field(shardCol + 2); r.Replica != "" {
+		if n, err := strconv.Atoi(r.Replica); err != nil || n < 0 || n >= MaxReplicas {
+			return fail(shardCol+2, fmt.Errorf("not a replica index: use a whole number from 0 to %d, or leave it empty", MaxReplicas-1))
+		}
+	}
 	return r, nil
 }
+
+// MaxReplicas bounds a fleet's replicas (an arm's url list).
+const MaxReplicas = 256
 
 // MaxShards bounds a run's load generators (--shard I/N: N at most this).
 const MaxShards = 4096

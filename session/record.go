@@ -124,6 +124,9 @@ type Record struct {
 	// a run several ran together (--shard), and Host its host; both ""
 	// for a run of one.
 	Shard, Host string
+	// Replica is the index of the fleet's replica the request went to
+	// (its target's replicas, TargetInfo.Replicas); "" for one server.
+	Replica string
 }
 
 // TTFTFromDueMs is the time from when the request was due to its first
@@ -174,7 +177,7 @@ var Header = []string{"session_id", "arm", "trial", "phase", "status", "error", 
 	"itl_cv", "output_tps", "decode_tps", "server_load_ms", "server_prefill_ms", "server_decode_ms", "energy_j",
 	"energy_quality", "avg_power_w", "j_per_token", "peak_rss_mb", "round", "position", "cached_tokens",
 	"concurrency", "stream", "in_flight", "window", "connection", "ttfo_ms", "reasoning_tokens", "chunks", "itl_per", "delivery",
-	"scheduled_ms", "queue_ms", "requested_prompt_tokens", "requested_output_tokens", "turn", "energy_err_j", "shard", "host"}
+	"scheduled_ms", "queue_ms", "requested_prompt_tokens", "requested_output_tokens", "turn", "energy_err_j", "shard", "host", "replica"}
 
 // baseColumns is how many of Header's columns every trials CSV has; the
 // ones after them were appended later, and a reader takes a file without
@@ -260,7 +263,7 @@ func (r Record) Fields() []string {
 		formatCount(r.Concurrency), formatCount(r.Stream), formatCount(r.InFlight), r.Window, r.Connection,
 		formatFloat(r.TTFOMs, 3), formatCount(r.ReasoningTokens), formatCount(r.Chunks), r.ITLPer, r.Delivery,
 		formatFloat(r.ScheduledMs, 3), formatFloat(r.QueueMs, 3), formatRequested(r.RequestedPromptTokens), formatRequested(r.RequestedOutputTokens), formatRequested(r.Turn),
-		formatFloat(r.EnergyErrJ, 6), r.Shard, r.Host)
+		formatFloat(r.EnergyErrJ, 6), r.Shard, r.Host, r.Replica)
 }
 
 // formatRequested writes a requested length or a turn, empty where none

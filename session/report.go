@@ -61,6 +61,10 @@ type ArmReport struct {
 	// Energy is its energy per token (EnergyOf); N is 0 where no trial
 	// had energy.
 	Energy EnergyFigure
+	// Replicas are its rows per replica where it ran on a fleet, and
+	// ReplicaWords which of them differ (nil on one server).
+	Replicas     []ReplicaRow
+	ReplicaWords []string
 }
 
 // Report is a session's repeatability report, on e2e latency.
@@ -93,6 +97,8 @@ func BuildReport(s *Session, opts TestOptions) *Report {
 	for _, arm := range armOrder(s) {
 		a := armReport(arm, groups[arm], s.Manifest.Summary[arm], opts)
 		a.Energy = EnergyOf(Counted(groups[arm]), s.Manifest.Power)
+		a.Replicas = ReplicasOf(groups[arm], s.Manifest.TargetOf(arm).Replicas)
+		a.ReplicaWords = ReplicaWords(groups[arm], a.Replicas)
 		r.Arms = append(r.Arms, a)
 	}
 	return r
@@ -239,6 +245,12 @@ func (r *Report) Lines(heading, item string) []string {
 		}
 		if a.Energy.N > 0 {
 			add("energy", "%s", a.Energy.Words())
+		}
+		for _, rp := range a.Replicas {
+			add(fmt.Sprintf("replica %d", rp.Replica), "%s: %d trials, e2e median %s ms, p95 %s ms, %s tok/s", rp.URL, rp.N, FormatValue(rp.Median), FormatValue(rp.P95), FormatValue(rp.TokensPerS))
+		}
+		for _, w := range a.ReplicaWords {
+			lines = append(lines, item+w)
 		}
 		if a.StoppedBy != "" {
 			add("stopped", "%s", a.StoppedBy)

@@ -1,0 +1,103 @@
+package session
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/tokentop/tokentop/metrics"
+)
+
+// ReplicaRow is one replica's share of an arm that ran on a fleet: its
+// counted trials, their e2e median and p95, and their output tok/s
+// (Σ tokens / Σ time).
+type ReplicaRow struct {
+	Replica     int
+	URL         string
+	N           int
+	Median, P95 float64
+	TokensPerS  float64
+}
+
+// ReplicasOf splits an arm's counted records by the replica each went
+// to (urls: the target's replicas, as its manifest shows them); nil where
+// the arm ran on one server.
+func ReplicasOf(records []*Record, urls []string) []ReplicaRow {
+	groups := byReplica(records)
+	if len(groups) == 0 {
+		return nil
+	}
+	e2e, _ := LookupMetric("e2e_ms")
+	tps, _ := LookupMetric("output_tps")
+	var rows []ReplicaRow
+	for _, k := range slices.Sorted(maps.Keys(groups)) {
+		d := metrics.Describe(Values(groups[k], e2e))
+		row := ReplicaRow{Replica: k, N: d.N, Median: d.Median, P95: d.P95, TokensPerS: tps.Pooled(groups[k])}
+		if k < len(urls) {
+			row.URL = urls[k]
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// ReplicaWords say which of an arm's replicas differ in e2e: each pair
+// by Mann-Whitney, Holm-adjusted over the pairs, which is slower from the
+// test's own effect (P(X > Y) above ½), with both medians; or that none
+// does.
+func ReplicaWords(records []*Record, rows []ReplicaRow) []string {
+	if len(rows) < 2 {
+		return nil
+	}
+	groups := byReplica(records)
+	e2e, _ := LookupMetric("e2e_ms")
+	type pair struct{ a, b ReplicaRow }
+	var pairs []pair
+	var p []float64
+	var tests []metrics.MannWhitneyResult
+	for i := range rows {
+		for j := i + 1; j < len(rows); j++ {
+			mw := metrics.MannWhitney(Values(groups[rows[i].Replica], e2e), Values(groups[rows[j].Replica], e2e))
+			pairs, p, tests = append(pairs, pair{rows[i], rows[j]}), append(p, mw.P), append(tests, mw)
+		}
+	}
+	adjusted := metrics.Holm(p)
+	name := func(r ReplicaRow) string {
+		if r.URL == "" {
+			return fmt.Sprintf("replica %d", r.Replica)
+		}
+		return fmt.Sprintf("replica %d (%s)", r.Replica, r.URL)
+	}
+	var lines []string
+	for k, pr := range pairs {
+		if !(adjusted[k] < Alpha) {
+			continue
+		}
+		slow, fast := pr.b, pr.a
+		if tests[k].U/float64(pr.a.N*pr.b.N) < 0.5 { // U counts b above a
+			slow, fast = pr.a, pr.b
+		}
+		test := "Mann-Whitney over the two replicas' trials"
+		if len(pairs) > 1 {
+			test += fmt.Sprintf(", Holm-adjusted over %d pairs", len(pairs))
+		}
+		lines = append(lines, fmt.Sprintf("%s is slower than %s: median e2e %s ms against %s ms (%s, %s)",
+			name(slow), name(fast), FormatValue(slow.Median), FormatValue(fast.Median), test, formatP(adjusted[k])))
+	}
+	if len(lines) == 0 {
+		lines = append(lines, fmt.Sprintf("the %d replicas' e2e do not differ (Mann-Whitney on each pair, Holm-adjusted: smallest %s)", len(rows), formatP(slices.Min(adjusted))))
+	}
+	return lines
+}
+
+// byReplica is the counted records of each replica.
+func byReplica(records []*Record) map[int][]*Record {
+	out := map[int][]*Record{}
+	for _, r := range records {
+		if k, err := strconv.Atoi(r.Replica); err == nil && r.Counted() {
+			out[k] = append(out[k], r)
+		}
+	}
+	return out
+}
