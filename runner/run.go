@@ -169,6 +169,8 @@ type Finished struct {
 	// ServerMetrics is what came of scraping the servers' own metrics;
 	// nil where none was scraped.
 	ServerMetrics *session.ServerMetricsInfo
+	// Shard is this run's share of a sharded run; nil for a run of one.
+	Shard *session.ShardInfo
 }
 
 func (Waiting) isEvent()     {}
@@ -405,7 +407,7 @@ func Run(ctx context.Context, plan *Plan, bs []backends.Backend, events chan<- E
 		}
 		summary[a.Name] = s
 	}
-	fin := Finished{Status: status, Note: note, Manifest: w.ManifestPath(), Summary: summary, ServerMetrics: serverInfo}
+	fin := Finished{Status: status, Note: note, Manifest: w.ManifestPath(), Summary: summary, ServerMetrics: serverInfo, Shard: r.shard}
 	names := make([]string, len(p.Arms))
 	for i, a := range p.Arms {
 		names[i] = a.Name

@@ -1236,3 +1236,25 @@ func TestTheDoneServerLineIsTheRunsRate(t *testing.T) {
 		t.Errorf("done, a restart: %q", got)
 	}
 }
+
+// A shard's done view and headless summary say first that it holds its
+// share of the run: its rates read as the run's otherwise (10 req/s
+// offered, 5.2 achieved by shard 0 of 2).
+func TestAShardSaysItIsAShare(t *testing.T) {
+	events := syntheticRun([]string{"greedy"}, 1, 6)
+	fin := finished(events, session.StatusComplete)
+	fin.Shard = &session.ShardInfo{Index: 0, Count: 2, Host: "gen-0"}
+	want := "shard 0 of 2: this session holds every 2nd request of the run"
+	tr := newTestRun(t, "quick")
+	tr.send(tea.WindowSizeMsg{Width: 200, Height: 60}, eventsMsg(append(events, fin)))
+	close(tr.app.run.done)
+	tr.send(runEndedMsg{})
+	if screen := tr.screen(); !strings.Contains(screen, want) {
+		t.Errorf("done view:\n%s", screen)
+	}
+	var out strings.Builder
+	WriteFinished(&out, 0, []string{"greedy"}, fin)
+	if !strings.Contains(out.String(), "caveat: "+want) {
+		t.Errorf("headless:\n%s", out.String())
+	}
+}

@@ -234,6 +234,9 @@ func WriteFinished(w io.Writer, width int, arms []string, fin runner.Finished) {
 	} else if p.Line != "" {
 		writeProse(w, width, "stopped: %s", p.Line)
 	}
+	if line := fin.Shard.Caveat(); line != "" {
+		writeProse(w, width, "caveat: %s", line)
+	}
 	for _, c := range session.ArmCaveats(arms, fin.Summary) {
 		writeProse(w, width, "caveat: %s", c)
 	}
