@@ -207,6 +207,8 @@ func screenStates(t *testing.T) []screenState {
 			fin.Precision = session.Precision{Missed: true, Short: "mean e2e ±2% not reached by greedy, temp-0.8: stopped at the cap of 1,500 trials"}
 		case "done, 12 arms":
 			fin.Precision = session.Precision{Short: "every arm's mean e2e within ±2% (the last after 1,262 trials)"}
+		case "done, a shard of an open loop":
+			fin.Shard = &session.ShardInfo{Index: 2, Count: 16, Host: "tokentop-shards-2-abcde"}
 		}
 		tr.send(eventsMsg(append(events, fin)))
 		close(tr.app.run.done)
@@ -242,6 +244,7 @@ func screenStates(t *testing.T) []screenState {
 	done("done, a verdict error", three, nil, func(*testRun, runner.Finished) []tea.Msg {
 		return []tea.Msg{verdictsMsg{err: errors.New(strings.Repeat("the session could not be read: trials CSV line 3 is bad ", 4))}}
 	})
+	done("done, a shard of an open loop", []string{"greedy@r400"}, nil, none)
 	sweep := []string{"greedy@c1", "greedy@c2", "greedy@c4", "greedy@c8"}
 	done("done, a load sweep", sweep, nil, verdicts(sweep, "greedy: tok/s 604 at 1, 783 at 2, 1041 at 4, 1216 at 8 streams",
 		"greedy: knee at 4 streams: p95 TTFT is 2.1× its value at 1 stream (over 2×)",
