@@ -323,6 +323,9 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 			fscores[i] = float32(f)
 		}
 		tok = NewTokenizer(tokens, fscores)
+		if add, ok := g.Meta["tokenizer.ggml.add_space_prefix"].(bool); ok {
+			tok.noSpacePrefix = !add
+		}
 	case "gpt2":
 		merges, err := metaStrings(g, "tokenizer.ggml.merges")
 		if err != nil || len(merges) == 0 {

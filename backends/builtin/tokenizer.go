@@ -14,8 +14,10 @@ import (
 const (
 	tokenBOS = 1
 	tokenEOS = 2
-	// byteTokenBase is the id of <0x00>: bytes 0..255 follow the three
-	// special tokens, and stand in for text the vocabulary lacks.
+	// byteTokenBase is the id of <0x00> in the synthetic vocabulary (and
+	// llama2.c's): bytes 0..255 follow its three special tokens. A real
+	// vocabulary's byte tokens are found by their pieces (Gemma's start
+	// at 6).
 	byteTokenBase = 3
 )
 
@@ -33,6 +35,14 @@ type Tokenizer struct {
 	bos       int       // prepended to a prompt when addBOS
 	addBOS    bool
 	stops     []int // tokens that end a generation
+	// byteIDs are the ids of the byte tokens <0x00>..<0xFF>, which stand
+	// in for text the vocabulary lacks (-1 where a byte has none: the
+	// unknown token then does).
+	byteIDs [256]int
+	unk     int
+	// noSpacePrefix drops sentencepiece's dummy-prefix space
+	// (tokenizer.ggml.add_space_prefix = false, as Gemma's files say).
+	noSpacePrefix bool
 }
 
 // NewTokenizer indexes a sentencepiece vocabulary's pieces and scores.
@@ -46,7 +56,28 @@ func NewTokenizer(pieces []string, scores []float32) *Tokenizer {
 			t.ids[p] = i
 		}
 	}
+	t.unk = t.idOr("<unk>", 0)
+	for b := range t.byteIDs {
+		t.byteIDs[b] = t.idOr(fmt.Sprintf("<0x%02X>", b), -1)
+	}
 	return t
+}
+
+// idOr is piece's id, or or where the vocabulary lacks it.
+func (t *Tokenizer) idOr(piece string, or int) int {
+	if id, ok := t.ids[piece]; ok {
+		return id
+	}
+	return or
+}
+
+// byteToken is the token that stands for byte c: its byte token, else
+// the unknown token.
+func (t *Tokenizer) byteToken(c byte) int {
+	if id := t.byteIDs[c]; id >= 0 {
+		return id
+	}
+	return t.unk
 }
 
 // ByteLevelTokenizer serves synthetic weights, whose vocabulary has no
@@ -112,11 +143,11 @@ func (t *Tokenizer) Encode(text string, bos bool) []int {
 	}
 	if t.byteLevel {
 		for i := 0; i < len(text); i++ {
-			tokens = append(tokens, byteTokenBase+int(text[i]))
+			tokens = append(tokens, t.byteToken(text[i]))
 		}
 		return tokens
 	}
-	if text != "" {
+	if text != "" && !t.noSpacePrefix {
 		if id, ok := t.ids[" "]; ok {
 			tokens = append(tokens, id)
 		}
@@ -130,7 +161,7 @@ func (t *Tokenizer) Encode(text string, bos bool) []int {
 			tokens = append(tokens, id)
 		} else {
 			for _, c := range []byte(text[i : i+size]) {
-				tokens = append(tokens, byteTokenBase+int(c))
+				tokens = append(tokens, t.byteToken(c))
 			}
 		}
 		i += size
@@ -168,7 +199,7 @@ func (t *Tokenizer) Decode(prev, token int) string {
 		return t.bpe.decode(token, t.Pieces[token])
 	}
 	piece := t.Pieces[token]
-	if prev == t.bos && strings.HasPrefix(piece, " ") {
+	if prev == t.bos && !t.noSpacePrefix && strings.HasPrefix(piece, " ") { // the dummy prefix's space
 		piece = piece[1:]
 	}
 	if len(piece) == 6 && strings.HasPrefix(piece, "<0x") && piece[5] == '>' {

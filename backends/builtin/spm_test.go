@@ -1,0 +1,53 @@
+package builtin
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// gemmaLikeVocabulary is a sentencepiece vocabulary laid out as Gemma's
+// GGUF files lay theirs out: six special tokens, then the 256 byte
+// tokens (from id 6, not 3), then pieces with their scores.
+func gemmaLikeVocabulary(addSpacePrefix bool) *GGUF {
+	var tokens, scores []any
+	for _, special := range []string{"<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "[@BOS@]"} {
+		tokens, scores = append(tokens, special), append(scores, 0.0)
+	}
+	for b := range 256 {
+		tokens, scores = append(tokens, fmt.Sprintf("<0x%02X>", b)), append(scores, 0.0)
+	}
+	for i, piece := range []string{"\u2581", "a", "b", "ab", "\u2581ab"} {
+		tokens, scores = append(tokens, piece), append(scores, float64(-i))
+	}
+	return &GGUF{Meta: map[string]any{"tokenizer.ggml.model": "llama", "tokenizer.ggml.tokens": tokens, "tokenizer.ggml.scores": scores,
+		"tokenizer.ggml.bos_token_id": int64(2), "tokenizer.ggml.eos_token_id": int64(1), "tokenizer.ggml.add_space_prefix": addSpacePrefix}}
+}
+
+// Byte fallback finds the vocabulary's byte tokens by their pieces (it
+// assumed they start at id 3, off by 3 for every byte of Gemma's), and
+// add_space_prefix = false puts no space before the text (a ▁ was always
+// prepended): together a Gemma vocabulary matched llama-tokenize on 0 of
+// 12 strings.
+func TestSentencepieceBytesAndSpacePrefixAreTheFilesOwn(t *testing.T) {
+	const firstPiece = 6 + 256 // "▁"
+	withoutPrefix, err := ggufTokenizer(gemmaLikeVocabulary(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "ab" then "€" (e2 82 ac), which only bytes can say.
+	want := []int{2, firstPiece + 3, 6 + 0xe2, 6 + 0x82, 6 + 0xac}
+	if got := withoutPrefix.Encode("ab€", true); !slices.Equal(got, want) {
+		t.Errorf("no space prefix: %v, want %v", got, want)
+	}
+	if got := withoutPrefix.Decode(2, firstPiece+3) + withoutPrefix.Decode(firstPiece+3, 6+0xe2); got != "ab\xe2" {
+		t.Errorf("decoded %q", got)
+	}
+	withPrefix, err := ggufTokenizer(gemmaLikeVocabulary(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := withPrefix.Encode("ab", true); !slices.Equal(got, []int{2, firstPiece + 4}) {
+		t.Errorf("with the space prefix: %v, want BOS then ▁ab", got)
+	}
+}
