@@ -45,18 +45,31 @@ done
 bench="$out/builtin.test"
 (cd "$repo" && GOEXPERIMENT=simd go test -c -o "$bench" ./backends/builtin)
 
+# positive NAME VALUE: VALUE, or the script ends saying NAME gave none. A
+# crashing llama-bench once gave "0.0 t/s", a ratio of "inf", and exit 0.
+positive() {
+	if ! awk -v v="$2" 'BEGIN { exit !(v + 0 > 0) }'; then
+		echo "speed-table: $1 gave no speed (\"$2\"); fix it before the table is believed" >&2
+		exit 1
+	fi
+	echo "$2"
+}
+
 # tokentop FILE TEST THREADS: tok/s of one sub-benchmark.
 tokentop() {
-	TOKENTOP_BENCH_GGUF=$1 "$bench" -test.run '^$' -test.bench "^BenchmarkGGUFFile/$2/threads=$3\$" -test.benchtime 3x |
-		awk '/tok\/s/ { for (i = 1; i < NF; i++) if ($(i+1) ~ /tok\/s$/) print $i }'
+	local out
+	out=$(TOKENTOP_BENCH_GGUF=$1 "$bench" -test.run '^$' -test.bench "^BenchmarkGGUFFile/$2/threads=$3\$" -test.benchtime 3x) ||
+		{ echo "speed-table: the engine's benchmark failed on $1 ($2, $3 threads):" >&2; echo "$out" >&2; exit 1; }
+	positive "tokentop on $1 ($2, $3 threads)" "$(awk '/tok\/s/ { for (i = 1; i < NF; i++) if ($(i+1) ~ /tok\/s$/) print $i }' <<<"$out")"
 }
 
 # llamacpp FILE TEST THREADS: llama-bench's mean tok/s over 3 repetitions.
 llamacpp() {
-	local args=(-p 0 -n 128)
+	local args=(-p 0 -n 128) out
 	[ "$2" = pp64 ] && args=(-p 64 -n 0)
-	"$LLAMA_CPP/llama-bench" -m "$1" -t "$3" -r 3 "${args[@]}" -o csv 2>/dev/null |
-		awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /avg_ts/) col = i; next } { gsub(/"/, "", $col); print $col }'
+	out=$("$LLAMA_CPP/llama-bench" -m "$1" -t "$3" -r 3 "${args[@]}" -o csv 2>&1) ||
+		{ echo "speed-table: llama-bench failed on $1 ($2, $3 threads):" >&2; echo "$out" | tail -5 >&2; exit 1; }
+	positive "llama-bench on $1 ($2, $3 threads)" "$(awk -F, '/avg_ts/ && !col { for (i = 1; i <= NF; i++) if ($i ~ /avg_ts/) col = i; next } col { gsub(/"/, "", $col); print $col }' <<<"$out")"
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -69,14 +82,20 @@ for ((r = 1; r <= rounds; r++)); do
 		[ "$p" = F32 ] && f="$out/$shape-f32.gguf"
 		for test in tg128 pp64; do
 			for threads in 1 2; do
-				printf '%s\t%s\t%s\ttokentop\t%s\n' "$p" "$test" "$threads" "$(tokentop "$f" "$test" "$threads")" >>"$results"
-				printf '%s\t%s\t%s\tllama.cpp\t%s\n' "$p" "$test" "$threads" "$(llamacpp "$f" "$test" "$threads")" >>"$results"
+				a=$(tokentop "$f" "$test" "$threads") # a failure ends the script here
+				b=$(llamacpp "$f" "$test" "$threads")
+				printf '%s\t%s\t%s\ttokentop\t%s\n' "$p" "$test" "$threads" "$a" >>"$results"
+				printf '%s\t%s\t%s\tllama.cpp\t%s\n' "$p" "$test" "$threads" "$b" >>"$results"
 			done
 		done
 	done
 	echo "round $r of $rounds done" >&2
 done
 
+# The CPU every figure came from, named with the table.
+cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
+echo "CPU: ${cpu:-$(uname -m)}, $(nproc) threads available; $(date -u +%Y-%m-%d)"
+echo
 echo "| $shape | test | threads | tokentop tok/s | llama.cpp tok/s | tokentop ÷ llama.cpp |"
 echo "|---|---|---:|---:|---:|---:|"
 for p in "${presets[@]}"; do
