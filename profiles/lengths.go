@@ -226,6 +226,14 @@ func ExactPrompt(ctx context.Context, tok backends.Tokenizer, n int, seed uint64
 	return best, bestCount, nil
 }
 
+// ShortestPrompt is the fewest tokens a prompt made with tok can be: the
+// tokens it adds of its own (a BOS) and one of text. ExactPrompt makes
+// this many for any length asked below it.
+func ShortestPrompt(ctx context.Context, tok backends.Tokenizer) (int, error) {
+	specials, err := specialTokens(ctx, tok)
+	return specials + 1, err
+}
+
 // specialTokens is how many tokens tok adds to a prompt of its own (a
 // BOS, say).
 func specialTokens(ctx context.Context, tok backends.Tokenizer) (int, error) {

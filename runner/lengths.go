@@ -27,6 +27,10 @@ type lengthBank struct {
 	inputs, outputs []int      // 0 where input_tokens or output_tokens is not set
 	texts           [][]string // per target; nil without input_tokens
 	how             []string   // per target: how its prompts were made
+	// shortest is, per target, the fewest tokens its server's tokenizer
+	// makes a prompt of (its BOS and one more); 0 where the prompts were
+	// not made with the server's own tokenizer.
+	shortest []int
 	// groups is each entry's shared prefix, and prefixes per target the
 	// prefixes' texts; nil without prefix_tokens.
 	groups   []int
@@ -71,20 +75,20 @@ func makeLengthBank(ctx context.Context, plan *Plan, bs []backends.Backend) *len
 	}
 	for t := range plan.Targets {
 		if p.InputTokens.Set() {
-			texts, how := makePrompts(ctx, plan, bs[t], b.inputs, uint64(p.Seed))
-			b.texts, b.how = append(b.texts, texts), append(b.how, how)
+			texts, how, shortest := makePrompts(ctx, plan, bs[t], b.inputs, uint64(p.Seed))
+			b.texts, b.how, b.shortest = append(b.texts, texts), append(b.how, how), append(b.shortest, shortest)
 		}
 		if p.Turns > 1 {
 			lengths := make([]int, n)
 			for k := range lengths {
 				lengths[k] = cmp.Or(b.outputs[k], p.MaxTokens)
 			}
-			replies, _ := makePrompts(ctx, plan, bs[t], lengths, uint64(p.Seed)^0x7265706c79)
+			replies, _, _ := makePrompts(ctx, plan, bs[t], lengths, uint64(p.Seed)^0x7265706c79)
 			b.replies = append(b.replies, replies)
 		}
 		if p.PrefixTokens > 0 {
 			lengths := slices.Repeat([]int{p.PrefixTokens}, p.PrefixGroups)
-			prefixes, how := makePrompts(ctx, plan, bs[t], lengths, uint64(p.Seed)^0x707265666978)
+			prefixes, how, _ := makePrompts(ctx, plan, bs[t], lengths, uint64(p.Seed)^0x707265666978)
 			b.prefixes = append(b.prefixes, prefixes)
 			if !p.InputTokens.Set() {
 				b.how = append(b.how, how)
@@ -96,8 +100,10 @@ func makeLengthBank(ctx context.Context, plan *Plan, bs []backends.Backend) *len
 
 // makePrompts are prompts of the lengths as backend's tokenizer makes them,
 // else (it has none, or it fails) as the plan's --tokenizer file's does,
-// else of estimated words; and how they were made.
-func makePrompts(ctx context.Context, plan *Plan, backend backends.Backend, lengths []int, seed uint64) ([]string, string) {
+// else of estimated words; how they were made; and, made with the
+// server's own tokenizer, the fewest tokens a prompt of it can be (0
+// otherwise).
+func makePrompts(ctx context.Context, plan *Plan, backend backends.Backend, lengths []int, seed uint64) ([]string, string, int) {
 	texts, counted := make([]string, len(lengths)), make([]int, len(lengths))
 	build := func(tok backends.Tokenizer) error {
 		for k, n := range lengths {
@@ -116,9 +122,13 @@ func makePrompts(ctx context.Context, plan *Plan, backend backends.Backend, leng
 	why := backends.ErrNoTokenizer.Error()
 	if tok, ok := backend.(backends.Tokenizer); ok {
 		err := build(tok)
+		var shortest int
+		if err == nil {
+			shortest, err = profiles.ShortestPrompt(ctx, tok)
+		}
 		switch {
 		case err == nil:
-			return texts, madeWords(lengths, counted, "the server's own tokenizer")
+			return texts, madeWords(lengths, counted, shortest, "the server's own tokenizer"), shortest
 		case errors.Is(err, backends.ErrNoTokenizer):
 			why = untrusted.Line(err.Error())
 		default:
@@ -127,30 +137,48 @@ func makePrompts(ctx context.Context, plan *Plan, backend backends.Backend, leng
 	}
 	if plan.Tokenizer != nil {
 		if err := build(plan.Tokenizer); err == nil {
-			return texts, madeWords(lengths, counted, "the tokenizer of "+plan.TokenizerFile) +
-				" (not the server's: " + why + "; its own counts are each trial's prompt_tokens)"
+			return texts, madeWords(lengths, counted, 0, "the tokenizer of "+plan.TokenizerFile) +
+				" (not the server's: " + why + "; its own counts are each trial's prompt_tokens)", 0
 		}
 	}
 	for k, n := range lengths {
 		texts[k] = profiles.EstimatedPrompt(n, seed<<16^uint64(k))
 	}
-	return texts, fmt.Sprintf("estimated from words at %g a token (%s): the server's prompt_tokens are the real lengths", profiles.WordsPerToken, why)
+	return texts, fmt.Sprintf("estimated from words at %g a token (%s): the server's prompt_tokens are the real lengths", profiles.WordsPerToken, why), 0
 }
 
-// madeWords says how prompts made with the server's tokenizer came out:
-// each exactly its length, or how many missed it and by how much (a cut
-// between tokens that merges or splits at every try).
-func madeWords(lengths, counted []int, tokenizer string) string {
-	missed, most := 0, 0
+// madeWords says how prompts made with a tokenizer came out: each
+// exactly its length, or how many missed it and by how much (a cut
+// between tokens that merges or splits at every try), and how many asked
+// fewer tokens than the shortest prompt (shortest, where known: the
+// tokenizer's BOS and one token), which are that long.
+func madeWords(lengths, counted []int, shortest int, tokenizer string) string {
+	missed, most, short := 0, 0, 0
 	for k, n := range lengths {
-		if d := counted[k] - n; d != 0 {
+		switch d := counted[k] - n; {
+		case n < shortest:
+			short++
+		case d != 0:
 			missed, most = missed+1, max(most, d, -d)
 		}
 	}
-	if missed == 0 {
-		return "made to length with " + tokenizer
+	words := "made to length with " + tokenizer
+	if missed > 0 {
+		words = fmt.Sprintf("made with %s, but %d of %d prompts missed their length by up to %d tokens", tokenizer, missed, len(lengths), most)
 	}
-	return fmt.Sprintf("made with %s, but %d of %d prompts missed their length by up to %d tokens", tokenizer, missed, len(lengths), most)
+	if short > 0 {
+		words += fmt.Sprintf("; %d of %d asked fewer than %d tokens, the shortest prompt it makes (its own start tokens and one of text), and are %d", short, len(lengths), shortest, shortest)
+	}
+	return words
+}
+
+// shortestOf is target's shortest prompt (lengthBank.shortest); 0 where
+// not known.
+func (b *lengthBank) shortestOf(target int) int {
+	if b == nil || target >= len(b.shortest) {
+		return 0
+	}
+	return b.shortest[target]
 }
 
 // entry is the bank's entry for trial.
@@ -187,8 +215,9 @@ const lengthTolerance = 0.01
 // lengthMismatch says where an ok trial's lengths, as its server counted
 // them, missed those asked by more than lengthTolerance; "" where they
 // did not, or none was asked. forced is whether the server could be told
-// to generate the whole output length.
-func lengthMismatch(rec session.Record, forced bool) string {
+// to generate the whole output length; shortest the fewest tokens its
+// tokenizer makes a prompt of (0: not known).
+func lengthMismatch(rec session.Record, forced bool, shortest int) string {
 	if rec.Status != session.StatusOK {
 		return ""
 	}
@@ -196,6 +225,9 @@ func lengthMismatch(rec session.Record, forced bool) string {
 		return asked > 0 && got >= 0 && math.Abs(float64(got-asked)) > lengthTolerance*float64(asked)
 	}
 	switch {
+	case off(rec.PromptTokens, rec.RequestedPromptTokens) && rec.RequestedPromptTokens < shortest && rec.PromptTokens == shortest:
+		return fmt.Sprintf("%s trial %d: %d prompt tokens of the %d asked: the shortest prompt the server's tokenizer makes is %d (its own start tokens and one of text); the trials CSV keeps both counts",
+			rec.Arm, rec.Trial, rec.PromptTokens, rec.RequestedPromptTokens, shortest)
 	case off(rec.PromptTokens, rec.RequestedPromptTokens):
 		return fmt.Sprintf("%s trial %d: the server counted %d prompt tokens of the %d asked (%+.1f%%): it tokenizes otherwise than the prompt was made (a chat template, another tokenizer, or words estimated); the trials CSV keeps both counts",
 			rec.Arm, rec.Trial, rec.PromptTokens, rec.RequestedPromptTokens, 100*float64(rec.PromptTokens-rec.RequestedPromptTokens)/float64(rec.RequestedPromptTokens))

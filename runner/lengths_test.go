@@ -98,6 +98,37 @@ func TestLengthsInTokensAreMadeWithTheServersTokenizer(t *testing.T) {
 	}
 }
 
+// --input-tokens 1 on a server whose tokenizer adds a BOS makes the
+// shortest prompt it can, 2 tokens, and says that is why, at the start
+// and at the first trial: it blamed a chat template or another tokenizer.
+func TestAPromptShorterThanTheShortestSaysSo(t *testing.T) {
+	fake := &wordTokenizer{fakeBackend: &fakeBackend{delays: []time.Duration{0}}}
+	plan := testPlan(t, 0, 3, "greedy")
+	plan.Profile.InputTokens = profiles.TokenLength{Fixed: 1}
+	status, err, events := runPlan(t, context.Background(), plan, fake)
+	if err != nil || status != session.StatusComplete {
+		t.Fatal(status, err)
+	}
+	for _, r := range trials(events) {
+		if r.PromptTokens != 2 || r.RequestedPromptTokens != 1 {
+			t.Errorf("trial %d: %d prompt tokens of %d asked", r.Trial, r.PromptTokens, r.RequestedPromptTokens)
+		}
+	}
+	m, _ := session.ReadManifest(eventsOf[Finished](events)[0].Manifest)
+	if l := m.Profile.Lengths; l == nil || !strings.HasSuffix(l.Tokenizers[0], "made to length with the server's own tokenizer; 3 of 3 asked fewer than 2 tokens, the shortest prompt it makes (its own start tokens and one of text), and are 2") {
+		t.Errorf("lengths %+v", l.Tokenizers)
+	}
+	var said []string
+	for _, w := range eventsOf[Warning](events) {
+		if strings.Contains(w.Text, "prompt tokens") {
+			said = append(said, w.Text)
+		}
+	}
+	if len(said) != 1 || !strings.Contains(said[0], "greedy trial 1: 2 prompt tokens of the 1 asked: the shortest prompt the server's tokenizer makes is 2") || strings.Contains(said[0], "chat template") {
+		t.Errorf("warnings %q", said)
+	}
+}
+
 // A backend with no tokenizer gets prompts of estimated words, said so;
 // a trial whose counts miss those asked by more than 1% is warned of
 // once per arm, naming both counts.
@@ -113,15 +144,15 @@ func TestLengthsWithoutATokenizerAreEstimatedAndMissesWarned(t *testing.T) {
 		t.Errorf("lengths %+v", l)
 	}
 	rec := session.Record{Arm: "a", Trial: 3, Status: session.StatusOK, PromptTokens: 541, RequestedPromptTokens: 512, OutputTokens: 10, RequestedOutputTokens: 10}
-	if got := lengthMismatch(rec, true); !strings.Contains(got, "a trial 3: the server counted 541 prompt tokens of the 512 asked (+5.7%)") {
+	if got := lengthMismatch(rec, true, 0); !strings.Contains(got, "a trial 3: the server counted 541 prompt tokens of the 512 asked (+5.7%)") {
 		t.Errorf("prompt miss: %q", got)
 	}
 	rec.PromptTokens, rec.OutputTokens = 517, 5 // within 1%; half the output
-	if got := lengthMismatch(rec, false); !strings.Contains(got, "5 output tokens of the 10 asked (-50.0%): this backend cannot be told to ignore the end of sequence") {
+	if got := lengthMismatch(rec, false, 0); !strings.Contains(got, "5 output tokens of the 10 asked (-50.0%): this backend cannot be told to ignore the end of sequence") {
 		t.Errorf("output miss: %q", got)
 	}
 	rec.OutputTokens = 10
-	if got := lengthMismatch(rec, false); got != "" {
+	if got := lengthMismatch(rec, false, 0); got != "" {
 		t.Errorf("within 1%%: %q", got)
 	}
 }

@@ -794,7 +794,7 @@ func (r *run) report(f finished, serverDown bool) {
 		arm.timed++
 	}
 	r.events <- TrialDone{Record: rec, Point: point, Warmups: arm.warmups, Measured: arm.timed, InFlight: f.inFlight, Waiting: f.waiting}
-	if text := lengthMismatch(rec, r.plan.TargetOf(f.arm).Kind.FixedLength); text != "" && !arm.warnedLength {
+	if text := lengthMismatch(rec, r.plan.TargetOf(f.arm).Kind.FixedLength, r.bank.shortestOf(r.plan.ArmTarget[f.arm])); text != "" && !arm.warnedLength {
 		arm.warnedLength = true
 		r.events <- Warning{Text: text}
 	}
