@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -375,6 +376,26 @@ func TestBuiltinEngineIsTheDefault(t *testing.T) {
 		if r.Status != session.StatusOK || r.OutputTokens != 64 || r.PromptTokens != 5 || r.StopReason != "length" || math.IsNaN(r.ServerDecodeMs) {
 			t.Errorf("record %+v", r)
 		}
+	}
+	// Each token's id is in the tokens CSV: greedy trials of one prompt
+	// generate the same ids, as the files can now show.
+	tokens, _, err := session.LoadTokens(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var generations [][]int
+	for _, r := range s.Records {
+		var ids []int
+		for _, chunk := range tokens[session.TrialKey{Arm: r.Arm, Trial: r.Trial}].IDs {
+			ids = append(ids, chunk...)
+		}
+		if len(ids) != 64 {
+			t.Errorf("trial %d: %d token ids for 64 tokens", r.Trial, len(ids))
+		}
+		generations = append(generations, ids)
+	}
+	if !slices.Equal(generations[1], generations[2]) || !slices.Equal(generations[1], generations[3]) {
+		t.Errorf("greedy trials of one prompt generated %v", generations)
 	}
 	code, _, stderr = runCLI("run", "--model-path", filepath.Join(t.TempDir(), "missing.gguf"), "--out", out)
 	if code != exitFailed || !strings.Contains(stderr, "missing.gguf: no such file") {

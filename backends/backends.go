@@ -195,6 +195,9 @@ type Result struct {
 	// protocol sends one token per chunk. Otherwise a chunk counts as one
 	// token, and where chunks carried several, gaps are per chunk.
 	ChunkCounts bool
+	// TokenIDs are the generated tokens' ids in order, where the backend
+	// knows them (always the built-in engine); nil where it does not.
+	TokenIDs []int
 }
 
 // How a request reached its server.

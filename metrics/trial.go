@@ -13,6 +13,10 @@ type Arrival struct {
 	// Reasoning marks a reasoning model's thinking; the rest (answer
 	// text, tool calls) is output.
 	Reasoning bool
+	// IDs are the chunk's token ids where the backend knows them (nil
+	// otherwise), set once the generation ends: never on the way from a
+	// token's arrival to its timestamp.
+	IDs []int
 }
 
 // Timings holds the client-side timings of one generation, in milliseconds.

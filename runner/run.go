@@ -980,8 +980,26 @@ func (r *run) request(parent, ctx context.Context, armIndex, trial int, clock *t
 	}
 	rec.Timings = metrics.DeriveTimings(clock.arrivals, end, rec.OutputTokens)
 	describeTokens(&rec, res, clock.arrivals)
+	attachIDs(clock.arrivals, res.TokenIDs)
 	f.rec, f.arrivals = rec, clock.arrivals
 	return f
+}
+
+// attachIDs gives each chunk its tokens' ids, where the backend gave one
+// id for each token its chunks counted (else none: they would be put on
+// the wrong chunks).
+func attachIDs(arrivals []metrics.Arrival, ids []int) {
+	if len(ids) != metrics.ChunkTokens(arrivals) {
+		for i := range arrivals {
+			arrivals[i].IDs = nil
+		}
+		return
+	}
+	at := 0
+	for i := range arrivals {
+		arrivals[i].IDs = ids[at : at+arrivals[i].Tokens : at+arrivals[i].Tokens]
+		at += arrivals[i].Tokens
+	}
 }
 
 // believableCount is the most output tokens a server's count may say for

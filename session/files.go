@@ -174,6 +174,13 @@ func (w *Writer) Append(r Record, arrivals []metrics.Arrival) error {
 		} else {
 			w.row.WriteString(KindOutput)
 		}
+		w.row.WriteByte(',')
+		for k, id := range a.IDs {
+			if k > 0 {
+				w.row.WriteByte(' ')
+			}
+			w.row.WriteString(strconv.Itoa(id))
+		}
 		w.row.WriteByte('\n')
 	}
 	if _, err := w.tokens.Write(w.row.Bytes()); err != nil {

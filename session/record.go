@@ -185,8 +185,10 @@ var Header = []string{"session_id", "arm", "trial", "phase", "status", "error", 
 const baseColumns = 30
 
 // TokensHeader is the tokens CSV header. kind, appended later, is
-// "reasoning" for a reasoning model's thinking and "output" for the rest.
-var TokensHeader = []string{"arm", "trial", "index", "t_ms", "kind"}
+// "reasoning" for a reasoning model's thinking and "output" for the rest;
+// id, appended later still, the chunk's token ids (space-separated) where
+// the backend knows them.
+var TokensHeader = []string{"arm", "trial", "index", "t_ms", "kind", "id"}
 
 // Kinds of arrival in the tokens CSV.
 const (

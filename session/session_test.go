@@ -56,6 +56,34 @@ func writeSession(t *testing.T, dir, id string, records []Record) *Writer {
 	return w
 }
 
+// A chunk's token ids, where the backend gave them, go into the tokens
+// CSV's id column and read back; a bad id leaves its row out, naming its
+// line.
+func TestTokenIDsRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Create(dir, newManifest("ids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := record("greedy", 1, PhaseTimed, StatusOK, 100)
+	if err := w.Append(r, []metrics.Arrival{{At: time.Millisecond, Tokens: 1, IDs: []int{42}}, {At: 2 * time.Millisecond, Tokens: 2, IDs: []int{7, 31999}}}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	data, _ := os.ReadFile(filepath.Join(dir, "ids.tokens.csv"))
+	if !strings.Contains(string(data), "greedy,1,1,1.000,output,42\ngreedy,1,3,2.000,output,7 31999\n") {
+		t.Errorf("tokens CSV:\n%s", data)
+	}
+	tokens, _, err := ParseTokens("x.csv", data)
+	if a := tokens[TrialKey{"greedy", 1}]; err != nil || len(a.IDs) != 2 || !slices.Equal(a.IDs[1], []int{7, 31999}) || !slices.Equal(a.Chunks()[1].IDs, []int{7, 31999}) {
+		t.Errorf("%+v %v", a, err)
+	}
+	bad := strings.Replace(string(data), "7 31999", "7 -1", 1)
+	if _, warnings, err := ParseTokens("x.csv", []byte(bad)); err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], `x.csv:3: column id: "-1" is not a token id`) {
+		t.Errorf("a bad id: %q %v", warnings, err)
+	}
+}
+
 func TestWriteThenLoadRoundTrips(t *testing.T) {
 	dir := t.TempDir()
 	records := []Record{
@@ -98,7 +126,7 @@ func TestWriteThenLoadRoundTrips(t *testing.T) {
 		t.Errorf("server_load_ms %q energy_j %q server_prefill_ms %q", f[22], f[25], f[23])
 	}
 	tokens, _ := os.ReadFile(filepath.Join(dir, "one.tokens.csv"))
-	if !strings.HasPrefix(string(tokens), "arm,trial,index,t_ms,kind\ngreedy,1,1,10.000,output\ngreedy,1,4,20.000,output\n") {
+	if !strings.HasPrefix(string(tokens), "arm,trial,index,t_ms,kind,id\ngreedy,1,1,10.000,output,\ngreedy,1,4,20.000,output,\n") {
 		t.Errorf("tokens CSV:\n%s", tokens)
 	}
 	again, err := Create(dir, newManifest("one"))

@@ -1,14 +1,16 @@
 package session
 
 import (
+	"strings"
 	"time"
 
 	"fmt"
-	"github.com/tokentop/tokentop/metrics"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/tokentop/tokentop/metrics"
 )
 
 // TrialKey names one trial of a session.
@@ -23,17 +25,19 @@ type Arrivals struct {
 	Tokens []int
 	AtMs   []float64
 	// Reasoning marks the arrivals that were a reasoning model's
-	// thinking (kind reasoning).
+	// thinking (kind reasoning); IDs are each arrival's token ids (nil
+	// where the backend did not give them).
 	Reasoning []bool
+	IDs       [][]int
 }
 
 // ArrivalsOf is arrivals as the tokens CSV keeps them.
 func ArrivalsOf(arrivals []metrics.Arrival) Arrivals {
-	a := Arrivals{Tokens: make([]int, len(arrivals)), AtMs: make([]float64, len(arrivals)), Reasoning: make([]bool, len(arrivals))}
+	a := Arrivals{Tokens: make([]int, len(arrivals)), AtMs: make([]float64, len(arrivals)), Reasoning: make([]bool, len(arrivals)), IDs: make([][]int, len(arrivals))}
 	seen := 0
 	for i, x := range arrivals {
 		seen += x.Tokens
-		a.Tokens[i], a.AtMs[i], a.Reasoning[i] = seen, float64(x.At)/float64(time.Millisecond), x.Reasoning
+		a.Tokens[i], a.AtMs[i], a.Reasoning[i], a.IDs[i] = seen, float64(x.At)/float64(time.Millisecond), x.Reasoning, x.IDs
 	}
 	return a
 }
@@ -46,6 +50,9 @@ func (a Arrivals) Chunks() []metrics.Arrival {
 	for i, n := range a.Tokens {
 		out[i] = metrics.Arrival{At: time.Duration(math.Round(a.AtMs[i] * float64(time.Millisecond))), Tokens: n - seen}
 		out[i].Reasoning = i < len(a.Reasoning) && a.Reasoning[i]
+		if i < len(a.IDs) {
+			out[i].IDs = a.IDs[i]
+		}
 		seen = n
 	}
 	return out
@@ -88,7 +95,11 @@ func ParseTokens(name string, data []byte) (map[TrialKey]Arrivals, []string, err
 		if n := len(a.AtMs); n > 0 && (at < a.AtMs[n-1] || tokens < a.Tokens[n-1]) {
 			return fmt.Errorf("arrival at %s ms (%d tokens) comes before the trial's previous one", field(3), tokens)
 		}
-		a.Tokens, a.AtMs, a.Reasoning = append(a.Tokens, tokens), append(a.AtMs, at), append(a.Reasoning, field(4) == KindReasoning)
+		ids, err := parseIDs(field(5))
+		if err != nil {
+			return err
+		}
+		a.Tokens, a.AtMs, a.Reasoning, a.IDs = append(a.Tokens, tokens), append(a.AtMs, at), append(a.Reasoning, field(4) == KindReasoning), append(a.IDs, ids)
 		trials[key] = a
 		return nil
 	})
@@ -96,6 +107,27 @@ func ParseTokens(name string, data []byte) (map[TrialKey]Arrivals, []string, err
 		return nil, nil, err
 	}
 	return trials, warnings, nil
+}
+
+// maxChunkIDs bounds a chunk's token ids in a tokens CSV (a server's
+// chunk carries at most backends.MaxChunkTokens).
+const maxChunkIDs = 4096
+
+// parseIDs reads a chunk's space-separated token ids; nil for none.
+func parseIDs(field string) ([]int, error) {
+	words := strings.Fields(field)
+	if len(words) > maxChunkIDs {
+		return nil, fmt.Errorf("column id: %d token ids in one chunk; at most %d", len(words), maxChunkIDs)
+	}
+	var ids []int
+	for _, w := range words {
+		id, err := strconv.Atoi(w)
+		if err != nil || id < 0 || id > math.MaxInt32 {
+			return nil, fmt.Errorf("column id: %q is not a token id (a whole number from 0)", w)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }
 
 // LoadTokens reads the tokens CSV a session's manifest names.

@@ -38,6 +38,7 @@ func FuzzParseTokens(f *testing.F) {
 	f.Add([]byte("arm,trial,index,t_ms\ngreedy,1,1,0.398\ngreedy,1,2,0.441\n"))
 	f.Add([]byte("arm,trial,index,t_ms\ngreedy,1,1,NaN\n"))
 	f.Add([]byte("arm,trial,index,t_ms\n\"g\nx\",1,1,1\n"))
+	f.Add([]byte("arm,trial,index,t_ms,kind,id\ngreedy,1,1,0.398,output,42\ngreedy,1,3,0.441,output,7 31999\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		trials, _, err := ParseTokens("f.csv", data)
 		if err != nil {

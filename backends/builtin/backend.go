@@ -101,7 +101,7 @@ func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk ba
 		func(int) { onChunk(1, backends.Answer) })
 	res.ChunkCounts = true
 	res.PromptTokens = g.PromptTokens
-	res.OutputTokens = len(g.Tokens)
+	res.OutputTokens, res.TokenIDs = len(g.Tokens), g.Tokens
 	res.StopReason = g.StopReason
 	// The engine keeps no prompt cache: every trial evaluates its prompt.
 	res.CachedTokens = 0
