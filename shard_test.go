@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -24,19 +25,8 @@ func TestThreeShardsMergeIntoTheRunOfOne(t *testing.T) {
 	url := ollamaServer(t, time.Millisecond)
 	args := []string{"run", "--backend", "ollama", "--url", url, "--model", "tiny15m", "--profile", "quick",
 		"--rate", "30", "--trials", "300", "--warmup", "3", "--headless", "--power", "off"}
-	at := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
 	dir := t.TempDir()
-	var shards []*exec.Cmd
-	var outs []string
-	for i := range 3 {
-		out := filepath.Join(dir, "shard"+strconv.Itoa(i))
-		cmd := exec.Command(bin, append(args, "--shard", strconv.Itoa(i)+"/3", "--start-at", at, "--out", out)...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		shards, outs = append(shards, cmd), append(outs, out)
-	}
+	shards, outs := startShards(t, bin, args, 3, dir)
 	one := filepath.Join(dir, "one")
 	if code, stdout, stderr := runBinary(t, append(args, "--out", one)...); code != exitOK {
 		t.Fatalf("one process: exit %d\n%s\n%s", code, stdout, stderr)
@@ -103,6 +93,26 @@ func TestThreeShardsMergeIntoTheRunOfOne(t *testing.T) {
 	}
 }
 
+// startShards starts n processes of bin, shards of the run args make,
+// each writing under dir, all told to start their timed blocks 3 s from
+// now; it returns them and their folders.
+func startShards(tb testing.TB, bin string, args []string, n int, dir string) ([]*exec.Cmd, []string) {
+	tb.Helper()
+	at := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
+	var shards []*exec.Cmd
+	var outs []string
+	for i := range n {
+		out := filepath.Join(dir, "shard"+strconv.Itoa(i))
+		cmd := exec.Command(bin, append(args, "--shard", fmt.Sprintf("%d/%d", i, n), "--start-at", at, "--out", out)...)
+		if err := cmd.Start(); err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		shards, outs = append(shards, cmd), append(outs, out)
+	}
+	return shards, outs
+}
+
 // BenchmarkShards drives an open loop at a rate this machine's one
 // process sends late, then as four shards of it: the dispatch lag (a
 // request's send minus its due time, queue_ms, with no cap in flight) of
@@ -132,17 +142,7 @@ func BenchmarkShards(b *testing.B) {
 		if out, err := exec.Command(bin, append(args, "--out", one)...).CombinedOutput(); err != nil {
 			b.Fatalf("one process: %v\n%s", err, out)
 		}
-		at := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
-		var shards []*exec.Cmd
-		var outs []string
-		for i := range 4 {
-			out := filepath.Join(dir, "shard"+strconv.Itoa(i))
-			cmd := exec.Command(bin, append(args, "--shard", strconv.Itoa(i)+"/4", "--start-at", at, "--out", out)...)
-			if err := cmd.Start(); err != nil {
-				b.Fatal(err)
-			}
-			shards, outs = append(shards, cmd), append(outs, out)
-		}
+		shards, outs := startShards(b, bin, args, 4, dir)
 		for _, cmd := range shards {
 			cmd.Wait()
 		}
