@@ -49,7 +49,7 @@ func syntheticSession(t testing.TB, trials int, slowdown ...float64) *session.Se
 			for k := range 32 {
 				elapsed += time.Duration((0.2 + rng.ExpFloat64()*0.05) * slow * float64(time.Millisecond))
 				arrivals = append(arrivals, metrics.Arrival{At: elapsed, Tokens: 1})
-				fmt.Fprintf(&tokens, "%s,%d,%d,%.3f,output\n", arm, round+1, k+1, float64(elapsed)/1e6)
+				fmt.Fprintf(&tokens, "%s,%d,%d,%.3f,output,\n", arm, round+1, k+1, float64(elapsed)/1e6)
 			}
 			phase := session.PhaseTimed
 			if round < 2 {
