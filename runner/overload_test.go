@@ -86,8 +86,9 @@ func overloadPlan(t testing.TB, url string, trials int, rates []float64, streams
 }
 
 // runWithin runs plan against its llama-server, failing the test if the
-// run is still going after limit: a run always ends within its plan.
-func runWithin(t testing.TB, plan *Plan, limit time.Duration) (string, error, []Event) {
+// run is still going after limit (a run always ends within its plan) or
+// did not end complete.
+func runWithin(t testing.TB, plan *Plan, limit time.Duration) []Event {
 	b, err := llamacpp.Kind.Open(plan.Targets[0].Config)
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +109,10 @@ func runWithin(t testing.TB, plan *Plan, limit time.Duration) (string, error, []
 	if ctx.Err() != nil {
 		t.Fatalf("the run was still going after %v: %d events", limit, len(all))
 	}
-	return status, runErr, all
+	if runErr != nil || status != session.StatusComplete {
+		t.Fatalf("status %s, error %v", status, runErr)
+	}
+	return all
 }
 
 // A server that sheds load past its capacity is measured, not lost: its
@@ -131,10 +135,7 @@ func TestAServerThatShedsLoadIsMeasuredNotLost(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			srv := newShedServer(t, 4, 40*time.Millisecond, c.status, "")
 			plan := overloadPlan(t, srv.url, 120, c.rates, c.streams)
-			status, err, events := runWithin(t, plan, 60*time.Second)
-			if err != nil || status != session.StatusComplete {
-				t.Fatalf("status %s, error %v", status, err)
-			}
+			events := runWithin(t, plan, 60*time.Second)
 			if back := eventsOf[Resumed](events); len(back) > 0 {
 				t.Errorf("the server was taken for lost and came back %d times", len(back))
 			}
@@ -197,10 +198,7 @@ func TestARetryAfterIsHonouredPerRequestUnderLoad(t *testing.T) {
 	})
 	plan := overloadPlan(t, url, 40, []float64{40}, 0)
 	plan.Profile.Warmup = 0
-	status, err, events := runWithin(t, plan, 30*time.Second)
-	if err != nil || status != session.StatusComplete {
-		t.Fatalf("status %s, error %v", status, err)
-	}
+	events := runWithin(t, plan, 30*time.Second)
 	if early.Load() != 0 {
 		t.Errorf("%d requests reached the server within the second it asked for", early.Load())
 	}
@@ -289,11 +287,8 @@ func BenchmarkOverload(b *testing.B) {
 				srv := newShedServer(b, 4, 40*time.Millisecond, http.StatusServiceUnavailable, "")
 				plan := overloadPlan(b, srv.url, 120, c.rates, c.streams...)
 				start := time.Now()
-				status, err, events := runWithin(b, plan, 5*time.Minute)
+				events := runWithin(b, plan, 5*time.Minute)
 				wall := time.Since(start)
-				if err != nil || status != session.StatusComplete {
-					b.Fatalf("status %s, error %v", status, err)
-				}
 				s := finishedSession(b, events)
 				res, err := s.LoadResults()
 				if err != nil {
@@ -324,10 +319,7 @@ func TestALevelWhereEveryRequestFailedIsReported(t *testing.T) {
 	})
 	plan := overloadPlan(t, url, 30, []float64{60, 120, 240})
 	plan.Profile.Warmup, plan.Profile.SLO = 1, profiles.SLO{} // no search between the rates
-	status, err, events := runWithin(t, plan, 30*time.Second)
-	if err != nil || status != session.StatusComplete {
-		t.Fatalf("status %s, error %v", status, err)
-	}
+	events := runWithin(t, plan, 30*time.Second)
 	s := finishedSession(t, events)
 	res, err := s.LoadResults()
 	if err != nil {
