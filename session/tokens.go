@@ -25,21 +25,40 @@ type Arrivals struct {
 	Tokens []int
 	AtMs   []float64
 	// Reasoning marks the arrivals that were a reasoning model's
-	// thinking (kind reasoning); IDs are each arrival's token ids (nil
-	// where the backend did not give them).
+	// thinking (kind reasoning); IDs are each arrival's token ids. Both
+	// are nil where no arrival has one (a load run keeps every request's
+	// arrivals: they would near triple it), else as long as Tokens.
 	Reasoning []bool
 	IDs       [][]int
 }
 
 // ArrivalsOf is arrivals as the tokens CSV keeps them.
 func ArrivalsOf(arrivals []metrics.Arrival) Arrivals {
-	a := Arrivals{Tokens: make([]int, len(arrivals)), AtMs: make([]float64, len(arrivals)), Reasoning: make([]bool, len(arrivals)), IDs: make([][]int, len(arrivals))}
+	a := Arrivals{Tokens: make([]int, len(arrivals)), AtMs: make([]float64, len(arrivals))}
 	seen := 0
 	for i, x := range arrivals {
 		seen += x.Tokens
-		a.Tokens[i], a.AtMs[i], a.Reasoning[i], a.IDs[i] = seen, float64(x.At)/float64(time.Millisecond), x.Reasoning, x.IDs
+		a.Tokens[i], a.AtMs[i] = seen, float64(x.At)/float64(time.Millisecond)
+		a.mark(i, x.Reasoning, x.IDs)
 	}
 	return a
+}
+
+// mark records arrival i's kind and ids, making room for them (as long as
+// Tokens) only when it has either.
+func (a *Arrivals) mark(i int, reasoning bool, ids []int) {
+	if reasoning {
+		if a.Reasoning == nil {
+			a.Reasoning = make([]bool, len(a.Tokens))
+		}
+		a.Reasoning[i] = true
+	}
+	if ids != nil {
+		if a.IDs == nil {
+			a.IDs = make([][]int, len(a.Tokens))
+		}
+		a.IDs[i] = ids
+	}
 }
 
 // Chunks are the arrivals again as the runner saw them (ArrivalsOf's
@@ -99,7 +118,14 @@ func ParseTokens(name string, data []byte) (map[TrialKey]Arrivals, []string, err
 		if err != nil {
 			return err
 		}
-		a.Tokens, a.AtMs, a.Reasoning, a.IDs = append(a.Tokens, tokens), append(a.AtMs, at), append(a.Reasoning, field(4) == KindReasoning), append(a.IDs, ids)
+		a.Tokens, a.AtMs = append(a.Tokens, tokens), append(a.AtMs, at)
+		if a.Reasoning != nil {
+			a.Reasoning = append(a.Reasoning, false)
+		}
+		if a.IDs != nil {
+			a.IDs = append(a.IDs, nil)
+		}
+		a.mark(len(a.Tokens)-1, field(4) == KindReasoning, ids)
 		trials[key] = a
 		return nil
 	})

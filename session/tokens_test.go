@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tokentop/tokentop/metrics"
 )
 
 func TestTokensAreReadByNameAndBadRowsAreNamed(t *testing.T) {
@@ -53,4 +56,34 @@ func FuzzParseTokens(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Kinds and ids take room only where an arrival has one, and come back
+// where they were, read or made.
+func TestArrivalsKeepKindsAndIDsOnlyWhereGiven(t *testing.T) {
+	plain := ArrivalsOf([]metrics.Arrival{{At: time.Millisecond, Tokens: 1}, {At: 2 * time.Millisecond, Tokens: 2}})
+	if plain.Reasoning != nil || plain.IDs != nil {
+		t.Errorf("room made for nothing: %+v", plain)
+	}
+	data := []byte("arm,trial,index,t_ms,kind,id\na,1,1,1.000,output,\na,1,2,2.000,reasoning,\na,1,3,3.000,output,7\n")
+	trials, _, err := ParseTokens("x.csv", data)
+	a := trials[TrialKey{"a", 1}]
+	chunks := a.Chunks()
+	if err != nil || len(a.Reasoning) != 3 || len(a.IDs) != 3 || chunks[0].Reasoning || !chunks[1].Reasoning || chunks[1].IDs != nil || !slices.Equal(chunks[2].IDs, []int{7}) {
+		t.Errorf("%+v %v", a, err)
+	}
+}
+
+// BenchmarkArrivalsOf is what a load run keeps of each request's 64
+// arrivals: 1,024 B, as before the kinds and ids were kept (they are
+// made only where an arrival has one; always made, 2,880 B).
+func BenchmarkArrivalsOf(b *testing.B) {
+	arrivals := make([]metrics.Arrival, 64)
+	for i := range arrivals {
+		arrivals[i] = metrics.Arrival{At: time.Duration(i) * time.Millisecond, Tokens: 1}
+	}
+	b.ReportAllocs()
+	for range b.N {
+		_ = ArrivalsOf(arrivals)
+	}
 }
