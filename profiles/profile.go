@@ -220,14 +220,6 @@ func (u *URLs) UnmarshalTOML(v any) error {
 	return fmt.Errorf("url: give a string, or an array of strings for several replicas")
 }
 
-// First is the first address; "" for none.
-func (u URLs) First() string {
-	if len(u) == 0 {
-		return ""
-	}
-	return u[0]
-}
-
 func (t *Think) UnmarshalTOML(v any) error {
 	*t = Think(fmt.Sprint(v))
 	return nil

@@ -220,13 +220,13 @@ func watchMemory(plan *Plan) ([]*telemetry.MemoryWatch, []string) {
 			watches[i], words[i] = watches[first], words[first]
 			continue
 		}
-		watch := telemetry.WatchMemory
-		if pid != 0 {
-			watch = func(pid int, interval time.Duration) (*telemetry.MemoryWatch, error) {
-				return telemetry.WatchServerMemory(pid, interval, find)
-			}
+		var w *telemetry.MemoryWatch
+		var err error
+		if pid == 0 {
+			w, err = telemetry.WatchMemory(0, opts.Interval)
+		} else {
+			w, err = telemetry.WatchServerMemory(pid, opts.Interval, find)
 		}
-		w, err := watch(pid, opts.Interval)
 		if err != nil {
 			words[i] = "none: " + err.Error()
 			continue

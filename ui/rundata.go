@@ -256,7 +256,7 @@ func (d *runData) serversOverRun(info *session.ServerMetricsInfo) {
 		return
 	}
 	for i, src := range info.Servers {
-		if i >= len(d.servers) || d.servers[i].Unavailable != "" || src.Status == "" || !strings.HasPrefix(src.Status, "scraped") {
+		if i >= len(d.servers) || !strings.HasPrefix(src.Status, "scraped") {
 			continue
 		}
 		d.servers[i].OverRun, d.servers[i].LowerBound = true, src.LowerBound()
