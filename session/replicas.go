@@ -43,9 +43,10 @@ func ReplicasOf(records []*Record, urls []string) []ReplicaRow {
 }
 
 // ReplicaWords say which of an arm's replicas differ in e2e: each pair
-// by Mann-Whitney, Holm-adjusted over the pairs, which is slower from the
-// test's own effect (P(X > Y) above ½), with both medians; or that none
-// does.
+// by Mann-Whitney, Holm-adjusted over the pairs, which is slower and by
+// how much from the test's own effect (the share of pairs of trials in
+// which its e2e is the longer), its medians beside; or that no pair
+// differs significantly.
 func ReplicaWords(records []*Record, rows []ReplicaRow) []string {
 	if len(rows) < 2 {
 		return nil
@@ -69,24 +70,24 @@ func ReplicaWords(records []*Record, rows []ReplicaRow) []string {
 		}
 		return fmt.Sprintf("replica %d (%s)", r.Replica, r.URL)
 	}
+	test := "Mann-Whitney on the pair's trials"
+	if len(pairs) > 1 {
+		test = fmt.Sprintf("Mann-Whitney on each pair's trials, Holm-adjusted over %d pairs", len(pairs))
+	}
 	var lines []string
 	for k, pr := range pairs {
 		if !(adjusted[k] < Alpha) {
 			continue
 		}
-		slow, fast := pr.b, pr.a
-		if tests[k].U/float64(pr.a.N*pr.b.N) < 0.5 { // U counts b above a
-			slow, fast = pr.a, pr.b
+		slow, fast, longer := pr.b, pr.a, tests[k].U/float64(pr.a.N*pr.b.N) // U counts b above a
+		if longer < 0.5 {
+			slow, fast, longer = pr.a, pr.b, 1-longer
 		}
-		test := "Mann-Whitney over the two replicas' trials"
-		if len(pairs) > 1 {
-			test += fmt.Sprintf(", Holm-adjusted over %d pairs", len(pairs))
-		}
-		lines = append(lines, fmt.Sprintf("%s is slower than %s: median e2e %s ms against %s ms (%s, %s)",
-			name(slow), name(fast), FormatValue(slow.Median), FormatValue(fast.Median), test, formatP(adjusted[k])))
+		lines = append(lines, fmt.Sprintf("%s is slower than %s: its e2e is the longer in %.0f%% of pairs of their trials (%s, %s); medians %s ms and %s ms",
+			name(slow), name(fast), 100*longer, test, formatP(adjusted[k]), FormatValue(slow.Median), FormatValue(fast.Median)))
 	}
 	if len(lines) == 0 {
-		lines = append(lines, fmt.Sprintf("the %d replicas' e2e do not differ (Mann-Whitney on each pair, Holm-adjusted: smallest %s)", len(rows), formatP(slices.Min(adjusted))))
+		lines = append(lines, fmt.Sprintf("no two of the %d replicas' e2e differ significantly (%s: smallest %s)", len(rows), test, formatP(slices.Min(adjusted))))
 	}
 	return lines
 }
