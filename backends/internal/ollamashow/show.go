@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -44,7 +45,7 @@ func Show(ctx context.Context, conn *stream.Conn, root, model string) (Model, er
 		} `json:"details"`
 		Capabilities []string `json:"capabilities"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&show); err != nil {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, stream.MaxJSONBody)).Decode(&show); err != nil {
 		return Model{}, fmt.Errorf("%s/api/show: %w: %v", untrusted.URL(root), ErrBadAnswer, err)
 	}
 	return Model{Quantization: show.Details.QuantizationLevel, Capabilities: show.Capabilities}, nil

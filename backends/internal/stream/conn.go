@@ -143,6 +143,11 @@ func (c *Conn) PostJSON(ctx context.Context, url string, body any) (*http.Respon
 	return resp, err
 }
 
+// MaxJSONBody bounds a server's JSON answer read whole (a probe's, a
+// model's description): one that goes on past it is not the JSON
+// expected.
+const MaxJSONBody = 16 << 20
+
 // GetJSON fetches url and decodes its JSON body into out.
 func (c *Conn) GetJSON(ctx context.Context, url string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -154,7 +159,7 @@ func (c *Conn) GetJSON(ctx context.Context, url string, out any) error {
 		return err
 	}
 	defer resp.Body.Close()
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(out); err != nil {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, MaxJSONBody)).Decode(out); err != nil {
 		return fmt.Errorf("%s: response is not the JSON expected: %v", untrusted.URL(url), err)
 	}
 	return nil
