@@ -188,19 +188,20 @@ func findShards(paths []string) ([]*session.Session, error) {
 }
 
 // shardsStop is what stopped arm in the shards, without each one's own
-// usable count: the same in every shard that stopped it ("" where none
-// did, or they differ).
+// usable count (usableWords, which the run appended): the same in every
+// shard that stopped it ("" where none did, or they differ).
 func shardsStop(shards []*session.Session, arm string) string {
 	why := ""
 	for _, s := range shards {
-		this, _, _ := strings.Cut(s.Manifest.Summary[arm].StoppedBy, ": ")
-		switch {
+		sum := s.Manifest.Summary[arm]
+		switch this := strings.TrimSuffix(sum.StoppedBy, usableWords(sum)); {
 		case this == "":
 			continue
 		case why != "" && this != why:
 			return ""
+		default:
+			why = this
 		}
-		why = this
 	}
 	return why
 }

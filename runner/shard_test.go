@@ -228,3 +228,21 @@ func TestAFleetsReplicasTakeTheRequestsInTurn(t *testing.T) {
 		}
 	}
 }
+
+// Each shard's stop says its own usable count; the merge keeps what is
+// common to them and counts the usable trials of the merged rows.
+func TestTheMergeTakesTheShardsStopWithoutTheirCounts(t *testing.T) {
+	shard := func(ok, degraded int) *session.Session {
+		sum := session.ArmSummary{TimedOK: ok, Degraded: degraded}
+		sum.StoppedBy = "reached the trial cap of 300, counted over the 2 shards together" + usableWords(sum)
+		return &session.Session{Manifest: &session.Manifest{Summary: map[string]session.ArmSummary{"a": sum}}}
+	}
+	if got := shardsStop([]*session.Session{shard(140, 10), shard(150, 0)}, "a"); got != "reached the trial cap of 300, counted over the 2 shards together" {
+		t.Errorf("%q", got)
+	}
+	other := shard(150, 0)
+	other.Manifest.Summary["a"] = session.ArmSummary{StoppedBy: "replayed the whole trace (300 requests of t.jsonl)"}
+	if got := shardsStop([]*session.Session{shard(140, 10), other}, "a"); got != "" {
+		t.Errorf("shards stopped otherwise: %q", got)
+	}
+}
