@@ -1214,9 +1214,11 @@ func TestServerAndPowerLinesSayWhatTheyHave(t *testing.T) {
 	}
 }
 
-// Once the run is over, a server's line gives the run's tok/s, not its
-// last scrape interval's (663 tok/s over 0.19 s where the run's was
-// 286.6), and says where the count is a lower bound.
+// Once the run is over, a server's line leads with the run's tok/s, not
+// its last scrape interval's (663 tok/s over 0.19 s where the run's was
+// 286.6), says where the count is a lower bound, and gives the most its
+// gauges read rather than the last scrape's queue (at 80 columns the rate
+// was cut off behind it).
 func TestTheDoneServerLineIsTheRunsRate(t *testing.T) {
 	nan := math.NaN()
 	d := &runData{}
@@ -1225,14 +1227,15 @@ func TestTheDoneServerLineIsTheRunsRate(t *testing.T) {
 	if got := ansi.Strip(serverLines(d.servers)[0]); got != "llamacpp: 0 running · 0 waiting · 663 tok/s" {
 		t.Errorf("while running: %q", got)
 	}
-	info := &session.ServerMetricsInfo{Servers: []session.ServerMetricsSource{{Targets: []string{"llamacpp"}, Status: "scraped", TokensGenerated: 4000, TokensPerSecond: 286.6}}}
+	info := &session.ServerMetricsInfo{Servers: []session.ServerMetricsSource{{Targets: []string{"llamacpp"}, Status: "scraped", TokensGenerated: 4000, TokensPerSecond: 286.6,
+		PeakRunning: 4, PeakWaiting: 1}}}
 	d.apply(runner.Finished{ServerMetrics: info})
-	if got := ansi.Strip(serverLines(d.servers)[0]); got != "llamacpp: 0 running · 0 waiting · 287 tok/s over the run" {
+	if got := ansi.Strip(serverLines(d.servers)[0]); got != "llamacpp: 287 tok/s over the run · at most 4 running · 1 waiting" {
 		t.Errorf("done: %q", got)
 	}
 	info.Servers[0].Restarts = 1
 	d.apply(runner.Finished{ServerMetrics: info})
-	if got := ansi.Strip(serverLines(d.servers)[0]); got != "llamacpp: 0 running · 0 waiting · ≥ 287 tok/s over the run" {
+	if got := ansi.Strip(serverLines(d.servers)[0]); got != "llamacpp: ≥ 287 tok/s over the run · at most 4 running · 1 waiting" {
 		t.Errorf("done, a restart: %q", got)
 	}
 }

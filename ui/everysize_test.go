@@ -175,13 +175,14 @@ func screenStates(t *testing.T) []screenState {
 	dash("dashboard, a reasoning model's TTFO", three, reasoningRun, "m", "m", "m", "m")
 	dash("dashboard, load sweep", []string{"greedy@c1", "greedy@c2", "greedy@c4", "greedy@c8"}, sweepEvents)
 	dash("dashboard, an open loop", []string{"greedy@r20", "greedy@r80"}, openLoopEvents)
-	dash("dashboard, two servers' metrics", three, func(ev []runner.Event) []runner.Event {
+	twoServers := func(ev []runner.Event) []runner.Event {
 		nan := math.NaN()
 		return append(ev,
 			runner.ServerMetrics{Server: 0, Targets: []string{"llamacpp-a-long-target-name-for-a-server"}, TokensPerSecond: 1969.05, PrefixHitRate: 0.3,
 				View: telemetry.ServerView{Running: 2, Waiting: 14, KVCache: 0.34, Generated: 270, PrefixHits: 51, PrefixQueries: 170, PrefixHitRate: nan}},
 			runner.ServerMetrics{Server: 1, Targets: []string{"openai"}, Unavailable: "http://127.0.0.1:8000/metrics answered HTTP 404"})
-	})
+	}
+	dash("dashboard, two servers' metrics", three, twoServers)
 	dash("dashboard, energy on a remote GPU", three, energyRun)
 	dash("dashboard, energy on a remote GPU, zoomed on power", three, energyRun, "tab", "tab", "z")
 	dash("dashboard, together study", []string{"agent-a@alone", "agent-b@alone", "agent-a@together", "agent-b@together"}, func(ev []runner.Event) []runner.Event {
@@ -209,6 +210,10 @@ func screenStates(t *testing.T) []screenState {
 			fin.Precision = session.Precision{Short: "every arm's mean e2e within ±2% (the last after 1,262 trials)"}
 		case "done, a shard of an open loop":
 			fin.Shard = &session.ShardInfo{Index: 2, Count: 16, Host: "tokentop-shards-2-abcde"}
+		case "done, servers' metrics over the run, one restarted":
+			fin.ServerMetrics = &session.ServerMetricsInfo{Servers: []session.ServerMetricsSource{
+				{Targets: []string{"llamacpp-a-long-target-name-for-a-server"}, Status: "scraped", TokensGenerated: 23040, TokensPerSecond: 286.6, Restarts: 1, FailedReads: 3, PrefixHitRate: 0.3},
+				{Targets: []string{"openai"}, Status: "none: http://127.0.0.1:8000/metrics answered HTTP 404"}}}
 		}
 		tr.send(eventsMsg(append(events, fin)))
 		close(tr.app.run.done)
@@ -245,6 +250,7 @@ func screenStates(t *testing.T) []screenState {
 		return []tea.Msg{verdictsMsg{err: errors.New(strings.Repeat("the session could not be read: trials CSV line 3 is bad ", 4))}}
 	})
 	done("done, a shard of an open loop", []string{"greedy@r400"}, nil, none)
+	done("done, servers' metrics over the run, one restarted", three, twoServers, none)
 	sweep := []string{"greedy@c1", "greedy@c2", "greedy@c4", "greedy@c8"}
 	done("done, a load sweep", sweep, nil, verdicts(sweep, "greedy: tok/s 604 at 1, 783 at 2, 1041 at 4, 1216 at 8 streams",
 		"greedy: knee at 4 streams: p95 TTFT is 2.1× its value at 1 stream (over 2×)",

@@ -75,10 +75,11 @@ func serverRows(servers []runner.ServerMetrics, h int) int {
 }
 
 // serverLines are one line per scraped server (the panel's title says
-// these are servers): the requests it runs and queues, its KV cache in
-// use, its prefix cache's hits and the tokens it generates a second, over
-// the last scrape while the run goes on and over the run once it is done;
-// or why it has no metrics.
+// these are servers): while the run goes on, the requests it runs and
+// queues, its KV cache in use, its prefix cache's hits and the tokens it
+// generates a second, over the last scrape; once it is done, the tokens a
+// second and the hits over the run first, then the most it ran, queued
+// and held; or why it has no metrics.
 func serverLines(servers []runner.ServerMetrics) []string {
 	var out []string
 	for _, s := range servers {
@@ -96,18 +97,25 @@ func serverLines(servers []runner.ServerMetrics) []string {
 				parts = append(parts, fmt.Sprintf(format, v))
 			}
 		}
-		add("%.0f running", s.View.Running)
-		add("%.0f waiting", s.View.Waiting)
-		add("KV cache %.0f%%", 100*s.View.KVCache)
-		rate := "%.0f tok/s"
-		switch {
-		case s.OverRun && s.LowerBound:
-			rate = "≥ %.0f tok/s over the run"
-		case s.OverRun:
-			rate = "%.0f tok/s over the run"
+		if s.OverRun {
+			// The run's figures lead, the gauges' peaks after: the last
+			// scrape's queue is not what the run saw.
+			rate := "%.0f tok/s over the run"
+			if s.LowerBound {
+				rate = "≥ " + rate
+			}
+			add(rate, s.TokensPerSecond)
+			add("prefix hits %.0f%%", 100*s.PrefixHitRate)
+			add("at most %.0f running", s.View.Running)
+			add("%.0f waiting", s.View.Waiting)
+			add("KV cache ≤ %.0f%%", 100*s.View.KVCache)
+		} else {
+			add("%.0f running", s.View.Running)
+			add("%.0f waiting", s.View.Waiting)
+			add("KV cache %.0f%%", 100*s.View.KVCache)
+			add("prefix hits %.0f%%", 100*s.PrefixHitRate)
+			add("%.0f tok/s", s.TokensPerSecond)
 		}
-		add("prefix hits %.0f%%", 100*s.PrefixHitRate)
-		add(rate, s.TokensPerSecond)
 		if len(parts) == 0 { // metrics, but none of the series tokentop knows (a GPU exporter's, say)
 			out = append(out, styleDim.Render(name+"metrics read, none of the serving series tokentop knows"))
 			continue

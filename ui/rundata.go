@@ -249,8 +249,9 @@ func (d *runData) apply(ev runner.Event) {
 }
 
 // serversOverRun turns each scraped server's line, once the run is over,
-// from its last scrape interval's rate (663 tok/s over 0.19 s) to the
-// run's, from its first scrape to its last.
+// from its last scrape interval (663 tok/s over 0.19 s; the queue of that
+// moment) to the run: its rate from its first scrape to its last, and the
+// most its gauges read.
 func (d *runData) serversOverRun(info *session.ServerMetricsInfo) {
 	if info == nil {
 		return
@@ -266,6 +267,15 @@ func (d *runData) serversOverRun(info *session.ServerMetricsInfo) {
 		}
 		if src.PrefixHitRate > 0 {
 			d.servers[i].PrefixHitRate = src.PrefixHitRate
+		}
+		v := &d.servers[i].View // a series the server gave has its peak
+		for _, g := range []struct {
+			gauge *float64
+			peak  float64
+		}{{&v.Running, src.PeakRunning}, {&v.Waiting, src.PeakWaiting}, {&v.KVCache, src.PeakKVCache}} {
+			if !math.IsNaN(*g.gauge) {
+				*g.gauge = g.peak
+			}
 		}
 	}
 }
