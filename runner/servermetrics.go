@@ -67,8 +67,13 @@ func (p *Plan) metricsSources() []session.ServerMetricsSource {
 		if t.Kind.InProcess || t.Kind.MetricsPath == "" {
 			continue
 		}
-		// A fleet's replicas are each a server with its own metrics.
-		for _, addr := range append([]string{t.Target.URL}, t.Target.Replicas...) {
+		// A fleet's replicas are each a server with its own metrics,
+		// named by their index as the trials' replica column has it.
+		for k, addr := range append([]string{t.Target.URL}, t.Target.Replicas...) {
+			name := t.Name
+			if len(t.Target.Replicas) > 0 {
+				name = fmt.Sprintf("%s replica %d", t.Name, k)
+			}
 			where := p.ServerMetrics
 			if where == "" {
 				u, err := url.Parse(addr)
@@ -77,14 +82,14 @@ func (p *Plan) metricsSources() []session.ServerMetricsSource {
 				}
 				where = (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: t.Kind.MetricsPath}).String()
 			}
-			if k, ok := at[where]; ok {
-				if !slices.Contains(out[k].Targets, t.Name) {
-					out[k].Targets = append(out[k].Targets, t.Name)
+			if i, ok := at[where]; ok {
+				if !slices.Contains(out[i].Targets, name) {
+					out[i].Targets = append(out[i].Targets, name)
 				}
 				continue
 			}
 			at[where] = len(out)
-			out = append(out, session.ServerMetricsSource{Targets: []string{t.Name}, URL: where})
+			out = append(out, session.ServerMetricsSource{Targets: []string{name}, URL: where})
 		}
 	}
 	return out

@@ -217,8 +217,8 @@ func TestAFleetsReplicasTakeTheRequestsInTurn(t *testing.T) {
 		t.Errorf("off: %d sources", len(sources))
 	}
 	plan.ServerMetrics = ""
-	if sources := plan.metricsSources(); len(sources) != 2 {
-		t.Errorf("each replica read for its metrics: %+v", sources)
+	if sources := plan.metricsSources(); len(sources) != 2 || !slices.Equal(sources[1].Targets, []string{"openai replica 1"}) {
+		t.Errorf("each replica read for its metrics, named by its index: %+v", sources)
 	}
 	report := strings.Join(session.BuildReport(s, session.TestOptions{Resamples: 100, Seed: 1}).Lines("", "  "), "\n")
 	for _, want := range []string{"replica 0  " + fast + ": 12 trials", "replica 1  " + slow + ": 12 trials",
