@@ -86,7 +86,11 @@ func ReplicaWords(records []*Record, rows []ReplicaRow) []string {
 		lines = append(lines, fmt.Sprintf("%s is slower than %s: its e2e is the longer in %.0f%% of pairs of their trials (%s, %s); medians %s ms and %s ms",
 			name(slow), name(fast), 100*longer, test, formatP(adjusted[k]), FormatValue(slow.Median), FormatValue(fast.Median)))
 	}
-	if len(lines) == 0 {
+	switch {
+	case len(lines) > 0:
+	case len(pairs) == 1:
+		lines = append(lines, fmt.Sprintf("the two replicas' e2e do not differ significantly (%s, %s)", test, formatP(adjusted[0])))
+	default:
 		lines = append(lines, fmt.Sprintf("no two of the %d replicas' e2e differ significantly (%s: smallest %s)", len(rows), test, formatP(slices.Min(adjusted))))
 	}
 	return lines

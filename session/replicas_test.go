@@ -57,7 +57,7 @@ func TestReplicaWordsHoldTheErrorRate(t *testing.T) {
 		t.Errorf("a replica 1.3× slower found in %d of 200 fleets", found)
 	}
 	recs := fleetRecords(rng, 30, 1, 1)
-	if w := ReplicaWords(recs, ReplicasOf(recs, nil)); len(w) != 1 || !strings.HasPrefix(w[0], "no two of the 2 replicas' e2e differ significantly (Mann-Whitney on the pair's trials: smallest p = ") {
+	if w := ReplicaWords(recs, ReplicasOf(recs, nil)); len(w) != 1 || !strings.HasPrefix(w[0], "the two replicas' e2e do not differ significantly (Mann-Whitney on the pair's trials, p = ") {
 		t.Errorf("alike: %q", w)
 	}
 }
