@@ -3,11 +3,14 @@ package telemetry
 import (
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shirou/gopsutil/v4/process"
 )
 
 // startServerTree starts a stand-in for `ollama serve`: a small shell
@@ -80,5 +83,34 @@ func TestServerMemoryCountsItsChildrenAndOutlivesARestart(t *testing.T) {
 	}
 	if h := m.History(); strings.Count(h, "not measured from trial run ") != 1 {
 		t.Errorf("gone: %q", h)
+	}
+}
+
+// A stat line's comm may hold spaces and parentheses: ppid comes after
+// its last ')'.
+func TestStatParent(t *testing.T) {
+	for line, want := range map[string]int32{
+		"4242 (ollama) S 1 4242 4242 0 -1":               1,
+		"77 (a (tricky) name) R 4242 77 77 0 -1 4194560": 4242,
+	} {
+		if got, ok := statParent([]byte(line)); !ok || got != want {
+			t.Errorf("%q: %d %v, want %d", line, got, ok, want)
+		}
+	}
+	if _, ok := statParent([]byte("4242 (cut")); ok {
+		t.Error("a cut line read as whole")
+	}
+}
+
+// BenchmarkDescendants finds a process's descendants as each trial's
+// start does.
+func BenchmarkDescendants(b *testing.B) {
+	p, err := process.NewProcess(int32(os.Getppid()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for range b.N {
+		descendants(p)
 	}
 }
