@@ -221,7 +221,7 @@ func TestAFleetsReplicasTakeTheRequestsInTurn(t *testing.T) {
 		t.Errorf("each replica read for its metrics, named by its index: %+v", sources)
 	}
 	report := strings.Join(session.BuildReport(s, session.TestOptions{Resamples: 100, Seed: 1}).Lines("", "  "), "\n")
-	for _, want := range []string{"replica 0  " + fast + ": 12 trials", "replica 1  " + slow + ": 12 trials",
+	for _, want := range []string{"replicas:\n", "0  " + fast + "  12  ", "1  " + slow + "  12  ",
 		"replica 1 (" + slow + ") is slower than replica 0 (" + fast + "): its e2e is the longer in 100% of pairs of their trials (Mann-Whitney on the pair's trials, p < 0.001); medians "} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)

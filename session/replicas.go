@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -40,6 +41,16 @@ func ReplicasOf(records []*Record, urls []string) []ReplicaRow {
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// ReplicasTable is an arm's rows per replica, for every report.
+func ReplicasTable(rows []ReplicaRow) Table {
+	t := Table{Header: []string{"replica", "url", "n", "e2e median", "e2e p95", "tok/s"}}
+	for _, r := range rows {
+		t.Rows = append(t.Rows, []string{strconv.Itoa(r.Replica), cmp.Or(r.URL, "—"), strconv.Itoa(r.N),
+			FormatValue(r.Median) + " ms", FormatValue(r.P95) + " ms", FormatValue(r.TokensPerS)})
+	}
+	return t
 }
 
 // ReplicaWords say which of an arm's replicas differ in e2e: each pair

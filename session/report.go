@@ -246,8 +246,11 @@ func (r *Report) Lines(heading, item string) []string {
 		if a.Energy.N > 0 {
 			add("energy", "%s", a.Energy.Words())
 		}
-		for _, rp := range a.Replicas {
-			add(fmt.Sprintf("replica %d", rp.Replica), "%s: %d trials, e2e median %s ms, p95 %s ms, %s tok/s", rp.URL, rp.N, FormatValue(rp.Median), FormatValue(rp.P95), FormatValue(rp.TokensPerS))
+		if len(a.Replicas) > 0 {
+			lines = append(lines, item+"replicas:")
+			for _, l := range ReplicasTable(a.Replicas).Lines() {
+				lines = append(lines, item+"  "+l)
+			}
 		}
 		for _, w := range a.ReplicaWords {
 			lines = append(lines, item+w)
@@ -382,10 +385,20 @@ func (r *Report) writeJSON(w io.Writer) error {
 		HalfWidth any `json:"ci95_half_width"`
 		CV        any `json:"cv"`
 	}
+	type replica struct {
+		Replica    int    `json:"replica"`
+		URL        string `json:"url,omitempty"`
+		N          int    `json:"n"`
+		Median     any    `json:"e2e_median_ms"`
+		P95        any    `json:"e2e_p95_ms"`
+		TokensPerS any    `json:"output_tps"`
+	}
 	type arm struct {
 		Summary       map[string]any `json:"summary"`
 		OutlierTrials []int          `json:"outlier_trials"`
 		Curve         []point        `json:"convergence"`
+		Replicas      []replica      `json:"replicas,omitempty"`
+		ReplicaWords  []string       `json:"replica_words,omitempty"`
 	}
 	out := struct {
 		Session string   `json:"session"`
@@ -396,7 +409,10 @@ func (r *Report) writeJSON(w io.Writer) error {
 	}{Session: r.Session, Reached: r.Reached, Caveats: r.Caveats, Load: r.Load}
 	for i := range r.Arms {
 		a := &r.Arms[i]
-		j := arm{Summary: jsonObject(reportColumns, a.row()), OutlierTrials: a.OutlierTrials}
+		j := arm{Summary: jsonObject(reportColumns, a.row()), OutlierTrials: a.OutlierTrials, ReplicaWords: a.ReplicaWords}
+		for _, r := range a.Replicas {
+			j.Replicas = append(j.Replicas, replica{r.Replica, r.URL, r.N, JSONNumber(r.Median), JSONNumber(r.P95), JSONNumber(r.TokensPerS)})
+		}
 		for _, p := range a.Curve {
 			j.Curve = append(j.Curve, point{p.N, JSONNumber(p.Mean), JSONNumber(p.HalfWidth), JSONNumber(p.CV)})
 		}

@@ -46,6 +46,9 @@ type Report struct {
 	// Reasoning is, where a model reasoned, each column's thinking
 	// against its output and its TTFT against its TTFO.
 	Reasoning *Table
+	// Replicas are, where an arm ran on a fleet, its rows per replica
+	// and which replicas differ.
+	Replicas *Lead
 	// Caveats lead: unfinished sessions, degraded, truncated or cached
 	// trials, mismatched set-ups, rows of a file that could not be read.
 	Caveats []string
@@ -134,6 +137,21 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 	if t, ok := cmp.ReasoningTable(); ok {
 		r.Reasoning = &Table{Caption: "per trial: mean reasoning and output tokens; median TTFT (the first token, thinking included) and TTFO (the answer's first)", Table: t}
 		charted = slices.Insert(slices.Clone(chartMetrics), slices.Index(chartMetrics, "ttft_ms")+1, "ttfo_ms")
+	}
+	for i, c := range cmp.Columns {
+		s := sessionOf(c.Session, sessions)
+		recs := session.ByArm(s.Records)[c.Arm]
+		rows := session.ReplicasOf(recs, s.Manifest.TargetOf(c.Arm).Replicas)
+		if len(rows) == 0 {
+			continue
+		}
+		if r.Replicas == nil {
+			r.Replicas = &Lead{Heading: "Replicas", ID: "replicas"}
+		}
+		r.Replicas.Tables = append(r.Replicas.Tables, Table{Caption: labels[i] + ": its counted trials on each replica of its fleet", Table: session.ReplicasTable(rows)})
+		for _, w := range session.ReplicaWords(recs, rows) {
+			r.Replicas.Lines = append(r.Replicas.Lines, labels[i]+": "+w)
+		}
 	}
 	arrivals := map[string]map[session.TrialKey]session.Arrivals{} // per session stem
 	for _, s := range unique {

@@ -397,6 +397,37 @@ func TestAReasoningModelsReportShowsItsThinking(t *testing.T) {
 	}
 }
 
+// An arm on a fleet gets a table of its replicas and the words that say
+// which differ; an arm on one server, none.
+func TestAFleetsReportShowsItsReplicas(t *testing.T) {
+	s := syntheticSession(t, 30, 1)
+	s.Manifest.Targets[0].Replicas = []string{"http://vllm-0:8000/v1", "http://vllm-1:8000/v1"}
+	for i := range s.Records {
+		r := &s.Records[i]
+		r.Replica = strconv.Itoa(r.Trial % 2)
+		if r.Replica == "1" {
+			r.E2EMs *= 1.5
+		}
+	}
+	var page bytes.Buffer
+	if err := buildRun(t, s).WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	doc := html.UnescapeString(page.String())
+	for _, want := range []string{`<h2 id="replicas">Replicas</h2>`, "<td>http://vllm-1:8000/v1</td>", "replica 1 (http://vllm-1:8000/v1) is slower than replica 0 (http://vllm-0:8000/v1): its e2e is the longer in 100% of pairs"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	page.Reset()
+	if err := buildRun(t, syntheticSession(t, 30, 1)).WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(page.String(), `id="replicas"`) {
+		t.Error("a replicas table where the arm ran on one server")
+	}
+}
+
 // The report opens with numbers: a table per arm before any verdict,
 // whose figures are the session's own (read back from the page).
 func TestTheReportOpensWithEachArmsNumbers(t *testing.T) {
