@@ -336,10 +336,7 @@ func (d *doneView) headLines(w int) []string {
 	}
 	// The arms' caveats follow, two at most, so the charts stay in view
 	// (the report, r, lists them all).
-	caveats := session.ArmCaveats(names, fin.Summary)
-	if line := fin.Shard.Caveat(); line != "" {
-		caveats = append([]string{line}, caveats...)
-	}
+	caveats := finishedCaveats(names, *fin)
 	shown := min(len(caveats), 2)
 	for i, c := range caveats[:shown] {
 		if more := len(caveats) - shown; i == shown-1 && more > 0 {

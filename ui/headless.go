@@ -224,6 +224,17 @@ func orDash(s string) string {
 	return s
 }
 
+// finishedCaveats are what the end of a run says before its numbers, in
+// the done view and headless alike: that a shard's figures are its share,
+// then the arms' caveats (its status is said on its own line).
+func finishedCaveats(arms []string, fin runner.Finished) []string {
+	caveats := session.ArmCaveats(arms, fin.Summary)
+	if line := fin.Shard.Caveat(); line != "" {
+		caveats = append([]string{line}, caveats...)
+	}
+	return caveats
+}
+
 // WriteFinished prints the summary table, the final status and where the
 // session was saved, within width cells (0: no limit).
 func WriteFinished(w io.Writer, width int, arms []string, fin runner.Finished) {
@@ -234,10 +245,7 @@ func WriteFinished(w io.Writer, width int, arms []string, fin runner.Finished) {
 	} else if p.Line != "" {
 		writeProse(w, width, "stopped: %s", p.Line)
 	}
-	if line := fin.Shard.Caveat(); line != "" {
-		writeProse(w, width, "caveat: %s", line)
-	}
-	for _, c := range session.ArmCaveats(arms, fin.Summary) {
+	for _, c := range finishedCaveats(arms, fin) {
 		writeProse(w, width, "caveat: %s", c)
 	}
 	WriteSummary(w, width, arms, fin.Summary)
