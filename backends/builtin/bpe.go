@@ -19,6 +19,12 @@ type bpeVocab struct {
 	ranks   map[string]int // "left right" → merge rank
 	split   []wordSplitter // applied in order, as llama.cpp applies its expressions
 	control []bool         // token types 3 (control): decode to nothing
+	// wholeWords takes a word that is itself a piece as that piece, merges
+	// or not (llama.cpp's ignore_merges, for Llama 3's vocabulary).
+	wholeWords bool
+	// addBOS is whether the pre-tokenizer's vocabularies start a prompt
+	// with BOS where the file does not say (llama.cpp's default for it).
+	addBOS bool
 }
 
 // byteRunes maps each byte to the character GPT-2's vocabularies spell it
@@ -37,19 +43,32 @@ var byteRunes, runeBytes = func() (enc [256]rune, dec map[rune]byte) {
 	return enc, dec
 }()
 
-// preTokenizers are the tokenizer.ggml.pre values the engine splits words
-// for, each as llama.cpp's list of expressions.
-var preTokenizers = map[string][]wordSplitter{
-	"gpt2":      {gpt2Words},
-	"smollm":    {singleDigits, gpt2Words},
-	"llama-bpe": {llama3Words(3)},
-	"qwen2":     {llama3Words(1)},
+// preTokenizer is how a vocabulary splits text into words, and what
+// llama.cpp sets beside its expressions for it.
+type preTokenizer struct {
+	split      []wordSplitter
+	wholeWords bool
+	addBOS     bool
 }
+
+// preTokenizers are the tokenizer.ggml.pre values the engine splits words
+// for, each as llama.cpp's list of expressions, under every name llama.cpp
+// gives it (DeepSeek-R1's Qwen distills name qwen2's "deepseek-r1-qwen").
+var preTokenizers = func() map[string]preTokenizer {
+	llama3 := preTokenizer{split: []wordSplitter{llama3Words(3)}, wholeWords: true, addBOS: true}
+	qwen2 := preTokenizer{split: []wordSplitter{llama3Words(1)}}
+	return map[string]preTokenizer{
+		"gpt2":      {split: []wordSplitter{gpt2Words}},
+		"smollm":    {split: []wordSplitter{singleDigits, gpt2Words}},
+		"llama-bpe": llama3, "llama3": llama3, "llama-v3": llama3,
+		"qwen2": qwen2, "deepseek-r1-qwen": qwen2,
+	}
+}()
 
 // newBPE builds the BPE state from GGUF metadata: merges ("left right"
 // in rank order) and the pre-tokenizer's name.
 func newBPE(pieces, merges []string, pre string, types []int) (*bpeVocab, error) {
-	split, ok := preTokenizers[pre]
+	kind, ok := preTokenizers[pre]
 	if pre == "" {
 		return nil, errors.New("GGUF has no tokenizer.ggml.pre; a gpt2 vocabulary needs its pre-tokenizer named (llama.cpp's convert script writes it)")
 	}
@@ -70,7 +89,8 @@ func newBPE(pieces, merges []string, pre string, types []int) (*bpeVocab, error)
 			return nil, fmt.Errorf("GGUF tokenizer.ggml.tokens lacks the token for byte 0x%02x (%q); a gpt2 vocabulary has all 256", b, string(r))
 		}
 	}
-	v := &bpeVocab{ranks: make(map[string]int, len(merges)), split: split, control: make([]bool, len(pieces))}
+	v := &bpeVocab{ranks: make(map[string]int, len(merges)), split: kind.split, control: make([]bool, len(pieces)),
+		wholeWords: kind.wholeWords, addBOS: kind.addBOS}
 	for i, m := range merges {
 		if strings.Count(m, " ") != 1 {
 			return nil, fmt.Errorf("GGUF tokenizer.ggml.merges entry %d is %q, not two pieces joined by one space", i, m)
@@ -93,6 +113,10 @@ func (v *bpeVocab) encode(tokens []int, text string, ids map[string]int) []int {
 		mapped.Reset()
 		for i := 0; i < len(w); i++ {
 			mapped.WriteRune(byteRunes[w[i]])
+		}
+		if id, ok := ids[mapped.String()]; ok && v.wholeWords {
+			tokens = append(tokens, id)
+			continue
 		}
 		symbols = symbols[:0]
 		for _, r := range mapped.String() {

@@ -22,6 +22,9 @@ type Engine struct {
 	Model *Model
 	pool  *Pool
 	rope  rotary
+	// slidingRope serves the sliding-window layers, whose rotary base may
+	// be their own (gemma3's 10000 beside its global layers' 1000000).
+	slidingRope rotary
 
 	// Steps are batched by flat combining: a stream queues its step, then
 	// whichever stream finds no pass running (busy) runs every queued step
@@ -67,7 +70,12 @@ const PrefillChunk = 64
 // NewEngine prepares the shared parts of model with threads workers;
 // each stream's buffers are allocated on its first use.
 func NewEngine(m *Model, threads int) *Engine {
-	return &Engine{Model: m, pool: NewPool(threads), rope: newRotary(m.Weights)}
+	e := &Engine{Model: m, pool: NewPool(threads), rope: newRotary(m.Weights, m.Weights.RopeBase)}
+	e.slidingRope = e.rope
+	if m.Weights.Window > 0 && m.Weights.SlidingRopeBase != m.Weights.RopeBase {
+		e.slidingRope = newRotary(m.Weights, m.Weights.SlidingRopeBase)
+	}
+	return e
 }
 
 // Close stops the worker goroutines.

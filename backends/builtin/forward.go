@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 )
 
@@ -13,13 +14,15 @@ type State struct {
 	w            *Weights
 	x, xb, xb2   []float32 // dim
 	hb, hb2      []float32 // hidden
-	q            []float32 // dim
+	q            []float32 // qdim
+	ao           []float32 // qdim: the attention's output, before its projection
 	att          []float32 // heads × attStride
 	attStride    int       // seq rounded up to a multiple of 8
 	logits       []float32 // vocab
 	k, v         []float32 // kvdim: this position's key and value
 	keys, values []float32 // layers × kv heads × seq × head size
 	xq           quantized // x quantized for Q8_0 matrices
+	aq           quantized // ao quantized
 	hq           quantized
 	sampler      *Sampler
 
@@ -100,7 +103,7 @@ func (f activationForms) with(g activationForms) activationForms {
 // asks for.
 func (x *quantized) quantize(v []float32, forms activationForms) {
 	if forms.q8_0 || forms.sums {
-		quantizeInto(x.q[:len(v)], x.scales[:len(v)/GroupSize], v)
+		quantizeActivations(x.q[:len(v)], x.scales[:len(v)/GroupSize], v)
 	}
 	if forms.sums {
 		x.sumGroups(len(v) / GroupSize)
@@ -142,13 +145,17 @@ func (x *quantized) sumGroups(groups int) {
 func NewState(w *Weights) *State {
 	s := w.Shape
 	seq := s.SeqLen
+	// The cache is sized for the whole context, but Go maps a slice this
+	// large fresh from the OS and never writes it to zero it: only the
+	// pages of positions a stream reaches become resident.
 	return &State{w: w,
 		k: make([]float32, s.KVDim()), v: make([]float32, s.KVDim()),
-		x: make([]float32, s.Dim), xb: make([]float32, s.Dim), xb2: make([]float32, s.Dim), q: make([]float32, s.Dim),
+		x: make([]float32, s.Dim), xb: make([]float32, s.Dim), xb2: make([]float32, s.Dim),
+		q: make([]float32, s.QDim()), ao: make([]float32, s.QDim()),
 		hb: make([]float32, s.HiddenDim), hb2: make([]float32, s.HiddenDim),
 		attStride: roundUp8(seq), att: make([]float32, s.Heads*roundUp8(seq)), logits: make([]float32, s.Vocab),
 		keys: make([]float32, s.Layers*seq*s.KVDim()), values: make([]float32, s.Layers*seq*s.KVDim()),
-		xq: newQuantized(s.Dim), hq: newQuantized(s.HiddenDim), sampler: NewSampler(s.Vocab), parker: newParker()}
+		xq: newQuantized(s.Dim), aq: newQuantized(s.QDim()), hq: newQuantized(s.HiddenDim), sampler: NewSampler(s.Vocab), parker: newParker()}
 }
 
 // view is a State for one prompt token of st's chunk: activations of its
@@ -157,10 +164,11 @@ func (st *State) view() *State {
 	s := st.w.Shape
 	return &State{w: st.w, keys: st.keys, values: st.values,
 		k: make([]float32, s.KVDim()), v: make([]float32, s.KVDim()),
-		x: make([]float32, s.Dim), xb: make([]float32, s.Dim), xb2: make([]float32, s.Dim), q: make([]float32, s.Dim),
+		x: make([]float32, s.Dim), xb: make([]float32, s.Dim), xb2: make([]float32, s.Dim),
+		q: make([]float32, s.QDim()), ao: make([]float32, s.QDim()),
 		hb: make([]float32, s.HiddenDim), hb2: make([]float32, s.HiddenDim),
 		attStride: st.attStride, att: make([]float32, len(st.att)),
-		xq: newQuantized(s.Dim), hq: newQuantized(s.HiddenDim)}
+		xq: newQuantized(s.Dim), aq: newQuantized(s.QDim()), hq: newQuantized(s.HiddenDim)}
 }
 
 // vecSel names one of a State's activation vectors, so one batched job
@@ -172,6 +180,7 @@ const (
 	selXB
 	selXB2
 	selQ
+	selAO
 	selK
 	selV
 	selHB
@@ -189,6 +198,8 @@ func (st *State) vec(v vecSel) []float32 {
 		return st.xb2
 	case selQ:
 		return st.q
+	case selAO:
+		return st.ao
 	case selK:
 		return st.k
 	case selV:
@@ -203,32 +214,63 @@ func (st *State) vec(v vecSel) []float32 {
 
 // quant is the quantized copy of input vector v for Q8_0 products.
 func (st *State) quant(v vecSel) *quantized {
-	if v == selHB {
+	switch v {
+	case selHB:
 		return &st.hq
+	case selAO:
+		return &st.aq
 	}
 	return &st.xq
 }
 
 // rotary holds the rotary tables, computed once per engine instead of per
 // token: pair i of a head turns at base^(-2i/headSize), base 10000 as in
-// llama2.c unless the model names its own.
-type rotary struct{ cos, sin []float32 } // seq × headSize/2
+// llama2.c unless the model names its own, its angle scaled by the
+// model's linear rope scale and divided by its frequency factor (Llama
+// 3.1's rope_freqs), as ggml's rope computes them.
+type rotary struct {
+	cos, sin []float32 // seq × headSize/2
+	neox     bool      // pair i with i+headSize/2, not 2i with 2i+1
+}
 
-func newRotary(w *Weights) rotary {
+// newRotary makes the tables for rotary base (0 means 10000).
+func newRotary(w *Weights, base float64) rotary {
 	seq, hs := w.Shape.SeqLen, w.Shape.HeadSize()
-	base := w.RopeBase
 	if base == 0 {
 		base = 10000
 	}
-	r := rotary{cos: make([]float32, seq*hs/2), sin: make([]float32, seq*hs/2)}
+	scale := w.RopeScale
+	if scale == 0 {
+		scale = 1
+	}
+	r := rotary{cos: make([]float32, seq*hs/2), sin: make([]float32, seq*hs/2), neox: w.RopeNeox}
 	for pos := range seq {
 		for i := 0; i < hs/2; i++ {
-			angle := float64(pos) / math.Pow(base, float64(2*i)/float64(hs))
+			angle := scale * float64(pos) / math.Pow(base, float64(2*i)/float64(hs))
+			if w.RopeFactors != nil {
+				angle /= float64(w.RopeFactors[i])
+			}
 			r.cos[pos*hs/2+i] = float32(math.Cos(angle))
 			r.sin[pos*hs/2+i] = float32(math.Sin(angle))
 		}
 	}
 	return r
+}
+
+// rotate turns one head's vector v by position pos's angles.
+func (r *rotary) rotate(v []float32, pos int) {
+	half := len(v) / 2
+	cos, sin := r.cos[pos*half:(pos+1)*half], r.sin[pos*half:(pos+1)*half]
+	if !r.neox {
+		rope(v, cos, sin)
+		return
+	}
+	for i := range half {
+		c, s := cos[i], sin[i]
+		a, b := v[i], v[i+half]
+		v[i] = a*c - b*s
+		v[i+half] = a*s + b*c
+	}
 }
 
 // pass is one forward pass over a batch of streams, each at its own token
@@ -287,7 +329,7 @@ func (e *Engine) forward(p *pass) {
 		e.eachState(p, p.states, l, stepStoreKV)
 		p.attn = attnJob{states: p.states, layer: l, heads: s.Heads}
 		e.pool.run(&p.attn)
-		e.multiply(p, p.states, [3]*Matrix{layer.WO}, 1, false, selXB, [3]vecSel{selXB2})
+		e.multiply(p, p.states, [3]*Matrix{layer.WO}, 1, false, selAO, [3]vecSel{selXB2})
 		e.eachState(p, p.states, l, stepFFNNorm)
 		e.multiply(p, p.states, [3]*Matrix{layer.W1, layer.W3}, 2, true, selXB, [3]vecSel{selHB, selHB2})
 		e.multiply(p, p.states, [3]*Matrix{layer.W2}, 1, false, selHB, [3]vecSel{selXB})
@@ -297,7 +339,7 @@ func (e *Engine) forward(p *pass) {
 	// needed no logits (and the classifier is the largest matrix).
 	e.eachState(p, p.last, 0, stepFinalNorm)
 	e.multiply(p, p.last, [3]*Matrix{w.Classifier}, 1, false, selX, [3]vecSel{selLogits})
-	p.sample = sampleJob{states: p.last, vocab: s.Vocab}
+	p.sample = sampleJob{states: p.last, vocab: s.Vocab, softcap: w.LogitSoftcap}
 	e.pool.run(&p.sample)
 }
 
@@ -307,9 +349,9 @@ type stateStep int
 
 const (
 	stepAttnNorm  stateStep = iota // the attention's input norm
-	stepStoreKV                    // RoPE, then the key and value into the cache
+	stepStoreKV                    // biases, head norms, RoPE, then the key and value into the cache
 	stepFFNNorm                    // the attention's residual, the feed-forward's input norm
-	stepResidual                   // the feed-forward's residual
+	stepResidual                   // the feed-forward's residual (after its output norm)
 	stepFinalNorm                  // the classifier's input norm
 )
 
@@ -337,9 +379,16 @@ func (j *stepJob) do(lo, hi int) {
 		case stepStoreKV:
 			j.e.storeKV(st, j.layer)
 		case stepFFNNorm:
+			layer := &w.Layers[j.layer]
+			if layer.PostAttnNorm != nil {
+				rmsNorm(st.xb2, st.xb2, layer.PostAttnNorm, w.NormEps)
+			}
 			add(st.x, st.xb2)
-			rmsNorm(st.xb, st.x, w.Layers[j.layer].FFNNorm, w.NormEps)
+			rmsNorm(st.xb, st.x, layer.FFNNorm, w.NormEps)
 		case stepResidual:
+			if post := w.Layers[j.layer].PostFFNNorm; post != nil {
+				rmsNorm(st.xb, st.xb, post, w.NormEps)
+			}
 			add(st.x, st.xb)
 		case stepFinalNorm:
 			rmsNorm(st.x, st.x, w.FinalNorm, w.NormEps)
@@ -353,17 +402,35 @@ func (e *Engine) eachState(p *pass, states []*State, layer int, step stateStep) 
 	e.pool.run(&p.step)
 }
 
-// storeKV rotates this position's query and key and appends key and value
-// to the stream's cache of layer l.
+// storeKV adds the projections' biases, normalizes each head of the
+// query and key where the architecture does, rotates them, and appends
+// key and value to the stream's cache of layer l.
 func (e *Engine) storeKV(st *State, l int) {
-	s := e.Model.Weights.Shape
+	w := e.Model.Weights
+	s, layer := w.Shape, &w.Layers[l]
 	hs, seq := s.HeadSize(), s.SeqLen
-	cos, sin := e.rope.cos[st.pos*hs/2:(st.pos+1)*hs/2], e.rope.sin[st.pos*hs/2:(st.pos+1)*hs/2]
+	if layer.QBias != nil {
+		add(st.q, layer.QBias)
+		add(st.k, layer.KBias)
+		add(st.v, layer.VBias)
+	}
+	rope := &e.rope
+	if layer.Sliding {
+		rope = &e.slidingRope
+	}
 	for h := 0; h < s.Heads; h++ {
-		rope(st.q[h*hs:(h+1)*hs], cos, sin)
+		head := st.q[h*hs : (h+1)*hs]
+		if layer.QNorm != nil {
+			rmsNorm(head, head, layer.QNorm, w.NormEps)
+		}
+		rope.rotate(head, st.pos)
 	}
 	for h := 0; h < s.KVHeads; h++ {
-		rope(st.k[h*hs:(h+1)*hs], cos, sin)
+		head := st.k[h*hs : (h+1)*hs]
+		if layer.KNorm != nil {
+			rmsNorm(head, head, layer.KNorm, w.NormEps)
+		}
+		rope.rotate(head, st.pos)
 		at := ((l*s.KVHeads+h)*seq + st.pos) * hs
 		copy(st.keys[at:at+hs], st.k[h*hs:(h+1)*hs])
 		copy(st.values[at:at+hs], st.v[h*hs:(h+1)*hs])
@@ -375,7 +442,7 @@ func (e *Engine) storeKV(st *State, l int) {
 // matJob), quantizing each input once when the matrices are quantized.
 func (e *Engine) multiply(p *pass, states []*State, ms [3]*Matrix, n int, gated bool, in vecSel, out [3]vecSel) {
 	j := &p.mat
-	j.m, j.n, j.gated = ms, n, gated
+	j.m, j.n, j.gated, j.gelu = ms, n, gated, gated && e.Model.Weights.GELU
 	j.x, j.xq = j.x[:0], j.xq[:0]
 	for i := range n {
 		j.out[i] = j.out[i][:0]
@@ -396,9 +463,10 @@ func (e *Engine) multiply(p *pass, states []*State, ms [3]*Matrix, n int, gated 
 	e.pool.run(j)
 }
 
-// attendHead computes head h's attention output at pos into xb: scores
-// against every cached key, softmax, then the weighted sum of values.
-// Heads write disjoint parts of att and xb, so they run in parallel.
+// attendHead computes head h's attention output at pos into ao: scores
+// against every cached key (a sliding layer's last Window keys), softmax,
+// then the weighted sum of values. Heads write disjoint parts of att and
+// ao, so they run in parallel.
 //
 // The cache is laid out head by head, so a head reads its keys and values
 // as two sequential streams. With llama2.c's position-major layout each
@@ -410,17 +478,28 @@ func (st *State) attendHead(l, pos, h int) {
 	seq, hs := s.SeqLen, s.HeadSize()
 	headAt := (l*s.KVHeads + h/(s.Heads/s.KVHeads)) * seq * hs
 	keys, values := st.keys[headAt:headAt+(pos+1)*hs], st.values[headAt:headAt+(pos+1)*hs]
-	scale := float32(1 / math.Sqrt(float64(hs)))
+	scale := st.w.AttnScale
+	if scale == 0 {
+		scale = float32(1 / math.Sqrt(float64(hs)))
+	}
+	from := 0
+	if st.w.Layers[l].Sliding {
+		from = max(0, pos+1-st.w.Window)
+	}
 	q := st.q[h*hs : (h+1)*hs]
 	// Scores are padded to whole vectors with -Inf, whose weight is 0, so
-	// softmax never has a ragged tail.
+	// softmax never has a ragged tail; a window's earlier positions are
+	// -Inf too.
 	att := st.att[h*st.attStride : h*st.attStride+roundUp8(pos+1)]
-	dotRows(att, keys, q, 0, pos+1, hs, hs)
+	dotRows(att, keys, q, from, pos+1, hs, hs)
+	for t := range from {
+		att[t] = float32(math.Inf(-1))
+	}
 	for t := pos + 1; t < len(att); t++ {
 		att[t] = float32(math.Inf(-1))
 	}
 	softmax(att, scale)
-	weightedSum(st.xb[h*hs:(h+1)*hs], att[:pos+1], values, hs)
+	weightedSum(st.ao[h*hs:(h+1)*hs], att[:pos+1], values, hs)
 }
 
 // rmsNorm writes weight ⊙ x / rms(x) to out (out may be x).
@@ -447,6 +526,47 @@ func rope(v, cos, sin []float32) {
 }
 
 func roundUp8(n int) int { return (n + 7) &^ 7 }
+
+// softcap bounds logits to ±c as c·tanh(logit/c), in ggml's order (scale,
+// tanh, scale).
+func softcap(logits []float32, c float32) {
+	for i, v := range logits {
+		logits[i] = c * float32(math.Tanh(float64(v*(1/c))))
+	}
+}
+
+// geGLU sets hb = gelu(hb) ⊙ hb2, gelu as ggml computes it on the CPU:
+// the tanh approximation, looked up by the input rounded to a half and
+// stored as a half (geluTable), exact beyond ±10.
+func geGLU(hb, hb2 []float32) {
+	table := geluTable()
+	for i, x := range hb {
+		switch {
+		case x <= -10:
+			hb[i] = 0
+		case x >= 10:
+			hb[i] = x * hb2[i]
+		default:
+			hb[i] = table[f32ToF16(x)] * hb2[i]
+		}
+	}
+}
+
+// geluTable is ggml's GELU of every half, rounded to a half; made on
+// first use, as only gemma models need it.
+var geluTable = sync.OnceValue(func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for h := range t {
+		x := f16ToF32(uint16(h))
+		g := 0.5 * x * (1 + float32(math.Tanh(float64(0.7978845608028654*x*(1+0.044715*x*x)))))
+		if math.IsNaN(float64(g)) || math.Abs(float64(g)) >= 65520 {
+			t[h] = g
+			continue
+		}
+		t[h] = f16ToF32(f32ToF16(g))
+	}
+	return &t
+})
 
 func add(x, y []float32) {
 	for i := range x {

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 )
@@ -218,58 +220,83 @@ func (g *GGUF) metaInt(key string) (int, bool) {
 	return 0, false
 }
 
-// LoadGGUF builds a llama model and its tokenizer from a GGUF file.
+// ggufArchitectures are the general.architecture values the engine runs,
+// each with its rotary pairing (llama.cpp's rope type for it).
+var ggufArchitectures = map[string]struct{ neox bool }{
+	"llama": {}, "qwen2": {neox: true}, "qwen3": {neox: true}, "gemma3": {neox: true},
+}
+
+// ggufContextCap bounds the context the engine allocates for: files name
+// their trained context (131,072 tokens for Llama 3.2), and a stream's
+// rotary tables and attention rows are sized by it. Benchmarks' prompts
+// and outputs are far shorter; llama-server's default is the same.
+const ggufContextCap = 4096
+
+// LoadGGUF builds a model and its tokenizer from a GGUF file of one of
+// ggufArchitectures, reading each as llama.cpp reads it; anything the
+// engine cannot run is refused, naming the key or tensor.
 func LoadGGUF(b []byte) (*Weights, *Tokenizer, error) {
 	g, err := ParseGGUF(b)
 	if err != nil {
 		return nil, nil, err
 	}
-	if arch, _ := g.Meta["general.architecture"].(string); arch != "llama" {
-		return nil, nil, fmt.Errorf("GGUF general.architecture is %q; the builtin engine runs llama models only", arch)
+	arch, _ := g.Meta["general.architecture"].(string)
+	kind, ok := ggufArchitectures[arch]
+	if !ok {
+		return nil, nil, fmt.Errorf("GGUF general.architecture is %q; the builtin engine runs %s", arch, strings.Join(slices.Sorted(maps.Keys(ggufArchitectures)), ", "))
 	}
 	tok, err := ggufTokenizer(g)
 	if err != nil {
 		return nil, nil, err
 	}
+	key := func(name string) string { return arch + "." + name }
 	shape := Shape{Vocab: len(tok.Pieces)}
 	for _, field := range []struct {
 		key string
 		dst *int
-	}{{"llama.embedding_length", &shape.Dim}, {"llama.feed_forward_length", &shape.HiddenDim}, {"llama.block_count", &shape.Layers},
-		{"llama.attention.head_count", &shape.Heads}, {"llama.context_length", &shape.SeqLen}} {
-		v, ok := g.metaInt(field.key)
-		if !ok {
-			return nil, nil, fmt.Errorf("GGUF metadata lacks %s", field.key)
+	}{{"embedding_length", &shape.Dim}, {"feed_forward_length", &shape.HiddenDim}, {"block_count", &shape.Layers},
+		{"attention.head_count", &shape.Heads}, {"context_length", &shape.SeqLen}} {
+		v, err := g.intKey(key(field.key), true)
+		if err != nil {
+			return nil, nil, err
 		}
 		*field.dst = v
 	}
 	shape.KVHeads = shape.Heads
-	if v, ok := g.metaInt("llama.attention.head_count_kv"); ok {
+	if v, err := g.intKey(key("attention.head_count_kv"), false); err != nil {
+		return nil, nil, err
+	} else if v != 0 {
 		shape.KVHeads = v
+	}
+	w := &Weights{NormEps: 1e-5, Layers: make([]Layer, shape.Layers), Arch: Arch{Name: arch, RopeNeox: kind.neox}}
+	if shape.SeqLen > ggufContextCap {
+		w.FileContext, shape.SeqLen = shape.SeqLen, ggufContextCap
+	}
+	if err := readHeadDim(g, key, &shape); err != nil {
+		return nil, nil, err
 	}
 	if err := shape.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("GGUF model shape: %w", err)
 	}
-	w := &Weights{Shape: shape, NormEps: 1e-5, Layers: make([]Layer, shape.Layers)}
-	if eps, ok := g.Meta["llama.attention.layer_norm_rms_epsilon"].(float64); ok && eps > 0 {
+	w.Shape = shape
+	if eps, ok := g.Meta[key("attention.layer_norm_rms_epsilon")].(float64); ok && eps > 0 {
 		w.NormEps = float32(eps)
 	}
-	if base, ok := g.Meta["llama.rope.freq_base"].(float64); ok {
-		if !(base > 1) || math.IsInf(base, 0) {
-			return nil, nil, fmt.Errorf("GGUF llama.rope.freq_base is %g; rotary embeddings need a base above 1", base)
+	if err := w.readRope(g, key); err != nil {
+		return nil, nil, err
+	}
+	if arch == "gemma3" {
+		if err := w.readGemma3(g, key); err != nil {
+			return nil, nil, err
 		}
-		w.RopeBase = base
 	}
-	if scaling, ok := g.Meta["llama.rope.scaling.type"].(string); ok && scaling != "none" {
-		return nil, nil, fmt.Errorf("GGUF llama.rope.scaling.type is %q; the builtin engine runs unscaled rotary embeddings only", scaling)
-	}
-	if hasTensor(g, "rope_freqs.weight") {
-		return nil, nil, errors.New("GGUF has tensor rope_freqs.weight (Llama 3.1-style rotary scaling); the builtin engine runs unscaled rotary embeddings only")
-	}
-	d, h, kv := shape.Dim, shape.HiddenDim, shape.KVDim()
+	d, h, kv, qd, hs := shape.Dim, shape.HiddenDim, shape.KVDim(), shape.QDim(), shape.HeadSize()
 	load := &tensorLoader{g: g, b: b}
 	w.Embedding = load.vector("token_embd.weight", shape.Vocab, d)
 	w.FinalNorm = load.vector("output_norm.weight", 1, d)
+	if hasTensor(g, "rope_freqs.weight") {
+		w.RopeFactors = load.vector("rope_freqs.weight", 1, hs/2)
+	}
 	switch {
 	case hasTensor(g, "output.weight"):
 		w.Classifier = load.matrix("output.weight", shape.Vocab, d)
@@ -283,18 +310,145 @@ func LoadGGUF(b []byte) (*Weights, *Tokenizer, error) {
 	}
 	for l := range shape.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
-		w.Layers[l] = Layer{
+		layer := Layer{
 			AttnNorm: load.vector(p+"attn_norm.weight", 1, d), FFNNorm: load.vector(p+"ffn_norm.weight", 1, d),
-			WQ: load.matrix(p+"attn_q.weight", d, d), WK: load.matrix(p+"attn_k.weight", kv, d),
-			WV: load.matrix(p+"attn_v.weight", kv, d), WO: load.matrix(p+"attn_output.weight", d, d),
+			WQ: load.matrix(p+"attn_q.weight", qd, d), WK: load.matrix(p+"attn_k.weight", kv, d),
+			WV: load.matrix(p+"attn_v.weight", kv, d), WO: load.matrix(p+"attn_output.weight", d, qd),
 			W1: load.matrix(p+"ffn_gate.weight", h, d), W2: load.matrix(p+"ffn_down.weight", d, h),
 			W3: load.matrix(p+"ffn_up.weight", h, d),
 		}
+		switch arch {
+		case "qwen2":
+			layer.QBias, layer.KBias, layer.VBias = load.vector(p+"attn_q.bias", 1, qd), load.vector(p+"attn_k.bias", 1, kv), load.vector(p+"attn_v.bias", 1, kv)
+		case "qwen3":
+			layer.QNorm, layer.KNorm = load.vector(p+"attn_q_norm.weight", 1, hs), load.vector(p+"attn_k_norm.weight", 1, hs)
+		case "gemma3":
+			layer.QNorm, layer.KNorm = load.vector(p+"attn_q_norm.weight", 1, hs), load.vector(p+"attn_k_norm.weight", 1, hs)
+			layer.PostAttnNorm, layer.PostFFNNorm = load.vector(p+"post_attention_norm.weight", 1, d), load.vector(p+"post_ffw_norm.weight", 1, d)
+			// llama.cpp's default pattern: five sliding layers, then a
+			// global one.
+			layer.Sliding = w.Window > 0 && l%6 < 5
+		}
+		for _, name := range []string{"attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias"} {
+			if arch != "qwen2" || name == "attn_output.bias" {
+				if hasTensor(g, p+name) {
+					return nil, nil, fmt.Errorf("GGUF has tensor %s, a bias the builtin engine's %s does not add", p+name, arch)
+				}
+			}
+		}
+		w.Layers[l] = layer
 	}
 	if load.err != nil {
 		return nil, nil, load.err
 	}
 	return w, tok, nil
+}
+
+// intKey reads an integer metadata key; a missing one is an error when
+// required, else 0.
+func (g *GGUF) intKey(key string, required bool) (int, error) {
+	if _, isList := g.Meta[key].([]any); isList {
+		return 0, fmt.Errorf("GGUF %s is a list (a value per layer); the builtin engine runs models whose layers are alike", key)
+	}
+	v, ok := g.metaInt(key)
+	if !ok && required {
+		return 0, fmt.Errorf("GGUF metadata lacks %s", key)
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("GGUF %s is %d; it must not be negative", key, v)
+	}
+	return v, nil
+}
+
+// readHeadDim sets shape's head width where the file names its own, and
+// refuses keys and values of different widths.
+func readHeadDim(g *GGUF, key func(string) string, shape *Shape) error {
+	k, err := g.intKey(key("attention.key_length"), false)
+	if err != nil {
+		return err
+	}
+	v, err := g.intKey(key("attention.value_length"), false)
+	if err != nil {
+		return err
+	}
+	if k != 0 && v != 0 && k != v {
+		return fmt.Errorf("GGUF %s is %d and %s %d; the builtin engine runs heads whose keys and values are as wide", key("attention.key_length"), k, key("attention.value_length"), v)
+	}
+	if k != 0 && (shape.Heads == 0 || k != shape.Dim/shape.Heads) {
+		shape.HeadDim = k
+	}
+	return nil
+}
+
+// readRope reads the rotary embeddings' base and scaling.
+func (w *Weights) readRope(g *GGUF, key func(string) string) error {
+	if base, ok := g.Meta[key("rope.freq_base")].(float64); ok {
+		if !(base > 1) || math.IsInf(base, 0) {
+			return fmt.Errorf("GGUF %s is %g; rotary embeddings need a base above 1", key("rope.freq_base"), base)
+		}
+		w.RopeBase = base
+	}
+	if n, err := g.intKey(key("rope.dimension_count"), false); err != nil {
+		return err
+	} else if n != 0 && n != w.Shape.HeadSize() {
+		return fmt.Errorf("GGUF %s is %d, a part of the %d-wide heads; the builtin engine rotates whole heads", key("rope.dimension_count"), n, w.Shape.HeadSize())
+	}
+	scaling, _ := g.Meta[key("rope.scaling.type")].(string)
+	factor, _ := g.Meta[key("rope.scaling.factor")].(float64)
+	if factor == 0 {
+		factor, _ = g.Meta[key("rope.scale_linear")].(float64)
+	}
+	switch scaling {
+	case "", "none", "linear":
+		// llama.cpp reads a factor with no type as linear scaling.
+		if scaling != "none" && factor != 0 && factor != 1 {
+			if !(factor > 0) || math.IsInf(factor, 0) {
+				return fmt.Errorf("GGUF %s is %g; a scaling factor must be positive", key("rope.scaling.factor"), factor)
+			}
+			w.RopeScale = 1 / factor
+		}
+	default:
+		return fmt.Errorf("GGUF %s is %q; the builtin engine runs linear rope scaling and Llama 3's rope_freqs, not %s", key("rope.scaling.type"), scaling, scaling)
+	}
+	return nil
+}
+
+// readGemma3 reads what gemma3's block adds to llama's, as llama.cpp's
+// gemma3 graph uses it: the embedding scaled by √dim, GeGLU, queries
+// scaled by 1/√headSize (1/√(dim/heads) for the 27B, 62 layers), sliding
+// layers with a rotary base of 10000, and the logits' soft-capping where
+// the file asks for it. The norms' +1 is already in the file's weights
+// (llama.cpp's converter adds it).
+func (w *Weights) readGemma3(g *GGUF, key func(string) string) error {
+	s := w.Shape
+	w.EmbedScale = float32(math.Sqrt(float64(s.Dim)))
+	w.GELU = true
+	w.AttnScale = float32(1 / math.Sqrt(float64(s.HeadSize())))
+	if s.Layers == 62 {
+		w.AttnScale = float32(1 / math.Sqrt(float64(s.Dim/s.Heads)))
+	}
+	window, err := g.intKey(key("attention.sliding_window"), false)
+	if err != nil {
+		return err
+	}
+	if _, ok := g.Meta[key("attention.sliding_window_pattern")]; ok {
+		return fmt.Errorf("GGUF has %s; the builtin engine runs gemma3's default pattern (five sliding layers, then a global one) only", key("attention.sliding_window_pattern"))
+	}
+	w.Window = window
+	w.SlidingRopeBase = 10000
+	if base, ok := g.Meta[key("rope.freq_base_swa")].(float64); ok {
+		if !(base > 1) || math.IsInf(base, 0) {
+			return fmt.Errorf("GGUF %s is %g; rotary embeddings need a base above 1", key("rope.freq_base_swa"), base)
+		}
+		w.SlidingRopeBase = base
+	}
+	if c, ok := g.Meta[key("final_logit_softcapping")].(float64); ok && c != 0 {
+		if !(c > 0) || math.IsInf(c, 0) {
+			return fmt.Errorf("GGUF %s is %g; a soft cap must be positive", key("final_logit_softcapping"), c)
+		}
+		w.LogitSoftcap = float32(c)
+	}
+	return nil
 }
 
 // ggufTokenizer reads the vocabulary: "llama" (sentencepiece: pieces with
@@ -344,9 +498,17 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 			return nil, err
 		}
 		tok = NewTokenizer(tokens, make([]float32, len(tokens)))
-		tok.bpe, tok.bos, tok.addBOS, tok.stops = bpe, -1, false, nil
+		tok.bpe, tok.bos, tok.addBOS = bpe, -1, bpe.addBOS
 	default:
 		return nil, fmt.Errorf("GGUF tokenizer.ggml.model is %q; the builtin engine reads \"llama\" (sentencepiece) and \"gpt2\" (BPE) vocabularies", model)
+	}
+	// A generation ends at any of the file's end tokens, as llama.cpp's
+	// end-of-generation set: its EOS, EOT and EOM, and the tokens it
+	// recognizes by their text (Gemma's <end_of_turn>, ChatML's
+	// <|im_end|>); not at BOS, as llama2.c's rule would.
+	tok.stops = nil
+	if model == "llama" {
+		tok.stops = []int{tokenEOS}
 	}
 	for _, key := range []string{"bos", "eos", "eot", "eom"} {
 		id, ok := g.metaInt("tokenizer.ggml." + key + "_token_id")
@@ -356,11 +518,19 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 		if id < 0 || id >= len(tokens) {
 			return nil, fmt.Errorf("GGUF tokenizer.ggml.%s_token_id is %d, outside the %d-token vocabulary", key, id, len(tokens))
 		}
-		if key == "bos" {
-			tok.bos, tok.addBOS = id, true
-			continue
+		switch {
+		case key == "bos":
+			// whether a prompt starts with it is the pre-tokenizer's
+			// default (llama.cpp's) or the file's add_bos_token
+			tok.bos = id
+		case key == "eos" && model == "llama":
+			tok.stops = []int{id}
+		case !slices.Contains(tok.stops, id):
+			tok.stops = append(tok.stops, id)
 		}
-		if !slices.Contains(tok.stops, id) {
+	}
+	for _, text := range endOfGenerationTexts {
+		if id, ok := tok.ids[text]; ok && !slices.Contains(tok.stops, id) {
 			tok.stops = append(tok.stops, id)
 		}
 	}
@@ -369,6 +539,11 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 	}
 	return tok, nil
 }
+
+// endOfGenerationTexts are the tokens llama.cpp ends a generation at by
+// their text, whatever the file's keys say.
+var endOfGenerationTexts = []string{"<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+	"<|end_of_text|>", "<EOT>", "<｜end▁of▁sentence｜>"}
 
 // metaStrings reads a metadata array of strings.
 func metaStrings(g *GGUF, key string) ([]string, error) {
@@ -508,6 +683,67 @@ func (l *tensorLoader) matrixOf(t GGUFTensor, raw []byte, rows, cols int) *Matri
 		}
 	}
 	return m
+}
+
+// f32ToF16 rounds f to the nearest half, ties to even (as the F16C
+// instruction ggml converts with does), subnormals included; beyond the
+// half range it is ±infinity.
+func f32ToF16(f float32) uint16 { return f32BitsToF16(math.Float32bits(f)) }
+
+// f32BitsToF16 is f32ToF16 of the float whose bits are f, in integer
+// instructions only (the vector kernels call it between AVX instructions,
+// where a scalar float instruction would stall them).
+func f32BitsToF16(f uint32) uint16 {
+	sign := uint16(f>>16) & 0x8000
+	exp := int(f>>23&0xff) - 127
+	mant := f & 0x7fffff
+	switch {
+	case exp == 128: // infinity or NaN
+		if mant != 0 {
+			return sign | 0x7e00
+		}
+		return sign | 0x7c00
+	case exp > 15:
+		return sign | 0x7c00
+	case exp < -25:
+		return sign
+	}
+	// The half's mantissa is the float's, shifted right by 13 bits (more
+	// for a subnormal half, whose leading 1 becomes explicit).
+	mant |= 0x800000
+	shift := uint(13)
+	if exp < -14 {
+		shift += uint(-14 - exp)
+	}
+	half := mant >> shift
+	rest, tie := mant&(1<<shift-1), uint32(1)<<(shift-1)
+	if rest > tie || rest == tie && half&1 == 1 {
+		half++
+	}
+	if exp < -14 {
+		return sign | uint16(half) // a carry into bit 10 makes it the smallest normal, as it should
+	}
+	// half holds the leading 1 at bit 10; the exponent adds onto it, and
+	// a carry out of the mantissa moves the exponent up by itself.
+	return sign | uint16(uint32(exp+14)<<10+half)
+}
+
+// halfRoundedBits is the bits of the float whose bits are f, rounded to
+// the nearest half, in integer instructions only (see f32BitsToF16).
+func halfRoundedBits(f uint32) uint32 {
+	h := uint32(f32BitsToF16(f))
+	sign, exp, mant := h&0x8000<<16, h>>10&0x1f, h&0x3ff
+	switch {
+	case exp == 0x1f:
+		return sign | 0x7f800000 | mant<<13
+	case exp != 0:
+		return sign | (exp+112)<<23 | mant<<13
+	case mant == 0:
+		return sign
+	}
+	// a subnormal half: its leading 1 becomes the float's implicit one
+	shift := uint32(bits.LeadingZeros32(mant)) - 21
+	return sign | (113-shift)<<23 | (mant<<shift&0x3ff)<<13
 }
 
 // f16ToF32 converts an IEEE half-precision value. The block kernels

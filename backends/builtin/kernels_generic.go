@@ -409,6 +409,30 @@ func quantizeGeneric(q []int8, scales []float32, x []float32) {
 	}
 }
 
+// quantizeActivationsGeneric fills q and scales with the Q8_0 form of a
+// matrix product's input as ggml makes it on x86 (quantize_row_q8_0):
+// q = v·(127/max|v|) rounded to nearest even, and the scale max|v|/127
+// rounded to a half, as ggml stores it. llama.cpp's Q8_0 logits differed
+// from the engine's by 0.2–0.4 where the scale stayed float32.
+func quantizeActivationsGeneric(q []int8, scales []float32, x []float32) {
+	for g := range scales {
+		block := x[g*GroupSize : (g+1)*GroupSize]
+		var amax float32
+		for _, v := range block {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		scales[g] = math.Float32frombits(halfRoundedBits(math.Float32bits(amax / 127)))
+		inv := float32(0)
+		if amax != 0 {
+			inv = 127 / amax
+		}
+		out := q[g*GroupSize : (g+1)*GroupSize]
+		for i, v := range block {
+			out[i] = int8(math.RoundToEven(float64(v * inv)))
+		}
+	}
+}
+
 // softmaxGeneric sets x to softmax(scale·x), subtracting the max for
 // stability.
 func softmaxGeneric(x []float32, scale float32) {

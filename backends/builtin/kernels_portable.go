@@ -46,6 +46,9 @@ func dotRows(out, w, x []float32, lo, hi, cols, stride int) {
 }
 func weightedSum(out, weights, v []float32, stride int)    { weightedSumGeneric(out, weights, v, stride) }
 func quantizeInto(q []int8, scales []float32, x []float32) { quantizeGeneric(q, scales, x) }
+func quantizeActivations(q []int8, scales []float32, x []float32) {
+	quantizeActivationsGeneric(q, scales, x)
+}
 func quantizeQ8K(q []int8, scales []float32, sums []int16, x []float32) {
 	quantizeQ8KGeneric(q, scales, sums, x)
 }

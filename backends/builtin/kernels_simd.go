@@ -364,17 +364,35 @@ func q8Dot(wv, xv archsimd.Int8x32, ones archsimd.Int16x16) archsimd.Float32x8 {
 }
 
 // quantizeInto is quantizeGeneric in vectors, with identical results. It
-// runs before every Q8_0 matrix product on the calling thread alone, where
-// the scalar loop (a float64 conversion and an unpredictable sign branch
-// per value) was a tenth of a two-thread decode step on stories42M, with
-// the other thread idle. BenchmarkQuantize: 3-6 ns a value scalar, 0.27
-// in vectors.
+// quantizes weights for a dtype; quantizeActivations quantizes a product's
+// input.
 func quantizeInto(q []int8, scales []float32, x []float32) {
-	groups := len(scales)
-	if !haveAVX2 || groups == 0 {
+	if !haveAVX2 || len(scales) == 0 {
 		quantizeGeneric(q, scales, x)
 		return
 	}
+	quantizeGroups(q, scales, x, false)
+}
+
+// quantizeActivations is quantizeActivationsGeneric in vectors, with
+// identical results. It runs before every product with a matrix whose
+// kernels read Q8_0 input, on the calling thread alone, where the scalar
+// loop (a float64 conversion and an unpredictable sign branch per value)
+// was a tenth of a two-thread decode step on stories42M, with the other
+// thread idle. BenchmarkQuantize: 3-6 ns a value scalar, 0.27 in vectors.
+func quantizeActivations(q []int8, scales []float32, x []float32) {
+	if !haveAVX2 || len(scales) == 0 {
+		quantizeActivationsGeneric(q, scales, x)
+		return
+	}
+	quantizeGroups(q, scales, x, true)
+}
+
+// quantizeGroups quantizes x by groups of 32: as ggml's x86 kernel does
+// (multiplied by 127/max, rounded to even, the scale rounded to a half)
+// where asGGML, else as quantizeGeneric.
+func quantizeGroups(q []int8, scales []float32, x []float32, asGGML bool) {
+	groups := len(scales)
 	_ = x[groups*GroupSize-1]
 	_ = q[groups*GroupSize-1]
 	px, pq := unsafe.Pointer(unsafe.SliceData(x)), unsafe.Pointer(unsafe.SliceData(q))
@@ -387,11 +405,20 @@ func quantizeInto(q []int8, scales []float32, x []float32) {
 	for g := range groups {
 		off := uintptr(g) * GroupSize * 4
 		v0, v1, v2, v3 := f32x8(px, off), f32x8(px, off+32), f32x8(px, off+64), f32x8(px, off+96)
-		s := c.amax(v0, v1, v2, v3).Div(c.maxQ)
+		amax := c.amax(v0, v1, v2, v3)
+		s := amax.Div(c.maxQ)
 		s.AsUint32x8().Store(&scale)
+		dst := (*[32]int8)(unsafe.Add(pq, uintptr(g)*GroupSize))
 		// Stored as bits: a float32 move would be an SSE instruction here.
+		if asGGML {
+			*(*uint32)(unsafe.Pointer(&scales[g])) = halfRoundedBits(scale[0])
+			inv := c.maxQ.Div(amax).Masked(amax.NotEqual(c.zero))
+			packInt8(v0.Mul(inv).RoundToEven().ConvertToInt32(), v1.Mul(inv).RoundToEven().ConvertToInt32(),
+				v2.Mul(inv).RoundToEven().ConvertToInt32(), v3.Mul(inv).RoundToEven().ConvertToInt32()).Store(dst)
+			continue
+		}
 		*(*uint32)(unsafe.Pointer(&scales[g])) = scale[0]
-		c.round(v0, v1, v2, v3, c.one.Div(s).Masked(s.NotEqual(c.zero))).Store((*[32]int8)(unsafe.Add(pq, uintptr(g)*GroupSize)))
+		c.round(v0, v1, v2, v3, c.one.Div(s).Masked(s.NotEqual(c.zero))).Store(dst)
 	}
 	archsimd.ClearAVXUpperBits()
 }

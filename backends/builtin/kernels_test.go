@@ -377,6 +377,83 @@ func TestQuantizeMatchesGeneric(t *testing.T) {
 	}
 }
 
+// TestActivationsQuantizeAsGGML holds the build's activation quantizer to
+// the portable one bit for bit, and both to ggml's x86 rule: codes
+// v·(127/max) rounded to even, the scale max/127 rounded to a half (tiny
+// blocks' scales to subnormal halves).
+func TestActivationsQuantizeAsGGML(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	x := randomVec(rng, 40*GroupSize)
+	for i := GroupSize; i < 2*GroupSize; i++ {
+		x[i] = 0
+	}
+	ties := []float32{127, 0.5, -0.5, 1.5, -2.5, 126.5, -126.5, 0.49999997, -0.49999997, 2.4999998, 1e-30, -127}
+	copy(x[2*GroupSize:], ties)
+	for i := 3 * GroupSize; i < 4*GroupSize; i++ {
+		x[i] *= 1e-3 // a scale below the smallest normal half
+	}
+	want, got := make([]int8, len(x)), make([]int8, len(x))
+	wantScales, gotScales := make([]float32, len(x)/GroupSize), make([]float32, len(x)/GroupSize)
+	quantizeActivationsGeneric(want, wantScales, x)
+	quantizeActivations(got, gotScales, x)
+	if !slices.Equal(got, want) || !slices.Equal(gotScales, wantScales) {
+		t.Fatal("the build's activation quantizer differs from the portable one")
+	}
+	for g, s := range wantScales {
+		var amax float32
+		for _, v := range x[g*GroupSize : (g+1)*GroupSize] {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		if half := f16ToF32(f32ToF16(amax / 127)); s != half {
+			t.Fatalf("group %d scale %v, want the half %v", g, s, half)
+		}
+		for i, v := range x[g*GroupSize : (g+1)*GroupSize] {
+			w := int8(0)
+			if amax != 0 {
+				w = int8(math.RoundToEven(float64(v * (127 / amax))))
+			}
+			if want[g*GroupSize+i] != w {
+				t.Fatalf("x[%d] = %v: q %d, want %d", g*GroupSize+i, v, want[g*GroupSize+i], w)
+			}
+		}
+	}
+	if want[2*GroupSize+1] != 0 || want[2*GroupSize+3] != 2 || want[2*GroupSize+4] != -2 {
+		t.Errorf("halves round to even: %v", want[2*GroupSize:2*GroupSize+len(ties)])
+	}
+	if wantScales[3] == 0 || f32ToF16(wantScales[3])&0x7c00 != 0 {
+		t.Errorf("tiny block's scale %v is not a subnormal half", wantScales[3])
+	}
+}
+
+// TestHalfRounding checks the conversion to halves against rounding to
+// nearest even on every half's neighbours and midpoints.
+func TestHalfRounding(t *testing.T) {
+	for h := range uint16(0x7c00) { // every finite positive half
+		f := float64(f16ToF32(h))
+		if got := f32ToF16(float32(f)); got != h {
+			t.Fatalf("%#x (%g) converts back as %#x", h, f, got)
+		}
+		next := float64(f16ToF32(h + 1))
+		if h+1 == 0x7c00 {
+			next = 65536 // the midpoint to infinity is 65520
+		}
+		mid := float32((f + next) / 2)
+		want := h
+		if h&1 == 1 {
+			want = h + 1
+		}
+		if got := f32ToF16(mid); got != want {
+			t.Fatalf("midpoint %g after %#x: %#x, want %#x", mid, h, got, want)
+		}
+		if got := f32ToF16(-mid); got != want|0x8000 {
+			t.Fatalf("midpoint %g: %#x, want %#x", -mid, got, want|0x8000)
+		}
+		if got, want := halfRoundedBits(math.Float32bits(mid)), math.Float32bits(f16ToF32(want)); got != want {
+			t.Fatalf("halfRoundedBits(%g) = %#x, want %#x", mid, got, want)
+		}
+	}
+}
+
 func TestQuantizeRoundsHalfAwayFromZero(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	x := randomVec(rng, 4*GroupSize)

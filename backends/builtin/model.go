@@ -1,7 +1,9 @@
 // Package builtin is tokentop's own inference engine: a pure-Go
-// llama-architecture transformer (RMSNorm, rotary embeddings, grouped-query
-// attention with a KV cache, SwiGLU, shared or separate classifier), so a
-// machine with no inference server still measures real generations.
+// decoder-only transformer (RMSNorm, rotary embeddings, grouped-query
+// attention with a KV cache, a gated feed-forward, shared or separate
+// classifier) in the variants of the llama, qwen2, qwen3 and gemma3
+// architectures, so a machine with no inference server still measures
+// real generations.
 //
 // Weights come from three places: the real stories260K model embedded in
 // the binary, seeded synthetic weights for larger model shapes (the same
@@ -22,15 +24,31 @@ type Shape struct {
 	KVHeads   int `json:"kv_heads"`
 	Vocab     int `json:"vocab"`
 	SeqLen    int `json:"seq_len"`
+	// HeadDim is one attention head's width where the file names its own
+	// (Qwen3's and Gemma 3's are not dim/heads); 0 means dim/heads.
+	HeadDim int `json:"head_dim,omitempty"`
 }
 
 func (s Shape) String() string {
-	return fmt.Sprintf("dim %d, hidden %d, %d layers, %d heads, %d kv heads, vocab %d, context %d",
-		s.Dim, s.HiddenDim, s.Layers, s.Heads, s.KVHeads, s.Vocab, s.SeqLen)
+	head := ""
+	if s.HeadDim != 0 {
+		head = fmt.Sprintf(", head %d", s.HeadDim)
+	}
+	return fmt.Sprintf("dim %d, hidden %d, %d layers, %d heads, %d kv heads%s, vocab %d, context %d",
+		s.Dim, s.HiddenDim, s.Layers, s.Heads, s.KVHeads, head, s.Vocab, s.SeqLen)
 }
 
 // HeadSize is the width of one attention head.
-func (s Shape) HeadSize() int { return s.Dim / s.Heads }
+func (s Shape) HeadSize() int {
+	if s.HeadDim > 0 {
+		return s.HeadDim
+	}
+	return s.Dim / s.Heads
+}
+
+// QDim is the width of the queries of one position (and of the
+// attention's output, before its projection back to dim).
+func (s Shape) QDim() int { return s.Heads * s.HeadSize() }
 
 // KVDim is the width of the keys and values of one position.
 func (s Shape) KVDim() int { return s.KVHeads * s.HeadSize() }
@@ -38,15 +56,15 @@ func (s Shape) KVDim() int { return s.KVHeads * s.HeadSize() }
 // Validate rejects shapes the forward pass cannot run.
 func (s Shape) Validate() error {
 	switch {
-	case s.Dim <= 0 || s.HiddenDim <= 0 || s.Layers <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.Vocab <= 0 || s.SeqLen <= 0:
+	case s.Dim <= 0 || s.HiddenDim <= 0 || s.Layers <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.Vocab <= 0 || s.SeqLen <= 0 || s.HeadDim < 0:
 		return fmt.Errorf("shape has a zero or negative size (%s)", s)
-	case s.Dim%s.Heads != 0:
+	case s.HeadDim == 0 && s.Dim%s.Heads != 0:
 		return fmt.Errorf("dim %d is not a multiple of heads %d", s.Dim, s.Heads)
 	case s.Heads%s.KVHeads != 0:
 		return fmt.Errorf("heads %d is not a multiple of kv heads %d", s.Heads, s.KVHeads)
 	case s.HeadSize()%2 != 0:
 		return fmt.Errorf("head size %d is odd; rotary embeddings need pairs", s.HeadSize())
-	case s.Dim > 1<<16 || s.HiddenDim > 1<<18 || s.Layers > 1<<10 || s.Vocab > 1<<20 || s.SeqLen > 1<<20:
+	case s.Dim > 1<<16 || s.HiddenDim > 1<<18 || s.Layers > 1<<10 || s.Vocab > 1<<20 || s.SeqLen > 1<<20 || s.HeadDim > 1<<12 || s.Heads > 1<<10:
 		return fmt.Errorf("shape is implausibly large (%s)", s)
 	}
 	return nil
@@ -54,8 +72,8 @@ func (s Shape) Validate() error {
 
 // Params counts the weights (classifier included once when shared).
 func (s Shape) Params(sharedClassifier bool) int64 {
-	d, h, kv := int64(s.Dim), int64(s.HiddenDim), int64(s.KVDim())
-	perLayer := 2*d + d*d + 2*d*kv + d*d + 3*d*h
+	d, h, kv, q := int64(s.Dim), int64(s.HiddenDim), int64(s.KVDim()), int64(s.QDim())
+	perLayer := 2*d + d*q + 2*d*kv + q*d + 3*d*h
 	n := int64(s.Vocab)*d + int64(s.Layers)*perLayer + d
 	if !sharedClassifier {
 		n += int64(s.Vocab) * d
@@ -63,13 +81,23 @@ func (s Shape) Params(sharedClassifier bool) int64 {
 	return n
 }
 
-// Layer holds one transformer block's weights.
+// Layer holds one transformer block's weights. The fields after W3 are
+// the architectures' additions to llama's block, nil where a file has
+// none.
 type Layer struct {
 	AttnNorm   []float32
 	WQ, WK, WV *Matrix
 	WO         *Matrix
 	FFNNorm    []float32
 	W1, W2, W3 *Matrix // gate, down, up
+
+	QBias, KBias, VBias []float32 // qwen2: added to the projections
+	QNorm, KNorm        []float32 // qwen3, gemma3: each head's RMSNorm before RoPE
+	PostAttnNorm        []float32 // gemma3: the attention's output, before its residual
+	PostFFNNorm         []float32 // gemma3: the feed-forward's output, before its residual
+	// Sliding marks a layer that attends to the last Weights.Window
+	// positions only (gemma3's local layers), with their own rotary base.
+	Sliding bool
 }
 
 // Weights is a whole model. Embedding rows are read per token, so they stay
@@ -86,14 +114,54 @@ type Weights struct {
 	NormEps float32
 	// RopeBase is the rotary embeddings' base; 0 means llama2.c's 10000.
 	RopeBase float64
+	Arch
 }
 
-// embed copies token's embedding into x.
+// Arch is how an architecture's block differs from llama's, as the GGUF
+// file describes it; its zero value is llama2.c's llama.
+type Arch struct {
+	Name string // general.architecture; "" for llama2.c and synthetic weights
+	// RopeNeox rotates each head's dimension i with i+headSize/2 (GPT-NeoX's
+	// pairing, qwen and gemma files) instead of 2i with 2i+1 (llama's).
+	RopeNeox bool
+	// RopeFactors divide each pair's frequency (Llama 3.1's
+	// rope_freqs.weight); nil for none.
+	RopeFactors []float32
+	// RopeScale multiplies every position's angle (linear rope scaling,
+	// 1/factor); 0 means 1.
+	RopeScale float64
+	// Window is the sliding layers' attention span in positions, and
+	// SlidingRopeBase their rotary base (gemma3).
+	Window          int
+	SlidingRopeBase float64
+	// EmbedScale multiplies each token's embedding (gemma3: √dim); 0 for
+	// none.
+	EmbedScale float32
+	// AttnScale scales the attention scores; 0 means 1/√headSize.
+	AttnScale float32
+	// GELU gates the feed-forward with GELU (gemma3's GeGLU) instead of
+	// SiLU (SwiGLU).
+	GELU bool
+	// LogitSoftcap bounds the logits to ±cap by cap·tanh(logit/cap); 0 for
+	// none.
+	LogitSoftcap float32
+	// FileContext is the context the file was trained for where the
+	// engine allocates for less (ggufContextCap); 0 otherwise.
+	FileContext int
+}
+
+// embed copies token's embedding into x, scaled where the architecture
+// scales it.
 func (w *Weights) embed(x []float32, token int) {
 	if w.Embedding == nil { // tied, and in the classifier's tiles
 		w.Classifier.f32RowInto(x, token)
-		return
+	} else {
+		d := w.Shape.Dim
+		copy(x, w.Embedding[token*d:(token+1)*d])
 	}
-	d := w.Shape.Dim
-	copy(x, w.Embedding[token*d:(token+1)*d])
+	if w.EmbedScale != 0 {
+		for i := range x {
+			x[i] *= w.EmbedScale
+		}
+	}
 }

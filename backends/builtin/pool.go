@@ -195,8 +195,9 @@ func (p *Pool) work(s share) {
 // matJob is up to three matrices applied to the same input vectors (Q,
 // K and V), run as one parallel job so a layer pays one fan-out per input,
 // not one per matrix. With gated set it is the feed-forward's gate and up
-// matrices instead: a part is a row of both, and the SwiGLU of that row is
-// applied by the same thread, so it runs in parallel too.
+// matrices instead: a part is a row of both, and the SwiGLU (GeGLU with
+// gelu) of that row is applied by the same thread, so it runs in parallel
+// too.
 //
 // It multiplies every stream of a batch: x[b] (or xq[b]) into out[i][b].
 // With several streams the rows go in blocks small enough to stay in
@@ -206,6 +207,7 @@ type matJob struct {
 	m     [3]*Matrix
 	n     int
 	gated bool
+	gelu  bool
 	x     [][]float32
 	xq    []*quantized
 	out   [3][][]float32
@@ -243,7 +245,11 @@ func (j *matJob) do(lo, hi int) {
 			j.rows(0, a, b)
 			j.rows(1, a, b)
 			for s := range j.x {
-				swiGLU(j.out[0][s][a:b], j.out[1][s][a:b])
+				if j.gelu {
+					geGLU(j.out[0][s][a:b], j.out[1][s][a:b])
+				} else {
+					swiGLU(j.out[0][s][a:b], j.out[1][s][a:b])
+				}
 			}
 			continue
 		}
@@ -354,8 +360,9 @@ func (j *quantJob) do(lo, hi int) {
 // sampleJob picks each stream's next token from its logits, where the
 // stream asked for one; streams sample independently, so in parallel.
 type sampleJob struct {
-	states []*State
-	vocab  int
+	states  []*State
+	vocab   int
+	softcap float32 // the architecture's logit soft-capping; 0 for none
 }
 
 func (j *sampleJob) parts() int { return len(j.states) }
@@ -366,6 +373,9 @@ func (j *sampleJob) flops() int { return 16 * j.vocab * len(j.states) }
 
 func (j *sampleJob) do(lo, hi int) {
 	for _, st := range j.states[lo:hi] {
+		if j.softcap != 0 {
+			softcap(st.logits, j.softcap)
+		}
 		if st.sample {
 			st.next = st.sampler.Sample(st.logits)
 		}

@@ -162,25 +162,6 @@ func encodeQ6K(b []byte, x []float32) {
 	}
 }
 
-// f32ToF16 rounds a finite f (within the half range) to the nearest half,
-// subnormals included: K-quant block scales are often that small.
-func f32ToF16(f float32) uint16 {
-	sign := uint16(math.Float32bits(f)>>16) & 0x8000
-	a := math.Abs(float64(f))
-	switch {
-	case a >= 65520:
-		panic(fmt.Sprintf("f32ToF16: %g is outside the half range", f))
-	case a < 0x1p-14: // a multiple of 2^-24; 1024 of them is the smallest normal's bits
-		return sign | uint16(math.Round(a*0x1p24))
-	}
-	exp := math.Ilogb(a)
-	mant := math.Round((a/math.Ldexp(1, exp) - 1) * 1024)
-	if mant == 1024 {
-		exp, mant = exp+1, 0
-	}
-	return sign | uint16(exp+15)<<10 | uint16(mant)
-}
-
 // f16Up is the smallest half at or above f ≥ 0, so that a block scale
 // rounded to f16 never shrinks and every weight stays in range.
 func f16Up(f float32) uint16 {

@@ -148,41 +148,42 @@ func (t *Tokenizer) Encode(text string, bos bool) []int {
 		return tokens
 	}
 	if text != "" && !t.noSpacePrefix {
-		if id, ok := t.ids[" "]; ok {
-			tokens = append(tokens, id)
-		}
+		text = " " + text
 	}
+	// As llama.cpp's sentencepiece tokenizer: each UTF-8 character is a
+	// symbol, the adjacent pair whose joined text is the best-scoring
+	// piece is joined (the leftmost of equals) until no pair is a piece,
+	// then each symbol is its piece, or its bytes' tokens where the
+	// vocabulary lacks it.
+	var symbols []string
 	for i := 0; i < len(text); {
-		r, size := utf8.DecodeRuneInString(text[i:])
-		if r == utf8.RuneError && size <= 1 {
-			size = 1
-		}
-		if id, ok := t.ids[text[i:i+size]]; ok {
-			tokens = append(tokens, id)
-		} else {
-			for _, c := range []byte(text[i : i+size]) {
-				tokens = append(tokens, t.byteToken(c))
-			}
-		}
+		_, size := utf8.DecodeRuneInString(text[i:])
+		symbols = append(symbols, text[i:i+size])
 		i += size
 	}
-	var merged strings.Builder
 	for {
-		bestScore, bestID, bestAt := float32(-1e10), -1, -1
-		for i := 0; i+1 < len(tokens); i++ {
-			merged.Reset()
-			merged.WriteString(t.Pieces[tokens[i]])
-			merged.WriteString(t.Pieces[tokens[i+1]])
-			if id, ok := t.ids[merged.String()]; ok && t.Scores[id] > bestScore {
-				bestScore, bestID, bestAt = t.Scores[id], id, i
+		bestScore, bestAt := float32(0), -1
+		for i := 0; i+1 < len(symbols); i++ {
+			if id, ok := t.ids[symbols[i]+symbols[i+1]]; ok && (bestAt < 0 || t.Scores[id] > bestScore) {
+				bestScore, bestAt = t.Scores[id], i
 			}
 		}
 		if bestAt < 0 {
-			return tokens
+			break
 		}
-		tokens[bestAt] = bestID
-		tokens = append(tokens[:bestAt+1], tokens[bestAt+2:]...)
+		symbols[bestAt] += symbols[bestAt+1]
+		symbols = slices.Delete(symbols, bestAt+1, bestAt+2)
 	}
+	for _, sym := range symbols {
+		if id, ok := t.ids[sym]; ok {
+			tokens = append(tokens, id)
+			continue
+		}
+		for _, c := range []byte(sym) {
+			tokens = append(tokens, t.byteToken(c))
+		}
+	}
+	return tokens
 }
 
 // Stops reports whether token ends a generation.

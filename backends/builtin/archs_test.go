@@ -1,0 +1,227 @@
+package builtin
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// archReference is what llama.cpp's library made of one test file
+// (testdata/archs/ref.cpp): the ids of each string of strings.jsonl, and
+// for each prompt of prompts.jsonl its ids, the greedy continuation, each
+// step's top-two margin and five largest logits (id, logit), and the
+// first step's logits.
+type archReference struct {
+	Tokenize [][]int `json:"tokenize"`
+	Greedy   []struct {
+		Prompt      []int          `json:"prompt"`
+		IDs         []int          `json:"ids"`
+		Margins     []float64      `json:"margins"`
+		Top5        [][][2]float64 `json:"top5"`
+		FirstLogits []float64      `json:"first_logits"`
+	} `json:"greedy"`
+}
+
+func readJSONLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var s string
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// archFormats are the test files' formats, each with the largest
+// difference from llama.cpp's logits a step may show. F32 and Q8_0 do
+// llama.cpp's arithmetic to float rounding (1e-5 measured). Q4_K_M's
+// input is quantized to Q8_K codes of about a hundredth of a block's
+// largest value: where the engines' attention rounds an activation's last
+// bit apart, a code can land on the other side of a rounding boundary and
+// move the logits by up to about 1 (measured, a code flip traced stage by
+// stage on llama-q4_k_m's prompt 3, 2026-11-28).
+var archFormats = []struct {
+	name      string
+	logitDiff float64
+}{
+	{"f32", 1e-3},
+	{"q8_0", 2},
+	{"q4_k_m", 2},
+}
+
+// TestArchitecturesMatchLlamaCpp runs each architecture's test file in
+// each format against llama.cpp's ids (testdata/archs, made by make.sh):
+// every string tokenizes to llama.cpp's ids, every prompt's first logits
+// are llama.cpp's within the format's bound, and every greedy step picks
+// llama.cpp's token, or the two diverge where llama.cpp's own top two
+// logits are closer than twice what the engines' logits differ by at that
+// step, which is logged with both figures.
+func TestArchitecturesMatchLlamaCpp(t *testing.T) {
+	dir := filepath.Join("testdata", "archs")
+	strs := readJSONLines(t, filepath.Join(dir, "strings.jsonl"))
+	prompts := readJSONLines(t, filepath.Join(dir, "prompts.jsonl"))
+	for _, arch := range []string{"llama", "qwen2", "qwen3", "gemma3"} {
+		for _, f := range archFormats {
+			name := arch + "-" + f.name
+			t.Run(name, func(t *testing.T) {
+				raw, err := os.ReadFile(filepath.Join(dir, name+".json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ref archReference
+				if err := json.Unmarshal(raw, &ref); err != nil {
+					t.Fatal(err)
+				}
+				m, err := Load(filepath.Join(dir, name+".gguf"), "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.Weights.Name != arch {
+					t.Fatalf("loaded as %q", m.Weights.Name)
+				}
+				for i, s := range strs {
+					if got := m.Tokenizer.Encode(s, true); !slices.Equal(got, ref.Tokenize[i]) {
+						t.Errorf("%q: ids %v, llama.cpp's %v", s, got, ref.Tokenize[i])
+					}
+				}
+				e := NewEngine(m, 2)
+				defer e.Close()
+				for i, p := range prompts {
+					want := ref.Greedy[i]
+					ids := m.Tokenizer.Encode(p, true)
+					if !slices.Equal(ids, want.Prompt) {
+						t.Fatalf("prompt %q: ids %v, llama.cpp's %v", p, ids, want.Prompt)
+					}
+					checkGreedy(t, e, i, ids, want.IDs, want.Margins, want.Top5, want.FirstLogits, f.logitDiff)
+				}
+			})
+		}
+	}
+}
+
+// checkGreedy runs prompt step by step, as Generate does, comparing each
+// step's logits and choice with llama.cpp's.
+func checkGreedy(t *testing.T, e *Engine, prompt int, ids, want []int, margins []float64, top5 [][][2]float64, first []float64, bound float64) {
+	t.Helper()
+	st := NewState(e.Model.Weights)
+	st.sampler.Configure(0, 0, 0, 0, 0)
+	st.prompt, st.pos, st.sample = ids, 0, true
+	var p pass
+	p.add(st)
+	e.forward(&p)
+	diff := 0.0
+	for v, l := range first {
+		diff = max(diff, math.Abs(float64(st.logits[v])-l))
+	}
+	if diff > bound {
+		t.Errorf("prompt %d: first-step logits differ from llama.cpp's by up to %.3g (bound %g)", prompt, diff, bound)
+	}
+	for k := range want {
+		step := 0.0
+		for _, top := range top5[k] {
+			step = max(step, math.Abs(float64(st.logits[int(top[0])])-top[1]))
+		}
+		if step > bound {
+			t.Errorf("prompt %d step %d: the top five logits differ from llama.cpp's by up to %.3g (bound %g)", prompt, k, step, bound)
+		}
+		if st.next != want[k] {
+			if margins[k] >= 2*step {
+				t.Errorf("prompt %d step %d: picked %d, llama.cpp %d, whose top two are %.4g apart while the logits differ by %.3g", prompt, k, st.next, want[k], margins[k], step)
+			} else {
+				t.Logf("prompt %d step %d: picked %d, llama.cpp %d: its top two are %.4g apart, the engines' logits %.3g", prompt, k, st.next, want[k], margins[k], step)
+			}
+			return
+		}
+		st.prompt, st.token, st.pos = nil, want[k], len(ids)+k
+		p = pass{}
+		p.add(st)
+		e.forward(&p)
+	}
+}
+
+// TestGenerateIsTheStepsOfTheTest checks that checkGreedy's steps are
+// Generate's: the same ids for a prompt of each architecture.
+func TestGenerateIsTheStepsOfTheTest(t *testing.T) {
+	for _, arch := range []string{"llama", "qwen2", "qwen3", "gemma3"} {
+		m, err := Load(filepath.Join("testdata", "archs", arch+"-f32.gguf"), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ref archReference
+		raw, err := os.ReadFile(filepath.Join("testdata", "archs", arch+"-f32.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, &ref); err != nil {
+			t.Fatal(err)
+		}
+		e := NewEngine(m, 2)
+		g, err := e.Generate(context.Background(), ref.Greedy[0].Prompt, 32, Sampling{IgnoreEOS: true}, func(int) {})
+		e.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(g.Tokens, ref.Greedy[0].IDs) {
+			t.Errorf("%s: Generate gave %v, llama.cpp %v", arch, g.Tokens, ref.Greedy[0].IDs)
+		}
+	}
+}
+
+// TestWhatTheEngineCannotRunIsRefusedByName checks that each key the
+// engine reads but cannot run is refused with the key's name and value.
+func TestWhatTheEngineCannotRunIsRefusedByName(t *testing.T) {
+	base := func() *Weights {
+		return &Weights{Shape: Shape{Dim: 256, HiddenDim: 256, Layers: 6, Heads: 4, KVHeads: 1, HeadDim: 64, Vocab: 10, SeqLen: 64}}
+	}
+	key := func(arch string) func(string) string { return func(k string) string { return arch + "." + k } }
+	cases := []struct {
+		meta map[string]any
+		read func(w *Weights, g *GGUF) error
+		want string
+	}{
+		{map[string]any{"llama.rope.scaling.type": "yarn"}, func(w *Weights, g *GGUF) error { return w.readRope(g, key("llama")) },
+			`GGUF llama.rope.scaling.type is "yarn"; the builtin engine runs linear rope scaling and Llama 3's rope_freqs, not yarn`},
+		{map[string]any{"qwen3.rope.dimension_count": uint64(32)}, func(w *Weights, g *GGUF) error { return w.readRope(g, key("qwen3")) },
+			"GGUF qwen3.rope.dimension_count is 32, a part of the 64-wide heads; the builtin engine rotates whole heads"},
+		{map[string]any{"llama.rope.freq_base": 0.5}, func(w *Weights, g *GGUF) error { return w.readRope(g, key("llama")) },
+			"GGUF llama.rope.freq_base is 0.5; rotary embeddings need a base above 1"},
+		{map[string]any{"llama.rope.scaling.factor": -2.0}, func(w *Weights, g *GGUF) error { return w.readRope(g, key("llama")) },
+			"GGUF llama.rope.scaling.factor is -2; a scaling factor must be positive"},
+		{map[string]any{"gemma3.attention.sliding_window_pattern": []any{true, false}}, func(w *Weights, g *GGUF) error { return w.readGemma3(g, key("gemma3")) },
+			"GGUF has gemma3.attention.sliding_window_pattern; the builtin engine runs gemma3's default pattern"},
+		{map[string]any{"gemma3.final_logit_softcapping": -30.0}, func(w *Weights, g *GGUF) error { return w.readGemma3(g, key("gemma3")) },
+			"GGUF gemma3.final_logit_softcapping is -30; a soft cap must be positive"},
+		{map[string]any{"qwen3.attention.key_length": uint64(64), "qwen3.attention.value_length": uint64(128)},
+			func(w *Weights, g *GGUF) error { return readHeadDim(g, key("qwen3"), &w.Shape) },
+			"GGUF qwen3.attention.key_length is 64 and qwen3.attention.value_length 128; the builtin engine runs heads whose keys and values are as wide"},
+		{map[string]any{"llama.attention.head_count_kv": []any{uint64(1), uint64(2)}}, func(w *Weights, g *GGUF) error {
+			_, err := g.intKey("llama.attention.head_count_kv", false)
+			return err
+		},
+			"GGUF llama.attention.head_count_kv is a list (a value per layer); the builtin engine runs models whose layers are alike"},
+	}
+	for _, c := range cases {
+		if err := c.read(base(), &GGUF{Meta: c.meta}); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want %q", c.meta, err, c.want)
+		}
+	}
+	w := base()
+	if err := w.readGemma3(&GGUF{Meta: map[string]any{"gemma3.attention.sliding_window": uint64(512)}}, key("gemma3")); err != nil || w.Window != 512 || w.SlidingRopeBase != 10000 || !w.GELU {
+		t.Errorf("gemma3 defaults: %v %+v", err, w.Arch)
+	}
+}

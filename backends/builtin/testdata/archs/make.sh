@@ -1,0 +1,26 @@
+#!/bin/sh
+# Remakes the architecture test files and llama.cpp's reference ids:
+#   make.sh LLAMA_CPP_DIR
+# where LLAMA_CPP_DIR is a llama.cpp checkout built with cmake (build/bin
+# holds llama-quantize; build/ has libllama and ggml as static
+# libraries). ref.cpp is compiled against them. PYTHON names a python
+# with numpy (Debian's python3-numpy: PYTHON=/usr/bin/python3).
+set -eu
+llama=$1
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+PYTHONPATH="$llama/gguf-py" "${PYTHON:-python3}" "$here/make.py" "$tmp"
+b="$llama/build"
+g++ -O2 -std=c++17 "$here/ref.cpp" -I"$llama/include" -I"$llama/ggml/include" \
+	"$b/src/libllama.a" "$b/ggml/src/libggml.a" "$b/ggml/src/libggml-cpu.a" "$b/ggml/src/libggml-base.a" \
+	-fopenmp -lpthread -ldl -o "$tmp/ref"
+git -C "$llama" log -1 --format="llama.cpp %H %cs" > "$here/LLAMA_CPP_VERSION" 2>/dev/null || echo "llama.cpp, no git history" > "$here/LLAMA_CPP_VERSION"
+for arch in llama qwen2 qwen3 gemma3; do
+	cp "$tmp/$arch-f32.gguf" "$here/"
+	"$b/bin/llama-quantize" "$tmp/$arch-f32.gguf" "$here/$arch-q8_0.gguf" Q8_0 >/dev/null 2>&1
+	"$b/bin/llama-quantize" "$tmp/$arch-kq-f32.gguf" "$here/$arch-q4_k_m.gguf" Q4_K_M >/dev/null 2>&1
+	for f in f32 q8_0 q4_k_m; do
+		"$tmp/ref" "$here/$arch-$f.gguf" "$here/strings.jsonl" "$here/prompts.jsonl" 32 > "$here/$arch-$f.json"
+	done
+done
