@@ -220,7 +220,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&opts.Trials, "trials", runner.NoOverride, "timed trials per arm (overrides the profile)")
 	fs.IntVar(&opts.Warmup, "warmup", runner.NoOverride, "warmup trials per arm (overrides the profile)")
 	fs.IntVar(&opts.MaxTokens, "max-tokens", runner.NoOverride, "tokens to generate per trial (overrides the profile)")
-	modelPath := fs.String("model-path", "", "builtin: a llama2.c checkpoint (.bin, tokenizer.bin beside it) or a .gguf file")
+	var modelPaths []string
+	fs.Func("model-path", "builtin: a llama2.c checkpoint (.bin, tokenizer.bin beside it) or a .gguf file; repeat to compare models, an arm each (e.g. --profile cpu-models)", func(v string) error {
+		modelPaths = append(modelPaths, v)
+		return nil
+	})
 	fs.IntVar(&opts.Threads, "threads", 0, "builtin: worker threads (default: one per core)")
 	fs.StringVar(&opts.DType, "dtype", "", "builtin: convert the weights to f32 or q8_0 (default: run them as the file stores them)")
 	fs.StringVar(&opts.Power, "power", telemetry.PowerAuto, "power sources: auto (NVIDIA GPUs through NVML, CPU packages through powercap; on a Mac run as root, powermetrics), powermetrics (macOS, root) or off")
@@ -308,16 +312,23 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	noWaitIfZero(&opts)
-	if *modelPath != "" {
-		if opts.Model != "" {
-			fmt.Fprintln(stderr, "tokentop run: give --model or --model-path, not both")
-			return exitUsage
-		}
-		opts.Model = *modelPath
+	if len(modelPaths) > 0 && opts.Model != "" {
+		fmt.Fprintln(stderr, "tokentop run: give --model or --model-path, not both")
+		return exitUsage
+	}
+	if len(modelPaths) > 1 && len(arms) > 0 {
+		fmt.Fprintln(stderr, "tokentop run: --model-path given more than once makes the arms; give the models as --arm name=…,model_path=… flags or as --model-path flags, not both")
+		return exitUsage
+	}
+	if len(modelPaths) == 1 {
+		opts.Model = modelPaths[0]
 	}
 	profile, err := profiles.Find(*profileArg)
-	if err == nil && len(arms) > 0 {
+	switch {
+	case err == nil && len(arms) > 0:
 		profile, err = profile.WithArms(arms)
+	case err == nil && len(modelPaths) > 1:
+		profile, err = profile.PerModel(modelPaths)
 	}
 	if err != nil {
 		printErr(stderr, err)

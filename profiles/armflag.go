@@ -152,3 +152,51 @@ func (p *Profile) WhereArm(i int, key ...string) string {
 	}
 	return p.Source
 }
+
+// PerModel returns a copy of p with an arm for each model file of paths
+// (--model-path given more than once): each is p's one arm, on the
+// built-in engine with that file, named after it ("gemma3-1b-Q8_0" for
+// ~/models/gemma3-1b-Q8_0.gguf), so one profile compares models side by
+// side. A profile of several arms has no one arm to copy; errors say to
+// give the arms themselves.
+func (p *Profile) PerModel(paths []string) (*Profile, error) {
+	if len(p.Arms) != 1 {
+		return nil, fmt.Errorf("--model-path given %d times makes an arm per model from the profile's one arm, and profile %s has %d; give each arm as --arm name=…,model_path=… instead", len(paths), p.Name, len(p.Arms))
+	}
+	arms := make([]Arm, 0, len(paths))
+	seen := map[string]int{}
+	for _, path := range paths {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("--model-path %q: %w", path, err)
+		}
+		a := p.Arms[0]
+		a.Backend, a.Model, a.ModelPath, a.URL = "builtin", "", abs, nil
+		a.Name = armNameOf(abs)
+		if n := seen[a.Name]; n > 0 { // two files of one name in different folders
+			seen[a.Name]++
+			a.Name = fmt.Sprintf("%.60s-%d", a.Name, n+1)
+		} else {
+			seen[a.Name] = 1
+		}
+		a.from = fmt.Sprintf("--model-path %q", path)
+		arms = append(arms, a)
+	}
+	return p.WithArms(arms)
+}
+
+// armNameOf makes a file's name an arm name: its base without the
+// extension, each character an arm name cannot hold as '_', at most 64.
+func armNameOf(path string) string {
+	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	name := []rune(base)
+	for i, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') || i == 0 && (r == '.' || r == '-') {
+			name[i] = '_'
+		}
+	}
+	if len(name) == 0 {
+		return "model"
+	}
+	return string(name[:min(len(name), 64)])
+}

@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -124,4 +125,33 @@ func FuzzParseArmFlag(f *testing.F) {
 			t.Fatalf("arms %v", q.Arms)
 		}
 	})
+}
+
+func TestModelPathsMakeAnArmEach(t *testing.T) {
+	p, err := Find("cpu-models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := p.PerModel([]string{"/m/gemma3-1b-Q8_0.gguf", "/other/gemma3-1b-Q8_0.gguf", "/m/Llama 3.2 (1B).gguf", "/m/.hidden.gguf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, a := range q.Arms {
+		names = append(names, a.Name)
+		if a.Backend != "builtin" || a.Temperature != 0 || !a.FromCommandLine() {
+			t.Errorf("%s: %+v", a.Name, a)
+		}
+	}
+	want := []string{"gemma3-1b-Q8_0", "gemma3-1b-Q8_0-2", "Llama_3.2__1B_", "_hidden"}
+	if !slices.Equal(names, want) || q.Arms[1].ModelPath != "/other/gemma3-1b-Q8_0.gguf" {
+		t.Errorf("arms %v (%s), want %v", names, q.Arms[1].ModelPath, want)
+	}
+	if len(p.Arms) != 1 {
+		t.Error("PerModel changed the profile it copied")
+	}
+	two, _ := Find("f32-vs-q8")
+	if _, err := two.PerModel([]string{"a.gguf", "b.gguf"}); err == nil || !strings.Contains(err.Error(), "profile f32-vs-q8 has 2; give each arm as --arm name=…,model_path=…") {
+		t.Errorf("two-arm profile: %v", err)
+	}
 }

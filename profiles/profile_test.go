@@ -29,7 +29,7 @@ top_k = 40
 `
 
 func TestBuiltinsAreValidAndComplete(t *testing.T) {
-	want := map[string]bool{"greedy-vs-sampling": false, "repeatability": false, "quick": false, "f32-vs-q8": false, "ollama-vs-llamacpp": false, "two-models": false, "dual-agent": false}
+	want := map[string]bool{"greedy-vs-sampling": false, "repeatability": false, "quick": false, "f32-vs-q8": false, "ollama-vs-llamacpp": false, "two-models": false, "dual-agent": false, "cpu-models": false}
 	for _, p := range Builtins() {
 		want[p.Name] = true
 		if p.Source != "builtin" {
@@ -199,7 +199,7 @@ func TestUserProfilesShadowBuiltinsAndBrokenFilesReported(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(validProfile))
-	for _, p := range []string{"greedy-vs-sampling", "repeatability", "quick", "f32-vs-q8", "ollama-vs-llamacpp", "two-models", "dual-agent"} {
+	for _, p := range []string{"greedy-vs-sampling", "repeatability", "quick", "f32-vs-q8", "ollama-vs-llamacpp", "two-models", "dual-agent", "cpu-models"} {
 		data, _ := builtinFS.ReadFile("builtin/" + p + ".toml")
 		f.Add(data)
 	}

@@ -225,3 +225,35 @@ func TestWhatTheEngineCannotRunIsRefusedByName(t *testing.T) {
 		t.Errorf("gemma3 defaults: %v %+v", err, w.Arch)
 	}
 }
+
+// TestQuantizedEmbeddingIsReadRowByRow checks that a quantized token
+// embedding stays as the file stores it (no float32 copy of the
+// vocabulary) and that each row looked up is the row dequantized.
+func TestQuantizedEmbeddingIsReadRowByRow(t *testing.T) {
+	for _, name := range []string{"llama-q8_0", "gemma3-q4_k_m", "qwen3-q4_k_m"} {
+		raw, err := os.ReadFile(filepath.Join("testdata", "archs", name+".gguf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, _, err := LoadGGUF(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Embedding != nil || w.embedRows == nil {
+			t.Fatalf("%s: the embedding was dequantized whole", name)
+		}
+		g, _ := ParseGGUF(raw)
+		load := &tensorLoader{g: g, b: raw}
+		whole := load.vector("token_embd.weight", w.Shape.Vocab, w.Shape.Dim)
+		saved := w.EmbedScale
+		w.EmbedScale = 0
+		x := make([]float32, w.Shape.Dim)
+		for _, token := range []int{0, 1, w.Shape.Vocab / 2, w.Shape.Vocab - 1} {
+			w.embed(x, token)
+			if !slices.Equal(x, whole[token*w.Shape.Dim:(token+1)*w.Shape.Dim]) {
+				t.Errorf("%s: row %d differs from the dequantized table", name, token)
+			}
+		}
+		w.EmbedScale = saved
+	}
+}

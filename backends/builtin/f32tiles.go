@@ -15,8 +15,12 @@ import "unsafe"
 // f32TileBytes is the size of one f32 tile of cols columns.
 func f32TileBytes(cols int) int { return 4 * tileRows * cols }
 
-// makeF32Tiles lays an f32 matrix's rows out as tiles.
-func makeF32Tiles(m *Matrix) []byte {
+// makeF32Tiles lays an f32 matrix's rows out as tiles, handing each run
+// of copiedRun rows to copied (when not nil) once the tiles hold it: a
+// mapped file's pages then go back as the tiles fill, where handed back
+// a matrix at a time, the largest (a vocabulary's classifier, 1 GiB for
+// Llama 3.2's) was resident twice at the peak.
+func makeF32Tiles(m *Matrix, copied func(rows []float32)) []byte {
 	tiles := (tileCount(m.Rows) + 1) &^ 1
 	out := make([]byte, tiles*f32TileBytes(m.Cols))
 	f := unsafe.Slice((*float32)(unsafe.Pointer(&out[0])), len(out)/4)
@@ -26,9 +30,16 @@ func makeF32Tiles(m *Matrix) []byte {
 		for k, w := range m.F32[row*m.Cols : (row+1)*m.Cols] {
 			tile[k*tileRows+r] = w
 		}
+		if end := row + 1; copied != nil && (end%copiedRun == 0 || end == m.Rows) {
+			copied(m.F32[(end-1)/copiedRun*copiedRun*m.Cols : end*m.Cols])
+		}
 	}
 	return out
 }
+
+// copiedRun is how many rows makeF32Tiles copies between calls of its
+// copied: a few MiB of a wide matrix.
+const copiedRun = 512
 
 // f32RowsOfTiles copies an f32 matrix's rows out of its tiles.
 func f32RowsOfTiles(m *Matrix) []float32 {

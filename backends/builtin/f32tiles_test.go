@@ -13,7 +13,7 @@ func TestF32TilesHoldTheRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 28))
 	rows, cols := 19, 13 // three tiles, padded to four
 	m := randomMatrix(rng, rows, cols)
-	tiled := &Matrix{Rows: rows, Cols: cols, tiles: makeF32Tiles(m)}
+	tiled := &Matrix{Rows: rows, Cols: cols, tiles: makeF32Tiles(m, nil)}
 	if got, want := len(tiled.tiles), 4*f32TileBytes(cols); got != want {
 		t.Fatalf("%d bytes of tiles for %d rows, want %d (four tiles)", got, rows, want)
 	}
@@ -35,7 +35,7 @@ func TestF32TilesHoldTheRows(t *testing.T) {
 	// Quantized, the tiles give the rows' Q8_0 (--dtype after tiling).
 	m = randomMatrix(rng, 9, 64)
 	want, _ := m.Quantize()
-	got, err := (&Matrix{Rows: 9, Cols: 64, tiles: makeF32Tiles(m)}).Quantize()
+	got, err := (&Matrix{Rows: 9, Cols: 64, tiles: makeF32Tiles(m, nil)}).Quantize()
 	if err != nil || !slices.Equal(got.quant, want.quant) {
 		t.Errorf("tiles quantized: %v, equal to the rows' Q8_0: %v", err, err == nil && slices.Equal(got.quant, want.quant))
 	}

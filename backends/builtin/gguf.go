@@ -235,7 +235,13 @@ const ggufContextCap = 4096
 // LoadGGUF builds a model and its tokenizer from a GGUF file of one of
 // ggufArchitectures, reading each as llama.cpp reads it; anything the
 // engine cannot run is refused, naming the key or tensor.
-func LoadGGUF(b []byte) (*Weights, *Tokenizer, error) {
+func LoadGGUF(b []byte) (*Weights, *Tokenizer, error) { return loadGGUF(b, nil) }
+
+// loadGGUF is LoadGGUF, handing each quantized matrix's bytes to release
+// once the engine holds its own copy of them (tiles, or Q8_0's rows), so
+// that a mapped file's pages are not held beside the copies; release is
+// nil where b is not a mapped file.
+func loadGGUF(b []byte, release func([]byte)) (*Weights, *Tokenizer, error) {
 	g, err := ParseGGUF(b)
 	if err != nil {
 		return nil, nil, err
@@ -291,8 +297,12 @@ func LoadGGUF(b []byte) (*Weights, *Tokenizer, error) {
 		}
 	}
 	d, h, kv, qd, hs := shape.Dim, shape.HiddenDim, shape.KVDim(), shape.QDim(), shape.HeadSize()
-	load := &tensorLoader{g: g, b: b}
-	w.Embedding = load.vector("token_embd.weight", shape.Vocab, d)
+	load := &tensorLoader{g: g, b: b, release: release}
+	if isQuantized(g.Tensors["token_embd.weight"].Type) {
+		w.embedRows = load.rows("token_embd.weight", shape.Vocab, d)
+	} else {
+		w.Embedding = load.vector("token_embd.weight", shape.Vocab, d)
+	}
 	w.FinalNorm = load.vector("output_norm.weight", 1, d)
 	if hasTensor(g, "rope_freqs.weight") {
 		w.RopeFactors = load.vector("rope_freqs.weight", 1, hs/2)
@@ -574,9 +584,10 @@ func hasTensor(g *GGUF, name string) bool {
 
 // tensorLoader reads tensors by name, keeping the first error.
 type tensorLoader struct {
-	g   *GGUF
-	b   []byte
-	err error
+	g       *GGUF
+	b       []byte
+	release func([]byte) // see loadGGUF
+	err     error
 }
 
 // data returns tensor name's bytes after checking its shape and type.
@@ -647,6 +658,21 @@ func (l *tensorLoader) vector(name string, rows, cols int) []float32 {
 	}
 }
 
+// rows reads a quantized rows × cols tensor as a table decoded a row at a
+// time, in place in the file.
+func (l *tensorLoader) rows(name string, rows, cols int) *quantRows {
+	t, raw := l.data(name, rows, cols)
+	if raw == nil {
+		return nil
+	}
+	f := ggmlFormats[t.Type]
+	decode := formats[f].decode
+	if f == formatQ8_0 {
+		decode = decodeQ8_0File
+	}
+	return &quantRows{raw: raw, cols: cols, block: f.block(), blockBytes: f.fileBlockBytes(), decode: decode}
+}
+
 // matrix reads a rows × cols weight; quantized ones stay quantized.
 func (l *tensorLoader) matrix(name string, rows, cols int) *Matrix {
 	t, raw := l.data(name, rows, cols)
@@ -658,7 +684,11 @@ func (l *tensorLoader) matrix(name string, rows, cols int) *Matrix {
 	}
 	// Tiles only here, for the matrices that multiply: an embedding read
 	// as vector is dequantized and its matrix dropped.
-	return withTiles(l.matrixOf(t, raw, rows, cols))
+	m := withTiles(l.matrixOf(t, raw, rows, cols), nil)
+	if l.release != nil && (m.tiles != nil || !m.format.storedAsBlocks()) {
+		l.release(raw) // the engine's copy is what the kernels read
+	}
+	return m
 }
 
 // matrixOf makes a quantized tensor a Matrix. Most formats' rows are the

@@ -59,8 +59,8 @@ func swiGLU(hb, hb2 []float32)           { swiGLUGeneric(hb, hb2) }
 // IQ4_NL's codes index a table of 16 levels, which no word product
 // unpacks, and the portable Q8_0 kernel runs three times as fast as a
 // loop over the table, for twice IQ4_NL's bytes. Other formats' kernels
-// read their rows as stored.
-func withTiles(m *Matrix) *Matrix {
+// read their rows as stored (f32 ones too: copied is never called).
+func withTiles(m *Matrix, copied func(rows []float32)) *Matrix {
 	if m.format == formatIQ4_NL {
 		m.tiles = iq4NLLevelRows(m).quant
 	}

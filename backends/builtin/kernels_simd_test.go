@@ -24,7 +24,7 @@ func init() {
 	tiled := map[*Matrix]*Matrix{} // so that benchmarks time the product alone
 	f32Kernels["tiles"] = func(out []float32, m *Matrix, x []float32, lo, hi int) {
 		if tiled[m] == nil {
-			tiled[m] = withTiles(m)
+			tiled[m] = withTiles(m, nil)
 		}
 		matVecF32(out, tiled[m], x, lo, hi)
 	}
@@ -33,7 +33,7 @@ func init() {
 	}
 	q8Kernels["tiles"] = func(out []float32, m *Matrix, x *quantized, lo, hi int) {
 		if tiled[m] == nil {
-			tiled[m] = withTiles(&Matrix{Rows: m.Rows, Cols: m.Cols, format: formatQ8_0, quant: m.quant})
+			tiled[m] = withTiles(&Matrix{Rows: m.Rows, Cols: m.Cols, format: formatQ8_0, quant: m.quant}, nil)
 		}
 		matVecTiles(out, tiled[m], x, lo, hi)
 	}
@@ -102,7 +102,7 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 				signed.quant[b+96+i] = byte(rng.Uint32())
 			}
 		}
-		twinsAgree(t, fmt.Sprintf("Q3_K, every scale, extremes %v", extremes), withTiles(signed), xs, q3KTile1, q3KTile1VNNI, q3KTile3, q3KTile3VNNI)
+		twinsAgree(t, fmt.Sprintf("Q3_K, every scale, extremes %v", extremes), withTiles(signed, nil), xs, q3KTile1, q3KTile1VNNI, q3KTile3, q3KTile3VNNI)
 	}
 }
 

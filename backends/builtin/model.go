@@ -105,8 +105,13 @@ type Layer struct {
 // became tiles, its tiles hold the embedding too and Embedding is nil
 // (see embed).
 type Weights struct {
-	Shape      Shape
-	Embedding  []float32 // vocab × dim
+	Shape     Shape
+	Embedding []float32 // vocab × dim
+	// embedRows is a quantized embedding as the file stores it, each row
+	// decoded as a token looks it up: dequantized whole it was a float32
+	// copy of the vocabulary (1 GiB for Llama 3.2's), resident beside
+	// the file. Embedding is nil where it is set.
+	embedRows  *quantRows
 	Layers     []Layer
 	FinalNorm  []float32
 	Classifier *Matrix // vocab × dim; shares Embedding's storage when tied
@@ -153,15 +158,44 @@ type Arch struct {
 // embed copies token's embedding into x, scaled where the architecture
 // scales it.
 func (w *Weights) embed(x []float32, token int) {
-	if w.Embedding == nil { // tied, and in the classifier's tiles
-		w.Classifier.f32RowInto(x, token)
-	} else {
+	switch {
+	case w.Embedding != nil:
 		d := w.Shape.Dim
 		copy(x, w.Embedding[token*d:(token+1)*d])
+	case w.embedRows != nil:
+		w.embedRows.row(x, token)
+	default: // tied, and in the classifier's tiles
+		w.Classifier.f32RowInto(x, token)
 	}
 	if w.EmbedScale != 0 {
 		for i := range x {
 			x[i] *= w.EmbedScale
 		}
+	}
+}
+
+// quantRows is a quantized table as a GGUF stores it, read a row at a
+// time: each row a run of blocks, each block decoded by decode.
+type quantRows struct {
+	raw                     []byte
+	cols, block, blockBytes int
+	decode                  func(out []float32, block []byte)
+}
+
+// row decodes row r into x.
+func (q *quantRows) row(x []float32, r int) {
+	blocks := q.cols / q.block
+	row := q.raw[r*blocks*q.blockBytes : (r+1)*blocks*q.blockBytes]
+	for b := range blocks {
+		q.decode(x[b*q.block:(b+1)*q.block], row[b*q.blockBytes:(b+1)*q.blockBytes])
+	}
+}
+
+// decodeQ8_0File decodes one of a GGUF's Q8_0 blocks: a half scale, then
+// 32 signed bytes.
+func decodeQ8_0File(out []float32, b []byte) {
+	d := f16ToF32(le16(b))
+	for i := range out {
+		out[i] = d * float32(int8(b[2+i]))
 	}
 }

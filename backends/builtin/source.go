@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -81,6 +82,10 @@ func Load(name, dtype string) (*Model, error) {
 	if dtype != "" && dtype != "f32" && dtype != "q8_0" {
 		return nil, fmt.Errorf("dtype %q is not supported; use one of %s (or none: the weights' own)", dtype, strings.Join(DTypes, ", "))
 	}
+	// Loading makes copies (Q8_0's rows, then their tiles) that are
+	// garbage a matrix later; collected at the default pace they piled up
+	// to a peak resident size near three times the file's.
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	m, err := loadWeights(name)
 	if err != nil {
 		return nil, err
@@ -145,15 +150,17 @@ func loadFile(path string) (*Model, error) {
 	if err := checkMemory(path, info.Size()); err != nil {
 		return nil, err
 	}
+	sum, err := fileSHA256(path)
+	if err != nil {
+		return nil, fmt.Errorf("model file %s: %w", path, err)
+	}
 	data, err := mapFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("model file %s: %w", path, err)
 	}
-	sum := sha256.Sum256(data)
-	releasePages(data) // the checksum read it all; the loader reads it again, part by part
-	m := &Model{Name: filepath.Base(path), Source: path, SHA256: hex.EncodeToString(sum[:]), mapped: data}
+	m := &Model{Name: filepath.Base(path), Source: path, SHA256: sum, mapped: data}
 	if strings.HasSuffix(path, ".gguf") {
-		m.Weights, m.Tokenizer, err = LoadGGUF(data)
+		m.Weights, m.Tokenizer, err = loadGGUF(data, releasePages)
 	} else {
 		m.Weights, err = LoadLlama2c(data)
 		if err == nil {
@@ -164,6 +171,21 @@ func loadFile(path string) (*Model, error) {
 		return nil, fmt.Errorf("model file %s: %w", path, err)
 	}
 	return m, nil
+}
+
+// fileSHA256 is the checksum of path's bytes, read through the file: read
+// through the mapping, every page of the file was resident at once.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // within is the bytes of rows if they lie in mapped, else nil.
@@ -253,14 +275,13 @@ func (w *Weights) dequantize() {
 }
 
 // tileF32 lays every f32 matrix out as tiles, where this build's kernels
-// read them (withTiles), and hands each tiled matrix's rows to done.
-func (w *Weights) tileF32(done func(rows []float32)) {
+// read them (withTiles), handing each run of rows to copied as soon as
+// the tiles hold it.
+func (w *Weights) tileF32(copied func(rows []float32)) {
 	tied := w.tied()
 	for _, m := range w.matrices() {
-		if rows := (*m).F32; rows != nil {
-			if *m = withTiles(*m); (*m).F32 == nil {
-				done(rows)
-			}
+		if (*m).F32 != nil {
+			*m = withTiles(*m, copied)
 		}
 	}
 	if tied && !w.tied() { // the classifier's tiles hold the embedding now
@@ -316,7 +337,7 @@ func (w *Weights) quantize() (kept []string) {
 			if err != nil {
 				panic(err) // the columns are whole blocks: cannot fail
 			}
-			*m = withTiles(qm)
+			*m = withTiles(qm, nil)
 		}
 	}
 	return kept
@@ -357,6 +378,9 @@ func (w *Weights) BytesPerToken() int64 {
 // WeightBytes is the memory the weights take.
 func (w *Weights) WeightBytes() int64 {
 	n := 4 * int64(len(w.Embedding)+len(w.FinalNorm))
+	if w.embedRows != nil {
+		n += int64(len(w.embedRows.raw))
+	}
 	for _, l := range w.Layers {
 		n += 4 * int64(len(l.AttnNorm)+len(l.FFNNorm))
 		for _, m := range []*Matrix{l.WQ, l.WK, l.WV, l.WO, l.W1, l.W2, l.W3} {

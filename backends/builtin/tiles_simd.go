@@ -172,13 +172,13 @@ var tileKernels = map[format]*tileKernel{
 // on a CPU with VNNI only (its tile kernels are VPDPBUSD's); it and an
 // f32 matrix keep their tiles alone: they are the rows' size, and the
 // kernels read nothing else.
-func withTiles(m *Matrix) *Matrix {
+func withTiles(m *Matrix, copied func(rows []float32)) *Matrix {
 	k := tileKernels[m.format]
 	switch {
 	case !haveAVX2:
 	case m.format == formatF32:
 		if m.F32 != nil {
-			m = &Matrix{Rows: m.Rows, Cols: m.Cols, tiles: makeF32Tiles(m)}
+			m = &Matrix{Rows: m.Rows, Cols: m.Cols, tiles: makeF32Tiles(m, copied)}
 		}
 	case k == nil:
 	case m.format == formatQ8_0:

@@ -120,12 +120,14 @@ def norm_weight(rng, n):
     return (1 + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
 
-def write(path, arch, shape, seed):
+def write(path, arch, shape, seed, vocab_size=0):
     rng = np.random.default_rng(seed)
     d, hid, layers, heads, kv, hd = shape
     qd, kvd = heads * hd, kv * hd
     w = gguf.GGUFWriter(path, arch)
-    w.add_context_length(512)
+    # the large files say what the real ones do: the engine allocates for
+    # 4096 of it
+    w.add_context_length(131072 if vocab_size else 512)
     w.add_embedding_length(d)
     w.add_feed_forward_length(hid)
     w.add_block_count(layers)
@@ -138,14 +140,11 @@ def write(path, arch, shape, seed):
     if arch == "gemma3":
         w.add_layer_norm_rms_eps(1e-6)
         w.add_rope_freq_base(1_000_000.0)
-        w.add_sliding_window(8)
+        w.add_sliding_window(512 if vocab_size else 8)
         w.add_final_logit_softcapping(30.0)
         tokens, scores, types = spm_vocab()
         w.add_tokenizer_model("llama")
         w.add_tokenizer_pre("default")
-        w.add_token_list(tokens)
-        w.add_token_scores(scores)
-        w.add_token_types(types)
         w.add_bos_token_id(2)
         w.add_eos_token_id(1)
         w.add_unk_token_id(3)
@@ -159,8 +158,6 @@ def write(path, arch, shape, seed):
         tokens, merges, types = bpe_vocab(specials)
         w.add_tokenizer_model("gpt2")
         w.add_tokenizer_pre({"llama": "llama-bpe", "qwen2": "deepseek-r1-qwen", "qwen3": "qwen2"}[arch])
-        w.add_token_list(tokens)
-        w.add_token_types(types)
         w.add_token_merges(merges)
         first = len(tokens) - 3
         if arch == "llama":
@@ -170,6 +167,18 @@ def write(path, arch, shape, seed):
             w.add_bos_token_id(first)
             w.add_eos_token_id(first + 2)
             w.add_add_bos_token(False)
+    # The large files pad the vocabulary to the real models' size with
+    # reserved control tokens: the classifier is a large part of a small
+    # model's work.
+    while len(tokens) < vocab_size:
+        tokens.append("<|reserved_%d|>" % len(tokens))
+        types.append(gguf.TokenType.CONTROL)
+        if arch == "gemma3":
+            scores.append(0.0)
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    if arch == "gemma3":
+        w.add_token_scores(scores)
     vocab = len(tokens)
     w.add_vocab_size(vocab)
 
@@ -177,7 +186,7 @@ def write(path, arch, shape, seed):
     # Qwen, Qwen3 and Gemma 3 models are; the others are not, as a tied
     # random model mostly repeats a token. Small embeddings and strong
     # layer outputs keep the tied one from repeating its last token.
-    tied = arch == "qwen3"
+    tied = arch == "qwen3" or vocab_size > 0
     w.add_tensor("token_embd.weight", rnd(rng, vocab, d, scale=0.3 if tied else 1.0))
     out_gain = 4.0 if tied else 1.0
     w.add_tensor("output_norm.weight", norm_weight(rng, d))
@@ -219,16 +228,18 @@ SMALL = {"llama": (64, 128, 2, 4, 2, 16), "qwen2": (64, 128, 2, 4, 2, 16),
 # K-quants need rows of whole 256-weight blocks
 KQ = {"llama": (256, 256, 2, 4, 2, 64), "qwen2": (256, 256, 2, 4, 2, 64),
       "qwen3": (256, 256, 2, 2, 1, 128), "gemma3": (256, 256, 6, 2, 1, 128)}
-# about the shapes of Llama-3.2-1B, Qwen2.5-0.5B, Qwen3-0.6B and Gemma3-1B
+# the shapes of Llama-3.2-1B, Qwen2.5-0.5B, Qwen3-0.6B and Gemma3-1B, their
+# vocabularies' sizes, tied as theirs are
 BIG = {"llama": (2048, 8192, 16, 32, 8, 64), "qwen2": (896, 4864, 24, 14, 2, 64),
        "qwen3": (1024, 3072, 28, 16, 8, 128), "gemma3": (1152, 6912, 26, 4, 1, 256)}
+BIG_VOCAB = {"llama": 128256, "qwen2": 151936, "qwen3": 151936, "gemma3": 262144}
 
 if __name__ == "__main__":
     out = sys.argv[1]
     big = len(sys.argv) > 2 and sys.argv[2] == "big"
     for i, arch in enumerate(["llama", "qwen2", "qwen3", "gemma3"]):
         if big:
-            write("%s/%s-big-f32.gguf" % (out, arch), arch, BIG[arch], 100 + i)
+            write("%s/%s-big-f32.gguf" % (out, arch), arch, BIG[arch], 100 + i, BIG_VOCAB[arch])
         else:
             write("%s/%s-f32.gguf" % (out, arch), arch, SMALL[arch], 1 + i)
             write("%s/%s-kq-f32.gguf" % (out, arch), arch, KQ[arch], 11 + i)
