@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -781,5 +782,58 @@ func TestAnOpenLoopPastTheOpenFilesLimitEndsBlamingTheClient(t *testing.T) {
 	}
 	if strings.Contains(text, "server lost") || strings.Contains(text, "is back after") {
 		t.Errorf("the client's limit was blamed on the server:\n%s", text)
+	}
+}
+
+// TestCPUModelsComparesModelFiles: the multi-model study from model
+// paths, one arm per file, ends with each model's per-token latency,
+// decode rate and memory, and the report's JSON carries the same rows;
+// a second --model-path with --arm flags is refused.
+func TestCPUModelsComparesModelFiles(t *testing.T) {
+	out := t.TempDir()
+	dir := filepath.Join("backends", "builtin", "testdata", "archs")
+	code, stdout, stderr := runCLI("run", "--profile", "cpu-models", "--model-path", filepath.Join(dir, "llama-q8_0.gguf"),
+		"--model-path", filepath.Join(dir, "gemma3-q4_k_m.gguf"), "--trials", "4", "--warmup", "1", "--max-tokens", "16",
+		"--threads", "1", "--headless", "--power", "off", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"arms llama-q8_0 (llama-q8_0.gguf · q8_0), gemma3-q4_k_m (gemma3-q4_k_m.gguf · q4_K", "models:\n  llama-q8_0 (llama-q8_0.gguf · q8_0): per-token mean ",
+		"  gemma3-q4_k_m (gemma3-q4_k_m.gguf · q4_K", "; memory weights ", "weights: the models ran on the built-in engine in one process"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, stdout, stderr = runCLI("report", "--format", "json", manifests(t, out)[0])
+	if code != exitOK {
+		t.Fatalf("report: exit %d\n%s", code, stderr)
+	}
+	var rep struct {
+		Models []struct {
+			Arm       string  `json:"arm"`
+			N         int     `json:"n"`
+			Mean      float64 `json:"per_token_mean_ms"`
+			P99       float64 `json:"per_token_p99_ms"`
+			DecodeTPS float64 `json:"decode_tps"`
+			WeightMiB float64 `json:"weight_mib"`
+		} `json:"models"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Models) != 2 || rep.Models[0].Arm != "llama-q8_0" || rep.Models[1].Arm != "gemma3-q4_k_m" {
+		t.Fatalf("models %+v", rep.Models)
+	}
+	for _, m := range rep.Models {
+		// 15 gaps a trial: the pooled mean gap is the inverse of the
+		// pooled decode rate (Σ decode time / Σ tokens after the first),
+		// within the chunks' timing, which decode time does not share.
+		if m.N != 4 || !(m.P99 >= m.Mean) || m.WeightMiB <= 0 || math.Abs(1000/m.DecodeTPS-m.Mean) > 0.2*m.Mean {
+			t.Errorf("%+v", m)
+		}
+	}
+	code, _, stderr = runCLI("run", "--profile", "cpu-models", "--model-path", "a.gguf", "--model-path", "b.gguf", "--arm", "name=x", "--out", out)
+	if code != exitUsage || !strings.Contains(stderr, "give the models as --arm name=…,model_path=… flags or as --model-path flags, not both") {
+		t.Errorf("both: exit %d %q", code, stderr)
 	}
 }

@@ -77,7 +77,10 @@ type Report struct {
 	// target (else the first caveat says how far they got).
 	Reached string
 	// Load is a load run's results (LoadResults.Lines); nil otherwise.
-	Load    []string
+	Load []string
+	// Models are, where the arms run different models, each one's
+	// per-token latency, decode rate and memory (Comparison.ModelRows).
+	Models  []ModelRow
 	Arms    []ArmReport
 	Options TestOptions
 }
@@ -93,6 +96,7 @@ func BuildReport(s *Session, opts TestOptions) *Report {
 	} else if res != nil {
 		r.Load = res.Lines()
 	}
+	r.Models = modelsOf(s)
 	groups := ByArm(s.Records)
 	for _, arm := range armOrder(s) {
 		a := armReport(arm, groups[arm], s.Manifest.Summary[arm], opts)
@@ -214,6 +218,14 @@ func (r *Report) Lines(heading, item string) []string {
 	if len(r.Load) > 0 {
 		lines = append(lines, heading+"load")
 		for _, l := range r.Load {
+			lines = append(lines, item+l)
+		}
+		lines = append(lines, "")
+	}
+	if len(r.Models) > 0 {
+		t, notes := ModelsTable(r.Models)
+		lines = append(lines, heading+"models")
+		for _, l := range append(t.Lines(), notes...) {
 			lines = append(lines, item+l)
 		}
 		lines = append(lines, "")
@@ -393,6 +405,17 @@ func (r *Report) writeJSON(w io.Writer) error {
 		P95        any    `json:"e2e_p95_ms"`
 		TokensPerS any    `json:"output_tps"`
 	}
+	type model struct {
+		Arm         string `json:"arm"`
+		Model       string `json:"model"`
+		N           int    `json:"n"`
+		TokenMeanMs any    `json:"per_token_mean_ms"`
+		TokenP99Ms  any    `json:"per_token_p99_ms"`
+		TokenCV     any    `json:"per_token_cv"`
+		DecodeTPS   any    `json:"decode_tps"`
+		PeakRSSMB   any    `json:"peak_rss_mb"`
+		WeightMB    any    `json:"weight_mib"`
+	}
 	type arm struct {
 		Summary       map[string]any `json:"summary"`
 		OutlierTrials []int          `json:"outlier_trials"`
@@ -405,8 +428,13 @@ func (r *Report) writeJSON(w io.Writer) error {
 		Reached string   `json:"reached,omitempty"`
 		Caveats []string `json:"caveats"`
 		Load    []string `json:"load,omitempty"`
+		Models  []model  `json:"models,omitempty"`
 		Arms    []arm    `json:"arms"`
 	}{Session: r.Session, Reached: r.Reached, Caveats: r.Caveats, Load: r.Load}
+	for _, m := range r.Models {
+		out.Models = append(out.Models, model{m.Label, m.Model, m.N, JSONNumber(m.TokenMeanMs), JSONNumber(m.TokenP99Ms),
+			JSONNumber(m.TokenCV), JSONNumber(m.DecodeTPS), JSONNumber(m.PeakRSSMB), JSONNumber(m.WeightMB)})
+	}
 	for i := range r.Arms {
 		a := &r.Arms[i]
 		j := arm{Summary: jsonObject(reportColumns, a.row()), OutlierTrials: a.OutlierTrials, ReplicaWords: a.ReplicaWords}

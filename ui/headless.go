@@ -299,6 +299,17 @@ func writeRunVerdicts(w io.Writer, width int, manifest string) {
 		writeProse(w, width, "no verdicts: %v", err)
 		return
 	}
+	if rows, err := session.ModelsOfRun(manifest); err == nil && len(rows) > 0 {
+		_, notes := session.ModelsTable(rows)
+		fmt.Fprintln(w)
+		writeProse(w, width, "models:")
+		for _, r := range rows {
+			writeProse(w, width, "  %s", r.Words())
+		}
+		for _, n := range notes {
+			writeProse(w, width, "%s", n)
+		}
+	}
 	fmt.Fprintln(w)
 	writeProse(w, width, "verdicts, each arm against %s (the baseline):", cmp.Columns[0].Arm)
 	for _, line := range cmp.Verdicts() {

@@ -43,6 +43,10 @@ type Report struct {
 	// Numbers open the report: each column's figures, before any words
 	// (session.Comparison.NumbersTable).
 	Numbers *Table
+	// Models is, where the columns run different models, each one's
+	// per-token latency, decode rate and memory
+	// (session.Comparison.ModelRows).
+	Models *Table
 	// Reasoning is, where a model reasoned, each column's thinking
 	// against its output and its TTFT against its TTFO.
 	Reasoning *Table
@@ -169,6 +173,10 @@ func Build(refs []session.Ref, sessions []*session.Session, metricNames []string
 		caption += "; tok/s/req is a request's own rate, agg tok/s and agg req/s a load run's over its steady windows"
 	}
 	r.Numbers = &Table{Caption: caption, Class: "numbers", Table: numbers}
+	if rows := cmp.ModelRows(func(stem string) map[session.TrialKey]session.Arrivals { return arrivals[stem] }); rows != nil {
+		t, notes := session.ModelsTable(rows)
+		r.Models = &Table{Caption: strings.Join(notes, "; "), Table: t}
+	}
 	cols := make([]column, len(cmp.Columns))
 	for i, c := range cmp.Columns {
 		s := sessionOf(c.Session, sessions)
