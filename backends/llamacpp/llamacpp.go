@@ -121,9 +121,12 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 			n, counted := stream.ChunkCount(len(ev.Tokens))
 			onChunk(n, think.Kind(ev.Content))
 			res.ChunkCounts = res.ChunkCounts && counted
+			// The chunk's token ids, kept for the tokens CSV (a count
+			// past the bound keeps none: they would not add up).
+			res.TokenIDs = append(res.TokenIDs, ev.Tokens[:n]...)
 		} else if ev.Content != "" {
 			// No tokens array: an older build; a chunk is one token
-			// as far as anyone can tell.
+			// as far as anyone can tell, and its id is not known.
 			onChunk(1, think.Kind(ev.Content))
 			res.ChunkCounts = false
 		}
@@ -154,6 +157,9 @@ func decode(body io.Reader, onChunk backends.OnChunk) (backends.Result, error) {
 		return nil
 	})
 	res.LeadingReasoningChunks = think.LeadingReasoning()
+	if !res.ChunkCounts {
+		res.TokenIDs = nil // some chunk's ids are missing or cut
+	}
 	return res, stream.End(err, done)
 }
 

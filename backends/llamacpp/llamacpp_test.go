@@ -35,6 +35,23 @@ func TestGenerateReplaysRecordedStream(t *testing.T) {
 	if res.ServerPrefillMs != 313.779 || res.ServerDecodeMs != 9815.207 {
 		t.Errorf("timings %+v", res)
 	}
+	// The recorded stream's ids, chunk by chunk: " rectangle" then "];"
+	// four times (16701, 1385), then "Grad".
+	if len(res.TokenIDs) != 32 || !slices.Equal(res.TokenIDs[:6], []int{16701, 1385, 1385, 1385, 1385, 25584}) {
+		t.Errorf("token ids %v", res.TokenIDs)
+	}
+}
+
+// TestTokenIDsOnlyWhereEveryChunkHasThem: a build that sends no tokens
+// array gives no ids at all, not some.
+func TestTokenIDsOnlyWhereEveryChunkHasThem(t *testing.T) {
+	body := "data: {\"content\":\"a\",\"tokens\":[7],\"stop\":false}\n\n" +
+		"data: {\"content\":\"b\",\"stop\":false}\n\n" +
+		"data: {\"content\":\"\",\"stop\":true,\"stop_type\":\"limit\"}\n\n"
+	res, err := decode(strings.NewReader(body), func(int, backends.TokenKind) {})
+	if err != nil || res.TokenIDs != nil || res.ChunkCounts {
+		t.Errorf("ids %v counts %v, error %v", res.TokenIDs, res.ChunkCounts, err)
+	}
 }
 
 // TestInlineThinkingIsReasoning: llama-server's native stream is the raw
