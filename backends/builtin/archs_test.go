@@ -297,3 +297,28 @@ func TestQuantizedEmbeddingIsReadRowByRow(t *testing.T) {
 		w.EmbedScale = saved
 	}
 }
+
+// TestProbeSaysTheArchitectureAndTheContext: the target's details name
+// the architecture, and the context allocated where the file's is capped.
+func TestProbeSaysTheArchitectureAndTheContext(t *testing.T) {
+	b := &Backend{}
+	info, err := b.Probe(context.Background(), filepath.Join("testdata", "archs", "gemma3-q8_0.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if info.Details["architecture"] != "gemma3" || info.ContextTokens != 512 || info.Details["context"] != "" {
+		t.Errorf("details %v, context %d", info.Details, info.ContextTokens)
+	}
+	tok := ByteLevelTokenizer(300)
+	long := Synthetic(Shape{Dim: 64, HiddenDim: 64, Layers: 1, Heads: 2, KVHeads: 2, Vocab: 300, SeqLen: 131072}, 1)
+	longB := &Backend{}
+	info, err = longB.Probe(context.Background(), writeTemp(t, "long.gguf", ggufOf(t, long, spmVocab(tok), every(ggmlF32))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer longB.Close()
+	if info.ContextTokens != ggufContextCap || info.Details["context"] != "4096 tokens allocated of the 131072 the file was trained for" {
+		t.Errorf("context %d, details %v", info.ContextTokens, info.Details)
+	}
+}

@@ -79,6 +79,12 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 			"decode_read_mb": strconv.FormatFloat(float64(m.Weights.BytesPerToken())/1e6, 'f', 3, 64),
 			"kernels":        KernelName,
 		}}
+	if arch := m.Weights.Arch.Name; arch != "" {
+		info.Details["architecture"] = arch
+	}
+	if trained := m.Weights.FileContext; trained > 0 {
+		info.Details["context"] = fmt.Sprintf("%d tokens allocated of the %d the file was trained for", m.Weights.Shape.SeqLen, trained)
+	}
 	if len(m.KeptAsIs) > 0 {
 		info.Details["kept_as_is"] = fmt.Sprintf("%d matrices stay as stored, their rows not a whole number of %d-weight blocks: %s",
 			len(m.KeptAsIs), GroupSize, strings.Join(m.KeptAsIs, ", "))

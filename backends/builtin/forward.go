@@ -145,9 +145,10 @@ func (x *quantized) sumGroups(groups int) {
 func NewState(w *Weights) *State {
 	s := w.Shape
 	seq := s.SeqLen
-	// The cache is sized for the whole context, but Go maps a slice this
-	// large fresh from the OS and never writes it to zero it: only the
-	// pages of positions a stream reaches become resident.
+	// The cache is sized for the whole context; only the pages of the
+	// positions a stream reaches are written, and where Go takes a slice
+	// this large from memory fresh from the OS (already zero, so not
+	// written to clear it), the rest never becomes resident.
 	return &State{w: w,
 		k: make([]float32, s.KVDim()), v: make([]float32, s.KVDim()),
 		x: make([]float32, s.Dim), xb: make([]float32, s.Dim), xb2: make([]float32, s.Dim),

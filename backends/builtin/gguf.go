@@ -229,7 +229,8 @@ var ggufArchitectures = map[string]struct{ neox bool }{
 // ggufContextCap bounds the context the engine allocates for: files name
 // their trained context (131,072 tokens for Llama 3.2), and a stream's
 // rotary tables and attention rows are sized by it. Benchmarks' prompts
-// and outputs are far shorter; llama-server's default is the same.
+// and outputs are far shorter (llama.cpp, fitting a model into memory,
+// goes no lower than this).
 const ggufContextCap = 4096
 
 // LoadGGUF builds a model and its tokenizer from a GGUF file of one of
