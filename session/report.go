@@ -223,10 +223,15 @@ func (r *Report) Lines(heading, item string) []string {
 		lines = append(lines, "")
 	}
 	if len(r.Models) > 0 {
-		t, notes := ModelsTable(r.Models)
+		// A line a model, as the headless summary says them: as a
+		// table, eight columns did not fit a terminal's 80.
+		_, notes := ModelsTable(r.Models)
 		lines = append(lines, heading+"models")
-		for _, l := range append(t.Lines(), notes...) {
-			lines = append(lines, item+l)
+		for _, m := range r.Models {
+			lines = append(lines, item+m.Words())
+		}
+		for _, n := range notes {
+			lines = append(lines, item+n)
 		}
 		lines = append(lines, "")
 	}
