@@ -502,11 +502,14 @@ func BenchmarkGGUFFile(b *testing.B) {
 	if path == "" {
 		b.Skip("set TOKENTOP_BENCH_GGUF to a GGUF file")
 	}
+	// One load for both thread counts: a 1B model's f32 file takes tens
+	// of seconds to tile, and speed-table.sh runs each sub-benchmark as
+	// a process of its own.
+	m, err := Load(path, "")
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, threads := range []int{1, 2} {
-		m, err := Load(path, "")
-		if err != nil {
-			b.Fatal(err)
-		}
 		e := NewEngine(m, threads)
 		b.Run(fmt.Sprintf("tg128/threads=%d", threads), func(b *testing.B) {
 			for b.Loop() {
