@@ -340,21 +340,28 @@ func TestF16ConversionOfEveryHalf(t *testing.T) {
 	}
 }
 
+// quantizerInput is 40 random groups but for a group of zeros (group 1),
+// a group of halves and near-halves whose scale is 1 (group 2, ties), and
+// one scaled by scale (group 3).
+func quantizerInput(seed uint64, scale float32) (x, ties []float32) {
+	x = randomVec(rand.New(rand.NewPCG(seed, seed)), 40*GroupSize)
+	for i := GroupSize; i < 2*GroupSize; i++ {
+		x[i] = 0
+	}
+	ties = []float32{127, 0.5, -0.5, 1.5, -2.5, 126.5, -126.5, 0.49999997, -0.49999997, 2.4999998, 1e-30, -127}
+	copy(x[2*GroupSize:], ties)
+	for i := 3 * GroupSize; i < 4*GroupSize; i++ {
+		x[i] *= scale
+	}
+	return x, ties
+}
+
 // TestQuantizeMatchesGeneric holds the build's quantizer (vectorised with
 // GOEXPERIMENT=simd) to the portable one bit for bit, on random blocks and
 // on a block whose scale is exactly 1, where halves and the float just
 // below a half are rounded as they stand.
 func TestQuantizeMatchesGeneric(t *testing.T) {
-	rng := rand.New(rand.NewPCG(6, 6))
-	x := randomVec(rng, 40*GroupSize)
-	for i := GroupSize; i < 2*GroupSize; i++ {
-		x[i] = 0
-	}
-	ties := []float32{127, 0.5, -0.5, 1.5, -2.5, 126.5, -126.5, 0.49999997, -0.49999997, 2.4999998, 1e-30, -127}
-	copy(x[2*GroupSize:], ties)
-	for i := 3 * GroupSize; i < 4*GroupSize; i++ {
-		x[i] *= 1e6 // large magnitudes
-	}
+	x, ties := quantizerInput(6, 1e6) // large magnitudes
 	want, got := make([]int8, len(x)), make([]int8, len(x))
 	wantScales, gotScales := make([]float32, len(x)/GroupSize), make([]float32, len(x)/GroupSize)
 	quantizeGeneric(want, wantScales, x)
@@ -382,16 +389,7 @@ func TestQuantizeMatchesGeneric(t *testing.T) {
 // v·(127/max) rounded to even, the scale max/127 rounded to a half (tiny
 // blocks' scales to subnormal halves).
 func TestActivationsQuantizeAsGGML(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 7))
-	x := randomVec(rng, 40*GroupSize)
-	for i := GroupSize; i < 2*GroupSize; i++ {
-		x[i] = 0
-	}
-	ties := []float32{127, 0.5, -0.5, 1.5, -2.5, 126.5, -126.5, 0.49999997, -0.49999997, 2.4999998, 1e-30, -127}
-	copy(x[2*GroupSize:], ties)
-	for i := 3 * GroupSize; i < 4*GroupSize; i++ {
-		x[i] *= 1e-3 // a scale below the smallest normal half
-	}
+	x, ties := quantizerInput(7, 1e-3) // a scale below the smallest normal half
 	want, got := make([]int8, len(x)), make([]int8, len(x))
 	wantScales, gotScales := make([]float32, len(x)/GroupSize), make([]float32, len(x)/GroupSize)
 	quantizeActivationsGeneric(want, wantScales, x)
