@@ -219,13 +219,19 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add(replay.Reasoning(f, "llamaserver_completion_think_tags_stream").Body)
 	f.Fuzz(func(t *testing.T, data []byte) {
+		tokens := 0
 		res, err := decode(bytes.NewReader(data), func(n int, _ backends.TokenKind) {
 			if n < 1 || n > stream.MaxChunkTokens {
 				t.Fatalf("chunk of %d tokens", n)
 			}
+			tokens += n
 		})
 		if err == nil && !bytes.Contains(data, []byte(`"stop"`)) {
 			t.Fatalf("stream without a final event accepted as complete: %+v", res)
+		}
+		// Ids, where kept, are one a token counted, never more.
+		if res.TokenIDs != nil && len(res.TokenIDs) != tokens {
+			t.Fatalf("%d ids for %d tokens", len(res.TokenIDs), tokens)
 		}
 	})
 }
