@@ -75,6 +75,10 @@ type picker struct {
 	inputs   [3]textinput.Model // model, trials, warmup
 	problems []error
 	err      string
+	// planBelow is the selected profile's plan where the list, one line a
+	// profile, leaves no line under it to say it (see profilesBox): the
+	// status line says it then.
+	planBelow string
 	// models[i] is the model chosen for backend i from its server's own
 	// list (←/→); "" means the typed one, else the profile's.
 	models []string
@@ -374,8 +378,17 @@ func (p *picker) view(w, h int) string {
 		return lipgloss.JoinHorizontal(lipgloss.Top, p.profilesColumn(left, h-1), right) + "\n" + fit(status, w)
 	}
 	listH := max(5, h-backendsH-formH-1)
-	return strings.Join([]string{p.profilesBox(w, listH), p.backendsBox(w, backendsH), p.formBox(w, formH), fit(status, w)}, "\n")
+	profiles := p.profilesBox(w, listH)
+	if p.planBelow != "" && p.idle() {
+		// No line under the list for the selected profile's plan: the
+		// status line, idle, says it instead.
+		status = styleDim.Render(p.planBelow)
+	}
+	return strings.Join([]string{profiles, p.backendsBox(w, backendsH), p.formBox(w, formH), fit(status, w)}, "\n")
 }
+
+// idle reports whether the status line has nothing to say but its hint.
+func (p *picker) idle() bool { return p.err == "" && len(p.picks) == 0 && len(p.problems) == 0 }
 
 // profilesColumn is the wide layout's left column: the list only as tall
 // as the profiles need, and under it the selected profile whole, its
@@ -425,10 +438,13 @@ func (p *picker) profilesBox(w, h int) string {
 	}
 	footer := ""
 	listH := h - 2
-	if compact && listH > 2 {
-		if item, ok := p.list.SelectedItem().(profileItem); ok {
+	p.planBelow = ""
+	if item, ok := p.list.SelectedItem().(profileItem); ok && compact && listH > 2 {
+		if shown < listH { // a line to spare under the list
 			footer = "\n" + styleDim.Render("  "+item.Description())
 			listH--
+		} else {
+			p.planBelow = item.Description()
 		}
 	}
 	p.list.SetSize(w-2, listH)
