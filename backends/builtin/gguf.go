@@ -471,6 +471,23 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 	if err != nil || len(tokens) == 0 {
 		return nil, fmt.Errorf("GGUF tokenizer.ggml.tokens is missing or not a list of strings (%v); the engine needs the vocabulary", err)
 	}
+	// Token types (llama.cpp's): a user-defined token's text is matched
+	// whole in a prompt before the rest is tokenized, as llama.cpp does
+	// without special parsing; its text as the file stores it.
+	var types []int
+	if raw, ok := g.Meta["tokenizer.ggml.token_type"].([]any); ok && len(raw) == len(tokens) {
+		for _, v := range raw {
+			n, _ := v.(int64)
+			types = append(types, int(n))
+		}
+	}
+	var user []userToken
+	for id, typ := range types {
+		if typ == tokenTypeUserDefined && tokens[id] != "" {
+			user = append(user, userToken{text: tokens[id], id: id})
+		}
+	}
+	slices.SortStableFunc(user, func(a, b userToken) int { return len(b.text) - len(a.text) })
 	var tok *Tokenizer
 	switch model {
 	case "llama":
@@ -497,13 +514,6 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 			return nil, fmt.Errorf("GGUF tokenizer.ggml.merges is missing or not a list of strings (%v); a gpt2 vocabulary needs its merges", err)
 		}
 		pre, _ := g.Meta["tokenizer.ggml.pre"].(string)
-		var types []int
-		if raw, ok := g.Meta["tokenizer.ggml.token_type"].([]any); ok && len(raw) == len(tokens) {
-			for _, v := range raw {
-				n, _ := v.(int64)
-				types = append(types, int(n))
-			}
-		}
 		bpe, err := newBPE(tokens, merges, pre, types)
 		if err != nil {
 			return nil, err
@@ -513,6 +523,7 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 	default:
 		return nil, fmt.Errorf("GGUF tokenizer.ggml.model is %q; the builtin engine reads \"llama\" (sentencepiece) and \"gpt2\" (BPE) vocabularies", model)
 	}
+	tok.userTokens = user
 	// A generation ends at any of the file's end tokens, as llama.cpp's
 	// end-of-generation set: its EOS, EOT and EOM, and the tokens it
 	// recognizes by their text (Gemma's <end_of_turn>, ChatML's

@@ -43,6 +43,19 @@ type Tokenizer struct {
 	// noSpacePrefix drops sentencepiece's dummy-prefix space
 	// (tokenizer.ggml.add_space_prefix = false, as Gemma's files say).
 	noSpacePrefix bool
+	// userTokens are the vocabulary's user-defined tokens, longest first:
+	// each is taken whole where its text is in a prompt.
+	userTokens []userToken
+}
+
+// tokenTypeUserDefined is GGUF's token type of a user-defined token
+// (tokenizer.ggml.token_type).
+const tokenTypeUserDefined = 4
+
+// userToken is a user-defined token's text, as the file stores it, and id.
+type userToken struct {
+	text string
+	id   int
 }
 
 // NewTokenizer indexes a sentencepiece vocabulary's pieces and scores.
@@ -138,6 +151,66 @@ func (t *Tokenizer) Encode(text string, bos bool) []int {
 	if bos && t.addBOS {
 		tokens = append(tokens, t.bos)
 	}
+	// As llama.cpp: the user-defined tokens' texts first, each taken
+	// whole, then each run of text between them tokenized; a
+	// sentencepiece run after such a token gets the dummy prefix again.
+	afterToken := true
+	for _, f := range t.partition(text) {
+		if f.id >= 0 {
+			tokens, afterToken = append(tokens, f.id), true
+			continue
+		}
+		tokens, afterToken = t.encodeText(tokens, f.text, afterToken), false
+	}
+	return tokens
+}
+
+// fragment is a run of prompt text (id -1) or a user-defined token.
+type fragment struct {
+	text string
+	id   int
+}
+
+// partition splits text at every user-defined token's text, the longest
+// tokens first, each occurrence from the left, as llama.cpp's
+// tokenizer_st_partition does.
+func (t *Tokenizer) partition(text string) []fragment {
+	if text == "" {
+		return nil
+	}
+	frags := []fragment{{text: text, id: -1}}
+	for _, u := range t.userTokens {
+		var next []fragment
+		for _, f := range frags {
+			if f.id >= 0 {
+				next = append(next, f)
+				continue
+			}
+			rest := f.text
+			for {
+				at := strings.Index(rest, u.text)
+				if at < 0 {
+					break
+				}
+				if at > 0 {
+					next = append(next, fragment{text: rest[:at], id: -1})
+				}
+				next = append(next, fragment{id: u.id})
+				rest = rest[at+len(u.text):]
+			}
+			if rest != "" {
+				next = append(next, fragment{text: rest, id: -1})
+			}
+		}
+		frags = next
+	}
+	return frags
+}
+
+// encodeText appends the ids of a run of text with no user-defined token
+// in it; spacePrefix is whether a sentencepiece vocabulary's dummy prefix
+// goes before it (the text's start, or after a user-defined token).
+func (t *Tokenizer) encodeText(tokens []int, text string, spacePrefix bool) []int {
 	if t.bpe != nil {
 		return t.bpe.encode(tokens, text, t.ids)
 	}
@@ -147,7 +220,7 @@ func (t *Tokenizer) Encode(text string, bos bool) []int {
 		}
 		return tokens
 	}
-	if text != "" && !t.noSpacePrefix {
+	if text != "" && spacePrefix && !t.noSpacePrefix {
 		text = " " + text
 	}
 	// As llama.cpp's sentencepiece tokenizer: each UTF-8 character is a

@@ -79,6 +79,11 @@ def bpe_vocab(specials):
         if w not in tokens:
             tokens.append(w)
     types = [gguf.TokenType.NORMAL] * len(tokens)
+    # Added tokens that are not special (Qwen's <tool_call>): llama.cpp
+    # takes their text whole wherever a prompt has it.
+    for s in ["<tool_call>", "</tool_call>"]:
+        tokens.append(s)
+        types.append(gguf.TokenType.USER_DEFINED)
     for s in specials:
         tokens.append(s)
         types.append(gguf.TokenType.CONTROL)
