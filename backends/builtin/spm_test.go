@@ -3,6 +3,7 @@ package builtin
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -49,5 +50,19 @@ func TestSentencepieceBytesAndSpacePrefixAreTheFilesOwn(t *testing.T) {
 	}
 	if got := withPrefix.Encode("ab", true); !slices.Equal(got, []int{2, firstPiece + 4}) {
 		t.Errorf("with the space prefix: %v, want BOS then ▁ab", got)
+	}
+}
+
+// BenchmarkSentencepieceEncode encodes a 4,320-character prompt with the
+// embedded model's vocabulary: rescanning every pair after each merge
+// took 527 ms, the heap of pairs 1.3 ms (one run each, 2026-11-29).
+func BenchmarkSentencepieceEncode(b *testing.B) {
+	m, err := Load(DefaultModel, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := strings.Repeat("Once upon a time, there was a little girl named Lily. ", 80)
+	for b.Loop() {
+		m.Tokenizer.Encode(text, true)
 	}
 }
