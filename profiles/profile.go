@@ -194,8 +194,6 @@ const ThinkDefault Think = ""
 // them.
 var ThinkEfforts = []string{"low", "medium", "high"}
 
-// UnmarshalTOML takes a boolean or a string; check says what is wrong
-// with anything else, naming the line.
 // URLs are an arm's server addresses: one, or a fleet's replicas.
 type URLs []string
 
@@ -220,6 +218,8 @@ func (u *URLs) UnmarshalTOML(v any) error {
 	return fmt.Errorf("url: give a string, or an array of strings for several replicas")
 }
 
+// UnmarshalTOML takes a boolean or a string; check says what is wrong
+// with anything else, naming the line.
 func (t *Think) UnmarshalTOML(v any) error {
 	*t = Think(fmt.Sprint(v))
 	return nil

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/tokentop/tokentop/backends/untrusted"
 )
 
 // GPT-2-style byte-level BPE, the vocabulary of GGUFs whose
@@ -78,7 +80,7 @@ func newBPE(pieces, merges []string, pre string, types []int) (*bpeVocab, error)
 			known = append(known, name)
 		}
 		slices.Sort(known)
-		return nil, fmt.Errorf("GGUF tokenizer.ggml.pre %q is a pre-tokenizer the builtin engine does not know (it knows %s)", pre, strings.Join(known, ", "))
+		return nil, fmt.Errorf("GGUF tokenizer.ggml.pre %q is a pre-tokenizer the builtin engine does not know (it knows %s)", untrusted.Line(pre), strings.Join(known, ", "))
 	}
 	ids := make(map[string]bool, len(pieces))
 	for _, p := range pieces {
@@ -93,7 +95,7 @@ func newBPE(pieces, merges []string, pre string, types []int) (*bpeVocab, error)
 		wholeWords: kind.wholeWords, addBOS: kind.addBOS}
 	for i, m := range merges {
 		if strings.Count(m, " ") != 1 {
-			return nil, fmt.Errorf("GGUF tokenizer.ggml.merges entry %d is %q, not two pieces joined by one space", i, m)
+			return nil, fmt.Errorf("GGUF tokenizer.ggml.merges entry %d is %q, not two pieces joined by one space", i, untrusted.Line(m))
 		}
 		if _, dup := v.ranks[m]; !dup {
 			v.ranks[m] = i

@@ -9,6 +9,8 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+
+	"github.com/tokentop/tokentop/backends/untrusted"
 )
 
 // ggml tensor types the engine reads: every type llama-quantize writes
@@ -190,7 +192,7 @@ func ParseGGUF(b []byte) (*GGUF, error) {
 		name := r.str()
 		nDims := r.u32()
 		if nDims > 4 {
-			return nil, fmt.Errorf("tensor %q has %d dimensions; GGUF allows at most 4", name, nDims)
+			return nil, fmt.Errorf("tensor %q has %d dimensions; GGUF allows at most 4", untrusted.Line(name), nDims)
 		}
 		t := GGUFTensor{Dims: make([]uint64, nDims)}
 		for d := range t.Dims {
@@ -250,7 +252,7 @@ func loadGGUF(b []byte, release func([]byte)) (*Weights, *Tokenizer, error) {
 	arch, _ := g.Meta["general.architecture"].(string)
 	kind, ok := ggufArchitectures[arch]
 	if !ok {
-		return nil, nil, fmt.Errorf("GGUF general.architecture is %q; the builtin engine runs %s", arch, strings.Join(slices.Sorted(maps.Keys(ggufArchitectures)), ", "))
+		return nil, nil, fmt.Errorf("GGUF general.architecture is %q; the builtin engine runs %s", untrusted.Line(arch), strings.Join(slices.Sorted(maps.Keys(ggufArchitectures)), ", "))
 	}
 	tok, err := ggufTokenizer(g)
 	if err != nil {
@@ -419,7 +421,7 @@ func (w *Weights) readRope(g *GGUF, key func(string) string) error {
 			w.RopeScale = 1 / factor
 		}
 	default:
-		return fmt.Errorf("GGUF %s is %q; the builtin engine runs linear rope scaling and Llama 3's rope_freqs, not %s", key("rope.scaling.type"), scaling, scaling)
+		return fmt.Errorf("GGUF %s is %q; the builtin engine runs linear rope scaling and Llama 3's rope_freqs", key("rope.scaling.type"), untrusted.Line(scaling))
 	}
 	return nil
 }
@@ -521,7 +523,7 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 		tok = NewTokenizer(tokens, make([]float32, len(tokens)))
 		tok.bpe, tok.bos, tok.addBOS = bpe, -1, bpe.addBOS
 	default:
-		return nil, fmt.Errorf("GGUF tokenizer.ggml.model is %q; the builtin engine reads \"llama\" (sentencepiece) and \"gpt2\" (BPE) vocabularies", model)
+		return nil, fmt.Errorf("GGUF tokenizer.ggml.model is %q; the builtin engine reads \"llama\" (sentencepiece) and \"gpt2\" (BPE) vocabularies", untrusted.Line(model))
 	}
 	tok.userTokens = user
 	// A generation ends at any of the file's end tokens, as llama.cpp's
