@@ -420,7 +420,12 @@ func (a *App) bindings() bindings {
 	switch a.screen {
 	case screenPicker:
 		short = []key.Binding{keys.Start, keys.NextPanel, helpMove}
-		if a.picker.focus == focusBackends {
+		switch a.picker.focus {
+		case focusProfiles:
+			// the list's own filter key: the idle status line that says
+			// it gives way to the selected plan on a short terminal
+			short = append(short, relabel(a.picker.list.KeyMap.Filter, "filter"))
+		case focusBackends:
 			short = append(short, keys.Pick, keys.NextModel)
 		}
 	case screenRun:

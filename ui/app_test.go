@@ -520,6 +520,10 @@ func TestPickerShowsEveryProfileAndItsFocusAt80x24(t *testing.T) {
 	if !strings.Contains(screen, "3 warmup + 1500 trials") {
 		t.Errorf("the selected profile's plan is not shown:\n%s", screen)
 	}
+	// The plan took the idle hint's line; the filter key is still listed.
+	if !strings.Contains(screen, "/ filter") {
+		t.Errorf("the profiles' filter key is not listed:\n%s", screen)
+	}
 	for _, want := range []string{"▸ Profiles", "▸ Backend", "▸ Run"} {
 		screen := ansi.Strip(a.View().Content)
 		if strings.Count(screen, "─ ▸ ") != 1 || !strings.Contains(screen, "─ "+want) {

@@ -142,6 +142,14 @@ func screenStates(t *testing.T) []screenState {
 		applyFilterResults(filtered, cmd)
 	}
 	states = append(states, appState("picker filtering", filtered))
+	// A user's profile beside the shipped ones: one line a profile leaves
+	// no line for the selected plan at short heights, and the status line
+	// says it.
+	withMine := testConfig(&now)
+	mine := *withMine.Profiles[0]
+	mine.Name, mine.Source = "my-profile", "user"
+	withMine.Profiles = append(withMine.Profiles, &mine)
+	states = append(states, appState("picker with a user's profile", New(context.Background(), withMine)))
 
 	// Dashboards mid-run.
 	dash := func(name string, arms []string, edit func([]runner.Event) []runner.Event, keys ...string) {
