@@ -429,13 +429,19 @@ func VerdictMetrics(refs []Ref, sessions []*Session) []string {
 }
 
 // RunVerdicts reads the saved run at manifest and tests each of its arms
-// against the first on RunVerdictMetrics: the verdicts a run ends with,
-// in the done view and headless alike.
+// against the first (Verdicts).
 func RunVerdicts(manifest string) (*Comparison, error) {
 	s, err := Load(manifest)
 	if err != nil {
 		return nil, err
 	}
+	return Verdicts(s)
+}
+
+// Verdicts tests each of a session's arms against its first on
+// VerdictMetrics: the verdicts a run ends with, in the done view and
+// headless alike.
+func Verdicts(s *Session) (*Comparison, error) {
 	refs, sessions := ArmComparison(s)
 	cmp, err := Compare(refs, sessions, VerdictMetrics(refs, sessions))
 	if err != nil {

@@ -71,25 +71,15 @@ func (c *Comparison) ModelRows(tokens func(session string) map[TrialKey]Arrivals
 	return rows
 }
 
-// ModelsOfRun is the rows per model of the saved session manifest names,
-// where its arms run different models; nil otherwise.
-func ModelsOfRun(manifest string) ([]ModelRow, error) {
-	s, err := Load(manifest)
-	if err != nil {
-		return nil, err
-	}
-	return modelsOf(s), nil
-}
-
 // Words says a row in one line, for the headless summary.
 func (r ModelRow) Words() string {
 	return fmt.Sprintf("%s (%s): per-token mean %s, p99 %s, CV %s; decode %s tok/s; memory %s",
 		r.Label, r.Model, msCell(r.TokenMeanMs), msCell(r.TokenP99Ms), orDash("%.3f", r.TokenCV), orDash("%.1f", r.DecodeTPS), r.memory())
 }
 
-// modelsOf is the rows per model of a session whose arms run different
+// ModelsOf is the rows per model of a session whose arms run different
 // models; nil otherwise.
-func modelsOf(s *Session) []ModelRow {
+func ModelsOf(s *Session) []ModelRow {
 	refs, sessions := ArmComparison(s)
 	if len(refs) < 2 {
 		return nil

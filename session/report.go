@@ -96,7 +96,7 @@ func BuildReport(s *Session, opts TestOptions) *Report {
 	} else if res != nil {
 		r.Load = res.Lines()
 	}
-	r.Models = modelsOf(s)
+	r.Models = ModelsOf(s)
 	groups := ByArm(s.Records)
 	for _, arm := range armOrder(s) {
 		a := armReport(arm, groups[arm], s.Manifest.Summary[arm], opts)

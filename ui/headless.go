@@ -294,12 +294,16 @@ func writePath(w io.Writer, width int, label, path string) {
 // writeRunVerdicts reads the saved session back and says, in words, how
 // each arm compares with the first, as the done view does.
 func writeRunVerdicts(w io.Writer, width int, manifest string) {
-	cmp, err := session.RunVerdicts(manifest)
+	s, err := session.Load(manifest)
+	var cmp *session.Comparison
+	if err == nil {
+		cmp, err = session.Verdicts(s)
+	}
 	if err != nil {
 		writeProse(w, width, "no verdicts: %v", err)
 		return
 	}
-	if rows, err := session.ModelsOfRun(manifest); err == nil && len(rows) > 0 {
+	if rows := session.ModelsOf(s); len(rows) > 0 {
 		_, notes := session.ModelsTable(rows)
 		fmt.Fprintln(w)
 		writeProse(w, width, "models:")
