@@ -75,10 +75,6 @@ type picker struct {
 	inputs   [3]textinput.Model // model, trials, warmup
 	problems []error
 	err      string
-	// planBelow is the selected profile's plan where the list, one line a
-	// profile, leaves no line under it to say it (see profilesBox): the
-	// status line says it then.
-	planBelow string
 	// models[i] is the model chosen for backend i from its server's own
 	// list (←/→); "" means the typed one, else the profile's.
 	models []string
@@ -378,11 +374,11 @@ func (p *picker) view(w, h int) string {
 		return lipgloss.JoinHorizontal(lipgloss.Top, p.profilesColumn(left, h-1), right) + "\n" + fit(status, w)
 	}
 	listH := max(5, h-backendsH-formH-1)
-	profiles := p.profilesBox(w, listH)
-	if p.planBelow != "" && p.idle() {
+	profiles, unsaid := p.profilesBox(w, listH)
+	if unsaid != "" && p.idle() {
 		// No line under the list for the selected profile's plan: the
 		// status line, idle, says it instead.
-		status = styleDim.Render(p.planBelow)
+		status = styleDim.Render(unsaid)
 	}
 	return strings.Join([]string{profiles, p.backendsBox(w, backendsH), p.formBox(w, formH), fit(status, w)}, "\n")
 }
@@ -400,9 +396,11 @@ func (p *picker) profilesColumn(w, h int) string {
 		listH++
 	}
 	if h-listH < aboutMin {
-		return p.profilesBox(w, h)
+		profiles, _ := p.profilesBox(w, h) // the column has no status line of its own
+		return profiles
 	}
-	return p.profilesBox(w, listH) + "\n" + p.aboutBox(w, h-listH)
+	profiles, _ := p.profilesBox(w, listH) // the about box says the plan
+	return profiles + "\n" + p.aboutBox(w, h-listH)
 }
 
 // aboutBox shows the selected profile: its plan, then its description.
@@ -422,9 +420,11 @@ func (p *picker) aboutBox(w, h int) string {
 
 // profilesBox lists the profiles, two lines each (name, then plan) where
 // they all fit, else one line each with the selected one's plan under the
-// list, so a short terminal still shows most of them. The filter bar shows
+// list, so a short terminal still shows most of them; where no line is
+// left under the list, the plan comes back as unsaid for the caller to
+// show. The filter bar shows
 // only while a filter is typed; an applied one is named in the title.
-func (p *picker) profilesBox(w, h int) string {
+func (p *picker) profilesBox(w, h int) (framed, unsaid string) {
 	inner := h - 2
 	p.list.SetShowFilter(p.filtering())
 	shown := len(p.list.VisibleItems())
@@ -438,13 +438,12 @@ func (p *picker) profilesBox(w, h int) string {
 	}
 	footer := ""
 	listH := h - 2
-	p.planBelow = ""
 	if item, ok := p.list.SelectedItem().(profileItem); ok && compact && listH > 2 {
 		if shown < listH { // a line to spare under the list
 			footer = "\n" + styleDim.Render("  "+item.Description())
 			listH--
 		} else {
-			p.planBelow = item.Description()
+			unsaid = item.Description()
 		}
 	}
 	p.list.SetSize(w-2, listH)
@@ -458,7 +457,7 @@ func (p *picker) profilesBox(w, h int) string {
 	if p.focus == focusProfiles {
 		title = "▸ " + title
 	}
-	return box(title, p.list.View()+footer, w, h, p.focus == focusProfiles)
+	return box(title, p.list.View()+footer, w, h, p.focus == focusProfiles), unsaid
 }
 
 func (p *picker) statusLine() string {
