@@ -224,8 +224,20 @@ func (j *matJob) parts() int {
 	return t
 }
 
-// grain keeps chunks to whole tiles.
-func (j *matJob) grain() int { return tileRows }
+// grain keeps chunks to whole tiles, or whole pairs of them for f32.
+func (j *matJob) grain() int { return tileGrain(j.m[0]) }
+
+// tileGrain is how many rows a tiled matrix's multi-vector kernel takes
+// at once: a tile, or a pair of tiles for f32 (f32Tiles2x6), so a span
+// of rows cut in odd tiles would have its kernel compute a tile more
+// than it keeps. Blocks of a 2048-wide f32 matrix were three tiles
+// (wideRowBlockBytes), so a third of the work was thrown away.
+func tileGrain(m *Matrix) int {
+	if m.format == formatF32 {
+		return 2 * tileRows
+	}
+	return tileRows
+}
 
 func (j *matJob) flops() int {
 	per := j.parts() * j.m[0].Cols
@@ -285,8 +297,9 @@ func (j *matJob) block(m *Matrix, span int) int {
 	if len(j.x) == 1 {
 		return max(span, 1)
 	}
-	if m.tiles != nil { // whole tiles
-		return max(tileRows, wideRowBlockBytes/m.rowBytes()/tileRows*tileRows)
+	if m.tiles != nil { // whole tiles, or pairs of them
+		g := tileGrain(m)
+		return max(g, wideRowBlockBytes/m.rowBytes()/g*g)
 	}
 	return max(2, rowBlockBytes/m.rowBytes()&^1)
 }
