@@ -2,15 +2,15 @@ package builtin
 
 import "unsafe"
 
-// f32 tile, for the AVX2 kernels (f32TilesVec, f32Tiles2x6): eight rows
+// f32 tile, for the AVX2 kernels (f32TilesVec, f32Tiles2x6, f32Tiles4x6): eight rows
 // interleaved, for each column k the eight rows' weights k side by side
 // (32 bytes), so a kernel reads the matrix as one stream from start to
 // end, and one FMA serves eight rows. Read row by row, eight rows at a
 // time, a 267 MB product against one vector drew 17.5–21.1 GB/s from
 // memory where this layout drew 25.4–26.7, as fast as a plain read (by
 // turns on one thread, scratch). The tiles replace the rows;
-// the count is even, the last padded with rows of zeros (a tile of them
-// where the rows fill an odd count), as f32Tiles2x6 takes tiles in pairs.
+// the count is a multiple of f32TileGroup, the last padded with rows of
+// zeros (and tiles of them), as matMatF32's kernels take tiles in groups.
 
 // f32TileBytes is the size of one f32 tile of cols columns.
 func f32TileBytes(cols int) int { return 4 * tileRows * cols }
@@ -21,7 +21,7 @@ func f32TileBytes(cols int) int { return 4 * tileRows * cols }
 // a matrix at a time, the largest (a vocabulary's classifier, 1 GiB for
 // Llama 3.2's) was resident twice at the peak.
 func makeF32Tiles(m *Matrix, copied func(rows []float32)) []byte {
-	tiles := (tileCount(m.Rows) + 1) &^ 1
+	tiles := (tileCount(m.Rows) + f32TileGroup - 1) / f32TileGroup * f32TileGroup
 	out := make([]byte, tiles*f32TileBytes(m.Cols))
 	f := unsafe.Slice((*float32)(unsafe.Pointer(&out[0])), len(out)/4)
 	for row := range m.Rows {

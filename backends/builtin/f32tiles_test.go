@@ -8,14 +8,15 @@ import (
 
 // An f32 matrix's tiles hold its rows exactly: copied back out (withRows,
 // Dequantize, a row at a time) they are the rows, and the rows padding the
-// tiles to an even count are zeros.
+// tiles to a whole group (f32TileGroup) are zeros.
 func TestF32TilesHoldTheRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 28))
-	rows, cols := 19, 13 // three tiles, padded to four
+	rows, cols := 19, 13 // three tiles, padded to a whole group
+	tiles := (3 + f32TileGroup - 1) / f32TileGroup * f32TileGroup
 	m := randomMatrix(rng, rows, cols)
 	tiled := &Matrix{Rows: rows, Cols: cols, tiles: makeF32Tiles(m, nil)}
-	if got, want := len(tiled.tiles), 4*f32TileBytes(cols); got != want {
-		t.Fatalf("%d bytes of tiles for %d rows, want %d (four tiles)", got, rows, want)
+	if got, want := len(tiled.tiles), tiles*f32TileBytes(cols); got != want {
+		t.Fatalf("%d bytes of tiles for %d rows, want %d (%d tiles)", got, rows, want, tiles)
 	}
 	if !slices.Equal(tiled.withRows().F32, m.F32) || !slices.Equal(tiled.Dequantize().F32, m.F32) {
 		t.Fatal("the rows copied out of the tiles differ from the rows tiled")
@@ -26,7 +27,7 @@ func TestF32TilesHoldTheRows(t *testing.T) {
 			t.Fatalf("row %d out of the tiles %v, tiled %v", r, row, m.F32[r*cols:(r+1)*cols])
 		}
 	}
-	padded := &Matrix{Rows: 4 * tileRows, Cols: cols, tiles: tiled.tiles}
+	padded := &Matrix{Rows: tiles * tileRows, Cols: cols, tiles: tiled.tiles}
 	for r := rows; r < padded.Rows; r++ {
 		if padded.f32RowInto(row, r); slices.ContainsFunc(row, func(w float32) bool { return w != 0 }) {
 			t.Errorf("padding row %d is %v, want zeros", r, row)

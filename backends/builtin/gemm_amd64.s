@@ -1673,6 +1673,107 @@ t6k:
 	VZEROUPPER
 	RET
 
+// One column (k in AX, its byte offset in the tiles R12) of four tiles
+// (Y24-Y27) against one vector (XR): Y(A)…Y(A+3) += the tiles' weights
+// times its value, broadcast in YX.
+#define F32_TILE_FOUR(XR, YX, A, B, C, D) \
+	VBROADCASTSS 0(XR)(AX*4), YX \
+	VFMADD231PS YX, Y24, A \
+	VFMADD231PS YX, Y25, B \
+	VFMADD231PS YX, Y26, C \
+	VFMADD231PS YX, Y27, D
+
+// func f32Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32)
+//
+// f32Tiles2x6 for four tiles (each tileBytes after the last), in
+// AVX-512's 32 vector registers: 24 sums, where 16 registers held 12,
+// so each broadcast value serves four tiles and the loads and loop
+// steps are fewer for each multiply-add. out[j] is vector j's 32 sums,
+// tile by tile.
+TEXT ·f32Tiles4x6(SB), NOSPLIT, $0-40
+	MOVQ tiles+0(FP), SI
+	MOVQ tileBytes+8(FP), BX
+	LEAQ 0(SI)(BX*1), DX
+	LEAQ 0(DX)(BX*1), R15
+	ADDQ R15, BX
+	MOVQ cols+16(FP), CX
+	MOVQ x+24(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ 32(AX), R13
+	MOVQ 40(AX), R14
+	VPXORD Y0, Y0, Y0
+	VMOVDQA64 Y0, Y1
+	VMOVDQA64 Y0, Y2
+	VMOVDQA64 Y0, Y3
+	VMOVDQA64 Y0, Y4
+	VMOVDQA64 Y0, Y5
+	VMOVDQA64 Y0, Y6
+	VMOVDQA64 Y0, Y7
+	VMOVDQA64 Y0, Y8
+	VMOVDQA64 Y0, Y9
+	VMOVDQA64 Y0, Y10
+	VMOVDQA64 Y0, Y11
+	VMOVDQA64 Y0, Y12
+	VMOVDQA64 Y0, Y13
+	VMOVDQA64 Y0, Y14
+	VMOVDQA64 Y0, Y15
+	VMOVDQA64 Y0, Y16
+	VMOVDQA64 Y0, Y17
+	VMOVDQA64 Y0, Y18
+	VMOVDQA64 Y0, Y19
+	VMOVDQA64 Y0, Y20
+	VMOVDQA64 Y0, Y21
+	VMOVDQA64 Y0, Y22
+	VMOVDQA64 Y0, Y23
+	XORQ AX, AX
+	XORQ R12, R12
+
+t46k:
+	VMOVUPS 0(SI)(R12*1), Y24
+	VMOVUPS 0(DX)(R12*1), Y25
+	VMOVUPS 0(R15)(R12*1), Y26
+	VMOVUPS 0(BX)(R12*1), Y27
+	F32_TILE_FOUR(R8, Y28, Y0, Y1, Y2, Y3)
+	F32_TILE_FOUR(R9, Y29, Y4, Y5, Y6, Y7)
+	F32_TILE_FOUR(R10, Y28, Y8, Y9, Y10, Y11)
+	F32_TILE_FOUR(R11, Y29, Y12, Y13, Y14, Y15)
+	F32_TILE_FOUR(R13, Y28, Y16, Y17, Y18, Y19)
+	F32_TILE_FOUR(R14, Y29, Y20, Y21, Y22, Y23)
+	ADDQ $32, R12
+	INCQ AX
+	CMPQ AX, CX
+	JB   t46k
+	MOVQ out+32(FP), DI
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	VMOVUPS Y8, 256(DI)
+	VMOVUPS Y9, 288(DI)
+	VMOVUPS Y10, 320(DI)
+	VMOVUPS Y11, 352(DI)
+	VMOVUPS Y12, 384(DI)
+	VMOVUPS Y13, 416(DI)
+	VMOVUPS Y14, 448(DI)
+	VMOVUPS Y15, 480(DI)
+	VMOVUPS Y16, 512(DI)
+	VMOVUPS Y17, 544(DI)
+	VMOVUPS Y18, 576(DI)
+	VMOVUPS Y19, 608(DI)
+	VMOVUPS Y20, 640(DI)
+	VMOVUPS Y21, 672(DI)
+	VMOVUPS Y22, 704(DI)
+	VMOVUPS Y23, 736(DI)
+	VZEROUPPER
+	RET
+
 // The VNNI kernels (AVX512_VNNI with AVX512VL): q4_0Tile1, q4_0Tile3 and
 // q4_0Tile4 with each integer product step one VPDPBUSD (unsigned bytes
 // times signed ones, four to an int32 lane, added in), where the kernels
@@ -1824,6 +1925,130 @@ q8t4groups:
 	JMP  q8t4groups
 
 q8t4done:
+	MOVQ out+16(FP), DI
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VZEROUPPER
+	RET
+
+// IQ4_NL's VNNI kernels. Its tiles are Q4_0's (nibbles, then eight
+// float32 d): each column of nibbles is unpacked as Q4_0's kernels do,
+// then each nibble looked up (VPSHUFB) in a register holding the table of
+// levels plus 128 in both lanes, so VPDPBUSD meets the levels as unsigned
+// bytes against the activations' signed codes, and Σ(level+128)·x less
+// 128·Σx (Q8T_FINISH, in int32) is exactly Σ level·x, the integer
+// iq4NLTile1 sums from its tiles of looked-up levels: the same results,
+// bit for bit, from a tile of 160 bytes a group where the levels took
+// 288.
+
+// The table: iq4NLLevels plus 128, one byte each.
+DATA iq4NLLevels128<>+0(SB)/8, $0x766a5d4f3f2d1801
+DATA iq4NLLevels128<>+8(SB)/8, $0xf1d9c5b5a6998d81
+GLOBL iq4NLLevels128<>(SB), RODATA|NOPTR, $16
+
+// IQ4_NL's constants: the low nibble of every byte (Y15, as NIBBLES
+// reads it) and the table in both lanes (Y14).
+#define IQ4NL_CONSTS \
+	BROADCAST32(0x0f0f0f0f, X15, Y15) \
+	VBROADCASTI128 iq4NLLevels128<>(SB), Y14
+
+// One 32-byte column of nibbles at OFF looked up: LO the low nibbles'
+// levels plus 128, RAW the high ones'.
+#define IQ4NL_COLUMN(OFF, RAW, LO) \
+	NIBBLES(OFF, RAW, LO) \
+	VPSHUFB LO, Y14, LO \
+	VPSHUFB RAW, Y14, RAW
+
+// func iq4NLTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+//
+// One IQ4_NL tile against one vector's plain codes (bcast), group scales
+// and Σx (sums). Y0 is the running sum, Y3 a group's int32 sums.
+TEXT ·iq4NLTile1VNNI(SB), NOSPLIT, $0-48
+	TILE1_ARGS
+	IQ4NL_CONSTS
+	VXORPS Y0, Y0, Y0
+	XORQ DX, DX
+
+#define IQ4NL_COL1(OFF) \
+	IQ4NL_COLUMN(OFF, Y6, Y7) \
+	VPDPBUSD.BCST ((OFF)/8)(R8), Y7, Y3 \
+	VPDPBUSD.BCST ((OFF)/8+16)(R8), Y6, Y3
+
+iq4v1groups:
+	CMPQ DX, CX
+	JAE  iq4v1done
+	VPXOR Y3, Y3, Y3
+	IQ4NL_COL1(0)
+	IQ4NL_COL1(32)
+	IQ4NL_COL1(64)
+	IQ4NL_COL1(96)
+	VMOVUPS 128(SI), Y13
+	Q8T_FINISH(Y3, R9, R10, Y0)
+	ADDQ $160, SI
+	ADDQ $32, R8
+	INCQ DX
+	JMP  iq4v1groups
+
+iq4v1done:
+	VMOVUPS Y0, 0(DI)
+	VZEROUPPER
+	RET
+
+// One column of nibbles looked up once for four vectors' codes (R8-R11),
+// into their int32 sums Y4-Y7.
+#define IQ4NL_COL4(OFF) \
+	IQ4NL_COLUMN(OFF, Y8, Y11) \
+	VPDPBUSD.BCST ((OFF)/8)(R8), Y11, Y4 \
+	VPDPBUSD.BCST ((OFF)/8+16)(R8), Y8, Y4 \
+	VPDPBUSD.BCST ((OFF)/8)(R9), Y11, Y5 \
+	VPDPBUSD.BCST ((OFF)/8+16)(R9), Y8, Y5 \
+	VPDPBUSD.BCST ((OFF)/8)(R10), Y11, Y6 \
+	VPDPBUSD.BCST ((OFF)/8+16)(R10), Y8, Y6 \
+	VPDPBUSD.BCST ((OFF)/8)(R11), Y11, Y7 \
+	VPDPBUSD.BCST ((OFF)/8+16)(R11), Y8, Y7
+
+// func iq4NLTile4VNNI(tile unsafe.Pointer, in *[4]tileInput, out *[4][8]float32)
+//
+// iq4NLTile1VNNI for four vectors (in), each summed exactly as
+// iq4NLTile1VNNI sums it: each column's nibbles unpacked and looked up
+// once for the four. Y0-Y3 are the running sums, Y4-Y7 a group's int32
+// sums.
+TEXT ·iq4NLTile4VNNI(SB), NOSPLIT, $0-24
+	MOVQ tile+0(FP), SI
+	MOVQ in+8(FP), BX
+	MOVQ 24(BX), CX
+	MOVQ 0(BX), R8
+	MOVQ 32(BX), R9
+	MOVQ 64(BX), R10
+	MOVQ 96(BX), R11
+	IQ4NL_CONSTS
+	ZERO4(Y0, Y1, Y2, Y3)
+	XORQ DX, DX
+
+iq4v4groups:
+	CMPQ DX, CX
+	JAE  iq4v4done
+	ZERO4(Y4, Y5, Y6, Y7)
+	IQ4NL_COL4(0)
+	IQ4NL_COL4(32)
+	IQ4NL_COL4(64)
+	IQ4NL_COL4(96)
+	VMOVUPS 128(SI), Y13
+	Q8T_FINISH4(Y4, 0, Y0)
+	Q8T_FINISH4(Y5, 1, Y1)
+	Q8T_FINISH4(Y6, 2, Y2)
+	Q8T_FINISH4(Y7, 3, Y3)
+	ADDQ $160, SI
+	ADDQ $32, R8
+	ADDQ $32, R9
+	ADDQ $32, R10
+	ADDQ $32, R11
+	INCQ DX
+	JMP  iq4v4groups
+
+iq4v4done:
 	MOVQ out+16(FP), DI
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)

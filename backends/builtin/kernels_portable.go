@@ -19,6 +19,10 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 	matVecF32Generic(out, m, x, lo, hi)
 }
 
+// f32TileGroup is how many f32 tiles the AVX2 build's kernel takes at
+// once; this build has no f32 tiles.
+const f32TileGroup = 1
+
 // portableQ8 is whether Q8_0 products run the portable kernel.
 const portableQ8 = true
 

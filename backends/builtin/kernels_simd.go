@@ -22,12 +22,23 @@ import (
 
 var haveAVX2 = archsimd.X86.AVX2() && archsimd.X86.FMA()
 
-// haveVNNI is whether Q8_0 matrices are tiled and every other format's
-// tile kernels but IQ4_NL's take their VNNI twins (gemm_amd64.s), whose
-// VPDPBUSD needs AVX512_VNNI and AVX512VL (with AVX-512's F, CD, BW and
-// DQ, as archsimd bundles them); GODEBUG=cpu.avx512f=off turns it off
-// with AVX-512.
+// haveVNNI is whether Q8_0 matrices are tiled, IQ4_NL's tiles keep their
+// nibbles, and every other format's tile kernels take their VNNI twins
+// (gemm_amd64.s), whose VPDPBUSD needs AVX512_VNNI and AVX512VL (with
+// AVX-512's F, CD, BW and DQ, as archsimd bundles them);
+// GODEBUG=cpu.avx512f=off turns it off with AVX-512.
 var haveVNNI = haveAVX2 && archsimd.X86.AVX512() && archsimd.X86.AVX512VNNI()
+
+// f32TileGroup is how many f32 tiles matMatF32's kernel takes at once:
+// four where AVX-512 gives it 32 vector registers (f32Tiles4x6), else two
+// (f32Tiles2x6). Four ran a Llama-3.2-1B-shaped f32 pp64 4–6% faster on
+// one thread than two, by turns (BenchmarkGGUFFile, Zen 4).
+var f32TileGroup = func() int {
+	if haveAVX2 && archsimd.X86.AVX512() {
+		return 4
+	}
+	return 2
+}()
 
 // portableQ8 is whether Q8_0 products run the portable kernel.
 var portableQ8 = !haveAVX2
@@ -180,9 +191,10 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 }
 
 // matMatF32 is matVecF32 for every vector of xs (a prompt chunk's tokens,
-// or the streams of a decode step): two tiles against six vectors at a
-// time (f32Tiles2x6), so each column of a tile is loaded once for six
-// products and each value of a vector broadcast once for sixteen rows. A
+// or the streams of a decode step): f32TileGroup tiles against six
+// vectors at a time (f32Tiles4x6 with AVX-512's 32 registers, else
+// f32Tiles2x6), so each column of a tile is loaded once for six products
+// and each value of a vector broadcast once for all the group's rows. A
 // group of fewer vectors is filled with repeats of its last, whose sums
 // are dropped; a vector left alone goes through matVecF32. Every kernel
 // sums a row as matVecF32's does, so a token's numbers do not depend on
@@ -194,18 +206,24 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
 	s := 0
 	if m.tiles != nil {
+		group := f32TileGroup * tileRows
 		for ; len(xs)-s >= 2; s += 6 {
 			n := min(6, len(xs)-s)
 			var x [6]unsafe.Pointer
 			for j := range x {
 				x[j] = unsafe.Pointer(&xs[s+min(j, n-1)][:m.Cols][0])
 			}
-			var sums [6][2 * tileRows]float32
-			for t := lo / tileRows; t*tileRows < hi; t += 2 {
-				f32Tiles2x6(m.f32Tile(t), f32TileBytes(m.Cols), m.Cols, &x, &sums)
-				a, b := max(lo, t*tileRows), min(hi, (t+2)*tileRows)
+			var sums [6 * 4 * tileRows]float32 // vector j's group sums at j·group
+			for t := lo / tileRows; t*tileRows < hi; t += f32TileGroup {
+				if f32TileGroup == 4 {
+					f32Tiles4x6(m.f32Tile(t), f32TileBytes(m.Cols), m.Cols, &x, (*[6][4 * tileRows]float32)(unsafe.Pointer(&sums)))
+				} else {
+					f32Tiles2x6(m.f32Tile(t), f32TileBytes(m.Cols), m.Cols, &x, (*[6][2 * tileRows]float32)(unsafe.Pointer(&sums)))
+				}
+				a, b := max(lo, t*tileRows), min(hi, t*tileRows+group)
 				for j := range n {
-					copy(outs[s+j][a:b], sums[j][a-t*tileRows:b-t*tileRows])
+					row := sums[j*group : (j+1)*group]
+					copy(outs[s+j][a:b], row[a-t*tileRows:b-t*tileRows])
 				}
 			}
 		}
@@ -225,6 +243,9 @@ func f32TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 
 //go:noescape
 func f32Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][2 * tileRows]float32)
+
+//go:noescape
+func f32Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32)
 
 // f32x8 loads the eight floats at p plus off bytes.
 func f32x8(p unsafe.Pointer, off uintptr) archsimd.Float32x8 {

@@ -93,6 +93,7 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 		twinsAgree(t, fmt.Sprintf("Q4_1, extremes %v", extremes), quantizeTo(t, ggmlQ4_1, w), xs, q4_1Tile1, q4_1Tile1VNNI, nil, nil)
 		twinsAgree(t, fmt.Sprintf("Q5_0, extremes %v", extremes), quantizeTo(t, ggmlQ5_0, w), xs, fiveBitTile1, fiveBitTile1VNNI, fiveBitTile3, fiveBitTile3VNNI)
 		twinsAgree(t, fmt.Sprintf("Q5_1, extremes %v", extremes), quantizeTo(t, ggmlQ5_1, w), xs, fiveBitTile1, fiveBitTile1VNNI, fiveBitTile3, fiveBitTile3VNNI)
+		iq4NLTwinsAgree(t, quantizeTo(t, ggmlIQ4_NL, w), xs, extremes)
 		q3 := quantizeTo(t, ggmlQ3_K, w)
 		twinsAgree(t, fmt.Sprintf("Q3_K, extremes %v", extremes), q3, xs, q3KTile1, q3KTile1VNNI, q3KTile3, q3KTile3VNNI)
 		// The tests' encoder writes no negative scale; llama-quantize's do.
@@ -103,6 +104,30 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 			}
 		}
 		twinsAgree(t, fmt.Sprintf("Q3_K, every scale, extremes %v", extremes), withTiles(signed, nil), xs, q3KTile1, q3KTile1VNNI, q3KTile3, q3KTile3VNNI)
+	}
+}
+
+// iq4NLTwinsAgree holds IQ4_NL's VNNI kernels, which look the levels up
+// from a tile of nibbles, to iq4NLTile1 on a tile of the levels
+// themselves, bit for bit, on every tile of m.
+func iq4NLTwinsAgree(t *testing.T, m *Matrix, xs []*quantized, extremes bool) {
+	t.Helper()
+	levels, nibbles := makeTiles(m, tileKernels[formatIQ4_NL]), makeTiles(m, iq4NLNibbleTiles)
+	in, v := twinInputs(m, xs)
+	blocks := in[0].blocks
+	for tile := range tileCount(m.Rows) {
+		l := unsafe.Pointer(&levels[tile*blocks*iq4NLTileBytes])
+		n := unsafe.Pointer(&nibbles[tile*blocks*q4_0TileBytes])
+		var four [maxTileBatch][tileRows]float32
+		iq4NLTile4VNNI(n, &v, &four)
+		for j := range maxTileBatch {
+			var a, b [tileRows]float32
+			iq4NLTile1(l, in[j].bcast, in[j].scales, in[j].sums, blocks, &a)
+			iq4NLTile1VNNI(n, v[j].bcast, v[j].scales, v[j].sums, blocks, &b)
+			if a != b || a != four[j] {
+				t.Fatalf("IQ4_NL, tile %d, vector %d, extremes %v: levels %v, VNNI %v, four at once %v", tile, j, extremes, a, b, four[j])
+			}
+		}
 	}
 }
 

@@ -687,18 +687,20 @@ func TestEveryActivationFormIsInAllFormsAndWith(t *testing.T) {
 	}
 }
 
-// The f32 kernel for several vectors takes tiles in pairs, so every span
-// a prefill hands it (the pool's chunks, the job's row blocks) must be
-// whole pairs, or it computes a tile it throws away: at the widths of
-// the models people run, blocks were three tiles and one of four tiles
-// computed was waste (BenchmarkGGUFFile on a Llama-3.2-1B-shaped file).
-func TestF32SpansAreWholeTilePairs(t *testing.T) {
+// The f32 kernel for several vectors takes tiles in groups (of
+// f32TileGroup), so every span a prefill hands it (the pool's chunks, the
+// job's row blocks) must be whole groups, or it computes tiles it throws
+// away: at the widths of the models people run, blocks were three tiles
+// against a kernel of two, and one of four tiles computed was waste
+// (BenchmarkGGUFFile on a Llama-3.2-1B-shaped file).
+func TestF32SpansAreWholeTileGroups(t *testing.T) {
 	j := &matJob{n: 1, x: make([][]float32, 64)}
+	group := f32TileGroup * tileRows
 	for _, cols := range []int{288, 768, 896, 1024, 1152, 1536, 2048, 3072, 4864, 6912, 8192, 20000} {
 		m := &Matrix{Rows: 4096, Cols: cols, format: formatF32, tiles: []byte{0}}
 		j.m[0] = m
-		if b, g := j.block(m, m.Rows), j.grain(); b%(2*tileRows) != 0 || g%(2*tileRows) != 0 {
-			t.Errorf("%d columns: rows taken in blocks of %d and chunks of %d, not whole pairs of %d-row tiles", cols, b, g, tileRows)
+		if b, g := j.block(m, m.Rows), j.grain(); b%group != 0 || g%group != 0 {
+			t.Errorf("%d columns: rows taken in blocks of %d and chunks of %d, not whole groups of %d", cols, b, g, group)
 		}
 	}
 }

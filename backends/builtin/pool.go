@@ -224,17 +224,18 @@ func (j *matJob) parts() int {
 	return t
 }
 
-// grain keeps chunks to whole tiles, or whole pairs of them for f32.
+// grain keeps chunks to whole tiles, or whole groups of them for f32.
 func (j *matJob) grain() int { return tileGrain(j.m[0]) }
 
 // tileGrain is how many rows a tiled matrix's multi-vector kernel takes
-// at once: a tile, or a pair of tiles for f32 (f32Tiles2x6), so a span
-// of rows cut in odd tiles would have its kernel compute a tile more
-// than it keeps. Blocks of a 2048-wide f32 matrix were three tiles
-// (wideRowBlockBytes), so a third of the work was thrown away.
+// at once: a tile, or a group of f32TileGroup tiles for f32, so that a
+// span of rows that cut a group would not have its kernel compute tiles
+// it throws away. Blocks of a 2048-wide f32 matrix were once three tiles
+// (wideRowBlockBytes) against a kernel of two: one tile of every four
+// computed was thrown away.
 func tileGrain(m *Matrix) int {
 	if m.format == formatF32 {
-		return 2 * tileRows
+		return f32TileGroup * tileRows
 	}
 	return tileRows
 }
@@ -297,7 +298,7 @@ func (j *matJob) block(m *Matrix, span int) int {
 	if len(j.x) == 1 {
 		return max(span, 1)
 	}
-	if m.tiles != nil { // whole tiles, or pairs of them
+	if m.tiles != nil { // whole tiles, or groups of them
 		g := tileGrain(m)
 		return max(g, wideRowBlockBytes/m.rowBytes()/g*g)
 	}

@@ -135,10 +135,17 @@ const (
 	fiveBitTileBytes = fiveBitTileD + 2*4*tileRows
 )
 
-// IQ4_NL tile, per group of 32 columns (iq4NLTileBytes): 256 bytes of
-// levels (the codes looked up, int8), weights 4t…4t+3 of rows 0…7 in
-// bytes 32t…32t+31, row r at 32t+4r; then 8 float32 d. Twice the file's
-// blocks, so the kernel looks nothing up.
+// IQ4_NL tile, per group of 32 columns, on a CPU with VNNI: a Q4_0 tile
+// (iq4NLNibbleTiles), as IQ4_NL's blocks are Q4_0's but for what a nibble
+// means; its kernels look each nibble's level up in a register. Without
+// VNNI (iq4NLTileBytes): 256 bytes of levels (the codes looked up, int8),
+// weights 4t…4t+3 of rows 0…7 in bytes 32t…32t+31, row r at 32t+4r; then
+// 8 float32 d. Twice the file's blocks, so the kernel looks nothing up:
+// AVX2's VPMADDUBSW could not take the looked-up levels as unsigned
+// bytes (level+128 times a code overflows its int16 pairs), where
+// VPDPBUSD sums into int32. With the levels, IQ4_NL decoded at 0.77–0.83×
+// llama.cpp's speed and prefilled at 0.67–0.72× (Qwen2.5-0.5B's shape, a
+// vector at a time); see docs/engine-speed.md.
 const (
 	iq4NLTileLevels = tileRows * GroupSize
 	iq4NLTileBytes  = iq4NLTileLevels + 4*tileRows
@@ -151,20 +158,35 @@ type tileKernel struct {
 	bytes int // bytes of one tile block
 	// put lays out row r of a tile block from the row's file block b.
 	put func(tile []byte, r int, b []byte)
+	// batches are the sizes of the format's batched kernels (dotTiles),
+	// largest first.
+	batches []int
 }
 
 var tileKernels = map[format]*tileKernel{
-	formatQ8_0:   {q8_0TileBytes, nil}, // with VNNI only; see withTiles
-	formatQ4_0:   {q4_0TileBytes, q4_0TileRow},
-	formatQ2_K:   {q2KTileBytes, q2KTileRow},
-	formatQ4_K:   {q4KTileBytes, q4KTileRow},
-	formatQ5_K:   {q5KTileBytes, q5KTileRow},
-	formatQ6_K:   {q6KTileBytes, q6KTileRow},
-	formatQ3_K:   {q3KTileBytes, q3KTileRow},
-	formatQ4_1:   {q4_1TileBytes, q4_1TileRow},
-	formatQ5_0:   {fiveBitTileBytes, q5_0TileRow},
-	formatQ5_1:   {fiveBitTileBytes, q5_1TileRow},
-	formatIQ4_NL: {iq4NLTileBytes, iq4NLTileRow},
+	formatQ8_0:   {q8_0TileBytes, nil, []int{4}}, // with VNNI only; see withTiles
+	formatQ4_0:   {q4_0TileBytes, q4_0TileRow, []int{4, 3}},
+	formatQ2_K:   {q2KTileBytes, q2KTileRow, []int{3}},
+	formatQ4_K:   {q4KTileBytes, q4KTileRow, []int{3}},
+	formatQ5_K:   {q5KTileBytes, q5KTileRow, nil},
+	formatQ6_K:   {q6KTileBytes, q6KTileRow, []int{3}},
+	formatQ3_K:   {q3KTileBytes, q3KTileRow, []int{3}},
+	formatQ4_1:   {q4_1TileBytes, q4_1TileRow, nil},
+	formatQ5_0:   {fiveBitTileBytes, q5_0TileRow, []int{3}},
+	formatQ5_1:   {fiveBitTileBytes, q5_1TileRow, []int{3}},
+	formatIQ4_NL: {iq4NLTileBytes, iq4NLTileRow, nil},
+}
+
+// iq4NLNibbleTiles is IQ4_NL's tile layout on a CPU with VNNI.
+var iq4NLNibbleTiles = &tileKernel{q4_0TileBytes, q4_0TileRow, []int{4}}
+
+// tileKernelOf is format f's tile layout on this CPU (nil where it has
+// none).
+func tileKernelOf(f format) *tileKernel {
+	if f == formatIQ4_NL && haveVNNI {
+		return iq4NLNibbleTiles
+	}
+	return tileKernels[f]
 }
 
 // withTiles returns m with its rows also laid out as tiles where this
@@ -173,7 +195,7 @@ var tileKernels = map[format]*tileKernel{
 // f32 matrix keep their tiles alone: they are the rows' size, and the
 // kernels read nothing else.
 func withTiles(m *Matrix, copied func(rows []float32)) *Matrix {
-	k := tileKernels[m.format]
+	k := tileKernelOf(m.format)
 	switch {
 	case !haveAVX2:
 	case m.format == formatF32:
@@ -368,16 +390,16 @@ type tileInput struct {
 
 // matMatTiles computes rows [lo, hi) of a tiled matrix against every
 // quantized vector of xs (a prompt chunk's tokens, or a decode step's
-// streams): in batches of its format's batched kernels (tileBatches),
+// streams): in batches of its format's batched kernels (its batches),
 // which unpack each tile's codes once for the batch, largest first; the
 // other formats, and the vectors left over, a vector at a time.
 func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 	s := 0
-	k := tileKernels[m.format]
+	k := tileKernelOf(m.format)
 	per := m.Cols / m.format.block() * k.bytes
 	var in [maxTileBatch]tileInput
 	var rows [maxTileBatch][tileRows]float32
-	for _, n := range tileBatches[m.format] {
+	for _, n := range k.batches {
 		for ; s+n <= len(xs); s += n {
 			for j := range n {
 				in[j] = tileInputOf(m, xs[s+j])
@@ -399,21 +421,8 @@ func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 // maxTileBatch is the most vectors a batched tile kernel takes.
 const maxTileBatch = 4
 
-// tileBatches are the sizes of each format's batched kernels (dotTiles),
-// largest first.
-var tileBatches = map[format][]int{
-	formatQ8_0: {4},
-	formatQ4_0: {4, 3},
-	formatQ4_K: {3},
-	formatQ6_K: {3},
-	formatQ5_0: {3},
-	formatQ5_1: {3},
-	formatQ2_K: {3},
-	formatQ3_K: {3},
-}
-
 // dotTiles is one tile of format f against the first n of in (a size of
-// tileBatches[f]), into the first n of out, each vector's result exactly
+// tileKernelOf(f).batches), into the first n of out, each vector's result exactly
 // dotTile's. The kernels are called directly, not through function
 // values, so that in and out stay on the caller's stack.
 func dotTiles(f format, n int, tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32) {
@@ -421,6 +430,8 @@ func dotTiles(f format, n int, tile unsafe.Pointer, in *[maxTileBatch]tileInput,
 		switch {
 		case f == formatQ8_0:
 			q8_0Tile4VNNI(tile, in, out)
+		case f == formatIQ4_NL:
+			iq4NLTile4VNNI(tile, in, out)
 		case haveVNNI:
 			q4_0Tile4VNNI(tile, in, out)
 		default:
@@ -495,7 +506,11 @@ func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
 			fiveBitTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
 		}
 	case formatIQ4_NL:
-		iq4NLTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		if haveVNNI {
+			iq4NLTile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		} else {
+			iq4NLTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		}
 	case formatQ2_K:
 		if haveVNNI {
 			q2KTile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
@@ -573,6 +588,12 @@ func fiveBitTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out 
 func iq4NLTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
+func iq4NLTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
+func iq4NLTile4VNNI(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32)
+
+//go:noescape
 func q2KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
@@ -646,13 +667,8 @@ func q6KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, 
 
 // plainCodes is whether format f's tile kernels read the activations'
 // codes as they are (the VNNI kernels: Q8_0's, and on a CPU with VNNI
-// every format's but IQ4_NL's), not each four repeated eight times.
-func plainCodes(f format) bool {
-	if f == formatQ8_0 {
-		return true
-	}
-	return haveVNNI && f != formatIQ4_NL
-}
+// every format's), not each four repeated eight times.
+func plainCodes(f format) bool { return f == formatQ8_0 || haveVNNI }
 
 // tileInputOf is x as m's tile kernel reads it.
 func tileInputOf(m *Matrix, x *quantized) tileInput {
@@ -665,7 +681,7 @@ func tileInputOf(m *Matrix, x *quantized) tileInput {
 		return tileInput{codes, unsafe.Pointer(&x.kscales[:blocks][0]), unsafe.Pointer(&x.ksums[:blocks*16][0]), blocks}
 	}
 	switch {
-	case m.format == formatQ8_0: // Σx in integers
+	case m.format == formatQ8_0 || m.format == formatIQ4_NL && haveVNNI: // Σx in integers
 		return tileInput{unsafe.Pointer(&x.q[:m.Cols][0]), unsafe.Pointer(&x.scales[:blocks][0]), unsafe.Pointer(&x.isums[:blocks][0]), blocks}
 	case plainCodes(m.format):
 		return tileInput{unsafe.Pointer(&x.q[:m.Cols][0]), unsafe.Pointer(&x.scales[:blocks][0]), unsafe.Pointer(&x.sums[:blocks][0]), blocks}
@@ -676,7 +692,7 @@ func tileInputOf(m *Matrix, x *quantized) tileInput {
 // matVecTiles computes rows [lo, hi) of a tiled matrix, a whole tile at a
 // time (rows of a tile outside the range are computed and dropped).
 func matVecTiles(out []float32, m *Matrix, x *quantized, lo, hi int) {
-	k := tileKernels[m.format]
+	k := tileKernelOf(m.format)
 	in := tileInputOf(m, x)
 	per := in.blocks * k.bytes
 	// Whole tiles store straight into out. A copy goes through memmove,
