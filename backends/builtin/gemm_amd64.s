@@ -1089,6 +1089,14 @@ TEXT ·q3KTile3(SB), NOSPLIT, $0-96
 
 	Q3K_TILE3(2048)
 
+// Where a Q6_K tile block keeps its scales and d, and its size: the byte
+// tile's (q6KTileBytes) for the AVX2 kernels; the VNNI kernels redefine
+// them for their compact tile, and Q6_CONSTS for their constants.
+#define Q6_SCALES 2048
+#define Q6_D 2176
+#define Q6_BYTES 2208
+#define Q6_CONSTS
+
 // q6KTwoRunIndex interleaves two runs' scales (for VPSHUFB): run s of
 // row r, then run s+1 of row r.
 DATA q6KTwoRunIndex<>+0(SB)/8, $0x0b030a0209010800
@@ -1121,7 +1129,7 @@ TEXT ·q6KTile1(SB), NOSPLIT, $0-48
 	Q6_COL(128*(S)+96, R8, Y0)
 
 #define Q6_1PAIR(S) \
-	VMOVDQU (2048+8*S)(SI), X12 \
+	VMOVDQU (Q6_SCALES+8*S)(SI), X12 \
 	Q6_1RUN(S, X14) \
 	Q6_1RUN(S+1, X13) \
 	VPSHUFB X15, X12, X11 \
@@ -1148,6 +1156,7 @@ TEXT ·q6KTile1(SB), NOSPLIT, $0-48
 	TILE1_ARGS \
 	RUN_INDEX \
 	VMOVDQU q6KTwoRunIndex<>+0(SB), X15 \
+	Q6_CONSTS \
 	VXORPS Y2, Y2, Y2 \
 	XORQ DX, DX \
 q61blocks: \
@@ -1159,10 +1168,10 @@ q61blocks: \
 	VPSLLD $5, Y1, Y1 \
 	VPSUBD Y1, Y0, Y0 \
 	VBROADCASTSS 0(R9)(DX*4), Y10 \
-	VMULPS (2048+128)(SI), Y10, Y11 \
+	VMULPS Q6_D(SI), Y10, Y11 \
 	VCVTDQ2PS Y0, Y12 \
 	VFMADD231PS Y11, Y12, Y2 \
-	ADDQ $2208, SI \
+	ADDQ $Q6_BYTES, SI \
 	ADDQ $CODES, R8 \
 	ADDQ $32, R10 \
 	INCQ DX \
@@ -1242,7 +1251,7 @@ q8done:
 	Q6_COL3(128*(S)+96)
 
 #define Q6_3PAIR(S) \
-	VMOVDQU (2048+8*S)(SI), X12 \
+	VMOVDQU (Q6_SCALES+8*S)(SI), X12 \
 	Q6_3RUN(S, X14) \
 	Q6_3RUN(S+1, X13) \
 	VPSHUFB X15, X12, X8 \
@@ -1262,7 +1271,7 @@ q8done:
 	VPSLLD $5, OFFSET, OFFSET \
 	VPSUBD OFFSET, ACC, ACC \
 	VBROADCASTSS 0(SCALES)(DX*4), Y10 \
-	VMULPS (2048+128)(SI), Y10, Y11 \
+	VMULPS Q6_D(SI), Y10, Y11 \
 	VCVTDQ2PS ACC, ACC \
 	VMOVUPS OUT(DI), Y9 \
 	VFMADD231PS Y11, ACC, Y9 \
@@ -1281,6 +1290,7 @@ TEXT ·q6KTile3(SB), NOSPLIT, $0-96
 	TILE3_ARGS \
 	RUN_INDEX \
 	VMOVDQU q6KTwoRunIndex<>+0(SB), X15 \
+	Q6_CONSTS \
 	TILE3_START \
 q63blocks: \
 	CMPQ DX, CX \
@@ -1295,7 +1305,7 @@ q63blocks: \
 	Q6_FINISH(Y0, Y3, R9, 0) \
 	Q6_FINISH(Y1, Y4, R12, 32) \
 	Q6_FINISH(Y2, Y5, R15, 64) \
-	TILE3_STEP(2208, CODES) \
+	TILE3_STEP(Q6_BYTES, CODES) \
 	JMP  q63blocks \
 q63done: \
 	VZEROUPPER \
@@ -2147,27 +2157,64 @@ TEXT ·q4KTile3VNNI(SB), NOSPLIT, $0-96
 
 	Q4K_TILE3(KV3_PAIR, 256)
 
-// The Q6_K VNNI kernels: q6KTile1's and q6KTile3's sums with VPDPBUSD,
-// against the plain Q8_K codes (.BCST). A run's four columns sum into
-// int32 at once, times each row's run scale (VPMULLD, the scale
-// sign-extended to its row's lane): the same integers as VPMADDUBSW's
-// int16 pairs weighed with VPMADDWD, so the same results, bit for bit.
-// The offsets (the codes' +32 against the sums of 16) are the AVX2
-// kernels'.
+// The Q6_K VNNI kernels read a compact tile (q6KCompactTileBytes): per
+// run of 16 columns, two vectors of nibbles (columns 4t… of the run in
+// vector t%2, the low nibbles for t < 2, the high for t ≥ 2) and one of
+// high bit pairs (bits 2t…2t+1 for columns 4t…), so the tile is the
+// blocks' size where the AVX2 kernels' byte a code was +31%, and decode
+// streams it. Each run's four columns of codes are put back together in
+// AVX-512's upper registers (a nibble mask, a shift, VPTERNLOGD's
+// code | (high & 0x30)), then summed against the plain Q8_K codes
+// (VPDPBUSD.BCST) into int32 at once and times each row's run scale
+// (VPMULLD, the scale sign-extended to its row's lane): the same integers
+// as the AVX2 kernels' int16 pairs weighed with VPMADDWD, so the same
+// results, bit for bit. The offsets (the codes' +32 against the sums of
+// 16) are the AVX2 kernels'.
 
-// Run S's four columns against the codes at X into RUN (zeroed first),
-// times the rows' run scales (Y11) into ACC.
-#define Q6V_RUN(S, X, RUN, ACC) \
+#undef Q6_SCALES
+#undef Q6_D
+#undef Q6_BYTES
+#undef Q6_CONSTS
+#define Q6_SCALES 1536
+#define Q6_D 1664
+#define Q6_BYTES 1696
+
+// The low nibble of every byte (Y16) and the code's two high bits (Y17).
+#define Q6_CONSTS \
+	MOVL $0x0f0f0f0f, AX \
+	VPBROADCASTD AX, Y16 \
+	MOVL $0x30303030, AX \
+	VPBROADCASTD AX, Y17
+
+// Run S's four columns of codes (0…63, a byte each) into Y22-Y25: the
+// nibbles from Y19 and Y20, the high bits from Y18 moved to bits 4-5.
+#define Q6C_CODES(S) \
+	VMOVDQU32 (96*(S)+64)(SI), Y18 \
+	VMOVDQU32 (96*(S))(SI), Y19 \
+	VMOVDQU32 (96*(S)+32)(SI), Y20 \
+	VPSLLW $4, Y18, Y21 \
+	VPANDD Y16, Y19, Y22 \
+	VPTERNLOGD $0xf8, Y17, Y21, Y22 \
+	VPSLLW $2, Y18, Y21 \
+	VPANDD Y16, Y20, Y23 \
+	VPTERNLOGD $0xf8, Y17, Y21, Y23 \
+	VPSRLW $4, Y19, Y24 \
+	VPANDD Y16, Y24, Y24 \
+	VPTERNLOGD $0xf8, Y17, Y18, Y24 \
+	VPSRLW $2, Y18, Y21 \
+	VPSRLW $4, Y20, Y25 \
+	VPANDD Y16, Y25, Y25 \
+	VPTERNLOGD $0xf8, Y17, Y21, Y25
+
+// Run S's codes (Y22-Y25) against the activations' codes at X into RUN
+// (zeroed first), times the rows' run scales into ACC.
+#define Q6C_DOT(S, X, RUN, ACC) \
 	VPXOR RUN, RUN, RUN \
-	VMOVDQU (128*(S))(SI), Y9 \
-	VPDPBUSD.BCST (16*(S))(X), Y9, RUN \
-	VMOVDQU (128*(S)+32)(SI), Y9 \
-	VPDPBUSD.BCST (16*(S)+4)(X), Y9, RUN \
-	VMOVDQU (128*(S)+64)(SI), Y9 \
-	VPDPBUSD.BCST (16*(S)+8)(X), Y9, RUN \
-	VMOVDQU (128*(S)+96)(SI), Y9 \
-	VPDPBUSD.BCST (16*(S)+12)(X), Y9, RUN \
-	VPMOVSXBD (2048+8*(S))(SI), Y11 \
+	VPDPBUSD.BCST (16*(S))(X), Y22, RUN \
+	VPDPBUSD.BCST (16*(S)+4)(X), Y23, RUN \
+	VPDPBUSD.BCST (16*(S)+8)(X), Y24, RUN \
+	VPDPBUSD.BCST (16*(S)+12)(X), Y25, RUN \
+	VPMOVSXBD (Q6_SCALES+8*(S))(SI), Y11 \
 	VPMULLD Y11, RUN, RUN \
 	VPADDD RUN, ACC, ACC
 
@@ -2186,9 +2233,11 @@ TEXT ·q4KTile3VNNI(SB), NOSPLIT, $0-96
 // run's sum.
 TEXT ·q6KTile1VNNI(SB), NOSPLIT, $0-48
 #define Q6V_1PAIR(S) \
-	Q6V_RUN(S, R8, Y3, Y0) \
-	Q6V_RUN(S+1, R8, Y3, Y0) \
-	VMOVDQU (2048+8*S)(SI), X12 \
+	Q6C_CODES(S) \
+	Q6C_DOT(S, R8, Y3, Y0) \
+	Q6C_CODES(S+1) \
+	Q6C_DOT(S+1, R8, Y3, Y0) \
+	VMOVDQU (Q6_SCALES+8*S)(SI), X12 \
 	Q6V_OFFSET(S, R10, Y1)
 
 	Q6K_TILE1(Q6V_1PAIR, 256)
@@ -2196,18 +2245,20 @@ TEXT ·q6KTile1VNNI(SB), NOSPLIT, $0-48
 // func q6KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
 // q6KTile1VNNI against three vectors, each summed exactly as it sums one,
-// the running sums kept in out between blocks. Y0-Y2 are the blocks'
-// int32 sums, Y3-Y5 the offsets, Y6 a run's sum.
+// the running sums kept in out between blocks; each run's codes put
+// together once for the three. Y0-Y2 are the blocks' int32 sums, Y3-Y5
+// the offsets, Y6 a run's sum.
 TEXT ·q6KTile3VNNI(SB), NOSPLIT, $0-96
 #define Q6V_3RUN(S) \
-	Q6V_RUN(S, R8, Y6, Y0) \
-	Q6V_RUN(S, R11, Y6, Y1) \
-	Q6V_RUN(S, R14, Y6, Y2)
+	Q6C_CODES(S) \
+	Q6C_DOT(S, R8, Y6, Y0) \
+	Q6C_DOT(S, R11, Y6, Y1) \
+	Q6C_DOT(S, R14, Y6, Y2)
 
 #define Q6V_3PAIR(S) \
 	Q6V_3RUN(S) \
 	Q6V_3RUN(S+1) \
-	VMOVDQU (2048+8*S)(SI), X12 \
+	VMOVDQU (Q6_SCALES+8*S)(SI), X12 \
 	Q6V_OFFSET(S, R10, Y3) \
 	Q6V_OFFSET(S, R13, Y4) \
 	Q6V_OFFSET(S, BX, Y5)

@@ -87,7 +87,8 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 			}
 		}
 		twinsAgree(t, fmt.Sprintf("Q4_K, extremes %v", extremes), quantizeTo(t, ggmlQ4_K, w), xs, q4KTile1, q4KTile1VNNI, q4KTile3, q4KTile3VNNI)
-		twinsAgree(t, fmt.Sprintf("Q6_K, extremes %v", extremes), quantizeTo(t, ggmlQ6_K, w), xs, q6KTile1, q6KTile1VNNI, q6KTile3, q6KTile3VNNI)
+		q6 := quantizeTo(t, ggmlQ6_K, w)
+		twinsAgreeOn(t, fmt.Sprintf("Q6_K, extremes %v", extremes), q6, makeTiles(q6, tileKernels[formatQ6_K]), makeTiles(q6, q6KCompactTiles), xs, q6KTile1, q6KTile1VNNI, q6KTile3, q6KTile3VNNI)
 		twinsAgree(t, fmt.Sprintf("Q5_K, extremes %v", extremes), quantizeTo(t, ggmlQ5_K, w), xs, q5KTile1, q5KTile1VNNI, nil, nil)
 		twinsAgree(t, fmt.Sprintf("Q2_K, extremes %v", extremes), quantizeTo(t, ggmlQ2_K, w), xs, q2KTile1, q2KTile1VNNI, q2KTile3, q2KTile3VNNI)
 		twinsAgree(t, fmt.Sprintf("Q4_1, extremes %v", extremes), quantizeTo(t, ggmlQ4_1, w), xs, q4_1Tile1, q4_1Tile1VNNI, nil, nil)
@@ -109,23 +110,24 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 
 // iq4NLTwinsAgree holds IQ4_NL's VNNI kernels, which look the levels up
 // from a tile of nibbles, to iq4NLTile1 on a tile of the levels
-// themselves, bit for bit, on every tile of m.
+// themselves, bit for bit, on every tile of m, and the four-vector
+// kernel to the one-vector one.
 func iq4NLTwinsAgree(t *testing.T, m *Matrix, xs []*quantized, extremes bool) {
 	t.Helper()
-	levels, nibbles := makeTiles(m, tileKernels[formatIQ4_NL]), makeTiles(m, iq4NLNibbleTiles)
-	in, v := twinInputs(m, xs)
-	blocks := in[0].blocks
+	name := fmt.Sprintf("IQ4_NL, extremes %v", extremes)
+	nibbles := makeTiles(m, iq4NLNibbleTiles)
+	twinsAgreeOn(t, name, m, makeTiles(m, tileKernels[formatIQ4_NL]), nibbles, xs, iq4NLTile1, iq4NLTile1VNNI, nil, nil)
+	_, v := twinInputs(m, xs)
+	per := len(nibbles) / tileCount(m.Rows)
 	for tile := range tileCount(m.Rows) {
-		l := unsafe.Pointer(&levels[tile*blocks*iq4NLTileBytes])
-		n := unsafe.Pointer(&nibbles[tile*blocks*q4_0TileBytes])
+		p := unsafe.Pointer(&nibbles[tile*per])
 		var four [maxTileBatch][tileRows]float32
-		iq4NLTile4VNNI(n, &v, &four)
+		iq4NLTile4VNNI(p, &v, &four)
 		for j := range maxTileBatch {
-			var a, b [tileRows]float32
-			iq4NLTile1(l, in[j].bcast, in[j].scales, in[j].sums, blocks, &a)
-			iq4NLTile1VNNI(n, v[j].bcast, v[j].scales, v[j].sums, blocks, &b)
-			if a != b || a != four[j] {
-				t.Fatalf("IQ4_NL, tile %d, vector %d, extremes %v: levels %v, VNNI %v, four at once %v", tile, j, extremes, a, b, four[j])
+			var one [tileRows]float32
+			iq4NLTile1VNNI(p, v[j].bcast, v[j].scales, v[j].sums, v[j].blocks, &one)
+			if one != four[j] {
+				t.Fatalf("%s, tile %d, vector %d: alone %v, four at once %v", name, tile, j, one, four[j])
 			}
 		}
 	}
@@ -156,17 +158,24 @@ func twinInputs(m *Matrix, xs []*quantized) (avx2, vnni [maxTileBatch]tileInput)
 // twins, bit for bit, on every tile of m.
 func twinsAgree(t *testing.T, name string, m *Matrix, xs []*quantized, one, oneVNNI tileKernel1, three, threeVNNI tileKernel3) {
 	t.Helper()
+	twinsAgreeOn(t, name, m, m.tiles, m.tiles, xs, one, oneVNNI, three, threeVNNI)
+}
+
+// twinsAgreeOn is twinsAgree for a format whose VNNI kernels read tiles of
+// their own layout (vnniTiles) where the AVX2 kernels read avx2Tiles.
+func twinsAgreeOn(t *testing.T, name string, m *Matrix, avx2Tiles, vnniTiles []byte, xs []*quantized, one, oneVNNI tileKernel1, three, threeVNNI tileKernel3) {
+	t.Helper()
 	in, v := twinInputs(m, xs)
-	per := len(m.tiles) / tileCount(m.Rows)
+	per, perVNNI := len(avx2Tiles)/tileCount(m.Rows), len(vnniTiles)/tileCount(m.Rows)
 	for tile := range tileCount(m.Rows) {
-		p := unsafe.Pointer(&m.tiles[tile*per])
+		p, q := unsafe.Pointer(&avx2Tiles[tile*per]), unsafe.Pointer(&vnniTiles[tile*perVNNI])
 		var a, b [tileRows]float32
 		one(p, in[0].bcast, in[0].scales, in[0].sums, in[0].blocks, &a)
-		oneVNNI(p, v[0].bcast, v[0].scales, v[0].sums, v[0].blocks, &b)
+		oneVNNI(q, v[0].bcast, v[0].scales, v[0].sums, v[0].blocks, &b)
 		var a3, b3 [3][tileRows]float32
 		if three != nil {
 			three(p, in[0].bcast, in[0].scales, in[0].sums, in[1].bcast, in[1].scales, in[1].sums, in[2].bcast, in[2].scales, in[2].sums, in[0].blocks, &a3)
-			threeVNNI(p, v[0].bcast, v[0].scales, v[0].sums, v[1].bcast, v[1].scales, v[1].sums, v[2].bcast, v[2].scales, v[2].sums, v[0].blocks, &b3)
+			threeVNNI(q, v[0].bcast, v[0].scales, v[0].sums, v[1].bcast, v[1].scales, v[1].sums, v[2].bcast, v[2].scales, v[2].sums, v[0].blocks, &b3)
 		}
 		if a != b || a3 != b3 {
 			t.Fatalf("%s tile %d: %v %v, VNNI %v %v", name, tile, a, a3, b, b3)
