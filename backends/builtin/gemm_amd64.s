@@ -37,6 +37,49 @@
 	MOVQ blocks+80(FP), CX \
 	MOVQ out+88(FP), DI
 
+// The multi-vector f32 kernels' column count (CX) and six vectors
+// (R8-R11, R13, R14).
+#define F32_COLS_X6 \
+	MOVQ cols+16(FP), CX \
+	MOVQ x+24(FP), AX \
+	MOVQ 0(AX), R8 \
+	MOVQ 8(AX), R9 \
+	MOVQ 16(AX), R10 \
+	MOVQ 24(AX), R11 \
+	MOVQ 32(AX), R13 \
+	MOVQ 40(AX), R14
+
+// The four-vector tile kernels' arguments: the tile in SI, in (the four
+// tileInputs) in BX, the count of groups in CX, the vectors' codes in
+// R8-R11.
+#define TILE4_ARGS \
+	MOVQ tile+0(FP), SI \
+	MOVQ in+8(FP), BX \
+	MOVQ 24(BX), CX \
+	MOVQ 0(BX), R8 \
+	MOVQ 32(BX), R9 \
+	MOVQ 64(BX), R10 \
+	MOVQ 96(BX), R11
+
+// A four-vector kernel's step past CODES bytes of each vector's codes,
+// to its next group (DX).
+#define TILE4_STEP(CODES) \
+	ADDQ $CODES, R8 \
+	ADDQ $CODES, R9 \
+	ADDQ $CODES, R10 \
+	ADDQ $CODES, R11 \
+	INCQ DX
+
+// A four-vector kernel's running sums (Y0-Y3) stored to out, and return.
+#define TILE4_STORE_RET \
+	MOVQ out+16(FP), DI \
+	VMOVUPS Y0, 0(DI) \
+	VMOVUPS Y1, 32(DI) \
+	VMOVUPS Y2, 64(DI) \
+	VMOVUPS Y3, 96(DI) \
+	VZEROUPPER \
+	RET
+
 // A three-vector K-quant tile kernel's step to its next block: TILE
 // bytes of tile, CODES bytes of each vector's codes (2048 broadcast, 256
 // plain for the VNNI kernels), a super-block of each one's sums of 16.
@@ -288,13 +331,7 @@ q41done: \
 // the count of groups from in[0].
 TEXT ·q4_0Tile4(SB), NOSPLIT, $0-24
 #define Q4_0_TILE4 \
-	MOVQ tile+0(FP), SI \
-	MOVQ in+8(FP), BX \
-	MOVQ 24(BX), CX \
-	MOVQ 0(BX), R8 \
-	MOVQ 32(BX), R9 \
-	MOVQ 64(BX), R10 \
-	MOVQ 96(BX), R11 \
+	TILE4_ARGS \
 	Q4_0_CONSTS \
 	ZERO4(Y0, Y1, Y2, Y3) \
 	XORQ DX, DX \
@@ -311,20 +348,10 @@ q4x4groups: \
 	Q4_0_FINISH4(Y6, 2, Y2) \
 	Q4_0_FINISH4(Y7, 3, Y3) \
 	ADDQ $160, SI \
-	ADDQ $X_GROUP, R8 \
-	ADDQ $X_GROUP, R9 \
-	ADDQ $X_GROUP, R10 \
-	ADDQ $X_GROUP, R11 \
-	INCQ DX \
+	TILE4_STEP(X_GROUP) \
 	JMP  q4x4groups \
 q4x4done: \
-	MOVQ out+16(FP), DI \
-	VMOVUPS Y0, 0(DI) \
-	VMOVUPS Y1, 32(DI) \
-	VMOVUPS Y2, 64(DI) \
-	VMOVUPS Y3, 96(DI) \
-	VZEROUPPER \
-	RET
+	TILE4_STORE_RET
 	Q4_0_TILE4
 
 // The nibble and fifth-bit masks, in every byte of Y14 and Y15.
@@ -1630,6 +1657,21 @@ tvend:
 	VFMADD231PS YX, Y12, A \
 	VFMADD231PS YX, Y13, B
 
+// Y0-Y11 stored to the 384 bytes at DI.
+#define STORE_Y0_Y11 \
+	VMOVUPS Y0, 0(DI) \
+	VMOVUPS Y1, 32(DI) \
+	VMOVUPS Y2, 64(DI) \
+	VMOVUPS Y3, 96(DI) \
+	VMOVUPS Y4, 128(DI) \
+	VMOVUPS Y5, 160(DI) \
+	VMOVUPS Y6, 192(DI) \
+	VMOVUPS Y7, 224(DI) \
+	VMOVUPS Y8, 256(DI) \
+	VMOVUPS Y9, 288(DI) \
+	VMOVUPS Y10, 320(DI) \
+	VMOVUPS Y11, 352(DI)
+
 // func f32Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][16]float32)
 //
 // Two tiles (the second tileBytes after the first) against six vectors:
@@ -1640,14 +1682,7 @@ TEXT ·f32Tiles2x6(SB), NOSPLIT, $0-40
 	MOVQ tiles+0(FP), SI
 	MOVQ tileBytes+8(FP), DX
 	ADDQ SI, DX
-	MOVQ cols+16(FP), CX
-	MOVQ x+24(FP), AX
-	MOVQ 0(AX), R8
-	MOVQ 8(AX), R9
-	MOVQ 16(AX), R10
-	MOVQ 24(AX), R11
-	MOVQ 32(AX), R13
-	MOVQ 40(AX), R14
+	F32_COLS_X6
 	ZERO4(Y0, Y1, Y2, Y3)
 	ZERO4(Y4, Y5, Y6, Y7)
 	ZERO4(Y8, Y9, Y10, Y11)
@@ -1668,18 +1703,7 @@ t6k:
 	CMPQ AX, CX
 	JB   t6k
 	MOVQ out+32(FP), DI
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
-	VMOVUPS Y10, 320(DI)
-	VMOVUPS Y11, 352(DI)
+	STORE_Y0_Y11
 	VZEROUPPER
 	RET
 
@@ -1706,14 +1730,7 @@ TEXT ·f32Tiles4x6(SB), NOSPLIT, $0-40
 	LEAQ 0(SI)(BX*1), DX
 	LEAQ 0(DX)(BX*1), R15
 	ADDQ R15, BX
-	MOVQ cols+16(FP), CX
-	MOVQ x+24(FP), AX
-	MOVQ 0(AX), R8
-	MOVQ 8(AX), R9
-	MOVQ 16(AX), R10
-	MOVQ 24(AX), R11
-	MOVQ 32(AX), R13
-	MOVQ 40(AX), R14
+	F32_COLS_X6
 	VPXORD Y0, Y0, Y0
 	VMOVDQA64 Y0, Y1
 	VMOVDQA64 Y0, Y2
@@ -1757,18 +1774,7 @@ t46k:
 	CMPQ AX, CX
 	JB   t46k
 	MOVQ out+32(FP), DI
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
-	VMOVUPS Y10, 320(DI)
-	VMOVUPS Y11, 352(DI)
+	STORE_Y0_Y11
 	VMOVUPS Y12, 384(DI)
 	VMOVUPS Y13, 416(DI)
 	VMOVUPS Y14, 448(DI)
@@ -1893,19 +1899,20 @@ q8t1done:
 	MOVQ (32*K+16)(BX), R13 \
 	Q8T_FINISH(ACC, R12, R13, SUM)
 
+// The four vectors' groups (Y4-Y7) into their running sums (Y0-Y3).
+#define Q8T_FINISH4_ALL \
+	Q8T_FINISH4(Y4, 0, Y0) \
+	Q8T_FINISH4(Y5, 1, Y1) \
+	Q8T_FINISH4(Y6, 2, Y2) \
+	Q8T_FINISH4(Y7, 3, Y3)
+
 // func q8_0Tile4VNNI(tile unsafe.Pointer, in *[4]tileInput, out *[4][8]float32)
 //
 // q8_0Tile1VNNI for four vectors (in), each summed exactly as
 // q8_0Tile1VNNI sums it: each column loaded once for the four. Y0-Y3
 // are the running sums, Y4-Y7 a group's int32 sums.
 TEXT ·q8_0Tile4VNNI(SB), NOSPLIT, $0-24
-	MOVQ tile+0(FP), SI
-	MOVQ in+8(FP), BX
-	MOVQ 24(BX), CX
-	MOVQ 0(BX), R8
-	MOVQ 32(BX), R9
-	MOVQ 64(BX), R10
-	MOVQ 96(BX), R11
+	TILE4_ARGS
 	ZERO4(Y0, Y1, Y2, Y3)
 	XORQ DX, DX
 
@@ -1922,26 +1929,13 @@ q8t4groups:
 	Q8T_COL4(6)
 	Q8T_COL4(7)
 	VMOVUPS 256(SI), Y13
-	Q8T_FINISH4(Y4, 0, Y0)
-	Q8T_FINISH4(Y5, 1, Y1)
-	Q8T_FINISH4(Y6, 2, Y2)
-	Q8T_FINISH4(Y7, 3, Y3)
+	Q8T_FINISH4_ALL
 	ADDQ $288, SI
-	ADDQ $32, R8
-	ADDQ $32, R9
-	ADDQ $32, R10
-	ADDQ $32, R11
-	INCQ DX
+	TILE4_STEP(32)
 	JMP  q8t4groups
 
 q8t4done:
-	MOVQ out+16(FP), DI
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VZEROUPPER
-	RET
+	TILE4_STORE_RET
 
 // IQ4_NL's VNNI kernels. Its tiles are Q4_0's (nibbles, then eight
 // float32 d): each column of nibbles is unpacked as Q4_0's kernels do,
@@ -2026,13 +2020,7 @@ iq4v1done:
 // once for the four. Y0-Y3 are the running sums, Y4-Y7 a group's int32
 // sums.
 TEXT ·iq4NLTile4VNNI(SB), NOSPLIT, $0-24
-	MOVQ tile+0(FP), SI
-	MOVQ in+8(FP), BX
-	MOVQ 24(BX), CX
-	MOVQ 0(BX), R8
-	MOVQ 32(BX), R9
-	MOVQ 64(BX), R10
-	MOVQ 96(BX), R11
+	TILE4_ARGS
 	IQ4NL_CONSTS
 	ZERO4(Y0, Y1, Y2, Y3)
 	XORQ DX, DX
@@ -2046,26 +2034,13 @@ iq4v4groups:
 	IQ4NL_COL4(64)
 	IQ4NL_COL4(96)
 	VMOVUPS 128(SI), Y13
-	Q8T_FINISH4(Y4, 0, Y0)
-	Q8T_FINISH4(Y5, 1, Y1)
-	Q8T_FINISH4(Y6, 2, Y2)
-	Q8T_FINISH4(Y7, 3, Y3)
+	Q8T_FINISH4_ALL
 	ADDQ $160, SI
-	ADDQ $32, R8
-	ADDQ $32, R9
-	ADDQ $32, R10
-	ADDQ $32, R11
-	INCQ DX
+	TILE4_STEP(32)
 	JMP  iq4v4groups
 
 iq4v4done:
-	MOVQ out+16(FP), DI
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VZEROUPPER
-	RET
+	TILE4_STORE_RET
 
 // The Q4_K VNNI kernels: q4KTile1's and q4KTile3's sums with VPDPBUSD,
 // against the activations' plain Q8_K codes (.BCST). Each group's sum is
