@@ -340,7 +340,7 @@ func (e *Engine) forward(p *pass) {
 	// needed no logits (and the classifier is the largest matrix).
 	e.eachState(p, p.last, 0, stepFinalNorm)
 	e.multiply(p, p.last, [3]*Matrix{w.Classifier}, 1, false, selX, [3]vecSel{selLogits})
-	p.sample = sampleJob{states: p.last, vocab: s.Vocab, softcap: w.LogitSoftcap}
+	p.sample = sampleJob{states: p.last, vocab: s.Vocab}
 	e.pool.run(&p.sample)
 }
 
@@ -444,6 +444,10 @@ func (e *Engine) storeKV(st *State, l int) {
 func (e *Engine) multiply(p *pass, states []*State, ms [3]*Matrix, n int, gated bool, in vecSel, out [3]vecSel) {
 	j := &p.mat
 	j.m, j.n, j.gated, j.gelu = ms, n, gated, gated && e.Model.Weights.GELU
+	j.softcap = 0
+	if out[0] == selLogits {
+		j.softcap = e.Model.Weights.LogitSoftcap
+	}
 	j.x, j.xq = j.x[:0], j.xq[:0]
 	for i := range n {
 		j.out[i] = j.out[i][:0]

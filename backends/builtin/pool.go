@@ -208,9 +208,13 @@ type matJob struct {
 	n     int
 	gated bool
 	gelu  bool
-	x     [][]float32
-	xq    []*quantized
-	out   [3][][]float32
+	// softcap, where not 0, caps each output row as its block is done
+	// (the classifier of an architecture that caps its logits), so the
+	// vocabulary's tanh runs on every thread, not after the job on one.
+	softcap float32
+	x       [][]float32
+	xq      []*quantized
+	out     [3][][]float32
 }
 
 func (j *matJob) parts() int {
@@ -273,6 +277,11 @@ func (j *matJob) do(lo, hi int) {
 				j.rows(i, ma, mb)
 			}
 			base += m.Rows
+		}
+		if j.softcap != 0 { // one matrix: the classifier
+			for s := range j.x {
+				softcap(j.out[0][s][a:b], j.softcap)
+			}
 		}
 	}
 }
@@ -374,9 +383,8 @@ func (j *quantJob) do(lo, hi int) {
 // sampleJob picks each stream's next token from its logits, where the
 // stream asked for one; streams sample independently, so in parallel.
 type sampleJob struct {
-	states  []*State
-	vocab   int
-	softcap float32 // the architecture's logit soft-capping; 0 for none
+	states []*State
+	vocab  int
 }
 
 func (j *sampleJob) parts() int { return len(j.states) }
@@ -387,9 +395,6 @@ func (j *sampleJob) flops() int { return 16 * j.vocab * len(j.states) }
 
 func (j *sampleJob) do(lo, hi int) {
 	for _, st := range j.states[lo:hi] {
-		if j.softcap != 0 {
-			softcap(st.logits, j.softcap)
-		}
 		if st.sample {
 			st.next = st.sampler.Sample(st.logits)
 		}
