@@ -88,7 +88,7 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 		}
 		twinsAgree(t, fmt.Sprintf("Q4_K, extremes %v", extremes), quantizeTo(t, ggmlQ4_K, w), xs, q4KTile1, q4KTile1VNNI, q4KTile3, q4KTile3VNNI)
 		q6 := quantizeTo(t, ggmlQ6_K, w)
-		twinsAgreeOn(t, fmt.Sprintf("Q6_K, extremes %v", extremes), q6, makeTiles(q6, tileKernels[formatQ6_K]), makeTiles(q6, q6KCompactTiles), xs, q6KTile1, q6KTile1VNNI, q6KTile3, q6KTile3VNNI)
+		twinsAgreeOn(t, fmt.Sprintf("Q6_K, extremes %v", extremes), q6, makeTiles(q6, q6KByteTiles), makeTiles(q6, q6KCompactTiles), xs, q6KTile1, q6KTile1VNNI, q6KTile3, q6KTile3VNNI)
 		twinsAgree(t, fmt.Sprintf("Q5_K, extremes %v", extremes), quantizeTo(t, ggmlQ5_K, w), xs, q5KTile1, q5KTile1VNNI, nil, nil)
 		twinsAgree(t, fmt.Sprintf("Q2_K, extremes %v", extremes), quantizeTo(t, ggmlQ2_K, w), xs, q2KTile1, q2KTile1VNNI, q2KTile3, q2KTile3VNNI)
 		twinsAgree(t, fmt.Sprintf("Q4_1, extremes %v", extremes), quantizeTo(t, ggmlQ4_1, w), xs, q4_1Tile1, q4_1Tile1VNNI, nil, nil)
@@ -116,7 +116,7 @@ func iq4NLTwinsAgree(t *testing.T, m *Matrix, xs []*quantized, extremes bool) {
 	t.Helper()
 	name := fmt.Sprintf("IQ4_NL, extremes %v", extremes)
 	nibbles := makeTiles(m, iq4NLNibbleTiles)
-	twinsAgreeOn(t, name, m, makeTiles(m, tileKernels[formatIQ4_NL]), nibbles, xs, iq4NLTile1, iq4NLTile1VNNI, nil, nil)
+	twinsAgreeOn(t, name, m, makeTiles(m, iq4NLLevelTiles), nibbles, xs, iq4NLTile1, iq4NLTile1VNNI, nil, nil)
 	_, v := twinInputs(m, xs)
 	per := len(nibbles) / tileCount(m.Rows)
 	for tile := range tileCount(m.Rows) {

@@ -182,38 +182,38 @@ type tileKernel struct {
 	batches []int
 }
 
-var tileKernels = map[format]*tileKernel{
-	formatQ8_0:   {q8_0TileBytes, nil, []int{4}}, // with VNNI only; see withTiles
-	formatQ4_0:   {q4_0TileBytes, q4_0TileRow, []int{4, 3}},
-	formatQ2_K:   {q2KTileBytes, q2KTileRow, []int{3}},
-	formatQ4_K:   {q4KTileBytes, q4KTileRow, []int{3}},
-	formatQ5_K:   {q5KTileBytes, q5KTileRow, nil},
-	formatQ6_K:   {q6KTileBytes, q6KTileRow, []int{3}},
-	formatQ3_K:   {q3KTileBytes, q3KTileRow, []int{3}},
-	formatQ4_1:   {q4_1TileBytes, q4_1TileRow, nil},
-	formatQ5_0:   {fiveBitTileBytes, q5_0TileRow, []int{3}},
-	formatQ5_1:   {fiveBitTileBytes, q5_1TileRow, []int{3}},
-	formatIQ4_NL: {iq4NLTileBytes, iq4NLTileRow, nil},
-}
+// tileKernels are the formats' tile layouts on this CPU. With VNNI,
+// IQ4_NL's and Q6_K's kernels read layouts of their own (a Q4_0 tile, and
+// the compact one), where the AVX2 kernels read iq4NLLevelTiles and
+// q6KByteTiles.
+var tileKernels = func() map[format]*tileKernel {
+	k := map[format]*tileKernel{
+		formatQ8_0:   {q8_0TileBytes, nil, []int{4}}, // with VNNI only; see withTiles
+		formatQ4_0:   {q4_0TileBytes, q4_0TileRow, []int{4, 3}},
+		formatQ2_K:   {q2KTileBytes, q2KTileRow, []int{3}},
+		formatQ4_K:   {q4KTileBytes, q4KTileRow, []int{3}},
+		formatQ5_K:   {q5KTileBytes, q5KTileRow, nil},
+		formatQ6_K:   q6KByteTiles,
+		formatQ3_K:   {q3KTileBytes, q3KTileRow, []int{3}},
+		formatQ4_1:   {q4_1TileBytes, q4_1TileRow, nil},
+		formatQ5_0:   {fiveBitTileBytes, q5_0TileRow, []int{3}},
+		formatQ5_1:   {fiveBitTileBytes, q5_1TileRow, []int{3}},
+		formatIQ4_NL: iq4NLLevelTiles,
+	}
+	if haveVNNI {
+		k[formatIQ4_NL], k[formatQ6_K] = iq4NLNibbleTiles, q6KCompactTiles
+	}
+	return k
+}()
 
-// The layouts of IQ4_NL and Q6_K on a CPU with VNNI.
+// The two layouts of IQ4_NL and of Q6_K: the AVX2 kernels', and the VNNI
+// kernels'.
 var (
+	iq4NLLevelTiles  = &tileKernel{iq4NLTileBytes, iq4NLTileRow, nil}
 	iq4NLNibbleTiles = &tileKernel{q4_0TileBytes, q4_0TileRow, []int{4}}
+	q6KByteTiles     = &tileKernel{q6KTileBytes, q6KTileRow, []int{3}}
 	q6KCompactTiles  = &tileKernel{q6KCompactTileBytes, q6KCompactTileRow, []int{3}}
 )
-
-// tileKernelOf is format f's tile layout on this CPU (nil where it has
-// none).
-func tileKernelOf(f format) *tileKernel {
-	switch {
-	case !haveVNNI:
-	case f == formatIQ4_NL:
-		return iq4NLNibbleTiles
-	case f == formatQ6_K:
-		return q6KCompactTiles
-	}
-	return tileKernels[f]
-}
 
 // withTiles returns m with its rows also laid out as tiles where this
 // build and CPU have a tile kernel for its format. A Q8_0 matrix is tiled
@@ -221,7 +221,7 @@ func tileKernelOf(f format) *tileKernel {
 // f32 matrix keep their tiles alone: they are the rows' size, and the
 // kernels read nothing else.
 func withTiles(m *Matrix, copied func(rows []float32)) *Matrix {
-	k := tileKernelOf(m.format)
+	k := tileKernels[m.format]
 	switch {
 	case !haveAVX2:
 	case m.format == formatF32:
@@ -437,7 +437,7 @@ type tileInput struct {
 // other formats, and the vectors left over, a vector at a time.
 func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 	s := 0
-	k := tileKernelOf(m.format)
+	k := tileKernels[m.format]
 	per := m.Cols / m.format.block() * k.bytes
 	var in [maxTileBatch]tileInput
 	var rows [maxTileBatch][tileRows]float32
@@ -464,7 +464,7 @@ func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 const maxTileBatch = 4
 
 // dotTiles is one tile of format f against the first n of in (a size of
-// tileKernelOf(f).batches), into the first n of out, each vector's result exactly
+// tileKernels[f].batches), into the first n of out, each vector's result exactly
 // dotTile's. The kernels are called directly, not through function
 // values, so that in and out stay on the caller's stack.
 func dotTiles(f format, n int, tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32) {
@@ -734,7 +734,7 @@ func tileInputOf(m *Matrix, x *quantized) tileInput {
 // matVecTiles computes rows [lo, hi) of a tiled matrix, a whole tile at a
 // time (rows of a tile outside the range are computed and dropped).
 func matVecTiles(out []float32, m *Matrix, x *quantized, lo, hi int) {
-	k := tileKernelOf(m.format)
+	k := tileKernels[m.format]
 	in := tileInputOf(m, x)
 	per := in.blocks * k.bytes
 	// Whole tiles store straight into out. A copy goes through memmove,
