@@ -487,24 +487,26 @@ func (st *State) attendHead(l, pos, h int) {
 	if scale == 0 {
 		scale = float32(1 / math.Sqrt(float64(hs)))
 	}
+	// A sliding layer's window starts at from; the scores start at the
+	// whole vector holding it (start), the positions before from in it
+	// -Inf. Scores are padded to whole vectors with -Inf too, whose
+	// weight is 0, so softmax never has a ragged tail.
 	from := 0
 	if st.w.Layers[l].Sliding {
 		from = max(0, pos+1-st.w.Window)
 	}
+	start := from &^ 7
 	q := st.q[h*hs : (h+1)*hs]
-	// Scores are padded to whole vectors with -Inf, whose weight is 0, so
-	// softmax never has a ragged tail; a window's earlier positions are
-	// -Inf too.
 	att := st.att[h*st.attStride : h*st.attStride+roundUp8(pos+1)]
 	dotRows(att, keys, q, from, pos+1, hs, hs)
-	for t := range from {
+	for t := start; t < from; t++ {
 		att[t] = float32(math.Inf(-1))
 	}
 	for t := pos + 1; t < len(att); t++ {
 		att[t] = float32(math.Inf(-1))
 	}
-	softmax(att, scale)
-	weightedSum(st.ao[h*hs:(h+1)*hs], att[:pos+1], values, hs)
+	softmax(att[start:], scale)
+	weightedSum(st.ao[h*hs:(h+1)*hs], att[start:pos+1], values[start*hs:], hs)
 }
 
 // rmsNorm writes weight ⊙ x / rms(x) to out (out may be x).
