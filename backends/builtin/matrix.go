@@ -200,10 +200,7 @@ func (m *Matrix) Dequantize() *Matrix {
 				row[i] = float32(v) * scales[i/GroupSize]
 			}
 		default:
-			raw, per, block := m.quantRow(r), m.format.fileBlockBytes(), m.format.block()
-			for b := range m.Cols / block {
-				formats[m.format].decode(row[b*block:(b+1)*block], raw[b*per:(b+1)*per])
-			}
+			decodeBlocks(row, m.quantRow(r), m.format.block(), m.format.fileBlockBytes(), formats[m.format].decode)
 		}
 	}
 	return NewF32(m.Rows, m.Cols, out)

@@ -184,10 +184,15 @@ type quantRows struct {
 
 // row decodes row r into x.
 func (q *quantRows) row(x []float32, r int) {
-	blocks := q.cols / q.block
-	row := q.raw[r*blocks*q.blockBytes : (r+1)*blocks*q.blockBytes]
-	for b := range blocks {
-		q.decode(x[b*q.block:(b+1)*q.block], row[b*q.blockBytes:(b+1)*q.blockBytes])
+	n := q.cols / q.block * q.blockBytes
+	decodeBlocks(x[:q.cols], q.raw[r*n:(r+1)*n], q.block, q.blockBytes, q.decode)
+}
+
+// decodeBlocks decodes a row of stored blocks (blockBytes each, of block
+// weights) into out.
+func decodeBlocks(out []float32, raw []byte, block, blockBytes int, decode func(out []float32, b []byte)) {
+	for b := range len(out) / block {
+		decode(out[b*block:(b+1)*block], raw[b*blockBytes:(b+1)*blockBytes])
 	}
 }
 
