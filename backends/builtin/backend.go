@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,6 +80,9 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 			"decode_read_mb": strconv.FormatFloat(float64(m.Weights.BytesPerToken())/1e6, 'f', 3, 64),
 			"kernels":        KernelName,
 		}}
+	if k := F32PromptKernel(); k != "" && slices.ContainsFunc(m.Weights.matrices(), func(w **Matrix) bool { return !(*w).Quantized() }) {
+		info.Details["f32_prompt_kernel"] = k
+	}
 	if arch := m.Weights.Arch.Name; arch != "" {
 		info.Details["architecture"] = arch
 	}

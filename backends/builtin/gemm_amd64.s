@@ -1790,6 +1790,72 @@ t46k:
 	VZEROUPPER
 	RET
 
+// func f32Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32)
+//
+// f32Tiles4x6 through 512-bit vectors, for cores with two 512-bit FMA
+// units (Intel's server cores), where the 256-bit kernel leaves half the
+// arithmetic unused. A column of tiles 0 and 1 fills one vector and of
+// tiles 2 and 3 another: each lane is still one row, summed column by
+// column, so the results are f32Tiles4x6's bit for bit. Z(2j) and
+// Z(2j+1) are vector j's sums, stored as out[j]'s two halves.
+TEXT ·f32Tiles4x6Z(SB), NOSPLIT, $0-40
+	MOVQ tiles+0(FP), SI
+	MOVQ tileBytes+8(FP), BX
+	LEAQ 0(SI)(BX*1), DX
+	LEAQ 0(DX)(BX*1), R15
+	ADDQ R15, BX
+	F32_COLS_X6
+	VPXORD Z0, Z0, Z0
+	VMOVDQA64 Z0, Z1
+	VMOVDQA64 Z0, Z2
+	VMOVDQA64 Z0, Z3
+	VMOVDQA64 Z0, Z4
+	VMOVDQA64 Z0, Z5
+	VMOVDQA64 Z0, Z6
+	VMOVDQA64 Z0, Z7
+	VMOVDQA64 Z0, Z8
+	VMOVDQA64 Z0, Z9
+	VMOVDQA64 Z0, Z10
+	VMOVDQA64 Z0, Z11
+	XORQ AX, AX
+	XORQ R12, R12
+
+#define F32_TILE_PAIRZ(XR, ZX, A, B) \
+	VBROADCASTSS 0(XR)(AX*4), ZX \
+	VFMADD231PS ZX, Z24, A \
+	VFMADD231PS ZX, Z25, B
+
+t46z:
+	VMOVUPS 0(SI)(R12*1), Y24
+	VINSERTF32X8 $1, 0(DX)(R12*1), Z24, Z24
+	VMOVUPS 0(R15)(R12*1), Y25
+	VINSERTF32X8 $1, 0(BX)(R12*1), Z25, Z25
+	F32_TILE_PAIRZ(R8, Z28, Z0, Z1)
+	F32_TILE_PAIRZ(R9, Z29, Z2, Z3)
+	F32_TILE_PAIRZ(R10, Z28, Z4, Z5)
+	F32_TILE_PAIRZ(R11, Z29, Z6, Z7)
+	F32_TILE_PAIRZ(R13, Z28, Z8, Z9)
+	F32_TILE_PAIRZ(R14, Z29, Z10, Z11)
+	ADDQ $32, R12
+	INCQ AX
+	CMPQ AX, CX
+	JB   t46z
+	MOVQ out+32(FP), DI
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z4, 256(DI)
+	VMOVUPS Z5, 320(DI)
+	VMOVUPS Z6, 384(DI)
+	VMOVUPS Z7, 448(DI)
+	VMOVUPS Z8, 512(DI)
+	VMOVUPS Z9, 576(DI)
+	VMOVUPS Z10, 640(DI)
+	VMOVUPS Z11, 704(DI)
+	VZEROUPPER
+	RET
+
 // The VNNI kernels (AVX512_VNNI with AVX512VL): q4_0Tile1, q4_0Tile3 and
 // q4_0Tile4 with each integer product step one VPDPBUSD (unsigned bytes
 // times signed ones, four to an int32 lane, added in), where the kernels

@@ -23,6 +23,10 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 // once; this build has no f32 tiles.
 const f32TileGroup = 1
 
+// F32PromptKernel says which vector width f32 prompts run at; this build
+// has one.
+func F32PromptKernel() string { return "" }
+
 // portableQ8 is whether Q8_0 products run the portable kernel.
 const portableQ8 = true
 

@@ -3,8 +3,11 @@
 package builtin
 
 import (
+	"fmt"
 	"math"
 	"simd/archsimd"
+	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -215,9 +218,12 @@ func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
 			}
 			var sums [6 * 4 * tileRows]float32 // vector j's group sums at j·group
 			for t := lo / tileRows; t*tileRows < hi; t += f32TileGroup {
-				if f32TileGroup == 4 {
+				switch {
+				case f32TileGroup == 4 && f32Wide().use512:
+					f32Tiles4x6Z(m.f32Tile(t), f32TileBytes(m.Cols), m.Cols, &x, (*[6][4 * tileRows]float32)(unsafe.Pointer(&sums)))
+				case f32TileGroup == 4:
 					f32Tiles4x6(m.f32Tile(t), f32TileBytes(m.Cols), m.Cols, &x, (*[6][4 * tileRows]float32)(unsafe.Pointer(&sums)))
-				} else {
+				default:
 					f32Tiles2x6(m.f32Tile(t), f32TileBytes(m.Cols), m.Cols, &x, (*[6][2 * tileRows]float32)(unsafe.Pointer(&sums)))
 				}
 				a, b := max(lo, t*tileRows), min(hi, t*tileRows+group)
@@ -246,6 +252,84 @@ func f32Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer
 
 //go:noescape
 func f32Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32)
+
+//go:noescape
+func f32Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32)
+
+// f32Wide is whether matMatF32 runs f32Tiles4x6Z (512-bit vectors) rather
+// than f32Tiles4x6, timed once on this core at first use. The two give
+// the same sums, so the choice is speed alone. Whether 512 bits pay is a
+// property of the core, not of a feature bit: an Intel server core with
+// two 512-bit FMA units does nearly twice the arithmetic it does with
+// 256-bit vectors (223 against 122 GFLOP/s, a plain FMA loop on a Xeon),
+// while Zen 4 splits each 512-bit FMA in two and runs both widths at one
+// rate.
+var f32Wide = sync.OnceValue(timeF32Widths)
+
+// f32Widths is the timing behind f32Wide.
+type f32Widths struct {
+	narrow, wide time.Duration // each kernel's best time for the same products
+	use512       bool
+}
+
+// timeF32Widths times the two four-tile kernels on the same products
+// (four tiles of 256 columns, 32 KiB, so the cache serves both alike), by
+// turns, each one's best of seven rounds. It takes the 512-bit kernel only
+// when that is faster by an eighth: on a core that runs both widths at one
+// rate the timing is a tie, and noise should not pick the kernel whose
+// inserts cost a little more. About a millisecond, once a process.
+func timeF32Widths() f32Widths {
+	if f32TileGroup != 4 {
+		return f32Widths{}
+	}
+	const cols = 256
+	tiles := make([]float32, 4*tileRows*cols)
+	for i := range tiles {
+		tiles[i] = float32(i%7+1) / 8
+	}
+	vecs := make([]float32, 6*cols)
+	for i := range vecs {
+		vecs[i] = float32(i%5+1) / 16
+	}
+	var x [6]unsafe.Pointer
+	for j := range x {
+		x[j] = unsafe.Pointer(&vecs[j*cols])
+	}
+	var out [6][4 * tileRows]float32
+	run := func(wide bool) time.Duration {
+		start := time.Now()
+		for range 64 {
+			if wide {
+				f32Tiles4x6Z(unsafe.Pointer(&tiles[0]), f32TileBytes(cols), cols, &x, &out)
+			} else {
+				f32Tiles4x6(unsafe.Pointer(&tiles[0]), f32TileBytes(cols), cols, &x, &out)
+			}
+		}
+		return time.Since(start)
+	}
+	w := f32Widths{narrow: time.Hour, wide: time.Hour}
+	for range 7 {
+		w.narrow = min(w.narrow, run(false))
+		w.wide = min(w.wide, run(true))
+	}
+	w.use512 = 8*w.wide < 7*w.narrow
+	return w
+}
+
+// F32PromptKernel says which vector width f32 prompts run at on this CPU
+// and the timing that chose it; empty where there is no choice (no
+// AVX-512). The first call times the kernels.
+func F32PromptKernel() string {
+	if f32TileGroup != 4 {
+		return ""
+	}
+	w := f32Wide()
+	speed := float64(w.narrow) / float64(w.wide)
+	if w.use512 {
+		return fmt.Sprintf("512-bit (%.2f× the 256-bit kernel's speed, timed on this core)", speed)
+	}
+	return fmt.Sprintf("256-bit (the 512-bit kernel ran at %.2f× its speed, timed on this core)", speed)
+}
 
 // f32x8 loads the eight floats at p plus off bytes.
 func f32x8(p unsafe.Pointer, off uintptr) archsimd.Float32x8 {

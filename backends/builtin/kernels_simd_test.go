@@ -182,3 +182,97 @@ func twinsAgreeOn(t *testing.T, name string, m *Matrix, avx2Tiles, vnniTiles []b
 		}
 	}
 }
+
+// The 512-bit four-tile f32 kernel gives f32Tiles4x6's sums bit for bit
+// (a lane is a row, summed column by column at either width), tile by
+// tile and vector by vector, so a swapped half or tile shows; and
+// matMatF32 through it gives matVecF32's numbers, whichever width the
+// timing on this core chose.
+func TestF32WideKernelMatchesNarrow(t *testing.T) {
+	if f32TileGroup != 4 {
+		t.Skip("the 512-bit kernel needs AVX-512")
+	}
+	rng := rand.New(rand.NewPCG(5, 12))
+	for _, cols := range []int{1, 7, 64, 896} {
+		m := withTiles(NewF32(4*tileRows, cols, randomVec(rng, 4*tileRows*cols)), nil)
+		var x [6]unsafe.Pointer
+		for j := range x {
+			x[j] = unsafe.Pointer(&randomVec(rng, cols)[0])
+		}
+		var narrow, wide [6][4 * tileRows]float32
+		f32Tiles4x6(m.f32Tile(0), f32TileBytes(cols), cols, &x, &narrow)
+		f32Tiles4x6Z(m.f32Tile(0), f32TileBytes(cols), cols, &x, &wide)
+		if narrow != wide {
+			t.Fatalf("%d columns: 512-bit %v, 256-bit %v", cols, wide[0][:10], narrow[0][:10])
+		}
+	}
+
+	chosen := f32Wide
+	defer func() { f32Wide = chosen }()
+	for _, use512 := range []bool{false, true} {
+		f32Wide = func() f32Widths { return f32Widths{use512: use512} }
+		rows, cols := 200, 300
+		m := withTiles(NewF32(rows, cols, randomVec(rng, rows*cols)), nil)
+		xs, outs := make([][]float32, 7), make([][]float32, 7)
+		for s := range xs {
+			xs[s], outs[s] = randomVec(rng, cols), make([]float32, rows)
+		}
+		matMatF32(outs, m, xs, 5, rows)
+		for s := range xs {
+			want := make([]float32, rows)
+			matVecF32(want, m, xs[s], 5, rows)
+			if !slices.Equal(outs[s][5:], want[5:]) {
+				t.Fatalf("512-bit %v, vector %d: batched %v, alone %v", use512, s, outs[s][5:8], want[5:8])
+			}
+		}
+	}
+}
+
+// The timing that picks the f32 prompt kernel's width is said as it was
+// taken: the width it chose and the speed ratio that decided.
+func TestF32PromptKernelSaysWhatTheTimingChose(t *testing.T) {
+	if f32TileGroup != 4 {
+		if got := F32PromptKernel(); got != "" {
+			t.Fatalf("without AVX-512 there is no choice to name, got %q", got)
+		}
+		return
+	}
+	w, got := f32Wide(), F32PromptKernel()
+	if w.narrow <= 0 || w.wide <= 0 || w.use512 != (8*w.wide < 7*w.narrow) {
+		t.Fatalf("timing %+v", w)
+	}
+	width := "256-bit"
+	if w.use512 {
+		width = "512-bit"
+	}
+	if !strings.HasPrefix(got, width) || !strings.Contains(got, fmt.Sprintf("%.2f×", float64(w.narrow)/float64(w.wide))) {
+		t.Fatalf("%q for timing %+v", got, w)
+	}
+	t.Logf("f32 prompts on this core: %s", got)
+}
+
+// BenchmarkF32PromptWidths is BenchmarkPrefillProduct's f32 product with
+// each width of the four-tile kernel forced, by turns within one run: the
+// figure the timing at first use (f32Wide) decides on, at a prompt's
+// size. On a core with two 512-bit FMA units the 512-bit row should read
+// near twice the other; on Zen 4 they tie.
+func BenchmarkF32PromptWidths(b *testing.B) {
+	if f32TileGroup != 4 {
+		b.Skip("the 512-bit kernel needs AVX-512")
+	}
+	w, j := prefillJob()
+	j.m[0] = withTiles(w, nil)
+	flops := float64(2 * w.Rows * w.Cols * len(j.x))
+	chosen := f32Wide
+	defer func() { f32Wide = chosen }()
+	for _, use512 := range []bool{false, true} {
+		f32Wide = func() f32Widths { return f32Widths{use512: use512} }
+		b.Run(fmt.Sprintf("512-bit=%v", use512), func(b *testing.B) {
+			for b.Loop() {
+				j.do(0, w.Rows)
+			}
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+	b.Logf("chosen on this core: %s", F32PromptKernel())
+}

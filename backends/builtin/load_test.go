@@ -243,6 +243,24 @@ func TestDecodeReadIsWhatATokenReads(t *testing.T) {
 	}
 }
 
+// The probe names the width f32 prompts run at where a timing chose it
+// (AVX-512 CPUs) and the model has f32 matrices, and nowhere else: a
+// fully quantized model's prompts never meet that kernel.
+func TestProbeNamesTheF32PromptWidthWhereItApplies(t *testing.T) {
+	for _, dtype := range []string{"f32", "q8_0"} {
+		b, _ := Kind.New(backends.Config{Threads: 1, DType: dtype})
+		info, err := b.Probe(context.Background(), "stories15M-synthetic")
+		b.(*Backend).Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, named := info.Details["f32_prompt_kernel"]
+		if want := F32PromptKernel() != "" && dtype == "f32"; named != want || named && got != F32PromptKernel() {
+			t.Errorf("%s: f32_prompt_kernel %q (named %v), want named %v", dtype, got, named, want)
+		}
+	}
+}
+
 // --dtype q8_0 on stories260K, whose 172-wide matrices are not whole
 // Q8_0 blocks, keeps those as stored, as llama-quantize does, quantizes
 // the rest, and says which in the probe's details; it still generates.
