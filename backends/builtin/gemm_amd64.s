@@ -630,11 +630,13 @@ TEXT ·q4KTile3(SB), NOSPLIT, $0-96
 	K_MINS(2, SUMS) \
 	K_MINS(3, SUMS) \
 	VBROADCASTSS 0(SCALES)(DX*4), Y10 \
-	VMULPS 1152(SI), Y10, Y11 \
+	VCVTPH2PS 1152(SI), Y11 \
+	VMULPS Y11, Y10, Y11 \
 	VCVTDQ2PS ACC, Y12 \
 	VMOVUPS OUT(DI), Y0 \
 	VFMADD231PS Y11, Y12, Y0 \
-	VMULPS 1184(SI), Y10, Y11 \
+	VCVTPH2PS 1168(SI), Y11 \
+	VMULPS Y11, Y10, Y11 \
 	VCVTDQ2PS Y9, Y12 \
 	VMULPS Y11, Y12, Y12 \
 	VSUBPS Y12, Y0, Y0 \
@@ -657,7 +659,7 @@ kblocks: \
 	PAIR(1) \
 	PAIR(2) \
 	PAIR(3) \
-	TILE3_FINISH_STEP(K_FINISH, Y6, Y7, Y8, 1216, CODES) \
+	TILE3_FINISH_STEP(K_FINISH, Y6, Y7, Y8, 1184, CODES) \
 	JMP  kblocks \
 kdone: \
 	VZEROUPPER \
@@ -674,10 +676,12 @@ kdone: \
 	K_MINS(2, R10) \
 	K_MINS(3, R10) \
 	VBROADCASTSS 0(R9)(DX*4), Y10 \
-	VMULPS 1152(SI), Y10, Y11 \
+	VCVTPH2PS 1152(SI), Y11 \
+	VMULPS Y11, Y10, Y11 \
 	VCVTDQ2PS Y2, Y12 \
 	VFMADD231PS Y11, Y12, Y4 \
-	VMULPS 1184(SI), Y10, Y11 \
+	VCVTPH2PS 1168(SI), Y11 \
+	VMULPS Y11, Y10, Y11 \
 	VCVTDQ2PS Y9, Y12 \
 	VMULPS Y11, Y12, Y12 \
 	VSUBPS Y12, Y4, Y4
@@ -737,7 +741,7 @@ k1blocks: \
 	PAIR(2) \
 	PAIR(3) \
 	K1_FINISH \
-	ADDQ $1216, SI \
+	ADDQ $1184, SI \
 	ADDQ $CODES, R8 \
 	ADDQ $32, R10 \
 	INCQ DX \
@@ -1340,13 +1344,13 @@ q63done: \
 	Q6K_TILE3(Q6_3PAIR, 2048)
 
 // One 32-byte column of a Q5_K tile (nibbles at 256C+32I, fifth bits at
-// 1216+32I, bit g for group g): the even group's codes (low nibble, bit 4
+// 1184+32I, bit g for group g): the even group's codes (low nibble, bit 4
 // from the fifth bits shifted by SE $NE) and the odd group's (high
 // nibble, by SO $NO) times the activations, into Y0 and Y1. A 16-bit
 // shift of at most 4 left or 3 right brings no other byte's bit to bit 4.
 #define Q5_COL(C, I, SE, NE, SO, NO) \
 	VMOVDQU (256*C+32*I)(SI), Y9 \
-	VMOVDQU (1216+32*I)(SI), Y8 \
+	VMOVDQU (1184+32*I)(SI), Y8 \
 	VPAND Y15, Y9, Y10 \
 	SE $NE, Y8, Y11 \
 	VPAND Y5, Y11, Y11 \
@@ -1410,7 +1414,7 @@ q51blocks: \
 	PAIR(2, VPSLLW, 0, VPSRLW, 1) \
 	PAIR(3, VPSRLW, 2, VPSRLW, 3) \
 	K1_FINISH \
-	ADDQ $1472, SI \
+	ADDQ $1440, SI \
 	ADDQ $CODES, R8 \
 	ADDQ $32, R10 \
 	INCQ DX \
@@ -2313,7 +2317,7 @@ TEXT ·q6KTile3VNNI(SB), NOSPLIT, $0-96
 // integers, so the same results, bit for bit.
 #define Q5V_COL(C, I, SE, NE, SO, NO) \
 	VMOVDQU (256*C+32*I)(SI), Y9 \
-	VMOVDQU (1216+32*I)(SI), Y8 \
+	VMOVDQU (1184+32*I)(SI), Y8 \
 	VPAND Y15, Y9, Y10 \
 	SE $NE, Y8, Y11 \
 	VPAND Y5, Y11, Y11 \

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/cpu"
 )
 
 // The AVX2+FMA kernels, through Go's experimental simd/archsimd. Each ends
@@ -23,7 +25,10 @@ import (
 // after the clear. archsimd's *SlicePart helpers are not used: they view a
 // short slice as a full vector, which the race detector's checkptr rejects.
 
-var haveAVX2 = archsimd.X86.AVX2() && archsimd.X86.FMA()
+// haveAVX2 is whether the SIMD kernels run: AVX2 and FMA, and F16C, whose
+// VCVTPH2PS turns the halves Q4_K and Q5_K tiles keep into floats (every
+// CPU with AVX2 so far has it; archsimd does not report it).
+var haveAVX2 = archsimd.X86.AVX2() && archsimd.X86.FMA() && cpu.X86.HasF16C
 
 // haveVNNI is whether Q8_0 matrices are tiled, IQ4_NL's tiles keep their
 // nibbles, and every other format's tile kernels take their VNNI twins
