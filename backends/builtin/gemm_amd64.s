@@ -194,7 +194,8 @@
 	VBROADCASTSS 0(SUMS)(DX*4), Y10 \
 	VMULPS Y13, Y10, Y10 \
 	VSUBPS Y10, Y8, Y8 \
-	VFMADD231PS 128(SI), Y8, SUM
+	VCVTPH2PS 128(SI), Y9 \
+	VFMADD231PS Y9, Y8, SUM
 
 // func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
@@ -227,7 +228,7 @@ q4groups: \
 	FINISH(Y3, R9, R10, Y0) \
 	FINISH(Y4, R12, R13, Y1) \
 	FINISH(Y5, R15, BX, Y2) \
-	GROUP3_STEP(160) \
+	GROUP3_STEP(144) \
 	JMP  q4groups \
 q4done: \
 	STORE3_RET
@@ -258,7 +259,7 @@ q4x1groups: \
 	COLS1(64) \
 	COLS1(96) \
 	FINISH(Y3, R9, R10, Y0) \
-	ADDQ $160, SI \
+	ADDQ $144, SI \
 	ADDQ $X_GROUP, R8 \
 	INCQ DX \
 	JMP  q4x1groups \
@@ -292,10 +293,12 @@ q41groups: \
 	GROUP_FLOATS(Y3, Y8) \
 	VBROADCASTSS 0(R9)(DX*4), Y9 \
 	VMULPS Y9, Y8, Y8 \
-	VFMADD231PS 128(SI), Y8, Y0 \
+	VCVTPH2PS 128(SI), Y9 \
+	VFMADD231PS Y9, Y8, Y0 \
 	VBROADCASTSS 0(R10)(DX*4), Y10 \
-	VFMADD231PS 160(SI), Y10, Y0 \
-	ADDQ $192, SI \
+	VCVTPH2PS 144(SI), Y9 \
+	VFMADD231PS Y9, Y10, Y0 \
+	ADDQ $160, SI \
 	ADDQ $X_GROUP, R8 \
 	INCQ DX \
 	JMP  q41groups \
@@ -347,7 +350,7 @@ q4x4groups: \
 	Q4_0_FINISH4(Y5, 1, Y1) \
 	Q4_0_FINISH4(Y6, 2, Y2) \
 	Q4_0_FINISH4(Y7, 3, Y3) \
-	ADDQ $160, SI \
+	ADDQ $144, SI \
 	TILE4_STEP(X_GROUP) \
 	JMP  q4x4groups \
 q4x4done: \
@@ -520,8 +523,9 @@ iq4groups:
 	VCVTDQ2PS Y3, Y3
 	VBROADCASTSS 0(R9)(DX*4), Y9
 	VMULPS Y9, Y3, Y3
-	VFMADD231PS 256(SI), Y3, Y0
-	ADDQ $288, SI
+	VCVTPH2PS 256(SI), Y9
+	VFMADD231PS Y9, Y3, Y0
+	ADDQ $272, SI
 	ADDQ $256, R8
 	INCQ DX
 	JMP  iq4groups
@@ -2008,14 +2012,14 @@ q8t4done:
 	TILE4_STORE_RET
 
 // IQ4_NL's VNNI kernels. Its tiles are Q4_0's (nibbles, then eight
-// float32 d): each column of nibbles is unpacked as Q4_0's kernels do,
+// halves d): each column of nibbles is unpacked as Q4_0's kernels do,
 // then each nibble looked up (VPSHUFB) in a register holding the table of
 // levels plus 128 in both lanes, so VPDPBUSD meets the levels as unsigned
 // bytes against the activations' signed codes, and Σ(level+128)·x less
 // 128·Σx (Q8T_FINISH, in int32) is exactly Σ level·x, the integer
 // iq4NLTile1 sums from its tiles of looked-up levels: the same results,
-// bit for bit, from a tile of 160 bytes a group where the levels took
-// 288.
+// bit for bit, from a tile of 144 bytes a group where the levels take
+// 272.
 
 // The table: iq4NLLevels plus 128, one byte each.
 DATA iq4NLLevels128<>+0(SB)/8, $0x766a5d4f3f2d1801
@@ -2058,9 +2062,9 @@ iq4v1groups:
 	IQ4NL_COL1(32)
 	IQ4NL_COL1(64)
 	IQ4NL_COL1(96)
-	VMOVUPS 128(SI), Y13
+	VCVTPH2PS 128(SI), Y13
 	Q8T_FINISH(Y3, R9, R10, Y0)
-	ADDQ $160, SI
+	ADDQ $144, SI
 	ADDQ $32, R8
 	INCQ DX
 	JMP  iq4v1groups
@@ -2103,9 +2107,9 @@ iq4v4groups:
 	IQ4NL_COL4(32)
 	IQ4NL_COL4(64)
 	IQ4NL_COL4(96)
-	VMOVUPS 128(SI), Y13
+	VCVTPH2PS 128(SI), Y13
 	Q8T_FINISH4_ALL
-	ADDQ $160, SI
+	ADDQ $144, SI
 	TILE4_STEP(32)
 	JMP  iq4v4groups
 

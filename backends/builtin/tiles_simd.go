@@ -97,10 +97,12 @@ const (
 //   - 128 bytes of nibbles, the blocks' own bytes reordered: bytes 4t…4t+3
 //     of rows 0…7 (weights 4t… in the low nibbles, 16+4t… in the high) in
 //     bytes 32t…32t+31, row r at +4r;
-//   - 8 float32 d.
+//   - 8 halves d, as the blocks hold them (VCVTPH2PS makes them floats):
+//     the tile is the blocks' 144 bytes, where float32 d made it 160, and
+//     decode streams the tiles.
 const (
 	q4_0TileNibbles = tileRows * GroupSize / 2
-	q4_0TileBytes   = q4_0TileNibbles + 4*tileRows
+	q4_0TileBytes   = q4_0TileNibbles + 2*tileRows
 )
 
 // Q4_K tile, per super-block of 256 columns (q4KTileBytes):
@@ -134,10 +136,10 @@ const (
 )
 
 // Q4_1 tile, per group of 32 columns (q4_1TileBytes): a Q4_0 tile (the
-// nibbles and d at the same places), then 8 float32 m: +20% over the
-// file's blocks, where a byte-code tile was twice them, and decode
+// nibbles and d at the same places), then 8 halves m: the file's
+// blocks' 160 bytes, where a byte-code tile was twice them, and decode
 // streams the tiles.
-const q4_1TileBytes = q4_0TileBytes + 4*tileRows
+const q4_1TileBytes = q4_0TileBytes + 2*tileRows
 
 // Five-bit tile (Q5_0, Q5_1), per group of 32 columns (fiveBitTileBytes):
 //   - 128 bytes of nibbles, laid out as a Q4_0 tile's;
@@ -162,7 +164,7 @@ const (
 // means; its kernels look each nibble's level up in a register. Without
 // VNNI (iq4NLTileBytes): 256 bytes of levels (the codes looked up, int8),
 // weights 4t…4t+3 of rows 0…7 in bytes 32t…32t+31, row r at 32t+4r; then
-// 8 float32 d. Twice the file's blocks, so the kernel looks nothing up:
+// 8 halves d. Nearly twice the file's blocks, so the kernel looks nothing up:
 // AVX2's VPMADDUBSW could not take the looked-up levels as unsigned
 // bytes (level+128 times a code overflows its int16 pairs), where
 // VPDPBUSD sums into int32. With the levels, IQ4_NL decoded at 0.77–0.83×
@@ -170,7 +172,7 @@ const (
 // vector at a time); see docs/engine-speed.md.
 const (
 	iq4NLTileLevels = tileRows * GroupSize
-	iq4NLTileBytes  = iq4NLTileLevels + 4*tileRows
+	iq4NLTileBytes  = iq4NLTileLevels + 2*tileRows
 )
 
 // tileKernel is a format's tile layout; its kernels are dotTile's and
@@ -276,13 +278,13 @@ func makeTiles(m *Matrix, k *tileKernel) []byte {
 
 func q4_0TileRow(tile []byte, r int, b []byte) {
 	tileNibbles(tile, r, b[2:18])
-	putFloat(tile[q4_0TileNibbles+4*r:], f16ToF32(le16(b)))
+	copy(tile[q4_0TileNibbles+2*r:][:2], b[:2])
 }
 
 func q4_1TileRow(tile []byte, r int, b []byte) {
 	tileNibbles(tile, r, b[4:20])
-	putFloat(tile[q4_0TileNibbles+4*r:], f16ToF32(le16(b)))
-	putFloat(tile[q4_0TileBytes+4*r:], f16ToF32(le16(b[2:])))
+	copy(tile[q4_0TileNibbles+2*r:][:2], b[:2])
+	copy(tile[q4_0TileBytes+2*r:][:2], b[2:4])
 }
 
 // tileNibbles lays out row r's 16 bytes of nibbles of a Q4_0 or Q4_1
@@ -420,7 +422,7 @@ func iq4NLTileRow(tile []byte, r int, b []byte) {
 	for w, level := range iq4NLLevelsOf(b) {
 		tile[byteCodeAt(r, w)] = byte(level)
 	}
-	putFloat(tile[iq4NLTileLevels+4*r:], f16ToF32(le16(b)))
+	copy(tile[iq4NLTileLevels+2*r:][:2], b[:2])
 }
 
 // tileInput is the activations as a tile kernel reads them: the codes,
