@@ -1129,7 +1129,7 @@ TEXT ·q3KTile3(SB), NOSPLIT, $0-96
 // them for their compact tile, and Q6_CONSTS for their constants.
 #define Q6_SCALES 2048
 #define Q6_D 2176
-#define Q6_BYTES 2208
+#define Q6_BYTES 2192
 #define Q6_CONSTS
 
 // q6KTwoRunIndex interleaves two runs' scales (for VPSHUFB): run s of
@@ -1203,7 +1203,8 @@ q61blocks: \
 	VPSLLD $5, Y1, Y1 \
 	VPSUBD Y1, Y0, Y0 \
 	VBROADCASTSS 0(R9)(DX*4), Y10 \
-	VMULPS Q6_D(SI), Y10, Y11 \
+	VCVTPH2PS Q6_D(SI), Y11 \
+	VMULPS Y11, Y10, Y11 \
 	VCVTDQ2PS Y0, Y12 \
 	VFMADD231PS Y11, Y12, Y2 \
 	ADDQ $Q6_BYTES, SI \
@@ -1306,7 +1307,8 @@ q8done:
 	VPSLLD $5, OFFSET, OFFSET \
 	VPSUBD OFFSET, ACC, ACC \
 	VBROADCASTSS 0(SCALES)(DX*4), Y10 \
-	VMULPS Q6_D(SI), Y10, Y11 \
+	VCVTPH2PS Q6_D(SI), Y11 \
+	VMULPS Y11, Y10, Y11 \
 	VCVTDQ2PS ACC, ACC \
 	VMOVUPS OUT(DI), Y9 \
 	VFMADD231PS Y11, ACC, Y9 \
@@ -2226,7 +2228,7 @@ TEXT ·q4KTile3VNNI(SB), NOSPLIT, $0-96
 #undef Q6_CONSTS
 #define Q6_SCALES 1536
 #define Q6_D 1664
-#define Q6_BYTES 1696
+#define Q6_BYTES 1680
 
 // The low nibble of every byte (Y16) and the code's two high bits (Y17).
 #define Q6_CONSTS \

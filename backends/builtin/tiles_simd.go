@@ -26,29 +26,30 @@ import (
 //     rows 0…7 in bytes 32u…32u+31, row r at 32u+4r;
 //   - 128 bytes of scales: run s (weights 16s…16s+15) of rows 0…7 in
 //     bytes 8s…8s+7;
-//   - 8 float32 d, row r at r.
+//   - 8 halves d, row r at r, as the blocks hold them (VCVTPH2PS makes
+//     them floats).
 const (
 	q6KTileCodes  = tileRows * superBlock
 	q6KTileScales = tileRows * superBlock / 16
-	q6KTileBytes  = q6KTileCodes + q6KTileScales + 4*tileRows
+	q6KTileBytes  = q6KTileCodes + q6KTileScales + 2*tileRows
 )
 
 // Q6_K compact tile, for the VNNI kernels (q6KCompactTiles), per
 // super-block of 256 columns (q6KCompactTileBytes): the codes' four low
 // bits and two high bits apart, as the file keeps them, so the tile is
-// 212 bytes a row where the byte tile's 276 were +31% over the blocks'
-// 210, and decode streams the tiles (a Q4_K_M file's tied classifier is
+// the blocks' 210 bytes a row where the byte tile's 274 are +30%, and
+// decode streams the tiles (a Q4_K_M file's tied classifier is
 // Q6_K: 215 MB of blocks for Llama 3.2's vocabulary):
 //   - per run s of 16 columns, 96 bytes at 96s: two vectors of nibbles,
 //     weights 16s+4t…16s+4t+3 of rows 0…7 in vector t%2 at 4r, in the low
 //     nibbles for t < 2 and the high for t ≥ 2; then a vector of high bit
 //     pairs, the same weights at 64+4r, in bits 2t…2t+1;
-//   - 128 bytes of scales, then 8 float32 d, as in the byte tile.
+//   - 128 bytes of scales, then 8 halves d, as in the byte tile.
 const (
 	q6KCompactRun       = 96
 	q6KCompactScales    = 16 * q6KCompactRun
 	q6KCompactD         = q6KCompactScales + q6KTileScales
-	q6KCompactTileBytes = q6KCompactD + 4*tileRows
+	q6KCompactTileBytes = q6KCompactD + 2*tileRows
 )
 
 // Q2_K tile, per super-block of 256 columns (q2KTileBytes):
@@ -372,7 +373,7 @@ func q6KTileRow(tile []byte, r int, b []byte) {
 	for s := range 16 {
 		tile[q6KTileCodes+8*s+r] = b[192+s]
 	}
-	putFloat(tile[q6KTileCodes+q6KTileScales+4*r:], f16ToF32(le16(b[208:])))
+	copy(tile[q6KTileCodes+q6KTileScales+2*r:][:2], b[208:210])
 }
 
 // q6KCompactTileRow lays out a Q6_K block in a compact tile, which
@@ -388,7 +389,7 @@ func q6KCompactTileRow(tile []byte, r int, b []byte) {
 	for s := range 16 {
 		tile[q6KCompactScales+8*s+r] = b[192+s]
 	}
-	putFloat(tile[q6KCompactD+4*r:], f16ToF32(le16(b[208:])))
+	copy(tile[q6KCompactD+2*r:][:2], b[208:210])
 }
 
 // q5_0TileRow lays out a Q5_0 block (d, fifth bits, nibbles): codes
