@@ -612,9 +612,21 @@ TEXT ·q4KTile3(SB), NOSPLIT, $0-96
 	VPMADDWD Y11, Y5, Y10 \
 	VPADDD Y10, Y8, Y8
 
+// Where a Q4_K block's scales (a byte each), mins, d and dmin are, and
+// its size, in the byte-scale tile (q4KTileBytes) that the AVX2 kernels
+// and Q5_K's read; the compact tile's kernels redefine them, and unpack
+// each block first (K_BLOCK_START).
+#define K_SCALES_AT(G) (1024+8*(G))(SI)
+#define K_MINS_AT(C) (1088+16*(C))(SI)
+#define K_D 1152
+#define K_DMIN 1168
+#define K_BYTES 1184
+#define K_CONSTS
+#define K_BLOCK_START
+
 // A group pair's mins against one vector's sums of 16 (SUMS).
 #define K_MINS(C, SUMS) \
-	VMOVDQU (1088+16*C)(SI), X12 \
+	VMOVDQU K_MINS_AT(C), X12 \
 	VPSHUFB X14, X12, X11 \
 	VPMOVSXBW X11, Y11 \
 	VPBROADCASTD (8*C)(SUMS), Y10 \
@@ -634,12 +646,12 @@ TEXT ·q4KTile3(SB), NOSPLIT, $0-96
 	K_MINS(2, SUMS) \
 	K_MINS(3, SUMS) \
 	VBROADCASTSS 0(SCALES)(DX*4), Y10 \
-	VCVTPH2PS 1152(SI), Y11 \
+	VCVTPH2PS K_D(SI), Y11 \
 	VMULPS Y11, Y10, Y11 \
 	VCVTDQ2PS ACC, Y12 \
 	VMOVUPS OUT(DI), Y0 \
 	VFMADD231PS Y11, Y12, Y0 \
-	VCVTPH2PS 1168(SI), Y11 \
+	VCVTPH2PS K_DMIN(SI), Y11 \
 	VMULPS Y11, Y10, Y11 \
 	VCVTDQ2PS Y9, Y12 \
 	VMULPS Y11, Y12, Y12 \
@@ -652,10 +664,12 @@ TEXT ·q4KTile3(SB), NOSPLIT, $0-96
 	TILE3_ARGS \
 	BROADCAST32(0x0f0f0f0f, X15, Y15) \
 	RUN_INDEX \
+	K_CONSTS \
 	TILE3_START \
 kblocks: \
 	CMPQ DX, CX \
 	JAE  kdone \
+	K_BLOCK_START \
 	VPXOR Y6, Y6, Y6 \
 	VPXOR Y7, Y7, Y7 \
 	VPXOR Y8, Y8, Y8 \
@@ -663,7 +677,7 @@ kblocks: \
 	PAIR(1) \
 	PAIR(2) \
 	PAIR(3) \
-	TILE3_FINISH_STEP(K_FINISH, Y6, Y7, Y8, 1184, CODES) \
+	TILE3_FINISH_STEP(K_FINISH, Y6, Y7, Y8, K_BYTES, CODES) \
 	JMP  kblocks \
 kdone: \
 	VZEROUPPER \
@@ -680,11 +694,11 @@ kdone: \
 	K_MINS(2, R10) \
 	K_MINS(3, R10) \
 	VBROADCASTSS 0(R9)(DX*4), Y10 \
-	VCVTPH2PS 1152(SI), Y11 \
+	VCVTPH2PS K_D(SI), Y11 \
 	VMULPS Y11, Y10, Y11 \
 	VCVTDQ2PS Y2, Y12 \
 	VFMADD231PS Y11, Y12, Y4 \
-	VCVTPH2PS 1168(SI), Y11 \
+	VCVTPH2PS K_DMIN(SI), Y11 \
 	VMULPS Y11, Y10, Y11 \
 	VCVTDQ2PS Y9, Y12 \
 	VMULPS Y11, Y12, Y12 \
@@ -734,18 +748,20 @@ TEXT ·q4KTile1(SB), NOSPLIT, $0-48
 	TILE1_ARGS \
 	BROADCAST32(0x0f0f0f0f, X15, Y15) \
 	RUN_INDEX \
+	K_CONSTS \
 	VXORPS Y4, Y4, Y4 \
 	XORQ DX, DX \
 k1blocks: \
 	CMPQ DX, CX \
 	JAE  k1done \
+	K_BLOCK_START \
 	VPXOR Y2, Y2, Y2 \
 	PAIR(0) \
 	PAIR(1) \
 	PAIR(2) \
 	PAIR(3) \
 	K1_FINISH \
-	ADDQ $1184, SI \
+	ADDQ $K_BYTES, SI \
 	ADDQ $CODES, R8 \
 	ADDQ $32, R10 \
 	INCQ DX \
@@ -2142,15 +2158,102 @@ iq4v4done:
 // Group G's int32 sums (ACC) times each row's scale into the block's sum
 // BLOCK (Y11 a temporary).
 #define KV_SCALE(G, ACC, BLOCK) \
-	VPMOVZXBD (1024+8*G)(SI), Y11 \
+	VPMOVZXBD K_SCALES_AT(G), Y11 \
 	VPMULLD Y11, ACC, ACC \
 	VPADDD ACC, BLOCK, BLOCK
+
+// The Q5_K VNNI kernel: q5KTile1's sums with VPDPBUSD against the plain
+// Q8_K codes (.BCST), each column's codes unpacked as Q5_COL unpacks
+// them. A group's int32 sum takes all eight columns at once (q5KTile1's
+// int16 sums take four), then each row's scale (KV_SCALE): the same
+// integers, so the same results, bit for bit.
+#define Q5V_COL(C, I, SE, NE, SO, NO) \
+	VMOVDQU (256*C+32*I)(SI), Y9 \
+	VMOVDQU (1184+32*I)(SI), Y8 \
+	VPAND Y15, Y9, Y10 \
+	SE $NE, Y8, Y11 \
+	VPAND Y5, Y11, Y11 \
+	VPOR Y11, Y10, Y10 \
+	VPDPBUSD.BCST (64*C+4*I)(R8), Y10, Y0 \
+	VPSRLW $4, Y9, Y9 \
+	VPAND Y15, Y9, Y9 \
+	SO $NO, Y8, Y8 \
+	VPAND Y5, Y8, Y8 \
+	VPOR Y8, Y9, Y9 \
+	VPDPBUSD.BCST (64*C+32+4*I)(R8), Y9, Y1
+
+#define Q5V_PAIR(C, SE, NE, SO, NO) \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	Q5V_COL(C, 0, SE, NE, SO, NO) \
+	Q5V_COL(C, 1, SE, NE, SO, NO) \
+	Q5V_COL(C, 2, SE, NE, SO, NO) \
+	Q5V_COL(C, 3, SE, NE, SO, NO) \
+	Q5V_COL(C, 4, SE, NE, SO, NO) \
+	Q5V_COL(C, 5, SE, NE, SO, NO) \
+	Q5V_COL(C, 6, SE, NE, SO, NO) \
+	Q5V_COL(C, 7, SE, NE, SO, NO) \
+	KV_SCALE((2*C), Y0, Y2) \
+	KV_SCALE((2*C+1), Y1, Y2)
+
+// func q5KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+TEXT ·q5KTile1VNNI(SB), NOSPLIT, $0-48
+	Q5K_TILE1(Q5V_PAIR, 256)
+
+// The Q4_K VNNI kernels read the compact tile (q4KCompactTileBytes): a
+// block's packed six-bit scales and mins as the file keeps them, byte k
+// of the eight rows in bytes 8k…8k+7. Each block starts by unpacking
+// them onto the stack as the byte-scale tile holds them (K_BLOCK_START):
+// scale j of rows 0…7 at 8j, min j at 64+8j, with ggml's rule (j < 4:
+// byte j and byte j+4, six bits; j ≥ 4: byte j+4's low or high nibble
+// and the top two bits of byte j−4 or j), so the sums that follow are the
+// byte-scale tile's. Y20 and Y21 hold 0x3f and 0xc0 in every byte.
 
 // func q4KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
 // Y0 and Y1 are a group pair's int32 sums (even, odd group), Y2 the
 // block's, Y4 the running sum.
-TEXT ·q4KTile1VNNI(SB), NOSPLIT, $0-48
+TEXT ·q4KTile1VNNI(SB), NOSPLIT, $128-48
+#undef K_SCALES_AT
+#undef K_MINS_AT
+#undef K_D
+#undef K_DMIN
+#undef K_BYTES
+#undef K_CONSTS
+#undef K_BLOCK_START
+#define K_SCALES_AT(G) (8*(G))(SP)
+#define K_MINS_AT(C) (64+16*(C))(SP)
+#define K_D 1120
+#define K_DMIN 1136
+#define K_BYTES 1152
+#define K_CONSTS \
+	MOVL $0x3f3f3f3f, AX \
+	VPBROADCASTD AX, Y20 \
+	MOVL $0xc0c0c0c0, AX \
+	VPBROADCASTD AX, Y21
+// Bytes 0-3 of the rows in Y16 (A), 4-7 in Y17 (B), 8-11 in Y18 (C):
+// scales 0-3 are A's low six bits, mins 0-3 B's; scales 4-7 C's low
+// nibbles with A's top bits as bits 4-5, mins 4-7 C's high nibbles with
+// B's. A word shift right by 2 or 4 moves no set bit across a byte: the
+// masks leave none where it would.
+#define K_BLOCK_START \
+	VMOVDQU64 1024(SI), Y16 \
+	VMOVDQU64 1056(SI), Y17 \
+	VMOVDQU64 1088(SI), Y18 \
+	VPANDD Y20, Y16, Y19 \
+	VMOVDQU64 Y19, 0(SP) \
+	VPANDD Y20, Y17, Y19 \
+	VMOVDQU64 Y19, 64(SP) \
+	VPANDD Y21, Y16, Y16 \
+	VPSRLW $2, Y16, Y16 \
+	VPTERNLOGD $0xf8, Y15, Y18, Y16 \
+	VMOVDQU64 Y16, 32(SP) \
+	VPANDD Y21, Y17, Y17 \
+	VPSRLW $2, Y17, Y17 \
+	VPSRLW $4, Y18, Y18 \
+	VPTERNLOGD $0xf8, Y15, Y18, Y17 \
+	VMOVDQU64 Y17, 96(SP)
+
 #define KV1_COLS(C, I) \
 	KV_NIBBLES(C, I) \
 	KV_DOT(C, I, R8, Y0, Y1)
@@ -2177,7 +2280,7 @@ TEXT ·q4KTile1VNNI(SB), NOSPLIT, $0-48
 // (the running sums kept in out between blocks, as q4KTile3 keeps them).
 // Y0-Y2 are a group pair's even groups' int32 sums, one per vector, Y3-Y5
 // the odd ones', Y6-Y8 the blocks'.
-TEXT ·q4KTile3VNNI(SB), NOSPLIT, $0-96
+TEXT ·q4KTile3VNNI(SB), NOSPLIT, $128-96
 #define KV3_COLS(C, I) \
 	KV_NIBBLES(C, I) \
 	KV_DOT(C, I, R8, Y0, Y3) \
@@ -2315,44 +2418,6 @@ TEXT ·q6KTile3VNNI(SB), NOSPLIT, $0-96
 	Q6V_OFFSET(S, BX, Y5)
 
 	Q6K_TILE3(Q6V_3PAIR, 256)
-
-// The Q5_K VNNI kernel: q5KTile1's sums with VPDPBUSD against the plain
-// Q8_K codes (.BCST), each column's codes unpacked as Q5_COL unpacks
-// them. A group's int32 sum takes all eight columns at once (q5KTile1's
-// int16 sums take four), then each row's scale (KV_SCALE): the same
-// integers, so the same results, bit for bit.
-#define Q5V_COL(C, I, SE, NE, SO, NO) \
-	VMOVDQU (256*C+32*I)(SI), Y9 \
-	VMOVDQU (1184+32*I)(SI), Y8 \
-	VPAND Y15, Y9, Y10 \
-	SE $NE, Y8, Y11 \
-	VPAND Y5, Y11, Y11 \
-	VPOR Y11, Y10, Y10 \
-	VPDPBUSD.BCST (64*C+4*I)(R8), Y10, Y0 \
-	VPSRLW $4, Y9, Y9 \
-	VPAND Y15, Y9, Y9 \
-	SO $NO, Y8, Y8 \
-	VPAND Y5, Y8, Y8 \
-	VPOR Y8, Y9, Y9 \
-	VPDPBUSD.BCST (64*C+32+4*I)(R8), Y9, Y1
-
-#define Q5V_PAIR(C, SE, NE, SO, NO) \
-	VPXOR Y0, Y0, Y0 \
-	VPXOR Y1, Y1, Y1 \
-	Q5V_COL(C, 0, SE, NE, SO, NO) \
-	Q5V_COL(C, 1, SE, NE, SO, NO) \
-	Q5V_COL(C, 2, SE, NE, SO, NO) \
-	Q5V_COL(C, 3, SE, NE, SO, NO) \
-	Q5V_COL(C, 4, SE, NE, SO, NO) \
-	Q5V_COL(C, 5, SE, NE, SO, NO) \
-	Q5V_COL(C, 6, SE, NE, SO, NO) \
-	Q5V_COL(C, 7, SE, NE, SO, NO) \
-	KV_SCALE((2*C), Y0, Y2) \
-	KV_SCALE((2*C+1), Y1, Y2)
-
-// func q5KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
-TEXT ·q5KTile1VNNI(SB), NOSPLIT, $0-48
-	Q5K_TILE1(Q5V_PAIR, 256)
 
 // The Q2_K and Q3_K VNNI kernels: the 2-bit kernels' bodies with each
 // run's sum int32 at once (VPDPBUSD, against the plain Q8_K codes,

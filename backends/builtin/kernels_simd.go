@@ -26,8 +26,8 @@ import (
 // short slice as a full vector, which the race detector's checkptr rejects.
 
 // haveAVX2 is whether the SIMD kernels run: AVX2 and FMA, and F16C, whose
-// VCVTPH2PS turns the halves Q4_K and Q5_K tiles keep into floats (every
-// CPU with AVX2 so far has it; archsimd does not report it).
+// VCVTPH2PS turns the halves the tiles keep (their blocks' d) into floats
+// (every CPU with AVX2 so far has it; archsimd does not report it).
 var haveAVX2 = archsimd.X86.AVX2() && archsimd.X86.FMA() && cpu.X86.HasF16C
 
 // haveVNNI is whether Q8_0 matrices are tiled, IQ4_NL's tiles keep their
@@ -215,6 +215,7 @@ func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
 	s := 0
 	if m.tiles != nil {
 		group := f32TileGroup * tileRows
+		wide := f32TileGroup == 4 && f32Wide().use512
 		for ; len(xs)-s >= 2; s += 6 {
 			n := min(6, len(xs)-s)
 			var x [6]unsafe.Pointer
@@ -224,7 +225,7 @@ func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
 			var sums [6 * 4 * tileRows]float32 // vector j's group sums at j·group
 			for t := lo / tileRows; t*tileRows < hi; t += f32TileGroup {
 				switch {
-				case f32TileGroup == 4 && f32Wide().use512:
+				case wide:
 					f32Tiles4x6Z(m.f32Tile(t), f32TileBytes(m.Cols), m.Cols, &x, (*[6][4 * tileRows]float32)(unsafe.Pointer(&sums)))
 				case f32TileGroup == 4:
 					f32Tiles4x6(m.f32Tile(t), f32TileBytes(m.Cols), m.Cols, &x, (*[6][4 * tileRows]float32)(unsafe.Pointer(&sums)))

@@ -86,7 +86,17 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 				t.Fatalf("q4_0Tile4, tile %d, extremes %v: %v, VNNI %v", tile, extremes, four, fourVNNI)
 			}
 		}
-		twinsAgree(t, fmt.Sprintf("Q4_K, extremes %v", extremes), quantizeTo(t, ggmlQ4_K, w), xs, q4KTile1, q4KTile1VNNI, q4KTile3, q4KTile3VNNI)
+		q4K := quantizeTo(t, ggmlQ4_K, w)
+		q4KTwinsAgree(t, fmt.Sprintf("Q4_K, extremes %v", extremes), q4K, xs)
+		// Every six-bit scale and min, their top bits among them, which
+		// the compact tile's kernels unpack themselves.
+		scaled := &Matrix{Rows: q4K.Rows, Cols: q4K.Cols, format: formatQ4_K, quant: slices.Clone(q4K.quant)}
+		for b := 0; b < len(scaled.quant); b += formatQ4_K.fileBlockBytes() {
+			for i := range 12 {
+				scaled.quant[b+4+i] = byte(rng.Uint32())
+			}
+		}
+		q4KTwinsAgree(t, fmt.Sprintf("Q4_K, every scale, extremes %v", extremes), scaled, xs)
 		q6 := quantizeTo(t, ggmlQ6_K, w)
 		twinsAgreeOn(t, fmt.Sprintf("Q6_K, extremes %v", extremes), q6, makeTiles(q6, q6KByteTiles), makeTiles(q6, q6KCompactTiles), xs, q6KTile1, q6KTile1VNNI, q6KTile3, q6KTile3VNNI)
 		twinsAgree(t, fmt.Sprintf("Q5_K, extremes %v", extremes), quantizeTo(t, ggmlQ5_K, w), xs, q5KTile1, q5KTile1VNNI, nil, nil)
@@ -106,6 +116,14 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 		}
 		twinsAgree(t, fmt.Sprintf("Q3_K, every scale, extremes %v", extremes), withTiles(signed, nil), xs, q3KTile1, q3KTile1VNNI, q3KTile3, q3KTile3VNNI)
 	}
+}
+
+// q4KTwinsAgree holds Q4_K's VNNI kernels, which read the compact tile
+// (the blocks' packed scales), to the AVX2 kernels on the byte-scale
+// tile, bit for bit, on every tile of m.
+func q4KTwinsAgree(t *testing.T, name string, m *Matrix, xs []*quantized) {
+	t.Helper()
+	twinsAgreeOn(t, name, m, makeTiles(m, q4KByteScaleTiles), makeTiles(m, q4KCompactTiles), xs, q4KTile1, q4KTile1VNNI, q4KTile3, q4KTile3VNNI)
 }
 
 // iq4NLTwinsAgree holds IQ4_NL's VNNI kernels, which look the levels up

@@ -124,6 +124,22 @@ const (
 	q4KTileBytes   = q4KTileD + 2*2*tileRows
 )
 
+// Q4_K compact tile, for the VNNI kernels (q4KCompactTiles), per
+// super-block of 256 columns (q4KCompactTileBytes): the blocks' 144 bytes
+// a row, where a byte for each scale and min made it 148, and decode
+// streams the tiles:
+//   - 1024 bytes of nibbles, as in the Q4_K tile;
+//   - 96 bytes of the blocks' packed six-bit scales and mins as they are:
+//     byte k of rows 0…7 in bytes 8k…8k+7, so a vector holds bytes k…k+3
+//     of every row and the kernels unpack the eight rows' 16 values a
+//     block at once (K_BLOCK_START, gemm_amd64.s);
+//   - 8 halves d, then 8 halves dmin.
+const (
+	q4KCompactScales    = q4KTileNibbles
+	q4KCompactD         = q4KCompactScales + tileRows*12
+	q4KCompactTileBytes = q4KCompactD + 2*2*tileRows
+)
+
 // Q5_K tile: a Q4_K tile (the nibbles, scales, mins, d and dmin at the
 // same places), then the block's 32 bytes of fifth bits as they are, per
 // row: byte j holds bit g of weight 32g+j, so weights 4t…4t+3 of rows
@@ -189,15 +205,15 @@ type tileKernel struct {
 }
 
 // tileKernels are the formats' tile layouts on this CPU. With VNNI,
-// IQ4_NL's and Q6_K's kernels read layouts of their own (a Q4_0 tile, and
-// the compact one), where the AVX2 kernels read iq4NLLevelTiles and
-// q6KByteTiles.
+// IQ4_NL's, Q4_K's and Q6_K's kernels read layouts of their own (a Q4_0
+// tile, and the compact ones), where the AVX2 kernels read
+// iq4NLLevelTiles, q4KByteScaleTiles and q6KByteTiles.
 var tileKernels = func() map[format]*tileKernel {
 	k := map[format]*tileKernel{
 		formatQ8_0:   {q8_0TileBytes, nil, []int{4}}, // with VNNI only; see withTiles
 		formatQ4_0:   {q4_0TileBytes, q4_0TileRow, []int{4, 3}},
 		formatQ2_K:   {q2KTileBytes, q2KTileRow, []int{3}},
-		formatQ4_K:   {q4KTileBytes, q4KTileRow, []int{3}},
+		formatQ4_K:   q4KByteScaleTiles,
 		formatQ5_K:   {q5KTileBytes, q5KTileRow, nil},
 		formatQ6_K:   q6KByteTiles,
 		formatQ3_K:   {q3KTileBytes, q3KTileRow, []int{3}},
@@ -207,18 +223,20 @@ var tileKernels = func() map[format]*tileKernel {
 		formatIQ4_NL: iq4NLLevelTiles,
 	}
 	if haveVNNI {
-		k[formatIQ4_NL], k[formatQ6_K] = iq4NLNibbleTiles, q6KCompactTiles
+		k[formatIQ4_NL], k[formatQ4_K], k[formatQ6_K] = iq4NLNibbleTiles, q4KCompactTiles, q6KCompactTiles
 	}
 	return k
 }()
 
-// The two layouts of IQ4_NL and of Q6_K: the AVX2 kernels', and the VNNI
-// kernels'.
+// The two layouts of IQ4_NL, Q4_K and Q6_K: the AVX2 kernels', and the
+// VNNI kernels'.
 var (
-	iq4NLLevelTiles  = &tileKernel{iq4NLTileBytes, iq4NLTileRow, nil}
-	iq4NLNibbleTiles = &tileKernel{q4_0TileBytes, q4_0TileRow, []int{4}}
-	q6KByteTiles     = &tileKernel{q6KTileBytes, q6KTileRow, []int{3}}
-	q6KCompactTiles  = &tileKernel{q6KCompactTileBytes, q6KCompactTileRow, []int{3}}
+	iq4NLLevelTiles   = &tileKernel{iq4NLTileBytes, iq4NLTileRow, nil}
+	iq4NLNibbleTiles  = &tileKernel{q4_0TileBytes, q4_0TileRow, []int{4}}
+	q4KByteScaleTiles = &tileKernel{q4KTileBytes, q4KTileRow, []int{3}}
+	q4KCompactTiles   = &tileKernel{q4KCompactTileBytes, q4KCompactTileRow, []int{3}}
+	q6KByteTiles      = &tileKernel{q6KTileBytes, q6KTileRow, []int{3}}
+	q6KCompactTiles   = &tileKernel{q6KCompactTileBytes, q6KCompactTileRow, []int{3}}
 )
 
 // withTiles returns m with its rows also laid out as tiles where this
@@ -297,12 +315,19 @@ func tileNibbles(tile []byte, r int, nibbles []byte) {
 }
 
 func q4KTileRow(tile []byte, r int, b []byte) {
+	kQuantNibbles(tile, r, b[16:144])
+	q4KTileScalesRow(tile, r, b)
+}
+
+// kQuantNibbles lays out row r's 128 bytes of nibbles of a Q4_K or Q5_K
+// block in a tile: for groups 2c and 2c+1, bytes 4t…4t+3 at
+// 32(8c+t)+4r.
+func kQuantNibbles(tile []byte, r int, nibbles []byte) {
 	for c := range 4 {
 		for t := range 8 {
-			copy(tile[32*(8*c+t)+4*r:][:4], b[16+32*c+4*t:])
+			copy(tile[32*(8*c+t)+4*r:][:4], nibbles[32*c+4*t:])
 		}
 	}
-	q4KTileScalesRow(tile, r, b)
 }
 
 func q2KTileRow(tile []byte, r int, b []byte) {
@@ -352,14 +377,22 @@ func q4KTileScalesRow(tile []byte, r int, b []byte) {
 	copy(tile[q4KTileD+2*tileRows+2*r:][:2], b[2:4])
 }
 
+// q4KCompactTileRow lays out a Q4_K block in a compact tile: its
+// nibbles as q4KTileRow does, then its packed scales, d and dmin as the
+// block holds them.
+func q4KCompactTileRow(tile []byte, r int, b []byte) {
+	kQuantNibbles(tile, r, b[16:144])
+	for k, packed := range b[4:16] {
+		tile[q4KCompactScales+8*k+r] = packed
+	}
+	copy(tile[q4KCompactD+2*r:][:2], b[:2])
+	copy(tile[q4KCompactD+2*tileRows+2*r:][:2], b[2:4])
+}
+
 // q5KTileRow lays out a Q5_K block: its scales, d, dmin and nibbles
 // (after the 32 bytes of fifth bits) as Q4_K's, then its fifth bits.
 func q5KTileRow(tile []byte, r int, b []byte) {
-	for c := range 4 {
-		for t := range 8 {
-			copy(tile[32*(8*c+t)+4*r:][:4], b[48+32*c+4*t:])
-		}
-	}
+	kQuantNibbles(tile, r, b[48:176])
 	for t := range 8 {
 		copy(tile[q5KTileHigh+32*t+4*r:][:4], b[16+4*t:])
 	}
