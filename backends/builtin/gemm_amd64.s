@@ -1938,8 +1938,8 @@ TEXT ·q4_0Tile4VNNI(SB), NOSPLIT, $0-24
 
 // func q8_0Tile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
-// One Q8_0 tile (288 bytes a group: eight 32-byte columns of codes, four
-// of each row's, then eight float32 d) against one vector's codes
+// One Q8_0 tile (272 bytes a group: eight 32-byte columns of codes, four
+// of each row's, then eight halves d) against one vector's codes
 // (bcast), group scales and Σx (sums). Y0 is the running sum, Y3 a
 // group's int32 sums.
 TEXT ·q8_0Tile1VNNI(SB), NOSPLIT, $0-48
@@ -1963,9 +1963,9 @@ q8t1groups:
 	Q8T_COL1(5)
 	Q8T_COL1(6)
 	Q8T_COL1(7)
-	VMOVUPS 256(SI), Y13
+	VCVTPH2PS 256(SI), Y13
 	Q8T_FINISH(Y3, R9, R10, Y0)
-	ADDQ $288, SI
+	ADDQ $272, SI
 	ADDQ $32, R8
 	INCQ DX
 	JMP  q8t1groups
@@ -2020,9 +2020,9 @@ q8t4groups:
 	Q8T_COL4(5)
 	Q8T_COL4(6)
 	Q8T_COL4(7)
-	VMOVUPS 256(SI), Y13
+	VCVTPH2PS 256(SI), Y13
 	Q8T_FINISH4_ALL
-	ADDQ $288, SI
+	ADDQ $272, SI
 	TILE4_STEP(32)
 	JMP  q8t4groups
 

@@ -377,9 +377,11 @@ func signedMax(x []float32) float32 {
 	return extreme
 }
 
-// quantizeGeneric fills q and scales with the Q8_0 form of x: per group
-// of 32, scale = max|v|/127 and q = v·(1/scale) rounded halves away from
-// zero, like C's round. y±0.5 truncated in float64 is exactly that
+// quantizeGeneric fills q and scales with the Q8_0 form of x as
+// llama-quantize makes it (ggml's quantize_row_q8_0_ref): per group of
+// 32, scale = max|v|/127, kept rounded to a half as a block keeps it, and
+// q = v·(1/scale) rounded halves away from zero, like C's round, with the
+// scale before its rounding. y±0.5 truncated in float64 is exactly that
 // rounding for these magnitudes.
 func quantizeGeneric(q []int8, scales []float32, x []float32) {
 	for g := range scales {
@@ -392,7 +394,7 @@ func quantizeGeneric(q []int8, scales []float32, x []float32) {
 			amax = max(amax, v)
 		}
 		scale := amax / 127
-		scales[g] = scale
+		scales[g] = f16ToF32(f32ToF16(scale))
 		inv := float32(0)
 		if scale != 0 {
 			inv = 1 / scale

@@ -500,8 +500,8 @@ func quantizeActivations(q []int8, scales []float32, x []float32) {
 }
 
 // quantizeGroups quantizes x by groups of 32: as ggml's x86 kernel does
-// (multiplied by 127/max, rounded to even, the scale rounded to a half)
-// where asGGML, else as quantizeGeneric.
+// (multiplied by 127/max, rounded to even) where asGGML, else as
+// quantizeGeneric; the scale rounded to a half either way.
 func quantizeGroups(q []int8, scales []float32, x []float32, asGGML bool) {
 	groups := len(scales)
 	_ = x[groups*GroupSize-1]
@@ -521,14 +521,13 @@ func quantizeGroups(q []int8, scales []float32, x []float32, asGGML bool) {
 		s.AsUint32x8().Store(&scale)
 		dst := (*[32]int8)(unsafe.Add(pq, uintptr(g)*GroupSize))
 		// Stored as bits: a float32 move would be an SSE instruction here.
+		*(*uint32)(unsafe.Pointer(&scales[g])) = halfRoundedBits(scale[0])
 		if asGGML {
-			*(*uint32)(unsafe.Pointer(&scales[g])) = halfRoundedBits(scale[0])
 			inv := c.maxQ.Div(amax).Masked(amax.NotEqual(c.zero))
 			packInt8(v0.Mul(inv).RoundToEven().ConvertToInt32(), v1.Mul(inv).RoundToEven().ConvertToInt32(),
 				v2.Mul(inv).RoundToEven().ConvertToInt32(), v3.Mul(inv).RoundToEven().ConvertToInt32()).Store(dst)
 			continue
 		}
-		*(*uint32)(unsafe.Pointer(&scales[g])) = scale[0]
 		c.round(v0, v1, v2, v3, c.one.Div(s).Masked(s.NotEqual(c.zero))).Store(dst)
 	}
 	archsimd.ClearAVXUpperBits()

@@ -463,7 +463,14 @@ func TestQuantizeRoundsHalfAwayFromZero(t *testing.T) {
 	scales := make([]float32, len(x)/GroupSize)
 	quantizeInto(q, scales, x)
 	for i, v := range x {
-		s := scales[i/GroupSize]
+		var amax float32
+		for _, w := range x[i/GroupSize*GroupSize:][:GroupSize] {
+			amax = max(amax, float32(math.Abs(float64(w))))
+		}
+		s := amax / 127 // the codes' scale; the block keeps it as a half
+		if got := scales[i/GroupSize]; got != f16ToF32(f32ToF16(s)) {
+			t.Fatalf("group %d: scale %v, want %v rounded to a half", i/GroupSize, got, s)
+		}
 		want := int8(0)
 		if s != 0 {
 			want = int8(math.Round(float64(v * (1 / s))))

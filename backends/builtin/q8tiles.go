@@ -1,19 +1,24 @@
 package builtin
 
-import "unsafe"
+import (
+	"encoding/binary"
+	"unsafe"
+)
 
 // Q8_0 tile, per group of 32 columns (q8_0TileBytes), for the VNNI
 // kernels (tiles_simd.go):
 //   - 256 bytes of codes, each as u = w+128 (0…255, so VPDPBUSD meets the
 //     activations' signed codes without a sign trick): weights 4t…4t+3
 //     of rows 0…7 in bytes 32t…32t+31, row r at 32t+4r;
-//   - 8 float32 d, row r at r.
+//   - 8 halves d, row r at r, as the blocks hold them (the engine's own
+//     quantizer rounds d to a half, as llama-quantize does).
 //
-// 36 bytes a row per group, as the rows' own layout (a float32 scale and
-// 32 codes), so a tiled Q8_0 matrix keeps its tiles alone.
+// 34 bytes a row per group, the blocks' own size and less than the rows'
+// (a float32 scale and 32 codes), so a tiled Q8_0 matrix keeps its tiles
+// alone.
 const (
 	q8_0TileCodes = tileRows * GroupSize
-	q8_0TileBytes = q8_0TileCodes + 4*tileRows
+	q8_0TileBytes = q8_0TileCodes + 2*tileRows
 )
 
 // makeQ8_0Tiles lays a Q8_0 matrix's rows out as tiles, the last padded
@@ -36,7 +41,7 @@ func makeQ8_0Tiles(m *Matrix) []byte {
 					tile[byteCodeAt(r, w)] = byte(v) ^ 0x80
 				}
 			}
-			putFloat(tile[q8_0TileCodes+4*r:], d)
+			binary.LittleEndian.PutUint16(tile[q8_0TileCodes+2*r:], f32ToF16(d))
 		}
 	}
 	return out
@@ -58,7 +63,7 @@ func (m *Matrix) withRows() *Matrix {
 		scales, values := q.q8Row(row)
 		for g := range groups {
 			tile := m.tiles[(t*groups+g)*q8_0TileBytes:][:q8_0TileBytes]
-			scales[g] = *(*float32)(unsafe.Pointer(&tile[q8_0TileCodes+4*r]))
+			scales[g] = f16ToF32(le16(tile[q8_0TileCodes+2*r:]))
 			for w := range GroupSize {
 				values[g*GroupSize+w] = int8(tile[byteCodeAt(r, w)] ^ 0x80)
 			}

@@ -29,7 +29,7 @@ func TestQ8_0TilesHoldTheRows(t *testing.T) {
 	}
 	last := tiled.tiles[len(tiled.tiles)-q8_0TileBytes:]
 	for r := rows % tileRows; r < tileRows; r++ {
-		if d := last[q8_0TileCodes+4*r : q8_0TileCodes+4*r+4]; !slices.Equal(d, []byte{0, 0, 0, 0}) {
+		if d := last[q8_0TileCodes+2*r : q8_0TileCodes+2*r+2]; !slices.Equal(d, []byte{0, 0}) {
 			t.Errorf("padding row %d has d bytes %v, want 0", r, d)
 		}
 		if code := last[byteCodeAt(r, 5)]; code != 128 {

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -170,4 +172,44 @@ func f16Up(f float32) uint16 {
 		h++
 	}
 	return h
+}
+
+// --dtype q8_0 makes what llama-quantize makes: each matrix of each
+// architecture's f32 test file, quantized by the engine, holds the scales
+// and codes of the Q8_0 file llama-quantize made from it
+// (testdata/archs), bit for bit.
+func TestQ8_0IsLlamaQuantizes(t *testing.T) {
+	dir := filepath.Join("testdata", "archs")
+	for _, arch := range []string{"llama", "qwen2", "qwen3", "gemma3"} {
+		ours, err := Load(filepath.Join(dir, arch+"-f32.gguf"), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs, err := Load(filepath.Join(dir, arch+"-q8_0.gguf"), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		compared := 0
+		for i, m := range ours.Weights.matrices() {
+			b := (*theirs.Weights.matrices()[i]).withRows()
+			if b.format != formatQ8_0 {
+				continue
+			}
+			a, err := (*m).Quantize()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := range a.Rows {
+				sa, qa := a.q8Row(r)
+				sb, qb := b.q8Row(r)
+				if !slices.Equal(sa, sb) || !slices.Equal(qa, qb) {
+					t.Fatalf("%s, matrix %d, row %d: scales %v codes %v, llama-quantize's %v %v", arch, i, r, sa[:2], qa[:4], sb[:2], qb[:4])
+				}
+			}
+			compared++
+		}
+		if compared == 0 {
+			t.Fatalf("%s: no matrix is Q8_0 in both", arch)
+		}
+	}
 }
