@@ -49,6 +49,16 @@
 	MOVQ 32(AX), R13 \
 	MOVQ 40(AX), R14
 
+// The four-tile f32 kernels' arguments: the tiles in SI, DX, R15 and BX
+// (each tileBytes after the last), then F32_COLS_X6's.
+#define F32_TILES4_ARGS \
+	MOVQ tiles+0(FP), SI \
+	MOVQ tileBytes+8(FP), BX \
+	LEAQ 0(SI)(BX*1), DX \
+	LEAQ 0(DX)(BX*1), R15 \
+	ADDQ R15, BX \
+	F32_COLS_X6
+
 // The four-vector tile kernels' arguments: the tile in SI, in (the four
 // tileInputs) in BX, the count of groups in CX, the vectors' codes in
 // R8-R11.
@@ -1675,13 +1685,22 @@ tvend:
 	VZEROUPPER
 	RET
 
-// One column (k in AX, its byte offset in the tiles R12) of two tiles
-// (SI, DX) against one vector (XR): Y(A) and Y(B) += the tiles' weights
-// times its value, broadcast in YX.
-#define F32_TILE_PAIR(XR, YX, A, B) \
-	VBROADCASTSS 0(XR)(AX*4), YX \
-	VFMADD231PS YX, Y12, A \
-	VFMADD231PS YX, Y13, B
+// One column (k in AX) of weights W0 and W1 against one vector (XR): A
+// and B += the weights times its value, broadcast in V.
+#define F32_TILE_PAIR(XR, V, W0, W1, A, B) \
+	VBROADCASTSS 0(XR)(AX*4), V \
+	VFMADD231PS V, W0, A \
+	VFMADD231PS V, W1, B
+
+// F32_TILE_PAIR against the six vectors (R8-R11, R13, R14), broadcast
+// in V0 and V1 by turns, into the sums A0-A11, two a vector.
+#define F32_TILE_PAIR_X6(W0, W1, V0, V1, A0, A1, A2, A3, A4, A5, A6, A7, A8, A9, A10, A11) \
+	F32_TILE_PAIR(R8, V0, W0, W1, A0, A1) \
+	F32_TILE_PAIR(R9, V1, W0, W1, A2, A3) \
+	F32_TILE_PAIR(R10, V0, W0, W1, A4, A5) \
+	F32_TILE_PAIR(R11, V1, W0, W1, A6, A7) \
+	F32_TILE_PAIR(R13, V0, W0, W1, A8, A9) \
+	F32_TILE_PAIR(R14, V1, W0, W1, A10, A11)
 
 // Y0-Y11 stored to the 384 bytes at DI.
 #define STORE_Y0_Y11 \
@@ -1718,12 +1737,7 @@ TEXT ·f32Tiles2x6(SB), NOSPLIT, $0-40
 t6k:
 	VMOVUPS 0(SI)(R12*1), Y12
 	VMOVUPS 0(DX)(R12*1), Y13
-	F32_TILE_PAIR(R8, Y14, Y0, Y1)
-	F32_TILE_PAIR(R9, Y15, Y2, Y3)
-	F32_TILE_PAIR(R10, Y14, Y4, Y5)
-	F32_TILE_PAIR(R11, Y15, Y6, Y7)
-	F32_TILE_PAIR(R13, Y14, Y8, Y9)
-	F32_TILE_PAIR(R14, Y15, Y10, Y11)
+	F32_TILE_PAIR_X6(Y12, Y13, Y14, Y15, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11)
 	ADDQ $32, R12
 	INCQ AX
 	CMPQ AX, CX
@@ -1751,12 +1765,7 @@ t6k:
 // steps are fewer for each multiply-add. out[j] is vector j's 32 sums,
 // tile by tile.
 TEXT ·f32Tiles4x6(SB), NOSPLIT, $0-40
-	MOVQ tiles+0(FP), SI
-	MOVQ tileBytes+8(FP), BX
-	LEAQ 0(SI)(BX*1), DX
-	LEAQ 0(DX)(BX*1), R15
-	ADDQ R15, BX
-	F32_COLS_X6
+	F32_TILES4_ARGS
 	VPXORD Y0, Y0, Y0
 	VMOVDQA64 Y0, Y1
 	VMOVDQA64 Y0, Y2
@@ -1825,12 +1834,7 @@ t46k:
 // column, so the results are f32Tiles4x6's bit for bit. Z(2j) and
 // Z(2j+1) are vector j's sums, stored as out[j]'s two halves.
 TEXT ·f32Tiles4x6Z(SB), NOSPLIT, $0-40
-	MOVQ tiles+0(FP), SI
-	MOVQ tileBytes+8(FP), BX
-	LEAQ 0(SI)(BX*1), DX
-	LEAQ 0(DX)(BX*1), R15
-	ADDQ R15, BX
-	F32_COLS_X6
+	F32_TILES4_ARGS
 	VPXORD Z0, Z0, Z0
 	VMOVDQA64 Z0, Z1
 	VMOVDQA64 Z0, Z2
@@ -1846,22 +1850,12 @@ TEXT ·f32Tiles4x6Z(SB), NOSPLIT, $0-40
 	XORQ AX, AX
 	XORQ R12, R12
 
-#define F32_TILE_PAIRZ(XR, ZX, A, B) \
-	VBROADCASTSS 0(XR)(AX*4), ZX \
-	VFMADD231PS ZX, Z24, A \
-	VFMADD231PS ZX, Z25, B
-
 t46z:
 	VMOVUPS 0(SI)(R12*1), Y24
 	VINSERTF32X8 $1, 0(DX)(R12*1), Z24, Z24
 	VMOVUPS 0(R15)(R12*1), Y25
 	VINSERTF32X8 $1, 0(BX)(R12*1), Z25, Z25
-	F32_TILE_PAIRZ(R8, Z28, Z0, Z1)
-	F32_TILE_PAIRZ(R9, Z29, Z2, Z3)
-	F32_TILE_PAIRZ(R10, Z28, Z4, Z5)
-	F32_TILE_PAIRZ(R11, Z29, Z6, Z7)
-	F32_TILE_PAIRZ(R13, Z28, Z8, Z9)
-	F32_TILE_PAIRZ(R14, Z29, Z10, Z11)
+	F32_TILE_PAIR_X6(Z24, Z25, Z28, Z29, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
 	ADDQ $32, R12
 	INCQ AX
 	CMPQ AX, CX
