@@ -106,7 +106,8 @@ const (
 	q4_0TileBytes   = q4_0TileNibbles + 2*tileRows
 )
 
-// Q4_K tile, per super-block of 256 columns (q4KTileBytes):
+// Q4_K tile, for the AVX2 kernels (q4KByteScaleTiles), per super-block
+// of 256 columns (q4KTileBytes), its places shared by Q5_K's tile:
 //   - 1024 bytes of nibbles, the blocks' own bytes reordered: for groups
 //     2c and 2c+1 (low and high nibbles, as in the block) and their
 //     weights 4t…4t+3, rows 0…7 in bytes 32(8c+t)…+31, row r at +4r;
