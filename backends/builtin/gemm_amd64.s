@@ -1930,6 +1930,52 @@ TEXT ·q4_0Tile4VNNI(SB), NOSPLIT, $0-24
 	VMULPS Y10, ACC, ACC \
 	VFMADD231PS Y13, ACC, SUM
 
+// The group loops that Q8_0's and IQ4_NL's VNNI kernels share, for one
+// vector and for four (in): after CONSTS, per group, COLS (the group's
+// columns) sums it into Y3 (Y4-Y7), the rows' halves d at D in the group
+// become Y13 for Q8T_FINISH, and the next group is BYTES on. Y0 (Y0-Y3)
+// holds the running sums. NO_CONSTS is a kernel's CONSTS that has none.
+#define NO_CONSTS
+
+#define Q8T_TILE1(CONSTS, COLS, D, BYTES) \
+	TILE1_ARGS \
+	CONSTS \
+	VXORPS Y0, Y0, Y0 \
+	XORQ DX, DX \
+t1groups: \
+	CMPQ DX, CX \
+	JAE  t1done \
+	VPXOR Y3, Y3, Y3 \
+	COLS \
+	VCVTPH2PS D(SI), Y13 \
+	Q8T_FINISH(Y3, R9, R10, Y0) \
+	ADDQ $BYTES, SI \
+	ADDQ $32, R8 \
+	INCQ DX \
+	JMP  t1groups \
+t1done: \
+	VMOVUPS Y0, 0(DI) \
+	VZEROUPPER \
+	RET
+
+#define Q8T_TILE4(CONSTS, COLS, D, BYTES) \
+	TILE4_ARGS \
+	CONSTS \
+	ZERO4(Y0, Y1, Y2, Y3) \
+	XORQ DX, DX \
+t4groups: \
+	CMPQ DX, CX \
+	JAE  t4done \
+	ZERO4(Y4, Y5, Y6, Y7) \
+	COLS \
+	VCVTPH2PS D(SI), Y13 \
+	Q8T_FINISH4_ALL \
+	ADDQ $BYTES, SI \
+	TILE4_STEP(32) \
+	JMP  t4groups \
+t4done: \
+	TILE4_STORE_RET
+
 // func q8_0Tile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
 // One Q8_0 tile (272 bytes a group: eight 32-byte columns of codes, four
@@ -1937,37 +1983,21 @@ TEXT ·q4_0Tile4VNNI(SB), NOSPLIT, $0-24
 // (bcast), group scales and Σx (sums). Y0 is the running sum, Y3 a
 // group's int32 sums.
 TEXT ·q8_0Tile1VNNI(SB), NOSPLIT, $0-48
-	TILE1_ARGS
-	VXORPS Y0, Y0, Y0
-	XORQ DX, DX
-
 #define Q8T_COL1(T) \
 	VMOVDQU (32*T)(SI), Y8 \
 	VPDPBUSD.BCST (4*T)(R8), Y8, Y3
 
-q8t1groups:
-	CMPQ DX, CX
-	JAE  q8t1done
-	VPXOR Y3, Y3, Y3
-	Q8T_COL1(0)
-	Q8T_COL1(1)
-	Q8T_COL1(2)
-	Q8T_COL1(3)
-	Q8T_COL1(4)
-	Q8T_COL1(5)
-	Q8T_COL1(6)
+#define Q8T_COLS1 \
+	Q8T_COL1(0) \
+	Q8T_COL1(1) \
+	Q8T_COL1(2) \
+	Q8T_COL1(3) \
+	Q8T_COL1(4) \
+	Q8T_COL1(5) \
+	Q8T_COL1(6) \
 	Q8T_COL1(7)
-	VCVTPH2PS 256(SI), Y13
-	Q8T_FINISH(Y3, R9, R10, Y0)
-	ADDQ $272, SI
-	ADDQ $32, R8
-	INCQ DX
-	JMP  q8t1groups
 
-q8t1done:
-	VMOVUPS Y0, 0(DI)
-	VZEROUPPER
-	RET
+	Q8T_TILE1(NO_CONSTS, Q8T_COLS1, 256, 272)
 
 // One column of codes against four vectors' codes (R8-R11), into their
 // int32 sums Y4-Y7.
@@ -1998,30 +2028,17 @@ q8t1done:
 // q8_0Tile1VNNI sums it: each column loaded once for the four. Y0-Y3
 // are the running sums, Y4-Y7 a group's int32 sums.
 TEXT ·q8_0Tile4VNNI(SB), NOSPLIT, $0-24
-	TILE4_ARGS
-	ZERO4(Y0, Y1, Y2, Y3)
-	XORQ DX, DX
-
-q8t4groups:
-	CMPQ DX, CX
-	JAE  q8t4done
-	ZERO4(Y4, Y5, Y6, Y7)
-	Q8T_COL4(0)
-	Q8T_COL4(1)
-	Q8T_COL4(2)
-	Q8T_COL4(3)
-	Q8T_COL4(4)
-	Q8T_COL4(5)
-	Q8T_COL4(6)
+#define Q8T_COLS4 \
+	Q8T_COL4(0) \
+	Q8T_COL4(1) \
+	Q8T_COL4(2) \
+	Q8T_COL4(3) \
+	Q8T_COL4(4) \
+	Q8T_COL4(5) \
+	Q8T_COL4(6) \
 	Q8T_COL4(7)
-	VCVTPH2PS 256(SI), Y13
-	Q8T_FINISH4_ALL
-	ADDQ $272, SI
-	TILE4_STEP(32)
-	JMP  q8t4groups
 
-q8t4done:
-	TILE4_STORE_RET
+	Q8T_TILE4(NO_CONSTS, Q8T_COLS4, 256, 272)
 
 // IQ4_NL's VNNI kernels. Its tiles are Q4_0's (nibbles, then eight
 // halves d): each column of nibbles is unpacked as Q4_0's kernels do,
@@ -2056,35 +2073,18 @@ GLOBL iq4NLLevels128<>(SB), RODATA|NOPTR, $16
 // One IQ4_NL tile against one vector's plain codes (bcast), group scales
 // and Σx (sums). Y0 is the running sum, Y3 a group's int32 sums.
 TEXT ·iq4NLTile1VNNI(SB), NOSPLIT, $0-48
-	TILE1_ARGS
-	IQ4NL_CONSTS
-	VXORPS Y0, Y0, Y0
-	XORQ DX, DX
-
 #define IQ4NL_COL1(OFF) \
 	IQ4NL_COLUMN(OFF, Y6, Y7) \
 	VPDPBUSD.BCST ((OFF)/8)(R8), Y7, Y3 \
 	VPDPBUSD.BCST ((OFF)/8+16)(R8), Y6, Y3
 
-iq4v1groups:
-	CMPQ DX, CX
-	JAE  iq4v1done
-	VPXOR Y3, Y3, Y3
-	IQ4NL_COL1(0)
-	IQ4NL_COL1(32)
-	IQ4NL_COL1(64)
+#define IQ4NL_COLS1 \
+	IQ4NL_COL1(0) \
+	IQ4NL_COL1(32) \
+	IQ4NL_COL1(64) \
 	IQ4NL_COL1(96)
-	VCVTPH2PS 128(SI), Y13
-	Q8T_FINISH(Y3, R9, R10, Y0)
-	ADDQ $144, SI
-	ADDQ $32, R8
-	INCQ DX
-	JMP  iq4v1groups
 
-iq4v1done:
-	VMOVUPS Y0, 0(DI)
-	VZEROUPPER
-	RET
+	Q8T_TILE1(IQ4NL_CONSTS, IQ4NL_COLS1, 128, 144)
 
 // One column of nibbles looked up once for four vectors' codes (R8-R11),
 // into their int32 sums Y4-Y7.
@@ -2106,27 +2106,13 @@ iq4v1done:
 // once for the four. Y0-Y3 are the running sums, Y4-Y7 a group's int32
 // sums.
 TEXT ·iq4NLTile4VNNI(SB), NOSPLIT, $0-24
-	TILE4_ARGS
-	IQ4NL_CONSTS
-	ZERO4(Y0, Y1, Y2, Y3)
-	XORQ DX, DX
-
-iq4v4groups:
-	CMPQ DX, CX
-	JAE  iq4v4done
-	ZERO4(Y4, Y5, Y6, Y7)
-	IQ4NL_COL4(0)
-	IQ4NL_COL4(32)
-	IQ4NL_COL4(64)
+#define IQ4NL_COLS4 \
+	IQ4NL_COL4(0) \
+	IQ4NL_COL4(32) \
+	IQ4NL_COL4(64) \
 	IQ4NL_COL4(96)
-	VCVTPH2PS 128(SI), Y13
-	Q8T_FINISH4_ALL
-	ADDQ $144, SI
-	TILE4_STEP(32)
-	JMP  iq4v4groups
 
-iq4v4done:
-	TILE4_STORE_RET
+	Q8T_TILE4(IQ4NL_CONSTS, IQ4NL_COLS4, 128, 144)
 
 // The Q4_K VNNI kernels: q4KTile1's and q4KTile3's sums with VPDPBUSD,
 // against the activations' plain Q8_K codes (.BCST). Each group's sum is
