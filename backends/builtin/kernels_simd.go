@@ -263,7 +263,8 @@ func f32Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer
 func f32Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32)
 
 // f32Wide is whether matMatF32 runs f32Tiles4x6Z (512-bit vectors) rather
-// than f32Tiles4x6, timed once on this core at first use. The two give
+// than f32Tiles4x6, timed once on this core when the first f32 matrix is
+// tiled (withTiles). The two give
 // the same sums, so the choice is speed alone. Whether 512 bits pay is a
 // property of the core, not of a feature bit: an Intel server core with
 // two 512-bit FMA units does nearly twice the arithmetic it does with
@@ -318,18 +319,26 @@ func timeF32Widths() f32Widths {
 		w.narrow = min(w.narrow, run(false))
 		w.wide = min(w.wide, run(true))
 	}
-	w.use512 = 8*w.wide < 7*w.narrow
+	w.use512 = prefer512(w.narrow, w.wide)
 	return w
 }
 
+// prefer512 is the rule timeF32Widths decides by: the 512-bit kernel
+// when its time is under 7/8 of the 256-bit kernel's.
+func prefer512(narrow, wide time.Duration) bool { return 8*wide < 7*narrow }
+
 // F32PromptKernel says which vector width f32 prompts run at on this CPU
 // and the timing that chose it; empty where there is no choice (no
-// AVX-512). The first call times the kernels.
+// AVX-512). The first call times the kernels, if no load did.
 func F32PromptKernel() string {
 	if f32TileGroup != 4 {
 		return ""
 	}
-	w := f32Wide()
+	return f32Wide().String()
+}
+
+// String says which width w chose, and the speed ratio it chose by.
+func (w f32Widths) String() string {
 	speed := float64(w.narrow) / float64(w.wide)
 	if w.use512 {
 		return fmt.Sprintf("512-bit (%.2f× the 256-bit kernel's speed, timed on this core)", speed)

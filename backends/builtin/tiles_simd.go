@@ -253,6 +253,7 @@ func withTiles(m *Matrix, copied func(rows []float32)) *Matrix {
 		if m.F32 != nil {
 			m = &Matrix{Rows: m.Rows, Cols: m.Cols, tiles: makeF32Tiles(m, copied)}
 		}
+		f32Wide() // timed at load, not inside a prompt's first product
 	case k == nil:
 	case m.format == formatQ8_0:
 		if haveVNNI {
