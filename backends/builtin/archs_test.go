@@ -13,11 +13,13 @@ import (
 )
 
 // archReference is what llama.cpp's library made of one test file
-// (testdata/archs/ref.cpp): the ids of each string of strings.jsonl, and
+// (testdata/archs/ref.cpp) with a KV cache of Cache's type: the ids of
+// each string of strings.jsonl, and
 // for each prompt of prompts.jsonl its ids, the greedy continuation, each
 // step's top-two margin and five largest logits (id, logit), and the
 // first step's logits.
 type archReference struct {
+	Cache    string  `json:"cache"`
 	Tokenize [][]int `json:"tokenize"`
 	Greedy   []struct {
 		Prompt      []int          `json:"prompt"`
@@ -131,6 +133,9 @@ func checkAgainstLlamaCpp(t *testing.T, model, reference, arch string, bound flo
 	}
 	if m.Weights.Name != arch {
 		t.Fatalf("loaded as %q", m.Weights.Name)
+	}
+	if cache := NewState(m.Weights).cache.format(); ref.Cache != cache {
+		t.Fatalf("%s was made with a KV cache of %q; the engine keeps %s for this file: remake it (make.sh; ref.cpp's CACHE)", reference, ref.Cache, cache)
 	}
 	// A reference made before strings were added covers the first ones
 	// (the large files'); the repository's must cover all.

@@ -79,6 +79,7 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 			// 10⁶ bytes read per decoded token: the phase split's axis.
 			"decode_read_mb": strconv.FormatFloat(float64(m.Weights.BytesPerToken())/1e6, 'f', 3, 64),
 			"kernels":        KernelName,
+			"kv_cache":       cacheFormat(m.Weights),
 		}}
 	if k := F32PromptKernel(); k != "" && slices.ContainsFunc(m.Weights.matrices(), func(w **Matrix) bool { return !(*w).Quantized() }) {
 		info.Details["f32_prompt_kernel"] = k

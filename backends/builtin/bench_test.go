@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -436,18 +437,25 @@ func BenchmarkPoolHandOff(b *testing.B) {
 }
 
 // BenchmarkAttention is one layer's attention (every head, one thread) at
-// position 255 of stories110M's shape: scores, softmax and the weighted sum
-// over 256 cached keys and values.
+// positions 255 and 2047 of stories110M's shape (its context stretched to
+// 2048): scores, softmax and the weighted sum over the cached keys and
+// values, from a cache of floats and one of halves.
 func BenchmarkAttention(b *testing.B) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	st := NewState(Synthetic(SyntheticShapes["stories110M"], 1))
-	copy(st.keys, randomVec(rng, len(st.keys)))
-	copy(st.values, randomVec(rng, len(st.values)))
-	copy(st.q, randomVec(rng, len(st.q)))
-	st.pos = 255
-	job := attnJob{states: []*State{st}, layer: 3, heads: st.w.Shape.Heads}
-	for b.Loop() {
-		job.do(0, job.heads)
+	shape := SyntheticShapes["stories110M"]
+	shape.SeqLen = 2048
+	for _, format := range []string{"f32", "f16"} {
+		for _, pos := range []int{255, 2047} {
+			b.Run(fmt.Sprintf("%s/pos=%d", format, pos), func(b *testing.B) {
+				st := NewState(Synthetic(shape, 1))
+				st.cache = filledCache(rand.New(rand.NewPCG(3, 4)), len(st.cache.keys), format)
+				copy(st.q, randomVec(rand.New(rand.NewPCG(5, 6)), len(st.q)))
+				st.pos = pos
+				job := attnJob{states: []*State{st}, layer: 3, heads: st.w.Shape.Heads}
+				for b.Loop() {
+					job.do(0, job.heads)
+				}
+			})
+		}
 	}
 }
 
@@ -493,10 +501,11 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 }
 
 // BenchmarkGGUFFile times the GGUF named by $TOKENTOP_BENCH_GGUF as
-// llama-bench times a model, for scripts/speed-table: tg128 decodes 128
-// tokens one at a time from an empty context, pp64 runs a 64-token prompt
-// as one batch; tok/s over the whole, at 1 and 2 threads. Without the
-// variable it does nothing.
+// llama-bench times a model, for testdata/speed-table.sh: tg128 decodes
+// 128 tokens one at a time from an empty context (or one holding
+// $TOKENTOP_BENCH_DEPTH tokens), pp64 runs a 64-token prompt as one
+// batch; tok/s over the whole, at 1 and 2 threads. Without the variable
+// it does nothing.
 func BenchmarkGGUFFile(b *testing.B) {
 	path := os.Getenv("TOKENTOP_BENCH_GGUF")
 	if path == "" {
@@ -509,12 +518,33 @@ func BenchmarkGGUFFile(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// TOKENTOP_BENCH_DEPTH tokens of a prompt are in the cache before each
+	// tg128, as llama-bench's -d puts them there.
+	depth := 0
+	if d := os.Getenv("TOKENTOP_BENCH_DEPTH"); d != "" {
+		if depth, err = strconv.Atoi(d); err != nil || depth < 0 || depth+128 > m.Weights.Shape.SeqLen {
+			b.Fatalf("TOKENTOP_BENCH_DEPTH=%q: want a count of tokens from 0 to %d (the context less 128)", d, m.Weights.Shape.SeqLen-128)
+		}
+	}
 	for _, threads := range []int{1, 2} {
 		e := NewEngine(m, threads)
 		b.Run(fmt.Sprintf("tg128/threads=%d", threads), func(b *testing.B) {
+			// One State for every round, as a stream keeps its own across
+			// generations: each position is written before it is read.
+			st := NewState(e.Model.Weights)
+			for at := 0; at < depth; at += 64 {
+				prompt := make([]int, min(64, depth-at))
+				for i := range prompt {
+					prompt[i] = 3 + (at+i)%64
+				}
+				var p pass
+				st.prompt, st.pos, st.sample = prompt, at, false
+				p.add(st)
+				e.forward(&p)
+			}
+			st.prompt = nil
 			for b.Loop() {
-				st := NewState(e.Model.Weights)
-				for pos := range 128 {
+				for pos := depth; pos < depth+128; pos++ {
 					e.forwardOne(st, 1, pos)
 				}
 			}

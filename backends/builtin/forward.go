@@ -11,20 +11,21 @@ import (
 // A State is reused across generations: a new one only resets the
 // position.
 type State struct {
-	w            *Weights
-	x, xb, xb2   []float32 // dim
-	hb, hb2      []float32 // hidden
-	q            []float32 // qdim
-	ao           []float32 // qdim: the attention's output, before its projection
-	att          []float32 // heads × attStride
-	attStride    int       // seq rounded up to a multiple of 8
-	logits       []float32 // vocab
-	k, v         []float32 // kvdim: this position's key and value
-	keys, values []float32 // layers × kv heads × seq × head size
-	xq           quantized // x quantized for Q8_0 matrices
-	aq           quantized // ao quantized
-	hq           quantized
-	sampler      *Sampler
+	w          *Weights
+	x, xb, xb2 []float32 // dim
+	hb, hb2    []float32 // hidden
+	q          []float32 // qdim
+	ao         []float32 // qdim: the attention's output, before its projection
+	att        []float32 // heads × attStride
+	attStride  int       // seq rounded up to a multiple of 8
+	logits     []float32 // vocab
+	k, v       []float32 // kvdim: this position's key and value
+	cache      kvCache
+	widened    []float32 // qdim: each head's row of the cache as floats, for the portable kernels
+	xq         quantized // x quantized for Q8_0 matrices
+	aq         quantized // ao quantized
+	hq         quantized
+	sampler    *Sampler
 
 	// The step this stream asked for, and its outcome (see Engine.step):
 	// token at pos, or with prompt set a chunk of the prompt from pos on,
@@ -146,16 +147,13 @@ func NewState(w *Weights) *State {
 	s := w.Shape
 	seq := s.SeqLen
 	// The cache is sized for the whole context; only the pages of the
-	// positions a stream reaches are written, and where Go takes a slice
-	// this large from memory fresh from the OS (already zero, so not
-	// written to clear it), the rest never becomes resident.
-	return &State{w: w,
+	// positions a stream reaches are written (newKVCache).
+	return &State{w: w, cache: newKVCache(s.Layers*seq*s.KVDim(), cacheFormat(w)), widened: make([]float32, s.QDim()),
 		k: make([]float32, s.KVDim()), v: make([]float32, s.KVDim()),
 		x: make([]float32, s.Dim), xb: make([]float32, s.Dim), xb2: make([]float32, s.Dim),
 		q: make([]float32, s.QDim()), ao: make([]float32, s.QDim()),
 		hb: make([]float32, s.HiddenDim), hb2: make([]float32, s.HiddenDim),
 		attStride: roundUp8(seq), att: make([]float32, s.Heads*roundUp8(seq)), logits: make([]float32, s.Vocab),
-		keys: make([]float32, s.Layers*seq*s.KVDim()), values: make([]float32, s.Layers*seq*s.KVDim()),
 		xq: newQuantized(s.Dim), aq: newQuantized(s.QDim()), hq: newQuantized(s.HiddenDim), sampler: NewSampler(s.Vocab), parker: newParker()}
 }
 
@@ -163,7 +161,7 @@ func NewState(w *Weights) *State {
 // own, st's KV cache, no logits (a chunk's earlier tokens need none).
 func (st *State) view() *State {
 	s := st.w.Shape
-	return &State{w: st.w, keys: st.keys, values: st.values,
+	return &State{w: st.w, cache: st.cache, widened: make([]float32, len(st.widened)),
 		k: make([]float32, s.KVDim()), v: make([]float32, s.KVDim()),
 		x: make([]float32, s.Dim), xb: make([]float32, s.Dim), xb2: make([]float32, s.Dim),
 		q: make([]float32, s.QDim()), ao: make([]float32, s.QDim()),
@@ -432,9 +430,7 @@ func (e *Engine) storeKV(st *State, l int) {
 			rmsNorm(head, head, layer.KNorm, w.NormEps)
 		}
 		rope.rotate(head, st.pos)
-		at := ((l*s.KVHeads+h)*seq + st.pos) * hs
-		copy(st.keys[at:at+hs], st.k[h*hs:(h+1)*hs])
-		copy(st.values[at:at+hs], st.v[h*hs:(h+1)*hs])
+		st.cache.store(((l*s.KVHeads+h)*seq+st.pos)*hs, st.k[h*hs:(h+1)*hs], st.v[h*hs:(h+1)*hs])
 	}
 }
 
@@ -482,11 +478,6 @@ func (st *State) attendHead(l, pos, h int) {
 	s := st.w.Shape
 	seq, hs := s.SeqLen, s.HeadSize()
 	headAt := (l*s.KVHeads + h/(s.Heads/s.KVHeads)) * seq * hs
-	keys, values := st.keys[headAt:headAt+(pos+1)*hs], st.values[headAt:headAt+(pos+1)*hs]
-	scale := st.w.AttnScale
-	if scale == 0 {
-		scale = float32(1 / math.Sqrt(float64(hs)))
-	}
 	// A sliding layer's window starts at from; the scores start at the
 	// whole vector holding it (start), the positions before from in it
 	// -Inf. Scores are padded to whole vectors with -Inf too, whose
@@ -497,8 +488,18 @@ func (st *State) attendHead(l, pos, h int) {
 	}
 	start := from &^ 7
 	q := st.q[h*hs : (h+1)*hs]
+	scale := float32(1 / math.Sqrt(float64(hs)))
+	if qs := st.w.AttnScale; qs != 0 {
+		// gemma3's graph scales the query, not the scores: where the cache
+		// is halves, the query is rounded to halves after it is scaled.
+		for i := range q {
+			q[i] *= qs
+		}
+		scale = 1
+	}
 	att := st.att[h*st.attStride : h*st.attStride+roundUp8(pos+1)]
-	dotRows(att, keys, q, from, pos+1, hs, hs)
+	scratch := st.widened[h*hs : (h+1)*hs]
+	st.cache.scores(att, q, headAt, from, pos+1, hs, scratch)
 	for t := start; t < from; t++ {
 		att[t] = float32(math.Inf(-1))
 	}
@@ -506,7 +507,7 @@ func (st *State) attendHead(l, pos, h int) {
 		att[t] = float32(math.Inf(-1))
 	}
 	softmax(att[start:], scale)
-	weightedSum(st.ao[h*hs:(h+1)*hs], att[start:pos+1], values[start*hs:], hs)
+	st.cache.mix(st.ao[h*hs:(h+1)*hs], att[start:pos+1], headAt, start, hs, scratch)
 }
 
 // rmsNorm writes weight ⊙ x / rms(x) to out (out may be x).

@@ -477,3 +477,47 @@ func broadcastCodes(dst, codes []int8) {
 		}
 	}
 }
+
+// dotRowsHalfGeneric is dotRowsGeneric over rows of halves, each widened
+// into scratch (cols floats) first.
+func dotRowsHalfGeneric(out []float32, w []uint16, x []float32, lo, hi, cols, stride int, scratch []float32) {
+	row := scratch[:cols]
+	for r := lo; r < hi; r++ {
+		widenHalves(row, w[r*stride:r*stride+cols])
+		out[r] = dotGeneric(row, x)
+	}
+}
+
+// weightedSumHalfGeneric is weightedSumGeneric over rows of halves, each
+// widened into scratch (len(out) floats) first.
+func weightedSumHalfGeneric(out, weights []float32, v []uint16, stride int, scratch []float32) {
+	row := scratch[:len(out)]
+	clear(out)
+	for t, a := range weights {
+		widenHalves(row, v[t*stride:t*stride+len(out)])
+		axpyGeneric(out, a, row)
+	}
+}
+
+// storeHalvesGeneric sets dst[i] = src[i] rounded to a half.
+func storeHalvesGeneric(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = f32ToF16(v)
+	}
+}
+
+// widenHalves sets dst[i] = the half src[i] as a float.
+func widenHalves(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	for i, h := range src {
+		dst[i] = f16ToF32(h)
+	}
+}
+
+// roundToHalvesGeneric rounds each of x to a half, in place.
+func roundToHalvesGeneric(x []float32) {
+	for i, v := range x {
+		x[i] = f16ToF32(f32ToF16(v))
+	}
+}

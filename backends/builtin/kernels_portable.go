@@ -52,7 +52,15 @@ func matVecBlocks(out []float32, m *Matrix, x *quantized, lo, hi int) {
 func dotRows(out, w, x []float32, lo, hi, cols, stride int) {
 	dotRowsGeneric(out, w, x, lo, hi, cols, stride)
 }
-func weightedSum(out, weights, v []float32, stride int)    { weightedSumGeneric(out, weights, v, stride) }
+func weightedSum(out, weights, v []float32, stride int) { weightedSumGeneric(out, weights, v, stride) }
+func dotRowsHalf(out []float32, w []uint16, x []float32, lo, hi, cols, stride int, scratch []float32) {
+	dotRowsHalfGeneric(out, w, x, lo, hi, cols, stride, scratch)
+}
+func weightedSumHalf(out, weights []float32, v []uint16, stride int, scratch []float32) {
+	weightedSumHalfGeneric(out, weights, v, stride, scratch)
+}
+func storeHalves(dst []uint16, src []float32)              { storeHalvesGeneric(dst, src) }
+func roundToHalves(x []float32)                            { roundToHalvesGeneric(x) }
 func quantizeInto(q []int8, scales []float32, x []float32) { quantizeGeneric(q, scales, x) }
 func quantizeActivations(q []int8, scales []float32, x []float32) {
 	quantizeActivationsGeneric(q, scales, x)

@@ -113,6 +113,74 @@ func weightedSum(out, weights, v []float32, stride int) {
 	archsimd.ClearAVXUpperBits()
 }
 
+// dotRowsHalf is dotRows over rows of halves (a cache of halves' keys):
+// dotHalfRows4 does dotRowsVector's arithmetic on each half widened as it
+// is loaded, so the scores are dotRows' of the widened rows bit for bit.
+// scratch (cols floats) serves the portable kernel, for a ragged width.
+func dotRowsHalf(out []float32, w []uint16, x []float32, lo, hi, cols, stride int, scratch []float32) {
+	if !haveAVX2 || cols%8 != 0 || lo >= hi {
+		dotRowsHalfGeneric(out, w, x, lo, hi, cols, stride, scratch)
+		return
+	}
+	x = x[:cols]
+	_ = w[(hi-1)*stride+cols-1] // every row read below is in bounds
+	var sums [4]float32
+	for r0 := lo; r0 < hi; r0 += 4 {
+		n := min(4, hi-r0)
+		dotHalfRows4(&sums, unsafe.Pointer(&w[r0*stride]), 2*stride, n, cols, unsafe.Pointer(&x[0]))
+		copy(out[r0:r0+n], sums[:n])
+	}
+}
+
+// weightedSumHalf is weightedSum over rows of halves (a cache of halves'
+// values), in weightedSum's order on each half widened as it is loaded:
+// bit for bit weightedSum's over the widened rows.
+func weightedSumHalf(out, weights []float32, v []uint16, stride int, scratch []float32) {
+	n := len(out)
+	if !haveAVX2 || n%8 != 0 || len(weights) == 0 {
+		weightedSumHalfGeneric(out, weights, v, stride, scratch)
+		return
+	}
+	_ = v[(len(weights)-1)*stride+n-1] // every row read below is in bounds
+	weightedSumHalfAVX2(unsafe.Pointer(&out[0]), unsafe.Pointer(&weights[0]), len(weights), unsafe.Pointer(&v[0]), n, 2*stride)
+}
+
+// storeHalves sets dst[i] = src[i] rounded to a half, eight at a time by
+// VCVTPS2PH (f32ToF16's rounding, to nearest even).
+func storeHalves(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	whole := len(src) &^ 7
+	if !haveAVX2 || whole == 0 {
+		storeHalvesGeneric(dst, src)
+		return
+	}
+	halvesOfAVX2(unsafe.Pointer(&dst[0]), unsafe.Pointer(&src[0]), whole)
+	storeHalvesGeneric(dst[whole:], src[whole:])
+}
+
+// roundToHalves rounds each of x to a half, in place.
+func roundToHalves(x []float32) {
+	whole := len(x) &^ 7
+	if !haveAVX2 || whole == 0 {
+		roundToHalvesGeneric(x)
+		return
+	}
+	roundToHalvesAVX2(unsafe.Pointer(&x[0]), whole)
+	roundToHalvesGeneric(x[whole:])
+}
+
+//go:noescape
+func roundToHalvesAVX2(x unsafe.Pointer, n int)
+
+//go:noescape
+func dotHalfRows4(out *[4]float32, rows unsafe.Pointer, stride, n, cols int, x unsafe.Pointer)
+
+//go:noescape
+func weightedSumHalfAVX2(out, weights unsafe.Pointer, n int, values unsafe.Pointer, cols, stride int)
+
+//go:noescape
+func halvesOfAVX2(dst, src unsafe.Pointer, n int)
+
 // dotRowsVector sets out[r] = w[r*stride : r*stride+cols]·x for rows
 // [lo, hi), one row at a time: attention scores over cached keys (stride
 // = the cache's row width).

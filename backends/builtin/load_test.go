@@ -261,6 +261,23 @@ func TestProbeNamesTheF32PromptWidthWhereItApplies(t *testing.T) {
 	}
 }
 
+// The probe names what the KV cache keeps, and a stream keeps it: floats
+// for f32 weights, halves for quantized ones.
+func TestProbeNamesTheKVCache(t *testing.T) {
+	for dtype, want := range map[string]string{"f32": "f32", "q8_0": "f16"} {
+		b, _ := Kind.New(backends.Config{Threads: 1, DType: dtype})
+		info, err := b.Probe(context.Background(), "stories15M-synthetic")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := NewState(b.(*Backend).engine.Model.Weights).cache.format()
+		b.(*Backend).Close()
+		if info.Details["kv_cache"] != want || kept != want {
+			t.Errorf("%s: kv_cache %q, a stream keeps %s; want %s", dtype, info.Details["kv_cache"], kept, want)
+		}
+	}
+}
+
 // --dtype q8_0 on stories260K, whose 172-wide matrices are not whole
 // Q8_0 blocks, keeps those as stored, as llama-quantize does, quantizes
 // the rest, and says which in the probe's details; it still generates.

@@ -142,7 +142,8 @@ type Arch struct {
 	// EmbedScale multiplies each token's embedding (gemma3: √dim); 0 for
 	// none.
 	EmbedScale float32
-	// AttnScale scales the attention scores; 0 means 1/√headSize.
+	// AttnScale, where not 0, scales each query before its scores (gemma3)
+	// instead of the scores' 1/√headSize.
 	AttnScale float32
 	// GELU gates the feed-forward with GELU (gemma3's GeGLU) instead of
 	// SiLU (SwiGLU).

@@ -12,8 +12,17 @@
 # LLAMA_CPP is the folder holding llama-quantize and llama-bench (a build
 # of your own; the table should name its commit). Defaults: 3 rounds,
 # stories110M, presets F32 Q8_0 Q4_0 Q4_K_M. Files go to $OUT (default a
-# temporary folder), kept for reuse.
+# temporary folder), kept for reuse. DEPTH=N times tg128 alone, each
+# engine's cache holding an N-token prompt first (llama-bench's -d), where
+# attention reads the cache: what a long conversation decodes at.
 set -euo pipefail
+depth=${DEPTH:-0}
+tests=(tg128 pp64)
+label=
+if [ "$depth" != 0 ]; then
+	tests=(tg128)
+	label=" @ d$depth"
+fi
 
 rounds=${1:-3}
 shape=${2:-stories110M}
@@ -58,14 +67,14 @@ positive() {
 # tokentop FILE TEST THREADS: tok/s of one sub-benchmark.
 tokentop() {
 	local out
-	out=$(TOKENTOP_BENCH_GGUF=$1 "$bench" -test.run '^$' -test.bench "^BenchmarkGGUFFile/$2/threads=$3\$" -test.benchtime 3x) ||
+	out=$(TOKENTOP_BENCH_GGUF=$1 TOKENTOP_BENCH_DEPTH=$depth "$bench" -test.run '^$' -test.bench "^BenchmarkGGUFFile/$2/threads=$3\$" -test.benchtime 3x) ||
 		{ echo "speed-table: the engine's benchmark failed on $1 ($2, $3 threads):" >&2; echo "$out" >&2; exit 1; }
 	positive "tokentop on $1 ($2, $3 threads)" "$(awk '/tok\/s/ { for (i = 1; i < NF; i++) if ($(i+1) ~ /tok\/s$/) print $i }' <<<"$out")"
 }
 
 # llamacpp FILE TEST THREADS: llama-bench's mean tok/s over 3 repetitions.
 llamacpp() {
-	local args=(-p 0 -n 128) out
+	local args=(-p 0 -n 128 -d "$depth") out
 	[ "$2" = pp64 ] && args=(-p 64 -n 0)
 	out=$("$LLAMA_CPP/llama-bench" -m "$1" -t "$3" -r 3 "${args[@]}" -o csv 2>&1) ||
 		{ echo "speed-table: llama-bench failed on $1 ($2, $3 threads):" >&2; echo "$out" | tail -5 >&2; exit 1; }
@@ -80,7 +89,7 @@ for ((r = 1; r <= rounds; r++)); do
 	for p in "${presets[@]}"; do
 		f="$out/$shape-$p.gguf"
 		[ "$p" = F32 ] && f="$out/$shape-f32.gguf"
-		for test in tg128 pp64; do
+		for test in "${tests[@]}"; do
 			for threads in 1 2; do
 				a=$(tokentop "$f" "$test" "$threads") # a failure ends the script here
 				b=$(llamacpp "$f" "$test" "$threads")
@@ -99,11 +108,11 @@ echo
 echo "| $shape | test | threads | tokentop tok/s | llama.cpp tok/s | tokentop ÷ llama.cpp |"
 echo "|---|---|---:|---:|---:|---:|"
 for p in "${presets[@]}"; do
-	for test in tg128 pp64; do
+	for test in "${tests[@]}"; do
 		for threads in 1 2; do
 			a=$(awk -F'\t' -v p="$p" -v t="$test" -v n="$threads" '$1 == p && $2 == t && $3 == n && $4 == "tokentop" { print $5 }' "$results" | median)
 			b=$(awk -F'\t' -v p="$p" -v t="$test" -v n="$threads" '$1 == p && $2 == t && $3 == n && $4 == "llama.cpp" { print $5 }' "$results" | median)
-			awk -v p="$p" -v t="$test" -v n="$threads" -v a="$a" -v b="$b" 'BEGIN { printf "| %s | %s | %s | %.1f | %.1f | %.2f |\n", p, t, n, a, b, a / b }'
+			awk -v p="$p" -v t="$test" -v n="$threads" -v a="$a" -v b="$b" -v d="$label" 'BEGIN { printf "| %s | %s%s | %s | %.1f | %.1f | %.2f |\n", p, t, d, n, a, b, a / b }'
 		done
 	done
 done

@@ -20,7 +20,10 @@ for arch in llama qwen2 qwen3 gemma3; do
 	cp "$tmp/$arch-f32.gguf" "$here/"
 	"$b/bin/llama-quantize" "$tmp/$arch-f32.gguf" "$here/$arch-q8_0.gguf" Q8_0 >/dev/null 2>&1
 	"$b/bin/llama-quantize" "$tmp/$arch-kq-f32.gguf" "$here/$arch-q4_k_m.gguf" Q4_K_M >/dev/null 2>&1
-	for f in f32 q8_0 q4_k_m; do
-		"$tmp/ref" "$here/$arch-$f.gguf" "$here/strings.jsonl" "$here/prompts.jsonl" 32 > "$here/$arch-$f.json"
+	# each with the cache the engine keeps for it: floats for f32 weights,
+	# halves for quantized ones
+	"$tmp/ref" "$here/$arch-f32.gguf" "$here/strings.jsonl" "$here/prompts.jsonl" 32 f32 > "$here/$arch-f32.json"
+	for f in q8_0 q4_k_m; do
+		"$tmp/ref" "$here/$arch-$f.gguf" "$here/strings.jsonl" "$here/prompts.jsonl" 32 f16 > "$here/$arch-$f.json"
 	done
 done

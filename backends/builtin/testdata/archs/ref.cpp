@@ -1,10 +1,12 @@
 // Reference ids from llama.cpp's library: tokenizations of strings and
 // greedy continuations of prompts, with each step's top-two logit margin,
 // its five largest logits, and the first step's logits.
-// usage: ref MODEL STRINGS PROMPTS NGEN > out.json   (files: one JSON string per line)
+// usage: ref MODEL STRINGS PROMPTS NGEN CACHE > out.json   (files: one JSON
+// string per line; CACHE f32 or f16, the KV cache's type)
 //
-// The context runs with an f32 KV cache and without flash attention, and
-// the weights are not repacked (use_extra_bufts = false): on x86 with AVX2,
+// The context runs with the KV cache CACHE names, as the engine keeps its
+// own for the file (f32 for f32 weights, halves for quantized ones), and
+// without flash attention, and the weights are not repacked (use_extra_bufts = false): on x86 with AVX2,
 // llama.cpp's repacked Q4_K weights give a batched prompt's logits that
 // differ from its own one-token path by up to 1.1 on some prompts, and the
 // reference is the arithmetic llama.cpp does on every CPU.
@@ -56,7 +58,7 @@ static void ids(const std::vector<llama_token> &t) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 5) return 2;
+    if (argc < 6) { fprintf(stderr, "usage: ref MODEL STRINGS PROMPTS NGEN CACHE\n"); return 2; }
     llama_backend_init();
     llama_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
     auto mp = llama_model_default_params();
@@ -65,7 +67,10 @@ int main(int argc, char **argv) {
     if (!m) { fprintf(stderr, "load failed\n"); return 1; }
     const llama_vocab *v = llama_model_get_vocab(m);
     int ngen = atoi(argv[4]);
-    printf("{\"tokenize\":[");
+    std::string cache = argv[5];
+    if (cache != "f32" && cache != "f16") { fprintf(stderr, "CACHE is f32 or f16\n"); return 1; }
+    ggml_type cacheType = cache == "f16" ? GGML_TYPE_F16 : GGML_TYPE_F32;
+    printf("{\"cache\":\"%s\",\"tokenize\":[", cache.c_str());
     auto strs = lines(argv[2]);
     for (size_t i = 0; i < strs.size(); i++) { printf(i ? ",\n" : "\n"); ids(tok(v, strs[i])); }
     printf("],\n\"greedy\":[");
@@ -74,7 +79,7 @@ int main(int argc, char **argv) {
     for (size_t p = 0; p < prompts.size(); p++) {
         auto cp = llama_context_default_params();
         cp.n_ctx = 512; cp.n_batch = 512; cp.n_ubatch = 512; cp.n_threads = 2; cp.n_threads_batch = 2;
-        cp.type_k = GGML_TYPE_F32; cp.type_v = GGML_TYPE_F32;
+        cp.type_k = cacheType; cp.type_v = cacheType;
         cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
         cp.no_perf = true;
         llama_context *ctx = llama_init_from_model(m, cp);

@@ -1,0 +1,87 @@
+package builtin
+
+// kvCache is one stream's cached keys and values: layers × kv heads ×
+// positions × head size, head by head, so that a head reads its keys and
+// values as two sequential streams (see attendHead).
+//
+// A model with quantized weights keeps them as halves, as llama.cpp keeps
+// its cache by default: attention reads half the bytes a token (at long
+// contexts a sizeable part of what decode reads), and a long context
+// holds half the memory. The scores and the mix then do what llama.cpp
+// does with such a cache when flash attention is off: the query and the
+// softmax's weights are rounded to halves too (ggml converts a product's
+// f32 input to its matrix's type), and each half is widened to a float as
+// it is loaded. A model whose weights are all f32 keeps floats, so that
+// every number of its forward pass stays a float32. Each is checked
+// against llama.cpp with the same cache (archs_test.go).
+type kvCache struct {
+	keys, values         []float32
+	halfKeys, halfValues []uint16
+}
+
+// newKVCache makes a cache of n keys and n values, as format names
+// (cacheFormat). Where Go takes a slice this large from memory fresh from
+// the OS (already zero, so not written to clear it), the pages of
+// positions a stream never reaches never become resident.
+func newKVCache(n int, format string) kvCache {
+	if format == "f16" {
+		return kvCache{halfKeys: make([]uint16, n), halfValues: make([]uint16, n)}
+	}
+	return kvCache{keys: make([]float32, n), values: make([]float32, n)}
+}
+
+// cacheFormat names what w's streams keep their caches as: "f16" where
+// any of its matrices is quantized, else "f32".
+func cacheFormat(w *Weights) string {
+	for _, m := range w.matrices() {
+		if (*m).Quantized() {
+			return "f16"
+		}
+	}
+	return "f32"
+}
+
+// format names what the cache keeps: "f16" or "f32".
+func (c *kvCache) format() string {
+	if c.halfKeys != nil {
+		return "f16"
+	}
+	return "f32"
+}
+
+// store writes one head's key and value at offset at.
+func (c *kvCache) store(at int, k, v []float32) {
+	if c.halfKeys != nil {
+		storeHalves(c.halfKeys[at:at+len(k)], k)
+		storeHalves(c.halfValues[at:at+len(v)], v)
+		return
+	}
+	copy(c.keys[at:at+len(k)], k)
+	copy(c.values[at:at+len(v)], v)
+}
+
+// scores sets att[t] = key t · q for t in [from, to), the keys of the head
+// whose cache starts at headAt (hs values a key). A cache of halves
+// rounds q to halves in place first. scratch (hs floats) is the portable
+// kernels' room to widen a row of halves.
+func (c *kvCache) scores(att, q []float32, headAt, from, to, hs int, scratch []float32) {
+	if c.halfKeys != nil {
+		roundToHalves(q)
+		dotRowsHalf(att, c.halfKeys[headAt:headAt+to*hs], q, from, to, hs, hs, scratch)
+		return
+	}
+	dotRows(att, c.keys[headAt:headAt+to*hs], q, from, to, hs, hs)
+}
+
+// mix sets out = Σ_t weights[t]·value start+t of the head whose cache
+// starts at headAt. A cache of halves rounds the weights to halves in
+// place first.
+func (c *kvCache) mix(out, weights []float32, headAt, start, hs int, scratch []float32) {
+	lo, hi := headAt+start*hs, headAt+(start+len(weights))*hs
+	if c.halfValues != nil {
+		roundToHalves(weights)
+		weightedSumHalf(out, weights, c.halfValues[lo:hi], hs, scratch)
+		return
+	}
+	weightedSum(out, weights, c.values[lo:hi], hs)
+}

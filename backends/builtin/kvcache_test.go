@@ -1,0 +1,97 @@
+package builtin
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// halvesOfFloats rounds v to halves (and returns them as floats too).
+func halvesOfFloats(v []float32) ([]uint16, []float32) {
+	h, f := make([]uint16, len(v)), make([]float32, len(v))
+	storeHalvesGeneric(h, v)
+	widenHalves(f, h)
+	return h, f
+}
+
+// filledCache is a cache of n random keys and values, as floats or halves.
+func filledCache(rng *rand.Rand, n int, format string) kvCache {
+	c := newKVCache(n, format)
+	const chunk = 4096
+	for at := 0; at < n; at += chunk {
+		k, v := randomVec(rng, min(chunk, n-at)), randomVec(rng, min(chunk, n-at))
+		c.store(at, k, v)
+	}
+	return c
+}
+
+// TestHalfKernelsAreTheF32KernelsOnWidenedHalves: the scores and the mix
+// over a cache of halves are the f32 kernels' over the halves widened,
+// bit for bit, at every width (a ragged one through the portable
+// kernels, as the f32 scores take it), row span and stride.
+func TestHalfKernelsAreTheF32KernelsOnWidenedHalves(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, cols := range []int{8, 16, 20, 24, 32, 40, 64, 72, 96, 128, 200, 256} {
+		for _, rows := range []int{1, 2, 3, 4, 5, 7, 8, 9, 33} {
+			for _, stride := range []int{cols, cols + 8} {
+				halves, widened := halvesOfFloats(randomVec(rng, rows*stride))
+				x := randomVec(rng, cols)
+				scratch := make([]float32, cols)
+				for _, lo := range []int{0, rows / 2, rows - 1} {
+					got, want := make([]float32, rows), make([]float32, rows)
+					dotRowsHalf(got, halves, x, lo, rows, cols, stride, scratch)
+					if cols%8 == 0 {
+						dotRows(want, widened, x, lo, rows, cols, stride)
+					} else {
+						dotRowsGeneric(want, widened, x, lo, rows, cols, stride)
+					}
+					for r := range rows {
+						if math.Float32bits(got[r]) != math.Float32bits(want[r]) {
+							t.Fatalf("cols %d rows %d stride %d lo %d: score %d is %v, the f32 kernel's %v", cols, rows, stride, lo, r, got[r], want[r])
+						}
+					}
+				}
+				weights := randomVec(rng, rows)
+				got, want := make([]float32, cols), make([]float32, cols)
+				weightedSumHalf(got, weights, halves, stride, scratch)
+				weightedSum(want, weights, widened, stride)
+				for c := range cols {
+					if math.Float32bits(got[c]) != math.Float32bits(want[c]) {
+						t.Fatalf("cols %d rows %d stride %d: mix[%d] is %v, the f32 kernel's %v", cols, rows, stride, c, got[c], want[c])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestStoreHalvesRoundsAsF32ToF16: the cache's vector rounding, and the
+// query's and weights' (roundToHalves), is f32ToF16's (to nearest even,
+// subnormal halves, overflow to infinity) on every finite float pattern
+// drawn, at every tail length.
+func TestStoreHalvesRoundsAsF32ToF16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	var src []float32
+	for len(src) < 1<<16 {
+		f := math.Float32frombits(rng.Uint32())
+		if !math.IsNaN(float64(f)) {
+			src = append(src, f)
+		}
+	}
+	// Ties: halfway between two halves, in the normal and subnormal ranges.
+	for _, h := range []uint16{0x0001, 0x0002, 0x03ff, 0x0400, 0x3c00, 0x3c01, 0x7bfe, 0x8001, 0xbc01} {
+		a, b := f16ToF32(h), f16ToF32(h+1)
+		src = append(src, a+(b-a)/2, 65504+16, 65504+15.99, -65520)
+	}
+	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, len(src)} {
+		dst := make([]uint16, n)
+		storeHalves(dst, src[:n])
+		rounded := append([]float32(nil), src[:n]...)
+		roundToHalves(rounded)
+		for i, f := range src[:n] {
+			if want := f32ToF16(f); dst[i] != want || math.Float32bits(rounded[i]) != math.Float32bits(f16ToF32(want)) {
+				t.Fatalf("n %d: %g (%#08x) stored as %#04x, rounded to %g; f32ToF16 %#04x", n, f, math.Float32bits(f), dst[i], rounded[i], want)
+			}
+		}
+	}
+}
