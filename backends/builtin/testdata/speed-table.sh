@@ -15,6 +15,8 @@
 # temporary folder), kept for reuse. DEPTH=N times tg128 alone, each
 # engine's cache holding an N-token prompt first (llama-bench's -d), where
 # attention reads the cache: what a long conversation decodes at.
+# LLAMA_BENCH_ARGS adds llama-bench options (e.g. "-fa off", its faster
+# attention at depth on the development VM).
 set -euo pipefail
 depth=${DEPTH:-0}
 tests=(tg128 pp64)
@@ -76,7 +78,8 @@ tokentop() {
 llamacpp() {
 	local args=(-p 0 -n 128 -d "$depth") out
 	[ "$2" = pp64 ] && args=(-p 64 -n 0)
-	out=$("$LLAMA_CPP/llama-bench" -m "$1" -t "$3" -r 3 "${args[@]}" -o csv 2>&1) ||
+	# shellcheck disable=SC2086 # LLAMA_BENCH_ARGS is words
+	out=$("$LLAMA_CPP/llama-bench" -m "$1" -t "$3" -r 3 "${args[@]}" ${LLAMA_BENCH_ARGS:-} -o csv 2>&1) ||
 		{ echo "speed-table: llama-bench failed on $1 ($2, $3 threads):" >&2; echo "$out" | tail -5 >&2; exit 1; }
 	positive "llama-bench on $1 ($2, $3 threads)" "$(awk -F, '/avg_ts/ && !col { for (i = 1; i <= NF; i++) if ($i ~ /avg_ts/) col = i; next } col { gsub(/"/, "", $col); print $col }' <<<"$out")"
 }
