@@ -62,19 +62,40 @@ var KernelName = func() string {
 	return "portable Go (this CPU lacks AVX2/FMA)"
 }()
 
-// dotRows serves attention, whose rows (a head's width) are short.
+// dotRows sets out[r] = w[r*stride : r*stride+cols]·x for rows [lo, hi):
+// attention's scores over cached keys, whose rows (a head's width) are
+// short. dotFloatRows4 takes four rows a call, in assembly: in Go, with a
+// call for each row's loop and one for each four rows' horizontal sums,
+// a head's scores took about twice as long (BenchmarkAttention). A width
+// that is not whole vectors (no model's head has one) goes the portable
+// way.
 func dotRows(out, w, x []float32, lo, hi, cols, stride int) {
-	if !haveAVX2 || cols < 8 {
+	if !haveAVX2 || cols%8 != 0 || lo >= hi {
 		dotRowsGeneric(out, w, x, lo, hi, cols, stride)
 		return
 	}
-	dotRowsVector(out, w, x, lo, hi, cols, stride, dotAVX2)
+	_ = w[(hi-1)*stride+cols-1] // every row read below is in bounds
+	dotRowsBy4(out, dotFloatRows4, unsafe.Pointer(&w[0]), 4*stride, lo, hi, x[:cols])
+}
+
+// dotRowsBy4 sets out[r] for rows [lo, hi) through kernel, four rows a
+// call, row r at rows + r·rowBytes, len(x) values a row; the caller has
+// checked that every row is in bounds.
+func dotRowsBy4(out []float32, kernel func(out *[4]float32, rows unsafe.Pointer, stride, n, cols int, x unsafe.Pointer), rows unsafe.Pointer, rowBytes, lo, hi int, x []float32) {
+	_ = out[lo:hi] // lo is not negative
+	var sums [4]float32
+	for r0 := lo; r0 < hi; r0 += 4 {
+		n := min(4, hi-r0)
+		kernel(&sums, unsafe.Add(rows, r0*rowBytes), rowBytes, n, len(x), unsafe.Pointer(&x[0]))
+		copy(out[r0:r0+n], sums[:n])
+	}
 }
 
 // weightedSum keeps out's lanes in registers across every t, instead of an
 // axpy call per cached position: four chunks of eight lanes at a time, so
 // each pass over the cached values reads 128 of every row's bytes in one
-// stream, then single chunks for what is left.
+// stream, then single chunks for what is left (weightedSumFloats, in
+// assembly, as its twin over halves is).
 func weightedSum(out, weights, v []float32, stride int) {
 	n := len(out)
 	if !haveAVX2 || n%8 != 0 || len(weights) == 0 {
@@ -82,39 +103,11 @@ func weightedSum(out, weights, v []float32, stride int) {
 		return
 	}
 	_ = v[(len(weights)-1)*stride+n-1] // every row read below is in bounds
-	pv, po := unsafe.Pointer(&v[0]), unsafe.Pointer(&out[0])
-	rowBytes := uintptr(stride) * 4
-	c := uintptr(0)
-	for ; c+128 <= uintptr(n)*4; c += 128 {
-		var a0, a1, a2, a3 archsimd.Float32x8
-		off := c
-		for _, a := range weights {
-			w := archsimd.BroadcastFloat32x8(a)
-			a0 = f32x8(pv, off).MulAdd(w, a0)
-			a1 = f32x8(pv, off+32).MulAdd(w, a1)
-			a2 = f32x8(pv, off+64).MulAdd(w, a2)
-			a3 = f32x8(pv, off+96).MulAdd(w, a3)
-			off += rowBytes
-		}
-		a0.Store((*[8]float32)(unsafe.Add(po, c)))
-		a1.Store((*[8]float32)(unsafe.Add(po, c+32)))
-		a2.Store((*[8]float32)(unsafe.Add(po, c+64)))
-		a3.Store((*[8]float32)(unsafe.Add(po, c+96)))
-	}
-	for ; c < uintptr(n)*4; c += 32 {
-		var acc archsimd.Float32x8
-		off := c
-		for _, a := range weights {
-			acc = f32x8(pv, off).MulAdd(archsimd.BroadcastFloat32x8(a), acc)
-			off += rowBytes
-		}
-		acc.Store((*[8]float32)(unsafe.Add(po, c)))
-	}
-	archsimd.ClearAVXUpperBits()
+	weightedSumFloats(unsafe.Pointer(&out[0]), unsafe.Pointer(&weights[0]), len(weights), unsafe.Pointer(&v[0]), n, 4*stride)
 }
 
 // dotRowsHalf is dotRows over rows of halves (a cache of halves' keys):
-// dotHalfRows4 does dotRowsVector's arithmetic on each half widened as it
+// dotHalfRows4 does dotFloatRows4's arithmetic on each half widened as it
 // is loaded, so the scores are dotRows' of the widened rows bit for bit.
 // scratch (cols floats) serves the portable kernel, for a ragged width.
 func dotRowsHalf(out []float32, w []uint16, x []float32, lo, hi, cols, stride int, scratch []float32) {
@@ -122,14 +115,8 @@ func dotRowsHalf(out []float32, w []uint16, x []float32, lo, hi, cols, stride in
 		dotRowsHalfGeneric(out, w, x, lo, hi, cols, stride, scratch)
 		return
 	}
-	x = x[:cols]
 	_ = w[(hi-1)*stride+cols-1] // every row read below is in bounds
-	var sums [4]float32
-	for r0 := lo; r0 < hi; r0 += 4 {
-		n := min(4, hi-r0)
-		dotHalfRows4(&sums, unsafe.Pointer(&w[r0*stride]), 2*stride, n, cols, unsafe.Pointer(&x[0]))
-		copy(out[r0:r0+n], sums[:n])
-	}
+	dotRowsBy4(out, dotHalfRows4, unsafe.Pointer(&w[0]), 2*stride, lo, hi, x[:cols])
 }
 
 // weightedSumHalf is weightedSum over rows of halves (a cache of halves'
@@ -142,7 +129,7 @@ func weightedSumHalf(out, weights []float32, v []uint16, stride int, scratch []f
 		return
 	}
 	_ = v[(len(weights)-1)*stride+n-1] // every row read below is in bounds
-	weightedSumHalfAVX2(unsafe.Pointer(&out[0]), unsafe.Pointer(&weights[0]), len(weights), unsafe.Pointer(&v[0]), n, 2*stride)
+	weightedSumHalves(unsafe.Pointer(&out[0]), unsafe.Pointer(&weights[0]), len(weights), unsafe.Pointer(&v[0]), n, 2*stride)
 }
 
 // storeHalves sets dst[i] = src[i] rounded to a half, eight at a time by
@@ -154,7 +141,7 @@ func storeHalves(dst []uint16, src []float32) {
 		storeHalvesGeneric(dst, src)
 		return
 	}
-	halvesOfAVX2(unsafe.Pointer(&dst[0]), unsafe.Pointer(&src[0]), whole)
+	storeHalvesAVX2(unsafe.Pointer(&dst[0]), unsafe.Pointer(&src[0]), whole)
 	storeHalvesGeneric(dst[whole:], src[whole:])
 }
 
@@ -173,72 +160,19 @@ func roundToHalves(x []float32) {
 func roundToHalvesAVX2(x unsafe.Pointer, n int)
 
 //go:noescape
+func dotFloatRows4(out *[4]float32, rows unsafe.Pointer, stride, n, cols int, x unsafe.Pointer)
+
+//go:noescape
 func dotHalfRows4(out *[4]float32, rows unsafe.Pointer, stride, n, cols int, x unsafe.Pointer)
 
 //go:noescape
-func weightedSumHalfAVX2(out, weights unsafe.Pointer, n int, values unsafe.Pointer, cols, stride int)
+func weightedSumFloats(out, weights unsafe.Pointer, n int, values unsafe.Pointer, cols, stride int)
 
 //go:noescape
-func halvesOfAVX2(dst, src unsafe.Pointer, n int)
+func weightedSumHalves(out, weights unsafe.Pointer, n int, values unsafe.Pointer, cols, stride int)
 
-// dotRowsVector sets out[r] = w[r*stride : r*stride+cols]·x for rows
-// [lo, hi), one row at a time: attention scores over cached keys (stride
-// = the cache's row width).
-//
-// One summation order for every row of a matrix (dot, the horizontal sum,
-// then the ragged tail) means a row's result does not depend on which
-// thread's span computed it.
-func dotRowsVector(out, w, x []float32, lo, hi, cols, stride int, dot func(w, x unsafe.Pointer, end uintptr) archsimd.Float32x8) {
-	x = x[:cols]
-	full := cols &^ 7
-	px := unsafe.Pointer(unsafe.SliceData(x))
-	end := uintptr(full) * 4
-	var acc [4]archsimd.Float32x8
-	var sums [4]float32
-	for r0 := lo; r0 < hi; r0 += 4 {
-		n := min(4, hi-r0)
-		for i := range n {
-			acc[i] = archsimd.Float32x8{}
-			if full > 0 {
-				acc[i] = dot(unsafe.Pointer(&w[(r0+i)*stride : (r0+i)*stride+cols][0]), px, end)
-			}
-		}
-		for i := n; i < 4; i++ {
-			acc[i] = archsimd.Float32x8{}
-		}
-		// Four rows per horizontal sum; each lane's arithmetic is the same
-		// whichever slot its row takes.
-		sum4(acc[0], acc[1], acc[2], acc[3]).Store(&sums)
-		if full < cols {
-			archsimd.ClearAVXUpperBits()
-			for i := range n {
-				sums[i] += dotGeneric(w[(r0+i)*stride+full:(r0+i)*stride+cols], x[full:])
-			}
-		}
-		copy(out[r0:r0+n], sums[:n])
-	}
-	archsimd.ClearAVXUpperBits()
-}
-
-// dotAVX2 returns the lane-wise sums of w[i]·x[i] over end bytes: the inner
-// loop, kept in a small function so that only pointers and offsets are
-// live in it and nothing spills to the stack. Four accumulators keep four
-// FMAs in flight: with one, each waits for the previous (4 cycles), which
-// capped a row at about 8 bytes a cycle, below what memory delivers.
-func dotAVX2(w, x unsafe.Pointer, end uintptr) archsimd.Float32x8 {
-	var a0, a1, a2, a3 archsimd.Float32x8
-	off := uintptr(0)
-	for ; off+128 <= end; off += 128 {
-		a0 = f32x8(w, off).MulAdd(f32x8(x, off), a0)
-		a1 = f32x8(w, off+32).MulAdd(f32x8(x, off+32), a1)
-		a2 = f32x8(w, off+64).MulAdd(f32x8(x, off+64), a2)
-		a3 = f32x8(w, off+96).MulAdd(f32x8(x, off+96), a3)
-	}
-	for ; off < end; off += 32 {
-		a0 = f32x8(w, off).MulAdd(f32x8(x, off), a0)
-	}
-	return a0.Add(a1).Add(a2.Add(a3))
-}
+//go:noescape
+func storeHalvesAVX2(dst, src unsafe.Pointer, n int)
 
 // matVecF32 sets out[r] = row r · x for rows [lo, hi): through the tiles
 // the loader lays every f32 matrix out as where the CPU has AVX2

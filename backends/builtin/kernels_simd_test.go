@@ -20,7 +20,7 @@ func init() {
 		return
 	}
 	f32Kernels["rows"] = func(out []float32, m *Matrix, x []float32, lo, hi int) {
-		dotRowsVector(out, m.F32, x, lo, hi, m.Cols, m.Cols, dotAVX2)
+		dotRows(out, m.F32, x, lo, hi, m.Cols, m.Cols)
 	}
 	tiled := map[*Matrix]*Matrix{} // so that benchmarks time the product alone
 	f32Kernels["tiles"] = func(out []float32, m *Matrix, x []float32, lo, hi int) {
