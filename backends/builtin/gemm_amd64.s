@@ -400,8 +400,14 @@ q4x4done: \
 	FIVE_BIT_DOT(T, R14, Y5, Y8) \
 	VPSRLD $1, Y9, Y9
 
-// One vector's group (its int16 sums LOW and HIGH; Y10 int16 ones) into
-// its running sum SUM.
+// The group's halves d and o as floats, into Y12 and Y13 (free once its
+// codes are summed).
+#define FIVE_BIT_HALVES \
+	VCVTPH2PS 160(SI), Y12 \
+	VCVTPH2PS 176(SI), Y13
+
+// One vector's group (its int16 sums LOW and HIGH; Y10 int16 ones, Y12
+// and Y13 d and o) into its running sum SUM.
 #define FIVE_BIT_FINISH(LOW, HIGH, SCALES, SUMS, SUM) \
 	VPMADDWD Y10, LOW, LOW \
 	VPMADDWD Y10, HIGH, HIGH \
@@ -409,9 +415,9 @@ q4x4done: \
 	VCVTDQ2PS LOW, LOW \
 	VBROADCASTSS 0(SCALES)(DX*4), Y11 \
 	VMULPS Y11, LOW, LOW \
-	VFMADD231PS 160(SI), LOW, SUM \
+	VFMADD231PS Y12, LOW, SUM \
 	VBROADCASTSS 0(SUMS)(DX*4), Y11 \
-	VFMADD231PS 192(SI), Y11, SUM
+	VFMADD231PS Y13, Y11, SUM
 
 // func fiveBitTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
@@ -449,10 +455,11 @@ fivegroups: \
 	FIVE_BIT_STEP(64) \
 	FIVE_BIT_STEP(96) \
 	INT16_ONES(Y10) \
+	FIVE_BIT_HALVES \
 	FIVE_BIT_FINISH(Y3, Y6, R9, R10, Y0) \
 	FIVE_BIT_FINISH(Y4, Y7, R12, R13, Y1) \
 	FIVE_BIT_FINISH(Y5, Y8, R15, BX, Y2) \
-	GROUP3_STEP(224) \
+	GROUP3_STEP(192) \
 	JMP  fivegroups \
 fivedone: \
 	STORE3_RET
@@ -486,8 +493,9 @@ five1groups: \
 	FIVE_BIT_STEP1(64) \
 	FIVE_BIT_STEP1(96) \
 	INT16_ONES(Y10) \
+	FIVE_BIT_HALVES \
 	FIVE_BIT_FINISH(Y3, Y6, R9, R10, Y0) \
-	ADDQ $224, SI \
+	ADDQ $192, SI \
 	ADDQ $X_GROUP, R8 \
 	INCQ DX \
 	JMP  five1groups \
@@ -2466,9 +2474,9 @@ TEXT ·q3KTile3VNNI(SB), NOSPLIT, $0-96
 	VCVTDQ2PS LOW, LOW \
 	VBROADCASTSS 0(SCALES)(DX*4), Y11 \
 	VMULPS Y11, LOW, LOW \
-	VFMADD231PS 160(SI), LOW, SUM \
+	VFMADD231PS Y12, LOW, SUM \
 	VBROADCASTSS 0(SUMS)(DX*4), Y11 \
-	VFMADD231PS 192(SI), Y11, SUM
+	VFMADD231PS Y13, Y11, SUM
 
 // func q4_1Tile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 TEXT ·q4_1Tile1VNNI(SB), NOSPLIT, $0-48

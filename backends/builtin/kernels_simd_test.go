@@ -3,6 +3,7 @@
 package builtin
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -305,4 +306,37 @@ func BenchmarkF32PromptWidths(b *testing.B) {
 		})
 	}
 	b.Logf("chosen on this core: %s", F32PromptKernel())
+}
+
+// A Q5_0 matrix keeps its tiles (whose o = −16·d is a half) only where
+// every block's o is finite: at d = 4094 (o = −65504) it has them, and
+// they multiply as the blocks do; at d = 4096 (o would be −65536) it
+// keeps none and multiplies through the portable kernels.
+func TestQ5_0TilesOnlyWhereTheOffsetIsAHalf(t *testing.T) {
+	if !haveAVX2 {
+		t.Skip("no tiles without AVX2")
+	}
+	rng := rand.New(rand.NewPCG(17, 71))
+	const rows, cols = 16, 256
+	q := quantizeTo(t, ggmlQ5_0, randomMatrix(rng, rows, cols))
+	x := randomMatrix(rng, 1, cols).F32
+	xq := newQuantized(cols)
+	xq.quantize(x, allForms)
+	for _, c := range []struct {
+		d     uint16
+		tiled bool
+	}{{0x6bff, true}, {0x6c00, false}} {
+		raw := slices.Clone(q.quant)
+		binary.LittleEndian.PutUint16(raw[5*formatQ5_0.fileBlockBytes():], c.d)
+		m := withTiles(&Matrix{Rows: rows, Cols: cols, format: formatQ5_0, quant: raw}, nil)
+		if (m.tiles != nil) != c.tiled {
+			t.Fatalf("d %#04x: tiled %v, want %v", c.d, m.tiles != nil, c.tiled)
+		}
+		got, want := make([]float32, rows), make([]float32, rows)
+		matVecBlocks(got, m, &xq, 0, rows)
+		matVecBlocksGeneric(want, m, &xq, 0, rows)
+		if rel := relativeL2(got, want); !(rel <= 1e-5) {
+			t.Errorf("d %#04x: the product is off by %.2g from the portable one", c.d, rel)
+		}
+	}
 }

@@ -165,16 +165,16 @@ const q4_1TileBytes = q4_0TileBytes + 2*tileRows
 //     shift a step serves every row: bit t of byte k is the fifth bit of
 //     weight 4t+k (a low nibble of the nibbles' vector t), bit 4+t that of
 //     weight 16+4t+k (a high nibble);
-//   - 8 float32 d, then 8 float32 o: each row's m (Q5_1), or its code
-//     offset times −d (Q5_0: −16·d), so that w = d·code + o.
+//   - 8 halves d, then 8 halves o: each row's m (Q5_1), or its code
+//     offset times −d (Q5_0: −16·d, exact as a half where it is finite;
+//     see withTiles), so that w = d·code + o.
 //
-// 28 bytes a row per 32 columns: +27% over Q5_0's blocks, +17% over
-// Q5_1's, where a byte a code was +82% and +67%; decode streams the
-// tiles.
+// 24 bytes a row per 32 columns: Q5_1's blocks, +9% over Q5_0's (o). With
+// float32 d and o it was +27% and +17%, and decode streams the tiles.
 const (
 	fiveBitTileHigh  = q4_0TileNibbles
 	fiveBitTileD     = fiveBitTileHigh + 4*tileRows
-	fiveBitTileBytes = fiveBitTileD + 2*4*tileRows
+	fiveBitTileBytes = fiveBitTileD + 2*2*tileRows
 )
 
 // IQ4_NL tile, per group of 32 columns, on a CPU with VNNI: a Q4_0 tile
@@ -255,6 +255,7 @@ func withTiles(m *Matrix, copied func(rows []float32)) *Matrix {
 		}
 		f32Wide() // timed at load, not inside a prompt's first product
 	case k == nil:
+	case m.format == formatQ5_0 && !q5_0OffsetsAreHalves(m):
 	case m.format == formatQ8_0:
 		if haveVNNI {
 			m.tiles, m.quant = makeQ8_0Tiles(m), nil
@@ -430,18 +431,36 @@ func q6KCompactTileRow(tile []byte, r int, b []byte) {
 // q5_0TileRow lays out a Q5_0 block (d, fifth bits, nibbles): codes
 // 0…31 less 16, so o = −16·d.
 func q5_0TileRow(tile []byte, r int, b []byte) {
-	d := f16ToF32(le16(b))
-	fiveBitTileRow(tile, r, b[6:22], binary.LittleEndian.Uint32(b[2:6]), d, -16*d)
+	fiveBitTileRow(tile, r, b[6:22], binary.LittleEndian.Uint32(b[2:6]), le16(b), q5_0Offset(le16(b)))
+}
+
+// q5_0Offset is a Q5_0 block's o = −16·d as a half: exact (a power of
+// two), but infinite where |d| ≥ 4096 (q5_0OffsetsAreHalves).
+func q5_0Offset(d uint16) uint16 { return f32ToF16(-16 * f16ToF32(d)) }
+
+// q5_0OffsetsAreHalves is whether every block of the Q5_0 matrix m has a
+// finite o as a half. A file's weights would have to reach 65,536 for one
+// not to; such a matrix keeps no tiles (withTiles), and runs the
+// portable kernels on its blocks.
+func q5_0OffsetsAreHalves(m *Matrix) bool {
+	per := m.format.fileBlockBytes()
+	for at := 0; at < len(m.quant); at += per {
+		if q5_0Offset(le16(m.quant[at:]))&0x7c00 == 0x7c00 {
+			return false
+		}
+	}
+	return true
 }
 
 // q5_1TileRow lays out a Q5_1 block (d, m, fifth bits, nibbles).
 func q5_1TileRow(tile []byte, r int, b []byte) {
-	fiveBitTileRow(tile, r, b[8:24], binary.LittleEndian.Uint32(b[4:8]), f16ToF32(le16(b)), f16ToF32(le16(b[2:])))
+	fiveBitTileRow(tile, r, b[8:24], binary.LittleEndian.Uint32(b[4:8]), le16(b), le16(b[2:]))
 }
 
 // fiveBitTileRow lays out row r of a five-bit tile block from its 16
-// bytes of nibbles, its 32 fifth bits (bit k for weight k), d and o.
-func fiveBitTileRow(tile []byte, r int, nibbles []byte, high uint32, d, o float32) {
+// bytes of nibbles, its 32 fifth bits (bit k for weight k), and the
+// halves d and o.
+func fiveBitTileRow(tile []byte, r int, nibbles []byte, high uint32, d, o uint16) {
 	tileNibbles(tile, r, nibbles)
 	var bits uint32
 	for k := range 4 {
@@ -450,8 +469,8 @@ func fiveBitTileRow(tile []byte, r int, nibbles []byte, high uint32, d, o float3
 		}
 	}
 	binary.LittleEndian.PutUint32(tile[fiveBitTileHigh+4*r:], bits)
-	putFloat(tile[fiveBitTileD+4*r:], d)
-	putFloat(tile[fiveBitTileD+4*tileRows+4*r:], o)
+	binary.LittleEndian.PutUint16(tile[fiveBitTileD+2*r:], d)
+	binary.LittleEndian.PutUint16(tile[fiveBitTileD+2*tileRows+2*r:], o)
 }
 
 func iq4NLTileRow(tile []byte, r int, b []byte) {
