@@ -61,15 +61,16 @@ const (
 //   - 128 bytes of mins, two runs to a pair of bytes: runs 2p and 2p+1 of
 //     row r in bytes 16p+2r and 16p+2r+1, as VPMADDWD meets the
 //     activations' sums of 16 two at a time;
-//   - 8 float32 d, then 8 float32 dmin.
+//   - 8 halves d, then 8 halves dmin.
 //
-// 104 bytes a row per 256 columns, +24% over the file's blocks.
+// 100 bytes a row per 256 columns, +19% over the file's blocks (a byte for
+// each scale and min, where the blocks pack them in a nibble).
 const (
 	q2KTileCodes  = tileRows * superBlock / 4
 	q2KTileScales = q2KTileCodes
 	q2KTileMins   = q2KTileScales + tileRows*16
 	q2KTileD      = q2KTileMins + tileRows*16
-	q2KTileBytes  = q2KTileD + 2*4*tileRows
+	q2KTileBytes  = q2KTileD + 2*2*tileRows
 )
 
 // Q3_K tile, per super-block of 256 columns (q3KTileBytes): a weight is
@@ -82,16 +83,16 @@ const (
 //     runs of those columns);
 //   - 128 bytes of scales (−32…31), laid out as a Q2_K tile's;
 //   - 128 bytes of 4·scale, laid out as a Q2_K tile's mins;
-//   - 8 float32 d.
+//   - 8 halves d.
 //
-// 132 bytes a row per 256 columns, +20% over the file's blocks (Q6_K's
+// 130 bytes a row per 256 columns, +18% over the file's blocks (Q6_K's
 // tiles, which served Q3_K before, held a byte a weight: 2.4×).
 const (
 	q3KTileHigh    = q2KTileScales
 	q3KTileScales  = q3KTileHigh + tileRows*superBlock/8
 	q3KTileOffsets = q3KTileScales + tileRows*16
 	q3KTileD       = q3KTileOffsets + tileRows*16
-	q3KTileBytes   = q3KTileD + 4*tileRows
+	q3KTileBytes   = q3KTileD + 2*tileRows
 )
 
 // Q4_0 tile, per group of 32 columns (q4_0TileBytes):
@@ -339,8 +340,8 @@ func q2KTileRow(tile []byte, r int, b []byte) {
 		tile[q2KTileScales+8*s+r] = packed & 0x0f
 		tile[runPairAt(q2KTileMins, r, s)] = packed >> 4
 	}
-	putFloat(tile[q2KTileD+4*r:], f16ToF32(le16(b[80:])))
-	putFloat(tile[q2KTileD+4*tileRows+4*r:], f16ToF32(le16(b[82:])))
+	copy(tile[q2KTileD+2*r:][:2], b[80:82])
+	copy(tile[q2KTileD+2*tileRows+2*r:][:2], b[82:84])
 }
 
 func q3KTileRow(tile []byte, r int, b []byte) {
@@ -352,7 +353,7 @@ func q3KTileRow(tile []byte, r int, b []byte) {
 		tile[q3KTileScales+8*s+r] = scale
 		tile[runPairAt(q3KTileOffsets, r, s)] = byte(4 * int8(scale))
 	}
-	putFloat(tile[q3KTileD+4*r:], f16ToF32(le16(b[108:])))
+	copy(tile[q3KTileD+2*r:][:2], b[108:110])
 }
 
 // twoBitTileCodes lays out row r's 64 bytes of 2-bit codes of a Q2_K or
