@@ -50,20 +50,24 @@ func readJSONLines(t *testing.T, path string) []string {
 }
 
 // archFormats are the test files' formats, each with the largest
-// difference from llama.cpp's logits a step may show. F32 and Q8_0 do
-// llama.cpp's arithmetic to float rounding (1e-5 measured). Q4_K_M's
-// input is quantized to Q8_K codes of about a hundredth of a block's
-// largest value: where the engines' attention rounds an activation's last
-// bit apart, a code can land on the other side of a rounding boundary and
-// move the logits by up to about 1 (measured, a code flip traced stage by
-// stage on a prompt of llama-q4_k_m as first made, 2026-11-28).
+// difference from llama.cpp's logits a step may show, and the largest the
+// small files' first step may show. F32 and Q8_0 do llama.cpp's
+// arithmetic to float rounding (1e-5 measured on the small files' first
+// steps, Q8_0 with both engines' caches of halves). Quantized inputs are
+// codes of about a hundredth of a block's largest value: where the
+// engines' attention rounds an activation's last bit apart, a code can
+// land on the other side of a rounding boundary and move the logits by up
+// to about 1 (measured, a code flip traced stage by stage on a prompt of
+// llama-q4_k_m as first made, 2026-11-28). Over the large files' billion
+// codes such a flip is all but certain, in Q8_0 too, and on the small
+// files' later steps; on the small Q4_K_M files it comes in the prompt.
 var archFormats = []struct {
-	name      string
-	logitDiff float64
+	name                 string
+	logitDiff, firstDiff float64
 }{
-	{"f32", 1e-3},
-	{"q8_0", 2},
-	{"q4_k_m", 2},
+	{"f32", 1e-3, 1e-3},
+	{"q8_0", 2, 1e-4},
+	{"q4_k_m", 2, 2},
 }
 
 // TestArchitecturesMatchLlamaCpp runs each architecture's test file in
@@ -79,7 +83,7 @@ func TestArchitecturesMatchLlamaCpp(t *testing.T) {
 		for _, f := range archFormats {
 			name := arch + "-" + f.name
 			t.Run(name, func(t *testing.T) {
-				checkAgainstLlamaCpp(t, filepath.Join(dir, name+".gguf"), filepath.Join(dir, name+".json"), arch, f.logitDiff)
+				checkAgainstLlamaCpp(t, filepath.Join(dir, name+".gguf"), filepath.Join(dir, name+".json"), arch, f.logitDiff, f.firstDiff)
 			})
 		}
 	}
@@ -99,7 +103,7 @@ func TestLargeFilesMatchLlamaCpp(t *testing.T) {
 		for _, f := range archFormats {
 			name := arch + "-big-" + map[string]string{"f32": "f32", "q8_0": "Q8_0", "q4_k_m": "Q4_K_M"}[f.name]
 			t.Run(name, func(t *testing.T) {
-				checkAgainstLlamaCpp(t, filepath.Join(dir, name+".gguf"), filepath.Join(dir, name+".json"), arch, f.logitDiff)
+				checkAgainstLlamaCpp(t, filepath.Join(dir, name+".gguf"), filepath.Join(dir, name+".json"), arch, f.logitDiff, f.logitDiff)
 			})
 		}
 	}
@@ -108,7 +112,7 @@ func TestLargeFilesMatchLlamaCpp(t *testing.T) {
 // checkAgainstLlamaCpp loads model and checks it against llama.cpp's
 // reference: every string of strings.jsonl tokenizes to llama.cpp's ids,
 // every prompt of prompts.jsonl as checkGreedy says.
-func checkAgainstLlamaCpp(t *testing.T, model, reference, arch string, bound float64) {
+func checkAgainstLlamaCpp(t *testing.T, model, reference, arch string, bound, firstBound float64) {
 	dir := filepath.Join("testdata", "archs")
 	strs := readJSONLines(t, filepath.Join(dir, "strings.jsonl"))
 	prompts := readJSONLines(t, filepath.Join(dir, "prompts.jsonl"))
@@ -129,7 +133,7 @@ func checkAgainstLlamaCpp(t *testing.T, model, reference, arch string, bound flo
 		// a half: where the engines' inputs differ in their last bits,
 		// the half can be the next one, as with a quantized input (the
 		// real shape's f32 file: 0.0036 at most, 2026-11-28).
-		bound = max(bound, 1e-2)
+		bound, firstBound = max(bound, 1e-2), max(firstBound, 1e-2)
 	}
 	if m.Weights.Name != arch {
 		t.Fatalf("loaded as %q", m.Weights.Name)
@@ -155,13 +159,13 @@ func checkAgainstLlamaCpp(t *testing.T, model, reference, arch string, bound flo
 		if !slices.Equal(ids, want.Prompt) {
 			t.Fatalf("prompt %q: ids %v, llama.cpp's %v", p, ids, want.Prompt)
 		}
-		checkGreedy(t, e, i, ids, want.IDs, want.Margins, want.Top5, want.FirstLogits, bound)
+		checkGreedy(t, e, i, ids, want.IDs, want.Margins, want.Top5, want.FirstLogits, bound, firstBound)
 	}
 }
 
 // checkGreedy runs prompt step by step, as Generate does, comparing each
 // step's logits and choice with llama.cpp's.
-func checkGreedy(t *testing.T, e *Engine, prompt int, ids, want []int, margins []float64, top5 [][][2]float64, first []float64, bound float64) {
+func checkGreedy(t *testing.T, e *Engine, prompt int, ids, want []int, margins []float64, top5 [][][2]float64, first []float64, bound, firstBound float64) {
 	t.Helper()
 	st := NewState(e.Model.Weights)
 	st.sampler.Configure(0, 0, 0, 0, 0)
@@ -173,8 +177,8 @@ func checkGreedy(t *testing.T, e *Engine, prompt int, ids, want []int, margins [
 	for v, l := range first {
 		diff = max(diff, math.Abs(float64(st.logits[v])-l))
 	}
-	if diff > bound {
-		t.Errorf("prompt %d: first-step logits differ from llama.cpp's by up to %.3g (bound %g)", prompt, diff, bound)
+	if diff > firstBound {
+		t.Errorf("prompt %d: first-step logits differ from llama.cpp's by up to %.3g (bound %g)", prompt, diff, firstBound)
 	}
 	same := 0
 	defer func() {
