@@ -65,8 +65,7 @@ func runTargets(t *testing.T, plan *Plan, bs []backends.Backend) (string, error,
 func TestOneTargetDiesTheOtherGoesOn(t *testing.T) {
 	dying, healthy := newLlamaServer(t, "completion_t0_stream"), newLlamaServer(t, "completion_t0_stream")
 	dying.killAt = 3 // warmup, timed 1, then the cut stream
-	// 2 s of waiting: long enough that b, on a busy machine too, reaches
-	// its cap first.
+	// 2 s of waiting for a's server, while b runs its plan.
 	plan, bs := twoServerPlan(t, dying.url(), healthy.url(), 12, 2*time.Second)
 	if len(plan.Targets) != 2 || plan.Targets[0].Name != "llamacpp-a" || plan.Targets[1].Name != "llamacpp-b" {
 		t.Fatalf("targets %+v", plan.Targets)
@@ -82,9 +81,15 @@ func TestOneTargetDiesTheOtherGoesOn(t *testing.T) {
 	if !goOn {
 		t.Errorf("no warning that the other arms go on: %+v", eventsOf[Warning](events))
 	}
-	// b reaches its cap while a's server is still being waited for.
+	// b runs to its cap whether or not a's wait ends first: on a machine
+	// busy enough (CI's every-size sweep beside it, once), the wait ended
+	// before b's twelfth trial, so the order of the two stops is not held.
 	stopped := eventsOf[ArmStopped](events)
-	if len(stopped) != 2 || stopped[0].Arm != "b" || stopped[1].Arm != "a" || stopped[1].Short != "server lost" {
+	short := map[string]string{}
+	for _, s := range stopped {
+		short[s.Arm] = s.Short
+	}
+	if len(stopped) != 2 || short["a"] != "server lost" || short["b"] != "trial cap 12" {
 		t.Errorf("stops %+v", stopped)
 	}
 	fin := eventsOf[Finished](events)[0]
