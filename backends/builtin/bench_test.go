@@ -532,17 +532,7 @@ func BenchmarkGGUFFile(b *testing.B) {
 			// One State for every round, as a stream keeps its own across
 			// generations: each position is written before it is read.
 			st := NewState(e.Model.Weights)
-			for at := 0; at < depth; at += 64 {
-				prompt := make([]int, min(64, depth-at))
-				for i := range prompt {
-					prompt[i] = 3 + (at+i)%64
-				}
-				var p pass
-				st.prompt, st.pos, st.sample = prompt, at, false
-				p.add(st)
-				e.forward(&p)
-			}
-			st.prompt = nil
+			readPrompt(e, st, depth)
 			for b.Loop() {
 				for pos := depth; pos < depth+128; pos++ {
 					e.forwardOne(st, 1, pos)
@@ -551,8 +541,33 @@ func BenchmarkGGUFFile(b *testing.B) {
 			b.ReportMetric(128*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
 		})
 		b.Run(fmt.Sprintf("pp64/threads=%d", threads), func(b *testing.B) { benchPrefill64(b, e) })
+		if depth > 0 { // the depth's prompt itself, as llama-bench's -p times one
+			b.Run(fmt.Sprintf("pp%d/threads=%d", depth, threads), func(b *testing.B) {
+				st := NewState(e.Model.Weights)
+				for b.Loop() {
+					readPrompt(e, st, depth)
+				}
+				b.ReportMetric(float64(depth*b.N)/b.Elapsed().Seconds(), "tok/s")
+			})
+		}
 		e.Close()
 	}
+}
+
+// readPrompt runs a prompt of n tokens into st's cache from position 0, in
+// the engine's chunks (PrefillChunk), as Generate reads one.
+func readPrompt(e *Engine, st *State, n int) {
+	for at := 0; at < n; at += PrefillChunk {
+		prompt := make([]int, min(PrefillChunk, n-at))
+		for i := range prompt {
+			prompt[i] = 3 + (at+i)%64
+		}
+		var p pass
+		st.prompt, st.pos, st.sample = prompt, at, false
+		p.add(st)
+		e.forward(&p)
+	}
+	st.prompt = nil
 }
 
 // BenchmarkSoftcap is the logits' soft cap over Gemma 3's 262,144-token

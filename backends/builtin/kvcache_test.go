@@ -95,3 +95,19 @@ func TestStoreHalvesRoundsAsF32ToF16(t *testing.T) {
 		}
 	}
 }
+
+// A head's attention allocates nothing, from either cache: it runs for
+// every head of every layer of every token.
+func TestAttentionDoesNotAllocate(t *testing.T) {
+	shape := SyntheticShapes["stories15M"]
+	for _, format := range []string{"f32", "f16"} {
+		st := NewState(Synthetic(shape, 1))
+		st.cache = filledCache(rand.New(rand.NewPCG(3, 4)), len(st.cache.keys), format)
+		copy(st.q, randomVec(rand.New(rand.NewPCG(5, 6)), len(st.q)))
+		st.pos = 100
+		job := attnJob{states: []*State{st}, layer: 1, heads: shape.Heads}
+		if n := testing.AllocsPerRun(10, func() { job.do(0, job.heads) }); n != 0 {
+			t.Errorf("%s cache: %v allocations a layer's attention", format, n)
+		}
+	}
+}
