@@ -3,20 +3,24 @@
 #include "textflag.h"
 
 // The attention kernels (kvcache.go). Over a cache of halves each is its
-// f32 twin (dotFloatRows4, weightedSumFloats) with every
+// f32 twin (dotFloatRows, weightedSumFloats) with every
 // cached value widened by VCVTPH2PS as it is loaded, so each lane does
 // the same FMAs in the same order on the same floats, and the results
 // are the f32 kernels' on the widened cache bit for bit.
 
-// DOT_ROWS4 is the body of dotFloatRows4 and dotHalfRows4:
-// out[r] = Σ_i row r[i]·x[i] for the n (1-4) rows, each stride bytes after
+// DOT_ROWS is the body of dotFloatRows and dotHalfRows:
+// out[r] = Σ_i row r[i]·x[i] for the n (≥ 1) rows, each stride bytes after
 // the last, cols (a multiple of 8) values each, LOADK(I, Y) loading the 8
-// values from column AX+I of the row at SI into Y as floats; out[n:] = 0.
-// Each row sums into four accumulators over 32 columns, then 8 at a time
-// into the first, then a0+a1 + (a2+a3) (the Go kernel this replaced, bit
-// for bit); its eight lanes wait in the frame, and the four rows' lanes go
-// through sum4's horizontal sums (pairs, pairs of pairs, the two halves).
-#define DOT_ROWS4(LOADK) \
+// values from column AX+I of the row at SI into Y as floats. Each row sums
+// into four accumulators over 32 columns, then 8 at a time into the
+// first, then a0+a1 + (a2+a3) (the Go kernel this replaced, bit for bit);
+// its eight lanes wait in the frame, and four rows' lanes at a time go
+// through horizontal sums (pairs, pairs of pairs, the two halves). x's
+// first 64 columns stay in Y8-Y15 across the rows, so a row of a head of
+// 64 loads only its own 256 bytes; a head's wider columns are loaded
+// beside the row's.
+#define DOT_ROWS(LOADK) \
+	MOVQ out+0(FP), DI \
 	MOVQ rows+8(FP), SI \
 	MOVQ stride+16(FP), DX \
 	MOVQ n+24(FP), R9 \
@@ -24,23 +28,59 @@
 	MOVQ x+40(FP), R8 \
 	MOVQ R10, R11 \
 	ANDQ $-32, R11 \
-	VXORPS  Y0, Y0, Y0 \
-	VMOVUPS Y0, 0(SP) \
-	VMOVUPS Y0, 32(SP) \
-	VMOVUPS Y0, 64(SP) \
-	VMOVUPS Y0, 96(SP) \
-	XORQ    DI, DI \
+	MOVQ R11, CX \
+	CMPQ CX, $64 \
+	JBE  rowsheld \
+	MOVQ $64, CX \
+rowsheld: \
+	CMPQ    CX, $32 \
+	JB      rowsgroup \
+	VMOVUPS 0(R8), Y8 \
+	VMOVUPS 32(R8), Y9 \
+	VMOVUPS 64(R8), Y10 \
+	VMOVUPS 96(R8), Y11 \
+	CMPQ    CX, $64 \
+	JB      rowsgroup \
+	VMOVUPS 128(R8), Y12 \
+	VMOVUPS 160(R8), Y13 \
+	VMOVUPS 192(R8), Y14 \
+	VMOVUPS 224(R8), Y15 \
+rowsgroup: \
+	MOVQ    $4, R12 \
+	CMPQ    R9, R12 \
+	CMOVQLT R9, R12 \
+	XORQ    BX, BX \
 rowsrow: \
-	TESTQ  R9, R9 \
-	JZ     rowssum \
 	VXORPS Y0, Y0, Y0 \
 	VXORPS Y1, Y1, Y1 \
 	VXORPS Y2, Y2, Y2 \
 	VXORPS Y3, Y3, Y3 \
 	XORQ   AX, AX \
-	TESTQ  R11, R11 \
-	JZ     rowstail \
+	CMPQ   CX, $32 \
+	JB     rowsfour \
+	LOADK(0, Y4) \
+	VFMADD231PS Y8, Y4, Y0 \
+	LOADK(8, Y5) \
+	VFMADD231PS Y9, Y5, Y1 \
+	LOADK(16, Y6) \
+	VFMADD231PS Y10, Y6, Y2 \
+	LOADK(24, Y7) \
+	VFMADD231PS Y11, Y7, Y3 \
+	MOVQ        $32, AX \
+	CMPQ        CX, $64 \
+	JB          rowsfour \
+	LOADK(0, Y4) \
+	VFMADD231PS Y12, Y4, Y0 \
+	LOADK(8, Y5) \
+	VFMADD231PS Y13, Y5, Y1 \
+	LOADK(16, Y6) \
+	VFMADD231PS Y14, Y6, Y2 \
+	LOADK(24, Y7) \
+	VFMADD231PS Y15, Y7, Y3 \
+	MOVQ        $64, AX \
 rowsfour: \
+	CMPQ        AX, R11 \
+	JAE         rowstail \
 	LOADK(0, Y4) \
 	VFMADD231PS 0(R8)(AX*4), Y4, Y0 \
 	LOADK(8, Y5) \
@@ -50,8 +90,7 @@ rowsfour: \
 	LOADK(24, Y7) \
 	VFMADD231PS 96(R8)(AX*4), Y7, Y3 \
 	ADDQ        $32, AX \
-	CMPQ        AX, R11 \
-	JB          rowsfour \
+	JMP         rowsfour \
 rowstail: \
 	CMPQ        AX, R10 \
 	JAE         rowsdone \
@@ -63,12 +102,11 @@ rowsdone: \
 	VADDPS  Y1, Y0, Y0 \
 	VADDPS  Y3, Y2, Y2 \
 	VADDPS  Y2, Y0, Y0 \
-	VMOVUPS Y0, 0(SP)(DI*1) \
-	ADDQ    $32, DI \
+	VMOVUPS Y0, 0(SP)(BX*1) \
+	ADDQ    $32, BX \
 	ADDQ    DX, SI \
-	DECQ    R9 \
-	JMP     rowsrow \
-rowssum: \
+	DECQ    R12 \
+	JNZ     rowsrow \
 	VMOVUPS      0(SP), Y0 \
 	VMOVUPS      32(SP), Y1 \
 	VMOVUPS      64(SP), Y2 \
@@ -78,8 +116,23 @@ rowssum: \
 	VHADDPS      Y5, Y4, Y6 \
 	VEXTRACTF128 $1, Y6, X7 \
 	VADDPS       X7, X6, X6 \
-	MOVQ         out+0(FP), DI \
+	CMPQ         R9, $4 \
+	JB           rowspart \
 	VMOVUPS      X6, 0(DI) \
+	ADDQ         $16, DI \
+	SUBQ         $4, R9 \
+	JNZ          rowsgroup \
+	VZEROUPPER \
+	RET \
+rowspart: \
+	VMOVUPS X6, 128(SP) \
+	XORQ    AX, AX \
+rowscopy: \
+	MOVL 128(SP)(AX*4), BX \
+	MOVL BX, 0(DI)(AX*4) \
+	INCQ AX \
+	CMPQ AX, R9 \
+	JB   rowscopy \
 	VZEROUPPER \
 	RET
 
@@ -87,11 +140,12 @@ rowssum: \
 #define HALF_K(I, Y) VCVTPH2PS (2*I)(SI)(AX*2), Y
 
 // WEIGHTED_SUM is the body of weightedSumFloats and weightedSumHalves:
-// out[c] = Σ_t weights[t]·values[t][c] over n (≥ 1) rows of values, each
+// out[c] += Σ_t weights[t]·values[t][c] over n (≥ 1) rows of values, each
 // stride bytes after the last, for cols (a multiple of 8) columns,
 // LOADV(I, Y) loading 8 values from column CX+I of the row at BX into Y as
-// floats: 32 columns across every row, then 8, each lane's FMAs in the
-// order of t.
+// floats: 64 columns across every row, then 32, then 8, each lane's FMAs
+// in the order of t. Eight chains of FMAs keep both of a core's FMA units
+// busy through their latency, where four (32 columns) kept one.
 #define WEIGHTED_SUM(LOADV) \
 	MOVQ out+0(FP), DI \
 	MOVQ weights+8(FP), R8 \
@@ -99,17 +153,64 @@ rowssum: \
 	MOVQ values+24(FP), SI \
 	MOVQ cols+32(FP), R10 \
 	MOVQ stride+40(FP), DX \
+	MOVQ R10, R12 \
+	ANDQ $-64, R12 \
 	MOVQ R10, R11 \
 	ANDQ $-32, R11 \
 	XORQ CX, CX \
+sumeight: \
+	CMPQ    CX, R12 \
+	JAE     sumfour \
+	VMOVUPS 0(DI)(CX*4), Y0 \
+	VMOVUPS 32(DI)(CX*4), Y1 \
+	VMOVUPS 64(DI)(CX*4), Y2 \
+	VMOVUPS 96(DI)(CX*4), Y3 \
+	VMOVUPS 128(DI)(CX*4), Y4 \
+	VMOVUPS 160(DI)(CX*4), Y5 \
+	VMOVUPS 192(DI)(CX*4), Y6 \
+	VMOVUPS 224(DI)(CX*4), Y7 \
+	MOVQ    SI, BX \
+	XORQ    AX, AX \
+sumeightrow: \
+	VBROADCASTSS 0(R8)(AX*4), Y15 \
+	LOADV(0, Y8) \
+	VFMADD231PS  Y15, Y8, Y0 \
+	LOADV(8, Y9) \
+	VFMADD231PS  Y15, Y9, Y1 \
+	LOADV(16, Y10) \
+	VFMADD231PS  Y15, Y10, Y2 \
+	LOADV(24, Y11) \
+	VFMADD231PS  Y15, Y11, Y3 \
+	LOADV(32, Y12) \
+	VFMADD231PS  Y15, Y12, Y4 \
+	LOADV(40, Y13) \
+	VFMADD231PS  Y15, Y13, Y5 \
+	LOADV(48, Y14) \
+	VFMADD231PS  Y15, Y14, Y6 \
+	LOADV(56, Y8) \
+	VFMADD231PS  Y15, Y8, Y7 \
+	ADDQ         DX, BX \
+	INCQ         AX \
+	CMPQ         AX, R9 \
+	JB           sumeightrow \
+	VMOVUPS      Y0, 0(DI)(CX*4) \
+	VMOVUPS      Y1, 32(DI)(CX*4) \
+	VMOVUPS      Y2, 64(DI)(CX*4) \
+	VMOVUPS      Y3, 96(DI)(CX*4) \
+	VMOVUPS      Y4, 128(DI)(CX*4) \
+	VMOVUPS      Y5, 160(DI)(CX*4) \
+	VMOVUPS      Y6, 192(DI)(CX*4) \
+	VMOVUPS      Y7, 224(DI)(CX*4) \
+	ADDQ         $64, CX \
+	JMP          sumeight \
 sumfour: \
 	CMPQ   CX, R11 \
 	JAE    sumone \
-	VXORPS Y0, Y0, Y0 \
-	VXORPS Y1, Y1, Y1 \
-	VXORPS Y2, Y2, Y2 \
-	VXORPS Y3, Y3, Y3 \
-	MOVQ   SI, BX \
+	VMOVUPS 0(DI)(CX*4), Y0 \
+	VMOVUPS 32(DI)(CX*4), Y1 \
+	VMOVUPS 64(DI)(CX*4), Y2 \
+	VMOVUPS 96(DI)(CX*4), Y3 \
+	MOVQ    SI, BX \
 	XORQ   AX, AX \
 sumfourrow: \
 	VBROADCASTSS 0(R8)(AX*4), Y15 \
@@ -134,8 +235,8 @@ sumfourrow: \
 sumone: \
 	CMPQ   CX, R10 \
 	JAE    sumend \
-	VXORPS Y0, Y0, Y0 \
-	MOVQ   SI, BX \
+	VMOVUPS 0(DI)(CX*4), Y0 \
+	MOVQ    SI, BX \
 	XORQ   AX, AX \
 sumonerow: \
 	VBROADCASTSS 0(R8)(AX*4), Y15 \
@@ -155,13 +256,13 @@ sumend: \
 #define FLOAT_V(I, Y) VMOVUPS (4*I)(BX)(CX*4), Y
 #define HALF_V(I, Y) VCVTPH2PS (2*I)(BX)(CX*2), Y
 
-// func dotFloatRows4(out *[4]float32, rows unsafe.Pointer, stride, n, cols int, x unsafe.Pointer)
-TEXT ·dotFloatRows4(SB), NOSPLIT, $128-48
-	DOT_ROWS4(FLOAT_K)
+// func dotFloatRows(out, rows unsafe.Pointer, stride, n, cols int, x unsafe.Pointer)
+TEXT ·dotFloatRows(SB), NOSPLIT, $144-48
+	DOT_ROWS(FLOAT_K)
 
-// func dotHalfRows4(out *[4]float32, rows unsafe.Pointer, stride, n, cols int, x unsafe.Pointer)
-TEXT ·dotHalfRows4(SB), NOSPLIT, $128-48
-	DOT_ROWS4(HALF_K)
+// func dotHalfRows(out, rows unsafe.Pointer, stride, n, cols int, x unsafe.Pointer)
+TEXT ·dotHalfRows(SB), NOSPLIT, $144-48
+	DOT_ROWS(HALF_K)
 
 // func weightedSumFloats(out, weights unsafe.Pointer, n int, values unsafe.Pointer, cols, stride int)
 TEXT ·weightedSumFloats(SB), NOSPLIT, $0-48

@@ -437,24 +437,32 @@ func BenchmarkPoolHandOff(b *testing.B) {
 }
 
 // BenchmarkAttention is one layer's attention (every head, one thread) at
-// positions 255 and 2047 of stories110M's shape (its context stretched to
-// 2048): scores, softmax and the weighted sum over the cached keys and
-// values, from a cache of floats and one of halves.
+// positions 255 and 2047: scores, softmax and the weighted sum over the
+// cached keys and values, from a cache of floats and one of halves. Its
+// shapes are stories110M's (twelve heads of 64, each its own kv head; the
+// context stretched to 2048) and Qwen2.5-0.5B's (fourteen heads of 64 in
+// two groups of seven sharing a kv head).
 func BenchmarkAttention(b *testing.B) {
-	shape := SyntheticShapes["stories110M"]
-	shape.SeqLen = 2048
-	for _, format := range []string{"f32", "f16"} {
-		for _, pos := range []int{255, 2047} {
-			b.Run(fmt.Sprintf("%s/pos=%d", format, pos), func(b *testing.B) {
-				st := NewState(Synthetic(shape, 1))
-				st.cache = filledCache(rand.New(rand.NewPCG(3, 4)), len(st.cache.keys), format)
-				copy(st.q, randomVec(rand.New(rand.NewPCG(5, 6)), len(st.q)))
-				st.pos = pos
-				job := attnJob{states: []*State{st}, layer: 3, heads: st.w.Shape.Heads}
-				for b.Loop() {
-					job.do(0, job.heads)
-				}
-			})
+	qwen := Shape{Dim: 896, HiddenDim: 256, Layers: 4, Heads: 14, KVHeads: 2, Vocab: 256, SeqLen: 2048}
+	stories := SyntheticShapes["stories110M"]
+	stories.SeqLen = 2048
+	for _, shape := range []struct {
+		name  string
+		shape Shape
+	}{{"stories110M", stories}, {"qwen2.5-0.5B", qwen}} {
+		for _, format := range []string{"f32", "f16"} {
+			for _, pos := range []int{255, 2047} {
+				b.Run(fmt.Sprintf("%s/%s/pos=%d", shape.name, format, pos), func(b *testing.B) {
+					st := NewState(Synthetic(shape.shape, 1))
+					st.cache = filledCache(rand.New(rand.NewPCG(3, 4)), len(st.cache.keys), format)
+					copy(st.q, randomVec(rand.New(rand.NewPCG(5, 6)), len(st.q)))
+					st.pos = pos
+					job := newAttnJob([]*State{st}, 3, st.w.Shape, 1)
+					for b.Loop() {
+						job.do(0, job.parts())
+					}
+				})
+			}
 		}
 	}
 }

@@ -48,10 +48,10 @@ func dotRowsGeneric(out, w, x []float32, lo, hi, cols, stride int) {
 	}
 }
 
-// weightedSumGeneric sets out = Σ_t weights[t]·v[t*stride : t*stride+len(out)],
-// attention's mix of cached values.
+// weightedSumGeneric adds Σ_t weights[t]·v[t*stride : t*stride+len(out)]
+// to out, attention's mix of cached values (a block of positions at a
+// time: attendHeads).
 func weightedSumGeneric(out, weights, v []float32, stride int) {
-	clear(out)
 	for t, a := range weights {
 		axpyGeneric(out, a, v[t*stride:t*stride+len(out)])
 	}
@@ -492,7 +492,6 @@ func dotRowsHalfGeneric(out []float32, w []uint16, x []float32, lo, hi, cols, st
 // widened into scratch (len(out) floats) first.
 func weightedSumHalfGeneric(out, weights []float32, v []uint16, stride int, scratch []float32) {
 	row := scratch[:len(out)]
-	clear(out)
 	for t, a := range weights {
 		widenHalves(row, v[t*stride:t*stride+len(out)])
 		axpyGeneric(out, a, row)

@@ -64,8 +64,8 @@ var KernelName = func() string {
 
 // dotRows sets out[r] = w[r*stride : r*stride+cols]·x for rows [lo, hi):
 // attention's scores over cached keys, whose rows (a head's width) are
-// short. dotFloatRows4 takes four rows a call, in assembly: in Go, with a
-// call for each row's loop and one for each four rows' horizontal sums,
+// short. dotFloatRows takes them all in one call, in assembly: in Go, with
+// a call for each row's loop and one for each four rows' horizontal sums,
 // a layer's attention took a third longer (BenchmarkAttention, 39–45
 // against 30–32 µs at position 255). A width that is not whole vectors
 // (no model's head has one) goes the portable way.
@@ -75,29 +75,16 @@ func dotRows(out, w, x []float32, lo, hi, cols, stride int) {
 		return
 	}
 	_ = w[(hi-1)*stride+cols-1] // every row read below is in bounds
-	dotRowsBy4(out, dotFloatRows4, unsafe.Pointer(&w[0]), 4*stride, lo, hi, x[:cols])
+	_ = out[lo:hi]
+	dotFloatRows(unsafe.Pointer(&out[lo]), unsafe.Pointer(&w[lo*stride]), 4*stride, hi-lo, cols, unsafe.Pointer(&x[:cols][0]))
 }
 
-// dotRowsBy4 sets out[r] for rows [lo, hi) through kernel, four rows a
-// call, row r at rows + r·rowBytes, len(x) values a row; the caller has
-// checked that every row is in bounds. It inlines, so kernel is a direct
-// call and sums stays on the stack (through a func value it escaped:
-// TestAttentionDoesNotAllocate).
-func dotRowsBy4(out []float32, kernel func(out *[4]float32, rows unsafe.Pointer, stride, n, cols int, x unsafe.Pointer), rows unsafe.Pointer, rowBytes, lo, hi int, x []float32) {
-	_ = out[lo:hi] // lo is not negative
-	var sums [4]float32
-	for r0 := lo; r0 < hi; r0 += 4 {
-		n := min(4, hi-r0)
-		kernel(&sums, unsafe.Add(rows, r0*rowBytes), rowBytes, n, len(x), unsafe.Pointer(&x[0]))
-		copy(out[r0:r0+n], sums[:n])
-	}
-}
-
-// weightedSum keeps out's lanes in registers across every t, instead of an
-// axpy call per cached position: four chunks of eight lanes at a time, so
-// each pass over the cached values reads 128 of every row's bytes in one
-// stream, then single chunks for what is left (weightedSumFloats, in
-// assembly, as its twin over halves is).
+// weightedSum adds Σ_t weights[t]·row t to out as weightedSumGeneric does,
+// keeping out's lanes in registers across every t instead of an axpy call
+// per cached position: four chunks of eight lanes at a time, so each pass
+// over the cached values reads 128 of every row's bytes in one stream,
+// then single chunks for what is left (weightedSumFloats, in assembly, as
+// its twin over halves is).
 func weightedSum(out, weights, v []float32, stride int) {
 	n := len(out)
 	if !haveAVX2 || n%8 != 0 || len(weights) == 0 {
@@ -109,7 +96,7 @@ func weightedSum(out, weights, v []float32, stride int) {
 }
 
 // dotRowsHalf is dotRows over rows of halves (a cache of halves' keys):
-// dotHalfRows4 does dotFloatRows4's arithmetic on each half widened as it
+// dotHalfRows does dotFloatRows' arithmetic on each half widened as it
 // is loaded, so the scores are dotRows' of the widened rows bit for bit.
 // scratch (cols floats) serves the portable kernel, for a ragged width.
 func dotRowsHalf(out []float32, w []uint16, x []float32, lo, hi, cols, stride int, scratch []float32) {
@@ -118,7 +105,8 @@ func dotRowsHalf(out []float32, w []uint16, x []float32, lo, hi, cols, stride in
 		return
 	}
 	_ = w[(hi-1)*stride+cols-1] // every row read below is in bounds
-	dotRowsBy4(out, dotHalfRows4, unsafe.Pointer(&w[0]), 2*stride, lo, hi, x[:cols])
+	_ = out[lo:hi]
+	dotHalfRows(unsafe.Pointer(&out[lo]), unsafe.Pointer(&w[lo*stride]), 2*stride, hi-lo, cols, unsafe.Pointer(&x[:cols][0]))
 }
 
 // weightedSumHalf is weightedSum over rows of halves (a cache of halves'
@@ -162,10 +150,10 @@ func roundToHalves(x []float32) {
 func roundToHalvesAVX2(x unsafe.Pointer, n int)
 
 //go:noescape
-func dotFloatRows4(out *[4]float32, rows unsafe.Pointer, stride, n, cols int, x unsafe.Pointer)
+func dotFloatRows(out, rows unsafe.Pointer, stride, n, cols int, x unsafe.Pointer)
 
 //go:noescape
-func dotHalfRows4(out *[4]float32, rows unsafe.Pointer, stride, n, cols int, x unsafe.Pointer)
+func dotHalfRows(out, rows unsafe.Pointer, stride, n, cols int, x unsafe.Pointer)
 
 //go:noescape
 func weightedSumFloats(out, weights unsafe.Pointer, n int, values unsafe.Pointer, cols, stride int)

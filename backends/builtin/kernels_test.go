@@ -140,35 +140,53 @@ func TestMatVecQ8AgainstFloat64(t *testing.T) {
 }
 
 // Attention's kernels: scores over strided cached keys, and the weighted
-// sum of strided cached values.
+// sum of strided cached values, at head widths inside, at and past the
+// 64 columns the assembly keeps in registers. The scores write only their
+// rows (a span starting anywhere, of any length), and the mix adds to
+// what out holds.
 func TestAttentionKernelsAgainstFloat64(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	type scoreKernel = func(out, w, x []float32, lo, hi, cols, stride int)
 	type mixKernel = func(out, weights, v []float32, stride int)
-	for _, hs := range []int{8, 12, 48, 64} {
+	for _, hs := range []int{8, 12, 48, 64, 72, 104, 128, 256} {
 		stride := 3*hs + 5 // keys of one head sit inside wider cache rows
 		positions := 37
 		cache, q := randomVec(rng, positions*stride), randomVec(rng, hs)
 		weights := randomVec(rng, positions)
 		for name, kernel := range map[string]scoreKernel{"dispatched": dotRows, "portable": dotRowsGeneric} {
-			got := make([]float32, positions)
-			kernel(got, cache, q, 0, positions, hs, stride)
-			for p := range positions {
-				var want, scale float64
-				for i := range hs {
-					want += float64(cache[p*stride+i]) * float64(q[i])
-					scale += math.Abs(float64(cache[p*stride+i]) * float64(q[i]))
-				}
-				if math.Abs(float64(got[p])-want) > 1e-5*scale {
-					t.Fatalf("%s scores hs=%d pos %d: %v, want %v", name, hs, p, got[p], want)
+			for _, lo := range []int{0, 1, 6} {
+				for _, hi := range []int{lo + 1, lo + 3, lo + 4, positions} {
+					const sentinel = 12345
+					got := make([]float32, positions+3)
+					for p := range got {
+						got[p] = sentinel
+					}
+					kernel(got, cache, q, lo, hi, hs, stride)
+					for p := range got {
+						if p < lo || p >= hi {
+							if got[p] != sentinel {
+								t.Fatalf("%s scores hs=%d rows [%d, %d): wrote %v at %d", name, hs, lo, hi, got[p], p)
+							}
+							continue
+						}
+						var want, scale float64
+						for i := range hs {
+							want += float64(cache[p*stride+i]) * float64(q[i])
+							scale += math.Abs(float64(cache[p*stride+i]) * float64(q[i]))
+						}
+						if math.Abs(float64(got[p])-want) > 1e-5*scale {
+							t.Fatalf("%s scores hs=%d pos %d: %v, want %v", name, hs, p, got[p], want)
+						}
+					}
 				}
 			}
 		}
 		for name, kernel := range map[string]mixKernel{"dispatched": weightedSum, "portable": weightedSumGeneric} {
-			got := make([]float32, hs)
+			start := randomVec(rng, hs)
+			got := append([]float32(nil), start...)
 			kernel(got, weights, cache, stride)
 			for i := range hs {
-				var want, scale float64
+				want, scale := float64(start[i]), math.Abs(float64(start[i]))
 				for p := range positions {
 					want += float64(weights[p]) * float64(cache[p*stride+i])
 					scale += math.Abs(float64(weights[p]) * float64(cache[p*stride+i]))

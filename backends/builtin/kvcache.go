@@ -2,7 +2,7 @@ package builtin
 
 // kvCache is one stream's cached keys and values: layers × kv heads ×
 // positions × head size, head by head, so that a head reads its keys and
-// values as two sequential streams (see attendHead).
+// values as two sequential streams (see attendHeads).
 //
 // A model with quantized weights keeps them as halves, as llama.cpp keeps
 // its cache by default: attention reads half the bytes a token (at long
@@ -60,26 +60,47 @@ func (c *kvCache) store(at int, k, v []float32) {
 	copy(c.values[at:at+len(v)], v)
 }
 
+// attnBlockBytes is how much of a kv head's keys (or values) the heads
+// that share it take in turn (attendHeads): a block stays in L1 (32 KiB
+// or more on the CPUs this runs on) beside the heads' queries and sums.
+const attnBlockBytes = 16 << 10
+
+// blockRows is how many positions of keys or values, hs values each, make
+// one of attendHeads' blocks.
+func (c *kvCache) blockRows(hs int) int {
+	bytes := 4
+	if c.halfKeys != nil {
+		bytes = 2
+	}
+	return max(8, attnBlockBytes/(hs*bytes)&^7)
+}
+
+// roundAsStored rounds v in place to what the cache holds: to halves
+// where it holds halves, as ggml converts a product's f32 input (the
+// query, the softmax's weights) to its matrix's type.
+func (c *kvCache) roundAsStored(v []float32) {
+	if c.halfKeys != nil {
+		roundToHalves(v)
+	}
+}
+
 // scores sets att[t] = key t · q for t in [from, to), the keys of the head
-// whose cache starts at headAt (hs values a key). A cache of halves
-// rounds q to halves in place first. scratch (hs floats) is the portable
-// kernels' room to widen a row of halves.
+// whose cache starts at headAt (hs values a key), q already rounded as
+// stored. scratch (hs floats) is the portable kernels' room to widen a
+// row of halves.
 func (c *kvCache) scores(att, q []float32, headAt, from, to, hs int, scratch []float32) {
 	if c.halfKeys != nil {
-		roundToHalves(q)
 		dotRowsHalf(att, c.halfKeys[headAt:headAt+to*hs], q, from, to, hs, hs, scratch)
 		return
 	}
 	dotRows(att, c.keys[headAt:headAt+to*hs], q, from, to, hs, hs)
 }
 
-// mix sets out = Σ_t weights[t]·value start+t of the head whose cache
-// starts at headAt. A cache of halves rounds the weights to halves in
-// place first.
+// mix adds Σ_t weights[t]·value start+t of the head whose cache starts at
+// headAt to out, the weights already rounded as stored.
 func (c *kvCache) mix(out, weights []float32, headAt, start, hs int, scratch []float32) {
 	lo, hi := headAt+start*hs, headAt+(start+len(weights))*hs
 	if c.halfValues != nil {
-		roundToHalves(weights)
 		weightedSumHalf(out, weights, c.halfValues[lo:hi], hs, scratch)
 		return
 	}

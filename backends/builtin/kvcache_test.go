@@ -105,9 +105,85 @@ func TestAttentionDoesNotAllocate(t *testing.T) {
 		st.cache = filledCache(rand.New(rand.NewPCG(3, 4)), len(st.cache.keys), format)
 		copy(st.q, randomVec(rand.New(rand.NewPCG(5, 6)), len(st.q)))
 		st.pos = 100
-		job := attnJob{states: []*State{st}, layer: 1, heads: shape.Heads}
-		if n := testing.AllocsPerRun(10, func() { job.do(0, job.heads) }); n != 0 {
+		job := newAttnJob([]*State{st}, 1, shape, 1)
+		if n := testing.AllocsPerRun(10, func() { job.do(0, job.parts()) }); n != 0 {
 			t.Errorf("%s cache: %v allocations a layer's attention", format, n)
+		}
+	}
+}
+
+// A layer's attention cuts every stream's heads into parts of one kv
+// head each, every head in exactly one part, and into at least as many
+// parts as threads where the heads allow it.
+func TestAttentionPartsHoldEveryHeadOnce(t *testing.T) {
+	for _, c := range []struct{ heads, kvHeads, streams, threads int }{
+		{14, 2, 1, 1}, {14, 2, 1, 2}, {14, 2, 1, 3}, {14, 2, 1, 8}, {14, 2, 1, 64}, {14, 2, 64, 2},
+		{32, 8, 1, 2}, {32, 8, 1, 16}, {12, 12, 1, 4}, {4, 1, 1, 3}, {16, 8, 3, 7},
+	} {
+		shape := Shape{Heads: c.heads, KVHeads: c.kvHeads}
+		states := make([]*State, c.streams)
+		for i := range states {
+			states[i] = &State{}
+		}
+		job := newAttnJob(states, 0, shape, c.threads)
+		seen := make(map[*State][]int)
+		for p := range job.parts() {
+			st, h0, h1 := job.part(p)
+			group := c.heads / c.kvHeads
+			if h0 >= h1 || h0/group != (h1-1)/group {
+				t.Fatalf("%+v: part %d holds heads [%d, %d), not one kv head's", c, p, h0, h1)
+			}
+			if seen[st] == nil {
+				seen[st] = make([]int, c.heads)
+			}
+			for h := h0; h < h1; h++ {
+				seen[st][h]++
+			}
+		}
+		for _, st := range states {
+			for h, n := range seen[st] {
+				if n != 1 {
+					t.Fatalf("%+v: head %d of a stream is in %d parts", c, h, n)
+				}
+			}
+		}
+		if want := min(c.threads, c.heads*c.streams); job.parts() < want {
+			t.Errorf("%+v: %d parts for %d threads", c, job.parts(), c.threads)
+		}
+	}
+}
+
+// Heads that share a kv head take its keys and values a block at a time,
+// each head in turn (attendHeads); each head's output is what it is when
+// the head runs alone, bit for bit: every sum is the same sum in the same
+// order. Positions span several blocks, on a global and a sliding layer,
+// with and without gemma3's query scale, from either cache.
+func TestGroupedAttentionIsHeadByHeadBitForBit(t *testing.T) {
+	shape := Shape{Dim: 384, HiddenDim: 64, Layers: 2, Heads: 6, KVHeads: 2, Vocab: 16, SeqLen: 700}
+	for _, format := range []string{"f32", "f16"} {
+		for _, attnScale := range []float32{0, 0.125} {
+			w := Synthetic(shape, 1)
+			w.Layers[1].Sliding, w.Window, w.AttnScale = true, 150, attnScale
+			q := randomVec(rand.New(rand.NewPCG(5, 6)), shape.Dim)
+			st := NewState(w)
+			st.cache = filledCache(rand.New(rand.NewPCG(3, 4)), len(st.cache.keys), format)
+			for _, pos := range []int{0, 9, 130, 257, 699} {
+				for l := range shape.Layers {
+					copy(st.q, q)
+					st.attendHeads(l, pos, 0, 3)
+					st.attendHeads(l, pos, 3, 6)
+					grouped := append([]float32(nil), st.ao...)
+					copy(st.q, q)
+					for h := range shape.Heads {
+						st.attendHeads(l, pos, h, h+1)
+					}
+					for i, v := range st.ao {
+						if math.Float32bits(v) != math.Float32bits(grouped[i]) {
+							t.Fatalf("%s cache, scale %v, layer %d, pos %d: output %d is %v grouped, %v head by head", format, attnScale, l, pos, i, grouped[i], v)
+						}
+					}
+				}
+			}
 		}
 	}
 }
