@@ -12,8 +12,8 @@ import (
 
 // ConfigDifferences lists, in a few words each, how session b was set up
 // differently from session a in what changes latency by itself: the model,
-// the backend, the prompts, max_tokens, fixed-length generation, and the
-// sampling of the arms they share by name. A comparison across such
+// the backend and its version, the prompts, max_tokens, fixed-length
+// generation, and the sampling of the arms they share by name. A comparison across such
 // sessions measures those differences as much as anything else, so every
 // output that compares them says so. Empty when the setups match.
 func ConfigDifferences(a, b *Manifest) []string {
@@ -29,6 +29,10 @@ func ConfigDifferences(a, b *Manifest) []string {
 		differ("backend", x.Kind, y.Kind)
 		if x.Kind == y.Kind && x.Quantization != y.Quantization {
 			differ("quantization", x.Quantization, y.Quantization)
+		}
+		// A server that did not say its version is not called different.
+		if x.Kind == y.Kind && x.ServerVersion != "" && y.ServerVersion != "" {
+			differ("server", x.ServerVersion, y.ServerVersion)
 		}
 		differ("options", orNone(backends.OptionsText(x.Options)), orNone(backends.OptionsText(y.Options)))
 	}

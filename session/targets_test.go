@@ -69,4 +69,16 @@ func TestConfigDifferencesSeeEachArmsTarget(t *testing.T) {
 	if strings.Join(got, "; ") != "quantization Q4_K_M vs Q8_0; options none vs num_ctx=4096" {
 		t.Errorf("differences %q", got)
 	}
+	// One server in two versions (the built-in engine across a change to
+	// its arithmetic) is a difference; a version one side did not report
+	// is not.
+	a, b := manifest(nil, "Q8_0"), manifest(nil, "Q8_0")
+	a.Targets[0].ServerVersion, b.Targets[0].ServerVersion = "0.5.1", "0.6.0"
+	if got := ConfigDifferences(a, b); strings.Join(got, "; ") != "server 0.5.1 vs 0.6.0" {
+		t.Errorf("versions: differences %q", got)
+	}
+	b.Targets[0].ServerVersion = ""
+	if got := ConfigDifferences(a, b); len(got) != 0 {
+		t.Errorf("an unreported version: differences %q", got)
+	}
 }
