@@ -15,7 +15,9 @@
 // into four accumulators over 32 columns, then 8 at a time into the
 // first, then a0+a1 + (a2+a3) (the Go kernel this replaced, bit for bit);
 // its eight lanes wait in the frame, and four rows' lanes at a time go
-// through horizontal sums (pairs, pairs of pairs, the two halves). x's
+// through horizontal sums (pairs, pairs of pairs, the two halves); of a
+// last group of fewer rows, only their sums are stored (the frame's other
+// slots hold what is left from before). x's
 // first 64 columns stay in Y8-Y15 across the rows, so a row of a head of
 // 64 loads only its own 256 bytes; a head's wider columns are loaded
 // beside the row's.

@@ -81,10 +81,10 @@ func dotRows(out, w, x []float32, lo, hi, cols, stride int) {
 
 // weightedSum adds Σ_t weights[t]·row t to out as weightedSumGeneric does,
 // keeping out's lanes in registers across every t instead of an axpy call
-// per cached position: four chunks of eight lanes at a time, so each pass
-// over the cached values reads 128 of every row's bytes in one stream,
-// then single chunks for what is left (weightedSumFloats, in assembly, as
-// its twin over halves is).
+// per cached position: eight chunks of eight lanes at a time, so each pass
+// over the cached values reads 256 of every row's bytes in one stream,
+// then four chunks, then single ones for what is left (weightedSumFloats,
+// in assembly, as its twin over halves is).
 func weightedSum(out, weights, v []float32, stride int) {
 	n := len(out)
 	if !haveAVX2 || n%8 != 0 || len(weights) == 0 {
