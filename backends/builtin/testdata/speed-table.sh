@@ -12,18 +12,20 @@
 # LLAMA_CPP is the folder holding llama-quantize and llama-bench (a build
 # of your own; the table should name its commit). Defaults: 3 rounds,
 # stories110M, presets F32 Q8_0 Q4_0 Q4_K_M. Files go to $OUT (default a
-# temporary folder), kept for reuse. DEPTH=N times tg128 alone, each
+# temporary folder), kept for reuse. DEPTH=N times tg128 with each
 # engine's cache holding an N-token prompt first (llama-bench's -d), where
-# attention reads the cache: what a long conversation decodes at.
+# attention reads the cache: what a long conversation decodes at; and
+# ppN, that prompt itself read from an empty cache (llama-bench -p N).
 # LLAMA_BENCH_ARGS adds llama-bench options (e.g. "-fa off", its faster
-# attention at depth on the development VM).
+# attention at depth on the development VM; "-fa on" was its faster for
+# long prompts).
 set -euo pipefail
 depth=${DEPTH:-0}
 tests=(tg128 pp64)
 label=
 if [ "$depth" != 0 ]; then
-	tests=(tg128)
-	label=" @ d$depth"
+	tests=(tg128 "pp$depth")
+	label=" @ d$depth" # tg128's alone: ppN is read from an empty cache
 fi
 
 rounds=${1:-3}
@@ -77,7 +79,7 @@ tokentop() {
 # llamacpp FILE TEST THREADS: llama-bench's mean tok/s over 3 repetitions.
 llamacpp() {
 	local args=(-p 0 -n 128 -d "$depth") out
-	[ "$2" = pp64 ] && args=(-p 64 -n 0)
+	[ "$2" != tg128 ] && args=(-p "${2#pp}" -n 0)
 	# shellcheck disable=SC2086 # LLAMA_BENCH_ARGS is words
 	out=$("$LLAMA_CPP/llama-bench" -m "$1" -t "$3" -r 3 "${args[@]}" ${LLAMA_BENCH_ARGS:-} -o csv 2>&1) ||
 		{ echo "speed-table: llama-bench failed on $1 ($2, $3 threads):" >&2; echo "$out" | tail -5 >&2; exit 1; }
@@ -115,7 +117,9 @@ for p in "${presets[@]}"; do
 		for threads in 1 2; do
 			a=$(awk -F'\t' -v p="$p" -v t="$test" -v n="$threads" '$1 == p && $2 == t && $3 == n && $4 == "tokentop" { print $5 }' "$results" | median)
 			b=$(awk -F'\t' -v p="$p" -v t="$test" -v n="$threads" '$1 == p && $2 == t && $3 == n && $4 == "llama.cpp" { print $5 }' "$results" | median)
-			awk -v p="$p" -v t="$test" -v n="$threads" -v a="$a" -v b="$b" -v d="$label" 'BEGIN { printf "| %s | %s%s | %s | %.1f | %.1f | %.2f |\n", p, t, d, n, a, b, a / b }'
+			d=
+			[ "$test" = tg128 ] && d=$label
+			awk -v p="$p" -v t="$test" -v n="$threads" -v a="$a" -v b="$b" -v d="$d" 'BEGIN { printf "| %s | %s%s | %s | %.1f | %.1f | %.2f |\n", p, t, d, n, a, b, a / b }'
 		done
 	done
 done
