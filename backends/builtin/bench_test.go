@@ -457,7 +457,7 @@ func BenchmarkAttention(b *testing.B) {
 					st.cache = filledCache(rand.New(rand.NewPCG(3, 4)), len(st.cache.keys), format)
 					copy(st.q, randomVec(rand.New(rand.NewPCG(5, 6)), len(st.q)))
 					st.pos = pos
-					job := newAttnJob([]*State{st}, 3, st.w.Shape, 1)
+					job := newAttnJob([][]*State{{st}}, 3, st.w.Shape, 1)
 					for b.Loop() {
 						job.do(0, job.parts())
 					}

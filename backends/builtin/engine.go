@@ -131,7 +131,7 @@ func (e *Engine) runPass() {
 		runtime.Gosched()
 	}
 	e.queueMu.Lock()
-	e.pass.states, e.pass.last = e.pass.states[:0], e.pass.last[:0]
+	e.pass.reset()
 	for _, st := range e.queue {
 		e.pass.add(st)
 	}

@@ -122,7 +122,7 @@ func TestCanceledGenerationHasNoStopReason(t *testing.T) {
 // returns its logits.
 func (e *Engine) forwardOne(st *State, token, pos int) []float32 {
 	st.token, st.pos, st.sample = token, pos, false
-	e.pass.states, e.pass.last = e.pass.states[:0], e.pass.last[:0]
+	e.pass.reset()
 	e.pass.add(st) // the one way a pass is made, so the logits are computed
 	e.forward(&e.pass)
 	return st.logits

@@ -286,6 +286,9 @@ func (r *rotary) rotate(v []float32, pos int) {
 // attends causally to the positions up to its own.
 type pass struct {
 	states []*State
+	// streams are states' tokens stream by stream: a prompt chunk's
+	// views and its stream's State, whose cache they share.
+	streams [][]*State
 	// last are the states whose logits the pass computes: all but the
 	// views of prompt chunks, whose next token nobody asked for.
 	last   []*State
@@ -299,6 +302,7 @@ type pass struct {
 // add puts st's step into the pass: its views for a prompt chunk's
 // earlier tokens, then st at the chunk's last position.
 func (p *pass) add(st *State) {
+	first := len(p.states)
 	if n := len(st.prompt); n > 0 {
 		for len(st.views) < n-1 {
 			st.views = append(st.views, st.view())
@@ -312,6 +316,12 @@ func (p *pass) add(st *State) {
 	}
 	p.states = append(p.states, st)
 	p.last = append(p.last, st)
+	p.streams = append(p.streams, p.states[first:len(p.states):len(p.states)])
+}
+
+// reset empties the pass for the next, keeping its room.
+func (p *pass) reset() {
+	p.states, p.last, p.streams = p.states[:0], p.last[:0], p.streams[:0]
 }
 
 // forward runs each state's token at its position through the model,
@@ -326,7 +336,7 @@ func (e *Engine) forward(p *pass) {
 		e.eachState(p, p.states, l, stepAttnNorm)
 		e.multiply(p, p.states, [3]*Matrix{layer.WQ, layer.WK, layer.WV}, 3, false, selXB, [3]vecSel{selQ, selK, selV})
 		e.eachState(p, p.states, l, stepStoreKV)
-		p.attn = newAttnJob(p.states, l, s, e.pool.Threads())
+		p.attn = newAttnJob(p.streams, l, s, e.pool.Threads())
 		e.pool.run(&p.attn)
 		e.multiply(p, p.states, [3]*Matrix{layer.WO}, 1, false, selAO, [3]vecSel{selXB2})
 		e.eachState(p, p.states, l, stepFFNNorm)
@@ -464,84 +474,116 @@ func (e *Engine) multiply(p *pass, states []*State, ms [3]*Matrix, n int, gated 
 	e.pool.run(j)
 }
 
-// attendHeads computes the attention output at pos of heads [h0, h1),
-// which share one kv head, into ao: scores against every cached key (a
+// attendHeads computes the attention output of heads [h0, h1), which
+// share one kv head, for each of tokens, states of one stream (a prompt
+// chunk's, or one decoding token) each at its own position, into their
+// ao: scores against every cached key up to the token's position (a
 // sliding layer's last Window keys), softmax, then the weighted sum of
-// values. Parts of a pass hold disjoint heads, which write disjoint parts
-// of att and ao, so they run in parallel.
+// values. Parts of a pass hold disjoint heads or streams, which write
+// disjoint parts of att and ao, so they run in parallel.
 //
 // The cache is laid out head by head, so a kv head's keys and values are
 // two sequential streams. With llama2.c's position-major layout each
 // position was a short row at a stride of the whole kv width, and on
 // stories110M attention took 16% of a two-thread decode step for 2% of
-// its arithmetic. The heads of a group read those streams a block of
-// attnBlockBytes at a time, every head in turn, so each block comes from
-// memory once for the group and from L1 for the rest of it; head by head,
-// each head streamed the whole cache again, and a 2048-token prompt of
-// Qwen2.5-0.5B (seven heads a kv head) spent 29% of a one-thread pass in
-// attention (BenchmarkGGUFFile/pp2048). Each head's sums are the same
-// sums in the same order either way
+// its arithmetic. The tokens and heads read those streams a block of
+// attnBlockBytes at a time, every token's every head in turn, so each
+// block comes from memory once for them all and from L1 for the rest;
+// head by head and token by token, each streamed the whole cache again,
+// and a 2048-token prompt of Qwen2.5-0.5B (seven heads a kv head) spent
+// 29% of a one-thread pass in attention (BenchmarkGGUFFile/pp2048). Each
+// head's sums are the same sums in the same order either way
 // (TestGroupedAttentionIsHeadByHeadBitForBit).
-func (st *State) attendHeads(l, pos, h0, h1 int) {
-	s := st.w.Shape
+func attendHeads(tokens []*State, l, h0, h1 int) {
+	w := tokens[0].w
+	s, cache := w.Shape, &tokens[0].cache
 	seq, hs := s.SeqLen, s.HeadSize()
-	headAt := (l*s.KVHeads + h0/(s.Heads/s.KVHeads)) * seq * hs
-	// A sliding layer's window starts at from; the scores start at the
-	// whole vector holding it (start), the positions before from in it
-	// -Inf. Scores are padded to whole vectors with -Inf too, whose
-	// weight is 0, so softmax never has a ragged tail.
-	from := 0
-	if st.w.Layers[l].Sliding {
-		from = max(0, pos+1-st.w.Window)
+	// Tokens go a few at a time, their queries few enough to stay in L1
+	// with the block (attnQueryBytes).
+	if per := max(1, attnQueryBytes/((h1-h0)*hs*4)); len(tokens) > per {
+		for i := 0; i < len(tokens); i += per {
+			attendHeads(tokens[i:min(i+per, len(tokens))], l, h0, h1)
+		}
+		return
 	}
-	start, end := from&^7, pos+1
+	headAt := (l*s.KVHeads + h0/(s.Heads/s.KVHeads)) * seq * hs
 	scale := float32(1 / math.Sqrt(float64(hs)))
-	if st.w.AttnScale != 0 {
+	if w.AttnScale != 0 {
 		scale = 1
 	}
-	for h := h0; h < h1; h++ {
-		q := st.q[h*hs : (h+1)*hs]
-		if qs := st.w.AttnScale; qs != 0 {
-			// gemma3's graph scales the query, not the scores: where the
-			// cache is halves, the query is rounded to halves after it is
-			// scaled.
-			for i := range q {
-				q[i] *= qs
+	// A token attends to positions [from, end): a sliding layer's window
+	// starts at from. Its scores start at the whole vector holding from
+	// (start), the positions before from in it -Inf, and are padded to
+	// whole vectors with -Inf too, whose weight is 0, so softmax never
+	// has a ragged tail.
+	span := func(st *State) (from, end int) {
+		if w.Layers[l].Sliding {
+			from = max(0, st.pos+1-w.Window)
+		}
+		return from, st.pos + 1
+	}
+	first, last := seq, 0 // the positions any token attends to
+	for _, st := range tokens {
+		from, end := span(st)
+		first, last = min(first, from&^7), max(last, end)
+		for h := h0; h < h1; h++ {
+			q := st.q[h*hs : (h+1)*hs]
+			if qs := w.AttnScale; qs != 0 {
+				// gemma3's graph scales the query, not the scores: where
+				// the cache is halves, the query is rounded to halves
+				// after it is scaled.
+				for i := range q {
+					q[i] *= qs
+				}
+			}
+			cache.roundAsStored(q)
+		}
+	}
+	block := cache.blockRows(hs)
+	for lo := first; lo < last; lo += block {
+		hi := min(lo+block, last)
+		for _, st := range tokens {
+			from, end := span(st)
+			if a, b := max(lo, from), min(hi, end); a < b {
+				for h := h0; h < h1; h++ {
+					cache.scores(st.headAtt(h), st.q[h*hs:(h+1)*hs], headAt, a, b, hs, st.widened[h*hs:(h+1)*hs])
+				}
 			}
 		}
-		st.cache.roundAsStored(q)
 	}
-	block := st.cache.blockRows(hs)
-	for lo := from; lo < end; lo += block {
-		hi := min(lo+block, end)
+	for _, st := range tokens {
+		from, end := span(st)
+		start := from &^ 7
 		for h := h0; h < h1; h++ {
-			st.cache.scores(st.headAtt(h, pos), st.q[h*hs:(h+1)*hs], headAt, lo, hi, hs, st.widened[h*hs:(h+1)*hs])
+			att := st.headAtt(h)
+			for t := start; t < from; t++ {
+				att[t] = float32(math.Inf(-1))
+			}
+			for t := end; t < len(att); t++ {
+				att[t] = float32(math.Inf(-1))
+			}
+			softmax(att[start:], scale)
+			cache.roundAsStored(att[start:end])
+			clear(st.ao[h*hs : (h+1)*hs])
 		}
 	}
-	for h := h0; h < h1; h++ {
-		att := st.headAtt(h, pos)
-		for t := start; t < from; t++ {
-			att[t] = float32(math.Inf(-1))
-		}
-		for t := end; t < len(att); t++ {
-			att[t] = float32(math.Inf(-1))
-		}
-		softmax(att[start:], scale)
-		st.cache.roundAsStored(att[start:end])
-		clear(st.ao[h*hs : (h+1)*hs])
-	}
-	for lo := start; lo < end; lo += block {
-		hi := min(lo+block, end)
-		for h := h0; h < h1; h++ {
-			st.cache.mix(st.ao[h*hs:(h+1)*hs], st.headAtt(h, pos)[lo:hi], headAt, lo, hs, st.widened[h*hs:(h+1)*hs])
+	for lo := first; lo < last; lo += block {
+		hi := min(lo+block, last)
+		for _, st := range tokens {
+			from, end := span(st)
+			if a, b := max(lo, from&^7), min(hi, end); a < b {
+				for h := h0; h < h1; h++ {
+					cache.mix(st.ao[h*hs:(h+1)*hs], st.headAtt(h)[a:b], headAt, a, hs, st.widened[h*hs:(h+1)*hs])
+				}
+			}
 		}
 	}
 }
 
-// headAtt is head h's scores at pos: positions 0 to pos, padded to a
-// whole vector.
-func (st *State) headAtt(h, pos int) []float32 {
-	return st.att[h*st.attStride : h*st.attStride+roundUp8(pos+1)]
+// headAtt is head h's scores at st's position: positions 0 to pos,
+// padded to a whole vector.
+func (st *State) headAtt(h int) []float32 {
+	return st.att[h*st.attStride : h*st.attStride+roundUp8(st.pos+1)]
 }
 
 // rmsNorm writes weight ⊙ x / rms(x) to out (out may be x).

@@ -105,7 +105,7 @@ func TestAttentionDoesNotAllocate(t *testing.T) {
 		st.cache = filledCache(rand.New(rand.NewPCG(3, 4)), len(st.cache.keys), format)
 		copy(st.q, randomVec(rand.New(rand.NewPCG(5, 6)), len(st.q)))
 		st.pos = 100
-		job := newAttnJob([]*State{st}, 1, shape, 1)
+		job := newAttnJob([][]*State{{st}}, 1, shape, 1)
 		if n := testing.AllocsPerRun(10, func() { job.do(0, job.parts()) }); n != 0 {
 			t.Errorf("%s cache: %v allocations a layer's attention", format, n)
 		}
@@ -113,35 +113,35 @@ func TestAttentionDoesNotAllocate(t *testing.T) {
 }
 
 // A layer's attention cuts every stream's heads into parts of one kv
-// head each, every head in exactly one part, and into at least as many
-// parts as threads where the heads allow it.
+// head each, every head of every stream in exactly one part, and into at
+// least as many parts as threads where the heads allow it.
 func TestAttentionPartsHoldEveryHeadOnce(t *testing.T) {
 	for _, c := range []struct{ heads, kvHeads, streams, threads int }{
 		{14, 2, 1, 1}, {14, 2, 1, 2}, {14, 2, 1, 3}, {14, 2, 1, 8}, {14, 2, 1, 64}, {14, 2, 64, 2},
 		{32, 8, 1, 2}, {32, 8, 1, 16}, {12, 12, 1, 4}, {4, 1, 1, 3}, {16, 8, 3, 7},
 	} {
 		shape := Shape{Heads: c.heads, KVHeads: c.kvHeads}
-		states := make([]*State, c.streams)
-		for i := range states {
-			states[i] = &State{}
+		streams := make([][]*State, c.streams)
+		for i := range streams {
+			streams[i] = []*State{{}, {}} // a stream's two tokens
 		}
-		job := newAttnJob(states, 0, shape, c.threads)
+		job := newAttnJob(streams, 0, shape, c.threads)
 		seen := make(map[*State][]int)
 		for p := range job.parts() {
-			st, h0, h1 := job.part(p)
+			tokens, h0, h1 := job.part(p)
 			group := c.heads / c.kvHeads
 			if h0 >= h1 || h0/group != (h1-1)/group {
 				t.Fatalf("%+v: part %d holds heads [%d, %d), not one kv head's", c, p, h0, h1)
 			}
-			if seen[st] == nil {
-				seen[st] = make([]int, c.heads)
+			if seen[tokens[0]] == nil {
+				seen[tokens[0]] = make([]int, c.heads)
 			}
 			for h := h0; h < h1; h++ {
-				seen[st][h]++
+				seen[tokens[0]][h]++
 			}
 		}
-		for _, st := range states {
-			for h, n := range seen[st] {
+		for _, tokens := range streams {
+			for h, n := range seen[tokens[0]] {
 				if n != 1 {
 					t.Fatalf("%+v: head %d of a stream is in %d parts", c, h, n)
 				}
@@ -153,10 +153,12 @@ func TestAttentionPartsHoldEveryHeadOnce(t *testing.T) {
 	}
 }
 
-// Heads that share a kv head take its keys and values a block at a time,
-// each head in turn (attendHeads); each head's output is what it is when
-// the head runs alone, bit for bit: every sum is the same sum in the same
-// order. Positions span several blocks, on a global and a sliding layer,
+// A stream's tokens and the heads that share a kv head take its keys and
+// values a block at a time, every token's every head in turn
+// (attendHeads); each head's output at each token is what it is when that
+// head of that token runs alone, bit for bit: every sum is the same sum
+// in the same order. The tokens are a prompt chunk's (consecutive
+// positions, spanning several blocks) on a global and a sliding layer,
 // with and without gemma3's query scale, from either cache.
 func TestGroupedAttentionIsHeadByHeadBitForBit(t *testing.T) {
 	shape := Shape{Dim: 384, HiddenDim: 64, Layers: 2, Heads: 6, KVHeads: 2, Vocab: 16, SeqLen: 700}
@@ -164,22 +166,33 @@ func TestGroupedAttentionIsHeadByHeadBitForBit(t *testing.T) {
 		for _, attnScale := range []float32{0, 0.125} {
 			w := Synthetic(shape, 1)
 			w.Layers[1].Sliding, w.Window, w.AttnScale = true, 150, attnScale
-			q := randomVec(rand.New(rand.NewPCG(5, 6)), shape.Dim)
 			st := NewState(w)
 			st.cache = filledCache(rand.New(rand.NewPCG(3, 4)), len(st.cache.keys), format)
-			for _, pos := range []int{0, 9, 130, 257, 699} {
+			rng := rand.New(rand.NewPCG(5, 6))
+			for _, chunk := range []struct{ first, n int }{{0, 1}, {5, 9}, {120, 20}, {250, 64}, {690, 10}} {
+				tokens := make([]*State, chunk.n)
+				queries := make([][]float32, chunk.n)
+				for i := range tokens {
+					tokens[i] = st.view()
+					tokens[i].pos = chunk.first + i
+					queries[i] = randomVec(rng, shape.Dim)
+				}
 				for l := range shape.Layers {
-					copy(st.q, q)
-					st.attendHeads(l, pos, 0, 3)
-					st.attendHeads(l, pos, 3, 6)
-					grouped := append([]float32(nil), st.ao...)
-					copy(st.q, q)
-					for h := range shape.Heads {
-						st.attendHeads(l, pos, h, h+1)
+					for i, tok := range tokens {
+						copy(tok.q, queries[i])
 					}
-					for i, v := range st.ao {
-						if math.Float32bits(v) != math.Float32bits(grouped[i]) {
-							t.Fatalf("%s cache, scale %v, layer %d, pos %d: output %d is %v grouped, %v head by head", format, attnScale, l, pos, i, grouped[i], v)
+					attendHeads(tokens, l, 0, 3)
+					attendHeads(tokens, l, 3, 6)
+					for i, tok := range tokens {
+						together := append([]float32(nil), tok.ao...)
+						copy(tok.q, queries[i])
+						for h := range shape.Heads {
+							attendHeads(tokens[i:i+1], l, h, h+1)
+						}
+						for j, v := range tok.ao {
+							if math.Float32bits(v) != math.Float32bits(together[j]) {
+								t.Fatalf("%s cache, scale %v, layer %d, pos %d: output %d is %v together, %v alone", format, attnScale, l, tok.pos, j, together[j], v)
+							}
 						}
 					}
 				}

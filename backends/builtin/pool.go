@@ -335,44 +335,47 @@ func (j *matJob) rows(i, a, b int) {
 
 // attnJob is one layer's attention for every stream of a pass, split by
 // stream and by the groups of heads that share a kv head, which
-// attendHeads takes together. Where a pass has fewer streams' kv heads
-// than threads (one stream of a model with few kv heads), each group is
-// cut into as many parts as it takes for every thread to have one.
+// attendHeads takes together for all of a stream's tokens. Where a pass
+// has fewer streams' kv heads than threads (one stream of a model with
+// few kv heads), each group is cut into as many parts as it takes for
+// every thread to have one.
 type attnJob struct {
-	states  []*State
+	streams [][]*State // each stream's tokens (pass.streams)
 	layer   int
 	kvHeads int
 	group   int // heads a kv head
 	cuts    int // parts a group is cut into
 }
 
-func newAttnJob(states []*State, layer int, s Shape, threads int) attnJob {
-	group, groups := s.Heads/s.KVHeads, len(states)*s.KVHeads
-	return attnJob{states: states, layer: layer, kvHeads: s.KVHeads, group: group,
+func newAttnJob(streams [][]*State, layer int, s Shape, threads int) attnJob {
+	group, groups := s.Heads/s.KVHeads, len(streams)*s.KVHeads
+	return attnJob{streams: streams, layer: layer, kvHeads: s.KVHeads, group: group,
 		cuts: min(group, (threads+groups-1)/groups)}
 }
 
-func (j *attnJob) parts() int { return len(j.states) * j.kvHeads * j.cuts }
+func (j *attnJob) parts() int { return len(j.streams) * j.kvHeads * j.cuts }
 
 func (j *attnJob) flops() int {
 	f := 0
-	for _, st := range j.states {
-		f += 4 * st.w.Shape.Dim * (st.pos + 1)
+	for _, tokens := range j.streams {
+		for _, st := range tokens {
+			f += 4 * st.w.Shape.Dim * (st.pos + 1)
+		}
 	}
 	return f
 }
 
 func (j *attnJob) do(lo, hi int) {
 	for p := lo; p < hi; p++ {
-		st, h0, h1 := j.part(p)
-		st.attendHeads(j.layer, st.pos, h0, h1)
+		tokens, h0, h1 := j.part(p)
+		attendHeads(tokens, j.layer, h0, h1)
 	}
 }
 
 // part is part p's stream and heads [h0, h1), all of one kv head.
-func (j *attnJob) part(p int) (st *State, h0, h1 int) {
+func (j *attnJob) part(p int) (tokens []*State, h0, h1 int) {
 	first, cut := p/j.cuts%j.kvHeads*j.group, p%j.cuts
-	return j.states[p/(j.kvHeads*j.cuts)], first + cut*j.group/j.cuts, first + (cut+1)*j.group/j.cuts
+	return j.streams[p/(j.kvHeads*j.cuts)], first + cut*j.group/j.cuts, first + (cut+1)*j.group/j.cuts
 }
 
 // quantJob quantizes each stream's input to a matrix product in every
