@@ -479,16 +479,17 @@ func (e *Engine) multiply(p *pass, states []*State, ms [3]*Matrix, n int, gated 
 // chunk's, or one decoding token) each at its own position, into their
 // ao: scores against every cached key up to the token's position (a
 // sliding layer's last Window keys), softmax, then the weighted sum of
-// values. Parts of a pass hold disjoint heads or streams, which write
-// disjoint parts of att and ao, so they run in parallel.
+// values. Parts of a pass hold disjoint heads or tokens, which write
+// disjoint parts of att and ao, so they run in parallel (attnJob).
 //
 // The cache is laid out head by head, so a kv head's keys and values are
 // two sequential streams. With llama2.c's position-major layout each
 // position was a short row at a stride of the whole kv width, and on
 // stories110M attention took 16% of a two-thread decode step for 2% of
-// its arithmetic. The tokens and heads read those streams a block of
-// attnBlockBytes at a time, every token's every head in turn, so each
-// block comes from memory once for them all and from L1 for the rest;
+// its arithmetic. The tokens (a few: attnQueryBytes) and heads read
+// those streams a block of attnBlockBytes at a time, every token's every
+// head in turn, so each block comes from memory once for them all and
+// from L1 for the rest;
 // head by head and token by token, each streamed the whole cache again,
 // and a 2048-token prompt of Qwen2.5-0.5B (seven heads a kv head) spent
 // 29% of a one-thread pass in attention (BenchmarkGGUFFile/pp2048). Each
@@ -498,14 +499,6 @@ func attendHeads(tokens []*State, l, h0, h1 int) {
 	w := tokens[0].w
 	s, cache := w.Shape, &tokens[0].cache
 	seq, hs := s.SeqLen, s.HeadSize()
-	// Tokens go a few at a time, their queries few enough to stay in L1
-	// with the block (attnQueryBytes).
-	if per := max(1, attnQueryBytes/((h1-h0)*hs*4)); len(tokens) > per {
-		for i := 0; i < len(tokens); i += per {
-			attendHeads(tokens[i:min(i+per, len(tokens))], l, h0, h1)
-		}
-		return
-	}
 	headAt := (l*s.KVHeads + h0/(s.Heads/s.KVHeads)) * seq * hs
 	scale := float32(1 / math.Sqrt(float64(hs)))
 	if w.AttnScale != 0 {

@@ -112,43 +112,63 @@ func TestAttentionDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// A layer's attention cuts every stream's heads into parts of one kv
-// head each, every head of every stream in exactly one part, and into at
-// least as many parts as threads where the heads allow it.
+// A layer's attention cuts the pass into parts of one kv head's heads
+// for a run of one stream's tokens: every head of every token in exactly
+// one part, and at least as many parts with work as threads where the
+// heads allow it.
 func TestAttentionPartsHoldEveryHeadOnce(t *testing.T) {
-	for _, c := range []struct{ heads, kvHeads, streams, threads int }{
-		{14, 2, 1, 1}, {14, 2, 1, 2}, {14, 2, 1, 3}, {14, 2, 1, 8}, {14, 2, 1, 64}, {14, 2, 64, 2},
-		{32, 8, 1, 2}, {32, 8, 1, 16}, {12, 12, 1, 4}, {4, 1, 1, 3}, {16, 8, 3, 7},
+	for _, c := range []struct {
+		heads, kvHeads, hs, threads int
+		tokens                      []int // each stream's
+	}{
+		{14, 2, 64, 1, []int{1}}, {14, 2, 64, 2, []int{1}}, {14, 2, 64, 3, []int{1}}, {14, 2, 64, 8, []int{1}},
+		{14, 2, 64, 64, []int{1}}, {14, 2, 64, 2, []int{64}}, {14, 2, 64, 2, []int{64, 1, 1, 5}},
+		{32, 8, 64, 2, []int{1}}, {32, 8, 64, 16, []int{1, 1}}, {12, 12, 64, 4, []int{1}}, {4, 1, 256, 3, []int{1}},
+		{16, 8, 128, 7, []int{3, 64, 64}}, {12, 12, 64, 2, []int{64}}, {16, 8, 128, 2, []int{63}},
 	} {
-		shape := Shape{Heads: c.heads, KVHeads: c.kvHeads}
-		streams := make([][]*State, c.streams)
-		for i := range streams {
-			streams[i] = []*State{{}, {}} // a stream's two tokens
+		shape := Shape{Dim: c.heads * c.hs, Heads: c.heads, KVHeads: c.kvHeads}
+		streams := make([][]*State, len(c.tokens))
+		for i, n := range c.tokens {
+			for range n {
+				streams[i] = append(streams[i], &State{})
+			}
 		}
 		job := newAttnJob(streams, 0, shape, c.threads)
 		seen := make(map[*State][]int)
+		working := 0
 		for p := range job.parts() {
 			tokens, h0, h1 := job.part(p)
+			if len(tokens) == 0 {
+				continue
+			}
+			working++
 			group := c.heads / c.kvHeads
 			if h0 >= h1 || h0/group != (h1-1)/group {
 				t.Fatalf("%+v: part %d holds heads [%d, %d), not one kv head's", c, p, h0, h1)
 			}
-			if seen[tokens[0]] == nil {
-				seen[tokens[0]] = make([]int, c.heads)
+			if bytes := len(tokens) * (h1 - h0) * c.hs * 4; len(tokens) > 1 && bytes > attnQueryBytes {
+				t.Fatalf("%+v: part %d holds %d bytes of queries", c, p, bytes)
 			}
-			for h := h0; h < h1; h++ {
-				seen[tokens[0]][h]++
-			}
-		}
-		for _, tokens := range streams {
-			for h, n := range seen[tokens[0]] {
-				if n != 1 {
-					t.Fatalf("%+v: head %d of a stream is in %d parts", c, h, n)
+			for _, st := range tokens {
+				if seen[st] == nil {
+					seen[st] = make([]int, c.heads)
+				}
+				for h := h0; h < h1; h++ {
+					seen[st][h]++
 				}
 			}
 		}
-		if want := min(c.threads, c.heads*c.streams); job.parts() < want {
-			t.Errorf("%+v: %d parts for %d threads", c, job.parts(), c.threads)
+		for _, tokens := range streams {
+			for _, st := range tokens {
+				for h := range c.heads {
+					if n := seen[st]; n == nil || n[h] != 1 {
+						t.Fatalf("%+v: head %d of a token is in %v parts", c, h, n)
+					}
+				}
+			}
+		}
+		if want := min(c.threads, c.heads*len(c.tokens)); working < want {
+			t.Errorf("%+v: %d parts with work for %d threads", c, working, c.threads)
 		}
 	}
 }

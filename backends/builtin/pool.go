@@ -334,26 +334,35 @@ func (j *matJob) rows(i, a, b int) {
 }
 
 // attnJob is one layer's attention for every stream of a pass, split by
-// stream and by the groups of heads that share a kv head, which
-// attendHeads takes together for all of a stream's tokens. Where a pass
-// has fewer streams' kv heads than threads (one stream of a model with
-// few kv heads), each group is cut into as many parts as it takes for
-// every thread to have one.
+// stream, by the groups of heads that share a kv head, which attendHeads
+// takes together, and by runs of a few of a stream's tokens (a prompt
+// chunk's), whose queries stay in L1 together (attnQueryBytes). Every
+// stream has room for as many runs as the longest has; a shorter one's
+// extra parts are empty. Where a pass has fewer runs' kv heads than
+// threads (one decoding stream of a model with few kv heads), each group
+// is cut into as many parts as it takes for every thread to have one.
 type attnJob struct {
 	streams [][]*State // each stream's tokens (pass.streams)
 	layer   int
 	kvHeads int
 	group   int // heads a kv head
 	cuts    int // parts a group is cut into
+	run     int // tokens a run
+	runs    int // runs a stream
 }
 
 func newAttnJob(streams [][]*State, layer int, s Shape, threads int) attnJob {
-	group, groups := s.Heads/s.KVHeads, len(streams)*s.KVHeads
-	return attnJob{streams: streams, layer: layer, kvHeads: s.KVHeads, group: group,
-		cuts: min(group, (threads+groups-1)/groups)}
+	j := attnJob{streams: streams, layer: layer, kvHeads: s.KVHeads, group: s.Heads / s.KVHeads}
+	j.run = max(1, attnQueryBytes/(j.group*s.HeadSize()*4))
+	for _, tokens := range streams {
+		j.runs = max(j.runs, (len(tokens)+j.run-1)/j.run)
+	}
+	units := len(streams) * j.runs * j.kvHeads
+	j.cuts = min(j.group, (threads+units-1)/units)
+	return j
 }
 
-func (j *attnJob) parts() int { return len(j.streams) * j.kvHeads * j.cuts }
+func (j *attnJob) parts() int { return len(j.streams) * j.runs * j.kvHeads * j.cuts }
 
 func (j *attnJob) flops() int {
 	f := 0
@@ -367,15 +376,20 @@ func (j *attnJob) flops() int {
 
 func (j *attnJob) do(lo, hi int) {
 	for p := lo; p < hi; p++ {
-		tokens, h0, h1 := j.part(p)
-		attendHeads(tokens, j.layer, h0, h1)
+		if tokens, h0, h1 := j.part(p); len(tokens) > 0 {
+			attendHeads(tokens, j.layer, h0, h1)
+		}
 	}
 }
 
-// part is part p's stream and heads [h0, h1), all of one kv head.
+// part is part p's tokens (a run of one stream's; none where the stream
+// is shorter than the longest) and heads [h0, h1), all of one kv head.
 func (j *attnJob) part(p int) (tokens []*State, h0, h1 int) {
-	first, cut := p/j.cuts%j.kvHeads*j.group, p%j.cuts
-	return j.streams[p/(j.kvHeads*j.cuts)], first + cut*j.group/j.cuts, first + (cut+1)*j.group/j.cuts
+	cut, kv := p%j.cuts, p/j.cuts%j.kvHeads
+	run, stream := p/(j.cuts*j.kvHeads)%j.runs, p/(j.cuts*j.kvHeads*j.runs)
+	all := j.streams[stream]
+	first := kv * j.group
+	return all[min(run*j.run, len(all)):min((run+1)*j.run, len(all))], first + cut*j.group/j.cuts, first + (cut+1)*j.group/j.cuts
 }
 
 // quantJob quantizes each stream's input to a matrix product in every
