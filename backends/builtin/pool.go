@@ -385,8 +385,10 @@ func (j *attnJob) do(lo, hi int) {
 // part is part p's tokens (a run of one stream's; none where the stream
 // is shorter than the longest) and heads [h0, h1), all of one kv head.
 func (j *attnJob) part(p int) (tokens []*State, h0, h1 int) {
-	cut, kv := p%j.cuts, p/j.cuts%j.kvHeads
-	run, stream := p/(j.cuts*j.kvHeads)%j.runs, p/(j.cuts*j.kvHeads*j.runs)
+	// A kv head's runs come one after another, so the chunks of parts a
+	// thread takes read its cache while it is still in L2.
+	cut, run := p%j.cuts, p/j.cuts%j.runs
+	kv, stream := p/(j.cuts*j.runs)%j.kvHeads, p/(j.cuts*j.runs*j.kvHeads)
 	all := j.streams[stream]
 	first := kv * j.group
 	return all[min(run*j.run, len(all)):min((run+1)*j.run, len(all))], first + cut*j.group/j.cuts, first + (cut+1)*j.group/j.cuts
