@@ -68,10 +68,10 @@ const attnBlockBytes = 16 << 10
 
 // attnQueryBytes is about how much of a stream's queries (a run of a
 // prompt chunk's tokens, the heads of a group) take each block together
-// (attnJob): with the block they stay in L1. A 2048-token prompt of Qwen3-0.6B F32 (two
-// heads of 128 a kv head, whose keys alone are 1 MB at the end) read
-// 62.6 tok/s token by token, 66.4-67.0 with 4-8 KiB of queries a pass
-// and 63.4 with the chunk's whole 64 KiB, on one thread
+// (attnJob): with the block they stay in L1. A 2048-token prompt of
+// Qwen3-0.6B F32 (two heads of 128 a kv head, whose keys alone are 1 MB
+// at the end) read 62.6 tok/s token by token, 66.4-67.0 with 4-8 KiB of
+// queries a run and 63.4 with the chunk's whole 64 KiB, on one thread
 // (BenchmarkGGUFFile/pp2048); Qwen2.5-0.5B, Llama-3.2-1B and stories110M,
 // whose groups share more or whose caches fit L2, moved by no more than
 // the noise.
