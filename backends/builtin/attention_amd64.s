@@ -146,8 +146,11 @@ rowscopy: \
 // stride bytes after the last, for cols (a multiple of 8) columns,
 // LOADV(I, Y) loading 8 values from column CX+I of the row at BX into Y as
 // floats: 64 columns across every row, then 32, then 8, each lane's FMAs
-// in the order of t. Eight chains of FMAs keep both of a core's FMA units
-// busy through their latency, where four (32 columns) kept one.
+// in the order of t. Eight chains of FMAs cover an FMA's latency at two a
+// cycle, where four (32 columns) could not: a layer's attention at
+// position 2047 took 143-145 µs where four chains took 159-162 (Qwen2.5's
+// shape, floats; 134-138 against 156-157 from halves; BenchmarkAttention
+// by turns with the 64-column pass switched off).
 #define WEIGHTED_SUM(LOADV) \
 	MOVQ out+0(FP), DI \
 	MOVQ weights+8(FP), R8 \

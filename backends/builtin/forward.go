@@ -509,16 +509,16 @@ func attendHeads(tokens []*State, l, h0, h1 int) {
 	// (start), the positions before from in it -Inf, and are padded to
 	// whole vectors with -Inf too, whose weight is 0, so softmax never
 	// has a ragged tail.
-	span := func(st *State) (from, end int) {
+	span := func(st *State) (start, from, end int) {
 		if w.Layers[l].Sliding {
 			from = max(0, st.pos+1-w.Window)
 		}
-		return from, st.pos + 1
+		return from &^ 7, from, st.pos + 1
 	}
 	first, last := seq, 0 // the positions any token attends to
 	for _, st := range tokens {
-		from, end := span(st)
-		first, last = min(first, from&^7), max(last, end)
+		start, _, end := span(st)
+		first, last = min(first, start), max(last, end)
 		for h := h0; h < h1; h++ {
 			q := st.q[h*hs : (h+1)*hs]
 			if qs := w.AttnScale; qs != 0 {
@@ -536,7 +536,7 @@ func attendHeads(tokens []*State, l, h0, h1 int) {
 	for lo := first; lo < last; lo += block {
 		hi := min(lo+block, last)
 		for _, st := range tokens {
-			from, end := span(st)
+			_, from, end := span(st)
 			if a, b := max(lo, from), min(hi, end); a < b {
 				for h := h0; h < h1; h++ {
 					cache.scores(st.headAtt(h), st.q[h*hs:(h+1)*hs], headAt, a, b, hs, st.widened[h*hs:(h+1)*hs])
@@ -545,8 +545,7 @@ func attendHeads(tokens []*State, l, h0, h1 int) {
 		}
 	}
 	for _, st := range tokens {
-		from, end := span(st)
-		start := from &^ 7
+		start, from, end := span(st)
 		for h := h0; h < h1; h++ {
 			att := st.headAtt(h)
 			for t := start; t < from; t++ {
@@ -563,8 +562,8 @@ func attendHeads(tokens []*State, l, h0, h1 int) {
 	for lo := first; lo < last; lo += block {
 		hi := min(lo+block, last)
 		for _, st := range tokens {
-			from, end := span(st)
-			if a, b := max(lo, from&^7), min(hi, end); a < b {
+			start, _, end := span(st)
+			if a, b := max(lo, start), min(hi, end); a < b {
 				for h := h0; h < h1; h++ {
 					cache.mix(st.ao[h*hs:(h+1)*hs], st.headAtt(h)[a:b], headAt, a, hs, st.widened[h*hs:(h+1)*hs])
 				}
