@@ -53,9 +53,6 @@ type quantized struct {
 	kq      []int8
 	kscales []float32
 	ksums   []int16
-	// q and kq, each four codes repeated eight times, for the tile
-	// kernels (tiles_simd.go)
-	bcast, kbcast []int8
 	// q and kq spread for the portable kernels' word products, and q
 	// split in two for the portable Q8_0 kernel's (swar.go)
 	spread, kspread, split []uint64
@@ -64,15 +61,15 @@ type quantized struct {
 func newQuantized(n int) quantized {
 	groups := (n + GroupSize - 1) / GroupSize
 	return quantized{q: make([]int8, n), scales: newScales(groups), sums: make([]float32, groups), isums: make([]int32, groups),
-		kq: make([]int8, n), kscales: make([]float32, n/superBlock), ksums: make([]int16, n/16), bcast: make([]int8, 8*n), kbcast: make([]int8, 8*n),
+		kq: make([]int8, n), kscales: make([]float32, n/superBlock), ksums: make([]int16, n/16),
 		spread: make([]uint64, n/4), kspread: make([]uint64, n/4), split: make([]uint64, n/2)}
 }
 
 // activationForms says which forms of its input a product's matrices read.
-type activationForms struct{ q8_0, sums, q8K, bcast, kbcast, spread, kspread, split bool }
+type activationForms struct{ q8_0, sums, q8K, spread, kspread, split bool }
 
 // allForms is every form, for tests that multiply every format.
-var allForms = activationForms{q8_0: true, sums: true, q8K: true, bcast: true, kbcast: true, spread: true, kspread: true, split: true}
+var allForms = activationForms{q8_0: true, sums: true, q8K: true, spread: true, kspread: true, split: true}
 
 func formsOf(ms []*Matrix) activationForms {
 	var f activationForms
@@ -96,8 +93,7 @@ func formsOf(ms []*Matrix) activationForms {
 // with is f with g's forms too.
 func (f activationForms) with(g activationForms) activationForms {
 	return activationForms{q8_0: f.q8_0 || g.q8_0, sums: f.sums || g.sums, q8K: f.q8K || g.q8K,
-		bcast: f.bcast || g.bcast, kbcast: f.kbcast || g.kbcast, spread: f.spread || g.spread,
-		kspread: f.kspread || g.kspread, split: f.split || g.split}
+		spread: f.spread || g.spread, kspread: f.kspread || g.kspread, split: f.split || g.split}
 }
 
 // quantize sets the forms of v (len(v) ≤ the vector's size) that forms
@@ -109,7 +105,7 @@ func (x *quantized) quantize(v []float32, forms activationForms) {
 	if forms.sums {
 		x.sumGroups(len(v) / GroupSize)
 	}
-	if forms.q8K || forms.kbcast {
+	if forms.q8K {
 		blocks := len(v) / superBlock
 		quantizeQ8K(x.kq[:len(v)], x.kscales[:blocks], x.ksums[:blocks*16], v)
 	}
@@ -121,12 +117,6 @@ func (x *quantized) quantize(v []float32, forms activationForms) {
 	}
 	if forms.kspread {
 		spreadOctets(x.kspread, x.kq[:len(v)])
-	}
-	if forms.bcast {
-		broadcastCodes(x.bcast, x.q[:len(v)])
-	}
-	if forms.kbcast {
-		broadcastCodes(x.kbcast, x.kq[:len(v)])
 	}
 }
 

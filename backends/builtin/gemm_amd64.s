@@ -14,7 +14,7 @@
 // out in DI.
 #define TILE1_ARGS \
 	MOVQ tile+0(FP), SI \
-	MOVQ bcast+8(FP), R8 \
+	MOVQ codes+8(FP), R8 \
 	MOVQ scales+16(FP), R9 \
 	MOVQ sums+24(FP), R10 \
 	MOVQ blocks+32(FP), CX \
@@ -25,13 +25,13 @@
 // R15, BX; the count of blocks (or groups) in CX, out in DI.
 #define TILE3_ARGS \
 	MOVQ tile+0(FP), SI \
-	MOVQ bcast0+8(FP), R8 \
+	MOVQ codes0+8(FP), R8 \
 	MOVQ scales0+16(FP), R9 \
 	MOVQ sums0+24(FP), R10 \
-	MOVQ bcast1+32(FP), R11 \
+	MOVQ codes1+32(FP), R11 \
 	MOVQ scales1+40(FP), R12 \
 	MOVQ sums1+48(FP), R13 \
-	MOVQ bcast2+56(FP), R14 \
+	MOVQ codes2+56(FP), R14 \
 	MOVQ scales2+64(FP), R15 \
 	MOVQ sums2+72(FP), BX \
 	MOVQ blocks+80(FP), CX \
@@ -90,14 +90,18 @@
 	VZEROUPPER \
 	RET
 
+// A super-block's bytes of a vector's codes, as the K-quant tile kernels
+// read them (X_GROUP's, eight groups).
+#define K_CODES 256
+
 // A three-vector K-quant tile kernel's step to its next block: TILE
-// bytes of tile, CODES bytes of each vector's codes (2048 broadcast, 256
-// plain for the VNNI kernels), a super-block of each one's sums of 16.
-#define TILE3_STEP(TILE, CODES) \
+// bytes of tile, a super-block of each vector's codes and of its sums of
+// 16.
+#define TILE3_STEP(TILE) \
 	ADDQ $TILE, SI \
-	ADDQ $CODES, R8 \
-	ADDQ $CODES, R11 \
-	ADDQ $CODES, R14 \
+	ADDQ $K_CODES, R8 \
+	ADDQ $K_CODES, R11 \
+	ADDQ $K_CODES, R14 \
 	ADDQ $32, R10 \
 	ADDQ $32, R13 \
 	ADDQ $32, BX \
@@ -106,11 +110,11 @@
 // A K-quant block's end for each of the three vectors (FINISH with the
 // vector's block sum A0-A2, its scales and sums, and its offset in out),
 // then TILE3_STEP.
-#define TILE3_FINISH_STEP(FINISH, A0, A1, A2, TILE, CODES) \
+#define TILE3_FINISH_STEP(FINISH, A0, A1, A2, TILE) \
 	FINISH(A0, R9, R10, 0) \
 	FINISH(A1, R12, R13, 32) \
 	FINISH(A2, R15, BX, 64) \
-	TILE3_STEP(TILE, CODES)
+	TILE3_STEP(TILE)
 
 // A three-vector kernel's start when its running sums are kept in out
 // between blocks: out zeroed, the block count (DX) at 0.
@@ -155,18 +159,26 @@
 	VPAND Y15, RAW, RAW
 
 // The column's low nibbles (LO) and high ones (HI) times one vector's
-// activations at X, into its int16 sums ACC (T a temporary). The VNNI
-// kernels redefine it (and GROUP_FLOATS) at the end of this file.
+// activations at X, into its int16 sums ACC (T a temporary): the
+// column's four codes broadcast to every row's lane, as every tile
+// kernel reads them (X_GROUP). The VNNI kernels redefine it (and
+// GROUP_FLOATS) at the end of this file.
 #define NIBBLE_DOT(OFF, X, LO, HI, T, ACC) \
-	VPMADDUBSW OFF(X), LO, T \
+	VPBROADCASTD ((OFF)/8)(X), T \
+	VPMADDUBSW T, LO, T \
 	VPADDW T, ACC, ACC \
-	VPMADDUBSW (OFF+128)(X), HI, T \
+	VPBROADCASTD ((OFF)/8+16)(X), T \
+	VPMADDUBSW T, HI, T \
 	VPADDW T, ACC, ACC
 
-// The bytes of a vector's codes per group of 32, as Q4_0's kernels read
-// them: each four repeated eight times (the VNNI kernels broadcast plain
-// codes as they load them).
-#define X_GROUP 256
+// The bytes of a vector's codes per group of 32. Every tile kernel reads
+// the codes as they are, four at a time broadcast to every row's lane as
+// it loads them. A copy with each four repeated eight times, which
+// VPMADDUBSW could take from memory, was eight times the size: a row of
+// 8192 took 64 KiB of it, which left L1 for L2 beside every tile, and
+// decode from memory ran at about half the bandwidth (Llama-3.2-1B-shaped
+// Q4_K_M on AVX2 alone: 16.0 tok/s against 24.5-26.4 broadcast).
+#define X_GROUP 32
 
 // A group's int16 sums (S16, from NIBBLE_DOT) as floats in F: pairs
 // summed into int32 against ones (Y14), converted.
@@ -207,7 +219,7 @@
 	VCVTPH2PS 128(SI), Y9 \
 	VFMADD231PS Y9, Y8, SUM
 
-// func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+// func q4_0Tile3(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
 // Q4_0's tile kernel for one tile against three vectors' activations,
 // each summed exactly as q4_0Tile1 sums it alone: per group, the nibbles
@@ -248,7 +260,7 @@ q4done: \
 	NIBBLES(OFF, Y6, Y7) \
 	NIBBLE_DOT(OFF, R8, Y7, Y6, Y8, Y3)
 
-// func q4_0Tile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func q4_0Tile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
 // q4_0Tile3's arithmetic for one vector (decode, and prompt tokens left
 // over). Y0 is the running sum, Y3 a group's int16 sums. In archsimd this
@@ -279,7 +291,7 @@ q4x1done: \
 	RET
 	Q4_0_TILE1
 
-// func q4_1Tile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func q4_1Tile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
 // Q4_1's tile kernel: q4_0Tile1's int16 and int32 sums, then per group
 // d·(d_x·Σ n·y) + m·(d_x·Σ y) into the running sum, in that order.
@@ -388,9 +400,11 @@ q4x4done: \
 // Step T's codes times one vector's activations at X, into its int16
 // sums LOW and HIGH.
 #define FIVE_BIT_DOT(T, X, LOW, HIGH) \
-	VPMADDUBSW T(X), Y11, Y13 \
+	VPBROADCASTD ((T)/8)(X), Y13 \
+	VPMADDUBSW Y13, Y11, Y13 \
 	VPADDW Y13, LOW, LOW \
-	VPMADDUBSW (T+128)(X), Y12, Y13 \
+	VPBROADCASTD ((T)/8+16)(X), Y13 \
+	VPMADDUBSW Y13, Y12, Y13 \
 	VPADDW Y13, HIGH, HIGH
 
 #define FIVE_BIT_STEP(T) \
@@ -419,7 +433,7 @@ q4x4done: \
 	VBROADCASTSS 0(SUMS)(DX*4), Y11 \
 	VFMADD231PS Y13, Y11, SUM
 
-// func fiveBitTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+// func fiveBitTile3(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
 // Q5_0's and Q5_1's tile kernel for one tile against three vectors'
 // activations, each summed exactly as fiveBitTile1 sums it alone: per
@@ -470,7 +484,7 @@ fivedone: \
 	FIVE_BIT_DOT(T, R8, Y3, Y6) \
 	VPSRLD $1, Y9, Y9
 
-// func fiveBitTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func fiveBitTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
 // fiveBitTile3's arithmetic for one vector (decode, and prompt tokens
 // left over): Y0 the running sum, Y3 and Y6 a group's int16 sums of low
@@ -505,7 +519,7 @@ five1done: \
 	RET
 	FIVE_BIT_TILE1
 
-// func iq4NLTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func iq4NLTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
 // IQ4_NL's tile kernel: per group, each four columns' levels (int8) times
 // the activations as Q8_0's are multiplied (|level| times y with the
@@ -520,7 +534,7 @@ TEXT ·iq4NLTile1(SB), NOSPLIT, $0-48
 #define IQ4NL_STEP(T) \
 	VMOVDQU T(SI), Y7 \
 	VPABSB Y7, Y8 \
-	VMOVDQU T(R8), Y9 \
+	VPBROADCASTD ((T)/8)(R8), Y9 \
 	VPSIGNB Y7, Y9, Y9 \
 	VPMADDUBSW Y9, Y8, Y10 \
 	VPMADDWD Y14, Y10, Y10 \
@@ -544,7 +558,7 @@ iq4groups:
 	VCVTPH2PS 256(SI), Y9
 	VFMADD231PS Y9, Y3, Y0
 	ADDQ $272, SI
-	ADDQ $256, R8
+	ADDQ $X_GROUP, R8
 	INCQ DX
 	JMP  iq4groups
 
@@ -568,7 +582,7 @@ GLOBL q4KRunIndex<>(SB), RODATA|NOPTR, $32
 	VMOVDQU q4KRunIndex<>+0(SB), X14 \
 	VMOVDQU q4KRunIndex<>+16(SB), X13
 
-// func q4KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+// func q4KTile3(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
 // q4KTile for one tile against three vectors' activations, each summed
 // exactly as q4KTile sums it (integer sums in any order; the same float
@@ -578,23 +592,25 @@ GLOBL q4KRunIndex<>(SB), RODATA|NOPTR, $32
 // sums of even groups, one per vector, Y3-Y5 of odd groups, Y6-Y8 the
 // block's int32 sums; X14 and X13 hold runIndex.
 TEXT ·q4KTile3(SB), NOSPLIT, $0-96
+// Columns 4I…4I+3 of group pair C's codes, low nibbles (Y10, the even
+// group's) and high ones (Y9, the odd group's), times one vector's
+// activations at X into its int16 sums EVEN and ODD (Y11 a temporary).
+#define K_DOT(C, I, X, EVEN, ODD) \
+	VPBROADCASTD (64*C+4*I)(X), Y11 \
+	VPMADDUBSW Y11, Y10, Y11 \
+	VPADDW Y11, EVEN, EVEN \
+	VPBROADCASTD (64*C+32+4*I)(X), Y11 \
+	VPMADDUBSW Y11, Y9, Y11 \
+	VPADDW Y11, ODD, ODD
+
 #define K_COLS(C, I) \
 	VMOVDQU (256*C+32*I)(SI), Y9 \
 	VPAND Y15, Y9, Y10 \
 	VPSRLW $4, Y9, Y9 \
 	VPAND Y15, Y9, Y9 \
-	VPMADDUBSW (512*C+32*I)(R8), Y10, Y11 \
-	VPADDW Y11, Y0, Y0 \
-	VPMADDUBSW (512*C+256+32*I)(R8), Y9, Y11 \
-	VPADDW Y11, Y3, Y3 \
-	VPMADDUBSW (512*C+32*I)(R11), Y10, Y11 \
-	VPADDW Y11, Y1, Y1 \
-	VPMADDUBSW (512*C+256+32*I)(R11), Y9, Y11 \
-	VPADDW Y11, Y4, Y4 \
-	VPMADDUBSW (512*C+32*I)(R14), Y10, Y11 \
-	VPADDW Y11, Y2, Y2 \
-	VPMADDUBSW (512*C+256+32*I)(R14), Y9, Y11 \
-	VPADDW Y11, Y5, Y5
+	K_DOT(C, I, R8, Y0, Y3) \
+	K_DOT(C, I, R11, Y1, Y4) \
+	K_DOT(C, I, R14, Y2, Y5)
 
 // A group pair: its sums, then weighed by each row's group scales.
 #define K_PAIR(C) \
@@ -676,9 +692,8 @@ TEXT ·q4KTile3(SB), NOSPLIT, $0-96
 	VSUBPS Y12, Y0, Y0 \
 	VMOVUPS Y0, OUT(DI)
 
-// The body, with PAIR for a group pair and CODES bytes of the activations'
-// codes a block (q4KTile3VNNI's too).
-#define Q4K_TILE3(PAIR, CODES) \
+// The body, with PAIR for a group pair (q4KTile3VNNI's too).
+#define Q4K_TILE3(PAIR) \
 	TILE3_ARGS \
 	BROADCAST32(0x0f0f0f0f, X15, Y15) \
 	RUN_INDEX \
@@ -695,12 +710,12 @@ kblocks: \
 	PAIR(1) \
 	PAIR(2) \
 	PAIR(3) \
-	TILE3_FINISH_STEP(K_FINISH, Y6, Y7, Y8, K_BYTES, CODES) \
+	TILE3_FINISH_STEP(K_FINISH, Y6, Y7, Y8, K_BYTES) \
 	JMP  kblocks \
 kdone: \
 	VZEROUPPER \
 	RET
-	Q4K_TILE3(K_PAIR, 2048)
+	Q4K_TILE3(K_PAIR)
 
 // A Q4_K or Q5_K block's end for one vector: its mins (Y9) against the
 // sums of 16 (R10), then q4KTile's float steps from the block's int32
@@ -722,7 +737,7 @@ kdone: \
 	VMULPS Y11, Y12, Y12 \
 	VSUBPS Y12, Y4, Y4
 
-// func q4KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func q4KTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
 // q4KTile in assembly: the same sums in the same order, without the
 // address arithmetic and register copies Go's compiler puts around each
@@ -734,10 +749,7 @@ TEXT ·q4KTile1(SB), NOSPLIT, $0-48
 	VPAND Y15, Y9, Y10 \
 	VPSRLW $4, Y9, Y9 \
 	VPAND Y15, Y9, Y9 \
-	VPMADDUBSW (512*C+32*I)(R8), Y10, Y11 \
-	VPADDW Y11, Y0, Y0 \
-	VPMADDUBSW (512*C+256+32*I)(R8), Y9, Y11 \
-	VPADDW Y11, Y1, Y1
+	K_DOT(C, I, R8, Y0, Y1)
 
 #define K1_PAIR(C) \
 	VPXOR Y0, Y0, Y0 \
@@ -760,9 +772,8 @@ TEXT ·q4KTile1(SB), NOSPLIT, $0-48
 	VPMADDWD Y11, Y1, Y10 \
 	VPADDD Y10, Y2, Y2
 
-// The body, with PAIR for a group pair and CODES bytes of the activations'
-// codes a block (q4KTile1VNNI's too).
-#define Q4K_TILE1(PAIR, CODES) \
+// The body, with PAIR for a group pair (q4KTile1VNNI's too).
+#define Q4K_TILE1(PAIR) \
 	TILE1_ARGS \
 	BROADCAST32(0x0f0f0f0f, X15, Y15) \
 	RUN_INDEX \
@@ -780,7 +791,7 @@ k1blocks: \
 	PAIR(3) \
 	K1_FINISH \
 	ADDQ $K_BYTES, SI \
-	ADDQ $CODES, R8 \
+	ADDQ $K_CODES, R8 \
 	ADDQ $32, R10 \
 	INCQ DX \
 	JMP  k1blocks \
@@ -788,7 +799,7 @@ k1done: \
 	VMOVUPS Y4, 0(DI) \
 	VZEROUPPER \
 	RET
-	Q4K_TILE1(K1_PAIR, 2048)
+	Q4K_TILE1(K1_PAIR)
 
 // The 2-bit tile kernels (Q2_K's, Q3_K's). Each 32 bytes of codes hold
 // four runs of 16's (one a bit pair; tile layouts in tiles_simd.go):
@@ -823,7 +834,8 @@ k1done: \
 
 // The codes in Y8 times the activations at Y (R8), into the int16 sum ACC.
 #define TWO_BIT_DOT(Y, ACC) \
-	VPMADDUBSW Y(R8), Y8, Y9 \
+	VPBROADCASTD ((Y)/8)(R8), Y9 \
+	VPMADDUBSW Y9, Y8, Y9 \
 	VPADDW Y9, ACC, ACC
 
 // Run S+H's int16 sums (ACC) times each row's scale (the low 8 of the 16
@@ -866,8 +878,8 @@ k1done: \
 // constants: BLOCK sums a block's runs times their scales into Y4, the
 // pairs at PAIRS against the sums of 16 go into Y5, FLOATS(Y4, Y5, R9)
 // leaves the block's floats in SUM, which goes into the running sum Y6;
-// TILE and CODES step to the next block (TWO_BIT_NEXT).
-#define TWO_BIT_LOOP1(BLOCK, PAIRS, FLOATS, SUM, TILE, CODES) \
+// TILE steps to the next block (TWO_BIT_NEXT).
+#define TWO_BIT_LOOP1(BLOCK, PAIRS, FLOATS, SUM, TILE) \
 	XORQ DX, DX \
 tb1blocks: \
 	CMPQ DX, CX \
@@ -878,7 +890,7 @@ tb1blocks: \
 	TWO_BIT_ALL_PAIRS(PAIRS, R10, Y5) \
 	FLOATS(Y4, Y5, R9) \
 	VADDPS SUM, Y6, Y6 \
-	TWO_BIT_NEXT(TILE, CODES) \
+	TWO_BIT_NEXT(TILE) \
 	JMP  tb1blocks \
 tb1done: \
 	VMOVUPS Y6, 0(DI) \
@@ -887,7 +899,7 @@ tb1done: \
 
 // The three-vector ones': BLOCK sums a block's runs into Y3-Y5, one per
 // vector, and TILE3_FINISH_STEP ends each vector's block with FINISH.
-#define TWO_BIT_LOOP3(BLOCK, FINISH, TILE, CODES) \
+#define TWO_BIT_LOOP3(BLOCK, FINISH, TILE) \
 	TILE3_START \
 tb3blocks: \
 	CMPQ DX, CX \
@@ -896,7 +908,7 @@ tb3blocks: \
 	VPXOR Y4, Y4, Y4 \
 	VPXOR Y5, Y5, Y5 \
 	BLOCK \
-	TILE3_FINISH_STEP(FINISH, Y3, Y4, Y5, TILE, CODES) \
+	TILE3_FINISH_STEP(FINISH, Y3, Y4, Y5, TILE) \
 	JMP  tb3blocks \
 tb3done: \
 	VZEROUPPER \
@@ -926,12 +938,11 @@ tb3done: \
 	VMULPS DOT, Y9, Y9 \
 	VMULPS Y11, Y9, Y9
 
-// A block's step to the next: TILE bytes of tile, CODES bytes of
-// activations' codes (a super-block's, broadcast or plain), a
-// super-block's sums of 16.
-#define TWO_BIT_NEXT(TILE, CODES) \
+// A block's step to the next: TILE bytes of tile, a super-block's codes
+// and sums of 16.
+#define TWO_BIT_NEXT(TILE) \
 	ADDQ $TILE, SI \
-	ADDQ $CODES, R8 \
+	ADDQ $K_CODES, R8 \
 	ADDQ $32, R10 \
 	INCQ DX
 
@@ -958,20 +969,20 @@ tb3done: \
 
 #define Q2_BLOCK Q2_HALVES(Q2_HALF)
 
-// func q2KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func q2KTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
 // Q2_K's tile kernel, summed as q2KDot sums a block: per run of 16, Σ q·y
 // in int16, times the row's scale into the block's int32 sum; the mins
 // against the sums of 16 into another; then d_x·(d·sum − dmin·mins)
 // into the running sum.
 TEXT ·q2KTile1(SB), NOSPLIT, $0-48
-// The body, which the VNNI twin shares (CODES: a block's bytes of codes).
-#define Q2K_TILE1(CODES) \
+// The body, which the VNNI twin shares.
+#define Q2K_TILE1 \
 	TILE1_ARGS \
 	TWO_BIT_CONSTS \
-	TWO_BIT_LOOP1(Q2_BLOCK, 640, Q2_BLOCK_FLOATS, Y11, 800, CODES)
+	TWO_BIT_LOOP1(Q2_BLOCK, 640, Q2_BLOCK_FLOATS, Y11, 800)
 
-	Q2K_TILE1(2048)
+	Q2K_TILE1
 
 // Bit pair J of the codes in Y7, and its high bit from the high bits in
 // Y10 (bit 4N+J, brought to bit 2 by SHIFT $BY), into Y8.
@@ -1014,7 +1025,7 @@ TEXT ·q2KTile1(SB), NOSPLIT, $0-48
 	Q3_HALF(1, Q3_COLS1, 0, X14) \
 	Q3_HALF(1, Q3_COLS1, 1, X13)
 
-// func q3KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func q3KTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
 // Q3_K's tile kernel, summed as q3KDot sums a block: per run of 16, Σ q·y
 // (q the two low bits, plus 4 with the high bit) in int16, times the
@@ -1022,14 +1033,14 @@ TEXT ·q2KTile1(SB), NOSPLIT, $0-48
 // (the −4) into another; then (d_x·d)·(sum − that) into the running
 // sum. Y12 holds bit 2 of every byte, where each code's high bit goes.
 TEXT ·q3KTile1(SB), NOSPLIT, $0-48
-// The body, which the VNNI twin shares (CODES: a block's bytes of codes).
-#define Q3K_TILE1(CODES) \
+// The body, which the VNNI twin shares.
+#define Q3K_TILE1 \
 	TILE1_ARGS \
 	TWO_BIT_CONSTS \
 	BROADCAST32(0x04040404, X12, Y12) \
-	TWO_BIT_LOOP1(Q3_BLOCK, 896, Q3_BLOCK_FLOATS, Y9, 1040, CODES)
+	TWO_BIT_LOOP1(Q3_BLOCK, 896, Q3_BLOCK_FLOATS, Y9, 1040)
 
-	Q3K_TILE1(2048)
+	Q3K_TILE1
 
 // The three-vector 2-bit kernels (Q2_K's, Q3_K's), for prompts: each
 // vector summed exactly as the one-vector kernel sums it. A run's codes
@@ -1041,11 +1052,14 @@ TEXT ·q3KTile1(SB), NOSPLIT, $0-48
 // The codes in Y8 times the three vectors' activations at offset Y, into
 // their int16 sums Y0-Y2.
 #define TWO_BIT_DOT3(Y) \
-	VPMADDUBSW Y(R8), Y8, Y9 \
+	VPBROADCASTD ((Y)/8)(R8), Y9 \
+	VPMADDUBSW Y9, Y8, Y9 \
 	VPADDW Y9, Y0, Y0 \
-	VPMADDUBSW Y(R11), Y8, Y9 \
+	VPBROADCASTD ((Y)/8)(R11), Y9 \
+	VPMADDUBSW Y9, Y8, Y9 \
 	VPADDW Y9, Y1, Y1 \
-	VPMADDUBSW Y(R14), Y8, Y9 \
+	VPBROADCASTD ((Y)/8)(R14), Y9 \
+	VPMADDUBSW Y9, Y8, Y9 \
 	VPADDW Y9, Y2, Y2
 
 // Run S+H's sums (Y0-Y2) times each row's scale (as TWO_BIT_SCALE) into
@@ -1098,15 +1112,15 @@ TEXT ·q3KTile1(SB), NOSPLIT, $0-48
 	VADDPS OUT(DI), Y11, Y11 \
 	VMOVUPS Y11, OUT(DI)
 
-// func q2KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+// func q2KTile3(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 TEXT ·q2KTile3(SB), NOSPLIT, $0-96
-// The body, which the VNNI twin shares (CODES: a block's bytes of codes).
-#define Q2K_TILE3(CODES) \
+// The body, which the VNNI twin shares.
+#define Q2K_TILE3 \
 	TILE3_ARGS \
 	TWO_BIT_CONSTS \
-	TWO_BIT_LOOP3(Q2_BLOCK3, Q2_FINISH3, 800, CODES)
+	TWO_BIT_LOOP3(Q2_BLOCK3, Q2_FINISH3, 800)
 
-	Q2K_TILE3(2048)
+	Q2K_TILE3
 
 // Column T of half-block N: bit pair J and its high bit (SHIFT $BY, as
 // Q3_COLS) against the three vectors.
@@ -1151,16 +1165,16 @@ TEXT ·q2KTile3(SB), NOSPLIT, $0-96
 	VADDPS OUT(DI), Y9, Y9 \
 	VMOVUPS Y9, OUT(DI)
 
-// func q3KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+// func q3KTile3(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 TEXT ·q3KTile3(SB), NOSPLIT, $0-96
-// The body, which the VNNI twin shares (CODES: a block's bytes of codes).
-#define Q3K_TILE3(CODES) \
+// The body, which the VNNI twin shares.
+#define Q3K_TILE3 \
 	TILE3_ARGS \
 	TWO_BIT_CONSTS \
 	BROADCAST32(0x04040404, X12, Y12) \
-	TWO_BIT_LOOP3(Q3_BLOCK3, Q3_FINISH3, 1040, CODES)
+	TWO_BIT_LOOP3(Q3_BLOCK3, Q3_FINISH3, 1040)
 
-	Q3K_TILE3(2048)
+	Q3K_TILE3
 
 // Where a Q6_K tile block keeps its scales and d, and its size: the byte
 // tile's (q6KTileBytes) for the AVX2 kernels; the VNNI kernels redefine
@@ -1179,11 +1193,12 @@ GLOBL q6KTwoRunIndex<>(SB), RODATA|NOPTR, $16
 // One 32-byte column of codes times one vector's activations (X), by the
 // run's scales (Y11), into ACC.
 #define Q6_COL(OFF, X, ACC) \
-	VPMADDUBSW OFF(X), Y9, Y10 \
+	VPBROADCASTD ((OFF)/8)(X), Y10 \
+	VPMADDUBSW Y10, Y9, Y10 \
 	VPMADDWD Y11, Y10, Y10 \
 	VPADDD Y10, ACC, ACC
 
-// func q6KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func q6KTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
 // q6KTile in assembly, the same sums in the same order. Y0 is the
 // block's int32 sum, Y1 the offset (the codes' +32 against the sums of
@@ -1223,9 +1238,8 @@ TEXT ·q6KTile1(SB), NOSPLIT, $0-48
 	PAIR(12) \
 	PAIR(14)
 
-// The body, with PAIR for two runs and CODES bytes of the activations'
-// codes a block (q6KTile1VNNI's too).
-#define Q6K_TILE1(PAIR, CODES) \
+// The body, with PAIR for two runs (q6KTile1VNNI's too).
+#define Q6K_TILE1(PAIR) \
 	TILE1_ARGS \
 	RUN_INDEX \
 	VMOVDQU q6KTwoRunIndex<>+0(SB), X15 \
@@ -1246,7 +1260,7 @@ q61blocks: \
 	VCVTDQ2PS Y0, Y12 \
 	VFMADD231PS Y11, Y12, Y2 \
 	ADDQ $Q6_BYTES, SI \
-	ADDQ $CODES, R8 \
+	ADDQ $K_CODES, R8 \
 	ADDQ $32, R10 \
 	INCQ DX \
 	JMP  q61blocks \
@@ -1254,7 +1268,7 @@ q61done: \
 	VMOVUPS Y2, 0(DI) \
 	VZEROUPPER \
 	RET
-	Q6K_TILE1(Q6_1PAIR, 2048)
+	Q6K_TILE1(Q6_1PAIR)
 
 // func q8Row1(w, ws, x, xs unsafe.Pointer, groups int, out *[8]float32)
 //
@@ -1352,16 +1366,15 @@ q8done:
 	VFMADD231PS Y11, ACC, Y9 \
 	VMOVUPS Y9, OUT(DI)
 
-// func q6KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+// func q6KTile3(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
 // q6KTile1 against three vectors' activations, each summed exactly as
 // q6KTile1 sums it, the running sums kept in out between blocks. Each 32
 // bytes of codes are loaded, and each run's scales unpacked, once for the
 // three. Y0-Y2 are the block's int32 sums, Y3-Y5 the offsets.
 TEXT ·q6KTile3(SB), NOSPLIT, $0-96
-// The body, with PAIR for two runs and CODES bytes of the activations'
-// codes a block (q6KTile3VNNI's too).
-#define Q6K_TILE3(PAIR, CODES) \
+// The body, with PAIR for two runs (q6KTile3VNNI's too).
+#define Q6K_TILE3(PAIR) \
 	TILE3_ARGS \
 	RUN_INDEX \
 	VMOVDQU q6KTwoRunIndex<>+0(SB), X15 \
@@ -1380,12 +1393,12 @@ q63blocks: \
 	Q6_FINISH(Y0, Y3, R9, 0) \
 	Q6_FINISH(Y1, Y4, R12, 32) \
 	Q6_FINISH(Y2, Y5, R15, 64) \
-	TILE3_STEP(Q6_BYTES, CODES) \
+	TILE3_STEP(Q6_BYTES) \
 	JMP  q63blocks \
 q63done: \
 	VZEROUPPER \
 	RET
-	Q6K_TILE3(Q6_3PAIR, 2048)
+	Q6K_TILE3(Q6_3PAIR)
 
 // One 32-byte column of a Q5_K tile (nibbles at 256C+32I, fifth bits at
 // 1184+32I, bit g for group g): the even group's codes (low nibble, bit 4
@@ -1399,14 +1412,16 @@ q63done: \
 	SE $NE, Y8, Y11 \
 	VPAND Y5, Y11, Y11 \
 	VPOR Y11, Y10, Y10 \
-	VPMADDUBSW (512*C+32*I)(R8), Y10, Y11 \
+	VPBROADCASTD (64*C+4*I)(R8), Y11 \
+	VPMADDUBSW Y11, Y10, Y11 \
 	VPADDW Y11, Y0, Y0 \
 	VPSRLW $4, Y9, Y9 \
 	VPAND Y15, Y9, Y9 \
 	SO $NO, Y8, Y8 \
 	VPAND Y5, Y8, Y8 \
 	VPOR Y8, Y9, Y9 \
-	VPMADDUBSW (512*C+256+32*I)(R8), Y9, Y11 \
+	VPBROADCASTD (64*C+32+4*I)(R8), Y11 \
+	VPMADDUBSW Y11, Y9, Y11 \
 	VPADDW Y11, Y1, Y1
 
 // Half a group pair: four columns' sums (codes reach 31, so no more fit
@@ -1434,15 +1449,14 @@ q63done: \
 	Q5_HALF(C, 0, 1, 2, 3, SE, NE, SO, NO) \
 	Q5_HALF(C, 4, 5, 6, 7, SE, NE, SO, NO)
 
-// func q5KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func q5KTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
 // q5KTile in assembly, the same sums in the same order: Q4_K's with each
 // code's fifth bit. Y2 is the block's int32 sum, Y9 its mins, Y4 the
 // running sum, Y5 bit 4 of every byte.
 TEXT ·q5KTile1(SB), NOSPLIT, $0-48
-// The body, with PAIR for a group pair and CODES bytes of the
-// activations' codes a block (q5KTile1VNNI's too).
-#define Q5K_TILE1(PAIR, CODES) \
+// The body, with PAIR for a group pair (q5KTile1VNNI's too).
+#define Q5K_TILE1(PAIR) \
 	TILE1_ARGS \
 	BROADCAST32(0x0f0f0f0f, X15, Y15) \
 	BROADCAST32(0x10101010, X5, Y5) \
@@ -1459,7 +1473,7 @@ q51blocks: \
 	PAIR(3, VPSRLW, 2, VPSRLW, 3) \
 	K1_FINISH \
 	ADDQ $1440, SI \
-	ADDQ $CODES, R8 \
+	ADDQ $K_CODES, R8 \
 	ADDQ $32, R10 \
 	INCQ DX \
 	JMP  q51blocks \
@@ -1467,7 +1481,7 @@ q51done: \
 	VMOVUPS Y4, 0(DI) \
 	VZEROUPPER \
 	RET
-	Q5K_TILE1(Q5_PAIR, 2048)
+	Q5K_TILE1(Q5_PAIR)
 
 // One row's group (its |w| in ABS) times one vector's (its codes in
 // Y13), by their scales' product (lane SEL of Y11), into ACC: q8Row1's
@@ -1902,18 +1916,15 @@ t46z:
 	VPDPBUSD.BCST ((OFF)/8)(X), LO, ACC \
 	VPDPBUSD.BCST ((OFF)/8+16)(X), HI, ACC
 
-#undef X_GROUP
-#define X_GROUP 32
-
 #undef GROUP_FLOATS
 #define GROUP_FLOATS(S32, F) \
 	VCVTDQ2PS S32, F
 
-// func q4_0Tile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+// func q4_0Tile3VNNI(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 TEXT ·q4_0Tile3VNNI(SB), NOSPLIT, $0-96
 	Q4_0_TILE3
 
-// func q4_0Tile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func q4_0Tile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 TEXT ·q4_0Tile1VNNI(SB), NOSPLIT, $0-48
 	Q4_0_TILE1
 
@@ -1928,8 +1939,7 @@ TEXT ·q4_0Tile4VNNI(SB), NOSPLIT, $0-24
 // d_x, then times each row's d into the running sum. Each int32 lane
 // holds one row's whole group, so the float steps serve eight rows. The
 // activations are their plain codes: VPDPBUSD's embedded broadcast
-// (.BCST) puts four of them in every row's lane as it loads them, where
-// the other tile kernels read a copy with each four repeated eight times.
+// (.BCST) puts four of them in every row's lane as it loads them.
 
 // A Q8_0 tile group's int32 sums (ACC) against a vector whose group
 // scales and Σx are at SCALES and ISUMS, into SUM, the rows' d in Y13.
@@ -1988,11 +1998,11 @@ t4groups: \
 t4done: \
 	TILE4_STORE_RET
 
-// func q8_0Tile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func q8_0Tile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
 // One Q8_0 tile (272 bytes a group: eight 32-byte columns of codes, four
 // of each row's, then eight halves d) against one vector's codes
-// (bcast), group scales and Σx (sums). Y0 is the running sum, Y3 a
+// (codes), group scales and Σx (sums). Y0 is the running sum, Y3 a
 // group's int32 sums.
 TEXT ·q8_0Tile1VNNI(SB), NOSPLIT, $0-48
 #define Q8T_COL1(T) \
@@ -2080,9 +2090,9 @@ GLOBL iq4NLLevels128<>(SB), RODATA|NOPTR, $16
 	VPSHUFB LO, Y14, LO \
 	VPSHUFB RAW, Y14, RAW
 
-// func iq4NLTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func iq4NLTile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
-// One IQ4_NL tile against one vector's plain codes (bcast), group scales
+// One IQ4_NL tile against one vector's plain codes (codes), group scales
 // and Σx (sums). Y0 is the running sum, Y3 a group's int32 sums.
 TEXT ·iq4NLTile1VNNI(SB), NOSPLIT, $0-48
 #define IQ4NL_COL1(OFF) \
@@ -2188,9 +2198,9 @@ TEXT ·iq4NLTile4VNNI(SB), NOSPLIT, $0-24
 	KV_SCALE((2*C), Y0, Y2) \
 	KV_SCALE((2*C+1), Y1, Y2)
 
-// func q5KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func q5KTile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 TEXT ·q5KTile1VNNI(SB), NOSPLIT, $0-48
-	Q5K_TILE1(Q5V_PAIR, 256)
+	Q5K_TILE1(Q5V_PAIR)
 
 // The Q4_K VNNI kernels read the compact tile (q4KCompactTileBytes): a
 // block's packed six-bit scales and mins as the file keeps them, byte k
@@ -2201,7 +2211,7 @@ TEXT ·q5KTile1VNNI(SB), NOSPLIT, $0-48
 // and the top two bits of byte j−4 or j), so the sums that follow are the
 // byte-scale tile's. Y20 and Y21 hold 0x3f and 0xc0 in every byte.
 
-// func q4KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func q4KTile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
 // Y0 and Y1 are a group pair's int32 sums (even, odd group), Y2 the
 // block's, Y4 the running sum.
@@ -2264,9 +2274,9 @@ TEXT ·q4KTile1VNNI(SB), NOSPLIT, $128-48
 	KV_SCALE((2*C), Y0, Y2) \
 	KV_SCALE((2*C+1), Y1, Y2)
 
-	Q4K_TILE1(KV1_PAIR, 256)
+	Q4K_TILE1(KV1_PAIR)
 
-// func q4KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+// func q4KTile3VNNI(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
 // q4KTile1VNNI against three vectors, each summed exactly as it sums one
 // (the running sums kept in out between blocks, as q4KTile3 keeps them).
@@ -2301,7 +2311,7 @@ TEXT ·q4KTile3VNNI(SB), NOSPLIT, $128-96
 	KV_SCALE((2*C+1), Y4, Y7) \
 	KV_SCALE((2*C+1), Y5, Y8)
 
-	Q4K_TILE3(KV3_PAIR, 256)
+	Q4K_TILE3(KV3_PAIR)
 
 // The Q6_K VNNI kernels read a compact tile (q6KCompactTileBytes): per
 // run of 16 columns, two vectors of nibbles (columns 4t… of the run in
@@ -2373,7 +2383,7 @@ TEXT ·q4KTile3VNNI(SB), NOSPLIT, $128-96
 	VPMADDWD Y10, Y11, Y10 \
 	VPADDD Y10, OFFSET, OFFSET
 
-// func q6KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func q6KTile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
 // Y0 is the block's int32 sum, Y1 the offset, Y2 the running sum, Y3 a
 // run's sum.
@@ -2386,9 +2396,9 @@ TEXT ·q6KTile1VNNI(SB), NOSPLIT, $0-48
 	VMOVDQU (Q6_SCALES+8*S)(SI), X12 \
 	Q6V_OFFSET(S, R10, Y1)
 
-	Q6K_TILE1(Q6V_1PAIR, 256)
+	Q6K_TILE1(Q6V_1PAIR)
 
-// func q6KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+// func q6KTile3VNNI(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
 // q6KTile1VNNI against three vectors, each summed exactly as it sums one,
 // the running sums kept in out between blocks; each run's codes put
@@ -2409,7 +2419,7 @@ TEXT ·q6KTile3VNNI(SB), NOSPLIT, $0-96
 	Q6V_OFFSET(S, R13, Y4) \
 	Q6V_OFFSET(S, BX, Y5)
 
-	Q6K_TILE3(Q6V_3PAIR, 256)
+	Q6K_TILE3(Q6V_3PAIR)
 
 // The Q2_K and Q3_K VNNI kernels: the 2-bit kernels' bodies with each
 // run's sum int32 at once (VPDPBUSD, against the plain Q8_K codes,
@@ -2445,21 +2455,21 @@ TEXT ·q6KTile3VNNI(SB), NOSPLIT, $0-96
 	VPMULLD Y11, Y2, Y2 \
 	VPADDD Y2, Y5, Y5
 
-// func q2KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func q2KTile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 TEXT ·q2KTile1VNNI(SB), NOSPLIT, $0-48
-	Q2K_TILE1(256)
+	Q2K_TILE1
 
-// func q2KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+// func q2KTile3VNNI(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 TEXT ·q2KTile3VNNI(SB), NOSPLIT, $0-96
-	Q2K_TILE3(256)
+	Q2K_TILE3
 
-// func q3KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func q3KTile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 TEXT ·q3KTile1VNNI(SB), NOSPLIT, $0-48
-	Q3K_TILE1(256)
+	Q3K_TILE1
 
-// func q3KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+// func q3KTile3VNNI(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 TEXT ·q3KTile3VNNI(SB), NOSPLIT, $0-96
-	Q3K_TILE3(256)
+	Q3K_TILE3
 
 // The Q4_1 and five-bit (Q5_0, Q5_1) VNNI kernels: their bodies with
 // Q4_0's VNNI NIBBLE_DOT and GROUP_FLOATS (above), and each five-bit
@@ -2482,14 +2492,14 @@ TEXT ·q3KTile3VNNI(SB), NOSPLIT, $0-96
 	VBROADCASTSS 0(SUMS)(DX*4), Y11 \
 	VFMADD231PS Y13, Y11, SUM
 
-// func q4_1Tile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func q4_1Tile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 TEXT ·q4_1Tile1VNNI(SB), NOSPLIT, $0-48
 	Q4_1_TILE1
 
-// func fiveBitTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+// func fiveBitTile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 TEXT ·fiveBitTile1VNNI(SB), NOSPLIT, $0-48
 	FIVE_BIT_TILE1
 
-// func fiveBitTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
+// func fiveBitTile3VNNI(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 TEXT ·fiveBitTile3VNNI(SB), NOSPLIT, $0-96
 	FIVE_BIT_TILE3

@@ -1,9 +1,6 @@
 package builtin
 
-import (
-	"math"
-	"unsafe"
-)
+import "math"
 
 // The portable kernels: plain Go loops, unrolled by four so the compiler
 // keeps independent accumulators. They serve builds without
@@ -462,19 +459,6 @@ func swiGLUGeneric(hb, hb2 []float32) {
 	hb2 = hb2[:len(hb)]
 	for i, v := range hb {
 		hb[i] = v / (1 + float32(math.Exp(float64(-v)))) * hb2[i]
-	}
-}
-
-// broadcastCodes sets dst to codes, each four repeated eight times (32
-// bytes per four), so a tile kernel (tiles_simd.go) loads the four it
-// needs in every row's lanes with one load.
-func broadcastCodes(dst, codes []int8) {
-	for u := range len(codes) / 4 {
-		four := *(*uint32)(unsafe.Pointer(&codes[4*u]))
-		words := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[32*u])), 8)
-		for i := range words {
-			words[i] = four
-		}
 	}
 }
 

@@ -78,12 +78,12 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 		}
 		q4 := quantizeTo(t, ggmlQ4_0, w)
 		twinsAgree(t, fmt.Sprintf("Q4_0, extremes %v", extremes), q4, xs, q4_0Tile1, q4_0Tile1VNNI, q4_0Tile3, q4_0Tile3VNNI)
-		in, v := twinInputs(q4, xs)
+		in := tileInputs(q4, xs)
 		per := in[0].blocks * q4_0TileBytes
 		for tile := range rows / tileRows {
 			var four, fourVNNI [maxTileBatch][tileRows]float32
 			q4_0Tile4(unsafe.Pointer(&q4.tiles[tile*per]), &in, &four)
-			q4_0Tile4VNNI(unsafe.Pointer(&q4.tiles[tile*per]), &v, &fourVNNI)
+			q4_0Tile4VNNI(unsafe.Pointer(&q4.tiles[tile*per]), &in, &fourVNNI)
 			if four != fourVNNI {
 				t.Fatalf("q4_0Tile4, tile %d, extremes %v: %v, VNNI %v", tile, extremes, four, fourVNNI)
 			}
@@ -137,7 +137,7 @@ func iq4NLTwinsAgree(t *testing.T, m *Matrix, xs []*quantized, extremes bool) {
 	name := fmt.Sprintf("IQ4_NL, extremes %v", extremes)
 	nibbles := makeTiles(m, iq4NLNibbleTiles)
 	twinsAgreeOn(t, name, m, makeTiles(m, iq4NLLevelTiles), nibbles, xs, iq4NLTile1, iq4NLTile1VNNI, nil, nil)
-	_, v := twinInputs(m, xs)
+	v := tileInputs(m, xs)
 	per := len(nibbles) / tileCount(m.Rows)
 	for tile := range tileCount(m.Rows) {
 		p := unsafe.Pointer(&nibbles[tile*per])
@@ -145,7 +145,7 @@ func iq4NLTwinsAgree(t *testing.T, m *Matrix, xs []*quantized, extremes bool) {
 		iq4NLTile4VNNI(p, &v, &four)
 		for j := range maxTileBatch {
 			var one [tileRows]float32
-			iq4NLTile1VNNI(p, v[j].bcast, v[j].scales, v[j].sums, v[j].blocks, &one)
+			iq4NLTile1VNNI(p, v[j].codes, v[j].scales, v[j].sums, v[j].blocks, &one)
 			if one != four[j] {
 				t.Fatalf("%s, tile %d, vector %d: alone %v, four at once %v", name, tile, j, one, four[j])
 			}
@@ -154,23 +154,17 @@ func iq4NLTwinsAgree(t *testing.T, m *Matrix, xs []*quantized, extremes bool) {
 }
 
 type (
-	tileKernel1 func(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
-	tileKernel3 func(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+	tileKernel1 func(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+	tileKernel3 func(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 )
 
-// twinInputs is xs as m's AVX2 tile kernels read them (each four codes
-// repeated eight times) and as its VNNI twins do (the plain codes).
-func twinInputs(m *Matrix, xs []*quantized) (avx2, vnni [maxTileBatch]tileInput) {
+// tileInputs is xs as m's tile kernels read them, the AVX2 kernels and
+// their VNNI twins alike.
+func tileInputs(m *Matrix, xs []*quantized) (in [maxTileBatch]tileInput) {
 	for j := range maxTileBatch {
-		vnni[j] = tileInputOf(m, xs[j])
-		avx2[j] = vnni[j]
-		if formats[m.format].q8K {
-			avx2[j].bcast = unsafe.Pointer(&xs[j].kbcast[0])
-		} else {
-			avx2[j].bcast = unsafe.Pointer(&xs[j].bcast[0])
-		}
+		in[j] = tileInputOf(m, xs[j])
 	}
-	return avx2, vnni
+	return in
 }
 
 // twinsAgree holds the one- and three-vector VNNI kernels of m's format
@@ -185,17 +179,17 @@ func twinsAgree(t *testing.T, name string, m *Matrix, xs []*quantized, one, oneV
 // their own layout (vnniTiles) where the AVX2 kernels read avx2Tiles.
 func twinsAgreeOn(t *testing.T, name string, m *Matrix, avx2Tiles, vnniTiles []byte, xs []*quantized, one, oneVNNI tileKernel1, three, threeVNNI tileKernel3) {
 	t.Helper()
-	in, v := twinInputs(m, xs)
+	in := tileInputs(m, xs)
 	per, perVNNI := len(avx2Tiles)/tileCount(m.Rows), len(vnniTiles)/tileCount(m.Rows)
 	for tile := range tileCount(m.Rows) {
 		p, q := unsafe.Pointer(&avx2Tiles[tile*per]), unsafe.Pointer(&vnniTiles[tile*perVNNI])
 		var a, b [tileRows]float32
-		one(p, in[0].bcast, in[0].scales, in[0].sums, in[0].blocks, &a)
-		oneVNNI(q, v[0].bcast, v[0].scales, v[0].sums, v[0].blocks, &b)
+		one(p, in[0].codes, in[0].scales, in[0].sums, in[0].blocks, &a)
+		oneVNNI(q, in[0].codes, in[0].scales, in[0].sums, in[0].blocks, &b)
 		var a3, b3 [3][tileRows]float32
 		if three != nil {
-			three(p, in[0].bcast, in[0].scales, in[0].sums, in[1].bcast, in[1].scales, in[1].sums, in[2].bcast, in[2].scales, in[2].sums, in[0].blocks, &a3)
-			threeVNNI(q, v[0].bcast, v[0].scales, v[0].sums, v[1].bcast, v[1].scales, v[1].sums, v[2].bcast, v[2].scales, v[2].sums, v[0].blocks, &b3)
+			three(p, in[0].codes, in[0].scales, in[0].sums, in[1].codes, in[1].scales, in[1].sums, in[2].codes, in[2].scales, in[2].sums, in[0].blocks, &a3)
+			threeVNNI(q, in[0].codes, in[0].scales, in[0].sums, in[1].codes, in[1].scales, in[1].sums, in[2].codes, in[2].scales, in[2].sums, in[0].blocks, &b3)
 		}
 		if a != b || a3 != b3 {
 			t.Fatalf("%s tile %d: %v %v, VNNI %v %v", name, tile, a, a3, b, b3)

@@ -268,21 +268,15 @@ func withTiles(m *Matrix, copied func(rows []float32)) *Matrix {
 }
 
 // tileForms is the activations m's tiles read, if it has any: Q8_K's
-// or Q8_0's codes, broadcast (and Q8_0's sums).
+// codes, or Q8_0's and their sums.
 func tileForms(m *Matrix) activationForms {
-	if m.tiles == nil || !m.Quantized() { // f32 tiles read the floats
-		return activationForms{}
-	}
-	plain, q8K := plainCodes(m.format), formats[m.format].q8K
 	switch {
-	case plain && q8K: // its kernels broadcast the codes as they load them
+	case m.tiles == nil || !m.Quantized(): // f32 tiles read the floats
+		return activationForms{}
+	case formats[m.format].q8K:
 		return activationForms{q8K: true}
-	case plain:
-		return activationForms{q8_0: true, sums: true}
-	case q8K:
-		return activationForms{kbcast: true}
 	}
-	return activationForms{bcast: true, sums: true}
+	return activationForms{q8_0: true, sums: true}
 }
 
 // makeTiles lays m's rows out as tiles.
@@ -481,13 +475,13 @@ func iq4NLTileRow(tile []byte, r int, b []byte) {
 	copy(tile[iq4NLTileLevels+2*r:][:2], b[:2])
 }
 
-// tileInput is the activations as a tile kernel reads them: the codes,
-// each four repeated eight times (so one load puts four of them in every
-// row's lanes; the VNNI kernels broadcast plain codes), and per
-// block (Q8_K) or group (Q8_0) the scale and the sums. q4_0Tile4 and
+// tileInput is the activations as a tile kernel reads them: the codes as
+// they are (each kernel broadcasts four at a time to every row's lanes
+// as it loads them), and per block (Q8_K) or group (Q8_0) the scale and
+// the sums. q4_0Tile4 and
 // q8_0Tile4VNNI read an array of them: keep the fields' order.
 type tileInput struct {
-	bcast, scales, sums unsafe.Pointer
+	codes, scales, sums unsafe.Pointer
 	blocks              int
 }
 
@@ -546,39 +540,39 @@ func dotTiles(f format, n int, tile unsafe.Pointer, in *[maxTileBatch]tileInput,
 	switch f {
 	case formatQ4_0:
 		if haveVNNI {
-			q4_0Tile3VNNI(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+			q4_0Tile3VNNI(tile, a.codes, a.scales, a.sums, b.codes, b.scales, b.sums, c.codes, c.scales, c.sums, a.blocks, three)
 		} else {
-			q4_0Tile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+			q4_0Tile3(tile, a.codes, a.scales, a.sums, b.codes, b.scales, b.sums, c.codes, c.scales, c.sums, a.blocks, three)
 		}
 	case formatQ4_K:
 		if haveVNNI {
-			q4KTile3VNNI(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+			q4KTile3VNNI(tile, a.codes, a.scales, a.sums, b.codes, b.scales, b.sums, c.codes, c.scales, c.sums, a.blocks, three)
 		} else {
-			q4KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+			q4KTile3(tile, a.codes, a.scales, a.sums, b.codes, b.scales, b.sums, c.codes, c.scales, c.sums, a.blocks, three)
 		}
 	case formatQ2_K:
 		if haveVNNI {
-			q2KTile3VNNI(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+			q2KTile3VNNI(tile, a.codes, a.scales, a.sums, b.codes, b.scales, b.sums, c.codes, c.scales, c.sums, a.blocks, three)
 		} else {
-			q2KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+			q2KTile3(tile, a.codes, a.scales, a.sums, b.codes, b.scales, b.sums, c.codes, c.scales, c.sums, a.blocks, three)
 		}
 	case formatQ3_K:
 		if haveVNNI {
-			q3KTile3VNNI(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+			q3KTile3VNNI(tile, a.codes, a.scales, a.sums, b.codes, b.scales, b.sums, c.codes, c.scales, c.sums, a.blocks, three)
 		} else {
-			q3KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+			q3KTile3(tile, a.codes, a.scales, a.sums, b.codes, b.scales, b.sums, c.codes, c.scales, c.sums, a.blocks, three)
 		}
 	case formatQ5_0, formatQ5_1:
 		if haveVNNI {
-			fiveBitTile3VNNI(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+			fiveBitTile3VNNI(tile, a.codes, a.scales, a.sums, b.codes, b.scales, b.sums, c.codes, c.scales, c.sums, a.blocks, three)
 		} else {
-			fiveBitTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+			fiveBitTile3(tile, a.codes, a.scales, a.sums, b.codes, b.scales, b.sums, c.codes, c.scales, c.sums, a.blocks, three)
 		}
 	case formatQ6_K:
 		if haveVNNI {
-			q6KTile3VNNI(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+			q6KTile3VNNI(tile, a.codes, a.scales, a.sums, b.codes, b.scales, b.sums, c.codes, c.scales, c.sums, a.blocks, three)
 		} else {
-			q6KTile3(tile, a.bcast, a.scales, a.sums, b.bcast, b.scales, b.sums, c.bcast, c.scales, c.sums, a.blocks, three)
+			q6KTile3(tile, a.codes, a.scales, a.sums, b.codes, b.scales, b.sums, c.codes, c.scales, c.sums, a.blocks, three)
 		}
 	}
 }
@@ -589,60 +583,60 @@ func dotTiles(f format, n int, tile unsafe.Pointer, in *[maxTileBatch]tileInput,
 func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32) {
 	switch f {
 	case formatQ8_0:
-		q8_0Tile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+		q8_0Tile1VNNI(tile, x.codes, x.scales, x.sums, x.blocks, out)
 	case formatQ4_0:
 		if haveVNNI {
-			q4_0Tile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+			q4_0Tile1VNNI(tile, x.codes, x.scales, x.sums, x.blocks, out)
 		} else {
-			q4_0Tile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+			q4_0Tile1(tile, x.codes, x.scales, x.sums, x.blocks, out)
 		}
 	case formatQ4_1:
 		if haveVNNI {
-			q4_1Tile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+			q4_1Tile1VNNI(tile, x.codes, x.scales, x.sums, x.blocks, out)
 		} else {
-			q4_1Tile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+			q4_1Tile1(tile, x.codes, x.scales, x.sums, x.blocks, out)
 		}
 	case formatQ5_0, formatQ5_1:
 		if haveVNNI {
-			fiveBitTile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+			fiveBitTile1VNNI(tile, x.codes, x.scales, x.sums, x.blocks, out)
 		} else {
-			fiveBitTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+			fiveBitTile1(tile, x.codes, x.scales, x.sums, x.blocks, out)
 		}
 	case formatIQ4_NL:
 		if haveVNNI {
-			iq4NLTile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+			iq4NLTile1VNNI(tile, x.codes, x.scales, x.sums, x.blocks, out)
 		} else {
-			iq4NLTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+			iq4NLTile1(tile, x.codes, x.scales, x.sums, x.blocks, out)
 		}
 	case formatQ2_K:
 		if haveVNNI {
-			q2KTile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+			q2KTile1VNNI(tile, x.codes, x.scales, x.sums, x.blocks, out)
 		} else {
-			q2KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+			q2KTile1(tile, x.codes, x.scales, x.sums, x.blocks, out)
 		}
 	case formatQ4_K:
 		if haveVNNI {
-			q4KTile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+			q4KTile1VNNI(tile, x.codes, x.scales, x.sums, x.blocks, out)
 		} else {
-			q4KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+			q4KTile1(tile, x.codes, x.scales, x.sums, x.blocks, out)
 		}
 	case formatQ5_K:
 		if haveVNNI {
-			q5KTile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+			q5KTile1VNNI(tile, x.codes, x.scales, x.sums, x.blocks, out)
 		} else {
-			q5KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+			q5KTile1(tile, x.codes, x.scales, x.sums, x.blocks, out)
 		}
 	case formatQ3_K:
 		if haveVNNI {
-			q3KTile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+			q3KTile1VNNI(tile, x.codes, x.scales, x.sums, x.blocks, out)
 		} else {
-			q3KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+			q3KTile1(tile, x.codes, x.scales, x.sums, x.blocks, out)
 		}
 	case formatQ6_K:
 		if haveVNNI {
-			q6KTile1VNNI(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+			q6KTile1VNNI(tile, x.codes, x.scales, x.sums, x.blocks, out)
 		} else {
-			q6KTile1(tile, x.bcast, x.scales, x.sums, x.blocks, out)
+			q6KTile1(tile, x.codes, x.scales, x.sums, x.blocks, out)
 		}
 	}
 }
@@ -660,71 +654,71 @@ func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
 // compiled to an address computation before every load; the assembly
 // folds the loads into the multiply-adds. The Tile3 and Tile4 kernels are
 // dotTiles'. The VNNI kernels are the twins a CPU with VNNI takes (the
-// same results, from the activations' plain codes; see plainCodes), and
-// Q8_0's, which has tiles on such a CPU only.
+// same results from the same codes), and Q8_0's, which has tiles on such
+// a CPU only.
 
 //go:noescape
-func q8_0Tile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func q8_0Tile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
 func q8_0Tile4VNNI(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32)
 
 //go:noescape
-func q4_0Tile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func q4_0Tile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
-func q4_0Tile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func q4_0Tile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
-func q4_1Tile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func q4_1Tile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
-func q4_1Tile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func q4_1Tile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
-func fiveBitTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func fiveBitTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
-func fiveBitTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func fiveBitTile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
-func iq4NLTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func iq4NLTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
-func iq4NLTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func iq4NLTile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
 func iq4NLTile4VNNI(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32)
 
 //go:noescape
-func q2KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func q2KTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
-func q2KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func q2KTile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
-func q3KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func q3KTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
-func q3KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func q3KTile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
-func q4KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func q4KTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
-func q4KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func q4KTile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
-func q5KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func q5KTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
-func q5KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func q5KTile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
-func q6KTile1(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func q6KTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
-func q6KTile1VNNI(tile, bcast, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+func q6KTile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
 func q4_0Tile4(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32)
@@ -733,63 +727,51 @@ func q4_0Tile4(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBa
 func q4_0Tile4VNNI(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32)
 
 //go:noescape
-func q4_0Tile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+func q4_0Tile3(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
-func q4_0Tile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+func q4_0Tile3VNNI(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
-func q4KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+func q4KTile3(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
-func q4KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+func q4KTile3VNNI(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
-func q2KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+func q2KTile3(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
-func q2KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+func q2KTile3VNNI(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
-func q3KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+func q3KTile3(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
-func q3KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+func q3KTile3VNNI(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
-func fiveBitTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+func fiveBitTile3(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
-func fiveBitTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+func fiveBitTile3VNNI(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
-func q6KTile3(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+func q6KTile3(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
-func q6KTile3VNNI(tile, bcast0, scales0, sums0, bcast1, scales1, sums1, bcast2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
-
-// plainCodes is whether format f's tile kernels read the activations'
-// codes as they are (the VNNI kernels: Q8_0's, and on a CPU with VNNI
-// every format's), not each four repeated eight times.
-func plainCodes(f format) bool { return f == formatQ8_0 || haveVNNI }
+func q6KTile3VNNI(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 // tileInputOf is x as m's tile kernel reads it.
 func tileInputOf(m *Matrix, x *quantized) tileInput {
 	blocks := m.Cols / m.format.block()
-	if formats[m.format].q8K {
-		codes := unsafe.Pointer(&x.kbcast[:8*m.Cols][0])
-		if plainCodes(m.format) {
-			codes = unsafe.Pointer(&x.kq[:m.Cols][0])
-		}
-		return tileInput{codes, unsafe.Pointer(&x.kscales[:blocks][0]), unsafe.Pointer(&x.ksums[:blocks*16][0]), blocks}
-	}
 	switch {
+	case formats[m.format].q8K:
+		return tileInput{unsafe.Pointer(&x.kq[:m.Cols][0]), unsafe.Pointer(&x.kscales[:blocks][0]), unsafe.Pointer(&x.ksums[:blocks*16][0]), blocks}
 	case m.format == formatQ8_0 || m.format == formatIQ4_NL && haveVNNI: // Σx in integers
 		return tileInput{unsafe.Pointer(&x.q[:m.Cols][0]), unsafe.Pointer(&x.scales[:blocks][0]), unsafe.Pointer(&x.isums[:blocks][0]), blocks}
-	case plainCodes(m.format):
-		return tileInput{unsafe.Pointer(&x.q[:m.Cols][0]), unsafe.Pointer(&x.scales[:blocks][0]), unsafe.Pointer(&x.sums[:blocks][0]), blocks}
 	}
-	return tileInput{unsafe.Pointer(&x.bcast[:8*m.Cols][0]), unsafe.Pointer(&x.scales[:blocks][0]), unsafe.Pointer(&x.sums[:blocks][0]), blocks}
+	return tileInput{unsafe.Pointer(&x.q[:m.Cols][0]), unsafe.Pointer(&x.scales[:blocks][0]), unsafe.Pointer(&x.sums[:blocks][0]), blocks}
 }
 
 // matVecTiles computes rows [lo, hi) of a tiled matrix, a whole tile at a
