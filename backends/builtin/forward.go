@@ -60,7 +60,7 @@ type quantized struct {
 
 func newQuantized(n int) quantized {
 	groups := (n + GroupSize - 1) / GroupSize
-	return quantized{q: make([]int8, n), scales: newScales(groups), sums: make([]float32, groups), isums: make([]int32, groups),
+	return quantized{q: make([]int8, n), scales: make([]float32, groups), sums: make([]float32, groups), isums: make([]int32, groups),
 		kq: make([]int8, n), kscales: make([]float32, n/superBlock), ksums: make([]int16, n/16),
 		spread: make([]uint64, n/4), kspread: make([]uint64, n/4), split: make([]uint64, n/2)}
 }

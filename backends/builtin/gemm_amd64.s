@@ -1270,58 +1270,6 @@ q61done: \
 	RET
 	Q6K_TILE1(Q6_1PAIR)
 
-// func q8Row1(w, ws, x, xs unsafe.Pointer, groups int, out *[8]float32)
-//
-// q8Row in assembly, the same sums in the same order: per group, |w|
-// times x with w's sign (VPMADDUBSW), pairs summed (VPMADDWD against
-// ones), converted, times ws·xs into the even groups' accumulator (Y0) or
-// the odd groups' (Y1); then even + odd, the row's eight lane sums.
-TEXT ·q8Row1(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ ws+8(FP), DX
-	MOVQ x+16(FP), R8
-	MOVQ xs+24(FP), R9
-	MOVQ groups+32(FP), CX
-	MOVQ out+40(FP), DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	INT16_ONES(Y7)
-	XORQ AX, AX // group
-	XORQ BX, BX // its first value's offset
-
-#define Q8_GROUP(ACC) \
-	VMOVDQU 0(R8)(BX*1), Y2 \
-	VPSIGNB 0(SI)(BX*1), Y2, Y2 \
-	VPABSB 0(SI)(BX*1), Y3 \
-	VPMADDUBSW Y2, Y3, Y2 \
-	VPMADDWD Y7, Y2, Y2 \
-	VCVTDQ2PS Y2, Y2 \
-	VMOVSS 0(DX)(AX*4), X4 \
-	VMULSS 0(R9)(AX*4), X4, X4 \
-	VBROADCASTSS X4, Y4 \
-	VFMADD231PS Y4, Y2, ACC \
-	INCQ AX \
-	ADDQ $32, BX
-
-q8pairs:
-	LEAQ 2(AX), R10
-	CMPQ R10, CX
-	JA   q8last
-	Q8_GROUP(Y0)
-	Q8_GROUP(Y1)
-	JMP  q8pairs
-
-q8last:
-	CMPQ AX, CX
-	JAE  q8done
-	Q8_GROUP(Y0)
-
-q8done:
-	VADDPS Y1, Y0, Y0
-	VMOVUPS Y0, 0(DI)
-	VZEROUPPER
-	RET
-
 // One 32-byte column of codes (Y9) times three vectors' activations, by
 // the run's scales (Y11), into Y0-Y2.
 #define Q6_COL3(OFF) \
@@ -1482,160 +1430,6 @@ q51done: \
 	VZEROUPPER \
 	RET
 	Q5K_TILE1(Q5_PAIR)
-
-// One row's group (its |w| in ABS) times one vector's (its codes in
-// Y13), by their scales' product (lane SEL of Y11), into ACC: q8Row1's
-// Q8_GROUP with the row's loads and the scales hoisted out.
-#define Q8_PAIR(W, ABS, SEL, ACC) \
-	VPSIGNB 0(W)(AX*1), Y13, Y14 \
-	VPMADDUBSW Y14, ABS, Y14 \
-	VPMADDWD Y12, Y14, Y14 \
-	VCVTDQ2PS Y14, Y14 \
-	VSHUFPS $SEL, Y11, Y11, Y15 \
-	VFMADD231PS Y15, Y14, ACC
-
-// One vector (codes at X, scales at XS) against the two rows: Y11 is
-// [dw0·dx, dw1·dx] repeated (Y10 the rows' scales so repeated).
-#define Q8_COLUMN(X, XS, ACC0, ACC1) \
-	VMOVDQU 0(X)(AX*1), Y13 \
-	VBROADCASTSS 0(XS)(BX*4), Y11 \
-	VMULPS Y10, Y11, Y11 \
-	Q8_PAIR(SI, Y8, 0x00, ACC0) \
-	Q8_PAIR(DI, Y9, 0x55, ACC1)
-
-// Every other group from the one in BX (its values at offset AX, the
-// count of groups at 0(SP)), for two rows and four vectors, into Y0-Y7
-// (Y0, Y1 the rows against x0; Y2, Y3 against x1; ...).
-#define Q8_HALF(LOOP, DONE) \
-	ZERO4(Y0, Y1, Y2, Y3) \
-	ZERO4(Y4, Y5, Y6, Y7) \
-LOOP: \
-	CMPQ BX, 0(SP) \
-	JAE  DONE \
-	VPABSB 0(SI)(AX*1), Y8 \
-	VPABSB 0(DI)(AX*1), Y9 \
-	VBROADCASTSS 0(DX)(BX*4), Y10 \
-	VBROADCASTSS 0(CX)(BX*4), Y11 \
-	VBLENDPS $0xaa, Y11, Y10, Y10 \
-	Q8_COLUMN(R8, R12, Y0, Y1) \
-	Q8_COLUMN(R9, R13, Y2, Y3) \
-	Q8_COLUMN(R10, R14, Y4, Y5) \
-	Q8_COLUMN(R11, R15, Y6, Y7) \
-	ADDQ $64, AX \
-	ADDQ $2, BX \
-	JMP  LOOP \
-DONE:
-
-// Each Q8_PAIR's row i against vector j, the four vectors' sums of row
-// ROW (accumulators A0-A3) summed across lanes as sum4 sums them, into
-// OUT's low four lanes (XOUT).
-#define Q8_LANES(A0, A1, A2, A3, T, OUT, XOUT) \
-	VHADDPS A1, A0, OUT \
-	VHADDPS A3, A2, T \
-	VHADDPS T, OUT, OUT \
-	VEXTRACTF128 $1, OUT, X15 \
-	VADDPS X15, XOUT, XOUT
-
-// Row 0's and row 1's sums against vector J (lane J of X8 and X10) into
-// the vector's output at OUT(SP), which then moves on two rows.
-#define Q8_STORE(J, OUT) \
-	MOVQ OUT(SP), AX \
-	VEXTRACTPS $J, X8, 0(AX) \
-	VEXTRACTPS $J, X10, 4(AX) \
-	ADDQ $8, AX \
-	MOVQ AX, OUT(SP)
-
-// func q8Rows2x4(rows unsafe.Pointer, rowBytes, pairs int, x, xs, outs *[4]unsafe.Pointer, groups int)
-//
-// matVecQ8 for 2·pairs Q8_0 rows (each its scales, then its values, the
-// first at rows) against four vectors' codes (x) and scales (xs), two
-// rows at a time: each product summed exactly as q8Row1 sums it (the
-// even groups' sum, then the odd groups', then even + odd) and then as
-// sum4 sums its lanes. The even and odd sums are separate passes, so one
-// accumulator a product fits the sixteen registers: each group of a row
-// is loaded, and its |w| made, once for the four vectors. Vector j's
-// results go to outs[j], one float a row.
-//
-// Frame: the count of groups at 0(SP), two rows' bytes at 8, the pairs
-// left at 16, the four output pointers at 24-48, the even sums at 64.
-TEXT ·q8Rows2x4(SB), NOSPLIT, $320-56
-	MOVQ groups+48(FP), AX
-	MOVQ AX, 0(SP)
-	MOVQ rowBytes+8(FP), AX
-	SHLQ $1, AX
-	MOVQ AX, 8(SP)
-	MOVQ pairs+16(FP), AX
-	MOVQ AX, 16(SP)
-	MOVQ outs+40(FP), AX
-	MOVQ 0(AX), BX
-	MOVQ BX, 24(SP)
-	MOVQ 8(AX), BX
-	MOVQ BX, 32(SP)
-	MOVQ 16(AX), BX
-	MOVQ BX, 40(SP)
-	MOVQ 24(AX), BX
-	MOVQ BX, 48(SP)
-	MOVQ rows+0(FP), DX // row 0's scales, then its values
-	MOVQ rowBytes+8(FP), CX
-	ADDQ DX, CX
-	MOVQ groups+48(FP), BX
-	LEAQ 0(DX)(BX*4), SI
-	LEAQ 0(CX)(BX*4), DI
-	MOVQ x+24(FP), AX
-	MOVQ 0(AX), R8
-	MOVQ 8(AX), R9
-	MOVQ 16(AX), R10
-	MOVQ 24(AX), R11
-	MOVQ xs+32(FP), AX
-	MOVQ 0(AX), R12
-	MOVQ 8(AX), R13
-	MOVQ 16(AX), R14
-	MOVQ 24(AX), R15
-	INT16_ONES(Y12)
-
-q8pair:
-	MOVQ 16(SP), AX
-	TESTQ AX, AX
-	JZ   q8end
-	XORQ AX, AX
-	XORQ BX, BX
-	Q8_HALF(q8even, q8evenDone)
-	VMOVUPS Y0, 64(SP)
-	VMOVUPS Y1, 96(SP)
-	VMOVUPS Y2, 128(SP)
-	VMOVUPS Y3, 160(SP)
-	VMOVUPS Y4, 192(SP)
-	VMOVUPS Y5, 224(SP)
-	VMOVUPS Y6, 256(SP)
-	VMOVUPS Y7, 288(SP)
-	MOVQ $32, AX
-	MOVQ $1, BX
-	Q8_HALF(q8odd, q8oddDone)
-	VADDPS 64(SP), Y0, Y0
-	VADDPS 96(SP), Y1, Y1
-	VADDPS 128(SP), Y2, Y2
-	VADDPS 160(SP), Y3, Y3
-	VADDPS 192(SP), Y4, Y4
-	VADDPS 224(SP), Y5, Y5
-	VADDPS 256(SP), Y6, Y6
-	VADDPS 288(SP), Y7, Y7
-	Q8_LANES(Y0, Y2, Y4, Y6, Y9, Y8, X8)
-	Q8_LANES(Y1, Y3, Y5, Y7, Y11, Y10, X10)
-	Q8_STORE(0, 24)
-	Q8_STORE(1, 32)
-	Q8_STORE(2, 40)
-	Q8_STORE(3, 48)
-	MOVQ 8(SP), AX
-	ADDQ AX, DX
-	ADDQ AX, CX
-	ADDQ AX, SI
-	ADDQ AX, DI
-	DECQ 16(SP)
-	JMP  q8pair
-
-q8end:
-	VZEROUPPER
-	RET
 
 // The f32 tile kernels. An f32 tile is eight rows interleaved: for each
 // column k, the eight rows' weights k in one 32-byte vector (f32tiles.go).
@@ -1942,17 +1736,21 @@ TEXT ·q4_0Tile4VNNI(SB), NOSPLIT, $0-24
 // (.BCST) puts four of them in every row's lane as it loads them.
 
 // A Q8_0 tile group's int32 sums (ACC) against a vector whose group
-// scales and Σx are at SCALES and ISUMS, into SUM, the rows' d in Y13.
-#define Q8T_FINISH(ACC, SCALES, ISUMS, SUM) \
+// scales and Σx are at SCALES and ISUMS, into SUM, the rows' d in Y13:
+// Σu·x less 128·Σx (Q8T_OFFSET), converted, times d_x, times d.
+#define Q8T_OFFSET(ACC, ISUMS) \
 	VPBROADCASTD 0(ISUMS)(DX*4), Y9 \
 	VPSLLD $7, Y9, Y9 \
-	VPSUBD Y9, ACC, ACC \
+	VPSUBD Y9, ACC, ACC
+
+#define Q8T_FINISH(ACC, SCALES, ISUMS, SUM) \
+	Q8T_OFFSET(ACC, ISUMS) \
 	VCVTDQ2PS ACC, ACC \
 	VBROADCASTSS 0(SCALES)(DX*4), Y10 \
 	VMULPS Y10, ACC, ACC \
 	VFMADD231PS Y13, ACC, SUM
 
-// The group loops that Q8_0's and IQ4_NL's VNNI kernels share, for one
+// The group loops that Q8_0's kernels and IQ4_NL's VNNI ones share, for one
 // vector and for four (in): after CONSTS, per group, COLS (the group's
 // columns) sums it into Y3 (Y4-Y7), the rows' halves d at D in the group
 // become Y13 for Q8T_FINISH, and the next group is BYTES on. Y0 (Y0-Y3)
@@ -2135,6 +1933,73 @@ TEXT ·iq4NLTile4VNNI(SB), NOSPLIT, $0-24
 	IQ4NL_COL4(96)
 
 	Q8T_TILE4(IQ4NL_CONSTS, IQ4NL_COLS4, 128, 144)
+
+// Q8_0's AVX2 tile kernels read the VNNI kernels' tiles: each column's
+// codes made signed again (u XOR 0x80, in Y8), |w| (Y9) times the
+// activations with w's sign (VPSIGNB) through VPMADDUBSW into int16
+// pairs (at most 2·128·127: none saturates), then VPMADDWD against ones
+// into int32. That is Σw·x, the integer the VNNI kernels reach as
+// Σu·x − 128·Σx, so the results are theirs bit for bit, and no offset is
+// taken. Y12 holds 0x80 in every byte, Y14 int16 ones.
+#undef Q8T_OFFSET
+#define Q8T_OFFSET(ACC, ISUMS)
+
+#define Q8A_CONSTS \
+	BROADCAST32(0x80808080, X12, Y12) \
+	INT16_ONES(Y14)
+
+#define Q8A_CODES(T) \
+	VMOVDQU (32*T)(SI), Y8 \
+	VPXOR Y12, Y8, Y8 \
+	VPABSB Y8, Y9
+
+// Column T's codes against the four codes of a vector at X, into its
+// int32 sums ACC.
+#define Q8A_DOT(T, X, ACC) \
+	VPBROADCASTD (4*T)(X), Y10 \
+	VPSIGNB Y8, Y10, Y10 \
+	VPMADDUBSW Y10, Y9, Y10 \
+	VPMADDWD Y14, Y10, Y10 \
+	VPADDD Y10, ACC, ACC
+
+#define Q8A_COL1(T) \
+	Q8A_CODES(T) \
+	Q8A_DOT(T, R8, Y3)
+
+#define Q8A_COLS1 \
+	Q8A_COL1(0) \
+	Q8A_COL1(1) \
+	Q8A_COL1(2) \
+	Q8A_COL1(3) \
+	Q8A_COL1(4) \
+	Q8A_COL1(5) \
+	Q8A_COL1(6) \
+	Q8A_COL1(7)
+
+// func q8_0Tile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+TEXT ·q8_0Tile1(SB), NOSPLIT, $0-48
+	Q8T_TILE1(Q8A_CONSTS, Q8A_COLS1, 256, 272)
+
+#define Q8A_COL4(T) \
+	Q8A_CODES(T) \
+	Q8A_DOT(T, R8, Y4) \
+	Q8A_DOT(T, R9, Y5) \
+	Q8A_DOT(T, R10, Y6) \
+	Q8A_DOT(T, R11, Y7)
+
+#define Q8A_COLS4 \
+	Q8A_COL4(0) \
+	Q8A_COL4(1) \
+	Q8A_COL4(2) \
+	Q8A_COL4(3) \
+	Q8A_COL4(4) \
+	Q8A_COL4(5) \
+	Q8A_COL4(6) \
+	Q8A_COL4(7)
+
+// func q8_0Tile4(tile unsafe.Pointer, in *[4]tileInput, out *[4][8]float32)
+TEXT ·q8_0Tile4(SB), NOSPLIT, $0-24
+	Q8T_TILE4(Q8A_CONSTS, Q8A_COLS4, 256, 272)
 
 // The Q4_K VNNI kernels: q4KTile1's and q4KTile3's sums with VPDPBUSD,
 // against the activations' plain Q8_K codes (.BCST). Each group's sum is

@@ -30,8 +30,8 @@ import (
 // (every CPU with AVX2 so far has it; archsimd does not report it).
 var haveAVX2 = archsimd.X86.AVX2() && archsimd.X86.FMA() && cpu.X86.HasF16C
 
-// haveVNNI is whether Q8_0 matrices are tiled, IQ4_NL's tiles keep their
-// nibbles, and every other format's tile kernels take their VNNI twins
+// haveVNNI is whether IQ4_NL's tiles keep their nibbles, Q4_K's and
+// Q6_K's are compact, and every format's tile kernels take their VNNI twins
 // (gemm_amd64.s), whose VPDPBUSD needs AVX512_VNNI and AVX512VL (with
 // AVX-512's F, CD, BW and DQ, as archsimd bundles them);
 // GODEBUG=cpu.avx512f=off turns it off with AVX-512.
@@ -348,105 +348,15 @@ func i8x32(p unsafe.Pointer, off uintptr) archsimd.Int8x32 {
 	return archsimd.LoadInt8x32((*[32]int8)(unsafe.Add(p, off)))
 }
 
-// sum4 returns the horizontal sums of four vectors as one 4-wide vector.
-func sum4(a0, a1, a2, a3 archsimd.Float32x8) archsimd.Float32x4 {
-	t := a0.AddPairsGrouped(a1).AddPairsGrouped(a2.AddPairsGrouped(a3))
-	return t.GetLo().Add(t.GetHi())
-}
-
-// laneIndex[k] selects lane k of a vector in every lane (for VPERMPS).
-// Like every index vector it is made only where its kernels run: the
-// load is an AVX instruction.
-var laneIndex = func() (idx [8]archsimd.Uint32x8) {
-	if !haveAVX2 {
-		return idx
-	}
-	for k := range idx {
-		var lanes [8]uint32
-		for i := range lanes {
-			lanes[i] = uint32(k)
-		}
-		idx[k] = archsimd.LoadUint32x8Slice(lanes[:])
-	}
-	return idx
-}()
-
-// matVecQ8 is the int8 dot product of Q8_0 rows (on a CPU with VNNI a
-// Q8_0 matrix is tiles instead; see withTiles): |w| (unsigned) times x
-// with w's sign (VPSIGNB) through VPMADDUBSW into int16 pairs, VPMADDWD
-// against ones into int32, then one FMA per group with the product of the
-// two group scales (q8Row1).
-func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) {
-	if !haveAVX2 {
-		matVecQ8Generic(out, m, x, lo, hi)
-		return
-	}
-	c := m.Cols
-	groups := c / GroupSize
-	pxq := unsafe.Pointer(&x.q[:c][0])
-	pxs := unsafe.Pointer(&x.scales[:groups+scalePad][0])
-	var acc [4]archsimd.Float32x8
-	var sums [4]float32
-	var lanes [8]float32
-	// A stored row is its scales, then its values: one sequential stream.
-	// Eight-wide scale loads past a short row's scales read its own values,
-	// whose lanes are never used.
-	rowScales := func(r int) unsafe.Pointer { return unsafe.Pointer(&m.quantRow(r)[0]) }
-	rowQ8 := func(r int) unsafe.Pointer { return unsafe.Add(rowScales(r), groups*4) }
-	for r0 := lo; r0 < hi; r0 += 4 {
-		n := min(4, hi-r0)
-		for i := range n {
-			q8Row1(rowQ8(r0+i), rowScales(r0+i), pxq, pxs, groups, &lanes)
-			acc[i] = archsimd.LoadFloat32x8(&lanes)
-		}
-		for i := n; i < 4; i++ {
-			acc[i] = archsimd.Float32x8{}
-		}
-		sum4(acc[0], acc[1], acc[2], acc[3]).Store(&sums)
-		copy(out[r0:r0+n], sums[:n])
-	}
-	archsimd.ClearAVXUpperBits()
-}
-
-// matMatQ8 is matVecQ8 for every vector of xs (a prompt chunk's tokens,
-// or the streams of a decode step): two rows against four vectors at a
-// time (q8Rows2x4, assembly), so each group of a row is loaded, and its
-// |w| made, once for four products. Each product is summed exactly as
-// matVecQ8 sums it, so a token's numbers do not depend on what it was
-// batched with. An odd last row and the vectors left over go through
-// matVecQ8.
+// matVecQ8 and matMatQ8 serve a Q8_0 matrix without tiles: on a CPU
+// without AVX2, the portable kernel's (on one with AVX2 every Q8_0
+// matrix is tiles; see withTiles).
+func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) { matVecQ8Generic(out, m, x, lo, hi) }
 func matMatQ8(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
-	c := m.Cols
-	groups := c / GroupSize
-	pairs := (hi - lo) / 2
-	s := 0
-	if haveAVX2 && pairs > 0 {
-		var x, xsc, out [4]unsafe.Pointer
-		for ; s+4 <= len(xs); s += 4 {
-			for j := range 4 {
-				x[j] = unsafe.Pointer(&xs[s+j].q[:c][0])
-				xsc[j] = unsafe.Pointer(&xs[s+j].scales[:groups][0])
-				out[j] = unsafe.Pointer(&outs[s+j][lo : lo+2*pairs][0])
-			}
-			q8Rows2x4(unsafe.Pointer(&m.quantRow(lo)[0]), m.rowBytes(), pairs, &x, &xsc, &out, groups)
-			if lo+2*pairs < hi {
-				for j := range 4 {
-					matVecQ8(outs[s+j], m, xs[s+j], hi-1, hi)
-				}
-			}
-		}
-	}
-	for ; s < len(xs); s++ {
-		matVecQ8(outs[s], m, xs[s], lo, hi)
+	for s := range xs {
+		matVecQ8Generic(outs[s], m, xs[s], lo, hi)
 	}
 }
-
-// q8Rows2x4 is matVecQ8 for 2·pairs rows, the first at rows, against four
-// quantized vectors, two rows at a time (gemm_amd64.s); vector j's
-// results go to outs[j].
-//
-//go:noescape
-func q8Rows2x4(rows unsafe.Pointer, rowBytes, pairs int, x, xs, outs *[4]unsafe.Pointer, groups int)
 
 // matVecBlocks multiplies a matrix stored as the GGUF's blocks: every
 // format through its tiles (tiles_simd.go), built when the matrix was
@@ -458,21 +368,6 @@ func matVecBlocks(out []float32, m *Matrix, x *quantized, lo, hi int) {
 		return
 	}
 	matVecTiles(out, m, x, lo, hi)
-}
-
-// q8Row1 is one Q8_0 row's lane-wise partial sums against quantized x
-// (gemm_amd64.s): per group, the integer dot product in eight lanes
-// times the product of the two group scales, even groups and odd groups
-// into two accumulators so consecutive groups' FMAs overlap. In archsimd
-// (and with rows paired for short rows) it compiled to an address
-// computation per load and a bounds-checked index load per group.
-//
-//go:noescape
-func q8Row1(w, ws, x, xs unsafe.Pointer, groups int, out *[8]float32)
-
-// q8Dot is one group's 32 int8 products, summed into eight float lanes.
-func q8Dot(wv, xv archsimd.Int8x32, ones archsimd.Int16x16) archsimd.Float32x8 {
-	return wv.Abs().AsUint8x32().DotProductPairsSaturated(xv.CopySign(wv)).DotProductPairs(ones).ConvertToFloat32()
 }
 
 // quantizeInto is quantizeGeneric in vectors, with identical results. It

@@ -14,8 +14,8 @@ import (
 )
 
 // Attention's row kernel (dotRows) is held to the references with the
-// matrix kernels, on every shape, and so are the f32 tiles, and Q8_0's on
-// a CPU with VNNI (a copy of the matrix tiled, as the loader tiles it).
+// matrix kernels, on every shape, and so are the f32 tiles and Q8_0's (a
+// copy of the matrix tiled, as the loader tiles it).
 func init() {
 	if !haveAVX2 {
 		return
@@ -29,9 +29,6 @@ func init() {
 			tiled[m] = withTiles(m, nil)
 		}
 		matVecF32(out, tiled[m], x, lo, hi)
-	}
-	if !haveVNNI {
-		return
 	}
 	q8Kernels["tiles"] = func(out []float32, m *Matrix, x *quantized, lo, hi int) {
 		if tiled[m] == nil {
@@ -50,7 +47,8 @@ func TestKernelNameSaysWhatRuns(t *testing.T) {
 // Each VNNI kernel sums the same integers as its AVX2 twin, so their
 // results are equal bit for bit: on random weights, and on extreme codes
 // (weights and activations all ±max: Q4_0 and Q4_K nibbles 0 and 15,
-// Q6_K codes at their ends, against activations ±127).
+// Q6_K codes at their ends, Q8_0 codes down to −128, against activations
+// ±127).
 func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 	if !haveVNNI {
 		t.Skip("this CPU has no AVX512_VNNI with AVX512VL")
@@ -88,6 +86,16 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 				t.Fatalf("q4_0Tile4, tile %d, extremes %v: %v, VNNI %v", tile, extremes, four, fourVNNI)
 			}
 		}
+		q8 := quantizeTo(t, ggmlQ8_0, w)
+		q8_0TwinsAgree(t, fmt.Sprintf("Q8_0, extremes %v", extremes), q8, xs)
+		// −128, which no quantizer writes but a file may hold (u = 0).
+		low := &Matrix{Rows: q8.Rows, Cols: q8.Cols, format: formatQ8_0, tiles: slices.Clone(q8.tiles)}
+		for g := 0; g < len(low.tiles); g += q8_0TileBytes {
+			for i := 0; i < q8_0TileCodes; i += 3 {
+				low.tiles[g+i] = 0
+			}
+		}
+		q8_0TwinsAgree(t, fmt.Sprintf("Q8_0 with −128, extremes %v", extremes), low, xs)
 		q4K := quantizeTo(t, ggmlQ4_K, w)
 		q4KTwinsAgree(t, fmt.Sprintf("Q4_K, extremes %v", extremes), q4K, xs)
 		// Every six-bit scale and min, their top bits among them, which
@@ -117,6 +125,23 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 			}
 		}
 		twinsAgree(t, fmt.Sprintf("Q3_K, every scale, extremes %v", extremes), withTiles(signed, nil), xs, q3KTile1, q3KTile1VNNI, q3KTile3, q3KTile3VNNI)
+	}
+}
+
+// q8_0TwinsAgree holds Q8_0's AVX2 tile kernels, which read the VNNI
+// kernels' tiles, to those, bit for bit, on every tile of m.
+func q8_0TwinsAgree(t *testing.T, name string, m *Matrix, xs []*quantized) {
+	t.Helper()
+	twinsAgree(t, name, m, xs, q8_0Tile1, q8_0Tile1VNNI, nil, nil)
+	in := tileInputs(m, xs)
+	per := in[0].blocks * q8_0TileBytes
+	for tile := range tileCount(m.Rows) {
+		var four, fourVNNI [maxTileBatch][tileRows]float32
+		q8_0Tile4(unsafe.Pointer(&m.tiles[tile*per]), &in, &four)
+		q8_0Tile4VNNI(unsafe.Pointer(&m.tiles[tile*per]), &in, &fourVNNI)
+		if four != fourVNNI {
+			t.Fatalf("%s, q8_0Tile4, tile %d: %v, VNNI %v", name, tile, four, fourVNNI)
+		}
 	}
 }
 

@@ -206,12 +206,5 @@ func (m *Matrix) Dequantize() *Matrix {
 	return NewF32(m.Rows, m.Cols, out)
 }
 
-// scalePad is spare capacity after a quantized activation's scales, so a
-// vector kernel may load eight scales from any group without leaving it.
-const scalePad = 8
-
-// newScales allocates n group scales with scalePad spare capacity.
-func newScales(n int) []float32 { return make([]float32, n, n+scalePad) }
-
 // le16 reads a little-endian uint16, a GGUF block's f16 scales.
 func le16(b []byte) uint16 { return binary.LittleEndian.Uint16(b) }

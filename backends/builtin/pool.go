@@ -286,23 +286,22 @@ func (j *matJob) do(lo, hi int) {
 	}
 }
 
-// rowBlockBytes is how much of a matrix one block of rows may take, so
-// the block stays in cache while every stream's vector passes over it:
-// L1 for Q8_0's row pairs. The tile kernels (f32's among them) gain from
-// blocks of wideRowBlockBytes, in L2: each stream's vector is loaded once
-// for more rows, and a block is started from memory less often. By turns,
-// stories110M pp64 with 192 KiB blocks against 32 KiB ran 6% and 12%
-// faster in f32 on one and two threads, and 6–15% in Q4_0 and Q4_K_M;
-// Q8_0's ran 4–8% slower, so it keeps the small block (BenchmarkGGUFFile,
-// medians of four to eight rounds).
+// rowBlockBytes is how much of an untiled matrix (the portable kernels',
+// on a CPU without AVX2) one block of rows may take, so the block stays
+// in L1 while every stream's vector passes over it. The tile kernels
+// (f32's among them) gain from blocks of wideRowBlockBytes, in L2: each
+// stream's vector is loaded once for more rows, and a block is started
+// from memory less often. By turns, stories110M pp64 with 192 KiB blocks
+// against 32 KiB ran 6% and 12% faster in f32 on one and two threads, and
+// 6–15% in Q4_0 and Q4_K_M (BenchmarkGGUFFile, medians of four to eight
+// rounds).
 const (
 	rowBlockBytes     = 32 << 10
 	wideRowBlockBytes = 192 << 10
 )
 
 // block is how many rows to take at a time out of span rows: all of them
-// for one stream, else as many as fit its format's block bytes (an even
-// number, as the Q8_0 kernel takes rows in pairs).
+// for one stream, else as many as fit its format's block bytes.
 func (j *matJob) block(m *Matrix, span int) int {
 	if len(j.x) == 1 {
 		return max(span, 1)
@@ -311,7 +310,7 @@ func (j *matJob) block(m *Matrix, span int) int {
 		g := tileGrain(m)
 		return max(g, wideRowBlockBytes/m.rowBytes()/g*g)
 	}
-	return max(2, rowBlockBytes/m.rowBytes()&^1)
+	return max(1, rowBlockBytes/m.rowBytes())
 }
 
 // rows computes rows [a, b) of matrix i for every stream.

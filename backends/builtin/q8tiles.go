@@ -5,10 +5,11 @@ import (
 	"unsafe"
 )
 
-// Q8_0 tile, per group of 32 columns (q8_0TileBytes), for the VNNI
+// Q8_0 tile, per group of 32 columns (q8_0TileBytes), for the tile
 // kernels (tiles_simd.go):
 //   - 256 bytes of codes, each as u = w+128 (0…255, so VPDPBUSD meets the
-//     activations' signed codes without a sign trick): weights 4t…4t+3
+//     activations' signed codes without a sign trick; the AVX2 kernels
+//     flip the top bit back): weights 4t…4t+3
 //     of rows 0…7 in bytes 32t…32t+31, row r at 32t+4r;
 //   - 8 halves d, row r at r, as the blocks hold them (the engine's own
 //     quantizer rounds d to a half, as llama-quantize does).

@@ -212,7 +212,7 @@ type tileKernel struct {
 // iq4NLLevelTiles, q4KByteScaleTiles and q6KByteTiles.
 var tileKernels = func() map[format]*tileKernel {
 	k := map[format]*tileKernel{
-		formatQ8_0:   {q8_0TileBytes, nil, []int{4}}, // with VNNI only; see withTiles
+		formatQ8_0:   {q8_0TileBytes, nil, []int{4}}, // see withTiles
 		formatQ4_0:   {q4_0TileBytes, q4_0TileRow, []int{4, 3}},
 		formatQ2_K:   {q2KTileBytes, q2KTileRow, []int{3}},
 		formatQ4_K:   q4KByteScaleTiles,
@@ -242,10 +242,9 @@ var (
 )
 
 // withTiles returns m with its rows also laid out as tiles where this
-// build and CPU have a tile kernel for its format. A Q8_0 matrix is tiled
-// on a CPU with VNNI only (its tile kernels are VPDPBUSD's); it and an
-// f32 matrix keep their tiles alone: they are the rows' size, and the
-// kernels read nothing else.
+// build and CPU have a tile kernel for its format. A Q8_0 or f32 matrix
+// keeps its tiles alone: they are the rows' size, and the kernels read
+// nothing else.
 func withTiles(m *Matrix, copied func(rows []float32)) *Matrix {
 	k := tileKernels[m.format]
 	switch {
@@ -258,9 +257,7 @@ func withTiles(m *Matrix, copied func(rows []float32)) *Matrix {
 	case k == nil:
 	case m.format == formatQ5_0 && !q5_0OffsetsAreHalves(m):
 	case m.format == formatQ8_0:
-		if haveVNNI {
-			m.tiles, m.quant = makeQ8_0Tiles(m), nil
-		}
+		m.tiles, m.quant = makeQ8_0Tiles(m), nil
 	default:
 		m.tiles = makeTiles(m, k)
 	}
@@ -525,8 +522,10 @@ const maxTileBatch = 4
 func dotTiles(f format, n int, tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32) {
 	if n == 4 {
 		switch {
-		case f == formatQ8_0:
+		case f == formatQ8_0 && haveVNNI:
 			q8_0Tile4VNNI(tile, in, out)
+		case f == formatQ8_0:
+			q8_0Tile4(tile, in, out)
 		case f == formatIQ4_NL:
 			iq4NLTile4VNNI(tile, in, out)
 		case haveVNNI:
@@ -583,7 +582,11 @@ func dotTiles(f format, n int, tile unsafe.Pointer, in *[maxTileBatch]tileInput,
 func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32) {
 	switch f {
 	case formatQ8_0:
-		q8_0Tile1VNNI(tile, x.codes, x.scales, x.sums, x.blocks, out)
+		if haveVNNI {
+			q8_0Tile1VNNI(tile, x.codes, x.scales, x.sums, x.blocks, out)
+		} else {
+			q8_0Tile1(tile, x.codes, x.scales, x.sums, x.blocks, out)
+		}
 	case formatQ4_0:
 		if haveVNNI {
 			q4_0Tile1VNNI(tile, x.codes, x.scales, x.sums, x.blocks, out)
@@ -654,8 +657,13 @@ func dotTile(f format, tile unsafe.Pointer, x tileInput, out *[tileRows]float32)
 // compiled to an address computation before every load; the assembly
 // folds the loads into the multiply-adds. The Tile3 and Tile4 kernels are
 // dotTiles'. The VNNI kernels are the twins a CPU with VNNI takes (the
-// same results from the same codes), and Q8_0's, which has tiles on such
-// a CPU only.
+// same results from the same codes).
+
+//go:noescape
+func q8_0Tile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
+
+//go:noescape
+func q8_0Tile4(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32)
 
 //go:noescape
 func q8_0Tile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)

@@ -108,7 +108,8 @@ done
 
 # The CPU every figure came from, named with the table.
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
-echo "CPU: ${cpu:-$(uname -m)}, $(nproc) threads available; $(date -u +%Y-%m-%d)"
+# GODEBUG=cpu.avx512f=off (tokentop's AVX2 kernels) is part of what was measured.
+echo "CPU: ${cpu:-$(uname -m)}, $(nproc) threads available; $(date -u +%Y-%m-%d)${GODEBUG:+; tokentop ran with GODEBUG=$GODEBUG}"
 echo
 echo "| $shape | test | threads | tokentop tok/s | llama.cpp tok/s | tokentop ÷ llama.cpp |"
 echo "|---|---|---:|---:|---:|---:|"
