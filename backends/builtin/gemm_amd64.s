@@ -1176,13 +1176,52 @@ TEXT ·q3KTile3(SB), NOSPLIT, $0-96
 
 	Q3K_TILE3
 
-// Where a Q6_K tile block keeps its scales and d, and its size: the byte
-// tile's (q6KTileBytes) for the AVX2 kernels; the VNNI kernels redefine
-// them for their compact tile, and Q6_CONSTS for their constants.
-#define Q6_SCALES 2048
-#define Q6_D 2176
-#define Q6_BYTES 2192
-#define Q6_CONSTS
+// Where a Q6_K tile block (q6KTileBytes) keeps its scales and d, and its
+// size.
+#define Q6_SCALES 1536
+#define Q6_D 1664
+#define Q6_BYTES 1680
+
+// The AVX2 kernels' constants: the low nibble of every byte (Y6) and a
+// code's two high bits (Y7). The VNNI kernels redefine it.
+#define Q6_CONSTS \
+	BROADCAST32(0x0f0f0f0f, X6, Y6) \
+	BROADCAST32(0x30303030, X7, Y7)
+
+// Column T (0…3) of run S's codes (0…63, a byte each) into Y9, put
+// together from a vector of the tile's nibbles (at NIBBLES: the low ones
+// for T < 2, the high for T ≥ 2, brought down by NIBBLE) and its high
+// bit pairs (bits 2T…2T+1 of the run's third vector, moved to bits 4-5
+// by HIGH; Y8 a temporary). A word shift moves no bit the masks keep
+// across a byte.
+#define Q6_CODES(S, NIBBLES, NIBBLE, HIGH) \
+	VMOVDQU (96*(S)+NIBBLES)(SI), Y9 \
+	NIBBLE \
+	VPAND Y6, Y9, Y9 \
+	VMOVDQU (96*(S)+64)(SI), Y8 \
+	HIGH \
+	VPAND Y7, Y8, Y8 \
+	VPOR Y8, Y9, Y9
+
+#define Q6_NIBBLE_LOW
+#define Q6_NIBBLE_HIGH VPSRLW $4, Y9, Y9
+#define Q6_HIGH_0 VPSLLW $4, Y8, Y8
+#define Q6_HIGH_1 VPSLLW $2, Y8, Y8
+#define Q6_HIGH_2
+#define Q6_HIGH_3 VPSRLW $2, Y8, Y8
+
+// Run S's columns into Y9 one at a time, each followed by COL(the offset
+// of its four activations, 16S+4T), which takes it against each vector
+// the kernel takes.
+#define Q6_RUN(S, COL) \
+	Q6_CODES(S, 0, Q6_NIBBLE_LOW, Q6_HIGH_0) \
+	COL((16*(S))) \
+	Q6_CODES(S, 32, Q6_NIBBLE_LOW, Q6_HIGH_1) \
+	COL((16*(S)+4)) \
+	Q6_CODES(S, 0, Q6_NIBBLE_HIGH, Q6_HIGH_2) \
+	COL((16*(S)+8)) \
+	Q6_CODES(S, 32, Q6_NIBBLE_HIGH, Q6_HIGH_3) \
+	COL((16*(S)+12))
 
 // q6KTwoRunIndex interleaves two runs' scales (for VPSHUFB): run s of
 // row r, then run s+1 of row r.
@@ -1190,31 +1229,27 @@ DATA q6KTwoRunIndex<>+0(SB)/8, $0x0b030a0209010800
 DATA q6KTwoRunIndex<>+8(SB)/8, $0x0f070e060d050c04
 GLOBL q6KTwoRunIndex<>(SB), RODATA|NOPTR, $16
 
-// One 32-byte column of codes times one vector's activations (X), by the
-// run's scales (Y11), into ACC.
-#define Q6_COL(OFF, X, ACC) \
-	VPBROADCASTD ((OFF)/8)(X), Y10 \
+// One 32-byte column of codes (Y9) times one vector's four activations
+// at XOFF(X), by the run's scales (Y11), into ACC.
+#define Q6_COL(XOFF, X, ACC) \
+	VPBROADCASTD XOFF(X), Y10 \
 	VPMADDUBSW Y10, Y9, Y10 \
 	VPMADDWD Y11, Y10, Y10 \
 	VPADDD Y10, ACC, ACC
 
 // func q6KTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 //
-// q6KTile in assembly, the same sums in the same order. Y0 is the
-// block's int32 sum, Y1 the offset (the codes' +32 against the sums of
-// 16), Y2 the running sum.
+// q6KTile in assembly, the same sums in the same order, each column's
+// codes put together from the tile's nibbles and high bit pairs
+// (Q6_CODES). Y0 is the block's int32 sum, Y1 the offset (the codes' +32
+// against the sums of 16), Y2 the running sum.
 TEXT ·q6KTile1(SB), NOSPLIT, $0-48
+#define Q6_COL1(XOFF) Q6_COL(XOFF, R8, Y0)
+
 #define Q6_1RUN(S, IDX) \
 	VPSHUFB IDX, X12, X11 \
 	VPMOVSXBW X11, Y11 \
-	VMOVDQU (128*(S))(SI), Y9 \
-	Q6_COL(128*(S), R8, Y0) \
-	VMOVDQU (128*(S)+32)(SI), Y9 \
-	Q6_COL(128*(S)+32, R8, Y0) \
-	VMOVDQU (128*(S)+64)(SI), Y9 \
-	Q6_COL(128*(S)+64, R8, Y0) \
-	VMOVDQU (128*(S)+96)(SI), Y9 \
-	Q6_COL(128*(S)+96, R8, Y0)
+	Q6_RUN(S, Q6_COL1)
 
 #define Q6_1PAIR(S) \
 	VMOVDQU (Q6_SCALES+8*S)(SI), X12 \
@@ -1272,19 +1307,15 @@ q61done: \
 
 // One 32-byte column of codes (Y9) times three vectors' activations, by
 // the run's scales (Y11), into Y0-Y2.
-#define Q6_COL3(OFF) \
-	VMOVDQU OFF(SI), Y9 \
-	Q6_COL(OFF, R8, Y0) \
-	Q6_COL(OFF, R11, Y1) \
-	Q6_COL(OFF, R14, Y2)
+#define Q6_COL3(XOFF) \
+	Q6_COL(XOFF, R8, Y0) \
+	Q6_COL(XOFF, R11, Y1) \
+	Q6_COL(XOFF, R14, Y2)
 
 #define Q6_3RUN(S, IDX) \
 	VPSHUFB IDX, X12, X11 \
 	VPMOVSXBW X11, Y11 \
-	Q6_COL3(128*(S)) \
-	Q6_COL3(128*(S)+32) \
-	Q6_COL3(128*(S)+64) \
-	Q6_COL3(128*(S)+96)
+	Q6_RUN(S, Q6_COL3)
 
 #define Q6_3PAIR(S) \
 	VMOVDQU (Q6_SCALES+8*S)(SI), X12 \
@@ -1317,9 +1348,9 @@ q61done: \
 // func q6KTile3(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][8]float32)
 //
 // q6KTile1 against three vectors' activations, each summed exactly as
-// q6KTile1 sums it, the running sums kept in out between blocks. Each 32
-// bytes of codes are loaded, and each run's scales unpacked, once for the
-// three. Y0-Y2 are the block's int32 sums, Y3-Y5 the offsets.
+// q6KTile1 sums it, the running sums kept in out between blocks. Each
+// column's codes are put together, and each run's scales unpacked, once
+// for the three. Y0-Y2 are the block's int32 sums, Y3-Y5 the offsets.
 TEXT ·q6KTile3(SB), NOSPLIT, $0-96
 // The body, with PAIR for two runs (q6KTile3VNNI's too).
 #define Q6K_TILE3(PAIR) \
@@ -2178,27 +2209,16 @@ TEXT ·q4KTile3VNNI(SB), NOSPLIT, $128-96
 
 	Q4K_TILE3(KV3_PAIR)
 
-// The Q6_K VNNI kernels read a compact tile (q6KCompactTileBytes): per
-// run of 16 columns, two vectors of nibbles (columns 4t… of the run in
-// vector t%2, the low nibbles for t < 2, the high for t ≥ 2) and one of
-// high bit pairs (bits 2t…2t+1 for columns 4t…), so the tile is the
-// blocks' size where the AVX2 kernels' byte a code was +31%, and decode
-// streams it. Each run's four columns of codes are put back together in
-// AVX-512's upper registers (a nibble mask, a shift, VPTERNLOGD's
-// code | (high & 0x30)), then summed against the plain Q8_K codes
-// (VPDPBUSD.BCST) into int32 at once and times each row's run scale
-// (VPMULLD, the scale sign-extended to its row's lane): the same integers
-// as the AVX2 kernels' int16 pairs weighed with VPMADDWD, so the same
-// results, bit for bit. The offsets (the codes' +32 against the sums of
-// 16) are the AVX2 kernels'.
+// The Q6_K VNNI kernels read the AVX2 kernels' tile. Each run's four
+// columns of codes are put back together in AVX-512's upper registers (a
+// nibble mask, a shift, VPTERNLOGD's code | (high & 0x30)), then summed
+// against the plain Q8_K codes (VPDPBUSD.BCST) into int32 at once and
+// times each row's run scale (VPMULLD, the scale sign-extended to its
+// row's lane): the same integers as the AVX2 kernels' int16 pairs
+// weighed with VPMADDWD, so the same results, bit for bit. The offsets
+// (the codes' +32 against the sums of 16) are the AVX2 kernels'.
 
-#undef Q6_SCALES
-#undef Q6_D
-#undef Q6_BYTES
 #undef Q6_CONSTS
-#define Q6_SCALES 1536
-#define Q6_D 1664
-#define Q6_BYTES 1680
 
 // The low nibble of every byte (Y16) and the code's two high bits (Y17).
 #define Q6_CONSTS \

@@ -20,36 +20,23 @@ import (
 // kernels, row lookups, dequantizing. On a CPU with VNNI a Q8_0 matrix
 // is tiled too, in place of its rows (q8tiles.go).
 
-// Q6_K tile, for the AVX2 kernels, per super-block of 256 columns
-// (q6KTileBytes):
-//   - 2048 bytes of codes (q+32, 0…63, one byte each): weights 4u…4u+3 of
-//     rows 0…7 in bytes 32u…32u+31, row r at 32u+4r;
-//   - 128 bytes of scales: run s (weights 16s…16s+15) of rows 0…7 in
-//     bytes 8s…8s+7;
-//   - 8 halves d, row r at r, as the blocks hold them (VCVTPH2PS makes
-//     them floats).
-const (
-	q6KTileCodes  = tileRows * superBlock
-	q6KTileScales = tileRows * superBlock / 16
-	q6KTileBytes  = q6KTileCodes + q6KTileScales + 2*tileRows
-)
-
-// Q6_K compact tile, for the VNNI kernels (q6KCompactTiles), per
-// super-block of 256 columns (q6KCompactTileBytes): the codes' four low
-// bits and two high bits apart, as the file keeps them, so the tile is
-// the blocks' 210 bytes a row where the byte tile's 274 are +30%, and
-// decode streams the tiles (a Q4_K_M file's tied classifier is
+// Q6_K tile, per super-block of 256 columns (q6KTileBytes): the codes'
+// four low bits and two high bits apart, as the file keeps them, so the
+// tile is the blocks' 210 bytes a row (a tile of a byte a code took 274,
+// +30%), and decode streams the tiles (a Q4_K_M file's tied classifier is
 // Q6_K: 215 MB of blocks for Llama 3.2's vocabulary):
 //   - per run s of 16 columns, 96 bytes at 96s: two vectors of nibbles,
 //     weights 16s+4t…16s+4t+3 of rows 0…7 in vector t%2 at 4r, in the low
 //     nibbles for t < 2 and the high for t ≥ 2; then a vector of high bit
 //     pairs, the same weights at 64+4r, in bits 2t…2t+1;
-//   - 128 bytes of scales, then 8 halves d, as in the byte tile.
+//   - 128 bytes of scales: run s of rows 0…7 in bytes 8s…8s+7;
+//   - 8 halves d, row r at r, as the blocks hold them (VCVTPH2PS makes
+//     them floats).
 const (
-	q6KCompactRun       = 96
-	q6KCompactScales    = 16 * q6KCompactRun
-	q6KCompactD         = q6KCompactScales + q6KTileScales
-	q6KCompactTileBytes = q6KCompactD + 2*tileRows
+	q6KTileRun    = 96
+	q6KTileScales = 16 * q6KTileRun
+	q6KTileD      = q6KTileScales + tileRows*superBlock/16
+	q6KTileBytes  = q6KTileD + 2*tileRows
 )
 
 // Q2_K tile, per super-block of 256 columns (q2KTileBytes):
@@ -207,9 +194,9 @@ type tileKernel struct {
 }
 
 // tileKernels are the formats' tile layouts on this CPU. With VNNI,
-// IQ4_NL's, Q4_K's and Q6_K's kernels read layouts of their own (a Q4_0
-// tile, and the compact ones), where the AVX2 kernels read
-// iq4NLLevelTiles, q4KByteScaleTiles and q6KByteTiles.
+// IQ4_NL's and Q4_K's kernels read layouts of their own (a Q4_0 tile, and
+// the compact one), where the AVX2 kernels read iq4NLLevelTiles and
+// q4KByteScaleTiles.
 var tileKernels = func() map[format]*tileKernel {
 	k := map[format]*tileKernel{
 		formatQ8_0:   {q8_0TileBytes, nil, []int{4}}, // see withTiles
@@ -217,7 +204,7 @@ var tileKernels = func() map[format]*tileKernel {
 		formatQ2_K:   {q2KTileBytes, q2KTileRow, []int{3}},
 		formatQ4_K:   q4KByteScaleTiles,
 		formatQ5_K:   {q5KTileBytes, q5KTileRow, nil},
-		formatQ6_K:   q6KByteTiles,
+		formatQ6_K:   {q6KTileBytes, q6KTileRow, []int{3}},
 		formatQ3_K:   {q3KTileBytes, q3KTileRow, []int{3}},
 		formatQ4_1:   {q4_1TileBytes, q4_1TileRow, nil},
 		formatQ5_0:   {fiveBitTileBytes, q5_0TileRow, []int{3}},
@@ -225,20 +212,18 @@ var tileKernels = func() map[format]*tileKernel {
 		formatIQ4_NL: iq4NLLevelTiles,
 	}
 	if haveVNNI {
-		k[formatIQ4_NL], k[formatQ4_K], k[formatQ6_K] = iq4NLNibbleTiles, q4KCompactTiles, q6KCompactTiles
+		k[formatIQ4_NL], k[formatQ4_K] = iq4NLNibbleTiles, q4KCompactTiles
 	}
 	return k
 }()
 
-// The two layouts of IQ4_NL, Q4_K and Q6_K: the AVX2 kernels', and the
-// VNNI kernels'.
+// The two layouts of IQ4_NL and Q4_K: the AVX2 kernels', and the VNNI
+// kernels'.
 var (
 	iq4NLLevelTiles   = &tileKernel{iq4NLTileBytes, iq4NLTileRow, nil}
 	iq4NLNibbleTiles  = &tileKernel{q4_0TileBytes, q4_0TileRow, []int{4}}
 	q4KByteScaleTiles = &tileKernel{q4KTileBytes, q4KTileRow, []int{3}}
 	q4KCompactTiles   = &tileKernel{q4KCompactTileBytes, q4KCompactTileRow, []int{3}}
-	q6KByteTiles      = &tileKernel{q6KTileBytes, q6KTileRow, []int{3}}
-	q6KCompactTiles   = &tileKernel{q6KCompactTileBytes, q6KCompactTileRow, []int{3}}
 )
 
 // withTiles returns m with its rows also laid out as tiles where this
@@ -394,30 +379,20 @@ func q5KTileRow(tile []byte, r int, b []byte) {
 	q4KTileScalesRow(tile, r, b)
 }
 
+// q6KTileRow lays out a Q6_K block in a tile, which starts zeroed
+// (makeTiles): each code's bits are or'd into place.
 func q6KTileRow(tile []byte, r int, b []byte) {
-	for w := range superBlock {
-		tile[byteCodeAt(r, w)] = byte(q6KValue(b, w/128, w%128/32, w%32) + 32)
-	}
-	for s := range 16 {
-		tile[q6KTileCodes+8*s+r] = b[192+s]
-	}
-	copy(tile[q6KTileCodes+q6KTileScales+2*r:][:2], b[208:210])
-}
-
-// q6KCompactTileRow lays out a Q6_K block in a compact tile, which
-// starts zeroed (makeTiles): each code's bits are or'd into place.
-func q6KCompactTileRow(tile []byte, r int, b []byte) {
 	for w := range superBlock {
 		code := byte(q6KValue(b, w/128, w%128/32, w%32) + 32)
 		s, t, i := w/16, w%16/4, w%4
-		run := tile[q6KCompactRun*s:]
+		run := tile[q6KTileRun*s:]
 		run[32*(t%2)+4*r+i] |= code & 0x0f << (4 * (t / 2))
 		run[64+4*r+i] |= code >> 4 << (2 * t)
 	}
 	for s := range 16 {
-		tile[q6KCompactScales+8*s+r] = b[192+s]
+		tile[q6KTileScales+8*s+r] = b[192+s]
 	}
-	copy(tile[q6KCompactD+2*r:][:2], b[208:210])
+	copy(tile[q6KTileD+2*r:][:2], b[208:210])
 }
 
 // q5_0TileRow lays out a Q5_0 block (d, fifth bits, nibbles): codes
