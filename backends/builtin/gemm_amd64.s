@@ -519,54 +519,6 @@ five1done: \
 	RET
 	FIVE_BIT_TILE1
 
-// func iq4NLTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
-//
-// IQ4_NL's tile kernel: per group, each four columns' levels (int8) times
-// the activations as Q8_0's are multiplied (|level| times y with the
-// level's sign, VPMADDUBSW), into int32 at once; then (d_x·Σ level·y)·d
-// into the running sum (Y0). Y3 is a group's int32 sum, Y14 int16 ones.
-TEXT ·iq4NLTile1(SB), NOSPLIT, $0-48
-	TILE1_ARGS
-	INT16_ONES(Y14)
-	VXORPS Y0, Y0, Y0
-	XORQ DX, DX
-
-#define IQ4NL_STEP(T) \
-	VMOVDQU T(SI), Y7 \
-	VPABSB Y7, Y8 \
-	VPBROADCASTD ((T)/8)(R8), Y9 \
-	VPSIGNB Y7, Y9, Y9 \
-	VPMADDUBSW Y9, Y8, Y10 \
-	VPMADDWD Y14, Y10, Y10 \
-	VPADDD Y10, Y3, Y3
-
-iq4groups:
-	CMPQ DX, CX
-	JAE  iq4done
-	VPXOR Y3, Y3, Y3
-	IQ4NL_STEP(0)
-	IQ4NL_STEP(32)
-	IQ4NL_STEP(64)
-	IQ4NL_STEP(96)
-	IQ4NL_STEP(128)
-	IQ4NL_STEP(160)
-	IQ4NL_STEP(192)
-	IQ4NL_STEP(224)
-	VCVTDQ2PS Y3, Y3
-	VBROADCASTSS 0(R9)(DX*4), Y9
-	VMULPS Y9, Y3, Y3
-	VCVTPH2PS 256(SI), Y9
-	VFMADD231PS Y9, Y3, Y0
-	ADDQ $272, SI
-	ADDQ $X_GROUP, R8
-	INCQ DX
-	JMP  iq4groups
-
-iq4done:
-	VMOVUPS Y0, 0(DI)
-	VZEROUPPER
-	RET
-
 // q4KRunIndex repeats each of bytes 0–7, then 8–15, twice (for VPSHUFB),
 // so that sign-extending gives each row's scale for one group or run in
 // both int16 lanes of its int32 lane.
@@ -1897,9 +1849,7 @@ TEXT ·q8_0Tile4VNNI(SB), NOSPLIT, $0-24
 // levels plus 128 in both lanes, so VPDPBUSD meets the levels as unsigned
 // bytes against the activations' signed codes, and Σ(level+128)·x less
 // 128·Σx (Q8T_FINISH, in int32) is exactly Σ level·x, the integer
-// iq4NLTile1 sums from its tiles of looked-up levels: the same results,
-// bit for bit, from a tile of 144 bytes a group where the levels take
-// 272.
+// iq4NLTile1 sums (below): the same results, bit for bit.
 
 // The table: iq4NLLevels plus 128, one byte each.
 DATA iq4NLLevels128<>+0(SB)/8, $0x766a5d4f3f2d1801
@@ -2031,6 +1981,79 @@ TEXT ·q8_0Tile1(SB), NOSPLIT, $0-48
 // func q8_0Tile4(tile unsafe.Pointer, in *[4]tileInput, out *[4][8]float32)
 TEXT ·q8_0Tile4(SB), NOSPLIT, $0-24
 	Q8T_TILE4(Q8A_CONSTS, Q8A_COLS4, 256, 272)
+
+// IQ4_NL's AVX2 kernels read the VNNI kernels' tiles (Q4_0's) and look
+// each nibble's level up as they do, in a table of the levels themselves
+// (signed, Y14), then take them as Q8_0's AVX2 kernels take codes: |level|
+// times x with the level's sign, through VPMADDUBSW and VPMADDWD into
+// int32. That is Σ level·x, the integer the VNNI kernels reach as
+// Σ(level+128)·x − 128·Σx, so the results are theirs bit for bit, from
+// 144 bytes a group where a tile of looked-up levels took 272. Y15 holds
+// the low nibble of every byte, Y13 int16 ones (made again each group:
+// the group's d takes Y13 after its columns).
+DATA iq4NLLevels<>+0(SB)/8, $0xf6eaddcfbfad9881
+DATA iq4NLLevels<>+8(SB)/8, $0x7159453526190d01
+GLOBL iq4NLLevels<>(SB), RODATA|NOPTR, $16
+
+#define IQ4A_CONSTS \
+	BROADCAST32(0x0f0f0f0f, X15, Y15) \
+	VBROADCASTI128 iq4NLLevels<>(SB), Y14
+
+// One 32-byte column of nibbles at OFF looked up: LO the low nibbles'
+// levels, RAW the high ones', and their magnitudes in ALO and ARAW.
+#define IQ4A_COLUMN(OFF, RAW, LO, ARAW, ALO) \
+	NIBBLES(OFF, RAW, LO) \
+	VPSHUFB LO, Y14, LO \
+	VPSHUFB RAW, Y14, RAW \
+	VPABSB LO, ALO \
+	VPABSB RAW, ARAW
+
+// Levels LEVELS (magnitudes ABS) against the four codes of a vector at
+// XOFF(X), into its int32 sums ACC (Y12 a temporary).
+#define IQ4A_DOT(XOFF, X, LEVELS, ABS, ACC) \
+	VPBROADCASTD XOFF(X), Y12 \
+	VPSIGNB LEVELS, Y12, Y12 \
+	VPMADDUBSW Y12, ABS, Y12 \
+	VPMADDWD Y13, Y12, Y12 \
+	VPADDD Y12, ACC, ACC
+
+#define IQ4A_COL1(OFF) \
+	IQ4A_COLUMN(OFF, Y6, Y7, Y8, Y9) \
+	IQ4A_DOT(((OFF)/8), R8, Y7, Y9, Y3) \
+	IQ4A_DOT(((OFF)/8+16), R8, Y6, Y8, Y3)
+
+#define IQ4A_COLS1 \
+	INT16_ONES(Y13) \
+	IQ4A_COL1(0) \
+	IQ4A_COL1(32) \
+	IQ4A_COL1(64) \
+	IQ4A_COL1(96)
+
+// func iq4NLTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
+TEXT ·iq4NLTile1(SB), NOSPLIT, $0-48
+	Q8T_TILE1(IQ4A_CONSTS, IQ4A_COLS1, 128, 144)
+
+#define IQ4A_COL4(OFF) \
+	IQ4A_COLUMN(OFF, Y8, Y11, Y9, Y10) \
+	IQ4A_DOT(((OFF)/8), R8, Y11, Y10, Y4) \
+	IQ4A_DOT(((OFF)/8+16), R8, Y8, Y9, Y4) \
+	IQ4A_DOT(((OFF)/8), R9, Y11, Y10, Y5) \
+	IQ4A_DOT(((OFF)/8+16), R9, Y8, Y9, Y5) \
+	IQ4A_DOT(((OFF)/8), R10, Y11, Y10, Y6) \
+	IQ4A_DOT(((OFF)/8+16), R10, Y8, Y9, Y6) \
+	IQ4A_DOT(((OFF)/8), R11, Y11, Y10, Y7) \
+	IQ4A_DOT(((OFF)/8+16), R11, Y8, Y9, Y7)
+
+#define IQ4A_COLS4 \
+	INT16_ONES(Y13) \
+	IQ4A_COL4(0) \
+	IQ4A_COL4(32) \
+	IQ4A_COL4(64) \
+	IQ4A_COL4(96)
+
+// func iq4NLTile4(tile unsafe.Pointer, in *[4]tileInput, out *[4][8]float32)
+TEXT ·iq4NLTile4(SB), NOSPLIT, $0-24
+	Q8T_TILE4(IQ4A_CONSTS, IQ4A_COLS4, 128, 144)
 
 // The Q4_K VNNI kernels: q4KTile1's and q4KTile3's sums with VPDPBUSD,
 // against the activations' plain Q8_K codes (.BCST). Each group's sum is

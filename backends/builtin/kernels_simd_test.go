@@ -76,16 +76,7 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 		}
 		q4 := quantizeTo(t, ggmlQ4_0, w)
 		twinsAgree(t, fmt.Sprintf("Q4_0, extremes %v", extremes), q4, xs, q4_0Tile1, q4_0Tile1VNNI, q4_0Tile3, q4_0Tile3VNNI)
-		in := tileInputs(q4, xs)
-		per := in[0].blocks * q4_0TileBytes
-		for tile := range rows / tileRows {
-			var four, fourVNNI [maxTileBatch][tileRows]float32
-			q4_0Tile4(unsafe.Pointer(&q4.tiles[tile*per]), &in, &four)
-			q4_0Tile4VNNI(unsafe.Pointer(&q4.tiles[tile*per]), &in, &fourVNNI)
-			if four != fourVNNI {
-				t.Fatalf("q4_0Tile4, tile %d, extremes %v: %v, VNNI %v", tile, extremes, four, fourVNNI)
-			}
-		}
+		fourTwinsAgree(t, fmt.Sprintf("Q4_0, extremes %v", extremes), q4, xs, q4_0Tile4, q4_0Tile4VNNI)
 		q8 := quantizeTo(t, ggmlQ8_0, w)
 		q8_0TwinsAgree(t, fmt.Sprintf("Q8_0, extremes %v", extremes), q8, xs)
 		// −128, which no quantizer writes but a file may hold (u = 0).
@@ -114,7 +105,9 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 		twinsAgree(t, fmt.Sprintf("Q4_1, extremes %v", extremes), quantizeTo(t, ggmlQ4_1, w), xs, q4_1Tile1, q4_1Tile1VNNI, nil, nil)
 		twinsAgree(t, fmt.Sprintf("Q5_0, extremes %v", extremes), quantizeTo(t, ggmlQ5_0, w), xs, fiveBitTile1, fiveBitTile1VNNI, fiveBitTile3, fiveBitTile3VNNI)
 		twinsAgree(t, fmt.Sprintf("Q5_1, extremes %v", extremes), quantizeTo(t, ggmlQ5_1, w), xs, fiveBitTile1, fiveBitTile1VNNI, fiveBitTile3, fiveBitTile3VNNI)
-		iq4NLTwinsAgree(t, quantizeTo(t, ggmlIQ4_NL, w), xs, extremes)
+		iq4 := quantizeTo(t, ggmlIQ4_NL, w)
+		twinsAgree(t, fmt.Sprintf("IQ4_NL, extremes %v", extremes), iq4, xs, iq4NLTile1, iq4NLTile1VNNI, nil, nil)
+		fourTwinsAgree(t, fmt.Sprintf("IQ4_NL, extremes %v", extremes), iq4, xs, iq4NLTile4, iq4NLTile4VNNI)
 		q3 := quantizeTo(t, ggmlQ3_K, w)
 		twinsAgree(t, fmt.Sprintf("Q3_K, extremes %v", extremes), q3, xs, q3KTile1, q3KTile1VNNI, q3KTile3, q3KTile3VNNI)
 		// The tests' encoder writes no negative scale; llama-quantize's do.
@@ -128,19 +121,25 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 	}
 }
 
-// q8_0TwinsAgree holds Q8_0's AVX2 tile kernels, which read the VNNI
-// kernels' tiles, to those, bit for bit, on every tile of m.
+// q8_0TwinsAgree holds Q8_0's AVX2 tile kernels to their VNNI twins.
 func q8_0TwinsAgree(t *testing.T, name string, m *Matrix, xs []*quantized) {
 	t.Helper()
 	twinsAgree(t, name, m, xs, q8_0Tile1, q8_0Tile1VNNI, nil, nil)
+	fourTwinsAgree(t, name, m, xs, q8_0Tile4, q8_0Tile4VNNI)
+}
+
+// fourTwinsAgree holds a format's four-vector VNNI kernel to its AVX2
+// twin, bit for bit, on every tile of m.
+func fourTwinsAgree(t *testing.T, name string, m *Matrix, xs []*quantized, four, fourVNNI tileKernel4) {
+	t.Helper()
 	in := tileInputs(m, xs)
-	per := in[0].blocks * q8_0TileBytes
+	per := len(m.tiles) / tileCount(m.Rows)
 	for tile := range tileCount(m.Rows) {
-		var four, fourVNNI [maxTileBatch][tileRows]float32
-		q8_0Tile4(unsafe.Pointer(&m.tiles[tile*per]), &in, &four)
-		q8_0Tile4VNNI(unsafe.Pointer(&m.tiles[tile*per]), &in, &fourVNNI)
-		if four != fourVNNI {
-			t.Fatalf("%s, q8_0Tile4, tile %d: %v, VNNI %v", name, tile, four, fourVNNI)
+		var a, b [maxTileBatch][tileRows]float32
+		four(unsafe.Pointer(&m.tiles[tile*per]), &in, &a)
+		fourVNNI(unsafe.Pointer(&m.tiles[tile*per]), &in, &b)
+		if a != b {
+			t.Fatalf("%s, four vectors, tile %d: %v, VNNI %v", name, tile, a, b)
 		}
 	}
 }
@@ -153,34 +152,10 @@ func q4KTwinsAgree(t *testing.T, name string, m *Matrix, xs []*quantized) {
 	twinsAgreeOn(t, name, m, makeTiles(m, q4KByteScaleTiles), makeTiles(m, q4KCompactTiles), xs, q4KTile1, q4KTile1VNNI, q4KTile3, q4KTile3VNNI)
 }
 
-// iq4NLTwinsAgree holds IQ4_NL's VNNI kernels, which look the levels up
-// from a tile of nibbles, to iq4NLTile1 on a tile of the levels
-// themselves, bit for bit, on every tile of m, and the four-vector
-// kernel to the one-vector one.
-func iq4NLTwinsAgree(t *testing.T, m *Matrix, xs []*quantized, extremes bool) {
-	t.Helper()
-	name := fmt.Sprintf("IQ4_NL, extremes %v", extremes)
-	nibbles := makeTiles(m, iq4NLNibbleTiles)
-	twinsAgreeOn(t, name, m, makeTiles(m, iq4NLLevelTiles), nibbles, xs, iq4NLTile1, iq4NLTile1VNNI, nil, nil)
-	v := tileInputs(m, xs)
-	per := len(nibbles) / tileCount(m.Rows)
-	for tile := range tileCount(m.Rows) {
-		p := unsafe.Pointer(&nibbles[tile*per])
-		var four [maxTileBatch][tileRows]float32
-		iq4NLTile4VNNI(p, &v, &four)
-		for j := range maxTileBatch {
-			var one [tileRows]float32
-			iq4NLTile1VNNI(p, v[j].codes, v[j].scales, v[j].sums, v[j].blocks, &one)
-			if one != four[j] {
-				t.Fatalf("%s, tile %d, vector %d: alone %v, four at once %v", name, tile, j, one, four[j])
-			}
-		}
-	}
-}
-
 type (
 	tileKernel1 func(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 	tileKernel3 func(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+	tileKernel4 func(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32)
 )
 
 // tileInputs is xs as m's tile kernels read them, the AVX2 kernels and

@@ -17,8 +17,8 @@ import (
 // every row, each int32 lane of the result is one row's sum, and eight
 // outputs come out of one kernel call with no horizontal sum. The file's
 // blocks stay where they are (mapped) for everything else: the portable
-// kernels, row lookups, dequantizing. On a CPU with VNNI a Q8_0 matrix
-// is tiled too, in place of its rows (q8tiles.go).
+// kernels, row lookups, dequantizing. A Q8_0 matrix is tiled too, in
+// place of its rows (q8tiles.go).
 
 // Q6_K tile, per super-block of 256 columns (q6KTileBytes): the codes'
 // four low bits and two high bits apart, as the file keeps them, so the
@@ -165,21 +165,11 @@ const (
 	fiveBitTileBytes = fiveBitTileD + 2*2*tileRows
 )
 
-// IQ4_NL tile, per group of 32 columns, on a CPU with VNNI: a Q4_0 tile
-// (iq4NLNibbleTiles), as IQ4_NL's blocks are Q4_0's but for what a nibble
-// means; its kernels look each nibble's level up in a register. Without
-// VNNI (iq4NLTileBytes): 256 bytes of levels (the codes looked up, int8),
-// weights 4t…4t+3 of rows 0…7 in bytes 32t…32t+31, row r at 32t+4r; then
-// 8 halves d. Nearly twice the file's blocks, so the kernel looks nothing up:
-// AVX2's VPMADDUBSW could not take the looked-up levels as unsigned
-// bytes (level+128 times a code overflows its int16 pairs), where
-// VPDPBUSD sums into int32. With the levels, IQ4_NL decoded at 0.77–0.83×
-// llama.cpp's speed and prefilled at 0.67–0.72× (Qwen2.5-0.5B's shape, a
-// vector at a time); see docs/engine-speed.md.
-const (
-	iq4NLTileLevels = tileRows * GroupSize
-	iq4NLTileBytes  = iq4NLTileLevels + 2*tileRows
-)
+// IQ4_NL tile, per group of 32 columns: a Q4_0 tile, as IQ4_NL's blocks
+// are Q4_0's but for what a nibble means; its kernels look each nibble's
+// level up in a register. (The AVX2 kernels read a tile of the levels
+// themselves until 29 November: 272 bytes a group where this is 144,
+// nearly twice the file's blocks.)
 
 // tileKernel is a format's tile layout; its kernels are dotTile's and
 // dotTiles'. A tile block covers one of the format's blocks, and the
@@ -194,12 +184,11 @@ type tileKernel struct {
 }
 
 // tileKernels are the formats' tile layouts on this CPU. With VNNI,
-// IQ4_NL's and Q4_K's kernels read layouts of their own (a Q4_0 tile, and
-// the compact one), where the AVX2 kernels read iq4NLLevelTiles and
-// q4KByteScaleTiles.
+// Q4_K's kernels read a layout of their own (q4KCompactTiles), where the
+// AVX2 kernels read q4KByteScaleTiles.
 var tileKernels = func() map[format]*tileKernel {
 	k := map[format]*tileKernel{
-		formatQ8_0:   {q8_0TileBytes, nil, []int{4}}, // see withTiles
+		formatQ8_0:   {q8_0TileBytes, nil, []int{4}}, // makeQ8_0Tiles lays it out
 		formatQ4_0:   {q4_0TileBytes, q4_0TileRow, []int{4, 3}},
 		formatQ2_K:   {q2KTileBytes, q2KTileRow, []int{3}},
 		formatQ4_K:   q4KByteScaleTiles,
@@ -209,19 +198,16 @@ var tileKernels = func() map[format]*tileKernel {
 		formatQ4_1:   {q4_1TileBytes, q4_1TileRow, nil},
 		formatQ5_0:   {fiveBitTileBytes, q5_0TileRow, []int{3}},
 		formatQ5_1:   {fiveBitTileBytes, q5_1TileRow, []int{3}},
-		formatIQ4_NL: iq4NLLevelTiles,
+		formatIQ4_NL: {q4_0TileBytes, q4_0TileRow, []int{4}},
 	}
 	if haveVNNI {
-		k[formatIQ4_NL], k[formatQ4_K] = iq4NLNibbleTiles, q4KCompactTiles
+		k[formatQ4_K] = q4KCompactTiles
 	}
 	return k
 }()
 
-// The two layouts of IQ4_NL and Q4_K: the AVX2 kernels', and the VNNI
-// kernels'.
+// The two layouts of Q4_K: the AVX2 kernels', and the VNNI kernels'.
 var (
-	iq4NLLevelTiles   = &tileKernel{iq4NLTileBytes, iq4NLTileRow, nil}
-	iq4NLNibbleTiles  = &tileKernel{q4_0TileBytes, q4_0TileRow, []int{4}}
 	q4KByteScaleTiles = &tileKernel{q4KTileBytes, q4KTileRow, []int{3}}
 	q4KCompactTiles   = &tileKernel{q4KCompactTileBytes, q4KCompactTileRow, []int{3}}
 )
@@ -440,18 +426,11 @@ func fiveBitTileRow(tile []byte, r int, nibbles []byte, high uint32, d, o uint16
 	binary.LittleEndian.PutUint16(tile[fiveBitTileD+2*tileRows+2*r:], o)
 }
 
-func iq4NLTileRow(tile []byte, r int, b []byte) {
-	for w, level := range iq4NLLevelsOf(b) {
-		tile[byteCodeAt(r, w)] = byte(level)
-	}
-	copy(tile[iq4NLTileLevels+2*r:][:2], b[:2])
-}
-
 // tileInput is the activations as a tile kernel reads them: the codes as
 // they are (each kernel broadcasts four at a time to every row's lanes
 // as it loads them), and per block (Q8_K) or group (Q8_0) the scale and
-// the sums. q4_0Tile4 and
-// q8_0Tile4VNNI read an array of them: keep the fields' order.
+// the sums. The four-vector kernels read an array of them: keep the
+// fields' order.
 type tileInput struct {
 	codes, scales, sums unsafe.Pointer
 	blocks              int
@@ -501,8 +480,10 @@ func dotTiles(f format, n int, tile unsafe.Pointer, in *[maxTileBatch]tileInput,
 			q8_0Tile4VNNI(tile, in, out)
 		case f == formatQ8_0:
 			q8_0Tile4(tile, in, out)
-		case f == formatIQ4_NL:
+		case f == formatIQ4_NL && haveVNNI:
 			iq4NLTile4VNNI(tile, in, out)
+		case f == formatIQ4_NL:
+			iq4NLTile4(tile, in, out)
 		case haveVNNI:
 			q4_0Tile4VNNI(tile, in, out)
 		default:
@@ -671,6 +652,9 @@ func iq4NLTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tile
 func iq4NLTile1VNNI(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[tileRows]float32)
 
 //go:noescape
+func iq4NLTile4(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32)
+
+//go:noescape
 func iq4NLTile4VNNI(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32)
 
 //go:noescape
@@ -751,7 +735,7 @@ func tileInputOf(m *Matrix, x *quantized) tileInput {
 	switch {
 	case formats[m.format].q8K:
 		return tileInput{unsafe.Pointer(&x.kq[:m.Cols][0]), unsafe.Pointer(&x.kscales[:blocks][0]), unsafe.Pointer(&x.ksums[:blocks*16][0]), blocks}
-	case m.format == formatQ8_0 || m.format == formatIQ4_NL && haveVNNI: // Σx in integers
+	case m.format == formatQ8_0 || m.format == formatIQ4_NL: // Σx in integers
 		return tileInput{unsafe.Pointer(&x.q[:m.Cols][0]), unsafe.Pointer(&x.scales[:blocks][0]), unsafe.Pointer(&x.isums[:blocks][0]), blocks}
 	}
 	return tileInput{unsafe.Pointer(&x.q[:m.Cols][0]), unsafe.Pointer(&x.scales[:blocks][0]), unsafe.Pointer(&x.sums[:blocks][0]), blocks}
