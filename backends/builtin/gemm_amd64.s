@@ -1934,14 +1934,20 @@ TEXT ·iq4NLTile4VNNI(SB), NOSPLIT, $0-24
 	VPXOR Y12, Y8, Y8 \
 	VPABSB Y8, Y9
 
+// Signed weights W (their magnitudes in ABS) against the four codes of a
+// vector at XOFF(X), into its int32 sums ACC: the codes with the weights'
+// signs, times ABS through VPMADDUBSW, pairs summed against int16 ones
+// (ONES). T is a temporary.
+#define SIGNED_DOT(XOFF, X, W, ABS, ONES, T, ACC) \
+	VPBROADCASTD XOFF(X), T \
+	VPSIGNB W, T, T \
+	VPMADDUBSW T, ABS, T \
+	VPMADDWD ONES, T, T \
+	VPADDD T, ACC, ACC
+
 // Column T's codes against the four codes of a vector at X, into its
 // int32 sums ACC.
-#define Q8A_DOT(T, X, ACC) \
-	VPBROADCASTD (4*T)(X), Y10 \
-	VPSIGNB Y8, Y10, Y10 \
-	VPMADDUBSW Y10, Y9, Y10 \
-	VPMADDWD Y14, Y10, Y10 \
-	VPADDD Y10, ACC, ACC
+#define Q8A_DOT(T, X, ACC) SIGNED_DOT((4*T), X, Y8, Y9, Y14, Y10, ACC)
 
 #define Q8A_COL1(T) \
 	Q8A_CODES(T) \
@@ -2009,13 +2015,8 @@ GLOBL iq4NLLevels<>(SB), RODATA|NOPTR, $16
 	VPABSB RAW, ARAW
 
 // Levels LEVELS (magnitudes ABS) against the four codes of a vector at
-// XOFF(X), into its int32 sums ACC (Y12 a temporary).
-#define IQ4A_DOT(XOFF, X, LEVELS, ABS, ACC) \
-	VPBROADCASTD XOFF(X), Y12 \
-	VPSIGNB LEVELS, Y12, Y12 \
-	VPMADDUBSW Y12, ABS, Y12 \
-	VPMADDWD Y13, Y12, Y12 \
-	VPADDD Y12, ACC, ACC
+// XOFF(X), into its int32 sums ACC.
+#define IQ4A_DOT(XOFF, X, LEVELS, ABS, ACC) SIGNED_DOT(XOFF, X, LEVELS, ABS, Y13, Y12, ACC)
 
 #define IQ4A_COL1(OFF) \
 	IQ4A_COLUMN(OFF, Y6, Y7, Y8, Y9) \
