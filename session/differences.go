@@ -13,9 +13,10 @@ import (
 // ConfigDifferences lists, in a few words each, how session b was set up
 // differently from session a in what changes latency by itself: the model,
 // the backend and its version, the prompts, max_tokens, fixed-length
-// generation, and the sampling of the arms they share by name. A comparison across such
-// sessions measures those differences as much as anything else, so every
-// output that compares them says so. Empty when the setups match.
+// generation, and the sampling of the arms they share by name. A
+// comparison across such sessions measures those differences as much as
+// anything else, so every output that compares them says so. Empty when
+// the setups match.
 func ConfigDifferences(a, b *Manifest) []string {
 	var out []string
 	differ := func(what, x, y string) {

@@ -74,6 +74,16 @@ func dot8s(a, b []int8) int32 {
 // group32 is group g of the int8 values v.
 func group32(v []int8, g int) []int8 { return v[g*GroupSize : (g+1)*GroupSize] }
 
+// matMatQ8 is matVecQ8Generic for every vector of xs: a Q8_0 matrix
+// without tiles (the portable build, or a CPU without AVX2; with AVX2
+// every Q8_0 matrix is tiles, see withTiles), and the portable build's
+// IQ4_NL level rows.
+func matMatQ8(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
+	for s := range xs {
+		matVecQ8Generic(outs[s], m, xs[s], lo, hi)
+	}
+}
+
 // matVecQ8Generic computes out[r] = Σ_groups scale_w·scale_x·Σ q_w·q_x for rows
 // [lo, hi), with integer sums inside each group of 32: word products
 // (swar.go, q8Octets) of u = q_w + 128 against the activations split in

@@ -35,12 +35,6 @@ func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
 		matVecF32Generic(outs[s], m, xs[s], lo, hi)
 	}
 }
-func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) { matVecQ8Generic(out, m, x, lo, hi) }
-func matMatQ8(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
-	for s := range xs {
-		matVecQ8Generic(outs[s], m, xs[s], lo, hi)
-	}
-}
 func matVecBlocks(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	if m.tiles != nil {
 		levels := m.levelRows()

@@ -30,8 +30,8 @@ import (
 // (every CPU with AVX2 so far has it; archsimd does not report it).
 var haveAVX2 = archsimd.X86.AVX2() && archsimd.X86.FMA() && cpu.X86.HasF16C
 
-// haveVNNI is whether IQ4_NL's tiles keep their nibbles, Q4_K's and
-// Q6_K's are compact, and every format's tile kernels take their VNNI twins
+// haveVNNI is whether Q4_K's tiles are compact and every format's tile
+// kernels take their VNNI twins
 // (gemm_amd64.s), whose VPDPBUSD needs AVX512_VNNI and AVX512VL (with
 // AVX-512's F, CD, BW and DQ, as archsimd bundles them);
 // GODEBUG=cpu.avx512f=off turns it off with AVX-512.
@@ -346,16 +346,6 @@ func f32x8(p unsafe.Pointer, off uintptr) archsimd.Float32x8 {
 // i8x32 loads the 32 int8 values at p plus off bytes.
 func i8x32(p unsafe.Pointer, off uintptr) archsimd.Int8x32 {
 	return archsimd.LoadInt8x32((*[32]int8)(unsafe.Add(p, off)))
-}
-
-// matVecQ8 and matMatQ8 serve a Q8_0 matrix without tiles: on a CPU
-// without AVX2, the portable kernel's (on one with AVX2 every Q8_0
-// matrix is tiles; see withTiles).
-func matVecQ8(out []float32, m *Matrix, x *quantized, lo, hi int) { matVecQ8Generic(out, m, x, lo, hi) }
-func matMatQ8(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
-	for s := range xs {
-		matVecQ8Generic(outs[s], m, xs[s], lo, hi)
-	}
 }
 
 // matVecBlocks multiplies a matrix stored as the GGUF's blocks: every

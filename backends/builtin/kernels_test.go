@@ -77,7 +77,7 @@ func q8Shapes() [][2]int {
 // each instruction set's kernels that this CPU can run
 // (kernels_simd_test.go), whichever the dispatch picks.
 var f32Kernels = map[string]func([]float32, *Matrix, []float32, int, int){"dispatched": matVecF32, "portable": matVecF32Generic}
-var q8Kernels = map[string]func([]float32, *Matrix, *quantized, int, int){"dispatched": matVecQ8, "portable": matVecQ8Generic}
+var q8Kernels = map[string]func([]float32, *Matrix, *quantized, int, int){"portable": matVecQ8Generic}
 
 func TestMatVecF32AgainstFloat64(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
@@ -594,30 +594,6 @@ func TestMatVecF32RowsDoNotDependOnTheSpan(t *testing.T) {
 				matVecF32(part, m, x, lo, hi)
 				if !slices.Equal(part[lo:hi], whole[lo:hi]) {
 					t.Fatalf("%d×%d %s, rows [%d, %d): %v, the whole matrix's %v", rows, cols, layoutOf(m), lo, hi, part[lo:min(lo+3, hi)], whole[lo:min(lo+3, hi)])
-				}
-			}
-		}
-	}
-}
-
-// The same for a Q8_0 matrix, on spans of odd and even length.
-func TestMatMatQ8MatchesMatVecBitForBit(t *testing.T) {
-	rng := rand.New(rand.NewPCG(4, 5))
-	for _, shape := range q8Shapes() {
-		rows, cols := shape[0], shape[1]
-		m, err := NewF32(rows, cols, randomVec(rng, rows*cols)).Quantize()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for n := 1; n <= 9; n++ {
-			xs, outs := randomBatch(rng, n, rows, cols)
-			lo, hi := rows/3, rows-n%2
-			matMatQ8(outs, m, xs, lo, hi)
-			for s := range n {
-				want := make([]float32, rows)
-				matVecQ8(want, m, xs[s], lo, hi)
-				if !slices.Equal(outs[s], want) {
-					t.Fatalf("%d×%d, vector %d of %d: batched %v, alone %v", rows, cols, s, n, outs[s][lo:lo+3], want[lo:lo+3])
 				}
 			}
 		}
