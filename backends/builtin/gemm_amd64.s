@@ -1740,6 +1740,24 @@ TEXT ·q4_0Tile4VNNI(SB), NOSPLIT, $0-24
 // holds the running sums. NO_CONSTS is a kernel's CONSTS that has none.
 #define NO_CONSTS
 
+// A group's columns, COL(T) for each: a Q8_0 tile's eight of 32 bytes,
+// and a Q4_0 tile's four of nibbles (by their offsets).
+#define EIGHT_COLUMNS(COL) \
+	COL(0) \
+	COL(1) \
+	COL(2) \
+	COL(3) \
+	COL(4) \
+	COL(5) \
+	COL(6) \
+	COL(7)
+
+#define NIBBLE_COLUMNS(COL) \
+	COL(0) \
+	COL(32) \
+	COL(64) \
+	COL(96)
+
 #define Q8T_TILE1(CONSTS, COLS, D, BYTES) \
 	TILE1_ARGS \
 	CONSTS \
@@ -1790,15 +1808,7 @@ TEXT ·q8_0Tile1VNNI(SB), NOSPLIT, $0-48
 	VMOVDQU (32*T)(SI), Y8 \
 	VPDPBUSD.BCST (4*T)(R8), Y8, Y3
 
-#define Q8T_COLS1 \
-	Q8T_COL1(0) \
-	Q8T_COL1(1) \
-	Q8T_COL1(2) \
-	Q8T_COL1(3) \
-	Q8T_COL1(4) \
-	Q8T_COL1(5) \
-	Q8T_COL1(6) \
-	Q8T_COL1(7)
+#define Q8T_COLS1 EIGHT_COLUMNS(Q8T_COL1)
 
 	Q8T_TILE1(NO_CONSTS, Q8T_COLS1, 256, 272)
 
@@ -1831,15 +1841,7 @@ TEXT ·q8_0Tile1VNNI(SB), NOSPLIT, $0-48
 // q8_0Tile1VNNI sums it: each column loaded once for the four. Y0-Y3
 // are the running sums, Y4-Y7 a group's int32 sums.
 TEXT ·q8_0Tile4VNNI(SB), NOSPLIT, $0-24
-#define Q8T_COLS4 \
-	Q8T_COL4(0) \
-	Q8T_COL4(1) \
-	Q8T_COL4(2) \
-	Q8T_COL4(3) \
-	Q8T_COL4(4) \
-	Q8T_COL4(5) \
-	Q8T_COL4(6) \
-	Q8T_COL4(7)
+#define Q8T_COLS4 EIGHT_COLUMNS(Q8T_COL4)
 
 	Q8T_TILE4(NO_CONSTS, Q8T_COLS4, 256, 272)
 
@@ -1879,11 +1881,7 @@ TEXT ·iq4NLTile1VNNI(SB), NOSPLIT, $0-48
 	VPDPBUSD.BCST ((OFF)/8)(R8), Y7, Y3 \
 	VPDPBUSD.BCST ((OFF)/8+16)(R8), Y6, Y3
 
-#define IQ4NL_COLS1 \
-	IQ4NL_COL1(0) \
-	IQ4NL_COL1(32) \
-	IQ4NL_COL1(64) \
-	IQ4NL_COL1(96)
+#define IQ4NL_COLS1 NIBBLE_COLUMNS(IQ4NL_COL1)
 
 	Q8T_TILE1(IQ4NL_CONSTS, IQ4NL_COLS1, 128, 144)
 
@@ -1907,11 +1905,7 @@ TEXT ·iq4NLTile1VNNI(SB), NOSPLIT, $0-48
 // once for the four. Y0-Y3 are the running sums, Y4-Y7 a group's int32
 // sums.
 TEXT ·iq4NLTile4VNNI(SB), NOSPLIT, $0-24
-#define IQ4NL_COLS4 \
-	IQ4NL_COL4(0) \
-	IQ4NL_COL4(32) \
-	IQ4NL_COL4(64) \
-	IQ4NL_COL4(96)
+#define IQ4NL_COLS4 NIBBLE_COLUMNS(IQ4NL_COL4)
 
 	Q8T_TILE4(IQ4NL_CONSTS, IQ4NL_COLS4, 128, 144)
 
@@ -1953,15 +1947,7 @@ TEXT ·iq4NLTile4VNNI(SB), NOSPLIT, $0-24
 	Q8A_CODES(T) \
 	Q8A_DOT(T, R8, Y3)
 
-#define Q8A_COLS1 \
-	Q8A_COL1(0) \
-	Q8A_COL1(1) \
-	Q8A_COL1(2) \
-	Q8A_COL1(3) \
-	Q8A_COL1(4) \
-	Q8A_COL1(5) \
-	Q8A_COL1(6) \
-	Q8A_COL1(7)
+#define Q8A_COLS1 EIGHT_COLUMNS(Q8A_COL1)
 
 // func q8_0Tile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 TEXT ·q8_0Tile1(SB), NOSPLIT, $0-48
@@ -1974,15 +1960,7 @@ TEXT ·q8_0Tile1(SB), NOSPLIT, $0-48
 	Q8A_DOT(T, R10, Y6) \
 	Q8A_DOT(T, R11, Y7)
 
-#define Q8A_COLS4 \
-	Q8A_COL4(0) \
-	Q8A_COL4(1) \
-	Q8A_COL4(2) \
-	Q8A_COL4(3) \
-	Q8A_COL4(4) \
-	Q8A_COL4(5) \
-	Q8A_COL4(6) \
-	Q8A_COL4(7)
+#define Q8A_COLS4 EIGHT_COLUMNS(Q8A_COL4)
 
 // func q8_0Tile4(tile unsafe.Pointer, in *[4]tileInput, out *[4][8]float32)
 TEXT ·q8_0Tile4(SB), NOSPLIT, $0-24
@@ -2025,10 +2003,7 @@ GLOBL iq4NLLevels<>(SB), RODATA|NOPTR, $16
 
 #define IQ4A_COLS1 \
 	INT16_ONES(Y13) \
-	IQ4A_COL1(0) \
-	IQ4A_COL1(32) \
-	IQ4A_COL1(64) \
-	IQ4A_COL1(96)
+	NIBBLE_COLUMNS(IQ4A_COL1)
 
 // func iq4NLTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 TEXT ·iq4NLTile1(SB), NOSPLIT, $0-48
@@ -2047,10 +2022,7 @@ TEXT ·iq4NLTile1(SB), NOSPLIT, $0-48
 
 #define IQ4A_COLS4 \
 	INT16_ONES(Y13) \
-	IQ4A_COL4(0) \
-	IQ4A_COL4(32) \
-	IQ4A_COL4(64) \
-	IQ4A_COL4(96)
+	NIBBLE_COLUMNS(IQ4A_COL4)
 
 // func iq4NLTile4(tile unsafe.Pointer, in *[4]tileInput, out *[4][8]float32)
 TEXT ·iq4NLTile4(SB), NOSPLIT, $0-24
