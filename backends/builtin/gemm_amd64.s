@@ -703,7 +703,23 @@ TEXT ·q4KTile1(SB), NOSPLIT, $0-48
 	VPAND Y15, Y9, Y9 \
 	K_DOT(C, I, R8, Y0, Y1)
 
+// Group pair C's share of the block two ahead (a fifth of 1280 bytes,
+// which covers a block of either Q4_K tile). The K-quants' one-vector
+// kernels (decode's; Q4_K's, Q5_K's, Q6_K's and Q3_K's) do enough work a
+// byte that the hardware's own prefetching leaves their stream of tiles
+// short of the memory's bandwidth, and asking for the lines as each part
+// of a block starts keeps more of them in flight (docs/engine-speed.md).
+// Q8_0's, Q4_0's and Q2_K's ran slower with it, and the three-vector
+// kernels (prompts') reuse each block three times.
+#define K_PREFETCH(C) \
+	PREFETCHT0 (2*K_BYTES+320*(C))(SI) \
+	PREFETCHT0 (2*K_BYTES+320*(C)+64)(SI) \
+	PREFETCHT0 (2*K_BYTES+320*(C)+128)(SI) \
+	PREFETCHT0 (2*K_BYTES+320*(C)+192)(SI) \
+	PREFETCHT0 (2*K_BYTES+320*(C)+256)(SI)
+
 #define K1_PAIR(C) \
+	K_PREFETCH(C) \
 	VPXOR Y0, Y0, Y0 \
 	VPXOR Y1, Y1, Y1 \
 	K1_COLS(C, 0) \
@@ -826,16 +842,41 @@ k1done: \
 	TWO_BIT_PAIRS(OFF, 6, SUMS, ACC) \
 	TWO_BIT_PAIRS(OFF, 7, SUMS, ACC)
 
+// The block two ahead of a Q3_K tile's (17 lines cover its 1040 bytes),
+// as K_PREFETCH asks for Q4_K's; Q2_K's kernel asks for none
+// (NO_PREFETCH).
+#define Q3_PREFETCH \
+	PREFETCHT0 (2*1040+0)(SI) \
+	PREFETCHT0 (2*1040+64)(SI) \
+	PREFETCHT0 (2*1040+128)(SI) \
+	PREFETCHT0 (2*1040+192)(SI) \
+	PREFETCHT0 (2*1040+256)(SI) \
+	PREFETCHT0 (2*1040+320)(SI) \
+	PREFETCHT0 (2*1040+384)(SI) \
+	PREFETCHT0 (2*1040+448)(SI) \
+	PREFETCHT0 (2*1040+512)(SI) \
+	PREFETCHT0 (2*1040+576)(SI) \
+	PREFETCHT0 (2*1040+640)(SI) \
+	PREFETCHT0 (2*1040+704)(SI) \
+	PREFETCHT0 (2*1040+768)(SI) \
+	PREFETCHT0 (2*1040+832)(SI) \
+	PREFETCHT0 (2*1040+896)(SI) \
+	PREFETCHT0 (2*1040+960)(SI) \
+	PREFETCHT0 (2*1040+1024)(SI)
+#define NO_PREFETCH
+
 // The 2-bit one-vector kernels' block loop, after their arguments and
 // constants: BLOCK sums a block's runs times their scales into Y4, the
 // pairs at PAIRS against the sums of 16 go into Y5, FLOATS(Y4, Y5, R9)
 // leaves the block's floats in SUM, which goes into the running sum Y6;
-// TILE steps to the next block (TWO_BIT_NEXT).
-#define TWO_BIT_LOOP1(BLOCK, PAIRS, FLOATS, SUM, TILE) \
+// TILE steps to the next block (TWO_BIT_NEXT). PREFETCH starts each
+// block.
+#define TWO_BIT_LOOP1(BLOCK, PAIRS, FLOATS, SUM, TILE, PREFETCH) \
 	XORQ DX, DX \
 tb1blocks: \
 	CMPQ DX, CX \
 	JAE  tb1done \
+	PREFETCH \
 	VPXOR Y4, Y4, Y4 \
 	VPXOR Y5, Y5, Y5 \
 	BLOCK \
@@ -932,7 +973,7 @@ TEXT ·q2KTile1(SB), NOSPLIT, $0-48
 #define Q2K_TILE1 \
 	TILE1_ARGS \
 	TWO_BIT_CONSTS \
-	TWO_BIT_LOOP1(Q2_BLOCK, 640, Q2_BLOCK_FLOATS, Y11, 800)
+	TWO_BIT_LOOP1(Q2_BLOCK, 640, Q2_BLOCK_FLOATS, Y11, 800, NO_PREFETCH)
 
 	Q2K_TILE1
 
@@ -990,7 +1031,7 @@ TEXT ·q3KTile1(SB), NOSPLIT, $0-48
 	TILE1_ARGS \
 	TWO_BIT_CONSTS \
 	BROADCAST32(0x04040404, X12, Y12) \
-	TWO_BIT_LOOP1(Q3_BLOCK, 896, Q3_BLOCK_FLOATS, Y9, 1040)
+	TWO_BIT_LOOP1(Q3_BLOCK, 896, Q3_BLOCK_FLOATS, Y9, 1040, Q3_PREFETCH)
 
 	Q3K_TILE1
 
@@ -1204,6 +1245,7 @@ TEXT ·q6KTile1(SB), NOSPLIT, $0-48
 	Q6_RUN(S, Q6_COL1)
 
 #define Q6_1PAIR(S) \
+	Q6_PREFETCH(S) \
 	VMOVDQU (Q6_SCALES+8*S)(SI), X12 \
 	Q6_1RUN(S, X14) \
 	Q6_1RUN(S+1, X13) \
@@ -1212,6 +1254,13 @@ TEXT ·q6KTile1(SB), NOSPLIT, $0-48
 	VPBROADCASTD (2*S)(R10), Y10 \
 	VPMADDWD Y10, Y11, Y10 \
 	VPADDD Y10, Y1, Y1
+
+// Runs S and S+1 of the block two ahead (their 192 bytes), as
+// K_PREFETCH asks for Q4_K's.
+#define Q6_PREFETCH(S) \
+	PREFETCHT0 (2*Q6_BYTES+96*(S))(SI) \
+	PREFETCHT0 (2*Q6_BYTES+96*(S)+64)(SI) \
+	PREFETCHT0 (2*Q6_BYTES+96*(S)+128)(SI)
 
 // A Q6_K block's sixteen runs, two at a time (PAIR(S) takes runs S and
 // S+1).
@@ -1369,9 +1418,23 @@ q63done: \
 	VPMADDWD Y7, Y1, Y10 \
 	VPADDD Y10, Y2, Y2
 
+// A Q5_K tile block's size: a Q4_K one's and the fifth bits.
+#define Q5K_BYTES 1440
+
+// Group pair C's share of the block two ahead (a quarter of 1536 bytes,
+// which covers the block), as K_PREFETCH asks for Q4_K's.
+#define Q5_PREFETCH(C) \
+	PREFETCHT0 (2*Q5K_BYTES+384*(C))(SI) \
+	PREFETCHT0 (2*Q5K_BYTES+384*(C)+64)(SI) \
+	PREFETCHT0 (2*Q5K_BYTES+384*(C)+128)(SI) \
+	PREFETCHT0 (2*Q5K_BYTES+384*(C)+192)(SI) \
+	PREFETCHT0 (2*Q5K_BYTES+384*(C)+256)(SI) \
+	PREFETCHT0 (2*Q5K_BYTES+384*(C)+320)(SI)
+
 // Groups 2C and 2C+1, their fifth bits brought to bit 4 by SE $NE and
 // SO $NO.
 #define Q5_PAIR(C, SE, NE, SO, NO) \
+	Q5_PREFETCH(C) \
 	VMOVDQU (1024+16*C)(SI), X12 \
 	VPSHUFB X14, X12, X11 \
 	VPMOVSXBW X11, Y6 \
@@ -1403,7 +1466,7 @@ q51blocks: \
 	PAIR(2, VPSLLW, 0, VPSRLW, 1) \
 	PAIR(3, VPSRLW, 2, VPSRLW, 3) \
 	K1_FINISH \
-	ADDQ $1440, SI \
+	ADDQ $Q5K_BYTES, SI \
 	ADDQ $K_CODES, R8 \
 	ADDQ $32, R10 \
 	INCQ DX \
@@ -2077,6 +2140,7 @@ TEXT ·iq4NLTile4(SB), NOSPLIT, $0-24
 	VPDPBUSD.BCST (64*C+32+4*I)(R8), Y9, Y1
 
 #define Q5V_PAIR(C, SE, NE, SO, NO) \
+	Q5_PREFETCH(C) \
 	VPXOR Y0, Y0, Y0 \
 	VPXOR Y1, Y1, Y1 \
 	Q5V_COL(C, 0, SE, NE, SO, NO) \
@@ -2153,6 +2217,7 @@ TEXT ·q4KTile1VNNI(SB), NOSPLIT, $128-48
 	KV_DOT(C, I, R8, Y0, Y1)
 
 #define KV1_PAIR(C) \
+	K_PREFETCH(C) \
 	VPXOR Y0, Y0, Y0 \
 	VPXOR Y1, Y1, Y1 \
 	KV1_COLS(C, 0) \
@@ -2270,6 +2335,7 @@ TEXT ·q4KTile3VNNI(SB), NOSPLIT, $128-96
 // run's sum.
 TEXT ·q6KTile1VNNI(SB), NOSPLIT, $0-48
 #define Q6V_1PAIR(S) \
+	Q6_PREFETCH(S) \
 	Q6C_CODES(S) \
 	Q6C_DOT(S, R8, Y3, Y0) \
 	Q6C_CODES(S+1) \
