@@ -334,3 +334,37 @@ func TestQ5_0TilesOnlyWhereTheOffsetIsAHalf(t *testing.T) {
 		}
 	}
 }
+
+// A Q6_K tile holds each weight's code where its layout says
+// (q6KTileBytes): with every bit of eight blocks random, each code read
+// back from its nibble and bit pair is q6KValue's, and each run's scale
+// and each row's d are its block's.
+func TestQ6KTileHoldsEveryCode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 210))
+	tile := make([]byte, q6KTileBytes)
+	blocks := make([][]byte, tileRows)
+	for r := range blocks {
+		blocks[r] = make([]byte, formatQ6_K.fileBlockBytes())
+		for i := range blocks[r] {
+			blocks[r][i] = byte(rng.Uint32())
+		}
+		q6KTileRow(tile, r, blocks[r])
+	}
+	for r, b := range blocks {
+		for w := range superBlock {
+			run, step, i := tile[q6KTileRun*(w/16):], w%16/4, w%4
+			code := int32(run[32*(step%2)+4*r+i]>>(4*(step/2))&0x0f | run[64+4*r+i]>>(2*step)&3<<4)
+			if want := q6KValue(b, w/128, w%128/32, w%32) + 32; code != want {
+				t.Fatalf("row %d weight %d: code %d in the tile, %d in the block", r, w, code, want)
+			}
+		}
+		for s := range 16 {
+			if tile[q6KTileScales+8*s+r] != b[192+s] {
+				t.Fatalf("row %d run %d: scale %d, want %d", r, s, tile[q6KTileScales+8*s+r], b[192+s])
+			}
+		}
+		if d := tile[q6KTileD+2*r:][:2]; d[0] != b[208] || d[1] != b[209] {
+			t.Fatalf("row %d: d % x, want % x", r, d, b[208:210])
+		}
+	}
+}
