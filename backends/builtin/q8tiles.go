@@ -36,10 +36,14 @@ func makeQ8_0Tiles(m *Matrix) []byte {
 			tile := out[(t*groups+g)*q8_0TileBytes:][:q8_0TileBytes]
 			var d float32
 			if row < m.Rows {
-				scales, values := m.q8Row(row)
+				scales, codes := m.groupRow(row)
 				d = scales[g]
-				for w, v := range values[g*GroupSize : (g+1)*GroupSize] {
-					tile[byteCodeAt(r, w)] = byte(v) ^ 0x80
+				// Four codes at a time, as the tile keeps them side by
+				// side (a code at a time took 1.9 s of a 1.3 GB file's
+				// load).
+				for w := 0; w < GroupSize; w += 4 {
+					u := binary.LittleEndian.Uint32(codes[g*GroupSize+w:]) ^ 0x80808080
+					binary.LittleEndian.PutUint32(tile[byteCodeAt(r, w):], u)
 				}
 			}
 			binary.LittleEndian.PutUint16(tile[q8_0TileCodes+2*r:], f32ToF16(d))
