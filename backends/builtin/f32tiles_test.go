@@ -41,3 +41,30 @@ func TestF32TilesHoldTheRows(t *testing.T) {
 		t.Errorf("tiles quantized: %v, equal to the rows' Q8_0: %v", err, err == nil && slices.Equal(got.quant, want.quant))
 	}
 }
+
+// makeF32Tiles hands each run of copiedRun rows to copied, in order and
+// each row once, only when the tiles hold it: a run cleared as it is
+// handed back (as a mapped file's pages go back) is still whole in the
+// tiles.
+func TestF32TilesHandEachRunBackOnceTiled(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 29))
+	rows, cols := 2*copiedRun+6, 3
+	m := randomMatrix(rng, rows, cols)
+	want := slices.Clone(m.F32)
+	var handed []float32
+	var ends []int
+	tiled := &Matrix{Rows: rows, Cols: cols, tiles: makeF32Tiles(m, func(run []float32) {
+		handed = append(handed, run...)
+		ends = append(ends, len(handed)/cols)
+		clear(run)
+	})}
+	if !slices.Equal(handed, want) {
+		t.Fatal("the runs handed back are not the rows, each once, in order")
+	}
+	if wantEnds := []int{copiedRun, 2 * copiedRun, rows}; !slices.Equal(ends, wantEnds) {
+		t.Errorf("runs ended at rows %v, want %v", ends, wantEnds)
+	}
+	if !slices.Equal(tiled.withRows().F32, want) {
+		t.Error("a run was handed back before the tiles held it")
+	}
+}
