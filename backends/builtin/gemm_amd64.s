@@ -842,41 +842,41 @@ k1done: \
 	TWO_BIT_PAIRS(OFF, 6, SUMS, ACC) \
 	TWO_BIT_PAIRS(OFF, 7, SUMS, ACC)
 
-// The block two ahead of a Q3_K tile's (17 lines cover its 1040 bytes),
+// The block two ahead, of BYTES up to 1088 (17 lines; Q3_K's are 1040),
 // as K_PREFETCH asks for Q4_K's; Q2_K's kernel asks for none
 // (NO_PREFETCH).
-#define Q3_PREFETCH \
-	PREFETCHT0 (2*1040+0)(SI) \
-	PREFETCHT0 (2*1040+64)(SI) \
-	PREFETCHT0 (2*1040+128)(SI) \
-	PREFETCHT0 (2*1040+192)(SI) \
-	PREFETCHT0 (2*1040+256)(SI) \
-	PREFETCHT0 (2*1040+320)(SI) \
-	PREFETCHT0 (2*1040+384)(SI) \
-	PREFETCHT0 (2*1040+448)(SI) \
-	PREFETCHT0 (2*1040+512)(SI) \
-	PREFETCHT0 (2*1040+576)(SI) \
-	PREFETCHT0 (2*1040+640)(SI) \
-	PREFETCHT0 (2*1040+704)(SI) \
-	PREFETCHT0 (2*1040+768)(SI) \
-	PREFETCHT0 (2*1040+832)(SI) \
-	PREFETCHT0 (2*1040+896)(SI) \
-	PREFETCHT0 (2*1040+960)(SI) \
-	PREFETCHT0 (2*1040+1024)(SI)
-#define NO_PREFETCH
+#define BLOCK_PREFETCH(BYTES) \
+	PREFETCHT0 (2*BYTES+0)(SI) \
+	PREFETCHT0 (2*BYTES+64)(SI) \
+	PREFETCHT0 (2*BYTES+128)(SI) \
+	PREFETCHT0 (2*BYTES+192)(SI) \
+	PREFETCHT0 (2*BYTES+256)(SI) \
+	PREFETCHT0 (2*BYTES+320)(SI) \
+	PREFETCHT0 (2*BYTES+384)(SI) \
+	PREFETCHT0 (2*BYTES+448)(SI) \
+	PREFETCHT0 (2*BYTES+512)(SI) \
+	PREFETCHT0 (2*BYTES+576)(SI) \
+	PREFETCHT0 (2*BYTES+640)(SI) \
+	PREFETCHT0 (2*BYTES+704)(SI) \
+	PREFETCHT0 (2*BYTES+768)(SI) \
+	PREFETCHT0 (2*BYTES+832)(SI) \
+	PREFETCHT0 (2*BYTES+896)(SI) \
+	PREFETCHT0 (2*BYTES+960)(SI) \
+	PREFETCHT0 (2*BYTES+1024)(SI)
+#define NO_PREFETCH(BYTES)
 
 // The 2-bit one-vector kernels' block loop, after their arguments and
 // constants: BLOCK sums a block's runs times their scales into Y4, the
 // pairs at PAIRS against the sums of 16 go into Y5, FLOATS(Y4, Y5, R9)
 // leaves the block's floats in SUM, which goes into the running sum Y6;
-// TILE steps to the next block (TWO_BIT_NEXT). PREFETCH starts each
-// block.
+// TILE steps to the next block (TWO_BIT_NEXT). PREFETCH(TILE) starts
+// each block.
 #define TWO_BIT_LOOP1(BLOCK, PAIRS, FLOATS, SUM, TILE, PREFETCH) \
 	XORQ DX, DX \
 tb1blocks: \
 	CMPQ DX, CX \
 	JAE  tb1done \
-	PREFETCH \
+	PREFETCH(TILE) \
 	VPXOR Y4, Y4, Y4 \
 	VPXOR Y5, Y5, Y5 \
 	BLOCK \
@@ -1031,7 +1031,7 @@ TEXT ·q3KTile1(SB), NOSPLIT, $0-48
 	TILE1_ARGS \
 	TWO_BIT_CONSTS \
 	BROADCAST32(0x04040404, X12, Y12) \
-	TWO_BIT_LOOP1(Q3_BLOCK, 896, Q3_BLOCK_FLOATS, Y9, 1040, Q3_PREFETCH)
+	TWO_BIT_LOOP1(Q3_BLOCK, 896, Q3_BLOCK_FLOATS, Y9, 1040, BLOCK_PREFETCH)
 
 	Q3K_TILE1
 

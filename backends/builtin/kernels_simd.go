@@ -31,10 +31,9 @@ import (
 var haveAVX2 = archsimd.X86.AVX2() && archsimd.X86.FMA() && cpu.X86.HasF16C
 
 // haveVNNI is whether Q4_K's tiles are compact and every format's tile
-// kernels take their VNNI twins
-// (gemm_amd64.s), whose VPDPBUSD needs AVX512_VNNI and AVX512VL (with
-// AVX-512's F, CD, BW and DQ, as archsimd bundles them);
-// GODEBUG=cpu.avx512f=off turns it off with AVX-512.
+// kernels take their VNNI twins (gemm_amd64.s), whose VPDPBUSD needs
+// AVX512_VNNI and AVX512VL (with AVX-512's F, CD, BW and DQ, as archsimd
+// bundles them); GODEBUG=cpu.avx512f=off turns it off with AVX-512.
 var haveVNNI = haveAVX2 && archsimd.X86.AVX512() && archsimd.X86.AVX512VNNI()
 
 // f32TileGroup is how many f32 tiles matMatF32's kernel takes at once:
