@@ -1,0 +1,52 @@
+package builtin
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// An f32 matrix's tiles ask for huge pages over every whole huge page
+// they span: the kernel marks such a mapping "hg" in its VmFlags, whether
+// or not a huge page was free.
+func TestF32TilesAskForHugePages(t *testing.T) {
+	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil {
+		t.Skip("this kernel has no transparent huge pages")
+	}
+	m := NewF32(2048, 1024, make([]float32, 2048*1024)) // 8 MiB of tiles
+	tiles := makeF32Tiles(m, nil)
+	start := uintptr(unsafe.Pointer(&tiles[0]))
+	inside := (start + hugePageBytes - 1) &^ (hugePageBytes - 1)
+	flags, err := vmFlags(inside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(" "+flags+" ", " hg ") {
+		t.Errorf("the tiles' mapping has VmFlags %q, without hg (MADV_HUGEPAGE)", flags)
+	}
+}
+
+// vmFlags is the VmFlags line of the mapping in /proc/self/smaps that
+// holds addr.
+func vmFlags(addr uintptr) (string, error) {
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	lines := bufio.NewScanner(f)
+	holds := false
+	for lines.Scan() {
+		line := lines.Text()
+		var lo, hi uintptr
+		if n, _ := fmt.Sscanf(line, "%x-%x ", &lo, &hi); n == 2 {
+			holds = lo <= addr && addr < hi
+		} else if rest, ok := strings.CutPrefix(line, "VmFlags:"); ok && holds {
+			return strings.TrimSpace(rest), nil
+		}
+	}
+	return "", fmt.Errorf("no mapping in /proc/self/smaps holds %#x", addr)
+}
