@@ -1783,24 +1783,29 @@ TEXT ·q4_0Tile4VNNI(SB), NOSPLIT, $0-24
 
 // A Q8_0 tile group's int32 sums (ACC) against a vector whose group
 // scales and Σx are at SCALES and ISUMS, into SUM, the rows' d in Y13:
-// Σu·x less 128·Σx (Q8T_OFFSET), converted, times d_x, times d.
+// OFFSET(ACC, ISUMS) made exact (Σu·x less 128·Σx, Q8T_OFFSET, for the
+// VNNI kernels; NO_OFFSET for the AVX2 ones, whose sums are Σw·x),
+// converted, times d_x, times d.
 #define Q8T_OFFSET(ACC, ISUMS) \
 	VPBROADCASTD 0(ISUMS)(DX*4), Y9 \
 	VPSLLD $7, Y9, Y9 \
 	VPSUBD Y9, ACC, ACC
 
-#define Q8T_FINISH(ACC, SCALES, ISUMS, SUM) \
-	Q8T_OFFSET(ACC, ISUMS) \
+#define NO_OFFSET(ACC, ISUMS)
+
+#define Q8T_FINISH(OFFSET, ACC, SCALES, ISUMS, SUM) \
+	OFFSET(ACC, ISUMS) \
 	VCVTDQ2PS ACC, ACC \
 	VBROADCASTSS 0(SCALES)(DX*4), Y10 \
 	VMULPS Y10, ACC, ACC \
 	VFMADD231PS Y13, ACC, SUM
 
-// The group loops that Q8_0's kernels and IQ4_NL's VNNI ones share, for one
+// The group loops that Q8_0's kernels and IQ4_NL's share, for one
 // vector and for four (in): after CONSTS, per group, COLS (the group's
 // columns) sums it into Y3 (Y4-Y7), the rows' halves d at D in the group
-// become Y13 for Q8T_FINISH, and the next group is BYTES on. Y0 (Y0-Y3)
-// holds the running sums. NO_CONSTS is a kernel's CONSTS that has none.
+// become Y13 for Q8T_FINISH with OFFSET, and the next group is BYTES on.
+// Y0 (Y0-Y3) holds the running sums. NO_CONSTS is a kernel's CONSTS that
+// has none.
 #define NO_CONSTS
 
 // A group's columns, COL(T) for each: a Q8_0 tile's eight of 32 bytes,
@@ -1821,7 +1826,7 @@ TEXT ·q4_0Tile4VNNI(SB), NOSPLIT, $0-24
 	COL(64) \
 	COL(96)
 
-#define Q8T_TILE1(CONSTS, COLS, D, BYTES) \
+#define Q8T_TILE1(CONSTS, COLS, OFFSET, D, BYTES) \
 	TILE1_ARGS \
 	CONSTS \
 	VXORPS Y0, Y0, Y0 \
@@ -1832,7 +1837,7 @@ t1groups: \
 	VPXOR Y3, Y3, Y3 \
 	COLS \
 	VCVTPH2PS D(SI), Y13 \
-	Q8T_FINISH(Y3, R9, R10, Y0) \
+	Q8T_FINISH(OFFSET, Y3, R9, R10, Y0) \
 	ADDQ $BYTES, SI \
 	ADDQ $32, R8 \
 	INCQ DX \
@@ -1842,7 +1847,7 @@ t1done: \
 	VZEROUPPER \
 	RET
 
-#define Q8T_TILE4(CONSTS, COLS, D, BYTES) \
+#define Q8T_TILE4(CONSTS, COLS, OFFSET, D, BYTES) \
 	TILE4_ARGS \
 	CONSTS \
 	ZERO4(Y0, Y1, Y2, Y3) \
@@ -1853,7 +1858,7 @@ t4groups: \
 	ZERO4(Y4, Y5, Y6, Y7) \
 	COLS \
 	VCVTPH2PS D(SI), Y13 \
-	Q8T_FINISH4_ALL \
+	Q8T_FINISH4_ALL(OFFSET) \
 	ADDQ $BYTES, SI \
 	TILE4_STEP(32) \
 	JMP  t4groups \
@@ -1873,7 +1878,7 @@ TEXT ·q8_0Tile1VNNI(SB), NOSPLIT, $0-48
 
 #define Q8T_COLS1 EIGHT_COLUMNS(Q8T_COL1)
 
-	Q8T_TILE1(NO_CONSTS, Q8T_COLS1, 256, 272)
+	Q8T_TILE1(NO_CONSTS, Q8T_COLS1, Q8T_OFFSET, 256, 272)
 
 // One column of codes against four vectors' codes (R8-R11), into their
 // int32 sums Y4-Y7.
@@ -1886,17 +1891,17 @@ TEXT ·q8_0Tile1VNNI(SB), NOSPLIT, $0-48
 
 // Vector K's group into its running sum, its scales and Σx found through
 // its tileInput at 32K(BX).
-#define Q8T_FINISH4(ACC, K, SUM) \
+#define Q8T_FINISH4(OFFSET, ACC, K, SUM) \
 	MOVQ (32*K+8)(BX), R12 \
 	MOVQ (32*K+16)(BX), R13 \
-	Q8T_FINISH(ACC, R12, R13, SUM)
+	Q8T_FINISH(OFFSET, ACC, R12, R13, SUM)
 
 // The four vectors' groups (Y4-Y7) into their running sums (Y0-Y3).
-#define Q8T_FINISH4_ALL \
-	Q8T_FINISH4(Y4, 0, Y0) \
-	Q8T_FINISH4(Y5, 1, Y1) \
-	Q8T_FINISH4(Y6, 2, Y2) \
-	Q8T_FINISH4(Y7, 3, Y3)
+#define Q8T_FINISH4_ALL(OFFSET) \
+	Q8T_FINISH4(OFFSET, Y4, 0, Y0) \
+	Q8T_FINISH4(OFFSET, Y5, 1, Y1) \
+	Q8T_FINISH4(OFFSET, Y6, 2, Y2) \
+	Q8T_FINISH4(OFFSET, Y7, 3, Y3)
 
 // func q8_0Tile4VNNI(tile unsafe.Pointer, in *[4]tileInput, out *[4][8]float32)
 //
@@ -1906,14 +1911,14 @@ TEXT ·q8_0Tile1VNNI(SB), NOSPLIT, $0-48
 TEXT ·q8_0Tile4VNNI(SB), NOSPLIT, $0-24
 #define Q8T_COLS4 EIGHT_COLUMNS(Q8T_COL4)
 
-	Q8T_TILE4(NO_CONSTS, Q8T_COLS4, 256, 272)
+	Q8T_TILE4(NO_CONSTS, Q8T_COLS4, Q8T_OFFSET, 256, 272)
 
 // IQ4_NL's VNNI kernels. Its tiles are Q4_0's (nibbles, then eight
 // halves d): each column of nibbles is unpacked as Q4_0's kernels do,
 // then each nibble looked up (VPSHUFB) in a register holding the table of
 // levels plus 128 in both lanes, so VPDPBUSD meets the levels as unsigned
 // bytes against the activations' signed codes, and Σ(level+128)·x less
-// 128·Σx (Q8T_FINISH, in int32) is exactly Σ level·x, the integer
+// 128·Σx (Q8T_OFFSET, in int32) is exactly Σ level·x, the integer
 // iq4NLTile1 sums (below): the same results, bit for bit.
 
 // The table: iq4NLLevels plus 128, one byte each.
@@ -1946,7 +1951,7 @@ TEXT ·iq4NLTile1VNNI(SB), NOSPLIT, $0-48
 
 #define IQ4NL_COLS1 NIBBLE_COLUMNS(IQ4NL_COL1)
 
-	Q8T_TILE1(IQ4NL_CONSTS, IQ4NL_COLS1, 128, 144)
+	Q8T_TILE1(IQ4NL_CONSTS, IQ4NL_COLS1, Q8T_OFFSET, 128, 144)
 
 // One column of nibbles looked up once for four vectors' codes (R8-R11),
 // into their int32 sums Y4-Y7.
@@ -1970,7 +1975,7 @@ TEXT ·iq4NLTile1VNNI(SB), NOSPLIT, $0-48
 TEXT ·iq4NLTile4VNNI(SB), NOSPLIT, $0-24
 #define IQ4NL_COLS4 NIBBLE_COLUMNS(IQ4NL_COL4)
 
-	Q8T_TILE4(IQ4NL_CONSTS, IQ4NL_COLS4, 128, 144)
+	Q8T_TILE4(IQ4NL_CONSTS, IQ4NL_COLS4, Q8T_OFFSET, 128, 144)
 
 // Q8_0's AVX2 tile kernels read the VNNI kernels' tiles: each column's
 // codes made signed again (u XOR 0x80, in Y8), |w| (Y9) times the
@@ -1978,9 +1983,7 @@ TEXT ·iq4NLTile4VNNI(SB), NOSPLIT, $0-24
 // pairs (at most 2·128·127: none saturates), then VPMADDWD against ones
 // into int32. That is Σw·x, the integer the VNNI kernels reach as
 // Σu·x − 128·Σx, so the results are theirs bit for bit, and no offset is
-// taken. Y12 holds 0x80 in every byte, Y14 int16 ones.
-#undef Q8T_OFFSET
-#define Q8T_OFFSET(ACC, ISUMS)
+// taken (NO_OFFSET). Y12 holds 0x80 in every byte, Y14 int16 ones.
 
 #define Q8A_CONSTS \
 	BROADCAST32(0x80808080, X12, Y12) \
@@ -2014,7 +2017,7 @@ TEXT ·iq4NLTile4VNNI(SB), NOSPLIT, $0-24
 
 // func q8_0Tile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 TEXT ·q8_0Tile1(SB), NOSPLIT, $0-48
-	Q8T_TILE1(Q8A_CONSTS, Q8A_COLS1, 256, 272)
+	Q8T_TILE1(Q8A_CONSTS, Q8A_COLS1, NO_OFFSET, 256, 272)
 
 #define Q8A_COL4(T) \
 	Q8A_CODES(T) \
@@ -2027,7 +2030,7 @@ TEXT ·q8_0Tile1(SB), NOSPLIT, $0-48
 
 // func q8_0Tile4(tile unsafe.Pointer, in *[4]tileInput, out *[4][8]float32)
 TEXT ·q8_0Tile4(SB), NOSPLIT, $0-24
-	Q8T_TILE4(Q8A_CONSTS, Q8A_COLS4, 256, 272)
+	Q8T_TILE4(Q8A_CONSTS, Q8A_COLS4, NO_OFFSET, 256, 272)
 
 // IQ4_NL's AVX2 kernels read the VNNI kernels' tiles (Q4_0's) and look
 // each nibble's level up as they do, in a table of the levels themselves
@@ -2070,7 +2073,7 @@ GLOBL iq4NLLevels<>(SB), RODATA|NOPTR, $16
 
 // func iq4NLTile1(tile, codes, scales, sums unsafe.Pointer, blocks int, out *[8]float32)
 TEXT ·iq4NLTile1(SB), NOSPLIT, $0-48
-	Q8T_TILE1(IQ4A_CONSTS, IQ4A_COLS1, 128, 144)
+	Q8T_TILE1(IQ4A_CONSTS, IQ4A_COLS1, NO_OFFSET, 128, 144)
 
 #define IQ4A_COL4(OFF) \
 	IQ4A_COLUMN(OFF, Y8, Y11, Y9, Y10) \
@@ -2089,7 +2092,7 @@ TEXT ·iq4NLTile1(SB), NOSPLIT, $0-48
 
 // func iq4NLTile4(tile unsafe.Pointer, in *[4]tileInput, out *[4][8]float32)
 TEXT ·iq4NLTile4(SB), NOSPLIT, $0-24
-	Q8T_TILE4(IQ4A_CONSTS, IQ4A_COLS4, 128, 144)
+	Q8T_TILE4(IQ4A_CONSTS, IQ4A_COLS4, NO_OFFSET, 128, 144)
 
 // The Q4_K VNNI kernels: q4KTile1's and q4KTile3's sums with VPDPBUSD,
 // against the activations' plain Q8_K codes (.BCST). Each group's sum is
