@@ -1783,8 +1783,8 @@ TEXT ·q4_0Tile4VNNI(SB), NOSPLIT, $0-24
 
 // A Q8_0 tile group's int32 sums (ACC) against a vector whose group
 // scales and Σx are at SCALES and ISUMS, into SUM, the rows' d in Y13:
-// OFFSET(ACC, ISUMS) made exact (Σu·x less 128·Σx, Q8T_OFFSET, for the
-// VNNI kernels; NO_OFFSET for the AVX2 ones, whose sums are Σw·x),
+// made exact by OFFSET (Q8T_OFFSET, Σu·x less 128·Σx, for the VNNI
+// kernels; NO_OFFSET for the AVX2 ones, whose sums are Σw·x already),
 // converted, times d_x, times d.
 #define Q8T_OFFSET(ACC, ISUMS) \
 	VPBROADCASTD 0(ISUMS)(DX*4), Y9 \
