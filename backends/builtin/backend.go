@@ -121,10 +121,11 @@ func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk ba
 	return res, err
 }
 
-// Close stops the engine's workers.
+// Close stops the engine's workers; the model it loaded is garbage then.
 func (b *Backend) Close() error {
 	if b.engine != nil {
 		b.engine.Close()
+		b.engine.Model.Weights.dropHugePages()
 		b.engine = nil
 	}
 	return nil

@@ -29,6 +29,15 @@ func adviseHugePages(b []byte) {
 	advise(b, hugePageBytes, syscall.MADV_HUGEPAGE)
 }
 
+// adviseSmallPages takes adviseHugePages' advice back from b, which is
+// about to be garbage. The heap reuses its memory for whatever comes
+// next, and where the advice stayed the kernel's khugepaged may fill a
+// sparsely used 2 MiB of it out to a whole huge page: why Go's runtime
+// gives its heap no such advice.
+func adviseSmallPages(b []byte) {
+	advise(b, hugePageBytes, syscall.MADV_NOHUGEPAGE)
+}
+
 // hugePageBytes is the huge page of x86-64 and of arm64's 4 KiB pages;
 // a range aligned to it is aligned to every base page size.
 const hugePageBytes = 2 << 20

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -65,4 +66,26 @@ func vmFlags(addr uintptr) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no mapping in /proc/self/smaps holds %#x", addr)
+}
+
+// A closed backend's model is garbage: its f32 tiles' memory goes back
+// to the heap without the advice, marked "nh" (MADV_NOHUGEPAGE).
+func TestClosedBackendTakesHugePageAdviceBack(t *testing.T) {
+	if !hugePageAdviceShows(t) {
+		t.Skip("this kernel keeps no record of MADV_HUGEPAGE")
+	}
+	m := NewF32(2048, 1024, make([]float32, 2048*1024))
+	tiled := &Matrix{Rows: m.Rows, Cols: m.Cols, tiles: makeF32Tiles(m, nil)}
+	w := &Weights{Shape: Shape{Dim: 1024, Heads: 8, SeqLen: 1}, Classifier: tiled}
+	b := &Backend{engine: NewEngine(&Model{Weights: w}, 1)}
+	inside := (uintptr(unsafe.Pointer(&tiled.tiles[0])) + hugePageBytes - 1) &^ (hugePageBytes - 1)
+	b.Close()
+	flags, err := vmFlags(inside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := " " + flags + " "; strings.Contains(f, " hg ") || !strings.Contains(f, " nh ") {
+		t.Errorf("after Close the tiles' mapping has VmFlags %q: want nh, not hg", flags)
+	}
+	runtime.KeepAlive(tiled)
 }

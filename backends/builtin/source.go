@@ -289,6 +289,16 @@ func (w *Weights) tileF32(copied func(rows []float32)) {
 	}
 }
 
+// dropHugePages takes the f32 tiles' huge-page advice back
+// (adviseSmallPages), for weights that are about to be garbage.
+func (w *Weights) dropHugePages() {
+	for _, m := range w.matrices() {
+		if !(*m).Quantized() && (*m).tiles != nil {
+			adviseSmallPages((*m).tiles)
+		}
+	}
+}
+
 // matrices are the weights' matrices: each layer's, then the classifier.
 func (w *Weights) matrices() []**Matrix {
 	var out []**Matrix
