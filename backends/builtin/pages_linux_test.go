@@ -19,10 +19,7 @@ func TestF32TilesAskForHugePages(t *testing.T) {
 		t.Skip("this kernel keeps no record of MADV_HUGEPAGE (no transparent huge pages, or an emulator such as qemu-user drops the advice)")
 	}
 	m := NewF32(2048, 1024, make([]float32, 2048*1024)) // 8 MiB of tiles
-	tiles := makeF32Tiles(m, nil)
-	start := uintptr(unsafe.Pointer(&tiles[0]))
-	inside := (start + hugePageBytes - 1) &^ (hugePageBytes - 1)
-	flags, err := vmFlags(inside)
+	flags, err := vmFlags(firstHugePage(makeF32Tiles(m, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +41,11 @@ func hugePageAdviceShows(t *testing.T) bool {
 	}
 	flags, err := vmFlags(uintptr(unsafe.Pointer(&b[0])))
 	return err == nil && strings.Contains(" "+flags+" ", " hg ")
+}
+
+// firstHugePage is where the first whole huge page inside b starts.
+func firstHugePage(b []byte) uintptr {
+	return (uintptr(unsafe.Pointer(&b[0])) + hugePageBytes - 1) &^ (hugePageBytes - 1)
 }
 
 // vmFlags is the VmFlags line of the mapping in /proc/self/smaps that
@@ -78,7 +80,7 @@ func TestClosedBackendTakesHugePageAdviceBack(t *testing.T) {
 	tiled := &Matrix{Rows: m.Rows, Cols: m.Cols, tiles: makeF32Tiles(m, nil)}
 	w := &Weights{Shape: Shape{Dim: 1024, Heads: 8, SeqLen: 1}, Classifier: tiled}
 	b := &Backend{engine: NewEngine(&Model{Weights: w}, 1)}
-	inside := (uintptr(unsafe.Pointer(&tiled.tiles[0])) + hugePageBytes - 1) &^ (hugePageBytes - 1)
+	inside := firstHugePage(tiled.tiles)
 	b.Close()
 	flags, err := vmFlags(inside)
 	if err != nil {
