@@ -19,13 +19,15 @@ func TestF32TilesAskForHugePages(t *testing.T) {
 		t.Skip("this kernel keeps no record of MADV_HUGEPAGE (no transparent huge pages, or an emulator such as qemu-user drops the advice)")
 	}
 	m := NewF32(2048, 1024, make([]float32, 2048*1024)) // 8 MiB of tiles
-	flags, err := vmFlags(firstHugePage(makeF32Tiles(m, nil)))
+	tiles := makeF32Tiles(m, nil)
+	flags, err := vmFlags(firstHugePage(tiles))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(" "+flags+" ", " hg ") {
 		t.Errorf("the tiles' mapping has VmFlags %q, without hg (MADV_HUGEPAGE)", flags)
 	}
+	runtime.KeepAlive(tiles) // freed, their memory could take other advice
 }
 
 // hugePageAdviceShows is whether MADV_HUGEPAGE given directly to a
@@ -89,5 +91,5 @@ func TestClosedBackendTakesHugePageAdviceBack(t *testing.T) {
 	if f := " " + flags + " "; strings.Contains(f, " hg ") || !strings.Contains(f, " nh ") {
 		t.Errorf("after Close the tiles' mapping has VmFlags %q: want nh, not hg", flags)
 	}
-	runtime.KeepAlive(tiled)
+	runtime.KeepAlive(tiled) // freed, its memory could take other advice
 }
