@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // BenchmarkMatVec reports GFLOP/s of one matrix-vector product on one
@@ -278,25 +279,34 @@ func benchDecode(b *testing.B, e *Engine) {
 // BenchmarkMemoryBandwidth streams a buffer far larger than the caches
 // (512 MiB), summing it with readWords (vector loads in the SIMD build),
 // with 1 and 2 goroutines each reading its half: the read bandwidth a
-// decode step's weights compete for.
+// decode step's weights compete for. It reads the buffer through small
+// pages ("threads=N") and through huge ones where the kernel gives them
+// ("huge-pages/threads=N", advised as the f32 tiles are: adviseHugePages).
 func BenchmarkMemoryBandwidth(b *testing.B) {
-	buf := make([]uint64, 512<<20/8)
-	for i := range buf {
-		buf[i] = uint64(i)
-	}
-	for _, threads := range []int{1, 2} {
-		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
-			var sink atomic.Uint64
-			for b.Loop() {
-				var wg sync.WaitGroup
-				part := len(buf) / threads
-				for t := range threads {
-					wg.Go(func() { sink.Add(readWords(buf[t*part : (t+1)*part])) })
+	for _, huge := range []bool{false, true} {
+		buf := make([]uint64, 512<<20/8)
+		prefix := ""
+		if huge {
+			adviseHugePages(unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), len(buf)*8))
+			prefix = "huge-pages/"
+		}
+		for i := range buf {
+			buf[i] = uint64(i)
+		}
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%sthreads=%d", prefix, threads), func(b *testing.B) {
+				var sink atomic.Uint64
+				for b.Loop() {
+					var wg sync.WaitGroup
+					part := len(buf) / threads
+					for t := range threads {
+						wg.Go(func() { sink.Add(readWords(buf[t*part : (t+1)*part])) })
+					}
+					wg.Wait()
 				}
-				wg.Wait()
-			}
-			b.ReportMetric(float64(len(buf)*8)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
-		})
+				b.ReportMetric(float64(len(buf)*8)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+		}
 	}
 }
 

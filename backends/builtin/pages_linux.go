@@ -22,7 +22,8 @@ func releasePages(b []byte) {
 // huge pages with them; b is to be written next, when its pages are
 // made. Decode reads each tile once a token, front to back: with 4 KiB
 // pages that stream pays a page walk every 4 KiB, and on the development
-// VM one thread read 23 GB/s through them against 27 through 2 MiB pages.
+// VM one thread read 19 GB/s through them against 30 through 2 MiB pages
+// (BenchmarkMemoryBandwidth).
 // It is advice: where transparent huge pages are off, or none is free,
 // or the heap reused pages already made, they stay small.
 func adviseHugePages(b []byte) {
