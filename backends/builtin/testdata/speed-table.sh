@@ -78,7 +78,9 @@ tokentop() {
 
 # llamacpp FILE TEST THREADS: llama-bench's mean tok/s over 3 repetitions.
 llamacpp() {
-	local args=(-p 0 -n 128 -d "$depth") out
+	local args=(-p 0 -n 128) out
+	# -d only where asked: llama-bench before mid-2025 has no -d
+	[ "$depth" != 0 ] && args+=(-d "$depth")
 	[ "$2" != tg128 ] && args=(-p "${2#pp}" -n 0)
 	# shellcheck disable=SC2086 # LLAMA_BENCH_ARGS is words
 	out=$("$LLAMA_CPP/llama-bench" -m "$1" -t "$3" -r 3 "${args[@]}" ${LLAMA_BENCH_ARGS:-} -o csv 2>&1) ||
