@@ -84,6 +84,9 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 	if k := F32PromptKernel(); k != "" && slices.ContainsFunc(m.Weights.matrices(), func(w **Matrix) bool { return !(*w).Quantized() }) {
 		info.Details["f32_prompt_kernel"] = k
 	}
+	if k := Q4_0PromptKernel(); k != "" && slices.ContainsFunc(m.Weights.matrices(), func(w **Matrix) bool { return (*w).format == formatQ4_0 }) {
+		info.Details["q4_0_prompt_kernel"] = k
+	}
 	if arch := m.Weights.Arch.Name; arch != "" {
 		info.Details["architecture"] = arch
 	}

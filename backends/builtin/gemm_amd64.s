@@ -1772,6 +1772,98 @@ TEXT ·q4_0Tile1VNNI(SB), NOSPLIT, $0-48
 TEXT ·q4_0Tile4VNNI(SB), NOSPLIT, $0-24
 	Q4_0_TILE4
 
+// One 32-byte column of two Q4_0 tiles' nibbles at OFF (the first tile's
+// at SI in Z8's low half, the second's at R15 in its high half) times
+// four vectors' activations, into their int32 sums Z4-Z7: q4_0Tile4VNNI's
+// column for sixteen rows. Z9 gets the low nibbles, Z8 the high ones.
+#define Q4_0_COL4Z(OFF) \
+	VMOVDQU OFF(SI), Y8 \
+	VINSERTI64X4 $1, OFF(R15), Z8, Z8 \
+	VPANDD Z15, Z8, Z9 \
+	VPSRLW $4, Z8, Z8 \
+	VPANDD Z15, Z8, Z8 \
+	VPDPBUSD.BCST ((OFF)/8)(R8), Z9, Z4 \
+	VPDPBUSD.BCST ((OFF)/8+16)(R8), Z8, Z4 \
+	VPDPBUSD.BCST ((OFF)/8)(R9), Z9, Z5 \
+	VPDPBUSD.BCST ((OFF)/8+16)(R9), Z8, Z5 \
+	VPDPBUSD.BCST ((OFF)/8)(R10), Z9, Z6 \
+	VPDPBUSD.BCST ((OFF)/8+16)(R10), Z8, Z6 \
+	VPDPBUSD.BCST ((OFF)/8)(R11), Z9, Z7 \
+	VPDPBUSD.BCST ((OFF)/8+16)(R11), Z8, Z7
+
+// Vector K's group (its int32 sums in S32) into its running sum SUM:
+// FINISH's steps in FINISH's order on sixteen rows, the rows' d in Z12.
+#define Q4_0_FINISH4Z(S32, K, SUM) \
+	MOVQ (32*K+8)(BX), R12 \
+	MOVQ (32*K+16)(BX), R13 \
+	VCVTDQ2PS S32, Z8 \
+	VBROADCASTSS 0(R12)(DX*4), Z9 \
+	VMULPS Z9, Z8, Z8 \
+	VBROADCASTSS 0(R13)(DX*4), Z10 \
+	VMULPS Z13, Z10, Z10 \
+	VSUBPS Z10, Z8, Z8 \
+	VFMADD231PS Z12, Z8, SUM
+
+// func q4_0Tile4x2Z(tile unsafe.Pointer, tileBytes int, in *[4]tileInput, out *[4][16]float32)
+//
+// q4_0Tile4VNNI on two tiles at once (the second tileBytes after the
+// first) through 512-bit vectors, for cores that run them at twice the
+// 256-bit rate: each lane is still one row, summed as q4_0Tile4VNNI sums
+// it, so out[j] is q4_0Tile4VNNI's out[j] for the first tile then for
+// the second, bit for bit. Z0-Z3 are the running sums, Z4-Z7 a group's
+// int32 sums.
+TEXT ·q4_0Tile4x2Z(SB), NOSPLIT, $0-32
+	MOVQ tile+0(FP), SI
+	MOVQ tileBytes+8(FP), R15
+	ADDQ SI, R15
+	MOVQ in+16(FP), BX
+	MOVQ 24(BX), CX
+	MOVQ 0(BX), R8
+	MOVQ 32(BX), R9
+	MOVQ 64(BX), R10
+	MOVQ 96(BX), R11
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x41000000, AX
+	VPBROADCASTD AX, Z13
+	VPXORD Z0, Z0, Z0
+	VMOVDQA64 Z0, Z1
+	VMOVDQA64 Z0, Z2
+	VMOVDQA64 Z0, Z3
+	XORQ DX, DX
+
+q4x4zgroups:
+	CMPQ DX, CX
+	JAE  q4x4zdone
+	VPXORD Z4, Z4, Z4
+	VMOVDQA64 Z4, Z5
+	VMOVDQA64 Z4, Z6
+	VMOVDQA64 Z4, Z7
+	Q4_0_COL4Z(0)
+	Q4_0_COL4Z(32)
+	Q4_0_COL4Z(64)
+	Q4_0_COL4Z(96)
+	VMOVDQU 128(SI), X11
+	VINSERTI128 $1, 128(R15), Y11, Y11
+	VCVTPH2PS Y11, Z12
+	Q4_0_FINISH4Z(Z4, 0, Z0)
+	Q4_0_FINISH4Z(Z5, 1, Z1)
+	Q4_0_FINISH4Z(Z6, 2, Z2)
+	Q4_0_FINISH4Z(Z7, 3, Z3)
+	ADDQ $144, SI
+	ADDQ $144, R15
+	TILE4_STEP(X_GROUP)
+	JMP  q4x4zgroups
+
+q4x4zdone:
+	MOVQ out+24(FP), DI
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	VZEROUPPER
+	RET
+
 // The Q8_0 tile kernels, VNNI only: a tile holds each code as u = w+128
 // (unsigned), so VPDPBUSD meets the activations' signed codes directly,
 // and Σu·x = Σw·x + 128·Σx is made exact again by taking off 128 times

@@ -27,6 +27,10 @@ const f32TileGroup = 1
 // has one.
 func F32PromptKernel() string { return "" }
 
+// Q4_0PromptKernel says which vector width Q4_0 prompts run at; this
+// build has one.
+func Q4_0PromptKernel() string { return "" }
+
 // portableQ8 is whether Q8_0 products run the portable kernel.
 const portableQ8 = true
 

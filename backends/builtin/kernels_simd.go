@@ -255,30 +255,57 @@ func f32Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointe
 
 // f32Wide is whether matMatF32 runs f32Tiles4x6Z (512-bit vectors) rather
 // than f32Tiles4x6, timed once on this core when the first f32 matrix is
-// tiled (withTiles). The two give
-// the same sums, so the choice is speed alone. Whether 512 bits pay is a
-// property of the core, not of a feature bit: an Intel server core with
-// two 512-bit FMA units does nearly twice the arithmetic it does with
-// 256-bit vectors (223 against 122 GFLOP/s, a plain FMA loop on a Xeon),
-// while Zen 4 splits each 512-bit FMA in two and runs both widths at one
-// rate.
+// tiled (withTiles). The two give the same sums, so the choice is speed
+// alone. Whether 512 bits pay is a property of the core, not of a
+// feature bit: an Intel server core with two 512-bit FMA units does
+// nearly twice the arithmetic it does with 256-bit vectors (223 against
+// 122 GFLOP/s, a plain FMA loop on a Xeon), and so does a Zen 5 core
+// (BenchmarkFMAPeak: 208 against 105 on the development VM's), while Zen
+// 4 splits each 512-bit FMA in two and runs both widths at one rate.
 var f32Wide = sync.OnceValue(timeF32Widths)
 
-// f32Widths is the timing behind f32Wide.
-type f32Widths struct {
+// q4_0Wide is f32Wide for Q4_0's prompts: whether matMatTiles runs
+// q4_0Tile4x2Z (two tiles through 512-bit vectors) rather than
+// q4_0Tile4VNNI on each, timed once on this core when the first Q4_0
+// matrix is tiled. Integer and float units need not match, so it is
+// timed on its own kernels.
+var q4_0Wide = sync.OnceValue(timeQ4_0Widths)
+
+// kernelWidths is the timing behind f32Wide and q4_0Wide.
+type kernelWidths struct {
 	narrow, wide time.Duration // each kernel's best time for the same products
 	use512       bool
 }
 
-// timeF32Widths times the two four-tile kernels on the same products
-// (four tiles of 256 columns, 32 KiB, so the cache serves both alike), by
-// turns, each one's best of seven rounds. It takes the 512-bit kernel only
-// when that is faster by an eighth: on a core that runs both widths at one
-// rate the timing is a tie, and noise should not pick the kernel whose
-// inserts cost a little more. About a millisecond, once a process.
-func timeF32Widths() f32Widths {
+// timeWidths times a 256-bit kernel (narrow) and its 512-bit twin (wide)
+// on the same products, by turns, each one's best of seven rounds of 64
+// calls. It takes the 512-bit kernel only when that is faster by an
+// eighth: on a core that runs both widths at one rate the timing is a
+// tie, and noise should not pick the kernel whose inserts cost a little
+// more. Each caller keeps its products in cache (tens of KiB), so the
+// timing is the arithmetic's: about a millisecond, once a process.
+func timeWidths(narrow, wide func()) kernelWidths {
+	run := func(kernel func()) time.Duration {
+		start := time.Now()
+		for range 64 {
+			kernel()
+		}
+		return time.Since(start)
+	}
+	w := kernelWidths{narrow: time.Hour, wide: time.Hour}
+	for range 7 {
+		w.narrow = min(w.narrow, run(narrow))
+		w.wide = min(w.wide, run(wide))
+	}
+	w.use512 = prefer512(w.narrow, w.wide)
+	return w
+}
+
+// timeF32Widths times the two four-tile f32 kernels on four tiles of 256
+// columns (32 KiB) against six vectors.
+func timeF32Widths() kernelWidths {
 	if f32TileGroup != 4 {
-		return f32Widths{}
+		return kernelWidths{}
 	}
 	const cols = 256
 	tiles := make([]float32, 4*tileRows*cols)
@@ -294,28 +321,13 @@ func timeF32Widths() f32Widths {
 		x[j] = unsafe.Pointer(&vecs[j*cols])
 	}
 	var out [6][4 * tileRows]float32
-	run := func(wide bool) time.Duration {
-		start := time.Now()
-		for range 64 {
-			if wide {
-				f32Tiles4x6Z(unsafe.Pointer(&tiles[0]), f32TileBytes(cols), cols, &x, &out)
-			} else {
-				f32Tiles4x6(unsafe.Pointer(&tiles[0]), f32TileBytes(cols), cols, &x, &out)
-			}
-		}
-		return time.Since(start)
-	}
-	w := f32Widths{narrow: time.Hour, wide: time.Hour}
-	for range 7 {
-		w.narrow = min(w.narrow, run(false))
-		w.wide = min(w.wide, run(true))
-	}
-	w.use512 = prefer512(w.narrow, w.wide)
-	return w
+	return timeWidths(
+		func() { f32Tiles4x6(unsafe.Pointer(&tiles[0]), f32TileBytes(cols), cols, &x, &out) },
+		func() { f32Tiles4x6Z(unsafe.Pointer(&tiles[0]), f32TileBytes(cols), cols, &x, &out) })
 }
 
-// prefer512 is the rule timeF32Widths decides by: the 512-bit kernel
-// when its time is under 7/8 of the 256-bit kernel's.
+// prefer512 is the rule timeWidths decides by: the 512-bit kernel when
+// its time is under 7/8 of the 256-bit kernel's.
 func prefer512(narrow, wide time.Duration) bool { return 8*wide < 7*narrow }
 
 // F32PromptKernel says which vector width f32 prompts run at on this CPU
@@ -329,7 +341,7 @@ func F32PromptKernel() string {
 }
 
 // String says which width w chose, and the speed ratio it chose by.
-func (w f32Widths) String() string {
+func (w kernelWidths) String() string {
 	speed := float64(w.narrow) / float64(w.wide)
 	if w.use512 {
 		return fmt.Sprintf("512-bit (%.2f× the 256-bit kernel's speed, timed on this core)", speed)

@@ -224,7 +224,7 @@ func TestF32WideKernelMatchesNarrow(t *testing.T) {
 	chosen := f32Wide
 	defer func() { f32Wide = chosen }()
 	for _, use512 := range []bool{false, true} {
-		f32Wide = func() f32Widths { return f32Widths{use512: use512} }
+		f32Wide = func() kernelWidths { return kernelWidths{use512: use512} }
 		rows, cols := 200, 300
 		m := withTiles(NewF32(rows, cols, randomVec(rng, rows*cols)), nil)
 		xs, outs := make([][]float32, 7), make([][]float32, 7)
@@ -242,11 +242,67 @@ func TestF32WideKernelMatchesNarrow(t *testing.T) {
 	}
 }
 
-// The 512-bit f32 prompt kernel is taken only when it is at least an
+// q4_0Tile4x2Z gives q4_0Tile4VNNI's sums on each of its two tiles, bit
+// for bit, and a product through it, with spans that start and end
+// inside tiles and an odd tile at the end, gives each vector's product
+// alone.
+func TestQ4_0WideKernelMatchesNarrow(t *testing.T) {
+	if !haveVNNI {
+		t.Skip("the 512-bit Q4_0 kernel needs AVX-512 VNNI")
+	}
+	rng := rand.New(rand.NewPCG(6, 13))
+	for _, cols := range []int{32, 96, 896} {
+		m := withTiles(quantizeTo(t, ggmlQ4_0, NewF32(2*tileRows, cols, randomVec(rng, 2*tileRows*cols))), nil)
+		var in [maxTileBatch]tileInput
+		for j := range in {
+			xq := newQuantized(cols)
+			xq.quantize(randomVec(rng, cols), allForms)
+			in[j] = tileInputOf(m, &xq)
+		}
+		per := cols / GroupSize * q4_0TileBytes
+		var first, second [maxTileBatch][tileRows]float32
+		var wide [maxTileBatch][2 * tileRows]float32
+		q4_0Tile4VNNI(unsafe.Pointer(&m.tiles[0]), &in, &first)
+		q4_0Tile4VNNI(unsafe.Pointer(&m.tiles[per]), &in, &second)
+		q4_0Tile4x2Z(unsafe.Pointer(&m.tiles[0]), per, &in, &wide)
+		for j := range in {
+			if [2 * tileRows]float32(append(first[j][:], second[j][:]...)) != wide[j] {
+				t.Fatalf("%d columns, vector %d: 512-bit %v, 256-bit %v %v", cols, j, wide[j], first[j], second[j])
+			}
+		}
+	}
+
+	chosen := q4_0Wide
+	defer func() { q4_0Wide = chosen }()
+	for _, use512 := range []bool{false, true} {
+		q4_0Wide = func() kernelWidths { return kernelWidths{use512: use512} }
+		rows, cols := 200, 320
+		m := withTiles(quantizeTo(t, ggmlQ4_0, NewF32(rows, cols, randomVec(rng, rows*cols))), nil)
+		xs, outs := make([]*quantized, 9), make([][]float32, 9)
+		for s := range xs {
+			xq := newQuantized(cols)
+			xq.quantize(randomVec(rng, cols), allForms)
+			xs[s], outs[s] = &xq, make([]float32, rows)
+		}
+		for _, span := range [][2]int{{5, rows}, {0, 3 * tileRows}, {11, 13}, {tileRows, 4*tileRows + 1}} {
+			lo, hi := span[0], span[1]
+			matMatTiles(outs, m, xs, lo, hi)
+			for s := range xs {
+				want := make([]float32, rows)
+				matVecTiles(want, m, xs[s], lo, hi)
+				if !slices.Equal(outs[s][lo:hi], want[lo:hi]) {
+					t.Fatalf("512-bit %v, rows [%d, %d), vector %d: batched %v, alone %v", use512, lo, hi, s, outs[s][lo:lo+3], want[lo:lo+3])
+				}
+			}
+		}
+	}
+}
+
+// A 512-bit prompt kernel is taken only when it is at least an
 // eighth faster, so a tie on a core that runs both widths at one rate,
 // or noise, keeps the 256-bit one; and the sentence the probe stores
 // names the width chosen and the ratio that decided, either way.
-func TestF32WidthRuleAndWords(t *testing.T) {
+func TestWidthRuleAndWords(t *testing.T) {
 	for _, c := range []struct {
 		narrow, wide time.Duration
 		use512       bool
@@ -258,22 +314,29 @@ func TestF32WidthRuleAndWords(t *testing.T) {
 		{1000, 874, true, "512-bit (1.14× the 256-bit kernel's speed"},
 		{1000, 560, true, "512-bit (1.79× the 256-bit kernel's speed"},
 	} {
-		w := f32Widths{narrow: c.narrow, wide: c.wide, use512: prefer512(c.narrow, c.wide)}
+		w := kernelWidths{narrow: c.narrow, wide: c.wide, use512: prefer512(c.narrow, c.wide)}
 		if w.use512 != c.use512 || !strings.HasPrefix(w.String(), c.words) {
 			t.Errorf("%v against %v: 512-bit %v, %q; want %v, %q…", c.wide, c.narrow, w.use512, w.String(), c.use512, c.words)
 		}
 	}
-	if f32TileGroup != 4 {
-		if got := F32PromptKernel(); got != "" {
-			t.Fatalf("without AVX-512 there is no choice to name, got %q", got)
+	for _, c := range []struct {
+		name   string
+		choice bool // whether this CPU has both widths of the kernel
+		named  func() string
+		timing func() kernelWidths
+	}{{"f32", f32TileGroup == 4, F32PromptKernel, f32Wide}, {"Q4_0", haveVNNI, Q4_0PromptKernel, q4_0Wide}} {
+		if !c.choice {
+			if got := c.named(); got != "" {
+				t.Errorf("%s: with one width there is no choice to name, got %q", c.name, got)
+			}
+			continue
 		}
-		return
+		w := c.timing()
+		if w.narrow <= 0 || w.wide <= 0 || w.narrow == time.Hour || w.wide == time.Hour {
+			t.Fatalf("the %s timing on this core measured nothing: %+v", c.name, w)
+		}
+		t.Logf("%s prompts on this core: %s", c.name, w)
 	}
-	w := f32Wide()
-	if w.narrow <= 0 || w.wide <= 0 || w.narrow == time.Hour || w.wide == time.Hour {
-		t.Fatalf("the timing on this core measured nothing: %+v", w)
-	}
-	t.Logf("f32 prompts on this core: %s", F32PromptKernel())
 }
 
 // BenchmarkF32PromptWidths is BenchmarkPrefillProduct's f32 product with
@@ -291,7 +354,7 @@ func BenchmarkF32PromptWidths(b *testing.B) {
 	chosen := f32Wide
 	defer func() { f32Wide = chosen }()
 	for _, use512 := range []bool{false, true} {
-		f32Wide = func() f32Widths { return f32Widths{use512: use512} }
+		f32Wide = func() kernelWidths { return kernelWidths{use512: use512} }
 		b.Run(fmt.Sprintf("512-bit=%v", use512), func(b *testing.B) {
 			for b.Loop() {
 				j.do(0, w.Rows)

@@ -244,19 +244,27 @@ func TestDecodeReadIsWhatATokenReads(t *testing.T) {
 }
 
 // The probe names the width f32 prompts run at where a timing chose it
-// (AVX-512 CPUs) and the model has f32 matrices, and nowhere else: a
-// fully quantized model's prompts never meet that kernel.
-func TestProbeNamesTheF32PromptWidthWhereItApplies(t *testing.T) {
-	for _, dtype := range []string{"f32", "q8_0"} {
-		b, _ := Kind.New(backends.Config{Threads: 1, DType: dtype})
-		info, err := b.Probe(context.Background(), "stories15M-synthetic")
+// (AVX-512 CPUs) and the model has f32 matrices, and Q4_0's where one
+// chose it (AVX-512 VNNI) and the model has Q4_0 matrices, and nowhere
+// else: a model without such matrices never meets that kernel.
+func TestProbeNamesThePromptWidthsWhereTheyApply(t *testing.T) {
+	q4 := writeTemp(t, "q4.gguf", ggufOf(t, Synthetic(q8Shape, 5), spmVocab(ByteLevelTokenizer(q8Shape.Vocab)), every(ggmlQ4_0)))
+	for _, c := range []struct{ model, dtype, has string }{
+		{"stories15M-synthetic", "f32", "f32"},
+		{"stories15M-synthetic", "q8_0", "q8_0"},
+		{q4, "", "q4_0"},
+	} {
+		b, _ := Kind.New(backends.Config{Threads: 1, DType: c.dtype})
+		info, err := b.Probe(context.Background(), c.model)
 		b.(*Backend).Close()
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, named := info.Details["f32_prompt_kernel"]
-		if want := F32PromptKernel() != "" && dtype == "f32"; named != want || named && got != F32PromptKernel() {
-			t.Errorf("%s: f32_prompt_kernel %q (named %v), want named %v", dtype, got, named, want)
+		for key, kernel := range map[string]string{"f32_prompt_kernel": F32PromptKernel(), "q4_0_prompt_kernel": Q4_0PromptKernel()} {
+			got, named := info.Details[key]
+			if want := kernel != "" && strings.HasPrefix(key, c.has+"_"); named != want || named && got != kernel {
+				t.Errorf("%s matrices: %s %q (named %v), want named %v", c.has, key, got, named, want)
+			}
 		}
 	}
 }

@@ -231,6 +231,9 @@ func withTiles(m *Matrix, copied func(rows []float32)) *Matrix {
 		m.tiles, m.quant = makeQ8_0Tiles(m), nil
 	default:
 		m.tiles = makeTiles(m, k)
+		if m.format == formatQ4_0 {
+			q4_0Wide() // timed at load, not inside a prompt's first product
+		}
 	}
 	return m
 }
@@ -458,16 +461,28 @@ func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 	s := 0
 	k := tileKernels[m.format]
 	per := m.Cols / m.format.block() * k.bytes
+	pairs := m.format == formatQ4_0 && q4_0Wide().use512
 	var in [maxTileBatch]tileInput
 	var rows [maxTileBatch][tileRows]float32
+	var pairRows [maxTileBatch][2 * tileRows]float32
 	for _, n := range k.batches {
 		for ; s+n <= len(xs); s += n {
 			for j := range n {
 				in[j] = tileInputOf(m, xs[s+j])
 			}
 			for t := lo / tileRows; t*tileRows < hi; t++ {
+				first := max(lo, t*tileRows)
+				if pairs && n == 4 && (t+1)*tileRows < hi { // tile t+1 has rows in the span too
+					q4_0Tile4x2Z(unsafe.Pointer(&m.tiles[t*per]), per, &in, &pairRows)
+					last := min(hi, (t+2)*tileRows)
+					for j := range n {
+						copy(outs[s+j][first:last], pairRows[j][first-t*tileRows:last-t*tileRows])
+					}
+					t++
+					continue
+				}
 				dotTiles(m.format, n, unsafe.Pointer(&m.tiles[t*per]), &in, &rows)
-				first, last := max(lo, t*tileRows), min(hi, (t+1)*tileRows)
+				last := min(hi, (t+1)*tileRows)
 				for j := range n {
 					copy(outs[s+j][first:last], rows[j][first-t*tileRows:last-t*tileRows])
 				}
@@ -707,6 +722,9 @@ func q4_0Tile4(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBa
 func q4_0Tile4VNNI(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32)
 
 //go:noescape
+func q4_0Tile4x2Z(tile unsafe.Pointer, tileBytes int, in *[maxTileBatch]tileInput, out *[maxTileBatch][2 * tileRows]float32)
+
+//go:noescape
 func q4_0Tile3(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
@@ -741,6 +759,50 @@ func q6KTile3(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scal
 
 //go:noescape
 func q6KTile3VNNI(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
+
+// timeQ4_0Widths times q4_0Tile4VNNI on two tiles against q4_0Tile4x2Z on
+// the same two: 1024 columns (9 KiB of tiles) against four vectors.
+func timeQ4_0Widths() kernelWidths {
+	if !haveVNNI {
+		return kernelWidths{}
+	}
+	const cols, groups = 1024, 1024 / GroupSize
+	per := groups * q4_0TileBytes
+	tiles := make([]byte, 2*per)
+	for i := range tiles {
+		tiles[i] = byte(i * 37)
+	}
+	for g := range 2 * groups { // every row's d 1.0: no sum a NaN or a denormal
+		for r := range tileRows {
+			binary.LittleEndian.PutUint16(tiles[g*q4_0TileBytes+128+2*r:], 0x3c00)
+		}
+	}
+	codes := make([]int8, maxTileBatch*cols)
+	for i := range codes {
+		codes[i] = int8(i%15 - 7)
+	}
+	scales, sums := make([]float32, maxTileBatch*groups), make([]float32, maxTileBatch*groups)
+	var in [maxTileBatch]tileInput
+	for j := range in {
+		in[j] = tileInput{unsafe.Pointer(&codes[j*cols]), unsafe.Pointer(&scales[j*groups]), unsafe.Pointer(&sums[j*groups]), groups}
+	}
+	var narrow [maxTileBatch][tileRows]float32
+	var wide [maxTileBatch][2 * tileRows]float32
+	first, second := unsafe.Pointer(&tiles[0]), unsafe.Pointer(&tiles[per])
+	return timeWidths(
+		func() { q4_0Tile4VNNI(first, &in, &narrow); q4_0Tile4VNNI(second, &in, &narrow) },
+		func() { q4_0Tile4x2Z(first, per, &in, &wide) })
+}
+
+// Q4_0PromptKernel is F32PromptKernel for Q4_0 matrices: which width
+// their prompts run at on this CPU, and the timing that chose it; empty
+// where there is no choice (no AVX-512 VNNI).
+func Q4_0PromptKernel() string {
+	if !haveVNNI {
+		return ""
+	}
+	return q4_0Wide().String()
+}
 
 // tileInputOf is x as m's tile kernel reads it.
 func tileInputOf(m *Matrix, x *quantized) tileInput {
