@@ -3,7 +3,6 @@
 package builtin
 
 import (
-	"fmt"
 	"math"
 	"simd/archsimd"
 	"testing"
@@ -80,54 +79,23 @@ func fmaChains(n int) float32 {
 	return lanes[0]
 }
 
-// fmaChains512 is fmaChains with 16-wide (512-bit) FMAs: the ceiling of
-// f32Tiles4x6Z, which a core with full-width AVX-512 units runs at twice
-// fmaChains' rate and a Zen 4 core at the same rate.
-func fmaChains512(n int) float32 {
-	m, c := archsimd.BroadcastFloat32x16(0.999), archsimd.BroadcastFloat32x16(0.001)
-	start := func(i float32) archsimd.Float32x16 { return archsimd.BroadcastFloat32x16(i) }
-	a0, a1, a2, a3 := start(0), start(1), start(2), start(3)
-	a4, a5, a6, a7 := start(4), start(5), start(6), start(7)
-	a8, a9, a10, a11 := start(8), start(9), start(10), start(11)
-	for range n {
-		a0, a1, a2, a3 = a0.MulAdd(m, c), a1.MulAdd(m, c), a2.MulAdd(m, c), a3.MulAdd(m, c)
-		a4, a5, a6, a7 = a4.MulAdd(m, c), a5.MulAdd(m, c), a6.MulAdd(m, c), a7.MulAdd(m, c)
-		a8, a9, a10, a11 = a8.MulAdd(m, c), a9.MulAdd(m, c), a10.MulAdd(m, c), a11.MulAdd(m, c)
-	}
-	var lanes [16]float32
-	a0.Add(a1).Add(a2.Add(a3)).Add(a4.Add(a5).Add(a6.Add(a7))).Add(a8.Add(a9).Add(a10.Add(a11))).Store(&lanes)
-	archsimd.ClearAVXUpperBits()
-	return lanes[0]
-}
-
-// BenchmarkFMAPeak is one core's f32 FMA peak, in the GFLOP/s
-// BenchmarkPrefillProduct reports: the clock the core really runs at,
-// boost included, not the one its name states. 256-bit is the ceiling of
-// the AVX2 kernels, 512-bit of f32Tiles4x6Z (BenchmarkF32PromptWidths).
+// BenchmarkFMAPeak is one core's f32 FMA peak (8-wide, AVX2), in the
+// GFLOP/s BenchmarkPrefillProduct reports: the clock the core really runs
+// at, boost included, not the one its name states.
 func BenchmarkFMAPeak(b *testing.B) {
 	if !haveAVX2 {
 		b.Skip("no AVX2")
 	}
-	for _, width := range []struct {
-		bits   int
-		chains func(int) float32
-	}{{256, fmaChains}, {512, fmaChains512}} {
-		b.Run(fmt.Sprintf("%d-bit", width.bits), func(b *testing.B) {
-			if width.bits == 512 && !archsimd.X86.AVX512() {
-				b.Skip("no AVX-512")
-			}
-			const n = 1 << 16
-			var last float32
-			for b.Loop() {
-				last = width.chains(n)
-			}
-			b.ReportMetric(float64(n*12*2*width.bits/32)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			// Each chain a → 0.999a + 0.001 ends at 1 only after thousands of
-			// steps (chain i is 1 + (i−1)·0.999^k after k), so a sum of 12 says
-			// every FMA ran; the figure above counts them.
-			if math.Abs(float64(last)-12) > 0.01 {
-				b.Fatalf("the chains sum to %v, not 12: they did not all run", last)
-			}
-		})
+	const n = 1 << 16
+	var last float32
+	for b.Loop() {
+		last = fmaChains(n)
+	}
+	b.ReportMetric(float64(n*12*16)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	// Each chain a → 0.999a + 0.001 ends at 1 only after thousands of
+	// steps (chain i is 1 + (i−1)·0.999^k after k), so a sum of 12 says
+	// every FMA ran; the figure above counts them.
+	if math.Abs(float64(last)-12) > 0.01 {
+		b.Fatalf("the chains sum to %v, not 12: they did not all run", last)
 	}
 }
