@@ -260,9 +260,9 @@ func f32Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointe
 // feature bit: an Intel server core with two 512-bit FMA units does
 // nearly twice the arithmetic it does with 256-bit vectors (223 against
 // 122 GFLOP/s, a plain FMA loop on a Xeon), and so does a Zen 5 core
-// (BenchmarkFMAPeak: 203–206 against 101–102 on the development VM's),
-// while Zen 4 splits each 512-bit FMA in two and runs both widths at one
-// rate.
+// (BenchmarkF32PromptWidths: 161–185 against 93–95 on the development
+// VM's), while Zen 4 splits each 512-bit FMA in two and runs both widths
+// at one rate.
 var f32Wide = sync.OnceValue(timeF32Widths)
 
 // q4_0Wide is f32Wide for Q4_0's prompts: whether matMatTiles runs
