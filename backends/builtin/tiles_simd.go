@@ -766,7 +766,8 @@ func timeQ4_0Widths() kernelWidths {
 	if !haveVNNI {
 		return kernelWidths{}
 	}
-	const cols, groups = 1024, 1024 / GroupSize
+	const cols = 1024
+	const groups = cols / GroupSize
 	per := groups * q4_0TileBytes
 	tiles := make([]byte, 2*per)
 	for i := range tiles {
@@ -774,7 +775,7 @@ func timeQ4_0Widths() kernelWidths {
 	}
 	for g := range 2 * groups { // every row's d 1.0: no sum a NaN or a denormal
 		for r := range tileRows {
-			binary.LittleEndian.PutUint16(tiles[g*q4_0TileBytes+128+2*r:], 0x3c00)
+			binary.LittleEndian.PutUint16(tiles[g*q4_0TileBytes+q4_0TileNibbles+2*r:], 0x3c00)
 		}
 	}
 	codes := make([]int8, maxTileBatch*cols)
