@@ -1783,21 +1783,18 @@ TEXT ·q4_0Tile4VNNI(SB), NOSPLIT, $0-24
 // One 32-byte column of two Q4_0 tiles' nibbles at OFF (the first tile's
 // at SI in Z8's low half, the second's at R15 in its high half) times
 // four vectors' activations, into their int32 sums Z4-Z7: q4_0Tile4VNNI's
-// column for sixteen rows. Z9 gets the low nibbles, Z8 the high ones.
+// column for sixteen rows, through the VNNI NIBBLE_DOT. Z9 gets the low
+// nibbles, Z8 the high ones.
 #define Q4_0_COL4Z(OFF) \
 	VMOVDQU OFF(SI), Y8 \
 	VINSERTI64X4 $1, OFF(R15), Z8, Z8 \
 	VPANDD Z15, Z8, Z9 \
 	VPSRLW $4, Z8, Z8 \
 	VPANDD Z15, Z8, Z8 \
-	VPDPBUSD.BCST ((OFF)/8)(R8), Z9, Z4 \
-	VPDPBUSD.BCST ((OFF)/8+16)(R8), Z8, Z4 \
-	VPDPBUSD.BCST ((OFF)/8)(R9), Z9, Z5 \
-	VPDPBUSD.BCST ((OFF)/8+16)(R9), Z8, Z5 \
-	VPDPBUSD.BCST ((OFF)/8)(R10), Z9, Z6 \
-	VPDPBUSD.BCST ((OFF)/8+16)(R10), Z8, Z6 \
-	VPDPBUSD.BCST ((OFF)/8)(R11), Z9, Z7 \
-	VPDPBUSD.BCST ((OFF)/8+16)(R11), Z8, Z7
+	NIBBLE_DOT(OFF, R8, Z9, Z8, Z10, Z4) \
+	NIBBLE_DOT(OFF, R9, Z9, Z8, Z10, Z5) \
+	NIBBLE_DOT(OFF, R10, Z9, Z8, Z10, Z6) \
+	NIBBLE_DOT(OFF, R11, Z9, Z8, Z10, Z7)
 
 // Vector K's group (its int32 sums in S32) into its running sum SUM:
 // FINISH's steps in FINISH's order on sixteen rows, the rows' d in Z12.
