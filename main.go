@@ -358,13 +358,24 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		printErr(stderr, err)
 		return exitFailed
 	case ctx.Err() != nil:
-		fmt.Fprintln(stderr, "tokentop: interrupted; the session is saved as partial")
+		interrupted(stderr, status)
 		return exitInterrupted
 	case status == session.StatusFailed:
 		fmt.Fprintln(stderr, "tokentop: no timed trial succeeded; see the error column of the trials CSV")
 		return exitFailed
 	}
 	return exitOK
+}
+
+// interrupted says what an interrupt left: a partial session, a complete
+// one where it came after the plan's last answer, or none where no run
+// had started (status "").
+func interrupted(stderr io.Writer, status string) {
+	if status == "" {
+		fmt.Fprintln(stderr, "tokentop: interrupted")
+		return
+	}
+	fmt.Fprintf(stderr, "tokentop: interrupted; the session is saved as %s\n", status)
 }
 
 // typedNoOverride rejects a count flag given the value that stands for
@@ -803,7 +814,7 @@ func runTUI(ctx context.Context, app *ui.App, stdout, stderr io.Writer) int {
 		printErr(stderr, outcome.Err)
 		return exitFailed
 	case ctx.Err() != nil || outcome.Interrupted:
-		fmt.Fprintln(stderr, "tokentop: interrupted; the session is saved as partial")
+		interrupted(stderr, outcome.Status)
 		return exitInterrupted
 	case outcome.Ran && outcome.Status == session.StatusFailed:
 		fmt.Fprintln(stderr, "tokentop: no timed trial succeeded; see the error column of the trials CSV")

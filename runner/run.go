@@ -610,11 +610,16 @@ func (r *run) loop(ctx context.Context) (status, note string, err error) {
 	for i := range r.arms {
 		r.arms[i].warmupLeft = p.Warmup
 	}
+	// done: the plan ran to its end. An interrupt that came after its
+	// last request cut nothing, and the run is complete.
+	var done bool
 	switch {
 	case r.plan.Load == nil:
 		note, err = r.rounds(ctx, r.allArms(), r.oneTrial)
+		done = r.allStopped()
 	case len(p.Together) > 0:
 		note, err = r.togetherRounds(ctx)
+		done = true // it returns early only with a note, or a target given up on
 	default:
 		for _, level := range r.levels() {
 			if note, err = r.rounds(ctx, level, r.block); note != "" || err != nil {
@@ -624,14 +629,17 @@ func (r *run) loop(ctx context.Context) (status, note string, err error) {
 		if note == "" && err == nil && ctx.Err() == nil {
 			note, err = r.searchSLO(ctx)
 		}
+		done = r.allStopped() && !r.searches() // an interrupted search had more to try
 	}
 	switch {
 	case err != nil:
 		return session.StatusPartial, "stopped: could not write the session files", err
 	case note != "":
 		return session.StatusPartial, note, nil
-	case ctx.Err() != nil:
+	case ctx.Err() != nil && r.cutShort():
 		return session.StatusPartial, "interrupted during the last trial", nil
+	case ctx.Err() != nil && !done:
+		return session.StatusPartial, "interrupted before the plan finished", nil
 	}
 	if lost := r.lostNote(); lost != "" {
 		return r.endStatus(), lost, fmt.Errorf("%w: %s", ErrServerLost, lost)
@@ -640,6 +648,27 @@ func (r *run) loop(ctx context.Context) (status, note string, err error) {
 		return session.StatusFailed, "no timed trial succeeded", nil
 	}
 	return session.StatusComplete, "", nil
+}
+
+// allStopped reports whether every arm has ended its trials.
+func (r *run) allStopped() bool {
+	for i := range r.arms {
+		if !r.arms[i].stopped {
+			return false
+		}
+	}
+	return true
+}
+
+// cutShort reports whether the interrupt cut a request: one recorded as
+// canceled.
+func (r *run) cutShort() bool {
+	for _, rec := range r.records {
+		if rec.Status == session.StatusCanceled {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *run) allArms() []int {

@@ -29,7 +29,8 @@ type fakeBackend struct {
 	// extra, when set, delays a request's first token further.
 	extra    func(req backends.Request) time.Duration
 	fail     func(call int) error
-	block    bool // wait for the context instead of answering
+	answered func(call int) // called once a request's answer is complete
+	block    bool           // wait for the context instead of answering
 	probeErr error
 	calls    int
 	sent     [][]time.Duration // per call: handover times since Generate began
@@ -71,6 +72,9 @@ func (f *fakeBackend) Generate(ctx context.Context, req backends.Request, onChun
 	f.mu.Lock()
 	f.sent = append(f.sent, sent)
 	f.mu.Unlock()
+	if f.answered != nil {
+		f.answered(call)
+	}
 	res.OutputTokens, res.StopReason = len(f.delays), "length"
 	return res, nil
 }
@@ -304,6 +308,40 @@ func TestCancelDuringTheLastTrialIsStillPartial(t *testing.T) {
 	status, err, _ := runPlan(t, ctx, testPlan(t, 0, 2, "greedy"), fake)
 	if err != nil || status != session.StatusPartial {
 		t.Fatal(status, err)
+	}
+}
+
+// An interrupt that cuts no request says what it did end: the plan
+// before its end, or nothing at all when it came after the last answer
+// (the grid once kept such a session as partial, "interrupted during the
+// last trial", and never ran it again).
+func TestCancelBetweenTrialsSaysWhatItEnded(t *testing.T) {
+	for _, c := range []struct {
+		after      int
+		status     string
+		note       string
+		wantTrials int
+	}{
+		{after: 1, status: session.StatusPartial, note: "interrupted before the plan finished", wantTrials: 1},
+		{after: 3, status: session.StatusComplete, wantTrials: 3},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		fake := &fakeBackend{delays: []time.Duration{time.Millisecond}}
+		fake.answered = func(call int) {
+			if call == c.after {
+				cancel()
+			}
+		}
+		status, err, events := runPlan(t, ctx, testPlan(t, 0, 3, "greedy"), fake)
+		cancel()
+		if err != nil || status != c.status {
+			t.Errorf("canceled after answer %d: %s, %v; want %s", c.after, status, err, c.status)
+			continue
+		}
+		s := finishedSession(t, events)
+		if s.Manifest.Status != c.status || s.Manifest.StopNote != c.note || len(s.Records) != c.wantTrials {
+			t.Errorf("canceled after answer %d: manifest %s %q with %d records; want %s %q with %d", c.after, s.Manifest.Status, s.Manifest.StopNote, len(s.Records), c.status, c.note, c.wantTrials)
+		}
 	}
 }
 

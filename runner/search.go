@@ -22,6 +22,14 @@ const (
 	sloSearchRepeats = 2
 )
 
+// searches reports whether the run looks for the highest rate that meets
+// its SLO once its levels are done. A shard sees its share of each rate's
+// goodput: the merged session judges the rates, and the search is not run.
+func (r *run) searches() bool {
+	p := &r.plan.Profile
+	return r.plan.Trace == nil && p.OpenLoop() && p.SLO.Enabled() && r.plan.Shard.Count == 0
+}
+
 // searchSLO refines, for each profile arm of an open-loop sweep under an
 // SLO, the highest rate whose goodput met the target: between the highest
 // rate run that met it and the lowest above it that did not, it runs the
@@ -32,9 +40,7 @@ const (
 // bracket the answer lies in. It returns as rounds does.
 func (r *run) searchSLO(ctx context.Context) (string, error) {
 	p := &r.plan.Profile
-	// A shard sees its share of each rate's goodput: the merged session
-	// judges the rates, and the search is not run.
-	if r.plan.Trace != nil || !p.OpenLoop() || !p.SLO.Enabled() || r.plan.Shard.Count > 0 {
+	if !r.searches() {
 		return "", nil
 	}
 	slo := &session.SLOInfo{TTFTMs: p.SLO.TTFTMs, ITLMs: p.SLO.ITLMs, E2EMs: p.SLO.E2EMs, Goodput: p.SLO.Goodput}
