@@ -325,8 +325,15 @@ func (r *run) endByDuration(i int) {
 		decision = Decision{Stop: true, Short: fmt.Sprintf("%v of steady load", d),
 			Reason: fmt.Sprintf("ran %v of steady load (%.1f s of steady windows over %d blocks)", d, b.steadyS, b.blocks)}
 	case b.emptyInARow >= emptyBlocksToGiveUp:
+		// Why the streams were never all in flight: requests that
+		// failed (or were cut), or one stream's first request outlasting
+		// another stream's whole block.
+		why := fmt.Sprintf("%d of their requests did not end ok: see their errors", b.failedInEmpty)
+		if b.failedInEmpty == 0 {
+			why = "all their requests ended ok: the streams were served unevenly"
+		}
 		decision = Decision{Stop: true, Short: "no steady window",
-			Reason: fmt.Sprintf("%d blocks in a row had no steady window (a stream ended before the others had finished their first request; see its errors), so its duration could not be reached", b.emptyInARow)}
+			Reason: fmt.Sprintf("%d blocks in a row had no steady window (each time a stream ended before the others had finished their first request; %s), so its duration could not be reached", b.emptyInARow, why)}
 	default:
 		return
 	}
@@ -356,7 +363,13 @@ func (r *run) blockDone(i, round int, block []session.Record, peakMB float64) {
 		r.arms[i].blocks.add(tp, cost)
 		r.events <- BlockDone{Arm: arm, Round: round, Throughput: tp, Cost: cost}
 	} else { // no steady window: a stream ended before the others had finished their ramp-up
-		r.arms[i].blocks.addEmpty()
+		failed := 0
+		for _, rec := range block {
+			if rec.Status != session.StatusOK {
+				failed++
+			}
+		}
+		r.arms[i].blocks.addEmpty(failed)
 	}
 	r.endByDuration(i)
 }
@@ -387,6 +400,7 @@ func (r *run) windowCost(target int, block []session.Record, tp session.Throughp
 // duration ends the arm by, and what their windows cost.
 type blockSum struct {
 	blocks, emptyInARow int               // blocks, and the latest ones in a row without a steady window
+	failedInEmpty       int               // the requests of those latest empty blocks that did not end ok
 	steadyS             float64           // the windows' total length
 	windows, measured   int               // blocks with a window, and those with an energy figure
 	netJ, grossJ, errJ  float64           // over the measured windows
@@ -398,14 +412,15 @@ type blockSum struct {
 
 var qualityRank = map[telemetry.Quality]int{telemetry.QualityCounter: 0, telemetry.QualitySampled: 1, telemetry.QualityNoData: 2}
 
-func (c *blockSum) addEmpty() {
+func (c *blockSum) addEmpty(failed int) {
 	c.blocks++
 	c.emptyInARow++
+	c.failedInEmpty += failed
 }
 
 func (c *blockSum) add(tp session.Throughput, cost session.LoadCost) {
 	c.blocks++
-	c.emptyInARow = 0
+	c.emptyInARow, c.failedInEmpty = 0, 0
 	c.windows++
 	c.steadyS += tp.WindowS
 	if q := telemetry.Quality(cost.EnergyQuality); q != telemetry.QualityUnavailable && (c.quality == "" || qualityRank[q] > qualityRank[c.quality]) {

@@ -263,22 +263,32 @@ func TestDurationEndsEachLevelByItsSteadyTime(t *testing.T) {
 // An arm run for a duration whose blocks keep having no steady window
 // (its streams never all in flight) gives up after three in a row
 // instead of running for ever; a block with a window starts the count
-// again.
+// again. The reason says whether those blocks' requests failed.
 func TestDurationGivesUpOnBlocksWithoutAWindow(t *testing.T) {
 	plan := testPlan(t, 0, 2, "greedy")
 	plan.Profile.LoadDuration = time.Minute
 	r := &run{plan: plan, arms: make([]armState, 1), events: make(chan Event, 4)}
 	b := &r.arms[0].blocks
-	b.addEmpty()
-	b.addEmpty()
+	b.addEmpty(5)
+	b.addEmpty(0)
 	b.add(session.Throughput{WindowS: 0.5, TokensPerS: 100}, session.LoadCost{EnergyJ: math.NaN(), PeakRSSMB: math.NaN()})
-	b.addEmpty()
-	b.addEmpty()
+	b.addEmpty(0)
+	b.addEmpty(2)
 	if r.endByDuration(0); r.arms[0].stopped {
 		t.Fatalf("stopped after two empty blocks in a row: %+v", r.arms[0].stop)
 	}
-	b.addEmpty()
-	if r.endByDuration(0); !r.arms[0].stopped || r.arms[0].stop.Short != "no steady window" || b.blocks != 6 || b.steadyS != 0.5 {
+	b.addEmpty(1)
+	if r.endByDuration(0); !r.arms[0].stopped || r.arms[0].stop.Short != "no steady window" || b.blocks != 6 || b.steadyS != 0.5 ||
+		!strings.Contains(r.arms[0].stop.Reason, "3 blocks in a row had no steady window (each time a stream ended before the others had finished their first request; 3 of their requests did not end ok: see their errors)") {
 		t.Errorf("after three in a row: stopped %v (%+v), %d blocks, %.1f s steady", r.arms[0].stopped, r.arms[0].stop, b.blocks, b.steadyS)
+	}
+	// Blocks whose requests all ended ok do not send the user to errors
+	// there are none of.
+	r = &run{plan: plan, arms: make([]armState, 1), events: make(chan Event, 4)}
+	for range emptyBlocksToGiveUp {
+		r.arms[0].blocks.addEmpty(0)
+	}
+	if r.endByDuration(0); !strings.Contains(r.arms[0].stop.Reason, "; all their requests ended ok: the streams were served unevenly)") {
+		t.Errorf("after three empty blocks without a failure: %q", r.arms[0].stop.Reason)
 	}
 }
