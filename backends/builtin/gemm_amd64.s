@@ -1489,10 +1489,15 @@ q51done: \
 // vector x, into 8n floats at out: four tiles at a time, so four sums are
 // in flight, then the rest one at a time. The tiles are read from start
 // to end: a decode step streams its weights from memory, four tiles'
-// columns side by side, each asked for 2 KiB ahead (PREFETCHT0). The
-// hardware's prefetch alone left Zen 5's one-thread stream short:
-// stories110M F32 decode by turns 53.7–62.3 tok/s without it, 64.9–68.0
-// with it (1 KiB ahead and 4 KiB read less).
+// columns side by side, each asked for 2 KiB ahead. The hardware's
+// prefetch alone left Zen 5's one-thread stream short: stories110M F32
+// decode by turns 53.7–62.3 tok/s without it, 64.9–68.0 with it (1 KiB
+// ahead and 4 KiB read less). The weights are read once a step, so they
+// are asked for as non-temporal (PREFETCHNTA), to leave the caches to
+// the step's vectors and cache: against PREFETCHT0, 17 of 22 pairs by
+// turns read faster on Zen 5 (stories110M and a Qwen2.5-0.5B-shaped
+// file, one and two threads; medians +1–6%). Other cores were not
+// measured.
 TEXT ·f32TilesVec(SB), NOSPLIT, $0-40
 	MOVQ tiles+0(FP), SI
 	MOVQ n+8(FP), R9
@@ -1513,10 +1518,10 @@ tvfour:
 	XORQ R12, R12
 
 tvfourk:
-	PREFETCHT0 2048(SI)(R12*1)
-	PREFETCHT0 2048(DX)(R12*1)
-	PREFETCHT0 2048(CX)(R12*1)
-	PREFETCHT0 2048(R11)(R12*1)
+	PREFETCHNTA 2048(SI)(R12*1)
+	PREFETCHNTA 2048(DX)(R12*1)
+	PREFETCHNTA 2048(CX)(R12*1)
+	PREFETCHNTA 2048(R11)(R12*1)
 	VBROADCASTSS 0(R8)(AX*4), Y15
 	VFMADD231PS 0(SI)(R12*1), Y15, Y0
 	VFMADD231PS 0(DX)(R12*1), Y15, Y1
