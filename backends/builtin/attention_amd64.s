@@ -319,3 +319,44 @@ rloop:
 rend:
 	VZEROUPPER
 	RET
+
+// func geGLUAVX2(hb, hb2 unsafe.Pointer, n int, table unsafe.Pointer)
+// hb[i] = table[half(hb[i])]·hb2[i], hb[i]·hb2[i] where hb[i] ≥ 10 and
+// 0 where hb[i] ≤ -10 (geGLUGeneric), for n a multiple of 8. The half is
+// VCVTPS2PH's with immediate 0, to nearest even; its zero-extended bits
+// index the table's 65536 floats.
+TEXT ·geGLUAVX2(SB), NOSPLIT, $0-32
+	MOVQ  hb+0(FP), DI
+	MOVQ  hb2+8(FP), SI
+	MOVQ  n+16(FP), CX
+	MOVQ  table+24(FP), R8
+	MOVL  $0x41200000, AX // 10
+	VMOVD AX, X10
+	VBROADCASTSS X10, Y10
+	MOVL  $0xc1200000, AX // -10
+	VMOVD AX, X11
+	VBROADCASTSS X11, Y11
+	XORQ  AX, AX
+
+gloop:
+	CMPQ       AX, CX
+	JAE        gend
+	VMOVUPS    0(DI)(AX*4), Y0
+	VMOVUPS    0(SI)(AX*4), Y1
+	VCVTPS2PH  $0, Y0, X2
+	VPMOVZXWD  X2, Y3
+	VPCMPEQD   Y4, Y4, Y4 // the gather's mask: every lane (it clears it)
+	VGATHERDPS Y4, (R8)(Y3*4), Y5
+	VMULPS     Y1, Y5, Y5          // table·hb2
+	VMULPS     Y1, Y0, Y6          // x·hb2
+	VCMPPS     $0x1d, Y10, Y0, Y7  // x ≥ 10 (GE_OQ)
+	VBLENDVPS  Y7, Y6, Y5, Y5
+	VCMPPS     $0x12, Y11, Y0, Y8  // x ≤ -10 (LE_OQ)
+	VANDNPS    Y5, Y8, Y5
+	VMOVUPS    Y5, 0(DI)(AX*4)
+	ADDQ       $8, AX
+	JMP        gloop
+
+gend:
+	VZEROUPPER
+	RET

@@ -601,11 +601,14 @@ func softcap(logits []float32, c float32) {
 	}
 }
 
-// geGLU sets hb = gelu(hb) ⊙ hb2, gelu as ggml computes it on the CPU:
-// the tanh approximation, looked up by the input rounded to a half and
-// stored as a half (geluTable), exact beyond ±10.
-func geGLU(hb, hb2 []float32) {
+// geGLUGeneric sets hb = gelu(hb) ⊙ hb2, gelu as ggml computes it on the
+// CPU: the tanh approximation, looked up by the input rounded to a half
+// and stored as a half (geluTable), exact beyond ±10. geGLU is its
+// kernel: every element is a lookup, so the vector kernels give the same
+// numbers.
+func geGLUGeneric(hb, hb2 []float32) {
 	table := geluTable()
+	hb2 = hb2[:len(hb)]
 	for i, x := range hb {
 		switch {
 		case x <= -10:

@@ -68,6 +68,7 @@ func quantizeQ8K(q []int8, scales []float32, sums []int16, x []float32) {
 }
 func softmax(x []float32, scale float32) { softmaxGeneric(x, scale) }
 func swiGLU(hb, hb2 []float32)           { swiGLUGeneric(hb, hb2) }
+func geGLU(hb, hb2 []float32)            { geGLUGeneric(hb, hb2) }
 
 // withTiles gives an IQ4_NL matrix its levels as Q8_0 rows (levelRows):
 // IQ4_NL's codes index a table of 16 levels, which no word product

@@ -622,6 +622,26 @@ func swiGLU(hb, hb2 []float32) {
 	}
 }
 
+// geGLU is geGLUGeneric eight at a time: VCVTPS2PH rounds each input to
+// the half that indexes geluTable (to nearest even, as f32ToF16 does) and
+// a gather reads the table. In Gemma 3 prompts the scalar lookup (its
+// rounding in Go, then the load) was a sixth of an F32 file's prefill.
+// A ragged tail takes the scalar path: a lookup gives the same number
+// either way.
+func geGLU(hb, hb2 []float32) {
+	hb2 = hb2[:len(hb)]
+	whole := len(hb) &^ 7
+	if !haveAVX2 || whole == 0 {
+		geGLUGeneric(hb, hb2)
+		return
+	}
+	geGLUAVX2(unsafe.Pointer(&hb[0]), unsafe.Pointer(&hb2[0]), whole, unsafe.Pointer(geluTable()))
+	geGLUGeneric(hb[whole:], hb2[whole:])
+}
+
+//go:noescape
+func geGLUAVX2(hb, hb2 unsafe.Pointer, n int, table unsafe.Pointer)
+
 // swiGLU8 is h / (1 + e^-h) · g, in swiGLUGeneric's order of operations.
 func swiGLU8(h, g archsimd.Float32x8) archsimd.Float32x8 {
 	var zero archsimd.Float32x8
