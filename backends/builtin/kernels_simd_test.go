@@ -5,6 +5,7 @@ package builtin
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -336,6 +337,67 @@ func TestWidthRuleAndWords(t *testing.T) {
 			t.Fatalf("the %s timing on this core measured nothing: %+v", c.name, w)
 		}
 		t.Logf("%s prompts on this core: %s", c.name, w)
+	}
+}
+
+// geGLU's kernel is its lookup, bit for bit: at every half, at each
+// point halfway to the next half (where rounding decides the index) and
+// a float either side of it, at ±10 where the lookup ends, and where a
+// span starts or ends anywhere.
+func TestGeGLUKernelIsTheLookup(t *testing.T) {
+	if !haveAVX2 {
+		t.Skip("no AVX2: geGLU is the lookup itself")
+	}
+	var h []float32
+	for bits := range 1 << 16 {
+		a := f16ToF32(uint16(bits))
+		h = append(h, a)
+		if next := f16ToF32(uint16(bits + 1)); bits&0x7fff < 0x7bff && !math.IsNaN(float64(next)) {
+			mid := a + (next-a)/2
+			h = append(h, mid, math.Nextafter32(mid, float32(math.Inf(1))), math.Nextafter32(mid, float32(math.Inf(-1))))
+		}
+	}
+	for _, edge := range []float32{10, -10} {
+		h = append(h, edge, math.Nextafter32(edge, 0), math.Nextafter32(edge, 100*edge))
+	}
+	rng := rand.New(rand.NewPCG(21, 22))
+	for range 4099 {
+		h = append(h, float32(rng.NormFloat64()*4))
+	}
+	g := randomVec(rng, len(h))
+	want := append([]float32(nil), h...)
+	geGLUGeneric(want, g)
+	same := func(a, b float32) bool {
+		return math.Float32bits(a) == math.Float32bits(b) || math.IsNaN(float64(a)) && math.IsNaN(float64(b))
+	}
+	got := append([]float32(nil), h...)
+	geGLU(got, g)
+	split := append([]float32(nil), h...)
+	for lo := 0; lo < len(split); lo += 77 { // spans of 77: most start and end inside a vector
+		hi := min(lo+77, len(split))
+		geGLU(split[lo:hi], g[lo:hi])
+	}
+	for i := range want {
+		if !same(got[i], want[i]) || !same(split[i], want[i]) {
+			t.Fatalf("gelu(%g (%#08x))·%g: %g whole, %g in spans; the lookup gives %g", h[i], math.Float32bits(h[i]), g[i], got[i], split[i], want[i])
+		}
+	}
+}
+
+// BenchmarkGeGLU times a Gemma3-1B prompt chunk's GeGLU (6912 hidden
+// values for each of 64 tokens) through the scalar lookup and the kernel.
+func BenchmarkGeGLU(b *testing.B) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	h, g := randomVec(rng, 6912*64), randomVec(rng, 6912*64)
+	work := make([]float32, len(h))
+	for name, kernel := range map[string]func(hb, hb2 []float32){"lookup": geGLUGeneric, "kernel": geGLU} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(8 * len(h)))
+			for b.Loop() {
+				copy(work, h)
+				kernel(work, g)
+			}
+		})
 	}
 }
 
