@@ -660,11 +660,11 @@ func (r *run) allStopped() bool {
 	return true
 }
 
-// cutShort reports whether the interrupt cut a request: one recorded as
-// canceled.
+// cutShort reports whether the user's interrupt cut a request (not one
+// that a load block ended when its server was lost).
 func (r *run) cutShort() bool {
 	for _, rec := range r.records {
-		if rec.Status == session.StatusCanceled {
+		if rec.Status == session.StatusCanceled && rec.Error == canceledByUser {
 			return true
 		}
 	}
@@ -1086,13 +1086,16 @@ func describeTokens(rec *session.Record, res backends.Result, arrivals []metrics
 	}
 }
 
+// canceledByUser is the error of a request the user's interrupt cut.
+const canceledByUser = "canceled by the user"
+
 // classify names a failed trial's status and a one-line error. A request
 // that the run itself cut (ctx: its load block ended early) is canceled
 // like one the user cut: it says nothing about the server.
 func classify(parent, ctx, trialCtx context.Context, err error, timeout time.Duration) (string, string) {
 	switch {
 	case parent.Err() != nil:
-		return session.StatusCanceled, "canceled by the user"
+		return session.StatusCanceled, canceledByUser
 	case ctx.Err() != nil:
 		return session.StatusCanceled, "canceled: its load block ended early, when another request found the server down or the session files could not be written"
 	case errors.Is(trialCtx.Err(), context.DeadlineExceeded):

@@ -305,9 +305,12 @@ func TestCancelDuringTheLastTrialIsStillPartial(t *testing.T) {
 		}
 		return nil
 	}
-	status, err, _ := runPlan(t, ctx, testPlan(t, 0, 2, "greedy"), fake)
+	status, err, events := runPlan(t, ctx, testPlan(t, 0, 2, "greedy"), fake)
 	if err != nil || status != session.StatusPartial {
 		t.Fatal(status, err)
+	}
+	if note := finishedSession(t, events).Manifest.StopNote; note != "interrupted during the last trial" {
+		t.Errorf("stop note %q; want the trial the interrupt cut named", note)
 	}
 }
 
