@@ -316,7 +316,7 @@ func TestQuantizedEmbeddingIsReadRowByRow(t *testing.T) {
 		w.EmbedScale = 0
 		x := make([]float32, w.Shape.Dim)
 		for _, token := range []int{0, 1, w.Shape.Vocab / 2, w.Shape.Vocab - 1} {
-			w.embed(x, token)
+			w.embed(x, token, nil)
 			if !slices.Equal(x, whole[token*w.Shape.Dim:(token+1)*w.Shape.Dim]) {
 				t.Errorf("%s: row %d differs from the dequantized table", name, token)
 			}

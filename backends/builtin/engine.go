@@ -36,7 +36,10 @@ type Engine struct {
 	queued  atomic.Int32 // len(queue), read while gathering
 	busy    atomic.Bool  // a pass is running
 	pass    pass         // the buffers of the stream that runs it
-	active  atomic.Int32 // streams inside Generate
+	// embedScratch is the pass's room for an embedding row read from the
+	// weights file, allocated once (forward must not allocate per token).
+	embedScratch []byte
+	active       atomic.Int32 // streams inside Generate
 	// lastPass is how long the last pass took (ns): the longest a leader
 	// waits for the other active streams to queue their steps. A stream
 	// that misses a pass waits one pass; waiting longer would cost every
@@ -72,6 +75,9 @@ const PrefillChunk = 64
 func NewEngine(m *Model, threads int) *Engine {
 	e := &Engine{Model: m, pool: NewPool(threads), rope: newRotary(m.Weights, m.Weights.RopeBase)}
 	e.slidingRope = e.rope
+	if rows := m.Weights.embedRows; rows != nil && rows.file != nil {
+		e.embedScratch = make([]byte, rows.rowBytes())
+	}
 	if m.Weights.Window > 0 && m.Weights.SlidingRopeBase != m.Weights.RopeBase {
 		e.slidingRope = newRotary(m.Weights, m.Weights.SlidingRopeBase)
 	}
@@ -209,6 +215,9 @@ func (e *Engine) Generate(ctx context.Context, prompt []int, maxTokens int, s Sa
 		st.prompt, st.pos, st.sample = prompt[pos:end], pos, end == len(prompt)
 		e.step(st)
 		st.prompt = nil
+		if err := e.Model.Weights.embedRows.readErr(); err != nil {
+			return g, err
+		}
 		if end == seqLen && end < len(prompt) {
 			g.StopReason = backends.StopTruncated
 			return g, nil
@@ -237,6 +246,10 @@ func (e *Engine) Generate(ctx context.Context, prompt []int, maxTokens int, s Sa
 		}
 		st.token, st.pos, st.sample = next, pos, true
 		e.step(st)
+		if err := e.Model.Weights.embedRows.readErr(); err != nil {
+			g.Decode = time.Since(decodeStart)
+			return g, err
+		}
 	}
 	g.Decode = time.Since(decodeStart)
 	if g.StopReason == "" { // the loop ran to max_tokens; a canceled one returned above, with no reason

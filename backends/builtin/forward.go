@@ -319,7 +319,7 @@ func (p *pass) reset() {
 func (e *Engine) forward(p *pass) {
 	w, s := e.Model.Weights, e.Model.Weights.Shape
 	for _, st := range p.states {
-		w.embed(st.x, st.token)
+		w.embed(st.x, st.token, e.embedScratch)
 	}
 	for l := range w.Layers {
 		layer := &w.Layers[l]

@@ -697,12 +697,32 @@ func (l *tensorLoader) matrix(name string, rows, cols int) *Matrix {
 		return NewF32(rows, cols, l.vector(name, rows, cols))
 	}
 	// Tiles only here, for the matrices that multiply: an embedding read
-	// as vector is dequantized and its matrix dropped.
-	m := withTiles(l.matrixOf(t, raw, rows, cols), nil)
-	if l.release != nil && (m.tiles != nil || !m.format.storedAsBlocks()) {
-		l.release(raw) // the engine's copy is what the kernels read
+	// as vector is dequantized and its matrix dropped. Each copy made,
+	// the file's pages go back at once, so a matrix is held at most twice
+	// while it loads (the file and the tiles, or the converted rows and
+	// their tiles).
+	if t.Type == ggmlQ8_0 {
+		if tiles := q8_0TilesOfFile(raw, rows, cols); tiles != nil {
+			l.releaseRaw(raw)
+			return &Matrix{Rows: rows, Cols: cols, format: formatQ8_0, tiles: tiles}
+		}
+	}
+	m := l.matrixOf(t, raw, rows, cols)
+	if !m.format.storedAsBlocks() { // converted: the rows are a copy
+		l.releaseRaw(raw)
+	}
+	m = withTiles(m, nil)
+	if m.tiles != nil && m.format.storedAsBlocks() { // the kernels read the tiles alone
+		l.releaseRaw(raw)
 	}
 	return m
+}
+
+// releaseRaw hands a tensor's bytes back where the engine holds a copy.
+func (l *tensorLoader) releaseRaw(raw []byte) {
+	if l.release != nil {
+		l.release(raw)
+	}
 }
 
 // matrixOf makes a quantized tensor a Matrix. Most formats' rows are the

@@ -242,7 +242,7 @@ func TestDTypeFollowsTheFile(t *testing.T) {
 	}
 	got, d := make([]float32, fw.Shape.Dim), fw.Shape.Dim
 	for _, token := range []int{0, 9, fw.Shape.Vocab - 1} {
-		fw.embed(got, token)
+		fw.embed(got, token, nil)
 		if want := w.Embedding[token*d : (token+1)*d]; !slices.Equal(got, want) {
 			t.Errorf("token %d's embedding %v, the file's %v", token, got[:3], want[:3])
 		}

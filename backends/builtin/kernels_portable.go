@@ -82,6 +82,9 @@ func withTiles(m *Matrix, copied func(rows []float32)) *Matrix {
 	return m
 }
 
+// q8_0TilesOfFile is nil: this build runs Q8_0 from its rows.
+func q8_0TilesOfFile([]byte, int, int) []byte { return nil }
+
 // levelRows views an IQ4_NL matrix's level rows as a Q8_0 matrix.
 func (m *Matrix) levelRows() Matrix {
 	return Matrix{Rows: m.Rows, Cols: m.Cols, format: formatQ8_0, quant: m.tiles}

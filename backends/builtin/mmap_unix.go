@@ -5,10 +5,13 @@ package builtin
 import (
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 // mapFile maps path read-only, so weights are paged in from the file and
-// held once; float data is used in place.
+// held once; float data is used in place. The slice's capacity runs to
+// the mapping's last page (past the file's end it reads zeros), so that
+// releasePages can hand back that page too.
 func mapFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -22,5 +25,10 @@ func mapFile(path string) ([]byte, error) {
 	if info.Size() == 0 {
 		return nil, nil
 	}
-	return syscall.Mmap(int(f.Fd()), 0, int(info.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	b, err := syscall.Mmap(int(f.Fd()), 0, int(info.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	page := os.Getpagesize()
+	return unsafe.Slice(&b[0], (len(b)+page-1)/page*page)[:len(b)], nil
 }

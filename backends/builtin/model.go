@@ -12,7 +12,11 @@
 package builtin
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
+	"os"
+	"sync/atomic"
 )
 
 // Shape is a llama model's hyperparameters.
@@ -110,7 +114,8 @@ type Weights struct {
 	// embedRows is a quantized embedding as the file stores it, each row
 	// decoded as a token looks it up: dequantized whole it was a float32
 	// copy of the vocabulary (1 GiB for Llama 3.2's), resident beside
-	// the file. Embedding is nil where it is set.
+	// the file. A loaded file's f32 embedding that no classifier shares
+	// is read so too (leaveMapping). Embedding is nil where it is set.
 	embedRows  *quantRows
 	Layers     []Layer
 	FinalNorm  []float32
@@ -157,14 +162,15 @@ type Arch struct {
 }
 
 // embed copies token's embedding into x, scaled where the architecture
-// scales it.
-func (w *Weights) embed(x []float32, token int) {
+// scales it; scratch is room for a row read from the file (see
+// quantRows.row).
+func (w *Weights) embed(x []float32, token int, scratch []byte) {
 	switch {
 	case w.Embedding != nil:
 		d := w.Shape.Dim
 		copy(x, w.Embedding[token*d:(token+1)*d])
 	case w.embedRows != nil:
-		w.embedRows.row(x, token)
+		w.embedRows.row(x, token, scratch)
 	default: // tied, and in the classifier's tiles
 		w.Classifier.f32RowInto(x, token)
 	}
@@ -175,18 +181,76 @@ func (w *Weights) embed(x []float32, token int) {
 	}
 }
 
-// quantRows is a quantized table as a GGUF stores it, read a row at a
-// time: each row a run of blocks, each block decoded by decode.
+// quantRows is a table as a file stores it, read a row at a time: each
+// row a run of blocks (quantized ones, or one block of float32s), each
+// decoded by decode. The rows are raw's bytes, or, once a loaded file's
+// pages have been handed back, the file's own (fileRows).
 type quantRows struct {
 	raw                     []byte
 	cols, block, blockBytes int
 	decode                  func(out []float32, block []byte)
+	file                    *fileRows // set by readThrough; raw is nil then
 }
 
-// row decodes row r into x.
-func (q *quantRows) row(x []float32, r int) {
-	n := q.cols / q.block * q.blockBytes
-	decodeBlocks(x[:q.cols], q.raw[r*n:(r+1)*n], q.block, q.blockBytes, q.decode)
+// fileRows is where a table's rows lie in a weights file, read with
+// pread: a lookup read through the mapping made the kernel map the large
+// page-cache folio around it, until most of the file was resident again
+// beside the tiles copied out of it.
+type fileRows struct {
+	f      *os.File
+	offset int64
+	err    atomic.Pointer[error]
+}
+
+// rowBytes is one row's size as stored.
+func (q *quantRows) rowBytes() int { return q.cols / q.block * q.blockBytes }
+
+// row decodes row r into x, reading it through scratch (rowBytes long,
+// or made here) where the rows are the file's. A row the file no longer
+// gives (it was cut or replaced while loaded) reads as zeros, and readErr
+// says why.
+func (q *quantRows) row(x []float32, r int, scratch []byte) {
+	n := q.rowBytes()
+	if q.file == nil {
+		decodeBlocks(x[:q.cols], q.raw[r*n:(r+1)*n], q.block, q.blockBytes, q.decode)
+		return
+	}
+	if len(scratch) < n {
+		scratch = make([]byte, n)
+	}
+	if _, err := q.file.f.ReadAt(scratch[:n], q.file.offset+int64(r)*int64(n)); err != nil {
+		q.file.failed(r, err)
+		clear(x[:q.cols])
+		return
+	}
+	decodeBlocks(x[:q.cols], scratch[:n], q.block, q.blockBytes, q.decode)
+}
+
+// failed keeps the first failed read's error, for readErr. (Its own
+// function: an error whose address is taken escapes to the heap where it
+// is declared, and row would allocate on every call.)
+func (f *fileRows) failed(row int, err error) {
+	err = fmt.Errorf("reading row %d of the embedding from %s: %w (was the file changed while it was loaded?)", row, f.f.Name(), err)
+	f.err.CompareAndSwap(nil, &err)
+}
+
+// readErr is the first failed read of a table read through its file.
+func (q *quantRows) readErr() error {
+	if q == nil || q.file == nil {
+		return nil
+	}
+	if err := q.file.err.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+// decodeF32 decodes a row of little-endian float32s (a table of f32
+// rows, one block a row).
+func decodeF32(out []float32, b []byte) {
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
 }
 
 // decodeBlocks decodes a row of stored blocks (blockBytes each, of block

@@ -39,10 +39,6 @@ func adviseSmallPages(b []byte) {
 	advise(b, hugePageBytes, syscall.MADV_NOHUGEPAGE)
 }
 
-// hugePageBytes is the huge page of x86-64 and of arm64's 4 KiB pages;
-// a range aligned to it is aligned to every base page size.
-const hugePageBytes = 2 << 20
-
 // advise gives the kernel advice for the whole units of unit bytes
 // inside b.
 func advise(b []byte, unit uintptr, advice int) {

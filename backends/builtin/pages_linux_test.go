@@ -2,8 +2,10 @@ package builtin
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -96,4 +98,45 @@ func TestClosedBackendTakesHugePageAdviceBack(t *testing.T) {
 		t.Errorf("after Close the tiles' mapping has VmFlags %q: want nh, not hg", flags)
 	}
 	runtime.KeepAlive(tiled) // freed, its memory could take other advice
+}
+
+// Decoding a loaded file's model touches none of the file's mapping (the
+// matrices here are tiles or converted rows): on a kernel that maps the
+// page cache a 2 MiB folio at a time, a read of one norm there made its
+// neighbours' pages resident again beside their copies.
+func TestDecodingLeavesTheFileUnmapped(t *testing.T) {
+	m, err := Load(filepath.Join("testdata", "archs", "llama-q8_0.gguf"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine(m, 1)
+	defer e.Close()
+	if _, err := e.Generate(t.Context(), m.Tokenizer.Encode("Hello there", true), 8, Sampling{}, func(int) {}); err != nil {
+		t.Fatal(err)
+	}
+	if n := residentPages(t, m.mapped); n != 0 {
+		t.Errorf("%d of the file's pages are mapped in after decoding, want 0", n)
+	}
+}
+
+// residentPages counts b's pages present in this process's page tables.
+func residentPages(t *testing.T, b []byte) int {
+	f, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	page := uintptr(os.Getpagesize())
+	first := uintptr(unsafe.Pointer(&b[0])) / page
+	entries := make([]byte, 8*((uintptr(len(b))+page-1)/page))
+	if _, err := f.ReadAt(entries, int64(first*8)); err != nil {
+		t.Skip(err)
+	}
+	n := 0
+	for i := 0; i < len(entries); i += 8 {
+		if binary.LittleEndian.Uint64(entries[i:])>>63 == 1 { // bit 63: present
+			n++
+		}
+	}
+	return n
 }

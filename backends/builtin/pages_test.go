@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -35,5 +36,99 @@ func TestReleasedPagesReadBackFromTheFile(t *testing.T) {
 	releasePages(mapped)
 	if !slices.Equal(mapped, want) {
 		t.Error("the file's bytes differ after their pages were handed back")
+	}
+}
+
+// foliosAround widens a part of the mapping to the huge pages around it,
+// and never past the mapping's ends.
+func TestFoliosAroundStaysInTheMapping(t *testing.T) {
+	buf := make([]byte, 5*hugePageBytes)
+	base := uintptr(unsafe.Pointer(&buf[0]))
+	offsetOf := func(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) - base }
+	// An inner part widens to the huge pages around it; one near an end
+	// stops at that end.
+	for _, part := range [][2]int{{hugePageBytes + 10, 3*hugePageBytes - 10}, {5, 20}, {len(buf) - 20, len(buf) - 5}, {0, len(buf)}} {
+		got := foliosAround(buf, buf[part[0]:part[1]])
+		start, end := offsetOf(got), offsetOf(got)+uintptr(len(got))
+		if start > uintptr(part[0]) || end < uintptr(part[1]) || end > uintptr(len(buf)) {
+			t.Fatalf("part %v: widened to [%d, %d), not around it within [0, %d)", part, start, end, len(buf))
+		}
+		if (base+start)%hugePageBytes != 0 && start != 0 || (base+end)%hugePageBytes != 0 && end != uintptr(len(buf)) {
+			t.Errorf("part %v: widened to [%d, %d), which ends inside a huge page", part, start, end)
+		}
+	}
+	if foliosAround(buf, nil) != nil {
+		t.Error("nothing widened to something")
+	}
+}
+
+// A model loaded from a file keeps no view of it but what its kernels
+// read in place: its norms are copies, and its embedding is read through
+// the file a row at a time, the same rows as the file read into memory.
+func TestLoadedModelReadsItsEmbeddingThroughTheFile(t *testing.T) {
+	for _, name := range []string{"llama-f32", "llama-q8_0", "qwen3-q4_k_m", "gemma3-q8_0"} {
+		path := filepath.Join("testdata", "archs", name+".gguf")
+		m, err := Load(path, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inMemory, _, err := LoadGGUF(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := m.Weights
+		if w.Embedding != nil || w.embedRows == nil || w.embedRows.file == nil {
+			t.Fatalf("%s: the embedding is not read through the file", name)
+		}
+		for i, v := range w.vectors() {
+			if within(m.mapped, *v) != nil {
+				t.Errorf("%s: vector %d is still a view of the mapped file", name, i)
+			}
+		}
+		got, want := make([]float32, w.Shape.Dim), make([]float32, w.Shape.Dim)
+		for _, token := range []int{0, 1, w.Shape.Vocab / 2, w.Shape.Vocab - 1} {
+			w.embed(got, token, nil)
+			inMemory.embed(want, token, nil)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: row %d read through the file differs from the file's bytes in memory", name, token)
+			}
+		}
+		if err := w.embedRows.readErr(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// A weights file cut short while its model is loaded fails the next
+// generation with an error naming it; nothing crashes.
+func TestAFileCutWhileLoadedFailsTheGeneration(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "archs", "llama-q8_0.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "model.gguf")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Load(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine(m, 1)
+	defer e.Close()
+	prompt := m.Tokenizer.Encode("Hello", true)
+	if _, err := e.Generate(t.Context(), prompt, 4, Sampling{}, func(int) {}); err != nil {
+		t.Fatalf("before the cut: %v", err)
+	}
+	if err := os.Truncate(path, 1024); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Generate(t.Context(), prompt, 4, Sampling{}, func(int) {})
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "changed") {
+		t.Errorf("after the cut: %v, want an error naming %s and asking whether it changed", err, path)
 	}
 }

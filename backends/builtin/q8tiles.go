@@ -25,28 +25,48 @@ const (
 // makeQ8_0Tiles lays a Q8_0 matrix's rows out as tiles, the last padded
 // with rows of zeros (codes 128 and d 0).
 func makeQ8_0Tiles(m *Matrix) []byte {
-	groups := m.Cols / GroupSize
-	out := make([]byte, tileCount(m.Rows)*groups*q8_0TileBytes)
+	return q8_0Tiles(m.Rows, m.Cols, func(row, g int) (uint16, []byte) {
+		scales, codes := m.groupRow(row)
+		return f32ToF16(scales[g]), codes[g*GroupSize:]
+	})
+}
+
+// q8_0TilesOfBlocks lays a GGUF's Q8_0 blocks (a half, then 32 codes) out
+// as the same tiles, straight from the file: through the engine's rows
+// they were a third copy of the matrix at the load's peak.
+func q8_0TilesOfBlocks(raw []byte, rows, cols int) []byte {
+	groups, block := cols/GroupSize, formatQ8_0.fileBlockBytes()
+	return q8_0Tiles(rows, cols, func(row, g int) (uint16, []byte) {
+		b := raw[(row*groups+g)*block:]
+		return le16(b), b[2:]
+	})
+}
+
+// q8_0Tiles lays out rows × cols Q8_0 weights, group g of row r being
+// group(r, g)'s half scale and codes.
+func q8_0Tiles(rows, cols int, group func(row, g int) (d uint16, codes []byte)) []byte {
+	groups := cols / GroupSize
+	out := make([]byte, tileCount(rows)*groups*q8_0TileBytes)
 	for i := range out {
 		out[i] = 128
 	}
-	for row := range tileCount(m.Rows) * tileRows {
+	for row := range tileCount(rows) * tileRows {
 		t, r := row/tileRows, row%tileRows
 		for g := range groups {
 			tile := out[(t*groups+g)*q8_0TileBytes:][:q8_0TileBytes]
-			var d float32
-			if row < m.Rows {
-				scales, codes := m.groupRow(row)
-				d = scales[g]
+			var d uint16
+			if row < rows {
+				var codes []byte
+				d, codes = group(row, g)
 				// Four codes at a time, as the tile keeps them side by
 				// side (a code at a time took 1.9 s of a 1.3 GB file's
 				// load).
 				for w := 0; w < GroupSize; w += 4 {
-					u := binary.LittleEndian.Uint32(codes[g*GroupSize+w:]) ^ 0x80808080
+					u := binary.LittleEndian.Uint32(codes[w:]) ^ 0x80808080
 					binary.LittleEndian.PutUint32(tile[byteCodeAt(r, w):], u)
 				}
 			}
-			binary.LittleEndian.PutUint16(tile[q8_0TileCodes+2*r:], f32ToF16(d))
+			binary.LittleEndian.PutUint16(tile[q8_0TileCodes+2*r:], d)
 		}
 	}
 	return out

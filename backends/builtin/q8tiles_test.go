@@ -1,10 +1,37 @@
 package builtin
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"slices"
 	"testing"
 )
+
+// Tiles laid out straight from a file's Q8_0 blocks are the tiles of the
+// rows the loader converts those blocks to, padding included.
+func TestQ8_0TilesOfBlocksAreTheRowsTiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 28))
+	rows, cols := 13, 96
+	m, err := randomMatrix(rng, rows, cols).Quantize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw []byte
+	for r := range rows {
+		scales, codes := m.groupRow(r)
+		for g, d := range scales {
+			raw = binary.LittleEndian.AppendUint16(raw, f32ToF16(d))
+			raw = append(raw, codes[g*GroupSize:(g+1)*GroupSize]...)
+		}
+	}
+	converted := (&tensorLoader{}).matrixOf(GGUFTensor{Type: ggmlQ8_0}, raw, rows, cols)
+	if !slices.Equal(converted.quant, m.quant) {
+		t.Fatal("the blocks written do not convert back to the rows")
+	}
+	if !slices.Equal(q8_0TilesOfBlocks(raw, rows, cols), makeQ8_0Tiles(m)) {
+		t.Error("the tiles of the blocks differ from the tiles of the rows")
+	}
+}
 
 // A Q8_0 matrix's tiles hold its rows exactly: copied back out they are
 // the rows, scales and codes, and the rows that pad the last tile weigh

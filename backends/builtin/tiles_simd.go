@@ -238,6 +238,15 @@ func withTiles(m *Matrix, copied func(rows []float32)) *Matrix {
 	return m
 }
 
+// q8_0TilesOfFile is a GGUF's Q8_0 tensor laid out as withTiles lays
+// out its rows, where it would; nil where it keeps rows.
+func q8_0TilesOfFile(raw []byte, rows, cols int) []byte {
+	if !haveAVX2 || tileKernels[formatQ8_0] == nil {
+		return nil
+	}
+	return q8_0TilesOfBlocks(raw, rows, cols)
+}
+
 // tileForms is the activations m's tiles read, if it has any: Q8_K's
 // codes, or Q8_0's and their sums.
 func tileForms(m *Matrix) activationForms {
