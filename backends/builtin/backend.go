@@ -84,8 +84,14 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 	if k := F32PromptKernel(); k != "" && slices.ContainsFunc(m.Weights.matrices(), func(w **Matrix) bool { return !(*w).Quantized() }) {
 		info.Details["f32_prompt_kernel"] = k
 	}
-	if k := Q4_0PromptKernel(); k != "" && slices.ContainsFunc(m.Weights.matrices(), func(w **Matrix) bool { return (*w).format == formatQ4_0 }) {
-		info.Details["q4_0_prompt_kernel"] = k
+	for _, p := range []struct {
+		format format
+		key    string
+		kernel func() string
+	}{{formatQ4_0, "q4_0_prompt_kernel", Q4_0PromptKernel}, {formatIQ4_NL, "iq4_nl_prompt_kernel", IQ4_NLPromptKernel}} {
+		if k := p.kernel(); k != "" && slices.ContainsFunc(m.Weights.matrices(), func(w **Matrix) bool { return (*w).format == p.format }) {
+			info.Details[p.key] = k
+		}
 	}
 	if arch := m.Weights.Arch.Name; arch != "" {
 		info.Details["architecture"] = arch

@@ -2079,6 +2079,96 @@ TEXT ·iq4NLTile4VNNI(SB), NOSPLIT, $0-24
 
 	Q8T_TILE4(IQ4NL_CONSTS, IQ4NL_COLS4, Q8T_OFFSET, 128, 144)
 
+// One 32-byte column of two IQ4_NL tiles' nibbles at OFF (as
+// Q4_0_COL4Z's) looked up in the levels (Z14, the table in each 128-bit
+// lane) times four vectors' codes, into their int32 sums Z4-Z7:
+// iq4NLTile4VNNI's column for sixteen rows. Z9 gets the low nibbles'
+// levels, Z8 the high ones'.
+#define IQ4NL_COL4Z(OFF) \
+	VMOVDQU OFF(SI), Y8 \
+	VINSERTI64X4 $1, OFF(R15), Z8, Z8 \
+	VPANDD Z15, Z8, Z9 \
+	VPSRLW $4, Z8, Z8 \
+	VPANDD Z15, Z8, Z8 \
+	VPSHUFB Z9, Z14, Z9 \
+	VPSHUFB Z8, Z14, Z8 \
+	NIBBLE_DOT(OFF, R8, Z9, Z8, Z10, Z4) \
+	NIBBLE_DOT(OFF, R9, Z9, Z8, Z10, Z5) \
+	NIBBLE_DOT(OFF, R10, Z9, Z8, Z10, Z6) \
+	NIBBLE_DOT(OFF, R11, Z9, Z8, Z10, Z7)
+
+// Vector K's group (its int32 sums in S32) into its running sum SUM:
+// Q8T_FINISH's steps in its order on sixteen rows (less 128·Σx, to
+// floats, times d_x, times d), the rows' d in Z12.
+#define IQ4NL_FINISH4Z(S32, K, SUM) \
+	MOVQ (32*K+8)(BX), R12 \
+	MOVQ (32*K+16)(BX), R13 \
+	VPBROADCASTD 0(R13)(DX*4), Z9 \
+	VPSLLD $7, Z9, Z9 \
+	VPSUBD Z9, S32, S32 \
+	VCVTDQ2PS S32, S32 \
+	VBROADCASTSS 0(R12)(DX*4), Z10 \
+	VMULPS Z10, S32, S32 \
+	VFMADD231PS Z12, S32, SUM
+
+// func iq4NLTile4x2Z(tile unsafe.Pointer, tileBytes int, in *[4]tileInput, out *[4][16]float32)
+//
+// iq4NLTile4VNNI on two tiles at once (the second tileBytes after the
+// first) through 512-bit vectors, as q4_0Tile4x2Z is q4_0Tile4VNNI's:
+// each lane is one row, summed as iq4NLTile4VNNI sums it, so out[j] is
+// its out[j] for the first tile then for the second, bit for bit. Z0-Z3
+// are the running sums, Z4-Z7 a group's int32 sums.
+TEXT ·iq4NLTile4x2Z(SB), NOSPLIT, $0-32
+	MOVQ tile+0(FP), SI
+	MOVQ tileBytes+8(FP), R15
+	ADDQ SI, R15
+	MOVQ in+16(FP), BX
+	MOVQ 24(BX), CX
+	MOVQ 0(BX), R8
+	MOVQ 32(BX), R9
+	MOVQ 64(BX), R10
+	MOVQ 96(BX), R11
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	VBROADCASTI32X4 iq4NLLevels128<>(SB), Z14
+	VPXORD Z0, Z0, Z0
+	VMOVDQA64 Z0, Z1
+	VMOVDQA64 Z0, Z2
+	VMOVDQA64 Z0, Z3
+	XORQ DX, DX
+
+iq4x4zgroups:
+	CMPQ DX, CX
+	JAE  iq4x4zdone
+	VPXORD Z4, Z4, Z4
+	VMOVDQA64 Z4, Z5
+	VMOVDQA64 Z4, Z6
+	VMOVDQA64 Z4, Z7
+	IQ4NL_COL4Z(0)
+	IQ4NL_COL4Z(32)
+	IQ4NL_COL4Z(64)
+	IQ4NL_COL4Z(96)
+	VMOVDQU 128(SI), X11
+	VINSERTI128 $1, 128(R15), Y11, Y11
+	VCVTPH2PS Y11, Z12
+	IQ4NL_FINISH4Z(Z4, 0, Z0)
+	IQ4NL_FINISH4Z(Z5, 1, Z1)
+	IQ4NL_FINISH4Z(Z6, 2, Z2)
+	IQ4NL_FINISH4Z(Z7, 3, Z3)
+	ADDQ $144, SI
+	ADDQ $144, R15
+	TILE4_STEP(X_GROUP)
+	JMP  iq4x4zgroups
+
+iq4x4zdone:
+	MOVQ out+24(FP), DI
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	VZEROUPPER
+	RET
+
 // Q8_0's AVX2 tile kernels read the VNNI kernels' tiles: each column's
 // codes made signed again (u XOR 0x80, in Y8), |w| (Y9) times the
 // activations with w's sign (VPSIGNB) through VPMADDUBSW into int16

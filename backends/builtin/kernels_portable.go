@@ -31,6 +31,9 @@ func F32PromptKernel() string { return "" }
 // build has one.
 func Q4_0PromptKernel() string { return "" }
 
+// IQ4_NLPromptKernel is Q4_0PromptKernel for IQ4_NL matrices: none here.
+func IQ4_NLPromptKernel() string { return "" }
+
 // portableQ8 is whether Q8_0 products run the portable kernel.
 const portableQ8 = true
 

@@ -272,7 +272,12 @@ var f32Wide = sync.OnceValue(timeF32Widths)
 // timed on its own kernels.
 var q4_0Wide = sync.OnceValue(timeQ4_0Widths)
 
-// kernelWidths is the timing behind f32Wide and q4_0Wide.
+// iq4NLWide is q4_0Wide for IQ4_NL's prompts (iq4NLTile4x2Z against
+// iq4NLTile4VNNI), timed on its own kernels: its lookups add work a
+// column that Q4_0's do not.
+var iq4NLWide = sync.OnceValue(timeIQ4_NLWidths)
+
+// kernelWidths is the timing behind f32Wide, q4_0Wide and iq4NLWide.
 type kernelWidths struct {
 	narrow, wide time.Duration // each kernel's best time for the same products
 	use512       bool

@@ -243,59 +243,70 @@ func TestF32WideKernelMatchesNarrow(t *testing.T) {
 	}
 }
 
-// q4_0Tile4x2Z gives q4_0Tile4VNNI's sums on each of its two tiles, bit
-// for bit, and a product through it, with spans that start and end
-// inside tiles and an odd tile at the end, gives each vector's product
-// alone.
-func TestQ4_0WideKernelMatchesNarrow(t *testing.T) {
+// Each two-tile 512-bit kernel (q4_0Tile4x2Z, iq4NLTile4x2Z) gives its
+// 256-bit four-vector kernel's sums on each of its two tiles, bit for
+// bit, and a product through it, with spans that start and end inside
+// tiles and an odd tile at the end, gives each vector's product alone.
+func TestNibbleWideKernelsMatchNarrow(t *testing.T) {
 	if !haveVNNI {
-		t.Skip("the 512-bit Q4_0 kernel needs AVX-512 VNNI")
+		t.Skip("the 512-bit nibble kernels need AVX-512 VNNI")
 	}
-	rng := rand.New(rand.NewPCG(6, 13))
-	for _, cols := range []int{32, 96, 896} {
-		m := withTiles(quantizeTo(t, ggmlQ4_0, NewF32(2*tileRows, cols, randomVec(rng, 2*tileRows*cols))), nil)
-		var in [maxTileBatch]tileInput
-		for j := range in {
-			xq := newQuantized(cols)
-			xq.quantize(randomVec(rng, cols), allForms)
-			in[j] = tileInputOf(m, &xq)
-		}
-		per := cols / GroupSize * q4_0TileBytes
-		var first, second [maxTileBatch][tileRows]float32
-		var wide [maxTileBatch][2 * tileRows]float32
-		q4_0Tile4VNNI(unsafe.Pointer(&m.tiles[0]), &in, &first)
-		q4_0Tile4VNNI(unsafe.Pointer(&m.tiles[per]), &in, &second)
-		q4_0Tile4x2Z(unsafe.Pointer(&m.tiles[0]), per, &in, &wide)
-		for j := range in {
-			if [2 * tileRows]float32(append(first[j][:], second[j][:]...)) != wide[j] {
-				t.Fatalf("%d columns, vector %d: 512-bit %v, 256-bit %v %v", cols, j, wide[j], first[j], second[j])
+	for _, c := range []struct {
+		name    string
+		typ     uint32
+		narrow4 tile4Kernel
+		wide    tilePairKernel
+		timing  *func() kernelWidths
+	}{
+		{"Q4_0", ggmlQ4_0, q4_0Tile4VNNI, q4_0Tile4x2Z, &q4_0Wide},
+		{"IQ4_NL", ggmlIQ4_NL, iq4NLTile4VNNI, iq4NLTile4x2Z, &iq4NLWide},
+	} {
+		rng := rand.New(rand.NewPCG(6, 13))
+		for _, cols := range []int{32, 96, 896} {
+			m := withTiles(quantizeTo(t, c.typ, NewF32(2*tileRows, cols, randomVec(rng, 2*tileRows*cols))), nil)
+			var in [maxTileBatch]tileInput
+			for j := range in {
+				xq := newQuantized(cols)
+				xq.quantize(randomVec(rng, cols), allForms)
+				in[j] = tileInputOf(m, &xq)
 			}
-		}
-	}
-
-	chosen := q4_0Wide
-	defer func() { q4_0Wide = chosen }()
-	for _, use512 := range []bool{false, true} {
-		q4_0Wide = func() kernelWidths { return kernelWidths{use512: use512} }
-		rows, cols := 200, 320
-		m := withTiles(quantizeTo(t, ggmlQ4_0, NewF32(rows, cols, randomVec(rng, rows*cols))), nil)
-		xs, outs := make([]*quantized, 9), make([][]float32, 9)
-		for s := range xs {
-			xq := newQuantized(cols)
-			xq.quantize(randomVec(rng, cols), allForms)
-			xs[s], outs[s] = &xq, make([]float32, rows)
-		}
-		for _, span := range [][2]int{{5, rows}, {0, 3 * tileRows}, {11, 13}, {tileRows, 4*tileRows + 1}} {
-			lo, hi := span[0], span[1]
-			matMatTiles(outs, m, xs, lo, hi)
-			for s := range xs {
-				want := make([]float32, rows)
-				matVecTiles(want, m, xs[s], lo, hi)
-				if !slices.Equal(outs[s][lo:hi], want[lo:hi]) {
-					t.Fatalf("512-bit %v, rows [%d, %d), vector %d: batched %v, alone %v", use512, lo, hi, s, outs[s][lo:lo+3], want[lo:lo+3])
+			per := cols / GroupSize * q4_0TileBytes
+			var first, second [maxTileBatch][tileRows]float32
+			var wide [maxTileBatch][2 * tileRows]float32
+			c.narrow4(unsafe.Pointer(&m.tiles[0]), &in, &first)
+			c.narrow4(unsafe.Pointer(&m.tiles[per]), &in, &second)
+			c.wide(unsafe.Pointer(&m.tiles[0]), per, &in, &wide)
+			for j := range in {
+				if [2 * tileRows]float32(append(first[j][:], second[j][:]...)) != wide[j] {
+					t.Fatalf("%s, %d columns, vector %d: 512-bit %v, 256-bit %v %v", c.name, cols, j, wide[j], first[j], second[j])
 				}
 			}
 		}
+
+		chosen := *c.timing
+		for _, use512 := range []bool{false, true} {
+			*c.timing = func() kernelWidths { return kernelWidths{use512: use512} }
+			rows, cols := 200, 320
+			m := withTiles(quantizeTo(t, c.typ, NewF32(rows, cols, randomVec(rng, rows*cols))), nil)
+			xs, outs := make([]*quantized, 9), make([][]float32, 9)
+			for s := range xs {
+				xq := newQuantized(cols)
+				xq.quantize(randomVec(rng, cols), allForms)
+				xs[s], outs[s] = &xq, make([]float32, rows)
+			}
+			for _, span := range [][2]int{{5, rows}, {0, 3 * tileRows}, {11, 13}, {tileRows, 4*tileRows + 1}} {
+				lo, hi := span[0], span[1]
+				matMatTiles(outs, m, xs, lo, hi)
+				for s := range xs {
+					want := make([]float32, rows)
+					matVecTiles(want, m, xs[s], lo, hi)
+					if !slices.Equal(outs[s][lo:hi], want[lo:hi]) {
+						t.Fatalf("%s, 512-bit %v, rows [%d, %d), vector %d: batched %v, alone %v", c.name, use512, lo, hi, s, outs[s][lo:lo+3], want[lo:lo+3])
+					}
+				}
+			}
+		}
+		*c.timing = chosen
 	}
 }
 
@@ -325,7 +336,7 @@ func TestWidthRuleAndWords(t *testing.T) {
 		choice bool // whether this CPU has both widths of the kernel
 		named  func() string
 		timing func() kernelWidths
-	}{{"f32", f32TileGroup == 4, F32PromptKernel, f32Wide}, {"Q4_0", haveVNNI, Q4_0PromptKernel, q4_0Wide}} {
+	}{{"f32", f32TileGroup == 4, F32PromptKernel, f32Wide}, {"Q4_0", haveVNNI, Q4_0PromptKernel, q4_0Wide}, {"IQ4_NL", haveVNNI, IQ4_NLPromptKernel, iq4NLWide}} {
 		if !c.choice {
 			if got := c.named(); got != "" {
 				t.Errorf("%s: with one width there is no choice to name, got %q", c.name, got)

@@ -249,10 +249,12 @@ func TestDecodeReadIsWhatATokenReads(t *testing.T) {
 // else: a model without such matrices never meets that kernel.
 func TestProbeNamesThePromptWidthsWhereTheyApply(t *testing.T) {
 	q4 := writeTemp(t, "q4.gguf", ggufOf(t, Synthetic(q8Shape, 5), spmVocab(ByteLevelTokenizer(q8Shape.Vocab)), every(ggmlQ4_0)))
+	iq4 := writeTemp(t, "iq4.gguf", ggufOf(t, Synthetic(q8Shape, 5), spmVocab(ByteLevelTokenizer(q8Shape.Vocab)), every(ggmlIQ4_NL)))
 	for _, c := range []struct{ model, dtype, has string }{
 		{"stories15M-synthetic", "f32", "f32"},
 		{"stories15M-synthetic", "q8_0", "q8_0"},
 		{q4, "", "q4_0"},
+		{iq4, "", "iq4_nl"},
 	} {
 		b, _ := Kind.New(backends.Config{Threads: 1, DType: c.dtype})
 		info, err := b.Probe(context.Background(), c.model)
@@ -260,7 +262,7 @@ func TestProbeNamesThePromptWidthsWhereTheyApply(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for key, kernel := range map[string]string{"f32_prompt_kernel": F32PromptKernel(), "q4_0_prompt_kernel": Q4_0PromptKernel()} {
+		for key, kernel := range map[string]string{"f32_prompt_kernel": F32PromptKernel(), "q4_0_prompt_kernel": Q4_0PromptKernel(), "iq4_nl_prompt_kernel": IQ4_NLPromptKernel()} {
 			got, named := info.Details[key]
 			if want := kernel != "" && strings.HasPrefix(key, c.has+"_"); named != want || named && got != kernel {
 				t.Errorf("%s matrices: %s %q (named %v), want named %v", c.has, key, got, named, want)

@@ -231,9 +231,7 @@ func withTiles(m *Matrix, copied func(rows []float32)) *Matrix {
 		m.tiles, m.quant = makeQ8_0Tiles(m), nil
 	default:
 		m.tiles = makeTiles(m, k)
-		if m.format == formatQ4_0 {
-			q4_0Wide() // timed at load, not inside a prompt's first product
-		}
+		usePairs(m.format) // the widths timed at load, not inside a prompt's first product
 	}
 	return m
 }
@@ -470,7 +468,7 @@ func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 	s := 0
 	k := tileKernels[m.format]
 	per := m.Cols / m.format.block() * k.bytes
-	pairs := m.format == formatQ4_0 && q4_0Wide().use512
+	pairs := usePairs(m.format)
 	var in [maxTileBatch]tileInput
 	var rows [maxTileBatch][tileRows]float32
 	var pairRows [maxTileBatch][2 * tileRows]float32
@@ -482,7 +480,7 @@ func matMatTiles(outs [][]float32, m *Matrix, xs []*quantized, lo, hi int) {
 			for t := lo / tileRows; t*tileRows < hi; t++ {
 				first := max(lo, t*tileRows)
 				if pairs && n == 4 && (t+1)*tileRows < hi { // tile t+1 has rows in the span too
-					q4_0Tile4x2Z(unsafe.Pointer(&m.tiles[t*per]), per, &in, &pairRows)
+					dotTilePair(m.format, unsafe.Pointer(&m.tiles[t*per]), per, &in, &pairRows)
 					last := min(hi, (t+2)*tileRows)
 					for j := range n {
 						copy(outs[s+j][first:last], pairRows[j][first-t*tileRows:last-t*tileRows])
@@ -734,6 +732,41 @@ func q4_0Tile4VNNI(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTi
 func q4_0Tile4x2Z(tile unsafe.Pointer, tileBytes int, in *[maxTileBatch]tileInput, out *[maxTileBatch][2 * tileRows]float32)
 
 //go:noescape
+func iq4NLTile4x2Z(tile unsafe.Pointer, tileBytes int, in *[maxTileBatch]tileInput, out *[maxTileBatch][2 * tileRows]float32)
+
+// tile4Kernel is a four-vector tile kernel (q4_0Tile4VNNI's form), and
+// tilePairKernel its 512-bit twin on two tiles, the second tileBytes
+// after the first (q4_0Tile4x2Z's).
+type (
+	tile4Kernel    func(tile unsafe.Pointer, in *[maxTileBatch]tileInput, out *[maxTileBatch][tileRows]float32)
+	tilePairKernel func(tile unsafe.Pointer, tileBytes int, in *[maxTileBatch]tileInput, out *[maxTileBatch][2 * tileRows]float32)
+)
+
+// usePairs is whether format f's four-vector batches run two tiles a
+// call through its 512-bit kernel (dotTilePair): where f has one and the
+// timing on this core took it.
+func usePairs(f format) bool {
+	switch f {
+	case formatQ4_0:
+		return q4_0Wide().use512
+	case formatIQ4_NL:
+		return iq4NLWide().use512
+	}
+	return false
+}
+
+// dotTilePair is format f's two-tile kernel (usePairs), called directly:
+// through a func value, the arrays passed would escape to the heap on
+// every product.
+func dotTilePair(f format, tile unsafe.Pointer, tileBytes int, in *[maxTileBatch]tileInput, out *[maxTileBatch][2 * tileRows]float32) {
+	if f == formatQ4_0 {
+		q4_0Tile4x2Z(tile, tileBytes, in, out)
+		return
+	}
+	iq4NLTile4x2Z(tile, tileBytes, in, out)
+}
+
+//go:noescape
 func q4_0Tile3(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 //go:noescape
@@ -770,8 +803,17 @@ func q6KTile3(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scal
 func q6KTile3VNNI(tile, codes0, scales0, sums0, codes1, scales1, sums1, codes2, scales2, sums2 unsafe.Pointer, blocks int, out *[3][tileRows]float32)
 
 // timeQ4_0Widths times q4_0Tile4VNNI on two tiles against q4_0Tile4x2Z on
-// the same two: 1024 columns (9 KiB of tiles) against four vectors.
-func timeQ4_0Widths() kernelWidths {
+// the same two.
+func timeQ4_0Widths() kernelWidths { return timeNibbleWidths(q4_0Tile4VNNI, q4_0Tile4x2Z) }
+
+// timeIQ4_NLWidths is timeQ4_0Widths for IQ4_NL's kernels.
+func timeIQ4_NLWidths() kernelWidths { return timeNibbleWidths(iq4NLTile4VNNI, iq4NLTile4x2Z) }
+
+// timeNibbleWidths times a four-vector kernel of nibble tiles (Q4_0's
+// layout, which IQ4_NL's shares) on two tiles against its two-tile
+// 512-bit twin on the same two: 1024 columns (9 KiB of tiles) against
+// four vectors.
+func timeNibbleWidths(narrow4 tile4Kernel, wide tilePairKernel) kernelWidths {
 	if !haveVNNI {
 		return kernelWidths{}
 	}
@@ -797,11 +839,11 @@ func timeQ4_0Widths() kernelWidths {
 		in[j] = tileInput{unsafe.Pointer(&codes[j*cols]), unsafe.Pointer(&scales[j*groups]), unsafe.Pointer(&sums[j*groups]), groups}
 	}
 	var narrow [maxTileBatch][tileRows]float32
-	var wide [maxTileBatch][2 * tileRows]float32
+	var wideOut [maxTileBatch][2 * tileRows]float32
 	first, second := unsafe.Pointer(&tiles[0]), unsafe.Pointer(&tiles[per])
 	return timeWidths(
-		func() { q4_0Tile4VNNI(first, &in, &narrow); q4_0Tile4VNNI(second, &in, &narrow) },
-		func() { q4_0Tile4x2Z(first, per, &in, &wide) })
+		func() { narrow4(first, &in, &narrow); narrow4(second, &in, &narrow) },
+		func() { wide(first, per, &in, &wideOut) })
 }
 
 // Q4_0PromptKernel is F32PromptKernel for Q4_0 matrices: which width
@@ -812,6 +854,14 @@ func Q4_0PromptKernel() string {
 		return ""
 	}
 	return q4_0Wide().String()
+}
+
+// IQ4_NLPromptKernel is Q4_0PromptKernel for IQ4_NL matrices.
+func IQ4_NLPromptKernel() string {
+	if !haveVNNI {
+		return ""
+	}
+	return iq4NLWide().String()
 }
 
 // tileInputOf is x as m's tile kernel reads it.
