@@ -80,6 +80,60 @@
 	ADDQ $CODES, R11 \
 	INCQ DX
 
+// A four-vector kernel on two nibble tiles at once (the second tileBytes
+// after the first) through 512-bit vectors: after CONSTS, per group,
+// COL(OFF) for each column sums it into Z4-Z7, the rows' halves d of
+// both tiles become Z12, and FINISH(S32, K, SUM) takes each vector's
+// group into its running sum (Z0-Z3), stored to out at the end.
+#define TILE4_X2Z(CONSTS, COL, FINISH) \
+	MOVQ tile+0(FP), SI \
+	MOVQ tileBytes+8(FP), R15 \
+	ADDQ SI, R15 \
+	MOVQ in+16(FP), BX \
+	MOVQ 24(BX), CX \
+	MOVQ 0(BX), R8 \
+	MOVQ 32(BX), R9 \
+	MOVQ 64(BX), R10 \
+	MOVQ 96(BX), R11 \
+	MOVL $0x0f0f0f0f, AX \
+	VPBROADCASTD AX, Z15 \
+	CONSTS \
+	VPXORD Z0, Z0, Z0 \
+	VMOVDQA64 Z0, Z1 \
+	VMOVDQA64 Z0, Z2 \
+	VMOVDQA64 Z0, Z3 \
+	XORQ DX, DX \
+x2zgroups: \
+	CMPQ DX, CX \
+	JAE  x2zdone \
+	VPXORD Z4, Z4, Z4 \
+	VMOVDQA64 Z4, Z5 \
+	VMOVDQA64 Z4, Z6 \
+	VMOVDQA64 Z4, Z7 \
+	COL(0) \
+	COL(32) \
+	COL(64) \
+	COL(96) \
+	VMOVDQU 128(SI), X11 \
+	VINSERTI128 $1, 128(R15), Y11, Y11 \
+	VCVTPH2PS Y11, Z12 \
+	FINISH(Z4, 0, Z0) \
+	FINISH(Z5, 1, Z1) \
+	FINISH(Z6, 2, Z2) \
+	FINISH(Z7, 3, Z3) \
+	ADDQ $144, SI \
+	ADDQ $144, R15 \
+	TILE4_STEP(X_GROUP) \
+	JMP  x2zgroups \
+x2zdone: \
+	MOVQ out+24(FP), DI \
+	VMOVUPS Z0, 0(DI) \
+	VMOVUPS Z1, 64(DI) \
+	VMOVUPS Z2, 128(DI) \
+	VMOVUPS Z3, 192(DI) \
+	VZEROUPPER \
+	RET
+
 // A four-vector kernel's running sums (Y0-Y3) stored to out, and return.
 #define TILE4_STORE_RET \
 	MOVQ out+16(FP), DI \
@@ -1791,11 +1845,21 @@ TEXT ·q4_0Tile4VNNI(SB), NOSPLIT, $0-24
 // column for sixteen rows, through the VNNI NIBBLE_DOT. Z9 gets the low
 // nibbles, Z8 the high ones.
 #define Q4_0_COL4Z(OFF) \
+	NIBBLES_Z(OFF) \
+	NIBBLE_DOTS4Z(OFF)
+
+// Two tiles' column of nibbles at OFF, unpacked: Z9 the low nibbles, Z8
+// the high ones.
+#define NIBBLES_Z(OFF) \
 	VMOVDQU OFF(SI), Y8 \
 	VINSERTI64X4 $1, OFF(R15), Z8, Z8 \
 	VPANDD Z15, Z8, Z9 \
 	VPSRLW $4, Z8, Z8 \
-	VPANDD Z15, Z8, Z8 \
+	VPANDD Z15, Z8, Z8
+
+// Z9 and Z8 (a column's low and high halves' bytes) times four vectors'
+// codes (R8-R11), into their int32 sums Z4-Z7.
+#define NIBBLE_DOTS4Z(OFF) \
 	NIBBLE_DOT(OFF, R8, Z9, Z8, Z10, Z4) \
 	NIBBLE_DOT(OFF, R9, Z9, Z8, Z10, Z5) \
 	NIBBLE_DOT(OFF, R10, Z9, Z8, Z10, Z6) \
@@ -1814,6 +1878,11 @@ TEXT ·q4_0Tile4VNNI(SB), NOSPLIT, $0-24
 	VSUBPS Z10, Z8, Z8 \
 	VFMADD231PS Z12, Z8, SUM
 
+// Q4_0's constant beside the nibble mask (Z15): 8.0 in Z13.
+#define Q4_0_X2Z_CONSTS \
+	MOVL $0x41000000, AX \
+	VPBROADCASTD AX, Z13
+
 // func q4_0Tile4x2Z(tile unsafe.Pointer, tileBytes int, in *[4]tileInput, out *[4][16]float32)
 //
 // q4_0Tile4VNNI on two tiles at once (the second tileBytes after the
@@ -1823,56 +1892,7 @@ TEXT ·q4_0Tile4VNNI(SB), NOSPLIT, $0-24
 // the second, bit for bit. Z0-Z3 are the running sums, Z4-Z7 a group's
 // int32 sums.
 TEXT ·q4_0Tile4x2Z(SB), NOSPLIT, $0-32
-	MOVQ tile+0(FP), SI
-	MOVQ tileBytes+8(FP), R15
-	ADDQ SI, R15
-	MOVQ in+16(FP), BX
-	MOVQ 24(BX), CX
-	MOVQ 0(BX), R8
-	MOVQ 32(BX), R9
-	MOVQ 64(BX), R10
-	MOVQ 96(BX), R11
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z15
-	MOVL $0x41000000, AX
-	VPBROADCASTD AX, Z13
-	VPXORD Z0, Z0, Z0
-	VMOVDQA64 Z0, Z1
-	VMOVDQA64 Z0, Z2
-	VMOVDQA64 Z0, Z3
-	XORQ DX, DX
-
-q4x4zgroups:
-	CMPQ DX, CX
-	JAE  q4x4zdone
-	VPXORD Z4, Z4, Z4
-	VMOVDQA64 Z4, Z5
-	VMOVDQA64 Z4, Z6
-	VMOVDQA64 Z4, Z7
-	Q4_0_COL4Z(0)
-	Q4_0_COL4Z(32)
-	Q4_0_COL4Z(64)
-	Q4_0_COL4Z(96)
-	VMOVDQU 128(SI), X11
-	VINSERTI128 $1, 128(R15), Y11, Y11
-	VCVTPH2PS Y11, Z12
-	Q4_0_FINISH4Z(Z4, 0, Z0)
-	Q4_0_FINISH4Z(Z5, 1, Z1)
-	Q4_0_FINISH4Z(Z6, 2, Z2)
-	Q4_0_FINISH4Z(Z7, 3, Z3)
-	ADDQ $144, SI
-	ADDQ $144, R15
-	TILE4_STEP(X_GROUP)
-	JMP  q4x4zgroups
-
-q4x4zdone:
-	MOVQ out+24(FP), DI
-	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VZEROUPPER
-	RET
+	TILE4_X2Z(Q4_0_X2Z_CONSTS, Q4_0_COL4Z, Q4_0_FINISH4Z)
 
 // The Q8_0 tile kernels, VNNI only: a tile holds each code as u = w+128
 // (unsigned), so VPDPBUSD meets the activations' signed codes directly,
@@ -2085,17 +2105,10 @@ TEXT ·iq4NLTile4VNNI(SB), NOSPLIT, $0-24
 // iq4NLTile4VNNI's column for sixteen rows. Z9 gets the low nibbles'
 // levels, Z8 the high ones'.
 #define IQ4NL_COL4Z(OFF) \
-	VMOVDQU OFF(SI), Y8 \
-	VINSERTI64X4 $1, OFF(R15), Z8, Z8 \
-	VPANDD Z15, Z8, Z9 \
-	VPSRLW $4, Z8, Z8 \
-	VPANDD Z15, Z8, Z8 \
+	NIBBLES_Z(OFF) \
 	VPSHUFB Z9, Z14, Z9 \
 	VPSHUFB Z8, Z14, Z8 \
-	NIBBLE_DOT(OFF, R8, Z9, Z8, Z10, Z4) \
-	NIBBLE_DOT(OFF, R9, Z9, Z8, Z10, Z5) \
-	NIBBLE_DOT(OFF, R10, Z9, Z8, Z10, Z6) \
-	NIBBLE_DOT(OFF, R11, Z9, Z8, Z10, Z7)
+	NIBBLE_DOTS4Z(OFF)
 
 // Vector K's group (its int32 sums in S32) into its running sum SUM:
 // Q8T_FINISH's steps in its order on sixteen rows (less 128·Σx, to
@@ -2111,6 +2124,11 @@ TEXT ·iq4NLTile4VNNI(SB), NOSPLIT, $0-24
 	VMULPS Z10, S32, S32 \
 	VFMADD231PS Z12, S32, SUM
 
+// IQ4_NL's constant beside the nibble mask (Z15): the levels' table in
+// each 128-bit lane of Z14.
+#define IQ4NL_X2Z_CONSTS \
+	VBROADCASTI32X4 iq4NLLevels128<>(SB), Z14
+
 // func iq4NLTile4x2Z(tile unsafe.Pointer, tileBytes int, in *[4]tileInput, out *[4][16]float32)
 //
 // iq4NLTile4VNNI on two tiles at once (the second tileBytes after the
@@ -2119,55 +2137,7 @@ TEXT ·iq4NLTile4VNNI(SB), NOSPLIT, $0-24
 // its out[j] for the first tile then for the second, bit for bit. Z0-Z3
 // are the running sums, Z4-Z7 a group's int32 sums.
 TEXT ·iq4NLTile4x2Z(SB), NOSPLIT, $0-32
-	MOVQ tile+0(FP), SI
-	MOVQ tileBytes+8(FP), R15
-	ADDQ SI, R15
-	MOVQ in+16(FP), BX
-	MOVQ 24(BX), CX
-	MOVQ 0(BX), R8
-	MOVQ 32(BX), R9
-	MOVQ 64(BX), R10
-	MOVQ 96(BX), R11
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z15
-	VBROADCASTI32X4 iq4NLLevels128<>(SB), Z14
-	VPXORD Z0, Z0, Z0
-	VMOVDQA64 Z0, Z1
-	VMOVDQA64 Z0, Z2
-	VMOVDQA64 Z0, Z3
-	XORQ DX, DX
-
-iq4x4zgroups:
-	CMPQ DX, CX
-	JAE  iq4x4zdone
-	VPXORD Z4, Z4, Z4
-	VMOVDQA64 Z4, Z5
-	VMOVDQA64 Z4, Z6
-	VMOVDQA64 Z4, Z7
-	IQ4NL_COL4Z(0)
-	IQ4NL_COL4Z(32)
-	IQ4NL_COL4Z(64)
-	IQ4NL_COL4Z(96)
-	VMOVDQU 128(SI), X11
-	VINSERTI128 $1, 128(R15), Y11, Y11
-	VCVTPH2PS Y11, Z12
-	IQ4NL_FINISH4Z(Z4, 0, Z0)
-	IQ4NL_FINISH4Z(Z5, 1, Z1)
-	IQ4NL_FINISH4Z(Z6, 2, Z2)
-	IQ4NL_FINISH4Z(Z7, 3, Z3)
-	ADDQ $144, SI
-	ADDQ $144, R15
-	TILE4_STEP(X_GROUP)
-	JMP  iq4x4zgroups
-
-iq4x4zdone:
-	MOVQ out+24(FP), DI
-	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VZEROUPPER
-	RET
+	TILE4_X2Z(IQ4NL_X2Z_CONSTS, IQ4NL_COL4Z, IQ4NL_FINISH4Z)
 
 // Q8_0's AVX2 tile kernels read the VNNI kernels' tiles: each column's
 // codes made signed again (u XOR 0x80, in Y8), |w| (Y9) times the
