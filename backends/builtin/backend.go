@@ -130,11 +130,13 @@ func (b *Backend) Generate(ctx context.Context, req backends.Request, onChunk ba
 	return res, err
 }
 
-// Close stops the engine's workers; the model it loaded is garbage then.
+// Close stops the engine's workers and closes the weights file it reads
+// its embedding through; the model it loaded is garbage then.
 func (b *Backend) Close() error {
 	if b.engine != nil {
 		b.engine.Close()
 		b.engine.Model.Weights.dropHugePages()
+		b.engine.Model.Weights.embedRows.close()
 		b.engine = nil
 	}
 	return nil

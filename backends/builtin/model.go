@@ -189,7 +189,7 @@ type quantRows struct {
 	raw                     []byte
 	cols, block, blockBytes int
 	decode                  func(out []float32, block []byte)
-	file                    *fileRows // set by readThrough; raw is nil then
+	file                    *fileRows // set by leaveMapping; raw is nil then
 }
 
 // fileRows is where a table's rows lie in a weights file, read with
@@ -232,6 +232,13 @@ func (q *quantRows) row(x []float32, r int, scratch []byte) {
 func (f *fileRows) failed(row int, err error) {
 	err = fmt.Errorf("reading row %d of the embedding from %s: %w (was the file changed while it was loaded?)", row, f.f.Name(), err)
 	f.err.CompareAndSwap(nil, &err)
+}
+
+// close closes the file a table is read through, if it is.
+func (q *quantRows) close() {
+	if q != nil && q.file != nil {
+		q.file.f.Close()
+	}
 }
 
 // readErr is the first failed read of a table read through its file.

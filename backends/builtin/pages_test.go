@@ -1,12 +1,15 @@
 package builtin
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/tokentop/tokentop/backends"
 )
 
 // Pages handed back come back from the file, unchanged, when read again;
@@ -100,6 +103,20 @@ func TestLoadedModelReadsItsEmbeddingThroughTheFile(t *testing.T) {
 		if err := w.embedRows.readErr(); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// A closed backend closes the weights file its embedding was read
+// through: a session comparing several files holds none of them open.
+func TestClosedBackendClosesTheWeightsFile(t *testing.T) {
+	b, _ := Kind.New(backends.Config{Threads: 1})
+	if _, err := b.Probe(t.Context(), filepath.Join("testdata", "archs", "llama-q8_0.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	f := b.(*Backend).engine.Model.Weights.embedRows.file.f
+	b.(*Backend).Close()
+	if _, err := f.Stat(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("after Close the weights file answers Stat with %v, want it closed", err)
 	}
 }
 
