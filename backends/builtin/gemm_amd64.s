@@ -65,6 +65,11 @@
 #define TILE4_ARGS \
 	MOVQ tile+0(FP), SI \
 	MOVQ in+8(FP), BX \
+	TILE4_INPUTS
+
+// The count of groups (CX) and the four vectors' codes (R8-R11) from
+// the tileInputs at BX.
+#define TILE4_INPUTS \
 	MOVQ 24(BX), CX \
 	MOVQ 0(BX), R8 \
 	MOVQ 32(BX), R9 \
@@ -90,11 +95,7 @@
 	MOVQ tileBytes+8(FP), R15 \
 	ADDQ SI, R15 \
 	MOVQ in+16(FP), BX \
-	MOVQ 24(BX), CX \
-	MOVQ 0(BX), R8 \
-	MOVQ 32(BX), R9 \
-	MOVQ 64(BX), R10 \
-	MOVQ 96(BX), R11 \
+	TILE4_INPUTS \
 	MOVL $0x0f0f0f0f, AX \
 	VPBROADCASTD AX, Z15 \
 	CONSTS \

@@ -284,6 +284,7 @@ func TestNibbleWideKernelsMatchNarrow(t *testing.T) {
 		}
 
 		chosen := *c.timing
+		t.Cleanup(func() { *c.timing = chosen }) // a failure below must not leave the width forced
 		for _, use512 := range []bool{false, true} {
 			*c.timing = func() kernelWidths { return kernelWidths{use512: use512} }
 			rows, cols := 200, 320
@@ -306,7 +307,6 @@ func TestNibbleWideKernelsMatchNarrow(t *testing.T) {
 				}
 			}
 		}
-		*c.timing = chosen
 	}
 }
 

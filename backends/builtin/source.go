@@ -98,7 +98,7 @@ func Load(name, dtype string) (*Model, error) {
 	case "f32":
 		m.Weights.dequantize()
 	}
-	m.Weights.tileF32(func(rows []float32) { releasePages(foliosAround(m.mapped, within(m.mapped, rows))) })
+	m.Weights.tileF32(func(rows []float32) { m.handBack(within(m.mapped, rows)) })
 	if err := m.leaveMapping(); err != nil {
 		return nil, err
 	}
@@ -164,7 +164,7 @@ func loadFile(path string) (*Model, error) {
 	}
 	m := &Model{Name: filepath.Base(path), Source: path, SHA256: sum, mapped: data}
 	if strings.HasSuffix(path, ".gguf") {
-		m.Weights, m.Tokenizer, err = loadGGUF(data, func(b []byte) { releasePages(foliosAround(data, b)) })
+		m.Weights, m.Tokenizer, err = loadGGUF(data, m.handBack)
 	} else {
 		m.Weights, err = LoadLlama2c(data)
 		if err == nil {
@@ -208,7 +208,7 @@ func (m *Model) leaveMapping() error {
 	for _, v := range w.vectors() {
 		if in := within(m.mapped, *v); in != nil {
 			*v = slices.Clone(*v)
-			releasePages(foliosAround(m.mapped, in))
+			m.handBack(in)
 		}
 	}
 	if w.Embedding != nil && !w.tied() && within(m.mapped, w.Embedding) != nil {
@@ -255,6 +255,10 @@ func within(mapped []byte, rows []float32) []byte {
 	}
 	return mapped[p-base : p-base+4*uintptr(len(rows))]
 }
+
+// handBack hands back the pages of the mapped file around part, a copy
+// of which the engine now holds (foliosAround says why around).
+func (m *Model) handBack(part []byte) { releasePages(foliosAround(m.mapped, part)) }
 
 // hugePageBytes is the huge page of x86-64 and of arm64's 4 KiB pages;
 // a range aligned to it is aligned to every base page size.
