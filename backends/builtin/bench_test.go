@@ -6,8 +6,10 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -167,7 +169,7 @@ func prefillJob() (*Matrix, *matJob) {
 func BenchmarkPrefillProduct(b *testing.B) {
 	w, j := prefillJob()
 	rows, flops := w.Rows, float64(2*w.Rows*w.Cols*len(j.x))
-	for _, f := range []format{formatF32, formatQ8_0, formatQ4_0, formatQ4_1, formatQ5_0, formatQ5_1, formatQ2_K, formatQ3_K, formatQ4_K, formatQ5_K, formatQ6_K} {
+	for _, f := range []format{formatF32, formatQ8_0, formatQ4_0, formatQ4_1, formatQ5_0, formatQ5_1, formatIQ4_NL, formatQ2_K, formatQ3_K, formatQ4_K, formatQ5_K, formatQ6_K} {
 		switch f {
 		case formatF32:
 			j.m[0] = withTiles(w, nil) // as the loader does
@@ -183,6 +185,48 @@ func BenchmarkPrefillProduct(b *testing.B) {
 			}
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
+	}
+}
+
+// BenchmarkEmbedRow is one token's embedding row looked up as decode
+// does: from the file's bytes in memory, and through the file (pread,
+// what a loaded file's model does: leaveMapping), on the Q8_0 and f32
+// test files' untied embeddings, or on TOKENTOP_BENCH_GGUF's (a real
+// model's rows are wider). The difference is what the read costs a token.
+func BenchmarkEmbedRow(b *testing.B) {
+	paths := []string{filepath.Join("testdata", "archs", "llama-q8_0.gguf"), filepath.Join("testdata", "archs", "llama-f32.gguf")}
+	if p := os.Getenv("TOKENTOP_BENCH_GGUF"); p != "" {
+		paths = []string{p}
+	}
+	for _, path := range paths {
+		name := strings.TrimSuffix(filepath.Base(path), ".gguf")
+		m, err := Load(path, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		inMemory, _, err := LoadGGUF(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		x := make([]float32, m.Weights.Shape.Dim)
+		scratch := make([]byte, m.Weights.embedRows.rowBytes())
+		for _, c := range []struct {
+			from string
+			w    *Weights
+		}{{"memory", inMemory}, {"file", m.Weights}} {
+			b.Run(name+"/"+c.from, func(b *testing.B) {
+				token := 0
+				for b.Loop() {
+					c.w.embed(x, token, scratch)
+					token = (token + 7919) % c.w.Shape.Vocab
+				}
+			})
+		}
+		m.Weights.embedRows.close()
 	}
 }
 
