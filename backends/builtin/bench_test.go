@@ -200,18 +200,7 @@ func BenchmarkEmbedRow(b *testing.B) {
 	}
 	for _, path := range paths {
 		name := strings.TrimSuffix(filepath.Base(path), ".gguf")
-		m, err := Load(path, "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		inMemory, _, err := LoadGGUF(raw)
-		if err != nil {
-			b.Fatal(err)
-		}
+		m, inMemory := loadBothWays(b, path)
 		x := make([]float32, m.Weights.Shape.Dim)
 		scratch := make([]byte, m.Weights.embedRows.rowBytes())
 		for _, c := range []struct {

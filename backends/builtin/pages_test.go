@@ -70,19 +70,7 @@ func TestFoliosAroundStaysInTheMapping(t *testing.T) {
 // the file a row at a time, the same rows as the file read into memory.
 func TestLoadedModelReadsItsEmbeddingThroughTheFile(t *testing.T) {
 	for _, name := range []string{"llama-f32", "llama-q8_0", "qwen3-q4_k_m", "gemma3-q8_0"} {
-		path := filepath.Join("testdata", "archs", name+".gguf")
-		m, err := Load(path, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		inMemory, _, err := LoadGGUF(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, inMemory := loadBothWays(t, filepath.Join("testdata", "archs", name+".gguf"))
 		w := m.Weights
 		if w.Embedding != nil || w.embedRows == nil || w.embedRows.file == nil {
 			t.Fatalf("%s: the embedding is not read through the file", name)
@@ -118,6 +106,25 @@ func TestClosedBackendClosesTheWeightsFile(t *testing.T) {
 	if _, err := f.Stat(); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("after Close the weights file answers Stat with %v, want it closed", err)
 	}
+}
+
+// loadBothWays loads path as tokentop runs it (Load: mapped, its pages
+// handed back) and as bytes read whole into memory (LoadGGUF).
+func loadBothWays(tb testing.TB, path string) (*Model, *Weights) {
+	tb.Helper()
+	m, err := Load(path, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	inMemory, _, err := LoadGGUF(raw)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m, inMemory
 }
 
 // A weights file cut short while its model is loaded fails the next
