@@ -1544,7 +1544,15 @@ q51done: \
 // vector x, into 8n floats at out: four tiles at a time, so four sums are
 // in flight, then the rest one at a time. The tiles are read from start
 // to end: a decode step streams its weights from memory, four tiles'
-// columns side by side, each asked for 2 KiB ahead. The hardware's
+// columns side by side, two columns (a 64-byte line of each tile) a
+// step, each line asked for once, 2 KiB ahead. Asked for once a column
+// (each line twice), Zen 5 decoded 2–3% slower: F32 on one thread, the
+// two kernels' loops aligned alike and alternating in one process
+// (ABBA, 60 rounds of 8 tokens), one ask a line was faster in 35–45
+// rounds of 60 on stories110M and the Qwen3-shaped file, means
+// +2.4–3.2%. (The kernel before, where its loop lay, read 2.7–7.1%
+// slower; the loop's alignment moves it, not this one.) The odd column
+// of an odd count goes alone, after the pairs. The hardware's
 // prefetch alone left Zen 5's one-thread stream short: stories110M F32
 // decode by turns 53.7–62.3 tok/s without it, 64.9–68.0 with it (1 KiB
 // ahead and 4 KiB read less). The weights are read once a step, so they
@@ -1572,20 +1580,40 @@ tvfour:
 	XORQ AX, AX
 	XORQ R12, R12
 
+	MOVQ R10, R13
+	ANDQ $-2, R13
+	JZ   tvfourodd
+
 tvfourk:
 	PREFETCHNTA 2048(SI)(R12*1)
 	PREFETCHNTA 2048(DX)(R12*1)
 	PREFETCHNTA 2048(CX)(R12*1)
 	PREFETCHNTA 2048(R11)(R12*1)
 	VBROADCASTSS 0(R8)(AX*4), Y15
+	VBROADCASTSS 4(R8)(AX*4), Y14
 	VFMADD231PS 0(SI)(R12*1), Y15, Y0
 	VFMADD231PS 0(DX)(R12*1), Y15, Y1
 	VFMADD231PS 0(CX)(R12*1), Y15, Y2
 	VFMADD231PS 0(R11)(R12*1), Y15, Y3
-	ADDQ $32, R12
-	INCQ AX
-	CMPQ AX, R10
+	VFMADD231PS 32(SI)(R12*1), Y14, Y0
+	VFMADD231PS 32(DX)(R12*1), Y14, Y1
+	VFMADD231PS 32(CX)(R12*1), Y14, Y2
+	VFMADD231PS 32(R11)(R12*1), Y14, Y3
+	ADDQ $64, R12
+	ADDQ $2, AX
+	CMPQ AX, R13
 	JB   tvfourk
+
+tvfourodd:
+	CMPQ AX, R10
+	JAE  tvfourstore
+	VBROADCASTSS 0(R8)(AX*4), Y15
+	VFMADD231PS 0(SI)(R12*1), Y15, Y0
+	VFMADD231PS 0(DX)(R12*1), Y15, Y1
+	VFMADD231PS 0(CX)(R12*1), Y15, Y2
+	VFMADD231PS 0(R11)(R12*1), Y15, Y3
+
+tvfourstore:
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
 	VMOVUPS Y2, 64(DI)

@@ -46,8 +46,10 @@ func relErr(got []float32, want []float64, w []float32, cols int, x []float32) f
 }
 
 // kernelShapes include Q8_0 rows of 7 and 11 groups: pairs of groups with
-// one left over, after and without a whole block of eight.
-var kernelShapes = [][2]int{{1, 1}, {3, 7}, {6, 40}, {9, 2056}, {17, 33}, {64, 64}, {172, 64}, {64, 172}, {5, 224}, {288, 288}, {3, 352}, {768, 288}, {2048, 768}}
+// one left over, after and without a whole block of eight; and an odd
+// column count across four f32 tiles and one more (40×33), as the f32
+// decode kernel takes its columns two at a time, four tiles at once.
+var kernelShapes = [][2]int{{1, 1}, {3, 7}, {6, 40}, {9, 2056}, {17, 33}, {40, 33}, {64, 64}, {172, 64}, {64, 172}, {5, 224}, {288, 288}, {3, 352}, {768, 288}, {2048, 768}}
 
 // randomBatch is n random vectors of cols values, quantized in every
 // form, and an output of rows values for each.
