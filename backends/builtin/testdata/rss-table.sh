@@ -17,6 +17,8 @@ set -euo pipefail
 [ $# -gt 0 ] || { echo "usage: LLAMA_CPP=... $0 FILE.gguf..." >&2; exit 2; }
 read_args=${LLAMA_BENCH_READ_ARGS:--lm none}
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
+# shellcheck source=machine.sh
+. "$(dirname "$0")/machine.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 (cd "$repo" && GOEXPERIMENT=simd go build -o "$work/tokentop" .)
@@ -35,8 +37,7 @@ peak() {
 	echo $(($(tail -1 "$work/time") / 1024))
 }
 
-cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
-echo "CPU: ${cpu:-$(uname -m)}, $(nproc) threads available; $(date -u +%Y-%m-%d); llama-bench reading the file with: $read_args"
+echo "$(machine_line); llama-bench reading the file with: $read_args"
 echo
 echo "| file | tokentop MiB | llama-bench MiB | reading it in MiB | ÷ default | ÷ reading it in |"
 echo "|---|---:|---:|---:|---:|---:|"

@@ -38,6 +38,8 @@ for tool in llama-quantize llama-bench; do
 	[ -x "$LLAMA_CPP/$tool" ] || { echo "speed-table: no $tool in $LLAMA_CPP" >&2; exit 2; }
 done
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
+# shellcheck source=machine.sh
+. "$(dirname "$0")/machine.sh"
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 
@@ -108,10 +110,9 @@ for ((r = 1; r <= rounds; r++)); do
 	echo "round $r of $rounds done" >&2
 done
 
-# The CPU every figure came from, named with the table.
-cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
-# GODEBUG=cpu.avx512f=off (tokentop's AVX2 kernels) is part of what was measured.
-echo "CPU: ${cpu:-$(uname -m)}, $(nproc) threads available; $(date -u +%Y-%m-%d)${GODEBUG:+; tokentop ran with GODEBUG=$GODEBUG}"
+# The CPU every figure came from, named with the table. GODEBUG=cpu.avx512f=off
+# (tokentop's AVX2 kernels) is part of what was measured.
+echo "$(machine_line)${GODEBUG:+; tokentop ran with GODEBUG=$GODEBUG}"
 echo
 echo "| $shape | test | threads | tokentop tok/s | llama.cpp tok/s | tokentop ÷ llama.cpp |"
 echo "|---|---|---:|---:|---:|---:|"
