@@ -4,8 +4,9 @@
 # Writes f32 GGUFs of the stories shapes with the tests' GGUF writer,
 # quantizes them with llama.cpp's llama-quantize, then times each file in
 # tokentop (BenchmarkGGUFFile) and in llama-bench, taking turns (tokentop,
-# llama.cpp, tokentop, ...) so both see the same machine, and prints the
-# medians and their ratio as a Markdown table.
+# llama.cpp, tokentop, ...) so both see the same machine, and prints a
+# Markdown table (speed-summary.awk): each engine's median, the median of
+# the rounds' ratios and their range.
 #
 #   LLAMA_CPP=~/llama.cpp/build/bin backends/builtin/testdata/speed-table.sh [rounds] [shape] [presets...]
 #
@@ -90,8 +91,6 @@ llamacpp() {
 	positive "llama-bench on $1 ($2, $3 threads)" "$(awk -F, '/avg_ts/ && !col { for (i = 1; i <= NF; i++) if ($i ~ /avg_ts/) col = i; next } col { gsub(/"/, "", $col); print $col }' <<<"$out")"
 }
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-
 results="$out/runs.tsv"
 : >"$results"
 for ((r = 1; r <= rounds; r++)); do
@@ -102,8 +101,7 @@ for ((r = 1; r <= rounds; r++)); do
 			for threads in 1 2; do
 				a=$(tokentop "$f" "$test" "$threads") # a failure ends the script here
 				b=$(llamacpp "$f" "$test" "$threads")
-				printf '%s\t%s\t%s\ttokentop\t%s\n' "$p" "$test" "$threads" "$a" >>"$results"
-				printf '%s\t%s\t%s\tllama.cpp\t%s\n' "$p" "$test" "$threads" "$b" >>"$results"
+				printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$p" "$test" "$threads" "$a" "$b" >>"$results"
 			done
 		done
 	done
@@ -114,16 +112,4 @@ done
 # (tokentop's AVX2 kernels) is part of what was measured.
 echo "$(machine_line)${GODEBUG:+; tokentop ran with GODEBUG=$GODEBUG}"
 echo
-echo "| $shape | test | threads | tokentop tok/s | llama.cpp tok/s | tokentop ÷ llama.cpp |"
-echo "|---|---|---:|---:|---:|---:|"
-for p in "${presets[@]}"; do
-	for test in "${tests[@]}"; do
-		for threads in 1 2; do
-			a=$(awk -F'\t' -v p="$p" -v t="$test" -v n="$threads" '$1 == p && $2 == t && $3 == n && $4 == "tokentop" { print $5 }' "$results" | median)
-			b=$(awk -F'\t' -v p="$p" -v t="$test" -v n="$threads" '$1 == p && $2 == t && $3 == n && $4 == "llama.cpp" { print $5 }' "$results" | median)
-			d=
-			[ "$test" = tg128 ] && d=$label
-			awk -v p="$p" -v t="$test" -v n="$threads" -v a="$a" -v b="$b" -v d="$d" 'BEGIN { printf "| %s | %s%s | %s | %.1f | %.1f | %.2f |\n", p, t, d, n, a, b, a / b }'
-		done
-	done
-done
+awk -v shape="$shape" -v label="$label" -f "$(dirname "$0")/speed-summary.awk" "$results"
