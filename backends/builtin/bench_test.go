@@ -172,10 +172,10 @@ func BenchmarkPrefillProduct(b *testing.B) {
 	for _, f := range []format{formatF32, formatQ8_0, formatQ4_0, formatQ4_1, formatQ5_0, formatQ5_1, formatIQ4_NL, formatQ2_K, formatQ3_K, formatQ4_K, formatQ5_K, formatQ6_K} {
 		switch f {
 		case formatF32:
-			j.m[0] = withTiles(w, nil) // as the loader does
+			j.m[0] = withTiles(w, nil, nil) // as the loader does
 		case formatQ8_0:
 			q, _ := w.Quantize()
-			j.m[0] = withTiles(q, nil) // as the loader does
+			j.m[0] = withTiles(q, nil, nil) // as the loader does
 		default:
 			j.m[0] = quantizeTo(b, formats[f].ggml, w)
 		}
@@ -228,9 +228,9 @@ func BenchmarkEmbedRow(b *testing.B) {
 func BenchmarkPrefillProductFromMemory(b *testing.B) {
 	w, j := prefillJob()
 	rng := rand.New(rand.NewPCG(2, 4))
-	ms := []*Matrix{withTiles(w, nil)}
+	ms := []*Matrix{withTiles(w, nil, nil)}
 	for len(ms) < 16 {
-		ms = append(ms, withTiles(randomMatrix(rng, w.Rows, w.Cols), nil))
+		ms = append(ms, withTiles(randomMatrix(rng, w.Rows, w.Cols), nil, nil))
 	}
 	i := 0
 	for b.Loop() {
@@ -249,7 +249,7 @@ func BenchmarkPrefillProductThreads(b *testing.B) {
 	w, j := prefillJob()
 	q8, _ := w.Quantize()
 	flops := float64(2 * w.Rows * w.Cols * len(j.x))
-	for _, m := range []*Matrix{withTiles(w, nil), withTiles(q8, nil)} {
+	for _, m := range []*Matrix{withTiles(w, nil, nil), withTiles(q8, nil, nil)} {
 		for _, threads := range []int{1, 2} {
 			p := NewPool(threads)
 			j.m[0] = m

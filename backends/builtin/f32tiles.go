@@ -15,19 +15,19 @@ import "unsafe"
 // f32TileBytes is the size of one f32 tile of cols columns.
 func f32TileBytes(cols int) int { return 4 * tileRows * cols }
 
-// makeF32Tiles lays an f32 matrix's rows out as tiles, handing each run
-// of copiedRun rows to copied (when not nil) once the tiles hold it: a
-// mapped file's pages then go back as the tiles fill, where handed back
-// a matrix at a time, the largest (a vocabulary's classifier, 1 GiB for
-// Llama 3.2's) was resident twice at the peak.
-func makeF32Tiles(m *Matrix, copied func(rows []float32)) []byte {
-	tiles := (tileCount(m.Rows) + f32TileGroup - 1) / f32TileGroup * f32TileGroup
-	out := make([]byte, tiles*f32TileBytes(m.Cols))
-	// f32's kernels ask the most bytes a second of memory, and huge
-	// pages took its decode up 3–8% on the development VM; the quantized
-	// formats' tiles read at the same speed either way, Q6_K's a little
-	// slower, so they keep small pages.
-	adviseHugePages(out)
+// f32TilesSize is the size of the tiles of a rows × cols f32 matrix:
+// whole groups of f32TileGroup tiles.
+func f32TilesSize(rows, cols int) int {
+	return (tileCount(rows) + f32TileGroup - 1) / f32TileGroup * f32TileGroup * f32TileBytes(cols)
+}
+
+// makeF32Tiles lays an f32 matrix's rows out as tiles taken from mem,
+// handing each run of copiedRun rows to copied (when not nil) once the
+// tiles hold it: a mapped file's pages then go back as the tiles fill,
+// where handed back a matrix at a time, the largest (a vocabulary's
+// classifier, 1 GiB for Llama 3.2's) was resident twice at the peak.
+func makeF32Tiles(m *Matrix, mem *tileMemory, copied func(rows []float32)) []byte {
+	out := mem.take(f32TilesSize(m.Rows, m.Cols))
 	f := unsafe.Slice((*float32)(unsafe.Pointer(&out[0])), len(out)/4)
 	for row := range m.Rows {
 		t, r := row/tileRows, row%tileRows
@@ -40,6 +40,41 @@ func makeF32Tiles(m *Matrix, copied func(rows []float32)) []byte {
 		}
 	}
 	return out
+}
+
+// tileMemory is the one allocation a model's f32 tiles are laid out in,
+// back to back from a huge page's start, asking the kernel for huge pages
+// over all of it (adviseHugePages). f32's kernels ask the most bytes a
+// second of memory, and huge pages took its decode up 3–8% on the
+// development VM; the quantized formats' tiles read at the same speed
+// either way, Q6_K's a little slower, so they keep small pages. Allocated
+// a matrix at a time, only the whole huge pages inside each could be
+// huge: 58–61% of stories110M's f32 tiles, whose attention matrices
+// (2.25 MiB each) held one or none.
+type tileMemory struct {
+	size int    // what every take together asks for
+	all  []byte // made at the first take
+	free []byte // what is left of all
+}
+
+// take is the next n bytes of t; a nil t, or one that has too few
+// left, makes n of their own.
+func (t *tileMemory) take(n int) []byte {
+	if t != nil && t.all == nil {
+		b := make([]byte, t.size+hugePageBytes)
+		start := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & (hugePageBytes - 1))
+		t.all = b[start : start+t.size : start+t.size]
+		t.free = t.all
+		adviseHugePages(t.all)
+	}
+	if t == nil || n > len(t.free) {
+		b := make([]byte, n)
+		adviseHugePages(b)
+		return b
+	}
+	b := t.free[:n:n]
+	t.free = t.free[n:]
+	return b
 }
 
 // copiedRun is how many rows makeF32Tiles copies between calls of its

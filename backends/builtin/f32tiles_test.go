@@ -14,7 +14,7 @@ func TestF32TilesHoldTheRows(t *testing.T) {
 	rows, cols := 19, 13 // three tiles, padded to a whole group
 	tiles := (3 + f32TileGroup - 1) / f32TileGroup * f32TileGroup
 	m := randomMatrix(rng, rows, cols)
-	tiled := &Matrix{Rows: rows, Cols: cols, tiles: makeF32Tiles(m, nil)}
+	tiled := &Matrix{Rows: rows, Cols: cols, tiles: makeF32Tiles(m, nil, nil)}
 	if got, want := len(tiled.tiles), tiles*f32TileBytes(cols); got != want {
 		t.Fatalf("%d bytes of tiles for %d rows, want %d (%d tiles)", got, rows, want, tiles)
 	}
@@ -36,7 +36,7 @@ func TestF32TilesHoldTheRows(t *testing.T) {
 	// Quantized, the tiles give the rows' Q8_0 (--dtype after tiling).
 	m = randomMatrix(rng, 9, 64)
 	want, _ := m.Quantize()
-	got, err := (&Matrix{Rows: 9, Cols: 64, tiles: makeF32Tiles(m, nil)}).Quantize()
+	got, err := (&Matrix{Rows: 9, Cols: 64, tiles: makeF32Tiles(m, nil, nil)}).Quantize()
 	if err != nil || !slices.Equal(got.quant, want.quant) {
 		t.Errorf("tiles quantized: %v, equal to the rows' Q8_0: %v", err, err == nil && slices.Equal(got.quant, want.quant))
 	}
@@ -53,7 +53,7 @@ func TestF32TilesHandEachRunBackOnceTiled(t *testing.T) {
 	want := slices.Clone(m.F32)
 	var handed []float32
 	var ends []int
-	tiled := &Matrix{Rows: rows, Cols: cols, tiles: makeF32Tiles(m, func(run []float32) {
+	tiled := &Matrix{Rows: rows, Cols: cols, tiles: makeF32Tiles(m, nil, func(run []float32) {
 		handed = append(handed, run...)
 		ends = append(ends, len(handed)/cols)
 		clear(run)

@@ -711,7 +711,7 @@ func (l *tensorLoader) matrix(name string, rows, cols int) *Matrix {
 	if !m.format.storedAsBlocks() { // converted: the rows are a copy
 		l.releaseRaw(raw)
 	}
-	m = withTiles(m, nil)
+	m = withTiles(m, nil, nil)
 	if m.tiles != nil && m.format.storedAsBlocks() { // the kernels read the tiles alone
 		l.releaseRaw(raw)
 	}

@@ -77,8 +77,9 @@ func geGLU(hb, hb2 []float32)            { geGLUGeneric(hb, hb2) }
 // IQ4_NL's codes index a table of 16 levels, which no word product
 // unpacks, and the portable Q8_0 kernel runs three times as fast as a
 // loop over the table, for twice IQ4_NL's bytes. Other formats' kernels
-// read their rows as stored (f32 ones too: copied is never called).
-func withTiles(m *Matrix, copied func(rows []float32)) *Matrix {
+// read their rows as stored (f32 ones too: no tile memory is taken and
+// copied is never called).
+func withTiles(m *Matrix, _ *tileMemory, copied func(rows []float32)) *Matrix {
 	if m.format == formatIQ4_NL {
 		m.tiles = iq4NLLevelRows(m).quant
 	}

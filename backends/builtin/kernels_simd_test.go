@@ -27,13 +27,13 @@ func init() {
 	tiled := map[*Matrix]*Matrix{} // so that benchmarks time the product alone
 	f32Kernels["tiles"] = func(out []float32, m *Matrix, x []float32, lo, hi int) {
 		if tiled[m] == nil {
-			tiled[m] = withTiles(m, nil)
+			tiled[m] = withTiles(m, nil, nil)
 		}
 		matVecF32(out, tiled[m], x, lo, hi)
 	}
 	q8Kernels["tiles"] = func(out []float32, m *Matrix, x *quantized, lo, hi int) {
 		if tiled[m] == nil {
-			tiled[m] = withTiles(&Matrix{Rows: m.Rows, Cols: m.Cols, format: formatQ8_0, quant: m.quant}, nil)
+			tiled[m] = withTiles(&Matrix{Rows: m.Rows, Cols: m.Cols, format: formatQ8_0, quant: m.quant}, nil, nil)
 		}
 		matVecTiles(out, tiled[m], x, lo, hi)
 	}
@@ -118,7 +118,7 @@ func TestVNNIKernelsMatchTheirAVX2TwinsBitForBit(t *testing.T) {
 				signed.quant[b+96+i] = byte(rng.Uint32())
 			}
 		}
-		twinsAgree(t, fmt.Sprintf("Q3_K, every scale, extremes %v", extremes), withTiles(signed, nil), xs, q3KTile1, q3KTile1VNNI, q3KTile3, q3KTile3VNNI)
+		twinsAgree(t, fmt.Sprintf("Q3_K, every scale, extremes %v", extremes), withTiles(signed, nil, nil), xs, q3KTile1, q3KTile1VNNI, q3KTile3, q3KTile3VNNI)
 	}
 }
 
@@ -209,7 +209,7 @@ func TestF32WideKernelMatchesNarrow(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(5, 12))
 	for _, cols := range []int{1, 7, 64, 896} {
-		m := withTiles(NewF32(4*tileRows, cols, randomVec(rng, 4*tileRows*cols)), nil)
+		m := withTiles(NewF32(4*tileRows, cols, randomVec(rng, 4*tileRows*cols)), nil, nil)
 		var x [6]unsafe.Pointer
 		for j := range x {
 			x[j] = unsafe.Pointer(&randomVec(rng, cols)[0])
@@ -227,7 +227,7 @@ func TestF32WideKernelMatchesNarrow(t *testing.T) {
 	for _, use512 := range []bool{false, true} {
 		f32Wide = func() kernelWidths { return kernelWidths{use512: use512} }
 		rows, cols := 200, 300
-		m := withTiles(NewF32(rows, cols, randomVec(rng, rows*cols)), nil)
+		m := withTiles(NewF32(rows, cols, randomVec(rng, rows*cols)), nil, nil)
 		xs, outs := make([][]float32, 7), make([][]float32, 7)
 		for s := range xs {
 			xs[s], outs[s] = randomVec(rng, cols), make([]float32, rows)
@@ -263,7 +263,7 @@ func TestNibbleWideKernelsMatchNarrow(t *testing.T) {
 	} {
 		rng := rand.New(rand.NewPCG(6, 13))
 		for _, cols := range []int{32, 96, 896} {
-			m := withTiles(quantizeTo(t, c.typ, NewF32(2*tileRows, cols, randomVec(rng, 2*tileRows*cols))), nil)
+			m := withTiles(quantizeTo(t, c.typ, NewF32(2*tileRows, cols, randomVec(rng, 2*tileRows*cols))), nil, nil)
 			var in [maxTileBatch]tileInput
 			for j := range in {
 				xq := newQuantized(cols)
@@ -288,7 +288,7 @@ func TestNibbleWideKernelsMatchNarrow(t *testing.T) {
 		for _, use512 := range []bool{false, true} {
 			*c.timing = func() kernelWidths { return kernelWidths{use512: use512} }
 			rows, cols := 200, 320
-			m := withTiles(quantizeTo(t, c.typ, NewF32(rows, cols, randomVec(rng, rows*cols))), nil)
+			m := withTiles(quantizeTo(t, c.typ, NewF32(rows, cols, randomVec(rng, rows*cols))), nil, nil)
 			xs, outs := make([]*quantized, 9), make([][]float32, 9)
 			for s := range xs {
 				xq := newQuantized(cols)
@@ -422,7 +422,7 @@ func BenchmarkF32PromptWidths(b *testing.B) {
 		b.Skip("the 512-bit kernel needs AVX-512")
 	}
 	w, j := prefillJob()
-	j.m[0] = withTiles(w, nil)
+	j.m[0] = withTiles(w, nil, nil)
 	flops := float64(2 * w.Rows * w.Cols * len(j.x))
 	chosen := f32Wide
 	defer func() { f32Wide = chosen }()
@@ -458,7 +458,7 @@ func TestQ5_0TilesOnlyWhereTheOffsetIsAHalf(t *testing.T) {
 	}{{0x6bff, true}, {0x6c00, false}} {
 		raw := slices.Clone(q.quant)
 		binary.LittleEndian.PutUint16(raw[5*formatQ5_0.fileBlockBytes():], c.d)
-		m := withTiles(&Matrix{Rows: rows, Cols: cols, format: formatQ5_0, quant: raw}, nil)
+		m := withTiles(&Matrix{Rows: rows, Cols: cols, format: formatQ5_0, quant: raw}, nil, nil)
 		if (m.tiles != nil) != c.tiled {
 			t.Fatalf("d %#04x: tiled %v, want %v", c.d, m.tiles != nil, c.tiled)
 		}

@@ -548,7 +548,7 @@ func TestMatMatF32MatchesMatVecBitForBit(t *testing.T) {
 	for _, shape := range kernelShapes {
 		rows, cols := shape[0], shape[1]
 		rowMajor := NewF32(rows, cols, randomVec(rng, rows*cols))
-		for _, m := range []*Matrix{rowMajor, withTiles(rowMajor, nil)} {
+		for _, m := range []*Matrix{rowMajor, withTiles(rowMajor, nil, nil)} {
 			for n := 1; n <= 13; n++ {
 				xs, outs := make([][]float32, n), make([][]float32, n)
 				for s := range n {
@@ -587,7 +587,7 @@ func TestMatVecF32RowsDoNotDependOnTheSpan(t *testing.T) {
 		rows, cols := shape[0], shape[1]
 		rowMajor := NewF32(rows, cols, randomVec(rng, rows*cols))
 		x := randomVec(rng, cols)
-		for _, m := range []*Matrix{rowMajor, withTiles(rowMajor, nil)} {
+		for _, m := range []*Matrix{rowMajor, withTiles(rowMajor, nil, nil)} {
 			whole := make([]float32, rows)
 			matVecF32(whole, m, x, 0, rows)
 			for lo := 1; lo < min(rows, 9); lo++ {
@@ -619,12 +619,12 @@ func TestMatrixProductsDoNotAllocate(t *testing.T) {
 			one.x, one.xq, one.out[0] = four.x, four.xq, four.out[0]
 		}
 	}
-	ms := []*Matrix{w, withTiles(w, nil)}
+	ms := []*Matrix{w, withTiles(w, nil, nil)}
 	q8, err := w.Quantize()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms = append(ms, q8, withTiles(&Matrix{Rows: rows, Cols: cols, format: formatQ8_0, quant: q8.quant}, nil))
+	ms = append(ms, q8, withTiles(&Matrix{Rows: rows, Cols: cols, format: formatQ8_0, quant: q8.quant}, nil, nil))
 	for f := range formats {
 		if f := format(f); f.storedAsBlocks() {
 			ms = append(ms, quantizeTo(t, formats[f].ggml, w))

@@ -119,7 +119,8 @@ type Weights struct {
 	embedRows  *quantRows
 	Layers     []Layer
 	FinalNorm  []float32
-	Classifier *Matrix // vocab × dim; shares Embedding's storage when tied
+	Classifier *Matrix     // vocab × dim; shares Embedding's storage when tied
+	tileMemory *tileMemory // the f32 matrices' tiles (tileF32)
 	// NormEps is the RMSNorm epsilon (llama2.c uses 1e-5).
 	NormEps float32
 	// RopeBase is the rotary embeddings' base; 0 means llama2.c's 10000.

@@ -36,7 +36,7 @@ func quantizeTo(t testing.TB, typ uint32, m *Matrix) *Matrix {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return withTiles(q, nil) // as the loader does, so the tests reach the kernels the engine runs
+	return withTiles(q, nil, nil) // as the loader does, so the tests reach the kernels the engine runs
 }
 
 // testEncoders write one block of each format kept as the GGUF's blocks

@@ -359,13 +359,20 @@ func (w *Weights) dequantize() {
 }
 
 // tileF32 lays every f32 matrix out as tiles, where this build's kernels
-// read them (withTiles), handing each run of rows to copied as soon as
-// the tiles hold it.
+// read them (withTiles), in one tileMemory, handing each run of rows to
+// copied as soon as the tiles hold it.
 func (w *Weights) tileF32(copied func(rows []float32)) {
 	tied := w.tied()
+	size := 0
 	for _, m := range w.matrices() {
 		if (*m).F32 != nil {
-			*m = withTiles(*m, copied)
+			size += f32TilesSize((*m).Rows, (*m).Cols)
+		}
+	}
+	w.tileMemory = &tileMemory{size: size}
+	for _, m := range w.matrices() {
+		if (*m).F32 != nil {
+			*m = withTiles(*m, w.tileMemory, copied)
 		}
 	}
 	if tied && !w.tied() { // the classifier's tiles hold the embedding now
@@ -376,10 +383,8 @@ func (w *Weights) tileF32(copied func(rows []float32)) {
 // dropHugePages takes the f32 tiles' huge-page advice back
 // (adviseSmallPages), for weights that are about to be garbage.
 func (w *Weights) dropHugePages() {
-	for _, m := range w.matrices() {
-		if !(*m).Quantized() && (*m).tiles != nil {
-			adviseSmallPages((*m).tiles)
-		}
+	if w.tileMemory != nil {
+		adviseSmallPages(w.tileMemory.all)
 	}
 }
 
@@ -431,7 +436,7 @@ func (w *Weights) quantize() (kept []string) {
 			if err != nil {
 				panic(err) // the columns are whole blocks: cannot fail
 			}
-			*m = withTiles(qm, nil)
+			*m = withTiles(qm, nil, nil)
 		}
 	}
 	return kept

@@ -36,7 +36,7 @@ func checkBlockDot(t *testing.T, f format, raw []byte, v []float32) {
 	}
 	// The kernel the build dispatches to (the tiles, in assembly where
 	// the SIMD build has them) on the same block, as a one-row matrix.
-	m := withTiles(&Matrix{Rows: 1, Cols: spec.block, format: f, quant: b}, nil)
+	m := withTiles(&Matrix{Rows: 1, Cols: spec.block, format: f, quant: b}, nil, nil)
 	var row [1]float32
 	matVecBlocks(row[:], m, &x, 0, 1)
 	if math.Abs(float64(row[0])-want) > 1e-5*scale+1e-6 {
