@@ -57,8 +57,9 @@ type tileMemory struct {
 	free []byte // what is left of all
 }
 
-// take is the next n bytes of t; a nil t, or one that has too few
-// left, makes n of their own.
+// take is the next n bytes of t. Where t is nil (a matrix tiled alone,
+// as tests do) or has fewer than n left, the n bytes are an allocation
+// of their own.
 func (t *tileMemory) take(n int) []byte {
 	if t != nil && t.all == nil {
 		b := make([]byte, t.size+hugePageBytes)
