@@ -63,7 +63,7 @@ type tileMemory struct {
 func (t *tileMemory) take(n int) []byte {
 	if t != nil && t.all == nil {
 		b := make([]byte, t.size+hugePageBytes)
-		start := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & (hugePageBytes - 1))
+		start := toHugePage(b)
 		t.all = b[start : start+t.size : start+t.size]
 		t.free = t.all
 		adviseHugePages(t.all)

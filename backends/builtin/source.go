@@ -264,6 +264,11 @@ func (m *Model) handBack(part []byte) { releasePages(foliosAround(m.mapped, part
 // a range aligned to it is aligned to every base page size.
 const hugePageBytes = 2 << 20
 
+// toHugePage is how many bytes into b the first huge page boundary lies.
+func toHugePage(b []byte) int {
+	return int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & (hugePageBytes - 1))
+}
+
 // foliosAround widens b, a part of mapped, to the huge pages around it
 // (within mapped). This kernel maps a file's page cache a folio at a time,
 // up to 2 MiB: a read of one byte of a tensor maps its neighbours' pages
