@@ -4,8 +4,10 @@ package builtin
 
 import (
 	"math"
+	"os"
 	"simd/archsimd"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -98,4 +100,65 @@ func BenchmarkFMAPeak(b *testing.B) {
 	if math.Abs(float64(last)-12) > 0.01 {
 		b.Fatalf("the chains sum to %v, not 12: they did not all run", last)
 	}
+}
+
+// BenchmarkGGUFStepAgainstStream asks how close a one-thread decode step
+// of an f32 GGUF (TOKENTOP_BENCH_GGUF) comes to the memory's speed for
+// f32TilesVec: it times eight steps against eight passes of the kernel
+// over the model's whole tile memory at once (no gaps between matrices,
+// no attention or norms between them), by turns (step, pass, pass, step
+// an iteration, as this VM's memory moves within minutes), and reports
+// both as GB/s of the tiles and the step's share of the pass's speed.
+// A share near 1 says the step loses nothing around the kernel, and only
+// a faster read of the tiles could decode faster.
+func BenchmarkGGUFStepAgainstStream(b *testing.B) {
+	path := os.Getenv("TOKENTOP_BENCH_GGUF")
+	if path == "" {
+		b.Skip("set TOKENTOP_BENCH_GGUF to an f32 GGUF file")
+	}
+	m, err := Load(path, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	mem := m.Weights.tileMemory
+	if mem == nil || mem.all == nil {
+		b.Skipf("%s has no f32 tiles (a quantized file, or a CPU without AVX2)", path)
+	}
+	e := NewEngine(m, 1)
+	st := NewState(m.Weights)
+	const tokens = 8
+	step := func() time.Duration {
+		start := time.Now()
+		for pos := range tokens {
+			e.forwardOne(st, 1, pos)
+		}
+		return time.Since(start)
+	}
+	cols := m.Weights.Shape.Dim
+	tiles := len(mem.all) / f32TileBytes(cols)
+	x := make([]float32, cols)
+	out := make([]float32, tiles*tileRows)
+	pass := func() time.Duration {
+		start := time.Now()
+		for range tokens {
+			f32TilesVec(unsafe.Pointer(&mem.all[0]), tiles, cols, unsafe.Pointer(&x[0]), unsafe.Pointer(&out[0]))
+		}
+		return time.Since(start)
+	}
+	step() // the first step makes the cache's pages
+	var steps, passes time.Duration
+	for b.Loop() {
+		steps += step()
+		passes += pass() + pass()
+		steps += step()
+	}
+	// A pass reads the whole tiles of the width that fit, a few KiB short
+	// of the memory's end.
+	gbps := func(bytes int, d time.Duration) float64 {
+		return float64(2*tokens*b.N) * float64(bytes) / d.Seconds() / 1e9
+	}
+	stepSpeed, passSpeed := gbps(len(mem.all), steps), gbps(tiles*f32TileBytes(cols), passes)
+	b.ReportMetric(stepSpeed, "step-GB/s")
+	b.ReportMetric(passSpeed, "pass-GB/s")
+	b.ReportMetric(stepSpeed/passSpeed, "step/pass")
 }
