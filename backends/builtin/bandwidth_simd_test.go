@@ -4,7 +4,6 @@ package builtin
 
 import (
 	"math"
-	"os"
 	"simd/archsimd"
 	"testing"
 	"time"
@@ -112,17 +111,10 @@ func BenchmarkFMAPeak(b *testing.B) {
 // A share near 1 says the step loses nothing around the kernel, and only
 // a faster read of the tiles could decode faster.
 func BenchmarkGGUFStepAgainstStream(b *testing.B) {
-	path := os.Getenv("TOKENTOP_BENCH_GGUF")
-	if path == "" {
-		b.Skip("set TOKENTOP_BENCH_GGUF to an f32 GGUF file")
-	}
-	m, err := Load(path, "")
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := loadBenchGGUF(b, "an f32 GGUF file")
 	mem := m.Weights.tileMemory
 	if mem == nil || mem.all == nil {
-		b.Skipf("%s has no f32 tiles (a quantized file, or a CPU without AVX2)", path)
+		b.Skip("the file has no f32 tiles (a quantized file, or a CPU without AVX2)")
 	}
 	e := NewEngine(m, 1)
 	st := NewState(m.Weights)

@@ -562,21 +562,15 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 // batch; tok/s over the whole, at 1 and 2 threads. Without the variable
 // it does nothing.
 func BenchmarkGGUFFile(b *testing.B) {
-	path := os.Getenv("TOKENTOP_BENCH_GGUF")
-	if path == "" {
-		b.Skip("set TOKENTOP_BENCH_GGUF to a GGUF file")
-	}
 	// One load for both thread counts: a 1B model's f32 file takes tens
 	// of seconds to tile, and speed-table.sh runs each sub-benchmark as
 	// a process of its own.
-	m, err := Load(path, "")
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := loadBenchGGUF(b, "a GGUF file")
 	// TOKENTOP_BENCH_DEPTH tokens of a prompt are in the cache before each
 	// tg128, as llama-bench's -d puts them there.
 	depth := 0
 	if d := os.Getenv("TOKENTOP_BENCH_DEPTH"); d != "" {
+		var err error
 		if depth, err = strconv.Atoi(d); err != nil || depth < 0 || depth+128 > m.Weights.Shape.SeqLen {
 			b.Fatalf("TOKENTOP_BENCH_DEPTH=%q: want a count of tokens from 0 to %d (the context less 128)", d, m.Weights.Shape.SeqLen-128)
 		}
@@ -609,6 +603,20 @@ func BenchmarkGGUFFile(b *testing.B) {
 		}
 		e.Close()
 	}
+}
+
+// loadBenchGGUF loads the GGUF named by $TOKENTOP_BENCH_GGUF, or skips b
+// where the variable is unset, saying it wants what.
+func loadBenchGGUF(b *testing.B, what string) *Model {
+	path := os.Getenv("TOKENTOP_BENCH_GGUF")
+	if path == "" {
+		b.Skip("set TOKENTOP_BENCH_GGUF to " + what)
+	}
+	m, err := Load(path, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
 }
 
 // readPrompt runs a prompt of n tokens into st's cache from position 0, in
