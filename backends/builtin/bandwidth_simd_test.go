@@ -144,8 +144,8 @@ func BenchmarkGGUFStepAgainstStream(b *testing.B) {
 		passes += pass() + pass()
 		steps += step()
 	}
-	// A pass reads the whole tiles of the width that fit, a few KiB short
-	// of the memory's end.
+	// A pass reads the whole tiles of the width that fit, less than one
+	// tile short of the memory's end.
 	gbps := func(bytes int, d time.Duration) float64 {
 		return float64(2*tokens*b.N) * float64(bytes) / d.Seconds() / 1e9
 	}

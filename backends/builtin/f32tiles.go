@@ -63,7 +63,7 @@ type tileMemory struct {
 func (t *tileMemory) take(n int) []byte {
 	if t != nil && t.all == nil {
 		b := make([]byte, t.size+hugePageBytes)
-		start := toHugePage(b)
+		start := toBoundary(b, hugePageBytes)
 		t.all = b[start : start+t.size : start+t.size]
 		t.free = t.all
 		adviseHugePages(t.all)

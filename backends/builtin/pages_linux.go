@@ -43,7 +43,7 @@ func adviseSmallPages(b []byte) {
 // inside b.
 func advise(b []byte, unit uintptr, advice int) {
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	first, end := (start+unit-1)&^(unit-1), (start+uintptr(len(b)))&^(unit-1)
+	first, end := start+uintptr(toBoundary(b, unit)), (start+uintptr(len(b)))&^(unit-1)
 	if first < end {
 		_ = syscall.Madvise(b[first-start:end-start], advice)
 	}

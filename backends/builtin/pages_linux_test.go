@@ -90,7 +90,7 @@ func hugePageAdviceShows(t *testing.T) bool {
 
 // firstHugePage is where the first whole huge page inside b starts.
 func firstHugePage(b []byte) uintptr {
-	return uintptr(unsafe.Pointer(&b[0])) + uintptr(toHugePage(b))
+	return uintptr(unsafe.Pointer(&b[0])) + uintptr(toBoundary(b, hugePageBytes))
 }
 
 // hasFlag is whether flag is one of a VmFlags line's flags.

@@ -264,9 +264,10 @@ func (m *Model) handBack(part []byte) { releasePages(foliosAround(m.mapped, part
 // a range aligned to it is aligned to every base page size.
 const hugePageBytes = 2 << 20
 
-// toHugePage is how many bytes into b the first huge page boundary lies.
-func toHugePage(b []byte) int {
-	return int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & (hugePageBytes - 1))
+// toBoundary is how many bytes into b the first boundary of unit (a power
+// of two: a huge page, or a base page) lies.
+func toBoundary(b []byte, unit uintptr) int {
+	return int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & (unit - 1))
 }
 
 // foliosAround widens b, a part of mapped, to the huge pages around it
