@@ -4,6 +4,7 @@ package builtin
 
 import (
 	"math"
+	"runtime"
 	"simd/archsimd"
 	"testing"
 	"time"
@@ -105,11 +106,14 @@ func BenchmarkFMAPeak(b *testing.B) {
 // of an f32 GGUF (TOKENTOP_BENCH_GGUF) comes to the memory's speed for
 // f32TilesVec: it times eight steps against eight passes of the kernel
 // over the model's whole tile memory at once (no gaps between matrices,
-// no attention or norms between them), by turns (step, pass, pass, step
-// an iteration, as this VM's memory moves within minutes), and reports
-// both as GB/s of the tiles and the step's share of the pass's speed.
-// A share near 1 says the step loses nothing around the kernel, and only
-// a faster read of the tiles could decode faster.
+// no attention or norms between them), and both against eight plain
+// reads of the same bytes (readWords: one stream, the widest loads, no
+// arithmetic to speak of), by turns (step, pass, read, read, pass, step
+// an iteration, as this VM's memory moves within minutes). It reports
+// each as GB/s of the tiles, the step's share of the pass's speed and the
+// pass's share of the read's. A step/pass near 1 says the step loses
+// nothing around the kernel; a pass/read near 1 or above says the kernel
+// reads its tiles as fast as a plain read of memory on this thread does.
 func BenchmarkGGUFStepAgainstStream(b *testing.B) {
 	m := loadBenchGGUF(b, "an f32 GGUF file")
 	mem := m.Weights.tileMemory
@@ -137,20 +141,35 @@ func BenchmarkGGUFStepAgainstStream(b *testing.B) {
 		}
 		return time.Since(start)
 	}
+	// A pass reads the whole tiles of the width that fit, less than one
+	// tile short of the memory's end; the read takes the same bytes.
+	passBytes := tiles * f32TileBytes(cols)
+	words := unsafe.Slice((*uint64)(unsafe.Pointer(&mem.all[0])), passBytes/8)
+	var sink uint64
+	read := func() time.Duration {
+		start := time.Now()
+		for range tokens {
+			sink += readWords(words)
+		}
+		return time.Since(start)
+	}
 	step() // the first step makes the cache's pages
-	var steps, passes time.Duration
+	var steps, passes, reads time.Duration
 	for b.Loop() {
 		steps += step()
-		passes += pass() + pass()
+		passes += pass()
+		reads += read() + read()
+		passes += pass()
 		steps += step()
 	}
-	// A pass reads the whole tiles of the width that fit, less than one
-	// tile short of the memory's end.
 	gbps := func(bytes int, d time.Duration) float64 {
 		return float64(2*tokens*b.N) * float64(bytes) / d.Seconds() / 1e9
 	}
-	stepSpeed, passSpeed := gbps(len(mem.all), steps), gbps(tiles*f32TileBytes(cols), passes)
+	stepSpeed, passSpeed, readSpeed := gbps(len(mem.all), steps), gbps(passBytes, passes), gbps(passBytes, reads)
 	b.ReportMetric(stepSpeed, "step-GB/s")
 	b.ReportMetric(passSpeed, "pass-GB/s")
+	b.ReportMetric(readSpeed, "read-GB/s")
 	b.ReportMetric(stepSpeed/passSpeed, "step/pass")
+	b.ReportMetric(passSpeed/readSpeed, "pass/read")
+	runtime.KeepAlive(sink)
 }
