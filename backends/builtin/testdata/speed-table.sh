@@ -19,11 +19,18 @@
 # ppN, that prompt itself read from an empty cache (llama-bench -p N).
 # LLAMA_BENCH_ARGS adds llama-bench options (e.g. "-fa off", its faster
 # attention at depth on the development VM; "-fa on" was its faster for
-# long prompts).
+# long prompts). THREADS names the thread counts (default "1 2").
+# ORDER=abba times each cell as tokentop, llama.cpp, llama.cpp, tokentop
+# a round and records each engine's mean of its two, so the round's
+# ratio is of the sums: a memory whose speed drifts through the round
+# weighs on both engines alike (the docs' ABBA rounds).
 set -euo pipefail
 depth=${DEPTH:-0}
 tests=(tg128 pp64)
 label=
+read -ra thread_counts <<<"${THREADS:-1 2}"
+order=${ORDER:-ab}
+case $order in ab | abba) ;; *) echo "speed-table: ORDER is ab or abba, not \"$order\"" >&2; exit 2 ;; esac
 if [ "$depth" != 0 ]; then
 	tests=(tg128 "pp$depth")
 	label=" @ d$depth" # tg128's alone: ppN is read from an empty cache
@@ -79,6 +86,9 @@ tokentop() {
 	positive "tokentop on $1 ($2, $3 threads)" "$(awk '/tok\/s/ { for (i = 1; i < NF; i++) if ($(i+1) ~ /tok\/s$/) print $i }' <<<"$out")"
 }
 
+# mean X Y: the mean of two speeds.
+mean() { awk -v x="$1" -v y="$2" 'BEGIN { printf "%.6g\n", (x + y) / 2 }'; }
+
 # llamacpp FILE TEST THREADS: llama-bench's mean tok/s over 3 repetitions.
 llamacpp() {
 	local args=(-p 0 -n 128) out
@@ -98,9 +108,16 @@ for ((r = 1; r <= rounds; r++)); do
 		f="$out/$shape-$p.gguf"
 		[ "$p" = F32 ] && f="$out/$shape-f32.gguf"
 		for test in "${tests[@]}"; do
-			for threads in 1 2; do
+			for threads in "${thread_counts[@]}"; do
 				a=$(tokentop "$f" "$test" "$threads") # a failure ends the script here
 				b=$(llamacpp "$f" "$test" "$threads")
+				if [ "$order" = abba ]; then
+					# each on its own line: a failure nested in another
+					# substitution would not end the script
+					b2=$(llamacpp "$f" "$test" "$threads")
+					a2=$(tokentop "$f" "$test" "$threads")
+					a=$(mean "$a" "$a2") b=$(mean "$b" "$b2")
+				fi
 				printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$p" "$test" "$threads" "$a" "$b" >>"$results"
 			done
 		done
