@@ -90,6 +90,12 @@ func TestArchitecturesMatchLlamaCpp(t *testing.T) {
 			})
 		}
 	}
+	// Gemma 3 4B and larger scale their global layers' positions
+	// linearly, and not their sliding layers'.
+	t.Run("gemma3-linear-f32", func(t *testing.T) {
+		f32 := archFormats[0]
+		checkAgainstLlamaCpp(t, filepath.Join(dir, "gemma3-linear-f32.gguf"), filepath.Join(dir, "gemma3-linear-f32.json"), "gemma3", f32.logitDiff, f32.firstDiff)
+	})
 }
 
 // TestLargeFilesMatchLlamaCpp is TestArchitecturesMatchLlamaCpp on files

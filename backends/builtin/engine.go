@@ -23,7 +23,8 @@ type Engine struct {
 	pool  *Pool
 	rope  rotary
 	// slidingRope serves the sliding-window layers, whose rotary base may
-	// be their own (gemma3's 10000 beside its global layers' 1000000).
+	// be their own (gemma3's 10000 beside its global layers' 1000000),
+	// their positions unscaled.
 	slidingRope rotary
 
 	// Steps are batched by flat combining: a stream queues its step, then
@@ -73,13 +74,14 @@ const PrefillChunk = 64
 // NewEngine prepares the shared parts of model with threads workers;
 // each stream's buffers are allocated on its first use.
 func NewEngine(m *Model, threads int) *Engine {
-	e := &Engine{Model: m, pool: NewPool(threads), rope: newRotary(m.Weights, m.Weights.RopeBase)}
+	w := m.Weights
+	e := &Engine{Model: m, pool: NewPool(threads), rope: newRotary(w, w.RopeBase, w.RopeScale)}
 	e.slidingRope = e.rope
 	if rows := m.Weights.embedRows; rows != nil && rows.file != nil {
 		e.embedScratch = make([]byte, rows.rowBytes())
 	}
-	if m.Weights.Window > 0 && m.Weights.SlidingRopeBase != m.Weights.RopeBase {
-		e.slidingRope = newRotary(m.Weights, m.Weights.SlidingRopeBase)
+	if w.Window > 0 && (w.SlidingRopeBase != w.RopeBase || w.RopeScale != 0 && w.RopeScale != 1) {
+		e.slidingRope = newRotary(w, w.SlidingRopeBase, 1)
 	}
 	return e
 }

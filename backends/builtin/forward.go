@@ -214,21 +214,21 @@ func (st *State) quant(v vecSel) *quantized {
 
 // rotary holds the rotary tables, computed once per engine instead of per
 // token: pair i of a head turns at base^(-2i/headSize), base 10000 as in
-// llama2.c unless the model names its own, its angle scaled by the
-// model's linear rope scale and divided by its frequency factor (Llama
-// 3.1's rope_freqs), as ggml's rope computes them.
+// llama2.c unless the model names its own, its angle scaled by a linear
+// rope scale and divided by the model's frequency factor (Llama 3.1's
+// rope_freqs), as ggml's rope computes them.
 type rotary struct {
 	cos, sin []float32 // seq × headSize/2
 	neox     bool      // pair i with i+headSize/2, not 2i with 2i+1
 }
 
-// newRotary makes the tables for rotary base (0 means 10000).
-func newRotary(w *Weights, base float64) rotary {
+// newRotary makes the tables for rotary base (0 means 10000) and linear
+// scale (0 means 1).
+func newRotary(w *Weights, base, scale float64) rotary {
 	seq, hs := w.Shape.SeqLen, w.Shape.HeadSize()
 	if base == 0 {
 		base = 10000
 	}
-	scale := w.RopeScale
 	if scale == 0 {
 		scale = 1
 	}

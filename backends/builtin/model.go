@@ -142,7 +142,9 @@ type Arch struct {
 	// 1/factor); 0 means 1.
 	RopeScale float64
 	// Window is the sliding layers' attention span in positions, and
-	// SlidingRopeBase their rotary base (gemma3).
+	// SlidingRopeBase their rotary base (gemma3). Their positions are not
+	// scaled: gemma3's RopeScale (the 4B to 27B's linear 1/8) is its
+	// global layers' alone, as llama.cpp reads it.
 	Window          int
 	SlidingRopeBase float64
 	// EmbedScale multiplies each token's embedding (gemma3: √dim); 0 for

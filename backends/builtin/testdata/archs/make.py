@@ -4,8 +4,10 @@
 Random weights at small shapes for llama (Llama 3 rope_freqs), qwen2,
 qwen3 and gemma3, each with a vocabulary of the kind its models carry
 (byte-level BPE with llama.cpp's pre-tokenizer names, or Gemma's
-sentencepiece with byte tokens at 6 and no space prefix). make.sh then
-quantizes them with llama-quantize and records llama.cpp's ids.
+sentencepiece with byte tokens at 6 and no space prefix), and a second
+gemma3 file with the linear rope scaling of Gemma 3 4B and larger.
+make.sh then quantizes them with llama-quantize and records llama.cpp's
+ids.
 
 usage: PYTHONPATH=LLAMA_CPP/gguf-py python3 make.py OUTDIR [big]
 """
@@ -125,7 +127,7 @@ def norm_weight(rng, n):
     return (1 + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
 
-def write(path, arch, shape, seed, vocab_size=0):
+def write(path, arch, shape, seed, vocab_size=0, rope_linear=0.0):
     rng = np.random.default_rng(seed)
     d, hid, layers, heads, kv, hd = shape
     qd, kvd = heads * hd, kv * hd
@@ -147,6 +149,11 @@ def write(path, arch, shape, seed, vocab_size=0):
         w.add_rope_freq_base(1_000_000.0)
         w.add_sliding_window(512 if vocab_size else 8)
         w.add_final_logit_softcapping(30.0)
+        if rope_linear:
+            # Gemma 3 4B, 12B and 27B: their global layers' positions
+            # scaled, the sliding layers' not
+            w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+            w.add_rope_scaling_factor(rope_linear)
         tokens, scores, types = spm_vocab()
         w.add_tokenizer_model("llama")
         w.add_tokenizer_pre("default")
@@ -248,3 +255,5 @@ if __name__ == "__main__":
         else:
             write("%s/%s-f32.gguf" % (out, arch), arch, SMALL[arch], 1 + i)
             write("%s/%s-kq-f32.gguf" % (out, arch), arch, KQ[arch], 11 + i)
+    if not big:
+        write("%s/gemma3-linear-f32.gguf" % out, "gemma3", SMALL["gemma3"], 5, rope_linear=8.0)

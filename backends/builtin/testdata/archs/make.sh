@@ -27,3 +27,6 @@ for arch in llama qwen2 qwen3 gemma3; do
 		"$tmp/ref" "$here/$arch-$f.gguf" "$here/strings.jsonl" "$here/prompts.jsonl" 32 f16 > "$here/$arch-$f.json"
 	done
 done
+# Gemma 3 4B and larger: linear rope scaling on the global layers only
+cp "$tmp/gemma3-linear-f32.gguf" "$here/"
+"$tmp/ref" "$here/gemma3-linear-f32.gguf" "$here/strings.jsonl" "$here/prompts.jsonl" 32 f32 > "$here/gemma3-linear-f32.json"
