@@ -355,3 +355,27 @@ func TestProbeSaysTheArchitectureAndTheContext(t *testing.T) {
 		t.Errorf("context %d, details %v", info.ContextTokens, info.Details)
 	}
 }
+
+// TestATensorTheEngineDoesNotReadIsRefused: a file with a tensor the
+// engine would not apply (here a bias on a llama feed-forward, which
+// llama.cpp adds) is refused by its name, not run as another model.
+func TestATensorTheEngineDoesNotReadIsRefused(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "archs", "llama-f32.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := ParseGGUF(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := loadParsed(g, raw, nil); err != nil {
+		t.Fatalf("the file as made: %v", err)
+	}
+	g.Tensors["blk.1.ffn_down.bias"] = g.Tensors["output_norm.weight"]
+	g.Tensors["blk.0.ffn_down.bias"] = g.Tensors["output_norm.weight"]
+	_, _, err = loadParsed(g, raw, nil)
+	want := `GGUF has 2 tensor(s) the builtin engine's llama does not read, "blk.0.ffn_down.bias" first`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}

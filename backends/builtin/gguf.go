@@ -249,6 +249,11 @@ func loadGGUF(b []byte, release func([]byte)) (*Weights, *Tokenizer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return loadParsed(g, b, release)
+}
+
+// loadParsed is loadGGUF of a parsed file g of bytes b.
+func loadParsed(g *GGUF, b []byte, release func([]byte)) (*Weights, *Tokenizer, error) {
 	arch, _ := g.Meta["general.architecture"].(string)
 	kind, ok := ggufArchitectures[arch]
 	if !ok {
@@ -342,17 +347,16 @@ func loadGGUF(b []byte, release func([]byte)) (*Weights, *Tokenizer, error) {
 			// global one.
 			layer.Sliding = w.Window > 0 && l%6 < 5
 		}
-		for _, name := range []string{"attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias"} {
-			if arch != "qwen2" || name == "attn_output.bias" {
-				if hasTensor(g, p+name) {
-					return nil, nil, fmt.Errorf("GGUF has tensor %s, a bias the builtin engine's %s does not add", p+name, arch)
-				}
-			}
-		}
 		w.Layers[l] = layer
 	}
 	if load.err != nil {
 		return nil, nil, load.err
+	}
+	// A tensor the engine does not read is one llama.cpp would apply (a
+	// bias, a scale, an expert) or refuse the file for: running without
+	// it would be another model.
+	if unread := load.unread(); len(unread) > 0 {
+		return nil, nil, fmt.Errorf("GGUF has %d tensor(s) the builtin engine's %s does not read, %q first (a bias, scale or expert it does not add)", len(unread), arch, untrusted.Line(unread[0]))
 	}
 	return w, tok, nil
 }
@@ -596,12 +600,26 @@ func hasTensor(g *GGUF, name string) bool {
 	return ok
 }
 
-// tensorLoader reads tensors by name, keeping the first error.
+// tensorLoader reads tensors by name, keeping the first error and the
+// names it has read.
 type tensorLoader struct {
 	g       *GGUF
 	b       []byte
 	release func([]byte) // see loadGGUF
 	err     error
+	read    map[string]bool
+}
+
+// unread returns the file's tensors the loader has not read, sorted.
+func (l *tensorLoader) unread() []string {
+	var names []string
+	for name := range l.g.Tensors {
+		if !l.read[name] {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // data returns tensor name's bytes after checking its shape and type.
@@ -614,6 +632,10 @@ func (l *tensorLoader) data(name string, rows, cols int) (GGUFTensor, []byte) {
 		l.err = fmt.Errorf("GGUF lacks tensor %s", name)
 		return t, nil
 	}
+	if l.read == nil {
+		l.read = make(map[string]bool)
+	}
+	l.read[name] = true
 	n := uint64(1)
 	for _, d := range t.Dims {
 		n *= d
