@@ -275,6 +275,8 @@ func TestWhatTheEngineCannotRunIsRefusedByName(t *testing.T) {
 			"GGUF llama.rope.freq_base is 0.5; rotary embeddings need a base above 1"},
 		{map[string]any{"llama.rope.scaling.factor": -2.0}, func(w *Weights, g *GGUF) error { return w.readRope(g, key("llama")) },
 			"GGUF llama.rope.scaling.factor is -2; a scaling factor must be positive"},
+		{map[string]any{"qwen2.rope.scaling.attn_factor": 1.2}, func(w *Weights, g *GGUF) error { return w.readRope(g, key("qwen2")) },
+			"GGUF qwen2.rope.scaling.attn_factor is 1.2; the builtin engine runs rotary embeddings unscaled in size (1)"},
 		{map[string]any{"gemma3.attention.sliding_window_pattern": []any{true, false}}, func(w *Weights, g *GGUF) error { return w.readGemma3(g, key("gemma3")) },
 			"GGUF has gemma3.attention.sliding_window_pattern; the builtin engine runs gemma3's default pattern"},
 		{map[string]any{"gemma3.final_logit_softcapping": -30.0}, func(w *Weights, g *GGUF) error { return w.readGemma3(g, key("gemma3")) },

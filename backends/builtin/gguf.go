@@ -410,6 +410,10 @@ func (w *Weights) readRope(g *GGUF, key func(string) string) error {
 	} else if n != 0 && n != w.Shape.HeadSize() {
 		return fmt.Errorf("GGUF %s is %d, a part of the %d-wide heads; the builtin engine rotates whole heads", key("rope.dimension_count"), n, w.Shape.HeadSize())
 	}
+	// llama.cpp multiplies every rotated query and key by it.
+	if f, ok := g.Meta[key("rope.scaling.attn_factor")].(float64); ok && f != 1 {
+		return fmt.Errorf("GGUF %s is %g; the builtin engine runs rotary embeddings unscaled in size (1)", key("rope.scaling.attn_factor"), f)
+	}
 	scaling, _ := g.Meta[key("rope.scaling.type")].(string)
 	factor, _ := g.Meta[key("rope.scaling.factor")].(float64)
 	if factor == 0 {
