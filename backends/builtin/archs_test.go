@@ -381,3 +381,61 @@ func TestATensorTheEngineDoesNotReadIsRefused(t *testing.T) {
 		t.Errorf("error %v, want %q", err, want)
 	}
 }
+
+// TestRealVocabulariesMatchLlamaCpp tokenizes three corpora (the
+// architecture tests' strings, llama.cpp's own tokenizer test inputs, and
+// 1,500 mixed strings) with the real vocabularies of Llama 3.2, Qwen2.5,
+// Qwen3 and Gemma 3, and holds every string's ids to llama.cpp's. The
+// vocabularies (6–8 MB each, vocabulary-only GGUFs) and llama.cpp's ids
+// are made by testdata/vocabs/make.sh into the folder
+// $TOKENTOP_VOCAB_FILES; without it, it does nothing.
+func TestRealVocabulariesMatchLlamaCpp(t *testing.T) {
+	dir := os.Getenv("TOKENTOP_VOCAB_FILES")
+	if dir == "" {
+		t.Skip("set TOKENTOP_VOCAB_FILES to a folder made by testdata/vocabs/make.sh")
+	}
+	corpora := map[string]string{
+		"strings":  filepath.Join("testdata", "archs", "strings.jsonl"),
+		"llamacpp": filepath.Join("testdata", "vocabs", "llamacpp.jsonl"),
+		"mixed":    filepath.Join("testdata", "vocabs", "mixed.jsonl"),
+	}
+	for _, name := range []string{"llama3_2", "qwen2_5", "qwen3", "gemma3"} {
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(dir, name+".gguf"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := ParseGGUF(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, err := ggufTokenizer(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for corpus, path := range corpora {
+				strs := readJSONLines(t, path)
+				var ref archReference
+				reference := filepath.Join(dir, name+"-"+corpus+".json")
+				raw, err := os.ReadFile(reference)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal(raw, &ref); err != nil {
+					t.Fatalf("%s: %v", reference, err)
+				}
+				if len(ref.Tokenize) != len(strs) {
+					t.Fatalf("%s has the ids of %d strings, %s %d: remake it (make.sh)", reference, len(ref.Tokenize), path, len(strs))
+				}
+				differ := 0
+				for i, want := range ref.Tokenize {
+					if got := tok.Encode(strs[i], true); !slices.Equal(got, want) {
+						differ++
+						t.Errorf("%s %q: ids %v, llama.cpp's %v", corpus, strs[i], got, want)
+					}
+				}
+				t.Logf("%s: %d of %d strings as llama.cpp tokenizes them", corpus, len(strs)-differ, len(strs))
+			}
+		})
+	}
+}

@@ -3,6 +3,8 @@
 // its five largest logits, and the first step's logits.
 // usage: ref MODEL STRINGS PROMPTS NGEN CACHE > out.json   (files: one JSON
 // string per line; CACHE f32 or f16, the KV cache's type)
+//        ref VOCAB STRINGS > out.json   (a vocabulary-only GGUF: the
+// strings' ids alone)
 //
 // The context runs with the KV cache CACHE names, as the engine keeps its
 // own for the file (f32 for f32 weights, halves for quantized ones), and
@@ -58,14 +60,23 @@ static void ids(const std::vector<llama_token> &t) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 6) { fprintf(stderr, "usage: ref MODEL STRINGS PROMPTS NGEN CACHE\n"); return 2; }
+    if (argc != 3 && argc < 6) { fprintf(stderr, "usage: ref MODEL STRINGS PROMPTS NGEN CACHE, or ref VOCAB STRINGS\n"); return 2; }
     llama_backend_init();
     llama_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
     auto mp = llama_model_default_params();
     mp.use_extra_bufts = false;
+    mp.vocab_only = argc == 3;
     llama_model *m = llama_model_load_from_file(argv[1], mp);
     if (!m) { fprintf(stderr, "load failed\n"); return 1; }
     const llama_vocab *v = llama_model_get_vocab(m);
+    if (argc == 3) {
+        printf("{\"tokenize\":[");
+        auto strs = lines(argv[2]);
+        for (size_t i = 0; i < strs.size(); i++) { printf(i ? ",\n" : "\n"); ids(tok(v, strs[i])); }
+        printf("]}\n");
+        llama_model_free(m);
+        return 0;
+    }
     int ngen = atoi(argv[4]);
     std::string cache = argv[5];
     if (cache != "f32" && cache != "f16") { fprintf(stderr, "CACHE is f32 or f16\n"); return 1; }
