@@ -22,7 +22,9 @@ import (
 type archReference struct {
 	Cache    string  `json:"cache"`
 	Tokenize [][]int `json:"tokenize"`
-	Greedy   []struct {
+	// EOG: the tokens that end a generation (vocabulary-only references)
+	EOG    []int `json:"eog"`
+	Greedy []struct {
 		Prompt      []int          `json:"prompt"`
 		IDs         []int          `json:"ids"`
 		Margins     []float64      `json:"margins"`
@@ -385,7 +387,8 @@ func TestATensorTheEngineDoesNotReadIsRefused(t *testing.T) {
 // TestRealVocabulariesMatchLlamaCpp tokenizes three corpora (the
 // architecture tests' strings, llama.cpp's own tokenizer test inputs, and
 // 1,500 mixed strings) with the real vocabularies of Llama 3.2, Qwen2.5,
-// Qwen3 and Gemma 3, and holds every string's ids to llama.cpp's. The
+// Qwen3 and Gemma 3, and holds every string's ids to llama.cpp's, and the
+// tokens that end a generation to llama.cpp's set. The
 // vocabularies (6–8 MB each, vocabulary-only GGUFs) and llama.cpp's ids
 // are made by testdata/vocabs/make.sh into the folder
 // $TOKENTOP_VOCAB_FILES; without it, it does nothing.
@@ -435,7 +438,46 @@ func TestRealVocabulariesMatchLlamaCpp(t *testing.T) {
 					}
 				}
 				t.Logf("%s: %d of %d strings as llama.cpp tokenizes them", corpus, len(strs)-differ, len(strs))
+				if !slices.Equal(tok.stops, ref.EOG) {
+					t.Errorf("the engine ends a generation at %v, llama.cpp at %v", tok.stops, ref.EOG)
+				}
 			}
 		})
+	}
+}
+
+// TestEndOfGenerationIsLlamaCppsSet checks the end-of-generation rules
+// the real vocabularies do not all exercise: fill-in-the-middle tokens by
+// key or by text, a normal token's "</s>", the EOS a sentencepiece file
+// names replacing the default 2, never BOS, and llama.cpp's two
+// exceptions.
+func TestEndOfGenerationIsLlamaCppsSet(t *testing.T) {
+	cases := []struct {
+		name  string
+		model string
+		texts []string
+		meta  map[string]any
+		want  []int
+	}{
+		{"qwen: fim by text, </s> a normal token", "gpt2",
+			[]string{"a", "</s>", "<|endoftext|>", "<|im_end|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>", "<|im_start|>"},
+			map[string]any{"tokenizer.ggml.bos_token_id": uint64(2), "tokenizer.ggml.eos_token_id": uint64(3)}, []int{1, 2, 3, 4, 5, 6}},
+		{"fim by key, not by text", "gpt2", []string{"a", "<|fim_pad|>", "b", "c"},
+			map[string]any{"tokenizer.ggml.fim_pad_token_id": uint64(2), "tokenizer.ggml.eos_token_id": uint64(3)}, []int{2, 3}},
+		{"sentencepiece: the file's EOS, not 2; not BOS", "llama", []string{"<unk>", "<s>", "x", "<end_of_turn>"},
+			map[string]any{"tokenizer.ggml.bos_token_id": uint64(1), "tokenizer.ggml.eos_token_id": uint64(3)}, []int{3}},
+		{"sentencepiece without an EOS key", "llama", []string{"<unk>", "<s>", "</s>", "y"}, map[string]any{}, []int{2}},
+		{"gpt-oss: <|end|> does not end", "gpt2", []string{"<|end|>", "<|return|>", "<|call|>", "z"}, map[string]any{}, []int{1, 2}},
+		{"Gemma 4: </s> does not end", "gpt2", []string{"</s>", "<|tool_response>", "w"}, map[string]any{}, []int{1}},
+	}
+	for _, c := range cases {
+		got, err := endOfGeneration(&GGUF{Meta: c.meta}, c.model, c.texts)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v %v, want %v", c.name, got, err, c.want)
+		}
+	}
+	if _, err := endOfGeneration(&GGUF{Meta: map[string]any{"tokenizer.ggml.eot_token_id": uint64(9)}}, "gpt2", []string{"a"}); err == nil ||
+		!strings.Contains(err.Error(), "tokenizer.ggml.eot_token_id is 9, outside the 1-token vocabulary") {
+		t.Errorf("an id past the vocabulary: %v", err)
 	}
 }

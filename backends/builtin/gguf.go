@@ -498,6 +498,12 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 		}
 	}
 	slices.SortStableFunc(user, func(a, b userToken) int { return len(b.text) - len(a.text) })
+	// read before the sentencepiece pieces' space marks become spaces:
+	// llama.cpp matches end tokens by the text as stored
+	stops, err := endOfGeneration(g, model, tokens)
+	if err != nil {
+		return nil, err
+	}
 	var tok *Tokenizer
 	switch model {
 	case "llama":
@@ -534,37 +540,13 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 		return nil, fmt.Errorf("GGUF tokenizer.ggml.model is %q; the builtin engine reads \"llama\" (sentencepiece) and \"gpt2\" (BPE) vocabularies", untrusted.Line(model))
 	}
 	tok.userTokens = user
-	// A generation ends at any of the file's end tokens, as llama.cpp's
-	// end-of-generation set: its EOS, EOT and EOM, and the tokens it
-	// recognizes by their text (Gemma's <end_of_turn>, ChatML's
-	// <|im_end|>); not at BOS, as llama2.c's rule would.
-	tok.stops = nil
-	if model == "llama" {
-		tok.stops = []int{tokenEOS}
-	}
-	for _, key := range []string{"bos", "eos", "eot", "eom"} {
-		id, ok := g.metaInt("tokenizer.ggml." + key + "_token_id")
-		if !ok {
-			continue
-		}
-		if id < 0 || id >= len(tokens) {
-			return nil, fmt.Errorf("GGUF tokenizer.ggml.%s_token_id is %d, outside the %d-token vocabulary", key, id, len(tokens))
-		}
-		switch {
-		case key == "bos":
-			// whether a prompt starts with it is the pre-tokenizer's
-			// default (llama.cpp's) or the file's add_bos_token
-			tok.bos = id
-		case key == "eos" && model == "llama":
-			tok.stops = []int{id}
-		case !slices.Contains(tok.stops, id):
-			tok.stops = append(tok.stops, id)
-		}
-	}
-	for _, text := range endOfGenerationTexts {
-		if id, ok := tok.ids[text]; ok && !slices.Contains(tok.stops, id) {
-			tok.stops = append(tok.stops, id)
-		}
+	tok.stops = stops
+	if id, ok, err := tokenKey(g, "bos", len(tokens)); err != nil {
+		return nil, err
+	} else if ok {
+		// whether a prompt starts with it is the pre-tokenizer's default
+		// (llama.cpp's) or the file's add_bos_token
+		tok.bos = id
 	}
 	if add, ok := g.Meta["tokenizer.ggml.add_bos_token"].(bool); ok {
 		tok.addBOS = add && tok.bos >= 0
@@ -572,10 +554,91 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 	return tok, nil
 }
 
+// tokenKey reads tokenizer.ggml.NAME_token_id, an id in a vocabulary of
+// n tokens.
+func tokenKey(g *GGUF, name string, n int) (id int, ok bool, err error) {
+	key := "tokenizer.ggml." + name + "_token_id"
+	if id, ok = g.metaInt(key); ok && (id < 0 || id >= n) {
+		return 0, false, fmt.Errorf("GGUF %s is %d, outside the %d-token vocabulary", key, id, n)
+	}
+	return id, ok, nil
+}
+
+// endOfGeneration is llama.cpp's end-of-generation set for a vocabulary
+// of model's kind whose tokens' texts are texts, sorted (its
+// llama-vocab.cpp at d32676d7): the file's EOS (a sentencepiece
+// vocabulary's is 2 unless the file names one), EOT and EOM; its
+// fill-in-the-middle pad, repository and file-separator tokens, named by
+// key or found by text (Qwen's <|fim_pad|>, <|repo_name|>, <|file_sep|>);
+// and every token with one of endOfGenerationTexts, a normal token's too
+// (Qwen's and Gemma's "</s>"). Never BOS, as llama2.c's rule would.
+func endOfGeneration(g *GGUF, model string, texts []string) ([]int, error) {
+	set := map[int]bool{}
+	if model == "llama" {
+		set[tokenEOS] = true
+	}
+	for _, name := range []string{"eos", "eot", "eom"} {
+		id, ok, err := tokenKey(g, name, len(texts))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if name == "eos" {
+				delete(set, tokenEOS)
+			}
+			set[id] = true
+		}
+	}
+	byText := make(map[string]int, len(texts))
+	for id, text := range texts {
+		byText[text] = id // the last of a repeated text, as llama.cpp's map
+	}
+	for name, candidates := range fimEndTexts {
+		id, ok, err := tokenKey(g, name, len(texts))
+		if err != nil {
+			return nil, err
+		}
+		for _, text := range candidates {
+			if ok {
+				break
+			}
+			id, ok = byText[text]
+		}
+		if ok {
+			set[id] = true
+		}
+	}
+	for _, text := range endOfGenerationTexts {
+		if id, ok := byText[text]; ok {
+			set[id] = true
+		}
+	}
+	// llama.cpp's two exceptions: gpt-oss's and Solar Open's <|end|>, and
+	// Gemma 4's </s>, do not end a generation
+	has := func(text string) bool { id, ok := byText[text]; return ok && set[id] }
+	if has("<|end|>") && (has("<|call|>") || has("<|calls|>")) && (has("<|return|>") || has("<|flush|>")) {
+		delete(set, byText["<|end|>"])
+	}
+	if has("<|tool_response>") && has("</s>") {
+		delete(set, byText["</s>"])
+	}
+	return slices.Sorted(maps.Keys(set)), nil
+}
+
+// fimEndTexts are the texts by which llama.cpp finds a vocabulary's
+// fill-in-the-middle tokens that end a generation where the file names
+// none by key, by key.
+var fimEndTexts = map[string][]string{
+	"fim_pad": {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"},
+	"fim_rep": {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"},
+	"fim_sep": {"<|file_sep|>"},
+}
+
 // endOfGenerationTexts are the tokens llama.cpp ends a generation at by
 // their text, whatever the file's keys say.
-var endOfGenerationTexts = []string{"<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-	"<|end_of_text|>", "<EOT>", "<｜end▁of▁sentence｜>"}
+var endOfGenerationTexts = []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>",
+	"<|calls|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+	"<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~["}
 
 // metaStrings reads a metadata array of strings.
 func metaStrings(g *GGUF, key string) ([]string, error) {

@@ -4,7 +4,7 @@
 // usage: ref MODEL STRINGS PROMPTS NGEN CACHE > out.json   (files: one JSON
 // string per line; CACHE f32 or f16, the KV cache's type)
 //        ref VOCAB STRINGS > out.json   (a vocabulary-only GGUF: the
-// strings' ids alone)
+// strings' ids, and the tokens that end a generation)
 //
 // The context runs with the KV cache CACHE names, as the engine keeps its
 // own for the file (f32 for f32 weights, halves for quantized ones), and
@@ -73,7 +73,9 @@ int main(int argc, char **argv) {
         printf("{\"tokenize\":[");
         auto strs = lines(argv[2]);
         for (size_t i = 0; i < strs.size(); i++) { printf(i ? ",\n" : "\n"); ids(tok(v, strs[i])); }
-        printf("]}\n");
+        std::vector<llama_token> eog;
+        for (llama_token t = 0; t < llama_vocab_n_tokens(v); t++) if (llama_vocab_is_eog(v, t)) eog.push_back(t);
+        printf("],\n\"eog\":"); ids(eog); printf("}\n");
         llama_model_free(m);
         return 0;
     }
