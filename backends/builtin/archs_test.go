@@ -481,3 +481,40 @@ func TestEndOfGenerationIsLlamaCppsSet(t *testing.T) {
 		t.Errorf("an id past the vocabulary: %v", err)
 	}
 }
+
+// TestSpecialTokensAsLlamaCppTakesThem: a prompt ends with EOS where the
+// file's add_eos_token says so, and a file that names no BOS or EOS gets
+// llama.cpp's defaults for its kind of vocabulary.
+func TestSpecialTokensAsLlamaCppTakesThem(t *testing.T) {
+	meta := map[string]any{
+		"tokenizer.ggml.model":            "llama",
+		"tokenizer.ggml.tokens":           []any{"<unk>", "<s>", "</s>", "a", "b", "ab"},
+		"tokenizer.ggml.scores":           []any{0.0, 0.0, 0.0, -1.0, -1.0, -0.5},
+		"tokenizer.ggml.add_space_prefix": false,
+		"tokenizer.ggml.add_eos_token":    true,
+	}
+	tok, err := ggufTokenizer(&GGUF{Meta: meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tok.Encode("ab", true); !slices.Equal(got, []int{1, 5, 2}) {
+		t.Errorf("with special tokens: %v, want [1 5 2]", got)
+	}
+	if got := tok.Encode("ab", false); !slices.Equal(got, []int{5}) {
+		t.Errorf("without: %v, want [5]", got)
+	}
+	for _, c := range []struct {
+		model, name string
+		n, want     int
+		ok          bool
+	}{{"gpt2", "bos", 100, 11, true}, {"gpt2", "eos", 100, 11, true}, {"gpt2", "eos", 5, 11, false}, {"llama", "bos", 5, 1, true}, {"llama", "eos", 5, 2, true}} {
+		if id, ok, err := specialToken(&GGUF{Meta: map[string]any{}}, c.model, c.name, c.n); id != c.want || ok != c.ok || err != nil {
+			t.Errorf("%s %s of %d tokens: %d %v %v, want %d %v", c.model, c.name, c.n, id, ok, err, c.want, c.ok)
+		}
+	}
+	meta["tokenizer.ggml.tokens"] = []any{"a", "b"}
+	meta["tokenizer.ggml.scores"] = []any{0.0, 0.0}
+	if _, err := ggufTokenizer(&GGUF{Meta: meta}); err == nil || !strings.Contains(err.Error(), "asks for a token the vocabulary lacks") {
+		t.Errorf("add_eos_token without an EOS: %v", err)
+	}
+}

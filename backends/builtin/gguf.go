@@ -535,23 +535,47 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 			return nil, err
 		}
 		tok = NewTokenizer(tokens, make([]float32, len(tokens)))
-		tok.bpe, tok.bos, tok.addBOS = bpe, -1, bpe.addBOS
+		tok.bpe, tok.addBOS = bpe, bpe.addBOS
 	default:
 		return nil, fmt.Errorf("GGUF tokenizer.ggml.model is %q; the builtin engine reads \"llama\" (sentencepiece) and \"gpt2\" (BPE) vocabularies", untrusted.Line(model))
 	}
 	tok.userTokens = user
 	tok.stops = stops
-	if id, ok, err := tokenKey(g, "bos", len(tokens)); err != nil {
+	// whether a prompt starts with BOS is the pre-tokenizer's default
+	// (llama.cpp's) or the file's add_bos_token; whether it ends with EOS,
+	// add_eos_token
+	bos, hasBOS, err := specialToken(g, model, "bos", len(tokens))
+	if err != nil {
 		return nil, err
-	} else if ok {
-		// whether a prompt starts with it is the pre-tokenizer's default
-		// (llama.cpp's) or the file's add_bos_token
-		tok.bos = id
 	}
+	eos, hasEOS, err := specialToken(g, model, "eos", len(tokens))
+	if err != nil {
+		return nil, err
+	}
+	tok.bos, tok.eos = bos, eos
 	if add, ok := g.Meta["tokenizer.ggml.add_bos_token"].(bool); ok {
-		tok.addBOS = add && tok.bos >= 0
+		tok.addBOS = add
+	}
+	tok.addEOS, _ = g.Meta["tokenizer.ggml.add_eos_token"].(bool)
+	if tok.addBOS && !hasBOS || tok.addEOS && !hasEOS {
+		return nil, errors.New("GGUF tokenizer.ggml.add_bos_token or add_eos_token asks for a token the vocabulary lacks (tokenizer.ggml.bos_token_id, eos_token_id)")
 	}
 	return tok, nil
+}
+
+// specialToken is a vocabulary's BOS or EOS (name "bos" or "eos") as
+// llama.cpp takes it: the file's tokenizer.ggml.NAME_token_id, else its
+// default for model's kind: 1 and 2 for sentencepiece, 11 and 11 for
+// gpt2 (GPT-2's); ok is false where that is outside the n tokens.
+func specialToken(g *GGUF, model, name string, n int) (id int, ok bool, err error) {
+	if id, ok, err = tokenKey(g, name, n); err != nil || ok {
+		return id, ok, err
+	}
+	id = map[string]int{"bos": tokenBOS, "eos": tokenEOS}[name]
+	if model == "gpt2" {
+		id = 11
+	}
+	return id, id < n, nil
 }
 
 // tokenKey reads tokenizer.ggml.NAME_token_id, an id in a vocabulary of
@@ -566,26 +590,26 @@ func tokenKey(g *GGUF, name string, n int) (id int, ok bool, err error) {
 
 // endOfGeneration is llama.cpp's end-of-generation set for a vocabulary
 // of model's kind whose tokens' texts are texts, sorted (its
-// llama-vocab.cpp at d32676d7): the file's EOS (a sentencepiece
-// vocabulary's is 2 unless the file names one), EOT and EOM; its
+// llama-vocab.cpp at d32676d7): its EOS (specialToken), EOT and EOM; its
 // fill-in-the-middle pad, repository and file-separator tokens, named by
 // key or found by text (Qwen's <|fim_pad|>, <|repo_name|>, <|file_sep|>);
 // and every token with one of endOfGenerationTexts, a normal token's too
 // (Qwen's and Gemma's "</s>"). Never BOS, as llama2.c's rule would.
 func endOfGeneration(g *GGUF, model string, texts []string) ([]int, error) {
 	set := map[int]bool{}
-	if model == "llama" {
-		set[tokenEOS] = true
+	eos, ok, err := specialToken(g, model, "eos", len(texts))
+	if err != nil {
+		return nil, err
 	}
-	for _, name := range []string{"eos", "eot", "eom"} {
+	if ok {
+		set[eos] = true
+	}
+	for _, name := range []string{"eot", "eom"} {
 		id, ok, err := tokenKey(g, name, len(texts))
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			if name == "eos" {
-				delete(set, tokenEOS)
-			}
 			set[id] = true
 		}
 	}

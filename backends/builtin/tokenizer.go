@@ -35,6 +35,8 @@ type Tokenizer struct {
 	bpe       *bpeVocab // set for a gpt2 vocabulary
 	bos       int       // prepended to a prompt when addBOS
 	addBOS    bool
+	eos       int // appended to a prompt when addEOS (the file's add_eos_token)
+	addEOS    bool
 	stops     []int // tokens that end a generation
 	// byteIDs are the ids of the byte tokens <0x00>..<0xFF>, which stand
 	// in for text the vocabulary lacks (-1 where a byte has none: the
@@ -142,14 +144,15 @@ func ParseTokenizerBin(b []byte, vocab int) (*Tokenizer, error) {
 	return NewTokenizer(pieces, scores), nil
 }
 
-// Encode turns text into token ids, after BOS when bos is asked and the
-// vocabulary adds one: a gpt2 vocabulary's way (see bpe.go), else
-// llama2.c's: a dummy-prefix space, one token per UTF-8 character (byte
-// tokens for characters the vocabulary lacks), then greedy merges of the
-// adjacent pair whose merged piece scores highest.
-func (t *Tokenizer) Encode(text string, bos bool) []int {
+// Encode turns text into token ids, with the special tokens the
+// vocabulary adds where special is asked (BOS before, EOS after where the
+// file says so): a gpt2 vocabulary's way (see bpe.go), else llama2.c's: a
+// dummy-prefix space, one token per UTF-8 character (byte tokens for
+// characters the vocabulary lacks), then greedy merges of the adjacent
+// pair whose merged piece scores highest.
+func (t *Tokenizer) Encode(text string, special bool) []int {
 	var tokens []int
-	if bos && t.addBOS {
+	if special && t.addBOS {
 		tokens = append(tokens, t.bos)
 	}
 	// As llama.cpp: the user-defined tokens' texts first, each taken
@@ -162,6 +165,9 @@ func (t *Tokenizer) Encode(text string, bos bool) []int {
 			continue
 		}
 		tokens, afterToken = t.encodeText(tokens, f.text, afterToken), false
+	}
+	if special && t.addEOS {
+		tokens = append(tokens, t.eos)
 	}
 	return tokens
 }
