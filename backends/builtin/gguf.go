@@ -649,9 +649,9 @@ func endOfGeneration(g *GGUF, model string, texts []string) ([]int, error) {
 	return slices.Sorted(maps.Keys(set)), nil
 }
 
-// fimEndTexts are the texts by which llama.cpp finds a vocabulary's
-// fill-in-the-middle tokens that end a generation where the file names
-// none by key, by key.
+// fimEndTexts holds, for each fill-in-the-middle token that ends a
+// generation in llama.cpp (tokenizer.ggml.NAME_token_id), the texts by
+// which it finds the token where the file names none.
 var fimEndTexts = map[string][]string{
 	"fim_pad": {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"},
 	"fim_rep": {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"},
