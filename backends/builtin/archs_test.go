@@ -384,9 +384,10 @@ func TestATensorTheEngineDoesNotReadIsRefused(t *testing.T) {
 	}
 }
 
-// TestRealVocabulariesMatchLlamaCpp tokenizes three corpora (the
-// architecture tests' strings, llama.cpp's own tokenizer test inputs, and
-// 1,500 mixed strings) with the real vocabularies of Llama 3.2, Qwen2.5,
+// TestRealVocabulariesMatchLlamaCpp tokenizes four corpora (the
+// architecture tests' strings, llama.cpp's own tokenizer test inputs,
+// 1,500 mixed strings, and 22 of the text llama.cpp recognises tokens by,
+// typed) with the real vocabularies of Llama 3.2, Qwen2.5,
 // Qwen3 and Gemma 3, and holds every string's ids to llama.cpp's, and the
 // tokens that end a generation to llama.cpp's set. The
 // vocabularies (6–8 MB each, vocabulary-only GGUFs) and llama.cpp's ids
@@ -401,6 +402,7 @@ func TestRealVocabulariesMatchLlamaCpp(t *testing.T) {
 		"strings":  filepath.Join("testdata", "archs", "strings.jsonl"),
 		"llamacpp": filepath.Join("testdata", "vocabs", "llamacpp.jsonl"),
 		"mixed":    filepath.Join("testdata", "vocabs", "mixed.jsonl"),
+		"special":  filepath.Join("testdata", "vocabs", "special.jsonl"),
 	}
 	for _, name := range []string{"llama3_2", "qwen2_5", "qwen3", "gemma3"} {
 		t.Run(name, func(t *testing.T) {
@@ -471,12 +473,12 @@ func TestEndOfGenerationIsLlamaCppsSet(t *testing.T) {
 		{"Gemma 4: </s> does not end", "gpt2", []string{"</s>", "<|tool_response>", "w"}, map[string]any{}, []int{1}},
 	}
 	for _, c := range cases {
-		got, err := endOfGeneration(&GGUF{Meta: c.meta}, c.model, c.texts)
+		got, err := recogniseByText(&GGUF{Meta: c.meta}, c.model, c.texts, nil)
 		if err != nil || !slices.Equal(got, c.want) {
 			t.Errorf("%s: %v %v, want %v", c.name, got, err, c.want)
 		}
 	}
-	if _, err := endOfGeneration(&GGUF{Meta: map[string]any{"tokenizer.ggml.eot_token_id": uint64(9)}}, "gpt2", []string{"a"}); err == nil ||
+	if _, err := recogniseByText(&GGUF{Meta: map[string]any{"tokenizer.ggml.eot_token_id": uint64(9)}}, "gpt2", []string{"a"}, nil); err == nil ||
 		!strings.Contains(err.Error(), "tokenizer.ggml.eot_token_id is 9, outside the 1-token vocabulary") {
 		t.Errorf("an id past the vocabulary: %v", err)
 	}
@@ -516,5 +518,43 @@ func TestSpecialTokensAsLlamaCppTakesThem(t *testing.T) {
 	meta["tokenizer.ggml.scores"] = []any{0.0, 0.0}
 	if _, err := ggufTokenizer(&GGUF{Meta: meta}); err == nil || !strings.Contains(err.Error(), "asks for a token the vocabulary lacks") {
 		t.Errorf("add_eos_token without an EOS: %v", err)
+	}
+}
+
+// TestTypedTextAsLlamaCppReadsIt: in a sentencepiece vocabulary a typed ▁
+// is a space, a token stored with a literal space is taken whole from the
+// text but never merged to, and a user-defined token llama.cpp recognises
+// as an end token ("</s>", as in Gemma's vocabulary) is no longer taken
+// whole, and ends a generation.
+func TestTypedTextAsLlamaCppReadsIt(t *testing.T) {
+	const normal, unknown, control, user = int64(1), int64(2), int64(3), int64(4)
+	tokens := []any{"<pad>", "<eos>", "<bos>", "<unk>", "x", "\u2581", "  ", "<", "/", "s", ">", "</s>"}
+	types := []any{control, control, control, unknown, normal, normal, user, normal, normal, normal, normal, user}
+	scores := make([]any, len(tokens))
+	for i := range scores {
+		scores[i] = -float64(i)
+	}
+	tok, err := ggufTokenizer(&GGUF{Meta: map[string]any{
+		"tokenizer.ggml.model": "llama", "tokenizer.ggml.tokens": tokens, "tokenizer.ggml.token_type": types,
+		"tokenizer.ggml.scores": scores, "tokenizer.ggml.add_space_prefix": false, "tokenizer.ggml.bos_token_id": uint64(2),
+		"tokenizer.ggml.eos_token_id": uint64(1),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		text string
+		want []int
+	}{
+		{"\u2581\u2581x", []int{5, 5, 4}}, // typed marks: spaces, and not the stored "  "
+		{"  x", []int{6, 4}},              // two spaces: the user-defined token, whole
+		{"x</s>", []int{4, 7, 8, 9, 10}},  // "</s>" ends generations, so it is text
+	} {
+		if got := tok.Encode(c.text, false); !slices.Equal(got, c.want) {
+			t.Errorf("%q: %v, want %v", c.text, got, c.want)
+		}
+	}
+	if !slices.Equal(tok.stops, []int{1, 11}) {
+		t.Errorf("ends at %v, want [1 11]", tok.stops)
 	}
 }

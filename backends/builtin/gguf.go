@@ -491,6 +491,12 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 			types = append(types, int(n))
 		}
 	}
+	// before the sentencepiece pieces' space marks become spaces:
+	// llama.cpp recognises tokens by the text as stored
+	stops, err := recogniseByText(g, model, tokens, types)
+	if err != nil {
+		return nil, err
+	}
 	var user []userToken
 	for id, typ := range types {
 		if typ == tokenTypeUserDefined && tokens[id] != "" {
@@ -498,12 +504,6 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 		}
 	}
 	slices.SortStableFunc(user, func(a, b userToken) int { return len(b.text) - len(a.text) })
-	// read before the sentencepiece pieces' space marks become spaces:
-	// llama.cpp matches end tokens by the text as stored
-	stops, err := endOfGeneration(g, model, tokens)
-	if err != nil {
-		return nil, err
-	}
 	var tok *Tokenizer
 	switch model {
 	case "llama":
@@ -512,15 +512,28 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 			return nil, fmt.Errorf("GGUF tokenizer.ggml.scores has %d entries for %d tokens; a sentencepiece vocabulary scores every piece", len(scores), len(tokens))
 		}
 		fscores := make([]float32, len(tokens))
+		var spaced []int
 		for i := range tokens {
 			f, ok := scores[i].(float64)
 			if !ok {
 				return nil, fmt.Errorf("GGUF tokenizer.ggml.scores entry %d is not a float", i)
 			}
+			if strings.Contains(tokens[i], " ") {
+				spaced = append(spaced, i)
+			}
 			tokens[i] = strings.ReplaceAll(tokens[i], "\u2581", " ") // sentencepiece's space mark
 			fscores[i] = float32(f)
 		}
 		tok = NewTokenizer(tokens, fscores)
+		tok.spaceMarks = true
+		// llama.cpp writes a prompt's spaces as marks before it merges, so
+		// a token stored with a space (Gemma's user-defined runs of spaces)
+		// is never a merge's result, only taken whole from the text
+		for _, id := range spaced {
+			if tok.ids[tokens[id]] == id {
+				delete(tok.ids, tokens[id])
+			}
+		}
 		if add, ok := g.Meta["tokenizer.ggml.add_space_prefix"].(bool); ok {
 			tok.noSpacePrefix = !add
 		}
@@ -588,14 +601,23 @@ func tokenKey(g *GGUF, name string, n int) (id int, ok bool, err error) {
 	return id, ok, nil
 }
 
-// endOfGeneration is llama.cpp's end-of-generation set for a vocabulary
-// of model's kind whose tokens' texts are texts, sorted (its
-// llama-vocab.cpp at d32676d7): its EOS (specialToken), EOT and EOM; its
-// fill-in-the-middle pad, repository and file-separator tokens, named by
-// key or found by text (Qwen's <|fim_pad|>, <|repo_name|>, <|file_sep|>);
-// and every token with one of endOfGenerationTexts, a normal token's too
-// (Qwen's and Gemma's "</s>"). Never BOS, as llama2.c's rule would.
-func endOfGeneration(g *GGUF, model string, texts []string) ([]int, error) {
+// recogniseByText does what llama.cpp's vocabulary loader does with the
+// tokens it recognises by their text (llama-vocab.cpp at d32676d7), for
+// a vocabulary of model's kind whose tokens' texts are texts. It returns
+// the end-of-generation set, sorted: the EOS (specialToken), EOT and EOM;
+// the fill-in-the-middle pad, repository and file-separator tokens; and
+// every token with one of endOfGenerationTexts, a normal token's too
+// (Qwen's and Gemma's "</s>"); never BOS, as llama2.c's rule would. Where
+// the file names no EOT, EOM or fill-in-the-middle token by key, it finds
+// one by text (recognisedTexts). It re-types in types (the file's token
+// types, or nil) each token it found by text as a control token, which a
+// prompt's text never matches whole: Gemma's user-defined "</s>".
+func recogniseByText(g *GGUF, model string, texts []string, types []int) ([]int, error) {
+	byText := make(map[string]int, len(texts))
+	for id, text := range texts {
+		byText[text] = id // the last of a repeated text, as llama.cpp's map
+	}
+	control := map[int]bool{}
 	set := map[int]bool{}
 	eos, ok, err := specialToken(g, model, "eos", len(texts))
 	if err != nil {
@@ -604,58 +626,74 @@ func endOfGeneration(g *GGUF, model string, texts []string) ([]int, error) {
 	if ok {
 		set[eos] = true
 	}
-	for _, name := range []string{"eot", "eom"} {
-		id, ok, err := tokenKey(g, name, len(texts))
+	for _, r := range recognisedTexts {
+		id, ok, err := tokenKey(g, r.key, len(texts))
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			set[id] = true
-		}
-	}
-	byText := make(map[string]int, len(texts))
-	for id, text := range texts {
-		byText[text] = id // the last of a repeated text, as llama.cpp's map
-	}
-	for name, candidates := range fimEndTexts {
-		id, ok, err := tokenKey(g, name, len(texts))
-		if err != nil {
-			return nil, err
-		}
-		for _, text := range candidates {
-			if ok {
-				break
+		if !ok {
+			// where several of the texts are in the vocabulary, llama.cpp
+			// takes the first its hash map yields; the engine the lowest id
+			for _, text := range r.texts {
+				if found, in := byText[text]; in && (!ok || found < id) {
+					id, ok = found, true
+				}
 			}
-			id, ok = byText[text]
+			if ok {
+				control[id] = true
+			}
 		}
-		if ok {
+		if ok && r.ends {
 			set[id] = true
 		}
 	}
 	for _, text := range endOfGenerationTexts {
 		if id, ok := byText[text]; ok {
-			set[id] = true
+			set[id], control[id] = true, true
 		}
 	}
 	// llama.cpp's two exceptions: gpt-oss's and Solar Open's <|end|>, and
-	// Gemma 4's </s>, do not end a generation
+	// Gemma 4's </s>, end nothing and are no control tokens (it also
+	// re-types gpt-oss's <|channel|> and its kin; the engine refuses that
+	// architecture)
 	has := func(text string) bool { id, ok := byText[text]; return ok && set[id] }
-	if has("<|end|>") && (has("<|call|>") || has("<|calls|>")) && (has("<|return|>") || has("<|flush|>")) {
-		delete(set, byText["<|end|>"])
+	for _, exception := range []struct {
+		text string
+		when bool
+	}{
+		{"<|end|>", has("<|end|>") && (has("<|call|>") || has("<|calls|>")) && (has("<|return|>") || has("<|flush|>"))},
+		{"</s>", has("<|tool_response>") && has("</s>")},
+	} {
+		if exception.when {
+			delete(set, byText[exception.text])
+			delete(control, byText[exception.text])
+		}
 	}
-	if has("<|tool_response>") && has("</s>") {
-		delete(set, byText["</s>"])
+	for id := range control {
+		if id < len(types) {
+			types[id] = tokenTypeControl
+		}
 	}
 	return slices.Sorted(maps.Keys(set)), nil
 }
 
-// fimEndTexts holds, for each fill-in-the-middle token that ends a
-// generation in llama.cpp (tokenizer.ggml.NAME_token_id), the texts by
-// which it finds the token where the file names none.
-var fimEndTexts = map[string][]string{
-	"fim_pad": {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"},
-	"fim_rep": {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"},
-	"fim_sep": {"<|file_sep|>"},
+// recognisedTexts are, for each special token llama.cpp finds by its text
+// where the file names none by key (tokenizer.ggml.KEY_token_id), the
+// texts it looks for, and whether the token ends a generation.
+var recognisedTexts = []struct {
+	key   string
+	texts []string
+	ends  bool
+}{
+	{"eot", []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>",
+		"_<EOT>", "[EOT]", "<｜end▁of▁sentence｜>", "<end_of_utterance>"}, true},
+	{"eom", []string{"<|eom_id|>"}, true},
+	{"fim_pre", []string{"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>"}, false},
+	{"fim_suf", []string{"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>"}, false},
+	{"fim_mid", []string{"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>"}, false},
+	{"fim_pad", []string{"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"}, true},
+	{"fim_rep", []string{"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}, true},
+	{"fim_sep", []string{"<|file_sep|>"}, true},
 }
 
 // endOfGenerationTexts are the tokens llama.cpp ends a generation at by

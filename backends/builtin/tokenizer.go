@@ -46,14 +46,21 @@ type Tokenizer struct {
 	// noSpacePrefix drops sentencepiece's dummy-prefix space
 	// (tokenizer.ggml.add_space_prefix = false, as Gemma's files say).
 	noSpacePrefix bool
+	// spaceMarks reads a ▁ typed in a prompt as a space, as llama.cpp
+	// does (it writes spaces as ▁ before tokenizing): a GGUF sentencepiece
+	// vocabulary's pieces have their marks as spaces.
+	spaceMarks bool
 	// userTokens are the vocabulary's user-defined tokens, longest first:
 	// each is taken whole where its text is in a prompt.
 	userTokens []userToken
 }
 
-// tokenTypeUserDefined is GGUF's token type of a user-defined token
+// GGUF's token types of a control and a user-defined token
 // (tokenizer.ggml.token_type).
-const tokenTypeUserDefined = 4
+const (
+	tokenTypeControl     = 3
+	tokenTypeUserDefined = 4
+)
 
 // userToken is a user-defined token's text, as the file stores it, and id.
 type userToken struct {
@@ -226,6 +233,9 @@ func (t *Tokenizer) encodeText(tokens []int, text string, spacePrefix bool) []in
 			tokens = append(tokens, t.byteToken(text[i]))
 		}
 		return tokens
+	}
+	if t.spaceMarks {
+		text = strings.ReplaceAll(text, "\u2581", " ")
 	}
 	if text != "" && spacePrefix && !t.noSpacePrefix {
 		text = " " + text

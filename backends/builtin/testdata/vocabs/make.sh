@@ -6,7 +6,9 @@
 # @lenml packages (3.7.2) carry them: Llama 3.2's, Qwen2.5's, Qwen3's and
 # Gemma 3's. Each becomes OUT_DIR/NAME.gguf, a vocabulary-only GGUF written
 # as llama.cpp's converter writes it (vocab_gguf.py), and each corpus
-# (../archs/strings.jsonl, llamacpp.jsonl, mixed.jsonl) OUT_DIR/NAME-CORPUS.json,
+# (../archs/strings.jsonl, llamacpp.jsonl, mixed.jsonl, special.jsonl: text
+# llama.cpp recognises tokens by, typed, sentencepiece's space marks, long
+# runs of whitespace) OUT_DIR/NAME-CORPUS.json,
 # llama.cpp's ids for it (../archs/ref.cpp). Where node is installed,
 # OUT_DIR/NAME-hf-CORPUS.json holds Hugging Face's ids too (transformers.js,
 # without special tokens), for comparing llama.cpp with the models' own
@@ -41,7 +43,7 @@ g++ -O2 -std=c++17 "$here/../archs/ref.cpp" -I"$llama/include" -I"$llama/ggml/in
 while read -r name pkg arch pre size; do
 	PYTHONPATH="$llama/gguf-py" "${PYTHON:-python3}" "$here/vocab_gguf.py" \
 		"$tmp/node_modules/@lenml/$pkg/models" "$arch" "$pre" "$size" "$out/$name.gguf" 2>/dev/null
-	for corpus in "$here/../archs/strings.jsonl" "$here/llamacpp.jsonl" "$here/mixed.jsonl"; do
+	for corpus in "$here/../archs/strings.jsonl" "$here/llamacpp.jsonl" "$here/mixed.jsonl" "$here/special.jsonl"; do
 		c=$(basename "$corpus" .jsonl)
 		"$tmp/ref" "$out/$name.gguf" "$corpus" > "$out/$name-$c.json"
 		if command -v node >/dev/null; then
