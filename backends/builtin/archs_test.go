@@ -3,6 +3,7 @@ package builtin
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -388,8 +389,9 @@ func TestATensorTheEngineDoesNotReadIsRefused(t *testing.T) {
 // architecture tests' strings, llama.cpp's own tokenizer test inputs,
 // 1,500 mixed strings, and 22 of the text llama.cpp recognises tokens by,
 // typed) with the real vocabularies of Llama 3.2, Qwen2.5,
-// Qwen3 and Gemma 3, and holds every string's ids to llama.cpp's, and the
-// tokens that end a generation to llama.cpp's set. The
+// Qwen3 and Gemma 3, and holds every string's ids to llama.cpp's, the
+// tokens that end a generation to llama.cpp's set, and every token's text
+// to what llama.cpp prints for it. The
 // vocabularies (6–8 MB each, vocabulary-only GGUFs) and llama.cpp's ids
 // are made by testdata/vocabs/make.sh into the folder
 // $TOKENTOP_VOCAB_FILES; without it, it does nothing.
@@ -444,6 +446,27 @@ func TestRealVocabulariesMatchLlamaCpp(t *testing.T) {
 					t.Errorf("the engine ends a generation at %v, llama.cpp at %v", tok.stops, ref.EOG)
 				}
 			}
+			pieces, err := os.ReadFile(filepath.Join(dir, name+"-pieces.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(string(pieces), "\n"), "\n")
+			if len(lines) != len(tok.Pieces) {
+				t.Fatalf("%s-pieces.txt has %d tokens, the vocabulary %d: remake it (make.sh)", name, len(lines), len(tok.Pieces))
+			}
+			differ := 0
+			for id, line := range lines {
+				want, err := hex.DecodeString(line)
+				if err != nil {
+					t.Fatalf("%s-pieces.txt line %d: %v", name, id+1, err)
+				}
+				if got := tok.Decode(-1, id); got != string(want) {
+					if differ++; differ <= 10 {
+						t.Errorf("token %d prints %q, llama.cpp %q", id, got, want)
+					}
+				}
+			}
+			t.Logf("%d of %d tokens print as llama.cpp prints them", len(lines)-differ, len(lines))
 		})
 	}
 }
@@ -525,7 +548,7 @@ func TestSpecialTokensAsLlamaCppTakesThem(t *testing.T) {
 // is a space, a token stored with a literal space is taken whole from the
 // text but never merged to, and a user-defined token llama.cpp recognises
 // as an end token ("</s>", as in Gemma's vocabulary) is no longer taken
-// whole, and ends a generation.
+// whole, and ends a generation; control and unknown tokens print nothing.
 func TestTypedTextAsLlamaCppReadsIt(t *testing.T) {
 	const normal, unknown, control, user = int64(1), int64(2), int64(3), int64(4)
 	tokens := []any{"<pad>", "<eos>", "<bos>", "<unk>", "x", "\u2581", "  ", "<", "/", "s", ">", "</s>"}
@@ -556,5 +579,11 @@ func TestTypedTextAsLlamaCppReadsIt(t *testing.T) {
 	}
 	if !slices.Equal(tok.stops, []int{1, 11}) {
 		t.Errorf("ends at %v, want [1 11]", tok.stops)
+	}
+	// printed as llama.cpp prints them without special tokens
+	for id, want := range map[int]string{1: "", 3: "", 11: "", 6: "  ", 5: " ", 4: "x"} {
+		if got := tok.Decode(-1, id); got != want {
+			t.Errorf("token %d prints %q, want %q", id, got, want)
+		}
 	}
 }

@@ -18,9 +18,8 @@ import (
 
 // bpeVocab is the BPE half of a Tokenizer.
 type bpeVocab struct {
-	ranks   map[string]int // "left right" → merge rank
-	split   []wordSplitter // applied in order, as llama.cpp applies its expressions
-	control []bool         // token types 3 (control): decode to nothing
+	ranks map[string]int // "left right" → merge rank
+	split []wordSplitter // applied in order, as llama.cpp applies its expressions
 	// wholeWords takes a word that is itself a piece as that piece, merges
 	// or not (llama.cpp's ignore_merges, for Llama 3's vocabulary).
 	wholeWords bool
@@ -69,7 +68,7 @@ var preTokenizers = func() map[string]preTokenizer {
 
 // newBPE builds the BPE state from GGUF metadata: merges ("left right"
 // in rank order) and the pre-tokenizer's name.
-func newBPE(pieces, merges []string, pre string, types []int) (*bpeVocab, error) {
+func newBPE(pieces, merges []string, pre string) (*bpeVocab, error) {
 	kind, ok := preTokenizers[pre]
 	if pre == "" {
 		return nil, errors.New("GGUF has no tokenizer.ggml.pre; a gpt2 vocabulary needs its pre-tokenizer named (llama.cpp's convert script writes it)")
@@ -91,7 +90,7 @@ func newBPE(pieces, merges []string, pre string, types []int) (*bpeVocab, error)
 			return nil, fmt.Errorf("GGUF tokenizer.ggml.tokens lacks the token for byte 0x%02x (%q); a gpt2 vocabulary has all 256", b, string(r))
 		}
 	}
-	v := &bpeVocab{ranks: make(map[string]int, len(merges)), split: kind.split, control: make([]bool, len(pieces)),
+	v := &bpeVocab{ranks: make(map[string]int, len(merges)), split: kind.split,
 		wholeWords: kind.wholeWords, addBOS: kind.addBOS}
 	for i, m := range merges {
 		if strings.Count(m, " ") != 1 {
@@ -100,9 +99,6 @@ func newBPE(pieces, merges []string, pre string, types []int) (*bpeVocab, error)
 		if _, dup := v.ranks[m]; !dup {
 			v.ranks[m] = i
 		}
-	}
-	for i, typ := range types {
-		v.control[i] = typ == 3
 	}
 	return v, nil
 }
@@ -159,10 +155,7 @@ func (v *bpeVocab) merge(symbols []string) []string {
 }
 
 // decode is a piece's bytes.
-func (v *bpeVocab) decode(token int, piece string) string {
-	if v.control[token] {
-		return ""
-	}
+func (v *bpeVocab) decode(piece string) string {
 	out := make([]byte, 0, len(piece))
 	for _, r := range piece {
 		if b, ok := runeBytes[r]; ok {

@@ -525,7 +525,7 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 			fscores[i] = float32(f)
 		}
 		tok = NewTokenizer(tokens, fscores)
-		tok.spaceMarks = true
+		tok.asLlamaCpp = true
 		// llama.cpp writes a prompt's spaces as marks before it merges, so
 		// a token stored with a space (Gemma's user-defined runs of spaces)
 		// is never a merge's result, only taken whole from the text
@@ -543,7 +543,7 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 			return nil, fmt.Errorf("GGUF tokenizer.ggml.merges is missing or not a list of strings (%v); a gpt2 vocabulary needs its merges", err)
 		}
 		pre, _ := g.Meta["tokenizer.ggml.pre"].(string)
-		bpe, err := newBPE(tokens, merges, pre, types)
+		bpe, err := newBPE(tokens, merges, pre)
 		if err != nil {
 			return nil, err
 		}
@@ -552,7 +552,7 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 	default:
 		return nil, fmt.Errorf("GGUF tokenizer.ggml.model is %q; the builtin engine reads \"llama\" (sentencepiece) and \"gpt2\" (BPE) vocabularies", untrusted.Line(model))
 	}
-	tok.userTokens = user
+	tok.userTokens, tok.types = user, types
 	tok.stops = stops
 	// whether a prompt starts with BOS is the pre-tokenizer's default
 	// (llama.cpp's) or the file's add_bos_token; whether it ends with EOS,

