@@ -2,6 +2,8 @@ package builtin
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -65,4 +67,37 @@ func BenchmarkSentencepieceEncode(b *testing.B) {
 	for b.Loop() {
 		m.Tokenizer.Encode(text, true)
 	}
+}
+
+// Any text, valid UTF-8 or not, encodes with the small gemma3 test file's
+// sentencepiece vocabulary (user-defined, control and byte tokens) into
+// valid ids that print back as the text, each typed ▁ as the space it is.
+func FuzzSentencepieceTokenizer(f *testing.F) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "archs", "gemma3-f32.gguf"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	g, err := ParseGGUF(raw)
+	if err != nil {
+		f.Fatal(err)
+	}
+	tok, err := ggufTokenizer(g)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{"Once upon a time", "a <mask> b [multimodal]c", "<end_of_turn>", "\u2581\u2581x \u2581", "東京 🙂\xff\xfe\r\n", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		var back strings.Builder
+		for _, id := range tok.Encode(text, false) {
+			if id < 0 || id >= len(tok.Pieces) {
+				t.Fatalf("id %d", id)
+			}
+			back.WriteString(tok.Decode(-1, id))
+		}
+		if want := strings.ReplaceAll(text, "\u2581", " "); back.String() != want {
+			t.Fatalf("%q comes back as %q", text, back.String())
+		}
+	})
 }
