@@ -335,11 +335,11 @@ func (t *Tokenizer) Stops(token int) bool { return slices.Contains(t.stops, toke
 
 // Decode returns the text of token after prev, as llama2.c prints it: the
 // leading space of the first piece after BOS is dropped, byte tokens
-// become their byte, and control bytes other than whitespace are dropped
-// (but for asLlamaCpp).
-// A GGUF vocabulary's control, unknown and unused tokens print nothing
-// and a user-defined one its text, as llama.cpp's token_to_piece prints
-// them without special tokens.
+// become their byte, and control bytes other than whitespace are dropped.
+// A GGUF vocabulary's tokens print as llama.cpp's token_to_piece prints
+// them without special tokens: control, unknown and unused ones print
+// nothing, a user-defined one its text, a byte token its byte whatever it
+// is.
 func (t *Tokenizer) Decode(prev, token int) string {
 	if token < 0 || token >= len(t.Pieces) {
 		return ""
