@@ -491,8 +491,7 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 			types = append(types, int(n))
 		}
 	}
-	// before the sentencepiece pieces' space marks become spaces:
-	// llama.cpp recognises tokens by the text as stored
+	// before the user-defined tokens are chosen: it re-types some
 	stops, err := recogniseByText(g, model, tokens, types)
 	if err != nil {
 		return nil, err
@@ -512,28 +511,15 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 			return nil, fmt.Errorf("GGUF tokenizer.ggml.scores has %d entries for %d tokens; a sentencepiece vocabulary scores every piece", len(scores), len(tokens))
 		}
 		fscores := make([]float32, len(tokens))
-		var spaced []int
 		for i := range tokens {
 			f, ok := scores[i].(float64)
 			if !ok {
 				return nil, fmt.Errorf("GGUF tokenizer.ggml.scores entry %d is not a float", i)
 			}
-			if strings.Contains(tokens[i], " ") {
-				spaced = append(spaced, i)
-			}
-			tokens[i] = strings.ReplaceAll(tokens[i], "\u2581", " ") // sentencepiece's space mark
 			fscores[i] = float32(f)
 		}
 		tok = NewTokenizer(tokens, fscores)
 		tok.asLlamaCpp = true
-		// llama.cpp writes a prompt's spaces as marks before it merges, so
-		// a token stored with a space (Gemma's user-defined runs of spaces)
-		// is never a merge's result, only taken whole from the text
-		for _, id := range spaced {
-			if tok.ids[tokens[id]] == id {
-				delete(tok.ids, tokens[id])
-			}
-		}
 		if add, ok := g.Meta["tokenizer.ggml.add_space_prefix"].(bool); ok {
 			tok.noSpacePrefix = !add
 		}

@@ -47,9 +47,11 @@ type Tokenizer struct {
 	// (tokenizer.ggml.add_space_prefix = false, as Gemma's files say).
 	noSpacePrefix bool
 	// asLlamaCpp marks a GGUF sentencepiece vocabulary, read as llama.cpp
-	// reads it where llama2.c differs: a ▁ typed in a prompt is a space
-	// (llama.cpp writes spaces as ▁ before it merges; the pieces here have
-	// their marks as spaces), and every byte token prints its byte.
+	// reads it where llama2.c differs: its pieces write a space as ▁, as
+	// stored, so a prompt's spaces are written so before merging (a typed
+	// ▁ is a space, and a token stored with a space, Gemma's runs of them,
+	// is only ever taken whole) and a normal piece's marks print as
+	// spaces; and every byte token prints its byte.
 	asLlamaCpp bool
 	// userTokens are the vocabulary's user-defined tokens, longest first:
 	// each is taken whole where its text is in a prompt.
@@ -239,11 +241,11 @@ func (t *Tokenizer) encodeText(tokens []int, text string, spacePrefix bool) []in
 		}
 		return tokens
 	}
-	if t.asLlamaCpp {
-		text = strings.ReplaceAll(text, "\u2581", " ")
-	}
 	if text != "" && spacePrefix && !t.noSpacePrefix {
 		text = " " + text
+	}
+	if t.asLlamaCpp {
+		text = strings.ReplaceAll(text, " ", "\u2581")
 	}
 	// As llama.cpp's sentencepiece tokenizer: each UTF-8 character is a
 	// symbol, the adjacent pair whose joined text is the best-scoring
@@ -356,6 +358,9 @@ func (t *Tokenizer) Decode(prev, token int) string {
 		return t.bpe.decode(t.Pieces[token])
 	}
 	piece := t.Pieces[token]
+	if t.asLlamaCpp {
+		piece = strings.ReplaceAll(piece, "\u2581", " ")
+	}
 	if prev == t.bos && !t.noSpacePrefix && strings.HasPrefix(piece, " ") { // the dummy prefix's space
 		piece = piece[1:]
 	}
