@@ -408,18 +408,7 @@ func TestRealVocabulariesMatchLlamaCpp(t *testing.T) {
 	}
 	for _, name := range []string{"llama3_2", "qwen2_5", "qwen3", "gemma3"} {
 		t.Run(name, func(t *testing.T) {
-			raw, err := os.ReadFile(filepath.Join(dir, name+".gguf"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := ParseGGUF(raw)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tok, err := ggufTokenizer(g)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tok := tokenizerOfFile(t, filepath.Join(dir, name+".gguf"))
 			for corpus, path := range corpora {
 				strs := readJSONLines(t, path)
 				var ref archReference
@@ -469,6 +458,25 @@ func TestRealVocabulariesMatchLlamaCpp(t *testing.T) {
 			t.Logf("%d of %d tokens print as llama.cpp prints them", len(lines)-differ, len(lines))
 		})
 	}
+}
+
+// tokenizerOfFile is the tokenizer of the GGUF file at path (a vocabulary
+// alone will do).
+func tokenizerOfFile(tb testing.TB, path string) *Tokenizer {
+	tb.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g, err := ParseGGUF(raw)
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	tok, err := ggufTokenizer(g)
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	return tok
 }
 
 // TestEndOfGenerationIsLlamaCppsSet checks the end-of-generation rules

@@ -599,9 +599,11 @@ func tokenKey(g *GGUF, name string, n int) (id int, ok bool, err error) {
 // types, or nil) each token it found by text as a control token, which a
 // prompt's text never matches whole: Gemma's user-defined "</s>".
 func recogniseByText(g *GGUF, model string, texts []string, types []int) ([]int, error) {
-	byText := make(map[string]int, len(texts))
+	byText := make(map[string]int, len(recognisable))
 	for id, text := range texts {
-		byText[text] = id // the last of a repeated text, as llama.cpp's map
+		if recognisable[text] {
+			byText[text] = id // the last of a repeated text, as llama.cpp's map
+		}
 	}
 	control := map[int]bool{}
 	set := map[int]bool{}
@@ -681,6 +683,20 @@ var recognisedTexts = []struct {
 	{"fim_rep", []string{"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}, true},
 	{"fim_sep", []string{"<|file_sep|>"}, true},
 }
+
+// recognisable is every text recogniseByText looks for.
+var recognisable = func() map[string]bool {
+	texts := map[string]bool{}
+	for _, r := range recognisedTexts {
+		for _, text := range r.texts {
+			texts[text] = true
+		}
+	}
+	for _, text := range endOfGenerationTexts {
+		texts[text] = true
+	}
+	return texts
+}()
 
 // endOfGenerationTexts are the tokens llama.cpp ends a generation at by
 // their text, whatever the file's keys say.

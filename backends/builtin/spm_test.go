@@ -2,7 +2,6 @@ package builtin
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -73,18 +72,7 @@ func BenchmarkSentencepieceEncode(b *testing.B) {
 // sentencepiece vocabulary (user-defined, control and byte tokens) into
 // valid ids that print back as the text, each typed ▁ as the space it is.
 func FuzzSentencepieceTokenizer(f *testing.F) {
-	raw, err := os.ReadFile(filepath.Join("testdata", "archs", "gemma3-f32.gguf"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	g, err := ParseGGUF(raw)
-	if err != nil {
-		f.Fatal(err)
-	}
-	tok, err := ggufTokenizer(g)
-	if err != nil {
-		f.Fatal(err)
-	}
+	tok := tokenizerOfFile(f, filepath.Join("testdata", "archs", "gemma3-f32.gguf"))
 	for _, s := range []string{"Once upon a time", "a <mask> b [multimodal]c", "<end_of_turn>", "\u2581\u2581x \u2581", "東京 🙂\xff\xfe\r\n", ""} {
 		f.Add(s)
 	}
