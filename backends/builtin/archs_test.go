@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -592,6 +593,40 @@ func TestTypedTextAsLlamaCppReadsIt(t *testing.T) {
 	for id, want := range map[int]string{1: "", 3: "", 11: "", 6: "  ", 5: " ", 4: "x"} {
 		if got := tok.Decode(-1, id); got != want {
 			t.Errorf("token %d prints %q, want %q", id, got, want)
+		}
+	}
+}
+
+// TestTokenTextsAsLlamaCppLoadsThem: an empty token text is named
+// "[EMPTY_id]", as llama.cpp's loader names it, in both kinds of
+// vocabulary; a text given to two tokens is refused by name and ids, as
+// llama.cpp stops on it.
+func TestTokenTextsAsLlamaCppLoadsThem(t *testing.T) {
+	bytes := make([]any, 0, 256)
+	for _, r := range byteRunes {
+		bytes = append(bytes, string(r))
+	}
+	vocabularies := map[string]map[string]any{
+		"llama": {"tokenizer.ggml.model": "llama", "tokenizer.ggml.tokens": []any{"<unk>", "<s>", "</s>", "", "a", "b"},
+			"tokenizer.ggml.scores": []any{0.0, 0.0, 0.0, 0.0, -1.0, -1.0}},
+		"gpt2": {"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.tokens": append(slices.Clone(bytes), "", "ab"),
+			"tokenizer.ggml.merges": []any{"a b"}, "tokenizer.ggml.pre": "llama-bpe"},
+	}
+	for model, meta := range vocabularies {
+		tokens := meta["tokenizer.ggml.tokens"].([]any)
+		empty := slices.Index(tokens, any(""))
+		tok, err := ggufTokenizer(&GGUF{Meta: meta})
+		if err != nil {
+			t.Fatalf("%s: %v", model, err)
+		}
+		want := "[EMPTY_" + strconv.Itoa(empty) + "]"
+		if got := tok.Decode(-1, empty); got != want {
+			t.Errorf("%s: the empty token prints %q, want %q", model, got, want)
+		}
+		tokens[len(tokens)-1] = "a"
+		wantErr := fmt.Sprintf(`has "a" as token %d and again as token %d`, slices.Index(tokens, any("a")), len(tokens)-1)
+		if _, err := ggufTokenizer(&GGUF{Meta: meta}); err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("%s: a repeated text: %v, want an error that %s", model, err, wantErr)
 		}
 	}
 }

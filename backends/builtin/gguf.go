@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tokentop/tokentop/backends/untrusted"
@@ -481,6 +482,11 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 	if err != nil || len(tokens) == 0 {
 		return nil, fmt.Errorf("GGUF tokenizer.ggml.tokens is missing or not a list of strings (%v); the engine needs the vocabulary", err)
 	}
+	for id, text := range tokens {
+		if text == "" { // named as llama.cpp's loader names it
+			tokens[id] = "[EMPTY_" + strconv.Itoa(id) + "]"
+		}
+	}
 	// Token types (llama.cpp's): a user-defined token's text is matched
 	// whole in a prompt before the rest is tokenized, as llama.cpp does
 	// without special parsing; its text as the file stores it.
@@ -498,7 +504,7 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 	}
 	var user []userToken
 	for id, typ := range types {
-		if typ == tokenTypeUserDefined && tokens[id] != "" {
+		if typ == tokenTypeUserDefined {
 			user = append(user, userToken{text: tokens[id], id: id})
 		}
 	}
@@ -538,6 +544,9 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 	default:
 		return nil, fmt.Errorf("GGUF tokenizer.ggml.model is %q; the builtin engine reads \"llama\" (sentencepiece) and \"gpt2\" (BPE) vocabularies", untrusted.Line(model))
 	}
+	if len(tok.ids) < len(tokens) {
+		return nil, repeatedToken(tok, tokens)
+	}
 	tok.userTokens, tok.types = user, types
 	tok.stops = stops
 	// whether a prompt starts with BOS is the pre-tokenizer's default
@@ -560,6 +569,18 @@ func ggufTokenizer(g *GGUF) (*Tokenizer, error) {
 		return nil, errors.New("GGUF tokenizer.ggml.add_bos_token or add_eos_token asks for a token the vocabulary lacks (tokenizer.ggml.bos_token_id, eos_token_id)")
 	}
 	return tok, nil
+}
+
+// repeatedToken names the first token whose text an earlier one has (tok
+// indexes each text's first id). llama.cpp's loader stops on such a
+// vocabulary (its text-to-id map would lose one), so the engine refuses it.
+func repeatedToken(tok *Tokenizer, tokens []string) error {
+	for id, text := range tokens {
+		if first := tok.ids[text]; first != id {
+			return fmt.Errorf("GGUF tokenizer.ggml.tokens has %q as token %d and again as token %d; a vocabulary names each token once (llama.cpp refuses this file too)", untrusted.Line(text), first, id)
+		}
+	}
+	return nil
 }
 
 // specialToken is a vocabulary's BOS or EOS (name "bos" or "eos") as

@@ -4,7 +4,9 @@
 # where LLAMA_CPP_DIR is a llama.cpp checkout built with cmake (build/bin
 # holds llama-quantize; build/ has libllama and ggml as static
 # libraries). ref.cpp is compiled against them. PYTHON names a python
-# with numpy (Debian's python3-numpy: PYTHON=/usr/bin/python3).
+# with numpy (Debian's python3-numpy: PYTHON=/usr/bin/python3); a
+# checkout without git history names its commit in LLAMA_CPP_REF
+# (build-ref.sh).
 set -eu
 llama=$1
 here=$(cd "$(dirname "$0")" && pwd)
