@@ -21,25 +21,42 @@ func f32TilesSize(rows, cols int) int {
 	return (tileCount(rows) + f32TileGroup - 1) / f32TileGroup * f32TileGroup * f32TileBytes(cols)
 }
 
-// makeF32Tiles lays an f32 matrix's rows out as tiles taken from mem,
-// handing each run of copiedRun rows to copied (when not nil) once the
-// tiles hold it: a mapped file's pages then go back as the tiles fill,
-// where handed back a matrix at a time, the largest (a vocabulary's
-// classifier, 1 GiB for Llama 3.2's) was resident twice at the peak.
-func makeF32Tiles(m *Matrix, mem *tileMemory, copied func(rows []float32)) []byte {
+// makeF32Tiles lays an f32 matrix's rows (or its halves, widened) out as
+// tiles taken from mem, handing the stored bytes of each run of copiedRun
+// rows to copied (when not nil) once the tiles hold it: a mapped file's
+// pages then go back as the tiles fill, where handed back a matrix at a
+// time, the largest (a vocabulary's classifier, 1 GiB for Llama 3.2's)
+// was resident twice at the peak.
+func makeF32Tiles(m *Matrix, mem *tileMemory, copied func(stored []byte)) []byte {
 	out := mem.take(f32TilesSize(m.Rows, m.Cols))
 	f := unsafe.Slice((*float32)(unsafe.Pointer(&out[0])), len(out)/4)
+	stored, width := bytesOf(m.F32), 4
+	if m.halves != nil {
+		stored, width = m.halves, 2
+	}
+	row32 := make([]float32, m.Cols)
 	for row := range m.Rows {
 		t, r := row/tileRows, row%tileRows
 		tile := f[t*tileRows*m.Cols:]
-		for k, w := range m.F32[row*m.Cols : (row+1)*m.Cols] {
+		values := row32
+		if m.halves != nil {
+			decodeF16(values, m.halves[row*m.Cols*2:])
+		} else {
+			values = m.F32[row*m.Cols : (row+1)*m.Cols]
+		}
+		for k, w := range values {
 			tile[k*tileRows+r] = w
 		}
 		if end := row + 1; copied != nil && (end%copiedRun == 0 || end == m.Rows) {
-			copied(m.F32[(end-1)/copiedRun*copiedRun*m.Cols : end*m.Cols])
+			copied(stored[(end-1)/copiedRun*copiedRun*m.Cols*width : end*m.Cols*width])
 		}
 	}
 	return out
+}
+
+// bytesOf views f's memory as bytes.
+func bytesOf(f []float32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*len(f))
 }
 
 // tileMemory is the one allocation a model's f32 tiles are laid out in,

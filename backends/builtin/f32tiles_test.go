@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -53,8 +54,8 @@ func TestF32TilesHandEachRunBackOnceTiled(t *testing.T) {
 	want := slices.Clone(m.F32)
 	var handed []float32
 	var ends []int
-	tiled := &Matrix{Rows: rows, Cols: cols, tiles: makeF32Tiles(m, nil, func(run []float32) {
-		handed = append(handed, run...)
+	tiled := &Matrix{Rows: rows, Cols: cols, tiles: makeF32Tiles(m, nil, func(run []byte) {
+		handed = append(handed, floatsOf(run)...)
 		ends = append(ends, len(handed)/cols)
 		clear(run)
 	})}
@@ -66,5 +67,34 @@ func TestF32TilesHandEachRunBackOnceTiled(t *testing.T) {
 	}
 	if !slices.Equal(tiled.withRows().F32, want) {
 		t.Error("a run was handed back before the tiles held it")
+	}
+}
+
+// An F16 tensor's halves are widened straight into its tiles, which hold
+// the values the halves stand for, and each run of halves is handed back
+// once tiled, as a mapped file's are.
+func TestF32TilesOfHalves(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 30))
+	rows, cols := copiedRun+9, 5
+	halves := make([]byte, 2*rows*cols)
+	for i := range rows * cols {
+		binary.LittleEndian.PutUint16(halves[2*i:], f32ToF16(rng.Float32()*4-2))
+	}
+	want := make([]float32, rows*cols)
+	decodeF16(want, halves)
+	m := &Matrix{Rows: rows, Cols: cols, halves: slices.Clone(halves)}
+	if !slices.Equal(m.withRows().F32, want) {
+		t.Fatal("the halves widened to rows are not the values they stand for")
+	}
+	var handed []byte
+	tiled := &Matrix{Rows: rows, Cols: cols, tiles: makeF32Tiles(m, nil, func(run []byte) {
+		handed = append(handed, run...)
+		clear(run)
+	})}
+	if !slices.Equal(handed, halves) {
+		t.Error("the runs handed back are not the halves, each once, in order")
+	}
+	if !slices.Equal(tiled.withRows().F32, want) {
+		t.Error("the tiles do not hold the values the halves stand for")
 	}
 }

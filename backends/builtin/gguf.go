@@ -238,8 +238,20 @@ const ggufContextCap = 4096
 
 // LoadGGUF builds a model and its tokenizer from a GGUF file of one of
 // ggufArchitectures, reading each as llama.cpp reads it; anything the
-// engine cannot run is refused, naming the key or tensor.
-func LoadGGUF(b []byte) (*Weights, *Tokenizer, error) { return loadGGUF(b, nil) }
+// engine cannot run is refused, naming the key or tensor. F16 tensors'
+// halves are widened to rows here (Load widens them into tiles instead).
+func LoadGGUF(b []byte) (*Weights, *Tokenizer, error) {
+	w, tok, err := loadGGUF(b, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, m := range w.matrices() {
+		if (*m).halves != nil {
+			*m = (*m).withRows()
+		}
+	}
+	return w, tok, nil
+}
 
 // loadGGUF is LoadGGUF, handing each quantized matrix's bytes to release
 // once the engine holds its own copy of them (tiles, or Q8_0's rows), so
@@ -307,7 +319,7 @@ func loadParsed(g *GGUF, b []byte, release func([]byte)) (*Weights, *Tokenizer, 
 	}
 	d, h, kv, qd, hs := shape.Dim, shape.HiddenDim, shape.KVDim(), shape.QDim(), shape.HeadSize()
 	load := &tensorLoader{g: g, b: b, release: release}
-	if isQuantized(g.Tensors["token_embd.weight"].Type) {
+	if embedType := g.Tensors["token_embd.weight"].Type; isQuantized(embedType) || embedType == ggmlF16 {
 		w.embedRows = load.rows("token_embd.weight", shape.Vocab, d)
 	} else {
 		w.Embedding = load.vector("token_embd.weight", shape.Vocab, d)
@@ -319,10 +331,11 @@ func loadParsed(g *GGUF, b []byte, release func([]byte)) (*Weights, *Tokenizer, 
 	switch {
 	case hasTensor(g, "output.weight"):
 		w.Classifier = load.matrix("output.weight", shape.Vocab, d)
-	case isQuantized(g.Tensors["token_embd.weight"].Type):
-		// Tied and stored quantized (as llama-quantize writes it): the
-		// classifier multiplies as stored; the rows looked up per token
-		// are the f32 embedding above.
+	case w.embedRows != nil:
+		// Tied and stored quantized (as llama-quantize writes it) or as
+		// halves: the classifier multiplies as stored (halves widened into
+		// its tiles); the rows looked up per token are decoded from the
+		// file's.
 		w.Classifier = load.matrix("token_embd.weight", shape.Vocab, d)
 	default:
 		w.Classifier = NewF32(shape.Vocab, d, w.Embedding)
@@ -837,21 +850,22 @@ func (l *tensorLoader) vector(name string, rows, cols int) []float32 {
 		return floatsOf(raw)
 	case ggmlF16:
 		out := make([]float32, n)
-		for i := range out {
-			out[i] = f16ToF32(le16(raw[2*i:]))
-		}
+		decodeF16(out, raw)
 		return out
 	default: // quantized: dequantized through the matrix form
 		return l.matrixOf(t, raw, rows, cols).Dequantize().F32
 	}
 }
 
-// rows reads a quantized rows × cols tensor as a table decoded a row at a
-// time, in place in the file.
+// rows reads a quantized or F16 rows × cols tensor as a table decoded a
+// row at a time, in place in the file.
 func (l *tensorLoader) rows(name string, rows, cols int) *quantRows {
 	t, raw := l.data(name, rows, cols)
 	if raw == nil {
 		return nil
+	}
+	if t.Type == ggmlF16 {
+		return &quantRows{raw: raw, cols: cols, block: cols, blockBytes: 2 * cols, decode: decodeF16}
 	}
 	f := ggmlFormats[t.Type]
 	decode := formats[f].decode
@@ -867,7 +881,10 @@ func (l *tensorLoader) matrix(name string, rows, cols int) *Matrix {
 	if raw == nil {
 		return nil
 	}
-	if !isQuantized(t.Type) {
+	switch {
+	case t.Type == ggmlF16:
+		return &Matrix{Rows: rows, Cols: cols, halves: raw}
+	case !isQuantized(t.Type):
 		return NewF32(rows, cols, l.vector(name, rows, cols))
 	}
 	// Tiles only here, for the matrices that multiply: an embedding read

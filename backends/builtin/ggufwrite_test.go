@@ -46,8 +46,14 @@ func ggufOf(t testing.TB, w *Weights, vocab []metaKV, typeOf func(tensor string)
 		binary.Write(&infos, le, typ)
 		binary.Write(&infos, le, uint64(data.Len()))
 		nTensors++
-		if typ == ggmlF32 {
+		switch typ {
+		case ggmlF32:
 			binary.Write(&data, le, values)
+			return
+		case ggmlF16:
+			for _, v := range values {
+				binary.Write(&data, le, f32ToF16(v))
+			}
 			return
 		}
 		q := quantizeTo(t, typ, NewF32(rows, cols, values))

@@ -79,7 +79,7 @@ func geGLU(hb, hb2 []float32)            { geGLUGeneric(hb, hb2) }
 // loop over the table, for twice IQ4_NL's bytes. Other formats' kernels
 // read their rows as stored (f32 ones too: no tile memory is taken and
 // copied is never called).
-func withTiles(m *Matrix, _ *tileMemory, copied func(rows []float32)) *Matrix {
+func withTiles(m *Matrix, _ *tileMemory, copied func(stored []byte)) *Matrix {
 	if m.format == formatIQ4_NL {
 		m.tiles = iq4NLLevelRows(m).quant
 	}

@@ -107,6 +107,10 @@ type Matrix struct {
 	F32        []float32
 	format     format
 	quant      []byte // the quantized rows; nil for f32
+	// halves are an F16 tensor's rows as the file stores them, an f32
+	// matrix until loading widens them into its tiles (or rows: withRows)
+	// without a float copy of the whole model between.
+	halves []byte
 	// the rows laid out again for a faster kernel, where the build has
 	// one: interleaved for a tile kernel (tiles_simd.go), or IQ4_NL's
 	// levels as Q8_0 rows for the portable one (kernels_portable.go). A

@@ -28,11 +28,11 @@ func TestReleasedPagesReadBackFromTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := unsafe.Slice((*float32)(unsafe.Pointer(&mapped[100])), 1000)
-	part := within(mapped, rows)
+	part := within(mapped, bytesOf(rows))
 	if len(part) != 4000 || &part[0] != &mapped[100] {
 		t.Fatalf("within: %d bytes from offset %d, want 4000 from 100", len(part), uintptr(unsafe.Pointer(&part[0]))-uintptr(unsafe.Pointer(&mapped[0])))
 	}
-	if outside := make([]float32, 10); within(mapped, outside) != nil || within(nil, rows) != nil {
+	if outside := make([]byte, 10); within(mapped, outside) != nil || within(nil, bytesOf(rows)) != nil {
 		t.Error("within found rows outside the mapping")
 	}
 	releasePages(part)
@@ -76,7 +76,7 @@ func TestLoadedModelReadsItsEmbeddingThroughTheFile(t *testing.T) {
 			t.Fatalf("%s: the embedding is not read through the file", name)
 		}
 		for i, v := range w.vectors() {
-			if within(m.mapped, *v) != nil {
+			if within(m.mapped, bytesOf(*v)) != nil {
 				t.Errorf("%s: vector %d is still a view of the mapped file", name, i)
 			}
 		}
@@ -155,4 +155,82 @@ func TestAFileCutWhileLoadedFailsTheGeneration(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "changed") {
 		t.Errorf("after the cut: %v, want an error naming %s and asking whether it changed", err, path)
 	}
+}
+
+// An F16 file runs from its halves: loaded as tokentop loads it, every
+// matrix is widened from the file (into tiles where this build has them)
+// with no halves left and no float copy of the embedding, whose rows are
+// read through the file, and it computes what an f32 file of the same
+// weights (rounded to halves) computes, logit for logit, as it runs and
+// with --dtype q8_0.
+func TestF16FileRunsAsTheSameWeightsInF32(t *testing.T) {
+	// stories260K's shape, whose w2 (172 columns) stays f32 under q8_0
+	shape := Shape{Dim: 64, HiddenDim: 172, Layers: 2, Heads: 8, KVHeads: 4, Vocab: 512, SeqLen: 64}
+	w := Synthetic(shape, 5)
+	for _, v := range append([][]float32{w.Embedding}, matricesF32(w)...) {
+		for i := range v {
+			v[i] = f16ToF32(f32ToF16(v[i]))
+		}
+	}
+	vocab := spmVocab(ByteLevelTokenizer(shape.Vocab))
+	dir := t.TempDir()
+	paths := map[uint32]string{ggmlF16: filepath.Join(dir, "f16.gguf"), ggmlF32: filepath.Join(dir, "f32.gguf")}
+	for typ, path := range paths {
+		if err := os.WriteFile(path, ggufOf(t, w, vocab, every(typ)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prompt := []int{1, 40, 41, 42, 43}
+	for _, dtype := range []string{"", "q8_0"} {
+		half, err := Load(paths[ggmlF16], dtype)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range half.Weights.matrices() {
+			if (*m).halves != nil || (*m).F32 == nil && (*m).tiles == nil && !(*m).Quantized() {
+				t.Fatalf("dtype %q: matrix %d is not widened", dtype, i)
+			}
+		}
+		if rows := half.Weights.embedRows; half.Weights.Embedding != nil || rows == nil || rows.file == nil {
+			t.Fatalf("dtype %q: the F16 embedding is not read through the file", dtype)
+		}
+		full, err := Load(paths[ggmlF32], dtype)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := greedyLogits(half, prompt, 6), greedyLogits(full, prompt, 6)
+		for k := range want {
+			if !slices.Equal(got[k], want[k]) {
+				t.Fatalf("dtype %q step %d: the F16 file's logits differ from the f32 file's", dtype, k)
+			}
+		}
+	}
+}
+
+// matricesF32 are w's matrices' rows (a synthetic model's, which has them).
+func matricesF32(w *Weights) [][]float32 {
+	var out [][]float32
+	for _, m := range w.matrices() {
+		out = append(out, (*m).F32)
+	}
+	return out
+}
+
+// greedyLogits runs prompt on m and then steps greedy tokens, returning
+// every step's logits.
+func greedyLogits(m *Model, prompt []int, steps int) [][]float32 {
+	e := NewEngine(m, 1)
+	defer e.Close()
+	st := NewState(m.Weights)
+	st.sampler.Configure(0, 0, 0, 0, 0)
+	st.prompt, st.pos, st.sample = prompt, 0, true
+	var out [][]float32
+	for k := range steps {
+		var p pass
+		p.add(st)
+		e.forward(&p)
+		out = append(out, slices.Clone(st.logits))
+		st.prompt, st.token, st.pos = nil, st.next, len(prompt)+k
+	}
+	return out
 }

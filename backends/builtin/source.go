@@ -98,7 +98,7 @@ func Load(name, dtype string) (*Model, error) {
 	case "f32":
 		m.Weights.dequantize()
 	}
-	m.Weights.tileF32(func(rows []float32) { m.handBack(within(m.mapped, rows)) })
+	m.Weights.tileF32(func(stored []byte) { m.handBack(within(m.mapped, stored)) })
 	if err := m.leaveMapping(); err != nil {
 		return nil, err
 	}
@@ -206,15 +206,14 @@ func (m *Model) leaveMapping() error {
 	}
 	w := m.Weights
 	for _, v := range w.vectors() {
-		if in := within(m.mapped, *v); in != nil {
+		if in := within(m.mapped, bytesOf(*v)); in != nil {
 			*v = slices.Clone(*v)
 			m.handBack(in)
 		}
 	}
-	if w.Embedding != nil && !w.tied() && within(m.mapped, w.Embedding) != nil {
+	if w.Embedding != nil && !w.tied() && within(m.mapped, bytesOf(w.Embedding)) != nil {
 		d := w.Shape.Dim
-		w.embedRows = &quantRows{raw: unsafe.Slice((*byte)(unsafe.Pointer(&w.Embedding[0])), 4*len(w.Embedding)),
-			cols: d, block: d, blockBytes: 4 * d, decode: decodeF32}
+		w.embedRows = &quantRows{raw: bytesOf(w.Embedding), cols: d, block: d, blockBytes: 4 * d, decode: decodeF32}
 		w.Embedding = nil
 	}
 	if w.embedRows == nil {
@@ -244,16 +243,16 @@ func (w *Weights) vectors() []*[]float32 {
 	return out
 }
 
-// within is the bytes of rows if they lie in mapped, else nil.
-func within(mapped []byte, rows []float32) []byte {
-	if len(mapped) == 0 || len(rows) == 0 {
+// within is part as the bytes of mapped where it lies in them, else nil.
+func within(mapped, part []byte) []byte {
+	if len(mapped) == 0 || len(part) == 0 {
 		return nil
 	}
-	base, p := uintptr(unsafe.Pointer(&mapped[0])), uintptr(unsafe.Pointer(&rows[0]))
-	if p < base || p+4*uintptr(len(rows)) > base+uintptr(len(mapped)) {
+	base, p := uintptr(unsafe.Pointer(&mapped[0])), uintptr(unsafe.Pointer(&part[0]))
+	if p < base || p+uintptr(len(part)) > base+uintptr(len(mapped)) {
 		return nil
 	}
-	return mapped[p-base : p-base+4*uintptr(len(rows))]
+	return mapped[p-base : p-base+uintptr(len(part))]
 }
 
 // handBack hands back the pages of the mapped file around part, a copy
@@ -366,19 +365,28 @@ func (w *Weights) dequantize() {
 
 // tileF32 lays every f32 matrix out as tiles, where this build's kernels
 // read them (withTiles), in one tileMemory, handing each run of rows to
-// copied as soon as the tiles hold it.
-func (w *Weights) tileF32(copied func(rows []float32)) {
+// copied as soon as the tiles hold it (as stored: floats or halves). An
+// F16 tensor's halves are widened into its tiles, or, where this build
+// reads rows, into rows.
+func (w *Weights) tileF32(copied func(stored []byte)) {
 	tied := w.tied()
 	size := 0
 	for _, m := range w.matrices() {
-		if (*m).F32 != nil {
+		if (*m).F32 != nil || (*m).halves != nil {
 			size += f32TilesSize((*m).Rows, (*m).Cols)
 		}
 	}
 	w.tileMemory = &tileMemory{size: size}
 	for _, m := range w.matrices() {
-		if (*m).F32 != nil {
-			*m = withTiles(*m, w.tileMemory, copied)
+		if (*m).F32 == nil && (*m).halves == nil {
+			continue
+		}
+		*m = withTiles(*m, w.tileMemory, copied)
+		if halves := (*m).halves; halves != nil {
+			*m = (*m).withRows()
+			if copied != nil {
+				copied(halves)
+			}
 		}
 	}
 	if tied && !w.tied() { // the classifier's tiles hold the embedding now

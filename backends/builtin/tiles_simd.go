@@ -216,12 +216,12 @@ var (
 // build and CPU have a tile kernel for its format. A Q8_0 or f32 matrix
 // keeps its tiles alone: they are the rows' size, and the kernels read
 // nothing else. An f32 matrix's tiles are taken from mem.
-func withTiles(m *Matrix, mem *tileMemory, copied func(rows []float32)) *Matrix {
+func withTiles(m *Matrix, mem *tileMemory, copied func(stored []byte)) *Matrix {
 	k := tileKernels[m.format]
 	switch {
 	case !haveAVX2:
 	case m.format == formatF32:
-		if m.F32 != nil {
+		if m.F32 != nil || m.halves != nil {
 			m = &Matrix{Rows: m.Rows, Cols: m.Cols, tiles: makeF32Tiles(m, mem, copied)}
 		}
 		f32Wide() // timed at load, not inside a prompt's first product
