@@ -11,47 +11,64 @@ import "unsafe"
 // turns on one thread, scratch). The tiles replace the rows;
 // the count is a multiple of f32TileGroup, the last padded with rows of
 // zeros (and tiles of them), as matMatF32's kernels take tiles in groups.
+// An F16 file's matrices keep their halves in tiles of this layout
+// (f16Tiles: 16 bytes a column), which its kernels widen as they read:
+// a decode step reads half the bytes.
 
 // f32TileBytes is the size of one f32 tile of cols columns.
 func f32TileBytes(cols int) int { return 4 * tileRows * cols }
 
-// f32TilesSize is the size of the tiles of a rows × cols f32 matrix:
-// whole groups of f32TileGroup tiles.
-func f32TilesSize(rows, cols int) int {
-	return (tileCount(rows) + f32TileGroup - 1) / f32TileGroup * f32TileGroup * f32TileBytes(cols)
+// tileBytes is the size of one of m's f32 tiles: of floats, or halves.
+func (m *Matrix) tileBytes() int {
+	if m.f16Tiles {
+		return f32TileBytes(m.Cols) / 2
+	}
+	return f32TileBytes(m.Cols)
 }
 
-// makeF32Tiles lays an f32 matrix's rows (or its halves, widened) out as
-// tiles taken from mem, handing the stored bytes of each run of copiedRun
-// rows to copied (when not nil) once the tiles hold it: a mapped file's
-// pages then go back as the tiles fill, where handed back a matrix at a
-// time, the largest (a vocabulary's classifier, 1 GiB for Llama 3.2's)
-// was resident twice at the peak.
-func makeF32Tiles(m *Matrix, mem *tileMemory, copied func(stored []byte)) []byte {
-	out := mem.take(f32TilesSize(m.Rows, m.Cols))
-	f := unsafe.Slice((*float32)(unsafe.Pointer(&out[0])), len(out)/4)
-	stored, width := bytesOf(m.F32), 4
-	if m.halves != nil {
-		stored, width = m.halves, 2
+// f32TilesSize is the size of the tiles of a rows × cols f32 matrix, of
+// floats or of halves: whole groups of f32TileGroup tiles.
+func f32TilesSize(rows, cols int, halves bool) int {
+	size := (tileCount(rows) + f32TileGroup - 1) / f32TileGroup * f32TileGroup * f32TileBytes(cols)
+	if halves {
+		return size / 2
 	}
-	row32 := make([]float32, m.Cols)
-	for row := range m.Rows {
+	return size
+}
+
+// makeF32Tiles lays an f32 matrix's rows, or an F16 tensor's halves, out
+// as tiles taken from mem (of floats or of halves: the matrix's
+// f16Tiles), handing the stored bytes of each run of copiedRun rows to
+// copied (when not nil) once the tiles hold it: a mapped file's pages
+// then go back as the tiles fill, where handed back a matrix at a time,
+// the largest (a vocabulary's classifier, 1 GiB for Llama 3.2's) was
+// resident twice at the peak.
+func makeF32Tiles(m *Matrix, mem *tileMemory, copied func(stored []byte)) *Matrix {
+	halves := m.halves != nil
+	out := mem.take(f32TilesSize(m.Rows, m.Cols, halves))
+	if halves {
+		layTiles(unsafe.Slice((*uint16)(unsafe.Pointer(&out[0])), len(out)/2),
+			unsafe.Slice((*uint16)(unsafe.Pointer(&m.halves[0])), len(m.halves)/2), m.halves, m.Rows, m.Cols, copied)
+	} else {
+		layTiles(unsafe.Slice((*float32)(unsafe.Pointer(&out[0])), len(out)/4), m.F32, bytesOf(m.F32), m.Rows, m.Cols, copied)
+	}
+	return &Matrix{Rows: m.Rows, Cols: m.Cols, tiles: out, f16Tiles: halves}
+}
+
+// layTiles lays rows (rows × cols values, stored as the bytes stored) out
+// as makeF32Tiles's tiles, handing each run of copiedRun rows to copied.
+func layTiles[V float32 | uint16](tiles, values []V, stored []byte, rows, cols int, copied func(stored []byte)) {
+	size := len(stored) / len(values)
+	for row := range rows {
 		t, r := row/tileRows, row%tileRows
-		tile := f[t*tileRows*m.Cols:]
-		values := row32
-		if m.halves != nil {
-			decodeF16(values, m.halves[row*m.Cols*2:])
-		} else {
-			values = m.F32[row*m.Cols : (row+1)*m.Cols]
-		}
-		for k, w := range values {
+		tile := tiles[t*tileRows*cols:]
+		for k, w := range values[row*cols : (row+1)*cols] {
 			tile[k*tileRows+r] = w
 		}
-		if end := row + 1; copied != nil && (end%copiedRun == 0 || end == m.Rows) {
-			copied(stored[(end-1)/copiedRun*copiedRun*m.Cols*width : end*m.Cols*width])
+		if end := row + 1; copied != nil && (end%copiedRun == 0 || end == rows) {
+			copied(stored[(end-1)/copiedRun*copiedRun*cols*size : end*cols*size])
 		}
 	}
-	return out
 }
 
 // bytesOf views f's memory as bytes.
@@ -110,6 +127,14 @@ func f32RowsOfTiles(m *Matrix) []float32 {
 
 // f32RowInto copies row r of a tiled f32 matrix into x.
 func (m *Matrix) f32RowInto(x []float32, r int) {
+	if m.f16Tiles {
+		h := unsafe.Slice((*uint16)(unsafe.Pointer(&m.tiles[0])), len(m.tiles)/2)
+		tile := h[r/tileRows*tileRows*m.Cols:]
+		for k := range m.Cols {
+			x[k] = f16ToF32(tile[k*tileRows+r%tileRows])
+		}
+		return
+	}
 	f := unsafe.Slice((*float32)(unsafe.Pointer(&m.tiles[0])), len(m.tiles)/4)
 	tile := f[r/tileRows*tileRows*m.Cols:]
 	for k := range m.Cols {

@@ -15,7 +15,7 @@ func TestF32TilesHoldTheRows(t *testing.T) {
 	rows, cols := 19, 13 // three tiles, padded to a whole group
 	tiles := (3 + f32TileGroup - 1) / f32TileGroup * f32TileGroup
 	m := randomMatrix(rng, rows, cols)
-	tiled := &Matrix{Rows: rows, Cols: cols, tiles: makeF32Tiles(m, nil, nil)}
+	tiled := &Matrix{Rows: rows, Cols: cols, tiles: makeF32Tiles(m, nil, nil).tiles}
 	if got, want := len(tiled.tiles), tiles*f32TileBytes(cols); got != want {
 		t.Fatalf("%d bytes of tiles for %d rows, want %d (%d tiles)", got, rows, want, tiles)
 	}
@@ -37,7 +37,7 @@ func TestF32TilesHoldTheRows(t *testing.T) {
 	// Quantized, the tiles give the rows' Q8_0 (--dtype after tiling).
 	m = randomMatrix(rng, 9, 64)
 	want, _ := m.Quantize()
-	got, err := (&Matrix{Rows: 9, Cols: 64, tiles: makeF32Tiles(m, nil, nil)}).Quantize()
+	got, err := (&Matrix{Rows: 9, Cols: 64, tiles: makeF32Tiles(m, nil, nil).tiles}).Quantize()
 	if err != nil || !slices.Equal(got.quant, want.quant) {
 		t.Errorf("tiles quantized: %v, equal to the rows' Q8_0: %v", err, err == nil && slices.Equal(got.quant, want.quant))
 	}
@@ -54,11 +54,11 @@ func TestF32TilesHandEachRunBackOnceTiled(t *testing.T) {
 	want := slices.Clone(m.F32)
 	var handed []float32
 	var ends []int
-	tiled := &Matrix{Rows: rows, Cols: cols, tiles: makeF32Tiles(m, nil, func(run []byte) {
+	tiled := makeF32Tiles(m, nil, func(run []byte) {
 		handed = append(handed, floatsOf(run)...)
 		ends = append(ends, len(handed)/cols)
 		clear(run)
-	})}
+	})
 	if !slices.Equal(handed, want) {
 		t.Fatal("the runs handed back are not the rows, each once, in order")
 	}
@@ -70,9 +70,9 @@ func TestF32TilesHandEachRunBackOnceTiled(t *testing.T) {
 	}
 }
 
-// An F16 tensor's halves are widened straight into its tiles, which hold
-// the values the halves stand for, and each run of halves is handed back
-// once tiled, as a mapped file's are.
+// An F16 tensor's halves are laid out as tiles of halves, which hold the
+// values the halves stand for, and each run of halves is handed back once
+// tiled, as a mapped file's are.
 func TestF32TilesOfHalves(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 30))
 	rows, cols := copiedRun+9, 5
@@ -87,10 +87,13 @@ func TestF32TilesOfHalves(t *testing.T) {
 		t.Fatal("the halves widened to rows are not the values they stand for")
 	}
 	var handed []byte
-	tiled := &Matrix{Rows: rows, Cols: cols, tiles: makeF32Tiles(m, nil, func(run []byte) {
+	tiled := makeF32Tiles(m, nil, func(run []byte) {
 		handed = append(handed, run...)
 		clear(run)
-	})}
+	})
+	if !tiled.f16Tiles || len(tiled.tiles) != f32TilesSize(rows, cols, false)/2 {
+		t.Fatalf("tiles of %d bytes (of halves: %v), want %d of halves", len(tiled.tiles), tiled.f16Tiles, f32TilesSize(rows, cols, false)/2)
+	}
 	if !slices.Equal(handed, halves) {
 		t.Error("the runs handed back are not the halves, each once, in order")
 	}

@@ -175,7 +175,7 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 	}
 	first, end := (lo+tileRows-1)/tileRows, hi/tileRows // the tiles inside
 	if first < end {
-		f32TilesVec(m.f32Tile(first), end-first, m.Cols, unsafe.Pointer(&x[:m.Cols][0]), unsafe.Pointer(&out[first*tileRows : end*tileRows][0]))
+		m.tilesVec(first, end-first, unsafe.Pointer(&x[:m.Cols][0]), unsafe.Pointer(&out[first*tileRows : end*tileRows][0]))
 	}
 	for t := lo / tileRows; t*tileRows < hi; t++ {
 		if t == first && first < end {
@@ -183,7 +183,7 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 			continue
 		}
 		var sums [tileRows]float32
-		f32TilesVec(m.f32Tile(t), 1, m.Cols, unsafe.Pointer(&x[:m.Cols][0]), unsafe.Pointer(&sums))
+		m.tilesVec(t, 1, unsafe.Pointer(&x[:m.Cols][0]), unsafe.Pointer(&sums))
 		a, b := max(lo, t*tileRows), min(hi, (t+1)*tileRows)
 		copy(out[a:b], sums[a-t*tileRows:b-t*tileRows])
 	}
@@ -215,14 +215,7 @@ func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
 			}
 			var sums [6 * 4 * tileRows]float32 // vector j's group sums at j·group
 			for t := lo / tileRows; t*tileRows < hi; t += f32TileGroup {
-				switch {
-				case wide:
-					f32Tiles4x6Z(m.f32Tile(t), f32TileBytes(m.Cols), m.Cols, &x, (*[6][4 * tileRows]float32)(unsafe.Pointer(&sums)))
-				case f32TileGroup == 4:
-					f32Tiles4x6(m.f32Tile(t), f32TileBytes(m.Cols), m.Cols, &x, (*[6][4 * tileRows]float32)(unsafe.Pointer(&sums)))
-				default:
-					f32Tiles2x6(m.f32Tile(t), f32TileBytes(m.Cols), m.Cols, &x, (*[6][2 * tileRows]float32)(unsafe.Pointer(&sums)))
-				}
+				m.tilesX6(t, wide, &x, &sums)
 				a, b := max(lo, t*tileRows), min(hi, t*tileRows+group)
 				for j := range n {
 					row := sums[j*group : (j+1)*group]
@@ -236,9 +229,42 @@ func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
 	}
 }
 
+// tilesVec runs f32TilesVec, or f16TilesVec where m's tiles hold halves,
+// on n of m's tiles from tile first. (Called as a func value, the kernel's
+// arguments would escape, and each product allocate.)
+func (m *Matrix) tilesVec(first, n int, x, out unsafe.Pointer) {
+	if m.f16Tiles {
+		f16TilesVec(m.f32Tile(first), n, m.Cols, x, out)
+	} else {
+		f32TilesVec(m.f32Tile(first), n, m.Cols, x, out)
+	}
+}
+
+// tilesX6 runs matMatF32's kernel for m's tiles (of floats or halves) on
+// the f32TileGroup tiles from tile t against six vectors: four tiles
+// through 512-bit vectors (wide) or 256-bit ones, else two.
+func (m *Matrix) tilesX6(t int, wide bool, x *[6]unsafe.Pointer, sums *[6 * 4 * tileRows]float32) {
+	tile, size := m.f32Tile(t), m.tileBytes()
+	four, two := (*[6][4 * tileRows]float32)(unsafe.Pointer(sums)), (*[6][2 * tileRows]float32)(unsafe.Pointer(sums))
+	switch {
+	case wide && m.f16Tiles:
+		f16Tiles4x6Z(tile, size, m.Cols, x, four)
+	case wide:
+		f32Tiles4x6Z(tile, size, m.Cols, x, four)
+	case f32TileGroup == 4 && m.f16Tiles:
+		f16Tiles4x6(tile, size, m.Cols, x, four)
+	case f32TileGroup == 4:
+		f32Tiles4x6(tile, size, m.Cols, x, four)
+	case m.f16Tiles:
+		f16Tiles2x6(tile, size, m.Cols, x, two)
+	default:
+		f32Tiles2x6(tile, size, m.Cols, x, two)
+	}
+}
+
 // f32Tile is where tile t of a tiled f32 matrix starts.
 func (m *Matrix) f32Tile(t int) unsafe.Pointer {
-	return unsafe.Pointer(&m.tiles[t*f32TileBytes(m.Cols)])
+	return unsafe.Pointer(&m.tiles[t*m.tileBytes()])
 }
 
 //go:noescape
@@ -252,6 +278,22 @@ func f32Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer
 
 //go:noescape
 func f32Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32)
+
+// The same four kernels for tiles of halves (an F16 file's, kept so:
+// f16Tiles), each column widened as it loads; the sums are the f32
+// kernels' on the widened tiles, bit for bit.
+
+//go:noescape
+func f16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
+
+//go:noescape
+func f16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][2 * tileRows]float32)
+
+//go:noescape
+func f16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32)
+
+//go:noescape
+func f16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32)
 
 // f32Wide is whether matMatF32 runs f32Tiles4x6Z (512-bit vectors) rather
 // than f32Tiles4x6, timed once on this core when the first f32 matrix is

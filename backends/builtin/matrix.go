@@ -108,9 +108,12 @@ type Matrix struct {
 	format     format
 	quant      []byte // the quantized rows; nil for f32
 	// halves are an F16 tensor's rows as the file stores them, an f32
-	// matrix until loading widens them into its tiles (or rows: withRows)
-	// without a float copy of the whole model between.
+	// matrix until loading lays them out as its tiles (or widens them
+	// into rows: withRows) without a float copy of the model between.
 	halves []byte
+	// f16Tiles marks an f32 matrix's tiles as holding halves, which its
+	// kernels widen as they read them.
+	f16Tiles bool
 	// the rows laid out again for a faster kernel, where the build has
 	// one: interleaved for a tile kernel (tiles_simd.go), or IQ4_NL's
 	// levels as Q8_0 rows for the portable one (kernels_portable.go). A
@@ -134,8 +137,14 @@ func NewF32(rows, cols int, data []float32) *Matrix {
 // multiply quantized activations.
 func (m *Matrix) Quantized() bool { return m.format != formatF32 }
 
-// DType names the matrix's format.
-func (m *Matrix) DType() string { return m.format.String() }
+// DType names the matrix's format: an F16 file's f32 matrices, kept as
+// halves, are "f16".
+func (m *Matrix) DType() string {
+	if m.halves != nil || m.f16Tiles {
+		return "f16"
+	}
+	return m.format.String()
+}
 
 // rowBytes is the size of one stored row.
 func (m *Matrix) rowBytes() int { return m.format.rowBytes(m.Cols) }

@@ -22,7 +22,7 @@ func TestF32TilesAskForHugePages(t *testing.T) {
 		t.Skip("this kernel keeps no record of MADV_HUGEPAGE (no transparent huge pages, or an emulator such as qemu-user drops the advice)")
 	}
 	m := NewF32(2048, 1024, make([]float32, 2048*1024)) // 8 MiB of tiles
-	tiles := makeF32Tiles(m, nil, nil)
+	tiles := makeF32Tiles(m, nil, nil).tiles
 	flags, err := vmFlags(firstHugePage(tiles))
 	if err != nil {
 		t.Fatal(err)

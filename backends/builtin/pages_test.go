@@ -158,11 +158,11 @@ func TestAFileCutWhileLoadedFailsTheGeneration(t *testing.T) {
 }
 
 // An F16 file runs from its halves: loaded as tokentop loads it, every
-// matrix is widened from the file (into tiles where this build has them)
-// with no halves left and no float copy of the embedding, whose rows are
-// read through the file, and it computes what an f32 file of the same
-// weights (rounded to halves) computes, logit for logit, as it runs and
-// with --dtype q8_0.
+// matrix is laid out from the file as tiles of halves where this build
+// has tiles (else widened into rows), with no float copy of the embedding,
+// whose rows are read through the file; and it computes what an f32 file
+// of the same weights (rounded to halves) computes, logit for logit, as
+// it runs and with --dtype q8_0 or f32.
 func TestF16FileRunsAsTheSameWeightsInF32(t *testing.T) {
 	// stories260K's shape, whose w2 (172 columns) stays f32 under q8_0
 	shape := Shape{Dim: 64, HiddenDim: 172, Layers: 2, Heads: 8, KVHeads: 4, Vocab: 512, SeqLen: 64}
@@ -181,15 +181,22 @@ func TestF16FileRunsAsTheSameWeightsInF32(t *testing.T) {
 		}
 	}
 	prompt := []int{1, 40, 41, 42, 43}
-	for _, dtype := range []string{"", "q8_0"} {
+	formats := map[string]string{"": "f16", "q8_0": "q8_0 ×13, f16 ×2", "f32": "f32"}
+	if f32TileGroup == 1 { // rows, not tiles: the halves widen
+		formats = map[string]string{"": "f32", "q8_0": "q8_0 ×13, f32 ×2", "f32": "f32"}
+	}
+	for dtype, format := range formats {
 		half, err := Load(paths[ggmlF16], dtype)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, m := range half.Weights.matrices() {
 			if (*m).halves != nil || (*m).F32 == nil && (*m).tiles == nil && !(*m).Quantized() {
-				t.Fatalf("dtype %q: matrix %d is not widened", dtype, i)
+				t.Fatalf("dtype %q: matrix %d is not laid out", dtype, i)
 			}
+		}
+		if got := half.Weights.Format(); got != format {
+			t.Errorf("dtype %q: the F16 file runs as %q, want %q", dtype, got, format)
 		}
 		if rows := half.Weights.embedRows; half.Weights.Embedding != nil || rows == nil || rows.file == nil {
 			t.Fatalf("dtype %q: the F16 embedding is not read through the file", dtype)

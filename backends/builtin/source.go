@@ -354,10 +354,11 @@ func Synthetic(shape Shape, seed uint64) *Weights {
 	return w
 }
 
-// dequantize converts every Q8_0 matrix to f32.
+// dequantize converts every quantized matrix to f32, and widens an F16
+// file's halves.
 func (w *Weights) dequantize() {
 	for _, m := range w.matrices() {
-		if (*m).Quantized() {
+		if (*m).Quantized() || (*m).halves != nil {
 			*m = (*m).Dequantize()
 		}
 	}
@@ -366,14 +367,14 @@ func (w *Weights) dequantize() {
 // tileF32 lays every f32 matrix out as tiles, where this build's kernels
 // read them (withTiles), in one tileMemory, handing each run of rows to
 // copied as soon as the tiles hold it (as stored: floats or halves). An
-// F16 tensor's halves are widened into its tiles, or, where this build
-// reads rows, into rows.
+// F16 tensor's halves stay halves in its tiles, or, where this build
+// reads rows, are widened into rows.
 func (w *Weights) tileF32(copied func(stored []byte)) {
 	tied := w.tied()
 	size := 0
 	for _, m := range w.matrices() {
 		if (*m).F32 != nil || (*m).halves != nil {
-			size += f32TilesSize((*m).Rows, (*m).Cols)
+			size += f32TilesSize((*m).Rows, (*m).Cols, (*m).halves != nil)
 		}
 	}
 	w.tileMemory = &tileMemory{size: size}

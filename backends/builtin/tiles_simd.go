@@ -222,7 +222,7 @@ func withTiles(m *Matrix, mem *tileMemory, copied func(stored []byte)) *Matrix {
 	case !haveAVX2:
 	case m.format == formatF32:
 		if m.F32 != nil || m.halves != nil {
-			m = &Matrix{Rows: m.Rows, Cols: m.Cols, tiles: makeF32Tiles(m, mem, copied)}
+			m = makeF32Tiles(m, mem, copied)
 		}
 		f32Wide() // timed at load, not inside a prompt's first product
 	case k == nil:
