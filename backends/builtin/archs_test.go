@@ -67,12 +67,15 @@ func readJSONLines(t *testing.T, path string) []string {
 // large files' billion codes such a flip is all but certain, in Q8_0 too;
 // on a small Q8_0 file it comes in one prompt where the portable kernels
 // sum in their own order (qwen2's second: 0.22), and on the small Q4_K_M
-// files in several, so their bound is the step's.
+// files in several, so their bound is the step's. F16: llama.cpp rounds
+// each product's input to halves, the engine keeps it a float (0.004–0.013
+// measured on the first steps).
 var archFormats = []struct {
 	name                 string
 	logitDiff, firstDiff float64
 }{
 	{"f32", 1e-3, 1e-3},
+	{"f16", 0.05, 0.05},
 	{"q8_0", 2, 1e-4},
 	{"q4_k_m", 2, 2},
 }
@@ -114,7 +117,11 @@ func TestLargeFilesMatchLlamaCpp(t *testing.T) {
 	}
 	for _, arch := range []string{"llama", "qwen2", "qwen3", "gemma3"} {
 		for _, f := range archFormats {
-			name := arch + "-big-" + map[string]string{"f32": "f32", "q8_0": "Q8_0", "q4_k_m": "Q4_K_M"}[f.name]
+			big, made := map[string]string{"f32": "f32", "q8_0": "Q8_0", "q4_k_m": "Q4_K_M"}[f.name]
+			if !made { // make.py's big files come in these three formats
+				continue
+			}
+			name := arch + "-big-" + big
 			t.Run(name, func(t *testing.T) {
 				checkAgainstLlamaCpp(t, filepath.Join(dir, name+".gguf"), filepath.Join(dir, name+".json"), arch, f.logitDiff, f.logitDiff)
 			})
