@@ -11,16 +11,16 @@ import "unsafe"
 // turns on one thread, scratch). The tiles replace the rows;
 // the count is a multiple of f32TileGroup, the last padded with rows of
 // zeros (and tiles of them), as matMatF32's kernels take tiles in groups.
-// An F16 file's matrices keep their halves in tiles of this layout
-// (f16Tiles: 16 bytes a column), which its kernels widen as they read:
-// a decode step reads half the bytes.
+// An F16 or BF16 file's matrices keep their 16-bit floats in tiles of
+// this layout (the matrix's half: 16 bytes a column), which their kernels
+// widen as they read: a decode step reads half the bytes.
 
 // f32TileBytes is the size of one f32 tile of cols columns.
 func f32TileBytes(cols int) int { return 4 * tileRows * cols }
 
 // tileBytes is the size of one of m's f32 tiles: of floats, or halves.
 func (m *Matrix) tileBytes() int {
-	if m.f16Tiles {
+	if m.half != notHalf {
 		return f32TileBytes(m.Cols) / 2
 	}
 	return f32TileBytes(m.Cols)
@@ -36,9 +36,9 @@ func f32TilesSize(rows, cols int, halves bool) int {
 	return size
 }
 
-// makeF32Tiles lays an f32 matrix's rows, or an F16 tensor's halves, out
-// as tiles taken from mem (of floats or of halves: the matrix's
-// f16Tiles), handing the stored bytes of each run of copiedRun rows to
+// makeF32Tiles lays an f32 matrix's rows, or an F16 or BF16 tensor's
+// halves, out as tiles taken from mem (of floats or of halves, as the
+// matrix's half says), handing the stored bytes of each run of copiedRun rows to
 // copied (when not nil) once the tiles hold it: a mapped file's pages
 // then go back as the tiles fill, where handed back a matrix at a time,
 // the largest (a vocabulary's classifier, 1 GiB for Llama 3.2's) was
@@ -52,7 +52,7 @@ func makeF32Tiles(m *Matrix, mem *tileMemory, copied func(stored []byte)) *Matri
 	} else {
 		layTiles(unsafe.Slice((*float32)(unsafe.Pointer(&out[0])), len(out)/4), m.F32, bytesOf(m.F32), m.Rows, m.Cols, copied)
 	}
-	return &Matrix{Rows: m.Rows, Cols: m.Cols, tiles: out, f16Tiles: halves}
+	return &Matrix{Rows: m.Rows, Cols: m.Cols, tiles: out, half: m.half}
 }
 
 // layTiles lays rows (rows × cols values, stored as the bytes stored) out
@@ -127,11 +127,10 @@ func f32RowsOfTiles(m *Matrix) []float32 {
 
 // f32RowInto copies row r of a tiled f32 matrix into x.
 func (m *Matrix) f32RowInto(x []float32, r int) {
-	if m.f16Tiles {
-		h := unsafe.Slice((*uint16)(unsafe.Pointer(&m.tiles[0])), len(m.tiles)/2)
-		tile := h[r/tileRows*tileRows*m.Cols:]
+	if m.half != notHalf {
+		tile := m.tiles[2*(r/tileRows*tileRows*m.Cols):]
 		for k := range m.Cols {
-			x[k] = f16ToF32(tile[k*tileRows+r%tileRows])
+			m.half.widen(x[k:k+1], tile[2*(k*tileRows+r%tileRows):])
 		}
 		return
 	}

@@ -70,34 +70,36 @@ func TestF32TilesHandEachRunBackOnceTiled(t *testing.T) {
 	}
 }
 
-// An F16 tensor's halves are laid out as tiles of halves, which hold the
-// values the halves stand for, and each run of halves is handed back once
-// tiled, as a mapped file's are.
+// An F16 or BF16 tensor's halves are laid out as tiles of halves, which
+// hold the values the halves stand for, and each run of halves is handed
+// back once tiled, as a mapped file's are.
 func TestF32TilesOfHalves(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 30))
 	rows, cols := copiedRun+9, 5
-	halves := make([]byte, 2*rows*cols)
-	for i := range rows * cols {
-		binary.LittleEndian.PutUint16(halves[2*i:], f32ToF16(rng.Float32()*4-2))
-	}
-	want := make([]float32, rows*cols)
-	decodeF16(want, halves)
-	m := &Matrix{Rows: rows, Cols: cols, halves: slices.Clone(halves)}
-	if !slices.Equal(m.withRows().F32, want) {
-		t.Fatal("the halves widened to rows are not the values they stand for")
-	}
-	var handed []byte
-	tiled := makeF32Tiles(m, nil, func(run []byte) {
-		handed = append(handed, run...)
-		clear(run)
-	})
-	if !tiled.f16Tiles || len(tiled.tiles) != f32TilesSize(rows, cols, false)/2 {
-		t.Fatalf("tiles of %d bytes (of halves: %v), want %d of halves", len(tiled.tiles), tiled.f16Tiles, f32TilesSize(rows, cols, false)/2)
-	}
-	if !slices.Equal(handed, halves) {
-		t.Error("the runs handed back are not the halves, each once, in order")
-	}
-	if !slices.Equal(tiled.withRows().F32, want) {
-		t.Error("the tiles do not hold the values the halves stand for")
+	for _, kind := range []halfKind{ieeeHalf, bfloat16} {
+		halves := make([]byte, 2*rows*cols)
+		want := make([]float32, rows*cols)
+		for i := range rows * cols {
+			binary.LittleEndian.PutUint16(halves[2*i:], halfBits(kind, rng.Float32()*4-2))
+		}
+		kind.widen(want, halves)
+		m := &Matrix{Rows: rows, Cols: cols, halves: slices.Clone(halves), half: kind}
+		if !slices.Equal(m.withRows().F32, want) {
+			t.Fatalf("%s: the halves widened to rows are not the values they stand for", kind)
+		}
+		var handed []byte
+		tiled := makeF32Tiles(m, nil, func(run []byte) {
+			handed = append(handed, run...)
+			clear(run)
+		})
+		if tiled.half != kind || len(tiled.tiles) != f32TilesSize(rows, cols, false)/2 {
+			t.Fatalf("%s: tiles of %d bytes of %s, want %d", kind, len(tiled.tiles), tiled.half, f32TilesSize(rows, cols, false)/2)
+		}
+		if !slices.Equal(handed, halves) {
+			t.Errorf("%s: the runs handed back are not the halves, each once, in order", kind)
+		}
+		if !slices.Equal(tiled.withRows().F32, want) {
+			t.Errorf("%s: the tiles do not hold the values the halves stand for", kind)
+		}
 	}
 }

@@ -1870,30 +1870,32 @@ t46z:
 	RET
 
 // The half-tile kernels: f32TilesVec, f32Tiles2x6, f32Tiles4x6 and
-// f32Tiles4x6Z for tiles of halves (an F16 file's weights, laid out as
-// f32 tiles are, eight rows' halves of a column side by side: 16 bytes),
-// each column widened by VCVTPH2PS as it loads. The widening is exact and
-// every sum takes the same multiply-adds in the same order, so each
-// kernel's results are bit for bit its f32 twin's on the widened tiles;
-// a decode step streams half the bytes.
+// f32Tiles4x6Z for tiles of 16-bit floats (an F16 or BF16 file's
+// weights, laid out as f32 tiles are, eight rows' values of a column side
+// by side: 16 bytes), each column widened by WIDEN as it loads: VCVTPH2PS
+// for halves, and for bfloat16s a zero-extension to 32 bits and a shift
+// into a float32's upper half. The widening is exact and every sum takes
+// the same multiply-adds in the same order, so each kernel's results are
+// bit for bit its f32 twin's on the widened tiles; a decode step streams
+// half the bytes. The bodies are macros, expanded once for each WIDEN.
 
 // Two columns of four half tiles (SI, DX, CX, R11) against x (R8), as
 // F32_VEC_PAIR.
-#define F16_VEC_PAIR \
+#define HALF_VEC_PAIR \
 	VBROADCASTSS 0(R8), Y15 \
 	VBROADCASTSS 4(R8), Y14 \
-	VCVTPH2PS 0(SI)(R12*1), Y4 \
-	VCVTPH2PS 0(DX)(R12*1), Y5 \
-	VCVTPH2PS 0(CX)(R12*1), Y6 \
-	VCVTPH2PS 0(R11)(R12*1), Y7 \
+	WIDEN(0(SI)(R12*1), Y4) \
+	WIDEN(0(DX)(R12*1), Y5) \
+	WIDEN(0(CX)(R12*1), Y6) \
+	WIDEN(0(R11)(R12*1), Y7) \
 	VFMADD231PS Y4, Y15, Y0 \
 	VFMADD231PS Y5, Y15, Y1 \
 	VFMADD231PS Y6, Y15, Y2 \
 	VFMADD231PS Y7, Y15, Y3 \
-	VCVTPH2PS 16(SI)(R12*1), Y4 \
-	VCVTPH2PS 16(DX)(R12*1), Y5 \
-	VCVTPH2PS 16(CX)(R12*1), Y6 \
-	VCVTPH2PS 16(R11)(R12*1), Y7 \
+	WIDEN(16(SI)(R12*1), Y4) \
+	WIDEN(16(DX)(R12*1), Y5) \
+	WIDEN(16(CX)(R12*1), Y6) \
+	WIDEN(16(R11)(R12*1), Y7) \
 	VFMADD231PS Y4, Y14, Y0 \
 	VFMADD231PS Y5, Y14, Y1 \
 	VFMADD231PS Y6, Y14, Y2 \
@@ -1901,240 +1903,268 @@ t46z:
 	ADDQ $32, R12 \
 	ADDQ $8, R8
 
+#define WIDEN(M, R) \
+	VCVTPH2PS M, R
+
 // func f16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 //
 // f32TilesVec for half tiles (each 16·cols bytes), with its reads: four
-// tiles' streams, each line asked for once, 2 KiB ahead.
+// tiles' streams, each 64-byte line asked for once (two pairs of columns
+// a step), 2 KiB ahead.
 TEXT ·f16TilesVec(SB), NOSPLIT, $0-40
-	MOVQ tiles+0(FP), SI
-	MOVQ n+8(FP), R9
-	MOVQ cols+16(FP), R10
-	MOVQ out+32(FP), DI
-	MOVQ R10, BX
-	SHLQ $4, BX
-	LEAQ 0(BX)(BX*2), AX
-	MOVQ R10, R13
-	ANDQ $-2, R13
-	SHLQ $4, R13
-	MOVQ R13, R14
-	SUBQ $2048, R14
-	JAE  hvfour
-	XORQ R14, R14
-
-hvfour:
-	CMPQ R9, $4
-	JB   hvone
-	ZERO4(Y0, Y1, Y2, Y3)
-	LEAQ 0(SI)(BX*1), DX
-	LEAQ 0(DX)(BX*1), CX
-	LEAQ 0(CX)(BX*1), R11
-	MOVQ x+24(FP), R8
-	XORQ R12, R12
-	CMPQ R12, R14
-	JAE  hvfournext
-
-hvfourk:
-	PREFETCHNTA 2048(SI)(R12*1)
-	PREFETCHNTA 2048(DX)(R12*1)
-	PREFETCHNTA 2048(CX)(R12*1)
-	PREFETCHNTA 2048(R11)(R12*1)
-	F16_VEC_PAIR
-	F16_VEC_PAIR
-	CMPQ R12, R14
-	JB   hvfourk
-
-hvfournext:
-	CMPQ R12, R13
-	JAE  hvfourodd
-	LEAQ 0(R11)(R12*1), R15
-	PREFETCHNTA 2048(R15)
-	PREFETCHNTA 2048(R15)(BX*1)
-	PREFETCHNTA 2048(R15)(BX*2)
-	PREFETCHNTA 2048(R15)(AX*1)
-	F16_VEC_PAIR
-	JMP  hvfournext
-
-hvfourodd:
-	CMPQ R12, BX
-	JAE  hvfourstore
-	VBROADCASTSS 0(R8), Y15
-	VCVTPH2PS 0(SI)(R12*1), Y4
-	VCVTPH2PS 0(DX)(R12*1), Y5
-	VCVTPH2PS 0(CX)(R12*1), Y6
-	VCVTPH2PS 0(R11)(R12*1), Y7
-	VFMADD231PS Y4, Y15, Y0
-	VFMADD231PS Y5, Y15, Y1
-	VFMADD231PS Y6, Y15, Y2
-	VFMADD231PS Y7, Y15, Y3
-
-hvfourstore:
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	ADDQ $128, DI
-	LEAQ 0(R11)(BX*1), SI
-	SUBQ $4, R9
-	JMP  hvfour
-
-hvone:
-	TESTQ R9, R9
-	JZ   hvend
-	MOVQ x+24(FP), R8
-	VXORPS Y0, Y0, Y0
-	XORQ AX, AX
-	XORQ R12, R12
-
-hvonek:
-	VBROADCASTSS 0(R8)(AX*4), Y15
-	VCVTPH2PS 0(SI)(R12*1), Y4
-	VFMADD231PS Y4, Y15, Y0
-	ADDQ $16, R12
-	INCQ AX
-	CMPQ AX, R10
-	JB   hvonek
-	VMOVUPS Y0, 0(DI)
-	ADDQ $32, DI
-	ADDQ BX, SI
-	DECQ R9
-	JMP  hvone
-
-hvend:
-	VZEROUPPER
+#define HALF_TILES_VEC \
+	MOVQ tiles+0(FP), SI \
+	MOVQ n+8(FP), R9 \
+	MOVQ cols+16(FP), R10 \
+	MOVQ out+32(FP), DI \
+	MOVQ R10, BX \
+	SHLQ $4, BX \
+	LEAQ 0(BX)(BX*2), AX \
+	MOVQ R10, R13 \
+	ANDQ $-2, R13 \
+	SHLQ $4, R13 \
+	MOVQ R13, R14 \
+	SUBQ $2048, R14 \
+	JAE  hvfour \
+	XORQ R14, R14 \
+hvfour: \
+	CMPQ R9, $4 \
+	JB   hvone \
+	ZERO4(Y0, Y1, Y2, Y3) \
+	LEAQ 0(SI)(BX*1), DX \
+	LEAQ 0(DX)(BX*1), CX \
+	LEAQ 0(CX)(BX*1), R11 \
+	MOVQ x+24(FP), R8 \
+	XORQ R12, R12 \
+	CMPQ R12, R14 \
+	JAE  hvfournext \
+hvfourk: \
+	PREFETCHNTA 2048(SI)(R12*1) \
+	PREFETCHNTA 2048(DX)(R12*1) \
+	PREFETCHNTA 2048(CX)(R12*1) \
+	PREFETCHNTA 2048(R11)(R12*1) \
+	HALF_VEC_PAIR \
+	HALF_VEC_PAIR \
+	CMPQ R12, R14 \
+	JB   hvfourk \
+hvfournext: \
+	CMPQ R12, R13 \
+	JAE  hvfourodd \
+	LEAQ 0(R11)(R12*1), R15 \
+	PREFETCHNTA 2048(R15) \
+	PREFETCHNTA 2048(R15)(BX*1) \
+	PREFETCHNTA 2048(R15)(BX*2) \
+	PREFETCHNTA 2048(R15)(AX*1) \
+	HALF_VEC_PAIR \
+	JMP  hvfournext \
+hvfourodd: \
+	CMPQ R12, BX \
+	JAE  hvfourstore \
+	VBROADCASTSS 0(R8), Y15 \
+	WIDEN(0(SI)(R12*1), Y4) \
+	WIDEN(0(DX)(R12*1), Y5) \
+	WIDEN(0(CX)(R12*1), Y6) \
+	WIDEN(0(R11)(R12*1), Y7) \
+	VFMADD231PS Y4, Y15, Y0 \
+	VFMADD231PS Y5, Y15, Y1 \
+	VFMADD231PS Y6, Y15, Y2 \
+	VFMADD231PS Y7, Y15, Y3 \
+hvfourstore: \
+	VMOVUPS Y0, 0(DI) \
+	VMOVUPS Y1, 32(DI) \
+	VMOVUPS Y2, 64(DI) \
+	VMOVUPS Y3, 96(DI) \
+	ADDQ $128, DI \
+	LEAQ 0(R11)(BX*1), SI \
+	SUBQ $4, R9 \
+	JMP  hvfour \
+hvone: \
+	TESTQ R9, R9 \
+	JZ   hvend \
+	MOVQ x+24(FP), R8 \
+	VXORPS Y0, Y0, Y0 \
+	XORQ AX, AX \
+	XORQ R12, R12 \
+hvonek: \
+	VBROADCASTSS 0(R8)(AX*4), Y15 \
+	WIDEN(0(SI)(R12*1), Y4) \
+	VFMADD231PS Y4, Y15, Y0 \
+	ADDQ $16, R12 \
+	INCQ AX \
+	CMPQ AX, R10 \
+	JB   hvonek \
+	VMOVUPS Y0, 0(DI) \
+	ADDQ $32, DI \
+	ADDQ BX, SI \
+	DECQ R9 \
+	JMP  hvone \
+hvend: \
+	VZEROUPPER \
 	RET
+	HALF_TILES_VEC
 
 // func f16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][16]float32)
+//
+// f32Tiles2x6 for half tiles.
 TEXT ·f16Tiles2x6(SB), NOSPLIT, $0-40
-	MOVQ tiles+0(FP), SI
-	MOVQ tileBytes+8(FP), DX
-	ADDQ SI, DX
-	F32_COLS_X6
-	ZERO4(Y0, Y1, Y2, Y3)
-	ZERO4(Y4, Y5, Y6, Y7)
-	ZERO4(Y8, Y9, Y10, Y11)
-	XORQ AX, AX
-	XORQ R12, R12
-
-h6k:
-	VCVTPH2PS 0(SI)(R12*1), Y12
-	VCVTPH2PS 0(DX)(R12*1), Y13
-	F32_TILE_PAIR_X6(Y12, Y13, Y14, Y15, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11)
-	ADDQ $16, R12
-	INCQ AX
-	CMPQ AX, CX
-	JB   h6k
-	MOVQ out+32(FP), DI
-	STORE_Y0_Y11
-	VZEROUPPER
+#define HALF_TILES_2X6 \
+	MOVQ tiles+0(FP), SI \
+	MOVQ tileBytes+8(FP), DX \
+	ADDQ SI, DX \
+	F32_COLS_X6 \
+	ZERO4(Y0, Y1, Y2, Y3) \
+	ZERO4(Y4, Y5, Y6, Y7) \
+	ZERO4(Y8, Y9, Y10, Y11) \
+	XORQ AX, AX \
+	XORQ R12, R12 \
+h6k: \
+	WIDEN(0(SI)(R12*1), Y12) \
+	WIDEN(0(DX)(R12*1), Y13) \
+	F32_TILE_PAIR_X6(Y12, Y13, Y14, Y15, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11) \
+	ADDQ $16, R12 \
+	INCQ AX \
+	CMPQ AX, CX \
+	JB   h6k \
+	MOVQ out+32(FP), DI \
+	STORE_Y0_Y11 \
+	VZEROUPPER \
 	RET
+	HALF_TILES_2X6
 
 // func f16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32)
+//
+// f32Tiles4x6 for half tiles.
 TEXT ·f16Tiles4x6(SB), NOSPLIT, $0-40
-	F32_TILES4_ARGS
-	VPXORD Y0, Y0, Y0
-	VMOVDQA64 Y0, Y1
-	VMOVDQA64 Y0, Y2
-	VMOVDQA64 Y0, Y3
-	VMOVDQA64 Y0, Y4
-	VMOVDQA64 Y0, Y5
-	VMOVDQA64 Y0, Y6
-	VMOVDQA64 Y0, Y7
-	VMOVDQA64 Y0, Y8
-	VMOVDQA64 Y0, Y9
-	VMOVDQA64 Y0, Y10
-	VMOVDQA64 Y0, Y11
-	VMOVDQA64 Y0, Y12
-	VMOVDQA64 Y0, Y13
-	VMOVDQA64 Y0, Y14
-	VMOVDQA64 Y0, Y15
-	VMOVDQA64 Y0, Y16
-	VMOVDQA64 Y0, Y17
-	VMOVDQA64 Y0, Y18
-	VMOVDQA64 Y0, Y19
-	VMOVDQA64 Y0, Y20
-	VMOVDQA64 Y0, Y21
-	VMOVDQA64 Y0, Y22
-	VMOVDQA64 Y0, Y23
-	XORQ AX, AX
-	XORQ R12, R12
-
-h46k:
-	VCVTPH2PS 0(SI)(R12*1), Y24
-	VCVTPH2PS 0(DX)(R12*1), Y25
-	VCVTPH2PS 0(R15)(R12*1), Y26
-	VCVTPH2PS 0(BX)(R12*1), Y27
-	F32_TILE_FOUR(R8, Y28, Y0, Y1, Y2, Y3)
-	F32_TILE_FOUR(R9, Y29, Y4, Y5, Y6, Y7)
-	F32_TILE_FOUR(R10, Y28, Y8, Y9, Y10, Y11)
-	F32_TILE_FOUR(R11, Y29, Y12, Y13, Y14, Y15)
-	F32_TILE_FOUR(R13, Y28, Y16, Y17, Y18, Y19)
-	F32_TILE_FOUR(R14, Y29, Y20, Y21, Y22, Y23)
-	ADDQ $16, R12
-	INCQ AX
-	CMPQ AX, CX
-	JB   h46k
-	MOVQ out+32(FP), DI
-	STORE_Y0_Y11
-	VMOVUPS Y12, 384(DI)
-	VMOVUPS Y13, 416(DI)
-	VMOVUPS Y14, 448(DI)
-	VMOVUPS Y15, 480(DI)
-	VMOVUPS Y16, 512(DI)
-	VMOVUPS Y17, 544(DI)
-	VMOVUPS Y18, 576(DI)
-	VMOVUPS Y19, 608(DI)
-	VMOVUPS Y20, 640(DI)
-	VMOVUPS Y21, 672(DI)
-	VMOVUPS Y22, 704(DI)
-	VMOVUPS Y23, 736(DI)
-	VZEROUPPER
+#define HALF_TILES_4X6 \
+	F32_TILES4_ARGS \
+	VPXORD Y0, Y0, Y0 \
+	VMOVDQA64 Y0, Y1 \
+	VMOVDQA64 Y0, Y2 \
+	VMOVDQA64 Y0, Y3 \
+	VMOVDQA64 Y0, Y4 \
+	VMOVDQA64 Y0, Y5 \
+	VMOVDQA64 Y0, Y6 \
+	VMOVDQA64 Y0, Y7 \
+	VMOVDQA64 Y0, Y8 \
+	VMOVDQA64 Y0, Y9 \
+	VMOVDQA64 Y0, Y10 \
+	VMOVDQA64 Y0, Y11 \
+	VMOVDQA64 Y0, Y12 \
+	VMOVDQA64 Y0, Y13 \
+	VMOVDQA64 Y0, Y14 \
+	VMOVDQA64 Y0, Y15 \
+	VMOVDQA64 Y0, Y16 \
+	VMOVDQA64 Y0, Y17 \
+	VMOVDQA64 Y0, Y18 \
+	VMOVDQA64 Y0, Y19 \
+	VMOVDQA64 Y0, Y20 \
+	VMOVDQA64 Y0, Y21 \
+	VMOVDQA64 Y0, Y22 \
+	VMOVDQA64 Y0, Y23 \
+	XORQ AX, AX \
+	XORQ R12, R12 \
+h46k: \
+	WIDEN(0(SI)(R12*1), Y24) \
+	WIDEN(0(DX)(R12*1), Y25) \
+	WIDEN(0(R15)(R12*1), Y26) \
+	WIDEN(0(BX)(R12*1), Y27) \
+	F32_TILE_FOUR(R8, Y28, Y0, Y1, Y2, Y3) \
+	F32_TILE_FOUR(R9, Y29, Y4, Y5, Y6, Y7) \
+	F32_TILE_FOUR(R10, Y28, Y8, Y9, Y10, Y11) \
+	F32_TILE_FOUR(R11, Y29, Y12, Y13, Y14, Y15) \
+	F32_TILE_FOUR(R13, Y28, Y16, Y17, Y18, Y19) \
+	F32_TILE_FOUR(R14, Y29, Y20, Y21, Y22, Y23) \
+	ADDQ $16, R12 \
+	INCQ AX \
+	CMPQ AX, CX \
+	JB   h46k \
+	MOVQ out+32(FP), DI \
+	STORE_Y0_Y11 \
+	VMOVUPS Y12, 384(DI) \
+	VMOVUPS Y13, 416(DI) \
+	VMOVUPS Y14, 448(DI) \
+	VMOVUPS Y15, 480(DI) \
+	VMOVUPS Y16, 512(DI) \
+	VMOVUPS Y17, 544(DI) \
+	VMOVUPS Y18, 576(DI) \
+	VMOVUPS Y19, 608(DI) \
+	VMOVUPS Y20, 640(DI) \
+	VMOVUPS Y21, 672(DI) \
+	VMOVUPS Y22, 704(DI) \
+	VMOVUPS Y23, 736(DI) \
+	VZEROUPPER \
 	RET
+	HALF_TILES_4X6
 
 // func f16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32)
+//
+// f32Tiles4x6Z for half tiles.
 TEXT ·f16Tiles4x6Z(SB), NOSPLIT, $0-40
-	F32_TILES4_ARGS
-	VPXORD Z0, Z0, Z0
-	VMOVDQA64 Z0, Z1
-	VMOVDQA64 Z0, Z2
-	VMOVDQA64 Z0, Z3
-	VMOVDQA64 Z0, Z4
-	VMOVDQA64 Z0, Z5
-	VMOVDQA64 Z0, Z6
-	VMOVDQA64 Z0, Z7
-	VMOVDQA64 Z0, Z8
-	VMOVDQA64 Z0, Z9
-	VMOVDQA64 Z0, Z10
-	VMOVDQA64 Z0, Z11
-	XORQ AX, AX
-	XORQ R12, R12
-
-h46z:
-	VCVTPH2PS 0(SI)(R12*1), Y24
-	VCVTPH2PS 0(DX)(R12*1), Y26
-	VINSERTF32X8 $1, Y26, Z24, Z24
-	VCVTPH2PS 0(R15)(R12*1), Y25
-	VCVTPH2PS 0(BX)(R12*1), Y27
-	VINSERTF32X8 $1, Y27, Z25, Z25
-	F32_TILE_PAIR_X6(Z24, Z25, Z28, Z29, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
-	ADDQ $16, R12
-	INCQ AX
-	CMPQ AX, CX
-	JB   h46z
-	MOVQ out+32(FP), DI
-	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
-	VZEROUPPER
+#define HALF_TILES_4X6Z \
+	F32_TILES4_ARGS \
+	VPXORD Z0, Z0, Z0 \
+	VMOVDQA64 Z0, Z1 \
+	VMOVDQA64 Z0, Z2 \
+	VMOVDQA64 Z0, Z3 \
+	VMOVDQA64 Z0, Z4 \
+	VMOVDQA64 Z0, Z5 \
+	VMOVDQA64 Z0, Z6 \
+	VMOVDQA64 Z0, Z7 \
+	VMOVDQA64 Z0, Z8 \
+	VMOVDQA64 Z0, Z9 \
+	VMOVDQA64 Z0, Z10 \
+	VMOVDQA64 Z0, Z11 \
+	XORQ AX, AX \
+	XORQ R12, R12 \
+h46z: \
+	WIDEN(0(SI)(R12*1), Y24) \
+	WIDEN(0(DX)(R12*1), Y26) \
+	VINSERTF32X8 $1, Y26, Z24, Z24 \
+	WIDEN(0(R15)(R12*1), Y25) \
+	WIDEN(0(BX)(R12*1), Y27) \
+	VINSERTF32X8 $1, Y27, Z25, Z25 \
+	F32_TILE_PAIR_X6(Z24, Z25, Z28, Z29, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11) \
+	ADDQ $16, R12 \
+	INCQ AX \
+	CMPQ AX, CX \
+	JB   h46z \
+	MOVQ out+32(FP), DI \
+	VMOVUPS Z0, 0(DI) \
+	VMOVUPS Z1, 64(DI) \
+	VMOVUPS Z2, 128(DI) \
+	VMOVUPS Z3, 192(DI) \
+	VMOVUPS Z4, 256(DI) \
+	VMOVUPS Z5, 320(DI) \
+	VMOVUPS Z6, 384(DI) \
+	VMOVUPS Z7, 448(DI) \
+	VMOVUPS Z8, 512(DI) \
+	VMOVUPS Z9, 576(DI) \
+	VMOVUPS Z10, 640(DI) \
+	VMOVUPS Z11, 704(DI) \
+	VZEROUPPER \
 	RET
+	HALF_TILES_4X6Z
+
+#undef WIDEN
+#define WIDEN(M, R) \
+	VPMOVZXWD M, R \
+	VPSLLD $16, R, R
+
+// func bf16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
+TEXT ·bf16TilesVec(SB), NOSPLIT, $0-40
+	HALF_TILES_VEC
+
+// func bf16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][16]float32)
+TEXT ·bf16Tiles2x6(SB), NOSPLIT, $0-40
+	HALF_TILES_2X6
+
+// func bf16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32)
+TEXT ·bf16Tiles4x6(SB), NOSPLIT, $0-40
+	HALF_TILES_4X6
+
+// func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32)
+TEXT ·bf16Tiles4x6Z(SB), NOSPLIT, $0-40
+	HALF_TILES_4X6Z
 
 // The VNNI kernels (AVX512_VNNI with AVX512VL): q4_0Tile1, q4_0Tile3 and
 // q4_0Tile4 with each integer product step one VPDPBUSD (unsigned bytes

@@ -16,10 +16,12 @@ import (
 
 // ggml tensor types the engine reads: every type llama-quantize writes
 // for its Q2_K…Q8_0 presets, and the fallbacks it picks for rows that are
-// not a multiple of 256 wide (IQ4_NL, Q5_0, Q5_1, Q8_0, F16).
+// not a multiple of 256 wide (IQ4_NL, Q5_0, Q5_1, Q8_0, F16), and BF16,
+// which llama.cpp's converter writes for a model trained in it.
 const (
 	ggmlF32    = 0
 	ggmlF16    = 1
+	ggmlBF16   = 30
 	ggmlQ4_0   = 2
 	ggmlQ4_1   = 3
 	ggmlQ5_0   = 6
@@ -51,7 +53,7 @@ var ggmlTypeNames = map[uint32]string{0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 
 // readableTypes lists the types the engine reads, for an error naming one
 // it does not.
 var readableTypes = func() string {
-	names := []string{"F32", "F16"}
+	names := []string{"F32", "F16", "BF16"}
 	for f := formatQ8_0; int(f) < len(formats); f++ {
 		names = append(names, strings.ToUpper(f.String()))
 	}
@@ -319,7 +321,7 @@ func loadParsed(g *GGUF, b []byte, release func([]byte)) (*Weights, *Tokenizer, 
 	}
 	d, h, kv, qd, hs := shape.Dim, shape.HiddenDim, shape.KVDim(), shape.QDim(), shape.HeadSize()
 	load := &tensorLoader{g: g, b: b, release: release}
-	if embedType := g.Tensors["token_embd.weight"].Type; isQuantized(embedType) || embedType == ggmlF16 {
+	if embedType := g.Tensors["token_embd.weight"].Type; isQuantized(embedType) || halfOf(embedType) != notHalf {
 		w.embedRows = load.rows("token_embd.weight", shape.Vocab, d)
 	} else {
 		w.Embedding = load.vector("token_embd.weight", shape.Vocab, d)
@@ -760,6 +762,18 @@ func isQuantized(typ uint32) bool {
 	return ok
 }
 
+// halfOf is the kind of 16-bit float a tensor of ggml type typ holds, or
+// notHalf.
+func halfOf(typ uint32) halfKind {
+	switch typ {
+	case ggmlF16:
+		return ieeeHalf
+	case ggmlBF16:
+		return bfloat16
+	}
+	return notHalf
+}
+
 func hasTensor(g *GGUF, name string) bool {
 	_, ok := g.Tensors[name]
 	return ok
@@ -814,7 +828,7 @@ func (l *tensorLoader) data(name string, rows, cols int) (GGUFTensor, []byte) {
 	switch {
 	case t.Type == ggmlF32:
 		size = n * 4
-	case t.Type == ggmlF16:
+	case halfOf(t.Type) != notHalf:
 		size = n * 2
 	case quantized:
 		if cols%f.block() != 0 {
@@ -848,9 +862,9 @@ func (l *tensorLoader) vector(name string, rows, cols int) []float32 {
 	switch t.Type {
 	case ggmlF32:
 		return floatsOf(raw)
-	case ggmlF16:
+	case ggmlF16, ggmlBF16:
 		out := make([]float32, n)
-		decodeF16(out, raw)
+		halfOf(t.Type).widen(out, raw)
 		return out
 	default: // quantized: dequantized through the matrix form
 		return l.matrixOf(t, raw, rows, cols).Dequantize().F32
@@ -864,8 +878,8 @@ func (l *tensorLoader) rows(name string, rows, cols int) *quantRows {
 	if raw == nil {
 		return nil
 	}
-	if t.Type == ggmlF16 {
-		return &quantRows{raw: raw, cols: cols, block: cols, blockBytes: 2 * cols, decode: decodeF16}
+	if half := halfOf(t.Type); half != notHalf {
+		return &quantRows{raw: raw, cols: cols, block: cols, blockBytes: 2 * cols, decode: half.widen}
 	}
 	f := ggmlFormats[t.Type]
 	decode := formats[f].decode
@@ -882,8 +896,8 @@ func (l *tensorLoader) matrix(name string, rows, cols int) *Matrix {
 		return nil
 	}
 	switch {
-	case t.Type == ggmlF16:
-		return &Matrix{Rows: rows, Cols: cols, halves: raw}
+	case halfOf(t.Type) != notHalf:
+		return &Matrix{Rows: rows, Cols: cols, halves: raw, half: halfOf(t.Type)}
 	case !isQuantized(t.Type):
 		return NewF32(rows, cols, l.vector(name, rows, cols))
 	}

@@ -50,9 +50,9 @@ func ggufOf(t testing.TB, w *Weights, vocab []metaKV, typeOf func(tensor string)
 		case ggmlF32:
 			binary.Write(&data, le, values)
 			return
-		case ggmlF16:
+		case ggmlF16, ggmlBF16:
 			for _, v := range values {
-				binary.Write(&data, le, f32ToF16(v))
+				binary.Write(&data, le, halfBits(halfOf(typ), v))
 			}
 			return
 		}
@@ -160,6 +160,16 @@ func writeMeta(b *bytes.Buffer, kv metaKV) {
 // spmVocab is tok's sentencepiece metadata.
 func spmVocab(tok *Tokenizer) []metaKV {
 	return []metaKV{{"tokenizer.ggml.model", "llama"}, {"tokenizer.ggml.tokens", tok.Pieces}, {"tokenizer.ggml.scores", tok.Scores}}
+}
+
+// halfBits is f rounded to the nearest 16-bit float of kind h, ties to
+// even, as the file stores it (finite values only).
+func halfBits(h halfKind, f float32) uint16 {
+	if h == ieeeHalf {
+		return f32ToF16(f)
+	}
+	b := math.Float32bits(f)
+	return uint16((b + 0x7fff + b>>16&1) >> 16)
 }
 
 // every gives each matrix the same ggml type.

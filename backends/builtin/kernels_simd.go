@@ -229,13 +229,16 @@ func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
 	}
 }
 
-// tilesVec runs f32TilesVec, or f16TilesVec where m's tiles hold halves,
-// on n of m's tiles from tile first. (Called as a func value, the kernel's
-// arguments would escape, and each product allocate.)
+// tilesVec runs f32TilesVec, or f16TilesVec or bf16TilesVec where m's
+// tiles hold halves, on n of m's tiles from tile first. (Called as a func
+// value, the kernel's arguments would escape, and each product allocate.)
 func (m *Matrix) tilesVec(first, n int, x, out unsafe.Pointer) {
-	if m.f16Tiles {
+	switch m.half {
+	case ieeeHalf:
 		f16TilesVec(m.f32Tile(first), n, m.Cols, x, out)
-	} else {
+	case bfloat16:
+		bf16TilesVec(m.f32Tile(first), n, m.Cols, x, out)
+	default:
 		f32TilesVec(m.f32Tile(first), n, m.Cols, x, out)
 	}
 }
@@ -247,16 +250,22 @@ func (m *Matrix) tilesX6(t int, wide bool, x *[6]unsafe.Pointer, sums *[6 * 4 * 
 	tile, size := m.f32Tile(t), m.tileBytes()
 	four, two := (*[6][4 * tileRows]float32)(unsafe.Pointer(sums)), (*[6][2 * tileRows]float32)(unsafe.Pointer(sums))
 	switch {
-	case wide && m.f16Tiles:
+	case wide && m.half == ieeeHalf:
 		f16Tiles4x6Z(tile, size, m.Cols, x, four)
+	case wide && m.half == bfloat16:
+		bf16Tiles4x6Z(tile, size, m.Cols, x, four)
 	case wide:
 		f32Tiles4x6Z(tile, size, m.Cols, x, four)
-	case f32TileGroup == 4 && m.f16Tiles:
+	case f32TileGroup == 4 && m.half == ieeeHalf:
 		f16Tiles4x6(tile, size, m.Cols, x, four)
+	case f32TileGroup == 4 && m.half == bfloat16:
+		bf16Tiles4x6(tile, size, m.Cols, x, four)
 	case f32TileGroup == 4:
 		f32Tiles4x6(tile, size, m.Cols, x, four)
-	case m.f16Tiles:
+	case m.half == ieeeHalf:
 		f16Tiles2x6(tile, size, m.Cols, x, two)
+	case m.half == bfloat16:
+		bf16Tiles2x6(tile, size, m.Cols, x, two)
 	default:
 		f32Tiles2x6(tile, size, m.Cols, x, two)
 	}
@@ -279,9 +288,9 @@ func f32Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer
 //go:noescape
 func f32Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32)
 
-// The same four kernels for tiles of halves (an F16 file's, kept so:
-// f16Tiles), each column widened as it loads; the sums are the f32
-// kernels' on the widened tiles, bit for bit.
+// The same four kernels for tiles of halves (an F16 file's), and for
+// tiles of bfloat16s (a BF16 file's), each column widened as it loads;
+// the sums are the f32 kernels' on the widened tiles, bit for bit.
 
 //go:noescape
 func f16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
@@ -294,6 +303,18 @@ func f16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer
 
 //go:noescape
 func f16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32)
+
+//go:noescape
+func bf16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
+
+//go:noescape
+func bf16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][2 * tileRows]float32)
+
+//go:noescape
+func bf16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32)
+
+//go:noescape
+func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32)
 
 // f32Wide is whether matMatF32 runs f32Tiles4x6Z (512-bit vectors) rather
 // than f32Tiles4x6, timed once on this core when the first f32 matrix is

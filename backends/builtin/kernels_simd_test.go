@@ -505,54 +505,58 @@ func TestQ6KTileHoldsEveryCode(t *testing.T) {
 	}
 }
 
-// The half-tile kernels give the f32 kernels' sums on the same weights
-// widened, bit for bit: a product alone and batched, at either width, over
-// spans that start and end inside tiles, and each kernel called alone
-// (f16Tiles2x6 runs only on cores without AVX-512's registers).
+// The half-tile kernels, for halves and for bfloat16s, give the f32
+// kernels' sums on the same weights widened, bit for bit: a product alone
+// and batched, at either width, over spans that start and end inside
+// tiles, and the two-tile kernel called alone (it runs only on cores
+// without AVX-512's registers).
 func TestHalfTileKernelsMatchF32BitForBit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 13))
 	chosen := f32Wide
 	defer func() { f32Wide = chosen }()
+	twoTiles := map[halfKind]func(unsafe.Pointer, int, int, *[6]unsafe.Pointer, *[6][2 * tileRows]float32){ieeeHalf: f16Tiles2x6, bfloat16: bf16Tiles2x6}
 	for _, shape := range kernelShapes {
-		rows, cols := shape[0], shape[1]
-		halves := make([]byte, 2*rows*cols)
-		for i := range rows * cols {
-			binary.LittleEndian.PutUint16(halves[2*i:], f32ToF16(rng.Float32()*2-1))
-		}
-		half := withTiles(&Matrix{Rows: rows, Cols: cols, halves: halves}, nil, nil)
-		full := withTiles((&Matrix{Rows: rows, Cols: cols, halves: halves}).withRows(), nil, nil)
-		if !half.f16Tiles || full.f16Tiles || half.DType() != "f16" {
-			t.Fatalf("%d×%d: tiles of halves %v, of floats %v", rows, cols, half.f16Tiles, !full.f16Tiles)
-		}
-		for _, use512 := range []bool{false, true} {
-			f32Wide = func() kernelWidths { return kernelWidths{use512: use512 && f32TileGroup == 4} }
-			for _, n := range []int{1, 2, 6, 7, 13} {
-				xs, got, want := make([][]float32, n), make([][]float32, n), make([][]float32, n)
-				for s := range n {
-					xs[s], got[s], want[s] = randomVec(rng, cols), make([]float32, rows), make([]float32, rows)
-				}
-				lo, hi := rows/3, rows-rows/5
-				matMatF32(got, half, xs, lo, hi)
-				matMatF32(want, full, xs, lo, hi)
-				for s := range n {
-					if !slices.Equal(got[s][lo:hi], want[s][lo:hi]) {
-						t.Fatalf("%d×%d, 512-bit %v, vector %d of %d: halves %v, floats %v", rows, cols, use512, s, n, got[s][lo:min(lo+3, hi)], want[s][lo:min(lo+3, hi)])
+		for _, kind := range []halfKind{ieeeHalf, bfloat16} {
+			rows, cols := shape[0], shape[1]
+			halves := make([]byte, 2*rows*cols)
+			for i := range rows * cols {
+				binary.LittleEndian.PutUint16(halves[2*i:], halfBits(kind, rng.Float32()*2-1))
+			}
+			half := withTiles(&Matrix{Rows: rows, Cols: cols, halves: halves, half: kind}, nil, nil)
+			full := withTiles((&Matrix{Rows: rows, Cols: cols, halves: halves, half: kind}).withRows(), nil, nil)
+			if half.half != kind || half.tiles == nil || full.half != notHalf || half.DType() != kind.String() {
+				t.Fatalf("%d×%d %s: tiles of %s, %s", rows, cols, kind, half.DType(), full.DType())
+			}
+			for _, use512 := range []bool{false, true} {
+				f32Wide = func() kernelWidths { return kernelWidths{use512: use512 && f32TileGroup == 4} }
+				for _, n := range []int{1, 2, 6, 7, 13} {
+					xs, got, want := make([][]float32, n), make([][]float32, n), make([][]float32, n)
+					for s := range n {
+						xs[s], got[s], want[s] = randomVec(rng, cols), make([]float32, rows), make([]float32, rows)
+					}
+					lo, hi := rows/3, rows-rows/5
+					matMatF32(got, half, xs, lo, hi)
+					matMatF32(want, full, xs, lo, hi)
+					for s := range n {
+						if !slices.Equal(got[s][lo:hi], want[s][lo:hi]) {
+							t.Fatalf("%d×%d %s, 512-bit %v, vector %d of %d: halves %v, floats %v", rows, cols, kind, use512, s, n, got[s][lo:min(lo+3, hi)], want[s][lo:min(lo+3, hi)])
+						}
 					}
 				}
 			}
-		}
-		if rows < 2*tileRows {
-			continue
-		}
-		var x [6]unsafe.Pointer
-		for j := range x {
-			x[j] = unsafe.Pointer(&randomVec(rng, cols)[0])
-		}
-		var fromHalves, fromFloats [6][2 * tileRows]float32
-		f16Tiles2x6(half.f32Tile(0), half.tileBytes(), cols, &x, &fromHalves)
-		f32Tiles2x6(full.f32Tile(0), full.tileBytes(), cols, &x, &fromFloats)
-		if fromHalves != fromFloats {
-			t.Fatalf("%d×%d: f16Tiles2x6 %v, f32Tiles2x6 %v", rows, cols, fromHalves[0][:4], fromFloats[0][:4])
+			if rows < 2*tileRows {
+				continue
+			}
+			var x [6]unsafe.Pointer
+			for j := range x {
+				x[j] = unsafe.Pointer(&randomVec(rng, cols)[0])
+			}
+			var fromHalves, fromFloats [6][2 * tileRows]float32
+			twoTiles[kind](half.f32Tile(0), half.tileBytes(), cols, &x, &fromHalves)
+			f32Tiles2x6(full.f32Tile(0), full.tileBytes(), cols, &x, &fromFloats)
+			if fromHalves != fromFloats {
+				t.Fatalf("%d×%d %s: the two-tile kernel %v, f32Tiles2x6 %v", rows, cols, kind, fromHalves[0][:4], fromFloats[0][:4])
+			}
 		}
 	}
 }

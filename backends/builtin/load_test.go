@@ -45,7 +45,7 @@ func TestBadModelFilesFailBeforeAnyTrial(t *testing.T) {
 		{write("cut.gguf", gguf[:len(gguf)-1000]), "cut.gguf: tensor blk.4.ffn_norm.weight runs past the end of the file"},
 		{write("header.gguf", gguf[:100]), "header.gguf: metadata array of 512 elements does not fit in the file (truncated?)"},
 		{write("gpt2.gguf", otherArch), `gpt2.gguf: GGUF general.architecture is "gpt2"; the builtin engine runs gemma3, llama, qwen2, qwen3`},
-		{write("iq2.gguf", retyped(16)), "iq2.gguf: tensor token_embd.weight is IQ2_XXS; the builtin engine reads F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (requantize with llama-quantize, e.g. to Q4_K_M)"},
+		{write("iq2.gguf", retyped(16)), "iq2.gguf: tensor token_embd.weight is IQ2_XXS; the builtin engine reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (requantize with llama-quantize, e.g. to Q4_K_M)"},
 		{write("odd.gguf", retyped(99)), "odd.gguf: tensor token_embd.weight is type 99; the builtin engine reads"},
 		{write("q4k.gguf", retyped(12)), "q4k.gguf: tensor token_embd.weight: Q4_K rows of 64 values, not a multiple of its 256-weight block"},
 		{dir, dir + " is a folder; name the checkpoint in it"},

@@ -3,6 +3,7 @@ package builtin
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"unsafe"
 )
 
@@ -107,13 +108,14 @@ type Matrix struct {
 	F32        []float32
 	format     format
 	quant      []byte // the quantized rows; nil for f32
-	// halves are an F16 tensor's rows as the file stores them, an f32
-	// matrix until loading lays them out as its tiles (or widens them
-	// into rows: withRows) without a float copy of the model between.
+	// halves are an F16 or BF16 tensor's rows as the file stores them,
+	// 16-bit floats of kind half, an f32 matrix until loading lays them
+	// out as its tiles (or widens them into rows: withRows) without a
+	// float copy of the model between.
 	halves []byte
-	// f16Tiles marks an f32 matrix's tiles as holding halves, which its
-	// kernels widen as they read them.
-	f16Tiles bool
+	// half is the kind of 16-bit float that halves, or the tiles, hold
+	// (the kernels widen them as they read); notHalf for floats.
+	half halfKind
 	// the rows laid out again for a faster kernel, where the build has
 	// one: interleaved for a tile kernel (tiles_simd.go), or IQ4_NL's
 	// levels as Q8_0 rows for the portable one (kernels_portable.go). A
@@ -137,13 +139,39 @@ func NewF32(rows, cols int, data []float32) *Matrix {
 // multiply quantized activations.
 func (m *Matrix) Quantized() bool { return m.format != formatF32 }
 
-// DType names the matrix's format: an F16 file's f32 matrices, kept as
-// halves, are "f16".
+// DType names the matrix's format: an F16 or BF16 file's f32 matrices,
+// kept as 16-bit floats, are "f16" or "bf16".
 func (m *Matrix) DType() string {
-	if m.halves != nil || m.f16Tiles {
-		return "f16"
+	if m.half != notHalf {
+		return m.half.String()
 	}
 	return m.format.String()
+}
+
+// halfKind is a kind of 16-bit float an f32 matrix's weights may be kept
+// in, as an F16 or BF16 file stores them.
+type halfKind uint8
+
+const (
+	notHalf  halfKind = iota
+	ieeeHalf          // GGUF F16: IEEE 754 binary16
+	bfloat16          // GGUF BF16: a float32's upper 16 bits
+)
+
+func (h halfKind) String() string { return [...]string{"f32", "f16", "bf16"}[h] }
+
+// widen decodes little-endian 16-bit floats of kind h into out (a table
+// row, one block a row, or any run of them).
+func (h halfKind) widen(out []float32, b []byte) {
+	if h == bfloat16 {
+		for i := range out {
+			out[i] = math.Float32frombits(uint32(le16(b[2*i:])) << 16)
+		}
+		return
+	}
+	for i := range out {
+		out[i] = f16ToF32(le16(b[2*i:]))
+	}
 }
 
 // rowBytes is the size of one stored row.

@@ -255,14 +255,6 @@ func (q *quantRows) readErr() error {
 	return nil
 }
 
-// decodeF16 widens a row of little-endian halves (a table of F16 rows,
-// one block a row, or any run of them).
-func decodeF16(out []float32, b []byte) {
-	for i := range out {
-		out[i] = f16ToF32(le16(b[2*i:]))
-	}
-}
-
 // decodeF32 decodes a row of little-endian float32s (a table of f32
 // rows, one block a row).
 func decodeF32(out []float32, b []byte) {

@@ -157,58 +157,63 @@ func TestAFileCutWhileLoadedFailsTheGeneration(t *testing.T) {
 	}
 }
 
-// An F16 file runs from its halves: loaded as tokentop loads it, every
-// matrix is laid out from the file as tiles of halves where this build
-// has tiles (else widened into rows), with no float copy of the embedding,
-// whose rows are read through the file; and it computes what an f32 file
-// of the same weights (rounded to halves) computes, logit for logit, as
-// it runs and with --dtype q8_0 or f32.
-func TestF16FileRunsAsTheSameWeightsInF32(t *testing.T) {
+// An F16 or BF16 file runs from its halves: loaded as tokentop loads it,
+// every matrix is laid out from the file as tiles of halves where this
+// build has tiles (else widened into rows), with no float copy of the
+// embedding, whose rows are read through the file; and it computes what an
+// f32 file of the same weights (rounded to halves) computes, logit for
+// logit, as it runs and with --dtype q8_0 or f32.
+func TestHalvesFileRunsAsTheSameWeightsInF32(t *testing.T) {
 	// stories260K's shape, whose w2 (172 columns) stays f32 under q8_0
 	shape := Shape{Dim: 64, HiddenDim: 172, Layers: 2, Heads: 8, KVHeads: 4, Vocab: 512, SeqLen: 64}
-	w := Synthetic(shape, 5)
-	for _, v := range append([][]float32{w.Embedding}, matricesF32(w)...) {
-		for i := range v {
-			v[i] = f16ToF32(f32ToF16(v[i]))
-		}
-	}
 	vocab := spmVocab(ByteLevelTokenizer(shape.Vocab))
-	dir := t.TempDir()
-	paths := map[uint32]string{ggmlF16: filepath.Join(dir, "f16.gguf"), ggmlF32: filepath.Join(dir, "f32.gguf")}
-	for typ, path := range paths {
-		if err := os.WriteFile(path, ggufOf(t, w, vocab, every(typ)), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	prompt := []int{1, 40, 41, 42, 43}
-	formats := map[string]string{"": "f16", "q8_0": "q8_0 ×13, f16 ×2", "f32": "f32"}
-	if f32TileGroup == 1 { // rows, not tiles: the halves widen
-		formats = map[string]string{"": "f32", "q8_0": "q8_0 ×13, f32 ×2", "f32": "f32"}
-	}
-	for dtype, format := range formats {
-		half, err := Load(paths[ggmlF16], dtype)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, m := range half.Weights.matrices() {
-			if (*m).halves != nil || (*m).F32 == nil && (*m).tiles == nil && !(*m).Quantized() {
-				t.Fatalf("dtype %q: matrix %d is not laid out", dtype, i)
+	for _, typ := range []uint32{ggmlF16, ggmlBF16} {
+		kind := halfOf(typ)
+		w := Synthetic(shape, 5)
+		for _, v := range append([][]float32{w.Embedding}, matricesF32(w)...) {
+			for i := range v {
+				bits := halfBits(kind, v[i])
+				kind.widen(v[i:i+1], []byte{byte(bits), byte(bits >> 8)})
 			}
 		}
-		if got := half.Weights.Format(); got != format {
-			t.Errorf("dtype %q: the F16 file runs as %q, want %q", dtype, got, format)
+		dir := t.TempDir()
+		paths := map[uint32]string{typ: filepath.Join(dir, "halves.gguf"), ggmlF32: filepath.Join(dir, "f32.gguf")}
+		for typ, path := range paths {
+			if err := os.WriteFile(path, ggufOf(t, w, vocab, every(typ)), 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if rows := half.Weights.embedRows; half.Weights.Embedding != nil || rows == nil || rows.file == nil {
-			t.Fatalf("dtype %q: the F16 embedding is not read through the file", dtype)
+		name := kind.String()
+		formats := map[string]string{"": name, "q8_0": "q8_0 ×13, " + name + " ×2", "f32": "f32"}
+		if f32TileGroup == 1 { // rows, not tiles: the halves widen
+			formats = map[string]string{"": "f32", "q8_0": "q8_0 ×13, f32 ×2", "f32": "f32"}
 		}
-		full, err := Load(paths[ggmlF32], dtype)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, want := greedyLogits(half, prompt, 6), greedyLogits(full, prompt, 6)
-		for k := range want {
-			if !slices.Equal(got[k], want[k]) {
-				t.Fatalf("dtype %q step %d: the F16 file's logits differ from the f32 file's", dtype, k)
+		for dtype, format := range formats {
+			half, err := Load(paths[typ], dtype)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, m := range half.Weights.matrices() {
+				if (*m).halves != nil || (*m).F32 == nil && (*m).tiles == nil && !(*m).Quantized() {
+					t.Fatalf("%s, dtype %q: matrix %d is not laid out", name, dtype, i)
+				}
+			}
+			if got := half.Weights.Format(); got != format {
+				t.Errorf("%s, dtype %q: the file runs as %q, want %q", name, dtype, got, format)
+			}
+			if rows := half.Weights.embedRows; half.Weights.Embedding != nil || rows == nil || rows.file == nil {
+				t.Fatalf("%s, dtype %q: the embedding is not read through the file", name, dtype)
+			}
+			full, err := Load(paths[ggmlF32], dtype)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, want := greedyLogits(half, prompt, 6), greedyLogits(full, prompt, 6)
+			for k := range want {
+				if !slices.Equal(got[k], want[k]) {
+					t.Fatalf("%s, dtype %q step %d: the file's logits differ from the f32 file's", name, dtype, k)
+				}
 			}
 		}
 	}
