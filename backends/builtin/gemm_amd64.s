@@ -1710,6 +1710,87 @@ tvend:
 	VMOVUPS Y10, 320(DI) \
 	VMOVUPS Y11, 352(DI)
 
+// Y0-Y23 zeroed (the four-tile kernels' sums).
+#define ZERO_Y0_Y23 \
+	VPXORD Y0, Y0, Y0 \
+	VMOVDQA64 Y0, Y1 \
+	VMOVDQA64 Y0, Y2 \
+	VMOVDQA64 Y0, Y3 \
+	VMOVDQA64 Y0, Y4 \
+	VMOVDQA64 Y0, Y5 \
+	VMOVDQA64 Y0, Y6 \
+	VMOVDQA64 Y0, Y7 \
+	VMOVDQA64 Y0, Y8 \
+	VMOVDQA64 Y0, Y9 \
+	VMOVDQA64 Y0, Y10 \
+	VMOVDQA64 Y0, Y11 \
+	VMOVDQA64 Y0, Y12 \
+	VMOVDQA64 Y0, Y13 \
+	VMOVDQA64 Y0, Y14 \
+	VMOVDQA64 Y0, Y15 \
+	VMOVDQA64 Y0, Y16 \
+	VMOVDQA64 Y0, Y17 \
+	VMOVDQA64 Y0, Y18 \
+	VMOVDQA64 Y0, Y19 \
+	VMOVDQA64 Y0, Y20 \
+	VMOVDQA64 Y0, Y21 \
+	VMOVDQA64 Y0, Y22 \
+	VMOVDQA64 Y0, Y23
+
+// Y0-Y23 stored to the 768 bytes at DI.
+#define STORE_Y0_Y23 \
+	STORE_Y0_Y11 \
+	VMOVUPS Y12, 384(DI) \
+	VMOVUPS Y13, 416(DI) \
+	VMOVUPS Y14, 448(DI) \
+	VMOVUPS Y15, 480(DI) \
+	VMOVUPS Y16, 512(DI) \
+	VMOVUPS Y17, 544(DI) \
+	VMOVUPS Y18, 576(DI) \
+	VMOVUPS Y19, 608(DI) \
+	VMOVUPS Y20, 640(DI) \
+	VMOVUPS Y21, 672(DI) \
+	VMOVUPS Y22, 704(DI) \
+	VMOVUPS Y23, 736(DI)
+
+// Z0-Z11 zeroed (the 512-bit four-tile kernels' sums).
+#define ZERO_Z0_Z11 \
+	VPXORD Z0, Z0, Z0 \
+	VMOVDQA64 Z0, Z1 \
+	VMOVDQA64 Z0, Z2 \
+	VMOVDQA64 Z0, Z3 \
+	VMOVDQA64 Z0, Z4 \
+	VMOVDQA64 Z0, Z5 \
+	VMOVDQA64 Z0, Z6 \
+	VMOVDQA64 Z0, Z7 \
+	VMOVDQA64 Z0, Z8 \
+	VMOVDQA64 Z0, Z9 \
+	VMOVDQA64 Z0, Z10 \
+	VMOVDQA64 Z0, Z11
+
+// Z0-Z11 stored to the 768 bytes at DI.
+#define STORE_Z0_Z11 \
+	VMOVUPS Z0, 0(DI) \
+	VMOVUPS Z1, 64(DI) \
+	VMOVUPS Z2, 128(DI) \
+	VMOVUPS Z3, 192(DI) \
+	VMOVUPS Z4, 256(DI) \
+	VMOVUPS Z5, 320(DI) \
+	VMOVUPS Z6, 384(DI) \
+	VMOVUPS Z7, 448(DI) \
+	VMOVUPS Z8, 512(DI) \
+	VMOVUPS Z9, 576(DI) \
+	VMOVUPS Z10, 640(DI) \
+	VMOVUPS Z11, 704(DI)
+
+// The two- and four-tile kernels' bodies are macros, expanded for tiles of
+// floats here and again for tiles of halves and of bfloat16s below: WIDEN
+// loads a column (M) of a tile into R as floats, and a tile's column is
+// COLUMN_BYTES long.
+#define WIDEN(M, R) \
+	VMOVUPS M, R
+#define COLUMN_BYTES 32
+
 // func f32Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][16]float32)
 //
 // Two tiles (the second tileBytes after the first) against six vectors:
@@ -1717,28 +1798,29 @@ tvend:
 // vector broadcast once for the two tiles. out[j] is vector j's sixteen
 // sums, the first tile's eight, then the second's.
 TEXT ·f32Tiles2x6(SB), NOSPLIT, $0-40
-	MOVQ tiles+0(FP), SI
-	MOVQ tileBytes+8(FP), DX
-	ADDQ SI, DX
-	F32_COLS_X6
-	ZERO4(Y0, Y1, Y2, Y3)
-	ZERO4(Y4, Y5, Y6, Y7)
-	ZERO4(Y8, Y9, Y10, Y11)
-	XORQ AX, AX
-	XORQ R12, R12
-
-t6k:
-	VMOVUPS 0(SI)(R12*1), Y12
-	VMOVUPS 0(DX)(R12*1), Y13
-	F32_TILE_PAIR_X6(Y12, Y13, Y14, Y15, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11)
-	ADDQ $32, R12
-	INCQ AX
-	CMPQ AX, CX
-	JB   t6k
-	MOVQ out+32(FP), DI
-	STORE_Y0_Y11
-	VZEROUPPER
+#define TILES_2X6 \
+	MOVQ tiles+0(FP), SI \
+	MOVQ tileBytes+8(FP), DX \
+	ADDQ SI, DX \
+	F32_COLS_X6 \
+	ZERO4(Y0, Y1, Y2, Y3) \
+	ZERO4(Y4, Y5, Y6, Y7) \
+	ZERO4(Y8, Y9, Y10, Y11) \
+	XORQ AX, AX \
+	XORQ R12, R12 \
+t6k: \
+	WIDEN(0(SI)(R12*1), Y12) \
+	WIDEN(0(DX)(R12*1), Y13) \
+	F32_TILE_PAIR_X6(Y12, Y13, Y14, Y15, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11) \
+	ADDQ $COLUMN_BYTES, R12 \
+	INCQ AX \
+	CMPQ AX, CX \
+	JB   t6k \
+	MOVQ out+32(FP), DI \
+	STORE_Y0_Y11 \
+	VZEROUPPER \
 	RET
+	TILES_2X6
 
 // One column (k in AX, its byte offset in the tiles R12) of four tiles
 // (Y24-Y27) against one vector (XR): Y(A)…Y(A+3) += the tiles' weights
@@ -1758,65 +1840,31 @@ t6k:
 // steps are fewer for each multiply-add. out[j] is vector j's 32 sums,
 // tile by tile.
 TEXT ·f32Tiles4x6(SB), NOSPLIT, $0-40
-	F32_TILES4_ARGS
-	VPXORD Y0, Y0, Y0
-	VMOVDQA64 Y0, Y1
-	VMOVDQA64 Y0, Y2
-	VMOVDQA64 Y0, Y3
-	VMOVDQA64 Y0, Y4
-	VMOVDQA64 Y0, Y5
-	VMOVDQA64 Y0, Y6
-	VMOVDQA64 Y0, Y7
-	VMOVDQA64 Y0, Y8
-	VMOVDQA64 Y0, Y9
-	VMOVDQA64 Y0, Y10
-	VMOVDQA64 Y0, Y11
-	VMOVDQA64 Y0, Y12
-	VMOVDQA64 Y0, Y13
-	VMOVDQA64 Y0, Y14
-	VMOVDQA64 Y0, Y15
-	VMOVDQA64 Y0, Y16
-	VMOVDQA64 Y0, Y17
-	VMOVDQA64 Y0, Y18
-	VMOVDQA64 Y0, Y19
-	VMOVDQA64 Y0, Y20
-	VMOVDQA64 Y0, Y21
-	VMOVDQA64 Y0, Y22
-	VMOVDQA64 Y0, Y23
-	XORQ AX, AX
-	XORQ R12, R12
-
-t46k:
-	VMOVUPS 0(SI)(R12*1), Y24
-	VMOVUPS 0(DX)(R12*1), Y25
-	VMOVUPS 0(R15)(R12*1), Y26
-	VMOVUPS 0(BX)(R12*1), Y27
-	F32_TILE_FOUR(R8, Y28, Y0, Y1, Y2, Y3)
-	F32_TILE_FOUR(R9, Y29, Y4, Y5, Y6, Y7)
-	F32_TILE_FOUR(R10, Y28, Y8, Y9, Y10, Y11)
-	F32_TILE_FOUR(R11, Y29, Y12, Y13, Y14, Y15)
-	F32_TILE_FOUR(R13, Y28, Y16, Y17, Y18, Y19)
-	F32_TILE_FOUR(R14, Y29, Y20, Y21, Y22, Y23)
-	ADDQ $32, R12
-	INCQ AX
-	CMPQ AX, CX
-	JB   t46k
-	MOVQ out+32(FP), DI
-	STORE_Y0_Y11
-	VMOVUPS Y12, 384(DI)
-	VMOVUPS Y13, 416(DI)
-	VMOVUPS Y14, 448(DI)
-	VMOVUPS Y15, 480(DI)
-	VMOVUPS Y16, 512(DI)
-	VMOVUPS Y17, 544(DI)
-	VMOVUPS Y18, 576(DI)
-	VMOVUPS Y19, 608(DI)
-	VMOVUPS Y20, 640(DI)
-	VMOVUPS Y21, 672(DI)
-	VMOVUPS Y22, 704(DI)
-	VMOVUPS Y23, 736(DI)
-	VZEROUPPER
+#define TILES_4X6 \
+	F32_TILES4_ARGS \
+	ZERO_Y0_Y23 \
+	XORQ AX, AX \
+	XORQ R12, R12 \
+t46k: \
+	WIDEN(0(SI)(R12*1), Y24) \
+	WIDEN(0(DX)(R12*1), Y25) \
+	WIDEN(0(R15)(R12*1), Y26) \
+	WIDEN(0(BX)(R12*1), Y27) \
+	F32_TILE_FOUR(R8, Y28, Y0, Y1, Y2, Y3) \
+	F32_TILE_FOUR(R9, Y29, Y4, Y5, Y6, Y7) \
+	F32_TILE_FOUR(R10, Y28, Y8, Y9, Y10, Y11) \
+	F32_TILE_FOUR(R11, Y29, Y12, Y13, Y14, Y15) \
+	F32_TILE_FOUR(R13, Y28, Y16, Y17, Y18, Y19) \
+	F32_TILE_FOUR(R14, Y29, Y20, Y21, Y22, Y23) \
+	ADDQ $COLUMN_BYTES, R12 \
+	INCQ AX \
+	CMPQ AX, CX \
+	JB   t46k \
+	MOVQ out+32(FP), DI \
+	STORE_Y0_Y23 \
+	VZEROUPPER \
 	RET
+	TILES_4X6
 
 // func f32Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32)
 //
@@ -1828,18 +1876,7 @@ t46k:
 // Z(2j+1) are vector j's sums, stored as out[j]'s two halves.
 TEXT ·f32Tiles4x6Z(SB), NOSPLIT, $0-40
 	F32_TILES4_ARGS
-	VPXORD Z0, Z0, Z0
-	VMOVDQA64 Z0, Z1
-	VMOVDQA64 Z0, Z2
-	VMOVDQA64 Z0, Z3
-	VMOVDQA64 Z0, Z4
-	VMOVDQA64 Z0, Z5
-	VMOVDQA64 Z0, Z6
-	VMOVDQA64 Z0, Z7
-	VMOVDQA64 Z0, Z8
-	VMOVDQA64 Z0, Z9
-	VMOVDQA64 Z0, Z10
-	VMOVDQA64 Z0, Z11
+	ZERO_Z0_Z11
 	XORQ AX, AX
 	XORQ R12, R12
 
@@ -1854,18 +1891,7 @@ t46z:
 	CMPQ AX, CX
 	JB   t46z
 	MOVQ out+32(FP), DI
-	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
+	STORE_Z0_Z11
 	VZEROUPPER
 	RET
 
@@ -1879,32 +1905,33 @@ t46z:
 // bit for bit its f32 twin's on the widened tiles; a decode step streams
 // half the bytes. The bodies are macros, expanded once for each WIDEN.
 
+// One column (at byte OFF of R12's) of four half tiles (SI, DX, CX, R11),
+// widened into Y4-Y7, times V into the sums Y0-Y3.
+#define HALF_VEC_COLUMN(OFF, V) \
+	WIDEN(OFF(SI)(R12*1), Y4) \
+	WIDEN(OFF(DX)(R12*1), Y5) \
+	WIDEN(OFF(CX)(R12*1), Y6) \
+	WIDEN(OFF(R11)(R12*1), Y7) \
+	VFMADD231PS Y4, V, Y0 \
+	VFMADD231PS Y5, V, Y1 \
+	VFMADD231PS Y6, V, Y2 \
+	VFMADD231PS Y7, V, Y3
+
 // Two columns of four half tiles (SI, DX, CX, R11) against x (R8), as
 // F32_VEC_PAIR.
 #define HALF_VEC_PAIR \
 	VBROADCASTSS 0(R8), Y15 \
 	VBROADCASTSS 4(R8), Y14 \
-	WIDEN(0(SI)(R12*1), Y4) \
-	WIDEN(0(DX)(R12*1), Y5) \
-	WIDEN(0(CX)(R12*1), Y6) \
-	WIDEN(0(R11)(R12*1), Y7) \
-	VFMADD231PS Y4, Y15, Y0 \
-	VFMADD231PS Y5, Y15, Y1 \
-	VFMADD231PS Y6, Y15, Y2 \
-	VFMADD231PS Y7, Y15, Y3 \
-	WIDEN(16(SI)(R12*1), Y4) \
-	WIDEN(16(DX)(R12*1), Y5) \
-	WIDEN(16(CX)(R12*1), Y6) \
-	WIDEN(16(R11)(R12*1), Y7) \
-	VFMADD231PS Y4, Y14, Y0 \
-	VFMADD231PS Y5, Y14, Y1 \
-	VFMADD231PS Y6, Y14, Y2 \
-	VFMADD231PS Y7, Y14, Y3 \
+	HALF_VEC_COLUMN(0, Y15) \
+	HALF_VEC_COLUMN(16, Y14) \
 	ADDQ $32, R12 \
 	ADDQ $8, R8
 
+#undef WIDEN
 #define WIDEN(M, R) \
 	VCVTPH2PS M, R
+#undef COLUMN_BYTES
+#define COLUMN_BYTES 16
 
 // func f16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 //
@@ -1961,14 +1988,7 @@ hvfourodd: \
 	CMPQ R12, BX \
 	JAE  hvfourstore \
 	VBROADCASTSS 0(R8), Y15 \
-	WIDEN(0(SI)(R12*1), Y4) \
-	WIDEN(0(DX)(R12*1), Y5) \
-	WIDEN(0(CX)(R12*1), Y6) \
-	WIDEN(0(R11)(R12*1), Y7) \
-	VFMADD231PS Y4, Y15, Y0 \
-	VFMADD231PS Y5, Y15, Y1 \
-	VFMADD231PS Y6, Y15, Y2 \
-	VFMADD231PS Y7, Y15, Y3 \
+	HALF_VEC_COLUMN(0, Y15) \
 hvfourstore: \
 	VMOVUPS Y0, 0(DI) \
 	VMOVUPS Y1, 32(DI) \
@@ -2007,94 +2027,13 @@ hvend: \
 //
 // f32Tiles2x6 for half tiles.
 TEXT ·f16Tiles2x6(SB), NOSPLIT, $0-40
-#define HALF_TILES_2X6 \
-	MOVQ tiles+0(FP), SI \
-	MOVQ tileBytes+8(FP), DX \
-	ADDQ SI, DX \
-	F32_COLS_X6 \
-	ZERO4(Y0, Y1, Y2, Y3) \
-	ZERO4(Y4, Y5, Y6, Y7) \
-	ZERO4(Y8, Y9, Y10, Y11) \
-	XORQ AX, AX \
-	XORQ R12, R12 \
-h6k: \
-	WIDEN(0(SI)(R12*1), Y12) \
-	WIDEN(0(DX)(R12*1), Y13) \
-	F32_TILE_PAIR_X6(Y12, Y13, Y14, Y15, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11) \
-	ADDQ $16, R12 \
-	INCQ AX \
-	CMPQ AX, CX \
-	JB   h6k \
-	MOVQ out+32(FP), DI \
-	STORE_Y0_Y11 \
-	VZEROUPPER \
-	RET
-	HALF_TILES_2X6
+	TILES_2X6
 
 // func f16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32)
 //
 // f32Tiles4x6 for half tiles.
 TEXT ·f16Tiles4x6(SB), NOSPLIT, $0-40
-#define HALF_TILES_4X6 \
-	F32_TILES4_ARGS \
-	VPXORD Y0, Y0, Y0 \
-	VMOVDQA64 Y0, Y1 \
-	VMOVDQA64 Y0, Y2 \
-	VMOVDQA64 Y0, Y3 \
-	VMOVDQA64 Y0, Y4 \
-	VMOVDQA64 Y0, Y5 \
-	VMOVDQA64 Y0, Y6 \
-	VMOVDQA64 Y0, Y7 \
-	VMOVDQA64 Y0, Y8 \
-	VMOVDQA64 Y0, Y9 \
-	VMOVDQA64 Y0, Y10 \
-	VMOVDQA64 Y0, Y11 \
-	VMOVDQA64 Y0, Y12 \
-	VMOVDQA64 Y0, Y13 \
-	VMOVDQA64 Y0, Y14 \
-	VMOVDQA64 Y0, Y15 \
-	VMOVDQA64 Y0, Y16 \
-	VMOVDQA64 Y0, Y17 \
-	VMOVDQA64 Y0, Y18 \
-	VMOVDQA64 Y0, Y19 \
-	VMOVDQA64 Y0, Y20 \
-	VMOVDQA64 Y0, Y21 \
-	VMOVDQA64 Y0, Y22 \
-	VMOVDQA64 Y0, Y23 \
-	XORQ AX, AX \
-	XORQ R12, R12 \
-h46k: \
-	WIDEN(0(SI)(R12*1), Y24) \
-	WIDEN(0(DX)(R12*1), Y25) \
-	WIDEN(0(R15)(R12*1), Y26) \
-	WIDEN(0(BX)(R12*1), Y27) \
-	F32_TILE_FOUR(R8, Y28, Y0, Y1, Y2, Y3) \
-	F32_TILE_FOUR(R9, Y29, Y4, Y5, Y6, Y7) \
-	F32_TILE_FOUR(R10, Y28, Y8, Y9, Y10, Y11) \
-	F32_TILE_FOUR(R11, Y29, Y12, Y13, Y14, Y15) \
-	F32_TILE_FOUR(R13, Y28, Y16, Y17, Y18, Y19) \
-	F32_TILE_FOUR(R14, Y29, Y20, Y21, Y22, Y23) \
-	ADDQ $16, R12 \
-	INCQ AX \
-	CMPQ AX, CX \
-	JB   h46k \
-	MOVQ out+32(FP), DI \
-	STORE_Y0_Y11 \
-	VMOVUPS Y12, 384(DI) \
-	VMOVUPS Y13, 416(DI) \
-	VMOVUPS Y14, 448(DI) \
-	VMOVUPS Y15, 480(DI) \
-	VMOVUPS Y16, 512(DI) \
-	VMOVUPS Y17, 544(DI) \
-	VMOVUPS Y18, 576(DI) \
-	VMOVUPS Y19, 608(DI) \
-	VMOVUPS Y20, 640(DI) \
-	VMOVUPS Y21, 672(DI) \
-	VMOVUPS Y22, 704(DI) \
-	VMOVUPS Y23, 736(DI) \
-	VZEROUPPER \
-	RET
-	HALF_TILES_4X6
+	TILES_4X6
 
 // func f16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32)
 //
@@ -2102,18 +2041,7 @@ h46k: \
 TEXT ·f16Tiles4x6Z(SB), NOSPLIT, $0-40
 #define HALF_TILES_4X6Z \
 	F32_TILES4_ARGS \
-	VPXORD Z0, Z0, Z0 \
-	VMOVDQA64 Z0, Z1 \
-	VMOVDQA64 Z0, Z2 \
-	VMOVDQA64 Z0, Z3 \
-	VMOVDQA64 Z0, Z4 \
-	VMOVDQA64 Z0, Z5 \
-	VMOVDQA64 Z0, Z6 \
-	VMOVDQA64 Z0, Z7 \
-	VMOVDQA64 Z0, Z8 \
-	VMOVDQA64 Z0, Z9 \
-	VMOVDQA64 Z0, Z10 \
-	VMOVDQA64 Z0, Z11 \
+	ZERO_Z0_Z11 \
 	XORQ AX, AX \
 	XORQ R12, R12 \
 h46z: \
@@ -2129,18 +2057,7 @@ h46z: \
 	CMPQ AX, CX \
 	JB   h46z \
 	MOVQ out+32(FP), DI \
-	VMOVUPS Z0, 0(DI) \
-	VMOVUPS Z1, 64(DI) \
-	VMOVUPS Z2, 128(DI) \
-	VMOVUPS Z3, 192(DI) \
-	VMOVUPS Z4, 256(DI) \
-	VMOVUPS Z5, 320(DI) \
-	VMOVUPS Z6, 384(DI) \
-	VMOVUPS Z7, 448(DI) \
-	VMOVUPS Z8, 512(DI) \
-	VMOVUPS Z9, 576(DI) \
-	VMOVUPS Z10, 640(DI) \
-	VMOVUPS Z11, 704(DI) \
+	STORE_Z0_Z11 \
 	VZEROUPPER \
 	RET
 	HALF_TILES_4X6Z
@@ -2156,11 +2073,11 @@ TEXT ·bf16TilesVec(SB), NOSPLIT, $0-40
 
 // func bf16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][16]float32)
 TEXT ·bf16Tiles2x6(SB), NOSPLIT, $0-40
-	HALF_TILES_2X6
+	TILES_2X6
 
 // func bf16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32)
 TEXT ·bf16Tiles4x6(SB), NOSPLIT, $0-40
-	HALF_TILES_4X6
+	TILES_4X6
 
 // func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32)
 TEXT ·bf16Tiles4x6Z(SB), NOSPLIT, $0-40
