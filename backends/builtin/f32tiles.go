@@ -38,11 +38,11 @@ func f32TilesSize(rows, cols int, halves bool) int {
 
 // makeF32Tiles lays an f32 matrix's rows, or an F16 or BF16 tensor's
 // halves, out as tiles taken from mem (of floats or of halves, as the
-// matrix's half says), handing the stored bytes of each run of copiedRun rows to
-// copied (when not nil) once the tiles hold it: a mapped file's pages
-// then go back as the tiles fill, where handed back a matrix at a time,
-// the largest (a vocabulary's classifier, 1 GiB for Llama 3.2's) was
-// resident twice at the peak.
+// matrix's half says), handing the stored bytes of each run of copiedRun
+// rows to copied (when not nil) once the tiles hold it: a mapped file's
+// pages then go back as the tiles fill, where handed back a matrix at a
+// time, the largest (a vocabulary's classifier, 1 GiB for Llama 3.2's)
+// was resident twice at the peak.
 func makeF32Tiles(m *Matrix, mem *tileMemory, copied func(stored []byte)) *Matrix {
 	halves := m.halves != nil
 	out := mem.take(f32TilesSize(m.Rows, m.Cols, halves))

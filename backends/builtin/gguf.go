@@ -17,7 +17,7 @@ import (
 // ggml tensor types the engine reads: every type llama-quantize writes
 // for its Q2_K…Q8_0 presets, and the fallbacks it picks for rows that are
 // not a multiple of 256 wide (IQ4_NL, Q5_0, Q5_1, Q8_0, F16), and BF16,
-// which llama.cpp's converter writes for a model trained in it.
+// which llama.cpp's converter writes for a model published in it.
 const (
 	ggmlF32    = 0
 	ggmlF16    = 1
@@ -240,8 +240,8 @@ const ggufContextCap = 4096
 
 // LoadGGUF builds a model and its tokenizer from a GGUF file of one of
 // ggufArchitectures, reading each as llama.cpp reads it; anything the
-// engine cannot run is refused, naming the key or tensor. F16 tensors'
-// halves are widened to rows here (Load widens them into tiles instead).
+// engine cannot run is refused, naming the key or tensor. F16 and BF16
+// tensors' halves are widened to rows here (Load keeps them, as tiles).
 func LoadGGUF(b []byte) (*Weights, *Tokenizer, error) {
 	w, tok, err := loadGGUF(b, nil)
 	if err != nil {
@@ -335,9 +335,8 @@ func loadParsed(g *GGUF, b []byte, release func([]byte)) (*Weights, *Tokenizer, 
 		w.Classifier = load.matrix("output.weight", shape.Vocab, d)
 	case w.embedRows != nil:
 		// Tied and stored quantized (as llama-quantize writes it) or as
-		// halves: the classifier multiplies as stored (halves widened into
-		// its tiles); the rows looked up per token are decoded from the
-		// file's.
+		// halves: the classifier multiplies as stored; the rows looked up
+		// per token are decoded from the file's.
 		w.Classifier = load.matrix("token_embd.weight", shape.Vocab, d)
 	default:
 		w.Classifier = NewF32(shape.Vocab, d, w.Embedding)
@@ -871,8 +870,8 @@ func (l *tensorLoader) vector(name string, rows, cols int) []float32 {
 	}
 }
 
-// rows reads a quantized or F16 rows × cols tensor as a table decoded a
-// row at a time, in place in the file.
+// rows reads a quantized, F16 or BF16 rows × cols tensor as a table
+// decoded a row at a time, in place in the file.
 func (l *tensorLoader) rows(name string, rows, cols int) *quantRows {
 	t, raw := l.data(name, rows, cols)
 	if raw == nil {

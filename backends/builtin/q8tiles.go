@@ -72,9 +72,9 @@ func q8_0Tiles(rows, cols int, group func(row, g int) (d uint16, codes []byte)) 
 	return out
 }
 
-// withRows is m with its rows: an F16 or BF16 tensor's halves widened, a tiled
-// f32 or Q8_0 matrix, which keeps no rows, copied out of its tiles, and
-// every other matrix as it is.
+// withRows is m with its rows: an F16 or BF16 tensor's halves widened,
+// a tiled f32 or Q8_0 matrix, which keeps no rows, copied out of its
+// tiles, and every other matrix as it is.
 func (m *Matrix) withRows() *Matrix {
 	switch {
 	case m.halves != nil:

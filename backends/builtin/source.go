@@ -355,7 +355,7 @@ func Synthetic(shape Shape, seed uint64) *Weights {
 }
 
 // dequantize converts every quantized matrix to f32, and widens an F16
-// file's halves.
+// or BF16 file's halves.
 func (w *Weights) dequantize() {
 	for _, m := range w.matrices() {
 		if (*m).Quantized() || (*m).halves != nil {
@@ -367,8 +367,8 @@ func (w *Weights) dequantize() {
 // tileF32 lays every f32 matrix out as tiles, where this build's kernels
 // read them (withTiles), in one tileMemory, handing each run of rows to
 // copied as soon as the tiles hold it (as stored: floats or halves). An
-// F16 tensor's halves stay halves in its tiles, or, where this build
-// reads rows, are widened into rows.
+// F16 or BF16 tensor's halves stay halves in its tiles, or, where this
+// build reads rows, are widened into rows.
 func (w *Weights) tileF32(copied func(stored []byte)) {
 	tied := w.tied()
 	size := 0
