@@ -58,7 +58,7 @@ func makeF32Tiles(m *Matrix, mem *tileMemory, copied func(stored []byte)) *Matri
 // layTiles lays rows (rows × cols values, stored as the bytes stored) out
 // as makeF32Tiles's tiles, handing each run of copiedRun rows to copied.
 func layTiles[V float32 | uint16](tiles, values []V, stored []byte, rows, cols int, copied func(stored []byte)) {
-	size := len(stored) / len(values)
+	size := int(unsafe.Sizeof(values[0]))
 	for row := range rows {
 		t, r := row/tileRows, row%tileRows
 		tile := tiles[t*tileRows*cols:]
