@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -180,6 +181,19 @@ func BenchmarkPrefillProduct(b *testing.B) {
 			j.m[0] = quantizeTo(b, formats[f].ggml, w)
 		}
 		b.Run(f.String(), func(b *testing.B) {
+			for b.Loop() {
+				j.do(0, rows)
+			}
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+	for _, kind := range []halfKind{ieeeHalf, bfloat16} {
+		halves := make([]byte, 2*len(w.F32))
+		for i, v := range w.F32 {
+			binary.LittleEndian.PutUint16(halves[2*i:], halfBits(kind, v))
+		}
+		j.m[0] = withTiles(&Matrix{Rows: w.Rows, Cols: w.Cols, halves: halves, half: kind}, nil, nil) // as the loader does
+		b.Run(kind.String(), func(b *testing.B) {
 			for b.Loop() {
 				j.do(0, rows)
 			}

@@ -50,3 +50,33 @@ func TestSpeedSummaryPairsEachRound(t *testing.T) {
 		t.Errorf("summary:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestMachineLineNamesTheCPUsClass holds the speed and memory tables' first
+// line to what tells one CPU from another where a VM's model name is as
+// bare as "AMD EPYC": its family and model, and which of the vector
+// extensions the kernels choose by it has.
+func TestMachineLineNamesTheCPUsClass(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash on this machine")
+	}
+	for _, c := range []struct{ cpuinfo, want string }{
+		{"processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse avx f16c fma avx2 bmi2\n\nprocessor\t: 1\nmodel name\t: AMD EPYC\n",
+			"CPU: AMD EPYC (family 25, model 1; avx2 fma f16c; no avx512f), "},
+		{"cpu family\t: 6\nmodel\t\t: 143\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\nflags\t\t: avx2 fma f16c avx512f avx512bw avx512_vnni amx_bf16 amx_tile amx_int8\n",
+			"CPU: Intel(R) Xeon(R) Platinum 8480+ (family 6, model 143; avx2 fma f16c avx512f avx512_vnni amx_tile), "},
+		// An arm64 kernel names no model: the machine's architecture stands in.
+		{"processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd\n", "CPU: "},
+	} {
+		path := filepath.Join(t.TempDir(), "cpuinfo")
+		if err := os.WriteFile(path, []byte(c.cpuinfo), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bash, "-c", ". testdata/machine.sh && machine_line")
+		cmd.Env = append(os.Environ(), "CPUINFO="+path)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), c.want) || strings.Contains(string(out), "(family") != strings.Contains(c.want, "(family") {
+			t.Errorf("machine_line: %q (%v), want it to start %q", out, err, c.want)
+		}
+	}
+}
