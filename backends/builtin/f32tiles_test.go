@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"encoding/binary"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -78,12 +77,11 @@ func TestF32TilesOfHalves(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 30))
 	rows, cols := copiedRun+9, 5
 	for _, kind := range []halfKind{ieeeHalf, bfloat16} {
-		halves := make([]byte, 2*rows*cols)
 		want := make([]float32, rows*cols)
-		for i := range rows * cols {
+		for i := range want {
 			want[i] = float32(rng.IntN(256)-128) / 64 // seven bits and a sign
-			binary.LittleEndian.PutUint16(halves[2*i:], halfBits(kind, want[i]))
 		}
+		halves := halfBytes(kind, want)
 		m := &Matrix{Rows: rows, Cols: cols, halves: slices.Clone(halves), half: kind}
 		if !slices.Equal(m.withRows().F32, want) {
 			t.Fatalf("%s: the halves widened to rows are not the values they stand for", kind)

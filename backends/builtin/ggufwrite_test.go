@@ -51,9 +51,7 @@ func ggufOf(t testing.TB, w *Weights, vocab []metaKV, typeOf func(tensor string)
 			binary.Write(&data, le, values)
 			return
 		case ggmlF16, ggmlBF16:
-			for _, v := range values {
-				binary.Write(&data, le, halfBits(halfOf(typ), v))
-			}
+			data.Write(halfBytes(halfOf(typ), values))
 			return
 		}
 		q := quantizeTo(t, typ, NewF32(rows, cols, values))
@@ -170,6 +168,16 @@ func halfBits(h halfKind, f float32) uint16 {
 	}
 	b := math.Float32bits(f)
 	return uint16((b + 0x7fff + b>>16&1) >> 16)
+}
+
+// halfBytes is values stored as a GGUF F16 or BF16 tensor stores them
+// (halfBits each, little-endian).
+func halfBytes(h halfKind, values []float32) []byte {
+	b := make([]byte, 2*len(values))
+	for i, v := range values {
+		binary.LittleEndian.PutUint16(b[2*i:], halfBits(h, v))
+	}
+	return b
 }
 
 // every gives each matrix the same ggml type.

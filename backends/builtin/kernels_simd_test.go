@@ -518,10 +518,7 @@ func TestHalfTileKernelsMatchF32BitForBit(t *testing.T) {
 	for _, shape := range kernelShapes {
 		for _, kind := range []halfKind{ieeeHalf, bfloat16} {
 			rows, cols := shape[0], shape[1]
-			halves := make([]byte, 2*rows*cols)
-			for i := range rows * cols {
-				binary.LittleEndian.PutUint16(halves[2*i:], halfBits(kind, rng.Float32()*2-1))
-			}
+			halves := halfBytes(kind, randomVec(rng, rows*cols))
 			half := withTiles(&Matrix{Rows: rows, Cols: cols, halves: halves, half: kind}, nil, nil)
 			full := withTiles((&Matrix{Rows: rows, Cols: cols, halves: halves, half: kind}).withRows(), nil, nil)
 			if half.half != kind || half.tiles == nil || full.half != notHalf || half.DType() != kind.String() {
