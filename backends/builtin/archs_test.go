@@ -99,11 +99,14 @@ func TestArchitecturesMatchLlamaCpp(t *testing.T) {
 		}
 	}
 	// Gemma 3 4B and larger scale their global layers' positions
-	// linearly, and not their sliding layers'.
-	t.Run("gemma3-linear-f32", func(t *testing.T) {
-		f32 := archFormats[0]
-		checkAgainstLlamaCpp(t, filepath.Join(dir, "gemma3-linear-f32.gguf"), filepath.Join(dir, "gemma3-linear-f32.json"), "gemma3", f32.logitDiff, f32.firstDiff)
-	})
+	// linearly, and not their sliding layers'; the period file has two
+	// sliding layers to each global one, and a sliding base of its own.
+	for _, name := range []string{"gemma3-linear-f32", "gemma3-period-f32"} {
+		t.Run(name, func(t *testing.T) {
+			f32 := archFormats[0]
+			checkAgainstLlamaCpp(t, filepath.Join(dir, name+".gguf"), filepath.Join(dir, name+".json"), "gemma3", f32.logitDiff, f32.firstDiff)
+		})
+	}
 }
 
 // TestLargeFilesMatchLlamaCpp is TestArchitecturesMatchLlamaCpp on files
@@ -289,8 +292,14 @@ func TestWhatTheEngineCannotRunIsRefusedByName(t *testing.T) {
 			"GGUF llama.rope.scaling.factor is -2; a scaling factor must be positive"},
 		{map[string]any{"qwen2.rope.scaling.attn_factor": 1.2}, func(w *Weights, g *GGUF) error { return w.readRope(g, key("qwen2")) },
 			"GGUF qwen2.rope.scaling.attn_factor is 1.2; the builtin engine runs rotary embeddings unscaled in size (1)"},
-		{map[string]any{"gemma3.attention.sliding_window_pattern": []any{true, false}}, func(w *Weights, g *GGUF) error { return w.readGemma3(g, key("gemma3")) },
-			"GGUF has gemma3.attention.sliding_window_pattern; the builtin engine runs gemma3's default pattern"},
+		{map[string]any{"gemma3.attention.sliding_window": uint64(512), "gemma3.attention.sliding_window_pattern": 6.0}, func(w *Weights, g *GGUF) error { return w.readGemma3(g, key("gemma3")) },
+			"GGUF gemma3.attention.sliding_window_pattern is a float64; llama.cpp reads an integer period there"},
+		{map[string]any{"gemma3.attention.sliding_window": uint64(512), "gemma3.attention.sliding_window_pattern": []any{true, false}}, func(w *Weights, g *GGUF) error { return w.readGemma3(g, key("gemma3")) },
+			"GGUF gemma3.attention.sliding_window_pattern lists 2 layers for a model of 6"},
+		{map[string]any{"gemma3.attention.sliding_window": uint64(512), "gemma3.attention.sliding_window_pattern": []any{true, false, true, true, true, false}}, func(w *Weights, g *GGUF) error { return w.readGemma3(g, key("gemma3")) },
+			"GGUF gemma3.attention.sliding_window_pattern says layer 1 is global; llama.cpp passes over a list there and runs five sliding layers, then a global one"},
+		{map[string]any{"gemma3.attention.sliding_window": uint64(512), "gemma3.attention.sliding_window_pattern": int64(-3)}, func(w *Weights, g *GGUF) error { return w.readGemma3(g, key("gemma3")) },
+			"GGUF gemma3.attention.sliding_window_pattern is -3; it must not be negative"},
 		{map[string]any{"gemma3.final_logit_softcapping": -30.0}, func(w *Weights, g *GGUF) error { return w.readGemma3(g, key("gemma3")) },
 			"GGUF gemma3.final_logit_softcapping is -30; a soft cap must be positive"},
 		{map[string]any{"qwen3.attention.key_length": uint64(64), "qwen3.attention.value_length": uint64(128)},
@@ -308,8 +317,38 @@ func TestWhatTheEngineCannotRunIsRefusedByName(t *testing.T) {
 		}
 	}
 	w := base()
-	if err := w.readGemma3(&GGUF{Meta: map[string]any{"gemma3.attention.sliding_window": uint64(512)}}, key("gemma3")); err != nil || w.Window != 512 || w.SlidingRopeBase != 10000 || !w.GELU {
+	if err := w.readGemma3(&GGUF{Meta: map[string]any{"gemma3.attention.sliding_window": uint64(512)}}, key("gemma3")); err != nil || w.Window != 512 || w.SlidingRopeBase != 10000 || !w.GELU || w.SlidingPeriod != 6 {
 		t.Errorf("gemma3 defaults: %v %+v", err, w.Arch)
+	}
+	// The layers each pattern makes sliding (S) or global (G), as
+	// llama.cpp's set_swa_pattern makes them; a list that says the
+	// default is run as it.
+	for _, c := range []struct {
+		pattern any
+		want    string
+	}{
+		{uint64(3), "SSGSSG"},
+		{uint64(0), "SSSSSS"},
+		{uint64(1), "GGGGGG"},
+		{[]any{true, true, true, true, true, false}, "SSSSSG"},
+	} {
+		w := base()
+		if err := w.readGemma3(&GGUF{Meta: map[string]any{"gemma3.attention.sliding_window": uint64(512), "gemma3.attention.sliding_window_pattern": c.pattern}}, key("gemma3")); err != nil {
+			t.Errorf("pattern %v: %v", c.pattern, err)
+			continue
+		}
+		got := ""
+		for l := range w.Shape.Layers {
+			got += map[bool]string{true: "S", false: "G"}[w.slidingLayer(l)]
+		}
+		if got != c.want {
+			t.Errorf("pattern %v: layers %s, want %s", c.pattern, got, c.want)
+		}
+	}
+	// without a window llama.cpp reads no pattern and no layer slides
+	w = base()
+	if err := w.readGemma3(&GGUF{Meta: map[string]any{"gemma3.attention.sliding_window_pattern": []any{false}}}, key("gemma3")); err != nil || w.Window != 0 {
+		t.Errorf("a pattern without a window: %v, window %d", err, w.Window)
 	}
 }
 

@@ -358,9 +358,7 @@ func loadParsed(g *GGUF, b []byte, release func([]byte)) (*Weights, *Tokenizer, 
 		case "gemma3":
 			layer.QNorm, layer.KNorm = load.vector(p+"attn_q_norm.weight", 1, hs), load.vector(p+"attn_k_norm.weight", 1, hs)
 			layer.PostAttnNorm, layer.PostFFNNorm = load.vector(p+"post_attention_norm.weight", 1, d), load.vector(p+"post_ffw_norm.weight", 1, d)
-			// llama.cpp's default pattern: five sliding layers, then a
-			// global one.
-			layer.Sliding = w.Window > 0 && l%6 < 5
+			layer.Sliding = w.Window > 0 && w.slidingLayer(l)
 		}
 		w.Layers[l] = layer
 	}
@@ -467,10 +465,14 @@ func (w *Weights) readGemma3(g *GGUF, key func(string) string) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := g.Meta[key("attention.sliding_window_pattern")]; ok {
-		return fmt.Errorf("GGUF has %s; the builtin engine runs gemma3's default pattern (five sliding layers, then a global one) only", key("attention.sliding_window_pattern"))
-	}
 	w.Window = window
+	// as llama.cpp, which reads the pattern only for a model with a window
+	w.SlidingPeriod = gemma3DefaultSlidingPeriod
+	if window > 0 {
+		if err := w.readSlidingPeriod(g, key("attention.sliding_window_pattern")); err != nil {
+			return err
+		}
+	}
 	w.SlidingRopeBase = 10000
 	if base, ok := g.Meta[key("rope.freq_base_swa")].(float64); ok {
 		if !(base > 1) || math.IsInf(base, 0) {
@@ -485,6 +487,47 @@ func (w *Weights) readGemma3(g *GGUF, key func(string) string) error {
 		w.LogitSoftcap = float32(c)
 	}
 	return nil
+}
+
+// gemma3DefaultSlidingPeriod is llama.cpp's: five sliding layers, then a
+// global one.
+const gemma3DefaultSlidingPeriod = 6
+
+// readSlidingPeriod reads gemma3's layer pattern as llama.cpp does: an
+// integer is the period (0: every layer slides; n: the last of each n
+// layers is global). llama.cpp passes over a list there and runs the
+// default, so a list is run only where it says the default, and refused
+// where running either would be another model than the file describes.
+func (w *Weights) readSlidingPeriod(g *GGUF, patternKey string) error {
+	var list []any
+	switch raw := g.Meta[patternKey].(type) {
+	case nil:
+		return nil
+	case uint64, int64:
+		period, err := g.intKey(patternKey, false)
+		w.SlidingPeriod = period
+		return err
+	case []any:
+		list = raw
+	default:
+		return fmt.Errorf("GGUF %s is a %T; llama.cpp reads an integer period there", patternKey, raw)
+	}
+	if len(list) != w.Shape.Layers {
+		return fmt.Errorf("GGUF %s lists %d layers for a model of %d", patternKey, len(list), w.Shape.Layers)
+	}
+	for l, v := range list {
+		if sliding, _ := v.(bool); sliding != w.slidingLayer(l) {
+			return fmt.Errorf("GGUF %s says layer %d is %s; llama.cpp passes over a list there and runs five sliding layers, then a global one, so the builtin engine refuses a list that says otherwise", patternKey, l, map[bool]string{true: "sliding", false: "global"}[sliding])
+		}
+	}
+	return nil
+}
+
+// slidingLayer reports whether layer l is one of gemma3's sliding layers
+// under the file's period (llama.cpp's set_swa_pattern).
+func (w *Weights) slidingLayer(l int) bool {
+	n := w.SlidingPeriod
+	return n == 0 || l%n < n-1
 }
 
 // ggufTokenizer reads the vocabulary: "llama" (sentencepiece: pieces with

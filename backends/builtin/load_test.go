@@ -184,8 +184,9 @@ func FuzzParseGGUF(f *testing.F) {
 	}
 	f.Add(gguf[:16000])
 	f.Add([]byte("GGUF\x03\x00\x00\x00"))
-	// biases, head norms, post norms, a window; halves and bfloat16s
-	for _, name := range []string{"qwen2-q8_0", "gemma3-q8_0", "qwen3-f16", "llama-bf16"} {
+	// biases, head norms, post norms, a window and a layer period;
+	// halves and bfloat16s
+	for _, name := range []string{"qwen2-q8_0", "gemma3-q8_0", "gemma3-period-f32", "qwen3-f16", "llama-bf16"} {
 		arch, err := os.ReadFile(filepath.Join("testdata", "archs", name+".gguf"))
 		if err != nil {
 			f.Fatal(err)

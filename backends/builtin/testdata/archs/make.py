@@ -5,7 +5,8 @@ Random weights at small shapes for llama (Llama 3 rope_freqs), qwen2,
 qwen3 and gemma3, each with a vocabulary of the kind its models carry
 (byte-level BPE with llama.cpp's pre-tokenizer names, or Gemma's
 sentencepiece with byte tokens at 6 and no space prefix), and a second
-gemma3 file with the linear rope scaling of Gemma 3 4B and larger.
+gemma3 file with the linear rope scaling of Gemma 3 4B and larger, and a
+third with a layer period and a sliding rotary base of its own.
 make.sh then quantizes them with llama-quantize and records llama.cpp's
 ids.
 
@@ -127,7 +128,7 @@ def norm_weight(rng, n):
     return (1 + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
 
-def write(path, arch, shape, seed, vocab_size=0, rope_linear=0.0):
+def write(path, arch, shape, seed, vocab_size=0, rope_linear=0.0, sliding_period=None, sliding_base=None):
     rng = np.random.default_rng(seed)
     d, hid, layers, heads, kv, hd = shape
     qd, kvd = heads * hd, kv * hd
@@ -154,6 +155,10 @@ def write(path, arch, shape, seed, vocab_size=0, rope_linear=0.0):
             # scaled, the sliding layers' not
             w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
             w.add_rope_scaling_factor(rope_linear)
+        if sliding_period is not None:
+            w.add_sliding_window_pattern(sliding_period)
+        if sliding_base is not None:
+            w.add_rope_freq_base_swa(sliding_base)
         tokens, scores, types = spm_vocab()
         w.add_tokenizer_model("llama")
         w.add_tokenizer_pre("default")
@@ -257,3 +262,5 @@ if __name__ == "__main__":
             write("%s/%s-kq-f32.gguf" % (out, arch), arch, KQ[arch], 11 + i)
     if not big:
         write("%s/gemma3-linear-f32.gguf" % out, "gemma3", SMALL["gemma3"], 5, rope_linear=8.0)
+        # two sliding layers, then a global one, with their own base
+        write("%s/gemma3-period-f32.gguf" % out, "gemma3", SMALL["gemma3"], 6, sliding_period=3, sliding_base=40000.0)

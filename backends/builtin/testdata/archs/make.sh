@@ -30,6 +30,9 @@ for arch in llama qwen2 qwen3 gemma3; do
 		"$tmp/ref" "$here/$arch-$f.gguf" "$here/strings.jsonl" "$here/prompts.jsonl" 32 f16 > "$here/$arch-$f.json"
 	done
 done
-# Gemma 3 4B and larger: linear rope scaling on the global layers only
-cp "$tmp/gemma3-linear-f32.gguf" "$here/"
-"$tmp/ref" "$here/gemma3-linear-f32.gguf" "$here/strings.jsonl" "$here/prompts.jsonl" 32 f32 > "$here/gemma3-linear-f32.json"
+# Gemma 3 4B and larger: linear rope scaling on the global layers only;
+# and a layer period and sliding base other than the defaults
+for name in gemma3-linear gemma3-period; do
+	cp "$tmp/$name-f32.gguf" "$here/"
+	"$tmp/ref" "$here/$name-f32.gguf" "$here/strings.jsonl" "$here/prompts.jsonl" 32 f32 > "$here/$name-f32.json"
+done
