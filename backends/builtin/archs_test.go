@@ -274,7 +274,7 @@ func TestGenerateIsTheStepsOfTheTest(t *testing.T) {
 // engine reads but cannot run is refused with the key's name and value.
 func TestWhatTheEngineCannotRunIsRefusedByName(t *testing.T) {
 	base := func() *Weights {
-		return &Weights{Shape: Shape{Dim: 256, HiddenDim: 256, Layers: 6, Heads: 4, KVHeads: 1, HeadDim: 64, Vocab: 10, SeqLen: 64}}
+		return &Weights{Shape: Shape{Dim: 256, HiddenDim: 256, Layers: 6, Heads: 4, KVHeads: 1, HeadDim: 64, Vocab: 10, SeqLen: 64}, Layers: make([]Layer, 6)}
 	}
 	key := func(arch string) func(string) string { return func(k string) string { return arch + "." + k } }
 	cases := []struct {
@@ -317,38 +317,37 @@ func TestWhatTheEngineCannotRunIsRefusedByName(t *testing.T) {
 		}
 	}
 	w := base()
-	if err := w.readGemma3(&GGUF{Meta: map[string]any{"gemma3.attention.sliding_window": uint64(512)}}, key("gemma3")); err != nil || w.Window != 512 || w.SlidingRopeBase != 10000 || !w.GELU || w.SlidingPeriod != 6 {
+	if err := w.readGemma3(&GGUF{Meta: map[string]any{"gemma3.attention.sliding_window": uint64(512)}}, key("gemma3")); err != nil || w.Window != 512 || w.SlidingRopeBase != 10000 || !w.GELU {
 		t.Errorf("gemma3 defaults: %v %+v", err, w.Arch)
 	}
 	// The layers each pattern makes sliding (S) or global (G), as
 	// llama.cpp's set_swa_pattern makes them; a list that says the
-	// default is run as it.
+	// default is run as it; without a window llama.cpp reads no pattern
+	// and no layer slides.
+	window := map[string]any{"gemma3.attention.sliding_window": uint64(512)}
 	for _, c := range []struct {
-		pattern any
-		want    string
+		meta map[string]any
+		want string
 	}{
-		{uint64(3), "SSGSSG"},
-		{uint64(0), "SSSSSS"},
-		{uint64(1), "GGGGGG"},
-		{[]any{true, true, true, true, true, false}, "SSSSSG"},
+		{window, "SSSSSG"},
+		{map[string]any{"gemma3.attention.sliding_window": uint64(512), "gemma3.attention.sliding_window_pattern": uint64(3)}, "SSGSSG"},
+		{map[string]any{"gemma3.attention.sliding_window": uint64(512), "gemma3.attention.sliding_window_pattern": uint64(0)}, "SSSSSS"},
+		{map[string]any{"gemma3.attention.sliding_window": uint64(512), "gemma3.attention.sliding_window_pattern": uint64(1)}, "GGGGGG"},
+		{map[string]any{"gemma3.attention.sliding_window": uint64(512), "gemma3.attention.sliding_window_pattern": []any{true, true, true, true, true, false}}, "SSSSSG"},
+		{map[string]any{"gemma3.attention.sliding_window_pattern": []any{false}}, "GGGGGG"},
 	} {
 		w := base()
-		if err := w.readGemma3(&GGUF{Meta: map[string]any{"gemma3.attention.sliding_window": uint64(512), "gemma3.attention.sliding_window_pattern": c.pattern}}, key("gemma3")); err != nil {
-			t.Errorf("pattern %v: %v", c.pattern, err)
+		if err := w.readGemma3(&GGUF{Meta: c.meta}, key("gemma3")); err != nil {
+			t.Errorf("%v: %v", c.meta, err)
 			continue
 		}
 		got := ""
-		for l := range w.Shape.Layers {
-			got += map[bool]string{true: "S", false: "G"}[w.slidingLayer(l)]
+		for _, layer := range w.Layers {
+			got += map[bool]string{true: "S", false: "G"}[layer.Sliding]
 		}
 		if got != c.want {
-			t.Errorf("pattern %v: layers %s, want %s", c.pattern, got, c.want)
+			t.Errorf("%v: layers %s, want %s", c.meta, got, c.want)
 		}
-	}
-	// without a window llama.cpp reads no pattern and no layer slides
-	w = base()
-	if err := w.readGemma3(&GGUF{Meta: map[string]any{"gemma3.attention.sliding_window_pattern": []any{false}}}, key("gemma3")); err != nil || w.Window != 0 {
-		t.Errorf("a pattern without a window: %v, window %d", err, w.Window)
 	}
 }
 

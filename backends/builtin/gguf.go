@@ -358,7 +358,7 @@ func loadParsed(g *GGUF, b []byte, release func([]byte)) (*Weights, *Tokenizer, 
 		case "gemma3":
 			layer.QNorm, layer.KNorm = load.vector(p+"attn_q_norm.weight", 1, hs), load.vector(p+"attn_k_norm.weight", 1, hs)
 			layer.PostAttnNorm, layer.PostFFNNorm = load.vector(p+"post_attention_norm.weight", 1, d), load.vector(p+"post_ffw_norm.weight", 1, d)
-			layer.Sliding = w.Window > 0 && w.slidingLayer(l)
+			layer.Sliding = w.Layers[l].Sliding // as readGemma3 marked it
 		}
 		w.Layers[l] = layer
 	}
@@ -467,10 +467,13 @@ func (w *Weights) readGemma3(g *GGUF, key func(string) string) error {
 	}
 	w.Window = window
 	// as llama.cpp, which reads the pattern only for a model with a window
-	w.SlidingPeriod = gemma3DefaultSlidingPeriod
 	if window > 0 {
-		if err := w.readSlidingPeriod(g, key("attention.sliding_window_pattern")); err != nil {
+		period, err := readSlidingPeriod(g, key("attention.sliding_window_pattern"), len(w.Layers))
+		if err != nil {
 			return err
+		}
+		for l := range w.Layers {
+			w.Layers[l].Sliding = slidingLayer(period, l)
 		}
 	}
 	w.SlidingRopeBase = 10000
@@ -493,42 +496,38 @@ func (w *Weights) readGemma3(g *GGUF, key func(string) string) error {
 // global one.
 const gemma3DefaultSlidingPeriod = 6
 
-// readSlidingPeriod reads gemma3's layer pattern as llama.cpp does: an
-// integer is the period (0: every layer slides; n: the last of each n
-// layers is global). llama.cpp passes over a list there and runs the
-// default, so a list is run only where it says the default, and refused
-// where running either would be another model than the file describes.
-func (w *Weights) readSlidingPeriod(g *GGUF, patternKey string) error {
+// readSlidingPeriod reads gemma3's layer period as llama.cpp does: an
+// integer is the period (see slidingLayer). llama.cpp passes over a list
+// there and runs the default, so a list is run only where it says the
+// default, and refused where running either would be another model than
+// the file describes.
+func readSlidingPeriod(g *GGUF, patternKey string, layers int) (int, error) {
 	var list []any
 	switch raw := g.Meta[patternKey].(type) {
 	case nil:
-		return nil
+		return gemma3DefaultSlidingPeriod, nil
 	case uint64, int64:
-		period, err := g.intKey(patternKey, false)
-		w.SlidingPeriod = period
-		return err
+		return g.intKey(patternKey, false)
 	case []any:
 		list = raw
 	default:
-		return fmt.Errorf("GGUF %s is a %T; llama.cpp reads an integer period there", patternKey, raw)
+		return 0, fmt.Errorf("GGUF %s is a %T; llama.cpp reads an integer period there", patternKey, raw)
 	}
-	if len(list) != w.Shape.Layers {
-		return fmt.Errorf("GGUF %s lists %d layers for a model of %d", patternKey, len(list), w.Shape.Layers)
+	if len(list) != layers {
+		return 0, fmt.Errorf("GGUF %s lists %d layers for a model of %d", patternKey, len(list), layers)
 	}
 	for l, v := range list {
-		if sliding, _ := v.(bool); sliding != w.slidingLayer(l) {
-			return fmt.Errorf("GGUF %s says layer %d is %s; llama.cpp passes over a list there and runs five sliding layers, then a global one, so the builtin engine refuses a list that says otherwise", patternKey, l, map[bool]string{true: "sliding", false: "global"}[sliding])
+		if sliding, _ := v.(bool); sliding != slidingLayer(gemma3DefaultSlidingPeriod, l) {
+			return 0, fmt.Errorf("GGUF %s says layer %d is %s; llama.cpp passes over a list there and runs five sliding layers, then a global one, so the builtin engine refuses a list that says otherwise", patternKey, l, map[bool]string{true: "sliding", false: "global"}[sliding])
 		}
 	}
-	return nil
+	return gemma3DefaultSlidingPeriod, nil
 }
 
-// slidingLayer reports whether layer l is one of gemma3's sliding layers
-// under the file's period (llama.cpp's set_swa_pattern).
-func (w *Weights) slidingLayer(l int) bool {
-	n := w.SlidingPeriod
-	return n == 0 || l%n < n-1
-}
+// slidingLayer reports whether layer l slides under period n, as
+// llama.cpp's set_swa_pattern has it: of each n layers the last is
+// global and the rest slide; 0 makes every layer slide.
+func slidingLayer(n, l int) bool { return n == 0 || l%n < n-1 }
 
 // ggufTokenizer reads the vocabulary: "llama" (sentencepiece: pieces with
 // scores) or "gpt2" (byte-level BPE: pieces, ranked merges and a

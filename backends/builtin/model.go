@@ -147,10 +147,6 @@ type Arch struct {
 	// global layers' alone, as llama.cpp reads it.
 	Window          int
 	SlidingRopeBase float64
-	// SlidingPeriod is gemma3's layer pattern as llama.cpp reads it: of
-	// each SlidingPeriod layers the last is global, the rest slide; 0
-	// makes every layer slide.
-	SlidingPeriod int
 	// EmbedScale multiplies each token's embedding (gemma3: √dim); 0 for
 	// none.
 	EmbedScale float32
