@@ -189,7 +189,7 @@ func TestProfilesAndBackendsCommands(t *testing.T) {
 		t.Errorf("profiles:\n%s", stdout)
 	}
 	code, stdout, _ = runCLI("backends", "--url", ollamaServer(t, 0))
-	if code != exitOK || !strings.Contains(stdout, "builtin   in process\n          tokentop's own pure-Go llama engine, in process (no server)\n          reachable, server tokentop-builtin 3") || !strings.Contains(stdout, "reachable, server 0.33.0-rc2, models: tiny15m:latest") || !strings.Contains(stdout, "not reachable") {
+	if code != exitOK || !strings.Contains(stdout, "builtin   in process\n          tokentop's own pure-Go llama engine, in process (no server)\n          reachable, server tokentop-builtin 4") || !strings.Contains(stdout, "reachable, server 0.33.0-rc2, models: tiny15m:latest") || !strings.Contains(stdout, "not reachable") {
 		t.Errorf("backends:\n%s", stdout)
 	}
 }

@@ -69,7 +69,8 @@ func readJSONLines(t *testing.T, path string) []string {
 // sum in their own order (qwen2's second: 0.22), and on the small Q4_K_M
 // files in several, so their bound is the step's. F16 and BF16: llama.cpp
 // rounds each product's input to halves or bfloat16s, the engine keeps it
-// a float (0.004–0.013 and 0.038–0.10 measured on the first steps).
+// a float (0.0049–0.016 and 0.033–0.097 measured on the first steps,
+// both with caches of halves).
 var archFormats = []struct {
 	name                 string
 	logitDiff, firstDiff float64

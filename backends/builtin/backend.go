@@ -15,7 +15,7 @@ import (
 
 // EngineVersion changes when the engine's arithmetic or sampling changes,
 // so sessions from different engines are told apart.
-const EngineVersion = "tokentop-builtin 3"
+const EngineVersion = "tokentop-builtin 4"
 
 // Kind registers the engine as a backend.
 var Kind = backends.Kind{

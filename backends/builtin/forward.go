@@ -132,13 +132,16 @@ func (x *quantized) sumGroups(groups int) {
 }
 
 // NewState allocates everything one stream's forward passes need, up
-// front.
-func NewState(w *Weights) *State {
+// front, with the cache w's weights keep (cacheFormat).
+func NewState(w *Weights) *State { return newState(w, cacheFormat(w)) }
+
+// newState is NewState with a cache of the format named.
+func newState(w *Weights, cache string) *State {
 	s := w.Shape
 	seq := s.SeqLen
 	// The cache is sized for the whole context; only the pages of the
 	// positions a stream reaches are written (newKVCache).
-	return &State{w: w, cache: newKVCache(s.Layers*seq*s.KVDim(), cacheFormat(w)), widened: make([]float32, s.QDim()),
+	return &State{w: w, cache: newKVCache(s.Layers*seq*s.KVDim(), cache), widened: make([]float32, s.QDim()),
 		k: make([]float32, s.KVDim()), v: make([]float32, s.KVDim()),
 		x: make([]float32, s.Dim), xb: make([]float32, s.Dim), xb2: make([]float32, s.Dim),
 		q: make([]float32, s.QDim()), ao: make([]float32, s.QDim()),

@@ -4,16 +4,17 @@ package builtin
 // positions × head size, head by head, so that a head reads its keys and
 // values as two sequential streams (see attendHeads).
 //
-// A model with quantized weights keeps them as halves, as llama.cpp keeps
-// its cache by default: attention reads half the bytes a token (at long
-// contexts a sizeable part of what decode reads), and a long context
-// holds half the memory. The scores and the mix then do what llama.cpp
-// does with such a cache when flash attention is off: the query and the
-// softmax's weights are rounded to halves too (ggml converts a product's
-// f32 input to its matrix's type), and each half is widened to a float as
-// it is loaded. A model whose weights are all f32 keeps floats, so that
-// every number of its forward pass stays a float32. Each is checked
-// against llama.cpp with the same cache (archs_test.go).
+// A model whose weights are quantized, or 16-bit floats (an F16 or BF16
+// file's), keeps them as halves, as llama.cpp keeps its cache by default:
+// attention reads half the bytes a token (at long contexts a sizeable
+// part of what decode reads), and a long context holds half the memory.
+// The scores and the mix then do what llama.cpp does with such a cache
+// when flash attention is off: the query and the softmax's weights are
+// rounded to halves too (ggml converts a product's f32 input to its
+// matrix's type), and each half is widened to a float as it is loaded. A
+// model whose weights are all f32 keeps floats, so that every number of
+// its forward pass stays a float32. Each is checked against llama.cpp
+// with the same cache (archs_test.go).
 type kvCache struct {
 	keys, values         []float32
 	halfKeys, halfValues []uint16
@@ -31,10 +32,14 @@ func newKVCache(n int, format string) kvCache {
 }
 
 // cacheFormat names what w's streams keep their caches as: "f16" where
-// any of its matrices is quantized, else "f32".
+// any of its matrices is stored in fewer bits than a float (quantized, or
+// an F16 or BF16 file's halves), else "f32".
 func cacheFormat(w *Weights) string {
+	if w.rowsOfHalves {
+		return "f16"
+	}
 	for _, m := range w.matrices() {
-		if (*m).Quantized() {
+		if (*m).DType() != formatF32.String() {
 			return "f16"
 		}
 	}

@@ -274,18 +274,27 @@ func TestProbeNamesThePromptWidthsWhereTheyApply(t *testing.T) {
 }
 
 // The probe names what the KV cache keeps, and a stream keeps it: floats
-// for f32 weights, halves for quantized ones.
+// for f32 weights, halves for 16-bit and quantized ones, in either build
+// (one without the tile kernels widens an F16 file's halves into floats).
 func TestProbeNamesTheKVCache(t *testing.T) {
-	for dtype, want := range map[string]string{"f32": "f32", "q8_0": "f16"} {
-		b, _ := Kind.New(backends.Config{Threads: 1, DType: dtype})
-		info, err := b.Probe(context.Background(), "stories15M-synthetic")
+	archs := filepath.Join("testdata", "archs")
+	for _, c := range []struct{ model, dtype, want string }{
+		{"stories15M-synthetic", "f32", "f32"},
+		{"stories15M-synthetic", "q8_0", "f16"},
+		{filepath.Join(archs, "llama-f32.gguf"), "", "f32"},
+		{filepath.Join(archs, "llama-f16.gguf"), "", "f16"},
+		{filepath.Join(archs, "qwen2-bf16.gguf"), "", "f16"},
+		{filepath.Join(archs, "qwen2-bf16.gguf"), "f32", "f32"},
+	} {
+		b, _ := Kind.New(backends.Config{Threads: 1, DType: c.dtype})
+		info, err := b.Probe(context.Background(), c.model)
 		if err != nil {
 			t.Fatal(err)
 		}
 		kept := NewState(b.(*Backend).engine.Model.Weights).cache.format()
 		b.(*Backend).Close()
-		if info.Details["kv_cache"] != want || kept != want {
-			t.Errorf("%s: kv_cache %q, a stream keeps %s; want %s", dtype, info.Details["kv_cache"], kept, want)
+		if info.Details["kv_cache"] != c.want || kept != c.want {
+			t.Errorf("%s as %q: kv_cache %q, a stream keeps %s; want %s", c.model, c.dtype, info.Details["kv_cache"], kept, c.want)
 		}
 	}
 }

@@ -121,6 +121,11 @@ type Weights struct {
 	FinalNorm  []float32
 	Classifier *Matrix     // vocab × dim; shares Embedding's storage when tied
 	tileMemory *tileMemory // the f32 matrices' tiles (tileF32)
+	// rowsOfHalves is set where tileF32 widened an F16 or BF16 file's
+	// halves into rows of floats (a build without the tile kernels), so
+	// that its streams still keep their caches as halves (cacheFormat),
+	// as where the tiles keep the halves.
+	rowsOfHalves bool
 	// NormEps is the RMSNorm epsilon (llama2.c uses 1e-5).
 	NormEps float32
 	// RopeBase is the rotary embeddings' base; 0 means llama2.c's 10000.

@@ -160,9 +160,11 @@ func TestAFileCutWhileLoadedFailsTheGeneration(t *testing.T) {
 // An F16 or BF16 file runs from its halves: loaded as tokentop loads it,
 // every matrix is laid out from the file as tiles of halves where this
 // build has tiles (else widened into rows), with no float copy of the
-// embedding, whose rows are read through the file; and it computes what an
-// f32 file of the same weights (rounded to halves) computes, logit for
-// logit, as it runs and with --dtype q8_0 or f32.
+// embedding, whose rows are read through the file; its streams keep
+// their caches as halves, as a quantized file's do (and as floats with
+// --dtype f32); and it computes what an f32 file of the same weights
+// (rounded to halves) computes with that cache, logit for logit, as it
+// runs and with --dtype q8_0 or f32.
 func TestHalvesFileRunsAsTheSameWeightsInF32(t *testing.T) {
 	// stories260K's shape, whose w2 (172 columns) stays f32 under q8_0
 	shape := Shape{Dim: 64, HiddenDim: 172, Layers: 2, Heads: 8, KVHeads: 4, Vocab: 512, SeqLen: 64}
@@ -209,7 +211,11 @@ func TestHalvesFileRunsAsTheSameWeightsInF32(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, want := greedyLogits(half, prompt, 6), greedyLogits(full, prompt, 6)
+			cache := cacheFormat(half.Weights)
+			if want := map[bool]string{true: "f32", false: "f16"}[dtype == "f32"]; cache != want {
+				t.Errorf("%s, dtype %q: the streams keep a cache of %s, want %s", name, dtype, cache, want)
+			}
+			got, want := greedyLogits(half, prompt, 6, cache), greedyLogits(full, prompt, 6, cache)
 			for k := range want {
 				if !slices.Equal(got[k], want[k]) {
 					t.Fatalf("%s, dtype %q step %d: the file's logits differ from the f32 file's", name, dtype, k)
@@ -228,12 +234,12 @@ func matricesF32(w *Weights) [][]float32 {
 	return out
 }
 
-// greedyLogits runs prompt on m and then steps greedy tokens, returning
-// every step's logits.
-func greedyLogits(m *Model, prompt []int, steps int) [][]float32 {
+// greedyLogits runs prompt on m, with a KV cache of the format named, and
+// then steps greedy tokens, returning every step's logits.
+func greedyLogits(m *Model, prompt []int, steps int, cache string) [][]float32 {
 	e := NewEngine(m, 1)
 	defer e.Close()
-	st := NewState(m.Weights)
+	st := newState(m.Weights, cache)
 	st.sampler.Configure(0, 0, 0, 0, 0)
 	st.prompt, st.pos, st.sample = prompt, 0, true
 	var out [][]float32

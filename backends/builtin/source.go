@@ -385,6 +385,7 @@ func (w *Weights) tileF32(copied func(stored []byte)) {
 		*m = withTiles(*m, w.tileMemory, copied)
 		if halves := (*m).halves; halves != nil {
 			*m = (*m).withRows()
+			w.rowsOfHalves = true
 			if copied != nil {
 				copied(halves)
 			}

@@ -21,12 +21,10 @@ for arch in llama qwen2 qwen3 gemma3; do
 	"$b/bin/llama-quantize" "$tmp/$arch-f32.gguf" "$here/$arch-bf16.gguf" BF16 >/dev/null 2>&1
 	"$b/bin/llama-quantize" "$tmp/$arch-f32.gguf" "$here/$arch-q8_0.gguf" Q8_0 >/dev/null 2>&1
 	"$b/bin/llama-quantize" "$tmp/$arch-kq-f32.gguf" "$here/$arch-q4_k_m.gguf" Q4_K_M >/dev/null 2>&1
-	# each with the cache the engine keeps for it: floats for f32, f16 and
-	# bf16 weights, halves for quantized ones
-	for f in f32 f16 bf16; do
-		"$tmp/ref" "$here/$arch-$f.gguf" "$here/strings.jsonl" "$here/prompts.jsonl" 32 f32 > "$here/$arch-$f.json"
-	done
-	for f in q8_0 q4_k_m; do
+	# each with the cache the engine keeps for it: floats for f32 weights,
+	# halves for 16-bit and quantized ones
+	"$tmp/ref" "$here/$arch-f32.gguf" "$here/strings.jsonl" "$here/prompts.jsonl" 32 f32 > "$here/$arch-f32.json"
+	for f in f16 bf16 q8_0 q4_k_m; do
 		"$tmp/ref" "$here/$arch-$f.gguf" "$here/strings.jsonl" "$here/prompts.jsonl" 32 f16 > "$here/$arch-$f.json"
 	done
 done
