@@ -113,8 +113,9 @@ func TestArchitecturesMatchLlamaCpp(t *testing.T) {
 // TestLargeFilesMatchLlamaCpp is TestArchitecturesMatchLlamaCpp on files
 // of the real models' shapes and vocabularies (make.py's big files, 2–5
 // GB each, with llama.cpp's ids made by ref.cpp beside them, as
-// ARCH-big-FORMAT.gguf and .json, FORMAT one of f32, Q8_0, Q4_K_M), in the
-// folder $TOKENTOP_ARCH_FILES; without it, it does nothing.
+// ARCH-big-FORMAT.gguf and .json, FORMAT one of f32, Q8_0, Q4_K_M, and
+// F16 or BF16 where llama-quantize has made them too), in the folder
+// $TOKENTOP_ARCH_FILES; without it, it does nothing.
 func TestLargeFilesMatchLlamaCpp(t *testing.T) {
 	dir := os.Getenv("TOKENTOP_ARCH_FILES")
 	if dir == "" {
@@ -122,11 +123,10 @@ func TestLargeFilesMatchLlamaCpp(t *testing.T) {
 	}
 	for _, arch := range []string{"llama", "qwen2", "qwen3", "gemma3"} {
 		for _, f := range archFormats {
-			big, made := map[string]string{"f32": "f32", "q8_0": "Q8_0", "q4_k_m": "Q4_K_M"}[f.name]
-			if !made { // make.py's big files come in these three formats
-				continue
+			name := arch + "-big-" + map[string]string{"f32": "f32", "q8_0": "Q8_0", "q4_k_m": "Q4_K_M", "f16": "F16", "bf16": "BF16"}[f.name]
+			if _, err := os.Stat(filepath.Join(dir, name+".gguf")); err != nil && (f.name == "f16" || f.name == "bf16") {
+				continue // make.py's big files come in f32, Q8_0 and Q4_K_M
 			}
-			name := arch + "-big-" + big
 			t.Run(name, func(t *testing.T) {
 				checkAgainstLlamaCpp(t, filepath.Join(dir, name+".gguf"), filepath.Join(dir, name+".json"), arch, f.logitDiff, f.logitDiff)
 			})
