@@ -343,13 +343,12 @@ func loadParsed(g *GGUF, b []byte, release func([]byte)) (*Weights, *Tokenizer, 
 	}
 	for l := range shape.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
-		layer := Layer{
-			AttnNorm: load.vector(p+"attn_norm.weight", 1, d), FFNNorm: load.vector(p+"ffn_norm.weight", 1, d),
-			WQ: load.matrix(p+"attn_q.weight", qd, d), WK: load.matrix(p+"attn_k.weight", kv, d),
-			WV: load.matrix(p+"attn_v.weight", kv, d), WO: load.matrix(p+"attn_output.weight", d, qd),
-			W1: load.matrix(p+"ffn_gate.weight", h, d), W2: load.matrix(p+"ffn_down.weight", d, h),
-			W3: load.matrix(p+"ffn_up.weight", h, d),
-		}
+		layer := &w.Layers[l] // gemma3's marked sliding or global already (readGemma3)
+		layer.AttnNorm, layer.FFNNorm = load.vector(p+"attn_norm.weight", 1, d), load.vector(p+"ffn_norm.weight", 1, d)
+		layer.WQ, layer.WK = load.matrix(p+"attn_q.weight", qd, d), load.matrix(p+"attn_k.weight", kv, d)
+		layer.WV, layer.WO = load.matrix(p+"attn_v.weight", kv, d), load.matrix(p+"attn_output.weight", d, qd)
+		layer.W1, layer.W2 = load.matrix(p+"ffn_gate.weight", h, d), load.matrix(p+"ffn_down.weight", d, h)
+		layer.W3 = load.matrix(p+"ffn_up.weight", h, d)
 		switch arch {
 		case "qwen2":
 			layer.QBias, layer.KBias, layer.VBias = load.vector(p+"attn_q.bias", 1, qd), load.vector(p+"attn_k.bias", 1, kv), load.vector(p+"attn_v.bias", 1, kv)
@@ -358,9 +357,7 @@ func loadParsed(g *GGUF, b []byte, release func([]byte)) (*Weights, *Tokenizer, 
 		case "gemma3":
 			layer.QNorm, layer.KNorm = load.vector(p+"attn_q_norm.weight", 1, hs), load.vector(p+"attn_k_norm.weight", 1, hs)
 			layer.PostAttnNorm, layer.PostFFNNorm = load.vector(p+"post_attention_norm.weight", 1, d), load.vector(p+"post_ffw_norm.weight", 1, d)
-			layer.Sliding = w.Layers[l].Sliding // as readGemma3 marked it
 		}
-		w.Layers[l] = layer
 	}
 	if load.err != nil {
 		return nil, nil, load.err
