@@ -3,9 +3,11 @@
 package builtin
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"simd/archsimd"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -102,25 +104,42 @@ func BenchmarkFMAPeak(b *testing.B) {
 	}
 }
 
-// BenchmarkGGUFStepAgainstStream asks how close a one-thread decode step
-// of an f32 GGUF (TOKENTOP_BENCH_GGUF) comes to the memory's speed for
-// f32TilesVec: it times eight steps against eight passes of the kernel
-// over the model's whole tile memory at once (no gaps between matrices,
-// no attention or norms between them), and both against eight plain
-// reads of the same bytes (readWords: one stream, the widest loads, no
-// arithmetic to speak of), by turns (step, pass, read, read, pass, step
-// an iteration, as this VM's memory moves within minutes). It reports
-// each as GB/s of the tiles, the step's share of the pass's speed and the
-// pass's share of the read's. A step/pass near 1 says the step loses
-// nothing around the kernel; a pass/read near 1 or above says the kernel
-// reads its tiles as fast as a plain read of memory on this thread does.
+// BenchmarkGGUFStepAgainstStream asks how close a decode step of an f32
+// GGUF (TOKENTOP_BENCH_GGUF) comes to the memory's speed for f32TilesVec,
+// on one thread and on two: it times eight steps against eight passes of
+// the kernel over the model's whole tile memory at once (no gaps between
+// matrices, no attention or norms between them), and both against eight
+// plain reads of the same bytes (readWords: one stream, the widest loads,
+// no arithmetic to speak of), by turns (step, pass, read, read, pass, step
+// an iteration, as this VM's memory moves within minutes). On two threads
+// the pass and the read give each thread one contiguous half, where the
+// step's pool hands out each matrix in chunks. It reports each as GB/s of
+// the tiles, the step's share of the pass's speed and the pass's share of
+// the read's. A step/pass near 1 says the step loses nothing around the
+// kernel; a pass/read near 1 or above says the kernel reads its tiles as
+// fast as a plain read of memory on these threads does.
 func BenchmarkGGUFStepAgainstStream(b *testing.B) {
 	m := loadBenchGGUF(b, "an f32 GGUF file")
 	mem := m.Weights.tileMemory
 	if mem == nil || mem.all == nil {
 		b.Skip("the file has no f32 tiles (a quantized file, or a CPU without AVX2)")
 	}
-	e := NewEngine(m, 1)
+	cols := m.Weights.Shape.Dim
+	tiles := len(mem.all) / f32TileBytes(cols)
+	// A pass reads the whole tiles of the width that fit, less than one
+	// tile short of the memory's end; the read takes the same bytes.
+	passBytes := tiles * f32TileBytes(cols)
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			stepAgainstStream(b, m, threads, tiles, passBytes)
+		})
+	}
+}
+
+func stepAgainstStream(b *testing.B, m *Model, threads, tiles, passBytes int) {
+	mem := m.Weights.tileMemory
+	e := NewEngine(m, threads)
+	defer e.Close()
 	st := NewState(m.Weights)
 	const tokens = 8
 	step := func() time.Duration {
@@ -131,27 +150,35 @@ func BenchmarkGGUFStepAgainstStream(b *testing.B) {
 		return time.Since(start)
 	}
 	cols := m.Weights.Shape.Dim
-	tiles := len(mem.all) / f32TileBytes(cols)
 	x := make([]float32, cols)
 	out := make([]float32, tiles*tileRows)
-	pass := func() time.Duration {
+	sinks := make([]uint64, threads)
+	// split runs each thread's contiguous share of the tiles, [lo, hi),
+	// tokens times, all threads at once.
+	split := func(each func(thread, lo, hi int)) time.Duration {
 		start := time.Now()
-		for range tokens {
-			f32TilesVec(unsafe.Pointer(&mem.all[0]), tiles, cols, unsafe.Pointer(&x[0]), unsafe.Pointer(&out[0]))
+		var wg sync.WaitGroup
+		for t := range threads {
+			wg.Go(func() {
+				lo, hi := tiles*t/threads, tiles*(t+1)/threads
+				for range tokens {
+					each(t, lo, hi)
+				}
+			})
 		}
+		wg.Wait()
 		return time.Since(start)
 	}
-	// A pass reads the whole tiles of the width that fit, less than one
-	// tile short of the memory's end; the read takes the same bytes.
-	passBytes := tiles * f32TileBytes(cols)
-	words := unsafe.Slice((*uint64)(unsafe.Pointer(&mem.all[0])), passBytes/8)
-	var sink uint64
+	pass := func() time.Duration {
+		return split(func(_, lo, hi int) {
+			f32TilesVec(unsafe.Pointer(&mem.all[lo*f32TileBytes(cols)]), hi-lo, cols, unsafe.Pointer(&x[0]), unsafe.Pointer(&out[lo*tileRows]))
+		})
+	}
 	read := func() time.Duration {
-		start := time.Now()
-		for range tokens {
-			sink += readWords(words)
-		}
-		return time.Since(start)
+		return split(func(t, lo, hi int) {
+			share := mem.all[lo*f32TileBytes(cols) : hi*f32TileBytes(cols)]
+			sinks[t] += readWords(unsafe.Slice((*uint64)(unsafe.Pointer(&share[0])), len(share)/8))
+		})
 	}
 	step() // the first step makes the cache's pages
 	var steps, passes, reads time.Duration
@@ -171,5 +198,5 @@ func BenchmarkGGUFStepAgainstStream(b *testing.B) {
 	b.ReportMetric(readSpeed, "read-GB/s")
 	b.ReportMetric(stepSpeed/passSpeed, "step/pass")
 	b.ReportMetric(passSpeed/readSpeed, "pass/read")
-	runtime.KeepAlive(sink)
+	runtime.KeepAlive(sinks)
 }
