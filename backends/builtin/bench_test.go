@@ -624,6 +624,21 @@ func BenchmarkGGUFFile(b *testing.B) {
 
 // loadBenchGGUF loads the GGUF named by $TOKENTOP_BENCH_GGUF, or skips b
 // where the variable is unset, saying it wants what.
+// BenchmarkLoad times Load of a file (TOKENTOP_BENCH_GGUF): mapping,
+// tiling and its checksum, what a run waits for before its first trial.
+// Each load's weights are garbage at the next.
+func BenchmarkLoad(b *testing.B) {
+	path := os.Getenv("TOKENTOP_BENCH_GGUF")
+	if path == "" {
+		b.Skip("set TOKENTOP_BENCH_GGUF to a GGUF file")
+	}
+	for b.Loop() {
+		if _, err := Load(path, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func loadBenchGGUF(b *testing.B, what string) *Model {
 	path := os.Getenv("TOKENTOP_BENCH_GGUF")
 	if path == "" {

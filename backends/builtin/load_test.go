@@ -3,12 +3,16 @@ package builtin
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tokentop/tokentop/backends"
@@ -77,7 +81,7 @@ func TestLlama2cCheckpointFromDiskWithTokenizerBeside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Source != path || m.SHA256 == "" || len(m.Tokenizer.Pieces) != 512 {
+	if want := sha256.Sum256(stories260K); m.Source != path || m.SHA256 != hex.EncodeToString(want[:]) || len(m.Tokenizer.Pieces) != 512 {
 		t.Errorf("%+v", m)
 	}
 	e := NewEngine(m, 1)
@@ -331,5 +335,45 @@ func TestQ8OfAModelWithOddRowsKeepsThemAsTheyAre(t *testing.T) {
 	res, err := q8.Generate(context.Background(), backends.Request{Prompt: "Once upon a time", MaxTokens: 16}, func(int, backends.TokenKind) {})
 	if err != nil || res.OutputTokens < 1 {
 		t.Errorf("generated %+v %v", res, err)
+	}
+}
+
+// The checksum runs beside the loading: it must still be the file's, and
+// a load that fails must not leave it reading the file.
+func TestLoadChecksumsTheFileBesideTheLoading(t *testing.T) {
+	path := filepath.Join("testdata", "archs", "qwen2-f32.gguf")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sha256.Sum256(data)
+	m, err := Load(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.SHA256 != hex.EncodeToString(want[:]) {
+		t.Errorf("checksum %s, the file's is %x", m.SHA256, want)
+	}
+
+	var stopped atomic.Bool
+	stopped.Store(true)
+	if sum, err := fileSHA256(path, &stopped); !errors.Is(err, errChecksumStopped) || sum != "" {
+		t.Errorf("a stopped checksum gave %q, %v", sum, err)
+	}
+	c := startChecksum(path)
+	c.stop()
+	select {
+	case <-c.done:
+	default:
+		t.Error("stop returned before the checksum's reading ended")
+	}
+
+	// A file cut short fails in the parser, after the checksum started.
+	cut := filepath.Join(t.TempDir(), "cut.gguf")
+	if err := os.WriteFile(cut, data[:len(data)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(cut, ""); err == nil || !strings.Contains(err.Error(), cut) {
+		t.Errorf("a file cut short: %v", err)
 	}
 }
