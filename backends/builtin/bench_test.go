@@ -622,8 +622,6 @@ func BenchmarkGGUFFile(b *testing.B) {
 	}
 }
 
-// loadBenchGGUF loads the GGUF named by $TOKENTOP_BENCH_GGUF, or skips b
-// where the variable is unset, saying it wants what.
 // BenchmarkLoad times Load of a file (TOKENTOP_BENCH_GGUF): mapping,
 // tiling and its checksum, what a run waits for before its first trial.
 // Each load's weights are garbage at the next.
@@ -639,6 +637,8 @@ func BenchmarkLoad(b *testing.B) {
 	}
 }
 
+// loadBenchGGUF loads the GGUF named by $TOKENTOP_BENCH_GGUF, or skips b
+// where the variable is unset, saying it wants what.
 func loadBenchGGUF(b *testing.B, what string) *Model {
 	path := os.Getenv("TOKENTOP_BENCH_GGUF")
 	if path == "" {

@@ -190,7 +190,7 @@ func loadFile(path string) (*Model, error) {
 
 // checksum is a file's SHA-256 computed on a goroutine of its own, beside
 // the loading, which waits for it only at its end. One after the other,
-// a 4.9 GB f32 file's load took 7.7–12.7 s on the development VM, 3.8 s
+// a 4.9 GB f32 file's load took 7.6–13.6 s on the development VM, 3.8 s
 // of it the checksum; side by side 4.0–5.7 s (BenchmarkLoad).
 type checksum struct {
 	done    chan struct{}
