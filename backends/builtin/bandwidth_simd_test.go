@@ -124,20 +124,20 @@ func BenchmarkGGUFStepAgainstStream(b *testing.B) {
 	if mem == nil || mem.all == nil {
 		b.Skip("the file has no f32 tiles (a quantized file, or a CPU without AVX2)")
 	}
-	cols := m.Weights.Shape.Dim
-	tiles := len(mem.all) / f32TileBytes(cols)
-	// A pass reads the whole tiles of the width that fit, less than one
-	// tile short of the memory's end; the read takes the same bytes.
-	passBytes := tiles * f32TileBytes(cols)
 	for _, threads := range []int{1, 2} {
 		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
-			stepAgainstStream(b, m, threads, tiles, passBytes)
+			stepAgainstStream(b, m, threads)
 		})
 	}
 }
 
-func stepAgainstStream(b *testing.B, m *Model, threads, tiles, passBytes int) {
+func stepAgainstStream(b *testing.B, m *Model, threads int) {
 	mem := m.Weights.tileMemory
+	cols := m.Weights.Shape.Dim
+	// A pass reads the whole tiles of the width that fit, less than one
+	// tile short of the memory's end; the read takes the same bytes.
+	tiles := len(mem.all) / f32TileBytes(cols)
+	passBytes := tiles * f32TileBytes(cols)
 	e := NewEngine(m, threads)
 	defer e.Close()
 	st := NewState(m.Weights)
@@ -149,7 +149,6 @@ func stepAgainstStream(b *testing.B, m *Model, threads, tiles, passBytes int) {
 		}
 		return time.Since(start)
 	}
-	cols := m.Weights.Shape.Dim
 	x := make([]float32, cols)
 	out := make([]float32, tiles*tileRows)
 	sinks := make([]uint64, threads)

@@ -626,14 +626,8 @@ func BenchmarkGGUFFile(b *testing.B) {
 // tiling and its checksum, what a run waits for before its first trial.
 // Each load's weights are garbage at the next.
 func BenchmarkLoad(b *testing.B) {
-	path := os.Getenv("TOKENTOP_BENCH_GGUF")
-	if path == "" {
-		b.Skip("set TOKENTOP_BENCH_GGUF to a GGUF file")
-	}
 	for b.Loop() {
-		if _, err := Load(path, ""); err != nil {
-			b.Fatal(err)
-		}
+		loadBenchGGUF(b, "a GGUF file")
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,7 +13,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -191,19 +189,28 @@ func loadFile(path string) (*Model, error) {
 // checksum is a file's SHA-256 computed on a goroutine of its own, beside
 // the loading, which waits for it only at its end. One after the other,
 // a 4.9 GB f32 file's load took 7.6–13.6 s on the development VM, 3.8 s
-// of it the checksum; side by side 4.0–5.7 s (BenchmarkLoad).
+// of it the checksum; side by side 4.0–5.7 s (BenchmarkLoad). It reads
+// through the file: read through the mapping, every page of the file was
+// resident at once.
 type checksum struct {
-	done    chan struct{}
-	stopped atomic.Bool
-	sum     string
-	err     error
+	file *os.File
+	done chan struct{}
+	sum  string
+	err  error
 }
 
 func startChecksum(path string) *checksum {
 	c := &checksum{done: make(chan struct{})}
+	if c.file, c.err = os.Open(path); c.err != nil {
+		close(c.done)
+		return c
+	}
 	go func() {
 		defer close(c.done)
-		c.sum, c.err = fileSHA256(path, &c.stopped)
+		h := sha256.New()
+		if _, c.err = io.Copy(h, c.file); c.err == nil {
+			c.sum = hex.EncodeToString(h.Sum(nil))
+		}
 	}()
 	return c
 }
@@ -211,42 +218,21 @@ func startChecksum(path string) *checksum {
 // wait is the checksum, once it is done.
 func (c *checksum) wait() (string, error) {
 	<-c.done
+	c.close()
 	return c.sum, c.err
 }
 
-// stop ends the reading early (a load that failed needs no checksum) and
-// waits for it, so no read of the file outlives its load.
+// stop ends the reading early (a load that failed needs no checksum):
+// closing the file fails its next read. It waits for the reading to end,
+// so none outlives its load.
 func (c *checksum) stop() {
-	c.stopped.Store(true)
+	c.close()
 	<-c.done
 }
 
-// errChecksumStopped ends a checksum that stop cut short.
-var errChecksumStopped = errors.New("checksum stopped")
-
-// fileSHA256 is the checksum of path's bytes, read through the file (read
-// through the mapping, every page of the file was resident at once),
-// until stopped is set.
-func fileSHA256(path string, stopped *atomic.Bool) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	buf := make([]byte, 64<<10)
-	for {
-		if stopped.Load() {
-			return "", errChecksumStopped
-		}
-		n, err := f.Read(buf)
-		h.Write(buf[:n])
-		if err == io.EOF {
-			return hex.EncodeToString(h.Sum(nil)), nil
-		}
-		if err != nil {
-			return "", err
-		}
+func (c *checksum) close() {
+	if c.file != nil {
+		c.file.Close() // a second close only returns an error
 	}
 }
 
