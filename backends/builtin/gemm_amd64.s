@@ -49,6 +49,19 @@
 	MOVQ 32(AX), R13 \
 	MOVQ 40(AX), R14
 
+// The multi-vector kernels read ahead for the block of rows their caller
+// takes next (matMatF32): ahead is where the next share of its lines
+// starts, and each column step asks one line into the cache and moves
+// aheadStep bytes on (0: the same line again, where there is no next
+// block), so a block's first pass over the tokens finds it in L2 rather
+// than waiting on memory, its read spread over the passes before.
+#define AHEAD_START \
+	MOVQ ahead+40(FP), DI
+
+#define AHEAD_LINE \
+	PREFETCHT0 (DI) \
+	ADDQ aheadStep+48(FP), DI
+
 // The four-tile f32 kernels' arguments: the tiles in SI, DX, R15 and BX
 // (each tileBytes after the last), then F32_COLS_X6's.
 #define F32_TILES4_ARGS \
@@ -1791,13 +1804,13 @@ tvend:
 	VMOVUPS M, R
 #define COLUMN_BYTES 32
 
-// func f32Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][16]float32)
+// func f32Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][16]float32, ahead unsafe.Pointer, aheadStep int)
 //
 // Two tiles (the second tileBytes after the first) against six vectors:
 // each column of a tile is loaded once for the six, each value of a
 // vector broadcast once for the two tiles. out[j] is vector j's sixteen
 // sums, the first tile's eight, then the second's.
-TEXT ·f32Tiles2x6(SB), NOSPLIT, $0-40
+TEXT ·f32Tiles2x6(SB), NOSPLIT, $0-56
 #define TILES_2X6 \
 	MOVQ tiles+0(FP), SI \
 	MOVQ tileBytes+8(FP), DX \
@@ -1808,7 +1821,9 @@ TEXT ·f32Tiles2x6(SB), NOSPLIT, $0-40
 	ZERO4(Y8, Y9, Y10, Y11) \
 	XORQ AX, AX \
 	XORQ R12, R12 \
+	AHEAD_START \
 t6k: \
+	AHEAD_LINE \
 	WIDEN(0(SI)(R12*1), Y12) \
 	WIDEN(0(DX)(R12*1), Y13) \
 	F32_TILE_PAIR_X6(Y12, Y13, Y14, Y15, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11) \
@@ -1832,20 +1847,22 @@ t6k: \
 	VFMADD231PS YX, Y26, C \
 	VFMADD231PS YX, Y27, D
 
-// func f32Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32)
+// func f32Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32, ahead unsafe.Pointer, aheadStep int)
 //
 // f32Tiles2x6 for four tiles (each tileBytes after the last), in
 // AVX-512's 32 vector registers: 24 sums, where 16 registers held 12,
 // so each broadcast value serves four tiles and the loads and loop
 // steps are fewer for each multiply-add. out[j] is vector j's 32 sums,
 // tile by tile.
-TEXT ·f32Tiles4x6(SB), NOSPLIT, $0-40
+TEXT ·f32Tiles4x6(SB), NOSPLIT, $0-56
 #define TILES_4X6 \
 	F32_TILES4_ARGS \
 	ZERO_Y0_Y23 \
 	XORQ AX, AX \
 	XORQ R12, R12 \
+	AHEAD_START \
 t46k: \
+	AHEAD_LINE \
 	WIDEN(0(SI)(R12*1), Y24) \
 	WIDEN(0(DX)(R12*1), Y25) \
 	WIDEN(0(R15)(R12*1), Y26) \
@@ -1866,7 +1883,7 @@ t46k: \
 	RET
 	TILES_4X6
 
-// func f32Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32)
+// func f32Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32, ahead unsafe.Pointer, aheadStep int)
 //
 // f32Tiles4x6 through 512-bit vectors, for cores with two 512-bit FMA
 // units (Intel's server cores), where the 256-bit kernel leaves half the
@@ -1874,13 +1891,15 @@ t46k: \
 // tiles 2 and 3 another: each lane is still one row, summed column by
 // column, so the results are f32Tiles4x6's bit for bit. Z(2j) and
 // Z(2j+1) are vector j's sums, stored as out[j]'s two halves.
-TEXT ·f32Tiles4x6Z(SB), NOSPLIT, $0-40
+TEXT ·f32Tiles4x6Z(SB), NOSPLIT, $0-56
 	F32_TILES4_ARGS
 	ZERO_Z0_Z11
 	XORQ AX, AX
 	XORQ R12, R12
+	AHEAD_START
 
 t46z:
+	AHEAD_LINE
 	VMOVUPS 0(SI)(R12*1), Y24
 	VINSERTF32X8 $1, 0(DX)(R12*1), Z24, Z24
 	VMOVUPS 0(R15)(R12*1), Y25
@@ -2023,28 +2042,30 @@ hvend: \
 	RET
 	HALF_TILES_VEC
 
-// func f16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][16]float32)
+// func f16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][16]float32, ahead unsafe.Pointer, aheadStep int)
 //
 // f32Tiles2x6 for half tiles.
-TEXT ·f16Tiles2x6(SB), NOSPLIT, $0-40
+TEXT ·f16Tiles2x6(SB), NOSPLIT, $0-56
 	TILES_2X6
 
-// func f16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32)
+// func f16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32, ahead unsafe.Pointer, aheadStep int)
 //
 // f32Tiles4x6 for half tiles.
-TEXT ·f16Tiles4x6(SB), NOSPLIT, $0-40
+TEXT ·f16Tiles4x6(SB), NOSPLIT, $0-56
 	TILES_4X6
 
-// func f16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32)
+// func f16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32, ahead unsafe.Pointer, aheadStep int)
 //
 // f32Tiles4x6Z for half tiles.
-TEXT ·f16Tiles4x6Z(SB), NOSPLIT, $0-40
+TEXT ·f16Tiles4x6Z(SB), NOSPLIT, $0-56
 #define HALF_TILES_4X6Z \
 	F32_TILES4_ARGS \
 	ZERO_Z0_Z11 \
 	XORQ AX, AX \
 	XORQ R12, R12 \
+	AHEAD_START \
 h46z: \
+	AHEAD_LINE \
 	WIDEN(0(SI)(R12*1), Y24) \
 	WIDEN(0(DX)(R12*1), Y26) \
 	VINSERTF32X8 $1, Y26, Z24, Z24 \
@@ -2071,16 +2092,16 @@ h46z: \
 TEXT ·bf16TilesVec(SB), NOSPLIT, $0-40
 	HALF_TILES_VEC
 
-// func bf16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][16]float32)
-TEXT ·bf16Tiles2x6(SB), NOSPLIT, $0-40
+// func bf16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][16]float32, ahead unsafe.Pointer, aheadStep int)
+TEXT ·bf16Tiles2x6(SB), NOSPLIT, $0-56
 	TILES_2X6
 
-// func bf16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32)
-TEXT ·bf16Tiles4x6(SB), NOSPLIT, $0-40
+// func bf16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32, ahead unsafe.Pointer, aheadStep int)
+TEXT ·bf16Tiles4x6(SB), NOSPLIT, $0-56
 	TILES_4X6
 
-// func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32)
-TEXT ·bf16Tiles4x6Z(SB), NOSPLIT, $0-40
+// func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32, ahead unsafe.Pointer, aheadStep int)
+TEXT ·bf16Tiles4x6Z(SB), NOSPLIT, $0-56
 	HALF_TILES_4X6Z
 
 // The VNNI kernels (AVX512_VNNI with AVX512VL): q4_0Tile1, q4_0Tile3 and

@@ -37,7 +37,9 @@ func IQ4_NLPromptKernel() string { return "" }
 // portableQ8 is whether Q8_0 products run the portable kernel.
 const portableQ8 = true
 
-func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi int) {
+// matMatF32's ahead (the rows its caller takes next) is for the tile
+// kernels' read ahead; the rows here have none.
+func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi, _ int) {
 	for s := range xs {
 		matVecF32Generic(outs[s], m, xs[s], lo, hi)
 	}

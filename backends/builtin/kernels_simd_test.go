@@ -215,8 +215,8 @@ func TestF32WideKernelMatchesNarrow(t *testing.T) {
 			x[j] = unsafe.Pointer(&randomVec(rng, cols)[0])
 		}
 		var narrow, wide [6][4 * tileRows]float32
-		f32Tiles4x6(m.f32Tile(0), f32TileBytes(cols), cols, &x, &narrow)
-		f32Tiles4x6Z(m.f32Tile(0), f32TileBytes(cols), cols, &x, &wide)
+		f32Tiles4x6(m.f32Tile(0), f32TileBytes(cols), cols, &x, &narrow, m.f32Tile(0), 0)
+		f32Tiles4x6Z(m.f32Tile(0), f32TileBytes(cols), cols, &x, &wide, m.f32Tile(0), 0)
 		if narrow != wide {
 			t.Fatalf("%d columns: 512-bit %v, 256-bit %v", cols, wide[0][:10], narrow[0][:10])
 		}
@@ -232,11 +232,11 @@ func TestF32WideKernelMatchesNarrow(t *testing.T) {
 		for s := range xs {
 			xs[s], outs[s] = randomVec(rng, cols), make([]float32, rows)
 		}
-		matMatF32(outs, m, xs, 5, rows)
+		matMatF32(outs, m, xs, 5, rows-50, rows)
 		for s := range xs {
 			want := make([]float32, rows)
-			matVecF32(want, m, xs[s], 5, rows)
-			if !slices.Equal(outs[s][5:], want[5:]) {
+			matVecF32(want, m, xs[s], 5, rows-50)
+			if !slices.Equal(outs[s][5:rows-50], want[5:rows-50]) {
 				t.Fatalf("512-bit %v, vector %d: batched %v, alone %v", use512, s, outs[s][5:8], want[5:8])
 			}
 		}
@@ -514,7 +514,7 @@ func TestHalfTileKernelsMatchF32BitForBit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 13))
 	chosen := f32Wide
 	defer func() { f32Wide = chosen }()
-	twoTiles := map[halfKind]func(unsafe.Pointer, int, int, *[6]unsafe.Pointer, *[6][2 * tileRows]float32){ieeeHalf: f16Tiles2x6, bfloat16: bf16Tiles2x6}
+	twoTiles := map[halfKind]func(unsafe.Pointer, int, int, *[6]unsafe.Pointer, *[6][2 * tileRows]float32, unsafe.Pointer, int){ieeeHalf: f16Tiles2x6, bfloat16: bf16Tiles2x6}
 	for _, shape := range kernelShapes {
 		for _, kind := range []halfKind{ieeeHalf, bfloat16} {
 			rows, cols := shape[0], shape[1]
@@ -532,8 +532,8 @@ func TestHalfTileKernelsMatchF32BitForBit(t *testing.T) {
 						xs[s], got[s], want[s] = randomVec(rng, cols), make([]float32, rows), make([]float32, rows)
 					}
 					lo, hi := rows/3, rows-rows/5
-					matMatF32(got, half, xs, lo, hi)
-					matMatF32(want, full, xs, lo, hi)
+					matMatF32(got, half, xs, lo, hi, rows)
+					matMatF32(want, full, xs, lo, hi, hi)
 					for s := range n {
 						if !slices.Equal(got[s][lo:hi], want[s][lo:hi]) {
 							t.Fatalf("%d×%d %s, 512-bit %v, vector %d of %d: halves %v, floats %v", rows, cols, kind, use512, s, n, got[s][lo:min(lo+3, hi)], want[s][lo:min(lo+3, hi)])
@@ -549,11 +549,56 @@ func TestHalfTileKernelsMatchF32BitForBit(t *testing.T) {
 				x[j] = unsafe.Pointer(&randomVec(rng, cols)[0])
 			}
 			var fromHalves, fromFloats [6][2 * tileRows]float32
-			twoTiles[kind](half.f32Tile(0), half.tileBytes(), cols, &x, &fromHalves)
-			f32Tiles2x6(full.f32Tile(0), full.tileBytes(), cols, &x, &fromFloats)
+			twoTiles[kind](half.f32Tile(0), half.tileBytes(), cols, &x, &fromHalves, half.f32Tile(1), 3)
+			f32Tiles2x6(full.f32Tile(0), full.tileBytes(), cols, &x, &fromFloats, full.f32Tile(0), 0)
 			if fromHalves != fromFloats {
 				t.Fatalf("%d×%d %s: the two-tile kernel %v, f32Tiles2x6 %v", rows, cols, kind, fromHalves[0][:4], fromFloats[0][:4])
 			}
+		}
+	}
+}
+
+// matMatF32's read ahead asks for every byte of the next block's tiles,
+// in order and with no gap, within the kernel calls it makes on the
+// current block, starting each share inside the matrix's tiles; with one
+// group of vectors, or no next block, it asks for nothing.
+func TestReadAheadCoversTheNextBlock(t *testing.T) {
+	m := withTiles(NewF32(200, 40, make([]float32, 200*40)), nil, nil)
+	tiles := uintptr(m.f32Tile(0))
+	for _, c := range []struct{ lo, hi, ahead, groups int }{
+		{0, 64, 128, 11}, {0, 64, 128, 2}, {64, 128, 200, 11}, {130, 160, 200, 3},
+		{5, 37, 200, 7}, {0, 64, 128, 1}, {0, 200, 200, 11}, {160, 200, 260, 4},
+	} {
+		calls := 0
+		for t := c.lo / tileRows; t*tileRows < c.hi; t += f32TileGroup {
+			calls += c.groups
+		}
+		first := (c.hi + tileRows - 1) / tileRows
+		last := min((c.ahead+tileRows-1)/tileRows, len(m.tiles)/m.tileBytes())
+		start, end := tiles+uintptr(first*m.tileBytes()), tiles+uintptr(last*m.tileBytes())
+		if c.groups < 2 || last <= first {
+			start, end = 0, 0 // nothing to ask for
+		}
+		r := m.readAhead(c.lo, c.hi, c.ahead, c.groups)
+		reached := start // how far the shares so far reach
+		for range calls {
+			p, step := r.share()
+			if uintptr(p) < tiles || uintptr(p) >= tiles+uintptr(len(m.tiles)) {
+				t.Fatalf("%+v: a share starts outside the tiles", c)
+			}
+			if step == 0 {
+				continue
+			}
+			if uintptr(p) > reached || uintptr(p) < start {
+				t.Fatalf("%+v: a share starts at byte %d of the tiles, where the shares before reach %d", c, uintptr(p)-tiles, reached-tiles)
+			}
+			reached = max(reached, uintptr(p)+uintptr(step*m.Cols))
+		}
+		if reached < end || r.left != 0 {
+			t.Errorf("%+v: %d calls reached byte %d of the tiles (%d bytes left), want %d", c, calls, reached-tiles, r.left, end-tiles)
+		}
+		if start == 0 && reached != 0 {
+			t.Errorf("%+v: asked for tiles with nothing to read ahead", c)
 		}
 	}
 }

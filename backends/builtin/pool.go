@@ -258,9 +258,10 @@ func (j *matJob) do(lo, hi int) {
 	block := j.block(j.m[0], hi-lo)
 	for a := lo; a < hi; a += block {
 		b := min(a+block, hi)
+		ahead := min(b+block, hi) // the next block, read ahead where a kernel can
 		if j.gated {
-			j.rows(0, a, b)
-			j.rows(1, a, b)
+			j.rows(0, a, b, ahead)
+			j.rows(1, a, b, ahead)
 			for s := range j.x {
 				if j.gelu {
 					geGLU(j.out[0][s][a:b], j.out[1][s][a:b])
@@ -274,7 +275,7 @@ func (j *matJob) do(lo, hi int) {
 		for i := range j.n {
 			m := j.m[i]
 			if ma, mb := max(a-base, 0), min(b-base, m.Rows); ma < mb {
-				j.rows(i, ma, mb)
+				j.rows(i, ma, mb, min(ahead-base, m.Rows))
 			}
 			base += m.Rows
 		}
@@ -313,12 +314,13 @@ func (j *matJob) block(m *Matrix, span int) int {
 	return max(1, rowBlockBytes/m.rowBytes())
 }
 
-// rows computes rows [a, b) of matrix i for every stream.
-func (j *matJob) rows(i, a, b int) {
+// rows computes rows [a, b) of matrix i for every stream; rows [b,
+// ahead) come next.
+func (j *matJob) rows(i, a, b, ahead int) {
 	m := j.m[i]
 	switch {
 	case m.format == formatF32:
-		matMatF32(j.out[i], m, j.x, a, b)
+		matMatF32(j.out[i], m, j.x, a, b, ahead)
 		return
 	case m.tiles != nil:
 		matMatTiles(j.out[i], m, j.xq, a, b)
