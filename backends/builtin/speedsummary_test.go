@@ -63,8 +63,8 @@ func TestMachineLineNamesTheCPUsClass(t *testing.T) {
 	for _, c := range []struct{ cpuinfo, want string }{
 		{"processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse avx f16c fma avx2 bmi2\n\nprocessor\t: 1\nmodel name\t: AMD EPYC\n",
 			"CPU: AMD EPYC (family 25, model 1; avx2 fma f16c; no avx512f), "},
-		{"cpu family\t: 6\nmodel\t\t: 143\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\nflags\t\t: avx2 fma f16c avx512f avx512bw avx512_vnni amx_bf16 amx_tile amx_int8\n",
-			"CPU: Intel(R) Xeon(R) Platinum 8480+ (family 6, model 143; avx2 fma f16c avx512f avx512_vnni amx_tile), "},
+		{"cpu family\t: 6\nmodel\t\t: 143\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\nflags\t\t: avx2 fma f16c avx512f avx512bw avx512_vnni avx512_bf16 amx_bf16 amx_tile amx_int8\n",
+			"CPU: Intel(R) Xeon(R) Platinum 8480+ (family 6, model 143; avx2 fma f16c avx512f avx512_vnni avx512_bf16 amx_tile), "},
 		// An arm64 kernel names no model: the machine's architecture stands in.
 		{"processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd\n", "CPU: "},
 	} {
