@@ -239,9 +239,11 @@ func BenchmarkEmbedRow(b *testing.B) {
 // BenchmarkPrefillProductFromMemory is BenchmarkPrefillProduct's f32
 // product as the engine meets its weights: each iteration takes the next
 // of 16 such matrices (96 MB, more than any L3 cache), so every block of
-// rows comes from memory before the tokens reuse it from the cache. The
-// gap to BenchmarkPrefillProduct/f32, whose one matrix stays in L3, is
-// what memory costs f32 prompts.
+// rows comes from memory before the tokens reuse it from the cache
+// (from=memory); from=cache repeats one matrix. Against 6, 12, 24 and 64
+// tokens: with one group of six there is no read ahead of the next block
+// (matMatF32), so the gap between the two is what memory costs a block's
+// first pass; with more, what the read ahead leaves of it.
 func BenchmarkPrefillProductFromMemory(b *testing.B) {
 	w, j := prefillJob()
 	rng := rand.New(rand.NewPCG(2, 4))
@@ -249,13 +251,25 @@ func BenchmarkPrefillProductFromMemory(b *testing.B) {
 	for len(ms) < 16 {
 		ms = append(ms, withTiles(randomMatrix(rng, w.Rows, w.Cols), nil, nil))
 	}
-	i := 0
-	for b.Loop() {
-		j.m[0] = ms[i%len(ms)]
-		j.do(0, w.Rows)
-		i++
+	xs, outs := j.x, j.out[0]
+	for _, tokens := range []int{6, 12, 24, 64} {
+		for _, from := range []string{"memory", "cache"} {
+			b.Run(fmt.Sprintf("tokens=%d/from=%s", tokens, from), func(b *testing.B) {
+				j.x, j.out[0] = xs[:tokens], outs[:tokens]
+				i := 0
+				for b.Loop() {
+					j.m[0] = ms[0]
+					if from == "memory" {
+						j.m[0] = ms[i%len(ms)]
+					}
+					j.do(0, w.Rows)
+					i++
+				}
+				b.ReportMetric(float64(2*w.Rows*w.Cols*tokens)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
 	}
-	b.ReportMetric(float64(2*w.Rows*w.Cols*len(j.x))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	j.x, j.out[0] = xs, outs
 }
 
 // BenchmarkPrefillProductThreads is BenchmarkPrefillProduct's Q8_0 and f32

@@ -203,9 +203,10 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 // <= hi): each kernel call asks an equal share of their tiles into the
 // cache as it goes, so that block's first pass finds them there. Without
 // it a block's first pass waited on memory: on the Zen 5 VM, 6.3 MB of
-// f32 tiles against 6 tokens took 319 µs from memory and 112 from cache,
-// and against 64 tokens the product ran at 147–158 GFLOP/s from memory
-// and 184–190 from cache (BenchmarkPrefillProductFromMemory).
+// f32 tiles against 6 tokens (no read ahead) took 248–319 µs from memory
+// and 112 from cache, and against 64 tokens the product ran at 146–159
+// GFLOP/s from memory before the read ahead and 163–179 after, 184–190
+// from cache (BenchmarkPrefillProductFromMemory's tokens=N/from=…).
 //
 // In archsimd a kernel of this kind compiled to an address computation
 // per load and a register copy per FMA, and ran no faster than a row at
