@@ -266,7 +266,7 @@ func (m *Matrix) readAhead(lo, hi, ahead, groups int) readAhead {
 	}
 	calls := groups * ((hi - lo/tileRows*tileRows + f32TileGroup*tileRows - 1) / (f32TileGroup * tileRows))
 	r.from, r.left = m.f32Tile(first), (last-first)*m.tileBytes()
-	r.each = (r.left/max(calls, 1) + 63) &^ 63
+	r.each = ((r.left+calls-1)/calls + 63) &^ 63 // rounded up twice: calls·each covers the block
 	return r
 }
 

@@ -568,6 +568,7 @@ func TestReadAheadCoversTheNextBlock(t *testing.T) {
 	for _, c := range []struct{ lo, hi, ahead, groups int }{
 		{0, 64, 128, 11}, {0, 64, 128, 2}, {64, 128, 200, 11}, {130, 160, 200, 3},
 		{5, 37, 200, 7}, {0, 64, 128, 1}, {0, 200, 200, 11}, {160, 200, 260, 4},
+		{0, 16, 200, 153}, // 29440 bytes over 153 calls: 192.4 a call, 192 (three lines) rounded down
 	} {
 		calls := 0
 		for t := c.lo / tileRows; t*tileRows < c.hi; t += f32TileGroup {
