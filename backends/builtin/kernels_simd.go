@@ -264,7 +264,7 @@ func (m *Matrix) readAhead(lo, hi, ahead, groups int) readAhead {
 	if groups < 2 || last <= first {
 		return r
 	}
-	calls := groups * ((hi - lo/tileRows*tileRows + f32TileGroup*tileRows - 1) / (f32TileGroup * tileRows))
+	calls := max(1, groups*((hi-lo/tileRows*tileRows+f32TileGroup*tileRows-1)/(f32TileGroup*tileRows)))
 	r.from, r.left = m.f32Tile(first), (last-first)*m.tileBytes()
 	r.each = ((r.left+calls-1)/calls + 63) &^ 63 // rounded up twice: calls·each covers the block
 	return r
