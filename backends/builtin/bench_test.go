@@ -269,7 +269,6 @@ func BenchmarkPrefillProductFromMemory(b *testing.B) {
 			})
 		}
 	}
-	j.x, j.out[0] = xs, outs
 }
 
 // BenchmarkPrefillProductThreads is BenchmarkPrefillProduct's Q8_0 and f32

@@ -261,10 +261,10 @@ func (m *Matrix) readAhead(lo, hi, ahead, groups int) readAhead {
 	r := readAhead{cols: m.Cols, idle: m.f32Tile(lo / tileRows)}
 	first := (hi + tileRows - 1) / tileRows
 	last := min((ahead+tileRows-1)/tileRows, len(m.tiles)/m.tileBytes())
-	if groups < 2 || last <= first {
+	if groups < 2 || last <= first || hi <= lo {
 		return r
 	}
-	calls := max(1, groups*((hi-lo/tileRows*tileRows+f32TileGroup*tileRows-1)/(f32TileGroup*tileRows)))
+	calls := groups * ((hi - lo/tileRows*tileRows + f32TileGroup*tileRows - 1) / (f32TileGroup * tileRows))
 	r.from, r.left = m.f32Tile(first), (last-first)*m.tileBytes()
 	r.each = ((r.left+calls-1)/calls + 63) &^ 63 // rounded up twice: calls·each covers the block
 	return r

@@ -561,7 +561,7 @@ func TestHalfTileKernelsMatchF32BitForBit(t *testing.T) {
 // matMatF32's read ahead asks for every byte of the next block's tiles,
 // in order and with no gap, within the kernel calls it makes on the
 // current block, starting each share inside the matrix's tiles; with one
-// group of vectors, or no next block, it asks for nothing.
+// group of vectors, no rows, or no next block, it asks for nothing.
 func TestReadAheadCoversTheNextBlock(t *testing.T) {
 	m := withTiles(NewF32(200, 40, make([]float32, 200*40)), nil, nil)
 	tiles := uintptr(m.f32Tile(0))
@@ -569,6 +569,7 @@ func TestReadAheadCoversTheNextBlock(t *testing.T) {
 		{0, 64, 128, 11}, {0, 64, 128, 2}, {64, 128, 200, 11}, {130, 160, 200, 3},
 		{5, 37, 200, 7}, {0, 64, 128, 1}, {0, 200, 200, 11}, {160, 200, 260, 4},
 		{0, 16, 200, 153}, // 29440 bytes over 153 calls: 192.4 a call, 192 (three lines) rounded down
+		{8, 8, 64, 11},    // no rows: no calls, and nothing to read ahead for
 	} {
 		calls := 0
 		for t := c.lo / tileRows; t*tileRows < c.hi; t += f32TileGroup {
@@ -577,7 +578,7 @@ func TestReadAheadCoversTheNextBlock(t *testing.T) {
 		first := (c.hi + tileRows - 1) / tileRows
 		last := min((c.ahead+tileRows-1)/tileRows, len(m.tiles)/m.tileBytes())
 		start, end := tiles+uintptr(first*m.tileBytes()), tiles+uintptr(last*m.tileBytes())
-		if c.groups < 2 || last <= first {
+		if c.groups < 2 || last <= first || c.hi <= c.lo {
 			start, end = 0, 0 // nothing to ask for
 		}
 		r := m.readAhead(c.lo, c.hi, c.ahead, c.groups)
