@@ -158,7 +158,7 @@ func prefillJob() (*Matrix, *matJob) {
 		x := randomVec(rng, w.Cols)
 		xq := newQuantized(w.Cols)
 		xq.quantize(x, allForms)
-		j.x, j.xq, j.out[0] = append(j.x, x), append(j.xq, &xq), append(j.out[0], make([]float32, w.Rows))
+		j.x, j.xq, j.xb, j.out[0] = append(j.x, x), append(j.xq, &xq), append(j.xb, xq.bf16), append(j.out[0], make([]float32, w.Rows))
 	}
 	return w, j
 }
@@ -188,7 +188,7 @@ func BenchmarkPrefillProduct(b *testing.B) {
 	}
 	for _, kind := range []halfKind{ieeeHalf, bfloat16} {
 		products = append(products, product{kind.String(), func(testing.TB) *Matrix {
-			return withTiles(&Matrix{Rows: w.Rows, Cols: w.Cols, halves: halfBytes(kind, w.F32), half: kind}, nil, nil) // as the loader does
+			return withTiles(&Matrix{Rows: w.Rows, Cols: w.Cols, halves: halfBytes(kind, w.F32), half: kind, bf16Products: kind == bfloat16}, nil, nil) // as the loader does
 		}})
 	}
 	for _, p := range products {

@@ -52,7 +52,7 @@ func makeF32Tiles(m *Matrix, mem *tileMemory, copied func(stored []byte)) *Matri
 	} else {
 		layTiles(unsafe.Slice((*float32)(unsafe.Pointer(&out[0])), len(out)/4), m.F32, bytesOf(m.F32), m.Rows, m.Cols, copied)
 	}
-	return &Matrix{Rows: m.Rows, Cols: m.Cols, tiles: out, half: m.half}
+	return &Matrix{Rows: m.Rows, Cols: m.Cols, tiles: out, half: m.half, bf16Products: m.bf16Products}
 }
 
 // layTiles lays rows (rows × cols values, stored as the bytes stored) out

@@ -56,6 +56,11 @@ type quantized struct {
 	// q and kq spread for the portable kernels' word products, and q
 	// split in two for the portable Q8_0 kernel's (swar.go)
 	spread, kspread, split []uint64
+	// the values rounded to bfloat16, for a BF16 file's matrices: as
+	// floats, and in pairs for VDPBF16PS (bfloat16Pairs); made at the
+	// first product that reads them, so no other model pays for them
+	bf16      []float32
+	bf16Pairs []uint32
 }
 
 func newQuantized(n int) quantized {
@@ -66,10 +71,10 @@ func newQuantized(n int) quantized {
 }
 
 // activationForms says which forms of its input a product's matrices read.
-type activationForms struct{ q8_0, sums, q8K, spread, kspread, split bool }
+type activationForms struct{ q8_0, sums, q8K, spread, kspread, split, bf16 bool }
 
 // allForms is every form, for tests that multiply every format.
-var allForms = activationForms{q8_0: true, sums: true, q8K: true, spread: true, kspread: true, split: true}
+var allForms = activationForms{q8_0: true, sums: true, q8K: true, spread: true, kspread: true, split: true, bf16: true}
 
 func formsOf(ms []*Matrix) activationForms {
 	var f activationForms
@@ -79,6 +84,7 @@ func formsOf(ms []*Matrix) activationForms {
 		f.q8_0 = f.q8_0 || m.Quantized() && !spec.q8K
 		f.sums = f.sums || spec.sums
 		f.split = f.split || m.format == formatQ8_0 && portableQ8
+		f.bf16 = f.bf16 || m.bf16Products
 		if m.format.storedAsBlocks() && m.tiles == nil { // the portable kernels
 			f.spread = f.spread || !spec.q8K
 			f.kspread = f.kspread || spec.q8K
@@ -93,7 +99,7 @@ func formsOf(ms []*Matrix) activationForms {
 // with is f with g's forms too.
 func (f activationForms) with(g activationForms) activationForms {
 	return activationForms{q8_0: f.q8_0 || g.q8_0, sums: f.sums || g.sums, q8K: f.q8K || g.q8K,
-		spread: f.spread || g.spread, kspread: f.kspread || g.kspread, split: f.split || g.split}
+		spread: f.spread || g.spread, kspread: f.kspread || g.kspread, split: f.split || g.split, bf16: f.bf16 || g.bf16}
 }
 
 // quantize sets the forms of v (len(v) ≤ the vector's size) that forms
@@ -118,6 +124,43 @@ func (x *quantized) quantize(v []float32, forms activationForms) {
 	if forms.kspread {
 		spreadOctets(x.kspread, x.kq[:len(v)])
 	}
+	if forms.bf16 {
+		if x.bf16 == nil {
+			x.bf16, x.bf16Pairs = make([]float32, len(x.q)), make([]uint32, (len(x.q)+1)/2)
+		}
+		roundToBFloat16(x.bf16[:len(v)], x.bf16Pairs[:(len(v)+1)/2], v)
+	}
+}
+
+// roundToBFloat16 sets rounded to x rounded to bfloat16 (as floats) and
+// pairs to the same values two to a word, the even column's in the upper
+// half: VDPBF16PS adds a word's upper product first, so a kernel through
+// it sums each row's columns in order, as every other kernel does. A BF16
+// file's products read their activations so rounded on every CPU, as
+// llama.cpp's do (its BF16 products take bfloat16 activations), and the
+// weight's and the value's product is then exact in a float: the sums are
+// the same with VDPBF16PS or without it. An odd length's last pair holds
+// a zero in its lower half.
+func roundToBFloat16(rounded []float32, pairs []uint32, x []float32) {
+	for i, v := range x {
+		rounded[i] = math.Float32frombits(uint32(bfloat16Bits(v)) << 16)
+	}
+	for p := range pairs {
+		pairs[p] = math.Float32bits(rounded[2*p])
+		if 2*p+1 < len(x) {
+			pairs[p] |= math.Float32bits(rounded[2*p+1]) >> 16
+		}
+	}
+}
+
+// bfloat16Bits is v rounded to the nearest bfloat16, ties to even, a NaN
+// kept a quiet NaN: ggml's GGML_FP32_TO_BF16.
+func bfloat16Bits(v float32) uint16 {
+	u := math.Float32bits(v)
+	if u&0x7fffffff > 0x7f800000 {
+		return uint16(u>>16) | 64
+	}
+	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
 }
 
 // sumGroups sets sums for the first groups groups.
@@ -132,7 +175,7 @@ func (x *quantized) sumGroups(groups int) {
 }
 
 // NewState allocates everything one stream's forward passes need, up
-// front, with the cache w's weights keep (cacheFormat).
+// front (but a BF16 file's rounded activations, made at its first pass), with the cache w's weights keep (cacheFormat).
 func NewState(w *Weights) *State { return newState(w, cacheFormat(w)) }
 
 // newState is NewState with a cache of the format named.
@@ -447,7 +490,7 @@ func (e *Engine) multiply(p *pass, states []*State, ms [3]*Matrix, n int, gated 
 	if out[0] == selLogits {
 		j.softcap = e.Model.Weights.LogitSoftcap
 	}
-	j.x, j.xq = j.x[:0], j.xq[:0]
+	j.x, j.xq, j.xb = j.x[:0], j.xq[:0], j.xb[:0]
 	for i := range n {
 		j.out[i] = j.out[i][:0]
 	}
@@ -460,6 +503,9 @@ func (e *Engine) multiply(p *pass, states []*State, ms [3]*Matrix, n int, gated 
 	}
 	for _, st := range states {
 		j.x, j.xq = append(j.x, st.vec(in)), append(j.xq, st.quant(in))
+		if q.forms.bf16 {
+			j.xb = append(j.xb, st.quant(in).bf16[:q.cols])
+		}
 		for i := range n {
 			j.out[i] = append(j.out[i], st.vec(out[i]))
 		}

@@ -2104,6 +2104,81 @@ TEXT ·bf16Tiles4x6(SB), NOSPLIT, $0-56
 TEXT ·bf16Tiles4x6Z(SB), NOSPLIT, $0-56
 	HALF_TILES_4X6Z
 
+// VDPBF16PS Z(S2), Z(S1), Z(D) (AVX512_BF16), which Go's assembler has
+// no mnemonic for, encoded by hand (EVEX.512.F3.0F38.W0 52 /r, registers
+// only): in each of 16 lanes, D += S1's upper bfloat16 times S2's, then
+// S1's lower times S2's, each sum rounded to nearest even.
+#define VDPBF16PS_Z(S2, S1, D) \
+	BYTE $0x62; \
+	BYTE $(0x02 | ((((D)^31)>>3)&1)<<7 | ((((S2)^31)>>4)&1)<<6 | ((((S2)^31)>>3)&1)<<5 | ((((D)^31)>>4)&1)<<4); \
+	BYTE $((((S1)^31)&15)<<3 | 6); \
+	BYTE $(0x40 | ((((S1)^31)>>4)&1)<<3); \
+	BYTE $0x52; \
+	BYTE $(0xC0 | ((D)&7)<<3 | ((S2)&7))
+
+// bf16PairWords is the VPERMW index that turns two bfloat16 tiles' two
+// columns (tile 0's column k, then k+1, then tile 1's: eight rows each)
+// into 16 lanes of one row each, column k's weight in the upper word.
+DATA bf16PairWords<>+0(SB)/8, $0x0001000900000008
+DATA bf16PairWords<>+8(SB)/8, $0x0003000b0002000a
+DATA bf16PairWords<>+16(SB)/8, $0x0005000d0004000c
+DATA bf16PairWords<>+24(SB)/8, $0x0007000f0006000e
+DATA bf16PairWords<>+32(SB)/8, $0x0011001900100018
+DATA bf16PairWords<>+40(SB)/8, $0x0013001b0012001a
+DATA bf16PairWords<>+48(SB)/8, $0x0015001d0014001c
+DATA bf16PairWords<>+56(SB)/8, $0x0017001f0016001e
+GLOBL bf16PairWords<>(SB), RODATA|NOPTR, $64
+
+// One pair of columns of the four tiles (Z24: tiles 0 and 1, Z25: 2 and
+// 3, paired) against vector j's pair (its pointer XR, the pair's index
+// AX), broadcast into ZB (register B): the sums Z(A) and Z(A+1).
+#define BF16_PAIR_DOT(XR, ZB, B, A) \
+	VPBROADCASTD 0(XR)(AX*4), ZB \
+	VDPBF16PS_Z(B, 24, A) \
+	VDPBF16PS_Z(B, 25, A+1)
+
+// func bf16Tiles4x6Dot(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32, ahead unsafe.Pointer, aheadStep int)
+//
+// bf16Tiles4x6Z through VDPBF16PS, two columns an instruction, for cols
+// even and each x[j] a vector's bfloat16s in pairs (roundToBFloat16): a
+// step loads two columns of each tile, pairs their weights row by row
+// (VPERMW), and asks for two lines ahead, as two column steps of the
+// other kernels do. Each lane adds column k's product, then k+1's, each
+// exact in a float, so the sums are bf16Tiles4x6Z's on the vectors'
+// values widened, bit for bit.
+TEXT ·bf16Tiles4x6Dot(SB), NOSPLIT, $0-56
+	F32_TILES4_ARGS
+	SHRQ $1, CX
+	ZERO_Z0_Z11
+	VMOVDQU64 bf16PairWords<>(SB), Z30
+	XORQ AX, AX
+	XORQ R12, R12
+	AHEAD_START
+
+t46dot:
+	AHEAD_LINE
+	AHEAD_LINE
+	VMOVDQU64 0(SI)(R12*1), Y24
+	VINSERTI32X8 $1, 0(DX)(R12*1), Z24, Z24
+	VPERMW Z24, Z30, Z24
+	VMOVDQU64 0(R15)(R12*1), Y25
+	VINSERTI32X8 $1, 0(BX)(R12*1), Z25, Z25
+	VPERMW Z25, Z30, Z25
+	BF16_PAIR_DOT(R8, Z28, 28, 0)
+	BF16_PAIR_DOT(R9, Z29, 29, 2)
+	BF16_PAIR_DOT(R10, Z28, 28, 4)
+	BF16_PAIR_DOT(R11, Z29, 29, 6)
+	BF16_PAIR_DOT(R13, Z28, 28, 8)
+	BF16_PAIR_DOT(R14, Z29, 29, 10)
+	ADDQ $32, R12
+	INCQ AX
+	CMPQ AX, CX
+	JB   t46dot
+	MOVQ out+32(FP), DI
+	STORE_Z0_Z11
+	VZEROUPPER
+	RET
+
 // The VNNI kernels (AVX512_VNNI with AVX512VL): q4_0Tile1, q4_0Tile3 and
 // q4_0Tile4 with each integer product step one VPDPBUSD (unsigned bytes
 // times signed ones, four to an int32 lane, added in), where the kernels

@@ -935,7 +935,7 @@ func (l *tensorLoader) matrix(name string, rows, cols int) *Matrix {
 	}
 	switch {
 	case halfOf(t.Type) != notHalf:
-		return &Matrix{Rows: rows, Cols: cols, halves: raw, half: halfOf(t.Type)}
+		return &Matrix{Rows: rows, Cols: cols, halves: raw, half: halfOf(t.Type), bf16Products: halfOf(t.Type) == bfloat16}
 	case !isQuantized(t.Type):
 		return NewF32(rows, cols, l.vector(name, rows, cols))
 	}

@@ -166,8 +166,7 @@ func halfBits(h halfKind, f float32) uint16 {
 	if h == ieeeHalf {
 		return f32ToF16(f)
 	}
-	b := math.Float32bits(f)
-	return uint16((b + 0x7fff + b>>16&1) >> 16)
+	return bfloat16Bits(f)
 }
 
 // halfBytes is values stored as a GGUF F16 or BF16 tensor stores them

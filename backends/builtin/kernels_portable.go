@@ -44,6 +44,13 @@ func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi, _ int) {
 		matVecF32Generic(outs[s], m, xs[s], lo, hi)
 	}
 }
+
+// matMatBF16 is matMatF32 on xs rounded to bfloat16 (rounded), as every
+// build multiplies a BF16 file's matrices (roundToBFloat16).
+func matMatBF16(outs [][]float32, m *Matrix, rounded [][]float32, _ []*quantized, lo, hi, ahead int) {
+	matMatF32(outs, m, rounded, lo, hi, ahead)
+}
+
 func matVecBlocks(out []float32, m *Matrix, x *quantized, lo, hi int) {
 	if m.tiles != nil {
 		levels := m.levelRows()

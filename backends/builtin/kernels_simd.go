@@ -212,6 +212,28 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 // per load and a register copy per FMA, and ran no faster than a row at
 // a time (BenchmarkPrefillProduct, f32: 15 GFLOP/s either way).
 func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi, ahead int) {
+	matMatFloatTiles(outs, m, xs, nil, lo, hi, ahead)
+}
+
+// haveBF16Dot is whether a BF16 file's prompts run bf16Tiles4x6Dot, whose
+// VDPBF16PS needs AVX512_BF16 (with AVX512BW's VPERMW).
+var haveBF16Dot = haveAVX2 && archsimd.X86.AVX512() && cpu.X86.HasAVX512BF16
+
+// matMatBF16 is matMatF32 for a BF16 file's matrix, on xs rounded to
+// bfloat16 (each xq's bf16 form, which rounded holds as floats): through
+// bf16Tiles4x6Dot where the core has VDPBF16PS and the columns pair up,
+// else through the kernels that widen each weight, which give the same
+// sums (roundToBFloat16).
+func matMatBF16(outs [][]float32, m *Matrix, rounded [][]float32, xq []*quantized, lo, hi, ahead int) {
+	if !haveBF16Dot || m.half != bfloat16 || m.tiles == nil || m.Cols%2 != 0 {
+		xq = nil
+	}
+	matMatFloatTiles(outs, m, rounded, xq, lo, hi, ahead)
+}
+
+// matMatFloatTiles is matMatF32, and where xq is not nil matMatBF16
+// through bf16Tiles4x6Dot on the pairs of xq's bfloat16s.
+func matMatFloatTiles(outs [][]float32, m *Matrix, xs [][]float32, xq []*quantized, lo, hi, ahead int) {
 	s := 0
 	if m.tiles != nil {
 		group := f32TileGroup * tileRows
@@ -221,12 +243,20 @@ func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi, ahead int) {
 			n := min(6, len(xs)-s)
 			var x [6]unsafe.Pointer
 			for j := range x {
-				x[j] = unsafe.Pointer(&xs[s+min(j, n-1)][:m.Cols][0])
+				if xq != nil {
+					x[j] = unsafe.Pointer(&xq[s+min(j, n-1)].bf16Pairs[:m.Cols/2][0])
+				} else {
+					x[j] = unsafe.Pointer(&xs[s+min(j, n-1)][:m.Cols][0])
+				}
 			}
 			var sums [6 * 4 * tileRows]float32 // vector j's group sums at j·group
 			for t := lo / tileRows; t*tileRows < hi; t += f32TileGroup {
 				ahead, step := next.share()
-				m.tilesX6(t, wide, &x, &sums, ahead, step)
+				if xq != nil {
+					bf16Tiles4x6Dot(m.f32Tile(t), m.tileBytes(), m.Cols, &x, (*[6][4 * tileRows]float32)(unsafe.Pointer(&sums)), ahead, step)
+				} else {
+					m.tilesX6(t, wide, &x, &sums, ahead, step)
+				}
 				a, b := max(lo, t*tileRows), min(hi, t*tileRows+group)
 				for j := range n {
 					row := sums[j*group : (j+1)*group]
@@ -369,6 +399,15 @@ func bf16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointe
 
 //go:noescape
 func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32, ahead unsafe.Pointer, aheadStep int)
+
+// bf16Tiles4x6Dot is f32Tiles4x6Z for four tiles of bfloat16s against
+// six vectors given as pairs of bfloat16s (roundToBFloat16's): a VDPBF16PS
+// a pair of columns does two multiply-adds in each of 16 lanes, the
+// column of each lane's pair first; cols must be even. Its sums are bf16Tiles4x6Z's on the same values as floats,
+// bit for bit, on every core tried (and as Intel defines VDPBF16PS).
+//
+//go:noescape
+func bf16Tiles4x6Dot(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32, ahead unsafe.Pointer, aheadStep int)
 
 // f32Wide is whether matMatF32 runs f32Tiles4x6Z (512-bit vectors) rather
 // than f32Tiles4x6, timed once on this core when the first f32 matrix is

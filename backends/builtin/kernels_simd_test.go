@@ -438,6 +438,29 @@ func BenchmarkF32PromptWidths(b *testing.B) {
 	b.Logf("chosen on this core: %s", F32PromptKernel())
 }
 
+// BenchmarkBF16PromptKernels is BenchmarkPrefillProduct's bf16 product
+// through bf16Tiles4x6Dot (VDPBF16PS) and through the kernel that widens
+// each weight for an f32 FMA, by turns within one run, on the same
+// rounded inputs (the two give the same sums).
+func BenchmarkBF16PromptKernels(b *testing.B) {
+	if !haveBF16Dot {
+		b.Skip("VDPBF16PS needs AVX512_BF16")
+	}
+	w, j := prefillJob()
+	j.m[0] = withTiles(&Matrix{Rows: w.Rows, Cols: w.Cols, halves: halfBytes(bfloat16, w.F32), half: bfloat16, bf16Products: true}, nil, nil)
+	flops := float64(2 * w.Rows * w.Cols * len(j.x))
+	defer func(had bool) { haveBF16Dot = had }(haveBF16Dot)
+	for _, dot := range []bool{false, true} {
+		haveBF16Dot = dot
+		b.Run(fmt.Sprintf("VDPBF16PS=%v", dot), func(b *testing.B) {
+			for b.Loop() {
+				j.do(0, w.Rows)
+			}
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
 // A Q5_0 matrix keeps its tiles (whose o = −16·d is a half) only where
 // every block's o is finite: at d = 4094 (o = −65504) it has them, and
 // they multiply as the blocks do; at d = 4096 (o would be −65536) it
@@ -601,6 +624,59 @@ func TestReadAheadCoversTheNextBlock(t *testing.T) {
 		}
 		if start == 0 && reached != 0 {
 			t.Errorf("%+v: asked for tiles with nothing to read ahead", c)
+		}
+	}
+}
+
+// bf16Tiles4x6Dot gives bf16Tiles4x6Z's sums, bit for bit, on vectors
+// already rounded to bfloat16 (VDPBF16PS's products are exact and each
+// lane adds column k's before k+1's, as the FMA kernels do), tile by tile
+// and vector by vector; and matMatBF16 gives matMatF32's numbers on the
+// matrix widened to floats, through it where the columns pair up and
+// through the widening kernels where they do not, alone and batched, over
+// spans that start and end inside tiles.
+func TestBFloat16DotKernelMatchesWidened(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 14))
+	for _, shape := range kernelShapes {
+		rows, cols := shape[0], shape[1]
+		halves := halfBytes(bfloat16, randomVec(rng, rows*cols))
+		half := withTiles(&Matrix{Rows: rows, Cols: cols, halves: halves, half: bfloat16}, nil, nil)
+		full := withTiles((&Matrix{Rows: rows, Cols: cols, halves: halves, half: bfloat16}).withRows(), nil, nil)
+		xq := make([]*quantized, 13)
+		rounded := make([][]float32, len(xq))
+		for s := range xq {
+			q := newQuantized(cols)
+			q.quantize(randomVec(rng, cols), activationForms{bf16: true})
+			xq[s], rounded[s] = &q, q.bf16
+		}
+		if haveBF16Dot && cols%2 == 0 {
+			var x [6]unsafe.Pointer
+			var pairs, widened [6][4 * tileRows]float32
+			for j := range x {
+				x[j] = unsafe.Pointer(&xq[j].bf16Pairs[0])
+			}
+			bf16Tiles4x6Dot(half.f32Tile(0), half.tileBytes(), cols, &x, &pairs, half.f32Tile(0), 0)
+			for j := range x {
+				x[j] = unsafe.Pointer(&rounded[j][0])
+			}
+			bf16Tiles4x6Z(half.f32Tile(0), half.tileBytes(), cols, &x, &widened, half.f32Tile(0), 0)
+			if pairs != widened {
+				t.Fatalf("%d×%d: VDPBF16PS %v, widened %v", rows, cols, pairs[0][:4], widened[0][:4])
+			}
+		}
+		for _, n := range []int{1, 2, 6, 7, 13} {
+			got, want := make([][]float32, n), make([][]float32, n)
+			for s := range n {
+				got[s], want[s] = make([]float32, rows), make([]float32, rows)
+			}
+			lo, hi := rows/3, rows-rows/5
+			matMatBF16(got, half, rounded[:n], xq[:n], lo, hi, rows)
+			matMatF32(want, full, rounded[:n], lo, hi, hi)
+			for s := range n {
+				if !slices.Equal(got[s][lo:hi], want[s][lo:hi]) {
+					t.Fatalf("%d×%d, vector %d of %d: %v, widened %v", rows, cols, s, n, got[s][lo:min(lo+3, hi)], want[s][lo:min(lo+3, hi)])
+				}
+			}
 		}
 	}
 }

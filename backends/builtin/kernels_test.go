@@ -707,3 +707,56 @@ func TestF32SpansAreWholeTileGroups(t *testing.T) {
 		}
 	}
 }
+
+// roundToBFloat16 rounds each value to the nearer of the two bfloat16s
+// around it (a tie to the one whose last bit is 0), keeps infinities, a
+// NaN a quiet NaN, and pairs the values two to a word, the even index's
+// in the upper half, with a zero after an odd length's last value.
+func TestRoundToBFloat16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 16))
+	x := []float32{1, 1 + 1.0/256, 1 + 3.0/256, -(1 + 1.0/256), 1 + 1.0/256 + 1.0/(1<<20), math.MaxFloat32, float32(math.Inf(-1)), float32(math.NaN()), 0, -0.0}
+	for range 2000 {
+		x = append(x, float32(rng.NormFloat64()*math.Pow(2, float64(rng.IntN(60)-30))))
+	}
+	x = append(x, 3) // an odd length
+	rounded, pairs := make([]float32, len(x)), make([]uint32, (len(x)+1)/2)
+	roundToBFloat16(rounded, pairs, x)
+	for i, v := range x {
+		got := math.Float32bits(rounded[i])
+		if got&0xffff != 0 {
+			t.Fatalf("%g rounded to %#x, not a bfloat16", v, got)
+		}
+		if v != v {
+			if rounded[i] == rounded[i] || got&0x00400000 == 0 {
+				t.Fatalf("NaN %#x rounded to %#x, not a quiet NaN", math.Float32bits(v), got)
+			}
+			continue
+		}
+		want := math.Float32bits(v)
+		if !math.IsInf(float64(v), 0) {
+			down := want &^ 0xffff // toward zero
+			up := down + 0x10000   // away from it; past the largest, 2^128 (infinity)
+			upValue := float64(math.Float32frombits(up))
+			if math.IsInf(upValue, 0) {
+				upValue = math.Copysign(math.Ldexp(1, 128), upValue)
+			}
+			dDown, dUp := math.Abs(float64(v)-float64(math.Float32frombits(down))), math.Abs(upValue-float64(v))
+			want = down
+			if dUp < dDown || dUp == dDown && down&0x10000 != 0 {
+				want = up
+			}
+		}
+		if got != want {
+			t.Fatalf("%g (%#x) rounded to %#x, want %#x", v, math.Float32bits(v), got, want)
+		}
+	}
+	for p, w := range pairs {
+		lo := uint32(0)
+		if 2*p+1 < len(x) {
+			lo = math.Float32bits(rounded[2*p+1]) >> 16
+		}
+		if w != math.Float32bits(rounded[2*p])|lo {
+			t.Fatalf("pair %d: %#x, from %#x and %#x", p, w, math.Float32bits(rounded[2*p]), lo)
+		}
+	}
+}

@@ -116,6 +116,11 @@ type Matrix struct {
 	// half is the kind of 16-bit float that halves, or the tiles, hold
 	// (the kernels widen them as they read); notHalf for floats.
 	half halfKind
+	// bf16Products marks a BF16 file's matrix, whose products read their
+	// input rounded to bfloat16 (roundToBFloat16), as llama.cpp's do,
+	// whether its weights stay bfloat16s or are widened into rows for a
+	// build that reads rows; the f32 dtype's conversion clears it.
+	bf16Products bool
 	// the rows laid out again for a faster kernel, where the build has
 	// one: interleaved for a tile kernel (tiles_simd.go), or IQ4_NL's
 	// levels as Q8_0 rows for the portable one (kernels_portable.go). A

@@ -164,7 +164,9 @@ func TestAFileCutWhileLoadedFailsTheGeneration(t *testing.T) {
 // their caches as halves, as a quantized file's do (and as floats with
 // --dtype f32); and it computes what an f32 file of the same weights
 // (rounded to halves) computes with that cache, logit for logit, as it
-// runs and with --dtype q8_0 or f32.
+// runs and with --dtype q8_0 or f32: a BF16 file's products reading their
+// inputs rounded to bfloat16 (as it runs, and its matrices --dtype q8_0
+// leaves), which the f32 file's matching matrices are then told to do.
 func TestHalvesFileRunsAsTheSameWeightsInF32(t *testing.T) {
 	// stories260K's shape, whose w2 (172 columns) stays f32 under q8_0
 	shape := Shape{Dim: 64, HiddenDim: 172, Layers: 2, Heads: 8, KVHeads: 4, Vocab: 512, SeqLen: 64}
@@ -212,10 +214,22 @@ func TestHalvesFileRunsAsTheSameWeightsInF32(t *testing.T) {
 				t.Fatal(err)
 			}
 			cache := cacheFormat(half.Weights)
+			unrounded := greedyLogits(full, prompt, 1, cache)
+			rounds := false
+			for i, m := range full.Weights.matrices() {
+				(*m).bf16Products = (*half.Weights.matrices()[i]).bf16Products
+				rounds = rounds || (*m).bf16Products
+			}
+			if want := kind == bfloat16 && dtype != "f32"; rounds != want {
+				t.Fatalf("%s, dtype %q: products round their inputs to bfloat16: %v, want %v", name, dtype, rounds, want)
+			}
 			if want := map[bool]string{true: "f32", false: "f16"}[dtype == "f32"]; cache != want {
 				t.Errorf("%s, dtype %q: the streams keep a cache of %s, want %s", name, dtype, cache, want)
 			}
 			got, want := greedyLogits(half, prompt, 6, cache), greedyLogits(full, prompt, 6, cache)
+			if rounds && slices.Equal(got[0], unrounded[0]) {
+				t.Fatalf("%s, dtype %q: the logits are the f32 file's on inputs not rounded", name, dtype)
+			}
 			for k := range want {
 				if !slices.Equal(got[k], want[k]) {
 					t.Fatalf("%s, dtype %q step %d: the file's logits differ from the f32 file's", name, dtype, k)

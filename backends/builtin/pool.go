@@ -214,6 +214,7 @@ type matJob struct {
 	softcap float32
 	x       [][]float32
 	xq      []*quantized
+	xb      [][]float32 // each x rounded to bfloat16, where a matrix is BF16
 	out     [3][][]float32
 }
 
@@ -319,6 +320,9 @@ func (j *matJob) block(m *Matrix, span int) int {
 func (j *matJob) rows(i, a, b, ahead int) {
 	m := j.m[i]
 	switch {
+	case m.bf16Products:
+		matMatBF16(j.out[i], m, j.xb, j.xq, a, b, ahead)
+		return
 	case m.format == formatF32:
 		matMatF32(j.out[i], m, j.x, a, b, ahead)
 		return

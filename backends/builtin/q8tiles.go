@@ -80,7 +80,9 @@ func (m *Matrix) withRows() *Matrix {
 	case m.halves != nil:
 		rows := make([]float32, m.Rows*m.Cols)
 		m.half.widen(rows, m.halves)
-		return NewF32(m.Rows, m.Cols, rows)
+		widened := NewF32(m.Rows, m.Cols, rows)
+		widened.bf16Products = m.bf16Products
+		return widened
 	case m.format == formatF32 && m.F32 == nil && m.tiles != nil:
 		return NewF32(m.Rows, m.Cols, f32RowsOfTiles(m))
 	case m.format != formatQ8_0 || m.quant != nil:

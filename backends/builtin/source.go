@@ -404,6 +404,7 @@ func (w *Weights) dequantize() {
 	for _, m := range w.matrices() {
 		if (*m).Quantized() || (*m).halves != nil {
 			*m = (*m).Dequantize()
+			(*m).bf16Products = false // the f32 dtype: floats times floats
 		}
 	}
 }
