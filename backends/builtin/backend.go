@@ -84,6 +84,9 @@ func (b *Backend) Probe(ctx context.Context, model string) (backends.Info, error
 	if k := F32PromptKernel(); k != "" && slices.ContainsFunc(m.Weights.matrices(), func(w **Matrix) bool { return !(*w).Quantized() }) {
 		info.Details["f32_prompt_kernel"] = k
 	}
+	if k := BF16PromptKernel(); k != "" && slices.ContainsFunc(m.Weights.matrices(), func(w **Matrix) bool { return (*w).half == bfloat16 }) {
+		info.Details["bf16_prompt_kernel"] = k
+	}
 	for _, p := range []struct {
 		format format
 		key    string

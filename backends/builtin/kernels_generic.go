@@ -492,6 +492,27 @@ func weightedSumHalfGeneric(out, weights []float32, v []uint16, stride int, scra
 	}
 }
 
+// roundToBFloat16Generic sets rounded to x rounded to bfloat16 (as floats) and
+// pairs to the same values two to a word, the even column's in the upper
+// half: VDPBF16PS adds a word's upper product first, so a kernel through
+// it sums each row's columns in order, as every other kernel does. A BF16
+// file's products read their activations so rounded on every CPU, as
+// llama.cpp's do (its BF16 products take bfloat16 activations), and the
+// weight's and the value's product is then exact in a float: the sums are
+// the same with VDPBF16PS or without it. An odd length's last pair holds
+// a zero in its lower half.
+func roundToBFloat16Generic(rounded []float32, pairs []uint32, x []float32) {
+	for i, v := range x {
+		rounded[i] = math.Float32frombits(uint32(bfloat16Bits(v)) << 16)
+	}
+	for p := range pairs {
+		pairs[p] = math.Float32bits(rounded[2*p])
+		if 2*p+1 < len(x) {
+			pairs[p] |= math.Float32bits(rounded[2*p+1]) >> 16
+		}
+	}
+}
+
 // storeHalvesGeneric sets dst[i] = src[i] rounded to a half.
 func storeHalvesGeneric(dst []uint16, src []float32) {
 	dst = dst[:len(src)]

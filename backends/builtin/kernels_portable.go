@@ -27,6 +27,9 @@ const f32TileGroup = 1
 // has one.
 func F32PromptKernel() string { return "" }
 
+// BF16PromptKernel says which kernel BF16 prompts run: this build has one.
+func BF16PromptKernel() string { return "" }
+
 // Q4_0PromptKernel says which vector width Q4_0 prompts run at; this
 // build has one.
 func Q4_0PromptKernel() string { return "" }
@@ -69,8 +72,11 @@ func dotRowsHalf(out []float32, w []uint16, x []float32, lo, hi, cols, stride in
 func weightedSumHalf(out, weights []float32, v []uint16, stride int, scratch []float32) {
 	weightedSumHalfGeneric(out, weights, v, stride, scratch)
 }
-func storeHalves(dst []uint16, src []float32)              { storeHalvesGeneric(dst, src) }
-func roundToHalves(x []float32)                            { roundToHalvesGeneric(x) }
+func storeHalves(dst []uint16, src []float32) { storeHalvesGeneric(dst, src) }
+func roundToHalves(x []float32)               { roundToHalvesGeneric(x) }
+func roundToBFloat16(rounded []float32, pairs []uint32, x []float32) {
+	roundToBFloat16Generic(rounded, pairs, x)
+}
 func quantizeInto(q []int8, scales []float32, x []float32) { quantizeGeneric(q, scales, x) }
 func quantizeActivations(q []int8, scales []float32, x []float32) {
 	quantizeActivationsGeneric(q, scales, x)

@@ -134,6 +134,19 @@ func storeHalves(dst []uint16, src []float32) {
 	storeHalvesGeneric(dst[whole:], src[whole:])
 }
 
+// roundToBFloat16 is roundToBFloat16Generic, eight values at a time by
+// AVX2 where the CPU has it: scalar, it was a sixth of a one-thread BF16
+// prompt's time against VDPBF16PS's products (stories110M pp64, profile).
+func roundToBFloat16(rounded []float32, pairs []uint32, x []float32) {
+	whole := len(x) &^ 7
+	if !haveAVX2 || whole == 0 {
+		roundToBFloat16Generic(rounded, pairs, x)
+		return
+	}
+	roundToBFloat16AVX2(unsafe.Pointer(&rounded[:len(x)][0]), unsafe.Pointer(&pairs[:whole/2][0]), unsafe.Pointer(&x[0]), whole)
+	roundToBFloat16Generic(rounded[whole:len(x)], pairs[whole/2:], x[whole:])
+}
+
 // roundToHalves rounds each of x to a half, in place.
 func roundToHalves(x []float32) {
 	whole := len(x) &^ 7
@@ -162,6 +175,9 @@ func weightedSumHalves(out, weights unsafe.Pointer, n int, values unsafe.Pointer
 
 //go:noescape
 func storeHalvesAVX2(dst, src unsafe.Pointer, n int)
+
+//go:noescape
+func roundToBFloat16AVX2(rounded, pairs, x unsafe.Pointer, n int)
 
 // matVecF32 sets out[r] = row r · x for rows [lo, hi): through the tiles
 // the loader lays every f32 matrix out as where the CPU has AVX2
@@ -215,17 +231,17 @@ func matMatF32(outs [][]float32, m *Matrix, xs [][]float32, lo, hi, ahead int) {
 	matMatFloatTiles(outs, m, xs, nil, lo, hi, ahead)
 }
 
-// haveBF16Dot is whether a BF16 file's prompts run bf16Tiles4x6Dot, whose
-// VDPBF16PS needs AVX512_BF16 (with AVX512BW's VPERMW).
+// haveBF16Dot is whether this core can run bf16Tiles4x6Dot, whose
+// VDPBF16PS needs AVX512_BF16 (and VPERMW, AVX512BW).
 var haveBF16Dot = haveAVX2 && archsimd.X86.AVX512() && cpu.X86.HasAVX512BF16
 
 // matMatBF16 is matMatF32 for a BF16 file's matrix, on xs rounded to
 // bfloat16 (each xq's bf16 form, which rounded holds as floats): through
-// bf16Tiles4x6Dot where the core has VDPBF16PS and the columns pair up,
-// else through the kernels that widen each weight, which give the same
-// sums (roundToBFloat16).
+// bf16Tiles4x6Dot where the core has VDPBF16PS, the timing chose it
+// (bf16Dot) and the columns pair up, else through the kernels that widen
+// each weight, which give the same sums (roundToBFloat16).
 func matMatBF16(outs [][]float32, m *Matrix, rounded [][]float32, xq []*quantized, lo, hi, ahead int) {
-	if !haveBF16Dot || m.half != bfloat16 || m.tiles == nil || m.Cols%2 != 0 {
+	if !haveBF16Dot || m.half != bfloat16 || m.tiles == nil || m.Cols%2 != 0 || !bf16Dot().useDot {
 		xq = nil
 	}
 	matMatFloatTiles(outs, m, rounded, xq, lo, hi, ahead)
@@ -403,8 +419,10 @@ func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Point
 // bf16Tiles4x6Dot is f32Tiles4x6Z for four tiles of bfloat16s against
 // six vectors given as pairs of bfloat16s (roundToBFloat16's): a VDPBF16PS
 // a pair of columns does two multiply-adds in each of 16 lanes, the
-// column of each lane's pair first; cols must be even. Its sums are bf16Tiles4x6Z's on the same values as floats,
-// bit for bit, on every core tried (and as Intel defines VDPBF16PS).
+// column of each lane's pair first; cols must be even. Its sums are
+// bf16Tiles4x6Z's on the same values as floats, bit for bit, as Intel
+// defines VDPBF16PS (each product exact, each sum rounded in turn) and as
+// the Zen 5 VM runs it (TestBFloat16DotKernelMatchesWidened).
 //
 //go:noescape
 func bf16Tiles4x6Dot(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32, ahead unsafe.Pointer, aheadStep int)
@@ -420,6 +438,69 @@ func bf16Tiles4x6Dot(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Poi
 // VM's), while Zen 4 splits each 512-bit FMA in two and runs both widths
 // at one rate.
 var f32Wide = sync.OnceValue(timeF32Widths)
+
+// bf16Dot is whether matMatBF16 runs bf16Tiles4x6Dot on a core with
+// VDPBF16PS, timed once when the first BF16 matrix is tiled against the
+// kernel that widens each weight (the width f32Wide chose), on the same
+// products, and taken by prefer512's rule: an eighth faster. A VDPBF16PS
+// does two multiply-adds a lane where an FMA does one; at what rate is
+// the core's (on the Zen 5 VM, BenchmarkBF16PromptKernels: 310 against
+// 154 GFLOP/s). The two give the same sums, so the choice is speed alone.
+var bf16Dot = sync.OnceValue(timeBF16Kernels)
+
+// bf16Kernels is the timing behind bf16Dot.
+type bf16Kernels struct {
+	widening, dot time.Duration // each kernel's best time for the same products
+	useDot        bool
+}
+
+// timeBF16Kernels times bf16Tiles4x6Dot against the widening kernel on
+// four tiles of 256 columns (16 KiB) against six vectors, as timeWidths
+// times two widths.
+func timeBF16Kernels() bf16Kernels {
+	if !haveBF16Dot {
+		return bf16Kernels{}
+	}
+	const cols = 256
+	tiles := make([]uint16, 4*tileRows*cols)
+	for i := range tiles {
+		tiles[i] = bfloat16Bits(float32(i%7+1) / 8)
+	}
+	var x, xPairs [6]unsafe.Pointer
+	for j := range x {
+		q := newQuantized(cols)
+		v := make([]float32, cols)
+		for i := range v {
+			v[i] = float32((i+j)%5+1) / 16
+		}
+		q.quantize(v, activationForms{bf16: true})
+		x[j], xPairs[j] = unsafe.Pointer(&q.bf16[0]), unsafe.Pointer(&q.bf16Pairs[0])
+	}
+	widen, tile := bf16Tiles4x6, unsafe.Pointer(&tiles[0])
+	if f32Wide().use512 {
+		widen = bf16Tiles4x6Z
+	}
+	var out [6][4 * tileRows]float32
+	w := timeWidths(
+		func() { widen(tile, f32TileBytes(cols)/2, cols, &x, &out, tile, 0) },
+		func() { bf16Tiles4x6Dot(tile, f32TileBytes(cols)/2, cols, &xPairs, &out, tile, 0) })
+	return bf16Kernels{widening: w.narrow, dot: w.wide, useDot: w.use512}
+}
+
+// BF16PromptKernel says which kernel BF16 prompts run on this CPU and the
+// timing that chose it; empty where there is no choice (no VDPBF16PS).
+// The first call times the kernels, if no load did.
+func BF16PromptKernel() string {
+	if !haveBF16Dot {
+		return ""
+	}
+	k := bf16Dot()
+	speed := float64(k.widening) / float64(k.dot)
+	if k.useDot {
+		return fmt.Sprintf("VDPBF16PS (%.2f× the widening kernel's speed, timed on this core)", speed)
+	}
+	return fmt.Sprintf("widening each weight (VDPBF16PS ran at %.2f× its speed, timed on this core)", speed)
+}
 
 // q4_0Wide is f32Wide for Q4_0's prompts: whether matMatTiles runs
 // q4_0Tile4x2Z (two tiles through 512-bit vectors) rather than

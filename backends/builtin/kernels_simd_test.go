@@ -632,11 +632,31 @@ func TestReadAheadCoversTheNextBlock(t *testing.T) {
 // already rounded to bfloat16 (VDPBF16PS's products are exact and each
 // lane adds column k's before k+1's, as the FMA kernels do), tile by tile
 // and vector by vector; and matMatBF16 gives matMatF32's numbers on the
-// matrix widened to floats, through it where the columns pair up and
-// through the widening kernels where they do not, alone and batched, over
-// spans that start and end inside tiles.
+// matrix widened to floats, through it where the columns pair up (and
+// the timing chose it: both choices are forced here) and through the
+// widening kernels where they do not, alone and batched, over spans that
+// start and end inside tiles.
 func TestBFloat16DotKernelMatchesWidened(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 14))
+	chosen := bf16Dot
+	defer func() { bf16Dot = chosen }()
+	for _, useDot := range []bool{false, true} {
+		bf16Dot = func() bf16Kernels { return bf16Kernels{useDot: useDot} }
+		checkBFloat16Products(t, rng)
+	}
+	bf16Dot = chosen
+	if haveBF16Dot {
+		k := bf16Dot()
+		if k.widening <= 0 || k.dot <= 0 || k.widening == time.Hour || k.dot == time.Hour {
+			t.Fatalf("the BF16 timing on this core measured nothing: %+v", k)
+		}
+		t.Logf("BF16 prompts on this core: %s", BF16PromptKernel())
+	}
+}
+
+// checkBFloat16Products is TestBFloat16DotKernelMatchesWidened's checks
+// with bf16Dot's choice as the test set it.
+func checkBFloat16Products(t *testing.T, rng *rand.Rand) {
 	for _, shape := range kernelShapes {
 		rows, cols := shape[0], shape[1]
 		halves := halfBytes(bfloat16, randomVec(rng, rows*cols))

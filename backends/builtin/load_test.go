@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -248,17 +249,25 @@ func TestDecodeReadIsWhatATokenReads(t *testing.T) {
 }
 
 // The probe names the width f32 prompts run at where a timing chose it
-// (AVX-512 CPUs) and the model has f32 matrices, and Q4_0's where one
-// chose it (AVX-512 VNNI) and the model has Q4_0 matrices, and nowhere
+// (AVX-512 CPUs) and the model has f32 matrices (or 16-bit ones, whose
+// widening kernels take the same width), Q4_0's where one chose it
+// (AVX-512 VNNI) and the model has Q4_0 matrices, BF16's kernel where
+// one chose it (AVX512_BF16) and the model has BF16 matrices, and nowhere
 // else: a model without such matrices never meets that kernel.
 func TestProbeNamesThePromptWidthsWhereTheyApply(t *testing.T) {
 	q4 := writeTemp(t, "q4.gguf", ggufOf(t, Synthetic(q8Shape, 5), spmVocab(ByteLevelTokenizer(q8Shape.Vocab)), every(ggmlQ4_0)))
 	iq4 := writeTemp(t, "iq4.gguf", ggufOf(t, Synthetic(q8Shape, 5), spmVocab(ByteLevelTokenizer(q8Shape.Vocab)), every(ggmlIQ4_NL)))
-	for _, c := range []struct{ model, dtype, has string }{
-		{"stories15M-synthetic", "f32", "f32"},
-		{"stories15M-synthetic", "q8_0", "q8_0"},
-		{q4, "", "q4_0"},
-		{iq4, "", "iq4_nl"},
+	bf16 := filepath.Join("testdata", "archs", "qwen2-bf16.gguf")
+	for _, c := range []struct {
+		model, dtype string
+		has          []string
+	}{
+		{"stories15M-synthetic", "f32", []string{"f32"}},
+		{"stories15M-synthetic", "q8_0", []string{"q8_0"}},
+		{q4, "", []string{"q4_0"}},
+		{iq4, "", []string{"iq4_nl"}},
+		{bf16, "", []string{"f32", "bf16"}},
+		{bf16, "f32", []string{"f32"}},
 	} {
 		b, _ := Kind.New(backends.Config{Threads: 1, DType: c.dtype})
 		info, err := b.Probe(context.Background(), c.model)
@@ -266,10 +275,10 @@ func TestProbeNamesThePromptWidthsWhereTheyApply(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for key, kernel := range map[string]string{"f32_prompt_kernel": F32PromptKernel(), "q4_0_prompt_kernel": Q4_0PromptKernel(), "iq4_nl_prompt_kernel": IQ4_NLPromptKernel()} {
+		for key, kernel := range map[string]string{"f32_prompt_kernel": F32PromptKernel(), "q4_0_prompt_kernel": Q4_0PromptKernel(), "iq4_nl_prompt_kernel": IQ4_NLPromptKernel(), "bf16_prompt_kernel": BF16PromptKernel()} {
 			got, named := info.Details[key]
-			if want := kernel != "" && strings.HasPrefix(key, c.has+"_"); named != want || named && got != kernel {
-				t.Errorf("%s matrices: %s %q (named %v), want named %v", c.has, key, got, named, want)
+			if want := kernel != "" && slices.Contains(c.has, strings.TrimSuffix(key, "_prompt_kernel")); named != want || named && got != kernel {
+				t.Errorf("%v matrices: %s %q (named %v), want named %v", c.has, key, got, named, want)
 			}
 		}
 	}

@@ -225,6 +225,9 @@ func withTiles(m *Matrix, mem *tileMemory, copied func(stored []byte)) *Matrix {
 			m = makeF32Tiles(m, mem, copied)
 		}
 		f32Wide() // timed at load, not inside a prompt's first product
+		if m.half == bfloat16 {
+			bf16Dot()
+		}
 	case k == nil:
 	case m.format == formatQ5_0 && !q5_0OffsetsAreHalves(m):
 	case m.format == formatQ8_0:
