@@ -76,14 +76,17 @@ func readJSONLines(t *testing.T, path string) []string {
 // and one rounds to the next bfloat16, 1/256 of it away, as a code flips
 // (2 December, first steps: llama's and qwen2's five prompts 5e-7–7e-6;
 // qwen3's two of five 0.018–0.024 and gemma3's three 0.01–0.07; every
-// step 0.07 at most), so their bound is the step's.
+// step 0.07 at most). In a file of a real model's depth such a flip comes
+// in the first layers and the difference carries from there: the
+// Qwen2.5-0.5B shape's BF16 file read 0.15–0.21 both before the engine
+// rounded and after, so the bound is that file's.
 var archFormats = []struct {
 	name                 string
 	logitDiff, firstDiff float64
 }{
 	{"f32", 1e-3, 1e-3},
 	{"f16", 0.05, 0.05},
-	{"bf16", 0.1, 0.1},
+	{"bf16", 0.25, 0.25},
 	{"q8_0", 2, 1e-4},
 	{"q4_k_m", 2, 2},
 }
