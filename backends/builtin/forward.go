@@ -57,7 +57,7 @@ type quantized struct {
 	// split in two for the portable Q8_0 kernel's (swar.go)
 	spread, kspread, split []uint64
 	// the values rounded to bfloat16, for a BF16 file's matrices: as
-	// floats, and in pairs for VDPBF16PS (bfloat16Pairs); made at the
+	// floats, and in pairs for VDPBF16PS (roundToBFloat16); made at the
 	// first product that reads them, so no other model pays for them
 	bf16      []float32
 	bf16Pairs []uint32
@@ -154,7 +154,8 @@ func (x *quantized) sumGroups(groups int) {
 }
 
 // NewState allocates everything one stream's forward passes need, up
-// front (but a BF16 file's rounded activations, made at its first pass), with the cache w's weights keep (cacheFormat).
+// front (but a BF16 file's rounded activations, made at its first
+// pass), with the cache w's weights keep (cacheFormat).
 func NewState(w *Weights) *State { return newState(w, cacheFormat(w)) }
 
 // newState is NewState with a cache of the format named.

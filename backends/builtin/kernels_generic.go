@@ -492,9 +492,9 @@ func weightedSumHalfGeneric(out, weights []float32, v []uint16, stride int, scra
 	}
 }
 
-// roundToBFloat16Generic sets rounded to x rounded to bfloat16 (as floats) and
-// pairs to the same values two to a word, the even column's in the upper
-// half: VDPBF16PS adds a word's upper product first, so a kernel through
+// roundToBFloat16Generic sets rounded to x rounded to bfloat16 (as
+// floats) and pairs to the same values two to a word, the even column's
+// in the upper half: VDPBF16PS adds a word's upper product first, so a kernel through
 // it sums each row's columns in order, as every other kernel does. A BF16
 // file's products read their activations so rounded on every CPU, as
 // llama.cpp's do (its BF16 products take bfloat16 activations), and the

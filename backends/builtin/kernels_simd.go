@@ -238,8 +238,9 @@ var haveBF16Dot = haveAVX2 && archsimd.X86.AVX512() && cpu.X86.HasAVX512BF16
 // matMatBF16 is matMatF32 for a BF16 file's matrix, on xs rounded to
 // bfloat16 (each xq's bf16 form, which rounded holds as floats): through
 // bf16Tiles4x6Dot where the core has VDPBF16PS, the timing chose it
-// (bf16Dot) and the columns pair up, else through the kernels that widen
-// each weight, which give the same sums (roundToBFloat16).
+// (bf16Dot), the tiles hold bfloat16s and the columns pair up, else
+// through the kernels that widen each weight, which give the same sums
+// (roundToBFloat16).
 func matMatBF16(outs [][]float32, m *Matrix, rounded [][]float32, xq []*quantized, lo, hi, ahead int) {
 	if !haveBF16Dot || m.half != bfloat16 || m.tiles == nil || m.Cols%2 != 0 || !bf16Dot().useDot {
 		xq = nil

@@ -84,7 +84,9 @@ func (m *Matrix) withRows() *Matrix {
 		widened.bf16Products = m.bf16Products
 		return widened
 	case m.format == formatF32 && m.F32 == nil && m.tiles != nil:
-		return NewF32(m.Rows, m.Cols, f32RowsOfTiles(m))
+		rows := NewF32(m.Rows, m.Cols, f32RowsOfTiles(m))
+		rows.bf16Products = m.bf16Products
+		return rows
 	case m.format != formatQ8_0 || m.quant != nil:
 		return m
 	}
