@@ -440,8 +440,9 @@ func BenchmarkF32PromptWidths(b *testing.B) {
 
 // BenchmarkBF16PromptKernels is BenchmarkPrefillProduct's bf16 product
 // through bf16Tiles4x6Dot (VDPBF16PS) and through the kernel that widens
-// each weight for an f32 FMA, by turns within one run, on the same
-// rounded inputs (the two give the same sums).
+// each weight for an f32 FMA, each forced whatever the timing at load
+// chose, by turns within one run, on the same rounded inputs (the two
+// give the same sums).
 func BenchmarkBF16PromptKernels(b *testing.B) {
 	if !haveBF16Dot {
 		b.Skip("VDPBF16PS needs AVX512_BF16")
@@ -449,9 +450,10 @@ func BenchmarkBF16PromptKernels(b *testing.B) {
 	w, j := prefillJob()
 	j.m[0] = withTiles(&Matrix{Rows: w.Rows, Cols: w.Cols, halves: halfBytes(bfloat16, w.F32), half: bfloat16, bf16Products: true}, nil, nil)
 	flops := float64(2 * w.Rows * w.Cols * len(j.x))
-	defer func(had bool) { haveBF16Dot = had }(haveBF16Dot)
+	chosen := bf16Dot
+	defer func() { bf16Dot = chosen }()
 	for _, dot := range []bool{false, true} {
-		haveBF16Dot = dot
+		bf16Dot = func() bf16Kernels { return bf16Kernels{useDot: dot} }
 		b.Run(fmt.Sprintf("VDPBF16PS=%v", dot), func(b *testing.B) {
 			for b.Loop() {
 				j.do(0, w.Rows)
