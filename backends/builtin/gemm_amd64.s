@@ -2104,6 +2104,60 @@ TEXT ·bf16Tiles4x6(SB), NOSPLIT, $0-56
 TEXT ·bf16Tiles4x6Z(SB), NOSPLIT, $0-56
 	HALF_TILES_4X6Z
 
+// pairLows is the VPERMD index that takes the low dword of each qword.
+DATA pairLows<>+0(SB)/8, $0x0000000200000000
+DATA pairLows<>+8(SB)/8, $0x0000000600000004
+DATA pairLows<>+16(SB)/8, $0x0000000200000000
+DATA pairLows<>+24(SB)/8, $0x0000000600000004
+GLOBL pairLows<>(SB), RODATA|NOPTR, $32
+
+// func roundToBFloat16AVX2(rounded, pairs, x unsafe.Pointer, n int)
+// roundToBFloat16Generic for n a multiple of 8: each value to the nearest
+// bfloat16 (ties to even: u + 0x7fff + the kept part's last bit, then
+// the upper half; a NaN's upper half with its quiet bit set), stored as a
+// float, and each two as a pair (the even one's in the upper half: a
+// qword's two values moved into its low dword, then the four low dwords
+// gathered).
+TEXT ·roundToBFloat16AVX2(SB), NOSPLIT, $0-32
+	MOVQ rounded+0(FP), DI
+	MOVQ pairs+8(FP), DX
+	MOVQ x+16(FP), SI
+	MOVQ n+24(FP), CX
+	BROADCAST32(1, X8, Y8)
+	BROADCAST32(0x7fff, X9, Y9)
+	BROADCAST32(0x7fffffff, X10, Y10)
+	BROADCAST32(0x7f800000, X11, Y11)
+	BROADCAST32(64, X12, Y12)
+	VMOVDQU pairLows<>(SB), Y13
+	XORQ    AX, AX
+
+bloop:
+	CMPQ      AX, CX
+	JAE       bend
+	VMOVDQU   0(SI)(AX*4), Y0
+	VPSRLD    $16, Y0, Y1
+	VPAND     Y8, Y1, Y2
+	VPADDD    Y9, Y0, Y3
+	VPADDD    Y2, Y3, Y3
+	VPSRLD    $16, Y3, Y3
+	VPOR      Y12, Y1, Y4
+	VPAND     Y10, Y0, Y5
+	VPCMPGTD  Y11, Y5, Y5
+	VPBLENDVB Y5, Y4, Y3, Y3
+	VPSLLD    $16, Y3, Y6
+	VMOVDQU   Y6, 0(DI)(AX*4)
+	VPSLLQ    $16, Y3, Y6
+	VPSRLQ    $32, Y3, Y7
+	VPOR      Y7, Y6, Y6
+	VPERMD    Y6, Y13, Y6
+	VMOVDQU   X6, 0(DX)(AX*2)
+	ADDQ      $8, AX
+	JMP       bloop
+
+bend:
+	VZEROUPPER
+	RET
+
 // VDPBF16PS Z(S2), Z(S1), Z(D) (AVX512_BF16), which Go's assembler has
 // no mnemonic for, encoded by hand (EVEX.512.F3.0F38.W0 52 /r, registers
 // only): in each of 16 lanes, D += S1's upper bfloat16 times S2's, then

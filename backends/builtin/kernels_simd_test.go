@@ -413,7 +413,7 @@ func BenchmarkGeGLU(b *testing.B) {
 }
 
 // BenchmarkF32PromptWidths is BenchmarkPrefillProduct's f32 product with
-// each width of the four-tile kernel forced, by turns within one run: the
+// each width of the four-tile kernel forced, one after the other: the
 // figure the timing at first use (f32Wide) decides on, at a prompt's
 // size. On a core with two 512-bit FMA units the 512-bit row should read
 // near twice the other; on Zen 4 they tie.
@@ -423,44 +423,47 @@ func BenchmarkF32PromptWidths(b *testing.B) {
 	}
 	w, j := prefillJob()
 	j.m[0] = withTiles(w, nil, nil)
-	flops := float64(2 * w.Rows * w.Cols * len(j.x))
 	chosen := f32Wide
 	defer func() { f32Wide = chosen }()
-	for _, use512 := range []bool{false, true} {
+	benchPrefillEachWay(b, j, "512-bit", func(use512 bool) {
 		f32Wide = func() kernelWidths { return kernelWidths{use512: use512} }
-		b.Run(fmt.Sprintf("512-bit=%v", use512), func(b *testing.B) {
+	})
+	b.Logf("chosen on this core: %s", F32PromptKernel())
+}
+
+// benchPrefillEachWay times j's product (prefillJob's, its matrix set)
+// with force(false), then with force(true): a kernel choice forced each
+// way, whatever the timing at load chose, as sub-benchmarks name=false
+// and name=true.
+func benchPrefillEachWay(b *testing.B, j *matJob, name string, force func(bool)) {
+	m := j.m[0]
+	flops := float64(2 * m.Rows * m.Cols * len(j.x))
+	for _, on := range []bool{false, true} {
+		force(on)
+		b.Run(fmt.Sprintf("%s=%v", name, on), func(b *testing.B) {
 			for b.Loop() {
-				j.do(0, w.Rows)
+				j.do(0, m.Rows)
 			}
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
-	b.Logf("chosen on this core: %s", F32PromptKernel())
 }
 
 // BenchmarkBF16PromptKernels is BenchmarkPrefillProduct's bf16 product
 // through bf16Tiles4x6Dot (VDPBF16PS) and through the kernel that widens
-// each weight for an f32 FMA, each forced whatever the timing at load
-// chose, by turns within one run, on the same rounded inputs (the two
-// give the same sums).
+// each weight for an f32 FMA, each forced, one after the other, on the
+// same rounded inputs (the two give the same sums).
 func BenchmarkBF16PromptKernels(b *testing.B) {
 	if !haveBF16Dot {
 		b.Skip("VDPBF16PS needs AVX512_BF16")
 	}
 	w, j := prefillJob()
 	j.m[0] = withTiles(&Matrix{Rows: w.Rows, Cols: w.Cols, halves: halfBytes(bfloat16, w.F32), half: bfloat16, bf16Products: true}, nil, nil)
-	flops := float64(2 * w.Rows * w.Cols * len(j.x))
 	chosen := bf16Dot
 	defer func() { bf16Dot = chosen }()
-	for _, dot := range []bool{false, true} {
+	benchPrefillEachWay(b, j, "VDPBF16PS", func(dot bool) {
 		bf16Dot = func() bf16Kernels { return bf16Kernels{useDot: dot} }
-		b.Run(fmt.Sprintf("VDPBF16PS=%v", dot), func(b *testing.B) {
-			for b.Loop() {
-				j.do(0, w.Rows)
-			}
-			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-		})
-	}
+	})
 }
 
 // A Q5_0 matrix keeps its tiles (whose o = −16·d is a half) only where
