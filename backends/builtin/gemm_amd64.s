@@ -1708,20 +1708,23 @@ tvend:
 	F32_TILE_PAIR(R13, V0, W0, W1, A8, A9) \
 	F32_TILE_PAIR(R14, V1, W0, W1, A10, A11)
 
-// Y0-Y11 stored to the 384 bytes at DI.
+// The multi-vector kernels store each vector's sums where its pointer in
+// out (DI, six pointers) says, so that matMatF32 needs no copy of them
+// into its outputs: vector j's sums are two registers from Y(2j) (Z(2j))
+// for two tiles, four from Y(4j) for four.
+#define STORE_PAIR(J, YA, YB, BYTES) \
+	MOVQ (8*(J))(DI), AX \
+	VMOVUPS YA, 0(AX) \
+	VMOVUPS YB, (BYTES)(AX)
+
+// Y0-Y11 stored through out: 16 sums a vector.
 #define STORE_Y0_Y11 \
-	VMOVUPS Y0, 0(DI) \
-	VMOVUPS Y1, 32(DI) \
-	VMOVUPS Y2, 64(DI) \
-	VMOVUPS Y3, 96(DI) \
-	VMOVUPS Y4, 128(DI) \
-	VMOVUPS Y5, 160(DI) \
-	VMOVUPS Y6, 192(DI) \
-	VMOVUPS Y7, 224(DI) \
-	VMOVUPS Y8, 256(DI) \
-	VMOVUPS Y9, 288(DI) \
-	VMOVUPS Y10, 320(DI) \
-	VMOVUPS Y11, 352(DI)
+	STORE_PAIR(0, Y0, Y1, 32) \
+	STORE_PAIR(1, Y2, Y3, 32) \
+	STORE_PAIR(2, Y4, Y5, 32) \
+	STORE_PAIR(3, Y6, Y7, 32) \
+	STORE_PAIR(4, Y8, Y9, 32) \
+	STORE_PAIR(5, Y10, Y11, 32)
 
 // Y0-Y23 zeroed (the four-tile kernels' sums).
 #define ZERO_Y0_Y23 \
@@ -1750,21 +1753,18 @@ tvend:
 	VMOVDQA64 Y0, Y22 \
 	VMOVDQA64 Y0, Y23
 
-// Y0-Y23 stored to the 768 bytes at DI.
+// Y0-Y23 stored through out: 32 sums a vector.
+#define STORE_FOUR(J, YA, YB, YC, YD) \
+	STORE_PAIR(J, YA, YB, 32) \
+	VMOVUPS YC, 64(AX) \
+	VMOVUPS YD, 96(AX)
 #define STORE_Y0_Y23 \
-	STORE_Y0_Y11 \
-	VMOVUPS Y12, 384(DI) \
-	VMOVUPS Y13, 416(DI) \
-	VMOVUPS Y14, 448(DI) \
-	VMOVUPS Y15, 480(DI) \
-	VMOVUPS Y16, 512(DI) \
-	VMOVUPS Y17, 544(DI) \
-	VMOVUPS Y18, 576(DI) \
-	VMOVUPS Y19, 608(DI) \
-	VMOVUPS Y20, 640(DI) \
-	VMOVUPS Y21, 672(DI) \
-	VMOVUPS Y22, 704(DI) \
-	VMOVUPS Y23, 736(DI)
+	STORE_FOUR(0, Y0, Y1, Y2, Y3) \
+	STORE_FOUR(1, Y4, Y5, Y6, Y7) \
+	STORE_FOUR(2, Y8, Y9, Y10, Y11) \
+	STORE_FOUR(3, Y12, Y13, Y14, Y15) \
+	STORE_FOUR(4, Y16, Y17, Y18, Y19) \
+	STORE_FOUR(5, Y20, Y21, Y22, Y23)
 
 // Z0-Z11 zeroed (the 512-bit four-tile kernels' sums).
 #define ZERO_Z0_Z11 \
@@ -1781,20 +1781,14 @@ tvend:
 	VMOVDQA64 Z0, Z10 \
 	VMOVDQA64 Z0, Z11
 
-// Z0-Z11 stored to the 768 bytes at DI.
+// Z0-Z11 stored through out: 32 sums a vector.
 #define STORE_Z0_Z11 \
-	VMOVUPS Z0, 0(DI) \
-	VMOVUPS Z1, 64(DI) \
-	VMOVUPS Z2, 128(DI) \
-	VMOVUPS Z3, 192(DI) \
-	VMOVUPS Z4, 256(DI) \
-	VMOVUPS Z5, 320(DI) \
-	VMOVUPS Z6, 384(DI) \
-	VMOVUPS Z7, 448(DI) \
-	VMOVUPS Z8, 512(DI) \
-	VMOVUPS Z9, 576(DI) \
-	VMOVUPS Z10, 640(DI) \
-	VMOVUPS Z11, 704(DI)
+	STORE_PAIR(0, Z0, Z1, 64) \
+	STORE_PAIR(1, Z2, Z3, 64) \
+	STORE_PAIR(2, Z4, Z5, 64) \
+	STORE_PAIR(3, Z6, Z7, 64) \
+	STORE_PAIR(4, Z8, Z9, 64) \
+	STORE_PAIR(5, Z10, Z11, 64)
 
 // The two- and four-tile kernels' bodies are macros, expanded for tiles of
 // floats here and again for tiles of halves and of bfloat16s below: WIDEN
@@ -1804,12 +1798,12 @@ tvend:
 	VMOVUPS M, R
 #define COLUMN_BYTES 32
 
-// func f32Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][16]float32, ahead unsafe.Pointer, aheadStep int)
+// func f32Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 //
 // Two tiles (the second tileBytes after the first) against six vectors:
 // each column of a tile is loaded once for the six, each value of a
-// vector broadcast once for the two tiles. out[j] is vector j's sixteen
-// sums, the first tile's eight, then the second's.
+// vector broadcast once for the two tiles. out[j] points where vector j's
+// sixteen sums go, the first tile's eight, then the second's.
 TEXT ·f32Tiles2x6(SB), NOSPLIT, $0-56
 #define TILES_2X6 \
 	MOVQ tiles+0(FP), SI \
@@ -1847,13 +1841,13 @@ t6k: \
 	VFMADD231PS YX, Y26, C \
 	VFMADD231PS YX, Y27, D
 
-// func f32Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32, ahead unsafe.Pointer, aheadStep int)
+// func f32Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 //
 // f32Tiles2x6 for four tiles (each tileBytes after the last), in
 // AVX-512's 32 vector registers: 24 sums, where 16 registers held 12,
 // so each broadcast value serves four tiles and the loads and loop
-// steps are fewer for each multiply-add. out[j] is vector j's 32 sums,
-// tile by tile.
+// steps are fewer for each multiply-add. out[j] points where vector j's
+// 32 sums go, tile by tile.
 TEXT ·f32Tiles4x6(SB), NOSPLIT, $0-56
 #define TILES_4X6 \
 	F32_TILES4_ARGS \
@@ -1883,14 +1877,14 @@ t46k: \
 	RET
 	TILES_4X6
 
-// func f32Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32, ahead unsafe.Pointer, aheadStep int)
+// func f32Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 //
 // f32Tiles4x6 through 512-bit vectors, for cores with two 512-bit FMA
 // units (Intel's server cores), where the 256-bit kernel leaves half the
 // arithmetic unused. A column of tiles 0 and 1 fills one vector and of
 // tiles 2 and 3 another: each lane is still one row, summed column by
 // column, so the results are f32Tiles4x6's bit for bit. Z(2j) and
-// Z(2j+1) are vector j's sums, stored as out[j]'s two halves.
+// Z(2j+1) are vector j's sums, stored as its 32's two halves.
 TEXT ·f32Tiles4x6Z(SB), NOSPLIT, $0-56
 	F32_TILES4_ARGS
 	ZERO_Z0_Z11
@@ -2042,19 +2036,19 @@ hvend: \
 	RET
 	HALF_TILES_VEC
 
-// func f16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][16]float32, ahead unsafe.Pointer, aheadStep int)
+// func f16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 //
 // f32Tiles2x6 for half tiles.
 TEXT ·f16Tiles2x6(SB), NOSPLIT, $0-56
 	TILES_2X6
 
-// func f16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32, ahead unsafe.Pointer, aheadStep int)
+// func f16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 //
 // f32Tiles4x6 for half tiles.
 TEXT ·f16Tiles4x6(SB), NOSPLIT, $0-56
 	TILES_4X6
 
-// func f16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32, ahead unsafe.Pointer, aheadStep int)
+// func f16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 //
 // f32Tiles4x6Z for half tiles.
 TEXT ·f16Tiles4x6Z(SB), NOSPLIT, $0-56
@@ -2092,15 +2086,15 @@ h46z: \
 TEXT ·bf16TilesVec(SB), NOSPLIT, $0-40
 	HALF_TILES_VEC
 
-// func bf16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][16]float32, ahead unsafe.Pointer, aheadStep int)
+// func bf16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 TEXT ·bf16Tiles2x6(SB), NOSPLIT, $0-56
 	TILES_2X6
 
-// func bf16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32, ahead unsafe.Pointer, aheadStep int)
+// func bf16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 TEXT ·bf16Tiles4x6(SB), NOSPLIT, $0-56
 	TILES_4X6
 
-// func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32, ahead unsafe.Pointer, aheadStep int)
+// func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 TEXT ·bf16Tiles4x6Z(SB), NOSPLIT, $0-56
 	HALF_TILES_4X6Z
 
@@ -2191,7 +2185,7 @@ GLOBL bf16PairWords<>(SB), RODATA|NOPTR, $64
 	VDPBF16PS_Z(B, 24, A) \
 	VDPBF16PS_Z(B, 25, A+1)
 
-// func bf16Tiles4x6Dot(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][32]float32, ahead unsafe.Pointer, aheadStep int)
+// func bf16Tiles4x6Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 //
 // bf16Tiles4x6Z through VDPBF16PS, two columns an instruction, for cols
 // even and each x[j] a vector's bfloat16s in pairs (roundToBFloat16): a

@@ -266,18 +266,33 @@ func matMatFloatTiles(outs [][]float32, m *Matrix, xs [][]float32, xq []*quantiz
 					x[j] = unsafe.Pointer(&xs[s+min(j, n-1)][:m.Cols][0])
 				}
 			}
-			var sums [6 * 4 * tileRows]float32 // vector j's group sums at j·group
+			// A group of tiles wholly in [lo, hi) is stored straight into
+			// the outputs; one an end cuts through, and the repeats' sums,
+			// into spare, whose rows are copied from.
+			var spare [6][4 * tileRows]float32
+			var out, spareRows [6]unsafe.Pointer
+			for j := range spareRows {
+				spareRows[j] = unsafe.Pointer(&spare[j])
+			}
 			for t := lo / tileRows; t*tileRows < hi; t += f32TileGroup {
+				a, b := max(lo, t*tileRows), min(hi, t*tileRows+group)
+				whole := b-a == group
+				for j := range out {
+					out[j] = spareRows[j]
+					if whole && j < n {
+						out[j] = unsafe.Pointer(&outs[s+j][a:b][0])
+					}
+				}
 				ahead, step := next.share()
 				if xq != nil {
-					bf16Tiles4x6Dot(m.f32Tile(t), m.tileBytes(), m.Cols, &x, (*[6][4 * tileRows]float32)(unsafe.Pointer(&sums)), ahead, step)
+					bf16Tiles4x6Dot(m.f32Tile(t), m.tileBytes(), m.Cols, &x, &out, ahead, step)
 				} else {
-					m.tilesX6(t, wide, &x, &sums, ahead, step)
+					m.tilesX6(t, wide, &x, &out, ahead, step)
 				}
-				a, b := max(lo, t*tileRows), min(hi, t*tileRows+group)
-				for j := range n {
-					row := sums[j*group : (j+1)*group]
-					copy(outs[s+j][a:b], row[a-t*tileRows:b-t*tileRows])
+				if !whole {
+					for j := range n {
+						copy(outs[s+j][a:b], spare[j][a-t*tileRows:b-t*tileRows])
+					}
 				}
 			}
 		}
@@ -347,29 +362,37 @@ func (m *Matrix) tilesVec(first, n int, x, out unsafe.Pointer) {
 // the f32TileGroup tiles from tile t against six vectors: four tiles
 // through 512-bit vectors (wide) or 256-bit ones, else two; reading ahead
 // from ahead, aheadStep bytes a column.
-func (m *Matrix) tilesX6(t int, wide bool, x *[6]unsafe.Pointer, sums *[6 * 4 * tileRows]float32, ahead unsafe.Pointer, aheadStep int) {
+func (m *Matrix) tilesX6(t int, wide bool, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int) {
 	tile, size := m.f32Tile(t), m.tileBytes()
-	four, two := (*[6][4 * tileRows]float32)(unsafe.Pointer(sums)), (*[6][2 * tileRows]float32)(unsafe.Pointer(sums))
 	switch {
 	case wide && m.half == ieeeHalf:
-		f16Tiles4x6Z(tile, size, m.Cols, x, four, ahead, aheadStep)
+		f16Tiles4x6Z(tile, size, m.Cols, x, out, ahead, aheadStep)
 	case wide && m.half == bfloat16:
-		bf16Tiles4x6Z(tile, size, m.Cols, x, four, ahead, aheadStep)
+		bf16Tiles4x6Z(tile, size, m.Cols, x, out, ahead, aheadStep)
 	case wide:
-		f32Tiles4x6Z(tile, size, m.Cols, x, four, ahead, aheadStep)
+		f32Tiles4x6Z(tile, size, m.Cols, x, out, ahead, aheadStep)
 	case f32TileGroup == 4 && m.half == ieeeHalf:
-		f16Tiles4x6(tile, size, m.Cols, x, four, ahead, aheadStep)
+		f16Tiles4x6(tile, size, m.Cols, x, out, ahead, aheadStep)
 	case f32TileGroup == 4 && m.half == bfloat16:
-		bf16Tiles4x6(tile, size, m.Cols, x, four, ahead, aheadStep)
+		bf16Tiles4x6(tile, size, m.Cols, x, out, ahead, aheadStep)
 	case f32TileGroup == 4:
-		f32Tiles4x6(tile, size, m.Cols, x, four, ahead, aheadStep)
+		f32Tiles4x6(tile, size, m.Cols, x, out, ahead, aheadStep)
 	case m.half == ieeeHalf:
-		f16Tiles2x6(tile, size, m.Cols, x, two, ahead, aheadStep)
+		f16Tiles2x6(tile, size, m.Cols, x, out, ahead, aheadStep)
 	case m.half == bfloat16:
-		bf16Tiles2x6(tile, size, m.Cols, x, two, ahead, aheadStep)
+		bf16Tiles2x6(tile, size, m.Cols, x, out, ahead, aheadStep)
 	default:
-		f32Tiles2x6(tile, size, m.Cols, x, two, ahead, aheadStep)
+		f32Tiles2x6(tile, size, m.Cols, x, out, ahead, aheadStep)
 	}
+}
+
+// rowsOf points a multi-vector kernel's six outputs at sums' six rows.
+func rowsOf[Row [2 * tileRows]float32 | [4 * tileRows]float32](sums *[6]Row) *[6]unsafe.Pointer {
+	var out [6]unsafe.Pointer
+	for j := range sums {
+		out[j] = unsafe.Pointer(&sums[j])
+	}
+	return &out
 }
 
 // f32Tile is where tile t of a tiled f32 matrix starts.
@@ -381,13 +404,13 @@ func (m *Matrix) f32Tile(t int) unsafe.Pointer {
 func f32TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 
 //go:noescape
-func f32Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][2 * tileRows]float32, ahead unsafe.Pointer, aheadStep int)
+func f32Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
-func f32Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32, ahead unsafe.Pointer, aheadStep int)
+func f32Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
-func f32Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32, ahead unsafe.Pointer, aheadStep int)
+func f32Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 // The same four kernels for tiles of halves (an F16 file's), and for
 // tiles of bfloat16s (a BF16 file's), each column widened as it loads;
@@ -397,25 +420,25 @@ func f32Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointe
 func f16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 
 //go:noescape
-func f16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][2 * tileRows]float32, ahead unsafe.Pointer, aheadStep int)
+func f16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
-func f16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32, ahead unsafe.Pointer, aheadStep int)
+func f16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
-func f16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32, ahead unsafe.Pointer, aheadStep int)
+func f16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
 func bf16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 
 //go:noescape
-func bf16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][2 * tileRows]float32, ahead unsafe.Pointer, aheadStep int)
+func bf16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
-func bf16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32, ahead unsafe.Pointer, aheadStep int)
+func bf16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
-func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32, ahead unsafe.Pointer, aheadStep int)
+func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 // bf16Tiles4x6Dot is f32Tiles4x6Z for four tiles of bfloat16s against
 // six vectors given as pairs of bfloat16s (roundToBFloat16's): a VDPBF16PS
@@ -426,7 +449,7 @@ func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Point
 // the Zen 5 VM runs it (TestBFloat16DotKernelMatchesWidened).
 //
 //go:noescape
-func bf16Tiles4x6Dot(tiles unsafe.Pointer, tileBytes, cols int, x *[6]unsafe.Pointer, out *[6][4 * tileRows]float32, ahead unsafe.Pointer, aheadStep int)
+func bf16Tiles4x6Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 // f32Wide is whether matMatF32 runs f32Tiles4x6Z (512-bit vectors) rather
 // than f32Tiles4x6, timed once on this core when the first f32 matrix is
@@ -481,10 +504,11 @@ func timeBF16Kernels() bf16Kernels {
 	if f32Wide().use512 {
 		widen = bf16Tiles4x6Z
 	}
-	var out [6][4 * tileRows]float32
+	var sums [6][4 * tileRows]float32
+	out := rowsOf(&sums)
 	w := timeWidths(
-		func() { widen(tile, f32TileBytes(cols)/2, cols, &x, &out, tile, 0) },
-		func() { bf16Tiles4x6Dot(tile, f32TileBytes(cols)/2, cols, &xPairs, &out, tile, 0) })
+		func() { widen(tile, f32TileBytes(cols)/2, cols, &x, out, tile, 0) },
+		func() { bf16Tiles4x6Dot(tile, f32TileBytes(cols)/2, cols, &xPairs, out, tile, 0) })
 	return bf16Kernels{widening: w.narrow, dot: w.wide, useDot: w.use512}
 }
 
@@ -564,13 +588,14 @@ func timeF32Widths() kernelWidths {
 	for j := range x {
 		x[j] = unsafe.Pointer(&vecs[j*cols])
 	}
-	var out [6][4 * tileRows]float32
+	var sums [6][4 * tileRows]float32
+	out := rowsOf(&sums)
 	return timeWidths(
 		func() {
-			f32Tiles4x6(unsafe.Pointer(&tiles[0]), f32TileBytes(cols), cols, &x, &out, unsafe.Pointer(&tiles[0]), 0)
+			f32Tiles4x6(unsafe.Pointer(&tiles[0]), f32TileBytes(cols), cols, &x, out, unsafe.Pointer(&tiles[0]), 0)
 		},
 		func() {
-			f32Tiles4x6Z(unsafe.Pointer(&tiles[0]), f32TileBytes(cols), cols, &x, &out, unsafe.Pointer(&tiles[0]), 0)
+			f32Tiles4x6Z(unsafe.Pointer(&tiles[0]), f32TileBytes(cols), cols, &x, out, unsafe.Pointer(&tiles[0]), 0)
 		})
 }
 

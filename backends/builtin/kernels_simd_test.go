@@ -215,8 +215,8 @@ func TestF32WideKernelMatchesNarrow(t *testing.T) {
 			x[j] = unsafe.Pointer(&randomVec(rng, cols)[0])
 		}
 		var narrow, wide [6][4 * tileRows]float32
-		f32Tiles4x6(m.f32Tile(0), f32TileBytes(cols), cols, &x, &narrow, m.f32Tile(0), 0)
-		f32Tiles4x6Z(m.f32Tile(0), f32TileBytes(cols), cols, &x, &wide, m.f32Tile(0), 0)
+		f32Tiles4x6(m.f32Tile(0), f32TileBytes(cols), cols, &x, rowsOf(&narrow), m.f32Tile(0), 0)
+		f32Tiles4x6Z(m.f32Tile(0), f32TileBytes(cols), cols, &x, rowsOf(&wide), m.f32Tile(0), 0)
 		if narrow != wide {
 			t.Fatalf("%d columns: 512-bit %v, 256-bit %v", cols, wide[0][:10], narrow[0][:10])
 		}
@@ -542,7 +542,7 @@ func TestHalfTileKernelsMatchF32BitForBit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 13))
 	chosen := f32Wide
 	defer func() { f32Wide = chosen }()
-	twoTiles := map[halfKind]func(unsafe.Pointer, int, int, *[6]unsafe.Pointer, *[6][2 * tileRows]float32, unsafe.Pointer, int){ieeeHalf: f16Tiles2x6, bfloat16: bf16Tiles2x6}
+	twoTiles := map[halfKind]func(unsafe.Pointer, int, int, *[6]unsafe.Pointer, *[6]unsafe.Pointer, unsafe.Pointer, int){ieeeHalf: f16Tiles2x6, bfloat16: bf16Tiles2x6}
 	for _, shape := range kernelShapes {
 		for _, kind := range []halfKind{ieeeHalf, bfloat16} {
 			rows, cols := shape[0], shape[1]
@@ -577,8 +577,8 @@ func TestHalfTileKernelsMatchF32BitForBit(t *testing.T) {
 				x[j] = unsafe.Pointer(&randomVec(rng, cols)[0])
 			}
 			var fromHalves, fromFloats [6][2 * tileRows]float32
-			twoTiles[kind](half.f32Tile(0), half.tileBytes(), cols, &x, &fromHalves, half.f32Tile(1), 3)
-			f32Tiles2x6(full.f32Tile(0), full.tileBytes(), cols, &x, &fromFloats, full.f32Tile(0), 0)
+			twoTiles[kind](half.f32Tile(0), half.tileBytes(), cols, &x, rowsOf(&fromHalves), half.f32Tile(1), 3)
+			f32Tiles2x6(full.f32Tile(0), full.tileBytes(), cols, &x, rowsOf(&fromFloats), full.f32Tile(0), 0)
 			if fromHalves != fromFloats {
 				t.Fatalf("%d×%d %s: the two-tile kernel %v, f32Tiles2x6 %v", rows, cols, kind, fromHalves[0][:4], fromFloats[0][:4])
 			}
@@ -680,11 +680,11 @@ func checkBFloat16Products(t *testing.T, rng *rand.Rand) {
 			for j := range x {
 				x[j] = unsafe.Pointer(&xq[j].bf16Pairs[0])
 			}
-			bf16Tiles4x6Dot(half.f32Tile(0), half.tileBytes(), cols, &x, &pairs, half.f32Tile(0), 0)
+			bf16Tiles4x6Dot(half.f32Tile(0), half.tileBytes(), cols, &x, rowsOf(&pairs), half.f32Tile(0), 0)
 			for j := range x {
 				x[j] = unsafe.Pointer(&rounded[j][0])
 			}
-			bf16Tiles4x6Z(half.f32Tile(0), half.tileBytes(), cols, &x, &widened, half.f32Tile(0), 0)
+			bf16Tiles4x6Z(half.f32Tile(0), half.tileBytes(), cols, &x, rowsOf(&widened), half.f32Tile(0), 0)
 			if pairs != widened {
 				t.Fatalf("%d×%d: VDPBF16PS %v, widened %v", rows, cols, pairs[0][:4], widened[0][:4])
 			}

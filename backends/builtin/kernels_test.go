@@ -542,7 +542,8 @@ func TestQuantizeQ8KMatchesGeneric(t *testing.T) {
 // A matrix against several vectors at once (batched prefill, streams
 // decoding together) gives each vector exactly the numbers it gets
 // alone, in every shape the kernels are tested at, rows or tiles (where
-// the build has them), and any number of vectors.
+// the build has them), and any number of vectors; rows outside the span
+// asked for are left as they were.
 func TestMatMatF32MatchesMatVecBitForBit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	for _, shape := range kernelShapes {
@@ -561,6 +562,9 @@ func TestMatMatF32MatchesMatVecBitForBit(t *testing.T) {
 					matVecF32(want, m, xs[s], lo, hi)
 					if !slices.Equal(outs[s][lo:hi], want[lo:hi]) {
 						t.Fatalf("%d×%d %s, vector %d of %d: batched %v, alone %v", rows, cols, layoutOf(m), s, n, outs[s][lo:min(lo+3, hi)], want[lo:min(lo+3, hi)])
+					}
+					if !slices.Equal(outs[s][:lo], want[:lo]) || !slices.Equal(outs[s][hi:], want[hi:]) {
+						t.Fatalf("%d×%d %s, vector %d of %d: rows outside [%d, %d) written", rows, cols, layoutOf(m), s, n, lo, hi)
 					}
 				}
 			}
