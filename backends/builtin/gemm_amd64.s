@@ -1831,6 +1831,49 @@ t6k: \
 	RET
 	TILES_2X6
 
+// func f32Tiles2x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+//
+// f32Tiles2x6 against the first four vectors only (x[0]-x[3], out[0]-
+// out[3]), for a batch's last group of two to four, which the six-vector
+// kernel ran with repeats of its last vector: the sums are f32Tiles2x6's,
+// bit for bit, for 4/6 of its multiply-adds.
+TEXT ·f32Tiles2x4(SB), NOSPLIT, $0-56
+#define TILES_2X4 \
+	MOVQ tiles+0(FP), SI \
+	MOVQ tileBytes+8(FP), DX \
+	ADDQ SI, DX \
+	MOVQ cols+16(FP), CX \
+	MOVQ x+24(FP), AX \
+	MOVQ 0(AX), R8 \
+	MOVQ 8(AX), R9 \
+	MOVQ 16(AX), R10 \
+	MOVQ 24(AX), R11 \
+	ZERO4(Y0, Y1, Y2, Y3) \
+	ZERO4(Y4, Y5, Y6, Y7) \
+	XORQ AX, AX \
+	XORQ R12, R12 \
+	AHEAD_START \
+t4k: \
+	AHEAD_LINE \
+	WIDEN(0(SI)(R12*1), Y12) \
+	WIDEN(0(DX)(R12*1), Y13) \
+	F32_TILE_PAIR(R8, Y14, Y12, Y13, Y0, Y1) \
+	F32_TILE_PAIR(R9, Y15, Y12, Y13, Y2, Y3) \
+	F32_TILE_PAIR(R10, Y14, Y12, Y13, Y4, Y5) \
+	F32_TILE_PAIR(R11, Y15, Y12, Y13, Y6, Y7) \
+	ADDQ $COLUMN_BYTES, R12 \
+	INCQ AX \
+	CMPQ AX, CX \
+	JB   t4k \
+	MOVQ out+32(FP), DI \
+	STORE_PAIR(0, Y0, Y1, 32) \
+	STORE_PAIR(1, Y2, Y3, 32) \
+	STORE_PAIR(2, Y4, Y5, 32) \
+	STORE_PAIR(3, Y6, Y7, 32) \
+	VZEROUPPER \
+	RET
+	TILES_2X4
+
 // One column (k in AX, its byte offset in the tiles R12) of four tiles
 // (Y24-Y27) against one vector (XR): Y(A)…Y(A+3) += the tiles' weights
 // times its value, broadcast in YX.
@@ -2042,6 +2085,10 @@ hvend: \
 TEXT ·f16Tiles2x6(SB), NOSPLIT, $0-56
 	TILES_2X6
 
+// func f16Tiles2x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+TEXT ·f16Tiles2x4(SB), NOSPLIT, $0-56
+	TILES_2X4
+
 // func f16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 //
 // f32Tiles4x6 for half tiles.
@@ -2089,6 +2136,10 @@ TEXT ·bf16TilesVec(SB), NOSPLIT, $0-40
 // func bf16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 TEXT ·bf16Tiles2x6(SB), NOSPLIT, $0-56
 	TILES_2X6
+
+// func bf16Tiles2x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+TEXT ·bf16Tiles2x4(SB), NOSPLIT, $0-56
+	TILES_2X4
 
 // func bf16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 TEXT ·bf16Tiles4x6(SB), NOSPLIT, $0-56

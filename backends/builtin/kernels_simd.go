@@ -284,9 +284,12 @@ func matMatFloatTiles(outs [][]float32, m *Matrix, xs [][]float32, xq []*quantiz
 					}
 				}
 				ahead, step := next.share()
-				if xq != nil {
+				switch {
+				case xq != nil:
 					bf16Tiles4x6Dot(m.f32Tile(t), m.tileBytes(), m.Cols, &x, &out, ahead, step)
-				} else {
+				case n <= 4 && f32TileGroup == 2:
+					m.tilesX4(t, &x, &out, ahead, step)
+				default:
 					m.tilesX6(t, wide, &x, &out, ahead, step)
 				}
 				if !whole {
@@ -386,6 +389,23 @@ func (m *Matrix) tilesX6(t int, wide bool, x, out *[6]unsafe.Pointer, ahead unsa
 	}
 }
 
+// tilesX4 is tilesX6 on two tiles against the first four vectors only,
+// for a last group of two to four vectors on a core without AVX-512: 64
+// tokens are ten groups of six and one of four, whose two repeats cost
+// 2/66 of the product. (With four tiles a group, the six-vector kernels
+// run every group.)
+func (m *Matrix) tilesX4(t int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int) {
+	tile, size := m.f32Tile(t), m.tileBytes()
+	switch m.half {
+	case ieeeHalf:
+		f16Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case bfloat16:
+		bf16Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep)
+	default:
+		f32Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep)
+	}
+}
+
 // rowsOf points a multi-vector kernel's six outputs at sums' six rows.
 func rowsOf[Row [2 * tileRows]float32 | [4 * tileRows]float32](sums *[6]Row) *[6]unsafe.Pointer {
 	var out [6]unsafe.Pointer
@@ -407,6 +427,9 @@ func f32TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 func f32Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
+func f32Tiles2x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+//go:noescape
 func f32Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
@@ -423,6 +446,9 @@ func f16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 func f16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
+func f16Tiles2x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+//go:noescape
 func f16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
@@ -433,6 +459,9 @@ func bf16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 
 //go:noescape
 func bf16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+//go:noescape
+func bf16Tiles2x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
 func bf16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
