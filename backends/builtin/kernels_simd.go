@@ -210,8 +210,10 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 // vectors at a time (f32Tiles4x6 with AVX-512's 32 registers, else
 // f32Tiles2x6), so each column of a tile is loaded once for six products
 // and each value of a vector broadcast once for all the group's rows. A
-// group of fewer vectors is filled with repeats of its last, whose sums
-// are dropped; a vector left alone goes through matVecF32. Every kernel
+// last group of fewer vectors runs two tiles against four (tilesX4) where
+// the group is two tiles and it has four or fewer, else the six-vector
+// kernel; either is filled with repeats of its last vector, whose sums
+// are dropped. A vector left alone goes through matVecF32. Every kernel
 // sums a row as matVecF32's does, so a token's numbers do not depend on
 // what it was batched with.
 //
@@ -256,6 +258,14 @@ func matMatFloatTiles(outs [][]float32, m *Matrix, xs [][]float32, xq []*quantiz
 		group := f32TileGroup * tileRows
 		wide := f32TileGroup == 4 && f32Wide().use512
 		next := m.readAhead(lo, hi, ahead, (len(xs)+4)/6)
+		// A group of tiles wholly in [lo, hi) is stored straight into the
+		// outputs; one an end cuts through, and the repeats' sums, into
+		// spare, whose rows are copied from.
+		var spare [6][4 * tileRows]float32
+		var spareRows [6]unsafe.Pointer
+		for j := range spareRows {
+			spareRows[j] = unsafe.Pointer(&spare[j])
+		}
 		for ; len(xs)-s >= 2; s += 6 {
 			n := min(6, len(xs)-s)
 			var x [6]unsafe.Pointer
@@ -266,14 +276,7 @@ func matMatFloatTiles(outs [][]float32, m *Matrix, xs [][]float32, xq []*quantiz
 					x[j] = unsafe.Pointer(&xs[s+min(j, n-1)][:m.Cols][0])
 				}
 			}
-			// A group of tiles wholly in [lo, hi) is stored straight into
-			// the outputs; one an end cuts through, and the repeats' sums,
-			// into spare, whose rows are copied from.
-			var spare [6][4 * tileRows]float32
-			var out, spareRows [6]unsafe.Pointer
-			for j := range spareRows {
-				spareRows[j] = unsafe.Pointer(&spare[j])
-			}
+			var out [6]unsafe.Pointer
 			for t := lo / tileRows; t*tileRows < hi; t += f32TileGroup {
 				a, b := max(lo, t*tileRows), min(hi, t*tileRows+group)
 				whole := b-a == group
@@ -435,7 +438,7 @@ func f32Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Po
 //go:noescape
 func f32Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
-// The same four kernels for tiles of halves (an F16 file's), and for
+// The same kernels for tiles of halves (an F16 file's), and for
 // tiles of bfloat16s (a BF16 file's), each column widened as it loads;
 // the sums are the f32 kernels' on the widened tiles, bit for bit.
 
