@@ -1717,14 +1717,19 @@ tvend:
 	VMOVUPS YA, 0(AX) \
 	VMOVUPS YB, (BYTES)(AX)
 
+// Six vectors' pairs of sums (A0 and A1 vector 0's, …) stored through out,
+// the second of a pair BYTES after the first.
+#define STORE_SIX_PAIRS(A0, A1, A2, A3, A4, A5, A6, A7, A8, A9, A10, A11, BYTES) \
+	STORE_PAIR(0, A0, A1, BYTES) \
+	STORE_PAIR(1, A2, A3, BYTES) \
+	STORE_PAIR(2, A4, A5, BYTES) \
+	STORE_PAIR(3, A6, A7, BYTES) \
+	STORE_PAIR(4, A8, A9, BYTES) \
+	STORE_PAIR(5, A10, A11, BYTES)
+
 // Y0-Y11 stored through out: 16 sums a vector.
 #define STORE_Y0_Y11 \
-	STORE_PAIR(0, Y0, Y1, 32) \
-	STORE_PAIR(1, Y2, Y3, 32) \
-	STORE_PAIR(2, Y4, Y5, 32) \
-	STORE_PAIR(3, Y6, Y7, 32) \
-	STORE_PAIR(4, Y8, Y9, 32) \
-	STORE_PAIR(5, Y10, Y11, 32)
+	STORE_SIX_PAIRS(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, 32)
 
 // Y0-Y23 zeroed (the four-tile kernels' sums).
 #define ZERO_Y0_Y23 \
@@ -1783,12 +1788,7 @@ tvend:
 
 // Z0-Z11 stored through out: 32 sums a vector.
 #define STORE_Z0_Z11 \
-	STORE_PAIR(0, Z0, Z1, 64) \
-	STORE_PAIR(1, Z2, Z3, 64) \
-	STORE_PAIR(2, Z4, Z5, 64) \
-	STORE_PAIR(3, Z6, Z7, 64) \
-	STORE_PAIR(4, Z8, Z9, 64) \
-	STORE_PAIR(5, Z10, Z11, 64)
+	STORE_SIX_PAIRS(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, 64)
 
 // The two- and four-tile kernels' bodies are macros, expanded for tiles of
 // floats here and again for tiles of halves and of bfloat16s below: WIDEN
@@ -1805,26 +1805,45 @@ tvend:
 // vector broadcast once for the two tiles. out[j] points where vector j's
 // sixteen sums go, the first tile's eight, then the second's.
 TEXT ·f32Tiles2x6(SB), NOSPLIT, $0-56
-#define TILES_2X6 \
+
+// The two-tile kernels' shared steps: the tiles in SI and DX and the
+// vectors' pointers (TWO_TILES_START, with the first eight sums zeroed);
+// the column count k in AX and its byte offset in R12 from 0, and the
+// read ahead's start (COLUMNS_START); a column of each tile widened into
+// Y12 and Y13, asking a line ahead (TWO_TILES_COLUMN); the step to the
+// next column, back to L while there is one (NEXT_COLUMN).
+#define TWO_TILES_START \
 	MOVQ tiles+0(FP), SI \
 	MOVQ tileBytes+8(FP), DX \
 	ADDQ SI, DX \
 	F32_COLS_X6 \
 	ZERO4(Y0, Y1, Y2, Y3) \
-	ZERO4(Y4, Y5, Y6, Y7) \
-	ZERO4(Y8, Y9, Y10, Y11) \
+	ZERO4(Y4, Y5, Y6, Y7)
+
+#define COLUMNS_START \
 	XORQ AX, AX \
 	XORQ R12, R12 \
-	AHEAD_START \
-t6k: \
+	AHEAD_START
+
+#define TWO_TILES_COLUMN \
 	AHEAD_LINE \
 	WIDEN(0(SI)(R12*1), Y12) \
-	WIDEN(0(DX)(R12*1), Y13) \
-	F32_TILE_PAIR_X6(Y12, Y13, Y14, Y15, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11) \
+	WIDEN(0(DX)(R12*1), Y13)
+
+#define NEXT_COLUMN(L) \
 	ADDQ $COLUMN_BYTES, R12 \
 	INCQ AX \
 	CMPQ AX, CX \
-	JB   t6k \
+	JB   L
+
+#define TILES_2X6 \
+	TWO_TILES_START \
+	ZERO4(Y8, Y9, Y10, Y11) \
+	COLUMNS_START \
+t6k: \
+	TWO_TILES_COLUMN \
+	F32_TILE_PAIR_X6(Y12, Y13, Y14, Y15, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11) \
+	NEXT_COLUMN(t6k) \
 	MOVQ out+32(FP), DI \
 	STORE_Y0_Y11 \
 	VZEROUPPER \
@@ -1833,38 +1852,22 @@ t6k: \
 
 // func f32Tiles2x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 //
-// f32Tiles2x6 against the first four vectors only (x[0]-x[3], out[0]-
-// out[3]), for a batch's last group of two to four, which the six-vector
+// f32Tiles2x6 against the first four vectors only (x[0]-x[3] into
+// out[0]-out[3]; x[4] and x[5] are loaded but not read), for a batch's
+// last group of two to four, which the six-vector
 // kernel ran with repeats of its last vector: the sums are f32Tiles2x6's,
 // bit for bit, for 4/6 of its multiply-adds.
 TEXT ·f32Tiles2x4(SB), NOSPLIT, $0-56
 #define TILES_2X4 \
-	MOVQ tiles+0(FP), SI \
-	MOVQ tileBytes+8(FP), DX \
-	ADDQ SI, DX \
-	MOVQ cols+16(FP), CX \
-	MOVQ x+24(FP), AX \
-	MOVQ 0(AX), R8 \
-	MOVQ 8(AX), R9 \
-	MOVQ 16(AX), R10 \
-	MOVQ 24(AX), R11 \
-	ZERO4(Y0, Y1, Y2, Y3) \
-	ZERO4(Y4, Y5, Y6, Y7) \
-	XORQ AX, AX \
-	XORQ R12, R12 \
-	AHEAD_START \
+	TWO_TILES_START \
+	COLUMNS_START \
 t4k: \
-	AHEAD_LINE \
-	WIDEN(0(SI)(R12*1), Y12) \
-	WIDEN(0(DX)(R12*1), Y13) \
+	TWO_TILES_COLUMN \
 	F32_TILE_PAIR(R8, Y14, Y12, Y13, Y0, Y1) \
 	F32_TILE_PAIR(R9, Y15, Y12, Y13, Y2, Y3) \
 	F32_TILE_PAIR(R10, Y14, Y12, Y13, Y4, Y5) \
 	F32_TILE_PAIR(R11, Y15, Y12, Y13, Y6, Y7) \
-	ADDQ $COLUMN_BYTES, R12 \
-	INCQ AX \
-	CMPQ AX, CX \
-	JB   t4k \
+	NEXT_COLUMN(t4k) \
 	MOVQ out+32(FP), DI \
 	STORE_PAIR(0, Y0, Y1, 32) \
 	STORE_PAIR(1, Y2, Y3, 32) \
