@@ -31,6 +31,7 @@ import (
 // the rest of the run.
 type MemoryWatch struct {
 	process  *process.Process
+	start    uint64 // when process started (processStart): whether it still runs
 	Process  string // whose memory, for the manifest
 	interval time.Duration
 	exact    bool // clear_refs works
@@ -68,11 +69,11 @@ func watchMemory(pid int, interval time.Duration, find func() (int, error)) (*Me
 	if self {
 		pid = os.Getpid()
 	}
-	p, who, err := openProcess(pid, self)
+	p, start, who, err := openProcess(pid, self)
 	if err != nil {
 		return nil, err
 	}
-	m := &MemoryWatch{process: p, Process: who, interval: interval, withChildren: !self, find: find}
+	m := &MemoryWatch{process: p, start: start, Process: who, interval: interval, withChildren: !self, find: find}
 	if m.withChildren {
 		m.Process += " with the processes it starts (each one's peak, summed)"
 	}
@@ -80,8 +81,9 @@ func watchMemory(pid int, interval time.Duration, find func() (int, error)) (*Me
 	return m, nil
 }
 
-// openProcess opens pid and names it for the manifest.
-func openProcess(pid int, self bool) (*process.Process, string, error) {
+// openProcess opens pid, says when it started (processStart) and names
+// it for the manifest.
+func openProcess(pid int, self bool) (*process.Process, uint64, string, error) {
 	who := fmt.Sprintf("pid %d", pid)
 	if self {
 		who = "tokentop (this process)"
@@ -90,13 +92,17 @@ func openProcess(pid int, self bool) (*process.Process, string, error) {
 	if err == nil {
 		_, err = p.MemoryInfo()
 	}
+	var start uint64
+	if err == nil {
+		start, err = processStart(int32(pid))
+	}
 	if err != nil {
-		return nil, "", fmt.Errorf("cannot read the memory of %s: %w", who, err)
+		return nil, 0, "", fmt.Errorf("cannot read the memory of %s: %w", who, err)
 	}
 	if name, err := p.Name(); err == nil && name != "" && !self {
 		who = fmt.Sprintf("%s (pid %d)", name, pid)
 	}
-	return p, who, nil
+	return p, start, who, nil
 }
 
 func procDir(p *process.Process) string { return filepath.Join("/proc", strconv.Itoa(int(p.Pid))) }
@@ -141,12 +147,12 @@ func (m *MemoryWatch) refind() {
 	if m.find == nil {
 		return
 	}
-	if running, err := m.process.IsRunning(); err == nil && running {
-		return
+	if start, err := processStart(m.process.Pid); err == nil && start == m.start {
+		return // still running
 	}
 	if pid, err := m.find(); err == nil {
-		if p, who, err := openProcess(pid, false); err == nil {
-			m.process, m.lost = p, false
+		if p, start, who, err := openProcess(pid, false); err == nil {
+			m.process, m.start, m.lost = p, start, false
 			m.history = append(m.history, fmt.Sprintf("from trial run %d (warmup included), %s (the server restarted)", m.begun, who))
 			return
 		}

@@ -86,20 +86,61 @@ func TestServerMemoryCountsItsChildrenAndOutlivesARestart(t *testing.T) {
 	}
 }
 
-// A stat line's comm may hold spaces and parentheses: ppid comes after
-// its last ')'.
-func TestStatParent(t *testing.T) {
-	for line, want := range map[string]int32{
-		"4242 (ollama) S 1 4242 4242 0 -1":               1,
-		"77 (a (tricky) name) R 4242 77 77 0 -1 4194560": 4242,
+// A stat line's comm may hold spaces and parentheses: ppid and the start
+// time are counted from after its last ')'.
+func TestStatFields(t *testing.T) {
+	for line, want := range map[string][2]uint64{
+		"8629 (cat) R 8626 8626 1143 0 -1 4194304 123 0 0 0 0 0 0 0 20 0 1 0 630133 3133440 380": {8626, 630133},
+		"77 (a (tricky) name) R 4242 77 77 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 99 0 0":         {4242, 99},
 	} {
-		if got, ok := statParent([]byte(line)); !ok || got != want {
-			t.Errorf("%q: %d %v, want %d", line, got, ok, want)
+		ppid, okParent := statParent([]byte(line))
+		start, okStart := statStart([]byte(line))
+		if !okParent || !okStart || uint64(ppid) != want[0] || start != want[1] {
+			t.Errorf("%q: ppid %d %v, start %d %v, want %v", line, ppid, okParent, start, okStart, want)
+		}
+	}
+	if ppid, ok := statParent([]byte("4242 (ollama) S 1 4242")); !ok || ppid != 1 {
+		t.Errorf("a short line's ppid: %d %v", ppid, ok)
+	}
+	for _, cut := range []string{"4242 (cut", "4242 (ollama) S 1 4242 4242 0 -1", "4242 (ollama) S 1 4242 4242 0 -1 4194304 1 0 0 0 0 0 0 0 20 0 1 0"} {
+		if start, ok := statStart([]byte(cut)); ok {
+			t.Errorf("%q: a start time (%d) read from a cut line", cut, start)
 		}
 	}
 	if _, ok := statParent([]byte("4242 (cut")); ok {
 		t.Error("a cut line read as whole")
 	}
+}
+
+// A process keeps its start time, and the watch tells it from another.
+func TestProcessStartIsAnIdentity(t *testing.T) {
+	self, err := processStart(int32(os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := processStart(int32(os.Getpid())); err != nil || again != self {
+		t.Fatalf("this process started at %d, then at %d (%v)", self, again, err)
+	}
+	child := startServerTree(t)
+	theirs, err := processStart(int32(child.Process.Pid))
+	if err != nil || theirs < self {
+		t.Fatalf("a child started at %d (%v), before its parent's %d", theirs, err, self)
+	}
+	killTree(child)
+	if _, err := processStart(int32(child.Process.Pid)); err == nil {
+		t.Error("a process that exited still has a start time")
+	}
+}
+
+// The stat line's parsers never panic on what /proc might hold.
+func FuzzStatFields(f *testing.F) {
+	f.Add([]byte("8629 (cat) R 8626 8626 1143 0 -1 4194304 123 0 0 0 0 0 0 0 20 0 1 0 630133 3133440 380"))
+	f.Add([]byte("77 (a (tricky) name) R"))
+	f.Add([]byte(")"))
+	f.Fuzz(func(t *testing.T, stat []byte) {
+		statParent(stat)
+		statStart(stat)
+	})
 }
 
 // BenchmarkDescendants finds a process's descendants as each trial's

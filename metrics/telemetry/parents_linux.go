@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strconv"
 )
@@ -33,14 +34,53 @@ func parents() map[int32]int32 {
 
 // statParent is the ppid of a /proc/<pid>/stat line.
 func statParent(stat []byte) (int32, bool) {
+	field, ok := statField(stat, 4)
+	if !ok {
+		return 0, false
+	}
+	ppid, err := strconv.ParseInt(string(field), 10, 32)
+	return int32(ppid), err == nil
+}
+
+// statStart is the start time of a /proc/<pid>/stat line: clock ticks
+// from boot to the process's start, fixed for its life.
+func statStart(stat []byte) (uint64, bool) {
+	field, ok := statField(stat, 22)
+	if !ok {
+		return 0, false
+	}
+	start, err := strconv.ParseUint(string(field), 10, 64)
+	return start, err == nil
+}
+
+// statField is field n (from 1, as proc(5) numbers them) of a stat line,
+// for n past the comm (2).
+func statField(stat []byte, n int) ([]byte, bool) {
 	end := bytes.LastIndexByte(stat, ')')
 	if end < 0 {
-		return 0, false
+		return nil, false
 	}
-	fields := bytes.Fields(stat[end+1:])
-	if len(fields) < 2 {
-		return 0, false
+	fields := bytes.Fields(stat[end+1:]) // from field 3, the state
+	if len(fields) < n-2 {
+		return nil, false
 	}
-	ppid, err := strconv.ParseInt(string(fields[1]), 10, 32)
-	return int32(ppid), err == nil
+	return fields[n-3], true
+}
+
+// processStart says when pid started, as an identity: the same process
+// keeps it, one that took a dead one's pid has another. gopsutil's
+// IsRunning compares create times in wall-clock milliseconds, which it
+// derives from the boot time in whole seconds (/proc/stat's btime); on
+// a VM whose clock is being corrected that boot time moved by a second
+// under a live process, and a running server read as exited.
+func processStart(pid int32) (uint64, error) {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	start, ok := statStart(stat)
+	if !ok {
+		return 0, fmt.Errorf("/proc/%d/stat: no start time in %q", pid, stat)
+	}
+	return start, nil
 }

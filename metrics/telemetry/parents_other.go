@@ -19,3 +19,15 @@ func parents() map[int32]int32 {
 	}
 	return out
 }
+
+// processStart says when pid started, as an identity (the same process
+// keeps it): gopsutil's create time, which these systems' kernels give
+// directly.
+func processStart(pid int32) (uint64, error) {
+	p, err := process.NewProcess(pid)
+	if err != nil {
+		return 0, err
+	}
+	ms, err := p.CreateTime()
+	return uint64(ms), err
+}
