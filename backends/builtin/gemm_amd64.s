@@ -1709,7 +1709,7 @@ tvend:
 	F32_TILE_PAIR(R14, V1, W0, W1, A10, A11)
 
 // The multi-vector kernels store each vector's sums where its pointer in
-// out (DI, six pointers) says, so that matMatF32 needs no copy of them
+// out (DI, six pointers; each loaded into AX, so after the column loop), so that matMatF32 needs no copy of them
 // into its outputs: vector j's sums are two registers from Y(2j) (Z(2j))
 // for two tiles, four from Y(4j) for four.
 #define STORE_PAIR(J, YA, YB, BYTES) \

@@ -210,8 +210,8 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 // vectors at a time (f32Tiles4x6 with AVX-512's 32 registers, else
 // f32Tiles2x6), so each column of a tile is loaded once for six products
 // and each value of a vector broadcast once for all the group's rows. A
-// last group of fewer vectors runs two tiles against four (tilesX4) where
-// the group is two tiles and it has four or fewer, else the six-vector
+// last group of fewer vectors runs two tiles against four where the group
+// is two tiles and it has four or fewer (tilesX6), else the six-vector
 // kernel; either is filled with repeats of its last vector, whose sums
 // are dropped. A vector left alone goes through matVecF32. Every kernel
 // sums a row as matVecF32's does, so a token's numbers do not depend on
@@ -287,13 +287,10 @@ func matMatFloatTiles(outs [][]float32, m *Matrix, xs [][]float32, xq []*quantiz
 					}
 				}
 				ahead, step := next.share()
-				switch {
-				case xq != nil:
+				if xq != nil {
 					bf16Tiles4x6Dot(m.f32Tile(t), m.tileBytes(), m.Cols, &x, &out, ahead, step)
-				case n <= 4 && f32TileGroup == 2:
-					m.tilesX4(t, &x, &out, ahead, step)
-				default:
-					m.tilesX6(t, wide, &x, &out, ahead, step)
+				} else {
+					m.tilesX6(t, n, wide, &x, &out, ahead, step)
 				}
 				if !whole {
 					for j := range n {
@@ -365,11 +362,16 @@ func (m *Matrix) tilesVec(first, n int, x, out unsafe.Pointer) {
 }
 
 // tilesX6 runs matMatF32's kernel for m's tiles (of floats or halves) on
-// the f32TileGroup tiles from tile t against six vectors: four tiles
-// through 512-bit vectors (wide) or 256-bit ones, else two; reading ahead
-// from ahead, aheadStep bytes a column.
-func (m *Matrix) tilesX6(t int, wide bool, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int) {
+// the f32TileGroup tiles from tile t against six vectors, of which the
+// first n are the group's own: four tiles through 512-bit vectors (wide)
+// or 256-bit ones, else two, and two against the first four only where
+// n <= 4 (64 tokens are ten groups of six and one of four, whose two
+// repeats cost 2/66 of the product; with four tiles a group, the
+// six-vector kernels run every group). It reads ahead from ahead,
+// aheadStep bytes a column.
+func (m *Matrix) tilesX6(t, n int, wide bool, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int) {
 	tile, size := m.f32Tile(t), m.tileBytes()
+	four := f32TileGroup == 4
 	switch {
 	case wide && m.half == ieeeHalf:
 		f16Tiles4x6Z(tile, size, m.Cols, x, out, ahead, aheadStep)
@@ -377,35 +379,24 @@ func (m *Matrix) tilesX6(t int, wide bool, x, out *[6]unsafe.Pointer, ahead unsa
 		bf16Tiles4x6Z(tile, size, m.Cols, x, out, ahead, aheadStep)
 	case wide:
 		f32Tiles4x6Z(tile, size, m.Cols, x, out, ahead, aheadStep)
-	case f32TileGroup == 4 && m.half == ieeeHalf:
+	case four && m.half == ieeeHalf:
 		f16Tiles4x6(tile, size, m.Cols, x, out, ahead, aheadStep)
-	case f32TileGroup == 4 && m.half == bfloat16:
+	case four && m.half == bfloat16:
 		bf16Tiles4x6(tile, size, m.Cols, x, out, ahead, aheadStep)
-	case f32TileGroup == 4:
+	case four:
 		f32Tiles4x6(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case n <= 4 && m.half == ieeeHalf:
+		f16Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case n <= 4 && m.half == bfloat16:
+		bf16Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case n <= 4:
+		f32Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep)
 	case m.half == ieeeHalf:
 		f16Tiles2x6(tile, size, m.Cols, x, out, ahead, aheadStep)
 	case m.half == bfloat16:
 		bf16Tiles2x6(tile, size, m.Cols, x, out, ahead, aheadStep)
 	default:
 		f32Tiles2x6(tile, size, m.Cols, x, out, ahead, aheadStep)
-	}
-}
-
-// tilesX4 is tilesX6 on two tiles against the first four vectors only,
-// for a last group of two to four vectors on a core without AVX-512: 64
-// tokens are ten groups of six and one of four, whose two repeats cost
-// 2/66 of the product. (With four tiles a group, the six-vector kernels
-// run every group.)
-func (m *Matrix) tilesX4(t int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int) {
-	tile, size := m.f32Tile(t), m.tileBytes()
-	switch m.half {
-	case ieeeHalf:
-		f16Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep)
-	case bfloat16:
-		bf16Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep)
-	default:
-		f32Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep)
 	}
 }
 

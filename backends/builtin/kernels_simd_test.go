@@ -554,7 +554,7 @@ func TestHalfTileKernelsMatchF32BitForBit(t *testing.T) {
 			}
 			for _, use512 := range []bool{false, true} {
 				f32Wide = func() kernelWidths { return kernelWidths{use512: use512 && f32TileGroup == 4} }
-				for _, n := range []int{1, 2, 6, 7, 13} {
+				for _, n := range []int{1, 2, 4, 6, 7, 10, 13} { // 4 and 10: a last group of four
 					xs, got, want := make([][]float32, n), make([][]float32, n), make([][]float32, n)
 					for s := range n {
 						xs[s], got[s], want[s] = randomVec(rng, cols), make([]float32, rows), make([]float32, rows)
