@@ -1717,13 +1717,15 @@ tvend:
 	VMOVUPS YA, 0(AX) \
 	VMOVUPS YB, (BYTES)(AX)
 
-// Six vectors' pairs of sums (A0 and A1 vector 0's, …) stored through out,
-// the second of a pair BYTES after the first.
-#define STORE_SIX_PAIRS(A0, A1, A2, A3, A4, A5, A6, A7, A8, A9, A10, A11, BYTES) \
+// Four vectors' pairs of sums (A0 and A1 vector 0's, …) stored through
+// out, the second of a pair BYTES after the first; and six vectors'.
+#define STORE_FOUR_PAIRS(A0, A1, A2, A3, A4, A5, A6, A7, BYTES) \
 	STORE_PAIR(0, A0, A1, BYTES) \
 	STORE_PAIR(1, A2, A3, BYTES) \
 	STORE_PAIR(2, A4, A5, BYTES) \
-	STORE_PAIR(3, A6, A7, BYTES) \
+	STORE_PAIR(3, A6, A7, BYTES)
+#define STORE_SIX_PAIRS(A0, A1, A2, A3, A4, A5, A6, A7, A8, A9, A10, A11, BYTES) \
+	STORE_FOUR_PAIRS(A0, A1, A2, A3, A4, A5, A6, A7, BYTES) \
 	STORE_PAIR(4, A8, A9, BYTES) \
 	STORE_PAIR(5, A10, A11, BYTES)
 
@@ -1771,8 +1773,8 @@ tvend:
 	STORE_FOUR(4, Y16, Y17, Y18, Y19) \
 	STORE_FOUR(5, Y20, Y21, Y22, Y23)
 
-// Z0-Z11 zeroed (the 512-bit four-tile kernels' sums).
-#define ZERO_Z0_Z11 \
+// Z0-Z7 zeroed, and Z0-Z11 (the 512-bit four-tile kernels' sums).
+#define ZERO_Z0_Z7 \
 	VPXORD Z0, Z0, Z0 \
 	VMOVDQA64 Z0, Z1 \
 	VMOVDQA64 Z0, Z2 \
@@ -1780,7 +1782,9 @@ tvend:
 	VMOVDQA64 Z0, Z4 \
 	VMOVDQA64 Z0, Z5 \
 	VMOVDQA64 Z0, Z6 \
-	VMOVDQA64 Z0, Z7 \
+	VMOVDQA64 Z0, Z7
+#define ZERO_Z0_Z11 \
+	ZERO_Z0_Z7 \
 	VMOVDQA64 Z0, Z8 \
 	VMOVDQA64 Z0, Z9 \
 	VMOVDQA64 Z0, Z10 \
@@ -1869,10 +1873,7 @@ t4k: \
 	F32_TILE_PAIR(R11, Y15, Y12, Y13, Y6, Y7) \
 	NEXT_COLUMN(t4k) \
 	MOVQ out+32(FP), DI \
-	STORE_PAIR(0, Y0, Y1, 32) \
-	STORE_PAIR(1, Y2, Y3, 32) \
-	STORE_PAIR(2, Y4, Y5, 32) \
-	STORE_PAIR(3, Y6, Y7, 32) \
+	STORE_FOUR_PAIRS(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, 32) \
 	VZEROUPPER \
 	RET
 	TILES_2X4
@@ -1887,6 +1888,18 @@ t4k: \
 	VFMADD231PS YX, Y26, C \
 	VFMADD231PS YX, Y27, D
 
+// The four-tile kernels' shared steps: the tiles and vectors
+// (F32_TILES4_ARGS) with the column count and read ahead started
+// (COLUMNS_START); a column of each tile widened into Y24-Y27
+// (FOUR_TILES_COLUMN), or paired into Z24 (tiles 0 and 1) and Z25 (2 and
+// 3) for the 512-bit kernels (PAIRED_TILES_COLUMN, defined for each WIDEN).
+#define FOUR_TILES_COLUMN \
+	AHEAD_LINE \
+	WIDEN(0(SI)(R12*1), Y24) \
+	WIDEN(0(DX)(R12*1), Y25) \
+	WIDEN(0(R15)(R12*1), Y26) \
+	WIDEN(0(BX)(R12*1), Y27)
+
 // func f32Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 //
 // f32Tiles2x6 for four tiles (each tileBytes after the last), in
@@ -1898,30 +1911,57 @@ TEXT ·f32Tiles4x6(SB), NOSPLIT, $0-56
 #define TILES_4X6 \
 	F32_TILES4_ARGS \
 	ZERO_Y0_Y23 \
-	XORQ AX, AX \
-	XORQ R12, R12 \
-	AHEAD_START \
+	COLUMNS_START \
 t46k: \
-	AHEAD_LINE \
-	WIDEN(0(SI)(R12*1), Y24) \
-	WIDEN(0(DX)(R12*1), Y25) \
-	WIDEN(0(R15)(R12*1), Y26) \
-	WIDEN(0(BX)(R12*1), Y27) \
+	FOUR_TILES_COLUMN \
 	F32_TILE_FOUR(R8, Y28, Y0, Y1, Y2, Y3) \
 	F32_TILE_FOUR(R9, Y29, Y4, Y5, Y6, Y7) \
 	F32_TILE_FOUR(R10, Y28, Y8, Y9, Y10, Y11) \
 	F32_TILE_FOUR(R11, Y29, Y12, Y13, Y14, Y15) \
 	F32_TILE_FOUR(R13, Y28, Y16, Y17, Y18, Y19) \
 	F32_TILE_FOUR(R14, Y29, Y20, Y21, Y22, Y23) \
-	ADDQ $COLUMN_BYTES, R12 \
-	INCQ AX \
-	CMPQ AX, CX \
-	JB   t46k \
+	NEXT_COLUMN(t46k) \
 	MOVQ out+32(FP), DI \
 	STORE_Y0_Y23 \
 	VZEROUPPER \
 	RET
 	TILES_4X6
+
+// func f32Tiles4x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+//
+// f32Tiles4x6 against the first four vectors only, for a batch's last
+// group of two to four (as f32Tiles2x4 is for f32Tiles2x6): its sums
+// bit for bit, for 4/6 of the multiply-adds.
+TEXT ·f32Tiles4x4(SB), NOSPLIT, $0-56
+#define TILES_4X4 \
+	F32_TILES4_ARGS \
+	ZERO4(Y0, Y1, Y2, Y3) \
+	ZERO4(Y4, Y5, Y6, Y7) \
+	ZERO4(Y8, Y9, Y10, Y11) \
+	ZERO4(Y12, Y13, Y14, Y15) \
+	COLUMNS_START \
+t44k: \
+	FOUR_TILES_COLUMN \
+	F32_TILE_FOUR(R8, Y28, Y0, Y1, Y2, Y3) \
+	F32_TILE_FOUR(R9, Y29, Y4, Y5, Y6, Y7) \
+	F32_TILE_FOUR(R10, Y28, Y8, Y9, Y10, Y11) \
+	F32_TILE_FOUR(R11, Y29, Y12, Y13, Y14, Y15) \
+	NEXT_COLUMN(t44k) \
+	MOVQ out+32(FP), DI \
+	STORE_FOUR(0, Y0, Y1, Y2, Y3) \
+	STORE_FOUR(1, Y4, Y5, Y6, Y7) \
+	STORE_FOUR(2, Y8, Y9, Y10, Y11) \
+	STORE_FOUR(3, Y12, Y13, Y14, Y15) \
+	VZEROUPPER \
+	RET
+	TILES_4X4
+
+#define PAIRED_TILES_COLUMN \
+	AHEAD_LINE \
+	VMOVUPS 0(SI)(R12*1), Y24 \
+	VINSERTF32X8 $1, 0(DX)(R12*1), Z24, Z24 \
+	VMOVUPS 0(R15)(R12*1), Y25 \
+	VINSERTF32X8 $1, 0(BX)(R12*1), Z25, Z25
 
 // func f32Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 //
@@ -1932,27 +1972,41 @@ t46k: \
 // column, so the results are f32Tiles4x6's bit for bit. Z(2j) and
 // Z(2j+1) are vector j's sums, stored as its 32's two halves.
 TEXT ·f32Tiles4x6Z(SB), NOSPLIT, $0-56
-	F32_TILES4_ARGS
-	ZERO_Z0_Z11
-	XORQ AX, AX
-	XORQ R12, R12
-	AHEAD_START
-
-t46z:
-	AHEAD_LINE
-	VMOVUPS 0(SI)(R12*1), Y24
-	VINSERTF32X8 $1, 0(DX)(R12*1), Z24, Z24
-	VMOVUPS 0(R15)(R12*1), Y25
-	VINSERTF32X8 $1, 0(BX)(R12*1), Z25, Z25
-	F32_TILE_PAIR_X6(Z24, Z25, Z28, Z29, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
-	ADDQ $32, R12
-	INCQ AX
-	CMPQ AX, CX
-	JB   t46z
-	MOVQ out+32(FP), DI
-	STORE_Z0_Z11
-	VZEROUPPER
+#define TILES_4X6Z \
+	F32_TILES4_ARGS \
+	ZERO_Z0_Z11 \
+	COLUMNS_START \
+t46z: \
+	PAIRED_TILES_COLUMN \
+	F32_TILE_PAIR_X6(Z24, Z25, Z28, Z29, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11) \
+	NEXT_COLUMN(t46z) \
+	MOVQ out+32(FP), DI \
+	STORE_Z0_Z11 \
+	VZEROUPPER \
 	RET
+	TILES_4X6Z
+
+// func f32Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+//
+// f32Tiles4x6Z against the first four vectors only (f32Tiles4x4's
+// 512-bit twin).
+TEXT ·f32Tiles4x4Z(SB), NOSPLIT, $0-56
+#define TILES_4X4Z \
+	F32_TILES4_ARGS \
+	ZERO_Z0_Z7 \
+	COLUMNS_START \
+t44z: \
+	PAIRED_TILES_COLUMN \
+	F32_TILE_PAIR(R8, Z28, Z24, Z25, Z0, Z1) \
+	F32_TILE_PAIR(R9, Z29, Z24, Z25, Z2, Z3) \
+	F32_TILE_PAIR(R10, Z28, Z24, Z25, Z4, Z5) \
+	F32_TILE_PAIR(R11, Z29, Z24, Z25, Z6, Z7) \
+	NEXT_COLUMN(t44z) \
+	MOVQ out+32(FP), DI \
+	STORE_FOUR_PAIRS(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, 64) \
+	VZEROUPPER \
+	RET
+	TILES_4X4Z
 
 // The half-tile kernels: f32TilesVec, f32Tiles2x6, f32Tiles4x6 and
 // f32Tiles4x6Z for tiles of 16-bit floats (an F16 or BF16 file's
@@ -2098,34 +2152,29 @@ TEXT ·f16Tiles2x4(SB), NOSPLIT, $0-56
 TEXT ·f16Tiles4x6(SB), NOSPLIT, $0-56
 	TILES_4X6
 
-// func f16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
-//
-// f32Tiles4x6Z for half tiles.
-TEXT ·f16Tiles4x6Z(SB), NOSPLIT, $0-56
-#define HALF_TILES_4X6Z \
-	F32_TILES4_ARGS \
-	ZERO_Z0_Z11 \
-	XORQ AX, AX \
-	XORQ R12, R12 \
-	AHEAD_START \
-h46z: \
+#undef PAIRED_TILES_COLUMN
+#define PAIRED_TILES_COLUMN \
 	AHEAD_LINE \
 	WIDEN(0(SI)(R12*1), Y24) \
 	WIDEN(0(DX)(R12*1), Y26) \
 	VINSERTF32X8 $1, Y26, Z24, Z24 \
 	WIDEN(0(R15)(R12*1), Y25) \
 	WIDEN(0(BX)(R12*1), Y27) \
-	VINSERTF32X8 $1, Y27, Z25, Z25 \
-	F32_TILE_PAIR_X6(Z24, Z25, Z28, Z29, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11) \
-	ADDQ $16, R12 \
-	INCQ AX \
-	CMPQ AX, CX \
-	JB   h46z \
-	MOVQ out+32(FP), DI \
-	STORE_Z0_Z11 \
-	VZEROUPPER \
-	RET
-	HALF_TILES_4X6Z
+	VINSERTF32X8 $1, Y27, Z25, Z25
+
+// func f16Tiles4x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+TEXT ·f16Tiles4x4(SB), NOSPLIT, $0-56
+	TILES_4X4
+
+// func f16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+//
+// f32Tiles4x6Z for half tiles.
+TEXT ·f16Tiles4x6Z(SB), NOSPLIT, $0-56
+	TILES_4X6Z
+
+// func f16Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+TEXT ·f16Tiles4x4Z(SB), NOSPLIT, $0-56
+	TILES_4X4Z
 
 #undef WIDEN
 #define WIDEN(M, R) \
@@ -2148,9 +2197,17 @@ TEXT ·bf16Tiles2x4(SB), NOSPLIT, $0-56
 TEXT ·bf16Tiles4x6(SB), NOSPLIT, $0-56
 	TILES_4X6
 
+// func bf16Tiles4x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+TEXT ·bf16Tiles4x4(SB), NOSPLIT, $0-56
+	TILES_4X4
+
 // func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 TEXT ·bf16Tiles4x6Z(SB), NOSPLIT, $0-56
-	HALF_TILES_4X6Z
+	TILES_4X6Z
+
+// func bf16Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+TEXT ·bf16Tiles4x4Z(SB), NOSPLIT, $0-56
+	TILES_4X4Z
 
 // pairLows is the VPERMD index that takes the low dword of each qword.
 DATA pairLows<>+0(SB)/8, $0x0000000200000000
@@ -2249,23 +2306,32 @@ GLOBL bf16PairWords<>(SB), RODATA|NOPTR, $64
 // exact in a float, so the sums are bf16Tiles4x6Z's on the vectors'
 // values widened, bit for bit.
 TEXT ·bf16Tiles4x6Dot(SB), NOSPLIT, $0-56
-	F32_TILES4_ARGS
-	SHRQ $1, CX
+
+// The dot kernels' shared steps: the tiles and vectors, the pair count
+// in CX, the permutation in Z30 (BF16_DOT_START); a
+// pair of columns of the four tiles loaded and paired into Z24 and Z25
+// (BF16_DOT_COLUMN).
+#define BF16_DOT_START \
+	F32_TILES4_ARGS \
+	SHRQ $1, CX \
+	VMOVDQU64 bf16PairWords<>(SB), Z30 \
+	COLUMNS_START
+
+#define BF16_DOT_COLUMN \
+	AHEAD_LINE \
+	AHEAD_LINE \
+	VMOVDQU64 0(SI)(R12*1), Y24 \
+	VINSERTI32X8 $1, 0(DX)(R12*1), Z24, Z24 \
+	VPERMW Z24, Z30, Z24 \
+	VMOVDQU64 0(R15)(R12*1), Y25 \
+	VINSERTI32X8 $1, 0(BX)(R12*1), Z25, Z25 \
+	VPERMW Z25, Z30, Z25
+
 	ZERO_Z0_Z11
-	VMOVDQU64 bf16PairWords<>(SB), Z30
-	XORQ AX, AX
-	XORQ R12, R12
-	AHEAD_START
+	BF16_DOT_START
 
 t46dot:
-	AHEAD_LINE
-	AHEAD_LINE
-	VMOVDQU64 0(SI)(R12*1), Y24
-	VINSERTI32X8 $1, 0(DX)(R12*1), Z24, Z24
-	VPERMW Z24, Z30, Z24
-	VMOVDQU64 0(R15)(R12*1), Y25
-	VINSERTI32X8 $1, 0(BX)(R12*1), Z25, Z25
-	VPERMW Z25, Z30, Z25
+	BF16_DOT_COLUMN
 	BF16_PAIR_DOT(R8, Z28, 28, 0)
 	BF16_PAIR_DOT(R9, Z29, 29, 2)
 	BF16_PAIR_DOT(R10, Z28, 28, 4)
@@ -2278,6 +2344,29 @@ t46dot:
 	JB   t46dot
 	MOVQ out+32(FP), DI
 	STORE_Z0_Z11
+	VZEROUPPER
+	RET
+
+// func bf16Tiles4x4Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+//
+// bf16Tiles4x6Dot against the first four vectors only, for a batch's
+// last group of two to four: its sums bit for bit.
+TEXT ·bf16Tiles4x4Dot(SB), NOSPLIT, $0-56
+	ZERO_Z0_Z7
+	BF16_DOT_START
+
+t44dot:
+	BF16_DOT_COLUMN
+	BF16_PAIR_DOT(R8, Z28, 28, 0)
+	BF16_PAIR_DOT(R9, Z29, 29, 2)
+	BF16_PAIR_DOT(R10, Z28, 28, 4)
+	BF16_PAIR_DOT(R11, Z29, 29, 6)
+	ADDQ $32, R12
+	INCQ AX
+	CMPQ AX, CX
+	JB   t44dot
+	MOVQ out+32(FP), DI
+	STORE_FOUR_PAIRS(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, 64)
 	VZEROUPPER
 	RET
 

@@ -210,10 +210,10 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 // vectors at a time (f32Tiles4x6 with AVX-512's 32 registers, else
 // f32Tiles2x6), so each column of a tile is loaded once for six products
 // and each value of a vector broadcast once for all the group's rows. A
-// last group of fewer vectors runs two tiles against four where the group
-// is two tiles and it has four or fewer (tilesX6), else the six-vector
-// kernel; either is filled with repeats of its last vector, whose sums
-// are dropped. A vector left alone goes through matVecF32. Every kernel
+// last group of two to four vectors runs the group's tiles against four
+// (f32Tiles4x4, f32Tiles2x4: tilesX6), one of five the six-vector kernel;
+// either is filled with repeats of its last vector, whose sums are
+// dropped. A vector left alone goes through matVecF32. Every kernel
 // sums a row as matVecF32's does, so a token's numbers do not depend on
 // what it was batched with.
 //
@@ -287,11 +287,7 @@ func matMatFloatTiles(outs [][]float32, m *Matrix, xs [][]float32, xq []*quantiz
 					}
 				}
 				ahead, step := next.share()
-				if xq != nil {
-					bf16Tiles4x6Dot(m.f32Tile(t), m.tileBytes(), m.Cols, &x, &out, ahead, step)
-				} else {
-					m.tilesX6(t, n, wide, &x, &out, ahead, step)
-				}
+				m.tilesX6(t, n, wide, xq != nil, &x, &out, ahead, step)
 				if !whole {
 					for j := range n {
 						copy(outs[s+j][a:b], spare[j][a-t*tileRows:b-t*tileRows])
@@ -363,40 +359,56 @@ func (m *Matrix) tilesVec(first, n int, x, out unsafe.Pointer) {
 
 // tilesX6 runs matMatF32's kernel for m's tiles (of floats or halves) on
 // the f32TileGroup tiles from tile t against six vectors, of which the
-// first n are the group's own: four tiles through 512-bit vectors (wide)
-// or 256-bit ones, else two, and two against the first four only where
-// n <= 4 (64 tokens are ten groups of six and one of four, whose two
-// repeats cost 2/66 of the product; with four tiles a group, the
-// six-vector kernels run every group). It reads ahead from ahead,
-// aheadStep bytes a column.
-func (m *Matrix) tilesX6(t, n int, wide bool, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int) {
+// first n are the group's own: four tiles through VDPBF16PS on bfloat16
+// pairs (dot), through 512-bit vectors (wide) or 256-bit ones, else two;
+// each against the first four vectors only where n <= 4 (64 tokens are
+// ten groups of six and one of four, whose two repeats cost 2/66 of the
+// product; a decode step of two to four streams is one such group). It
+// reads ahead from ahead, aheadStep bytes a column.
+func (m *Matrix) tilesX6(t, n int, wide, dot bool, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int) {
 	tile, size := m.f32Tile(t), m.tileBytes()
-	four := f32TileGroup == 4
+	four, six := f32TileGroup == 4, n > 4
 	switch {
-	case wide && m.half == ieeeHalf:
+	case dot && six:
+		bf16Tiles4x6Dot(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case dot:
+		bf16Tiles4x4Dot(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case wide && six && m.half == ieeeHalf:
 		f16Tiles4x6Z(tile, size, m.Cols, x, out, ahead, aheadStep)
-	case wide && m.half == bfloat16:
+	case wide && six && m.half == bfloat16:
 		bf16Tiles4x6Z(tile, size, m.Cols, x, out, ahead, aheadStep)
-	case wide:
+	case wide && six:
 		f32Tiles4x6Z(tile, size, m.Cols, x, out, ahead, aheadStep)
-	case four && m.half == ieeeHalf:
+	case wide && m.half == ieeeHalf:
+		f16Tiles4x4Z(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case wide && m.half == bfloat16:
+		bf16Tiles4x4Z(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case wide:
+		f32Tiles4x4Z(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case four && six && m.half == ieeeHalf:
 		f16Tiles4x6(tile, size, m.Cols, x, out, ahead, aheadStep)
-	case four && m.half == bfloat16:
+	case four && six && m.half == bfloat16:
 		bf16Tiles4x6(tile, size, m.Cols, x, out, ahead, aheadStep)
-	case four:
+	case four && six:
 		f32Tiles4x6(tile, size, m.Cols, x, out, ahead, aheadStep)
-	case n <= 4 && m.half == ieeeHalf:
-		f16Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep)
-	case n <= 4 && m.half == bfloat16:
-		bf16Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep)
-	case n <= 4:
-		f32Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep)
-	case m.half == ieeeHalf:
+	case four && m.half == ieeeHalf:
+		f16Tiles4x4(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case four && m.half == bfloat16:
+		bf16Tiles4x4(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case four:
+		f32Tiles4x4(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case six && m.half == ieeeHalf:
 		f16Tiles2x6(tile, size, m.Cols, x, out, ahead, aheadStep)
-	case m.half == bfloat16:
+	case six && m.half == bfloat16:
 		bf16Tiles2x6(tile, size, m.Cols, x, out, ahead, aheadStep)
-	default:
+	case six:
 		f32Tiles2x6(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case m.half == ieeeHalf:
+		f16Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case m.half == bfloat16:
+		bf16Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep)
+	default:
+		f32Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep)
 	}
 }
 
@@ -427,7 +439,13 @@ func f32Tiles2x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Po
 func f32Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
+func f32Tiles4x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+//go:noescape
 func f32Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+//go:noescape
+func f32Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 // The same kernels for tiles of halves (an F16 file's), and for
 // tiles of bfloat16s (a BF16 file's), each column widened as it loads;
@@ -446,7 +464,13 @@ func f16Tiles2x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Po
 func f16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
+func f16Tiles4x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+//go:noescape
 func f16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+//go:noescape
+func f16Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
 func bf16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
@@ -461,7 +485,13 @@ func bf16Tiles2x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.P
 func bf16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
+func bf16Tiles4x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+//go:noescape
 func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+//go:noescape
+func bf16Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 // bf16Tiles4x6Dot is f32Tiles4x6Z for four tiles of bfloat16s against
 // six vectors given as pairs of bfloat16s (roundToBFloat16's): a VDPBF16PS
@@ -473,6 +503,9 @@ func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.
 //
 //go:noescape
 func bf16Tiles4x6Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+//go:noescape
+func bf16Tiles4x4Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 // f32Wide is whether matMatF32 runs f32Tiles4x6Z (512-bit vectors) rather
 // than f32Tiles4x6, timed once on this core when the first f32 matrix is

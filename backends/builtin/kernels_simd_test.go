@@ -228,16 +228,18 @@ func TestF32WideKernelMatchesNarrow(t *testing.T) {
 		f32Wide = func() kernelWidths { return kernelWidths{use512: use512} }
 		rows, cols := 200, 300
 		m := withTiles(NewF32(rows, cols, randomVec(rng, rows*cols)), nil, nil)
-		xs, outs := make([][]float32, 7), make([][]float32, 7)
-		for s := range xs {
-			xs[s], outs[s] = randomVec(rng, cols), make([]float32, rows)
-		}
-		matMatF32(outs, m, xs, 5, rows-50, rows)
-		for s := range xs {
-			want := make([]float32, rows)
-			matVecF32(want, m, xs[s], 5, rows-50)
-			if !slices.Equal(outs[s][5:rows-50], want[5:rows-50]) {
-				t.Fatalf("512-bit %v, vector %d: batched %v, alone %v", use512, s, outs[s][5:8], want[5:8])
+		for _, n := range []int{7, 10} { // 10: a last group of four
+			xs, outs := make([][]float32, n), make([][]float32, n)
+			for s := range xs {
+				xs[s], outs[s] = randomVec(rng, cols), make([]float32, rows)
+			}
+			matMatF32(outs, m, xs, 5, rows-50, rows)
+			for s := range xs {
+				want := make([]float32, rows)
+				matVecF32(want, m, xs[s], 5, rows-50)
+				if !slices.Equal(outs[s][5:rows-50], want[5:rows-50]) {
+					t.Fatalf("512-bit %v, vector %d of %d: batched %v, alone %v", use512, s, n, outs[s][5:8], want[5:8])
+				}
 			}
 		}
 	}
@@ -689,7 +691,7 @@ func checkBFloat16Products(t *testing.T, rng *rand.Rand) {
 				t.Fatalf("%d×%d: VDPBF16PS %v, widened %v", rows, cols, pairs[0][:4], widened[0][:4])
 			}
 		}
-		for _, n := range []int{1, 2, 6, 7, 13} {
+		for _, n := range []int{1, 2, 4, 6, 7, 10, 13} { // 2, 4 and 10: a last group of four
 			got, want := make([][]float32, n), make([][]float32, n)
 			for s := range n {
 				got[s], want[s] = make([]float32, rows), make([]float32, rows)
@@ -701,6 +703,80 @@ func checkBFloat16Products(t *testing.T, rng *rand.Rand) {
 				if !slices.Equal(got[s][lo:hi], want[s][lo:hi]) {
 					t.Fatalf("%d×%d, vector %d of %d: %v, widened %v", rows, cols, s, n, got[s][lo:min(lo+3, hi)], want[s][lo:min(lo+3, hi)])
 				}
+			}
+		}
+	}
+}
+
+// A multi-vector kernel's signature (tilesX6's kernels).
+type tilesKernel = func(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+// Each four-vector kernel gives its six-vector twin's sums for the first
+// four vectors, bit for bit, and writes nothing through out[4] and out[5]
+// (where a last group's repeats would go): for floats, halves and
+// bfloat16s, two tiles, and on AVX-512 four at either width and through
+// VDPBF16PS.
+func TestFourVectorKernelsMatchSix(t *testing.T) {
+	if !haveAVX2 {
+		t.Skip("the tile kernels need AVX2")
+	}
+	type pair struct {
+		name      string
+		half      halfKind
+		tiles     int
+		dot       bool
+		four, six tilesKernel
+	}
+	pairs := []pair{
+		{"f32 2x4", notHalf, 2, false, f32Tiles2x4, f32Tiles2x6},
+		{"f16 2x4", ieeeHalf, 2, false, f16Tiles2x4, f16Tiles2x6},
+		{"bf16 2x4", bfloat16, 2, false, bf16Tiles2x4, bf16Tiles2x6},
+	}
+	if f32TileGroup == 4 {
+		pairs = append(pairs,
+			pair{"f32 4x4", notHalf, 4, false, f32Tiles4x4, f32Tiles4x6},
+			pair{"f16 4x4", ieeeHalf, 4, false, f16Tiles4x4, f16Tiles4x6},
+			pair{"bf16 4x4", bfloat16, 4, false, bf16Tiles4x4, bf16Tiles4x6},
+			pair{"f32 4x4Z", notHalf, 4, false, f32Tiles4x4Z, f32Tiles4x6Z},
+			pair{"f16 4x4Z", ieeeHalf, 4, false, f16Tiles4x4Z, f16Tiles4x6Z},
+			pair{"bf16 4x4Z", bfloat16, 4, false, bf16Tiles4x4Z, bf16Tiles4x6Z})
+	}
+	if haveBF16Dot {
+		pairs = append(pairs, pair{"bf16 4x4Dot", bfloat16, 4, true, bf16Tiles4x4Dot, bf16Tiles4x6Dot})
+	}
+	rng := rand.New(rand.NewPCG(5, 15))
+	for _, c := range pairs {
+		for _, cols := range []int{2, 64, 898} {
+			rows := c.tiles * tileRows
+			values := randomVec(rng, rows*cols)
+			m := withTiles(NewF32(rows, cols, values), nil, nil)
+			if c.half != notHalf {
+				m = withTiles(&Matrix{Rows: rows, Cols: cols, halves: halfBytes(c.half, values), half: c.half}, nil, nil)
+			}
+			var x [6]unsafe.Pointer
+			for j := range x {
+				q := newQuantized(cols)
+				q.quantize(randomVec(rng, cols), activationForms{bf16: true})
+				x[j] = unsafe.Pointer(&q.bf16[0])
+				if c.dot {
+					x[j] = unsafe.Pointer(&q.bf16Pairs[0])
+				}
+			}
+			var six, four [6][4 * tileRows]float32
+			for j := 4; j < 6; j++ {
+				for r := range four[j] {
+					four[j][r] = -7
+				}
+			}
+			c.six(m.f32Tile(0), m.tileBytes(), cols, &x, rowsOf(&six), m.f32Tile(0), 0)
+			c.four(m.f32Tile(0), m.tileBytes(), cols, &x, rowsOf(&four), m.f32Tile(0), 0)
+			for j := range 4 {
+				if !slices.Equal(four[j][:rows], six[j][:rows]) {
+					t.Fatalf("%s, %d columns, vector %d: four-vector %v, six-vector %v", c.name, cols, j, four[j][:4], six[j][:4])
+				}
+			}
+			if slices.ContainsFunc(append(four[4][:], four[5][:]...), func(v float32) bool { return v != -7 }) {
+				t.Fatalf("%s, %d columns: wrote through out[4] or out[5]", c.name, cols)
 			}
 		}
 	}
