@@ -2307,25 +2307,31 @@ GLOBL bf16PairWords<>(SB), RODATA|NOPTR, $64
 // values widened, bit for bit.
 TEXT ·bf16Tiles4x6Dot(SB), NOSPLIT, $0-56
 
-// The dot kernels' shared steps: the tiles and vectors, the pair count
-// in CX, the permutation in Z30 (BF16_DOT_START); a
-// pair of columns of the four tiles loaded and paired into Z24 and Z25
-// (BF16_DOT_COLUMN).
+// The dot kernels' shared steps: the tiles and the first six vectors,
+// the pair count in CX, the permutation in Z30, the pair index AX from 0
+// (BF16_DOT_START); a pair of columns of the four tiles loaded and paired
+// into Z24 and Z25, each tile's pointer moved on to the next pair, which
+// leaves R12 free (BF16_DOT_COLUMN).
 #define BF16_DOT_START \
 	F32_TILES4_ARGS \
 	SHRQ $1, CX \
 	VMOVDQU64 bf16PairWords<>(SB), Z30 \
-	COLUMNS_START
+	XORQ AX, AX \
+	AHEAD_START
 
 #define BF16_DOT_COLUMN \
 	AHEAD_LINE \
 	AHEAD_LINE \
-	VMOVDQU64 0(SI)(R12*1), Y24 \
-	VINSERTI32X8 $1, 0(DX)(R12*1), Z24, Z24 \
+	VMOVDQU64 0(SI), Y24 \
+	VINSERTI32X8 $1, 0(DX), Z24, Z24 \
 	VPERMW Z24, Z30, Z24 \
-	VMOVDQU64 0(R15)(R12*1), Y25 \
-	VINSERTI32X8 $1, 0(BX)(R12*1), Z25, Z25 \
-	VPERMW Z25, Z30, Z25
+	VMOVDQU64 0(R15), Y25 \
+	VINSERTI32X8 $1, 0(BX), Z25, Z25 \
+	VPERMW Z25, Z30, Z25 \
+	ADDQ $32, SI \
+	ADDQ $32, DX \
+	ADDQ $32, R15 \
+	ADDQ $32, BX
 
 	ZERO_Z0_Z11
 	BF16_DOT_START
@@ -2338,7 +2344,6 @@ t46dot:
 	BF16_PAIR_DOT(R11, Z29, 29, 6)
 	BF16_PAIR_DOT(R13, Z28, 28, 8)
 	BF16_PAIR_DOT(R14, Z29, 29, 10)
-	ADDQ $32, R12
 	INCQ AX
 	CMPQ AX, CX
 	JB   t46dot
@@ -2361,12 +2366,67 @@ t44dot:
 	BF16_PAIR_DOT(R9, Z29, 29, 2)
 	BF16_PAIR_DOT(R10, Z28, 28, 4)
 	BF16_PAIR_DOT(R11, Z29, 29, 6)
-	ADDQ $32, R12
 	INCQ AX
 	CMPQ AX, CX
 	JB   t44dot
 	MOVQ out+32(FP), DI
 	STORE_FOUR_PAIRS(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, 64)
+	VZEROUPPER
+	RET
+
+// Vector j's pair (j from 6: its pointer loaded from the x array in R12
+// into CX) broadcast into ZB, against Z24 and Z25 as BF16_PAIR_DOT.
+#define BF16_PAIR_DOT_LOADED(J, ZB, B, A) \
+	MOVQ (8*(J))(R12), CX \
+	BF16_PAIR_DOT(CX, ZB, B, A)
+
+// func bf16Tiles4x12Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[12]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+//
+// bf16Tiles4x6Dot against twelve vectors, in 24 sums: each pair of
+// columns is loaded and paired once for twelve vectors, where the
+// six-vector kernel spends its loads and VPERMWs on six. The last six
+// vectors' pointers are loaded each step (no register is left for them);
+// the pair count is kept in the cols argument's slot, so that CX can
+// hold them. Its sums are bf16Tiles4x6Dot's on each half, bit for bit.
+TEXT ·bf16Tiles4x12Dot(SB), NOSPLIT, $0-56
+	ZERO_Z0_Z11
+	VMOVDQA64 Z0, Z12
+	VMOVDQA64 Z0, Z13
+	VMOVDQA64 Z0, Z14
+	VMOVDQA64 Z0, Z15
+	VMOVDQA64 Z0, Z16
+	VMOVDQA64 Z0, Z17
+	VMOVDQA64 Z0, Z18
+	VMOVDQA64 Z0, Z19
+	VMOVDQA64 Z0, Z20
+	VMOVDQA64 Z0, Z21
+	VMOVDQA64 Z0, Z22
+	VMOVDQA64 Z0, Z23
+	BF16_DOT_START
+	MOVQ CX, cols+16(FP)
+	MOVQ x+24(FP), R12
+
+t412dot:
+	BF16_DOT_COLUMN
+	BF16_PAIR_DOT(R8, Z28, 28, 0)
+	BF16_PAIR_DOT(R9, Z29, 29, 2)
+	BF16_PAIR_DOT(R10, Z28, 28, 4)
+	BF16_PAIR_DOT(R11, Z29, 29, 6)
+	BF16_PAIR_DOT(R13, Z28, 28, 8)
+	BF16_PAIR_DOT(R14, Z29, 29, 10)
+	BF16_PAIR_DOT_LOADED(6, Z28, 28, 12)
+	BF16_PAIR_DOT_LOADED(7, Z29, 29, 14)
+	BF16_PAIR_DOT_LOADED(8, Z28, 28, 16)
+	BF16_PAIR_DOT_LOADED(9, Z29, 29, 18)
+	BF16_PAIR_DOT_LOADED(10, Z28, 28, 20)
+	BF16_PAIR_DOT_LOADED(11, Z29, 29, 22)
+	INCQ AX
+	CMPQ AX, cols+16(FP)
+	JB   t412dot
+	MOVQ out+32(FP), DI
+	STORE_Z0_Z11
+	ADDQ $48, DI
+	STORE_SIX_PAIRS(Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, 64)
 	VZEROUPPER
 	RET
 

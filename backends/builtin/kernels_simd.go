@@ -251,32 +251,33 @@ func matMatBF16(outs [][]float32, m *Matrix, rounded [][]float32, xq []*quantize
 }
 
 // matMatFloatTiles is matMatF32, and where xq is not nil matMatBF16
-// through bf16Tiles4x6Dot on the pairs of xq's bfloat16s.
+// through the VDPBF16PS kernels on the pairs of xq's bfloat16s, twelve
+// vectors a group while twelve are left (bf16Tiles4x12Dot).
 func matMatFloatTiles(outs [][]float32, m *Matrix, xs [][]float32, xq []*quantized, lo, hi, ahead int) {
 	s := 0
 	if m.tiles != nil {
 		group := f32TileGroup * tileRows
 		wide := f32TileGroup == 4 && f32Wide().use512
-		next := m.readAhead(lo, hi, ahead, (len(xs)+4)/6)
+		dot := xq != nil
+		next := m.readAhead(lo, hi, ahead, vectorGroups(len(xs), dot))
 		// A group of tiles wholly in [lo, hi) is stored straight into the
 		// outputs; one an end cuts through, and the repeats' sums, into
 		// spare, whose rows are copied from.
-		var spare [6][4 * tileRows]float32
-		var spareRows [6]unsafe.Pointer
+		var spare [12][4 * tileRows]float32
+		var spareRows [12]unsafe.Pointer
 		for j := range spareRows {
 			spareRows[j] = unsafe.Pointer(&spare[j])
 		}
-		for ; len(xs)-s >= 2; s += 6 {
-			n := min(6, len(xs)-s)
-			var x [6]unsafe.Pointer
-			for j := range x {
-				if xq != nil {
+		for len(xs)-s >= 2 {
+			n := vectorGroup(len(xs)-s, dot)
+			var x, out [12]unsafe.Pointer
+			for j := range max(n, 6) {
+				if dot {
 					x[j] = unsafe.Pointer(&xq[s+min(j, n-1)].bf16Pairs[:m.Cols/2][0])
 				} else {
 					x[j] = unsafe.Pointer(&xs[s+min(j, n-1)][:m.Cols][0])
 				}
 			}
-			var out [6]unsafe.Pointer
 			for t := lo / tileRows; t*tileRows < hi; t += f32TileGroup {
 				a, b := max(lo, t*tileRows), min(hi, t*tileRows+group)
 				whole := b-a == group
@@ -287,18 +288,43 @@ func matMatFloatTiles(outs [][]float32, m *Matrix, xs [][]float32, xq []*quantiz
 					}
 				}
 				ahead, step := next.share()
-				m.tilesX6(t, n, wide, xq != nil, &x, &out, ahead, step)
+				if n == 12 {
+					bf16Tiles4x12Dot(m.f32Tile(t), m.tileBytes(), m.Cols, &x, &out, ahead, step)
+				} else {
+					m.tilesX6(t, n, wide, dot, (*[6]unsafe.Pointer)(x[:6]), (*[6]unsafe.Pointer)(out[:6]), ahead, step)
+				}
 				if !whole {
 					for j := range n {
 						copy(outs[s+j][a:b], spare[j][a-t*tileRows:b-t*tileRows])
 					}
 				}
 			}
+			s += n
 		}
 	}
 	for ; s < len(xs); s++ {
 		matVecF32(outs[s], m, xs[s], lo, hi)
 	}
+}
+
+// vectorGroup is how many of the left vectors (two or more) matMatF32's
+// next kernel call takes: twelve through VDPBF16PS (dot) while twelve are
+// left, else up to six.
+func vectorGroup(left int, dot bool) int {
+	if dot && left >= 12 {
+		return 12
+	}
+	return min(6, left)
+}
+
+// vectorGroups is how many groups matMatF32 makes of n vectors (a last
+// one alone goes through matVecF32).
+func vectorGroups(n int, dot bool) int {
+	groups := 0
+	for ; n >= 2; n -= vectorGroup(n, dot) {
+		groups++
+	}
+	return groups
 }
 
 // readAhead is how matMatF32 spreads the read of its next block over the
@@ -503,6 +529,9 @@ func bf16Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.
 //
 //go:noescape
 func bf16Tiles4x6Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+//go:noescape
+func bf16Tiles4x12Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[12]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
 func bf16Tiles4x4Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)

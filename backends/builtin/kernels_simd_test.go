@@ -638,7 +638,8 @@ func TestReadAheadCoversTheNextBlock(t *testing.T) {
 // bf16Tiles4x6Dot gives bf16Tiles4x6Z's sums, bit for bit, on vectors
 // already rounded to bfloat16 (VDPBF16PS's products are exact and each
 // lane adds column k's before k+1's, as the FMA kernels do), tile by tile
-// and vector by vector; and matMatBF16 gives matMatF32's numbers on the
+// and vector by vector, and bf16Tiles4x12Dot its sums on each six of its
+// twelve vectors; and matMatBF16 gives matMatF32's numbers on the
 // matrix widened to floats, through it where the columns pair up (and
 // the timing chose it: both choices are forced here) and through the
 // widening kernels where they do not, alone and batched, over spans that
@@ -669,7 +670,7 @@ func checkBFloat16Products(t *testing.T, rng *rand.Rand) {
 		halves := halfBytes(bfloat16, randomVec(rng, rows*cols))
 		half := withTiles(&Matrix{Rows: rows, Cols: cols, halves: halves, half: bfloat16}, nil, nil)
 		full := withTiles((&Matrix{Rows: rows, Cols: cols, halves: halves, half: bfloat16}).withRows(), nil, nil)
-		xq := make([]*quantized, 13)
+		xq := make([]*quantized, 26)
 		rounded := make([][]float32, len(xq))
 		for s := range xq {
 			q := newQuantized(cols)
@@ -690,8 +691,19 @@ func checkBFloat16Products(t *testing.T, rng *rand.Rand) {
 			if pairs != widened {
 				t.Fatalf("%d×%d: VDPBF16PS %v, widened %v", rows, cols, pairs[0][:4], widened[0][:4])
 			}
+			var twelve, twelveRows [12]unsafe.Pointer
+			var twelveSums, halves [12][4 * tileRows]float32
+			for j := range twelve {
+				twelve[j], twelveRows[j] = unsafe.Pointer(&xq[j].bf16Pairs[0]), unsafe.Pointer(&twelveSums[j])
+			}
+			bf16Tiles4x12Dot(half.f32Tile(0), half.tileBytes(), cols, &twelve, &twelveRows, half.f32Tile(0), 0)
+			bf16Tiles4x6Dot(half.f32Tile(0), half.tileBytes(), cols, (*[6]unsafe.Pointer)(twelve[:6]), rowsOf((*[6][4 * tileRows]float32)(halves[:6])), half.f32Tile(0), 0)
+			bf16Tiles4x6Dot(half.f32Tile(0), half.tileBytes(), cols, (*[6]unsafe.Pointer)(twelve[6:]), rowsOf((*[6][4 * tileRows]float32)(halves[6:])), half.f32Tile(0), 0)
+			if twelveSums != halves {
+				t.Fatalf("%d×%d: twelve vectors %v, six and six %v", rows, cols, twelveSums[7][:4], halves[7][:4])
+			}
 		}
-		for _, n := range []int{1, 2, 4, 6, 7, 10, 13} { // 2, 4 and 10: a last group of four
+		for _, n := range []int{1, 2, 4, 6, 7, 10, 12, 13, 16, 23, 26} { // 2, 4, 10 and 16: a last group of four; from 12, twelve at once
 			got, want := make([][]float32, n), make([][]float32, n)
 			for s := range n {
 				got[s], want[s] = make([]float32, rows), make([]float32, rows)
