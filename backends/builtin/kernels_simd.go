@@ -370,18 +370,56 @@ func (r *readAhead) share() (unsafe.Pointer, int) {
 }
 
 // tilesVec runs f32TilesVec, or f16TilesVec or bf16TilesVec where m's
-// tiles hold halves, on n of m's tiles from tile first. (Called as a func
-// value, the kernel's arguments would escape, and each product allocate.)
+// tiles hold halves, on n of m's tiles from tile first: their unasked
+// twins on a core whose hardware prefetch reads faster alone
+// (askAhead). (Called as a func value, the kernel's arguments would
+// escape, and each product allocate.)
 func (m *Matrix) tilesVec(first, n int, x, out unsafe.Pointer) {
-	switch m.half {
-	case ieeeHalf:
-		f16TilesVec(m.f32Tile(first), n, m.Cols, x, out)
-	case bfloat16:
-		bf16TilesVec(m.f32Tile(first), n, m.Cols, x, out)
+	tile := m.f32Tile(first)
+	switch {
+	case m.half == ieeeHalf && askAhead:
+		f16TilesVec(tile, n, m.Cols, x, out)
+	case m.half == ieeeHalf:
+		f16TilesVecUnasked(tile, n, m.Cols, x, out)
+	case m.half == bfloat16 && askAhead:
+		bf16TilesVec(tile, n, m.Cols, x, out)
+	case m.half == bfloat16:
+		bf16TilesVecUnasked(tile, n, m.Cols, x, out)
+	case askAhead:
+		f32TilesVec(tile, n, m.Cols, x, out)
 	default:
-		f32TilesVec(m.f32Tile(first), n, m.Cols, x, out)
+		f32TilesVecUnasked(tile, n, m.Cols, x, out)
 	}
 }
+
+// askAhead is whether the decode kernels ask for their tiles' lines 2 KiB
+// ahead (f32TilesVec), which on Zen 5 left one thread's stream less short
+// than the hardware's prefetch alone (stories110M F32 decode 53.7–62.3 →
+// 64.9–68.0 tok/s), and on Zen 4 (AMD family 25 with AVX-512; Zen 3 is
+// family 25 without it) slowed it: 44.2–47.3 → 33.0–34.3 tok/s on the
+// VM of 2 December, by turns. Cores not measured keep the asks.
+var askAhead = !(amdFamily() == 0x19 && archsimd.X86.AVX512())
+
+// amdFamily is the CPU's family as AMD numbers it (CPUID leaf 1: the base
+// family, plus the extended family where the base is 15), or 0 on
+// another vendor's CPU.
+func amdFamily() uint32 {
+	if !cpuIsAMD() {
+		return 0
+	}
+	signature := cpuSignature()
+	family := signature >> 8 & 0xf
+	if family == 0xf {
+		family += signature >> 20 & 0xff
+	}
+	return family
+}
+
+// cpuSignature is CPUID leaf 1's EAX: stepping, model and family.
+func cpuSignature() uint32
+
+// cpuIsAMD is whether CPUID leaf 0 names AuthenticAMD.
+func cpuIsAMD() bool
 
 // tilesX6 runs matMatF32's kernel for m's tiles (of floats or halves) on
 // the f32TileGroup tiles from tile t against six vectors, of which the
@@ -456,6 +494,9 @@ func (m *Matrix) f32Tile(t int) unsafe.Pointer {
 func f32TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 
 //go:noescape
+func f32TilesVecUnasked(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
+
+//go:noescape
 func f32Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
@@ -481,6 +522,9 @@ func f32Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.P
 func f16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 
 //go:noescape
+func f16TilesVecUnasked(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
+
+//go:noescape
 func f16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 //go:noescape
@@ -500,6 +544,9 @@ func f16Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.P
 
 //go:noescape
 func bf16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
+
+//go:noescape
+func bf16TilesVecUnasked(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 
 //go:noescape
 func bf16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -792,4 +793,68 @@ func TestFourVectorKernelsMatchSix(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The decode kernels without their asks ahead give the asking kernels'
+// sums bit for bit (the asks are hints): floats, halves and bfloat16s,
+// groups of four tiles and tiles alone, odd and even column counts, and
+// columns past 2 KiB of a tile (where the asks turn to the next tiles).
+func TestUnaskedDecodeKernelsMatch(t *testing.T) {
+	if !haveAVX2 {
+		t.Skip("the tile kernels need AVX2")
+	}
+	rng := rand.New(rand.NewPCG(5, 16))
+	kernels := map[halfKind][2]func(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer){
+		notHalf:  {f32TilesVec, f32TilesVecUnasked},
+		ieeeHalf: {f16TilesVec, f16TilesVecUnasked},
+		bfloat16: {bf16TilesVec, bf16TilesVecUnasked},
+	}
+	for kind, pair := range kernels {
+		for _, cols := range []int{1, 7, 64, 129, 768} {
+			const tiles = 7
+			rows := tiles * tileRows
+			values := randomVec(rng, rows*cols)
+			m := withTiles(NewF32(rows, cols, values), nil, nil)
+			if kind != notHalf {
+				m = withTiles(&Matrix{Rows: rows, Cols: cols, halves: halfBytes(kind, values), half: kind}, nil, nil)
+			}
+			x := randomVec(rng, cols)
+			asked, unasked := make([]float32, rows), make([]float32, rows)
+			pair[0](m.f32Tile(0), tiles, cols, unsafe.Pointer(&x[0]), unsafe.Pointer(&asked[0]))
+			pair[1](m.f32Tile(0), tiles, cols, unsafe.Pointer(&x[0]), unsafe.Pointer(&unasked[0]))
+			if !slices.Equal(asked, unasked) {
+				t.Fatalf("%s, %d columns: unasked %v, asked %v", kind, cols, unasked[:4], asked[:4])
+			}
+		}
+	}
+}
+
+// amdFamily reads the family Linux gives in /proc/cpuinfo on an AMD CPU
+// (where the decode kernels' asks are chosen by it), and 0 elsewhere.
+func TestAMDFamilyIsCPUInfos(t *testing.T) {
+	info, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		t.Skip("no /proc/cpuinfo here")
+	}
+	vendor, family := "", ""
+	for line := range strings.Lines(string(info)) {
+		key, value, _ := strings.Cut(line, ":")
+		switch strings.TrimSpace(key) {
+		case "vendor_id":
+			vendor = strings.TrimSpace(value)
+		case "cpu family":
+			family = strings.TrimSpace(value)
+		}
+		if vendor != "" && family != "" {
+			break
+		}
+	}
+	want := "0"
+	if vendor == "AuthenticAMD" {
+		want = family
+	}
+	if got := fmt.Sprint(amdFamily()); got != want {
+		t.Fatalf("amdFamily %s; /proc/cpuinfo says %s, family %s", got, vendor, family)
+	}
+	t.Logf("%s, family %s: decode kernels ask ahead: %v", vendor, family, askAhead)
 }
