@@ -393,8 +393,8 @@ func (m *Matrix) tilesVec(first, n int, x, out unsafe.Pointer) {
 }
 
 // askAhead is whether the decode kernels ask for their tiles' lines 2 KiB
-// ahead (f32TilesVec), which on Zen 5 left one thread's stream less short
-// than the hardware's prefetch alone (stories110M F32 decode 53.7–62.3 →
+// ahead (f32TilesVec), which on Zen 5 fed one thread's stream faster than
+// the hardware's prefetch alone (stories110M F32 decode 53.7–62.3 →
 // 64.9–68.0 tok/s), and on Zen 4 (AMD family 25 with AVX-512; Zen 3 is
 // family 25 without it) slowed it: 44.2–47.3 → 33.0–34.3 tok/s on the
 // VM of 2 December, by turns. Cores not measured keep the asks.

@@ -797,8 +797,9 @@ func TestFourVectorKernelsMatchSix(t *testing.T) {
 
 // The decode kernels without their asks ahead give the asking kernels'
 // sums bit for bit (the asks are hints): floats, halves and bfloat16s,
-// groups of four tiles and tiles alone, odd and even column counts, and
-// columns past 2 KiB of a tile (where the asks turn to the next tiles).
+// groups of eight tiles (the unasked half kernels'), of four and tiles
+// alone, odd and even column counts, and columns past 2 KiB of a tile
+// (where the asks turn to the next tiles).
 func TestUnaskedDecodeKernelsMatch(t *testing.T) {
 	if !haveAVX2 {
 		t.Skip("the tile kernels need AVX2")
@@ -811,7 +812,7 @@ func TestUnaskedDecodeKernelsMatch(t *testing.T) {
 	}
 	for kind, pair := range kernels {
 		for _, cols := range []int{1, 7, 64, 129, 768} {
-			const tiles = 7
+			const tiles = 21 // 8 + 8 + 4 + 1
 			rows := tiles * tileRows
 			values := randomVec(rng, rows*cols)
 			m := withTiles(NewF32(rows, cols, values), nil, nil)
