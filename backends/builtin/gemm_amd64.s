@@ -1600,21 +1600,38 @@ q51done: \
 // file, one and two threads; medians +1–6%). On Zen 4 the asks slowed
 // it: there the unasked twins below run (tilesVec).
 TEXT ·f32TilesVec(SB), NOSPLIT, $0-40
-// ASK_AHEAD(M) asks for the line at M as non-temporal; the unasked
-// kernels below define it as nothing.
+// The decode kernels' body (TILES_VEC), expanded for floats here and for
+// each widening of halves below: a column is 1<<LOG_COLUMN_BYTES bytes;
+// VEC_LINE takes a 64-byte line of each of the four tiles, VEC_PAIR two
+// columns of them, VEC_ODD a last odd column of them and VEC_ONE a column
+// of one tile (the column's value broadcast in Y15, into Y0). ASK_AHEAD(M)
+// asks for the line at M as non-temporal; the unasked kernels define it
+// as nothing.
+#define LOG_COLUMN_BYTES 5
+#define VEC_LINE \
+	F32_VEC_PAIR
+#define VEC_PAIR \
+	F32_VEC_PAIR
+#define VEC_ODD \
+	VFMADD231PS 0(SI)(R12*1), Y15, Y0 \
+	VFMADD231PS 0(DX)(R12*1), Y15, Y1 \
+	VFMADD231PS 0(CX)(R12*1), Y15, Y2 \
+	VFMADD231PS 0(R11)(R12*1), Y15, Y3
+#define VEC_ONE \
+	VFMADD231PS 0(SI)(R12*1), Y15, Y0
 #define ASK_AHEAD(M) \
 	PREFETCHNTA M
-#define F32_TILES_VEC \
+#define TILES_VEC \
 	MOVQ tiles+0(FP), SI \
 	MOVQ n+8(FP), R9 \
 	MOVQ cols+16(FP), R10 \
 	MOVQ out+32(FP), DI \
 	MOVQ R10, BX \
-	SHLQ $5, BX \
+	SHLQ $LOG_COLUMN_BYTES, BX \
 	LEAQ 0(BX)(BX*2), AX \
 	MOVQ R10, R13 \
 	ANDQ $-2, R13 \
-	SHLQ $5, R13 \
+	SHLQ $LOG_COLUMN_BYTES, R13 \
 	MOVQ R13, R14 \
 	SUBQ $2048, R14 \
 	JAE  tvfour \
@@ -1635,7 +1652,7 @@ tvfourk: \
 	ASK_AHEAD(2048(DX)(R12*1)) \
 	ASK_AHEAD(2048(CX)(R12*1)) \
 	ASK_AHEAD(2048(R11)(R12*1)) \
-	F32_VEC_PAIR \
+	VEC_LINE \
 	CMPQ R12, R14 \
 	JB   tvfourk \
 tvfournext: \
@@ -1646,16 +1663,13 @@ tvfournext: \
 	ASK_AHEAD(2048(R15)(BX*1)) \
 	ASK_AHEAD(2048(R15)(BX*2)) \
 	ASK_AHEAD(2048(R15)(AX*1)) \
-	F32_VEC_PAIR \
+	VEC_PAIR \
 	JMP  tvfournext \
 tvfourodd: \
 	CMPQ R12, BX \
 	JAE  tvfourstore \
 	VBROADCASTSS 0(R8), Y15 \
-	VFMADD231PS 0(SI)(R12*1), Y15, Y0 \
-	VFMADD231PS 0(DX)(R12*1), Y15, Y1 \
-	VFMADD231PS 0(CX)(R12*1), Y15, Y2 \
-	VFMADD231PS 0(R11)(R12*1), Y15, Y3 \
+	VEC_ODD \
 tvfourstore: \
 	VMOVUPS Y0, 0(DI) \
 	VMOVUPS Y1, 32(DI) \
@@ -1674,8 +1688,8 @@ tvone: \
 	XORQ R12, R12 \
 tvonek: \
 	VBROADCASTSS 0(R8)(AX*4), Y15 \
-	VFMADD231PS 0(SI)(R12*1), Y15, Y0 \
-	ADDQ $32, R12 \
+	VEC_ONE \
+	ADDQ $(1<<LOG_COLUMN_BYTES), R12 \
 	INCQ AX \
 	CMPQ AX, R10 \
 	JB   tvonek \
@@ -1687,7 +1701,18 @@ tvonek: \
 tvend: \
 	VZEROUPPER \
 	RET
-	F32_TILES_VEC
+	TILES_VEC
+
+// func f32TilesVecUnasked(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
+//
+// f32TilesVec without its asks ahead, for Zen 4 (tilesVec).
+TEXT ·f32TilesVecUnasked(SB), NOSPLIT, $0-40
+#undef ASK_AHEAD
+#define ASK_AHEAD(M)
+	TILES_VEC
+#undef ASK_AHEAD
+#define ASK_AHEAD(M) \
+	PREFETCHNTA M
 
 // One column (k in AX) of weights W0 and W1 against one vector (XR): A
 // and B += the weights times its value, broadcast in V.
@@ -2050,89 +2075,23 @@ t44z: \
 // tiles' streams, each 64-byte line asked for once (two pairs of columns
 // a step), 2 KiB ahead.
 TEXT ·f16TilesVec(SB), NOSPLIT, $0-40
-#define HALF_TILES_VEC \
-	MOVQ tiles+0(FP), SI \
-	MOVQ n+8(FP), R9 \
-	MOVQ cols+16(FP), R10 \
-	MOVQ out+32(FP), DI \
-	MOVQ R10, BX \
-	SHLQ $4, BX \
-	LEAQ 0(BX)(BX*2), AX \
-	MOVQ R10, R13 \
-	ANDQ $-2, R13 \
-	SHLQ $4, R13 \
-	MOVQ R13, R14 \
-	SUBQ $2048, R14 \
-	JAE  hvfour \
-	XORQ R14, R14 \
-hvfour: \
-	CMPQ R9, $4 \
-	JB   hvone \
-	ZERO4(Y0, Y1, Y2, Y3) \
-	LEAQ 0(SI)(BX*1), DX \
-	LEAQ 0(DX)(BX*1), CX \
-	LEAQ 0(CX)(BX*1), R11 \
-	MOVQ x+24(FP), R8 \
-	XORQ R12, R12 \
-	CMPQ R12, R14 \
-	JAE  hvfournext \
-hvfourk: \
-	ASK_AHEAD(2048(SI)(R12*1)) \
-	ASK_AHEAD(2048(DX)(R12*1)) \
-	ASK_AHEAD(2048(CX)(R12*1)) \
-	ASK_AHEAD(2048(R11)(R12*1)) \
+#undef LOG_COLUMN_BYTES
+#define LOG_COLUMN_BYTES 4
+#undef VEC_LINE
+#define VEC_LINE \
 	HALF_VEC_PAIR \
-	HALF_VEC_PAIR \
-	CMPQ R12, R14 \
-	JB   hvfourk \
-hvfournext: \
-	CMPQ R12, R13 \
-	JAE  hvfourodd \
-	LEAQ 0(R11)(R12*1), R15 \
-	ASK_AHEAD(2048(R15)) \
-	ASK_AHEAD(2048(R15)(BX*1)) \
-	ASK_AHEAD(2048(R15)(BX*2)) \
-	ASK_AHEAD(2048(R15)(AX*1)) \
-	HALF_VEC_PAIR \
-	JMP  hvfournext \
-hvfourodd: \
-	CMPQ R12, BX \
-	JAE  hvfourstore \
-	VBROADCASTSS 0(R8), Y15 \
-	HALF_VEC_COLUMN(0, Y15) \
-hvfourstore: \
-	VMOVUPS Y0, 0(DI) \
-	VMOVUPS Y1, 32(DI) \
-	VMOVUPS Y2, 64(DI) \
-	VMOVUPS Y3, 96(DI) \
-	ADDQ $128, DI \
-	LEAQ 0(R11)(BX*1), SI \
-	SUBQ $4, R9 \
-	JMP  hvfour \
-hvone: \
-	TESTQ R9, R9 \
-	JZ   hvend \
-	MOVQ x+24(FP), R8 \
-	VXORPS Y0, Y0, Y0 \
-	XORQ AX, AX \
-	XORQ R12, R12 \
-hvonek: \
-	VBROADCASTSS 0(R8)(AX*4), Y15 \
+	HALF_VEC_PAIR
+#undef VEC_PAIR
+#define VEC_PAIR \
+	HALF_VEC_PAIR
+#undef VEC_ODD
+#define VEC_ODD \
+	HALF_VEC_COLUMN(0, Y15)
+#undef VEC_ONE
+#define VEC_ONE \
 	WIDEN(0(SI)(R12*1), Y4) \
-	VFMADD231PS Y4, Y15, Y0 \
-	ADDQ $16, R12 \
-	INCQ AX \
-	CMPQ AX, R10 \
-	JB   hvonek \
-	VMOVUPS Y0, 0(DI) \
-	ADDQ $32, DI \
-	ADDQ BX, SI \
-	DECQ R9 \
-	JMP  hvone \
-hvend: \
-	VZEROUPPER \
-	RET
-	HALF_TILES_VEC
+	VFMADD231PS Y4, Y15, Y0
+	TILES_VEC
 
 // func f16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 //
@@ -2181,7 +2140,7 @@ TEXT ·f16Tiles4x4Z(SB), NOSPLIT, $0-56
 
 // func bf16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 TEXT ·bf16TilesVec(SB), NOSPLIT, $0-40
-	HALF_TILES_VEC
+	TILES_VEC
 
 // The decode kernels again without their asks ahead, for cores whose
 // hardware prefetch reads the four streams faster alone (tilesVec): on
@@ -2260,7 +2219,7 @@ h8end: \
 	MOVQ R9, n+8(FP) \
 	MOVQ DI, out+32(FP)
 	HALF_EIGHT_TILES
-	HALF_TILES_VEC
+	TILES_VEC
 
 #undef WIDEN
 #define WIDEN(M, R) \
@@ -2269,11 +2228,7 @@ h8end: \
 // func f16TilesVecUnasked(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 TEXT ·f16TilesVecUnasked(SB), NOSPLIT, $0-40
 	HALF_EIGHT_TILES
-	HALF_TILES_VEC
-
-// func f32TilesVecUnasked(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
-TEXT ·f32TilesVecUnasked(SB), NOSPLIT, $0-40
-	F32_TILES_VEC
+	TILES_VEC
 
 #undef WIDEN
 #define WIDEN(M, R) \
@@ -2428,20 +2383,30 @@ TEXT ·bf16Tiles4x6Dot(SB), NOSPLIT, $0-56
 	ADDQ $32, R15 \
 	ADDQ $32, BX
 
+// BF16_PAIR_DOT for the first four vectors (R8-R11) into Z0-Z7, and for
+// all six (R13, R14 too) into Z0-Z11; the step to the next pair, back to
+// L while there is one (NEXT_PAIR).
+#define BF16_FOUR_DOTS \
+	BF16_PAIR_DOT(R8, Z28, 28, 0) \
+	BF16_PAIR_DOT(R9, Z29, 29, 2) \
+	BF16_PAIR_DOT(R10, Z28, 28, 4) \
+	BF16_PAIR_DOT(R11, Z29, 29, 6)
+#define BF16_SIX_DOTS \
+	BF16_FOUR_DOTS \
+	BF16_PAIR_DOT(R13, Z28, 28, 8) \
+	BF16_PAIR_DOT(R14, Z29, 29, 10)
+#define NEXT_PAIR(L) \
+	INCQ AX \
+	CMPQ AX, CX \
+	JB   L
+
 	ZERO_Z0_Z11
 	BF16_DOT_START
 
 t46dot:
 	BF16_DOT_COLUMN
-	BF16_PAIR_DOT(R8, Z28, 28, 0)
-	BF16_PAIR_DOT(R9, Z29, 29, 2)
-	BF16_PAIR_DOT(R10, Z28, 28, 4)
-	BF16_PAIR_DOT(R11, Z29, 29, 6)
-	BF16_PAIR_DOT(R13, Z28, 28, 8)
-	BF16_PAIR_DOT(R14, Z29, 29, 10)
-	INCQ AX
-	CMPQ AX, CX
-	JB   t46dot
+	BF16_SIX_DOTS
+	NEXT_PAIR(t46dot)
 	MOVQ out+32(FP), DI
 	STORE_Z0_Z11
 	VZEROUPPER
@@ -2457,13 +2422,8 @@ TEXT ·bf16Tiles4x4Dot(SB), NOSPLIT, $0-56
 
 t44dot:
 	BF16_DOT_COLUMN
-	BF16_PAIR_DOT(R8, Z28, 28, 0)
-	BF16_PAIR_DOT(R9, Z29, 29, 2)
-	BF16_PAIR_DOT(R10, Z28, 28, 4)
-	BF16_PAIR_DOT(R11, Z29, 29, 6)
-	INCQ AX
-	CMPQ AX, CX
-	JB   t44dot
+	BF16_FOUR_DOTS
+	NEXT_PAIR(t44dot)
 	MOVQ out+32(FP), DI
 	STORE_FOUR_PAIRS(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, 64)
 	VZEROUPPER
@@ -2503,12 +2463,7 @@ TEXT ·bf16Tiles4x12Dot(SB), NOSPLIT, $0-56
 
 t412dot:
 	BF16_DOT_COLUMN
-	BF16_PAIR_DOT(R8, Z28, 28, 0)
-	BF16_PAIR_DOT(R9, Z29, 29, 2)
-	BF16_PAIR_DOT(R10, Z28, 28, 4)
-	BF16_PAIR_DOT(R11, Z29, 29, 6)
-	BF16_PAIR_DOT(R13, Z28, 28, 8)
-	BF16_PAIR_DOT(R14, Z29, 29, 10)
+	BF16_SIX_DOTS
 	BF16_PAIR_DOT_LOADED(6, Z28, 28, 12)
 	BF16_PAIR_DOT_LOADED(7, Z29, 29, 14)
 	BF16_PAIR_DOT_LOADED(8, Z28, 28, 16)
