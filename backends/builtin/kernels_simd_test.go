@@ -762,10 +762,7 @@ func TestFourVectorKernelsMatchSix(t *testing.T) {
 		for _, cols := range []int{2, 64, 898} {
 			rows := c.tiles * tileRows
 			values := randomVec(rng, rows*cols)
-			m := withTiles(NewF32(rows, cols, values), nil, nil)
-			if c.half != notHalf {
-				m = withTiles(&Matrix{Rows: rows, Cols: cols, halves: halfBytes(c.half, values), half: c.half}, nil, nil)
-			}
+			m := tiledMatrix(c.half, rows, cols, values)
 			var x [6]unsafe.Pointer
 			for j := range x {
 				q := newQuantized(cols)
@@ -795,6 +792,23 @@ func TestFourVectorKernelsMatchSix(t *testing.T) {
 	}
 }
 
+// decodeKernels are each kind's decode kernel with its asks ahead and
+// without (askAhead's choice).
+var decodeKernels = map[halfKind][2]func(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer){
+	notHalf:  {f32TilesVec, f32TilesVecUnasked},
+	ieeeHalf: {f16TilesVec, f16TilesVecUnasked},
+	bfloat16: {bf16TilesVec, bf16TilesVecUnasked},
+}
+
+// tiledMatrix is values as a rows×cols matrix of kind (f32, or halves
+// the kind's way) with its tiles built, as the loader builds them.
+func tiledMatrix(kind halfKind, rows, cols int, values []float32) *Matrix {
+	if kind == notHalf {
+		return withTiles(NewF32(rows, cols, values), nil, nil)
+	}
+	return withTiles(&Matrix{Rows: rows, Cols: cols, halves: halfBytes(kind, values), half: kind}, nil, nil)
+}
+
 // The decode kernels without their asks ahead give the asking kernels'
 // sums bit for bit (the asks are hints): floats, halves and bfloat16s,
 // groups of eight tiles (the unasked half kernels'), of four and tiles
@@ -805,20 +819,12 @@ func TestUnaskedDecodeKernelsMatch(t *testing.T) {
 		t.Skip("the tile kernels need AVX2")
 	}
 	rng := rand.New(rand.NewPCG(5, 16))
-	kernels := map[halfKind][2]func(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer){
-		notHalf:  {f32TilesVec, f32TilesVecUnasked},
-		ieeeHalf: {f16TilesVec, f16TilesVecUnasked},
-		bfloat16: {bf16TilesVec, bf16TilesVecUnasked},
-	}
-	for kind, pair := range kernels {
+	for kind, pair := range decodeKernels {
 		for _, cols := range []int{1, 7, 64, 129, 768} {
 			const tiles = 21 // 8 + 8 + 4 + 1
 			rows := tiles * tileRows
 			values := randomVec(rng, rows*cols)
-			m := withTiles(NewF32(rows, cols, values), nil, nil)
-			if kind != notHalf {
-				m = withTiles(&Matrix{Rows: rows, Cols: cols, halves: halfBytes(kind, values), half: kind}, nil, nil)
-			}
+			m := tiledMatrix(kind, rows, cols, values)
 			x := randomVec(rng, cols)
 			asked, unasked := make([]float32, rows), make([]float32, rows)
 			pair[0](m.f32Tile(0), tiles, cols, unsafe.Pointer(&x[0]), unsafe.Pointer(&asked[0]))
@@ -867,26 +873,20 @@ func TestAMDFamilyIsCPUInfos(t *testing.T) {
 // unasked kernels read 21.5–22.4 GB/s of f32 from memory against
 // 15.2–18.2 asked; the unasked half kernels take eight tiles at a time.
 func BenchmarkDecodeKernels(b *testing.B) {
-	type kernel = func(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
-	kernels := map[halfKind][2]kernel{
-		notHalf:  {f32TilesVec, f32TilesVecUnasked},
-		ieeeHalf: {f16TilesVec, f16TilesVecUnasked},
-		bfloat16: {bf16TilesVec, bf16TilesVecUnasked},
-	}
 	rng := rand.New(rand.NewPCG(1, 9))
 	const cols = 768
 	for _, rows := range []int{256, 32768} {
 		values := randomVec(rng, rows*cols)
 		x, out := randomVec(rng, cols), make([]float32, rows)
 		for _, kind := range []halfKind{notHalf, ieeeHalf, bfloat16} {
-			m, bytes := withTiles(NewF32(rows, cols, values), nil, nil), 4
+			m, bytes := tiledMatrix(kind, rows, cols, values), 4
 			if kind != notHalf {
-				m, bytes = withTiles(&Matrix{Rows: rows, Cols: cols, halves: halfBytes(kind, values), half: kind}, nil, nil), 2
+				bytes = 2
 			}
 			for i, name := range []string{"asked", "unasked"} {
 				b.Run(fmt.Sprintf("%dx%d/%s/%s", rows, cols, kind, name), func(b *testing.B) {
 					for b.Loop() {
-						kernels[kind][i](m.f32Tile(0), rows/tileRows, cols, unsafe.Pointer(&x[0]), unsafe.Pointer(&out[0]))
+						decodeKernels[kind][i](m.f32Tile(0), rows/tileRows, cols, unsafe.Pointer(&x[0]), unsafe.Pointer(&out[0]))
 					}
 					b.ReportMetric(float64(rows*cols*bytes)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 				})
