@@ -148,6 +148,47 @@ func BenchmarkPortableAgainstF32(b *testing.B) {
 	}
 }
 
+// BenchmarkTilesHugePages is one decode product read from memory, as the
+// engine tiles a quantized matrix (hugePaged), against the same tiles
+// copied into memory of small pages, the two timed by turns each
+// iteration (this machine's memory speed drifts within a run, which
+// separate benchmarks cannot tell from the pages): "×small" is the huge
+// pages' speed over the small ones'. The matrix is 16 copies of an
+// 8192×2048 one, 144–272 MB of tiles: past every cache.
+func BenchmarkTilesHugePages(b *testing.B) {
+	const part, copies, cols = 8192, 16, 2048
+	rng := rand.New(rand.NewPCG(1, 5))
+	w, x := randomMatrix(rng, part, cols), randomVec(rng, cols)
+	xq := newQuantized(cols)
+	xq.quantize(x, allForms)
+	out := make([]float32, part*copies)
+	for _, typ := range []uint32{ggmlQ8_0, ggmlQ4_K, ggmlQ6_K} {
+		m := quantizeTo(b, typ, w)
+		if m.tiles == nil {
+			b.Skip("this build or CPU keeps rows")
+		}
+		// A tile holds all the columns of its rows: copies of the tiles
+		// are the tiles of copies of the rows.
+		huge := &Matrix{Rows: part * copies, Cols: cols, format: m.format, tiles: hugePaged(len(m.tiles) * copies)}
+		for c := range copies {
+			copy(huge.tiles[c*len(m.tiles):], m.tiles)
+		}
+		small := &Matrix{Rows: huge.Rows, Cols: cols, format: m.format, tiles: slices.Clone(huge.tiles)}
+		b.Run(m.format.String(), func(b *testing.B) {
+			var hugeTime, smallTime time.Duration
+			for b.Loop() {
+				start := time.Now()
+				matVecBlocks(out, huge, &xq, 0, huge.Rows)
+				mid := time.Now()
+				matVecBlocks(out, small, &xq, 0, small.Rows)
+				hugeTime, smallTime = hugeTime+mid.Sub(start), smallTime+time.Since(mid)
+			}
+			b.ReportMetric(smallTime.Seconds()/hugeTime.Seconds(), "×small")
+			b.ReportMetric(float64(len(huge.tiles))*float64(b.N)/hugeTime.Seconds()/1e9, "GB/s")
+		})
+	}
+}
+
 // prefillJob is a 2048×768 matrix (stories110M's FFN shape) and a matJob
 // of 64 tokens' activations against it, in every form, its matrix unset.
 func prefillJob() (*Matrix, *matJob) {

@@ -78,13 +78,12 @@ func bytesOf(f []float32) []byte {
 
 // tileMemory is the one allocation a model's f32 tiles are laid out in,
 // back to back from a huge page's start, asking the kernel for huge pages
-// over all of it (adviseHugePages). f32's kernels ask the most bytes a
-// second of memory, and huge pages took its decode up 3–8% on the
-// development VM; the quantized formats' tiles read at the same speed
-// either way, Q6_K's a little slower, so they keep small pages. Allocated
-// a matrix at a time, only the whole huge pages inside each could be
-// huge: 58–61% of stories110M's f32 tiles, whose attention matrices
-// (2.25 MiB each) held one or none.
+// over all of it (hugePaged). Decode reads every tile once a token, and
+// huge pages took f32's decode up 3–8% on the development VM. Allocated a
+// matrix at a time, only the whole huge pages inside each could be huge:
+// 58–61% of stories110M's f32 tiles, whose attention matrices (2.25 MiB
+// each) held one or none. A quantized matrix's tiles are made as the
+// file loads, before the next matrix is read, each hugePaged on its own.
 type tileMemory struct {
 	size int    // what every take together asks for
 	all  []byte // made at the first take
@@ -96,19 +95,33 @@ type tileMemory struct {
 // of their own.
 func (t *tileMemory) take(n int) []byte {
 	if t != nil && t.all == nil {
-		b := make([]byte, t.size+hugePageBytes)
-		start := toBoundary(b, hugePageBytes)
-		t.all = b[start : start+t.size : start+t.size]
+		t.all = hugePaged(t.size)
 		t.free = t.all
-		adviseHugePages(t.all)
 	}
 	if t == nil || n > len(t.free) {
-		b := make([]byte, n)
-		adviseHugePages(b)
-		return b
+		return hugePaged(n)
 	}
 	b := t.free[:n:n]
 	t.free = t.free[n:]
+	return b
+}
+
+// hugePaged is n bytes for tiles, asking for huge pages over the whole
+// ones they span (adviseHugePages). n bytes of a huge page or more start
+// at a huge page's start: unaligned, they would span one whole huge page
+// fewer, which for a 2–4 MiB matrix is all of them. The allocation then
+// holds up to a huge page more around them, whose pages are handed back
+// (releasePages), so what is resident is the tiles alone.
+func hugePaged(n int) []byte {
+	if n < hugePageBytes {
+		return make([]byte, n)
+	}
+	b := make([]byte, n+hugePageBytes)
+	start := toBoundary(b, hugePageBytes)
+	releasePages(b[:start])
+	releasePages(b[start+n:])
+	b = b[start : start+n : start+n]
+	adviseHugePages(b)
 	return b
 }
 

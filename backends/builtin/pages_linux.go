@@ -6,9 +6,10 @@ import (
 	"unsafe"
 )
 
-// releasePages hands back the resident pages wholly inside b, a part of a
-// weights file mapped read-only (never other memory: the pages of an
-// anonymous mapping would read back as zeros). Loading reads the file
+// releasePages hands back the resident pages wholly inside b: a part of
+// a weights file mapped read-only, or an allocation's padding, never read
+// (other memory no: the pages of an anonymous mapping read back as
+// zeros). Loading reads the file
 // (the tiles and Q8_0's rows copied out of it), and the kernels read the
 // copies; what the engine reads of the file again (norms, embedding rows)
 // comes back from the page cache. So the file and its tiles are not all

@@ -14,23 +14,42 @@ import (
 	"unsafe"
 )
 
-// An f32 matrix's tiles ask for huge pages over every whole huge page
-// they span: the kernel marks such a mapping "hg" in its VmFlags, whether
-// or not a huge page was free.
-func TestF32TilesAskForHugePages(t *testing.T) {
+// A matrix's tiles ask for huge pages over every whole huge page they
+// span, starting at one: the kernel marks such a mapping "hg" in its
+// VmFlags, whether or not a huge page was free. Each tiling is 4.5–32
+// MiB, where an unaligned start would cost a whole huge page.
+func TestTilesAskForHugePages(t *testing.T) {
 	if !hugePageAdviceShows(t) {
 		t.Skip("this kernel keeps no record of MADV_HUGEPAGE (no transparent huge pages, or an emulator such as qemu-user drops the advice)")
 	}
-	m := NewF32(2048, 1024, make([]float32, 2048*1024)) // 8 MiB of tiles
-	tiles := makeF32Tiles(m, nil, nil).tiles
-	flags, err := vmFlags(firstHugePage(tiles))
-	if err != nil {
-		t.Fatal(err)
+	f32 := func() *Matrix { return NewF32(4096, 2048, make([]float32, 4096*2048)) }
+	for _, c := range []struct {
+		name  string
+		tiled func() *Matrix
+	}{
+		{"f32", func() *Matrix { return makeF32Tiles(f32(), nil, nil) }},
+		{"q8_0", func() *Matrix { return quantizeTo(t, ggmlQ8_0, f32()) }},
+		{"q4_k", func() *Matrix { return quantizeTo(t, ggmlQ4_K, f32()) }},
+		{"q6_k", func() *Matrix { return quantizeTo(t, ggmlQ6_K, f32()) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tiles := c.tiled().tiles
+			if tiles == nil {
+				t.Skip("this build or CPU keeps rows")
+			}
+			if at := uintptr(unsafe.Pointer(&tiles[0])); at%hugePageBytes != 0 {
+				t.Errorf("the %d bytes of tiles start at %#x, not at a huge page", len(tiles), at)
+			}
+			flags, err := vmFlags(firstHugePage(tiles))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !hasFlag(flags, "hg") {
+				t.Errorf("the tiles' mapping has VmFlags %q, without hg (MADV_HUGEPAGE)", flags)
+			}
+			runtime.KeepAlive(tiles) // freed, their memory could take other advice
+		})
 	}
-	if !hasFlag(flags, "hg") {
-		t.Errorf("the tiles' mapping has VmFlags %q, without hg (MADV_HUGEPAGE)", flags)
-	}
-	runtime.KeepAlive(tiles) // freed, their memory could take other advice
 }
 
 // A model's f32 tiles lie back to back in one allocation from a huge

@@ -46,7 +46,7 @@ func q8_0TilesOfBlocks(raw []byte, rows, cols int) []byte {
 // group(r, g)'s half scale and codes.
 func q8_0Tiles(rows, cols int, group func(row, g int) (d uint16, codes []byte)) []byte {
 	groups := cols / GroupSize
-	out := make([]byte, tileCount(rows)*groups*q8_0TileBytes)
+	out := hugePaged(tileCount(rows) * groups * q8_0TileBytes)
 	for i := range out {
 		out[i] = 128
 	}

@@ -441,11 +441,18 @@ func (w *Weights) tileF32(copied func(stored []byte)) {
 	}
 }
 
-// dropHugePages takes the f32 tiles' huge-page advice back
-// (adviseSmallPages), for weights that are about to be garbage.
+// dropHugePages takes the tiles' huge-page advice back
+// (adviseSmallPages), for weights that are about to be garbage: the f32
+// tiles' memory as a whole, whose huge pages span matrices, and each
+// quantized matrix's own.
 func (w *Weights) dropHugePages() {
 	if w.tileMemory != nil {
 		adviseSmallPages(w.tileMemory.all)
+	}
+	for _, m := range w.matrices() {
+		if (*m).Quantized() {
+			adviseSmallPages((*m).tiles)
+		}
 	}
 }
 

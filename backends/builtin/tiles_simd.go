@@ -263,7 +263,7 @@ func tileForms(m *Matrix) activationForms {
 // makeTiles lays m's rows out as tiles.
 func makeTiles(m *Matrix, k *tileKernel) []byte {
 	blocks, per := m.Cols/m.format.block(), m.format.fileBlockBytes()
-	out := make([]byte, tileCount(m.Rows)*blocks*k.bytes)
+	out := hugePaged(tileCount(m.Rows) * blocks * k.bytes)
 	for row := range m.Rows {
 		t, r := row/tileRows, row%tileRows
 		raw := m.quantRow(row)
