@@ -108,8 +108,8 @@ func (t *tileMemory) take(n int) []byte {
 
 // hugePaged is n bytes for tiles, asking for huge pages over the whole
 // ones they span (adviseHugePages). n bytes of a huge page or more start
-// at a huge page's start: unaligned, they would span one whole huge page
-// fewer, which for a 2–4 MiB matrix is all of them. The allocation then
+// at a huge page's start: unaligned, they could span one whole huge page
+// fewer, which for a 2–4 MiB matrix is none. The allocation then
 // holds up to a huge page more around them, whose pages are handed back
 // (releasePages), so what is resident is the tiles alone.
 func hugePaged(n int) []byte {

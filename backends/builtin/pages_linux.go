@@ -7,14 +7,14 @@ import (
 )
 
 // releasePages hands back the resident pages wholly inside b: a part of
-// a weights file mapped read-only, or an allocation's padding, never read
-// (other memory no: the pages of an anonymous mapping read back as
-// zeros). Loading reads the file
-// (the tiles and Q8_0's rows copied out of it), and the kernels read the
-// copies; what the engine reads of the file again (norms, embedding rows)
-// comes back from the page cache. So the file and its tiles are not all
-// resident at once, and the resident size a session reports is the
-// engine's own. It is advice: on failure the pages stay.
+// a weights file mapped read-only, or an allocation's padding, which
+// nothing reads (never other memory: the pages of an anonymous mapping
+// read back as zeros). Loading reads the file (the tiles and Q8_0's rows
+// copied out of it), and the kernels read the copies; what the engine
+// reads of the file again (norms, embedding rows) comes back from the
+// page cache. So the file and its tiles are not all resident at once, and
+// the resident size a session reports is the engine's own. It is advice:
+// on failure the pages stay.
 func releasePages(b []byte) {
 	advise(b, uintptr(os.Getpagesize()), syscall.MADV_DONTNEED)
 }
