@@ -11,9 +11,22 @@ import "unsafe"
 // turns on one thread, scratch). The tiles replace the rows;
 // the count is a multiple of f32TileGroup, the last padded with rows of
 // zeros (and tiles of them), as matMatF32's kernels take tiles in groups.
+//
 // An F16 or BF16 file's matrices keep their 16-bit floats in tiles of
-// this layout (the matrix's half: 16 bytes a column), which their kernels
-// widen as they read: a decode step reads half the bytes.
+// eight rows too (16 bytes a column), which their kernels widen as they
+// read: a decode step reads half the bytes. Where groupHalfTiles says so
+// (Zen 4), they lie halfTileGroup tiles to a group with the group's
+// columns interleaved: column k of the group's tile i is its 16 bytes at
+// 128·k + 16·i, so the 64 rows' weights k are one 128-byte run and the
+// decode kernel reads a group as one stream (f16GroupsVec), where four
+// tiles one after another are four. Either way the tile count is a
+// multiple of halfTileGroup, padded with tiles of zeros.
+
+// halfTileGroup is how many half tiles lie interleaved as one group.
+const halfTileGroup = 8
+
+// halfGroupRows is how many rows a group of half tiles holds.
+const halfGroupRows = halfTileGroup * tileRows
 
 // f32TileBytes is the size of one f32 tile of cols columns.
 func f32TileBytes(cols int) int { return 4 * tileRows * cols }
@@ -26,14 +39,42 @@ func (m *Matrix) tileBytes() int {
 	return f32TileBytes(m.Cols)
 }
 
-// f32TilesSize is the size of the tiles of a rows × cols f32 matrix, of
-// floats or of halves: whole groups of f32TileGroup tiles.
-func f32TilesSize(rows, cols int, halves bool) int {
-	size := (tileCount(rows) + f32TileGroup - 1) / f32TileGroup * f32TileGroup * f32TileBytes(cols)
-	if halves {
-		return size / 2
+// tileStride is how far a tile's column is from the next tile's same
+// column in m's tiles, which the multi-vector kernels step by: a tile's
+// size, or within a group of half tiles a column of a tile (16 bytes).
+func (m *Matrix) tileStride() int {
+	if m.groupedHalves {
+		return 2 * tileRows
 	}
-	return size
+	return m.tileBytes()
+}
+
+// columnStep is how far a tile's column is from its next one: a column
+// of a tile, or of a group of half tiles (128 bytes).
+func (m *Matrix) columnStep() int {
+	if m.groupedHalves {
+		return 2 * halfGroupRows
+	}
+	return m.tileBytes() / m.Cols
+}
+
+// unitRows is how many rows lie interleaved in m's tiles: a tile's, or a
+// group's of half tiles.
+func (m *Matrix) unitRows() int {
+	if m.groupedHalves {
+		return halfGroupRows
+	}
+	return tileRows
+}
+
+// f32TilesSize is the size of the tiles of a rows × cols f32 matrix, of
+// floats (whole groups of f32TileGroup tiles) or of halves (whole groups
+// of halfTileGroup, a multiple of f32TileGroup).
+func f32TilesSize(rows, cols int, halves bool) int {
+	if halves {
+		return (tileCount(rows) + halfTileGroup - 1) / halfTileGroup * halfTileGroup * f32TileBytes(cols) / 2
+	}
+	return (tileCount(rows) + f32TileGroup - 1) / f32TileGroup * f32TileGroup * f32TileBytes(cols)
 }
 
 // makeF32Tiles lays an f32 matrix's rows, or an F16 or BF16 tensor's
@@ -45,25 +86,28 @@ func f32TilesSize(rows, cols int, halves bool) int {
 // was resident twice at the peak.
 func makeF32Tiles(m *Matrix, mem *tileMemory, copied func(stored []byte)) *Matrix {
 	halves := m.halves != nil
-	out := mem.take(f32TilesSize(m.Rows, m.Cols, halves))
+	tiled := &Matrix{Rows: m.Rows, Cols: m.Cols, tiles: mem.take(f32TilesSize(m.Rows, m.Cols, halves)), half: m.half,
+		bf16Products: m.bf16Products, groupedHalves: halves && groupHalfTiles}
+	out := tiled.tiles
 	if halves {
 		layTiles(unsafe.Slice((*uint16)(unsafe.Pointer(&out[0])), len(out)/2),
-			unsafe.Slice((*uint16)(unsafe.Pointer(&m.halves[0])), len(m.halves)/2), m.halves, m.Rows, m.Cols, copied)
+			unsafe.Slice((*uint16)(unsafe.Pointer(&m.halves[0])), len(m.halves)/2), m.halves, m.Rows, m.Cols, tiled.unitRows(), copied)
 	} else {
-		layTiles(unsafe.Slice((*float32)(unsafe.Pointer(&out[0])), len(out)/4), m.F32, bytesOf(m.F32), m.Rows, m.Cols, copied)
+		layTiles(unsafe.Slice((*float32)(unsafe.Pointer(&out[0])), len(out)/4), m.F32, bytesOf(m.F32), m.Rows, m.Cols, tileRows, copied)
 	}
-	return &Matrix{Rows: m.Rows, Cols: m.Cols, tiles: out, half: m.half, bf16Products: m.bf16Products}
+	return tiled
 }
 
 // layTiles lays rows (rows × cols values, stored as the bytes stored) out
-// as makeF32Tiles's tiles, handing each run of copiedRun rows to copied.
-func layTiles[V float32 | uint16](tiles, values []V, stored []byte, rows, cols int, copied func(stored []byte)) {
+// as makeF32Tiles's tiles, height rows interleaved (a tile's, or a
+// group's of half tiles), handing each run of copiedRun rows to copied.
+func layTiles[V float32 | uint16](tiles, values []V, stored []byte, rows, cols, height int, copied func(stored []byte)) {
 	size := int(unsafe.Sizeof(values[0]))
 	for row := range rows {
-		t, r := row/tileRows, row%tileRows
-		tile := tiles[t*tileRows*cols:]
+		t, r := row/height, row%height
+		tile := tiles[t*height*cols:]
 		for k, w := range values[row*cols : (row+1)*cols] {
-			tile[k*tileRows+r] = w
+			tile[k*height+r] = w
 		}
 		if end := row + 1; copied != nil && (end%copiedRun == 0 || end == rows) {
 			copied(stored[(end-1)/copiedRun*copiedRun*cols*size : end*cols*size])
@@ -141,9 +185,10 @@ func f32RowsOfTiles(m *Matrix) []float32 {
 // f32RowInto copies row r of a tiled f32 matrix into x.
 func (m *Matrix) f32RowInto(x []float32, r int) {
 	if m.half != notHalf {
-		tile := m.tiles[2*(r/tileRows*tileRows*m.Cols):]
+		height := m.unitRows()
+		unit := m.tiles[2*(r/height*height*m.Cols):]
 		for k := range m.Cols {
-			m.half.widen(x[k:k+1], tile[2*(k*tileRows+r%tileRows):])
+			m.half.widen(x[k:k+1], unit[2*(k*height+r%height):])
 		}
 		return
 	}

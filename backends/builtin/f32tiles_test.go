@@ -71,9 +71,28 @@ func TestF32TilesHandEachRunBackOnceTiled(t *testing.T) {
 
 // An F16 or BF16 tensor's halves are laid out as tiles of halves, which
 // hold the values the halves stand for (values both kinds hold exactly,
-// so what they stand for is known without widening), and each run of
-// halves is handed back once tiled, as a mapped file's are.
+// so what they stand for is known without widening), in whole groups of
+// halfTileGroup tiles whose padding is zeros, one after another or
+// interleaved, and each run of halves is handed back once tiled, as a
+// mapped file's are.
 func TestF32TilesOfHalves(t *testing.T) {
+	for _, grouped := range []bool{false, true} {
+		layHalvesGrouped(t, grouped)
+		checkTilesOfHalves(t, grouped)
+	}
+}
+
+// layHalvesGrouped has half tiles laid out in groups, or not, for the
+// rest of t (groupHalfTiles).
+func layHalvesGrouped(t *testing.T, grouped bool) {
+	chosen := groupHalfTiles
+	t.Cleanup(func() { groupHalfTiles = chosen })
+	groupHalfTiles = grouped
+}
+
+// checkTilesOfHalves is TestF32TilesOfHalves's checks with the layout
+// grouped or not.
+func checkTilesOfHalves(t *testing.T, grouped bool) {
 	rng := rand.New(rand.NewPCG(8, 30))
 	rows, cols := copiedRun+9, 5
 	for _, kind := range []halfKind{ieeeHalf, bfloat16} {
@@ -91,14 +110,22 @@ func TestF32TilesOfHalves(t *testing.T) {
 			handed = append(handed, run...)
 			clear(run)
 		})
-		if tiled.half != kind || len(tiled.tiles) != f32TilesSize(rows, cols, false)/2 {
-			t.Fatalf("%s: tiles of %d bytes of %s, want %d", kind, len(tiled.tiles), tiled.half, f32TilesSize(rows, cols, false)/2)
+		groups := (rows + halfGroupRows - 1) / halfGroupRows // padded with tiles of zeros
+		if want := groups * halfGroupRows * cols * 2; tiled.half != kind || tiled.groupedHalves != grouped || len(tiled.tiles) != want {
+			t.Fatalf("%s: tiles of %d bytes of %s, grouped %v; want %d (%d groups of %d rows), grouped %v",
+				kind, len(tiled.tiles), tiled.half, tiled.groupedHalves, want, groups, halfGroupRows, grouped)
 		}
 		if !slices.Equal(handed, halves) {
 			t.Errorf("%s: the runs handed back are not the halves, each once, in order", kind)
 		}
 		if !slices.Equal(tiled.withRows().F32, want) {
 			t.Errorf("%s: the tiles do not hold the values the halves stand for", kind)
+		}
+		padded, row := &Matrix{Rows: groups * halfGroupRows, Cols: cols, tiles: tiled.tiles, half: kind, groupedHalves: grouped}, make([]float32, cols)
+		for r := rows; r < padded.Rows; r++ {
+			if padded.f32RowInto(row, r); slices.ContainsFunc(row, func(w float32) bool { return w != 0 }) {
+				t.Fatalf("%s: padding row %d is %v, want zeros", kind, r, row)
+			}
 		}
 	}
 }

@@ -1819,11 +1819,12 @@ TEXT ·f32TilesVecUnasked(SB), NOSPLIT, $0-40
 
 // The two- and four-tile kernels' bodies are macros, expanded for tiles of
 // floats here and again for tiles of halves and of bfloat16s below: WIDEN
-// loads a column (M) of a tile into R as floats, and a tile's column is
-// COLUMN_BYTES long.
+// loads a column (M) of a tile into R as floats, and STEP_COLUMN moves
+// R12 on to the tiles' next column (a float tile's column is 32 bytes).
 #define WIDEN(M, R) \
 	VMOVUPS M, R
-#define COLUMN_BYTES 32
+#define STEP_COLUMN \
+	ADDQ $32, R12
 
 // func f32Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 //
@@ -1858,7 +1859,7 @@ TEXT ·f32Tiles2x6(SB), NOSPLIT, $0-56
 	WIDEN(0(DX)(R12*1), Y13)
 
 #define NEXT_COLUMN(L) \
-	ADDQ $COLUMN_BYTES, R12 \
+	STEP_COLUMN \
 	INCQ AX \
 	CMPQ AX, CX \
 	JB   L
@@ -2033,13 +2034,18 @@ t44z: \
 
 // The half-tile kernels: f32TilesVec, f32Tiles2x6, f32Tiles4x6 and
 // f32Tiles4x6Z for tiles of 16-bit floats (an F16 or BF16 file's
-// weights, laid out as f32 tiles are, eight rows' values of a column side
-// by side: 16 bytes), each column widened by WIDEN as it loads: VCVTPH2PS
-// for halves, and for bfloat16s a zero-extension to 32 bits and a shift
-// into a float32's upper half. The widening is exact and every sum takes
-// the same multiply-adds in the same order, so each kernel's results are
-// bit for bit its f32 twin's on the widened tiles; a decode step streams
-// half the bytes. The bodies are macros, expanded once for each WIDEN.
+// weights: eight rows' values of a column side by side, 16 bytes), each
+// column widened by WIDEN as it loads: VCVTPH2PS for halves, and for
+// bfloat16s a zero-extension to 32 bits and a shift into a float32's
+// upper half. The widening is exact and every sum takes the same
+// multiply-adds in the same order, so each kernel's results are bit for
+// bit its f32 twin's on the widened tiles; a decode step streams half the
+// bytes. The bodies are macros, expanded once for each WIDEN. The tiles
+// lie one after another, or in groups of eight with their columns
+// interleaved (f32tiles.go, groupHalfTiles): each layout has its decode
+// kernel, and the multi-vector kernels read either, stepping tileBytes
+// from a tile's column to the next tile's (a tile's size, or 16 bytes)
+// and columnBytes from a column to the next (16 bytes, or 128).
 
 // One column (at byte OFF of R12's) of four half tiles (SI, DX, CX, R11),
 // widened into Y4-Y7, times V into the sums Y0-Y3.
@@ -2066,14 +2072,11 @@ t44z: \
 #undef WIDEN
 #define WIDEN(M, R) \
 	VCVTPH2PS M, R
-#undef COLUMN_BYTES
-#define COLUMN_BYTES 16
-
 // func f16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 //
-// f32TilesVec for half tiles (each 16·cols bytes), with its reads: four
-// tiles' streams, each 64-byte line asked for once (two pairs of columns
-// a step), 2 KiB ahead.
+// f32TilesVec for half tiles lying one after another (each 16·cols
+// bytes), with its reads: four tiles' streams, each 64-byte line asked
+// for once (two pairs of columns a step), 2 KiB ahead.
 TEXT ·f16TilesVec(SB), NOSPLIT, $0-40
 #undef LOG_COLUMN_BYTES
 #define LOG_COLUMN_BYTES 4
@@ -2093,20 +2096,82 @@ TEXT ·f16TilesVec(SB), NOSPLIT, $0-40
 	VFMADD231PS Y4, Y15, Y0
 	TILES_VEC
 
-// func f16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+// One column (at OFF bytes of SI) of a group's tile, widened into T,
+// times Y15 into the sum A.
+#define HALF_GROUP_COLUMN(OFF, T, A) \
+	WIDEN(OFF(SI), T) \
+	VFMADD231PS T, Y15, A
+
+// func f16GroupsVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
+//
+// n groups of half tiles (the first at tiles, each 128·cols bytes after
+// the last) against vector x, into 64n floats at out: a column of a
+// group's eight tiles (128 bytes) a step, into eight sums, each row
+// summed column by column as f32TilesVec sums it, so the sums are its
+// bit for bit on the widened tiles. The groups are one stream from start
+// to end, left to the hardware's prefetch (groupHalfTiles: the layout of
+// the cores whose decode kernels do not ask ahead).
+TEXT ·f16GroupsVec(SB), NOSPLIT, $0-40
+#define HALF_GROUPS_VEC \
+	MOVQ tiles+0(FP), SI \
+	MOVQ n+8(FP), R9 \
+	MOVQ out+32(FP), DI \
+	TESTQ R9, R9 \
+	JZ   hgend \
+hggroup: \
+	MOVQ x+24(FP), R8 \
+	MOVQ cols+16(FP), R10 \
+	ZERO4(Y0, Y1, Y2, Y3) \
+	ZERO4(Y4, Y5, Y6, Y7) \
+hgk: \
+	VBROADCASTSS 0(R8), Y15 \
+	HALF_GROUP_COLUMN(0, Y8, Y0) \
+	HALF_GROUP_COLUMN(16, Y9, Y1) \
+	HALF_GROUP_COLUMN(32, Y10, Y2) \
+	HALF_GROUP_COLUMN(48, Y11, Y3) \
+	HALF_GROUP_COLUMN(64, Y12, Y4) \
+	HALF_GROUP_COLUMN(80, Y13, Y5) \
+	HALF_GROUP_COLUMN(96, Y14, Y6) \
+	HALF_GROUP_COLUMN(112, Y8, Y7) \
+	ADDQ $128, SI \
+	ADDQ $4, R8 \
+	DECQ R10 \
+	JNZ  hgk \
+	VMOVUPS Y0, 0(DI) \
+	VMOVUPS Y1, 32(DI) \
+	VMOVUPS Y2, 64(DI) \
+	VMOVUPS Y3, 96(DI) \
+	VMOVUPS Y4, 128(DI) \
+	VMOVUPS Y5, 160(DI) \
+	VMOVUPS Y6, 192(DI) \
+	VMOVUPS Y7, 224(DI) \
+	ADDQ $256, DI \
+	DECQ R9 \
+	JNZ  hggroup \
+hgend: \
+	VZEROUPPER \
+	RET
+	HALF_GROUPS_VEC
+
+// func f16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int, columnBytes int)
 //
 // f32Tiles2x6 for half tiles.
-TEXT ·f16Tiles2x6(SB), NOSPLIT, $0-56
+TEXT ·f16Tiles2x6(SB), NOSPLIT, $0-64
+// (Defined inside a kernel whose arguments name columnBytes, as go vet
+// reads a macro's arguments as its enclosing kernel's.)
+#undef STEP_COLUMN
+#define STEP_COLUMN \
+	ADDQ columnBytes+56(FP), R12
 	TILES_2X6
 
-// func f16Tiles2x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
-TEXT ·f16Tiles2x4(SB), NOSPLIT, $0-56
+// func f16Tiles2x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int, columnBytes int)
+TEXT ·f16Tiles2x4(SB), NOSPLIT, $0-64
 	TILES_2X4
 
-// func f16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+// func f16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int, columnBytes int)
 //
 // f32Tiles4x6 for half tiles.
-TEXT ·f16Tiles4x6(SB), NOSPLIT, $0-56
+TEXT ·f16Tiles4x6(SB), NOSPLIT, $0-64
 	TILES_4X6
 
 #undef PAIRED_TILES_COLUMN
@@ -2119,19 +2184,134 @@ TEXT ·f16Tiles4x6(SB), NOSPLIT, $0-56
 	WIDEN(0(BX)(R12*1), Y27) \
 	VINSERTF32X8 $1, Y27, Z25, Z25
 
-// func f16Tiles4x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
-TEXT ·f16Tiles4x4(SB), NOSPLIT, $0-56
+// func f16Tiles4x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int, columnBytes int)
+TEXT ·f16Tiles4x4(SB), NOSPLIT, $0-64
 	TILES_4X4
 
-// func f16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+// func f16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int, columnBytes int)
 //
 // f32Tiles4x6Z for half tiles.
-TEXT ·f16Tiles4x6Z(SB), NOSPLIT, $0-56
+TEXT ·f16Tiles4x6Z(SB), NOSPLIT, $0-64
 	TILES_4X6Z
 
-// func f16Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
-TEXT ·f16Tiles4x4Z(SB), NOSPLIT, $0-56
+// func f16Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int, columnBytes int)
+TEXT ·f16Tiles4x4Z(SB), NOSPLIT, $0-64
 	TILES_4X4Z
+
+// func f16Groups8x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+//
+// A group of eight half tiles (groupHalfTiles) against six vectors,
+// through 512-bit vectors: a column of tiles 0 and 1 is the group's
+// first 32 bytes, widened into one vector (Z24), and so on for 2 and 3
+// (Z25), 4 and 5, 6 and 7, so a step reads the column's 128 bytes as one
+// run and each broadcast value serves the eight tiles, in 24 sums (four
+// a vector: Z(4j)…Z(4j+3), stored as its 64). Where the four-tile
+// kernels read the group in two passes, each taking half of every
+// column's 128 bytes, this reads it in one: on the Zen 4 VM (3 December,
+// the Qwen2.5-0.5B shape's F16 pp64, six rounds by turns against the
+// tiles one after another and the four-tile kernels) 1.19× their speed
+// on one thread (1.08–1.21) and 1.10× on two (1.02–1.30), where the
+// four-tile kernels on the groups had read 0.96× on two. Each lane is one
+// row summed column by column, so the sums are f32Tiles4x6's bit for
+// bit. tileBytes is not read.
+TEXT ·f16Groups8x6Z(SB), NOSPLIT, $0-56
+#define GROUP_TILES_COLUMN \
+	AHEAD_LINE \
+	WIDEN(0(SI), Z24) \
+	WIDEN(32(SI), Z25) \
+	WIDEN(64(SI), Z26) \
+	WIDEN(96(SI), Z27)
+
+// One column of the group (Z24-Z27) against one vector (XR, the column k
+// in AX): A…D += the weights times its value, broadcast in ZX.
+#define GROUP_TILE_EIGHT(XR, ZX, A, B, C, D) \
+	VBROADCASTSS 0(XR)(AX*4), ZX \
+	VFMADD231PS ZX, Z24, A \
+	VFMADD231PS ZX, Z25, B \
+	VFMADD231PS ZX, Z26, C \
+	VFMADD231PS ZX, Z27, D
+
+// The next column of the group, back to L while there is one.
+#define NEXT_GROUP_COLUMN(L) \
+	ADDQ $128, SI \
+	INCQ AX \
+	CMPQ AX, CX \
+	JB   L
+
+// Vector J's 64 sums (A…D) stored through out (DI).
+#define STORE_EIGHT(J, A, B, C, D) \
+	STORE_PAIR(J, A, B, 64) \
+	VMOVUPS C, 128(AX) \
+	VMOVUPS D, 192(AX)
+
+#define GROUPS_8X6Z \
+	MOVQ tiles+0(FP), SI \
+	F32_COLS_X6 \
+	ZERO_Z0_Z11 \
+	VMOVDQA64 Z0, Z12 \
+	VMOVDQA64 Z0, Z13 \
+	VMOVDQA64 Z0, Z14 \
+	VMOVDQA64 Z0, Z15 \
+	VMOVDQA64 Z0, Z16 \
+	VMOVDQA64 Z0, Z17 \
+	VMOVDQA64 Z0, Z18 \
+	VMOVDQA64 Z0, Z19 \
+	VMOVDQA64 Z0, Z20 \
+	VMOVDQA64 Z0, Z21 \
+	VMOVDQA64 Z0, Z22 \
+	VMOVDQA64 Z0, Z23 \
+	XORQ AX, AX \
+	AHEAD_START \
+g86z: \
+	GROUP_TILES_COLUMN \
+	GROUP_TILE_EIGHT(R8, Z28, Z0, Z1, Z2, Z3) \
+	GROUP_TILE_EIGHT(R9, Z29, Z4, Z5, Z6, Z7) \
+	GROUP_TILE_EIGHT(R10, Z28, Z8, Z9, Z10, Z11) \
+	GROUP_TILE_EIGHT(R11, Z29, Z12, Z13, Z14, Z15) \
+	GROUP_TILE_EIGHT(R13, Z28, Z16, Z17, Z18, Z19) \
+	GROUP_TILE_EIGHT(R14, Z29, Z20, Z21, Z22, Z23) \
+	NEXT_GROUP_COLUMN(g86z) \
+	MOVQ out+32(FP), DI \
+	STORE_EIGHT(0, Z0, Z1, Z2, Z3) \
+	STORE_EIGHT(1, Z4, Z5, Z6, Z7) \
+	STORE_EIGHT(2, Z8, Z9, Z10, Z11) \
+	STORE_EIGHT(3, Z12, Z13, Z14, Z15) \
+	STORE_EIGHT(4, Z16, Z17, Z18, Z19) \
+	STORE_EIGHT(5, Z20, Z21, Z22, Z23) \
+	VZEROUPPER \
+	RET
+	GROUPS_8X6Z
+
+// func f16Groups8x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+//
+// f16Groups8x6Z against the first four vectors only, for a batch's last
+// group of two to four: its sums bit for bit.
+TEXT ·f16Groups8x4Z(SB), NOSPLIT, $0-56
+#define GROUPS_8X4Z \
+	MOVQ tiles+0(FP), SI \
+	F32_COLS_X6 \
+	ZERO_Z0_Z11 \
+	VMOVDQA64 Z0, Z12 \
+	VMOVDQA64 Z0, Z13 \
+	VMOVDQA64 Z0, Z14 \
+	VMOVDQA64 Z0, Z15 \
+	XORQ AX, AX \
+	AHEAD_START \
+g84z: \
+	GROUP_TILES_COLUMN \
+	GROUP_TILE_EIGHT(R8, Z28, Z0, Z1, Z2, Z3) \
+	GROUP_TILE_EIGHT(R9, Z29, Z4, Z5, Z6, Z7) \
+	GROUP_TILE_EIGHT(R10, Z28, Z8, Z9, Z10, Z11) \
+	GROUP_TILE_EIGHT(R11, Z29, Z12, Z13, Z14, Z15) \
+	NEXT_GROUP_COLUMN(g84z) \
+	MOVQ out+32(FP), DI \
+	STORE_EIGHT(0, Z0, Z1, Z2, Z3) \
+	STORE_EIGHT(1, Z4, Z5, Z6, Z7) \
+	STORE_EIGHT(2, Z8, Z9, Z10, Z11) \
+	STORE_EIGHT(3, Z12, Z13, Z14, Z15) \
+	VZEROUPPER \
+	RET
+	GROUPS_8X4Z
 
 #undef WIDEN
 #define WIDEN(M, R) \
@@ -2142,122 +2322,41 @@ TEXT ·f16Tiles4x4Z(SB), NOSPLIT, $0-56
 TEXT ·bf16TilesVec(SB), NOSPLIT, $0-40
 	TILES_VEC
 
-// The decode kernels again without their asks ahead, for cores whose
-// hardware prefetch reads the four streams faster alone (tilesVec): on
-// the Zen 4 VM of 2 December, stories110M F32 decode by turns 33.0–34.3
-// tok/s on one thread with the asks, 44.2–47.3 without; F16 54.2–60.4
-// and 64.6–69.4.
-#undef ASK_AHEAD
-#define ASK_AHEAD(M)
+// func bf16GroupsVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
+TEXT ·bf16GroupsVec(SB), NOSPLIT, $0-40
+	HALF_GROUPS_VEC
 
-// One column of a tile (its pointer TR, the column's byte offset in R12)
-// widened into T, times Y15 into the sum A.
-#define HALF_VEC8_COLUMN(TR, T, A) \
-	WIDEN(0(TR)(R12*1), T) \
-	VFMADD231PS T, Y15, A
-
-// func bf16TilesVecUnasked(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
-//
-// The unasked kernels take the tiles eight at a time first
-// (HALF_EIGHT_TILES), then the rest as the asking kernel does, from the
-// arguments moved on past the groups of eight: eight sums in flight where
-// four were, each row still summed column by column, so the sums are the
-// four-tile kernel's bit for bit. From memory on the Zen 4 VM of 2
-// December (a scratch pass over 48 MiB of halves, three runs), eight
-// tiles read 16.2–18.5 GB/s of F16 tiles against four's 15.2–15.7, and
-// 18.0–19.8 of BF16 against 13.5–15.0.
-TEXT ·bf16TilesVecUnasked(SB), NOSPLIT, $0-40
-#define HALF_EIGHT_TILES \
-	MOVQ tiles+0(FP), SI \
-	MOVQ n+8(FP), R9 \
-	MOVQ cols+16(FP), BX \
-	SHLQ $4, BX \
-	MOVQ out+32(FP), DI \
-h8group: \
-	CMPQ R9, $8 \
-	JB   h8end \
-	LEAQ 0(SI)(BX*1), DX \
-	LEAQ 0(DX)(BX*1), CX \
-	LEAQ 0(CX)(BX*1), R11 \
-	LEAQ 0(R11)(BX*1), R13 \
-	LEAQ 0(R13)(BX*1), R14 \
-	LEAQ 0(R14)(BX*1), R15 \
-	LEAQ 0(R15)(BX*1), AX \
-	MOVQ x+24(FP), R8 \
-	MOVQ cols+16(FP), R10 \
-	XORQ R12, R12 \
-	ZERO4(Y0, Y1, Y2, Y3) \
-	ZERO4(Y4, Y5, Y6, Y7) \
-h8k: \
-	VBROADCASTSS 0(R8), Y15 \
-	HALF_VEC8_COLUMN(SI, Y8, Y0) \
-	HALF_VEC8_COLUMN(DX, Y9, Y1) \
-	HALF_VEC8_COLUMN(CX, Y10, Y2) \
-	HALF_VEC8_COLUMN(R11, Y11, Y3) \
-	HALF_VEC8_COLUMN(R13, Y12, Y4) \
-	HALF_VEC8_COLUMN(R14, Y13, Y5) \
-	HALF_VEC8_COLUMN(R15, Y14, Y6) \
-	HALF_VEC8_COLUMN(AX, Y8, Y7) \
-	ADDQ $16, R12 \
-	ADDQ $4, R8 \
-	DECQ R10 \
-	JNZ  h8k \
-	VMOVUPS Y0, 0(DI) \
-	VMOVUPS Y1, 32(DI) \
-	VMOVUPS Y2, 64(DI) \
-	VMOVUPS Y3, 96(DI) \
-	VMOVUPS Y4, 128(DI) \
-	VMOVUPS Y5, 160(DI) \
-	VMOVUPS Y6, 192(DI) \
-	VMOVUPS Y7, 224(DI) \
-	ADDQ $256, DI \
-	LEAQ 0(AX)(BX*1), SI \
-	SUBQ $8, R9 \
-	JMP  h8group \
-h8end: \
-	MOVQ SI, tiles+0(FP) \
-	MOVQ R9, n+8(FP) \
-	MOVQ DI, out+32(FP)
-	HALF_EIGHT_TILES
-	TILES_VEC
-
-#undef WIDEN
-#define WIDEN(M, R) \
-	VCVTPH2PS M, R
-
-// func f16TilesVecUnasked(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
-TEXT ·f16TilesVecUnasked(SB), NOSPLIT, $0-40
-	HALF_EIGHT_TILES
-	TILES_VEC
-
-#undef WIDEN
-#define WIDEN(M, R) \
-	VPMOVZXWD M, R \
-	VPSLLD $16, R, R
-
-// func bf16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
-TEXT ·bf16Tiles2x6(SB), NOSPLIT, $0-56
+// func bf16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int, columnBytes int)
+TEXT ·bf16Tiles2x6(SB), NOSPLIT, $0-64
 	TILES_2X6
 
-// func bf16Tiles2x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
-TEXT ·bf16Tiles2x4(SB), NOSPLIT, $0-56
+// func bf16Tiles2x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int, columnBytes int)
+TEXT ·bf16Tiles2x4(SB), NOSPLIT, $0-64
 	TILES_2X4
 
-// func bf16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
-TEXT ·bf16Tiles4x6(SB), NOSPLIT, $0-56
+// func bf16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int, columnBytes int)
+TEXT ·bf16Tiles4x6(SB), NOSPLIT, $0-64
 	TILES_4X6
 
-// func bf16Tiles4x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
-TEXT ·bf16Tiles4x4(SB), NOSPLIT, $0-56
+// func bf16Tiles4x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int, columnBytes int)
+TEXT ·bf16Tiles4x4(SB), NOSPLIT, $0-64
 	TILES_4X4
 
-// func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
-TEXT ·bf16Tiles4x6Z(SB), NOSPLIT, $0-56
+// func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int, columnBytes int)
+TEXT ·bf16Tiles4x6Z(SB), NOSPLIT, $0-64
 	TILES_4X6Z
 
-// func bf16Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
-TEXT ·bf16Tiles4x4Z(SB), NOSPLIT, $0-56
+// func bf16Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int, columnBytes int)
+TEXT ·bf16Tiles4x4Z(SB), NOSPLIT, $0-64
 	TILES_4X4Z
+
+// func bf16Groups8x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+TEXT ·bf16Groups8x6Z(SB), NOSPLIT, $0-56
+	GROUPS_8X6Z
+
+// func bf16Groups8x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+TEXT ·bf16Groups8x4Z(SB), NOSPLIT, $0-56
+	GROUPS_8X4Z
 
 // pairLows is the VPERMD index that takes the low dword of each qword.
 DATA pairLows<>+0(SB)/8, $0x0000000200000000
@@ -2327,7 +2426,9 @@ bend:
 
 // bf16PairWords is the VPERMW index that turns two bfloat16 tiles' two
 // columns (tile 0's column k, then k+1, then tile 1's: eight rows each)
-// into 16 lanes of one row each, column k's weight in the upper word.
+// into 16 lanes of one row each, column k's weight in the upper word;
+// bf16GroupPairWords the same for a group's two tiles (column k of tile
+// 0, then of tile 1, then column k+1 of each).
 DATA bf16PairWords<>+0(SB)/8, $0x0001000900000008
 DATA bf16PairWords<>+8(SB)/8, $0x0003000b0002000a
 DATA bf16PairWords<>+16(SB)/8, $0x0005000d0004000c
@@ -2337,6 +2438,15 @@ DATA bf16PairWords<>+40(SB)/8, $0x0013001b0012001a
 DATA bf16PairWords<>+48(SB)/8, $0x0015001d0014001c
 DATA bf16PairWords<>+56(SB)/8, $0x0017001f0016001e
 GLOBL bf16PairWords<>(SB), RODATA|NOPTR, $64
+DATA bf16GroupPairWords<>+0(SB)/8, $0x0001001100000010
+DATA bf16GroupPairWords<>+8(SB)/8, $0x0003001300020012
+DATA bf16GroupPairWords<>+16(SB)/8, $0x0005001500040014
+DATA bf16GroupPairWords<>+24(SB)/8, $0x0007001700060016
+DATA bf16GroupPairWords<>+32(SB)/8, $0x0009001900080018
+DATA bf16GroupPairWords<>+40(SB)/8, $0x000b001b000a001a
+DATA bf16GroupPairWords<>+48(SB)/8, $0x000d001d000c001c
+DATA bf16GroupPairWords<>+56(SB)/8, $0x000f001f000e001e
+GLOBL bf16GroupPairWords<>(SB), RODATA|NOPTR, $64
 
 // One pair of columns of the four tiles (Z24: tiles 0 and 1, Z25: 2 and
 // 3, paired) against vector j's pair (its pointer XR, the pair's index
@@ -2346,26 +2456,18 @@ GLOBL bf16PairWords<>(SB), RODATA|NOPTR, $64
 	VDPBF16PS_Z(B, 24, A) \
 	VDPBF16PS_Z(B, 25, A+1)
 
-// func bf16Tiles4x6Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
-//
-// bf16Tiles4x6Z through VDPBF16PS, two columns an instruction, for cols
-// even and each x[j] a vector's bfloat16s in pairs (roundToBFloat16): a
-// step loads two columns of each tile, pairs their weights row by row
-// (VPERMW), and asks for two lines ahead, as two column steps of the
-// other kernels do. Each lane adds column k's product, then k+1's, each
-// exact in a float, so the sums are bf16Tiles4x6Z's on the vectors'
-// values widened, bit for bit.
-TEXT ·bf16Tiles4x6Dot(SB), NOSPLIT, $0-56
-
 // The dot kernels' shared steps: the tiles and the first six vectors,
-// the pair count in CX, the permutation in Z30, the pair index AX from 0
-// (BF16_DOT_START); a pair of columns of the four tiles loaded and paired
-// into Z24 and Z25, each tile's pointer moved on to the next pair, which
-// leaves R12 free (BF16_DOT_COLUMN).
+// the pair count in CX, the permutation (DOT_PAIR_WORDS) in Z30, the pair
+// index AX from 0 (BF16_DOT_START); a pair of columns of the four tiles
+// loaded and paired into Z24 and Z25, the tiles' pointers moved on to the
+// next pair, which leaves R12 free (DOT_COLUMN). For tiles one after
+// another, each tile's two columns are 32 bytes of it (SI, DX, R15, BX);
+// for a group's, tiles 0 and 1's columns k are the first 32 bytes at SI,
+// 2 and 3's the next, and columns k+1 lie 128 bytes on.
 #define BF16_DOT_START \
 	F32_TILES4_ARGS \
 	SHRQ $1, CX \
-	VMOVDQU64 bf16PairWords<>(SB), Z30 \
+	VMOVDQU64 DOT_PAIR_WORDS, Z30 \
 	XORQ AX, AX \
 	AHEAD_START
 
@@ -2382,6 +2484,17 @@ TEXT ·bf16Tiles4x6Dot(SB), NOSPLIT, $0-56
 	ADDQ $32, DX \
 	ADDQ $32, R15 \
 	ADDQ $32, BX
+
+#define BF16_GROUP_DOT_COLUMN \
+	AHEAD_LINE \
+	AHEAD_LINE \
+	VMOVDQU64 0(SI), Y24 \
+	VINSERTI32X8 $1, 128(SI), Z24, Z24 \
+	VPERMW Z24, Z30, Z24 \
+	VMOVDQU64 32(SI), Y25 \
+	VINSERTI32X8 $1, 160(SI), Z25, Z25 \
+	VPERMW Z25, Z30, Z25 \
+	ADDQ $256, SI
 
 // BF16_PAIR_DOT for the first four vectors (R8-R11) into Z0-Z7, and for
 // all six (R13, R14 too) into Z0-Z11; the step to the next pair, back to
@@ -2400,40 +2513,95 @@ TEXT ·bf16Tiles4x6Dot(SB), NOSPLIT, $0-56
 	CMPQ AX, CX \
 	JB   L
 
-	ZERO_Z0_Z11
-	BF16_DOT_START
+// Vector j's pair (j from 6: its pointer loaded from the x array in R12
+// into CX) broadcast into ZB, against Z24 and Z25 as BF16_PAIR_DOT.
+#define BF16_PAIR_DOT_LOADED(J, ZB, B, A) \
+	MOVQ (8*(J))(R12), CX \
+	BF16_PAIR_DOT(CX, ZB, B, A)
 
-t46dot:
-	BF16_DOT_COLUMN
-	BF16_SIX_DOTS
-	NEXT_PAIR(t46dot)
-	MOVQ out+32(FP), DI
-	STORE_Z0_Z11
-	VZEROUPPER
+// The three dot kernels' bodies, expanded for each layout's DOT_COLUMN
+// and DOT_PAIR_WORDS.
+#define BF16_DOT_4X6 \
+	ZERO_Z0_Z11 \
+	BF16_DOT_START \
+t46dot: \
+	DOT_COLUMN \
+	BF16_SIX_DOTS \
+	NEXT_PAIR(t46dot) \
+	MOVQ out+32(FP), DI \
+	STORE_Z0_Z11 \
+	VZEROUPPER \
 	RET
+
+#define BF16_DOT_4X4 \
+	ZERO_Z0_Z7 \
+	BF16_DOT_START \
+t44dot: \
+	DOT_COLUMN \
+	BF16_FOUR_DOTS \
+	NEXT_PAIR(t44dot) \
+	MOVQ out+32(FP), DI \
+	STORE_FOUR_PAIRS(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, 64) \
+	VZEROUPPER \
+	RET
+
+#define BF16_DOT_4X12 \
+	ZERO_Z0_Z11 \
+	VMOVDQA64 Z0, Z12 \
+	VMOVDQA64 Z0, Z13 \
+	VMOVDQA64 Z0, Z14 \
+	VMOVDQA64 Z0, Z15 \
+	VMOVDQA64 Z0, Z16 \
+	VMOVDQA64 Z0, Z17 \
+	VMOVDQA64 Z0, Z18 \
+	VMOVDQA64 Z0, Z19 \
+	VMOVDQA64 Z0, Z20 \
+	VMOVDQA64 Z0, Z21 \
+	VMOVDQA64 Z0, Z22 \
+	VMOVDQA64 Z0, Z23 \
+	BF16_DOT_START \
+	MOVQ CX, cols+16(FP) \
+	MOVQ x+24(FP), R12 \
+t412dot: \
+	DOT_COLUMN \
+	BF16_SIX_DOTS \
+	BF16_PAIR_DOT_LOADED(6, Z28, 28, 12) \
+	BF16_PAIR_DOT_LOADED(7, Z29, 29, 14) \
+	BF16_PAIR_DOT_LOADED(8, Z28, 28, 16) \
+	BF16_PAIR_DOT_LOADED(9, Z29, 29, 18) \
+	BF16_PAIR_DOT_LOADED(10, Z28, 28, 20) \
+	BF16_PAIR_DOT_LOADED(11, Z29, 29, 22) \
+	INCQ AX \
+	CMPQ AX, cols+16(FP) \
+	JB   t412dot \
+	MOVQ out+32(FP), DI \
+	STORE_Z0_Z11 \
+	ADDQ $48, DI \
+	STORE_SIX_PAIRS(Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, 64) \
+	VZEROUPPER \
+	RET
+
+#define DOT_COLUMN BF16_DOT_COLUMN
+#define DOT_PAIR_WORDS bf16PairWords<>(SB)
+
+// func bf16Tiles4x6Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+//
+// bf16Tiles4x6Z through VDPBF16PS, two columns an instruction, for cols
+// even and each x[j] a vector's bfloat16s in pairs (roundToBFloat16): a
+// step loads two columns of each tile, pairs their weights row by row
+// (VPERMW), and asks for two lines ahead, as two column steps of the
+// other kernels do. Each lane adds column k's product, then k+1's, each
+// exact in a float, so the sums are bf16Tiles4x6Z's on the vectors'
+// values widened, bit for bit.
+TEXT ·bf16Tiles4x6Dot(SB), NOSPLIT, $0-56
+	BF16_DOT_4X6
 
 // func bf16Tiles4x4Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 //
 // bf16Tiles4x6Dot against the first four vectors only, for a batch's
 // last group of two to four: its sums bit for bit.
 TEXT ·bf16Tiles4x4Dot(SB), NOSPLIT, $0-56
-	ZERO_Z0_Z7
-	BF16_DOT_START
-
-t44dot:
-	BF16_DOT_COLUMN
-	BF16_FOUR_DOTS
-	NEXT_PAIR(t44dot)
-	MOVQ out+32(FP), DI
-	STORE_FOUR_PAIRS(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, 64)
-	VZEROUPPER
-	RET
-
-// Vector j's pair (j from 6: its pointer loaded from the x array in R12
-// into CX) broadcast into ZB, against Z24 and Z25 as BF16_PAIR_DOT.
-#define BF16_PAIR_DOT_LOADED(J, ZB, B, A) \
-	MOVQ (8*(J))(R12), CX \
-	BF16_PAIR_DOT(CX, ZB, B, A)
+	BF16_DOT_4X4
 
 // func bf16Tiles4x12Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[12]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 //
@@ -2444,41 +2612,27 @@ t44dot:
 // the pair count is kept in the cols argument's slot, so that CX can
 // hold them. Its sums are bf16Tiles4x6Dot's on each half, bit for bit.
 TEXT ·bf16Tiles4x12Dot(SB), NOSPLIT, $0-56
-	ZERO_Z0_Z11
-	VMOVDQA64 Z0, Z12
-	VMOVDQA64 Z0, Z13
-	VMOVDQA64 Z0, Z14
-	VMOVDQA64 Z0, Z15
-	VMOVDQA64 Z0, Z16
-	VMOVDQA64 Z0, Z17
-	VMOVDQA64 Z0, Z18
-	VMOVDQA64 Z0, Z19
-	VMOVDQA64 Z0, Z20
-	VMOVDQA64 Z0, Z21
-	VMOVDQA64 Z0, Z22
-	VMOVDQA64 Z0, Z23
-	BF16_DOT_START
-	MOVQ CX, cols+16(FP)
-	MOVQ x+24(FP), R12
+	BF16_DOT_4X12
 
-t412dot:
-	BF16_DOT_COLUMN
-	BF16_SIX_DOTS
-	BF16_PAIR_DOT_LOADED(6, Z28, 28, 12)
-	BF16_PAIR_DOT_LOADED(7, Z29, 29, 14)
-	BF16_PAIR_DOT_LOADED(8, Z28, 28, 16)
-	BF16_PAIR_DOT_LOADED(9, Z29, 29, 18)
-	BF16_PAIR_DOT_LOADED(10, Z28, 28, 20)
-	BF16_PAIR_DOT_LOADED(11, Z29, 29, 22)
-	INCQ AX
-	CMPQ AX, cols+16(FP)
-	JB   t412dot
-	MOVQ out+32(FP), DI
-	STORE_Z0_Z11
-	ADDQ $48, DI
-	STORE_SIX_PAIRS(Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, 64)
-	VZEROUPPER
-	RET
+#undef DOT_COLUMN
+#define DOT_COLUMN BF16_GROUP_DOT_COLUMN
+#undef DOT_PAIR_WORDS
+#define DOT_PAIR_WORDS bf16GroupPairWords<>(SB)
+
+// func bf16Groups4x6Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+//
+// bf16Tiles4x6Dot for four tiles of a group (tileBytes 16: it reads them
+// as the group's layout lays them).
+TEXT ·bf16Groups4x6Dot(SB), NOSPLIT, $0-56
+	BF16_DOT_4X6
+
+// func bf16Groups4x4Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+TEXT ·bf16Groups4x4Dot(SB), NOSPLIT, $0-56
+	BF16_DOT_4X4
+
+// func bf16Groups4x12Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[12]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+TEXT ·bf16Groups4x12Dot(SB), NOSPLIT, $0-56
+	BF16_DOT_4X12
 
 // The VNNI kernels (AVX512_VNNI with AVX512VL): q4_0Tile1, q4_0Tile3 and
 // q4_0Tile4 with each integer product step one VPDPBUSD (unsigned bytes

@@ -23,6 +23,10 @@ func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 // once; this build has no f32 tiles.
 const f32TileGroup = 1
 
+// groupHalfTiles is whether half tiles lie in interleaved groups; this
+// build reads none (its tests lay out both).
+var groupHalfTiles = false
+
 // F32PromptKernel says which vector width f32 prompts run at; this build
 // has one.
 func F32PromptKernel() string { return "" }

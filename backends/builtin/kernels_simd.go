@@ -181,27 +181,29 @@ func roundToBFloat16AVX2(rounded, pairs, x unsafe.Pointer, n int)
 
 // matVecF32 sets out[r] = row r · x for rows [lo, hi): through the tiles
 // the loader lays every f32 matrix out as where the CPU has AVX2
-// (f32tiles.go; f32TilesVec), else with the portable loop. The tiles
-// wholly in [lo, hi) go in one call, straight into out, and a tile an end
-// of the span cuts through alone.
+// (f32tiles.go; tilesVec), else with the
+// portable loop. The tiles (groups of half tiles) wholly in [lo, hi) go
+// in one call, straight into out, and one an end of the span cuts
+// through alone.
 func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 	if m.tiles == nil {
 		matVecF32Generic(out, m, x, lo, hi)
 		return
 	}
-	first, end := (lo+tileRows-1)/tileRows, hi/tileRows // the tiles inside
+	height := m.unitRows()                        // the rows of one of tilesVec's units
+	first, end := (lo+height-1)/height, hi/height // the tiles (groups) inside
 	if first < end {
-		m.tilesVec(first, end-first, unsafe.Pointer(&x[:m.Cols][0]), unsafe.Pointer(&out[first*tileRows : end*tileRows][0]))
+		m.tilesVec(first, end-first, unsafe.Pointer(&x[:m.Cols][0]), unsafe.Pointer(&out[first*height : end*height][0]))
 	}
-	for t := lo / tileRows; t*tileRows < hi; t++ {
+	for t := lo / height; t*height < hi; t++ {
 		if t == first && first < end {
 			t = end - 1
 			continue
 		}
-		var sums [tileRows]float32
+		var sums [halfGroupRows]float32
 		m.tilesVec(t, 1, unsafe.Pointer(&x[:m.Cols][0]), unsafe.Pointer(&sums))
-		a, b := max(lo, t*tileRows), min(hi, (t+1)*tileRows)
-		copy(out[a:b], sums[a-t*tileRows:b-t*tileRows])
+		a, b := max(lo, t*height), min(hi, (t+1)*height)
+		copy(out[a:b], sums[a-t*height:b-t*height])
 	}
 }
 
@@ -256,14 +258,17 @@ func matMatBF16(outs [][]float32, m *Matrix, rounded [][]float32, xq []*quantize
 func matMatFloatTiles(outs [][]float32, m *Matrix, xs [][]float32, xq []*quantized, lo, hi, ahead int) {
 	s := 0
 	if m.tiles != nil {
-		group := f32TileGroup * tileRows
 		wide := f32TileGroup == 4 && f32Wide().use512
 		dot := xq != nil
-		next := m.readAhead(lo, hi, ahead, vectorGroups(len(xs), dot))
-		// A group of tiles wholly in [lo, hi) is stored straight into the
-		// outputs; one an end cuts through, and the repeats' sums, into
-		// spare, whose rows are copied from.
-		var spare [12][4 * tileRows]float32
+		tiles := m.tilesACall(dot)
+		group := tiles * tileRows
+		next := m.readAhead(lo, hi, ahead, tiles, vectorGroups(len(xs), dot))
+		// Groups start at multiples of their tiles, as the padding does
+		// (and a kernel's tiles must not straddle halves' groups of
+		// halfTileGroup). A group of tiles wholly in [lo, hi) is stored
+		// straight into the outputs; one an end cuts through, and the
+		// repeats' sums, into spare, whose rows are copied from.
+		var spare [12][halfGroupRows]float32
 		var spareRows [12]unsafe.Pointer
 		for j := range spareRows {
 			spareRows[j] = unsafe.Pointer(&spare[j])
@@ -278,7 +283,7 @@ func matMatFloatTiles(outs [][]float32, m *Matrix, xs [][]float32, xq []*quantiz
 					x[j] = unsafe.Pointer(&xs[s+min(j, n-1)][:m.Cols][0])
 				}
 			}
-			for t := lo / tileRows; t*tileRows < hi; t += f32TileGroup {
+			for t := lo / group * tiles; t*tileRows < hi; t += tiles {
 				a, b := max(lo, t*tileRows), min(hi, t*tileRows+group)
 				whole := b-a == group
 				for j := range out {
@@ -288,9 +293,12 @@ func matMatFloatTiles(outs [][]float32, m *Matrix, xs [][]float32, xq []*quantiz
 					}
 				}
 				ahead, step := next.share()
-				if n == 12 {
-					bf16Tiles4x12Dot(m.f32Tile(t), m.tileBytes(), m.Cols, &x, &out, ahead, step)
-				} else {
+				switch {
+				case n == 12 && m.groupedHalves:
+					bf16Groups4x12Dot(m.f32Tile(t), m.tileStride(), m.Cols, &x, &out, ahead, step)
+				case n == 12:
+					bf16Tiles4x12Dot(m.f32Tile(t), m.tileStride(), m.Cols, &x, &out, ahead, step)
+				default:
 					m.tilesX6(t, n, wide, dot, (*[6]unsafe.Pointer)(x[:6]), (*[6]unsafe.Pointer)(out[:6]), ahead, step)
 				}
 				if !whole {
@@ -305,6 +313,16 @@ func matMatFloatTiles(outs [][]float32, m *Matrix, xs [][]float32, xq []*quantiz
 	for ; s < len(xs); s++ {
 		matVecF32(outs[s], m, xs[s], lo, hi)
 	}
+}
+
+// tilesACall is how many tiles matMatF32's kernel calls take at once:
+// a group of half tiles (groupHalfTiles) through the widening kernels,
+// else f32TileGroup.
+func (m *Matrix) tilesACall(dot bool) int {
+	if m.groupedHalves && !dot {
+		return halfTileGroup
+	}
+	return f32TileGroup
 }
 
 // vectorGroup is how many of the left vectors (two or more) matMatF32's
@@ -340,18 +358,19 @@ type readAhead struct {
 }
 
 // readAhead plans the read of rows [hi, ahead)'s tiles over the calls
-// matMatF32 makes on rows [lo, hi) for its groups of vectors. With one
-// group there is none: that pass reads its own block from memory, and
-// the next block's read beside it only competed (6 vectors: 46–50
-// GFLOP/s against 67–74 without).
-func (m *Matrix) readAhead(lo, hi, ahead, groups int) readAhead {
+// matMatF32 makes on rows [lo, hi) for its groups of vectors, each call
+// on tiles tiles. With one group there is none: that pass reads its own
+// block from memory, and the next block's read beside it only competed
+// (6 vectors: 46–50 GFLOP/s against 67–74 without).
+func (m *Matrix) readAhead(lo, hi, ahead, tiles, groups int) readAhead {
 	r := readAhead{cols: m.Cols, idle: m.f32Tile(lo / tileRows)}
 	first := (hi + tileRows - 1) / tileRows
 	last := min((ahead+tileRows-1)/tileRows, len(m.tiles)/m.tileBytes())
 	if groups < 2 || last <= first || hi <= lo {
 		return r
 	}
-	calls := groups * ((hi - lo/tileRows*tileRows + f32TileGroup*tileRows - 1) / (f32TileGroup * tileRows))
+	group := tiles * tileRows
+	calls := groups * ((hi - lo/group*group + group - 1) / group)
 	r.from, r.left = m.f32Tile(first), (last-first)*m.tileBytes()
 	r.each = ((r.left+calls-1)/calls + 63) &^ 63 // rounded up twice: calls·each covers the block
 	return r
@@ -369,22 +388,23 @@ func (r *readAhead) share() (unsafe.Pointer, int) {
 	return start, (n + r.cols - 1) / r.cols
 }
 
-// tilesVec runs f32TilesVec, or f16TilesVec or bf16TilesVec where m's
-// tiles hold halves, on n of m's tiles from tile first: their unasked
-// twins on a core whose hardware prefetch reads faster alone
-// (askAhead). (Called as a func value, the kernel's arguments would
-// escape, and each product allocate.)
+// tilesVec runs f32TilesVec on n of m's tiles from tile first, or its
+// unasked twin on a core whose hardware prefetch reads faster alone
+// (askAhead); on halves f16TilesVec or bf16TilesVec, or where they lie in
+// groups f16GroupsVec or bf16GroupsVec on n groups from group first.
+// (Called as a func value, the kernel's arguments would escape, and each
+// product allocate.)
 func (m *Matrix) tilesVec(first, n int, x, out unsafe.Pointer) {
-	tile := m.f32Tile(first)
+	tile := m.f32Tile(first * m.unitRows() / tileRows)
 	switch {
-	case m.half == ieeeHalf && askAhead:
-		f16TilesVec(tile, n, m.Cols, x, out)
+	case m.half == ieeeHalf && m.groupedHalves:
+		f16GroupsVec(tile, n, m.Cols, x, out)
 	case m.half == ieeeHalf:
-		f16TilesVecUnasked(tile, n, m.Cols, x, out)
-	case m.half == bfloat16 && askAhead:
-		bf16TilesVec(tile, n, m.Cols, x, out)
+		f16TilesVec(tile, n, m.Cols, x, out)
+	case m.half == bfloat16 && m.groupedHalves:
+		bf16GroupsVec(tile, n, m.Cols, x, out)
 	case m.half == bfloat16:
-		bf16TilesVecUnasked(tile, n, m.Cols, x, out)
+		bf16TilesVec(tile, n, m.Cols, x, out)
 	case askAhead:
 		f32TilesVec(tile, n, m.Cols, x, out)
 	default:
@@ -399,6 +419,18 @@ func (m *Matrix) tilesVec(first, n int, x, out unsafe.Pointer) {
 // family 25 without it) slowed it: 44.2–47.3 → 33.0–34.3 tok/s on the
 // VM of 2 December, by turns. Cores not measured keep the asks.
 var askAhead = !(amdFamily() == 0x19 && archsimd.X86.AVX512())
+
+// groupHalfTiles is whether F16 and BF16 matrices' tiles are laid out in
+// interleaved groups (f32tiles.go), read by the decode kernels as one
+// stream without asks: on the cores without asks (Zen 4), where the
+// hardware's prefetch fed one stream faster than the tiles side by side.
+// On the Zen 4 VM of 3 December, a pass over 48 MiB of F16 tiles on one
+// thread (BenchmarkDecodeKernels) read 25.9–27.1 GB/s as one stream and
+// 21.7–23.9 as eight tiles side by side (the kernel before); BF16
+// 25.0–27.1 and 21.1–22.0. On Zen 5 one stream had read 0.88–0.90 of the
+// four-tile kernel's speed, asks and all (engine-kernels.md): elsewhere
+// the tiles lie one after another, as before.
+var groupHalfTiles = !askAhead
 
 // amdFamily is the CPU's family as AMD numbers it (CPUID leaf 1: the base
 // family, plus the extended family where the base is 15), or 0 on
@@ -422,62 +454,76 @@ func cpuSignature() uint32
 func cpuIsAMD() bool
 
 // tilesX6 runs matMatF32's kernel for m's tiles (of floats or halves) on
-// the f32TileGroup tiles from tile t against six vectors, of which the
-// first n are the group's own: four tiles through VDPBF16PS on bfloat16
-// pairs (dot), through 512-bit vectors (wide) or 256-bit ones, else two;
+// the tilesACall tiles from tile t against six vectors, of which the
+// first n are the group's own: a group of eight half tiles through
+// 512-bit vectors, four tiles through VDPBF16PS on bfloat16 pairs (dot),
+// through 512-bit vectors (wide) or 256-bit ones, else two;
 // each against the first four vectors only where n <= 4 (64 tokens are
 // ten groups of six and one of four, whose two repeats cost 2/66 of the
 // product; a decode step of two to four streams is one such group). It
 // reads ahead from ahead, aheadStep bytes a column.
 func (m *Matrix) tilesX6(t, n int, wide, dot bool, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int) {
-	tile, size := m.f32Tile(t), m.tileBytes()
+	tile, size, step := m.f32Tile(t), m.tileStride(), m.columnStep()
 	four, six := f32TileGroup == 4, n > 4
+	groups := m.groupedHalves && !dot
 	switch {
+	case groups && six && m.half == ieeeHalf:
+		f16Groups8x6Z(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case groups && six:
+		bf16Groups8x6Z(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case groups && m.half == ieeeHalf:
+		f16Groups8x4Z(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case groups:
+		bf16Groups8x4Z(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case dot && six && m.groupedHalves:
+		bf16Groups4x6Dot(tile, size, m.Cols, x, out, ahead, aheadStep)
 	case dot && six:
 		bf16Tiles4x6Dot(tile, size, m.Cols, x, out, ahead, aheadStep)
+	case dot && m.groupedHalves:
+		bf16Groups4x4Dot(tile, size, m.Cols, x, out, ahead, aheadStep)
 	case dot:
 		bf16Tiles4x4Dot(tile, size, m.Cols, x, out, ahead, aheadStep)
 	case wide && six && m.half == ieeeHalf:
-		f16Tiles4x6Z(tile, size, m.Cols, x, out, ahead, aheadStep)
+		f16Tiles4x6Z(tile, size, m.Cols, x, out, ahead, aheadStep, step)
 	case wide && six && m.half == bfloat16:
-		bf16Tiles4x6Z(tile, size, m.Cols, x, out, ahead, aheadStep)
+		bf16Tiles4x6Z(tile, size, m.Cols, x, out, ahead, aheadStep, step)
 	case wide && six:
 		f32Tiles4x6Z(tile, size, m.Cols, x, out, ahead, aheadStep)
 	case wide && m.half == ieeeHalf:
-		f16Tiles4x4Z(tile, size, m.Cols, x, out, ahead, aheadStep)
+		f16Tiles4x4Z(tile, size, m.Cols, x, out, ahead, aheadStep, step)
 	case wide && m.half == bfloat16:
-		bf16Tiles4x4Z(tile, size, m.Cols, x, out, ahead, aheadStep)
+		bf16Tiles4x4Z(tile, size, m.Cols, x, out, ahead, aheadStep, step)
 	case wide:
 		f32Tiles4x4Z(tile, size, m.Cols, x, out, ahead, aheadStep)
 	case four && six && m.half == ieeeHalf:
-		f16Tiles4x6(tile, size, m.Cols, x, out, ahead, aheadStep)
+		f16Tiles4x6(tile, size, m.Cols, x, out, ahead, aheadStep, step)
 	case four && six && m.half == bfloat16:
-		bf16Tiles4x6(tile, size, m.Cols, x, out, ahead, aheadStep)
+		bf16Tiles4x6(tile, size, m.Cols, x, out, ahead, aheadStep, step)
 	case four && six:
 		f32Tiles4x6(tile, size, m.Cols, x, out, ahead, aheadStep)
 	case four && m.half == ieeeHalf:
-		f16Tiles4x4(tile, size, m.Cols, x, out, ahead, aheadStep)
+		f16Tiles4x4(tile, size, m.Cols, x, out, ahead, aheadStep, step)
 	case four && m.half == bfloat16:
-		bf16Tiles4x4(tile, size, m.Cols, x, out, ahead, aheadStep)
+		bf16Tiles4x4(tile, size, m.Cols, x, out, ahead, aheadStep, step)
 	case four:
 		f32Tiles4x4(tile, size, m.Cols, x, out, ahead, aheadStep)
 	case six && m.half == ieeeHalf:
-		f16Tiles2x6(tile, size, m.Cols, x, out, ahead, aheadStep)
+		f16Tiles2x6(tile, size, m.Cols, x, out, ahead, aheadStep, step)
 	case six && m.half == bfloat16:
-		bf16Tiles2x6(tile, size, m.Cols, x, out, ahead, aheadStep)
+		bf16Tiles2x6(tile, size, m.Cols, x, out, ahead, aheadStep, step)
 	case six:
 		f32Tiles2x6(tile, size, m.Cols, x, out, ahead, aheadStep)
 	case m.half == ieeeHalf:
-		f16Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep)
+		f16Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep, step)
 	case m.half == bfloat16:
-		bf16Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep)
+		bf16Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep, step)
 	default:
 		f32Tiles2x4(tile, size, m.Cols, x, out, ahead, aheadStep)
 	}
 }
 
 // rowsOf points a multi-vector kernel's six outputs at sums' six rows.
-func rowsOf[Row [2 * tileRows]float32 | [4 * tileRows]float32](sums *[6]Row) *[6]unsafe.Pointer {
+func rowsOf[Row [2 * tileRows]float32 | [4 * tileRows]float32 | [halfGroupRows]float32](sums *[6]Row) *[6]unsafe.Pointer {
 	var out [6]unsafe.Pointer
 	for j := range sums {
 		out[j] = unsafe.Pointer(&sums[j])
@@ -485,8 +531,12 @@ func rowsOf[Row [2 * tileRows]float32 | [4 * tileRows]float32](sums *[6]Row) *[6
 	return &out
 }
 
-// f32Tile is where tile t of a tiled f32 matrix starts.
+// f32Tile is where tile t of a tiled f32 matrix starts: in a group of
+// half tiles, its first column, in the group's first 128 bytes.
 func (m *Matrix) f32Tile(t int) unsafe.Pointer {
+	if m.groupedHalves {
+		return unsafe.Pointer(&m.tiles[t/halfTileGroup*halfTileGroup*m.tileBytes()+t%halfTileGroup*m.tileStride()])
+	}
 	return unsafe.Pointer(&m.tiles[t*m.tileBytes()])
 }
 
@@ -522,49 +572,49 @@ func f32Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.P
 func f16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 
 //go:noescape
-func f16TilesVecUnasked(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
+func f16GroupsVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 
 //go:noescape
-func f16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+func f16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep, columnBytes int)
 
 //go:noescape
-func f16Tiles2x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+func f16Tiles2x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep, columnBytes int)
 
 //go:noescape
-func f16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+func f16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep, columnBytes int)
 
 //go:noescape
-func f16Tiles4x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+func f16Tiles4x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep, columnBytes int)
 
 //go:noescape
-func f16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+func f16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep, columnBytes int)
 
 //go:noescape
-func f16Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+func f16Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep, columnBytes int)
 
 //go:noescape
 func bf16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 
 //go:noescape
-func bf16TilesVecUnasked(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
+func bf16GroupsVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 
 //go:noescape
-func bf16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+func bf16Tiles2x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep, columnBytes int)
 
 //go:noescape
-func bf16Tiles2x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+func bf16Tiles2x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep, columnBytes int)
 
 //go:noescape
-func bf16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+func bf16Tiles4x6(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep, columnBytes int)
 
 //go:noescape
-func bf16Tiles4x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+func bf16Tiles4x4(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep, columnBytes int)
 
 //go:noescape
-func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+func bf16Tiles4x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep, columnBytes int)
 
 //go:noescape
-func bf16Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+func bf16Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep, columnBytes int)
 
 // bf16Tiles4x6Dot is f32Tiles4x6Z for four tiles of bfloat16s against
 // six vectors given as pairs of bfloat16s (roundToBFloat16's): a VDPBF16PS
@@ -582,6 +632,35 @@ func bf16Tiles4x12Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[12]uns
 
 //go:noescape
 func bf16Tiles4x4Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+// The widening kernels for a group of half tiles (groupHalfTiles), eight
+// tiles a call, whose layout fixes where each tile's columns lie:
+// tileBytes (16) is not read.
+
+//go:noescape
+func f16Groups8x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+//go:noescape
+func f16Groups8x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+//go:noescape
+func bf16Groups8x6Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+//go:noescape
+func bf16Groups8x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+// The dot kernels for four tiles of a group of bfloat16 tiles
+// (groupHalfTiles), whose layout fixes where each tile's columns lie:
+// tileBytes (16) is not read.
+
+//go:noescape
+func bf16Groups4x6Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+//go:noescape
+func bf16Groups4x12Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[12]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+
+//go:noescape
+func bf16Groups4x4Dot(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
 
 // f32Wide is whether matMatF32 runs f32Tiles4x6Z (512-bit vectors) rather
 // than f32Tiles4x6, timed once on this core when the first f32 matrix is
@@ -618,7 +697,7 @@ func timeBF16Kernels() bf16Kernels {
 		return bf16Kernels{}
 	}
 	const cols = 256
-	tiles := make([]uint16, 4*tileRows*cols)
+	tiles := make([]uint16, halfGroupRows*cols) // a group, of which four tiles are read
 	for i := range tiles {
 		tiles[i] = bfloat16Bits(float32(i%7+1) / 8)
 	}
@@ -636,11 +715,16 @@ func timeBF16Kernels() bf16Kernels {
 	if f32Wide().use512 {
 		widen = bf16Tiles4x6Z
 	}
+	// The layout the loader lays BF16 tiles out in here, and its kernel.
+	stride, step, dot := f32TileBytes(cols)/2, 2*tileRows, bf16Tiles4x6Dot
+	if groupHalfTiles {
+		stride, step, dot = 2*tileRows, 2*halfGroupRows, bf16Groups4x6Dot
+	}
 	var sums [6][4 * tileRows]float32
 	out := rowsOf(&sums)
 	w := timeWidths(
-		func() { widen(tile, f32TileBytes(cols)/2, cols, &x, out, tile, 0) },
-		func() { bf16Tiles4x6Dot(tile, f32TileBytes(cols)/2, cols, &xPairs, out, tile, 0) })
+		func() { widen(tile, stride, cols, &x, out, tile, 0, step) },
+		func() { dot(tile, stride, cols, &xPairs, out, tile, 0) })
 	return bf16Kernels{widening: w.narrow, dot: w.wide, useDot: w.use512}
 }
 

@@ -545,15 +545,17 @@ func TestHalfTileKernelsMatchF32BitForBit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 13))
 	chosen := f32Wide
 	defer func() { f32Wide = chosen }()
-	twoTiles := map[halfKind]func(unsafe.Pointer, int, int, *[6]unsafe.Pointer, *[6]unsafe.Pointer, unsafe.Pointer, int){ieeeHalf: f16Tiles2x6, bfloat16: bf16Tiles2x6}
+	twoTiles := map[halfKind]tilesKernel{ieeeHalf: f16Tiles2x6, bfloat16: bf16Tiles2x6}
 	for _, shape := range kernelShapes {
-		for _, kind := range []halfKind{ieeeHalf, bfloat16} {
+		for _, c := range halfLayouts {
+			kind := c.kind
+			layHalvesGrouped(t, c.grouped)
 			rows, cols := shape[0], shape[1]
 			halves := halfBytes(kind, randomVec(rng, rows*cols))
 			half := withTiles(&Matrix{Rows: rows, Cols: cols, halves: halves, half: kind}, nil, nil)
 			full := withTiles((&Matrix{Rows: rows, Cols: cols, halves: halves, half: kind}).withRows(), nil, nil)
-			if half.half != kind || half.tiles == nil || full.half != notHalf || half.DType() != kind.String() {
-				t.Fatalf("%d×%d %s: tiles of %s, %s", rows, cols, kind, half.DType(), full.DType())
+			if half.half != kind || half.tiles == nil || half.groupedHalves != c.grouped || full.half != notHalf || half.DType() != kind.String() {
+				t.Fatalf("%d×%d %s: tiles of %s (grouped %v), %s", rows, cols, c, half.DType(), half.groupedHalves, full.DType())
 			}
 			for _, use512 := range []bool{false, true} {
 				f32Wide = func() kernelWidths { return kernelWidths{use512: use512 && f32TileGroup == 4} }
@@ -567,7 +569,7 @@ func TestHalfTileKernelsMatchF32BitForBit(t *testing.T) {
 					matMatF32(want, full, xs, lo, hi, hi)
 					for s := range n {
 						if !slices.Equal(got[s][lo:hi], want[s][lo:hi]) {
-							t.Fatalf("%d×%d %s, 512-bit %v, vector %d of %d: halves %v, floats %v", rows, cols, kind, use512, s, n, got[s][lo:min(lo+3, hi)], want[s][lo:min(lo+3, hi)])
+							t.Fatalf("%d×%d %s, 512-bit %v, vector %d of %d: halves %v, floats %v", rows, cols, c, use512, s, n, got[s][lo:min(lo+3, hi)], want[s][lo:min(lo+3, hi)])
 						}
 					}
 				}
@@ -580,10 +582,10 @@ func TestHalfTileKernelsMatchF32BitForBit(t *testing.T) {
 				x[j] = unsafe.Pointer(&randomVec(rng, cols)[0])
 			}
 			var fromHalves, fromFloats [6][2 * tileRows]float32
-			twoTiles[kind](half.f32Tile(0), half.tileBytes(), cols, &x, rowsOf(&fromHalves), half.f32Tile(1), 3)
-			f32Tiles2x6(full.f32Tile(0), full.tileBytes(), cols, &x, rowsOf(&fromFloats), full.f32Tile(0), 0)
+			twoTiles[kind](half.f32Tile(0), half.tileStride(), cols, &x, rowsOf(&fromHalves), half.f32Tile(1), 3, half.columnStep())
+			f32Tiles2x6(full.f32Tile(0), full.tileStride(), cols, &x, rowsOf(&fromFloats), full.f32Tile(0), 0)
 			if fromHalves != fromFloats {
-				t.Fatalf("%d×%d %s: the two-tile kernel %v, f32Tiles2x6 %v", rows, cols, kind, fromHalves[0][:4], fromFloats[0][:4])
+				t.Fatalf("%d×%d %s: the two-tile kernel %v, f32Tiles2x6 %v", rows, cols, c, fromHalves[0][:4], fromFloats[0][:4])
 			}
 		}
 	}
@@ -603,7 +605,7 @@ func TestReadAheadCoversTheNextBlock(t *testing.T) {
 		{8, 8, 64, 11},    // no rows: no calls, and nothing to read ahead for
 	} {
 		calls := 0
-		for t := c.lo / tileRows; t*tileRows < c.hi; t += f32TileGroup {
+		for t := c.lo / tileRows / f32TileGroup * f32TileGroup; t*tileRows < c.hi; t += f32TileGroup {
 			calls += c.groups
 		}
 		first := (c.hi + tileRows - 1) / tileRows
@@ -612,7 +614,7 @@ func TestReadAheadCoversTheNextBlock(t *testing.T) {
 		if c.groups < 2 || last <= first || c.hi <= c.lo {
 			start, end = 0, 0 // nothing to ask for
 		}
-		r := m.readAhead(c.lo, c.hi, c.ahead, c.groups)
+		r := m.readAhead(c.lo, c.hi, c.ahead, f32TileGroup, c.groups)
 		reached := start // how far the shares so far reach
 		for range calls {
 			p, step := r.share()
@@ -651,7 +653,10 @@ func TestBFloat16DotKernelMatchesWidened(t *testing.T) {
 	defer func() { bf16Dot = chosen }()
 	for _, useDot := range []bool{false, true} {
 		bf16Dot = func() bf16Kernels { return bf16Kernels{useDot: useDot} }
-		checkBFloat16Products(t, rng)
+		for _, grouped := range []bool{false, true} {
+			layHalvesGrouped(t, grouped)
+			checkBFloat16Products(t, rng)
+		}
 	}
 	bf16Dot = chosen
 	if haveBF16Dot {
@@ -679,29 +684,33 @@ func checkBFloat16Products(t *testing.T, rng *rand.Rand) {
 			xq[s], rounded[s] = &q, q.bf16
 		}
 		if haveBF16Dot && cols%2 == 0 {
+			six, twelve := bf16Tiles4x6Dot, bf16Tiles4x12Dot
+			if half.groupedHalves {
+				six, twelve = bf16Groups4x6Dot, bf16Groups4x12Dot
+			}
 			var x [6]unsafe.Pointer
 			var pairs, widened [6][4 * tileRows]float32
 			for j := range x {
 				x[j] = unsafe.Pointer(&xq[j].bf16Pairs[0])
 			}
-			bf16Tiles4x6Dot(half.f32Tile(0), half.tileBytes(), cols, &x, rowsOf(&pairs), half.f32Tile(0), 0)
+			six(half.f32Tile(0), half.tileStride(), cols, &x, rowsOf(&pairs), half.f32Tile(0), 0)
 			for j := range x {
 				x[j] = unsafe.Pointer(&rounded[j][0])
 			}
-			bf16Tiles4x6Z(half.f32Tile(0), half.tileBytes(), cols, &x, rowsOf(&widened), half.f32Tile(0), 0)
+			bf16Tiles4x6Z(half.f32Tile(0), half.tileStride(), cols, &x, rowsOf(&widened), half.f32Tile(0), 0, half.columnStep())
 			if pairs != widened {
-				t.Fatalf("%d×%d: VDPBF16PS %v, widened %v", rows, cols, pairs[0][:4], widened[0][:4])
+				t.Fatalf("%d×%d, grouped %v: VDPBF16PS %v, widened %v", rows, cols, half.groupedHalves, pairs[0][:4], widened[0][:4])
 			}
-			var twelve, twelveRows [12]unsafe.Pointer
+			var twelveX, twelveRows [12]unsafe.Pointer
 			var twelveSums, halves [12][4 * tileRows]float32
-			for j := range twelve {
-				twelve[j], twelveRows[j] = unsafe.Pointer(&xq[j].bf16Pairs[0]), unsafe.Pointer(&twelveSums[j])
+			for j := range twelveX {
+				twelveX[j], twelveRows[j] = unsafe.Pointer(&xq[j].bf16Pairs[0]), unsafe.Pointer(&twelveSums[j])
 			}
-			bf16Tiles4x12Dot(half.f32Tile(0), half.tileBytes(), cols, &twelve, &twelveRows, half.f32Tile(0), 0)
-			bf16Tiles4x6Dot(half.f32Tile(0), half.tileBytes(), cols, (*[6]unsafe.Pointer)(twelve[:6]), rowsOf((*[6][4 * tileRows]float32)(halves[:6])), half.f32Tile(0), 0)
-			bf16Tiles4x6Dot(half.f32Tile(0), half.tileBytes(), cols, (*[6]unsafe.Pointer)(twelve[6:]), rowsOf((*[6][4 * tileRows]float32)(halves[6:])), half.f32Tile(0), 0)
+			twelve(half.f32Tile(0), half.tileStride(), cols, &twelveX, &twelveRows, half.f32Tile(0), 0)
+			six(half.f32Tile(0), half.tileStride(), cols, (*[6]unsafe.Pointer)(twelveX[:6]), rowsOf((*[6][4 * tileRows]float32)(halves[:6])), half.f32Tile(0), 0)
+			six(half.f32Tile(0), half.tileStride(), cols, (*[6]unsafe.Pointer)(twelveX[6:]), rowsOf((*[6][4 * tileRows]float32)(halves[6:])), half.f32Tile(0), 0)
 			if twelveSums != halves {
-				t.Fatalf("%d×%d: twelve vectors %v, six and six %v", rows, cols, twelveSums[7][:4], halves[7][:4])
+				t.Fatalf("%d×%d, grouped %v: twelve vectors %v, six and six %v", rows, cols, half.groupedHalves, twelveSums[7][:4], halves[7][:4])
 			}
 		}
 		for _, n := range []int{1, 2, 4, 6, 7, 10, 12, 13, 16, 23, 26} { // 2, 4, 10 and 16: a last group of four; from 12, twelve at once
@@ -714,21 +723,46 @@ func checkBFloat16Products(t *testing.T, rng *rand.Rand) {
 			matMatF32(want, full, rounded[:n], lo, hi, hi)
 			for s := range n {
 				if !slices.Equal(got[s][lo:hi], want[s][lo:hi]) {
-					t.Fatalf("%d×%d, vector %d of %d: %v, widened %v", rows, cols, s, n, got[s][lo:min(lo+3, hi)], want[s][lo:min(lo+3, hi)])
+					t.Fatalf("%d×%d, grouped %v, vector %d of %d: %v, widened %v", rows, cols, half.groupedHalves, s, n, got[s][lo:min(lo+3, hi)], want[s][lo:min(lo+3, hi)])
 				}
 			}
 		}
 	}
 }
 
-// A multi-vector kernel's signature (tilesX6's kernels).
-type tilesKernel = func(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)
+// A multi-vector kernel's signature (tilesX6's half kernels; fixedStep's
+// for the others).
+type tilesKernel = func(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep, columnBytes int)
+
+// fixedStep is an f32 or dot kernel, whose column step its layout fixes,
+// as a tilesKernel.
+func fixedStep(k func(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int)) tilesKernel {
+	return func(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep, _ int) {
+		k(tiles, tileBytes, cols, x, out, ahead, aheadStep)
+	}
+}
+
+// halfLayout is a kind of half tiles and whether they lie in groups.
+type halfLayout struct {
+	kind    halfKind
+	grouped bool
+}
+
+func (l halfLayout) String() string {
+	if l.grouped {
+		return l.kind.String() + " in groups"
+	}
+	return l.kind.String()
+}
+
+// halfLayouts are both kinds of half tiles in both layouts.
+var halfLayouts = []halfLayout{{ieeeHalf, false}, {ieeeHalf, true}, {bfloat16, false}, {bfloat16, true}}
 
 // Each four-vector kernel gives its six-vector twin's sums for the first
 // four vectors, bit for bit, and writes nothing through out[4] and out[5]
 // (where a last group's repeats would go): for floats, halves and
-// bfloat16s, two tiles, and on AVX-512 four at either width and through
-// VDPBF16PS.
+// bfloat16s (in both layouts), two tiles, and on AVX-512 four at either
+// width and through VDPBF16PS, and a group of eight half tiles.
 func TestFourVectorKernelsMatchSix(t *testing.T) {
 	if !haveAVX2 {
 		t.Skip("the tile kernels need AVX2")
@@ -736,33 +770,49 @@ func TestFourVectorKernelsMatchSix(t *testing.T) {
 	type pair struct {
 		name      string
 		half      halfKind
+		grouped   bool
 		tiles     int
 		dot       bool
 		four, six tilesKernel
 	}
-	pairs := []pair{
-		{"f32 2x4", notHalf, 2, false, f32Tiles2x4, f32Tiles2x6},
-		{"f16 2x4", ieeeHalf, 2, false, f16Tiles2x4, f16Tiles2x6},
-		{"bf16 2x4", bfloat16, 2, false, bf16Tiles2x4, bf16Tiles2x6},
+	pairs := []pair{{"f32 2x4", notHalf, false, 2, false, fixedStep(f32Tiles2x4), fixedStep(f32Tiles2x6)}}
+	if f32TileGroup == 4 {
+		pairs = append(pairs,
+			pair{"f32 4x4", notHalf, false, 4, false, fixedStep(f32Tiles4x4), fixedStep(f32Tiles4x6)},
+			pair{"f32 4x4Z", notHalf, false, 4, false, fixedStep(f32Tiles4x4Z), fixedStep(f32Tiles4x6Z)})
+	}
+	for _, grouped := range []bool{false, true} {
+		pairs = append(pairs,
+			pair{"f16 2x4", ieeeHalf, grouped, 2, false, f16Tiles2x4, f16Tiles2x6},
+			pair{"bf16 2x4", bfloat16, grouped, 2, false, bf16Tiles2x4, bf16Tiles2x6})
+		if f32TileGroup == 4 {
+			pairs = append(pairs,
+				pair{"f16 4x4", ieeeHalf, grouped, 4, false, f16Tiles4x4, f16Tiles4x6},
+				pair{"bf16 4x4", bfloat16, grouped, 4, false, bf16Tiles4x4, bf16Tiles4x6},
+				pair{"f16 4x4Z", ieeeHalf, grouped, 4, false, f16Tiles4x4Z, f16Tiles4x6Z},
+				pair{"bf16 4x4Z", bfloat16, grouped, 4, false, bf16Tiles4x4Z, bf16Tiles4x6Z})
+		}
 	}
 	if f32TileGroup == 4 {
 		pairs = append(pairs,
-			pair{"f32 4x4", notHalf, 4, false, f32Tiles4x4, f32Tiles4x6},
-			pair{"f16 4x4", ieeeHalf, 4, false, f16Tiles4x4, f16Tiles4x6},
-			pair{"bf16 4x4", bfloat16, 4, false, bf16Tiles4x4, bf16Tiles4x6},
-			pair{"f32 4x4Z", notHalf, 4, false, f32Tiles4x4Z, f32Tiles4x6Z},
-			pair{"f16 4x4Z", ieeeHalf, 4, false, f16Tiles4x4Z, f16Tiles4x6Z},
-			pair{"bf16 4x4Z", bfloat16, 4, false, bf16Tiles4x4Z, bf16Tiles4x6Z})
+			pair{"f16 groups 8x4Z", ieeeHalf, true, 8, false, fixedStep(f16Groups8x4Z), fixedStep(f16Groups8x6Z)},
+			pair{"bf16 groups 8x4Z", bfloat16, true, 8, false, fixedStep(bf16Groups8x4Z), fixedStep(bf16Groups8x6Z)})
 	}
 	if haveBF16Dot {
-		pairs = append(pairs, pair{"bf16 4x4Dot", bfloat16, 4, true, bf16Tiles4x4Dot, bf16Tiles4x6Dot})
+		pairs = append(pairs,
+			pair{"bf16 4x4Dot", bfloat16, false, 4, true, fixedStep(bf16Tiles4x4Dot), fixedStep(bf16Tiles4x6Dot)},
+			pair{"bf16 groups 4x4Dot", bfloat16, true, 4, true, fixedStep(bf16Groups4x4Dot), fixedStep(bf16Groups4x6Dot)})
 	}
 	rng := rand.New(rand.NewPCG(5, 15))
 	for _, c := range pairs {
+		layHalvesGrouped(t, c.grouped)
 		for _, cols := range []int{2, 64, 898} {
 			rows := c.tiles * tileRows
 			values := randomVec(rng, rows*cols)
 			m := tiledMatrix(c.half, rows, cols, values)
+			if m.groupedHalves != c.grouped {
+				t.Fatalf("%s: tiles grouped %v, want %v", c.name, m.groupedHalves, c.grouped)
+			}
 			var x [6]unsafe.Pointer
 			for j := range x {
 				q := newQuantized(cols)
@@ -772,32 +822,44 @@ func TestFourVectorKernelsMatchSix(t *testing.T) {
 					x[j] = unsafe.Pointer(&q.bf16Pairs[0])
 				}
 			}
-			var six, four [6][4 * tileRows]float32
+			var six, four [6][halfGroupRows]float32
 			for j := 4; j < 6; j++ {
 				for r := range four[j] {
 					four[j][r] = -7
 				}
 			}
-			c.six(m.f32Tile(0), m.tileBytes(), cols, &x, rowsOf(&six), m.f32Tile(0), 0)
-			c.four(m.f32Tile(0), m.tileBytes(), cols, &x, rowsOf(&four), m.f32Tile(0), 0)
+			c.six(m.f32Tile(0), m.tileStride(), cols, &x, rowsOf(&six), m.f32Tile(0), 0, m.columnStep())
+			c.four(m.f32Tile(0), m.tileStride(), cols, &x, rowsOf(&four), m.f32Tile(0), 0, m.columnStep())
 			for j := range 4 {
 				if !slices.Equal(four[j][:rows], six[j][:rows]) {
-					t.Fatalf("%s, %d columns, vector %d: four-vector %v, six-vector %v", c.name, cols, j, four[j][:4], six[j][:4])
+					t.Fatalf("%s (grouped %v), %d columns, vector %d: four-vector %v, six-vector %v", c.name, c.grouped, cols, j, four[j][:4], six[j][:4])
 				}
 			}
 			if slices.ContainsFunc(append(four[4][:], four[5][:]...), func(v float32) bool { return v != -7 }) {
-				t.Fatalf("%s, %d columns: wrote through out[4] or out[5]", c.name, cols)
+				t.Fatalf("%s (grouped %v), %d columns: wrote through out[4] or out[5]", c.name, c.grouped, cols)
 			}
 		}
 	}
 }
 
-// decodeKernels are each kind's decode kernel with its asks ahead and
-// without (askAhead's choice).
-var decodeKernels = map[halfKind][2]func(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer){
-	notHalf:  {f32TilesVec, f32TilesVecUnasked},
-	ieeeHalf: {f16TilesVec, f16TilesVecUnasked},
-	bfloat16: {bf16TilesVec, bf16TilesVecUnasked},
+// decodeKernel is a decode kernel: on n tiles of floats, n half tiles
+// one after another, or n groups of them.
+type decodeKernel = func(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
+
+// decodeKernels are f32's decode kernel with its asks ahead and without
+// (askAhead's choice), and each kind of half tiles' in each layout.
+var decodeKernels = []struct {
+	name    string
+	kind    halfKind
+	grouped bool
+	kernel  decodeKernel
+}{
+	{"f32/asked", notHalf, false, f32TilesVec},
+	{"f32/unasked", notHalf, false, f32TilesVecUnasked},
+	{"f16/tiles", ieeeHalf, false, f16TilesVec},
+	{"f16/groups", ieeeHalf, true, f16GroupsVec},
+	{"bf16/tiles", bfloat16, false, bf16TilesVec},
+	{"bf16/groups", bfloat16, true, bf16GroupsVec},
 }
 
 // tiledMatrix is values as a rows×cols matrix of kind (f32, or halves
@@ -809,28 +871,38 @@ func tiledMatrix(kind halfKind, rows, cols int, values []float32) *Matrix {
 	return withTiles(&Matrix{Rows: rows, Cols: cols, halves: halfBytes(kind, values), half: kind}, nil, nil)
 }
 
-// The decode kernels without their asks ahead give the asking kernels'
-// sums bit for bit (the asks are hints): floats, halves and bfloat16s,
-// groups of eight tiles (the unasked half kernels'), of four and tiles
-// alone, odd and even column counts, and columns past 2 KiB of a tile
-// (where the asks turn to the next tiles).
-func TestUnaskedDecodeKernelsMatch(t *testing.T) {
+// Every decode kernel gives f32TilesVec's sums bit for bit on the same
+// values (widened from halves: asks are hints, and each kernel sums a row
+// column by column): 21 tiles (four at a time, then one), or for the
+// groups 24 tiles (three groups), odd and even column counts, and columns
+// past 2 KiB of a tile (where the asking kernels' asks turn to the next
+// tiles).
+func TestDecodeKernelsMatch(t *testing.T) {
 	if !haveAVX2 {
 		t.Skip("the tile kernels need AVX2")
 	}
 	rng := rand.New(rand.NewPCG(5, 16))
-	for kind, pair := range decodeKernels {
+	for _, c := range decodeKernels {
+		layHalvesGrouped(t, c.grouped)
 		for _, cols := range []int{1, 7, 64, 129, 768} {
-			const tiles = 21 // 8 + 8 + 4 + 1
-			rows := tiles * tileRows
+			units, rows := 21, 21*tileRows
+			if c.grouped {
+				units, rows = 3, 3*halfGroupRows
+			}
 			values := randomVec(rng, rows*cols)
-			m := tiledMatrix(kind, rows, cols, values)
+			if c.kind != notHalf { // the values the halves stand for
+				values = (&Matrix{Rows: rows, Cols: cols, halves: halfBytes(c.kind, values), half: c.kind}).withRows().F32
+			}
+			m := tiledMatrix(c.kind, rows, cols, values)
+			if m.groupedHalves != c.grouped {
+				t.Fatalf("%s: tiles grouped %v", c.name, m.groupedHalves)
+			}
 			x := randomVec(rng, cols)
-			asked, unasked := make([]float32, rows), make([]float32, rows)
-			pair[0](m.f32Tile(0), tiles, cols, unsafe.Pointer(&x[0]), unsafe.Pointer(&asked[0]))
-			pair[1](m.f32Tile(0), tiles, cols, unsafe.Pointer(&x[0]), unsafe.Pointer(&unasked[0]))
-			if !slices.Equal(asked, unasked) {
-				t.Fatalf("%s, %d columns: unasked %v, asked %v", kind, cols, unasked[:4], asked[:4])
+			got, want := make([]float32, rows), make([]float32, rows)
+			c.kernel(m.f32Tile(0), units, cols, unsafe.Pointer(&x[0]), unsafe.Pointer(&got[0]))
+			f32TilesVec(tiledMatrix(notHalf, rows, cols, values).f32Tile(0), rows/tileRows, cols, unsafe.Pointer(&x[0]), unsafe.Pointer(&want[0]))
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s, %d columns: %v, f32TilesVec %v", c.name, cols, got[:4], want[:4])
 			}
 		}
 	}
@@ -866,31 +938,34 @@ func TestAMDFamilyIsCPUInfos(t *testing.T) {
 	t.Logf("%s, family %s: decode kernels ask ahead: %v", vendor, family, askAhead)
 }
 
-// BenchmarkDecodeKernels is the decode kernels on one thread, with and
-// without their asks ahead (askAhead's choice), in GB/s of tiles read:
-// 256×768 held in cache and 32768×768 read from memory (96 MiB of f32,
-// 48 of halves), floats, halves and bfloat16s. On Zen 4 (2 December) the
-// unasked kernels read 21.5–22.4 GB/s of f32 from memory against
-// 15.2–18.2 asked; the unasked half kernels take eight tiles at a time.
+// BenchmarkDecodeKernels is the decode kernels on one thread, in GB/s of
+// tiles read: 256×768 held in cache and 32768×768 read from memory (96
+// MiB of f32, 48 of halves); f32's with and without its asks ahead
+// (askAhead's choice), halves' and bfloat16s' in each layout
+// (groupHalfTiles'). On Zen 4 (2 December) the unasked f32 kernel read
+// 21.5–22.4 GB/s from memory against 15.2–18.2 asked; on 3 December the
+// half kernel read 25.9–27.1 GB/s of F16 groups against 21.7–23.9 of
+// tiles side by side (eight at a time, the kernel before the groups).
 func BenchmarkDecodeKernels(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 9))
 	const cols = 768
 	for _, rows := range []int{256, 32768} {
 		values := randomVec(rng, rows*cols)
 		x, out := randomVec(rng, cols), make([]float32, rows)
-		for _, kind := range []halfKind{notHalf, ieeeHalf, bfloat16} {
-			m, bytes := tiledMatrix(kind, rows, cols, values), 4
-			if kind != notHalf {
+		for _, c := range decodeKernels {
+			chosen := groupHalfTiles
+			groupHalfTiles = c.grouped
+			m, bytes := tiledMatrix(c.kind, rows, cols, values), 4
+			groupHalfTiles = chosen
+			if c.kind != notHalf {
 				bytes = 2
 			}
-			for i, name := range []string{"asked", "unasked"} {
-				b.Run(fmt.Sprintf("%dx%d/%s/%s", rows, cols, kind, name), func(b *testing.B) {
-					for b.Loop() {
-						decodeKernels[kind][i](m.f32Tile(0), rows/tileRows, cols, unsafe.Pointer(&x[0]), unsafe.Pointer(&out[0]))
-					}
-					b.ReportMetric(float64(rows*cols*bytes)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
-				})
-			}
+			b.Run(fmt.Sprintf("%dx%d/%s", rows, cols, c.name), func(b *testing.B) {
+				for b.Loop() {
+					c.kernel(m.f32Tile(0), rows/m.unitRows(), cols, unsafe.Pointer(&x[0]), unsafe.Pointer(&out[0]))
+				}
+				b.ReportMetric(float64(rows*cols*bytes)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
 		}
 	}
 }

@@ -127,6 +127,10 @@ type Matrix struct {
 	// tiled f32 or Q8_0 matrix keeps its tiles alone, and F32 or quant is
 	// nil (see withRows).
 	tiles []byte
+	// groupedHalves marks tiles of halves that lie in interleaved groups
+	// of halfTileGroup (f32tiles.go), as groupHalfTiles chose when they
+	// were laid out.
+	groupedHalves bool
 }
 
 // newQuantMatrix allocates a zeroed matrix in format f (cols a multiple of
