@@ -427,9 +427,11 @@ var askAhead = !(amdFamily() == 0x19 && archsimd.X86.AVX512())
 // On the Zen 4 VM of 3 December, a pass over 48 MiB of F16 tiles on one
 // thread (BenchmarkDecodeKernels) read 25.9–27.1 GB/s as one stream and
 // 21.7–23.9 as eight tiles side by side (the kernel before); BF16
-// 25.0–27.1 and 21.1–22.0. On Zen 5 one stream had read 0.88–0.90 of the
-// four-tile kernel's speed, asks and all (engine-kernels.md): elsewhere
-// the tiles lie one after another, as before.
+// 25.0–27.1 and 21.1–22.0; and the Qwen2.5-0.5B shape's F16 decode went
+// from 0.85× llama.cpp's speed on one thread to 1.37×. On Zen 5 one
+// stream had read 0.88–0.90 of the four-tile kernel's speed, asks and all
+// (engine-kernels.md): elsewhere the tiles lie one after another, as
+// before.
 var groupHalfTiles = !askAhead
 
 // amdFamily is the CPU's family as AMD numbers it (CPUID leaf 1: the base
