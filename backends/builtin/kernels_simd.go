@@ -181,10 +181,9 @@ func roundToBFloat16AVX2(rounded, pairs, x unsafe.Pointer, n int)
 
 // matVecF32 sets out[r] = row r · x for rows [lo, hi): through the tiles
 // the loader lays every f32 matrix out as where the CPU has AVX2
-// (f32tiles.go; tilesVec), else with the
-// portable loop. The tiles (groups of half tiles) wholly in [lo, hi) go
-// in one call, straight into out, and one an end of the span cuts
-// through alone.
+// (f32tiles.go; tilesVec), else with the portable loop. The tiles (or
+// groups of half tiles) wholly in [lo, hi) go in one call, straight into
+// out, and one an end of the span cuts through alone.
 func matVecF32(out []float32, m *Matrix, x []float32, lo, hi int) {
 	if m.tiles == nil {
 		matVecF32Generic(out, m, x, lo, hi)
@@ -316,10 +315,12 @@ func matMatFloatTiles(outs [][]float32, m *Matrix, xs [][]float32, xq []*quantiz
 }
 
 // tilesACall is how many tiles matMatF32's kernel calls take at once:
-// a group of half tiles (groupHalfTiles) through the widening kernels,
-// else f32TileGroup.
+// a group of half tiles (groupHalfTiles) through the widening kernels
+// where AVX-512 gives f16Groups8x6Z its 32 registers, else f32TileGroup.
+// (The groups are laid out only on Zen 4, which has AVX-512; the tests
+// lay them out on any core.)
 func (m *Matrix) tilesACall(dot bool) int {
-	if m.groupedHalves && !dot {
+	if m.groupedHalves && !dot && f32TileGroup == 4 {
 		return halfTileGroup
 	}
 	return f32TileGroup
@@ -467,7 +468,7 @@ func cpuIsAMD() bool
 func (m *Matrix) tilesX6(t, n int, wide, dot bool, x, out *[6]unsafe.Pointer, ahead unsafe.Pointer, aheadStep int) {
 	tile, size, step := m.f32Tile(t), m.tileStride(), m.columnStep()
 	four, six := f32TileGroup == 4, n > 4
-	groups := m.groupedHalves && !dot
+	groups := m.tilesACall(dot) == halfTileGroup
 	switch {
 	case groups && six && m.half == ieeeHalf:
 		f16Groups8x6Z(tile, size, m.Cols, x, out, ahead, aheadStep)

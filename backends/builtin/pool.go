@@ -237,9 +237,9 @@ func (j *matJob) grain() int { return tileGrain(j.m[0]) }
 // span of rows that cut a group would not have its kernel compute tiles
 // it throws away. Blocks of a 2048-wide f32 matrix were once three tiles
 // (wideRowBlockBytes) against a kernel of two: one tile of every four
-// computed was thrown away. Half tiles in groups are read a group of
-// halfTileGroup tiles at a time by the decode kernel, and the
-// multi-vector kernels' groups divide it.
+// computed was thrown away. Half tiles in groups are read a whole group
+// (halfTileGroup tiles) at a time by the decode kernel and the widening
+// prompt kernels, and the others' groups of tiles divide it.
 func tileGrain(m *Matrix) int {
 	if m.groupedHalves {
 		return halfGroupRows
