@@ -2176,8 +2176,9 @@ hgend: \
 //
 // f32Tiles2x6 for half tiles.
 TEXT ·f16Tiles2x6(SB), NOSPLIT, $0-64
-// (Defined inside a kernel whose arguments name columnBytes, as go vet
-// reads a macro's arguments as its enclosing kernel's.)
+// (Defined inside a kernel with a columnBytes argument: go vet checks
+// each line's argument names against the kernel the line lies in, a
+// macro's definition included.)
 #undef STEP_COLUMN
 #define STEP_COLUMN \
 	ADDQ columnBytes+56(FP), R12
