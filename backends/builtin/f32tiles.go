@@ -71,10 +71,11 @@ func (m *Matrix) unitRows() int {
 // floats (whole groups of f32TileGroup tiles) or of halves (whole groups
 // of halfTileGroup, a multiple of f32TileGroup).
 func f32TilesSize(rows, cols int, halves bool) int {
+	group, size := f32TileGroup, f32TileBytes(cols)
 	if halves {
-		return (tileCount(rows) + halfTileGroup - 1) / halfTileGroup * halfTileGroup * f32TileBytes(cols) / 2
+		group, size = halfTileGroup, size/2
 	}
-	return (tileCount(rows) + f32TileGroup - 1) / f32TileGroup * f32TileGroup * f32TileBytes(cols)
+	return (tileCount(rows) + group - 1) / group * group * size
 }
 
 // makeF32Tiles lays an f32 matrix's rows, or an F16 or BF16 tensor's

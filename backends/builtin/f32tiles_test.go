@@ -83,10 +83,10 @@ func TestF32TilesOfHalves(t *testing.T) {
 }
 
 // layHalvesGrouped has half tiles laid out in groups, or not, for the
-// rest of t (groupHalfTiles).
-func layHalvesGrouped(t *testing.T, grouped bool) {
+// rest of tb (groupHalfTiles).
+func layHalvesGrouped(tb testing.TB, grouped bool) {
 	chosen := groupHalfTiles
-	t.Cleanup(func() { groupHalfTiles = chosen })
+	tb.Cleanup(func() { groupHalfTiles = chosen })
 	groupHalfTiles = grouped
 }
 

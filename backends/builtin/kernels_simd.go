@@ -3,6 +3,7 @@
 package builtin
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"simd/archsimd"
@@ -692,42 +693,35 @@ type bf16Kernels struct {
 	useDot        bool
 }
 
-// timeBF16Kernels times bf16Tiles4x6Dot against the widening kernel on
-// four tiles of 256 columns (16 KiB) against six vectors, as timeWidths
-// times two widths.
+// timeBF16Kernels times a BF16 matrix's products through VDPBF16PS
+// against those through the kernels that widen each weight, as
+// timeWidths times two widths: eight tiles of 256 columns (32 KiB) laid
+// out as the loader lays them on this core, against six vectors, through
+// matMatFloatTiles as a prompt runs them, so each side is the kernel that
+// layout and choice would run.
 func timeBF16Kernels() bf16Kernels {
 	if !haveBF16Dot {
 		return bf16Kernels{}
 	}
 	const cols = 256
-	tiles := make([]uint16, halfGroupRows*cols) // a group, of which four tiles are read
-	for i := range tiles {
-		tiles[i] = bfloat16Bits(float32(i%7+1) / 8)
+	halves := make([]byte, 2*halfGroupRows*cols)
+	for i := range halfGroupRows * cols {
+		binary.LittleEndian.PutUint16(halves[2*i:], bfloat16Bits(float32(i%7+1)/8))
 	}
-	var x, xPairs [6]unsafe.Pointer
-	for j := range x {
+	m := makeF32Tiles(&Matrix{Rows: halfGroupRows, Cols: cols, halves: halves, half: bfloat16, bf16Products: true}, nil, nil)
+	xq, rounded, outs := make([]*quantized, 6), make([][]float32, 6), make([][]float32, 6)
+	for j := range xq {
 		q := newQuantized(cols)
 		v := make([]float32, cols)
 		for i := range v {
 			v[i] = float32((i+j)%5+1) / 16
 		}
 		q.quantize(v, activationForms{bf16: true})
-		x[j], xPairs[j] = unsafe.Pointer(&q.bf16[0]), unsafe.Pointer(&q.bf16Pairs[0])
+		xq[j], rounded[j], outs[j] = &q, q.bf16, make([]float32, m.Rows)
 	}
-	widen, tile := bf16Tiles4x6, unsafe.Pointer(&tiles[0])
-	if f32Wide().use512 {
-		widen = bf16Tiles4x6Z
-	}
-	// The layout the loader lays BF16 tiles out in here, and its kernel.
-	stride, step, dot := f32TileBytes(cols)/2, 2*tileRows, bf16Tiles4x6Dot
-	if groupHalfTiles {
-		stride, step, dot = 2*tileRows, 2*halfGroupRows, bf16Groups4x6Dot
-	}
-	var sums [6][4 * tileRows]float32
-	out := rowsOf(&sums)
 	w := timeWidths(
-		func() { widen(tile, stride, cols, &x, out, tile, 0, step) },
-		func() { dot(tile, stride, cols, &xPairs, out, tile, 0) })
+		func() { matMatFloatTiles(outs, m, rounded, nil, 0, m.Rows, m.Rows) },
+		func() { matMatFloatTiles(outs, m, rounded, xq, 0, m.Rows, m.Rows) })
 	return bf16Kernels{widening: w.narrow, dot: w.wide, useDot: w.use512}
 }
 

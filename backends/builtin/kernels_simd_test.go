@@ -953,10 +953,8 @@ func BenchmarkDecodeKernels(b *testing.B) {
 		values := randomVec(rng, rows*cols)
 		x, out := randomVec(rng, cols), make([]float32, rows)
 		for _, c := range decodeKernels {
-			chosen := groupHalfTiles
-			groupHalfTiles = c.grouped
+			layHalvesGrouped(b, c.grouped)
 			m, bytes := tiledMatrix(c.kind, rows, cols, values), 4
-			groupHalfTiles = chosen
 			if c.kind != notHalf {
 				bytes = 2
 			}
