@@ -417,14 +417,16 @@ func (m *Matrix) tilesVec(first, n int, x, out unsafe.Pointer) {
 // askAhead is whether the decode kernels ask for their tiles' lines 2 KiB
 // ahead (f32TilesVec), which on Zen 5 fed one thread's stream faster than
 // the hardware's prefetch alone (stories110M F32 decode 53.7–62.3 →
-// 64.9–68.0 tok/s), and on Zen 4 (AMD family 25 with AVX-512; Zen 3 is
-// family 25 without it) slowed it: 44.2–47.3 → 33.0–34.3 tok/s on the
-// VM of 2 December, by turns. Cores not measured keep the asks.
-var askAhead = !(amdFamily() == 0x19 && archsimd.X86.AVX512())
+// 64.9–68.0 tok/s), and on Zen 4 and Zen 3 (AMD family 25, with AVX-512
+// and without) slowed it: Zen 4 44.2–47.3 → 33.0–34.3 tok/s on the VM of 2
+// December, Zen 3 on one thread by ABBA turns 1.10–1.16× and the
+// Qwen2.5-0.5B shape 1.15× faster without them (3 December). Cores not
+// measured (Intel's) keep the asks.
+var askAhead = amdFamily() != 0x19
 
 // groupHalfTiles is whether F16 and BF16 matrices' tiles are laid out in
 // interleaved groups (f32tiles.go), read by the decode kernels as one
-// stream without asks: on the cores without asks (Zen 4), where the
+// stream without asks: on Zen 4 (AMD family 25 with AVX-512), where the
 // hardware's prefetch fed one stream faster than the tiles side by side.
 // On the Zen 4 VM of 3 December, a pass over 48 MiB of F16 tiles on one
 // thread (BenchmarkDecodeKernels) read 25.9–27.1 GB/s as one stream and
@@ -432,9 +434,10 @@ var askAhead = !(amdFamily() == 0x19 && archsimd.X86.AVX512())
 // 25.0–27.1 and 21.1–22.0; and the Qwen2.5-0.5B shape's F16 decode went
 // from 0.85× llama.cpp's speed on one thread to 1.37×. On Zen 5 one
 // stream had read 0.88–0.90 of the four-tile kernel's speed, asks and all
-// (engine-kernels.md): elsewhere the tiles lie one after another, as
-// before.
-var groupHalfTiles = !askAhead
+// (engine-kernels.md), and on the Zen 3 VM of 3 December (AVX2: no
+// 512-bit widening) F16 groups read 15.7–16.4 GB/s against the four tiles'
+// 16.5–18.9 with their asks: elsewhere the tiles lie one after another.
+var groupHalfTiles = amdFamily() == 0x19 && archsimd.X86.AVX512()
 
 // amdFamily is the CPU's family as AMD numbers it (CPUID leaf 1: the base
 // family, plus the extended family where the base is 15), or 0 on

@@ -935,7 +935,7 @@ func TestAMDFamilyIsCPUInfos(t *testing.T) {
 	if got := fmt.Sprint(amdFamily()); got != want {
 		t.Fatalf("amdFamily %s; /proc/cpuinfo says %s, family %s", got, vendor, family)
 	}
-	t.Logf("%s, family %s: decode kernels ask ahead: %v", vendor, family, askAhead)
+	t.Logf("%s, family %s: decode kernels ask ahead: %v; 16-bit tiles in groups: %v", vendor, family, askAhead, groupHalfTiles)
 }
 
 // BenchmarkDecodeKernels is the decode kernels on one thread, in GB/s of
