@@ -1705,7 +1705,7 @@ tvend: \
 
 // func f32TilesVecUnasked(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 //
-// f32TilesVec without its asks ahead, for Zen 4 (tilesVec).
+// f32TilesVec without its asks ahead, for Zen 4 and Zen 3 (tilesVec).
 TEXT ·f32TilesVecUnasked(SB), NOSPLIT, $0-40
 #undef ASK_AHEAD
 #define ASK_AHEAD(M)
@@ -2115,6 +2115,17 @@ TEXT ·f16TilesVec(SB), NOSPLIT, $0-40
 	VFMADD231PS Y4, Y15, Y0
 	TILES_VEC
 
+// func f16TilesVecUnasked(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
+//
+// f16TilesVec without its asks ahead, for Zen 3 (tilesVec).
+TEXT ·f16TilesVecUnasked(SB), NOSPLIT, $0-40
+#undef ASK_AHEAD
+#define ASK_AHEAD(M)
+	TILES_VEC
+#undef ASK_AHEAD
+#define ASK_AHEAD(M) \
+	PREFETCHNTA M
+
 // One column (at OFF bytes of SI) of a group's tile, widened into T,
 // times Y15 into the sum A.
 #define HALF_GROUP_COLUMN(OFF, T, A) \
@@ -2325,6 +2336,17 @@ g84z: \
 // func bf16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 TEXT ·bf16TilesVec(SB), NOSPLIT, $0-40
 	TILES_VEC
+
+// func bf16TilesVecUnasked(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
+//
+// bf16TilesVec without its asks ahead, for Zen 3 (tilesVec).
+TEXT ·bf16TilesVecUnasked(SB), NOSPLIT, $0-40
+#undef ASK_AHEAD
+#define ASK_AHEAD(M)
+	TILES_VEC
+#undef ASK_AHEAD
+#define ASK_AHEAD(M) \
+	PREFETCHNTA M
 
 // func bf16GroupsVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 TEXT ·bf16GroupsVec(SB), NOSPLIT, $0-40

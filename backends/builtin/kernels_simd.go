@@ -392,8 +392,9 @@ func (r *readAhead) share() (unsafe.Pointer, int) {
 
 // tilesVec runs f32TilesVec on n of m's tiles from tile first, or its
 // unasked twin on a core whose hardware prefetch reads faster alone
-// (askAhead); on halves f16TilesVec or bf16TilesVec, or where they lie in
-// groups f16GroupsVec or bf16GroupsVec on n groups from group first.
+// (askAhead); on halves f16TilesVec or bf16TilesVec (or their unasked
+// twins), or where they lie in groups f16GroupsVec or bf16GroupsVec on n
+// groups from group first.
 // (Called as a func value, the kernel's arguments would escape, and each
 // product allocate.)
 func (m *Matrix) tilesVec(first, n int, x, out unsafe.Pointer) {
@@ -401,12 +402,16 @@ func (m *Matrix) tilesVec(first, n int, x, out unsafe.Pointer) {
 	switch {
 	case m.half == ieeeHalf && m.groupedHalves:
 		f16GroupsVec(tile, n, m.Cols, x, out)
-	case m.half == ieeeHalf:
+	case m.half == ieeeHalf && askAhead:
 		f16TilesVec(tile, n, m.Cols, x, out)
+	case m.half == ieeeHalf:
+		f16TilesVecUnasked(tile, n, m.Cols, x, out)
 	case m.half == bfloat16 && m.groupedHalves:
 		bf16GroupsVec(tile, n, m.Cols, x, out)
-	case m.half == bfloat16:
+	case m.half == bfloat16 && askAhead:
 		bf16TilesVec(tile, n, m.Cols, x, out)
+	case m.half == bfloat16:
+		bf16TilesVecUnasked(tile, n, m.Cols, x, out)
 	case askAhead:
 		f32TilesVec(tile, n, m.Cols, x, out)
 	default:
@@ -420,8 +425,8 @@ func (m *Matrix) tilesVec(first, n int, x, out unsafe.Pointer) {
 // 64.9–68.0 tok/s), and on Zen 4 and Zen 3 (AMD family 25, with AVX-512
 // and without) slowed it: Zen 4 44.2–47.3 → 33.0–34.3 tok/s on the VM of 2
 // December, Zen 3 on one thread by ABBA turns 1.10–1.16× and the
-// Qwen2.5-0.5B shape 1.15× faster without them (3 December). Cores not
-// measured (Intel's) keep the asks.
+// Qwen2.5-0.5B shape 1.15× faster without them (3 December), and its F16
+// decode 1.03–1.08×. Cores not measured (Intel's) keep the asks.
 var askAhead = amdFamily() != 0x19
 
 // groupHalfTiles is whether F16 and BF16 matrices' tiles are laid out in
@@ -579,6 +584,9 @@ func f32Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.P
 func f16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 
 //go:noescape
+func f16TilesVecUnasked(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
+
+//go:noescape
 func f16GroupsVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 
 //go:noescape
@@ -601,6 +609,9 @@ func f16Tiles4x4Z(tiles unsafe.Pointer, tileBytes, cols int, x, out *[6]unsafe.P
 
 //go:noescape
 func bf16TilesVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
+
+//go:noescape
+func bf16TilesVecUnasked(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)
 
 //go:noescape
 func bf16GroupsVec(tiles unsafe.Pointer, n, cols int, x, out unsafe.Pointer)

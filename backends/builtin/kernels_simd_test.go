@@ -857,8 +857,10 @@ var decodeKernels = []struct {
 	{"f32/asked", notHalf, false, f32TilesVec},
 	{"f32/unasked", notHalf, false, f32TilesVecUnasked},
 	{"f16/tiles", ieeeHalf, false, f16TilesVec},
+	{"f16/tiles-unasked", ieeeHalf, false, f16TilesVecUnasked},
 	{"f16/groups", ieeeHalf, true, f16GroupsVec},
 	{"bf16/tiles", bfloat16, false, bf16TilesVec},
+	{"bf16/tiles-unasked", bfloat16, false, bf16TilesVecUnasked},
 	{"bf16/groups", bfloat16, true, bf16GroupsVec},
 }
 
