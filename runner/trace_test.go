@@ -176,7 +176,7 @@ func TestATraceIsReplayedAtItsTimes(t *testing.T) {
 		gaps = append(gaps, gap)
 	}
 	// No stretch waits longer than its span. One stall of a busy machine
-	// can stretch any one gap (CI's -race run once saw 504 ms), so the
+	// can stretch any one gap (CI, beside its CPU hog, once saw 504 ms), so the
 	// shortest gap is what must stay near 100 ms: a stretch lasting twice
 	// its span stretches every gap after the first stretch (to 130, 200
 	// and 200 ms).

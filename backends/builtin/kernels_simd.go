@@ -423,10 +423,11 @@ func (m *Matrix) tilesVec(first, n int, x, out unsafe.Pointer) {
 // ahead (f32TilesVec), which on Zen 5 fed one thread's stream faster than
 // the hardware's prefetch alone (stories110M F32 decode 53.7–62.3 →
 // 64.9–68.0 tok/s), and on Zen 4 and Zen 3 (AMD family 25, with AVX-512
-// and without) slowed it: Zen 4 44.2–47.3 → 33.0–34.3 tok/s on the VM of 2
-// December, Zen 3 on one thread by ABBA turns 1.10–1.16× and the
-// Qwen2.5-0.5B shape 1.15× faster without them (3 December), and its F16
-// decode 1.03–1.08×. Cores not measured (Intel's) keep the asks.
+// and without) slowed it: on Zen 4 44.2–47.3 → 33.0–34.3 tok/s (the VM of
+// 2 December); on Zen 3, by ABBA turns of two builds (3 December),
+// stories110M F32 decode on one thread ran 1.10–1.16× as fast without
+// them, the Qwen2.5-0.5B shape's 1.15×, and stories110M F16 (the 16-bit
+// kernels' twins) 1.03–1.08×. Cores not measured (Intel's) keep the asks.
 var askAhead = amdFamily() != 0x19
 
 // groupHalfTiles is whether F16 and BF16 matrices' tiles are laid out in
