@@ -24,7 +24,12 @@ type compareView struct {
 	// tested is false until the verdicts' statistics, computed off the UI
 	// goroutine (10,000 bootstrap resamples per test), have arrived.
 	tested bool
-	scroll int // first verdict line shown
+	// verdicts are the verdict lines once tested, as wrapped to
+	// verdictsWidth: each frame draws them, and wrapping them again was
+	// most of a frame's time.
+	verdicts      []string
+	verdictsWidth int
+	scroll        int // first verdict line shown
 	// firstColumn is the first column the table shows where not all fit
 	// the width (←/→ move it); clamped when drawn.
 	firstColumn int
@@ -62,6 +67,7 @@ func (v *compareView) init() tea.Cmd {
 func (v *compareView) showTests(msg compareTestedMsg) {
 	if msg.view == v {
 		v.cmp.Tests, v.cmp.Lengths, v.cmp.TestOptions, v.tested = msg.tests, msg.lengths, session.DefaultTestOptions, true
+		v.verdicts = nil
 	}
 }
 
@@ -194,6 +200,9 @@ func (v *compareView) verdictLines(w int) []string {
 	if !v.tested {
 		return []string{styleDim.Render(fmt.Sprintf("computing the statistics (%d bootstrap resamples per test)…", session.DefaultTestOptions.Resamples))}
 	}
+	if v.verdicts != nil && v.verdictsWidth == w {
+		return v.verdicts
+	}
 	var lines []string
 	add := func(text string, style lipgloss.Style) {
 		for _, l := range wrap(text, w) {
@@ -223,6 +232,7 @@ func (v *compareView) verdictLines(w int) []string {
 		add(line, lipgloss.NewStyle())
 	}
 	add(v.cmp.TestsNote(), styleDim)
+	v.verdicts, v.verdictsWidth = lines, w
 	return lines
 }
 

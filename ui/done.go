@@ -32,6 +32,13 @@ type doneView struct {
 	// verdicts are the session's arms against its first, once tested.
 	verdicts   *session.Comparison
 	verdictErr error
+	// table is verdictTable of verdicts at a width, kept for the frames
+	// that follow at that width: laying it out was a fifth of a frame.
+	table struct {
+		of    *session.Comparison
+		width int
+		lines []string
+	}
 	// load is a load run's answer (sweep knee and goodput, or a together
 	// study's speedup), said above the verdicts; nil for other runs.
 	load    []string
@@ -394,7 +401,10 @@ func (d *doneView) verdictLines(w, rows int) []string {
 	for _, line := range d.load {
 		lines = append(lines, wrap(line, w)...)
 	}
-	table := verdictTable(d.verdicts, w)
+	if d.table.of != d.verdicts || d.table.width != w {
+		d.table.of, d.table.width, d.table.lines = d.verdicts, w, verdictTable(d.verdicts, w)
+	}
+	table := d.table.lines
 	switch room := rows - len(table); {
 	case len(lines) <= room || len(lines) == 0:
 	case room >= 2:

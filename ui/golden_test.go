@@ -3,6 +3,7 @@ package ui
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -265,6 +266,31 @@ func TestCompareNumbersNeverTouch(t *testing.T) {
 	}
 }
 
+// The compare view keeps its verdict lines as wrapped to the last width:
+// a resize and back, or new tests, draw what a fresh view would.
+func TestCompareVerdictLinesFollowWidthAndTests(t *testing.T) {
+	refs, sessions := twoSessions(t, 40000)
+	fresh := func(w int) []string {
+		v := newCompareView(refs, sessions, nil)
+		v.showTests(v.init()().(compareTestedMsg))
+		return v.verdictLines(w)
+	}
+	v := newCompareView(refs, sessions, nil)
+	msg := v.init()().(compareTestedMsg)
+	v.showTests(msg)
+	for _, w := range []int{60, 140, 60, 20} {
+		if got, want := v.verdictLines(w), fresh(w); !slices.Equal(got, want) {
+			t.Fatalf("at %d cells after other widths:\n%s\nwhere a fresh view draws\n%s", w, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	before := strings.Join(v.verdictLines(60), "\n")
+	msg.tests = nil // answers that say less: the lines must follow them
+	v.showTests(msg)
+	if after := strings.Join(v.verdictLines(60), "\n"); after == before {
+		t.Errorf("new tests left the verdict lines as they were:\n%s", after)
+	}
+}
+
 func checkCompareNumbersApart(t *testing.T, w int) {
 	refs, sessions := twoSessions(t, 40000)
 	v := newCompareView(refs, sessions, nil)
@@ -399,6 +425,23 @@ func TestLoadLinesGiveWayToTheVerdictTable(t *testing.T) {
 	}
 	if all := ansi.Strip(strings.Join(d.verdictLines(77, 40), "\n")); !strings.Contains(all, "goodput") || strings.Contains(all, "in full") {
 		t.Errorf("40 rows:\n%s", all)
+	}
+}
+
+// The done view keeps its verdict table as laid out at the last width:
+// other widths, and new verdicts, draw their own.
+func TestDoneVerdictTableFollowsWidthAndVerdicts(t *testing.T) {
+	two, six := armsComparison(t, []string{"greedy", "temp-0.8"}), armsComparison(t, []string{"greedy", "temp-0.5", "temp-0.8", "temp-1.0", "top-k-40", "top-p-0.9"})
+	d := &doneView{data: &runData{arms: []*armData{{name: "greedy"}, {name: "temp-0.8"}}, finished: &runner.Finished{Manifest: "/s/S.toml"}}}
+	for _, step := range []struct {
+		cmp *session.Comparison
+		w   int
+	}{{two, 77}, {two, 198}, {two, 77}, {six, 77}, {six, 198}, {two, 198}} {
+		d.showVerdicts(verdictsMsg{cmp: step.cmp})
+		got, want := strings.Join(d.verdictLines(step.w, 40), "\n"), strings.Join(verdictTable(step.cmp, step.w), "\n")
+		if got != want {
+			t.Fatalf("%d arms at %d cells:\n%s\nwhere the table is\n%s", len(step.cmp.Columns), step.w, got, want)
+		}
 	}
 }
 
