@@ -26,7 +26,7 @@ type compareView struct {
 	tested bool
 	// verdicts are the verdict lines once tested, as wrapped to
 	// verdictsWidth: each frame draws them, and wrapping them again was
-	// most of a frame's time.
+	// two fifths of a frame's time.
 	verdicts      []string
 	verdictsWidth int
 	scroll        int // first verdict line shown
