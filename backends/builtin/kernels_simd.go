@@ -438,9 +438,10 @@ var askAhead = amdFamily() != 0x19
 // thread (BenchmarkDecodeKernels) read 25.9–27.1 GB/s as one stream and
 // 21.7–23.9 as eight tiles side by side (the kernel before); BF16
 // 25.0–27.1 and 21.1–22.0; and the Qwen2.5-0.5B shape's F16 decode went
-// from 0.85× llama.cpp's speed on one thread to 1.37×. On Zen 5 one
-// stream had read 0.88–0.90 of the four-tile kernel's speed, asks and all
-// (engine-kernels.md), and on the Zen 3 VM of 3 December (AVX2: no
+// from 0.85× llama.cpp's speed on one thread to 1.37×. On Zen 5 the
+// groups read slower than the tiles with their asks (the VM of 3
+// December: F16 32.7–45.1 GB/s against 35.5–50.0, BF16 28.1–44.2 against
+// 37.3–47.6, twelve runs), and on the Zen 3 VM of 3 December (AVX2: no
 // 512-bit widening) F16 groups read 15.7–16.4 GB/s against the four tiles'
 // 16.5–18.9 with their asks: elsewhere the tiles lie one after another.
 var groupHalfTiles = amdFamily() == 0x19 && archsimd.X86.AVX512()
